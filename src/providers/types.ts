@@ -71,6 +71,8 @@ export interface ProviderDefinition {
   readonly providerIdScheme: string;
   readonly description: string;
   readonly credentials: CredentialSchema;
+  /** Key of the value that the CLI's shared `--cloud-config <file>` flag fills, when the provider takes one. */
+  readonly configFileField?: string;
   /**
    * Builds the provider from resolved values (keyed by CredentialField.key). Throws
    * InvalidConfigError naming the missing or malformed value.

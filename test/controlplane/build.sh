@@ -7,7 +7,7 @@ K8S_VERSION="${CCM_K8S_VERSION:-1.36.3}"
 CACHE_ROOT="${CCM_CONTROLPLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ccm-controlplane}"
 OUT="$CACHE_ROOT/v$K8S_VERSION"
 
-if [[ -x "$OUT/kube-apiserver" && -x "$OUT/etcd" ]]; then
+if [[ -x "$OUT/kube-apiserver" && -x "$OUT/etcd" && -f "$OUT/.complete" ]]; then
   echo "control plane v$K8S_VERSION cached in $OUT"
   exit 0
 fi
@@ -44,14 +44,20 @@ GO
 # Pull in the versions kubernetes itself was released against (etcd included).
 go get "k8s.io/kubernetes@v$K8S_VERSION" >/dev/null
 go mod tidy -e >/dev/null 2>&1 || true
-go get go.etcd.io/etcd/server/v3 >/dev/null 2>&1 || true
 
-mkdir -p "$OUT.partial"
-echo "building kube-apiserver v$K8S_VERSION (several minutes the first time)..."
+mkdir -p "$OUT"
+# Each binary is written under a temporary name and renamed, so an interrupted build is never cached.
+if [[ ! -x "$OUT/kube-apiserver" ]]; then
+echo "building kube-apiserver v$K8S_VERSION (about ten minutes on two cores, once)..."
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=v$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(cut -d. -f2 <<<"$K8S_VERSION")" \
-  -o "$OUT.partial/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-echo "building etcd..."
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$OUT.partial/etcd" go.etcd.io/etcd/server/v3
-rm -rf "$OUT"
-mv "$OUT.partial" "$OUT"
+  -o "$OUT/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
+mv "$OUT/kube-apiserver.tmp" "$OUT/kube-apiserver"
+fi
+if [[ ! -x "$OUT/etcd" ]]; then
+# The etcd version kubernetes itself requires, not the newest one.
+echo "building etcd $(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)..."
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$OUT/etcd.tmp" go.etcd.io/etcd/server/v3
+mv "$OUT/etcd.tmp" "$OUT/etcd"
+fi
+touch "$OUT/.complete"
 echo "control plane v$K8S_VERSION built into $OUT"

@@ -1,0 +1,52 @@
+import { Command, Flags } from '@oclif/core';
+import { EXIT_USAGE, exitCodeFor, oneLine } from './errors.js';
+
+/**
+ * Flags every command shares, and the one place errors become output: one line on stderr, the
+ * right exit code, no stack trace (unless --log-level=debug).
+ */
+export abstract class BaseCommand extends Command {
+  static override baseFlags = {
+    kubeconfig: Flags.string({
+      description: 'Path of the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)',
+      helpGroup: 'GLOBAL',
+    }),
+    context: Flags.string({ description: 'Kubeconfig context to use', helpGroup: 'GLOBAL' }),
+    provider: Flags.string({
+      description: 'Cloud provider: cloudlycke',
+      env: 'CCM_PROVIDER',
+      helpGroup: 'GLOBAL',
+    }),
+    'cloud-config': Flags.string({
+      description: "Provider config file (Cloudlycke: the inventory YAML; env: each provider's own)",
+      helpGroup: 'GLOBAL',
+    }),
+    json: Flags.boolean({
+      description: 'Print a machine-readable JSON report on stdout',
+      helpGroup: 'GLOBAL',
+    }),
+    'log-level': Flags.option({
+      options: ['error', 'warn', 'info', 'debug'] as const,
+      default: 'info',
+      helpGroup: 'GLOBAL',
+    })(),
+  };
+
+  protected override async catch(err: Error & { exitCode?: number }): Promise<void> {
+    // oclif's own exit() throws an ExitError; let it through untouched.
+    if ((err as { oclif?: { exit?: number } }).oclif?.exit !== undefined && err.name === 'ExitError')
+      throw err;
+    const debug =
+      this.argv.includes('--log-level=debug') || this.argv.join(' ').includes('--log-level debug');
+    process.stderr.write(`ccm: ${oneLine(err)}\n`);
+    if (debug && err.stack) process.stderr.write(`${err.stack}\n`);
+    const code = err.name === 'CLIError' || isParseError(err) ? EXIT_USAGE : exitCodeFor(err);
+    process.exit(code);
+  }
+}
+
+function isParseError(err: Error): boolean {
+  return /Nonexistent flag|Unexpected argument|Expected --|Missing required flag|Expected .* to be one of|Parsing --/i.test(
+    err.message,
+  );
+}

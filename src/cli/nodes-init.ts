@@ -1,0 +1,95 @@
+import { Listr } from 'listr2';
+import {
+  applyPlans,
+  buildReport,
+  confirmDeletions,
+  type PassOptions,
+  type PassReport,
+  planPass,
+  readState,
+} from '../controllers/nodes-pass.js';
+import type { NodePlan } from '../controllers/plan.js';
+import { loadKubeConfig } from '../kube/config.js';
+import { createNodeClient } from '../kube/nodes.js';
+import { providerFromFlags } from './provider-config.js';
+
+export interface NodesInitInput {
+  kubeconfig?: string;
+  context?: string;
+  provider?: string;
+  'cloud-config'?: string;
+  json: boolean;
+  pass: PassOptions;
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+export interface NodesInitResult {
+  report: PassReport;
+  plans: NodePlan[];
+  kubeWrites: number;
+  cloudCalls: number;
+  durationMs: number;
+}
+
+interface Ctx {
+  plans?: NodePlan[];
+}
+
+/** `ccm nodes init`: one pass, with a task list on a terminal and plain lines elsewhere. */
+export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResult> {
+  const started = performance.now();
+  let cloudCalls = 0;
+  // Configuration is checked before anything is read or written.
+  const kc = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
+  const provider = await providerFromFlags(input, input.env, () => {
+    cloudCalls++;
+  });
+  const kube = createNodeClient(kc);
+  const { pass } = input;
+  // Read before the task list starts: an unreachable API server or a broken inventory is a
+  // configuration error and must print one line, not a failed task.
+  const state = await readState(kube, provider);
+
+  const tasks = new Listr<Ctx>(
+    [
+      {
+        title: 'Plan',
+        task: async (ctx, task) => {
+          ctx.plans = planPass(state, provider, pass);
+          const candidates = ctx.plans.filter((p) => p.deletionCandidate).length;
+          if (candidates > 0) {
+            task.output = `confirming ${candidates} deletion candidate(s) with the cloud`;
+            await confirmDeletions(ctx.plans, provider, pass.concurrency);
+          }
+          const changing = ctx.plans.filter((p) => p.changes.length > 0).length;
+          task.title = `Plan: ${changing} of ${state.nodes.length} Nodes to change (${state.index.size} ${provider.name} instances)`;
+        },
+      },
+      {
+        title: 'Apply',
+        skip: () => pass.dryRun && 'dry run: nothing written',
+        task: async (ctx, task) => {
+          ctx.plans = await applyPlans(ctx.plans ?? [], state, kube, provider, pass, (done, total) => {
+            if (done % 50 === 0 || done === total) task.title = `Apply (${done}/${total})`;
+          });
+        },
+      },
+    ],
+    {
+      renderer: 'default',
+      silentRendererCondition: input.json,
+      fallbackRenderer: 'simple',
+      exitOnError: true,
+      rendererOptions: { collapseSubtasks: false },
+    },
+  );
+  const ctx = await tasks.run({});
+  const plans = ctx.plans ?? [];
+  return {
+    report: buildReport(provider, plans, state, pass.dryRun),
+    plans,
+    kubeWrites: kube.writes,
+    cloudCalls,
+    durationMs: Math.round(performance.now() - started),
+  };
+}

@@ -1,0 +1,39 @@
+import { loadProvider } from '../providers/registry.js';
+import type { Provider, ProviderDefinition, ProviderValues } from '../providers/types.js';
+import { UsageError } from './errors.js';
+
+export interface ProviderFlags {
+  provider?: string;
+  'cloud-config'?: string;
+}
+
+/**
+ * The edge where a provider's configuration is resolved: `--cloud-config` fills the field the
+ * provider names for it, every other field comes from its environment variables.
+ */
+export function resolveProviderValues(
+  definition: ProviderDefinition,
+  flags: ProviderFlags,
+  env: Readonly<Record<string, string | undefined>>,
+): ProviderValues {
+  const values: Record<string, string | undefined> = {};
+  for (const field of definition.credentials.fields) {
+    const fromFlag = field.key === definition.configFileField ? flags['cloud-config'] : undefined;
+    const fromEnv = field.env.map((name) => env[name]).find((v) => v !== undefined && v !== '');
+    values[field.key] = fromFlag ?? fromEnv;
+  }
+  return values;
+}
+
+export async function providerFromFlags(
+  flags: ProviderFlags,
+  env: Readonly<Record<string, string | undefined>>,
+  onCloudCall?: (what: string) => void,
+): Promise<Provider> {
+  if (!flags.provider)
+    throw new UsageError(
+      'no provider given; pass --provider (e.g. --provider cloudlycke) or set CCM_PROVIDER',
+    );
+  const definition = await loadProvider(flags.provider);
+  return definition.create(resolveProviderValues(definition, flags, env), { onCloudCall });
+}

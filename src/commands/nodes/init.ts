@@ -1,0 +1,58 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.js';
+import { parseDuration } from '../../cli/duration.js';
+import { EXIT_FAILED, UsageError } from '../../cli/errors.js';
+
+export default class NodesInit extends BaseCommand {
+  static override summary = 'Initialise and reconcile every Node against the cloud once, then exit';
+  static override description = [
+    'Initialises Nodes tainted node.cloudprovider.kubernetes.io/uninitialized (provider ID, instance type, zone and region labels, addresses; the taint is removed), reconciles labels and addresses of initialised Nodes, taints Nodes whose instance is shut down, and deletes Nodes whose instance the cloud positively reports as gone. Meant for a CronJob.',
+    'Exit status: 0 all Nodes reconciled, 1 some failed (the report says which and why), 2 usage or configuration error.',
+  ].join('\n\n');
+  static override examples = [
+    '<%= config.bin %> nodes init --provider cloudlycke --cloud-config inventory.yaml',
+    '<%= config.bin %> nodes init --provider cloudlycke --dry-run --json',
+  ];
+  static override flags = {
+    'dry-run': Flags.boolean({ description: 'Print the plan; write nothing', default: false }),
+    concurrency: Flags.integer({ description: 'Nodes written in parallel', default: 16, min: 1, max: 256 }),
+    'deletion-grace-period': Flags.string({
+      description: 'A Node younger than this is never deleted (clouds are eventually consistent)',
+      default: '5m',
+    }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(NodesInit);
+    const grace = parseDuration(flags['deletion-grace-period']);
+    if (grace === undefined) {
+      throw new UsageError(
+        `--deletion-grace-period "${flags['deletion-grace-period']}" is not a duration; use e.g. 90s, 5m or 1h`,
+      );
+    }
+    const { runNodesInit } = await import('../../cli/nodes-init.js');
+    const result = await runNodesInit({
+      ...flags,
+      pass: { dryRun: flags['dry-run'], concurrency: flags.concurrency, deletionGracePeriodMs: grace },
+      env: process.env,
+    });
+    if (flags.json) {
+      this.log(
+        JSON.stringify(
+          {
+            ...result.report,
+            kubeWrites: result.kubeWrites,
+            cloudCalls: result.cloudCalls,
+            durationMs: result.durationMs,
+          },
+          null,
+          2,
+        ),
+      );
+    } else {
+      const { formatNodesReport } = await import('../../cli/report.js');
+      this.log(formatNodesReport(result));
+    }
+    if (result.report.summary.failed > 0) this.exit(EXIT_FAILED);
+  }
+}

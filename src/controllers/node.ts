@@ -1,0 +1,111 @@
+import type { V1Node, V1Taint } from '@kubernetes/client-node';
+import {
+  EVENT_SYNCED,
+  LABEL_PAIRS,
+  RESERVED_LABEL_DOMAINS,
+  SOURCE_NODE_CONTROLLER,
+  TAINT_UNINITIALIZED,
+} from '../kube/well-known.js';
+import type { Instance } from '../providers/types.js';
+import { AddressMismatchError, desiredAddresses, sameAddresses } from './node-addresses.js';
+
+/** The cloud node controller's decision for one Node: labels, provider ID, taints and addresses. */
+export interface NodeSync {
+  labels: Record<string, string>;
+  providerID?: string;
+  taints?: V1Taint[];
+  addresses?: Instance['addresses'];
+  initialized: boolean;
+  changes: string[];
+}
+
+export function isUninitialized(node: V1Node): boolean {
+  return (node.spec?.taints ?? []).some((t) => t.key === TAINT_UNINITIALIZED);
+}
+
+function isReservedLabel(key: string): boolean {
+  const slash = key.indexOf('/');
+  if (slash < 0) return false;
+  const domain = key.slice(0, slash);
+  return RESERVED_LABEL_DOMAINS.some((d) => domain === d || domain.endsWith(`.${d}`));
+}
+
+/**
+ * Initialises a tainted Node from its instance (reference: syncNode). Throws AddressMismatchError when
+ * the kubelet's provided node IP is not an address of the instance; the taint then stays.
+ */
+export function planInitialization(node: V1Node, instance: Instance): NodeSync {
+  const current = node.metadata?.labels ?? {};
+  const labels: Record<string, string> = {};
+  const changes: string[] = [];
+  const setLabel = (key: string, value: string) => {
+    if (value && current[key] !== value) labels[key] = value;
+  };
+  const addresses = desiredAddresses(node, instance.addresses);
+
+  let providerID: string | undefined;
+  if (!node.spec?.providerID) {
+    providerID = instance.providerID;
+    changes.push(`set providerID ${providerID}`);
+  }
+  const values = { instanceType: instance.type, zone: instance.zone, region: instance.region };
+  for (const [what, pair] of Object.entries(LABEL_PAIRS)) {
+    const value = values[what as keyof typeof values];
+    setLabel(pair.ga, value);
+    setLabel(pair.beta, value);
+  }
+  for (const [key, value] of Object.entries(instance.labels)) {
+    if (!isReservedLabel(key) && !(key in current)) labels[key] = value;
+  }
+  if (Object.keys(labels).length > 0)
+    changes.push(
+      `label ${Object.entries(labels)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
+    );
+  const taints = (node.spec?.taints ?? []).filter((t) => t.key !== TAINT_UNINITIALIZED);
+  changes.push(`remove taint ${TAINT_UNINITIALIZED}`);
+  const addressChange =
+    addresses && !sameAddresses(node.status?.addresses ?? [], addresses) ? addresses : undefined;
+  if (addressChange)
+    changes.push(`set addresses ${addressChange.map((a) => `${a.type}=${a.address}`).join(' ')}`);
+  return { labels, providerID, taints, addresses: addressChange, initialized: true, changes };
+}
+
+/**
+ * An initialised Node: copy each beta label to its GA twin when they differ (reference:
+ * reconcileNodeLabels), and refresh addresses from the instance when one is known.
+ */
+export function planInitializedNode(node: V1Node, instance: Instance | undefined): NodeSync {
+  const current = node.metadata?.labels ?? {};
+  const labels: Record<string, string> = {};
+  const changes: string[] = [];
+  for (const pair of Object.values(LABEL_PAIRS)) {
+    const beta = current[pair.beta];
+    if (beta !== undefined && current[pair.ga] !== beta) labels[pair.ga] = beta;
+  }
+  if (Object.keys(labels).length > 0)
+    changes.push(
+      `label ${Object.entries(labels)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
+    );
+  let addresses: Instance['addresses'] | undefined;
+  if (instance) {
+    const desired = desiredAddresses(node, instance.addresses);
+    if (desired && !sameAddresses(node.status?.addresses ?? [], desired)) {
+      addresses = desired;
+      changes.push(`set addresses ${desired.map((a) => `${a.type}=${a.address}`).join(' ')}`);
+    }
+  }
+  return { labels, addresses, initialized: false, changes };
+}
+
+export const syncedEvent = {
+  type: 'Normal',
+  reason: EVENT_SYNCED,
+  message: 'Node synced successfully',
+  component: SOURCE_NODE_CONTROLLER,
+} as const;
+
+export { AddressMismatchError };

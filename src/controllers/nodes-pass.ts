@@ -1,0 +1,359 @@
+import type { V1Node, V1Taint } from '@kubernetes/client-node';
+import { KubeApiError } from '../kube/errors.js';
+import type { NodeClient } from '../kube/nodes.js';
+import {
+  EVENT_DELETING_NODE,
+  EVENT_DELETING_NODE_FAILED,
+  SOURCE_LIFECYCLE_CONTROLLER,
+} from '../kube/well-known.js';
+import { InvalidConfigError, isNotFound, isProviderError, UnauthorizedError } from '../providers/errors.js';
+import { InstanceIndex } from '../providers/instance-index.js';
+import { parseProviderID } from '../providers/provider-id.js';
+import type { Instance, Provider } from '../providers/types.js';
+import { mapLimit } from './concurrency.js';
+import { planLifecycle, shutdownTaint } from './lifecycle.js';
+import {
+  AddressMismatchError,
+  isUninitialized,
+  planInitialization,
+  planInitializedNode,
+  syncedEvent,
+} from './node.js';
+import { emptyPlan, hasWrites, type NodePlan } from './plan.js';
+
+/**
+ * One reconcile pass over every Node: the cloud node controller and the node lifecycle controller of
+ * the reference framework, run once. Four steps, so a UI can show each and `--dry-run` can stop
+ * before the last: read → plan → confirm deletions → apply.
+ */
+
+export interface PassOptions {
+  dryRun: boolean;
+  concurrency: number;
+  deletionGracePeriodMs: number;
+  now?: () => Date;
+}
+
+export interface ClusterState {
+  nodes: V1Node[];
+  index: InstanceIndex;
+  /** Set when the cloud listing failed with a transient error: cloud-dependent work is skipped. */
+  listingError?: string;
+}
+
+export type NodeResult = 'initialized' | 'updated' | 'deleted' | 'unchanged' | 'skipped' | 'failed';
+
+export interface NodeReport {
+  name: string;
+  result: NodeResult;
+  changes: string[];
+  reason?: string;
+  notes?: string[];
+}
+
+export interface PassReport {
+  provider: string;
+  dryRun: boolean;
+  nodes: NodeReport[];
+  summary: Record<NodeResult, number> & { total: number };
+  cloudInstances: number;
+  listingError?: string;
+}
+
+/** Reads Nodes and the cloud listing in parallel. Credential or configuration errors abort the pass. */
+export async function readState(kube: NodeClient, provider: Provider): Promise<ClusterState> {
+  const [nodes, listing] = await Promise.all([
+    kube.listNodes(),
+    provider.instances.list().then(
+      (instances) => ({ instances }),
+      (error: unknown) => ({ error }),
+    ),
+  ]);
+  if ('error' in listing) {
+    const { error } = listing;
+    if (error instanceof UnauthorizedError || error instanceof InvalidConfigError) throw error;
+    const message = isProviderError(error) || error instanceof Error ? error.message : String(error);
+    return { nodes, index: new InstanceIndex([]), listingError: `cloud listing failed: ${message}` };
+  }
+  return { nodes, index: new InstanceIndex(listing.instances) };
+}
+
+export function planNode(
+  node: V1Node,
+  state: ClusterState,
+  provider: Provider,
+  options: PassOptions,
+): NodePlan {
+  const name = node.metadata?.name ?? '';
+  const plan = emptyPlan(name);
+  const providerID = node.spec?.providerID;
+  if (providerID && parseProviderID(providerID)?.scheme !== provider.providerIdScheme) {
+    plan.skipped = `provider ID ${providerID} is not a ${provider.name} instance; Node left alone`;
+    return plan;
+  }
+  const listingOk = state.listingError === undefined;
+  const instance = findInstance(node, state.index);
+
+  let labels: Record<string, string> = {};
+  const originalTaints: V1Taint[] = node.spec?.taints ?? [];
+  let taints = originalTaints;
+  let newProviderID: string | undefined;
+  const tainted = isUninitialized(node);
+  try {
+    if (tainted) {
+      if (!listingOk) throw new Error(state.listingError);
+      if (!instance) throw new Error(notFoundReason(node, state.index));
+      const sync = planInitialization(node, instance);
+      labels = sync.labels;
+      newProviderID = sync.providerID;
+      taints = sync.taints ?? taints;
+      plan.addresses = sync.addresses;
+      plan.changes.push(...sync.changes);
+      plan.events.push({ ...syncedEvent });
+    } else {
+      const sync = planInitializedNode(node, providerID ? instance : undefined);
+      labels = sync.labels;
+      plan.addresses = sync.addresses;
+      plan.changes.push(...sync.changes);
+    }
+  } catch (err) {
+    if (tainted || !(err instanceof AddressMismatchError)) {
+      // Nothing of the initialisation is written: the Node keeps its taint and is retried next pass.
+      plan.error = (err as Error).message;
+      plan.changes = [];
+      plan.events = [];
+      plan.addresses = undefined;
+      labels = {};
+    } else {
+      plan.error = (err as Error).message;
+    }
+  }
+
+  if (providerID) {
+    const decision = planLifecycle(node, {
+      instance: instance && instance.providerID === providerID ? instance : undefined,
+      listingOk,
+      listingSize: state.index.size,
+      now: options.now?.() ?? new Date(),
+      deletionGracePeriodMs: options.deletionGracePeriodMs,
+    });
+    if (decision.action === 'add-shutdown-taint') {
+      taints = [...taints, shutdownTaint];
+      plan.changes.push(`add taint ${shutdownTaint.key}:${shutdownTaint.effect} (instance is shut down)`);
+    } else if (decision.action === 'remove-shutdown-taint') {
+      taints = taints.filter((t) => t.key !== shutdownTaint.key);
+      plan.changes.push(`remove taint ${shutdownTaint.key} (Node is Ready)`);
+    } else if (decision.action === 'deletion-candidate') {
+      plan.deletionCandidate = { providerID: decision.providerID };
+    } else if (decision.note) {
+      plan.notes.push(decision.note);
+    }
+  }
+
+  const taintsChanged = taints !== originalTaints;
+  if (Object.keys(labels).length > 0 || newProviderID || taintsChanged) {
+    plan.patch = {
+      ...(Object.keys(labels).length > 0 ? { labels } : {}),
+      ...(newProviderID ? { providerID: newProviderID } : {}),
+      ...(taintsChanged ? { taints } : {}),
+    };
+  }
+  return plan;
+}
+
+function findInstance(node: V1Node, index: InstanceIndex): Instance | undefined {
+  const providerID = node.spec?.providerID;
+  return providerID ? index.byProviderID(providerID) : index.byNodeName(node.metadata?.name ?? '');
+}
+
+function notFoundReason(node: V1Node, index: InstanceIndex): string {
+  const providerID = node.spec?.providerID;
+  const name = node.metadata?.name ?? '';
+  if (providerID) return `no cloud instance has provider ID ${providerID}`;
+  if (index.nameIsAmbiguous(name))
+    return `several cloud instances are named ${name}; set the kubelet's --provider-id`;
+  return `no cloud instance is named ${name}; name the instance like the Node or set the kubelet's --provider-id`;
+}
+
+export function planPass(state: ClusterState, provider: Provider, options: PassOptions): NodePlan[] {
+  return state.nodes.map((node) => planNode(node, state, provider, options));
+}
+
+/**
+ * Asks the cloud about each deletion candidate by the Node's own provider ID. Only a positive
+ * "not found" turns a candidate into a deletion; any error keeps the Node.
+ */
+export async function confirmDeletions(
+  plans: NodePlan[],
+  provider: Provider,
+  concurrency: number,
+): Promise<void> {
+  const candidates = plans.filter((p) => p.deletionCandidate);
+  await mapLimit(candidates, concurrency, async (plan) => {
+    const providerID = plan.deletionCandidate?.providerID ?? '';
+    try {
+      const instance = await provider.instances.get(providerID);
+      if (instance.state === 'gone') {
+        plan.deletion = { reason: `the cloud reports instance ${providerID} as gone` };
+      } else {
+        plan.notes.push(
+          `instance ${providerID} missing from the listing but found by lookup (${instance.state}); kept`,
+        );
+      }
+    } catch (err) {
+      if (isNotFound(err)) {
+        plan.deletion = { reason: `the cloud answered "not found" for instance ${providerID}` };
+      } else {
+        plan.error = `not deleted: looking up ${providerID} failed: ${(err as Error).message}`;
+      }
+    }
+    if (plan.deletion) {
+      plan.patch = undefined;
+      plan.addresses = undefined;
+      plan.events = [];
+      plan.changes = [`delete Node (${plan.deletion.reason})`];
+    }
+  });
+}
+
+const MAX_CONFLICT_RETRIES = 3;
+
+/** Writes the plans. A Node changed by someone else since it was read is re-read and re-planned. */
+export async function applyPlans(
+  plans: NodePlan[],
+  state: ClusterState,
+  kube: NodeClient,
+  provider: Provider,
+  options: PassOptions,
+  onNodeDone?: (done: number, total: number) => void,
+): Promise<NodePlan[]> {
+  const nodesByName = new Map(state.nodes.map((n) => [n.metadata?.name ?? '', n]));
+  let done = 0;
+  const applied = await mapLimit(plans, options.concurrency, async (initial) => {
+    let plan = initial;
+    let node = nodesByName.get(plan.name) as V1Node;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await applyOne(plan, node, kube);
+        break;
+      } catch (err) {
+        if (
+          err instanceof KubeApiError &&
+          err.status === 409 &&
+          attempt < MAX_CONFLICT_RETRIES &&
+          !plan.deletion
+        ) {
+          node = await kube.getNode(plan.name);
+          plan = planNode(node, state, provider, options);
+          continue;
+        }
+        plan.error = (err as Error).message;
+        break;
+      }
+    }
+    onNodeDone?.(++done, plans.length);
+    return plan;
+  });
+  return applied;
+}
+
+async function applyOne(plan: NodePlan, node: V1Node, kube: NodeClient): Promise<void> {
+  if (plan.error && !hasWrites(plan)) return;
+  if (plan.deletion) {
+    const message = `Deleting node ${plan.name} because it does not exist in the cloud provider`;
+    await kube.createEvent({
+      node,
+      type: 'Normal',
+      reason: EVENT_DELETING_NODE,
+      message,
+      component: SOURCE_LIFECYCLE_CONTROLLER,
+    });
+    try {
+      await kube.deleteNode(node);
+    } catch (err) {
+      await kube
+        .createEvent({
+          node,
+          type: 'Warning',
+          reason: EVENT_DELETING_NODE_FAILED,
+          message: `Error deleting node ${plan.name}: ${(err as Error).message}`,
+          component: SOURCE_LIFECYCLE_CONTROLLER,
+        })
+        .catch(() => undefined);
+      throw err;
+    }
+    return;
+  }
+  let current = node;
+  if (plan.patch) {
+    const { labels, providerID, taints } = plan.patch;
+    current = await kube.patchNode(plan.name, {
+      metadata: { resourceVersion: node.metadata?.resourceVersion, ...(labels ? { labels } : {}) },
+      ...(providerID || taints
+        ? { spec: { ...(providerID ? { providerID } : {}), ...(taints ? { taints } : {}) } }
+        : {}),
+    });
+  }
+  if (plan.addresses) {
+    current = await kube.patchNodeStatus(plan.name, { status: { addresses: plan.addresses } });
+  }
+  for (const event of plan.events) await kube.createEvent({ node: current, ...event });
+}
+
+export function resultOf(plan: NodePlan): NodeResult {
+  if (plan.skipped) return 'skipped';
+  if (plan.error) return 'failed';
+  if (plan.deletion) return 'deleted';
+  if (plan.events.some((e) => e.reason === syncedEvent.reason)) return 'initialized';
+  if (plan.patch || plan.addresses) return 'updated';
+  return 'unchanged';
+}
+
+export function buildReport(
+  provider: Provider,
+  plans: NodePlan[],
+  state: ClusterState,
+  dryRun: boolean,
+): PassReport {
+  const summary = {
+    total: plans.length,
+    initialized: 0,
+    updated: 0,
+    deleted: 0,
+    unchanged: 0,
+    skipped: 0,
+    failed: 0,
+  };
+  const nodes = plans.map((plan): NodeReport => {
+    const result = resultOf(plan);
+    summary[result]++;
+    return {
+      name: plan.name,
+      result,
+      changes: plan.changes,
+      ...(plan.error || plan.skipped ? { reason: plan.error ?? plan.skipped } : {}),
+      ...(plan.notes.length > 0 ? { notes: plan.notes } : {}),
+    };
+  });
+  return {
+    provider: provider.name,
+    dryRun,
+    nodes,
+    summary,
+    cloudInstances: state.index.size,
+    ...(state.listingError ? { listingError: state.listingError } : {}),
+  };
+}
+
+/** read → plan → confirm → apply (unless dry-run), for callers that need no progress display. */
+export async function runNodesPass(
+  kube: NodeClient,
+  provider: Provider,
+  options: PassOptions,
+): Promise<PassReport> {
+  const state = await readState(kube, provider);
+  let plans = planPass(state, provider, options);
+  await confirmDeletions(plans, provider, options.concurrency);
+  if (!options.dryRun) plans = await applyPlans(plans, state, kube, provider, options);
+  return buildReport(provider, plans, state, options.dryRun);
+}

@@ -1,0 +1,36 @@
+/** Every label, taint, annotation and event key ccm reads or writes, in one place. */
+
+export const TAINT_UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
+export const TAINT_SHUTDOWN = 'node.cloudprovider.kubernetes.io/shutdown';
+export const TAINT_NOT_READY = 'node.kubernetes.io/not-ready';
+export const TAINT_CONTROL_PLANE = 'node-role.kubernetes.io/control-plane';
+
+/** Set by the kubelet from `--node-ip`: one IP or a dual-stack pair, comma-separated. */
+export const ANNOTATION_PROVIDED_NODE_IP = 'alpha.kubernetes.io/provided-node-ip';
+
+/** Each GA label with the beta label the reference controller still writes beside it. */
+export const LABEL_PAIRS = {
+  instanceType: { ga: 'node.kubernetes.io/instance-type', beta: 'beta.kubernetes.io/instance-type' },
+  zone: { ga: 'topology.kubernetes.io/zone', beta: 'failure-domain.beta.kubernetes.io/zone' },
+  region: { ga: 'topology.kubernetes.io/region', beta: 'failure-domain.beta.kubernetes.io/region' },
+} as const;
+
+/**
+ * ccm's own label: a Node carrying it with value "true" is left out of lifecycle management
+ * (never tainted as shut down, never deleted), whatever the cloud says.
+ */
+export const LABEL_EXCLUDE_FROM_LIFECYCLE = 'ccm.io/exclude-from-lifecycle';
+
+/** Event sources of the reference controllers, so existing dashboards and alerts keep working. */
+export const SOURCE_NODE_CONTROLLER = 'cloud-node-controller';
+export const SOURCE_LIFECYCLE_CONTROLLER = 'cloud-node-lifecycle-controller';
+
+export const EVENT_SYNCED = 'Synced';
+export const EVENT_DELETING_NODE = 'DeletingNode';
+export const EVENT_DELETING_NODE_FAILED = 'DeletingNodeFailed';
+
+/** Label domains a cloud's additional labels may not use. */
+export const RESERVED_LABEL_DOMAINS = ['kubernetes.io', 'k8s.io'] as const;
+
+/** Field manager recorded in managedFields for every write ccm makes. */
+export const FIELD_MANAGER = 'ccm';

@@ -1,0 +1,368 @@
+import { STATUS_CODES } from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
+import {
+  InvalidConfigError,
+  isProviderError,
+  NotFoundError,
+  type ProviderError,
+  RetryableError,
+  UnauthorizedError,
+} from './errors.js';
+
+/**
+ * The one HTTP client every cloud provider uses: JSON in and out, a timeout per attempt, retries with
+ * backoff that honour the cloud's rate-limit hints, typed errors, and no secret in any message.
+ */
+
+export interface AuthorizeRequest {
+  method: string;
+  url: URL;
+  /** This attempt's headers: set the auth headers here. */
+  headers: Headers;
+  body?: string;
+}
+
+export interface HttpCallInfo {
+  method: string;
+  /** Path and query, redacted. */
+  path: string;
+  status: number | 'error';
+  attempt: number;
+  durationMs: number;
+}
+
+export interface HttpClientOptions {
+  /** API root, e.g. `https://api.digitalocean.com`; request paths are appended to it. */
+  baseUrl: string;
+  /** Per attempt. Default 30 s. */
+  timeoutMs?: number;
+  /** Retries after the first attempt. Default 4. */
+  retries?: number;
+  /** Default 429, 500, 502, 503, 504. 429 and 420 among them are rate limits, retried for every method. */
+  retryStatuses?: readonly number[];
+  /** Exponential backoff with jitter. Default 500 ms, doubling up to 30 s. */
+  backoff?: { baseMs?: number; maxMs?: number };
+  /** A longer server-requested wait is not slept through: RetryableError(retryAfterMs) instead. Default 60 s. */
+  maxRetryAfterMs?: number;
+  /** Runs before every attempt, so signatures over the Date header and refreshed tokens stay current. */
+  authorize?: (req: AuthorizeRequest) => Promise<void> | void;
+  /** Values to redact, asked for every message, so tokens obtained later are covered too. */
+  secrets?: () => readonly string[];
+  userAgent?: string;
+  /** Called once per attempt (used to count cloud calls). */
+  onRequest?: (info: HttpCallInfo) => void;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  fetch?: typeof fetch;
+  now?: () => number;
+}
+
+export type QueryValue = string | number | boolean | null | undefined;
+
+export interface RequestOptions {
+  /** Added to the path's own query; null/undefined values are left out, arrays repeat the key. */
+  query?: Record<string, QueryValue | readonly QueryValue[]>;
+  /** Objects are sent as JSON; strings and URLSearchParams as they are (give strings a content-type). */
+  body?: unknown;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+export interface HttpResponse<T> {
+  status: number;
+  headers: Headers;
+  /** Parsed JSON; undefined for an empty body. */
+  body: T;
+}
+
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
+const RATE_LIMITS = [429, 420];
+const REDACTED = '[REDACTED]';
+const SECRET_HEADERS = ['authorization', 'x-auth-token', 'x-subject-token'];
+const SECRET_KEY = String.raw`[\w.-]*(?:token|password|secret)|authorization`;
+const JSON_FIELD = new RegExp(String.raw`("(?:${SECRET_KEY})"\s*:\s*)"(?:[^"\\]|\\.)*"`, 'gi');
+// A value ends where a query, a sentence or our own "path: message" format goes on.
+const FORM_FIELD = new RegExp(String.raw`(^|[?&;\s])(${SECRET_KEY})=(?:[^&\s#"',;:)]|:(?!\s|$))*`, 'gi');
+const HEADER_LINE =
+  /\b(authorization|x-auth-token|x-subject-token)(\s*:\s*)["']?(?:(?:bearer|basic|signature)\s+)?[^\s)]+/gi;
+
+/**
+ * Replaces every secret (also URL- and JSON-encoded), auth header values and token / password / secret
+ * fields of a query, form or JSON text with `[REDACTED]`.
+ */
+export function redact(text: string, secrets: readonly string[] = []): string {
+  const forms = secrets
+    .filter((s) => s.length > 0)
+    .flatMap((s) => [
+      s,
+      encodeURIComponent(s),
+      new URLSearchParams({ s }).toString().slice(2),
+      JSON.stringify(s).slice(1, -1),
+    ]);
+  // Longest first, so that a secret containing another one is replaced whole.
+  for (const form of [...new Set(forms)].sort((a, b) => b.length - a.length)) {
+    text = text.split(form).join(REDACTED);
+  }
+  return text
+    .replace(JSON_FIELD, `$1"${REDACTED}"`)
+    .replace(FORM_FIELD, `$1$2=${REDACTED}`)
+    .replace(HEADER_LINE, `$1$2${REDACTED}`);
+}
+
+const statuses = new WeakMap<object, number>();
+
+/** The HTTP status behind an error thrown by an HttpClient (e.g. to tell a 409 from a 422). */
+export function httpStatus(err: unknown): number | undefined {
+  return typeof err === 'object' && err !== null ? statuses.get(err) : undefined;
+}
+
+export class HttpClient {
+  private readonly base: string;
+  private readonly timeoutMs: number;
+  private readonly retries: number;
+  private readonly retryStatuses: readonly number[];
+  private readonly maxRetryAfterMs: number;
+  private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  private readonly fetch: typeof fetch;
+  private readonly now: () => number;
+
+  constructor(private readonly options: HttpClientOptions) {
+    this.base = options.baseUrl.replace(/\/+$/, '');
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.retries = options.retries ?? 4;
+    this.retryStatuses = options.retryStatuses ?? [429, 500, 502, 503, 504];
+    this.maxRetryAfterMs = options.maxRetryAfterMs ?? 60_000;
+    this.sleep = options.sleep ?? ((ms, signal) => delay(ms, undefined, { signal }));
+    this.fetch = options.fetch ?? globalThis.fetch;
+    this.now = options.now ?? Date.now;
+  }
+
+  get<T = unknown>(path: string, options?: Omit<RequestOptions, 'body'>): Promise<HttpResponse<T>> {
+    return this.request<T>('GET', path, options);
+  }
+  post<T = unknown>(path: string, body?: unknown, options?: RequestOptions): Promise<HttpResponse<T>> {
+    return this.request<T>('POST', path, { ...options, body });
+  }
+  put<T = unknown>(path: string, body?: unknown, options?: RequestOptions): Promise<HttpResponse<T>> {
+    return this.request<T>('PUT', path, { ...options, body });
+  }
+  patch<T = unknown>(path: string, body?: unknown, options?: RequestOptions): Promise<HttpResponse<T>> {
+    return this.request<T>('PATCH', path, { ...options, body });
+  }
+  delete<T = unknown>(path: string, options?: RequestOptions): Promise<HttpResponse<T>> {
+    return this.request<T>('DELETE', path, options);
+  }
+
+  async request<T = unknown>(
+    method: string,
+    path: string,
+    opts: RequestOptions = {},
+  ): Promise<HttpResponse<T>> {
+    method = method.toUpperCase();
+    const url = this.url(path, opts.query);
+    const { body, contentType } = encodeBody(opts.body);
+    const caller = opts.signal;
+    for (let attempt = 1; ; attempt++) {
+      const headers = new Headers(opts.headers);
+      if (!headers.has('accept')) headers.set('accept', 'application/json');
+      if (contentType && !headers.has('content-type')) headers.set('content-type', contentType);
+      headers.set('user-agent', this.options.userAgent ?? 'ccm');
+      try {
+        await this.options.authorize?.({ method, url, headers, body });
+      } catch (err) {
+        throw this.unusable(err, `${method} ${url.pathname}${url.search}`, headers);
+      }
+
+      const started = this.now();
+      const signal = AbortSignal.any([AbortSignal.timeout(this.timeoutMs), ...(caller ? [caller] : [])]);
+      const { res, text, error } = await this.send(url, { method, headers, body, signal });
+      const secrets = this.secrets(headers, res);
+      const shown = redact(url.pathname + url.search, secrets);
+      const status = res?.status ?? 'error';
+      this.options.onRequest?.({ method, path: shown, status, attempt, durationMs: this.now() - started });
+      if (caller?.aborted) throw caller.reason;
+      if (error !== undefined && !isTransportError(error)) {
+        throw this.unusable(error, `${method} ${shown}`, headers);
+      }
+      if (res?.ok) {
+        return { status: res.status, headers: res.headers, body: parse<T>(`${method} ${shown}`, res, text) };
+      }
+
+      const wait = res && this.retryAfter(res);
+      const what = res ? describeResponse(res, text, secrets) : describeFailure(error, this.timeoutMs);
+      const fail = (suffix: string, retryAfterMs: number) =>
+        this.toError(res?.status, redact(`${method} ${shown}: ${what}${suffix}`, secrets), retryAfterMs);
+
+      const code = res?.status;
+      const rateLimited =
+        code !== undefined && RATE_LIMITS.includes(code) && this.retryStatuses.includes(code);
+      // A 5xx or a lost connection on a POST may have created something: only rate limits are safe to repeat.
+      const transient = IDEMPOTENT.has(method) && (code === undefined || this.retryStatuses.includes(code));
+      if (!(rateLimited || transient) || attempt > this.retries) {
+        throw fail(attempt > 1 ? `, gave up after ${attempt} attempts` : '', wait ?? 0);
+      }
+      if (wait !== undefined && wait > this.maxRetryAfterMs) {
+        throw fail(`, the cloud asks to retry in ${Math.ceil(wait / 1000)} s`, wait);
+      }
+      try {
+        await this.sleep(wait ?? this.backoff(attempt), caller);
+      } catch (err) {
+        throw caller?.aborted ? caller.reason : err;
+      }
+    }
+  }
+
+  private async send(
+    url: URL,
+    init: RequestInit,
+  ): Promise<{ res?: Response; text: string; error?: unknown }> {
+    try {
+      // Redirects are not followed: fetch would carry X-Auth-Token along to another host.
+      const res = await this.fetch(url, { ...init, redirect: 'manual' });
+      return { res, text: await res.text() };
+    } catch (error) {
+      return { text: '', error };
+    }
+  }
+
+  private url(path: string, query: RequestOptions['query']): URL {
+    // Absolute URLs are the pagination links clouds hand out (DigitalOcean links.pages.next, OpenStack *_links).
+    const url = /^https?:\/\//i.test(path)
+      ? new URL(path)
+      : new URL(`${this.base}/${path.replace(/^\/+/, '')}`);
+    for (const [key, value] of Object.entries(query ?? {})) {
+      for (const v of Array.isArray(value) ? value : [value]) {
+        if (v !== undefined && v !== null) url.searchParams.append(key, String(v));
+      }
+    }
+    return url;
+  }
+
+  /** This client's secrets plus the credentials in this attempt's request and response headers. */
+  private secrets(headers: Headers, res?: Response): string[] {
+    const values = SECRET_HEADERS.flatMap((name) => [headers.get(name), res?.headers.get(name)]);
+    return [...(this.options.secrets?.() ?? []), ...values.flatMap(headerSecrets)];
+  }
+
+  /** A request that could not be built or sent (a failed authorize, a bad header value): no retry. */
+  private unusable(err: unknown, where: string, headers: Headers): Error {
+    if (isProviderError(err)) return err;
+    const reason = err instanceof Error ? err.message : String(err);
+    return new InvalidConfigError(redact(`${where}: ${reason}`, this.secrets(headers)));
+  }
+
+  /** Server-requested wait: Retry-After (seconds or HTTP-date), else DigitalOcean's ratelimit-reset on a 429. */
+  private retryAfter(res: Response): number | undefined {
+    const header = res.headers.get('retry-after')?.trim();
+    if (header && /^\d+$/.test(header)) return Number(header) * 1000;
+    if (header && !Number.isNaN(Date.parse(header))) return Math.max(0, Date.parse(header) - this.now());
+    const reset = res.headers.get('ratelimit-reset')?.trim();
+    if (res.status !== 429 || !reset || !/^\d+$/.test(reset)) return undefined;
+    const ms = Number(reset) * 1000 - this.now();
+    // A reset in the past (clock skew) says nothing: back off instead.
+    return ms > 0 ? ms : undefined;
+  }
+
+  private backoff(attempt: number): number {
+    const { baseMs = 500, maxMs = 30_000 } = this.options.backoff ?? {};
+    const ceiling = Math.min(maxMs, baseMs * 2 ** (attempt - 1));
+    return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
+  }
+
+  private toError(code: number | undefined, message: string, retryAfterMs: number): ProviderError {
+    let err: ProviderError;
+    if (
+      code === undefined ||
+      code >= 500 ||
+      RATE_LIMITS.includes(code) ||
+      this.retryStatuses.includes(code)
+    ) {
+      err = new RetryableError(message, retryAfterMs);
+    } else if (code === 404) {
+      err = new NotFoundError(message);
+    } else if (code === 401 || code === 403) {
+      err = new UnauthorizedError(
+        `${message}: the cloud refused the credentials; check that they are valid and allowed to do this`,
+      );
+    } else if (code < 400) {
+      err = new InvalidConfigError(`${message}; set the API URL to the address it redirects to`);
+    } else {
+      err = new InvalidConfigError(message);
+    }
+    if (code !== undefined) statuses.set(err, code);
+    return err;
+  }
+}
+
+function encodeBody(body: unknown): { body?: string; contentType?: string } {
+  if (body === undefined) return {};
+  if (typeof body === 'string') return { body };
+  const form = 'application/x-www-form-urlencoded';
+  if (body instanceof URLSearchParams) return { body: body.toString(), contentType: form };
+  return { body: JSON.stringify(body), contentType: 'application/json' };
+}
+
+function parse<T>(where: string, res: Response, text: string): T {
+  if (text.trim() === '') return undefined as T;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    const type = res.headers.get('content-type') ?? 'a body';
+    throw new InvalidConfigError(
+      `${where}: ${res.status} returned ${type} that is not JSON; check the API URL`,
+    );
+  }
+}
+
+/** The header value and, for `Bearer x` / `Signature …`, the credential on its own. */
+function headerSecrets(value: string | null | undefined): string[] {
+  if (!value) return [];
+  const space = value.indexOf(' ');
+  return space > 0 ? [value, value.slice(space + 1)] : [value];
+}
+
+/** Timeouts and lost connections (fetch's TypeError with a cause); anything else is a bug or bad input. */
+function isTransportError(err: unknown): boolean {
+  return (
+    err instanceof Error &&
+    (err.name === 'TimeoutError' || (err instanceof TypeError && err.cause !== undefined))
+  );
+}
+
+function describeFailure(err: unknown, timeoutMs: number): string {
+  if (err instanceof Error && err.name === 'TimeoutError') return `timed out after ${timeoutMs} ms`;
+  const cause = err instanceof Error && err.cause instanceof Error ? err.cause : err;
+  return `request failed (${cause instanceof Error ? cause.message : String(cause)})`;
+}
+
+/** `503 Service Unavailable (the cloud's own words)`, or `301 Moved Permanently to <location>`. */
+function describeResponse(res: Response, text: string, secrets: string[]): string {
+  const line = `${res.status} ${STATUS_CODES[res.status] ?? res.statusText}`.trim();
+  const location = res.headers.get('location');
+  if (res.status >= 300 && res.status < 400) return `${line} to ${location ?? 'elsewhere'}`;
+  let found: string | undefined;
+  try {
+    found = pickMessage(JSON.parse(text), 0);
+  } catch {
+    if (!/html/i.test(res.headers.get('content-type') ?? '')) found = text;
+  }
+  // Redacted before it is cut short, so that no half of a secret survives.
+  const said = redact(found ?? '', secrets)
+    .replace(/\s+/g, ' ')
+    .trim();
+  if (!said) return line;
+  return `${line} (${said.length > 200 ? `${said.slice(0, 199)}…` : said})`;
+}
+
+function pickMessage(value: unknown, depth: number): string | undefined {
+  if (typeof value === 'string') return value;
+  if (depth > 3 || value === null || typeof value !== 'object') return undefined;
+  if (Array.isArray(value)) return pickMessage(value[0], depth + 1);
+  const record = value as Record<string, unknown>;
+  for (const key of ['message', 'error_description', 'error', 'errors', 'faultstring', 'detail', 'title']) {
+    const found = pickMessage(record[key], depth + 1);
+    if (found) return found;
+  }
+  // OpenStack wraps an error in one key named after the fault: {"itemNotFound": {"message": …}}.
+  const keys = Object.keys(record);
+  return keys.length === 1 && keys[0] ? pickMessage(record[keys[0]], depth + 1) : undefined;
+}

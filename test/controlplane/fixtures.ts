@@ -1,0 +1,78 @@
+/** Arranges Nodes on the test control plane as the `fixture-admin` identity (never as the CLI's). */
+import { CoreV1Api, KubeConfig, type V1Node, type V1Taint } from '@kubernetes/client-node';
+
+export const UNINITIALIZED: V1Taint = {
+  key: 'node.cloudprovider.kubernetes.io/uninitialized',
+  value: 'true',
+  effect: 'NoSchedule',
+};
+
+export interface NodeSpec {
+  name: string;
+  providerID?: string;
+  tainted?: boolean;
+  ready?: boolean;
+  providedNodeIP?: string;
+  labels?: Record<string, string>;
+  taints?: V1Taint[];
+  addresses?: { type: string; address: string }[];
+}
+
+export function nodeObject(spec: NodeSpec): V1Node {
+  const taints = [...(spec.tainted === false ? [] : [UNINITIALIZED]), ...(spec.taints ?? [])];
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name: spec.name,
+      labels: { 'kubernetes.io/hostname': spec.name, ...(spec.labels ?? {}) },
+      ...(spec.providedNodeIP
+        ? { annotations: { 'alpha.kubernetes.io/provided-node-ip': spec.providedNodeIP } }
+        : {}),
+    },
+    spec: {
+      ...(spec.providerID ? { providerID: spec.providerID } : {}),
+      ...(taints.length ? { taints } : {}),
+    },
+    status: {
+      addresses: spec.addresses ?? [{ type: 'Hostname', address: spec.name }],
+      conditions: [
+        {
+          type: 'Ready',
+          status: spec.ready === false ? 'False' : 'True',
+          reason: spec.ready === false ? 'KubeletNotReady' : 'KubeletReady',
+          message: 'set by the test fixture',
+          lastHeartbeatTime: new Date(),
+          lastTransitionTime: new Date(),
+        },
+      ],
+    },
+  };
+}
+
+export function fixtureApi(kubeconfigPath: string): CoreV1Api {
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfigPath);
+  kc.setCurrentContext('fixtures');
+  return kc.makeApiClient(CoreV1Api);
+}
+
+/** Creates the Nodes, `concurrency` at a time. */
+export async function createNodes(api: CoreV1Api, specs: NodeSpec[], concurrency = 32): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < specs.length) {
+      const spec = specs[next++] as NodeSpec;
+      await api.createNode({ body: nodeObject(spec) });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, specs.length) }, worker));
+}
+
+export async function deleteAllNodes(api: CoreV1Api): Promise<void> {
+  await api.deleteCollectionNode({});
+}
+
+export async function listNodes(api: CoreV1Api): Promise<V1Node[]> {
+  return (await api.listNode()).items;
+}

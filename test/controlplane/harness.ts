@@ -1,0 +1,263 @@
+/**
+ * Starts a real etcd + kube-apiserver (built by build.sh) on free loopback ports, with RBAC on, two
+ * generated static-token identities and an audit log of every write, and stops all of it again.
+ *
+ * Identities in the kubeconfig it writes:
+ *   context `ccm`      → user `ccm-operator` (system:masters): what the CLI under test runs as
+ *   context `fixtures` → user `fixture-admin` (system:masters): what tests use to arrange objects
+ * Write counts come from the server's own audit log, filtered by user, not from the client.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { createServer } from 'node:net';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const K8S_VERSION = process.env.CCM_K8S_VERSION ?? '1.36.3';
+const here = fileURLToPath(new URL('.', import.meta.url));
+
+export function binDir(): string {
+  const cache =
+    process.env.CCM_CONTROLPLANE_CACHE ??
+    join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'ccm-controlplane');
+  return join(cache, `v${K8S_VERSION}`);
+}
+
+export interface AuditEvent {
+  verb: string;
+  user: { username: string };
+  objectRef?: { resource?: string; subresource?: string; name?: string; namespace?: string };
+  responseStatus?: { code?: number };
+  requestURI: string;
+}
+
+export interface ControlPlane {
+  server: string;
+  kubeconfigPath: string;
+  /** Bearer token of the `fixture-admin` identity (for raw requests in tests). */
+  adminToken: string;
+  caData: string;
+  dir: string;
+  /** Every audited write (create/update/patch/delete) so far, optionally by one user. */
+  writes(user?: string): Promise<AuditEvent[]>;
+  stop(): Promise<void>;
+}
+
+export const CCM_USER = 'ccm-operator';
+export const FIXTURE_USER = 'fixture-admin';
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+function startProcess(name: string, bin: string, args: string[], logFile: string): ChildProcess {
+  const child = spawn('bash', [join(here, 'watchdog.sh'), String(process.pid), bin, ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const chunks: Buffer[] = [];
+  child.stderr?.on('data', (c: Buffer) => {
+    chunks.push(c);
+    if (chunks.length > 400) chunks.splice(0, 200);
+  });
+  child.on('exit', () => writeFileSync(logFile, Buffer.concat(chunks)));
+  Object.defineProperty(child, 'logTail', { get: () => Buffer.concat(chunks).toString().slice(-3000) });
+  child.unref();
+  void name;
+  return child;
+}
+
+function get(url: string, token: string, ca: string | undefined): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        headers: { authorization: `Bearer ${token}` },
+        ca,
+        rejectUnauthorized: ca !== undefined,
+        timeout: 2000,
+      },
+      (res) => {
+        let body = '';
+        res.on('data', (c) => {
+          body += c;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+  - level: Metadata
+    verbs: ["create", "update", "patch", "delete", "deletecollection"]
+  - level: None
+`;
+
+export interface StartOptions {
+  /** Extra kube-apiserver flags, e.g. to try an argument list produced by `cluster prepare`. */
+  extraArgs?: string[];
+}
+
+export async function startControlPlane(options: StartOptions = {}): Promise<ControlPlane> {
+  const bins = binDir();
+  for (const b of ['etcd', 'kube-apiserver']) {
+    if (!existsSync(join(bins, b))) {
+      throw new Error(`${join(bins, b)} is missing: run "bash test/controlplane/build.sh" first`);
+    }
+  }
+  const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
+  const dir = mkdtempSync(join(base, 'ccm-controlplane-'));
+  const children: ChildProcess[] = [];
+  const stop = async () => {
+    for (const child of children.reverse()) await stopProcess(child);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+    const etcdUrl = `http://127.0.0.1:${etcdPort}`;
+    const peerUrl = `http://127.0.0.1:${peerPort}`;
+    children.push(
+      startProcess(
+        'etcd',
+        join(bins, 'etcd'),
+        [
+          `--data-dir=${join(dir, 'etcd')}`,
+          `--listen-client-urls=${etcdUrl}`,
+          `--advertise-client-urls=${etcdUrl}`,
+          `--listen-peer-urls=${peerUrl}`,
+          `--initial-advertise-peer-urls=${peerUrl}`,
+          `--initial-cluster=default=${peerUrl}`,
+          '--unsafe-no-fsync',
+          '--log-level=error',
+        ],
+        join(dir, 'etcd.log'),
+      ),
+    );
+
+    const adminToken = randomBytes(24).toString('hex');
+    const ccmToken = randomBytes(24).toString('hex');
+    writeFileSync(
+      join(dir, 'tokens.csv'),
+      `${adminToken},${FIXTURE_USER},1,"system:masters"\n${ccmToken},${CCM_USER},2,"system:masters"\n`,
+      { mode: 0o600 },
+    );
+    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    writeFileSync(join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+    writeFileSync(join(dir, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
+    writeFileSync(join(dir, 'audit-policy.yaml'), AUDIT_POLICY);
+    writeFileSync(join(dir, 'audit.log'), '');
+
+    const apiserver = startProcess(
+      'kube-apiserver',
+      join(bins, 'kube-apiserver'),
+      [
+        `--etcd-servers=${etcdUrl}`,
+        '--bind-address=127.0.0.1',
+        '--advertise-address=127.0.0.1',
+        `--secure-port=${apiPort}`,
+        `--cert-dir=${join(dir, 'pki')}`,
+        `--token-auth-file=${join(dir, 'tokens.csv')}`,
+        '--authorization-mode=RBAC',
+        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+        `--service-account-key-file=${join(dir, 'sa.pub')}`,
+        `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+        '--service-cluster-ip-range=10.96.0.0/16',
+        `--audit-policy-file=${join(dir, 'audit-policy.yaml')}`,
+        `--audit-log-path=${join(dir, 'audit.log')}`,
+        '--audit-log-mode=blocking',
+        '--audit-log-maxsize=0',
+        '--profiling=false',
+        '--v=0',
+        ...(options.extraArgs ?? []),
+      ],
+      join(dir, 'kube-apiserver.log'),
+    );
+    children.push(apiserver);
+
+    const server = `https://127.0.0.1:${apiPort}`;
+    const deadline = Date.now() + 90_000;
+    for (;;) {
+      if (apiserver.exitCode !== null) {
+        throw new Error(
+          `kube-apiserver exited with ${apiserver.exitCode}: ${(apiserver as unknown as { logTail: string }).logTail}`,
+        );
+      }
+      try {
+        const res = await get(`${server}/readyz`, adminToken, undefined);
+        if (res.status === 200) break;
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() > deadline) {
+        throw new Error(
+          `kube-apiserver not ready after 90s: ${(apiserver as unknown as { logTail: string }).logTail}`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const caData = readFileSync(join(dir, 'pki', 'apiserver.crt')).toString('base64');
+    const kubeconfigPath = join(dir, 'kubeconfig');
+    writeFileSync(
+      kubeconfigPath,
+      `apiVersion: v1
+kind: Config
+clusters:
+  - name: test
+    cluster:
+      server: ${server}
+      certificate-authority-data: ${caData}
+users:
+  - name: ${CCM_USER}
+    user:
+      token: ${ccmToken}
+  - name: ${FIXTURE_USER}
+    user:
+      token: ${adminToken}
+contexts:
+  - name: ccm
+    context: { cluster: test, user: ${CCM_USER} }
+  - name: fixtures
+    context: { cluster: test, user: ${FIXTURE_USER} }
+current-context: ccm
+`,
+      { mode: 0o600 },
+    );
+
+    const writes = async (user?: string): Promise<AuditEvent[]> => {
+      // The log is written synchronously per request, but give the last line a moment to land.
+      await new Promise((r) => setTimeout(r, 100));
+      const lines = readFileSync(join(dir, 'audit.log'), 'utf8').split('\n').filter(Boolean);
+      return lines.map((l) => JSON.parse(l) as AuditEvent).filter((e) => !user || e.user.username === user);
+    };
+    return { server, kubeconfigPath, adminToken, caData, dir, writes, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

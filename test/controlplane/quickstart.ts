@@ -1,0 +1,30 @@
+/**
+ * `npm run quickstart`: a local control plane with three tainted Nodes that match the sample
+ * Cloudlycke inventory, for trying `ccm nodes init` with no cloud and no cluster.
+ */
+import { createNodes, fixtureApi } from './fixtures.js';
+import { startControlPlane } from './harness.js';
+
+const cp = await startControlPlane();
+await createNodes(fixtureApi(cp.kubeconfigPath), [
+  { name: 'cp-1', providedNodeIP: '192.168.56.10' },
+  { name: 'worker-1', providedNodeIP: '192.168.56.11' },
+  { name: 'worker-2' },
+]);
+process.stdout.write(`
+A kube-apiserver ${cp.server} is running with 3 Nodes tainted node.cloudprovider.kubernetes.io/uninitialized.
+In another terminal:
+
+  export KUBECONFIG=${cp.kubeconfigPath}
+  ./bin/run.js nodes init --provider cloudlycke --cloud-config templates/cloudlycke/inventory.example.yaml --dry-run
+  ./bin/run.js nodes init --provider cloudlycke --cloud-config templates/cloudlycke/inventory.example.yaml
+
+Press Ctrl-C to stop the control plane (everything it started is removed).
+`);
+const stop = async () => {
+  await cp.stop();
+  process.exit(0);
+};
+process.on('SIGINT', stop);
+process.on('SIGTERM', stop);
+setInterval(() => {}, 1 << 30);
