@@ -129,6 +129,10 @@ export function planNode(
     }
   }
 
+  if (!listingOk && providerID && !plan.error) {
+    // Labels were reconciled, but addresses and lifecycle need the cloud: not reconciled this pass.
+    plan.error = state.listingError;
+  }
   if (providerID) {
     const decision = planLifecycle(node, {
       instance: instance && instance.providerID === providerID ? instance : undefined,

@@ -1,0 +1,28 @@
+import type { CredentialSchema } from '../types.js';
+
+/**
+ * Cloudlycke has no API and no secret: its state is either an inventory file or the local `vagrant`
+ * tool. Nothing lives in a Kubernetes Secret, so there is no secretName.
+ */
+export const credentials: CredentialSchema = {
+  fields: [
+    {
+      key: 'inventory',
+      description:
+        'Path of the inventory YAML file that lists the instances (the cloud state); when unset, ccm asks the local vagrant',
+      secret: false,
+      required: false,
+      prompt: 'file',
+      env: ['CLOUDLYCKE_INVENTORY'],
+    },
+    {
+      key: 'vagrantDir',
+      description:
+        'Folder holding the Vagrantfile, used when no inventory is given (default: the current folder)',
+      secret: false,
+      required: false,
+      prompt: 'input',
+      env: ['CLOUDLYCKE_VAGRANT_DIR', 'VAGRANT_CWD'],
+    },
+  ],
+};

@@ -1,0 +1,33 @@
+import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../types.js';
+import { credentials } from './credentials.js';
+import { inventoryInstances, SCHEME, vagrantInstances } from './instances.js';
+import { Vagrant } from './vagrant.js';
+
+/**
+ * Cloudlycke: a local Vagrant/VirtualBox cloud. With an inventory file (`values.inventory`, filled by
+ * `--cloud-config`) the file is the cloud; without one, the local `vagrant` in `values.vagrantDir` is.
+ */
+export const cloudlycke: ProviderDefinition = {
+  name: 'cloudlycke',
+  providerIdScheme: SCHEME,
+  description:
+    'Cloudlycke, a local Vagrant/VirtualBox cloud: instances from an inventory file or from vagrant',
+  credentials,
+  configFileField: 'inventory',
+  create(values: ProviderValues, deps: ProviderDeps): Provider {
+    const inventory = nonEmpty(values.inventory);
+    const instances = inventory
+      ? inventoryInstances(inventory, deps)
+      : vagrantInstances(
+          new Vagrant({
+            cwd: nonEmpty(values.vagrantDir),
+            ...(deps.onCloudCall ? { onCall: deps.onCloudCall } : {}),
+          }),
+        );
+    return { name: 'cloudlycke', providerIdScheme: SCHEME, instances };
+  },
+};
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value?.trim() ? value : undefined;
+}
