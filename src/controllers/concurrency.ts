@@ -12,6 +12,9 @@ export async function mapLimit<T, R>(
       results[index] = await fn(items[index] as T, index);
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+  const workers = Number.isFinite(limit)
+    ? Math.max(1, Math.min(Math.floor(limit), items.length))
+    : items.length;
+  await Promise.all(Array.from({ length: workers }, worker));
   return results;
 }

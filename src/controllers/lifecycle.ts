@@ -14,6 +14,11 @@ export interface LifecycleInput {
   /** False when the listing failed: nothing can be concluded from it. */
   listingOk: boolean;
   listingSize: number;
+  /**
+   * False when the listing holds none of the instances of this cloud's Nodes: the signature of a
+   * wrong project, region, account or Vagrantfile, never a reason to delete every Node.
+   */
+  listingKnowsCluster: boolean;
   now: Date;
   deletionGracePeriodMs: number;
 }
@@ -56,6 +61,12 @@ export function planLifecycle(node: V1Node, input: LifecycleInput): LifecycleDec
     return {
       action: 'none',
       note: 'the cloud listed no instances at all; no Node is deleted on an empty listing',
+    };
+  }
+  if (!input.listingKnowsCluster) {
+    return {
+      action: 'none',
+      note: "the cloud listing holds none of this cluster's instances (wrong project, region or credentials?); no Node is deleted",
     };
   }
   const created = node.metadata?.creationTimestamp ? new Date(node.metadata.creationTimestamp) : undefined;

@@ -3,12 +3,20 @@ import type { V1Node } from '@kubernetes/client-node';
 import { ANNOTATION_PROVIDED_NODE_IP } from '../kube/well-known.js';
 import type { NodeAddress } from '../providers/types.js';
 
-/** Canonical text of an IP, so `2001:db8::1` and `2001:0db8:0::1` compare equal. */
+/**
+ * Canonical text of an IP, so `2001:db8::1` and `2001:0db8:0::1` compare equal, and an IPv4-mapped
+ * IPv6 address equals its IPv4 form (as Go's net.IP.Equal has it). Zoned addresses are not node IPs.
+ */
 export function canonicalIP(ip: string): string | undefined {
-  const family = isIP(ip.trim());
-  if (family === 4) return ip.trim();
-  if (family === 6) return new URL(`http://[${ip.trim()}]/`).hostname.slice(1, -1);
-  return undefined;
+  const text = ip.trim();
+  const family = isIP(text);
+  if (family === 4) return text;
+  if (family !== 6 || text.includes('%')) return undefined;
+  const canonical = new URL(`http://[${text}]/`).hostname.slice(1, -1);
+  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(canonical);
+  if (!mapped) return canonical;
+  const [hi, lo] = [Number.parseInt(mapped[1] as string, 16), Number.parseInt(mapped[2] as string, 16)];
+  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
 }
 
 /** The kubelet's `--node-ip` as recorded on the Node: undefined when absent, an error text when malformed. */
@@ -17,7 +25,8 @@ export function providedNodeIPs(node: V1Node): string[] | undefined | { error: s
   if (raw === undefined || raw.trim() === '') return undefined;
   const parts = raw.split(',').map((p) => p.trim());
   const ips = parts.map(canonicalIP);
-  if (parts.length > 2 || ips.some((ip) => ip === undefined)) {
+  const dualStack = parts.length === 2 && isIP(ips[0] ?? '') !== isIP(ips[1] ?? '');
+  if (parts.length > 2 || ips.some((ip) => ip === undefined) || (parts.length === 2 && !dualStack)) {
     return { error: `annotation ${ANNOTATION_PROVIDED_NODE_IP}="${raw}" is not one IP or a dual-stack pair` };
   }
   return ips as string[];

@@ -44,6 +44,9 @@ export function planInitialization(node: V1Node, instance: Instance): NodeSync {
   const addresses = desiredAddresses(node, instance.addresses);
 
   let providerID: string | undefined;
+  if (!node.spec?.providerID && !instance.providerID) {
+    throw new Error('neither the Node nor its cloud instance has a provider ID; the Node stays tainted');
+  }
   if (!node.spec?.providerID) {
     providerID = instance.providerID;
     changes.push(`set providerID ${providerID}`);

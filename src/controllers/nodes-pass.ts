@@ -19,7 +19,7 @@ import {
   planInitializedNode,
   syncedEvent,
 } from './node.js';
-import { emptyPlan, hasWrites, type NodePlan } from './plan.js';
+import { emptyPlan, hasWrites, type NodePlan, type PlannedEvent } from './plan.js';
 
 /**
  * One reconcile pass over every Node: the cloud node controller and the node lifecycle controller of
@@ -39,6 +39,8 @@ export interface ClusterState {
   index: InstanceIndex;
   /** Set when the cloud listing failed with a transient error: cloud-dependent work is skipped. */
   listingError?: string;
+  /** Whether any Node's provider ID appears in the listing (see LifecycleInput.listingKnowsCluster). */
+  listingKnowsCluster: boolean;
 }
 
 export type NodeResult = 'initialized' | 'updated' | 'deleted' | 'unchanged' | 'skipped' | 'failed';
@@ -73,9 +75,16 @@ export async function readState(kube: NodeClient, provider: Provider): Promise<C
     const { error } = listing;
     if (error instanceof UnauthorizedError || error instanceof InvalidConfigError) throw error;
     const message = isProviderError(error) || error instanceof Error ? error.message : String(error);
-    return { nodes, index: new InstanceIndex([]), listingError: `cloud listing failed: ${message}` };
+    return {
+      nodes,
+      index: new InstanceIndex([]),
+      listingError: `cloud listing failed: ${message}`,
+      listingKnowsCluster: false,
+    };
   }
-  return { nodes, index: new InstanceIndex(listing.instances) };
+  const index = new InstanceIndex(listing.instances);
+  const listingKnowsCluster = nodes.some((n) => n.spec?.providerID && index.byProviderID(n.spec.providerID));
+  return { nodes, index, listingKnowsCluster };
 }
 
 export function planNode(
@@ -138,6 +147,7 @@ export function planNode(
       instance: instance && instance.providerID === providerID ? instance : undefined,
       listingOk,
       listingSize: state.index.size,
+      listingKnowsCluster: state.listingKnowsCluster,
       now: options.now?.() ?? new Date(),
       deletionGracePeriodMs: options.deletionGracePeriodMs,
     });
@@ -212,6 +222,8 @@ export async function confirmDeletions(
       }
     }
     if (plan.deletion) {
+      // A tainted Node whose instance is gone was "failed: no instance"; deleting it is the answer.
+      plan.error = undefined;
       plan.patch = undefined;
       plan.addresses = undefined;
       plan.events = [];
@@ -241,18 +253,18 @@ export async function applyPlans(
         await applyOne(plan, node, kube);
         break;
       } catch (err) {
-        if (
-          err instanceof KubeApiError &&
-          err.status === 409 &&
-          attempt < MAX_CONFLICT_RETRIES &&
-          !plan.deletion
-        ) {
-          node = await kube.getNode(plan.name);
-          plan = planNode(node, state, provider, options);
-          continue;
+        const conflict = err instanceof StaleNode || (err instanceof KubeApiError && err.status === 409);
+        if (!conflict || attempt >= MAX_CONFLICT_RETRIES) {
+          plan.error = (err as Error).message;
+          break;
         }
-        plan.error = (err as Error).message;
-        break;
+        try {
+          node = err instanceof StaleNode ? err.current : await kube.getNode(plan.name);
+        } catch (readErr) {
+          plan.error = `changed concurrently, then could not be read again: ${(readErr as Error).message}`;
+          break;
+        }
+        plan = replan(plan, node, state, provider, options);
       }
     }
     onNodeDone?.(++done, plans.length);
@@ -261,12 +273,29 @@ export async function applyPlans(
   return applied;
 }
 
+/**
+ * A fresh plan for a Node that changed under us. A confirmed deletion stays confirmed (the cloud
+ * answered for the provider ID, not for this version of the Node) while the Node still qualifies.
+ */
+function replan(
+  previous: NodePlan,
+  node: V1Node,
+  state: ClusterState,
+  provider: Provider,
+  options: PassOptions,
+) {
+  const plan = planNode(node, state, provider, options);
+  if (previous.deletion && plan.deletionCandidate?.providerID === previous.deletionCandidate?.providerID) {
+    return { ...plan, deletion: previous.deletion, error: undefined, changes: previous.changes };
+  }
+  return plan;
+}
+
 async function applyOne(plan: NodePlan, node: V1Node, kube: NodeClient): Promise<void> {
   if (plan.error && !hasWrites(plan)) return;
   if (plan.deletion) {
     const message = `Deleting node ${plan.name} because it does not exist in the cloud provider`;
-    await kube.createEvent({
-      node,
+    await recordEvent(kube, plan, node, {
       type: 'Normal',
       reason: EVENT_DELETING_NODE,
       message,
@@ -275,33 +304,64 @@ async function applyOne(plan: NodePlan, node: V1Node, kube: NodeClient): Promise
     try {
       await kube.deleteNode(node);
     } catch (err) {
-      await kube
-        .createEvent({
-          node,
+      if (!(err instanceof KubeApiError && err.status === 409)) {
+        await recordEvent(kube, plan, node, {
           type: 'Warning',
           reason: EVENT_DELETING_NODE_FAILED,
           message: `Error deleting node ${plan.name}: ${(err as Error).message}`,
           component: SOURCE_LIFECYCLE_CONTROLLER,
-        })
-        .catch(() => undefined);
+        });
+      }
       throw err;
     }
     return;
   }
-  let current = node;
+  // Addresses first: removing the uninitialized taint is the commit point of initialisation, so a
+  // failure in between leaves a Node that is still tainted and retried, never half-initialised.
+  let resourceVersion = node.metadata?.resourceVersion;
+  if (plan.addresses) {
+    const updated = await kube.patchNodeStatus(plan.name, { status: { addresses: plan.addresses } });
+    // The response is the Node as it is now: if someone changed what the patch below replaces
+    // (taints, labels, provider ID) since it was read, plan again from it rather than overwrite.
+    if (plan.patch && !sameSpec(node, updated)) throw new StaleNode(updated);
+    resourceVersion = updated.metadata?.resourceVersion;
+  }
   if (plan.patch) {
     const { labels, providerID, taints } = plan.patch;
-    current = await kube.patchNode(plan.name, {
-      metadata: { resourceVersion: node.metadata?.resourceVersion, ...(labels ? { labels } : {}) },
+    await kube.patchNode(plan.name, {
+      metadata: { resourceVersion, ...(labels ? { labels } : {}) },
       ...(providerID || taints
         ? { spec: { ...(providerID ? { providerID } : {}), ...(taints ? { taints } : {}) } }
         : {}),
     });
   }
-  if (plan.addresses) {
-    current = await kube.patchNodeStatus(plan.name, { status: { addresses: plan.addresses } });
+  for (const event of plan.events) await recordEvent(kube, plan, node, event);
+}
+
+class StaleNode extends Error {
+  constructor(readonly current: V1Node) {
+    super(`node ${current.metadata?.name} changed while it was being written`);
   }
-  for (const event of plan.events) await kube.createEvent({ node: current, ...event });
+}
+
+function sameSpec(a: V1Node, b: V1Node): boolean {
+  const view = (n: V1Node) =>
+    JSON.stringify([n.spec?.providerID, n.spec?.taints ?? [], n.metadata?.labels ?? {}]);
+  return view(a) === view(b);
+}
+
+/** Events are best effort, as with the reference's event recorder: they never block the change itself. */
+async function recordEvent(
+  kube: NodeClient,
+  plan: NodePlan,
+  node: V1Node,
+  event: PlannedEvent,
+): Promise<void> {
+  try {
+    await kube.createEvent({ node, ...event });
+  } catch (err) {
+    plan.notes.push(`event ${event.reason} not recorded: ${(err as Error).message}`);
+  }
 }
 
 export function resultOf(plan: NodePlan): NodeResult {

@@ -1,12 +1,5 @@
-import {
-  CoreV1Api,
-  type CoreV1Event,
-  type KubeConfig,
-  PatchStrategy,
-  setHeaderOptions,
-  type V1Node,
-} from '@kubernetes/client-node';
-import { toKubeError } from './errors.js';
+import type { CoreV1Event, KubeConfig, V1Node, V1NodeList } from '@kubernetes/client-node';
+import { type KubeRequest, KubeTransport } from './transport.js';
 import { FIELD_MANAGER } from './well-known.js';
 
 export type { V1Node };
@@ -19,13 +12,19 @@ export interface NodeEventSpec {
   component: string;
 }
 
-/** The Node operations the controllers need; everything else about client-node stays in src/kube. */
+/**
+ * The Node operations the controllers need; everything about the Kubernetes API stays in src/kube.
+ * Objects are plain JSON as the server sends them (timestamps are strings).
+ */
 export interface NodeClient {
   listNodes(): Promise<V1Node[]>;
   getNode(name: string): Promise<V1Node>;
   /** JSON merge patch of the Node; include metadata.resourceVersion to make it conditional. */
-  patchNode(name: string, patch: object): Promise<V1Node>;
-  /** JSON merge patch of nodes/status: lists (addresses) are replaced whole, never merged by key. */
+  patchNode(name: string, patch: object): Promise<void>;
+  /**
+   * JSON merge patch of nodes/status: lists (addresses) are replaced whole, never merged by key.
+   * Returns the patched Node, whose resourceVersion a following conditional patch needs.
+   */
   patchNodeStatus(name: string, patch: object): Promise<V1Node>;
   /** Deletes exactly the Node that was evaluated: uid and resourceVersion are preconditions. */
   deleteNode(node: V1Node): Promise<void>;
@@ -35,20 +34,18 @@ export interface NodeClient {
 }
 
 const LIST_PAGE = 500;
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const MERGE_PATCH = 'application/merge-patch+json';
+const MANAGER = `fieldManager=${FIELD_MANAGER}`;
 
 export function createNodeClient(kc: KubeConfig): NodeClient {
-  const api = kc.makeApiClient(CoreV1Api);
-  const server = kc.getCurrentCluster()?.server ?? '(unknown server)';
+  const http = new KubeTransport(kc);
   let writes = 0;
-  const call = async <T>(what: string, fn: () => Promise<T>, write = false): Promise<T> => {
-    if (write) writes++;
-    try {
-      return await fn();
-    } catch (err) {
-      throw toKubeError(err, what, server);
-    }
+  // Writes never read the response back: the pass already knows what it wrote.
+  const write = async (req: KubeRequest) => {
+    writes++;
+    await http.request<unknown>({ ...req, discardResponse: true });
   };
+  const nodePath = (name: string) => `/api/v1/nodes/${encodeURIComponent(name)}`;
 
   return {
     get writes() {
@@ -56,49 +53,40 @@ export function createNodeClient(kc: KubeConfig): NodeClient {
     },
     async listNodes() {
       const nodes: V1Node[] = [];
-      let cont: string | undefined;
+      let cont = '';
       do {
-        const page = await call('list nodes', () => api.listNode({ limit: LIST_PAGE, _continue: cont }));
+        const query = `limit=${LIST_PAGE}${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`;
+        const page = await http.request<V1NodeList>({ method: 'GET', path: `/api/v1/nodes?${query}` });
         nodes.push(...page.items);
-        cont = page.metadata?._continue || undefined;
+        cont = (page.metadata as { continue?: string } | undefined)?.continue ?? '';
       } while (cont);
       return nodes;
     },
-    getNode: (name) => call(`get node ${name}`, () => api.readNode({ name })),
+    getNode: (name) => http.request<V1Node>({ method: 'GET', path: nodePath(name) }),
     patchNode: (name, body) =>
-      call(
-        `patch node ${name}`,
-        () => api.patchNode({ name, body, fieldManager: FIELD_MANAGER }, mergePatch),
-        true,
-      ),
-    patchNodeStatus: (name, body) =>
-      call(
-        `patch node ${name} status`,
-        () => api.patchNodeStatus({ name, body, fieldManager: FIELD_MANAGER }, mergePatch),
-        true,
-      ),
+      write({ method: 'PATCH', path: `${nodePath(name)}?${MANAGER}`, body, contentType: MERGE_PATCH }),
+    patchNodeStatus: (name, body) => {
+      writes++;
+      return http.request<V1Node>({
+        method: 'PATCH',
+        path: `${nodePath(name)}/status?${MANAGER}`,
+        body,
+        contentType: MERGE_PATCH,
+      });
+    },
     async deleteNode(node) {
-      const name = node.metadata?.name ?? '';
-      await call(
-        `delete node ${name}`,
-        () =>
-          api.deleteNode({
-            name,
-            body: {
-              preconditions: { uid: node.metadata?.uid, resourceVersion: node.metadata?.resourceVersion },
-            },
-          }),
-        true,
-      );
+      const { name = '', uid, resourceVersion } = node.metadata ?? {};
+      await write({
+        method: 'DELETE',
+        path: nodePath(name),
+        body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid, resourceVersion } },
+      });
     },
     async createEvent({ node, type, reason, message, component }) {
-      const now = new Date();
+      const now = new Date().toISOString();
       const name = node.metadata?.name ?? '';
       const event: CoreV1Event = {
-        metadata: {
-          name: `${name}.${now.getTime().toString(16)}${Math.random().toString(16).slice(2, 6)}`,
-          namespace: 'default',
-        },
+        metadata: { generateName: `${name}.`, namespace: 'default' },
         involvedObject: { kind: 'Node', apiVersion: 'v1', name, uid: node.metadata?.uid },
         type,
         reason,
@@ -106,15 +94,11 @@ export function createNodeClient(kc: KubeConfig): NodeClient {
         source: { component },
         reportingComponent: component,
         reportingInstance: component,
-        firstTimestamp: now,
-        lastTimestamp: now,
+        firstTimestamp: now as unknown as Date,
+        lastTimestamp: now as unknown as Date,
         count: 1,
       };
-      await call(
-        `record event ${reason} for node ${name}`,
-        () => api.createNamespacedEvent({ namespace: 'default', body: event }),
-        true,
-      );
+      await write({ method: 'POST', path: `/api/v1/namespaces/default/events?${MANAGER}`, body: event });
     },
   };
 }

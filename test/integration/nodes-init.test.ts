@@ -201,6 +201,7 @@ describe('initialising tainted Nodes', () => {
 
 describe('deleting Nodes only when the cloud positively says the instance is gone', () => {
   const gone = { ready: false, tainted: false } as const;
+  const alive = { name: 'alive', providerID: 'cloudlycke://alive', tainted: false } as const;
 
   it('deletes the Node of an instance the cloud no longer has, with a DeletingNode event', async () => {
     const inventory = writeInventory([{ id: 'alive' }], DEFAULTS);
@@ -237,8 +238,22 @@ describe('deleting Nodes only when the cloud positively says the instance is gon
     await createNodes(api, [{ name: 'cp-1', providerID: 'cloudlycke://cp-1', ...gone }]);
     const before = (await cp.writes(CCM_USER)).length;
     const run = await ccm(
-      ['nodes', 'init', '--provider', 'cloudlycke', '--kubeconfig', cp.kubeconfigPath, '--deletion-grace-period', '0s', '--json'],
-      { PATH: `${standin}:${process.env.PATH}`, STANDIN_SCENARIO: 'broken', CLOUDLYCKE_VAGRANT_DIR: tmpdir() },
+      [
+        'nodes',
+        'init',
+        '--provider',
+        'cloudlycke',
+        '--kubeconfig',
+        cp.kubeconfigPath,
+        '--deletion-grace-period',
+        '0s',
+        '--json',
+      ],
+      {
+        PATH: `${standin}:${process.env.PATH}`,
+        STANDIN_SCENARIO: 'broken',
+        CLOUDLYCKE_VAGRANT_DIR: tmpdir(),
+      },
     );
     expect(run.exitCode).toBe(1);
     expect(JSON.parse(run.stdout).listingError).toMatch(/^cloud listing failed: /);
@@ -275,33 +290,50 @@ describe('deleting Nodes only when the cloud positively says the instance is gon
     });
   });
 
+  it('deletes nothing when the listing holds none of the cluster’s instances (wrong project or Vagrantfile)', async () => {
+    const inventory = writeInventory([{ id: 'someone-elses-1' }, { id: 'someone-elses-2' }], DEFAULTS);
+    await createNodes(api, [
+      { name: 'a', providerID: 'cloudlycke://a', ...gone },
+      { name: 'b', providerID: 'cloudlycke://b', ...gone },
+    ]);
+    const run = await nodesInit(inventory, '--deletion-grace-period', '0s');
+    expect(run.exitCode).toBe(0);
+    expect(await nodeExists('a')).toBe(true);
+    expect(await nodeExists('b')).toBe(true);
+    expect(run.writes).toEqual([]);
+    expect(run.stdout).toContain("holds none of this cluster's instances");
+  });
+
   it('does not delete a Node inside its grace period', async () => {
-    const inventory = writeInventory([{ id: 'other' }], DEFAULTS);
-    await createNodes(api, [{ name: 'young', providerID: 'cloudlycke://young', ...gone }]);
+    const inventory = writeInventory([{ id: 'alive' }], DEFAULTS);
+    await createNodes(api, [alive, { name: 'young', providerID: 'cloudlycke://young', ...gone }]);
     const run = await nodesInit(inventory);
     expect(run.exitCode).toBe(0);
     expect(await nodeExists('young')).toBe(true);
     expect(run.stdout).toContain('grace period');
   });
 
-  it('does not delete a Node that carries the exclusion label', async () => {
-    const inventory = writeInventory([{ id: 'other' }], DEFAULTS);
+  it('does not delete a Node that carries the exclusion label (but does delete its unlabelled twin)', async () => {
+    const inventory = writeInventory([{ id: 'alive' }], DEFAULTS);
     await createNodes(api, [
+      alive,
       {
         name: 'pet',
         providerID: 'cloudlycke://pet',
         labels: { 'ccm.io/exclude-from-lifecycle': 'true' },
         ...gone,
       },
+      { name: 'cattle', providerID: 'cloudlycke://cattle', ...gone },
     ]);
     const run = await nodesInit(inventory, '--deletion-grace-period', '0s');
     expect(run.exitCode).toBe(0);
     expect(await nodeExists('pet')).toBe(true);
+    expect(await nodeExists('cattle')).toBe(false);
   });
 
   it('does not delete a Ready Node even when its instance is missing', async () => {
-    const inventory = writeInventory([{ id: 'other' }], DEFAULTS);
-    await createNodes(api, [{ name: 'ready', providerID: 'cloudlycke://ready', tainted: false }]);
+    const inventory = writeInventory([{ id: 'alive' }], DEFAULTS);
+    await createNodes(api, [alive, { name: 'ready', providerID: 'cloudlycke://ready', tainted: false }]);
     const run = await nodesInit(inventory, '--deletion-grace-period', '0s');
     expect(run.exitCode).toBe(0);
     expect(await nodeExists('ready')).toBe(true);

@@ -44,6 +44,7 @@ export default class NodesInit extends BaseCommand {
             kubeWrites: result.kubeWrites,
             cloudCalls: result.cloudCalls,
             durationMs: result.durationMs,
+            maxRssBytes: process.resourceUsage().maxRSS * 1024,
           },
           null,
           2,

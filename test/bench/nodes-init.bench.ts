@@ -1,0 +1,107 @@
+/**
+ * Benchmark: `ccm nodes init` over N tainted Nodes against the real kube-apiserver, as the built CLI
+ * runs it (a separate process, JSON report). Not a test: it prints a table for the README.
+ *
+ *   npm run bench                  # 1,000 and 5,000 Nodes
+ *   npm run bench -- 200 2000      # other sizes
+ * Wall time is the CLI process from start to exit, including Node start-up and module loading.
+ * Writes are counted by the API server's audit log; cloud calls come from the report.
+ */
+import { writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
+import { CCM_USER, startControlPlane } from '../controlplane/harness.js';
+import { ccm } from '../helpers/cli.js';
+
+const sizes = process.argv
+  .slice(2)
+  .map(Number)
+  .filter((n) => n > 0);
+const runs = sizes.length > 0 ? sizes : [1000, 5000];
+const concurrency = process.env.BENCH_CONCURRENCY ?? '32';
+
+function ip(i: number): string {
+  return `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+}
+
+interface Row {
+  nodes: number;
+  pass: string;
+  seconds: number;
+  writes: number;
+  cloudCalls: number;
+  initialized: number;
+  failed: number;
+  maxRssMb: number;
+}
+
+const rows: Row[] = [];
+for (const n of runs) {
+  const cp = await startControlPlane();
+  try {
+    const names = Array.from({ length: n }, (_, i) => `node-${String(i).padStart(5, '0')}`);
+    process.stderr.write(`creating ${n} tainted Nodes...\n`);
+    await createNodes(
+      fixtureApi(cp.kubeconfigPath),
+      names.map((name, i) => ({ name, providedNodeIP: ip(i) })),
+      64,
+    );
+    const inventory = join(tmpdir(), `ccm-bench-inventory-${n}.yaml`);
+    writeFileSync(
+      inventory,
+      stringify({
+        defaults: { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'virtualbox' },
+        instances: names.map((id, i) => ({ id, addresses: [{ type: 'InternalIP', address: ip(i) }] })),
+      }),
+    );
+    for (const pass of ['first', 'second']) {
+      const before = (await cp.writes(CCM_USER)).length;
+      const started = performance.now();
+      const run = await ccm([
+        'nodes',
+        'init',
+        '--provider',
+        'cloudlycke',
+        '--kubeconfig',
+        cp.kubeconfigPath,
+        '--cloud-config',
+        inventory,
+        '--concurrency',
+        concurrency,
+        '--json',
+      ]);
+      const seconds = (performance.now() - started) / 1000;
+      if (run.exitCode !== 0) throw new Error(`nodes init exited ${run.exitCode}: ${run.stderr}`);
+      const report = JSON.parse(run.stdout);
+      const writes = (await cp.writes(CCM_USER)).length - before;
+      rows.push({
+        nodes: n,
+        pass,
+        seconds,
+        writes,
+        cloudCalls: report.cloudCalls,
+        initialized: report.summary.initialized,
+        failed: report.summary.failed,
+        maxRssMb: Math.round((report.maxRssBytes ?? 0) / 1e6),
+      });
+      process.stderr.write(`${n} nodes, ${pass} pass: ${seconds.toFixed(1)}s, ${writes} writes\n`);
+    }
+  } finally {
+    await cp.stop();
+  }
+}
+
+console.log(
+  `\n${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, --concurrency ${concurrency}\n`,
+);
+console.log(
+  '| Nodes | pass | wall time | Kubernetes writes | cloud calls | initialised | failed | max RSS |',
+);
+console.log('|---:|---|---:|---:|---:|---:|---:|---:|');
+for (const r of rows) {
+  console.log(
+    `| ${r.nodes.toLocaleString('en')} | ${r.pass} | ${r.seconds.toFixed(1)} s | ${r.writes.toLocaleString('en')} | ${r.cloudCalls} | ${r.initialized.toLocaleString('en')} | ${r.failed} | ${r.maxRssMb} MB |`,
+  );
+}

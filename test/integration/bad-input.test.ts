@@ -1,0 +1,156 @@
+/**
+ * Bad input: one line on stderr naming the problem and the fix, exit 2, no stack trace, and nothing
+ * written to the (real) API server.
+ */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
+import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { ccm } from '../helpers/cli.js';
+import { writeInventory } from '../helpers/inventory.js';
+
+let cp: ControlPlane;
+let inventory: string;
+const dir = mkdtempSync(join(tmpdir(), 'ccm-bad-input-'));
+
+beforeAll(async () => {
+  cp = await startControlPlane();
+  await createNodes(fixtureApi(cp.kubeconfigPath), [{ name: 'n1' }]);
+  inventory = writeInventory([{ id: 'n1', addresses: [{ type: 'InternalIP', address: '192.168.56.5' }] }]);
+});
+afterAll(async () => {
+  await cp?.stop();
+});
+
+async function closedPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() => resolve(typeof address === 'object' && address ? address.port : 1));
+    });
+  });
+}
+
+function expectOneLine(run: { exitCode: number; stdout: string; stderr: string }, pattern: RegExp) {
+  expect(run.exitCode).toBe(2);
+  const lines = run.stderr.trim().split('\n');
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toMatch(/^ccm: /);
+  expect(lines[0]).toMatch(pattern);
+  expect(run.stderr).not.toMatch(/\n\s+at /);
+  expect(run.stdout).toBe('');
+}
+
+describe('bad input gets one line, exit 2, nothing written', () => {
+  const init = ['nodes', 'init', '--provider', 'cloudlycke'];
+
+  it.each([
+    [
+      'a missing kubeconfig',
+      () => [...init, '--kubeconfig', join(dir, 'nope'), '--cloud-config', inventory],
+      /does not exist; pass an existing file to --kubeconfig/,
+    ],
+    [
+      'no kubeconfig at all',
+      () => [...init, '--cloud-config', inventory],
+      /no kubeconfig found; pass --kubeconfig, set KUBECONFIG/,
+    ],
+    [
+      'an unreadable (malformed) kubeconfig',
+      () => {
+        writeFileSync(join(dir, 'garbage'), 'clusters: [this is: not: yaml');
+        return [...init, '--kubeconfig', join(dir, 'garbage'), '--cloud-config', inventory];
+      },
+      /is not a valid kubeconfig/,
+    ],
+    [
+      'an unknown context',
+      () => [...init, '--kubeconfig', cp.kubeconfigPath, '--context', 'prod', '--cloud-config', inventory],
+      /context "prod" is not in the kubeconfig; use one of: ccm, fixtures/,
+    ],
+    [
+      'an unknown provider',
+      () => ['nodes', 'init', '--provider', 'aws', '--kubeconfig', cp.kubeconfigPath],
+      /unknown provider "aws"; use one of: cloudlycke/,
+    ],
+    [
+      'no provider',
+      () => ['nodes', 'init', '--kubeconfig', cp.kubeconfigPath],
+      /no provider given; pass --provider/,
+    ],
+    [
+      'a malformed inventory',
+      () => {
+        writeFileSync(join(dir, 'inv.yaml'), 'instances:\n  - id: a\n    state: exploded\n');
+        return [...init, '--kubeconfig', cp.kubeconfigPath, '--cloud-config', join(dir, 'inv.yaml')];
+      },
+      /instances\[0\]\.state must be "running" or "stopped", got "exploded"/,
+    ],
+    [
+      'a missing inventory',
+      () => [...init, '--kubeconfig', cp.kubeconfigPath, '--cloud-config', join(dir, 'none.yaml')],
+      /file not found/,
+    ],
+    [
+      'a bad duration',
+      () => [
+        ...init,
+        '--kubeconfig',
+        cp.kubeconfigPath,
+        '--cloud-config',
+        inventory,
+        '--deletion-grace-period',
+        'soon',
+      ],
+      /is not a duration/,
+    ],
+    [
+      'an unknown flag',
+      () => [...init, '--kubeconfig', cp.kubeconfigPath, '--frobnicate'],
+      /Nonexistent flag: --frobnicate/,
+    ],
+  ])('%s', async (_what, args, pattern) => {
+    const before = (await cp.writes(CCM_USER)).length;
+    // HOME without ~/.kube/config, so only the flags decide which kubeconfig is used
+    const run = await ccm(args(), { HOME: dir });
+    expectOneLine(run, pattern);
+    expect((await cp.writes(CCM_USER)).length).toBe(before);
+  });
+
+  it('an unreachable API server', async () => {
+    const port = await closedPort();
+    const kubeconfig = join(dir, 'unreachable');
+    writeFileSync(
+      kubeconfig,
+      readFileSync(cp.kubeconfigPath, 'utf8').replace(cp.server, `https://127.0.0.1:${port}`),
+    );
+    const run = await ccm([...init, '--kubeconfig', kubeconfig, '--cloud-config', inventory]);
+    expectOneLine(
+      run,
+      new RegExp(`cannot reach the Kubernetes API server at https://127.0.0.1:${port} \\(ECONNREFUSED\\)`),
+    );
+  });
+});
+
+describe('start-up', () => {
+  it('`ccm --help` does not load @kubernetes/client-node', async () => {
+    const trace = join(dir, 'trace.txt');
+    const tracer = fileURLToPath(new URL('../fixtures/trace-imports.mjs', import.meta.url));
+    const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
+    for (const args of [['--help'], ['nodes', 'init', '--help']]) {
+      writeFileSync(trace, '');
+      const run = await execa(process.execPath, ['--import', tracer, bin, ...args], {
+        env: { TRACE_IMPORTS_FILE: trace },
+      });
+      expect(run.stdout).toContain('USAGE');
+      const loaded = readFileSync(trace, 'utf8');
+      expect(loaded).toContain('@oclif/core');
+      expect(loaded).not.toContain('@kubernetes/client-node');
+    }
+  });
+});

@@ -1,0 +1,367 @@
+/**
+ * templates/cloudlycke/nodes-init-cronjob.yaml against a real kube-apiserver: every document is accepted
+ * by server-side apply (the CronJob schema is validated for real), the pod can run before the CNI on
+ * uninitialised Nodes, and the ClusterRole is enough for `ccm nodes init`: the built CLI runs with a
+ * token of the template's ServiceAccount and the audit log shows no write answered 403. A negative
+ * control (the same role without `delete`) shows that check can fail.
+ */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  BatchV1Api,
+  CoreV1Api,
+  KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  PatchStrategy,
+  RbacAuthorizationV1Api,
+  type V1ClusterRole,
+  type V1Node,
+} from '@kubernetes/client-node';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { createNodes, deleteAllNodes, UNINITIALIZED } from '../controlplane/fixtures.js';
+import { type AuditEvent, CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { ccm } from '../helpers/cli.js';
+import { writeInventory } from '../helpers/inventory.js';
+
+const TEMPLATE = fileURLToPath(
+  new URL('../../templates/cloudlycke/nodes-init-cronjob.yaml', import.meta.url),
+);
+const NAMESPACE = 'kube-system';
+const SA = 'ccm';
+const SA_USER = `system:serviceaccount:${NAMESPACE}:${SA}`;
+const ROLE = 'system:ccm-nodes-init';
+const FIELD_MANAGER = 'ccm-test';
+const DEFAULTS = { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'virtualbox' };
+const gone = { ready: false, tainted: false } as const;
+
+let cp: ControlPlane;
+let kc: KubeConfig;
+let core: CoreV1Api;
+let objects: KubernetesObjectApi;
+let documents: KubernetesObject[];
+let applied: KubernetesObject[];
+
+function templateDocuments(): KubernetesObject[] {
+  return parseAllDocuments(readFileSync(TEMPLATE, 'utf8'))
+    .map((doc) => {
+      if (doc.errors.length > 0) throw doc.errors[0];
+      return doc.toJS() as KubernetesObject | null;
+    })
+    .filter((obj): obj is KubernetesObject => obj !== null);
+}
+
+/** Server-side apply as the fixture admin, like `kubectl apply --server-side --force-conflicts`. */
+function apply<T extends KubernetesObject>(obj: T): Promise<T> {
+  return objects.patch(obj, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+}
+
+function templateDocument<T extends KubernetesObject>(kind: string): T {
+  const doc = documents.find((d) => d.kind === kind);
+  if (!doc) throw new Error(`the template has no ${kind}`);
+  return structuredClone(doc) as T;
+}
+
+/** A kubeconfig whose only user is a TokenRequest token of the ServiceAccount: the CronJob pod's identity. */
+async function serviceAccountKubeconfig(name: string): Promise<string> {
+  const request = await core.createNamespacedServiceAccountToken({
+    name,
+    namespace: NAMESPACE,
+    body: { spec: { audiences: [], expirationSeconds: 600 } },
+  });
+  const token = request.status?.token;
+  if (!token) throw new Error(`TokenRequest for ${name} returned no token`);
+  const dir = mkdtempSync(join(tmpdir(), 'ccm-sa-kubeconfig-'));
+  const path = join(dir, 'kubeconfig');
+  writeFileSync(
+    path,
+    `apiVersion: v1
+kind: Config
+clusters:
+  - name: test
+    cluster:
+      server: ${cp.server}
+      certificate-authority-data: ${cp.caData}
+users:
+  - name: ${name}
+    user:
+      token: ${token}
+contexts:
+  - name: ${name}
+    context: { cluster: test, user: ${name} }
+current-context: ${name}
+`,
+    { mode: 0o600 },
+  );
+  return path;
+}
+
+async function nodesInitAs(user: string, kubeconfig: string, inventory: string, ...extra: string[]) {
+  const before = (await cp.writes(user)).length;
+  const result = await ccm([
+    'nodes',
+    'init',
+    '--provider',
+    'cloudlycke',
+    '--kubeconfig',
+    kubeconfig,
+    '--cloud-config',
+    inventory,
+    ...extra,
+  ]);
+  const writes = (await cp.writes(user)).slice(before);
+  return { ...result, writes };
+}
+
+const describeWrite = (w: AuditEvent) =>
+  `${w.verb} ${w.objectRef?.resource}${w.objectRef?.subresource ? `/${w.objectRef.subresource}` : ''}`;
+
+async function nodeExists(name: string): Promise<boolean> {
+  return (await core.listNode({ fieldSelector: `metadata.name=${name}` })).items.length === 1;
+}
+
+const uninitialized = (n: V1Node) => (n.spec?.taints ?? []).some((t) => t.key === UNINITIALIZED.key);
+
+beforeAll(async () => {
+  cp = await startControlPlane();
+  kc = new KubeConfig();
+  kc.loadFromFile(cp.kubeconfigPath);
+  kc.setCurrentContext('fixtures');
+  core = kc.makeApiClient(CoreV1Api);
+  objects = KubernetesObjectApi.makeApiClient(kc);
+  documents = templateDocuments();
+  applied = [];
+  for (const doc of documents) applied.push(await apply(doc));
+});
+afterAll(async () => {
+  await cp?.stop();
+});
+
+describe('the CronJob template', () => {
+  it('is accepted document by document by server-side apply', () => {
+    expect(applied.map((o) => `${o.kind} ${o.metadata?.namespace ?? ''}/${o.metadata?.name}`)).toEqual([
+      'ServiceAccount kube-system/ccm',
+      `ClusterRole /${ROLE}`,
+      `ClusterRoleBinding /${ROLE}`,
+      'ConfigMap kube-system/ccm-cloudlycke-inventory',
+      'CronJob kube-system/ccm-nodes-init',
+    ]);
+    for (const obj of applied) {
+      expect(obj.metadata?.uid).toBeTruthy();
+      expect(obj.metadata?.managedFields).toEqual(
+        expect.arrayContaining([expect.objectContaining({ manager: FIELD_MANAGER, operation: 'Apply' })]),
+      );
+    }
+  });
+
+  it('schedules one pass at a time that can run before the CNI on any Node, as the ccm ServiceAccount', async () => {
+    const cron = await kc.makeApiClient(BatchV1Api).readNamespacedCronJob({
+      name: 'ccm-nodes-init',
+      namespace: NAMESPACE,
+    });
+    expect(cron.spec).toMatchObject({
+      schedule: '*/5 * * * *',
+      concurrencyPolicy: 'Forbid',
+      suspend: false,
+    });
+    expect(cron.spec?.startingDeadlineSeconds).toBeGreaterThan(0);
+    expect(cron.spec?.successfulJobsHistoryLimit).toBeGreaterThanOrEqual(0);
+    expect(cron.spec?.failedJobsHistoryLimit).toBeGreaterThanOrEqual(0);
+
+    const job = cron.spec?.jobTemplate.spec;
+    expect(job?.backoffLimit).toBeGreaterThanOrEqual(0);
+    // A run is killed well before the next one is due (every 5 minutes).
+    expect(job?.activeDeadlineSeconds).toBeGreaterThan(0);
+    expect(job?.activeDeadlineSeconds).toBeLessThan(300);
+
+    const pod = job?.template.spec;
+    expect(pod).toMatchObject({
+      serviceAccountName: SA,
+      hostNetwork: true,
+      dnsPolicy: 'Default',
+      priorityClassName: 'system-cluster-critical',
+      securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
+    });
+    expect(['Never', 'OnFailure']).toContain(pod?.restartPolicy);
+    // It must be able to run on any Node, initialised or not.
+    expect(pod?.nodeSelector).toBeUndefined();
+    expect(pod?.affinity).toBeUndefined();
+    expect(pod?.tolerations).toEqual(
+      expect.arrayContaining([
+        {
+          key: 'node.cloudprovider.kubernetes.io/uninitialized',
+          operator: 'Equal',
+          value: 'true',
+          effect: 'NoSchedule',
+        },
+        { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoSchedule' },
+        { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute' },
+        { key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' },
+      ]),
+    );
+
+    expect(pod?.containers).toHaveLength(1);
+    const container = pod?.containers[0];
+    expect([...(container?.command ?? []), ...(container?.args ?? [])]).toEqual([
+      'ccm',
+      'nodes',
+      'init',
+      '--provider',
+      'cloudlycke',
+      '--cloud-config',
+      '/etc/ccm/inventory.yaml',
+    ]);
+    expect(container?.securityContext).toMatchObject({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
+    expect(container?.resources?.requests).toMatchObject({
+      cpu: expect.any(String),
+      memory: expect.any(String),
+    });
+    expect(container?.resources?.limits).toMatchObject({ memory: expect.any(String) });
+
+    // --cloud-config names the file the inventory ConfigMap is mounted as.
+    const mount = container?.volumeMounts?.find((m) => m.mountPath === '/etc/ccm');
+    const volume = pod?.volumes?.find((v) => v.name === mount?.name);
+    expect(mount?.readOnly).toBe(true);
+    expect(volume?.configMap).toMatchObject({
+      name: 'ccm-cloudlycke-inventory',
+      items: [{ key: 'inventory.yaml', path: 'inventory.yaml' }],
+    });
+  });
+
+  it('grants exactly the verbs `ccm nodes init` uses, bound to the ccm ServiceAccount', async () => {
+    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+    const role = await rbac.readClusterRole({ name: ROLE });
+    expect(role.rules).toEqual([
+      { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'patch', 'delete'] },
+      { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+    ]);
+    const binding = await rbac.readClusterRoleBinding({ name: ROLE });
+    expect(binding.roleRef).toEqual({
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'ClusterRole',
+      name: ROLE,
+    });
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: SA, namespace: NAMESPACE }]);
+  });
+});
+
+describe('`ccm nodes init` as the CronJob ServiceAccount', () => {
+  beforeEach(async () => {
+    await deleteAllNodes(core);
+  });
+
+  it('accepts the example inventory of the ConfigMap (dry run)', async () => {
+    const configMap = await core.readNamespacedConfigMap({
+      name: 'ccm-cloudlycke-inventory',
+      namespace: NAMESPACE,
+    });
+    const inventory = writeInventory([]);
+    writeFileSync(inventory, configMap.data?.['inventory.yaml'] ?? '');
+    const kubeconfig = await serviceAccountKubeconfig(SA);
+    const run = await nodesInitAs(SA_USER, kubeconfig, inventory, '--dry-run', '--json');
+    expect(run.stderr).toBe('');
+    expect(run.exitCode).toBe(0);
+    expect(JSON.parse(run.stdout).cloudInstances).toBe(3);
+  });
+
+  it('initialises tainted Nodes and deletes a gone one with no write answered 403', async () => {
+    const inventory = writeInventory(
+      [
+        { id: 't1', addresses: [{ type: 'InternalIP', address: '192.168.56.21' }] },
+        { id: 't2', addresses: [{ type: 'InternalIP', address: '192.168.56.22' }] },
+        { id: 't3', addresses: [{ type: 'InternalIP', address: '192.168.56.23' }] },
+        { id: 'alive', addresses: [{ type: 'InternalIP', address: '192.168.56.20' }] },
+      ],
+      DEFAULTS,
+    );
+    await createNodes(core, [
+      { name: 't1' },
+      { name: 't2', providedNodeIP: '192.168.56.22' },
+      // as registered by a kubelet started with --provider-id
+      { name: 't3', providerID: 'cloudlycke://t3' },
+      { name: 'alive', providerID: 'cloudlycke://alive', tainted: false },
+      { name: 'gone', providerID: 'cloudlycke://gone', ...gone },
+    ]);
+    const kubeconfig = await serviceAccountKubeconfig(SA);
+    const operatorWritesBefore = (await cp.writes(CCM_USER)).length;
+
+    const run = await nodesInitAs(SA_USER, kubeconfig, inventory, '--deletion-grace-period', '0s', '--json');
+    expect(run.stdout).not.toMatch(/forbidden/i);
+    expect(run.stderr).not.toMatch(/forbidden/i);
+    expect(run.stderr).toBe('');
+    expect(run.exitCode).toBe(0);
+
+    const report = JSON.parse(run.stdout);
+    expect(report.summary).toMatchObject({ total: 5, initialized: 3, deleted: 1, failed: 0 });
+    for (const name of ['t1', 't2', 't3']) {
+      const n = await core.readNode({ name });
+      expect(uninitialized(n)).toBe(false);
+      expect(n.spec?.providerID).toBe(`cloudlycke://${name}`);
+    }
+    expect(await nodeExists('gone')).toBe(false);
+    expect(await nodeExists('alive')).toBe(true);
+
+    // The writes were made as the ServiceAccount (not the harness's system:masters identity)...
+    expect((await cp.writes(CCM_USER)).length).toBe(operatorWritesBefore);
+    expect(new Set(run.writes.map(describeWrite))).toEqual(
+      new Set(['patch nodes', 'patch nodes/status', 'create events', 'delete nodes']),
+    );
+    // ...and every one of them was allowed.
+    expect(run.writes.filter((w) => w.responseStatus?.code === 403).map(describeWrite)).toEqual([]);
+    for (const w of run.writes) {
+      expect(w.responseStatus?.code, describeWrite(w)).toBeGreaterThanOrEqual(200);
+      expect(w.responseStatus?.code, describeWrite(w)).toBeLessThan(300);
+    }
+  });
+
+  it('negative control: the same role without `delete` leaves the gone Node and reports Forbidden, exit 1', async () => {
+    const name = 'ccm-without-delete';
+    const role = templateDocument<V1ClusterRole>('ClusterRole');
+    const nodesRule = role.rules?.find((r) => r.resources?.includes('nodes'));
+    expect(nodesRule?.verbs).toContain('delete');
+    if (nodesRule) nodesRule.verbs = nodesRule.verbs.filter((v) => v !== 'delete');
+    role.metadata = { name: `ccm-test:${name}` };
+    await apply({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace: NAMESPACE } });
+    await apply(role);
+    await apply({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: `ccm-test:${name}` },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `ccm-test:${name}` },
+      subjects: [{ kind: 'ServiceAccount', name, namespace: NAMESPACE }],
+    });
+
+    const inventory = writeInventory([{ id: 'alive' }], DEFAULTS);
+    await createNodes(core, [
+      { name: 'alive', providerID: 'cloudlycke://alive', tainted: false },
+      { name: 'gone', providerID: 'cloudlycke://gone', ...gone },
+    ]);
+    const user = `system:serviceaccount:${NAMESPACE}:${name}`;
+    const run = await nodesInitAs(
+      user,
+      await serviceAccountKubeconfig(name),
+      inventory,
+      '--deletion-grace-period',
+      '0s',
+      '--json',
+    );
+    expect(run.exitCode).toBe(1);
+    const report = JSON.parse(run.stdout);
+    expect(report.nodes.find((n: { name: string }) => n.name === 'gone')).toMatchObject({
+      result: 'failed',
+      reason: expect.stringMatching(/forbidden/i),
+    });
+    expect(await nodeExists('gone')).toBe(true);
+    expect(run.writes.filter((w) => w.responseStatus?.code === 403).map(describeWrite)).toEqual([
+      'delete nodes',
+    ]);
+  });
+});

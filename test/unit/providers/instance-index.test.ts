@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { InstanceIndex } from '../../../src/providers/instance-index.js';
+import type { Instance } from '../../../src/providers/types.js';
+
+function instance(providerID: string, name: string): Instance {
+  return { providerID, name, state: 'running', type: '', region: '', zone: '', addresses: [], labels: {} };
+}
+
+describe('InstanceIndex', () => {
+  const a = instance('cloudlycke://a', 'Worker-A');
+  const b1 = instance('cloudlycke://b1', 'worker-b');
+  const b2 = instance('cloudlycke://b2', 'WORKER-B');
+  const index = new InstanceIndex([a, b1, b2]);
+
+  it('counts every instance', () => {
+    expect(index.size).toBe(3);
+    expect(new InstanceIndex([]).size).toBe(0);
+  });
+
+  it('finds by exact provider ID only', () => {
+    expect(index.byProviderID('cloudlycke://a')).toBe(a);
+    expect(index.byProviderID('cloudlycke://A')).toBeUndefined();
+    expect(index.byProviderID('cloudlycke://zzz')).toBeUndefined();
+  });
+
+  it('finds by name case-insensitively', () => {
+    expect(index.byNodeName('worker-a')).toBe(a);
+    expect(index.byNodeName('WORKER-A')).toBe(a);
+  });
+
+  it('finds nothing for an unknown name', () => {
+    expect(index.byNodeName('worker-c')).toBeUndefined();
+    expect(index.nameIsAmbiguous('worker-c')).toBe(false);
+  });
+
+  it('finds nothing for a name several instances share, and says it is ambiguous', () => {
+    expect(index.byNodeName('worker-b')).toBeUndefined();
+    expect(index.nameIsAmbiguous('worker-b')).toBe(true);
+    expect(index.nameIsAmbiguous('Worker-B')).toBe(true);
+    expect(index.nameIsAmbiguous('worker-a')).toBe(false);
+  });
+});
