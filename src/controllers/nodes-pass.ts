@@ -253,13 +253,12 @@ export async function applyPlans(
         await applyOne(plan, node, kube);
         break;
       } catch (err) {
-        const conflict = err instanceof StaleNode || (err instanceof KubeApiError && err.status === 409);
-        if (!conflict || attempt >= MAX_CONFLICT_RETRIES) {
+        if (!(err instanceof KubeApiError && err.status === 409) || attempt >= MAX_CONFLICT_RETRIES) {
           plan.error = (err as Error).message;
           break;
         }
         try {
-          node = err instanceof StaleNode ? err.current : await kube.getNode(plan.name);
+          node = await kube.getNode(plan.name);
         } catch (readErr) {
           plan.error = `changed concurrently, then could not be read again: ${(readErr as Error).message}`;
           break;
@@ -316,38 +315,22 @@ async function applyOne(plan: NodePlan, node: V1Node, kube: NodeClient): Promise
     }
     return;
   }
-  // Addresses first: removing the uninitialized taint is the commit point of initialisation, so a
-  // failure in between leaves a Node that is still tainted and retried, never half-initialised.
-  let resourceVersion = node.metadata?.resourceVersion;
-  if (plan.addresses) {
-    const updated = await kube.patchNodeStatus(plan.name, { status: { addresses: plan.addresses } });
-    // The response is the Node as it is now: if someone changed what the patch below replaces
-    // (taints, labels, provider ID) since it was read, plan again from it rather than overwrite.
-    if (plan.patch && !sameSpec(node, updated)) throw new StaleNode(updated);
-    resourceVersion = updated.metadata?.resourceVersion;
-  }
+  // The Node first, conditional on the version the plan was made from, then its addresses (the
+  // reference order). Should the status write fail, the next pass refreshes the addresses of the
+  // now-initialised Node: a failure in between delays addresses, it never leaves them wrong.
   if (plan.patch) {
     const { labels, providerID, taints } = plan.patch;
     await kube.patchNode(plan.name, {
-      metadata: { resourceVersion, ...(labels ? { labels } : {}) },
+      metadata: { resourceVersion: node.metadata?.resourceVersion, ...(labels ? { labels } : {}) },
       ...(providerID || taints
         ? { spec: { ...(providerID ? { providerID } : {}), ...(taints ? { taints } : {}) } }
         : {}),
     });
   }
-  for (const event of plan.events) await recordEvent(kube, plan, node, event);
-}
-
-class StaleNode extends Error {
-  constructor(readonly current: V1Node) {
-    super(`node ${current.metadata?.name} changed while it was being written`);
+  if (plan.addresses) {
+    await kube.patchNodeStatus(plan.name, { status: { addresses: plan.addresses } });
   }
-}
-
-function sameSpec(a: V1Node, b: V1Node): boolean {
-  const view = (n: V1Node) =>
-    JSON.stringify([n.spec?.providerID, n.spec?.taints ?? [], n.metadata?.labels ?? {}]);
-  return view(a) === view(b);
+  for (const event of plan.events) await recordEvent(kube, plan, node, event);
 }
 
 /** Events are best effort, as with the reference's event recorder: they never block the change itself. */

@@ -21,11 +21,8 @@ export interface NodeClient {
   getNode(name: string): Promise<V1Node>;
   /** JSON merge patch of the Node; include metadata.resourceVersion to make it conditional. */
   patchNode(name: string, patch: object): Promise<void>;
-  /**
-   * JSON merge patch of nodes/status: lists (addresses) are replaced whole, never merged by key.
-   * Returns the patched Node, whose resourceVersion a following conditional patch needs.
-   */
-  patchNodeStatus(name: string, patch: object): Promise<V1Node>;
+  /** JSON merge patch of nodes/status: lists (addresses) are replaced whole, never merged by key. */
+  patchNodeStatus(name: string, patch: object): Promise<void>;
   /** Deletes exactly the Node that was evaluated: uid and resourceVersion are preconditions. */
   deleteNode(node: V1Node): Promise<void>;
   createEvent(event: NodeEventSpec): Promise<void>;
@@ -65,15 +62,13 @@ export function createNodeClient(kc: KubeConfig): NodeClient {
     getNode: (name) => http.request<V1Node>({ method: 'GET', path: nodePath(name) }),
     patchNode: (name, body) =>
       write({ method: 'PATCH', path: `${nodePath(name)}?${MANAGER}`, body, contentType: MERGE_PATCH }),
-    patchNodeStatus: (name, body) => {
-      writes++;
-      return http.request<V1Node>({
+    patchNodeStatus: (name, body) =>
+      write({
         method: 'PATCH',
         path: `${nodePath(name)}/status?${MANAGER}`,
         body,
         contentType: MERGE_PATCH,
-      });
-    },
+      }),
     async deleteNode(node) {
       const { name = '', uid, resourceVersion } = node.metadata ?? {};
       await write({

@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# Builds the real kube-apiserver and etcd the tests run against, once per version.
-# The binaries are cached outside the repository, keyed by version, so a second run builds nothing.
+# Builds real Kubernetes binaries for the tests, once per version:
+#   bash test/controlplane/build.sh                      # kube-apiserver + etcd (the test control plane)
+#   CCM_K8S_VERSION=1.30.14 bash test/controlplane/build.sh kubeadm
+# Binaries are cached outside the repository, keyed by version, so a second run builds nothing.
 set -euo pipefail
 
 K8S_VERSION="${CCM_K8S_VERSION:-1.36.3}"
 CACHE_ROOT="${CCM_CONTROLPLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ccm-controlplane}"
 OUT="$CACHE_ROOT/v$K8S_VERSION"
+components=("$@")
+[[ ${#components[@]} -gt 0 ]] || components=(kube-apiserver etcd)
 
-if [[ -x "$OUT/kube-apiserver" && -x "$OUT/etcd" && -f "$OUT/.complete" ]]; then
-  echo "control plane v$K8S_VERSION cached in $OUT"
+missing=()
+for c in "${components[@]}"; do [[ -x "$OUT/$c" ]] || missing+=("$c"); done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "${components[*]} v$K8S_VERSION cached in $OUT"
   exit 0
 fi
 
@@ -39,25 +45,26 @@ package tools
 import (
 	_ "go.etcd.io/etcd/server/v3"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kubeadm"
 )
 GO
 # Pull in the versions kubernetes itself was released against (etcd included).
 go get "k8s.io/kubernetes@v$K8S_VERSION" >/dev/null
 go mod tidy -e >/dev/null 2>&1 || true
 
+minor=$(cut -d. -f2 <<<"$K8S_VERSION")
+version_flags="-X k8s.io/component-base/version.gitVersion=v$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
+version_flags+=" -X k8s.io/client-go/pkg/version.gitVersion=v$K8S_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
 mkdir -p "$OUT"
-# Each binary is written under a temporary name and renamed, so an interrupted build is never cached.
-if [[ ! -x "$OUT/kube-apiserver" ]]; then
-echo "building kube-apiserver v$K8S_VERSION (about ten minutes on two cores, once)..."
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=v$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(cut -d. -f2 <<<"$K8S_VERSION")" \
-  -o "$OUT/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
-mv "$OUT/kube-apiserver.tmp" "$OUT/kube-apiserver"
-fi
-if [[ ! -x "$OUT/etcd" ]]; then
-# The etcd version kubernetes itself requires, not the newest one.
-echo "building etcd $(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)..."
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$OUT/etcd.tmp" go.etcd.io/etcd/server/v3
-mv "$OUT/etcd.tmp" "$OUT/etcd"
-fi
-touch "$OUT/.complete"
-echo "control plane v$K8S_VERSION built into $OUT"
+for c in "${missing[@]}"; do
+  case "$c" in
+    etcd) pkg=go.etcd.io/etcd/server/v3 ;;  # the etcd version kubernetes itself requires
+    kube-apiserver | kubeadm) pkg="k8s.io/kubernetes/cmd/$c" ;;
+    *) echo "unknown component $c" >&2; exit 1 ;;
+  esac
+  echo "building $c for v$K8S_VERSION (minutes, once)..."
+  # Written under a temporary name and renamed, so an interrupted build is never cached.
+  CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags "-s -w $version_flags" -o "$OUT/$c.tmp" "$pkg"
+  mv "$OUT/$c.tmp" "$OUT/$c"
+done
+echo "${components[*]} v$K8S_VERSION built into $OUT"

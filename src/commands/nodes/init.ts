@@ -15,7 +15,7 @@ export default class NodesInit extends BaseCommand {
   ];
   static override flags = {
     'dry-run': Flags.boolean({ description: 'Print the plan; write nothing', default: false }),
-    concurrency: Flags.integer({ description: 'Nodes written in parallel', default: 16, min: 1, max: 256 }),
+    concurrency: Flags.integer({ description: 'Nodes written in parallel', default: 32, min: 1, max: 256 }),
     'deletion-grace-period': Flags.string({
       description: 'A Node younger than this is never deleted (clouds are eventually consistent)',
       default: '5m',

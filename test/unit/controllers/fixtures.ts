@@ -191,7 +191,7 @@ export class FakeNodeClient implements NodeClient {
     this.nodes.set(name, node);
   }
 
-  async patchNodeStatus(name: string, patch: object): Promise<V1Node> {
+  async patchNodeStatus(name: string, patch: object): Promise<void> {
     const body = structuredClone(patch) as Record<string, unknown>;
     this.record({ op: 'patchNodeStatus', name, body });
     const node = structuredClone(this.nodes.get(name) ?? { metadata: { name } });
@@ -201,7 +201,6 @@ export class FakeNodeClient implements NodeClient {
     node.metadata ??= {};
     node.metadata.resourceVersion = String(Number(node.metadata.resourceVersion ?? '0') + 1);
     this.nodes.set(name, node);
-    return structuredClone(node);
   }
 
   async deleteNode(node: V1Node): Promise<void> {

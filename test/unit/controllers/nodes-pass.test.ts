@@ -519,17 +519,17 @@ describe('applyPlans', () => {
     return { instance, node, state, provider, plans };
   }
 
-  it('writes addresses, then the Node (its resourceVersion as precondition, taint removal last), then events', async () => {
+  it('patches the Node conditionally on its resourceVersion, then status, then records events', async () => {
     const { node, state, provider, plans } = initScenario();
     const kube = new FakeNodeClient([node]);
     const applied = await applyPlans(plans, state, kube, provider, options);
-    expect(kube.ops()).toEqual(['patchNodeStatus', 'patchNode', 'createEvent']);
-    const [status, patch, event] = kube.calls;
+    expect(kube.ops()).toEqual(['patchNode', 'patchNodeStatus', 'createEvent']);
+    const [patch, status, event] = kube.calls;
     expect(patch).toMatchObject({
       op: 'patchNode',
       name: 'worker-1',
       body: {
-        metadata: { resourceVersion: '101', labels: expect.any(Object) },
+        metadata: { resourceVersion: '100', labels: expect.any(Object) },
         spec: { providerID: 'cloudlycke://i-1', taints: [] },
       },
     });
@@ -546,7 +546,7 @@ describe('applyPlans', () => {
     expect(resultOf(applied[0] as NodePlan)).toBe('initialized');
   });
 
-  it('re-plans from the status response when the Node changed since it was read, without overwriting', async () => {
+  it('never overwrites a Node changed since it was read: the precondition fails, it is re-read and re-planned', async () => {
     const { node, state, provider, plans } = initScenario();
     const changedMeanwhile = structuredClone(node);
     changedMeanwhile.metadata = { ...changedMeanwhile.metadata, resourceVersion: '101' };
@@ -556,35 +556,13 @@ describe('applyPlans', () => {
     };
     const kube = new FakeNodeClient([changedMeanwhile]);
     const applied = await applyPlans(plans, state, kube, provider, options);
-    expect(kube.ops()).toEqual(['patchNodeStatus', 'patchNode', 'createEvent']);
-    const patch = kube.calls[1];
+    expect(kube.ops()).toEqual(['patchNode', 'getNode', 'patchNode', 'patchNodeStatus', 'createEvent']);
+    const patch = kube.calls[2];
     expect(patch?.op === 'patchNode' && patch.body).toMatchObject({
-      metadata: { resourceVersion: '102' },
+      metadata: { resourceVersion: '101' },
       spec: { taints: [{ key: 'maintenance', effect: 'NoSchedule' }] },
     });
     expect(applied[0]?.error).toBeUndefined();
-  });
-
-  it('on a 409 re-reads the Node, re-plans it and patches again with the new resourceVersion', async () => {
-    const { node, state, provider, plans } = initScenario();
-    const kube = new FakeNodeClient([node]);
-    let bumped = false;
-    kube.failWith = (call) => {
-      if (call.op === 'patchNode' && !bumped) {
-        bumped = true; // someone writes the Node between our status patch and our Node patch
-        const current = kube.nodes.get('worker-1') as V1Node;
-        current.metadata = { ...current.metadata, resourceVersion: '500', labels: { team: 'x' } };
-      }
-    };
-    const applied = await applyPlans(plans, state, kube, provider, options);
-    expect(kube.ops()).toEqual(['patchNodeStatus', 'patchNode', 'getNode', 'patchNode', 'createEvent']);
-    const patches = kube.calls.filter((c) => c.op === 'patchNode');
-    expect(patches.map((p) => (p.body.metadata as { resourceVersion?: string }).resourceVersion)).toEqual([
-      '101',
-      '500',
-    ]);
-    expect(applied[0]?.error).toBeUndefined();
-    expect(applied[0]?.events).toEqual([syncedEvent]);
   });
 
   it('gives up after a bounded number of conflicts, failing only that Node', async () => {
@@ -608,7 +586,7 @@ describe('applyPlans', () => {
       if (call.op === 'patchNode') throw new KubeApiError('patch node worker-1: forbidden', 403);
     };
     const applied = await applyPlans(plans, state, kube, provider, options);
-    expect(kube.ops()).toEqual(['patchNodeStatus', 'patchNode']);
+    expect(kube.ops()).toEqual(['patchNode']);
     expect(applied[0]?.error).toContain('forbidden');
   });
 
@@ -707,7 +685,7 @@ describe('applyPlans', () => {
       if (call.op === 'createEvent') throw new KubeApiError('create event: forbidden', 403);
     };
     const applied = await applyPlans(plans, state, kube, provider, options);
-    expect(kube.ops()).toEqual(['patchNodeStatus', 'patchNode', 'createEvent']);
+    expect(kube.ops()).toEqual(['patchNode', 'patchNodeStatus', 'createEvent']);
     expect(applied[0]?.error).toBeUndefined();
     expect(applied[0]?.notes.join()).toContain('event Synced not recorded');
   });
