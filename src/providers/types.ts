@@ -1,6 +1,6 @@
 /**
- * The provider contract. A provider never touches Kubernetes objects and never reads process.env:
- * its configuration is resolved at the edge (flags, env, Secret) and handed to `create`.
+ * The provider contract. A provider never touches Kubernetes objects and never reads the environment
+ * itself: its configuration is resolved at the edge (flags, env, Secret) and handed to `create`.
  */
 
 export type InstanceState = 'running' | 'stopped' | 'gone';
