@@ -126,15 +126,13 @@ export function planNode(
       plan.changes.push(...sync.changes);
     }
   } catch (err) {
+    plan.error = (err as Error).message;
     if (tainted || !(err instanceof AddressMismatchError)) {
       // Nothing of the initialisation is written: the Node keeps its taint and is retried next pass.
-      plan.error = (err as Error).message;
       plan.changes = [];
       plan.events = [];
       plan.addresses = undefined;
       labels = {};
-    } else {
-      plan.error = (err as Error).message;
     }
   }
 
@@ -144,7 +142,7 @@ export function planNode(
   }
   if (providerID) {
     const decision = planLifecycle(node, {
-      instance: instance && instance.providerID === providerID ? instance : undefined,
+      instance, // looked up by this very provider ID
       listingOk,
       listingSize: state.index.size,
       listingKnowsCluster: state.listingKnowsCluster,
