@@ -24,27 +24,27 @@ function readable(path: string): boolean {
 /** Loads the kubeconfig the way kubectl does, failing with one actionable line. */
 export function loadKubeConfig({ kubeconfig, context, env }: KubeConfigOptions): KubeConfig {
   const kc = new KubeConfig();
-  const explicit = kubeconfig ?? undefined;
   const fromEnv = env.KUBECONFIG?.split(delimiter).filter(Boolean) ?? [];
   const home = env.HOME ?? homedir();
   const defaultPath = join(home, '.kube', 'config');
 
-  if (explicit) {
-    if (!existsSync(explicit))
+  if (kubeconfig) {
+    if (!existsSync(kubeconfig))
       throw new KubeConfigError(
-        `kubeconfig ${explicit} does not exist; pass an existing file to --kubeconfig`,
+        `kubeconfig ${kubeconfig} does not exist; pass an existing file to --kubeconfig`,
       );
-    if (!readable(explicit))
-      throw new KubeConfigError(`kubeconfig ${explicit} is not readable; check its permissions`);
-    load(kc, explicit);
+    if (!readable(kubeconfig))
+      throw new KubeConfigError(`kubeconfig ${kubeconfig} is not readable; check its permissions`);
+    load(kc, kubeconfig);
   } else if (fromEnv.length > 0) {
-    const missing = fromEnv.filter((p) => !readable(p));
-    if (missing.length === fromEnv.length) {
+    // kubectl merges every file in KUBECONFIG; ccm reads the first readable one.
+    const first = fromEnv.find(readable);
+    if (!first) {
       throw new KubeConfigError(
-        `KUBECONFIG names ${missing.join(', ')}, which cannot be read; fix KUBECONFIG or pass --kubeconfig`,
+        `KUBECONFIG names ${fromEnv.join(', ')}, which cannot be read; fix KUBECONFIG or pass --kubeconfig`,
       );
     }
-    load(kc, fromEnv.filter((p) => readable(p))[0] as string);
+    load(kc, first);
   } else if (readable(defaultPath)) {
     load(kc, defaultPath);
   } else if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT) {
