@@ -67,7 +67,7 @@ export interface ExecResult {
 }
 
 /**
- * Files and commands of one machine. `localHost(root)` and `sshHost(target, root)` implement it;
+ * Files and commands of one machine. `localHost(root)` and `sshHost(target, { root })` implement it;
  * paths are absolute host paths, resolved under `root` (default "/").
  */
 export interface Host {

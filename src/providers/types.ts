@@ -78,6 +78,15 @@ export interface ProviderDefinition {
    * InvalidConfigError naming the missing or malformed value.
    */
   create(values: ProviderValues, deps: ProviderDeps): Provider;
+  /** What `ccm cluster prepare` sets for this cloud beyond --cloud-provider=external. */
+  readonly clusterFlags?: ClusterFlags;
+}
+
+export interface ClusterFlags {
+  /** Extra kube-apiserver flags, without dashes (e.g. preferred kubelet address types). */
+  kubeApiserver?: Record<string, string>;
+  /** The kubelet's --provider-id for the Node of this name, when the cloud wants it set at registration. */
+  kubeletProviderID?: (nodeName: string) => string;
 }
 
 export type ProviderValues = Readonly<Record<string, string | undefined>>;

@@ -1,3 +1,4 @@
+import { formatProviderID } from '../provider-id.js';
 import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../types.js';
 import { credentials } from './credentials.js';
 import { inventoryInstances, SCHEME, vagrantInstances } from './instances.js';
@@ -14,6 +15,8 @@ export const cloudlycke: ProviderDefinition = {
     'Cloudlycke, a local Vagrant/VirtualBox cloud: instances from an inventory file or from vagrant',
   credentials,
   configFileField: 'inventory',
+  // Vagrant machines have no metadata service: the kubelet is told its provider ID (the seeds' way).
+  clusterFlags: { kubeletProviderID: (nodeName) => formatProviderID(SCHEME, nodeName) },
   create(values: ProviderValues, deps: ProviderDeps): Provider {
     const inventory = nonEmpty(values.inventory);
     const instances = inventory

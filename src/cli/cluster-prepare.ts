@@ -1,0 +1,310 @@
+import { confirm } from '@inquirer/prompts';
+import chalk from 'chalk';
+import { Listr } from 'listr2';
+import { getFlag } from '../cluster/flags.js';
+import { localHost, sshHost } from '../cluster/host.js';
+import {
+  type ApplyResult,
+  applyCluster,
+  type ClusterPlan,
+  type HostReport,
+  planCluster,
+  rollbackCluster,
+} from '../cluster/prepare.js';
+import { unifiedDiff } from '../cluster/preview.js';
+import type { Host } from '../cluster/types.js';
+import { loadKubeConfig } from '../kube/config.js';
+import { createNodeClient, type NodeClient } from '../kube/nodes.js';
+import { KubeTransport } from '../kube/transport.js';
+import { TAINT_UNINITIALIZED } from '../kube/well-known.js';
+import { loadProvider } from '../providers/registry.js';
+import type { ClusterFlags } from '../providers/types.js';
+import { UsageError } from './errors.js';
+
+export interface ClusterPrepareInput {
+  root: string;
+  ssh: string[];
+  sshFromNodes: boolean;
+  sshUser: string;
+  sshPort?: number;
+  sshIdentity?: string;
+  sshOption: string[];
+  remoteRoot: string;
+  provider?: string;
+  providerId?: string;
+  kubeconfig?: string;
+  context?: string;
+  kubeletVersion?: string;
+  apiserverVersion?: string;
+  controllerManagerVersion?: string;
+  dryRun: boolean;
+  yes: boolean;
+  restart: boolean;
+  rollback: boolean;
+  initializeExisting: boolean;
+  readyTimeoutMs: number;
+  json: boolean;
+  interactive: boolean;
+  env: Readonly<Record<string, string | undefined>>;
+  log: (line: string) => void;
+}
+
+export interface ClusterPrepareOutput {
+  plan?: ClusterPlan;
+  result?: ApplyResult;
+  /** Nodes without a provider ID that were (or, with --dry-run, would be) tainted for `nodes init`. */
+  initializeExisting?: string[];
+  /** Without --initialize-existing: Nodes that no pass will initialise, for the hint in the summary. */
+  uninitialisedExisting?: string[];
+  dryRun: boolean;
+  failed: boolean;
+}
+
+/** Nodes the kubelet will not re-taint: no provider ID and no uninitialized taint. */
+async function existingUninitialised(
+  nodes: NodeClient,
+): Promise<{ name: string; taint: () => Promise<void> }[]> {
+  const all = await nodes.listNodes();
+  return all
+    .filter((n) => !n.spec?.providerID && !(n.spec?.taints ?? []).some((t) => t.key === TAINT_UNINITIALIZED))
+    .map((n) => ({
+      name: n.metadata?.name ?? '',
+      taint: () =>
+        nodes.patchNode(n.metadata?.name ?? '', {
+          metadata: { resourceVersion: n.metadata?.resourceVersion },
+          spec: {
+            taints: [
+              ...(n.spec?.taints ?? []),
+              { key: TAINT_UNINITIALIZED, value: 'true', effect: 'NoSchedule' },
+            ],
+          },
+        }),
+    }));
+}
+
+export async function runClusterPrepare(input: ClusterPrepareInput): Promise<ClusterPrepareOutput> {
+  const needsKube =
+    input.sshFromNodes || input.initializeExisting || input.kubeconfig || input.env.KUBECONFIG;
+  const kc = needsKube
+    ? loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env })
+    : undefined;
+  const kube = kc ? new KubeTransport(kc) : undefined;
+  const nodes = kc ? createNodeClient(kc) : undefined;
+  const clusterFlags: ClusterFlags | undefined = input.provider
+    ? (await loadProvider(input.provider)).clusterFlags
+    : undefined;
+
+  const hosts = await buildHosts(input, nodes);
+  if (input.rollback) {
+    const result = await rollbackCluster(hosts, {
+      restart: input.restart,
+      kube,
+      readyTimeoutMs: input.readyTimeoutMs,
+    });
+    return { result, dryRun: false, failed: result.hosts.some((h) => h.result === 'failed') };
+  }
+
+  const plan = await planCluster(
+    hosts,
+    {
+      versions: {
+        kubelet: input.kubeletVersion,
+        apiserver: input.apiserverVersion,
+        controllerManager: input.controllerManagerVersion,
+      },
+      extra: clusterFlags?.kubeApiserver ? { 'kube-apiserver': clusterFlags.kubeApiserver } : undefined,
+      providerIDFor: providerIDFor(input, clusterFlags, hosts.length),
+    },
+    kube,
+  );
+  if (plan.hosts.every((h) => h.error)) {
+    throw new UsageError(plan.hosts.map((h) => `${h.host.name}: ${h.error}`).join('; '));
+  }
+  const existing = nodes ? await existingUninitialised(nodes) : [];
+  const candidates = input.initializeExisting ? existing : [];
+  const hint = input.initializeExisting ? undefined : existing.map((c) => c.name);
+  if (!input.json)
+    printPreview(
+      plan,
+      candidates.map((c) => c.name),
+      input.log,
+    );
+
+  const changes =
+    plan.hosts.some((h) => h.edits.length > 0) || plan.kubeadmConfig !== undefined || candidates.length > 0;
+  if (input.dryRun || !changes) {
+    return {
+      plan,
+      dryRun: input.dryRun,
+      initializeExisting: candidates.map((c) => c.name),
+      uninitialisedExisting: hint,
+      failed: plan.hosts.some((h) => h.error),
+    };
+  }
+  if (!input.yes) {
+    if (!input.interactive)
+      throw new UsageError(
+        'changes need confirmation: review the preview, then pass --yes (or run in a terminal)',
+      );
+    if (!(await confirm({ message: 'Apply these changes?', default: false }))) {
+      throw new UsageError('nothing changed: the changes were not confirmed');
+    }
+  }
+
+  let result: ApplyResult | undefined;
+  await new Listr(
+    [
+      {
+        title: `Back up and write ${plan.hosts.reduce((n, h) => n + h.edits.length, 0)} file(s) on ${plan.hosts.length} host(s)${input.restart ? ', restart kubelets' : ''}`,
+        task: async () => {
+          result = await applyCluster(plan, {
+            restart: input.restart,
+            kube,
+            readyTimeoutMs: input.readyTimeoutMs,
+          });
+        },
+      },
+      {
+        title: `Taint ${candidates.length} existing Node(s) without a provider ID for \`ccm nodes init\``,
+        enabled: () => candidates.length > 0,
+        task: async () => {
+          for (const c of candidates) await c.taint();
+        },
+      },
+    ],
+    {
+      renderer: 'default',
+      fallbackRenderer: 'simple',
+      silentRendererCondition: input.json,
+      exitOnError: true,
+    },
+  ).run();
+  const applied = result as ApplyResult;
+  return {
+    plan,
+    result: applied,
+    dryRun: false,
+    initializeExisting: candidates.map((c) => c.name),
+    uninitialisedExisting: hint,
+    failed: applied.hosts.some((h) => h.result === 'failed') || applied.readyError !== undefined,
+  };
+}
+
+async function buildHosts(input: ClusterPrepareInput, nodes: NodeClient | undefined): Promise<Host[]> {
+  const sshArgs = [
+    ...(input.sshPort ? ['-p', String(input.sshPort)] : []),
+    ...(input.sshIdentity ? ['-i', input.sshIdentity] : []),
+    ...input.sshOption.flatMap((o) => ['-o', o]),
+  ];
+  const targets = [...input.ssh];
+  if (input.sshFromNodes && nodes) {
+    for (const node of await nodes.listNodes()) {
+      const ip = node.status?.addresses?.find((a) => a.type === 'InternalIP')?.address;
+      if (ip) targets.push(`${input.sshUser}@${ip}`);
+    }
+  }
+  if (targets.length === 0) return [localHost(input.root)];
+  return targets.map((target) => sshHost(target, { root: input.remoteRoot, sshArgs }));
+}
+
+function providerIDFor(input: ClusterPrepareInput, flags: ClusterFlags | undefined, hostCount: number) {
+  if (input.providerId) {
+    if (hostCount > 1)
+      throw new UsageError('--provider-id names one node; with several hosts use --provider to derive each');
+    const value = input.providerId;
+    return async () => value;
+  }
+  const derive = flags?.kubeletProviderID;
+  if (!derive) return undefined;
+  return async (host: Host, kubeletFlags: string[]) => {
+    // The Node is named after --hostname-override when the kubelet has one, else the hostname.
+    const override = getFlag(kubeletFlags, 'hostname-override');
+    if (override) return derive(override.toLowerCase());
+    const run = await host.run(['hostname']);
+    const name = run.stdout.trim().toLowerCase();
+    return run.exitCode === 0 && name ? derive(name) : undefined;
+  };
+}
+
+function printPreview(plan: ClusterPlan, candidates: string[], log: (line: string) => void): void {
+  for (const h of plan.hosts) {
+    if (h.error) {
+      log(chalk.red(`${h.host.name}: ${h.error}`));
+      continue;
+    }
+    const d = h.detection;
+    const versions = Object.entries(d?.versions ?? {})
+      .map(([c, v]) => `${c} ${v.major}.${v.minor}.${v.patch}`)
+      .join(', ');
+    log(chalk.bold(`${h.host.name}: ${d?.layout} (${versions || 'versions unknown'})`));
+    for (const e of h.edits)
+      log(
+        unifiedDiff(
+          `${h.host.name === 'local' ? '' : `${h.host.name}:`}${e.file.path}`,
+          e.before.toString('utf8'),
+          e.after.toString('utf8'),
+        ),
+      );
+    for (const s of h.skips) log(chalk.yellow(`  skip ${s.component}: ${s.reason}`));
+    if (h.edits.length === 0) log(chalk.dim('  nothing to change'));
+  }
+  if (plan.kubeadmConfig) {
+    log(
+      unifiedDiff(
+        'ConfigMap kube-system/kubeadm-config ClusterConfiguration',
+        plan.kubeadmConfig.before,
+        plan.kubeadmConfig.after,
+      ),
+    );
+    for (const s of plan.kubeadmConfig.skips)
+      log(chalk.yellow(`  kubeadm-config, ${s.component}: ${s.reason}`));
+  } else if (plan.kubeadmConfigNote) {
+    log(chalk.dim(plan.kubeadmConfigNote));
+  }
+  if (candidates.length > 0) {
+    log(
+      `--initialize-existing: ${candidates.length} Node(s) without a provider ID get the ${TAINT_UNINITIALIZED} taint, so \`ccm nodes init\` initialises them (the kubelet only taints Nodes it registers): ${candidates.join(', ')}`,
+    );
+  }
+}
+
+export function formatSummary(out: ClusterPrepareOutput): string {
+  const rows = out.result?.hosts ?? [];
+  const lines =
+    rows.length > 0 ? hostTable(rows) : [out.dryRun ? 'Dry run: nothing written.' : 'Nothing to change.'];
+  const r = out.result;
+  if (r?.kubeadmConfig) lines.push(`kubeadm-config: ${r.kubeadmConfig}`);
+  if (r?.readyAfterMs !== undefined) {
+    lines.push(`API server ready (/readyz) after ${(r.readyAfterMs / 1000).toFixed(1)}s`);
+  }
+  if (r?.readyError) lines.push(chalk.red(r.readyError));
+  if (out.initializeExisting?.length && !out.dryRun) {
+    lines.push(
+      `${out.initializeExisting.length} existing Node(s) tainted ${TAINT_UNINITIALIZED}: run \`ccm nodes init\` to initialise them.`,
+    );
+  }
+  if (out.uninitialisedExisting?.length) {
+    lines.push(
+      `${out.uninitialisedExisting.length} existing Node(s) have no provider ID and the kubelet will not taint them again, so \`ccm nodes init\` leaves them alone: re-run with --initialize-existing to have them initialised.`,
+    );
+  }
+  return lines.join('\n');
+}
+
+function hostTable(rows: HostReport[]): string[] {
+  const table = [['HOST', 'LAYOUT', 'RESULT', 'FILES', 'KUBELET', 'NOTES']];
+  for (const r of rows) {
+    table.push([
+      r.host,
+      r.layout ?? '-',
+      r.result,
+      String(r.files.length),
+      r.restarted ? 'restarted' : '-',
+      r.error ?? (r.skips.join('; ') || (r.backup ? `backup ${r.backup}` : '')),
+    ]);
+  }
+  const widths = table[0]?.map((_, i) => Math.max(...table.map((row) => (row[i] ?? '').length))) ?? [];
+  return table.map((row) =>
+    row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  '),
+  );
+}

@@ -1,0 +1,209 @@
+/**
+ * Backups for `ccm cluster prepare` and `--rollback`.
+ *
+ * A backup set is a folder BACKUP_DIR/<id>/ on the host itself (over ssh: on the node), holding an exact
+ * copy of each file under files/<its absolute path>, and manifest.json, written last and atomically:
+ * a set without a manifest was interrupted and is never used. BACKUP_DIR is outside
+ * /etc/kubernetes/manifests on purpose — the kubelet runs every file in that folder, so a copy of
+ * kube-apiserver.yaml kept beside it would start a second API server.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { posix } from 'node:path';
+import type { Host } from './types.js';
+
+export const BACKUP_DIR = '/var/lib/ccm/backups';
+const MANIFEST = 'manifest.json';
+const FORMAT = 'ccm.cluster-prepare.backup/v1';
+/** Backups may hold credentials from flags and manifests: readable by root only. */
+const BACKUP_FILE_MODE = 0o600;
+/** Mode of a file restored after it was deleted since the backup (its mode was not recorded; kubeadm uses 0600). */
+const RECREATED_FILE_MODE = 0o600;
+
+export interface BackupEntry {
+  /** Absolute host path of the original file. */
+  path: string;
+  /** False when the file did not exist at backup time: a restore removes it. */
+  existed: boolean;
+  /** Where the copy lives, relative to the set's folder (only when existed). */
+  copy?: string;
+  /** sha256 (hex) and length of the original bytes (only when existed). */
+  sha256?: string;
+  size?: number;
+}
+
+export interface BackupSet {
+  /** Sortable by time: "2025-06-01T12-30-05.123Z-1a2b3c". */
+  id: string;
+  /** Absolute host path of the set's folder. */
+  dir: string;
+  /** ISO time of creation. */
+  createdAt: string;
+  /** Host.name at backup time ("local" or "user@host"). */
+  host: string;
+  files: BackupEntry[];
+  /** Caller's extra texts, e.g. the original kubeadm-config ClusterConfiguration; restored by the caller. */
+  extra: Record<string, string>;
+}
+
+interface ManifestFile extends Omit<BackupSet, 'dir'> {
+  format: typeof FORMAT;
+}
+
+export function sha256(data: Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+/** A time-sortable id; the random tail keeps two sets of the same millisecond apart. */
+function newId(now: Date): string {
+  return `${now.toISOString().replaceAll(':', '-')}-${randomBytes(3).toString('hex')}`;
+}
+
+/**
+ * Copies each file's exact bytes (or records that it does not exist) into a new set, verifies every
+ * copy by reading it back, and writes manifest.json last. Throws before the manifest is written when
+ * anything fails, so a half-made set is never picked by latestBackup.
+ */
+export async function createBackup(
+  host: Host,
+  paths: string[],
+  extra: Record<string, string> = {},
+  now: Date = new Date(),
+): Promise<BackupSet> {
+  const id = newId(now);
+  const dir = posix.join(BACKUP_DIR, id);
+  const files: BackupEntry[] = [];
+  for (const path of [...new Set(paths)]) {
+    if (!path.startsWith('/')) throw new Error(`backup: not an absolute path: ${path}`);
+    const data = await host.read(path);
+    if (data === undefined) {
+      files.push({ path, existed: false });
+      continue;
+    }
+    const copy = posix.join('files', posix.normalize(path));
+    const digest = sha256(data);
+    await host.writeAtomic(posix.join(dir, copy), data, BACKUP_FILE_MODE);
+    const back = await host.read(posix.join(dir, copy));
+    if (!back || sha256(back) !== digest) {
+      throw new Error(`${host.name}: backup copy of ${path} does not match the original`);
+    }
+    files.push({ path, existed: true, copy, sha256: digest, size: data.length });
+  }
+  const set: BackupSet = {
+    id,
+    dir,
+    createdAt: now.toISOString(),
+    host: host.name,
+    files,
+    extra: { ...extra },
+  };
+  const manifest: ManifestFile = {
+    format: FORMAT,
+    id,
+    createdAt: set.createdAt,
+    host: set.host,
+    files,
+    extra: set.extra,
+  };
+  await host.writeAtomic(
+    posix.join(dir, MANIFEST),
+    Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`),
+    BACKUP_FILE_MODE,
+  );
+  return set;
+}
+
+/** Reads one set's manifest; undefined when the set is incomplete (no manifest) or not ours. */
+export async function readBackup(host: Host, id: string): Promise<BackupSet | undefined> {
+  const dir = posix.join(BACKUP_DIR, id);
+  const raw = await host.read(posix.join(dir, MANIFEST));
+  if (!raw) return undefined;
+  let parsed: ManifestFile;
+  try {
+    parsed = JSON.parse(raw.toString('utf8')) as ManifestFile;
+  } catch {
+    return undefined;
+  }
+  if (parsed.format !== FORMAT || parsed.id !== id || !Array.isArray(parsed.files)) return undefined;
+  return {
+    id,
+    dir,
+    createdAt: parsed.createdAt,
+    host: parsed.host,
+    files: parsed.files,
+    extra: parsed.extra ?? {},
+  };
+}
+
+/** Set ids on the host, newest first (ids sort by time). */
+async function idsNewestFirst(host: Host): Promise<string[]> {
+  const names = await host.list(BACKUP_DIR);
+  return names
+    .filter((n) => !n.startsWith('.'))
+    .sort()
+    .reverse();
+}
+
+/** Every complete set on the host, newest first. */
+export async function listBackups(host: Host): Promise<BackupSet[]> {
+  const sets: BackupSet[] = [];
+  for (const id of await idsNewestFirst(host)) {
+    const set = await readBackup(host, id);
+    if (set) sets.push(set);
+  }
+  return sets;
+}
+
+/** The newest complete set (one with a manifest), or undefined. */
+export async function latestBackup(host: Host): Promise<BackupSet | undefined> {
+  for (const id of await idsNewestFirst(host)) {
+    const set = await readBackup(host, id);
+    if (set) return set;
+  }
+  return undefined;
+}
+
+/**
+ * Puts every file of the set back byte for byte (atomically, keeping the current mode) and removes
+ * the files that did not exist at backup time. Every copy is checked against its sha256 BEFORE
+ * anything is written, and each restored file is read back and checked again.
+ * Returns the paths that changed (files already equal to the backup are left untouched).
+ */
+export async function restoreBackup(host: Host, set: BackupSet): Promise<string[]> {
+  const planned: { entry: BackupEntry; data?: Buffer }[] = [];
+  for (const entry of set.files) {
+    if (!entry.existed) {
+      planned.push({ entry });
+      continue;
+    }
+    if (!entry.copy || !entry.sha256) throw new Error(`backup ${set.id}: no copy recorded for ${entry.path}`);
+    const data = await host.read(posix.join(set.dir, entry.copy));
+    if (!data) throw new Error(`${host.name}: backup ${set.id} lost its copy of ${entry.path}`);
+    if (sha256(data) !== entry.sha256) {
+      throw new Error(
+        `${host.name}: backup ${set.id}: the copy of ${entry.path} is damaged (sha256 mismatch)`,
+      );
+    }
+    planned.push({ entry, data });
+  }
+
+  const changed: string[] = [];
+  for (const { entry, data } of planned) {
+    const current = await host.read(entry.path);
+    if (data === undefined) {
+      if (current === undefined) continue;
+      await host.remove(entry.path);
+      if ((await host.read(entry.path)) !== undefined) {
+        throw new Error(`${host.name}: could not remove ${entry.path}`);
+      }
+    } else {
+      if (current && sha256(current) === entry.sha256) continue;
+      await host.writeAtomic(entry.path, data, RECREATED_FILE_MODE);
+      const back = await host.read(entry.path);
+      if (!back || sha256(back) !== entry.sha256) {
+        throw new Error(`${host.name}: ${entry.path} does not match the backup after restoring it`);
+      }
+    }
+    changed.push(entry.path);
+  }
+  return changed;
+}

@@ -1,0 +1,129 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.js';
+import { parseDuration } from '../../cli/duration.js';
+import { EXIT_FAILED, UsageError } from '../../cli/errors.js';
+
+export default class ClusterPrepare extends BaseCommand {
+  static override summary = 'Switch a kubeadm or "hard way" cluster to an external cloud provider';
+  static override description = [
+    'Sets --cloud-provider=external on the kubelet and kube-controller-manager (removing an in-tree --cloud-config), and on kube-apiserver only where its version still has the flag (before 1.33); updates kube-system/kubeadm-config so `kubeadm upgrade` keeps it. Shows a diff of every file first; --dry-run stops there.',
+    'Writes are atomic, backups go to /var/lib/ccm/backups (never the manifests folder), and --rollback restores the last change byte for byte. With --ssh the same runs on each node over ssh; a failing node does not stop the others.',
+  ].join('\n\n');
+  static override examples = [
+    '<%= config.bin %> cluster prepare --dry-run',
+    '<%= config.bin %> cluster prepare --provider cloudlycke --yes',
+    '<%= config.bin %> cluster prepare --ssh root@10.0.0.11 --ssh root@10.0.0.12 --yes',
+    '<%= config.bin %> cluster prepare --rollback --yes',
+  ];
+  static override flags = {
+    'dry-run': Flags.boolean({ description: 'Show the diffs; write nothing', default: false }),
+    yes: Flags.boolean({ char: 'y', description: 'Apply without asking', default: false }),
+    restart: Flags.boolean({
+      description: 'Reload systemd and restart the kubelet after editing its flags',
+      default: true,
+      allowNo: true,
+    }),
+    rollback: Flags.boolean({
+      description: 'Restore the files (and kubeadm-config) of the last prepare',
+      default: false,
+    }),
+    'initialize-existing': Flags.boolean({
+      description: 'Taint existing Nodes without a provider ID so `ccm nodes init` initialises them',
+      default: false,
+    }),
+    ssh: Flags.string({
+      description: 'Prepare this node over ssh (user@host); repeatable',
+      multiple: true,
+      default: [],
+    }),
+    'ssh-from-nodes': Flags.boolean({
+      description: 'Prepare every Node of the cluster over ssh, by its InternalIP',
+      default: false,
+    }),
+    'ssh-user': Flags.string({ description: 'User for --ssh-from-nodes', default: 'root' }),
+    'ssh-port': Flags.integer({ description: 'ssh port', min: 1, max: 65535 }),
+    'ssh-identity': Flags.string({ description: 'ssh private key file' }),
+    'ssh-option': Flags.string({
+      description: 'Extra ssh -o option (KEY=VALUE); repeatable',
+      multiple: true,
+      default: [],
+    }),
+    'provider-id': Flags.string({
+      description: "The kubelet's --provider-id for this node (default: derived by --provider)",
+    }),
+    'kubelet-version': Flags.string({ description: 'Kubelet version, when `kubelet --version` cannot tell' }),
+    'apiserver-version': Flags.string({
+      description: 'kube-apiserver version, when the manifest or binary cannot tell',
+    }),
+    'controller-manager-version': Flags.string({ description: 'kube-controller-manager version, likewise' }),
+    'ready-timeout': Flags.string({
+      description: 'How long to wait for the API server to answer /readyz',
+      default: '3m',
+    }),
+    root: Flags.string({
+      description: 'Root folder of the machine to prepare (a mounted image)',
+      default: '/',
+      hidden: true,
+    }),
+    'remote-root': Flags.string({ description: 'Root folder on ssh hosts', default: '/', hidden: true }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(ClusterPrepare);
+    const readyTimeoutMs = parseDuration(flags['ready-timeout']);
+    if (readyTimeoutMs === undefined)
+      throw new UsageError(
+        `--ready-timeout "${flags['ready-timeout']}" is not a duration; use e.g. 90s or 3m`,
+      );
+    const { runClusterPrepare, formatSummary } = await import('../../cli/cluster-prepare.js');
+    const out = await runClusterPrepare({
+      root: flags.root,
+      ssh: flags.ssh,
+      sshFromNodes: flags['ssh-from-nodes'],
+      sshUser: flags['ssh-user'],
+      sshPort: flags['ssh-port'],
+      sshIdentity: flags['ssh-identity'],
+      sshOption: flags['ssh-option'],
+      remoteRoot: flags['remote-root'],
+      provider: flags.provider,
+      providerId: flags['provider-id'],
+      kubeconfig: flags.kubeconfig,
+      context: flags.context,
+      kubeletVersion: flags['kubelet-version'],
+      apiserverVersion: flags['apiserver-version'],
+      controllerManagerVersion: flags['controller-manager-version'],
+      dryRun: flags['dry-run'],
+      yes: flags.yes,
+      restart: flags.restart,
+      rollback: flags.rollback,
+      initializeExisting: flags['initialize-existing'],
+      readyTimeoutMs,
+      json: flags.json,
+      interactive: Boolean(process.stdin.isTTY && process.stdout.isTTY),
+      env: process.env,
+      log: (line) => this.log(line),
+    });
+    if (flags.json) {
+      const { plan, ...rest } = out;
+      this.log(
+        JSON.stringify(
+          {
+            ...rest,
+            hosts: plan?.hosts.map((h) => ({
+              host: h.host.name,
+              layout: h.detection?.layout,
+              files: h.edits.map((e) => ({ path: e.file.path, changes: e.changes })),
+              skips: h.skips,
+              error: h.error,
+            })),
+          },
+          null,
+          2,
+        ),
+      );
+    } else {
+      this.log(formatSummary(out));
+    }
+    if (out.failed) this.exit(EXIT_FAILED);
+  }
+}

@@ -1,0 +1,249 @@
+/**
+ * `ccm cluster prepare` end to end on fake node roots built by the real kubeadm (1.30 and 1.36),
+ * with kubeadm-config uploaded by that same kubeadm into a real kube-apiserver.
+ */
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { diffLines } from 'diff';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
+import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { ccm } from '../helpers/cli.js';
+
+const fixtures = fileURLToPath(new URL('../fixtures/cluster/', import.meta.url));
+const cache = join(
+  process.env.CCM_CONTROLPLANE_CACHE ?? join(process.env.HOME ?? '', '.cache', 'ccm-controlplane'),
+);
+
+const FILES = [
+  'etc/kubernetes/manifests/kube-apiserver.yaml',
+  'etc/kubernetes/manifests/kube-controller-manager.yaml',
+  'var/lib/kubelet/kubeadm-flags.env',
+];
+
+function copyRoot(name: string): string {
+  const root = mkdtempSync(join(tmpdir(), `ccm-root-${name}-`));
+  cpSync(join(fixtures, name), root, { recursive: true });
+  return root;
+}
+
+function snapshot(root: string): Record<string, string> {
+  return Object.fromEntries(FILES.map((f) => [f, readFileSync(join(root, f), 'utf8')]));
+}
+
+/** Lines removed and added between two texts. */
+function changedLines(before: string, after: string) {
+  const parts = diffLines(before, after);
+  const lines = (added: boolean) =>
+    parts
+      .filter((p) => (added ? p.added : p.removed))
+      .flatMap((p) => p.value.split('\n').filter((l) => l !== ''));
+  return { removed: lines(false), added: lines(true) };
+}
+
+function kubeconfigWithContext(cp: ControlPlane, context: string): string {
+  const path = join(cp.dir, `kubeconfig-${context}`);
+  writeFileSync(
+    path,
+    readFileSync(cp.kubeconfigPath, 'utf8').replace('current-context: ccm', `current-context: ${context}`),
+  );
+  return path;
+}
+
+async function clusterConfiguration(cp: ControlPlane): Promise<Record<string, unknown>> {
+  const kc = new KubeConfig();
+  kc.loadFromFile(cp.kubeconfigPath);
+  kc.setCurrentContext('fixtures');
+  const cm = await kc
+    .makeApiClient(CoreV1Api)
+    .readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
+  return parse(cm.data?.ClusterConfiguration ?? '') as Record<string, unknown>;
+}
+
+describe.each([
+  { version: '1.30.14', apiserverGetsFlag: true },
+  { version: '1.36.3', apiserverGetsFlag: false },
+])('a kubeadm $version control-plane node', ({ version, apiserverGetsFlag }) => {
+  let cp: ControlPlane;
+  let root: string;
+  let original: Record<string, string>;
+
+  beforeAll(async () => {
+    cp = await startControlPlane();
+    root = copyRoot(`kubeadm-v${version}`);
+    original = snapshot(root);
+    // kubeadm's own record, uploaded by the real kubeadm of that version
+    await execa(join(cache, `v${version}`, 'kubeadm'), [
+      'init',
+      'phase',
+      'upload-config',
+      'kubeadm',
+      '--config',
+      join(fixtures, `kubeadm-v${version}`, 'kubeadm-config.yaml'),
+      '--kubeconfig',
+      kubeconfigWithContext(cp, 'fixtures'),
+    ]);
+  });
+  afterAll(async () => {
+    await cp?.stop();
+  });
+
+  const prepare = (...extra: string[]) =>
+    ccm(['cluster', 'prepare', '--root', root, '--kubeconfig', cp.kubeconfigPath, '--no-restart', ...extra]);
+
+  it('previews a diff with --dry-run and writes nothing', async () => {
+    const run = await prepare('--dry-run');
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain('+    - --cloud-provider=external');
+    expect(snapshot(root)).toEqual(original);
+  });
+
+  it('refuses to write without --yes when nobody can confirm: one line, exit 2', async () => {
+    const run = await prepare();
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(run.stderr).toMatch(/^ccm: .*--yes/);
+    expect(snapshot(root)).toEqual(original);
+  });
+
+  it('sets exactly the expected flags and changes nothing else', async () => {
+    const run = await prepare('--yes');
+    expect(run.stderr).toBe('');
+    expect(run.exitCode).toBe(0);
+    const after = snapshot(root);
+
+    const apiserver = changedLines(
+      original[FILES[0] as string] as string,
+      after[FILES[0] as string] as string,
+    );
+    expect(apiserver.removed).toEqual([]);
+    expect(apiserver.added).toEqual(apiserverGetsFlag ? ['    - --cloud-provider=external'] : []);
+    if (!apiserverGetsFlag) expect(run.stdout).toMatch(/kube-apiserver: .*1\.33/);
+
+    const kcm = changedLines(original[FILES[1] as string] as string, after[FILES[1] as string] as string);
+    expect(kcm.added).toEqual(['    - --cloud-provider=external']);
+    expect(kcm.removed).toEqual(
+      version === '1.30.14' ? ['    - --cloud-config=/etc/kubernetes/cloud.conf'] : [],
+    );
+
+    const kubelet = changedLines(original[FILES[2] as string] as string, after[FILES[2] as string] as string);
+    expect(kubelet.removed).toHaveLength(1);
+    expect(kubelet.added).toEqual([
+      (kubelet.removed[0] as string).replace(/"$/, ' --cloud-provider=external"'),
+    ]);
+
+    // kubeadm-config keeps the change across `kubeadm upgrade`
+    const config = await clusterConfiguration(cp);
+    const args = (component: string) => {
+      const extra = (config[component] as { extraArgs?: unknown } | undefined)?.extraArgs;
+      if (Array.isArray(extra))
+        return Object.fromEntries(extra.map((a: { name: string; value: string }) => [a.name, a.value]));
+      return (extra ?? {}) as Record<string, string>;
+    };
+    expect(args('controllerManager')['cloud-provider']).toBe('external');
+    expect(args('controllerManager')).not.toHaveProperty('cloud-config');
+    // never recorded for kube-apiserver: a `kubeadm upgrade` to 1.33+ would carry it into a manifest it refuses
+    expect(args('apiServer')).not.toHaveProperty('cloud-provider');
+
+    // nothing but the real manifests in the folder the kubelet reads; backups live elsewhere
+    expect(readdirSync(join(root, 'etc/kubernetes/manifests')).sort()).toEqual([
+      'kube-apiserver.yaml',
+      'kube-controller-manager.yaml',
+    ]);
+    expect(existsSync(join(root, 'var/lib/ccm/backups'))).toBe(true);
+  });
+
+  it('changes nothing on a second run', async () => {
+    const before = snapshot(root);
+    const run = await prepare('--yes', '--json');
+    expect(run.exitCode).toBe(0);
+    expect(snapshot(root)).toEqual(before);
+    expect(JSON.parse(run.stdout).hosts[0].files).toEqual([]);
+  });
+
+  it('rolls back byte for byte, kubeadm-config included', async () => {
+    const run = await prepare('--rollback', '--yes');
+    expect(run.exitCode).toBe(0);
+    expect(snapshot(root)).toEqual(original);
+    const config = await clusterConfiguration(cp);
+    expect(JSON.stringify(config)).not.toContain('"cloud-provider"');
+  });
+});
+
+describe('applying on the local machine', () => {
+  let cp: ControlPlane;
+  beforeAll(async () => {
+    cp = await startControlPlane();
+  });
+  afterAll(async () => {
+    await cp?.stop();
+  });
+
+  it('restarts the kubelet through systemctl and waits for /readyz', async () => {
+    const root = copyRoot('kubeadm-v1.36.3');
+    const bin = mkdtempSync(join(tmpdir(), 'ccm-systemctl-'));
+    const log = join(bin, 'calls.log');
+    writeFileSync(join(bin, 'systemctl'), `#!/bin/sh\necho "$*" >> ${log}\n`);
+    chmodSync(join(bin, 'systemctl'), 0o755);
+    const run = await ccm(
+      ['cluster', 'prepare', '--root', root, '--kubeconfig', cp.kubeconfigPath, '--yes'],
+      {
+        PATH: `${bin}:${process.env.PATH}`,
+      },
+    );
+    expect(run.stderr).toBe('');
+    expect(run.exitCode).toBe(0);
+    expect(readFileSync(log, 'utf8')).toBe('daemon-reload\nrestart kubelet\n');
+    expect(run.stdout).toMatch(/API server ready \(\/readyz\) after \d+\.\ds/);
+    expect(run.stdout).toMatch(/restarted/);
+  });
+
+  it('--initialize-existing taints existing Nodes without a provider ID, and explains it', async () => {
+    const api = fixtureApi(cp.kubeconfigPath);
+    await createNodes(api, [
+      { name: 'old-1', tainted: false },
+      { name: 'old-2', tainted: false, providerID: 'cloudlycke://old-2' },
+    ]);
+    const root = copyRoot('kubeadm-v1.36.3');
+    const hint = await ccm([
+      'cluster',
+      'prepare',
+      '--root',
+      root,
+      '--kubeconfig',
+      cp.kubeconfigPath,
+      '--dry-run',
+    ]);
+    expect(hint.stdout).toContain('--initialize-existing');
+    const run = await ccm([
+      'cluster',
+      'prepare',
+      '--root',
+      root,
+      '--kubeconfig',
+      cp.kubeconfigPath,
+      '--yes',
+      '--no-restart',
+      '--initialize-existing',
+    ]);
+    expect(run.exitCode).toBe(0);
+    const taints = async (name: string) =>
+      ((await api.readNode({ name })).spec?.taints ?? []).map((t) => t.key);
+    expect(await taints('old-1')).toContain('node.cloudprovider.kubernetes.io/uninitialized');
+    expect(await taints('old-2')).not.toContain('node.cloudprovider.kubernetes.io/uninitialized');
+    expect(run.stdout).toContain('run `ccm nodes init` to initialise them');
+  });
+});

@@ -1,0 +1,112 @@
+/**
+ * Test support for the cluster editors: fixture paths, a line diff, and two tiny Hosts (a fixture
+ * folder read as a machine's root; an in-memory one) that answer `<binary> --version` from a table.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { diffLines } from 'diff';
+import type { ExecResult, Host } from '../../../src/cluster/types.js';
+
+export const FIXTURES = fileURLToPath(new URL('../../fixtures/cluster/', import.meta.url));
+
+export function fixture(root: string, path: string): Buffer {
+  return readFileSync(join(FIXTURES, root, path));
+}
+
+export interface LineDiff {
+  removed: string[];
+  added: string[];
+}
+
+/** Lines (with their endings) only in `before` / only in `after`. */
+export function changedLines(before: Buffer | string, after: Buffer | string): LineDiff {
+  const removed: string[] = [];
+  const added: string[] = [];
+  for (const part of diffLines(before.toString(), after.toString())) {
+    const lines = part.value.match(/[^\n]*\n|[^\n]+$/g) ?? [];
+    if (part.added) added.push(...lines);
+    if (part.removed) removed.push(...lines);
+  }
+  return { removed, added };
+}
+
+/** The same, with line endings stripped, for readable assertions. */
+export function changed(before: Buffer | string, after: Buffer | string): LineDiff {
+  const d = changedLines(before, after);
+  const strip = (l: string) => l.replace(/\r?\n$/, '');
+  return { removed: d.removed.map(strip), added: d.added.map(strip) };
+}
+
+function versionRun(versions: Record<string, string>, argv: string[]): ExecResult {
+  const [program, flag] = argv;
+  const v = program === undefined ? undefined : versions[program];
+  if (flag === '--version' && v) return { exitCode: 0, stdout: `Kubernetes ${v}\n`, stderr: '' };
+  return { exitCode: 127, stdout: '', stderr: `${program}: command not found\n` };
+}
+
+/** A fixture folder read as a machine's "/": read-only, `run` answers only `--version`. */
+export function folderHost(
+  folder: string,
+  versions: Record<string, string> = {},
+): Host & { runs: string[][] } {
+  const runs: string[][] = [];
+  return {
+    name: `folder:${folder}`,
+    runs,
+    async read(path) {
+      const p = join(folder, path);
+      return existsSync(p) ? readFileSync(p) : undefined;
+    },
+    async writeAtomic() {
+      throw new Error('read-only test host');
+    },
+    async remove() {
+      throw new Error('read-only test host');
+    },
+    async list(dir) {
+      const p = join(folder, dir);
+      return existsSync(p) ? readdirSync(p) : [];
+    },
+    async run(argv) {
+      runs.push(argv);
+      return versionRun(versions, argv);
+    },
+  };
+}
+
+/** An in-memory machine: path → bytes. */
+export function memoryHost(
+  files: Record<string, string | Buffer>,
+  versions: Record<string, string> = {},
+): Host & { files: Map<string, Buffer> } {
+  const map = new Map(Object.entries(files).map(([k, v]) => [k, Buffer.from(v)]));
+  return {
+    name: 'memory',
+    files: map,
+    async read(path) {
+      return map.get(path);
+    },
+    async writeAtomic(path, data) {
+      map.set(path, Buffer.from(data));
+    },
+    async remove(path) {
+      map.delete(path);
+    },
+    async list(dir) {
+      const prefix = dir.endsWith('/') ? dir : `${dir}/`;
+      return [
+        ...new Set(
+          [...map.keys()]
+            .filter((k) => k.startsWith(prefix))
+            .map((k) => k.slice(prefix.length).split('/')[0] as string),
+        ),
+      ];
+    },
+    async run(argv) {
+      return versionRun(versions, argv);
+    },
+  };
+}
+
+export const crlf = (b: Buffer | string) => Buffer.from(b.toString().replace(/\r?\n/g, '\r\n'));
