@@ -34,8 +34,7 @@ export abstract class BaseCommand extends Command {
 
   protected override async catch(err: Error & { exitCode?: number }): Promise<void> {
     // oclif's own exit() throws an ExitError; let it through untouched.
-    if ((err as { oclif?: { exit?: number } }).oclif?.exit !== undefined && err.name === 'ExitError')
-      throw err;
+    if ((err as { code?: string }).code === 'EEXIT') throw err;
     const debug =
       this.argv.includes('--log-level=debug') || this.argv.join(' ').includes('--log-level debug');
     process.stderr.write(`ccm: ${oneLine(err)}\n`);

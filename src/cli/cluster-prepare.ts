@@ -29,7 +29,8 @@ export interface ClusterPrepareInput {
   sshPort?: number;
   sshIdentity?: string;
   sshOption: string[];
-  remoteRoot: string;
+  /** PATH for every ssh host, or TARGET=PATH for one. */
+  remoteRoot: string[];
   provider?: string;
   providerId?: string;
   kubeconfig?: string;
@@ -204,7 +205,11 @@ async function buildHosts(input: ClusterPrepareInput, nodes: NodeClient | undefi
     }
   }
   if (targets.length === 0) return [localHost(input.root)];
-  return targets.map((target) => sshHost(target, { root: input.remoteRoot, sshArgs }));
+  const rootFor = (target: string) => {
+    const own = input.remoteRoot.find((r) => r.startsWith(`${target}=`));
+    return own ? own.slice(target.length + 1) : (input.remoteRoot.find((r) => !r.includes('=')) ?? '/');
+  };
+  return targets.map((target) => sshHost(target, { root: rootFor(target), sshArgs }));
 }
 
 function providerIDFor(input: ClusterPrepareInput, flags: ClusterFlags | undefined, hostCount: number) {

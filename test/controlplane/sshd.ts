@@ -44,7 +44,11 @@ function keygen(file: string): void {
   });
 }
 
-export async function startSshd(): Promise<Sshd> {
+/**
+ * `addresses`: loopback addresses to listen on (default 127.0.0.1); several let one sshd stand for
+ * several nodes, e.g. root@127.0.0.1 and root@127.0.0.2.
+ */
+export async function startSshd(addresses: string[] = ['127.0.0.1']): Promise<Sshd> {
   if (!existsSync(SSHD)) {
     throw new Error(
       `${SSHD} is missing: install Debian's openssh-server (apt-get install -y openssh-server openssh-client; .ci/run does this)`,
@@ -75,7 +79,7 @@ export async function startSshd(): Promise<Sshd> {
       config,
       [
         `Port ${port}`,
-        'ListenAddress 127.0.0.1',
+        ...addresses.map((a) => `ListenAddress ${a}`),
         `HostKey ${join(dir, 'host_ed25519')}`,
         `PidFile ${join(dir, 'sshd.pid')}`,
         `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`,
@@ -104,7 +108,7 @@ export async function startSshd(): Promise<Sshd> {
       log = (log + c.toString()).slice(-4000);
     });
 
-    const target = `${userInfo().username}@127.0.0.1`;
+    const target = `${userInfo().username}@${addresses[0]}`;
     const sshArgs = [
       '-p',
       String(port),

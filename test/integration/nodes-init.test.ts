@@ -175,6 +175,7 @@ describe('initialising tainted Nodes', () => {
     await createNodes(api, [{ name: 'bad', providedNodeIP: '10.9.9.9' }]);
     const run = await nodesInit(inventory, '--json');
     expect(run.exitCode).toBe(1);
+    expect(run.stderr).toBe('');
     const report = JSON.parse(run.stdout);
     expect(report.nodes).toEqual([
       expect.objectContaining({ name: 'bad', result: 'failed', reason: expect.stringContaining('10.9.9.9') }),

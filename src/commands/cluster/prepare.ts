@@ -65,7 +65,12 @@ export default class ClusterPrepare extends BaseCommand {
       default: '/',
       hidden: true,
     }),
-    'remote-root': Flags.string({ description: 'Root folder on ssh hosts', default: '/', hidden: true }),
+    'remote-root': Flags.string({
+      description: 'Root folder on ssh hosts: PATH for all, or TARGET=PATH for one; repeatable',
+      multiple: true,
+      default: [],
+      hidden: true,
+    }),
   };
 
   async run(): Promise<void> {

@@ -1,0 +1,97 @@
+/**
+ * `ccm cluster prepare --ssh` over a real sshd on loopback (Debian's openssh-server) against fake
+ * node roots: nothing but sh and coreutils on the "node" side.
+ */
+import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Sshd, startSshd } from '../controlplane/sshd.js';
+import { ccm } from '../helpers/cli.js';
+
+const fixture = fileURLToPath(new URL('../fixtures/cluster/kubeadm-v1.36.3', import.meta.url));
+let sshd: Sshd;
+
+beforeAll(async () => {
+  sshd = await startSshd(['127.0.0.1', '127.0.0.2']);
+});
+afterAll(async () => {
+  await sshd?.stop();
+});
+
+describe('preparing several nodes over ssh', () => {
+  it('prepares the good node, reports the failing ones, and exits 1', async () => {
+    const good = mkdtempSync(join(tmpdir(), 'ccm-node-good-'));
+    cpSync(fixture, good, { recursive: true });
+    const empty = mkdtempSync(join(tmpdir(), 'ccm-node-empty-'));
+    const kubeletEnv = join(good, 'var/lib/kubelet/kubeadm-flags.env');
+    const before = readFileSync(kubeletEnv, 'utf8');
+
+    const run = await ccm([
+      'cluster',
+      'prepare',
+      '--ssh',
+      'root@127.0.0.1',
+      '--ssh',
+      'root@127.0.0.2',
+      '--ssh',
+      'root@127.0.0.3', // nothing listens there
+      '--ssh-port',
+      String(sshd.port),
+      '--ssh-identity',
+      join(sshd.dir, 'client_ed25519'),
+      '--ssh-option',
+      'StrictHostKeyChecking=no',
+      '--ssh-option',
+      'UserKnownHostsFile=/dev/null',
+      '--ssh-option',
+      'LogLevel=ERROR',
+      '--remote-root',
+      `root@127.0.0.1=${good}`,
+      '--remote-root',
+      `root@127.0.0.2=${empty}`,
+      '--provider',
+      'cloudlycke',
+      '--yes',
+      '--no-restart',
+    ]);
+    expect(run.exitCode).toBe(1);
+    expect(run.stderr).toBe('');
+    const table = run.stdout.split('\n').filter((l) => /^root@127\.0\.0\.\d /.test(l));
+    expect(table).toHaveLength(3);
+    expect(table[0]).toMatch(/^root@127\.0\.0\.1\s+kubeadm\s+prepared\s+2\s/);
+    expect(table[1]).toMatch(/^root@127\.0\.0\.2\s+-\s+failed\s+0\s.*(kubeadm|hard way|layout)/i);
+    expect(table[2]).toMatch(/^root@127\.0\.0\.3\s+-\s+failed\s+0\s.*ssh root@127\.0\.0\.3/);
+
+    const after = readFileSync(kubeletEnv, 'utf8');
+    expect(after).toBe(before.replace(/"$/m, ' --cloud-provider=external --provider-id=cloudlycke://cp-1"'));
+    const manifest = readFileSync(
+      join(good, 'etc/kubernetes/manifests/kube-controller-manager.yaml'),
+      'utf8',
+    );
+    expect(manifest).toContain('    - --cloud-provider=external\n');
+
+    // and back, byte for byte, over ssh
+    const rollback = await ccm([
+      'cluster',
+      'prepare',
+      '--rollback',
+      '--ssh',
+      'root@127.0.0.1',
+      '--ssh-port',
+      String(sshd.port),
+      '--ssh-identity',
+      join(sshd.dir, 'client_ed25519'),
+      '--ssh-option',
+      'StrictHostKeyChecking=no',
+      '--ssh-option',
+      'UserKnownHostsFile=/dev/null',
+      '--remote-root',
+      good,
+      '--no-restart',
+    ]);
+    expect(rollback.exitCode).toBe(0);
+    expect(readFileSync(kubeletEnv, 'utf8')).toBe(before);
+  });
+});
