@@ -5,16 +5,19 @@ import { getFlag } from '../cluster/flags.js';
 import { localHost, sshHost } from '../cluster/host.js';
 import {
   type ApplyResult,
-  applyCluster,
+  applyHost,
   type ClusterPlan,
   type HostReport,
+  needsReadyCheck,
   planCluster,
   rollbackCluster,
+  updateKubeadmConfig,
 } from '../cluster/prepare.js';
 import { unifiedDiff } from '../cluster/preview.js';
 import type { Host } from '../cluster/types.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { createNodeClient, type NodeClient } from '../kube/nodes.js';
+import { waitUntilReady } from '../kube/readyz.js';
 import { KubeTransport } from '../kube/transport.js';
 import { TAINT_UNINITIALIZED } from '../kube/well-known.js';
 import { loadProvider } from '../providers/registry.js';
@@ -152,17 +155,45 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
     }
   }
 
-  let result: ApplyResult | undefined;
+  const applied: ApplyResult = { hosts: [] };
   await new Listr(
     [
       {
-        title: `Back up and write ${plan.hosts.reduce((n, h) => n + h.edits.length, 0)} file(s) on ${plan.hosts.length} host(s)${input.restart ? ', restart kubelets' : ''}`,
-        task: async () => {
-          result = await applyCluster(plan, {
-            restart: input.restart,
-            kube,
-            readyTimeoutMs: input.readyTimeoutMs,
-          });
+        title: `Back up and write files on ${plan.hosts.length} host(s)${input.restart ? ', restart changed kubelets' : ''}`,
+        task: (_ctx, task) =>
+          task.newListr(
+            plan.hosts.map((h) => ({
+              title: h.host.name,
+              task: async (_c: unknown, sub: { title: string }) => {
+                const report = await applyHost(plan, h, input.restart);
+                applied.hosts.push(report);
+                sub.title = `${h.host.name}: ${report.result}${report.error ? ` (${report.error})` : ''}${report.restarted ? ', kubelet restarted' : ''}`;
+              },
+            })),
+            { concurrent: true, exitOnError: false },
+          ),
+      },
+      {
+        title: 'Update kube-system/kubeadm-config',
+        enabled: () => plan.kubeadmConfig !== undefined && kube !== undefined,
+        task: async (_ctx, task) => {
+          applied.kubeadmConfig = await updateKubeadmConfig(plan, applied.hosts, kube as KubeTransport);
+          task.title = `kube-system/kubeadm-config: ${applied.kubeadmConfig}`;
+        },
+      },
+      {
+        title: 'Wait for the API server to answer /readyz',
+        enabled: () => kube !== undefined && needsReadyCheck(plan, applied.hosts),
+        task: async (_ctx, task) => {
+          try {
+            applied.readyAfterMs = await waitUntilReady(kube as KubeTransport, {
+              timeoutMs: input.readyTimeoutMs,
+            });
+            task.title = `API server ready after ${(applied.readyAfterMs / 1000).toFixed(1)}s`;
+          } catch (err) {
+            applied.readyError = (err as Error).message;
+            task.title = `API server not ready: ${applied.readyError}`;
+          }
         },
       },
       {
@@ -180,7 +211,8 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
       exitOnError: true,
     },
   ).run();
-  const applied = result as ApplyResult;
+  // Rows in the order hosts were given, not the order they finished.
+  applied.hosts.sort((a, b) => order(plan, a.host) - order(plan, b.host));
   return {
     plan,
     result: applied,
@@ -271,6 +303,10 @@ function printPreview(plan: ClusterPlan, candidates: string[], log: (line: strin
       `--initialize-existing: ${candidates.length} Node(s) without a provider ID get the ${TAINT_UNINITIALIZED} taint, so \`ccm nodes init\` initialises them (the kubelet only taints Nodes it registers): ${candidates.join(', ')}`,
     );
   }
+}
+
+function order(plan: ClusterPlan, host: string): number {
+  return plan.hosts.findIndex((h) => h.host.name === host);
 }
 
 export function formatSummary(out: ClusterPrepareOutput): string {

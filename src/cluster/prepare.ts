@@ -132,41 +132,42 @@ export interface ApplyResult {
   readyError?: string;
 }
 
-export async function applyCluster(plan: ClusterPlan, options: ApplyOptions): Promise<ApplyResult> {
-  // The original ClusterConfiguration is kept with the first host's backup, for --rollback.
-  const keeper = plan.hosts.find((p) => !p.error);
-  const hosts = await Promise.all(
-    plan.hosts.map((p) =>
-      applyHost(p, options, p === keeper && plan.kubeadmConfig ? plan.kubeadmConfig.before : undefined),
-    ),
-  );
-  const result: ApplyResult = { hosts };
-  if (plan.kubeadmConfig && options.kube) {
-    const keeperReport = hosts.find((h) => h.host === keeper?.host.name);
-    if (keeperReport?.result === 'failed') {
-      result.kubeadmConfig = 'not updated: its backup could not be written';
-    } else {
-      try {
-        await writeKubeadmConfig(options.kube, plan.kubeadmConfig.after, plan.kubeadmConfig.resourceVersion);
-        result.kubeadmConfig = 'updated';
-      } catch (err) {
-        result.kubeadmConfig = `not updated: ${(err as Error).message}`;
-      }
-    }
+/** The host whose backup keeps the original ClusterConfiguration, for --rollback. */
+function keeperOf(plan: ClusterPlan): HostPlan | undefined {
+  return plan.hosts.find((p) => !p.error);
+}
+
+/** Step 1: on each host, in parallel: back up, write atomically, restart the kubelet if its flags changed. */
+export function applyHost(plan: ClusterPlan, host: HostPlan, restart: boolean): Promise<HostReport> {
+  const keep = host === keeperOf(plan) && plan.kubeadmConfig ? plan.kubeadmConfig.before : undefined;
+  return applyOneHost(host, restart, keep);
+}
+
+/** Step 2: kubeadm-config, unless the host keeping its backup failed (it could not be rolled back). */
+export async function updateKubeadmConfig(
+  plan: ClusterPlan,
+  hosts: HostReport[],
+  kube: KubeTransport,
+): Promise<string> {
+  if (!plan.kubeadmConfig) return 'unchanged';
+  const keeper = hosts.find((h) => h.host === keeperOf(plan)?.host.name);
+  if (keeper?.result === 'failed') return 'not updated: its backup could not be written';
+  try {
+    await writeKubeadmConfig(kube, plan.kubeadmConfig.after, plan.kubeadmConfig.resourceVersion);
+    return 'updated';
+  } catch (err) {
+    return `not updated: ${(err as Error).message}`;
   }
-  const touchedControlPlane = plan.hosts.some((p) =>
+}
+
+/** Step 3 is needed when a control-plane manifest changed or a kubelet restarted. */
+export function needsReadyCheck(plan: ClusterPlan, hosts: HostReport[]): boolean {
+  const controlPlane = plan.hosts.some((p) =>
     p.edits.some(
       (e) => e.file.component === 'kube-apiserver' || e.file.component === 'kube-controller-manager',
     ),
   );
-  if (options.kube && (touchedControlPlane || hosts.some((h) => h.restarted))) {
-    try {
-      result.readyAfterMs = await waitUntilReady(options.kube, { timeoutMs: options.readyTimeoutMs });
-    } catch (err) {
-      result.readyError = (err as Error).message;
-    }
-  }
-  return result;
+  return controlPlane || hosts.some((h) => h.restarted);
 }
 
 function baseReport(p: HostPlan): HostReport {
@@ -185,9 +186,9 @@ function baseReport(p: HostPlan): HostReport {
   };
 }
 
-async function applyHost(
+async function applyOneHost(
   p: HostPlan,
-  options: ApplyOptions,
+  restart: boolean,
   clusterConfiguration?: string,
 ): Promise<HostReport> {
   const report = baseReport(p);
@@ -202,7 +203,7 @@ async function applyHost(
     report.backup = backup.id;
     for (const edit of p.edits) await p.host.writeAtomic(edit.file.path, edit.after);
     report.result = p.edits.length > 0 ? 'prepared' : 'unchanged';
-    if (options.restart && p.edits.some((e) => e.file.component === 'kubelet')) {
+    if (restart && p.edits.some((e) => e.file.component === 'kubelet')) {
       await restartKubelet(p.host);
       report.restarted = true;
     }

@@ -7,6 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
+import { startControlPlane } from '../controlplane/harness.js';
 import { type Sshd, startSshd } from '../controlplane/sshd.js';
 import { ccm } from '../helpers/cli.js';
 
@@ -93,5 +95,41 @@ describe('preparing several nodes over ssh', () => {
     ]);
     expect(rollback.exitCode).toBe(0);
     expect(readFileSync(kubeletEnv, 'utf8')).toBe(before);
+  });
+
+  it('--ssh-from-nodes reaches every Node by its InternalIP', async () => {
+    const cp = await startControlPlane();
+    try {
+      await createNodes(fixtureApi(cp.kubeconfigPath), [
+        { name: 'cp-1', tainted: false, addresses: [{ type: 'InternalIP', address: '127.0.0.1' }] },
+        { name: 'worker-1', tainted: false, addresses: [{ type: 'InternalIP', address: '127.0.0.2' }] },
+      ]);
+      const root = mkdtempSync(join(tmpdir(), 'ccm-node-'));
+      cpSync(fixture, root, { recursive: true });
+      const run = await ccm([
+        'cluster',
+        'prepare',
+        '--kubeconfig',
+        cp.kubeconfigPath,
+        '--ssh-from-nodes',
+        '--ssh-port',
+        String(sshd.port),
+        '--ssh-identity',
+        join(sshd.dir, 'client_ed25519'),
+        '--ssh-option',
+        'StrictHostKeyChecking=no',
+        '--ssh-option',
+        'UserKnownHostsFile=/dev/null',
+        '--remote-root',
+        root,
+        '--dry-run',
+      ]);
+      expect(run.exitCode).toBe(0);
+      expect(run.stdout).toContain('root@127.0.0.1: kubeadm');
+      expect(run.stdout).toContain('root@127.0.0.2: kubeadm');
+      expect(run.stdout).toContain('Dry run: nothing written.');
+    } finally {
+      await cp.stop();
+    }
   });
 });
