@@ -6,7 +6,7 @@ import { EXIT_FAILED, UsageError } from '../../cli/errors.js';
 export default class ClusterPrepare extends BaseCommand {
   static override summary = 'Switch a kubeadm or "hard way" cluster to an external cloud provider';
   static override description = [
-    'Sets --cloud-provider=external on the kubelet and kube-controller-manager (removing an in-tree --cloud-config), and on kube-apiserver only where its version still has the flag (before 1.33); updates kube-system/kubeadm-config so `kubeadm upgrade` keeps it. Shows a diff of every file first; --dry-run stops there.',
+    'Sets --cloud-provider=external on the kubelet and kube-controller-manager (removing an in-tree --cloud-config), and on kube-apiserver only where its version still has the flag (before 1.33); records the kube-controller-manager flag in kube-system/kubeadm-config so `kubeadm upgrade` keeps it. Shows a diff of every file first; --dry-run stops there.',
     'Writes are atomic, backups go to /var/lib/ccm/backups (never the manifests folder), and --rollback restores the last change byte for byte. With --ssh the same runs on each node over ssh; a failing node does not stop the others.',
   ].join('\n\n');
   static override examples = [
@@ -34,7 +34,6 @@ export default class ClusterPrepare extends BaseCommand {
     ssh: Flags.string({
       description: 'Prepare this node over ssh (user@host); repeatable',
       multiple: true,
-      default: [],
     }),
     'ssh-from-nodes': Flags.boolean({
       description: 'Prepare every Node of the cluster over ssh, by its InternalIP',
@@ -46,7 +45,6 @@ export default class ClusterPrepare extends BaseCommand {
     'ssh-option': Flags.string({
       description: 'Extra ssh -o option (KEY=VALUE); repeatable',
       multiple: true,
-      default: [],
     }),
     'provider-id': Flags.string({
       description: "The kubelet's --provider-id for this node (default: derived by --provider)",
@@ -68,7 +66,6 @@ export default class ClusterPrepare extends BaseCommand {
     'remote-root': Flags.string({
       description: 'Root folder on ssh hosts: PATH for all, or TARGET=PATH for one; repeatable',
       multiple: true,
-      default: [],
       hidden: true,
     }),
   };
@@ -83,13 +80,13 @@ export default class ClusterPrepare extends BaseCommand {
     const { runClusterPrepare, formatSummary } = await import('../../cli/cluster-prepare.js');
     const out = await runClusterPrepare({
       root: flags.root,
-      ssh: flags.ssh,
+      ssh: flags.ssh ?? [],
       sshFromNodes: flags['ssh-from-nodes'],
       sshUser: flags['ssh-user'],
       sshPort: flags['ssh-port'],
       sshIdentity: flags['ssh-identity'],
-      sshOption: flags['ssh-option'],
-      remoteRoot: flags['remote-root'],
+      sshOption: flags['ssh-option'] ?? [],
+      remoteRoot: flags['remote-root'] ?? [],
       provider: flags.provider,
       providerId: flags['provider-id'],
       kubeconfig: flags.kubeconfig,
