@@ -15,6 +15,18 @@ import { ccm } from '../helpers/cli.js';
 const fixture = fileURLToPath(new URL('../fixtures/cluster/kubeadm-v1.36.3', import.meta.url));
 let sshd: Sshd;
 
+/** How the CLI reaches the test sshd: its port and client key, no host key checks. */
+const sshFlags = () => [
+  '--ssh-port',
+  String(sshd.port),
+  '--ssh-identity',
+  join(sshd.dir, 'client_ed25519'),
+  '--ssh-option',
+  'StrictHostKeyChecking=no',
+  '--ssh-option',
+  'UserKnownHostsFile=/dev/null',
+];
+
 beforeAll(async () => {
   sshd = await startSshd(['127.0.0.1', '127.0.0.2']);
 });
@@ -39,14 +51,7 @@ describe('preparing several nodes over ssh', () => {
       'root@127.0.0.2',
       '--ssh',
       'root@127.0.0.3', // nothing listens there
-      '--ssh-port',
-      String(sshd.port),
-      '--ssh-identity',
-      join(sshd.dir, 'client_ed25519'),
-      '--ssh-option',
-      'StrictHostKeyChecking=no',
-      '--ssh-option',
-      'UserKnownHostsFile=/dev/null',
+      ...sshFlags(),
       '--ssh-option',
       'LogLevel=ERROR',
       '--remote-root',
@@ -81,14 +86,7 @@ describe('preparing several nodes over ssh', () => {
       '--rollback',
       '--ssh',
       'root@127.0.0.1',
-      '--ssh-port',
-      String(sshd.port),
-      '--ssh-identity',
-      join(sshd.dir, 'client_ed25519'),
-      '--ssh-option',
-      'StrictHostKeyChecking=no',
-      '--ssh-option',
-      'UserKnownHostsFile=/dev/null',
+      ...sshFlags(),
       '--remote-root',
       good,
       '--no-restart',
@@ -112,14 +110,7 @@ describe('preparing several nodes over ssh', () => {
         '--kubeconfig',
         cp.kubeconfigPath,
         '--ssh-from-nodes',
-        '--ssh-port',
-        String(sshd.port),
-        '--ssh-identity',
-        join(sshd.dir, 'client_ed25519'),
-        '--ssh-option',
-        'StrictHostKeyChecking=no',
-        '--ssh-option',
-        'UserKnownHostsFile=/dev/null',
+        ...sshFlags(),
         '--remote-root',
         root,
         '--dry-run',
