@@ -2,7 +2,8 @@
 # What the tests need besides node_modules, installed once and cached (run by `npm test` first):
 # - kube-apiserver + etcd (the test control plane) and kubeadm 1.30 / 1.36 (cluster prepare fixtures),
 #   built from Go modules into ~/.cache/ccm-controlplane;
-# - a real sshd for the `cluster prepare --ssh` tests: Debian's openssh-server, when missing.
+# - Debian's openssh-server/-client (the `cluster prepare --ssh` tests) and tmux (prompts in a real
+#   terminal), when missing.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
@@ -10,11 +11,15 @@ bash "$here/controlplane/build.sh"
 CCM_K8S_VERSION=1.36.3 bash "$here/controlplane/build.sh" kubeadm
 CCM_K8S_VERSION=1.30.14 bash "$here/controlplane/build.sh" kubeadm
 
-if [ ! -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null; then
+# Debian packages: a real sshd and client for the ssh tests, tmux for the prompt tests in a real terminal.
+missing=()
+[ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+command -v ssh >/dev/null || missing+=(openssh-client)
+command -v tmux >/dev/null || missing+=(tmux)
+if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "installing openssh-server and openssh-client (Debian) for the ssh tests"
+  echo "installing ${missing[*]} (Debian) for the tests"
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    openssh-server openssh-client
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi

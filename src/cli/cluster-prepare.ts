@@ -150,7 +150,14 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
       throw new UsageError(
         'changes need confirmation: review the preview, then pass --yes (or run in a terminal)',
       );
-    if (!(await confirm({ message: 'Apply these changes?', default: false }))) {
+    const confirmed = await confirm({ message: 'Apply these changes?', default: false }).catch(
+      (err: Error) => {
+        // Ctrl-C at the prompt: the same as answering no.
+        if (err.name === 'ExitPromptError') return false;
+        throw err;
+      },
+    );
+    if (!confirmed) {
       throw new UsageError('nothing changed: the changes were not confirmed');
     }
   }
