@@ -77,7 +77,8 @@ export default class ClusterPrepare extends BaseCommand {
       throw new UsageError(
         `--ready-timeout "${flags['ready-timeout']}" is not a duration; use e.g. 90s or 3m`,
       );
-    const { runClusterPrepare, formatSummary } = await import('../../cli/cluster-prepare.js');
+    const { runClusterPrepare } = await import('../../cli/cluster-prepare.js');
+    const { formatSummary } = await import('../../cli/cluster-report.js');
     const out = await runClusterPrepare({
       root: flags.root,
       ssh: flags.ssh ?? [],

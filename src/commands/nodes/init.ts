@@ -51,7 +51,7 @@ export default class NodesInit extends BaseCommand {
         ),
       );
     } else {
-      const { formatNodesReport } = await import('../../cli/report.js');
+      const { formatNodesReport } = await import('../../cli/nodes-report.js');
       this.log(formatNodesReport(result));
     }
     if (result.report.summary.failed > 0) this.exit(EXIT_FAILED);
