@@ -2,7 +2,7 @@ import { type IncomingHttpHeaders, STATUS_CODES } from 'node:http';
 import type { RequestOptions } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { type Dispatcher, Pool } from 'undici';
-import { KubeApiError, KubeUnreachableError } from './errors.js';
+import { KubeApiError, KubeConfigError, KubeUnreachableError } from './errors.js';
 
 /**
  * A lean HTTP/1.1 keep-alive transport for the hot path (thousands of Node patches per pass).
@@ -33,7 +33,13 @@ export class KubeTransport {
   private auth?: { options: RequestOptions; at: number };
 
   constructor(private readonly kc: KubeConfig) {
-    this.server = kc.getCurrentCluster()?.server ?? '';
+    const cluster = kc.getCurrentCluster();
+    if (cluster?.proxyUrl) {
+      throw new KubeConfigError(
+        `the kubeconfig's cluster ${cluster.name} uses proxy-url ${cluster.proxyUrl}, which ccm does not support yet; reach the API server directly`,
+      );
+    }
+    this.server = cluster?.server ?? '';
     this.url = new URL(this.server);
   }
 

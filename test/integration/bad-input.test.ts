@@ -110,6 +110,18 @@ describe('bad input gets one line, exit 2, nothing written', () => {
       /is not a duration/,
     ],
     [
+      'a kubeconfig with a proxy-url',
+      () => {
+        const text = readFileSync(cp.kubeconfigPath, 'utf8').replace(
+          /(server: https:\/\/127\.0\.0\.1:\d+)/,
+          '$1\n      proxy-url: http://127.0.0.1:3128',
+        );
+        writeFileSync(join(dir, 'proxied'), text);
+        return [...init, '--kubeconfig', join(dir, 'proxied'), '--cloud-config', inventory];
+      },
+      /uses proxy-url http:\/\/127\.0\.0\.1:3128, which ccm does not support yet/,
+    ],
+    [
       'an unknown flag',
       () => [...init, '--kubeconfig', cp.kubeconfigPath, '--frobnicate'],
       /Nonexistent flag: --frobnicate/,

@@ -2,6 +2,7 @@ import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { parseDuration } from '../../cli/duration.js';
 import { EXIT_FAILED, UsageError } from '../../cli/errors.js';
+import { peakRssBytes } from '../../cli/peak-rss.js';
 
 export default class NodesInit extends BaseCommand {
   static override summary = 'Initialise and reconcile every Node against the cloud once, then exit';
@@ -44,7 +45,7 @@ export default class NodesInit extends BaseCommand {
             kubeWrites: result.kubeWrites,
             cloudCalls: result.cloudCalls,
             durationMs: result.durationMs,
-            maxRssBytes: process.resourceUsage().maxRSS * 1024,
+            maxRssBytes: peakRssBytes(),
           },
           null,
           2,
