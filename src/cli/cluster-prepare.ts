@@ -6,7 +6,6 @@ import {
   type ApplyResult,
   applyHost,
   type ClusterPlan,
-  type HostReport,
   needsReadyCheck,
   planCluster,
   rollbackCluster,

@@ -270,5 +270,15 @@ export async function rollbackCluster(hosts: Host[], options: ApplyOptions): Pro
       result.kubeadmConfig = `not restored: ${(err as Error).message}`;
     }
   }
+  const restoredControlPlane = reports.some((r) =>
+    r.files.some((f) => f.startsWith('/etc/kubernetes/manifests/')),
+  );
+  if (options.kube && (restoredControlPlane || reports.some((r) => r.restarted))) {
+    try {
+      result.readyAfterMs = await waitUntilReady(options.kube, { timeoutMs: options.readyTimeoutMs });
+    } catch (err) {
+      result.readyError = (err as Error).message;
+    }
+  }
   return result;
 }

@@ -178,6 +178,8 @@ describe.each([
     const run = await prepare('--rollback', '--yes');
     expect(run.exitCode).toBe(0);
     expect(snapshot(root)).toEqual(original);
+    expect(run.stdout).toMatch(/rolled back/);
+    expect(run.stdout).toMatch(/API server ready \(\/readyz\) after/);
     const config = await clusterConfiguration(cp);
     expect(JSON.stringify(config)).not.toContain('"cloud-provider"');
   });
