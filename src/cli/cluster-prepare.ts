@@ -13,7 +13,7 @@ import {
 } from '../cluster/prepare.js';
 import type { Host } from '../cluster/types.js';
 import { loadKubeConfig } from '../kube/config.js';
-import { createNodeClient, type NodeClient } from '../kube/nodes.js';
+import { createNodeClient, type NodeClient, type V1Node } from '../kube/nodes.js';
 import { waitUntilReady } from '../kube/readyz.js';
 import { KubeTransport } from '../kube/transport.js';
 import { TAINT_UNINITIALIZED } from '../kube/well-known.js';
@@ -63,10 +63,10 @@ export interface ClusterPrepareOutput {
 }
 
 /** Nodes the kubelet will not re-taint: no provider ID and no uninitialized taint. */
-async function existingUninitialised(
+function existingUninitialised(
   nodes: NodeClient,
-): Promise<{ name: string; taint: () => Promise<void> }[]> {
-  const all = await nodes.listNodes();
+  all: V1Node[],
+): { name: string; taint: () => Promise<void> }[] {
   return all
     .filter((n) => !n.spec?.providerID && !(n.spec?.taints ?? []).some((t) => t.key === TAINT_UNINITIALIZED))
     .map((n) => ({
@@ -96,7 +96,9 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
     ? (await loadProvider(input.provider)).clusterFlags
     : undefined;
 
-  const hosts = await buildHosts(input, nodes);
+  // One listing serves --ssh-from-nodes and the existing-Node check.
+  const clusterNodes = nodes && (input.sshFromNodes || !input.rollback) ? await nodes.listNodes() : [];
+  const hosts = buildHosts(input, clusterNodes);
   if (input.rollback) {
     const result = await rollbackCluster(hosts, {
       restart: input.restart,
@@ -122,7 +124,7 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
   if (plan.hosts.every((h) => h.error)) {
     throw new UsageError(plan.hosts.map((h) => `${h.host.name}: ${h.error}`).join('; '));
   }
-  const existing = nodes ? await existingUninitialised(nodes) : [];
+  const existing = nodes ? existingUninitialised(nodes, clusterNodes) : [];
   const candidates = input.initializeExisting ? existing : [];
   const hint = input.initializeExisting ? undefined : existing.map((c) => c.name);
   if (!input.json)
@@ -228,15 +230,15 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
   };
 }
 
-async function buildHosts(input: ClusterPrepareInput, nodes: NodeClient | undefined): Promise<Host[]> {
+function buildHosts(input: ClusterPrepareInput, clusterNodes: V1Node[]): Host[] {
   const sshArgs = [
     ...(input.sshPort ? ['-p', String(input.sshPort)] : []),
     ...(input.sshIdentity ? ['-i', input.sshIdentity] : []),
     ...input.sshOption.flatMap((o) => ['-o', o]),
   ];
   const targets = [...input.ssh];
-  if (input.sshFromNodes && nodes) {
-    for (const node of await nodes.listNodes()) {
+  if (input.sshFromNodes) {
+    for (const node of clusterNodes) {
       const ip = node.status?.addresses?.find((a) => a.type === 'InternalIP')?.address;
       if (ip) targets.push(`${input.sshUser}@${ip}`);
     }

@@ -1,6 +1,8 @@
 import chalk from 'chalk';
+import { describeVersion } from '../cluster/detect.js';
 import type { ClusterPlan, HostReport } from '../cluster/prepare.js';
 import { unifiedDiff } from '../cluster/preview.js';
+import type { Detection } from '../cluster/types.js';
 import { TAINT_UNINITIALIZED } from '../kube/well-known.js';
 import type { ClusterPrepareOutput } from './cluster-prepare.js';
 
@@ -12,11 +14,10 @@ export function printPreview(plan: ClusterPlan, candidates: string[], log: (line
       log(chalk.red(`${h.host.name}: ${h.error}`));
       continue;
     }
-    const d = h.detection;
-    const versions = Object.entries(d?.versions ?? {})
-      .map(([c, v]) => `${c} ${v.major}.${v.minor}.${v.patch}`)
-      .join(', ');
-    log(chalk.bold(`${h.host.name}: ${d?.layout} (${versions || 'versions unknown'})`));
+    const d = h.detection as Detection;
+    const components = [...new Set(d.files.map((f) => f.component))];
+    log(chalk.bold(`${h.host.name}: ${d.layout}`));
+    log(chalk.dim(`  ${components.map((c) => describeVersion(d, c)).join('; ')}`));
     for (const e of h.edits)
       log(
         unifiedDiff(

@@ -1,7 +1,7 @@
 import { readKubeadmConfig, writeKubeadmConfig } from '../kube/kubeadm-config.js';
 import { waitUntilReady } from '../kube/readyz.js';
 import type { KubeTransport } from '../kube/transport.js';
-import { createBackup, latestBackup, restoreBackup } from './backup.js';
+import { createBackup, latestBackup, restoreBackup, sha256 } from './backup.js';
 import { detect } from './detect.js';
 import { planClusterConfiguration, planPrepare, readFlags } from './plan.js';
 import type { Component, Detection, FileEdit, FlagChange, Host, Skip } from './types.js';
@@ -99,7 +99,31 @@ export async function planCluster(
   return plan;
 }
 
-async function planHost(host: Host, options: PrepareOptions): Promise<HostPlan> {
+/**
+ * The host with each file read at most once while planning: detection looks at a file to learn the
+ * layout and the plan needs its bytes again, and over ssh every read is a connection.
+ */
+function readingOnce(host: Host): Host {
+  const reads = new Map<string, Promise<Buffer | undefined>>();
+  return {
+    name: host.name,
+    read: (path) => {
+      let read = reads.get(path);
+      if (!read) {
+        read = host.read(path);
+        reads.set(path, read);
+      }
+      return read;
+    },
+    writeAtomic: (path, data, mode) => host.writeAtomic(path, data, mode),
+    remove: (path) => host.remove(path),
+    list: (dir) => host.list(dir),
+    run: (argv) => host.run(argv),
+  };
+}
+
+async function planHost(target: Host, options: PrepareOptions): Promise<HostPlan> {
+  const host = readingOnce(target);
   try {
     const detection = await detect(host, {
       kubeletVersion: options.versions.kubelet,
@@ -113,9 +137,9 @@ async function planHost(host: Host, options: PrepareOptions): Promise<HostPlan> 
       .flatMap((f) => readFlags(f, contents.get(f.path)));
     const providerID = await options.providerIDFor?.(host, kubeletFlags);
     const { edits, skips } = planPrepare(detection, contents, { providerID, extra: options.extra });
-    return { host, detection, edits, skips };
+    return { host: target, detection, edits, skips };
   } catch (err) {
-    return { host, edits: [], skips: [], error: (err as Error).message };
+    return { host: target, edits: [], skips: [], error: (err as Error).message };
   }
 }
 
@@ -201,6 +225,13 @@ async function applyOneHost(
       clusterConfiguration === undefined ? undefined : { clusterConfiguration },
     );
     report.backup = backup.id;
+    // The backup read the files as they are now; if one changed since the preview, the planned
+    // bytes would overwrite that change: stop here, nothing written.
+    const changed = p.edits.find((edit) => {
+      const entry = backup.files.find((f) => f.path === edit.file.path);
+      return entry?.existed ? entry.sha256 !== sha256(edit.before) : edit.before.length > 0;
+    });
+    if (changed) throw new Error(`${changed.file.path} changed since it was read; run cluster prepare again`);
     for (const edit of p.edits) await p.host.writeAtomic(edit.file.path, edit.after);
     report.result = p.edits.length > 0 ? 'prepared' : 'unchanged';
     if (restart && p.edits.some((e) => e.file.component === 'kubelet')) {
