@@ -49,6 +49,12 @@ export interface HttpClientOptions {
   /** Values to redact, asked for every message, so tokens obtained later are covered too. */
   secrets?: () => readonly string[];
   userAgent?: string;
+  /**
+   * Whether a 404 is this API's own "no such resource" answer (its error body), as opposed to a wrong
+   * base path or a proxy's 404. Only then is it a NotFoundError, which callers may read as "gone";
+   * without this option no 404 ever is.
+   */
+  isNotFound?: (body: unknown, res: Response) => boolean;
   /** Called once per attempt (used to count cloud calls). */
   onRequest?: (info: HttpCallInfo) => void;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -190,7 +196,12 @@ export class HttpClient {
       const wait = res && this.retryAfter(res);
       const what = res ? describeResponse(res, text, secrets) : describeFailure(error, this.timeoutMs);
       const fail = (suffix: string, retryAfterMs: number) =>
-        this.toError(res?.status, redact(`${method} ${shown}: ${what}${suffix}`, secrets), retryAfterMs);
+        this.toError(
+          res?.status,
+          redact(`${method} ${shown}: ${what}${suffix}`, secrets),
+          retryAfterMs,
+          res && this.isOwnNotFound(res, text),
+        );
 
       const code = res?.status;
       const rateLimited =
@@ -225,10 +236,20 @@ export class HttpClient {
   }
 
   private url(path: string, query: RequestOptions['query']): URL {
-    // Absolute URLs are the pagination links clouds hand out (DigitalOcean links.pages.next, OpenStack *_links).
-    const url = /^https?:\/\//i.test(path)
-      ? new URL(path)
-      : new URL(`${this.base}/${path.replace(/^\/+/, '')}`);
+    // Absolute URLs are the pagination links clouds hand out (DigitalOcean links.pages.next, OpenStack
+    // *_links). They get our credentials, so only links to the configured API origin are followed.
+    let url: URL;
+    if (/^[a-z][a-z0-9+.-]*:/i.test(path)) {
+      url = new URL(path);
+      const base = new URL(this.base);
+      if (url.origin !== base.origin) {
+        throw new InvalidConfigError(
+          `the cloud handed out a link to ${url.protocol}//${url.host}, not the configured API ${base.origin}; not followed (check the API URL)`,
+        );
+      }
+    } else {
+      url = new URL(`${this.base}/${path.replace(/^\/+/, '')}`);
+    }
     for (const [key, value] of Object.entries(query ?? {})) {
       for (const v of Array.isArray(value) ? value : [value]) {
         if (v !== undefined && v !== null) url.searchParams.append(key, String(v));
@@ -262,13 +283,29 @@ export class HttpClient {
     return ms > 0 ? ms : undefined;
   }
 
+  private isOwnNotFound(res: Response, text: string): boolean {
+    if (res.status !== 404 || !this.options.isNotFound) return false;
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = text;
+    }
+    return this.options.isNotFound(body, res);
+  }
+
   private backoff(attempt: number): number {
     const { baseMs = 500, maxMs = 30_000 } = this.options.backoff ?? {};
     const ceiling = Math.min(maxMs, baseMs * 2 ** (attempt - 1));
     return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
   }
 
-  private toError(code: number | undefined, message: string, retryAfterMs: number): ProviderError {
+  private toError(
+    code: number | undefined,
+    message: string,
+    retryAfterMs: number,
+    ownNotFound = false,
+  ): ProviderError {
     let err: ProviderError;
     if (
       code === undefined ||
@@ -277,8 +314,11 @@ export class HttpClient {
       this.retryStatuses.includes(code)
     ) {
       err = new RetryableError(message, retryAfterMs);
-    } else if (code === 404) {
+    } else if (code === 404 && ownNotFound) {
       err = new NotFoundError(message);
+    } else if (code === 404) {
+      // Not this API's own answer: a wrong base path or a proxy. Never evidence that anything is gone.
+      err = new InvalidConfigError(`${message}; the answer is not the cloud API's own, check the API URL`);
     } else if (code === 401 || code === 403) {
       err = new UnauthorizedError(
         `${message}: the cloud refused the credentials; check that they are valid and allowed to do this`,

@@ -32,10 +32,93 @@ export interface Instances {
    */
   list(signal?: AbortSignal): Promise<Instance[]>;
   /**
-   * One instance by its provider ID. Throws NotFoundError only when the cloud positively says the
-   * instance does not exist; any other failure throws another error.
+   * One instance by its provider ID. The one rule for "gone": this throws NotFoundError only when the
+   * cloud positively says the instance does not exist (its own not-found answer, or a record in a
+   * terminal deleted state); any other failure throws another error. It never returns an instance
+   * with state `gone`: that state is only for listings of clouds that keep deleted records.
    */
   get(providerID: string, signal?: AbortSignal): Promise<Instance>;
+}
+
+/** A port of a LoadBalancer Service, as the load balancer must expose it. */
+export interface LoadBalancerPort {
+  name: string;
+  protocol: 'TCP' | 'UDP' | 'SCTP';
+  port: number;
+  nodePort: number;
+}
+
+/** A backend Node, as the provider needs it: no Kubernetes object crosses this line. */
+export interface LoadBalancerNode {
+  name: string;
+  /** Empty when the Node has none yet; providers match by name then, as for instances. */
+  providerID: string;
+  addresses: NodeAddress[];
+}
+
+/** Everything a provider may read of one LoadBalancer Service, described by the controller. */
+export interface LoadBalancerRequest {
+  /** Cloud-side name: "a" + the Service UID without dashes, cut to 32 characters (the reference's). */
+  name: string;
+  /**
+   * Cluster identity for the ownership tag: unique by default (from the kube-system namespace UID),
+   * `--cluster-name` overrides. A provider never adopts, changes or deletes a resource without it.
+   */
+  clusterID: string;
+  service: {
+    namespace: string;
+    name: string;
+    uid: string;
+    annotations: Readonly<Record<string, string>>;
+    /** spec.loadBalancerIP, deprecated upstream but still asked for. */
+    loadBalancerIP?: string;
+    loadBalancerSourceRanges: string[];
+    externalTrafficPolicy: 'Cluster' | 'Local';
+    /** Set with externalTrafficPolicy Local: the node port of the health check. */
+    healthCheckNodePort?: number;
+    sessionAffinity: 'None' | 'ClientIP';
+    ipFamilies: ('IPv4' | 'IPv6')[];
+  };
+  ports: LoadBalancerPort[];
+  nodes: LoadBalancerNode[];
+}
+
+export interface LoadBalancerIngress {
+  ip?: string;
+  hostname?: string;
+  /** `Proxy` where the cloud's load balancer proxies rather than passes the VIP through. */
+  ipMode?: 'VIP' | 'Proxy';
+}
+
+export interface LoadBalancerStatus {
+  ingress: LoadBalancerIngress[];
+  /**
+   * Annotations the provider keeps on the Service (e.g. DigitalOcean's load-balancer-id, an address
+   * allocation); the controller writes them, and hands them back in `service.annotations`.
+   */
+  annotations?: Record<string, string>;
+}
+
+/**
+ * The load balancer capability (reference: cloudprovider.LoadBalancer). Every method is idempotent;
+ * a step still in progress in the cloud throws RetryableError(retryAfterMs), a bad annotation throws
+ * InvalidConfigError naming the annotation and its accepted values.
+ */
+export interface LoadBalancers {
+  /** The load balancer of this Service, or undefined when ccm has none for it. */
+  get(req: LoadBalancerRequest, signal?: AbortSignal): Promise<LoadBalancerStatus | undefined>;
+  /** Creates or updates it to match the request, and returns its status. */
+  ensure(req: LoadBalancerRequest, signal?: AbortSignal): Promise<LoadBalancerStatus>;
+  /** Only the backend Nodes changed. */
+  updateNodes(req: LoadBalancerRequest, signal?: AbortSignal): Promise<void>;
+  /** Removes what ccm created for this Service; nothing when it is already gone. */
+  delete(req: LoadBalancerRequest, signal?: AbortSignal): Promise<void>;
+  /**
+   * Optional: called with every LoadBalancer Service the controller knows before its first ensure
+   * (and after each relist), so a provider that records state on Services (Cloudlycke's address
+   * allocations) recovers it from them, never from memory alone.
+   */
+  observe?(services: readonly LoadBalancerRequest[]): void;
 }
 
 /** One credential or setting of a provider, as the official controller names it. */
@@ -45,7 +128,9 @@ export interface CredentialField {
   /** Secret values are never printed, logged, put in argv or in --json output. */
   secret: boolean;
   required: boolean;
-  prompt: 'input' | 'password' | 'file' | 'editor';
+  prompt: 'input' | 'password' | 'file' | 'editor' | 'ssh-key';
+  /** Shown as the prompt's default and used when nothing else gives a value. */
+  default?: string;
   /** Environment variables read at the edge, first match wins. */
   env: string[];
   /** Key in the Kubernetes Secret the official controller reads, when the field lives there. */
@@ -63,6 +148,12 @@ export interface Provider {
   readonly name: string;
   readonly providerIdScheme: string;
   readonly instances: Instances;
+  readonly loadBalancers?: LoadBalancers;
+  /**
+   * One cheap call that proves the credentials work (`secret create`, `doctor`); resolves to a line
+   * naming who they belong to (account, project), throws UnauthorizedError / InvalidConfigError.
+   */
+  verifyCredentials?(signal?: AbortSignal): Promise<string>;
 }
 
 /** What a provider module exports: its description, and a factory for configured instances. */

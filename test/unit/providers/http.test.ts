@@ -161,6 +161,18 @@ describe('HttpClient: success', () => {
     expect(seen[0]?.url).toBe('/v2/droplets?page=3&per_page=200');
   });
 
+  it.each([
+    ['another host', (b: string) => b.replace('127.0.0.1', 'localhost')],
+    ['another scheme', (b: string) => b.replace('http:', 'https:')],
+    ['another port', (b: string) => b.replace(/:(\d+)$/, (_m, p) => `:${Number(p) + 1}`)],
+  ])('never follows a pagination link to %s (it would carry the credentials)', async (_what, change) => {
+    const { http } = client({ authorize: ({ headers }) => headers.set('authorization', 'Bearer tok-1') });
+    const err = await failure(http.get(`${change(baseUrl)}/v2/droplets?page=2`));
+    expect(err).toBeInstanceOf(InvalidConfigError);
+    expect(err.message).toMatch(/not the configured API .*; not followed/);
+    expect(seen).toHaveLength(0);
+  });
+
   it('refuses a success body that is not JSON (wrong API URL)', async () => {
     handler = (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html' });
@@ -173,10 +185,12 @@ describe('HttpClient: success', () => {
 });
 
 describe('HttpClient: error mapping', () => {
-  it('maps 404 to NotFoundError with the cloud message, without retrying', async () => {
+  const ownNotFound = (body: unknown) => (body as { id?: string } | undefined)?.id === 'not_found';
+
+  it("maps the API's own 404 to NotFoundError with the cloud message, without retrying", async () => {
     handler = (_req, res) =>
       json(res, 404, { id: 'not_found', message: 'The resource you were accessing could not be found.' });
-    const { http, sleeps } = client();
+    const { http, sleeps } = client({ isNotFound: ownNotFound });
     const err = await failure(http.get('/v2/droplets/1'));
     expect(err).toBeInstanceOf(NotFoundError);
     expect(err.message).toBe(
@@ -185,6 +199,21 @@ describe('HttpClient: error mapping', () => {
     expect(httpStatus(err)).toBe(404);
     expect(seen).toHaveLength(1);
     expect(sleeps).toEqual([]);
+  });
+
+  it.each([
+    ['a proxy page', 'text/html', '<html>404 page not found</html>'],
+    ['another JSON body', 'application/json', '{"message":"no route"}'],
+  ])('a 404 that is not the API\'s own (%s) is never NotFound: a wrong base path is not "gone"', async (_w, type, body) => {
+    handler = (_req, res) => {
+      res.writeHead(404, { 'content-type': type });
+      res.end(body);
+    };
+    const err = await failure(client({ isNotFound: ownNotFound }).http.get('/v2/droplets/1'));
+    expect(err).toBeInstanceOf(InvalidConfigError);
+    expect(err.message).toMatch(/not the cloud API's own, check the API URL/);
+    const without = await failure(client().http.get('/v2/droplets/1'));
+    expect(without).not.toBeInstanceOf(NotFoundError);
   });
 
   it.each([401, 403])('maps %i to UnauthorizedError that says to check the credentials', async (status) => {
