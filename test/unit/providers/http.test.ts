@@ -204,17 +204,20 @@ describe('HttpClient: error mapping', () => {
   it.each([
     ['a proxy page', 'text/html', '<html>404 page not found</html>'],
     ['another JSON body', 'application/json', '{"message":"no route"}'],
-  ])('a 404 that is not the API\'s own (%s) is never NotFound: a wrong base path is not "gone"', async (_w, type, body) => {
-    handler = (_req, res) => {
-      res.writeHead(404, { 'content-type': type });
-      res.end(body);
-    };
-    const err = await failure(client({ isNotFound: ownNotFound }).http.get('/v2/droplets/1'));
-    expect(err).toBeInstanceOf(InvalidConfigError);
-    expect(err.message).toMatch(/not the cloud API's own, check the API URL/);
-    const without = await failure(client().http.get('/v2/droplets/1'));
-    expect(without).not.toBeInstanceOf(NotFoundError);
-  });
+  ])(
+    'a 404 that is not the API\'s own (%s) is never NotFound: a wrong base path is not "gone"',
+    async (_w, type, body) => {
+      handler = (_req, res) => {
+        res.writeHead(404, { 'content-type': type });
+        res.end(body);
+      };
+      const err = await failure(client({ isNotFound: ownNotFound }).http.get('/v2/droplets/1'));
+      expect(err).toBeInstanceOf(InvalidConfigError);
+      expect(err.message).toMatch(/not the cloud API's own, check the API URL/);
+      const without = await failure(client().http.get('/v2/droplets/1'));
+      expect(without).not.toBeInstanceOf(NotFoundError);
+    },
+  );
 
   it.each([401, 403])('maps %i to UnauthorizedError that says to check the credentials', async (status) => {
     handler = (_req, res) => json(res, status, { id: 'unauthorized', message: 'Unable to authenticate you' });
