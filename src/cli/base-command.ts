@@ -21,6 +21,10 @@ export abstract class BaseCommand extends Command {
       description: "Provider config file (Cloudlycke: the inventory YAML; env: each provider's own)",
       helpGroup: 'GLOBAL',
     }),
+    'cloud-api-url': Flags.string({
+      description: "The cloud API's base URL, to override the provider's default (env: each provider's own)",
+      helpGroup: 'GLOBAL',
+    }),
     json: Flags.boolean({
       description: 'Print a machine-readable JSON report on stdout',
       helpGroup: 'GLOBAL',

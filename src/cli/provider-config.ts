@@ -5,11 +5,12 @@ import { UsageError } from './errors.js';
 export interface ProviderFlags {
   provider?: string;
   'cloud-config'?: string;
+  'cloud-api-url'?: string;
 }
 
 /**
- * The edge where a provider's configuration is resolved: `--cloud-config` fills the field the
- * provider names for it, every other field comes from its environment variables.
+ * The edge where a provider's configuration is resolved: `--cloud-config` and `--cloud-api-url` fill
+ * the fields the provider names for them, every other field comes from its environment variables.
  */
 export function resolveProviderValues(
   definition: ProviderDefinition,
@@ -18,7 +19,12 @@ export function resolveProviderValues(
 ): ProviderValues {
   const values: Record<string, string | undefined> = {};
   for (const field of definition.credentials.fields) {
-    const fromFlag = field.key === definition.configFileField ? flags['cloud-config'] : undefined;
+    const fromFlag =
+      field.key === definition.configFileField
+        ? flags['cloud-config']
+        : field.key === definition.apiUrlField
+          ? flags['cloud-api-url']
+          : undefined;
     const fromEnv = field.env.map((name) => env[name]).find((v) => v !== undefined && v !== '');
     values[field.key] = fromFlag ?? fromEnv;
   }

@@ -164,6 +164,8 @@ export interface ProviderDefinition {
   readonly credentials: CredentialSchema;
   /** Key of the value that the CLI's shared `--cloud-config <file>` flag fills, when the provider takes one. */
   readonly configFileField?: string;
+  /** Key of the value that the CLI's shared `--cloud-api-url <url>` flag fills (the API base URL). */
+  readonly apiUrlField?: string;
   /**
    * Builds the provider from resolved values (keyed by CredentialField.key). Throws
    * InvalidConfigError naming the missing or malformed value.
