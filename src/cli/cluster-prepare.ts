@@ -18,9 +18,12 @@ import { waitUntilReady } from '../kube/readyz.js';
 import { KubeTransport } from '../kube/transport.js';
 import { TAINT_UNINITIALIZED } from '../kube/well-known.js';
 import { loadProvider } from '../providers/registry.js';
-import type { ClusterFlags } from '../providers/types.js';
+import { canonicalIP } from '../controllers/node-addresses.js';
+import { InstanceIndex } from '../providers/instance-index.js';
+import type { ClusterFlags, Instance } from '../providers/types.js';
 import { order, printPreview } from './cluster-report.js';
 import { UsageError } from './errors.js';
+import { providerFromFlags } from './provider-config.js';
 
 export interface ClusterPrepareInput {
   root: string;
@@ -33,6 +36,8 @@ export interface ClusterPrepareInput {
   /** PATH for every ssh host, or TARGET=PATH for one. */
   remoteRoot: string[];
   provider?: string;
+  /** The provider's --cloud-config (Cloudlycke: the inventory), to find each host's instance. */
+  cloudConfig?: string;
   providerId?: string;
   kubeconfig?: string;
   context?: string;
@@ -258,14 +263,60 @@ function providerIDFor(input: ClusterPrepareInput, flags: ClusterFlags | undefin
     const value = input.providerId;
     return async () => value;
   }
-  const derive = flags?.kubeletProviderID;
-  if (!derive) return undefined;
+  if (!flags?.kubeletProviderID || !input.provider) return undefined;
+  const provider = input.provider;
+  // One listing for every host, read on first use.
+  let listing: Promise<Instance[]> | undefined;
+  const instances = () => {
+    listing ??= providerFromFlags({ provider, 'cloud-config': input.cloudConfig }, input.env).then((p) =>
+      p.instances.list(),
+    );
+    return listing;
+  };
   return async (host: Host, kubeletFlags: string[]) => {
     // The Node is named after --hostname-override when the kubelet has one, else the hostname.
-    const override = getFlag(kubeletFlags, 'hostname-override');
-    if (override) return derive(override.toLowerCase());
-    const run = await host.run(['hostname']);
-    const name = run.stdout.trim().toLowerCase();
-    return run.exitCode === 0 && name ? derive(name) : undefined;
+    let name = getFlag(kubeletFlags, 'hostname-override')?.toLowerCase();
+    if (!name) {
+      const run = await host.run(['hostname']);
+      name = run.exitCode === 0 ? run.stdout.trim().toLowerCase() : undefined;
+    }
+    const nodeIPs = (getFlag(kubeletFlags, 'node-ip') ?? '').split(',').filter(Boolean);
+    return instanceProviderID(await instances(), provider, name, nodeIPs);
   };
+}
+
+/**
+ * The provider ID of the instance a host runs as, found the way `nodes init` finds a Node's instance:
+ * the one live instance of the Node's name, else the one holding the kubelet's --node-ip. Throws
+ * (the host is refused, nothing written) when neither tells.
+ */
+export function instanceProviderID(
+  instances: readonly Instance[],
+  provider: string,
+  nodeName: string | undefined,
+  nodeIPs: readonly string[],
+): string {
+  const live = new InstanceIndex(instances.filter((i) => i.state !== 'gone'));
+  const byName = nodeName ? live.byNodeName(nodeName) : undefined;
+  if (byName?.providerID) return byName.providerID;
+  const wanted = new Set(nodeIPs.map(canonicalIP).filter((ip) => ip !== undefined));
+  const byIP = live.instances.filter((i) =>
+    i.addresses.some((a) => a.type !== 'Hostname' && wanted.has(canonicalIP(a.address) ?? '')),
+  );
+  if (byIP.length === 1 && byIP[0]?.providerID) return byIP[0].providerID;
+  const tried = [
+    nodeName
+      ? live.nameIsAmbiguous(nodeName)
+        ? `several instances are named "${nodeName}"`
+        : `no instance is named "${nodeName}"`
+      : 'the hostname could not be read',
+    wanted.size === 0
+      ? 'the kubelet has no --node-ip'
+      : byIP.length > 1
+        ? `several instances have --node-ip ${[...wanted].join(',')}`
+        : `no instance has --node-ip ${[...wanted].join(',')}`,
+  ];
+  throw new Error(
+    `cannot tell which ${provider} instance this host is (${tried.join('; ')} among ${live.size} listed); pass --provider-id`,
+  );
 }

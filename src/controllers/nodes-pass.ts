@@ -77,7 +77,12 @@ export async function readState(kube: NodeClient, provider: Provider): Promise<C
     };
   }
   const index = new InstanceIndex(listing.instances);
-  const listingKnowsCluster = nodes.some((n) => n.spec?.providerID && index.byProviderID(n.spec.providerID));
+  // Only a live instance (running or stopped) shows that the listing is this cluster's cloud: a record
+  // of a deleted one, or a machine some copy of a Vagrantfile defines, proves nothing.
+  const listingKnowsCluster = nodes.some((n) => {
+    const instance = n.spec?.providerID ? index.byProviderID(n.spec.providerID) : undefined;
+    return instance !== undefined && instance.state !== 'gone';
+  });
   return { nodes, index, listingKnowsCluster };
 }
 

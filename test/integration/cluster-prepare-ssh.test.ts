@@ -11,6 +11,7 @@ import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { startControlPlane } from '../controlplane/harness.js';
 import { type Sshd, startSshd } from '../controlplane/sshd.js';
 import { ccm } from '../helpers/cli.js';
+import { writeInventory } from '../helpers/inventory.js';
 
 const fixture = fileURLToPath(new URL('../fixtures/cluster/kubeadm-v1.36.3', import.meta.url));
 let sshd: Sshd;
@@ -60,6 +61,9 @@ describe('preparing several nodes over ssh', () => {
       `root@127.0.0.2=${empty}`,
       '--provider',
       'cloudlycke',
+      // The machine behind Node cp-1 has its own id: the provider ID is the instance's (issue 6, item 4).
+      '--cloud-config',
+      writeInventory([{ id: 'vm-cp-1', name: 'cp-1' }]),
       '--yes',
       '--no-restart',
     ]);
@@ -72,7 +76,7 @@ describe('preparing several nodes over ssh', () => {
     expect(table[2]).toMatch(/^root@127\.0\.0\.3\s+-\s+failed\s+0\s.*ssh root@127\.0\.0\.3/);
 
     const after = readFileSync(kubeletEnv, 'utf8');
-    expect(after).toBe(before.replace(/"$/m, ' --cloud-provider=external --provider-id=cloudlycke://cp-1"'));
+    expect(after).toBe(before.replace(/"$/m, ' --cloud-provider=external --provider-id=cloudlycke://vm-cp-1"'));
     const manifest = readFileSync(
       join(good, 'etc/kubernetes/manifests/kube-controller-manager.yaml'),
       'utf8',
@@ -92,6 +96,33 @@ describe('preparing several nodes over ssh', () => {
       '--no-restart',
     ]);
     expect(rollback.exitCode).toBe(0);
+    expect(readFileSync(kubeletEnv, 'utf8')).toBe(before);
+  });
+
+  it('refuses a node whose instance the cloud listing cannot name, writing nothing (issue 6, item 4)', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'ccm-node-'));
+    cpSync(fixture, root, { recursive: true });
+    const kubeletEnv = join(root, 'var/lib/kubelet/kubeadm-flags.env');
+    const before = readFileSync(kubeletEnv, 'utf8');
+    const run = await ccm([
+      'cluster',
+      'prepare',
+      '--ssh',
+      'root@127.0.0.1',
+      ...sshFlags(),
+      '--remote-root',
+      root,
+      '--provider',
+      'cloudlycke',
+      '--cloud-config',
+      writeInventory([{ id: 'k8s-node-1', addresses: [{ type: 'InternalIP', address: '10.0.0.99' }] }]),
+      '--yes',
+      '--no-restart',
+    ]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toMatch(
+      /cannot tell which cloudlycke instance this host is \(no instance is named "cp-1"; no instance has --node-ip 10\.0\.0\.10 among 1 listed\); pass --provider-id/,
+    );
     expect(readFileSync(kubeletEnv, 'utf8')).toBe(before);
   });
 

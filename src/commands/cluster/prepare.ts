@@ -47,7 +47,8 @@ export default class ClusterPrepare extends BaseCommand {
       multiple: true,
     }),
     'provider-id': Flags.string({
-      description: "The kubelet's --provider-id for this node (default: derived by --provider)",
+      description:
+        "The kubelet's --provider-id for this node (default: with --provider, the provider ID of the listed instance whose name or address matches the node; refused when none does)",
     }),
     'kubelet-version': Flags.string({ description: 'Kubelet version, when `kubelet --version` cannot tell' }),
     'apiserver-version': Flags.string({
@@ -89,6 +90,7 @@ export default class ClusterPrepare extends BaseCommand {
       sshOption: flags['ssh-option'] ?? [],
       remoteRoot: flags['remote-root'] ?? [],
       provider: flags.provider,
+      cloudConfig: flags['cloud-config'],
       providerId: flags['provider-id'],
       kubeconfig: flags.kubeconfig,
       context: flags.context,

@@ -792,6 +792,16 @@ describe('readState and runNodesPass', () => {
     expect(state.listingError).toContain('HTTP 503 from the cloud');
   });
 
+  it('counts only running or stopped instances as knowing the cluster, never a "gone" record (issue 6, item 4)', async () => {
+    const node = makeNode({ providerID: 'cloudlycke://i-1' });
+    const gone = await readState(new FakeNodeClient([node]), makeProvider([makeInstance({ state: 'gone' })]));
+    expect(gone.listingKnowsCluster).toBe(false);
+    for (const state of ['running', 'stopped'] as const) {
+      const live = await readState(new FakeNodeClient([node]), makeProvider([makeInstance({ state })]));
+      expect(live.listingKnowsCluster, state).toBe(true);
+    }
+  });
+
   it('aborts on credential and configuration errors', async () => {
     for (const error of [new UnauthorizedError('401'), new InvalidConfigError('bad')]) {
       const provider = makeProvider();
