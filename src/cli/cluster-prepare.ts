@@ -8,20 +8,20 @@ import {
   type ClusterPlan,
   needsReadyCheck,
   planCluster,
-  rollbackCluster,
   updateKubeadmConfig,
 } from '../cluster/prepare.js';
+import { applyRollback, planRollback, type RollbackPlan } from '../cluster/rollback.js';
 import type { Host } from '../cluster/types.js';
+import { canonicalIP } from '../controllers/node-addresses.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { createNodeClient, type NodeClient, type V1Node } from '../kube/nodes.js';
 import { waitUntilReady } from '../kube/readyz.js';
 import { KubeTransport } from '../kube/transport.js';
 import { TAINT_UNINITIALIZED } from '../kube/well-known.js';
-import { loadProvider } from '../providers/registry.js';
-import { canonicalIP } from '../controllers/node-addresses.js';
 import { InstanceIndex } from '../providers/instance-index.js';
+import { loadProvider } from '../providers/registry.js';
 import type { ClusterFlags, Instance } from '../providers/types.js';
-import { order, printPreview } from './cluster-report.js';
+import { order, printPreview, printRollbackPreview } from './cluster-report.js';
 import { UsageError } from './errors.js';
 import { providerFromFlags } from './provider-config.js';
 
@@ -58,6 +58,7 @@ export interface ClusterPrepareInput {
 
 export interface ClusterPrepareOutput {
   plan?: ClusterPlan;
+  rollbackPlan?: RollbackPlan;
   result?: ApplyResult;
   /** Nodes without a provider ID that were (or, with --dry-run, would be) tainted for `nodes init`. */
   initializeExisting?: string[];
@@ -104,14 +105,7 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
   // One listing serves --ssh-from-nodes and the existing-Node check.
   const clusterNodes = nodes && (input.sshFromNodes || !input.rollback) ? await nodes.listNodes() : [];
   const hosts = buildHosts(input, clusterNodes);
-  if (input.rollback) {
-    const result = await rollbackCluster(hosts, {
-      restart: input.restart,
-      kube,
-      readyTimeoutMs: input.readyTimeoutMs,
-    });
-    return { result, dryRun: false, failed: result.hosts.some((h) => h.result === 'failed') };
-  }
+  if (input.rollback) return rollback(input, hosts, kube);
 
   const plan = await planCluster(
     hosts,
@@ -150,28 +144,13 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
       failed: plan.hosts.some((h) => h.error),
     };
   }
-  if (!input.yes) {
-    if (!input.interactive)
-      throw new UsageError(
-        'changes need confirmation: review the preview, then pass --yes (or run in a terminal)',
-      );
-    const confirmed = await confirm({ message: 'Apply these changes?', default: false }).catch(
-      (err: Error) => {
-        // Ctrl-C at the prompt: the same as answering no.
-        if (err.name === 'ExitPromptError') return false;
-        throw err;
-      },
-    );
-    if (!confirmed) {
-      throw new UsageError('nothing changed: the changes were not confirmed');
-    }
-  }
+  await confirmChanges(input, 'Apply these changes?');
 
   const applied: ApplyResult = { hosts: [] };
   await new Listr(
     [
       {
-        title: `Back up and write files on ${plan.hosts.length} host(s)${input.restart ? ', restart changed kubelets' : ''}`,
+        title: `Back up and write files on ${plan.hosts.length} host(s)${input.restart ? ', restart what changed' : ''}`,
         task: (_ctx, task) =>
           task.newListr(
             plan.hosts.map((h) => ({
@@ -179,7 +158,7 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
               task: async (_c: unknown, sub: { title: string }) => {
                 const report = await applyHost(plan, h, input.restart);
                 applied.hosts.push(report);
-                sub.title = `${h.host.name}: ${report.result}${report.error ? ` (${report.error})` : ''}${report.restarted ? ', kubelet restarted' : ''}`;
+                sub.title = `${h.host.name}: ${report.result}${report.error ? ` (${report.error})` : ''}${report.restarted ? `, restarted ${report.restartedUnits.join(', ')}` : ''}`;
               },
             })),
             { concurrent: true, exitOnError: false },
@@ -232,6 +211,51 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
     initializeExisting: candidates.map((c) => c.name),
     uninitialisedExisting: hint,
     failed: applied.hosts.some((h) => h.result === 'failed') || applied.readyError !== undefined,
+  };
+}
+
+/** Asks before writing, unless --yes; without a terminal to ask in, refuses. */
+async function confirmChanges(input: ClusterPrepareInput, question: string): Promise<void> {
+  if (input.yes) return;
+  if (!input.interactive)
+    throw new UsageError(
+      'changes need confirmation: review the preview, then pass --yes (or run in a terminal)',
+    );
+  const confirmed = await confirm({ message: question, default: false }).catch((err: Error) => {
+    // Ctrl-C at the prompt: the same as answering no.
+    if (err.name === 'ExitPromptError') return false;
+    throw err;
+  });
+  if (!confirmed) throw new UsageError('nothing changed: the changes were not confirmed');
+}
+
+/** --rollback: preview like prepare, stop at --dry-run, ask unless --yes, then write. */
+async function rollback(
+  input: ClusterPrepareInput,
+  hosts: Host[],
+  kube: KubeTransport | undefined,
+): Promise<ClusterPrepareOutput> {
+  const plan = await planRollback(hosts, kube);
+  if (!input.json) printRollbackPreview(plan, input.log);
+  const failedPlans = plan.hosts.some((h) => h.error);
+  const changes = plan.hosts.some((h) => h.files.length > 0) || plan.kubeadmConfig !== undefined;
+  if (input.dryRun || !changes) {
+    if (failedPlans && plan.hosts.every((h) => h.error)) {
+      throw new UsageError(plan.hosts.map((h) => `${h.host.name}: ${h.error}`).join('; '));
+    }
+    return { rollbackPlan: plan, dryRun: input.dryRun, failed: failedPlans };
+  }
+  await confirmChanges(input, 'Roll back these changes?');
+  const result = await applyRollback(plan, {
+    restart: input.restart,
+    kube,
+    readyTimeoutMs: input.readyTimeoutMs,
+  });
+  return {
+    rollbackPlan: plan,
+    result,
+    dryRun: false,
+    failed: result.hosts.some((h) => h.result === 'failed') || result.readyError !== undefined,
   };
 }
 

@@ -76,7 +76,9 @@ describe('preparing several nodes over ssh', () => {
     expect(table[2]).toMatch(/^root@127\.0\.0\.3\s+-\s+failed\s+0\s.*ssh root@127\.0\.0\.3/);
 
     const after = readFileSync(kubeletEnv, 'utf8');
-    expect(after).toBe(before.replace(/"$/m, ' --cloud-provider=external --provider-id=cloudlycke://vm-cp-1"'));
+    expect(after).toBe(
+      before.replace(/"$/m, ' --cloud-provider=external --provider-id=cloudlycke://vm-cp-1"'),
+    );
     const manifest = readFileSync(
       join(good, 'etc/kubernetes/manifests/kube-controller-manager.yaml'),
       'utf8',

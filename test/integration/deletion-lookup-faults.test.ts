@@ -83,10 +83,14 @@ function provider(): Provider {
     providerIdScheme: 'testcloud',
     instances: {
       list: async () =>
-        (await http.get<{ servers: { id: string; name: string }[] }>('/v1/servers')).body.servers.map(instance),
+        (await http.get<{ servers: { id: string; name: string }[] }>('/v1/servers')).body.servers.map(
+          instance,
+        ),
       get: async (providerID) => {
         const id = providerID.replace('testcloud://', '');
-        return instance((await http.get<{ server: { id: string; name: string } }>(`/v1/servers/${id}`)).body.server);
+        return instance(
+          (await http.get<{ server: { id: string; name: string } }>(`/v1/servers/${id}`)).body.server,
+        );
       },
     },
   };

@@ -242,6 +242,7 @@ const GUEST_CONCURRENCY = 4;
  * flannel.1, veth...), the interface of its default route, and its global addresses, one per line.
  */
 export const GUEST_NETWORK_SCRIPT =
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion, not a JS template
   'for d in /sys/class/net/*; do [ -e "$d/device" ] && echo "nic ${d##*/}"; done; ip -o route show default; ip -o addr show scope global';
 
 export interface GuestNetwork {
@@ -268,7 +269,8 @@ export function parseGuestNetwork(stdout: string): GuestNetwork {
       continue;
     }
     const addr = /^\d+:\s+(\S+)\s+inet6?\s+([0-9A-Fa-f.:]+)\/\d+/.exec(line);
-    if (addr && isIP(addr[2] as string)) network.addresses.push({ device: addr[1] as string, ip: addr[2] as string });
+    if (addr && isIP(addr[2] as string))
+      network.addresses.push({ device: addr[1] as string, ip: addr[2] as string });
   }
   return network;
 }

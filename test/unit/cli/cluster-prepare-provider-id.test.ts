@@ -6,7 +6,12 @@ import { describe, expect, it } from 'vitest';
 import { instanceProviderID } from '../../../src/cli/cluster-prepare.js';
 import type { Instance } from '../../../src/providers/types.js';
 
-function instance(id: string, name: string, ips: string[] = [], state: Instance['state'] = 'running'): Instance {
+function instance(
+  id: string,
+  name: string,
+  ips: string[] = [],
+  state: Instance['state'] = 'running',
+): Instance {
   return {
     providerID: `cloudlycke://${id}`,
     name,
@@ -32,7 +37,9 @@ describe('instanceProviderID', () => {
   });
 
   it("finds a host whose hostname differs from its machine by the kubelet's --node-ip", () => {
-    expect(instanceProviderID(listing, 'cloudlycke', 'node-7f3a', ['192.168.56.11'])).toBe('cloudlycke://vm-b');
+    expect(instanceProviderID(listing, 'cloudlycke', 'node-7f3a', ['192.168.56.11'])).toBe(
+      'cloudlycke://vm-b',
+    );
   });
 
   it('refuses when neither the name nor the node IP names one live instance', () => {
@@ -40,7 +47,9 @@ describe('instanceProviderID', () => {
       /cannot tell which cloudlycke instance this host is \(no instance is named "k8s-node-1"; the kubelet has no --node-ip among 2 listed\); pass --provider-id/,
     );
     // a gone record is no match
-    expect(() => instanceProviderID(listing, 'cloudlycke', 'old', ['192.168.56.12'])).toThrow(/--provider-id/);
+    expect(() => instanceProviderID(listing, 'cloudlycke', 'old', ['192.168.56.12'])).toThrow(
+      /--provider-id/,
+    );
     const twins = [instance('x', 'n', ['10.0.0.1']), instance('y', 'n', ['10.0.0.1'])];
     expect(() => instanceProviderID(twins, 'cloudlycke', 'n', ['10.0.0.1'])).toThrow(
       /several instances are named "n"; several instances have --node-ip 10\.0\.0\.1/,

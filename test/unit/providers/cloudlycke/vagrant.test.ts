@@ -15,11 +15,7 @@ import {
   parseSshConfig,
   Vagrant,
 } from '../../../../src/providers/cloudlycke/vagrant.js';
-import {
-  InvalidConfigError,
-  isNotFound,
-  RetryableError,
-} from '../../../../src/providers/errors.js';
+import { InvalidConfigError, isNotFound, RetryableError } from '../../../../src/providers/errors.js';
 
 /** The folder holding the stand-in `vagrant` script and its scenarios of canned output. */
 const STANDIN = fileURLToPath(new URL('../../../fixtures/cloudlycke/vagrant-standin', import.meta.url));
@@ -267,7 +263,9 @@ describe('vagrant mode against a stand-in vagrant', () => {
     const err = await rejection(instancesFor('mixed', { calls }).get('cloudlycke://ghost'));
     expect(isNotFound(err)).toBe(false);
     expect(err).toBeInstanceOf(InvalidConfigError);
-    expect(err.message).toMatch(/^vagrant in .* does not define machine "ghost", so it cannot tell whether that VM exists; /);
+    expect(err.message).toMatch(
+      /^vagrant in .* does not define machine "ghost", so it cannot tell whether that VM exists; /,
+    );
     expect(invocations()).toEqual([[work, 'status', 'ghost', '--machine-readable']]);
     expect(calls).toEqual(['vagrant status']);
   });
