@@ -357,7 +357,12 @@ describe('`ccm nodes init` as the CronJob ServiceAccount', () => {
     const report = JSON.parse(run.stdout);
     expect(report.nodes.find((n: { name: string }) => n.name === 'gone')).toMatchObject({
       result: 'failed',
-      reason: expect.stringMatching(/forbidden/i),
+      // the API server's own reason, not just "HTTP 403 Forbidden" (issue 6, item 10)
+      reason: expect.stringMatching(
+        new RegExp(
+          `nodes "gone" is forbidden: User "system:serviceaccount:${NAMESPACE}:${name}" cannot delete resource "nodes" in API group "" at the cluster scope`,
+        ),
+      ),
     });
     expect(await nodeExists('gone')).toBe(true);
     expect(run.writes.filter((w) => w.responseStatus?.code === 403).map(describeWrite)).toEqual([
