@@ -2,8 +2,7 @@
  * `ccm cluster prepare --ssh` over a real sshd on loopback (Debian's openssh-server) against fake
  * node roots: nothing but sh and coreutils on the "node" side.
  */
-import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +11,7 @@ import { startControlPlane } from '../controlplane/harness.js';
 import { type Sshd, startSshd } from '../controlplane/sshd.js';
 import { ccm } from '../helpers/cli.js';
 import { writeInventory } from '../helpers/inventory.js';
+import { tempDir } from '../helpers/tmp.js';
 
 const fixture = fileURLToPath(new URL('../fixtures/cluster/kubeadm-v1.36.3', import.meta.url));
 let sshd: Sshd;
@@ -37,9 +37,9 @@ afterAll(async () => {
 
 describe('preparing several nodes over ssh', () => {
   it('prepares the good node, reports the failing ones, and exits 1', async () => {
-    const good = mkdtempSync(join(tmpdir(), 'ccm-node-good-'));
+    const good = tempDir('ccm-node-good-');
     cpSync(fixture, good, { recursive: true });
-    const empty = mkdtempSync(join(tmpdir(), 'ccm-node-empty-'));
+    const empty = tempDir('ccm-node-empty-');
     const kubeletEnv = join(good, 'var/lib/kubelet/kubeadm-flags.env');
     const before = readFileSync(kubeletEnv, 'utf8');
 
@@ -102,7 +102,7 @@ describe('preparing several nodes over ssh', () => {
   });
 
   it('refuses a node whose instance the cloud listing cannot name, writing nothing (issue 6, item 4)', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'ccm-node-'));
+    const root = tempDir('ccm-node-');
     cpSync(fixture, root, { recursive: true });
     const kubeletEnv = join(root, 'var/lib/kubelet/kubeadm-flags.env');
     const before = readFileSync(kubeletEnv, 'utf8');
@@ -135,7 +135,7 @@ describe('preparing several nodes over ssh', () => {
         { name: 'cp-1', tainted: false, addresses: [{ type: 'InternalIP', address: '127.0.0.1' }] },
         { name: 'worker-1', tainted: false, addresses: [{ type: 'InternalIP', address: '127.0.0.2' }] },
       ]);
-      const root = mkdtempSync(join(tmpdir(), 'ccm-node-'));
+      const root = tempDir('ccm-node-');
       cpSync(fixture, root, { recursive: true });
       const run = await ccm([
         'cluster',

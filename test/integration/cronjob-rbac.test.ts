@@ -5,8 +5,7 @@
  * token of the template's ServiceAccount and the audit log shows no write answered 403. A negative
  * control (the same role without `delete`) shows that check can fail.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -26,6 +25,7 @@ import { createNodes, deleteAllNodes, UNINITIALIZED } from '../controlplane/fixt
 import { type AuditEvent, CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { ccm } from '../helpers/cli.js';
 import { writeInventory } from '../helpers/inventory.js';
+import { tempDir } from '../helpers/tmp.js';
 
 const TEMPLATE = fileURLToPath(
   new URL('../../templates/cloudlycke/nodes-init-cronjob.yaml', import.meta.url),
@@ -74,7 +74,7 @@ async function serviceAccountKubeconfig(name: string): Promise<string> {
   });
   const token = request.status?.token;
   if (!token) throw new Error(`TokenRequest for ${name} returned no token`);
-  const dir = mkdtempSync(join(tmpdir(), 'ccm-sa-kubeconfig-'));
+  const dir = tempDir('ccm-sa-kubeconfig-');
   const path = join(dir, 'kubeconfig');
   writeFileSync(
     path,

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { BaseCommand } from '../../cli/base-command.js';
+import { BaseCommand, integerInRange } from '../../cli/base-command.js';
 import { parseDuration } from '../../cli/duration.js';
 import { EXIT_FAILED, UsageError } from '../../cli/errors.js';
 
@@ -42,7 +42,7 @@ export default class ClusterPrepare extends BaseCommand {
       default: false,
     }),
     'ssh-user': Flags.string({ description: 'User for --ssh-from-nodes', default: 'root' }),
-    'ssh-port': Flags.integer({ description: 'ssh port', min: 1, max: 65535 }),
+    'ssh-port': integerInRange({ description: 'ssh port', min: 1, max: 65535 })(),
     'ssh-identity': Flags.string({ description: 'ssh private key file' }),
     'ssh-option': Flags.string({
       description: 'Extra ssh -o option (KEY=VALUE); repeatable',
