@@ -9,7 +9,7 @@ import {
 } from './backup.js';
 import { detect } from './detect.js';
 import { inverseChanges } from './flags.js';
-import { extraArgsAsFlags, readExtraArgs, type Section } from './kubeadm-config.js';
+import { extraArgsAsFlags, readExtraArgs, SECTION_OF, type Section } from './kubeadm-config.js';
 import { planClusterConfiguration, planPrepare, readFlags } from './plan.js';
 import { type RestartOptions, restartUnits, unitsToRestart } from './restart.js';
 import type { Component, Detection, FileEdit, FlagChange, Host, Skip } from './types.js';
@@ -173,7 +173,7 @@ function keeperOf(plan: ClusterPlan): HostPlan | undefined {
   return plan.hosts.find((p) => !p.error);
 }
 
-/** Step 1: on each host, in parallel: back up, write atomically, restart the kubelet if its flags changed. */
+/** Step 1: on each host, in parallel: back up (with a record of what is written), write atomically, restart what changed. */
 export function applyHost(
   plan: ClusterPlan,
   host: HostPlan,
@@ -184,12 +184,6 @@ export function applyHost(
     host === keeperOf(plan) && plan.kubeadmConfig ? kubeadmConfigRecord(plan.kubeadmConfig) : undefined;
   return applyOneHost(host, restart, keep, restartOptions);
 }
-
-const SECTION_OF: Record<Component, Section | undefined> = {
-  'kube-apiserver': 'apiServer',
-  'kube-controller-manager': 'controllerManager',
-  kubelet: undefined,
-};
 
 /** What prepare writes into kubeadm-config, and how to undo exactly that. */
 function kubeadmConfigRecord(edit: KubeadmConfigPlan): KubeadmConfigRecord {

@@ -21,7 +21,7 @@ import * as kubeadmConfig from './kubeadm-config.js';
 import { editFile, readFlags } from './plan.js';
 import type { ApplyOptions, ApplyResult, HostReport } from './prepare.js';
 import { isLive, type RestartOptions, restartUnits, type UnitRestart, unitsToRestart } from './restart.js';
-import type { Component, ComponentFile, FlagChange, Host, Layout } from './types.js';
+import type { ComponentFile, FlagChange, Host, Layout } from './types.js';
 
 export interface RollbackFile {
   file: ComponentFile;
@@ -54,11 +54,6 @@ export interface RollbackPlan {
   kubeadmConfig?: KubeadmConfigRollback;
   kubeadmConfigNote?: string;
 }
-
-const SECTION_OF: Partial<Record<Component, kubeadmConfig.Section>> = {
-  'kube-apiserver': 'apiServer',
-  'kube-controller-manager': 'controllerManager',
-};
 
 function describe(change: FlagChange): string {
   return change.value === undefined ? `--${change.flag} removed` : `--${change.flag}=${change.value}`;
@@ -142,7 +137,7 @@ function planClusterConfiguration(
   const notes: string[] = [];
   const perSection: Partial<Record<kubeadmConfig.Section, FlagChange[]>> = {};
   record.changes.forEach((change, i) => {
-    const section = SECTION_OF[change.component];
+    const section = kubeadmConfig.SECTION_OF[change.component];
     if (!section) return;
     const args = kubeadmConfig.extraArgsAsFlags(kubeadmConfig.readExtraArgs(current, section));
     if (isLive(args, change)) {
