@@ -96,6 +96,7 @@ describe('preparing several nodes over ssh', () => {
       '--remote-root',
       good,
       '--no-restart',
+      '--yes',
     ]);
     expect(rollback.exitCode).toBe(0);
     expect(readFileSync(kubeletEnv, 'utf8')).toBe(before);
