@@ -1,5 +1,21 @@
 import { Command, Flags } from '@oclif/core';
+import { providerNames } from '../providers/registry.js';
 import { EXIT_USAGE, exitCodeFor, oneLine } from './errors.js';
+
+/** An integer flag whose error names the allowed range, e.g. "--concurrency: expected a whole number from 1 to 256, got 0". */
+export function integerInRange(options: { description: string; min: number; max: number }) {
+  const { min, max } = options;
+  return Flags.custom<number>({
+    description: `${options.description} (${min}-${max})`,
+    parse: async (input) => {
+      const value = /^\s*-?\d+\s*$/.test(input) ? Number(input) : Number.NaN;
+      if (!Number.isSafeInteger(value) || value < min || value > max) {
+        throw new Error(`expected a whole number from ${min} to ${max}, got ${JSON.stringify(input)}`);
+      }
+      return value;
+    },
+  });
+}
 
 /**
  * Flags every command shares, and the one place errors become output: one line on stderr, the
@@ -13,7 +29,7 @@ export abstract class BaseCommand extends Command {
     }),
     context: Flags.string({ description: 'Kubeconfig context to use', helpGroup: 'GLOBAL' }),
     provider: Flags.string({
-      description: 'Cloud provider: cloudlycke',
+      description: `Cloud provider: ${providerNames.join(', ')}`,
       env: 'CCM_PROVIDER',
       helpGroup: 'GLOBAL',
     }),

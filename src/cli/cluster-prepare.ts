@@ -8,19 +8,22 @@ import {
   type ClusterPlan,
   needsReadyCheck,
   planCluster,
-  rollbackCluster,
   updateKubeadmConfig,
 } from '../cluster/prepare.js';
+import { applyRollback, planRollback, type RollbackPlan } from '../cluster/rollback.js';
 import type { Host } from '../cluster/types.js';
+import { canonicalIP } from '../controllers/node-addresses.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { createNodeClient, type NodeClient, type V1Node } from '../kube/nodes.js';
 import { waitUntilReady } from '../kube/readyz.js';
 import { KubeTransport } from '../kube/transport.js';
 import { TAINT_UNINITIALIZED } from '../kube/well-known.js';
+import { InstanceIndex } from '../providers/instance-index.js';
 import { loadProvider } from '../providers/registry.js';
-import type { ClusterFlags } from '../providers/types.js';
-import { order, printPreview } from './cluster-report.js';
+import type { ClusterFlags, Instance } from '../providers/types.js';
+import { order, printPreview, printRollbackPreview } from './cluster-report.js';
 import { UsageError } from './errors.js';
+import { providerFromFlags } from './provider-config.js';
 
 export interface ClusterPrepareInput {
   root: string;
@@ -33,6 +36,8 @@ export interface ClusterPrepareInput {
   /** PATH for every ssh host, or TARGET=PATH for one. */
   remoteRoot: string[];
   provider?: string;
+  /** The provider's --cloud-config (Cloudlycke: the inventory), to find each host's instance. */
+  cloudConfig?: string;
   providerId?: string;
   kubeconfig?: string;
   context?: string;
@@ -53,6 +58,7 @@ export interface ClusterPrepareInput {
 
 export interface ClusterPrepareOutput {
   plan?: ClusterPlan;
+  rollbackPlan?: RollbackPlan;
   result?: ApplyResult;
   /** Nodes without a provider ID that were (or, with --dry-run, would be) tainted for `nodes init`. */
   initializeExisting?: string[];
@@ -99,14 +105,7 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
   // One listing serves --ssh-from-nodes and the existing-Node check.
   const clusterNodes = nodes && (input.sshFromNodes || !input.rollback) ? await nodes.listNodes() : [];
   const hosts = buildHosts(input, clusterNodes);
-  if (input.rollback) {
-    const result = await rollbackCluster(hosts, {
-      restart: input.restart,
-      kube,
-      readyTimeoutMs: input.readyTimeoutMs,
-    });
-    return { result, dryRun: false, failed: result.hosts.some((h) => h.result === 'failed') };
-  }
+  if (input.rollback) return rollback(input, hosts, kube);
 
   const plan = await planCluster(
     hosts,
@@ -145,28 +144,13 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
       failed: plan.hosts.some((h) => h.error),
     };
   }
-  if (!input.yes) {
-    if (!input.interactive)
-      throw new UsageError(
-        'changes need confirmation: review the preview, then pass --yes (or run in a terminal)',
-      );
-    const confirmed = await confirm({ message: 'Apply these changes?', default: false }).catch(
-      (err: Error) => {
-        // Ctrl-C at the prompt: the same as answering no.
-        if (err.name === 'ExitPromptError') return false;
-        throw err;
-      },
-    );
-    if (!confirmed) {
-      throw new UsageError('nothing changed: the changes were not confirmed');
-    }
-  }
+  await confirmChanges(input, 'Apply these changes?');
 
   const applied: ApplyResult = { hosts: [] };
   await new Listr(
     [
       {
-        title: `Back up and write files on ${plan.hosts.length} host(s)${input.restart ? ', restart changed kubelets' : ''}`,
+        title: `Back up and write files on ${plan.hosts.length} host(s)${input.restart ? ', restart what changed' : ''}`,
         task: (_ctx, task) =>
           task.newListr(
             plan.hosts.map((h) => ({
@@ -174,7 +158,7 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
               task: async (_c: unknown, sub: { title: string }) => {
                 const report = await applyHost(plan, h, input.restart);
                 applied.hosts.push(report);
-                sub.title = `${h.host.name}: ${report.result}${report.error ? ` (${report.error})` : ''}${report.restarted ? ', kubelet restarted' : ''}`;
+                sub.title = `${h.host.name}: ${report.result}${report.error ? ` (${report.error})` : ''}${report.restarted ? `, restarted ${report.restartedUnits.join(', ')}` : ''}`;
               },
             })),
             { concurrent: true, exitOnError: false },
@@ -230,6 +214,51 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
   };
 }
 
+/** Asks before writing, unless --yes; without a terminal to ask in, refuses. */
+async function confirmChanges(input: ClusterPrepareInput, question: string): Promise<void> {
+  if (input.yes) return;
+  if (!input.interactive)
+    throw new UsageError(
+      'changes need confirmation: review the preview, then pass --yes (or run in a terminal)',
+    );
+  const confirmed = await confirm({ message: question, default: false }).catch((err: Error) => {
+    // Ctrl-C at the prompt: the same as answering no.
+    if (err.name === 'ExitPromptError') return false;
+    throw err;
+  });
+  if (!confirmed) throw new UsageError('nothing changed: the changes were not confirmed');
+}
+
+/** --rollback: preview like prepare, stop at --dry-run, ask unless --yes, then write. */
+async function rollback(
+  input: ClusterPrepareInput,
+  hosts: Host[],
+  kube: KubeTransport | undefined,
+): Promise<ClusterPrepareOutput> {
+  const plan = await planRollback(hosts, kube);
+  if (!input.json) printRollbackPreview(plan, input.log);
+  const failedPlans = plan.hosts.some((h) => h.error);
+  const changes = plan.hosts.some((h) => h.files.length > 0) || plan.kubeadmConfig !== undefined;
+  if (input.dryRun || !changes) {
+    if (failedPlans && plan.hosts.every((h) => h.error)) {
+      throw new UsageError(plan.hosts.map((h) => `${h.host.name}: ${h.error}`).join('; '));
+    }
+    return { rollbackPlan: plan, dryRun: input.dryRun, failed: failedPlans };
+  }
+  await confirmChanges(input, 'Roll back these changes?');
+  const result = await applyRollback(plan, {
+    restart: input.restart,
+    kube,
+    readyTimeoutMs: input.readyTimeoutMs,
+  });
+  return {
+    rollbackPlan: plan,
+    result,
+    dryRun: false,
+    failed: result.hosts.some((h) => h.result === 'failed') || result.readyError !== undefined,
+  };
+}
+
 function buildHosts(input: ClusterPrepareInput, clusterNodes: V1Node[]): Host[] {
   const sshArgs = [
     ...(input.sshPort ? ['-p', String(input.sshPort)] : []),
@@ -258,14 +287,60 @@ function providerIDFor(input: ClusterPrepareInput, flags: ClusterFlags | undefin
     const value = input.providerId;
     return async () => value;
   }
-  const derive = flags?.kubeletProviderID;
-  if (!derive) return undefined;
+  if (!flags?.kubeletProviderID || !input.provider) return undefined;
+  const provider = input.provider;
+  // One listing for every host, read on first use.
+  let listing: Promise<Instance[]> | undefined;
+  const instances = () => {
+    listing ??= providerFromFlags({ provider, 'cloud-config': input.cloudConfig }, input.env).then((p) =>
+      p.instances.list(),
+    );
+    return listing;
+  };
   return async (host: Host, kubeletFlags: string[]) => {
     // The Node is named after --hostname-override when the kubelet has one, else the hostname.
-    const override = getFlag(kubeletFlags, 'hostname-override');
-    if (override) return derive(override.toLowerCase());
-    const run = await host.run(['hostname']);
-    const name = run.stdout.trim().toLowerCase();
-    return run.exitCode === 0 && name ? derive(name) : undefined;
+    let name = getFlag(kubeletFlags, 'hostname-override')?.toLowerCase();
+    if (!name) {
+      const run = await host.run(['hostname']);
+      name = run.exitCode === 0 ? run.stdout.trim().toLowerCase() : undefined;
+    }
+    const nodeIPs = (getFlag(kubeletFlags, 'node-ip') ?? '').split(',').filter(Boolean);
+    return instanceProviderID(await instances(), provider, name, nodeIPs);
   };
+}
+
+/**
+ * The provider ID of the instance a host runs as, found the way `nodes init` finds a Node's instance:
+ * the one live instance of the Node's name, else the one holding the kubelet's --node-ip. Throws
+ * (the host is refused, nothing written) when neither tells.
+ */
+export function instanceProviderID(
+  instances: readonly Instance[],
+  provider: string,
+  nodeName: string | undefined,
+  nodeIPs: readonly string[],
+): string {
+  const live = new InstanceIndex(instances.filter((i) => i.state !== 'gone'));
+  const byName = nodeName ? live.byNodeName(nodeName) : undefined;
+  if (byName?.providerID) return byName.providerID;
+  const wanted = new Set(nodeIPs.map(canonicalIP).filter((ip) => ip !== undefined));
+  const byIP = live.instances.filter((i) =>
+    i.addresses.some((a) => a.type !== 'Hostname' && wanted.has(canonicalIP(a.address) ?? '')),
+  );
+  if (byIP.length === 1 && byIP[0]?.providerID) return byIP[0].providerID;
+  const tried = [
+    nodeName
+      ? live.nameIsAmbiguous(nodeName)
+        ? `several instances are named "${nodeName}"`
+        : `no instance is named "${nodeName}"`
+      : 'the hostname could not be read',
+    wanted.size === 0
+      ? 'the kubelet has no --node-ip'
+      : byIP.length > 1
+        ? `several instances have --node-ip ${[...wanted].join(',')}`
+        : `no instance has --node-ip ${[...wanted].join(',')}`,
+  ];
+  throw new Error(
+    `cannot tell which ${provider} instance this host is (${tried.join('; ')} among ${live.size} listed); pass --provider-id`,
+  );
 }

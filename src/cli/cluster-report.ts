@@ -2,6 +2,7 @@ import chalk from 'chalk';
 import { describeVersion } from '../cluster/detect.js';
 import type { ClusterPlan, HostReport } from '../cluster/prepare.js';
 import { unifiedDiff } from '../cluster/preview.js';
+import type { RollbackPlan } from '../cluster/rollback.js';
 import type { Detection } from '../cluster/types.js';
 import { TAINT_UNINITIALIZED } from '../kube/well-known.js';
 import type { ClusterPrepareOutput } from './cluster-prepare.js';
@@ -49,6 +50,43 @@ export function printPreview(plan: ClusterPlan, candidates: string[], log: (line
   }
 }
 
+/** The rollback's preview: per host the set it reverts to, the diffs, and what it leaves alone. */
+export function printRollbackPreview(plan: RollbackPlan, log: (line: string) => void): void {
+  for (const h of plan.hosts) {
+    if (h.error) {
+      log(chalk.red(`${h.host.name}: ${h.error}`));
+      continue;
+    }
+    log(
+      chalk.bold(`${h.host.name}: ${h.set ? `rollback to backup ${h.set.id}` : 'no backup to roll back to'}`),
+    );
+    const prefix = h.host.name === 'local' ? '' : `${h.host.name}:`;
+    for (const f of h.files) {
+      log(
+        unifiedDiff(
+          `${prefix}${f.file.path}`,
+          f.current?.toString('utf8') ?? '',
+          f.next?.toString('utf8') ?? '',
+        ),
+      );
+    }
+    for (const note of h.notes) log(chalk.yellow(`  ${note}`));
+    if (h.set && h.files.length === 0) log(chalk.dim('  nothing to roll back'));
+  }
+  if (plan.kubeadmConfig) {
+    log(
+      unifiedDiff(
+        'ConfigMap kube-system/kubeadm-config ClusterConfiguration',
+        plan.kubeadmConfig.before,
+        plan.kubeadmConfig.after,
+      ),
+    );
+    for (const note of plan.kubeadmConfig.notes) log(chalk.yellow(`  ${note}`));
+  } else if (plan.kubeadmConfigNote) {
+    log(chalk.dim(plan.kubeadmConfigNote));
+  }
+}
+
 export function order(plan: ClusterPlan, host: string): number {
   return plan.hosts.findIndex((h) => h.host.name === host);
 }
@@ -57,6 +95,7 @@ export function formatSummary(out: ClusterPrepareOutput): string {
   const rows = out.result?.hosts ?? [];
   const lines =
     rows.length > 0 ? hostTable(rows) : [out.dryRun ? 'Dry run: nothing written.' : 'Nothing to change.'];
+  for (const row of rows) for (const note of row.notes) lines.push(chalk.yellow(`${row.host}: ${note}`));
   const r = out.result;
   if (r?.kubeadmConfig) lines.push(`kubeadm-config: ${r.kubeadmConfig}`);
   if (r?.readyAfterMs !== undefined) {
@@ -77,14 +116,14 @@ export function formatSummary(out: ClusterPrepareOutput): string {
 }
 
 function hostTable(rows: HostReport[]): string[] {
-  const table = [['HOST', 'LAYOUT', 'RESULT', 'FILES', 'KUBELET', 'NOTES']];
+  const table = [['HOST', 'LAYOUT', 'RESULT', 'FILES', 'RESTARTED', 'NOTES']];
   for (const r of rows) {
     table.push([
       r.host,
       r.layout ?? '-',
       r.result,
       String(r.files.length),
-      r.restarted ? 'restarted' : '-',
+      r.restartedUnits.join(',') || '-',
       r.error ?? (r.skips.join('; ') || (r.backup ? `backup ${r.backup}` : '')),
     ]);
   }

@@ -25,9 +25,16 @@ export function exitCodeFor(err: unknown): number {
   return EXIT_FAILED;
 }
 
-/** The first line of an error's message, without oclif's decorations. */
+/**
+ * The first line of an error's message, without oclif's decorations. oclif puts a flag's parse error
+ * on the line after "Parsing --flag": the two become one line, "--flag: <what is wrong>".
+ */
 export function oneLine(err: unknown): string {
   const message = err instanceof Error ? err.message : String(err);
-  const first = message.split('\n').find((l) => l.trim() !== '') ?? 'unknown error';
-  return first.replace(/^\s*(Error:\s*)?/, '').trim();
+  const lines = message.split('\n').filter((l) => l.trim() !== '');
+  const first = (lines[0] ?? 'unknown error').replace(/^\s*(Error:\s*)?/, '').trim();
+  const flag = /^Parsing (--[\w-]+)$/.exec(first)?.[1];
+  const detail = lines[1]?.trim();
+  if (flag && detail && !detail.startsWith('See more help')) return `${flag}: ${detail}`;
+  return first;
 }

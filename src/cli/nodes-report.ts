@@ -11,6 +11,11 @@ const COLOURS: Record<NodeResult, (s: string) => string> = {
   failed: chalk.red,
 };
 
+/** "1 cloud call", "2 cloud calls". */
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
 /** Human-readable lines for a nodes pass: every Node that changes, fails or is noted, then a summary. */
 export function formatNodesReport({ report, kubeWrites, cloudCalls, durationMs }: NodesInitResult): string {
   const lines: string[] = [];
@@ -29,8 +34,8 @@ export function formatNodesReport({ report, kubeWrites, cloudCalls, durationMs }
     .map((k) => `${s[k]} ${k}`)
     .join(', ');
   lines.push(
-    `${report.dryRun ? 'Dry run, nothing written. ' : ''}${s.total} Nodes: ${counts || 'none'}. ` +
-      `${kubeWrites} Kubernetes writes, ${cloudCalls} cloud calls, ${(durationMs / 1000).toFixed(1)}s.`,
+    `${report.dryRun ? 'Dry run, nothing written. ' : ''}${count(s.total, 'Node')}: ${counts || 'none'}. ` +
+      `${count(kubeWrites, 'Kubernetes write')}, ${count(cloudCalls, 'cloud call')}, ${(durationMs / 1000).toFixed(1)}s.`,
   );
   if (report.listingError) lines.push(chalk.red(report.listingError));
   return lines.join('\n');

@@ -3,17 +3,23 @@
  *
  * A backup set is a folder BACKUP_DIR/<id>/ on the host itself (over ssh: on the node), holding an exact
  * copy of each file under files/<its absolute path>, and manifest.json, written last and atomically:
- * a set without a manifest was interrupted and is never used. BACKUP_DIR is outside
+ * a set without a manifest was interrupted and is never used.
+ * Since format v2 the manifest also records what prepare wrote over each file (sha256 of the new
+ * bytes, the flag edits and their inverses, and the same for kubeadm-config), so a rollback can tell
+ * a file still as ccm left it from one changed since, and revert only ccm's own edits in the latter.
+ * BACKUP_DIR is outside
  * /etc/kubernetes/manifests on purpose — the kubelet runs every file in that folder, so a copy of
  * kube-apiserver.yaml kept beside it would start a second API server.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
-import type { Host } from './types.js';
+import type { Component, ComponentFile, FlagChange, Host } from './types.js';
 
 export const BACKUP_DIR = '/var/lib/ccm/backups';
 const MANIFEST = 'manifest.json';
-const FORMAT = 'ccm.cluster-prepare.backup/v1';
+const FORMAT = 'ccm.cluster-prepare.backup/v2';
+/** Sets of the first format: copies only, no record of what prepare wrote. */
+const FORMAT_V1 = 'ccm.cluster-prepare.backup/v1';
 /** Backups may hold credentials from flags and manifests: readable by root only. */
 const BACKUP_FILE_MODE = 0o600;
 /** Mode of a file restored after it was deleted since the backup (its mode was not recorded; kubeadm uses 0600). */
@@ -29,6 +35,28 @@ export interface BackupEntry {
   /** sha256 (hex) and length of the original bytes (only when existed). */
   sha256?: string;
   size?: number;
+  /** What prepare wrote over the file (format v2); absent for a file it did not write. */
+  written?: WriteRecord;
+}
+
+/** What prepare wrote: enough to recognise its bytes and to undo only its own edits. */
+export interface WriteRecord {
+  /** The file as detection described it (kind, component, env variable), for the editors. */
+  file: ComponentFile;
+  /** sha256 (hex) of the bytes prepare wrote. */
+  sha256: string;
+  /** The flag edits made, and for each the edit that restores the flag as it was before. */
+  changes: FlagChange[];
+  revert: FlagChange[];
+}
+
+/** The same for kube-system/kubeadm-config's ClusterConfiguration. */
+export interface KubeadmConfigRecord {
+  /** The ClusterConfiguration before prepare, and the sha256 of the text prepare wrote. */
+  before: string;
+  sha256: string;
+  changes: Array<FlagChange & { component: Component }>;
+  revert: Array<FlagChange & { component: Component }>;
 }
 
 export interface BackupSet {
@@ -41,12 +69,22 @@ export interface BackupSet {
   /** Host.name at backup time ("local" or "user@host"). */
   host: string;
   files: BackupEntry[];
-  /** Caller's extra texts, e.g. the original kubeadm-config ClusterConfiguration; restored by the caller. */
+  /** Caller's extra texts. */
   extra: Record<string, string>;
+  /** True for a set that records what prepare wrote (format v2). */
+  recorded: boolean;
+  /** What prepare wrote into kubeadm-config, on the one host that keeps it. */
+  kubeadmConfig?: KubeadmConfigRecord;
 }
 
-interface ManifestFile extends Omit<BackupSet, 'dir'> {
-  format: typeof FORMAT;
+interface ManifestFile extends Omit<BackupSet, 'dir' | 'recorded'> {
+  format: typeof FORMAT | typeof FORMAT_V1;
+}
+
+/** What prepare is about to write, recorded in the set before it writes. */
+export interface BackupRecords {
+  files?: ReadonlyMap<string, WriteRecord>;
+  kubeadmConfig?: KubeadmConfigRecord;
 }
 
 export function sha256(data: Buffer): string {
@@ -68,6 +106,7 @@ export async function createBackup(
   paths: string[],
   extra: Record<string, string> = {},
   now: Date = new Date(),
+  records: BackupRecords = {},
 ): Promise<BackupSet> {
   const id = newId(now);
   const dir = posix.join(BACKUP_DIR, id);
@@ -75,8 +114,9 @@ export async function createBackup(
   for (const path of [...new Set(paths)]) {
     if (!path.startsWith('/')) throw new Error(`backup: not an absolute path: ${path}`);
     const data = await host.read(path);
+    const written = records.files?.get(path);
     if (data === undefined) {
-      files.push({ path, existed: false });
+      files.push({ path, existed: false, ...(written ? { written } : {}) });
       continue;
     }
     const copy = posix.join('files', posix.normalize(path));
@@ -86,7 +126,14 @@ export async function createBackup(
     if (!back || sha256(back) !== digest) {
       throw new Error(`${host.name}: backup copy of ${path} does not match the original`);
     }
-    files.push({ path, existed: true, copy, sha256: digest, size: data.length });
+    files.push({
+      path,
+      existed: true,
+      copy,
+      sha256: digest,
+      size: data.length,
+      ...(written ? { written } : {}),
+    });
   }
   const set: BackupSet = {
     id,
@@ -95,6 +142,8 @@ export async function createBackup(
     host: host.name,
     files,
     extra: { ...extra },
+    recorded: true,
+    ...(records.kubeadmConfig ? { kubeadmConfig: records.kubeadmConfig } : {}),
   };
   const manifest: ManifestFile = {
     format: FORMAT,
@@ -103,6 +152,7 @@ export async function createBackup(
     host: set.host,
     files,
     extra: set.extra,
+    ...(records.kubeadmConfig ? { kubeadmConfig: records.kubeadmConfig } : {}),
   };
   await host.writeAtomic(
     posix.join(dir, MANIFEST),
@@ -123,7 +173,12 @@ export async function readBackup(host: Host, id: string): Promise<BackupSet | un
   } catch {
     return undefined;
   }
-  if (parsed.format !== FORMAT || parsed.id !== id || !Array.isArray(parsed.files)) return undefined;
+  if (
+    (parsed.format !== FORMAT && parsed.format !== FORMAT_V1) ||
+    parsed.id !== id ||
+    !Array.isArray(parsed.files)
+  )
+    return undefined;
   return {
     id,
     dir,
@@ -131,6 +186,8 @@ export async function readBackup(host: Host, id: string): Promise<BackupSet | un
     host: parsed.host,
     files: parsed.files,
     extra: parsed.extra ?? {},
+    recorded: parsed.format === FORMAT,
+    ...(parsed.kubeadmConfig ? { kubeadmConfig: parsed.kubeadmConfig } : {}),
   };
 }
 
@@ -162,6 +219,17 @@ export async function latestBackup(host: Host): Promise<BackupSet | undefined> {
   return undefined;
 }
 
+/** The verified bytes of the set's copy of a file; throws when the copy is lost or damaged. */
+export async function readCopy(host: Host, set: BackupSet, entry: BackupEntry): Promise<Buffer> {
+  if (!entry.copy || !entry.sha256) throw new Error(`backup ${set.id}: no copy recorded for ${entry.path}`);
+  const data = await host.read(posix.join(set.dir, entry.copy));
+  if (!data) throw new Error(`${host.name}: backup ${set.id} lost its copy of ${entry.path}`);
+  if (sha256(data) !== entry.sha256) {
+    throw new Error(`${host.name}: backup ${set.id}: the copy of ${entry.path} is damaged (sha256 mismatch)`);
+  }
+  return data;
+}
+
 /**
  * Puts every file of the set back byte for byte (atomically, keeping the current mode) and removes
  * the files that did not exist at backup time. Every copy is checked against its sha256 BEFORE
@@ -171,19 +239,7 @@ export async function latestBackup(host: Host): Promise<BackupSet | undefined> {
 export async function restoreBackup(host: Host, set: BackupSet): Promise<string[]> {
   const planned: { entry: BackupEntry; data?: Buffer }[] = [];
   for (const entry of set.files) {
-    if (!entry.existed) {
-      planned.push({ entry });
-      continue;
-    }
-    if (!entry.copy || !entry.sha256) throw new Error(`backup ${set.id}: no copy recorded for ${entry.path}`);
-    const data = await host.read(posix.join(set.dir, entry.copy));
-    if (!data) throw new Error(`${host.name}: backup ${set.id} lost its copy of ${entry.path}`);
-    if (sha256(data) !== entry.sha256) {
-      throw new Error(
-        `${host.name}: backup ${set.id}: the copy of ${entry.path} is damaged (sha256 mismatch)`,
-      );
-    }
-    planned.push({ entry, data });
+    planned.push(entry.existed ? { entry, data: await readCopy(host, set, entry) } : { entry });
   }
 
   const changed: string[] = [];

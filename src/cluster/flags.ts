@@ -161,3 +161,18 @@ export function applyArgEdits(args: readonly string[], edits: readonly ArgEdit[]
 export function applyFlagChanges(args: readonly string[], changes: readonly FlagChange[]): string[] {
   return applyArgEdits(args, planArgEdits(args, changes));
 }
+
+/**
+ * For each change, the change that puts the flag back as `args` had it: its last value when it was
+ * set (a bare flag comes back bare as an empty value), a removal when it was absent.
+ */
+export function inverseChanges(args: readonly string[], changes: readonly FlagChange[]): FlagChange[] {
+  const occurrences = parseArgs(args);
+  return changes.map((c) => {
+    const name = normalizeFlagName(c.flag);
+    const last = occurrences.filter((f) => f.name === name).at(-1);
+    return last
+      ? { flag: name, value: last.value ?? '', reason: 'as it was before cluster prepare' }
+      : { flag: name, reason: 'absent before cluster prepare' };
+  });
+}

@@ -12,10 +12,16 @@
 import { isMap, isScalar, isSeq, Pair, parseDocument, Scalar, YAMLMap, YAMLSeq } from 'yaml';
 import { normalizeFlagName } from './flags.js';
 import { EditError } from './text.js';
-import type { FlagChange } from './types.js';
+import type { Component, FlagChange } from './types.js';
 
 /** The ClusterConfiguration sections that carry component flags. */
 export type Section = 'apiServer' | 'controllerManager';
+
+/** The ClusterConfiguration section holding each control-plane component's extraArgs. */
+export const SECTION_OF: Readonly<Partial<Record<Component, Section>>> = {
+  'kube-apiserver': 'apiServer',
+  'kube-controller-manager': 'controllerManager',
+};
 
 export type ExtraArgsStyle = 'map' | 'list';
 

@@ -1,9 +1,17 @@
 import { readKubeadmConfig, writeKubeadmConfig } from '../kube/kubeadm-config.js';
-import { waitUntilReady } from '../kube/readyz.js';
 import type { KubeTransport } from '../kube/transport.js';
-import { createBackup, latestBackup, restoreBackup, sha256 } from './backup.js';
+import {
+  type BackupRecords,
+  createBackup,
+  type KubeadmConfigRecord,
+  sha256,
+  type WriteRecord,
+} from './backup.js';
 import { detect } from './detect.js';
+import { inverseChanges } from './flags.js';
+import { extraArgsAsFlags, readExtraArgs, SECTION_OF, type Section } from './kubeadm-config.js';
 import { planClusterConfiguration, planPrepare, readFlags } from './plan.js';
+import { type RestartOptions, restartUnits, unitsToRestart } from './restart.js';
 import type { Component, Detection, FileEdit, FlagChange, Host, Skip } from './types.js';
 
 /**
@@ -35,7 +43,7 @@ export interface KubeadmConfigPlan {
   before: string;
   after: string;
   resourceVersion: string;
-  changes: FlagChange[];
+  changes: Array<FlagChange & { component: Component }>;
   skips: Skip[];
 }
 
@@ -54,7 +62,11 @@ export interface HostReport {
   versions: Partial<Record<Component, string>>;
   files: string[];
   skips: string[];
+  /** Whether any unit was restarted; `restartedUnits` names them, in order. */
   restarted: boolean;
+  restartedUnits: string[];
+  /** What the operator should know that is not a failure (e.g. units left to restart). */
+  notes: string[];
   backup?: string;
   result: HostResult;
   error?: string;
@@ -161,10 +173,41 @@ function keeperOf(plan: ClusterPlan): HostPlan | undefined {
   return plan.hosts.find((p) => !p.error);
 }
 
-/** Step 1: on each host, in parallel: back up, write atomically, restart the kubelet if its flags changed. */
-export function applyHost(plan: ClusterPlan, host: HostPlan, restart: boolean): Promise<HostReport> {
-  const keep = host === keeperOf(plan) && plan.kubeadmConfig ? plan.kubeadmConfig.before : undefined;
-  return applyOneHost(host, restart, keep);
+/** Step 1: on each host, in parallel: back up (with a record of what is written), write atomically, restart what changed. */
+export function applyHost(
+  plan: ClusterPlan,
+  host: HostPlan,
+  restart: boolean,
+  restartOptions: RestartOptions = {},
+): Promise<HostReport> {
+  const keep =
+    host === keeperOf(plan) && plan.kubeadmConfig ? kubeadmConfigRecord(plan.kubeadmConfig) : undefined;
+  return applyOneHost(host, restart, keep, restartOptions);
+}
+
+/** What prepare writes into kubeadm-config, and how to undo exactly that. */
+function kubeadmConfigRecord(edit: KubeadmConfigPlan): KubeadmConfigRecord {
+  const revert = edit.changes.map((change) => {
+    const section = SECTION_OF[change.component] as Section;
+    const before = extraArgsAsFlags(readExtraArgs(edit.before, section));
+    return { ...(inverseChanges(before, [change])[0] as FlagChange), component: change.component };
+  });
+  return { before: edit.before, sha256: sha256(Buffer.from(edit.after)), changes: edit.changes, revert };
+}
+
+/** What prepare writes over each file, and how to undo exactly its flag edits. */
+function writeRecords(edits: readonly FileEdit[]): Map<string, WriteRecord> {
+  return new Map(
+    edits.map((e) => [
+      e.file.path,
+      {
+        file: e.file,
+        sha256: sha256(e.after),
+        changes: e.changes,
+        revert: inverseChanges(readFlags(e.file, e.before.length > 0 ? e.before : undefined), e.changes),
+      },
+    ]),
+  );
 }
 
 /** Step 2: kubeadm-config, unless the host keeping its backup failed (it could not be rolled back). */
@@ -206,6 +249,8 @@ function baseReport(p: HostPlan): HostReport {
     files: p.edits.map((e) => e.file.path),
     skips: p.skips.map((s) => `${s.component}: ${s.reason}`),
     restarted: false,
+    restartedUnits: [],
+    notes: [],
     result: 'unchanged',
   };
 }
@@ -213,16 +258,23 @@ function baseReport(p: HostPlan): HostReport {
 async function applyOneHost(
   p: HostPlan,
   restart: boolean,
-  clusterConfiguration?: string,
+  kubeadmConfig: KubeadmConfigRecord | undefined,
+  restartOptions: RestartOptions,
 ): Promise<HostReport> {
   const report = baseReport(p);
   if (p.error) return { ...report, result: 'failed', error: p.error };
-  if (p.edits.length === 0 && clusterConfiguration === undefined) return report;
+  if (p.edits.length === 0 && kubeadmConfig === undefined) return report;
   try {
+    const records: BackupRecords = {
+      files: writeRecords(p.edits),
+      ...(kubeadmConfig ? { kubeadmConfig } : {}),
+    };
     const backup = await createBackup(
       p.host,
       p.edits.map((e) => e.file.path),
-      clusterConfiguration === undefined ? undefined : { clusterConfiguration },
+      {},
+      new Date(),
+      records,
     );
     report.backup = backup.id;
     // The backup read the files as they are now; if one changed since the preview, the planned
@@ -234,82 +286,19 @@ async function applyOneHost(
     if (changed) throw new Error(`${changed.file.path} changed since it was read; run cluster prepare again`);
     for (const edit of p.edits) await p.host.writeAtomic(edit.file.path, edit.after);
     report.result = p.edits.length > 0 ? 'prepared' : 'unchanged';
-    if (restart && p.edits.some((e) => e.file.component === 'kubelet')) {
-      await restartKubelet(p.host);
-      report.restarted = true;
+    const units = unitsToRestart(
+      p.detection?.layout,
+      p.edits.map((e) => ({ component: e.file.component, changes: e.changes })),
+    );
+    if (restart) {
+      report.restartedUnits = await restartUnits(p.host, units, restartOptions);
+      report.restarted = report.restartedUnits.length > 0;
+    } else if (units.length > 0) {
+      report.notes.push(`not restarted (--no-restart): ${units.map((u) => u.unit).join(', ')}`);
     }
   } catch (err) {
     report.result = 'failed';
     report.error = (err as Error).message;
   }
   return report;
-}
-
-async function restartKubelet(host: Host): Promise<void> {
-  for (const argv of [
-    ['systemctl', 'daemon-reload'],
-    ['systemctl', 'restart', 'kubelet'],
-  ]) {
-    const run = await host.run(argv);
-    if (run.exitCode !== 0) {
-      const why = (run.stderr || run.stdout).trim().split('\n')[0] || `exit ${run.exitCode}`;
-      throw new Error(`${argv.join(' ')} failed on ${host.name}: ${why}`);
-    }
-  }
-}
-
-/** Restores each host's latest backup byte for byte, and kubeadm-config when that backup holds it. */
-export async function rollbackCluster(hosts: Host[], options: ApplyOptions): Promise<ApplyResult> {
-  let clusterConfiguration: string | undefined;
-  const reports = await Promise.all(
-    hosts.map(async (host): Promise<HostReport> => {
-      const report: HostReport = {
-        host: host.name,
-        versions: {},
-        files: [],
-        skips: [],
-        restarted: false,
-        result: 'nothing to roll back',
-      };
-      try {
-        const set = await latestBackup(host);
-        if (!set) return report;
-        report.backup = set.id;
-        report.files = await restoreBackup(host, set);
-        report.result = 'rolled back';
-        clusterConfiguration ??= set.extra?.clusterConfiguration;
-        if (options.restart && report.files.some((f) => f.includes('kubelet'))) {
-          await restartKubelet(host);
-          report.restarted = true;
-        }
-      } catch (err) {
-        report.result = 'failed';
-        report.error = (err as Error).message;
-      }
-      return report;
-    }),
-  );
-  const result: ApplyResult = { hosts: reports };
-  if (clusterConfiguration !== undefined && options.kube) {
-    try {
-      const current = await readKubeadmConfig(options.kube);
-      if (current && current.clusterConfiguration !== clusterConfiguration) {
-        await writeKubeadmConfig(options.kube, clusterConfiguration, current.resourceVersion);
-        result.kubeadmConfig = 'restored';
-      }
-    } catch (err) {
-      result.kubeadmConfig = `not restored: ${(err as Error).message}`;
-    }
-  }
-  const restoredControlPlane = reports.some((r) =>
-    r.files.some((f) => f.startsWith('/etc/kubernetes/manifests/')),
-  );
-  if (options.kube && (restoredControlPlane || reports.some((r) => r.restarted))) {
-    try {
-      result.readyAfterMs = await waitUntilReady(options.kube, { timeoutMs: options.readyTimeoutMs });
-    } catch (err) {
-      result.readyError = (err as Error).message;
-    }
-  }
-  return result;
 }

@@ -35,7 +35,18 @@ export function providedNodeIPs(node: V1Node): string[] | undefined | { error: s
 export class AddressMismatchError extends Error {}
 
 /**
- * The addresses a Node should carry, per the reference cloud node controller:
+ * Before a Node is initialised, its provided node IP must be an address the cloud reports for the
+ * instance (reference: getNodeModifiersFromCloudProvider → updateNodeAddressesFromNodeIP on the raw
+ * cloud addresses). A cloud with no addresses cannot confirm it either: the taint stays.
+ */
+export function checkProvidedIPs(node: V1Node, cloud: readonly NodeAddress[]): void {
+  const provided = providedNodeIPs(node);
+  if (provided && 'error' in provided) throw new AddressMismatchError(provided.error);
+  if (provided) enforceProvidedIPs(provided, [...cloud]);
+}
+
+/**
+ * The addresses a Node should carry, per the reference cloud node controller (updateNodeAddress):
  * - the cloud's addresses, plus the kubelet's Hostname address when the cloud has none;
  * - with a provided node IP, every cloud address equal to it goes first and all other addresses of
  *   the same type(s) are dropped; a provided IP the cloud does not have is an error.
@@ -63,7 +74,7 @@ function enforceProvidedIPs(ips: string[], addresses: NodeAddress[]): NodeAddres
     if (matching.length === 0) {
       const known = addresses.filter((a) => a.type !== 'Hostname').map((a) => a.address);
       throw new AddressMismatchError(
-        `provided node IP ${ip} (kubelet --node-ip) is not an address of the instance (${known.join(', ') || 'none'}); fix --node-ip on the kubelet`,
+        `provided node IP ${ip} (kubelet --node-ip) is not an address of the instance (${known.join(', ') || 'the cloud reports none'}); fix --node-ip on the kubelet`,
       );
     }
     for (const a of matching) {
@@ -74,9 +85,30 @@ function enforceProvidedIPs(ips: string[], addresses: NodeAddress[]): NodeAddres
   return [...first, ...addresses.filter((a) => !enforcedTypes.has(a.type))];
 }
 
+/**
+ * Whether two address lists say the same thing (reference: nodeAddressesChangeDetected compares by
+ * type, not by position): per type, the same addresses, and the same first one — the address the
+ * kubelet and the API server pick for that type. A cloud listing its addresses in another order
+ * therefore causes no write, while a change of primary address does.
+ */
 export function sameAddresses(
   a: readonly { type: string; address: string }[],
   b: readonly NodeAddress[],
 ): boolean {
-  return a.length === b.length && a.every((x, i) => x.type === b[i]?.type && x.address === b[i]?.address);
+  if (a.length !== b.length) return false;
+  const byType = (list: readonly { type: string; address: string }[]) => {
+    const map = new Map<string, string[]>();
+    for (const x of list) map.set(x.type, [...(map.get(x.type) ?? []), x.address]);
+    return map;
+  };
+  const left = byType(a);
+  const right = byType(b);
+  if (left.size !== right.size) return false;
+  for (const [type, addresses] of left) {
+    const other = right.get(type);
+    if (!other || other.length !== addresses.length || other[0] !== addresses[0]) return false;
+    const sorted = [...other].sort();
+    if ([...addresses].sort().some((address, i) => address !== sorted[i])) return false;
+  }
+  return true;
 }

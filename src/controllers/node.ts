@@ -7,7 +7,7 @@ import {
   TAINT_UNINITIALIZED,
 } from '../kube/well-known.js';
 import type { Instance } from '../providers/types.js';
-import { AddressMismatchError, desiredAddresses, sameAddresses } from './node-addresses.js';
+import { AddressMismatchError, checkProvidedIPs, desiredAddresses, sameAddresses } from './node-addresses.js';
 
 /** The cloud node controller's decision for one Node: labels, provider ID, taints and addresses. */
 export interface NodeSync {
@@ -17,6 +17,8 @@ export interface NodeSync {
   addresses?: Instance['addresses'];
   initialized: boolean;
   changes: string[];
+  /** An initialised Node's addresses could not be refreshed (a bad provided node IP): reported, not fatal. */
+  addressProblem?: string;
 }
 
 export function isUninitialized(node: V1Node): boolean {
@@ -41,6 +43,7 @@ export function planInitialization(node: V1Node, instance: Instance): NodeSync {
   const setLabel = (key: string, value: string) => {
     if (value && current[key] !== value) labels[key] = value;
   };
+  checkProvidedIPs(node, instance.addresses);
   const addresses = desiredAddresses(node, instance.addresses);
 
   let providerID: string | undefined;
@@ -77,7 +80,9 @@ export function planInitialization(node: V1Node, instance: Instance): NodeSync {
 
 /**
  * An initialised Node: copy each beta label to its GA twin when they differ (reference:
- * reconcileNodeLabels), and refresh addresses from the instance when one is known.
+ * reconcileNodeLabels), and refresh addresses from the instance when one is known. An address problem
+ * (a provided node IP the instance lacks) only skips the addresses, as in the reference, which logs
+ * it: the labels are still reconciled.
  */
 export function planInitializedNode(node: V1Node, instance: Instance | undefined): NodeSync {
   const current = node.metadata?.labels ?? {};
@@ -94,14 +99,20 @@ export function planInitializedNode(node: V1Node, instance: Instance | undefined
         .join(' ')}`,
     );
   let addresses: Instance['addresses'] | undefined;
+  let addressProblem: string | undefined;
   if (instance) {
-    const desired = desiredAddresses(node, instance.addresses);
-    if (desired && !sameAddresses(node.status?.addresses ?? [], desired)) {
-      addresses = desired;
-      changes.push(`set addresses ${desired.map((a) => `${a.type}=${a.address}`).join(' ')}`);
+    try {
+      const desired = desiredAddresses(node, instance.addresses);
+      if (desired && !sameAddresses(node.status?.addresses ?? [], desired)) {
+        addresses = desired;
+        changes.push(`set addresses ${desired.map((a) => `${a.type}=${a.address}`).join(' ')}`);
+      }
+    } catch (err) {
+      if (!(err instanceof AddressMismatchError)) throw err;
+      addressProblem = `addresses not updated: ${err.message}`;
     }
   }
-  return { labels, addresses, initialized: false, changes };
+  return { labels, addresses, initialized: false, changes, ...(addressProblem ? { addressProblem } : {}) };
 }
 
 export const syncedEvent = {

@@ -12,13 +12,7 @@ import { parseProviderID } from '../providers/provider-id.js';
 import type { Instance, Provider } from '../providers/types.js';
 import { mapLimit } from './concurrency.js';
 import { planLifecycle, shutdownTaint } from './lifecycle.js';
-import {
-  AddressMismatchError,
-  isUninitialized,
-  planInitialization,
-  planInitializedNode,
-  syncedEvent,
-} from './node.js';
+import { isUninitialized, planInitialization, planInitializedNode, syncedEvent } from './node.js';
 import { emptyPlan, hasWrites, type NodePlan, type PlannedEvent } from './plan.js';
 
 /**
@@ -83,7 +77,12 @@ export async function readState(kube: NodeClient, provider: Provider): Promise<C
     };
   }
   const index = new InstanceIndex(listing.instances);
-  const listingKnowsCluster = nodes.some((n) => n.spec?.providerID && index.byProviderID(n.spec.providerID));
+  // Only a live instance (running or stopped) shows that the listing is this cluster's cloud: a record
+  // of a deleted one, or a machine some copy of a Vagrantfile defines, proves nothing.
+  const listingKnowsCluster = nodes.some((n) => {
+    const instance = n.spec?.providerID ? index.byProviderID(n.spec.providerID) : undefined;
+    return instance !== undefined && instance.state !== 'gone';
+  });
   return { nodes, index, listingKnowsCluster };
 }
 
@@ -124,16 +123,15 @@ export function planNode(
       labels = sync.labels;
       plan.addresses = sync.addresses;
       plan.changes.push(...sync.changes);
+      if (sync.addressProblem) plan.notes.push(sync.addressProblem);
     }
   } catch (err) {
+    // Nothing of the initialisation is written: the Node keeps its taint and is retried next pass.
     plan.error = (err as Error).message;
-    if (tainted || !(err instanceof AddressMismatchError)) {
-      // Nothing of the initialisation is written: the Node keeps its taint and is retried next pass.
-      plan.changes = [];
-      plan.events = [];
-      plan.addresses = undefined;
-      labels = {};
-    }
+    plan.changes = [];
+    plan.events = [];
+    plan.addresses = undefined;
+    labels = {};
   }
 
   if (!listingOk && providerID && !plan.error) {
@@ -204,14 +202,12 @@ export async function confirmDeletions(
   await mapLimit(candidates, concurrency, async (plan) => {
     const providerID = plan.deletionCandidate?.providerID ?? '';
     try {
+      // The provider contract: only NotFoundError is "gone". An instance returned by the lookup, in
+      // whatever state, exists; the Node stays.
       const instance = await provider.instances.get(providerID);
-      if (instance.state === 'gone') {
-        plan.deletion = { reason: `the cloud reports instance ${providerID} as gone` };
-      } else {
-        plan.notes.push(
-          `instance ${providerID} missing from the listing but found by lookup (${instance.state}); kept`,
-        );
-      }
+      plan.notes.push(
+        `instance ${providerID} missing from the listing but found by lookup (${instance.state}); kept`,
+      );
     } catch (err) {
       if (isNotFound(err)) {
         plan.deletion = { reason: `the cloud answered "not found" for instance ${providerID}` };

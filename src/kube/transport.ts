@@ -3,6 +3,7 @@ import type { RequestOptions } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { type Dispatcher, Pool } from 'undici';
 import { KubeApiError, KubeConfigError, KubeUnreachableError } from './errors.js';
+import { decodeProtobufStatus } from './status.js';
 
 /**
  * A lean HTTP/1.1 keep-alive transport for the hot path (thousands of Node patches per pass).
@@ -103,11 +104,12 @@ export class KubeTransport {
       await res.body.dump();
       return undefined as T;
     }
-    const text = await res.body.text();
+    const answer = Buffer.from(await res.body.arrayBuffer());
     if (status >= 200 && status < 300) {
+      const text = answer.toString('utf8');
       return (text && isJson(res.headers) ? JSON.parse(text) : undefined) as T;
     }
-    throw new KubeApiError(`${what}: ${statusMessage(text, status)}`, status);
+    throw new KubeApiError(`${what}: ${statusMessage(answer, status)}`, status);
   }
 
   private unreachable(err: Error & { code?: string }): KubeUnreachableError {
@@ -121,10 +123,15 @@ function isJson(headers: IncomingHttpHeaders): boolean {
   return (headers['content-type'] ?? '').includes('json');
 }
 
-/** The message of a Kubernetes Status object, or the HTTP status when the body is not JSON. */
-function statusMessage(text: string, status: number): string {
+/**
+ * The message of the API server's Status, JSON or protobuf (writes accept protobuf, and the server
+ * answers errors in the accepted encoding), or the HTTP status when the body is neither.
+ */
+export function statusMessage(body: Buffer, status: number): string {
+  const fromProtobuf = decodeProtobufStatus(body)?.message;
+  if (fromProtobuf) return fromProtobuf.split('\n')[0] as string;
   try {
-    const parsed = JSON.parse(text) as { message?: unknown };
+    const parsed = JSON.parse(body.toString('utf8')) as { message?: unknown };
     if (typeof parsed.message === 'string') return parsed.message.split('\n')[0] as string;
   } catch {
     // not JSON

@@ -178,8 +178,13 @@ export interface ProviderDefinition {
 export interface ClusterFlags {
   /** Extra kube-apiserver flags, without dashes (e.g. preferred kubelet address types). */
   kubeApiserver?: Record<string, string>;
-  /** The kubelet's --provider-id for the Node of this name, when the cloud wants it set at registration. */
-  kubeletProviderID?: (nodeName: string) => string;
+  /**
+   * The cloud wants the kubelet's --provider-id set at registration (it has no metadata service).
+   * `cluster prepare` then finds each host's instance in the cloud listing the way `nodes init` would
+   * (by Node name, else by the kubelet's --node-ip) and uses that instance's own provider ID; it
+   * refuses a host it cannot match rather than guess.
+   */
+  kubeletProviderID?: boolean;
 }
 
 export type ProviderValues = Readonly<Record<string, string | undefined>>;

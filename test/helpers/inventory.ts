@@ -1,7 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { tempDir } from './tmp.js';
 
 export interface InventoryInstance {
   id: string;
@@ -16,7 +16,7 @@ export interface InventoryInstance {
 
 /** Writes a Cloudlycke inventory file and returns its path. */
 export function writeInventory(instances: InventoryInstance[], defaults?: Record<string, string>): string {
-  const dir = mkdtempSync(join(tmpdir(), 'ccm-inventory-'));
+  const dir = tempDir('ccm-inventory-');
   const path = join(dir, 'inventory.yaml');
   writeFileSync(path, stringify({ ...(defaults ? { defaults } : {}), instances }));
   return path;

@@ -2,9 +2,8 @@
  * Bad input: one line on stderr naming the problem and the fix, exit 2, no stack trace, and nothing
  * written to the (real) API server.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
@@ -13,12 +12,14 @@ import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { ccm } from '../helpers/cli.js';
 import { writeInventory } from '../helpers/inventory.js';
+import { tempDir } from '../helpers/tmp.js';
 
 let cp: ControlPlane;
 let inventory: string;
-const dir = mkdtempSync(join(tmpdir(), 'ccm-bad-input-'));
+let dir: string;
 
 beforeAll(async () => {
+  dir = tempDir('ccm-bad-input-');
   cp = await startControlPlane();
   await createNodes(fixtureApi(cp.kubeconfigPath), [{ name: 'n1' }]);
   inventory = writeInventory([{ id: 'n1', addresses: [{ type: 'InternalIP', address: '192.168.56.5' }] }]);
@@ -72,6 +73,11 @@ describe('bad input gets one line, exit 2, nothing written', () => {
       'an unknown context',
       () => [...init, '--kubeconfig', cp.kubeconfigPath, '--context', 'prod', '--cloud-config', inventory],
       /context "prod" is not in the kubeconfig; use one of: ccm, fixtures/,
+    ],
+    [
+      'a concurrency out of range (issue 6, item 11)',
+      () => [...init, '--kubeconfig', cp.kubeconfigPath, '--cloud-config', inventory, '--concurrency', '0'],
+      /^ccm: --concurrency: expected a whole number from 1 to 256, got "0"$/,
     ],
     [
       'an unknown provider',

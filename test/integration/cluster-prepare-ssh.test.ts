@@ -2,8 +2,7 @@
  * `ccm cluster prepare --ssh` over a real sshd on loopback (Debian's openssh-server) against fake
  * node roots: nothing but sh and coreutils on the "node" side.
  */
-import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +10,8 @@ import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { startControlPlane } from '../controlplane/harness.js';
 import { type Sshd, startSshd } from '../controlplane/sshd.js';
 import { ccm } from '../helpers/cli.js';
+import { writeInventory } from '../helpers/inventory.js';
+import { tempDir } from '../helpers/tmp.js';
 
 const fixture = fileURLToPath(new URL('../fixtures/cluster/kubeadm-v1.36.3', import.meta.url));
 let sshd: Sshd;
@@ -36,9 +37,9 @@ afterAll(async () => {
 
 describe('preparing several nodes over ssh', () => {
   it('prepares the good node, reports the failing ones, and exits 1', async () => {
-    const good = mkdtempSync(join(tmpdir(), 'ccm-node-good-'));
+    const good = tempDir('ccm-node-good-');
     cpSync(fixture, good, { recursive: true });
-    const empty = mkdtempSync(join(tmpdir(), 'ccm-node-empty-'));
+    const empty = tempDir('ccm-node-empty-');
     const kubeletEnv = join(good, 'var/lib/kubelet/kubeadm-flags.env');
     const before = readFileSync(kubeletEnv, 'utf8');
 
@@ -60,6 +61,9 @@ describe('preparing several nodes over ssh', () => {
       `root@127.0.0.2=${empty}`,
       '--provider',
       'cloudlycke',
+      // The machine behind Node cp-1 has its own id: the provider ID is the instance's (issue 6, item 4).
+      '--cloud-config',
+      writeInventory([{ id: 'vm-cp-1', name: 'cp-1' }]),
       '--yes',
       '--no-restart',
     ]);
@@ -72,7 +76,9 @@ describe('preparing several nodes over ssh', () => {
     expect(table[2]).toMatch(/^root@127\.0\.0\.3\s+-\s+failed\s+0\s.*ssh root@127\.0\.0\.3/);
 
     const after = readFileSync(kubeletEnv, 'utf8');
-    expect(after).toBe(before.replace(/"$/m, ' --cloud-provider=external --provider-id=cloudlycke://cp-1"'));
+    expect(after).toBe(
+      before.replace(/"$/m, ' --cloud-provider=external --provider-id=cloudlycke://vm-cp-1"'),
+    );
     const manifest = readFileSync(
       join(good, 'etc/kubernetes/manifests/kube-controller-manager.yaml'),
       'utf8',
@@ -90,8 +96,36 @@ describe('preparing several nodes over ssh', () => {
       '--remote-root',
       good,
       '--no-restart',
+      '--yes',
     ]);
     expect(rollback.exitCode).toBe(0);
+    expect(readFileSync(kubeletEnv, 'utf8')).toBe(before);
+  });
+
+  it('refuses a node whose instance the cloud listing cannot name, writing nothing (issue 6, item 4)', async () => {
+    const root = tempDir('ccm-node-');
+    cpSync(fixture, root, { recursive: true });
+    const kubeletEnv = join(root, 'var/lib/kubelet/kubeadm-flags.env');
+    const before = readFileSync(kubeletEnv, 'utf8');
+    const run = await ccm([
+      'cluster',
+      'prepare',
+      '--ssh',
+      'root@127.0.0.1',
+      ...sshFlags(),
+      '--remote-root',
+      root,
+      '--provider',
+      'cloudlycke',
+      '--cloud-config',
+      writeInventory([{ id: 'k8s-node-1', addresses: [{ type: 'InternalIP', address: '10.0.0.99' }] }]),
+      '--yes',
+      '--no-restart',
+    ]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toMatch(
+      /cannot tell which cloudlycke instance this host is \(no instance is named "cp-1"; no instance has --node-ip 10\.0\.0\.10 among 1 listed\); pass --provider-id/,
+    );
     expect(readFileSync(kubeletEnv, 'utf8')).toBe(before);
   });
 
@@ -102,7 +136,7 @@ describe('preparing several nodes over ssh', () => {
         { name: 'cp-1', tainted: false, addresses: [{ type: 'InternalIP', address: '127.0.0.1' }] },
         { name: 'worker-1', tainted: false, addresses: [{ type: 'InternalIP', address: '127.0.0.2' }] },
       ]);
-      const root = mkdtempSync(join(tmpdir(), 'ccm-node-'));
+      const root = tempDir('ccm-node-');
       cpSync(fixture, root, { recursive: true });
       const run = await ccm([
         'cluster',

@@ -1,12 +1,12 @@
 /**
  * The confirmation prompt of `ccm cluster prepare`, answered by a person in a real terminal (tmux).
  */
-import { cpSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers/tmp.js';
 
 const fixture = fileURLToPath(new URL('../fixtures/cluster/kubeadm-v1.36.3', import.meta.url));
 const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
@@ -24,7 +24,7 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, tim
 
 /** Runs `cluster prepare` in a tmux terminal, answers the prompt with `answer`, returns exit status and screen. */
 async function answerPrompt(answer: string) {
-  const root = mkdtempSync(join(tmpdir(), 'ccm-tty-root-'));
+  const root = tempDir('ccm-tty-root-');
   cpSync(fixture, root, { recursive: true });
   const status = join(root, 'exit-status');
   const session = `ccm-tty-${process.pid}-${Math.random().toString(16).slice(2, 8)}`;

@@ -2,16 +2,7 @@
  * `ccm cluster prepare` end to end on fake node roots built by the real kubeadm (1.30 and 1.36),
  * with kubeadm-config uploaded by that same kubeadm into a real kube-apiserver.
  */
-import {
-  chmodSync,
-  cpSync,
-  existsSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
@@ -22,8 +13,10 @@ import { parse } from 'yaml';
 import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { ccm } from '../helpers/cli.js';
+import { tempDir } from '../helpers/tmp.js';
 
 const fixtures = fileURLToPath(new URL('../fixtures/cluster/', import.meta.url));
+const systemctl = join(fixtures, 'systemctl-standin');
 const cache = join(
   process.env.CCM_CONTROLPLANE_CACHE ?? join(process.env.HOME ?? '', '.cache', 'ccm-controlplane'),
 );
@@ -35,7 +28,7 @@ const FILES = [
 ];
 
 function copyRoot(name: string): string {
-  const root = mkdtempSync(join(tmpdir(), `ccm-root-${name}-`));
+  const root = tempDir(`ccm-root-${name}-`);
   cpSync(join(fixtures, name), root, { recursive: true });
   return root;
 }
@@ -174,6 +167,26 @@ describe.each([
     expect(JSON.parse(run.stdout).hosts[0].files).toEqual([]);
   });
 
+  it('previews a rollback with --dry-run and writes nothing (issue 6, item 1)', async () => {
+    const before = snapshot(root);
+    const configBefore = await clusterConfiguration(cp);
+    const run = await prepare('--rollback', '--dry-run');
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain('-    - --cloud-provider=external');
+    expect(run.stdout).toContain('Dry run: nothing written.');
+    expect(snapshot(root)).toEqual(before);
+    expect(await clusterConfiguration(cp)).toEqual(configBefore);
+  });
+
+  it('refuses a rollback without --yes when nobody can confirm: one line, exit 2 (issue 6, item 1)', async () => {
+    const before = snapshot(root);
+    const run = await prepare('--rollback');
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(run.stderr).toMatch(/^ccm: .*--yes/);
+    expect(snapshot(root)).toEqual(before);
+  });
+
   it('rolls back byte for byte, kubeadm-config included', async () => {
     const run = await prepare('--rollback', '--yes');
     expect(run.exitCode).toBe(0);
@@ -194,23 +207,21 @@ describe('applying on the local machine', () => {
     await cp?.stop();
   });
 
-  it('restarts the kubelet through systemctl and waits for /readyz', async () => {
+  it('restarts the kubelet through systemctl, checks its new flags are live, and waits for /readyz', async () => {
     const root = copyRoot('kubeadm-v1.36.3');
-    const bin = mkdtempSync(join(tmpdir(), 'ccm-systemctl-'));
-    const log = join(bin, 'calls.log');
-    writeFileSync(join(bin, 'systemctl'), `#!/bin/sh\necho "$*" >> ${log}\n`);
-    chmodSync(join(bin, 'systemctl'), 0o755);
+    const log = join(root, 'systemctl.log');
     const run = await ccm(
       ['cluster', 'prepare', '--root', root, '--kubeconfig', cp.kubeconfigPath, '--yes'],
-      {
-        PATH: `${bin}:${process.env.PATH}`,
-      },
+      { PATH: `${systemctl}:${process.env.PATH}`, STANDIN_ROOT: root, STANDIN_LOG: log },
     );
     expect(run.stderr).toBe('');
     expect(run.exitCode).toBe(0);
-    expect(readFileSync(log, 'utf8')).toBe('daemon-reload\nrestart kubelet\n');
+    expect(readFileSync(log, 'utf8')).toBe(
+      'daemon-reload\nrestart kubelet\nshow -p MainPID --value kubelet\n',
+    );
+    expect(readFileSync(join(root, 'proc/103/cmdline'), 'utf8')).toContain('\0--cloud-provider=external\0');
     expect(run.stdout).toMatch(/API server ready \(\/readyz\) after \d+\.\ds/);
-    expect(run.stdout).toMatch(/restarted/);
+    expect(run.stdout).toMatch(/prepared +\d+ +kubelet/);
   });
 
   it('--initialize-existing taints existing Nodes without a provider ID, and explains it', async () => {
@@ -247,5 +258,109 @@ describe('applying on the local machine', () => {
     expect(await taints('old-1')).toContain('node.cloudprovider.kubernetes.io/uninitialized');
     expect(await taints('old-2')).not.toContain('node.cloudprovider.kubernetes.io/uninitialized');
     expect(run.stdout).toContain('run `ccm nodes init` to initialise them');
+  });
+});
+
+describe('a hard-way control-plane node (issue 6, item 3)', () => {
+  it('restarts kube-apiserver, kube-controller-manager, then the kubelet, and checks each new flag is live', async () => {
+    const root = copyRoot('hard-way');
+    const log = join(root, 'systemctl.log');
+    const run = await ccm(
+      [
+        'cluster',
+        'prepare',
+        '--root',
+        root,
+        '--kubelet-version',
+        'v1.32.4',
+        '--apiserver-version',
+        'v1.32.4',
+        '--controller-manager-version',
+        'v1.32.4',
+        '--yes',
+      ],
+      { PATH: `${systemctl}:${process.env.PATH}`, STANDIN_ROOT: root, STANDIN_LOG: log },
+    );
+    expect(run.stderr).toBe('');
+    expect(run.exitCode).toBe(0);
+    expect(readFileSync(log, 'utf8').trim().split('\n')).toEqual([
+      'daemon-reload',
+      'restart kube-apiserver',
+      'show -p MainPID --value kube-apiserver',
+      'restart kube-controller-manager',
+      'show -p MainPID --value kube-controller-manager',
+      'restart kubelet',
+      'show -p MainPID --value kubelet',
+    ]);
+    for (const pid of ['101', '102', '103']) {
+      expect(readFileSync(join(root, 'proc', pid, 'cmdline'), 'utf8')).toContain(
+        '\0--cloud-provider=external',
+      );
+    }
+    expect(run.stdout).toMatch(/prepared +3 +kube-apiserver,kube-controller-manager,kubelet/);
+  });
+});
+
+describe('rolling back after a `kubeadm upgrade` (issue 6, item 2)', () => {
+  let cp: ControlPlane;
+  beforeAll(async () => {
+    cp = await startControlPlane();
+    await execa(join(cache, 'v1.36.3', 'kubeadm'), [
+      'init',
+      'phase',
+      'upload-config',
+      'kubeadm',
+      '--config',
+      join(fixtures, 'kubeadm-v1.36.3', 'kubeadm-config.yaml'),
+      '--kubeconfig',
+      kubeconfigWithContext(cp, 'fixtures'),
+    ]);
+  });
+  afterAll(async () => {
+    await cp?.stop();
+  });
+
+  it("keeps the upgrade (image, kubernetesVersion) and undoes only ccm's flags", async () => {
+    const root = copyRoot('kubeadm-v1.36.3');
+    const original = snapshot(root);
+    const prepare = (...extra: string[]) =>
+      ccm([
+        'cluster',
+        'prepare',
+        '--root',
+        root,
+        '--kubeconfig',
+        cp.kubeconfigPath,
+        '--no-restart',
+        ...extra,
+      ]);
+    expect((await prepare('--yes')).exitCode).toBe(0);
+
+    // what `kubeadm upgrade apply v1.36.4` changes: the manifests' images and kubeadm's record
+    const kcm = join(root, FILES[1] as string);
+    writeFileSync(kcm, readFileSync(kcm, 'utf8').replace(':v1.36.3', ':v1.36.4'));
+    const api = fixtureApi(cp.kubeconfigPath);
+    const cm = await api.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
+    const upgraded = (cm.data?.ClusterConfiguration ?? '').replace(
+      /kubernetesVersion: v1\.36\.3/,
+      'kubernetesVersion: v1.36.4',
+    );
+    expect(upgraded).toContain('kubernetesVersion: v1.36.4');
+    await api.replaceNamespacedConfigMap({
+      name: 'kubeadm-config',
+      namespace: 'kube-system',
+      body: { ...cm, data: { ...cm.data, ClusterConfiguration: upgraded } },
+    });
+
+    const run = await prepare('--rollback', '--yes');
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain("changed since prepare: only ccm's flag edits are undone");
+    expect(readFileSync(kcm, 'utf8')).toBe(
+      (original[FILES[1] as string] as string).replace(':v1.36.3', ':v1.36.4'),
+    );
+    expect(readFileSync(join(root, FILES[2] as string), 'utf8')).toBe(original[FILES[2] as string]);
+    const config = await clusterConfiguration(cp);
+    expect(config.kubernetesVersion).toBe('v1.36.4');
+    expect(JSON.stringify(config)).not.toContain('"cloud-provider"');
   });
 });

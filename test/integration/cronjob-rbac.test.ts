@@ -5,8 +5,7 @@
  * token of the template's ServiceAccount and the audit log shows no write answered 403. A negative
  * control (the same role without `delete`) shows that check can fail.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -26,6 +25,7 @@ import { createNodes, deleteAllNodes, UNINITIALIZED } from '../controlplane/fixt
 import { type AuditEvent, CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { ccm } from '../helpers/cli.js';
 import { writeInventory } from '../helpers/inventory.js';
+import { tempDir } from '../helpers/tmp.js';
 
 const TEMPLATE = fileURLToPath(
   new URL('../../templates/cloudlycke/nodes-init-cronjob.yaml', import.meta.url),
@@ -74,7 +74,7 @@ async function serviceAccountKubeconfig(name: string): Promise<string> {
   });
   const token = request.status?.token;
   if (!token) throw new Error(`TokenRequest for ${name} returned no token`);
-  const dir = mkdtempSync(join(tmpdir(), 'ccm-sa-kubeconfig-'));
+  const dir = tempDir('ccm-sa-kubeconfig-');
   const path = join(dir, 'kubeconfig');
   writeFileSync(
     path,
@@ -357,7 +357,12 @@ describe('`ccm nodes init` as the CronJob ServiceAccount', () => {
     const report = JSON.parse(run.stdout);
     expect(report.nodes.find((n: { name: string }) => n.name === 'gone')).toMatchObject({
       result: 'failed',
-      reason: expect.stringMatching(/forbidden/i),
+      // the API server's own reason, not just "HTTP 403 Forbidden" (issue 6, item 10)
+      reason: expect.stringMatching(
+        new RegExp(
+          `nodes "gone" is forbidden: User "system:serviceaccount:${NAMESPACE}:${name}" cannot delete resource "nodes" in API group "" at the cluster scope`,
+        ),
+      ),
     });
     expect(await nodeExists('gone')).toBe(true);
     expect(run.writes.filter((w) => w.responseStatus?.code === 403).map(describeWrite)).toEqual([

@@ -376,3 +376,54 @@ describe('shutdown taint', () => {
     expect(taints(await node('sleepy'))).toEqual([]);
   });
 });
+
+describe('the Vagrant seed: kubelets with --node-ip on the private network (issue 6, items 4 and 5)', () => {
+  const vagrantInit = (...extra: string[]) =>
+    ccm(
+      ['nodes', 'init', '--provider', 'cloudlycke', '--kubeconfig', cp.kubeconfigPath, '--json', ...extra],
+      {
+        PATH: `${standin}:${process.env.PATH}`,
+        STANDIN_SCENARIO: 'mixed',
+        CLOUDLYCKE_VAGRANT_DIR: tmpdir(),
+      },
+    );
+
+  it('initialises a running machine by its guest address, keeps the taint where no address confirms --node-ip', async () => {
+    await createNodes(api, [
+      // cp-1 runs; vagrant ssh-config only knows 127.0.0.1, the guest reports eth1 192.168.56.10
+      { name: 'cp-1', providedNodeIP: '192.168.56.10' },
+      // worker-1 is powered off: no addresses, so nothing confirms its --node-ip
+      { name: 'worker-1', providedNodeIP: '192.168.56.11' },
+    ]);
+    const run = await vagrantInit();
+    expect(run.exitCode).toBe(1);
+    const report = JSON.parse(run.stdout);
+    expect(report.nodes.find((n: { name: string }) => n.name === 'cp-1').result).toBe('initialized');
+    const worker = report.nodes.find((n: { name: string }) => n.name === 'worker-1');
+    expect(worker.result).toBe('failed');
+    expect(worker.reason).toContain('192.168.56.11');
+
+    const cp1 = await node('cp-1');
+    expect(cp1.spec?.providerID).toBe('cloudlycke://cp-1');
+    expect(taints(cp1)).toEqual([]);
+    expect(cp1.status?.addresses?.[0]).toEqual({ type: 'InternalIP', address: '192.168.56.10' });
+    expect(taints(await node('worker-1')).map((t) => t.key)).toEqual([UNINITIALIZED.key]);
+  });
+
+  it('never deletes the Node of a machine vagrant reports not_created or does not define', async () => {
+    await createNodes(api, [
+      { name: 'cp-1', providerID: 'cloudlycke://cp-1', tainted: false },
+      { name: 'worker-2', providerID: 'cloudlycke://worker-2', tainted: false, ready: false },
+      { name: 'ghost', providerID: 'cloudlycke://ghost', tainted: false, ready: false },
+    ]);
+    const run = await vagrantInit('--deletion-grace-period', '0s');
+    const report = JSON.parse(run.stdout);
+    expect(report.summary.deleted).toBe(0);
+    expect(await nodeExists('worker-2')).toBe(true);
+    expect(await nodeExists('ghost')).toBe(true);
+    const reason = (name: string) =>
+      report.nodes.find((n: { name: string; reason?: string }) => n.name === name)?.reason;
+    expect(reason('worker-2')).toMatch(/not deleted: .*not created.*not read as gone/);
+    expect(reason('ghost')).toMatch(/not deleted: .*does not define machine "ghost"/);
+  });
+});

@@ -19,6 +19,7 @@ import { createBackup, latestBackup, restoreBackup } from '../../src/cluster/bac
 import { SshError, sshHost } from '../../src/cluster/host.js';
 import type { Host } from '../../src/cluster/types.js';
 import { freePort, type Sshd, startSshd } from '../controlplane/sshd.js';
+import { tempDir } from '../helpers/tmp.js';
 
 let sshd: Sshd;
 let rootA: string;
@@ -107,7 +108,7 @@ describe('sshHost over a real sshd', () => {
   it('a stream cut short (connection dropped mid-write) never replaces the target', async () => {
     put(rootA, '/etc/kubernetes/manifests/kube-apiserver.yaml', CRLF, 0o600);
     // An ssh whose stdin ends after 1000 bytes, as when the operator's side dies mid-transfer.
-    const bin = mkdtempSync(join(tmpdir(), 'ccm-cut-ssh-'));
+    const bin = tempDir('ccm-cut-ssh-');
     writeFileSync(join(bin, 'ssh'), '#!/bin/sh\nhead -c 1000 | ssh "$@"\n', { mode: 0o755 });
     try {
       const cut = sshHost(sshd.target, { root: rootA, sshArgs: sshd.sshArgs, ssh: join(bin, 'ssh') });

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { BaseCommand } from '../../cli/base-command.js';
+import { BaseCommand, integerInRange } from '../../cli/base-command.js';
 import { parseDuration } from '../../cli/duration.js';
 import { EXIT_FAILED, UsageError } from '../../cli/errors.js';
 
@@ -7,7 +7,7 @@ export default class ClusterPrepare extends BaseCommand {
   static override summary = 'Switch a kubeadm or "hard way" cluster to an external cloud provider';
   static override description = [
     'Sets --cloud-provider=external on the kubelet and kube-controller-manager (removing an in-tree --cloud-config), and on kube-apiserver only where its version still has the flag (before 1.33); records the kube-controller-manager flag in kube-system/kubeadm-config so `kubeadm upgrade` keeps it. Shows a diff of every file first; --dry-run stops there.',
-    'Writes are atomic, backups go to /var/lib/ccm/backups (never the manifests folder), and --rollback restores the last change byte for byte. With --ssh the same runs on each node over ssh; a failing node does not stop the others.',
+    "Writes are atomic, backups go to /var/lib/ccm/backups (never the manifests folder) with a record of what was written; --rollback restores a file byte for byte when it is still as prepare left it, and otherwise undoes only ccm's own flag edits (after a `kubeadm upgrade`, say). --rollback previews, stops at --dry-run and asks like prepare. With --ssh the same runs on each node over ssh; a failing node does not stop the others.",
   ].join('\n\n');
   static override examples = [
     '<%= config.bin %> cluster prepare --dry-run',
@@ -19,12 +19,14 @@ export default class ClusterPrepare extends BaseCommand {
     'dry-run': Flags.boolean({ description: 'Show the diffs; write nothing', default: false }),
     yes: Flags.boolean({ char: 'y', description: 'Apply without asking', default: false }),
     restart: Flags.boolean({
-      description: 'Reload systemd and restart the kubelet after editing its flags',
+      description:
+        'Restart what was edited (the kubelet; on hard-way hosts kube-apiserver and kube-controller-manager first) and check the new flags are live',
       default: true,
       allowNo: true,
     }),
     rollback: Flags.boolean({
-      description: 'Restore the files (and kubeadm-config) of the last prepare',
+      description:
+        "Undo the last prepare (files and kubeadm-config): byte for byte where nothing changed since, else only ccm's own flag edits; previews like prepare",
       default: false,
     }),
     'initialize-existing': Flags.boolean({
@@ -40,14 +42,15 @@ export default class ClusterPrepare extends BaseCommand {
       default: false,
     }),
     'ssh-user': Flags.string({ description: 'User for --ssh-from-nodes', default: 'root' }),
-    'ssh-port': Flags.integer({ description: 'ssh port', min: 1, max: 65535 }),
+    'ssh-port': integerInRange({ description: 'ssh port', min: 1, max: 65535 })(),
     'ssh-identity': Flags.string({ description: 'ssh private key file' }),
     'ssh-option': Flags.string({
       description: 'Extra ssh -o option (KEY=VALUE); repeatable',
       multiple: true,
     }),
     'provider-id': Flags.string({
-      description: "The kubelet's --provider-id for this node (default: derived by --provider)",
+      description:
+        "The kubelet's --provider-id for this node (default: with --provider, the provider ID of the listed instance whose name or address matches the node; refused when none does)",
     }),
     'kubelet-version': Flags.string({ description: 'Kubelet version, when `kubelet --version` cannot tell' }),
     'apiserver-version': Flags.string({
@@ -89,6 +92,7 @@ export default class ClusterPrepare extends BaseCommand {
       sshOption: flags['ssh-option'] ?? [],
       remoteRoot: flags['remote-root'] ?? [],
       provider: flags.provider,
+      cloudConfig: flags['cloud-config'],
       providerId: flags['provider-id'],
       kubeconfig: flags.kubeconfig,
       context: flags.context,
@@ -107,11 +111,22 @@ export default class ClusterPrepare extends BaseCommand {
       log: (line) => this.log(line),
     });
     if (flags.json) {
-      const { plan, ...rest } = out;
+      const { plan, rollbackPlan, ...rest } = out;
       this.log(
         JSON.stringify(
           {
             ...rest,
+            ...(rollbackPlan
+              ? {
+                  rollback: rollbackPlan.hosts.map((h) => ({
+                    host: h.host.name,
+                    backup: h.set?.id,
+                    files: h.files.map((f) => ({ path: f.file.path, how: f.how })),
+                    notes: h.notes,
+                    error: h.error,
+                  })),
+                }
+              : {}),
             hosts: plan?.hosts.map((h) => ({
               host: h.host.name,
               layout: h.detection?.layout,

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { BaseCommand } from '../../cli/base-command.js';
+import { BaseCommand, integerInRange } from '../../cli/base-command.js';
 import { parseDuration } from '../../cli/duration.js';
 import { EXIT_FAILED, UsageError } from '../../cli/errors.js';
 import { peakRssBytes } from '../../cli/peak-rss.js';
@@ -16,7 +16,9 @@ export default class NodesInit extends BaseCommand {
   ];
   static override flags = {
     'dry-run': Flags.boolean({ description: 'Print the plan; write nothing', default: false }),
-    concurrency: Flags.integer({ description: 'Nodes written in parallel', default: 32, min: 1, max: 256 }),
+    concurrency: integerInRange({ description: 'Nodes written in parallel', min: 1, max: 256 })({
+      default: 32,
+    }),
     'deletion-grace-period': Flags.string({
       description: 'A Node younger than this is never deleted (clouds are eventually consistent)',
       default: '5m',

@@ -1,4 +1,3 @@
-import { formatProviderID } from '../provider-id.js';
 import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../types.js';
 import { credentials } from './credentials.js';
 import { inventoryInstances, SCHEME, vagrantInstances } from './instances.js';
@@ -16,7 +15,7 @@ export const cloudlycke: ProviderDefinition = {
   credentials,
   configFileField: 'inventory',
   // Vagrant machines have no metadata service: the kubelet is told its provider ID (the seeds' way).
-  clusterFlags: { kubeletProviderID: (nodeName) => formatProviderID(SCHEME, nodeName) },
+  clusterFlags: { kubeletProviderID: true },
   create(values: ProviderValues, deps: ProviderDeps): Provider {
     const inventory = nonEmpty(values.inventory);
     const instances = inventory

@@ -3,6 +3,8 @@ import { formatProviderID, parseProviderID } from '../provider-id.js';
 import type { Instance, Instances, NodeAddress, ProviderDeps } from '../types.js';
 import { type InventoryInstance, readInventory } from './inventory.js';
 import {
+  type GuestNetwork,
+  guestIPs,
   internalIPFromSsh,
   mapVagrantState,
   type SshHostConfig,
@@ -60,14 +62,22 @@ function fromInventory(instance: InventoryInstance): Instance {
   };
 }
 
-/** Instances as the local `vagrant` sees them: one `status` call, plus one `ssh-config` for the running ones. */
+/**
+ * Instances as the local `vagrant` sees them: one `status` call, one `ssh-config` for the running
+ * machines, and each running guest asked for its addresses. A machine vagrant reports `not_created`
+ * is no instance; and since vagrant cannot tell a destroyed VM from one this folder never created,
+ * `get` never answers NotFoundError: Nodes are not deleted on vagrant's word (see the README).
+ */
 export function vagrantInstances(vagrant: Vagrant): Instances {
   return {
     async list(signal) {
-      const machines = await vagrant.status(undefined, signal);
+      const machines = (await vagrant.status(undefined, signal)).filter(
+        (m) => mapVagrantState(m.state) !== undefined,
+      );
       const running = machines.filter((m) => mapVagrantState(m.state) === 'running').map((m) => m.name);
       const ssh = await vagrant.sshConfig(running, signal);
-      return machines.map((machine) => fromVagrant(machine, ssh.get(machine.name)));
+      const guests = await vagrant.guestNetworks(running, signal);
+      return machines.map((machine) => fromVagrant(machine, ssh.get(machine.name), guests.get(machine.name)));
     },
     async get(providerID, signal) {
       const id = instanceIdFromProviderID(providerID);
@@ -82,30 +92,39 @@ export function vagrantInstances(vagrant: Vagrant): Instances {
         throw new RetryableError(`vagrant status ${id} in ${vagrant.folder} did not report machine "${id}"`);
       }
       const state = mapVagrantState(machine.state);
-      if (state === 'gone') {
-        throw new NotFoundError(`vagrant machine "${id}" in ${vagrant.folder} is not created`);
+      if (state === undefined) {
+        throw new InvalidConfigError(
+          `vagrant machine "${id}" in ${vagrant.folder} is not created, but vagrant cannot tell a destroyed VM from one created from another folder, so it is not read as gone; delete the Node with kubectl if its VM is gone`,
+        );
       }
-      const ssh =
-        state === 'running' ? await vagrant.sshConfig([id], signal) : new Map<string, SshHostConfig>();
-      return fromVagrant(machine, ssh.get(id));
+      if (state !== 'running') return fromVagrant(machine, undefined, undefined);
+      const ssh = await vagrant.sshConfig([id], signal);
+      const guests = await vagrant.guestNetworks([id], signal);
+      return fromVagrant(machine, ssh.get(id), guests.get(id));
     },
   };
 }
 
-function fromVagrant(machine: VagrantMachine, ssh: SshHostConfig | undefined): Instance {
-  // With VirtualBox NAT, vagrant only knows 127.0.0.1. Reporting no addresses at all then keeps the
-  // kubelet's own (the node controller leaves a Node's addresses alone when the cloud has none).
-  const ip = internalIPFromSsh(ssh);
-  const addresses: NodeAddress[] = ip
-    ? [
-        { type: 'InternalIP', address: ip },
-        { type: 'Hostname', address: machine.name },
-      ]
-    : [];
+function fromVagrant(
+  machine: VagrantMachine,
+  ssh: SshHostConfig | undefined,
+  guest: GuestNetwork | undefined,
+): Instance {
+  // ssh-config's HostName is a node address only when it is not VirtualBox's loopback port forward;
+  // the guest adds its own adapters' addresses (the private_network IPs the kubelets use).
+  const sshIP = internalIPFromSsh(ssh);
+  const ips = [...new Set([...(sshIP ? [sshIP] : []), ...guestIPs(guest, sshIP === undefined)])];
+  const addresses: NodeAddress[] =
+    ips.length > 0
+      ? [
+          ...ips.map((address): NodeAddress => ({ type: 'InternalIP', address })),
+          { type: 'Hostname', address: machine.name },
+        ]
+      : [];
   return {
     providerID: formatProviderID(SCHEME, machine.name),
     name: machine.name,
-    state: mapVagrantState(machine.state),
+    state: mapVagrantState(machine.state) ?? 'stopped',
     type: machine.provider === 'virtualbox' ? 'vbox.vm' : `vagrant.${machine.provider}`,
     region: machine.provider,
     zone: machine.provider,

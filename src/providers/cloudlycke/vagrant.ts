@@ -11,12 +11,17 @@
  * `vagrant ssh-config [names...]` prints OpenSSH config blocks (`Host <name>`, then indented
  * `HostName`, `User`, `Port`, `IdentityFile`, ...). It fails for machines that are not running, so it is
  * only asked about running ones, all in one invocation.
+ *
+ * Vagrant reports no guest addresses: with VirtualBox, ssh-config only knows the NAT port forward on
+ * 127.0.0.1, while the kubelets run with `--node-ip <private_network IP>`. So the guest itself is
+ * asked, with `vagrant ssh NAME --no-tty -c GUEST_NETWORK_SCRIPT`: one call per running machine,
+ * a few at a time.
  */
 import { stat } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { execa } from 'execa';
-import { InvalidConfigError, NotFoundError, RetryableError } from '../errors.js';
+import { InvalidConfigError, RetryableError } from '../errors.js';
 import type { InstanceState } from '../types.js';
 
 export interface VagrantOptions {
@@ -79,12 +84,14 @@ const CONFIG_ERRORS = new Set([
 ]);
 
 /**
- * Vagrant's state id as an instance state. Only `not_created` is "gone"; an unknown state is "stopped",
- * never "gone" by guess.
+ * Vagrant's state id as an instance state; undefined for `not_created`, which only says that this
+ * folder holds no VM of that name (never created here, destroyed, or created from a copy of the
+ * Vagrantfile elsewhere): not an instance, and not a positive "gone" either. An unknown state is
+ * "stopped", never "gone" by guess.
  */
-export function mapVagrantState(state: string): InstanceState {
+export function mapVagrantState(state: string): Exclude<InstanceState, 'gone'> | undefined {
   if (state === 'running') return 'running';
-  if (state === 'not_created') return 'gone';
+  if (state === 'not_created') return undefined;
   if (STOPPED_STATES.has(state)) return 'stopped';
   return 'stopped';
 }
@@ -108,8 +115,8 @@ export class Vagrant {
   }
 
   /**
-   * `vagrant status [target] --machine-readable`. With a target, MachineNotFound throws NotFoundError;
-   * every other failure throws InvalidConfigError or RetryableError.
+   * `vagrant status [target] --machine-readable`. Failures throw InvalidConfigError (MachineNotFound
+   * included: it never means "gone") or RetryableError.
    */
   async status(target?: string, signal?: AbortSignal): Promise<VagrantMachine[]> {
     const args =
@@ -121,7 +128,11 @@ export class Vagrant {
       const errorClass = failure?.data[0] ?? '';
       const text = oneLine(failure?.data[1] ?? result.stderr) || `exit code ${result.exitCode}`;
       if (target !== undefined && errorClass === 'Vagrant::Errors::MachineNotFound') {
-        throw new NotFoundError(`vagrant in ${this.folder} has no machine "${target}"`);
+        // The Vagrantfile here does not define that name: says nothing about whether a VM exists
+        // (another folder's Vagrantfile, a Node named differently from its machine).
+        throw new InvalidConfigError(
+          `vagrant in ${this.folder} does not define machine "${target}", so it cannot tell whether that VM exists; point CLOUDLYCKE_VAGRANT_DIR at the cluster's Vagrantfile or give the kubelet --provider-id cloudlycke://<machine name>`,
+        );
       }
       if (CONFIG_ERRORS.has(errorClass)) {
         throw new InvalidConfigError(
@@ -150,6 +161,30 @@ export class Vagrant {
       );
     }
     return parseSshConfig(result.stdout);
+  }
+
+  /**
+   * What each running guest says about its network (GUEST_NETWORK_SCRIPT), GUEST_CONCURRENCY at a
+   * time. A machine that cannot be asked (ssh not ready, a minimal image) is left out of the map:
+   * its addresses are then unknown, which the node controller treats as "leave the Node's alone".
+   */
+  async guestNetworks(names: readonly string[], signal?: AbortSignal): Promise<Map<string, GuestNetwork>> {
+    const networks = new Map<string, GuestNetwork>();
+    let next = 0;
+    const worker = async () => {
+      while (next < names.length) {
+        const name = names[next++] as string;
+        const result = await this.#run(['ssh', name, '--no-tty', '-c', GUEST_NETWORK_SCRIPT], signal).catch(
+          (err: unknown) => {
+            if (signal?.aborted) throw err;
+            return undefined;
+          },
+        );
+        if (result?.exitCode === 0) networks.set(name, parseGuestNetwork(result.stdout));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(GUEST_CONCURRENCY, names.length) }, worker));
+    return networks;
   }
 
   async #run(args: string[], signal?: AbortSignal): Promise<RunResult> {
@@ -197,6 +232,59 @@ export class Vagrant {
     }
     return new RetryableError(`cannot start vagrant (${code ?? 'unknown error'})`);
   }
+}
+
+/** How many `vagrant ssh` run at once (each starts a Ruby process and an ssh connection). */
+const GUEST_CONCURRENCY = 4;
+
+/**
+ * Run on the guest: its physical network adapters (those backed by a device: not docker0, cni0,
+ * flannel.1, veth...), the interface of its default route, and its global addresses, one per line.
+ */
+export const GUEST_NETWORK_SCRIPT =
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion, not a JS template
+  'for d in /sys/class/net/*; do [ -e "$d/device" ] && echo "nic ${d##*/}"; done; ip -o route show default; ip -o addr show scope global';
+
+export interface GuestNetwork {
+  /** Interfaces backed by a (virtual) hardware adapter. */
+  nics: Set<string>;
+  /** Interface of the default route, if any. */
+  defaultDevice?: string;
+  /** Global addresses in the order `ip` printed them. */
+  addresses: { device: string; ip: string }[];
+}
+
+/** Parses the output of GUEST_NETWORK_SCRIPT; unknown lines are ignored. */
+export function parseGuestNetwork(stdout: string): GuestNetwork {
+  const network: GuestNetwork = { nics: new Set(), addresses: [] };
+  for (const raw of stdout.split(/\r?\n/)) {
+    const line = raw.trim();
+    const nic = /^nic (\S+)$/.exec(line);
+    if (nic) {
+      network.nics.add(nic[1] as string);
+      continue;
+    }
+    if (line.startsWith('default ')) {
+      network.defaultDevice ??= / dev (\S+)/.exec(line)?.[1];
+      continue;
+    }
+    const addr = /^\d+:\s+(\S+)\s+inet6?\s+([0-9A-Fa-f.:]+)\/\d+/.exec(line);
+    if (addr && isIP(addr[2] as string))
+      network.addresses.push({ device: addr[1] as string, ip: addr[2] as string });
+  }
+  return network;
+}
+
+/**
+ * The guest's node addresses: those on its physical adapters, leaving out the adapter of the default
+ * route when vagrant reaches the machine through a loopback port forward (VirtualBox's NAT adapter,
+ * 10.0.2.15 on every VM, unreachable from the other machines).
+ */
+export function guestIPs(network: GuestNetwork | undefined, natted: boolean): string[] {
+  if (!network) return [];
+  return network.addresses
+    .filter((a) => network.nics.has(a.device) && !(natted && a.device === network.defaultDevice))
+    .map((a) => a.ip);
 }
 
 /** Splits machine-readable output into lines; anything that is not `timestamp,target,type,...` is skipped. */

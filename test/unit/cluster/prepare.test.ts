@@ -1,17 +1,17 @@
-import { appendFileSync, cpSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, cpSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { localHost } from '../../../src/cluster/host.js';
 import { applyHost, planCluster } from '../../../src/cluster/prepare.js';
 import type { Host } from '../../../src/cluster/types.js';
+import { tempDir } from '../../helpers/tmp.js';
 
 const fixture = fileURLToPath(new URL('../../fixtures/cluster/kubeadm-v1.36.3', import.meta.url));
 const KCM = 'etc/kubernetes/manifests/kube-controller-manager.yaml';
 
 function nodeRoot(): string {
-  const root = mkdtempSync(join(tmpdir(), 'ccm-prepare-'));
+  const root = tempDir('ccm-prepare-');
   cpSync(fixture, root, { recursive: true });
   return root;
 }
@@ -20,7 +20,14 @@ describe('planning a host', () => {
   it('reads each file at most once', async () => {
     const host = localHost(nodeRoot());
     const reads: string[] = [];
-    const counting: Host = { ...host, name: host.name, read: (path) => (reads.push(path), host.read(path)) };
+    const counting: Host = {
+      ...host,
+      name: host.name,
+      read: (path) => {
+        reads.push(path);
+        return host.read(path);
+      },
+    };
     const plan = await planCluster([counting], { versions: { kubelet: '1.36.3' } });
     expect(plan.hosts[0]?.edits.length).toBeGreaterThan(0);
     expect(reads.length).toBeGreaterThan(0);

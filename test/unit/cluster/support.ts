@@ -2,10 +2,12 @@
  * Test support for the cluster editors: fixture paths, a line diff, and two tiny Hosts (a fixture
  * folder read as a machine's root; an in-memory one) that answer `<binary> --version` from a table.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { diffLines } from 'diff';
+import { readArgs as readEnvArgs } from '../../../src/cluster/env-file.js';
+import { readExecStart } from '../../../src/cluster/systemd-unit.js';
 import type { ExecResult, Host } from '../../../src/cluster/types.js';
 
 export const FIXTURES = fileURLToPath(new URL('../../fixtures/cluster/', import.meta.url));
@@ -110,3 +112,53 @@ export function memoryHost(
 }
 
 export const crlf = (b: Buffer | string) => Buffer.from(b.toString().replace(/\r?\n/g, '\r\n'));
+
+/**
+ * A fixture root that behaves like a machine with systemd: `systemctl restart UNIT` starts a "process"
+ * whose /proc/<pid>/cmdline (under the root) is the unit's command line as the files say now — the
+ * hard-way unit's ExecStart, or for the kubeadm kubelet its env files' flags. Units in `stale` keep
+ * their old process across restarts (a unit whose new flags never went live). `systemctl show -p
+ * MainPID --value UNIT` answers the pid. Every systemctl call is recorded; other programs answer
+ * `--version` from the table.
+ */
+export function systemdHost(
+  base: Host,
+  root: string,
+  options: { stale?: string[]; versions?: Record<string, string> } = {},
+): Host & { systemctl: string[][] } {
+  const systemctl: string[][] = [];
+  const pids = new Map<string, number>();
+  let next = 100;
+  const start = (unit: string) => {
+    const pid = next++;
+    pids.set(unit, pid);
+    mkdirSync(join(root, 'proc', String(pid)), { recursive: true });
+    writeFileSync(join(root, 'proc', String(pid), 'cmdline'), `${commandLine(unit).join('\0')}\0`);
+  };
+  const commandLine = (unit: string): string[] => {
+    const hardWay = join(root, 'etc/systemd/system', `${unit}.service`);
+    if (existsSync(hardWay)) return readExecStart(readFileSync(hardWay));
+    const flags = join(root, 'var/lib/kubelet/kubeadm-flags.env');
+    const extra = join(root, 'etc/sysconfig/kubelet');
+    return [
+      unit,
+      ...(existsSync(flags) ? readEnvArgs(readFileSync(flags), 'KUBELET_KUBEADM_ARGS') : []),
+      ...(existsSync(extra) ? readEnvArgs(readFileSync(extra), 'KUBELET_EXTRA_ARGS') : []),
+    ];
+  };
+  for (const unit of ['kube-apiserver', 'kube-controller-manager', 'kubelet']) start(unit);
+  return {
+    ...base,
+    name: base.name,
+    systemctl,
+    async run(argv) {
+      if (argv[0] !== 'systemctl') return versionRun(options.versions ?? {}, argv);
+      systemctl.push(argv.slice(1));
+      const [verb] = argv.slice(1);
+      const unit = argv.at(-1) as string;
+      if (verb === 'restart' && !(options.stale ?? []).includes(unit)) start(unit);
+      if (verb === 'show') return { exitCode: 0, stdout: `${pids.get(unit) ?? 0}\n`, stderr: '' };
+      return { exitCode: 0, stdout: '', stderr: '' };
+    },
+  };
+}

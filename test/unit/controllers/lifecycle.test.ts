@@ -126,15 +126,20 @@ describe('planLifecycle', () => {
     expect(planLifecycle(makeNode({ providerID: '' }), input()).action).toBe('none');
   });
 
-  it('concludes nothing from a failed listing', () => {
-    expect(planLifecycle(node(), input({ listingOk: false, listingSize: 0 })).action).toBe('none');
+  it('concludes nothing from a failed listing, even one that seemed to know the cluster', () => {
+    // Every other rule would let this Node through (issue 6, item 7): only listingOk stands in the way.
+    expect(planLifecycle(node(), input()).action).toBe('deletion-candidate');
+    expect(
+      planLifecycle(node(), input({ listingOk: false, listingSize: 3, listingKnowsCluster: true })).action,
+    ).toBe('none');
     expect(
       planLifecycle(node(), input({ listingOk: false, instance: makeInstance({ state: 'stopped' }) })).action,
     ).toBe('none');
   });
 
   it('deletes nothing on an empty listing, and says so', () => {
-    const decision = planLifecycle(node(), input({ listingSize: 0 }));
+    // listingKnowsCluster left true so that the empty-listing rule alone keeps the Node.
+    const decision = planLifecycle(node(), input({ listingSize: 0, listingKnowsCluster: true }));
     expect(decision).toMatchObject({ action: 'none', note: expect.stringContaining('no instances') });
   });
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   AddressMismatchError,
   canonicalIP,
+  checkProvidedIPs,
   desiredAddresses,
   providedNodeIPs,
   sameAddresses,
@@ -204,8 +205,17 @@ describe('sameAddresses', () => {
     expect(sameAddresses([], [])).toBe(true);
   });
 
-  it('is order-sensitive', () => {
-    expect(sameAddresses([a, b], [b, a])).toBe(false);
+  it('compares by type, not by position: another order of the types is the same (issue 6, item 6)', () => {
+    expect(sameAddresses([a, b], [b, a])).toBe(true);
+    const h: NodeAddress = { type: 'Hostname', address: 'worker-1' };
+    expect(sameAddresses([a, b, h], [h, b, a])).toBe(true);
+  });
+
+  it('sees a change of the first address of a type (the one the kubelet uses), and of the set', () => {
+    const a2: NodeAddress = { type: 'InternalIP', address: '10.0.0.12' };
+    expect(sameAddresses([a, a2], [a2, a])).toBe(false);
+    expect(sameAddresses([a, a], [a, a2])).toBe(false);
+    expect(sameAddresses([a, a2, b], [b, a, a2])).toBe(true);
   });
 
   it('compares type and address, and length', () => {
@@ -213,5 +223,21 @@ describe('sameAddresses', () => {
     expect(sameAddresses([a], [{ type: a.type, address: '10.0.0.12' }])).toBe(false);
     expect(sameAddresses([a], [a, b])).toBe(false);
     expect(sameAddresses([a, b], [a])).toBe(false);
+  });
+});
+
+describe('checkProvidedIPs (before initialisation)', () => {
+  it('fails when the cloud reports no addresses at all: nothing confirms the provided IP (issue 6, item 5)', () => {
+    const node = makeNode({ annotations: providedIP('192.168.56.11') });
+    expect(() => checkProvidedIPs(node, [])).toThrow(AddressMismatchError);
+    expect(() => checkProvidedIPs(node, [])).toThrow(/the cloud reports none/);
+  });
+
+  it('passes when the cloud has the provided IP, and without an annotation', () => {
+    const cloud: NodeAddress[] = [{ type: 'InternalIP', address: '192.168.56.11' }];
+    expect(() =>
+      checkProvidedIPs(makeNode({ annotations: providedIP('192.168.56.11') }), cloud),
+    ).not.toThrow();
+    expect(() => checkProvidedIPs(makeNode(), [])).not.toThrow();
   });
 });

@@ -145,6 +145,11 @@ describe('planInitialization', () => {
     expect(() => planInitialization(node, makeInstance())).toThrow(AddressMismatchError);
   });
 
+  it('keeps the taint when a provided node IP meets a cloud with no addresses (issue 6, item 5)', () => {
+    const node = makeNode({ taints: [uninitializedTaint], annotations: providedIP('192.168.56.11') });
+    expect(() => planInitialization(node, makeInstance({ addresses: [] }))).toThrow(AddressMismatchError);
+  });
+
   it('does not mutate the Node', () => {
     const node = makeNode({ taints: [uninitializedTaint], labels: { a: 'b' } });
     const before = structuredClone(node);
@@ -204,6 +209,37 @@ describe('planInitializedNode', () => {
     const node = makeNode({ addresses: [{ type: 'InternalIP', address: '10.0.0.99' }] });
     expect(planInitializedNode(node, undefined).addresses).toBeUndefined();
     expect(planInitializedNode(node, makeInstance({ addresses: [] })).addresses).toBeUndefined();
+  });
+
+  it('still copies labels when the provided node IP is not an instance address, and reports the address problem (issue 6, item 6)', () => {
+    const node = makeNode({
+      labels: { [BETA_ZONE]: 'z1' },
+      annotations: providedIP('10.9.9.9'),
+      addresses: [{ type: 'InternalIP', address: '10.9.9.9' }],
+    });
+    const sync = planInitializedNode(node, makeInstance());
+    expect(sync.labels).toEqual({ [GA_ZONE]: 'z1' });
+    expect(sync.addresses).toBeUndefined();
+    expect(sync.addressProblem).toMatch(/10\.9\.9\.9.*--node-ip/);
+  });
+
+  it('writes no addresses when the cloud lists the same ones in another order (issue 6, item 6)', () => {
+    const instance = makeInstance({
+      addresses: [
+        { type: 'ExternalIP', address: '203.0.113.5' },
+        { type: 'InternalIP', address: '10.0.0.11' },
+      ],
+    });
+    const node = makeNode({
+      addresses: [
+        { type: 'InternalIP', address: '10.0.0.11' },
+        { type: 'ExternalIP', address: '203.0.113.5' },
+        { type: 'Hostname', address: 'worker-1' },
+      ],
+    });
+    const sync = planInitializedNode(node, instance);
+    expect(sync.addresses).toBeUndefined();
+    expect(sync.changes).toEqual([]);
   });
 
   it('never plans a provider ID or taints', () => {

@@ -421,15 +421,8 @@ describe('confirmDeletions', () => {
     expect(resultOf(plan)).toBe('deleted');
   });
 
-  it('turns a "gone" instance into a deletion', async () => {
-    const provider = makeProvider([makeInstance({ providerID: 'cloudlycke://i-9', state: 'gone' })]);
-    const plan = candidate('n1', 'cloudlycke://i-9');
-    await confirmDeletions([plan], provider, 1);
-    expect(plan.deletion?.reason).toContain('gone');
-  });
-
-  it('keeps a Node whose instance the lookup finds running or stopped, with a note', async () => {
-    for (const state of ['running', 'stopped'] as const) {
+  it('keeps a Node whose instance the lookup returns in any state, even "gone": only NotFoundError deletes (issue 6, item 8)', async () => {
+    for (const state of ['running', 'stopped', 'gone'] as const) {
       const provider = makeProvider([makeInstance({ providerID: 'cloudlycke://i-9', state })]);
       const plan = candidate('n1', 'cloudlycke://i-9');
       await confirmDeletions([plan], provider, 1);
@@ -799,6 +792,16 @@ describe('readState and runNodesPass', () => {
     expect(state.listingError).toContain('HTTP 503 from the cloud');
   });
 
+  it('counts only running or stopped instances as knowing the cluster, never a "gone" record (issue 6, item 4)', async () => {
+    const node = makeNode({ providerID: 'cloudlycke://i-1' });
+    const gone = await readState(new FakeNodeClient([node]), makeProvider([makeInstance({ state: 'gone' })]));
+    expect(gone.listingKnowsCluster).toBe(false);
+    for (const state of ['running', 'stopped'] as const) {
+      const live = await readState(new FakeNodeClient([node]), makeProvider([makeInstance({ state })]));
+      expect(live.listingKnowsCluster, state).toBe(true);
+    }
+  });
+
   it('aborts on credential and configuration errors', async () => {
     for (const error of [new UnauthorizedError('401'), new InvalidConfigError('bad')]) {
       const provider = makeProvider();
@@ -832,5 +835,22 @@ describe('readState and runNodesPass', () => {
     const second = await runNodesPass(kube, provider, options);
     expect(kube.writes).toBe(writesAfterFirst);
     expect(second.summary).toMatchObject({ unchanged: 2, skipped: 1, failed: 0 });
+  });
+});
+
+describe('planNode: an initialised Node with a provided node IP the instance lacks (issue 6, item 6)', () => {
+  it('keeps reconciling its labels, writes no addresses and reports the problem as a note', () => {
+    const node = makeNode({
+      providerID: 'cloudlycke://i-1',
+      labels: { 'failure-domain.beta.kubernetes.io/zone': 'z' },
+      annotations: providedIP('10.9.9.9'),
+      addresses: [{ type: 'InternalIP', address: '10.9.9.9' }],
+    });
+    const plan = planNode(node, clusterState([node], [makeInstance()]), makeProvider(), options);
+    expect(plan.patch).toEqual({ labels: { 'topology.kubernetes.io/zone': 'z' } });
+    expect(plan.addresses).toBeUndefined();
+    expect(plan.error).toBeUndefined();
+    expect(plan.notes.join(' ')).toContain('10.9.9.9');
+    expect(resultOf(plan)).toBe('updated');
   });
 });

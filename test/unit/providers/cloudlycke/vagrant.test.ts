@@ -6,18 +6,16 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vite
 import { cloudlycke } from '../../../../src/providers/cloudlycke/index.js';
 import { vagrantInstances } from '../../../../src/providers/cloudlycke/instances.js';
 import {
+  GUEST_NETWORK_SCRIPT,
+  guestIPs,
   internalIPFromSsh,
   mapVagrantState,
+  parseGuestNetwork,
   parseMachineReadable,
   parseSshConfig,
   Vagrant,
 } from '../../../../src/providers/cloudlycke/vagrant.js';
-import {
-  InvalidConfigError,
-  isNotFound,
-  NotFoundError,
-  RetryableError,
-} from '../../../../src/providers/errors.js';
+import { InvalidConfigError, isNotFound, RetryableError } from '../../../../src/providers/errors.js';
 
 /** The folder holding the stand-in `vagrant` script and its scenarios of canned output. */
 const STANDIN = fileURLToPath(new URL('../../../fixtures/cloudlycke/vagrant-standin', import.meta.url));
@@ -78,6 +76,16 @@ describe('parsing vagrant output', () => {
     expect(internalIPFromSsh(undefined)).toBeUndefined();
   });
 
+  it('reads the guest network: physical adapters only, without the NAT adapter when vagrant goes through a loopback forward', () => {
+    const network = parseGuestNetwork(readFileSync(join(STANDIN, 'mixed', 'ssh-cp-1.out'), 'utf8'));
+    expect([...network.nics]).toEqual(['eth0', 'eth1']);
+    expect(network.defaultDevice).toBe('eth0');
+    expect(guestIPs(network, true)).toEqual(['192.168.56.10', 'fd00:56::10']);
+    expect(guestIPs(network, false)).toEqual(['10.0.2.15', '192.168.56.10', 'fd00:56::10']);
+    expect(guestIPs(undefined, true)).toEqual([]);
+    expect(parseGuestNetwork('garbage\r\n\r\n').addresses).toEqual([]);
+  });
+
   it('maps vagrant states, and never guesses "gone"', () => {
     expect(mapVagrantState('running')).toBe('running');
     for (const state of [
@@ -93,7 +101,8 @@ describe('parsing vagrant output', () => {
     ]) {
       expect(mapVagrantState(state)).toBe('stopped');
     }
-    expect(mapVagrantState('not_created')).toBe('gone');
+    // not_created is no instance, and not a positive "gone" (issue 6, item 4)
+    expect(mapVagrantState('not_created')).toBeUndefined();
     expect(mapVagrantState('preparing')).toBe('stopped');
     expect(mapVagrantState('')).toBe('stopped');
   });
@@ -136,7 +145,7 @@ describe('vagrant mode against a stand-in vagrant', () => {
     return vagrantInstances(vagrant);
   }
 
-  it('lists three machines (running, poweroff, not_created) with one status and one ssh-config call', async () => {
+  it('lists the created machines (running, poweroff; not the not_created one), asking the running guest for its addresses', async () => {
     const calls: string[] = [];
     const instances = await instancesFor('mixed', { calls }).list();
     expect(instances).toEqual([
@@ -147,8 +156,13 @@ describe('vagrant mode against a stand-in vagrant', () => {
         type: 'vbox.vm',
         region: 'virtualbox',
         zone: 'virtualbox',
-        // ssh-config says HostName 127.0.0.1 (VirtualBox NAT): no InternalIP from it.
-        addresses: [],
+        // ssh-config says HostName 127.0.0.1 (VirtualBox NAT): the addresses come from the guest, its
+        // private network adapter only (not the NAT adapter 10.0.2.15, nor cni0, flannel.1, docker0).
+        addresses: [
+          { type: 'InternalIP', address: '192.168.56.10' },
+          { type: 'InternalIP', address: 'fd00:56::10' },
+          { type: 'Hostname', address: 'cp-1' },
+        ],
         labels: {},
       },
       {
@@ -161,25 +175,16 @@ describe('vagrant mode against a stand-in vagrant', () => {
         addresses: [],
         labels: {},
       },
-      {
-        providerID: 'cloudlycke://worker-2',
-        name: 'worker-2',
-        state: 'gone',
-        type: 'vbox.vm',
-        region: 'virtualbox',
-        zone: 'virtualbox',
-        addresses: [],
-        labels: {},
-      },
     ]);
     expect(invocations()).toEqual([
       [work, 'status', '--machine-readable'],
       [work, 'ssh-config', 'cp-1'],
+      [work, 'ssh', 'cp-1', '--no-tty', '-c', GUEST_NETWORK_SCRIPT],
     ]);
-    expect(calls).toEqual(['vagrant status', 'vagrant ssh-config']);
+    expect(calls).toEqual(['vagrant status', 'vagrant ssh-config', 'vagrant ssh']);
   });
 
-  it('takes InternalIP from a private-network HostName, asking ssh-config once for all running machines', async () => {
+  it('takes InternalIP from a private-network HostName plus the guest adapters; a guest that cannot be asked keeps the HostName', async () => {
     const instances = await instancesFor('libvirt').list();
     expect(instances.map((i) => [i.providerID, i.state, i.type, i.region, i.zone, i.addresses])).toEqual([
       [
@@ -190,6 +195,7 @@ describe('vagrant mode against a stand-in vagrant', () => {
         'libvirt',
         [
           { type: 'InternalIP', address: '192.168.121.23' },
+          { type: 'InternalIP', address: '192.168.56.20' },
           { type: 'Hostname', address: 'k8s-cp' },
         ],
       ],
@@ -205,13 +211,22 @@ describe('vagrant mode against a stand-in vagrant', () => {
         ],
       ],
     ]);
-    expect(invocations()).toEqual([
+    expect(invocations().slice(0, 2)).toEqual([
       [work, 'status', '--machine-readable'],
       [work, 'ssh-config', 'k8s-cp', 'k8s-node'],
     ]);
+    expect(
+      invocations()
+        .slice(2)
+        .map((argv) => argv.slice(1, 3))
+        .sort(),
+    ).toEqual([
+      ['ssh', 'k8s-cp'],
+      ['ssh', 'k8s-node'],
+    ]);
   });
 
-  it('gets a running machine: status of that machine, then its ssh-config', async () => {
+  it('gets a running machine: status of that machine, its ssh-config, then its guest', async () => {
     const instance = await instancesFor('libvirt').get('cloudlycke://k8s-node');
     expect(instance.state).toBe('running');
     expect(instance.addresses).toEqual([
@@ -221,6 +236,7 @@ describe('vagrant mode against a stand-in vagrant', () => {
     expect(invocations()).toEqual([
       [work, 'status', 'k8s-node', '--machine-readable'],
       [work, 'ssh-config', 'k8s-node'],
+      [work, 'ssh', 'k8s-node', '--no-tty', '-c', GUEST_NETWORK_SCRIPT],
     ]);
   });
 
@@ -234,18 +250,22 @@ describe('vagrant mode against a stand-in vagrant', () => {
     expect(invocations()).toEqual([[work, 'status', 'worker-1', '--machine-readable']]);
   });
 
-  it('answers NotFound for a machine that is not created', async () => {
+  it('never answers NotFound for a machine that is not created: vagrant cannot tell destroyed from never created here (issue 6, item 4)', async () => {
     const err = await rejection(instancesFor('mixed').get('cloudlycke://worker-2'));
-    expect(err).toBeInstanceOf(NotFoundError);
-    expect(err.message).toBe(`vagrant machine "worker-2" in ${work} is not created`);
+    expect(isNotFound(err)).toBe(false);
+    expect(err).toBeInstanceOf(InvalidConfigError);
+    expect(err.message).toMatch(/^vagrant machine "worker-2" in .* is not created, but .* not read as gone/);
     expect(invocations()).toHaveLength(1);
   });
 
-  it('answers NotFound when vagrant says MachineNotFound', async () => {
+  it('never answers NotFound when vagrant says MachineNotFound: the Vagrantfile here just does not define it (issue 6, item 4)', async () => {
     const calls: string[] = [];
     const err = await rejection(instancesFor('mixed', { calls }).get('cloudlycke://ghost'));
-    expect(err).toBeInstanceOf(NotFoundError);
-    expect(err.message).toBe(`vagrant in ${work} has no machine "ghost"`);
+    expect(isNotFound(err)).toBe(false);
+    expect(err).toBeInstanceOf(InvalidConfigError);
+    expect(err.message).toMatch(
+      /^vagrant in .* does not define machine "ghost", so it cannot tell whether that VM exists; /,
+    );
     expect(invocations()).toEqual([[work, 'status', 'ghost', '--machine-readable']]);
     expect(calls).toEqual(['vagrant status']);
   });
@@ -345,11 +365,10 @@ describe('vagrant mode against a stand-in vagrant', () => {
       expect((await provider.instances.list()).map((i) => `${i.providerID} ${i.state}`)).toEqual([
         'cloudlycke://cp-1 running',
         'cloudlycke://worker-1 stopped',
-        'cloudlycke://worker-2 gone',
       ]);
-      await expect(provider.instances.get('cloudlycke://ghost')).rejects.toBeInstanceOf(NotFoundError);
-      expect(calls).toEqual(['vagrant status', 'vagrant ssh-config', 'vagrant status']);
-      expect(invocations().map((argv) => argv[0])).toEqual([work, work, work]);
+      await expect(provider.instances.get('cloudlycke://ghost')).rejects.toBeInstanceOf(InvalidConfigError);
+      expect(calls).toEqual(['vagrant status', 'vagrant ssh-config', 'vagrant ssh', 'vagrant status']);
+      expect(invocations().map((argv) => argv[0])).toEqual([work, work, work, work]);
     });
 
     it('inherits the working directory when vagrantDir is unset or empty', async () => {

@@ -1,0 +1,272 @@
+/**
+ * `ccm cluster prepare --rollback`, planned like prepare: read each host's newest backup set, decide
+ * per file, show the diffs, and only then write.
+ *
+ * Per file (the set records the sha256 of what prepare wrote, and its flag edits with their inverses):
+ * - still exactly as prepare left it → the backup copy goes back byte for byte (or the file is removed
+ *   when prepare created it);
+ * - already as before prepare → nothing;
+ * - changed since (a `kubeadm upgrade`, an operator's edit) → only ccm's own flag edits are undone, and
+ *   only those still in effect: everything else in the file — a newer image, kubernetesVersion, other
+ *   flags — stays. A ccm flag changed since is left as it is now, and said so;
+ * - deleted since → left alone, and said so.
+ * kube-system/kubeadm-config follows the same rules. A set made by an older ccm records nothing of
+ * what it wrote: that host is refused, naming the set, rather than overwritten blindly.
+ */
+import { readKubeadmConfig, writeKubeadmConfig } from '../kube/kubeadm-config.js';
+import { waitUntilReady } from '../kube/readyz.js';
+import type { KubeTransport } from '../kube/transport.js';
+import { type BackupSet, type KubeadmConfigRecord, latestBackup, readCopy, sha256 } from './backup.js';
+import * as kubeadmConfig from './kubeadm-config.js';
+import { editFile, readFlags } from './plan.js';
+import type { ApplyOptions, ApplyResult, HostReport } from './prepare.js';
+import { isLive, type RestartOptions, restartUnits, type UnitRestart, unitsToRestart } from './restart.js';
+import type { ComponentFile, FlagChange, Host, Layout } from './types.js';
+
+export interface RollbackFile {
+  file: ComponentFile;
+  /** The file now; undefined when it does not exist. */
+  current?: Buffer;
+  /** What it becomes; undefined: it is removed. */
+  next?: Buffer;
+  how: 'restore' | 'remove' | 'revert';
+  /** The flag changes this rollback makes (for the restart check). */
+  changes: FlagChange[];
+}
+
+export interface HostRollback {
+  host: Host;
+  set?: BackupSet;
+  files: RollbackFile[];
+  notes: string[];
+  error?: string;
+}
+
+export interface KubeadmConfigRollback {
+  before: string;
+  after: string;
+  resourceVersion: string;
+  notes: string[];
+}
+
+export interface RollbackPlan {
+  hosts: HostRollback[];
+  kubeadmConfig?: KubeadmConfigRollback;
+  kubeadmConfigNote?: string;
+}
+
+function describe(change: FlagChange): string {
+  return change.value === undefined ? `--${change.flag} removed` : `--${change.flag}=${change.value}`;
+}
+
+/** The inverses of the recorded changes that are still in effect in `args`; the others, named. */
+function liveReverts(
+  args: readonly string[],
+  changes: readonly FlagChange[],
+  revert: readonly FlagChange[],
+): { reverts: FlagChange[]; changedSince: FlagChange[] } {
+  const reverts: FlagChange[] = [];
+  const changedSince: FlagChange[] = [];
+  changes.forEach((change, i) => {
+    if (isLive(args, change)) reverts.push(revert[i] as FlagChange);
+    else changedSince.push(change);
+  });
+  return { reverts, changedSince };
+}
+
+async function planHost(host: Host): Promise<HostRollback> {
+  const plan: HostRollback = { host, files: [], notes: [] };
+  try {
+    const set = await latestBackup(host);
+    if (!set) return plan;
+    plan.set = set;
+    if (!set.recorded) {
+      throw new Error(
+        `backup ${set.id} was made by an older ccm and does not record what it wrote, so a rollback cannot tell ccm's edits from later ones; restore by hand from ${set.dir} if needed`,
+      );
+    }
+    for (const entry of set.files) {
+      const record = entry.written;
+      if (!record) continue;
+      const current = await host.read(entry.path);
+      const digest = current ? sha256(current) : undefined;
+      if (entry.existed ? digest === entry.sha256 : current === undefined) continue;
+      if (current === undefined) {
+        plan.notes.push(`${entry.path} was deleted since prepare; left alone`);
+        continue;
+      }
+      if (digest === record.sha256) {
+        const next = entry.existed ? await readCopy(host, set, entry) : undefined;
+        plan.files.push({
+          file: record.file,
+          current,
+          ...(next ? { next } : {}),
+          how: next ? 'restore' : 'remove',
+          changes: record.revert,
+        });
+        continue;
+      }
+      const { reverts, changedSince } = liveReverts(
+        readFlags(record.file, current),
+        record.changes,
+        record.revert,
+      );
+      for (const c of changedSince) {
+        plan.notes.push(`${entry.path}: ${describe(c)} was changed since prepare; left as it is now`);
+      }
+      if (reverts.length === 0) continue;
+      const next = editFile(record.file, current, reverts);
+      if (next.equals(current)) continue;
+      plan.notes.push(`${entry.path} changed since prepare: only ccm's flag edits are undone`);
+      plan.files.push({ file: record.file, current, next, how: 'revert', changes: reverts });
+    }
+  } catch (err) {
+    plan.error = (err as Error).message;
+    plan.files = [];
+  }
+  return plan;
+}
+
+/** Undo only ccm's edits in kubeadm-config's ClusterConfiguration (or restore it, if untouched since). */
+function planClusterConfiguration(
+  record: KubeadmConfigRecord,
+  current: string,
+): { after: string; notes: string[] } {
+  if (current === record.before) return { after: current, notes: [] };
+  if (sha256(Buffer.from(current)) === record.sha256) return { after: record.before, notes: [] };
+  const notes: string[] = [];
+  const perSection: Partial<Record<kubeadmConfig.Section, FlagChange[]>> = {};
+  record.changes.forEach((change, i) => {
+    const section = kubeadmConfig.SECTION_OF[change.component];
+    if (!section) return;
+    const args = kubeadmConfig.extraArgsAsFlags(kubeadmConfig.readExtraArgs(current, section));
+    if (isLive(args, change)) {
+      perSection[section] = [...(perSection[section] ?? []), record.revert[i] as FlagChange];
+    } else {
+      notes.push(
+        `kubeadm-config ${section}: ${describe(change)} was changed since prepare; left as it is now`,
+      );
+    }
+  });
+  const after = kubeadmConfig.edit(current, perSection);
+  if (after !== current) {
+    notes.unshift("kubeadm-config changed since prepare: only ccm's flag edits are undone");
+  }
+  return { after, notes };
+}
+
+export async function planRollback(hosts: Host[], kube?: KubeTransport): Promise<RollbackPlan> {
+  const plans = await Promise.all(hosts.map(planHost));
+  const plan: RollbackPlan = { hosts: plans };
+  const record = plans.find((p) => p.set?.kubeadmConfig && !p.error)?.set?.kubeadmConfig;
+  if (!record) return plan;
+  if (!kube) {
+    plan.kubeadmConfigNote = 'no kubeconfig: kubeadm-config not rolled back; pass --kubeconfig';
+    return plan;
+  }
+  const current = await readKubeadmConfig(kube);
+  if (!current) {
+    plan.kubeadmConfigNote = 'the cluster has no kube-system/kubeadm-config ConfigMap';
+    return plan;
+  }
+  const { after, notes } = planClusterConfiguration(record, current.clusterConfiguration);
+  if (after !== current.clusterConfiguration) {
+    plan.kubeadmConfig = {
+      before: current.clusterConfiguration,
+      after,
+      resourceVersion: current.resourceVersion,
+      notes,
+    };
+  } else if (notes.length > 0) {
+    plan.kubeadmConfigNote = notes.join('; ');
+  }
+  return plan;
+}
+
+/** The units to restart after this host's rollback, in the safe order. */
+export function rollbackRestarts(files: readonly RollbackFile[]): UnitRestart[] {
+  const layout: Layout = files.some((f) => f.file.kind === 'systemd-unit') ? 'hard-way' : 'kubeadm';
+  return unitsToRestart(
+    layout,
+    files.map((f) => ({ component: f.file.component, changes: f.changes })),
+  );
+}
+
+/**
+ * Writes one host's planned rollback. Each file is checked again right before it is written: a file
+ * that changed after the preview is not touched (the rollback of that host stops there).
+ */
+export async function writeRollback(plan: HostRollback): Promise<string[]> {
+  const written: string[] = [];
+  for (const f of plan.files) {
+    const now = await plan.host.read(f.file.path);
+    if (!(now === undefined ? f.current === undefined : f.current?.equals(now))) {
+      throw new Error(`${f.file.path} changed since the preview; run the rollback again`);
+    }
+    if (f.next === undefined) {
+      await plan.host.remove(f.file.path);
+    } else {
+      await plan.host.writeAtomic(f.file.path, f.next);
+      const back = await plan.host.read(f.file.path);
+      if (!back?.equals(f.next))
+        throw new Error(`${plan.host.name}: ${f.file.path} did not read back as written`);
+    }
+    written.push(f.file.path);
+  }
+  return written;
+}
+
+/** Writes the planned rollback on every host, restarts what it changed, then kubeadm-config and /readyz. */
+export async function applyRollback(
+  plan: RollbackPlan,
+  options: ApplyOptions & RestartOptions,
+): Promise<ApplyResult> {
+  const reports = await Promise.all(
+    plan.hosts.map(async (h): Promise<HostReport> => {
+      const report: HostReport = {
+        host: h.host.name,
+        versions: {},
+        files: [],
+        skips: [],
+        restarted: false,
+        restartedUnits: [],
+        notes: [...h.notes],
+        result: h.files.length > 0 ? 'rolled back' : 'nothing to roll back',
+        ...(h.set ? { backup: h.set.id } : {}),
+      };
+      if (h.error) return { ...report, result: 'failed', error: h.error };
+      try {
+        report.files = await writeRollback(h);
+        const units = rollbackRestarts(h.files);
+        if (options.restart) {
+          report.restartedUnits = await restartUnits(h.host, units, options);
+          report.restarted = report.restartedUnits.length > 0;
+        } else if (units.length > 0) {
+          report.notes.push(`not restarted (--no-restart): ${units.map((u) => u.unit).join(', ')}`);
+        }
+      } catch (err) {
+        report.result = 'failed';
+        report.error = (err as Error).message;
+      }
+      return report;
+    }),
+  );
+  const result: ApplyResult = { hosts: reports };
+  if (plan.kubeadmConfig && options.kube) {
+    try {
+      await writeKubeadmConfig(options.kube, plan.kubeadmConfig.after, plan.kubeadmConfig.resourceVersion);
+      result.kubeadmConfig = 'rolled back';
+    } catch (err) {
+      result.kubeadmConfig = `not rolled back: ${(err as Error).message}`;
+    }
+  }
+  const controlPlane = plan.hosts.some((h) => h.files.some((f) => f.file.component !== 'kubelet'));
+  if (options.kube && (controlPlane || reports.some((r) => r.restarted))) {
+    try {
+      result.readyAfterMs = await waitUntilReady(options.kube, { timeoutMs: options.readyTimeoutMs });
+    } catch (err) {
+      result.readyError = (err as Error).message;
+    }
+  }
+  return result;
+}
