@@ -51,7 +51,8 @@ export const annotationReference: readonly AnnotationDoc[] = [
     name: NAME,
     values: 'text',
     default: '"a" + Service UID',
-    description: 'Name of the load balancer at DigitalOcean; changing it renames the load balancer',
+    description:
+      'Name of the load balancer at DigitalOcean; once load-balancer-id is recorded, changing it renames the load balancer',
   },
   {
     name: PROTOCOL,
