@@ -331,6 +331,13 @@ function sameNumbers(x: readonly number[] = [], y: readonly number[] = []): bool
   return a.length === b.length && a.every((v, i) => v === b[i]);
 }
 
+/** A tcp check has no path: the API may keep or drop it, neither is a difference. */
+function sameHealthCheck(have: HealthCheck, want: HealthCheck): boolean {
+  return (Object.keys(want) as (keyof HealthCheck)[]).every(
+    (k) => (k === 'path' && want.protocol === 'tcp') || have[k] === want[k],
+  );
+}
+
 /** Whether the load balancer already is what the Service asks for. */
 function upToDate(lb: DoLoadBalancer, want: Settings, droplets: number[]): boolean {
   const rules = lb.forwarding_rules ?? [];
@@ -342,7 +349,7 @@ function upToDate(lb: DoLoadBalancer, want: Settings, droplets: number[]): boole
     rules.length === want.forwarding_rules.length &&
     want.forwarding_rules.every((rule) => rules.some((r) => sameRule(r, rule))) &&
     hc !== undefined &&
-    (Object.keys(want.health_check) as (keyof HealthCheck)[]).every((k) => hc[k] === want.health_check[k]) &&
+    sameHealthCheck(hc, want.health_check) &&
     sticky.type === want.sticky_sessions.type &&
     (want.sticky_sessions.type === 'none' ||
       (sticky.cookie_name === want.sticky_sessions.cookie_name &&
