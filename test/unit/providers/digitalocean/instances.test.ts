@@ -144,6 +144,20 @@ describe('listing droplets', () => {
     expect((retried?.at ?? 0) - (limited?.answeredAt ?? 0)).toBeGreaterThanOrEqual(1000);
   });
 
+  it('does not retry before ratelimit-reset when a 429 has no retry-after: an hour away is a RetryableError now', async () => {
+    fleet(250);
+    sim.fault({ path: '/v2/droplets', page: 2, status: 429 });
+    const err = await provider()
+      .instances.list()
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(RetryableError);
+    expect(err.message).toMatch(
+      /429 Too Many Requests \(API Rate limit exceeded\.\), the cloud asks to retry in 36\d\d s$/,
+    );
+    expect(err.retryAfterMs).toBeGreaterThan(3_500_000);
+    expect(listings()).toHaveLength(2);
+  });
+
   it('reads the listing again when a droplet vanished between pages, and returns what exists', async () => {
     const droplets = fleet(450);
     const vanishing = droplets[3]?.id as number;
