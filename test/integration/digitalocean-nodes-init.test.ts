@@ -229,7 +229,7 @@ describe('ccm nodes init --provider digitalocean', () => {
       expect(run.exitCode).toBe(2);
       expect(run.stdout).toBe('');
       expect(run.stderr).toBe(
-        'ccm: DigitalOcean listing droplets failed (GET /v2/droplets?per_page=200: 401 Unauthorized (Unable to authenticate you.)): the token is invalid or revoked; create one with read and write scope (env DO_ACCESS_TOKEN or Secret kube-system/digitalocean, key access-token)\n',
+        'ccm: DigitalOcean listing droplets failed (GET /v2/droplets?per_page=200: 401 Unauthorized (Unable to authenticate you.)): the token is invalid or revoked; create one with read and write scope (env DO_ACCESS_TOKEN or Secret kube-system/digitalocean, key access-token)',
       );
       expect(run.writes).toEqual([]);
       expect(await exists('ghost')).toBe(true);
@@ -239,7 +239,7 @@ describe('ccm nodes init --provider digitalocean', () => {
       const run = await nodesInit({ token: '' });
       expect(run.exitCode).toBe(2);
       expect(run.stderr).toBe(
-        'ccm: no DigitalOcean API token; set env DO_ACCESS_TOKEN or Secret kube-system/digitalocean, key access-token (a token with read and write scope)\n',
+        'ccm: no DigitalOcean API token; set env DO_ACCESS_TOKEN or Secret kube-system/digitalocean, key access-token (a token with read and write scope)',
       );
       expect(sim.requests).toEqual([]);
     });
