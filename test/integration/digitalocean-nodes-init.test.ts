@@ -174,11 +174,11 @@ describe('ccm nodes init --provider digitalocean', () => {
       await nodesAtRisk();
       sim.fault({ path: '/v2/droplets', page: 3, hang: true, times: 100 });
       const run = await nodesInit({
-        env: { DO_API_TIMEOUT_SECONDS: '0.5' },
+        env: { DO_API_TIMEOUT_SECONDS: '1' },
         flags: ['--deletion-grace-period', '0s', '--json'],
       });
       expect(run.exitCode).toBe(1);
-      expect(JSON.parse(run.stdout).listingError).toContain('page=3&per_page=200: timed out after 500 ms');
+      expect(JSON.parse(run.stdout).listingError).toContain('page=3&per_page=200: timed out after 1000 ms');
       expect(await exists('really-gone')).toBe(true);
       expect(run.writes.filter((w) => w.verb === 'delete')).toEqual([]);
     });

@@ -16,6 +16,20 @@ const fixture = (name: string) =>
 const DROPLET_TEMPLATE = fixture('droplet.json');
 const LB_TEMPLATE = fixture('load-balancer.json');
 
+/** The operations the simulator answers; any other is a violation. */
+const IMPLEMENTED = [
+  'account_get',
+  'droplets_list',
+  'droplets_get',
+  'loadBalancers_list',
+  'loadBalancers_create',
+  'loadBalancers_get',
+  'loadBalancers_update',
+  'loadBalancers_delete',
+  'loadBalancers_add_droplets',
+  'loadBalancers_remove_droplets',
+] as const;
+
 export interface DropletInput {
   id?: number;
   name: string;
@@ -116,6 +130,7 @@ export class DigitalOceanSimulator {
 
   static async start(options: SimulatorOptions = {}): Promise<DigitalOceanSimulator> {
     const spec = await SpecChecker.load();
+    spec.warm(IMPLEMENTED);
     const server = createServer();
     const sim = new DigitalOceanSimulator(server, spec, options);
     server.on('request', (req, res) => {

@@ -25,7 +25,8 @@ function provider(overrides: Partial<DigitalOceanClientOptions> = {}) {
   return createDigitalOcean({
     token: sim.token,
     baseUrl: sim.url,
-    timeoutMs: 2_000,
+    // Generous: the machine running the tests may be busy; the timeout tests set their own.
+    timeoutMs: 20_000,
     http: { backoff: { baseMs: 5, maxMs: 20 } },
     ...overrides,
   });
@@ -120,11 +121,11 @@ describe('listing droplets', () => {
   it('throws when a page times out, after its retries', async () => {
     fleet(250);
     sim.fault({ path: '/v2/droplets', page: 2, hang: true, times: 2 });
-    const err = await provider({ timeoutMs: 300, http: { retries: 1, backoff: { baseMs: 5 } } })
+    const err = await provider({ timeoutMs: 1_000, http: { retries: 1, backoff: { baseMs: 5 } } })
       .instances.list()
       .catch((e) => e);
     expect(err).toBeInstanceOf(RetryableError);
-    expect(err.message).toContain('page=2&per_page=200: timed out after 300 ms, gave up after 2 attempts');
+    expect(err.message).toContain('page=2&per_page=200: timed out after 1000 ms, gave up after 2 attempts');
   });
 
   it('waits out a slow page that answers within the timeout', async () => {
