@@ -170,7 +170,8 @@ function explain(err: unknown, what: string): unknown {
     return new UnauthorizedError(`DigitalOcean ${what} failed (${request}): ${advice} (${CREDENTIAL_HINT})`);
   }
   const message = `DigitalOcean ${what} failed: ${err.message}`;
-  if (err instanceof RetryableError) return new RetryableError(message, err.retryAfterMs);
+  if (err instanceof RetryableError)
+    return new RetryableError(`${message}; try again later`, err.retryAfterMs);
   if (err instanceof NotFoundError) return new NotFoundError(message);
   return new InvalidConfigError(message);
 }

@@ -114,7 +114,7 @@ describe('listing droplets', () => {
       .catch((e) => e);
     expect(err).toBeInstanceOf(RetryableError);
     expect(err.message).toMatch(
-      /^DigitalOcean listing droplets failed: GET \/v2\/droplets\?page=2&per_page=200: 500 Internal Server Error \(Unexpected server-side error\), gave up after 5 attempts$/,
+      /^DigitalOcean listing droplets failed: GET \/v2\/droplets\?page=2&per_page=200: 500 Internal Server Error \(Unexpected server-side error\), gave up after 5 attempts; try again later$/,
     );
   });
 
@@ -153,7 +153,7 @@ describe('listing droplets', () => {
       .catch((e) => e);
     expect(err).toBeInstanceOf(RetryableError);
     expect(err.message).toMatch(
-      /429 Too Many Requests \(API Rate limit exceeded\.\), the cloud asks to retry in 36\d\d s$/,
+      /429 Too Many Requests \(API Rate limit exceeded\.\), the cloud asks to retry in 36\d\d s; try again later$/,
     );
     expect(err.retryAfterMs).toBeGreaterThan(3_500_000);
     expect(listings()).toHaveLength(2);
