@@ -3,7 +3,7 @@
  * digitalocean/openapi) as a validator of every request and response that crosses the simulator,
  * through openapi-backend (ajv underneath, formats from ajv-formats).
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import addFormats from 'ajv-formats';
 import { load } from 'js-yaml';
@@ -27,6 +27,11 @@ export class SpecChecker {
   /** Loads and prepares the document once per process (about two seconds). */
   static load(): Promise<SpecChecker> {
     loading ??= (async () => {
+      if (!existsSync(SPEC_PATH)) {
+        throw new Error(
+          `DigitalOcean's OpenAPI document is not at ${SPEC_PATH}; the tests expect shared/specs beside the repository`,
+        );
+      }
       const definition = load(readFileSync(SPEC_PATH, 'utf8')) as Document;
       const api = new OpenAPIBackend({
         definition,
