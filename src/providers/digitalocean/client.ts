@@ -1,0 +1,177 @@
+import {
+  InvalidConfigError,
+  isProviderError,
+  NotFoundError,
+  RetryableError,
+  UnauthorizedError,
+} from '../errors.js';
+import { HttpClient, type HttpClientOptions, httpStatus, type QueryValue } from '../http.js';
+import { DEFAULT_API_URL } from './credentials.js';
+
+/** DigitalOcean's maximum page size: 5,000 droplets are 25 requests. */
+export const PER_PAGE = 200;
+const MAX_PAGES = 10_000;
+const CREDENTIAL_HINT = 'env DO_ACCESS_TOKEN or Secret kube-system/digitalocean, key access-token';
+
+export interface DigitalOceanClientOptions {
+  token: string;
+  baseUrl?: string;
+  timeoutMs?: number;
+  onCloudCall?: (what: string) => void;
+  /** Seams for tests: timers, backoff, retries. */
+  http?: Pick<HttpClientOptions, 'sleep' | 'backoff' | 'retries' | 'now' | 'maxRetryAfterMs'>;
+}
+
+/** Every collection answer: `{<key>: [...], links: {pages: {next}}, meta: {total}}`. */
+interface Page {
+  links?: { pages?: { next?: string } };
+  meta?: { total?: number };
+  [key: string]: unknown;
+}
+
+/** The DigitalOcean API's error body (components/schemas/error). */
+function isDigitalOceanNotFound(body: unknown): boolean {
+  return typeof body === 'object' && body !== null && (body as { id?: unknown }).id === 'not_found';
+}
+
+/**
+ * The DigitalOcean API (v2) over the shared HTTP client: bearer token, pagination through
+ * `links.pages.next`, and errors that say which call failed and what to do about it. Rate limits
+ * (429 with retry-after, ratelimit-reset) and retries on 5xx are the shared client's.
+ */
+export class DigitalOceanClient {
+  private readonly http: HttpClient;
+
+  constructor(options: DigitalOceanClientOptions) {
+    const { token } = options;
+    if (!token.trim()) {
+      throw new InvalidConfigError(
+        `no DigitalOcean API token; set ${CREDENTIAL_HINT} (a token with read and write scope)`,
+      );
+    }
+    if (/\s/.test(token) || [...token].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)) {
+      throw new InvalidConfigError(
+        'the DigitalOcean API token contains whitespace or control characters; paste it again without them',
+      );
+    }
+    const baseUrl = options.baseUrl?.trim() || DEFAULT_API_URL;
+    let parsed: URL;
+    try {
+      parsed = new URL(baseUrl);
+    } catch {
+      throw new InvalidConfigError(
+        `DigitalOcean API URL "${baseUrl}" is not a URL; set DO_OVERRIDE_URL or --cloud-api-url to e.g. ${DEFAULT_API_URL}`,
+      );
+    }
+    if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
+      throw new InvalidConfigError(
+        `DigitalOcean API URL "${baseUrl}" is not http(s); set DO_OVERRIDE_URL or --cloud-api-url to e.g. ${DEFAULT_API_URL}`,
+      );
+    }
+    this.http = new HttpClient({
+      ...options.http,
+      baseUrl,
+      ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+      authorize: ({ headers }) => {
+        headers.set('authorization', `Bearer ${token}`);
+      },
+      secrets: () => [token],
+      userAgent: 'ccm (digitalocean)',
+      isNotFound: isDigitalOceanNotFound,
+      onRequest: (info) => options.onCloudCall?.(`${info.method} ${info.path}`),
+    });
+  }
+
+  async get<T>(what: string, path: string, signal?: AbortSignal): Promise<T> {
+    return this.call<T>(what, 'GET', path, undefined, signal);
+  }
+
+  async call<T>(
+    what: string,
+    method: string,
+    path: string,
+    body?: unknown,
+    signal?: AbortSignal,
+    query?: Record<string, QueryValue>,
+  ): Promise<T> {
+    try {
+      const res = await this.http.request<T>(method, path, {
+        ...(body !== undefined ? { body } : {}),
+        ...(query ? { query } : {}),
+        ...(signal ? { signal } : {}),
+      });
+      return res.body;
+    } catch (err) {
+      throw explain(err, what);
+    }
+  }
+
+  /**
+   * Every item of a collection, following `links.pages.next` with per_page=200. Offset pages shift
+   * when something is created or deleted meanwhile (an item is skipped or seen twice); `meta.total`
+   * and the ids tell, and such a sweep is read once more, then refused: a caller may read absence
+   * from this listing, so it is either whole or an error.
+   */
+  async listAll<T extends { id: number | string }>(
+    what: string,
+    path: string,
+    key: string,
+    signal?: AbortSignal,
+  ): Promise<T[]> {
+    let problem = '';
+    for (let sweep = 1; sweep <= 2; sweep++) {
+      const items: T[] = [];
+      const totals = new Set<number>();
+      let next: string | undefined = path;
+      let query: Record<string, QueryValue> | undefined = { per_page: PER_PAGE };
+      for (let pages = 0; next !== undefined; pages++) {
+        if (pages >= MAX_PAGES) {
+          throw new InvalidConfigError(
+            `DigitalOcean ${what}: more than ${MAX_PAGES} pages; the API URL does not behave like DigitalOcean's`,
+          );
+        }
+        const page: Page = await this.call<Page>(what, 'GET', next, undefined, signal, query);
+        const found = page?.[key];
+        if (!Array.isArray(found)) {
+          throw new InvalidConfigError(
+            `DigitalOcean ${what}: the answer has no "${key}" list; check that the API URL is DigitalOcean's`,
+          );
+        }
+        items.push(...(found as T[]));
+        if (typeof page.meta?.total === 'number') totals.add(page.meta.total);
+        const link = page.links?.pages?.next;
+        next = link && link !== next ? link : undefined;
+        query = undefined; // the link carries the query
+      }
+      const unique = new Set(items.map((item) => item.id)).size;
+      const [total] = totals;
+      if (unique === items.length && totals.size <= 1 && (total === undefined || total === unique)) {
+        return items;
+      }
+      problem = `read ${items.length} items (${unique} distinct) while the API counted ${[...totals].join(' then ')}`;
+    }
+    throw new RetryableError(
+      `DigitalOcean ${what}: the listing changed while it was read, twice (${problem}); nothing is concluded from it, try again`,
+      5_000,
+    );
+  }
+}
+
+/** Which call failed, why, and what to do; same error kind, never the token. */
+function explain(err: unknown, what: string): unknown {
+  if (!isProviderError(err)) return err;
+  const status = httpStatus(err);
+  if (err instanceof UnauthorizedError) {
+    const request = err.message.split(': the cloud refused the credentials')[0];
+    const advice =
+      status === 403
+        ? 'the token is not allowed to do this; create one with read and write scope'
+        : 'the token is invalid or revoked; create one with read and write scope';
+    return new UnauthorizedError(`DigitalOcean ${what} failed (${request}): ${advice} (${CREDENTIAL_HINT})`);
+  }
+  const message = `DigitalOcean ${what} failed: ${err.message}`;
+  if (err instanceof RetryableError)
+    return new RetryableError(`${message}; try again later`, err.retryAfterMs);
+  if (err instanceof NotFoundError) return new NotFoundError(message);
+  return new InvalidConfigError(message);
+}

@@ -1,0 +1,54 @@
+import { InvalidConfigError } from '../errors.js';
+import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../types.js';
+import { DigitalOceanClient, type DigitalOceanClientOptions } from './client.js';
+import { credentials, DEFAULT_TIMEOUT_SECONDS } from './credentials.js';
+import { dropletInstances, SCHEME } from './instances.js';
+import { doLoadBalancers } from './load-balancers.js';
+
+/** DigitalOcean: droplets as instances, load balancers, token credentials as its own controller reads them. */
+export const digitalocean: ProviderDefinition = {
+  name: 'digitalocean',
+  providerIdScheme: SCHEME,
+  description: 'DigitalOcean: droplets and load balancers through the DigitalOcean API (v2)',
+  credentials,
+  apiUrlField: 'apiUrl',
+  // Droplet names do not resolve in DNS: the API server reaches kubelets by IP.
+  clusterFlags: { kubeApiserver: { 'kubelet-preferred-address-types': 'InternalIP,ExternalIP,Hostname' } },
+  create(values: ProviderValues, deps: ProviderDeps): Provider {
+    return createDigitalOcean({
+      token: values.token ?? '',
+      ...(values.apiUrl ? { baseUrl: values.apiUrl } : {}),
+      timeoutMs: timeoutSeconds(values.timeoutSeconds) * 1000,
+      ...(deps.onCloudCall ? { onCloudCall: deps.onCloudCall } : {}),
+    });
+  },
+};
+
+/** The provider over a client built from these options (tests pass timer seams here). */
+export function createDigitalOcean(options: DigitalOceanClientOptions): Provider {
+  const client = new DigitalOceanClient(options);
+  return {
+    name: 'digitalocean',
+    providerIdScheme: SCHEME,
+    instances: dropletInstances(client),
+    loadBalancers: doLoadBalancers(client),
+    async verifyCredentials(signal) {
+      const { account } = await client.get<{
+        account: { email: string; status: string; team?: { name?: string } };
+      }>('checking the token (GET /v2/account)', '/v2/account', signal);
+      const team = account.team?.name ? `, team ${account.team.name}` : '';
+      return `DigitalOcean account ${account.email}${team} (status ${account.status})`;
+    },
+  };
+}
+
+function timeoutSeconds(value: string | undefined): number {
+  if (value === undefined || value.trim() === '') return DEFAULT_TIMEOUT_SECONDS;
+  const n = Number(value);
+  if (!/^\d+(\.\d+)?$/.test(value.trim()) || !(n > 0) || n > 600) {
+    throw new InvalidConfigError(
+      `DO_API_TIMEOUT_SECONDS "${value}" is not a number of seconds from 0 to 600; use e.g. 30`,
+    );
+  }
+  return n;
+}

@@ -1,0 +1,99 @@
+import { InvalidConfigError } from '../errors.js';
+import { formatProviderID, parseProviderID } from '../provider-id.js';
+import type { Instance, InstanceState, Instances, NodeAddress } from '../types.js';
+import type { DigitalOceanClient } from './client.js';
+
+export const SCHEME = 'digitalocean';
+
+/** The fields of components/schemas/droplet that ccm reads. */
+export interface Droplet {
+  id: number;
+  name: string;
+  status: 'new' | 'active' | 'off' | 'archive';
+  size_slug: string;
+  region: { slug: string };
+  networks: {
+    v4?: { ip_address: string; type: 'public' | 'private' }[];
+    v6?: { ip_address: string; type: 'public' }[];
+  };
+  vpc_uuid?: string;
+}
+
+/** The droplet id of a `digitalocean://<id>` provider ID; anything else is not ours to read as gone. */
+export function dropletIdFromProviderID(providerID: string): number {
+  const parsed = parseProviderID(providerID);
+  if (!parsed || parsed.scheme !== SCHEME || parsed.location !== '' || !/^[1-9]\d{0,15}$/.test(parsed.id)) {
+    throw new InvalidConfigError(
+      `provider ID ${JSON.stringify(providerID)} is not a DigitalOcean provider ID (${SCHEME}://<droplet id>)`,
+    );
+  }
+  return Number(parsed.id);
+}
+
+const STATES: Record<Droplet['status'], InstanceState> = {
+  new: 'running',
+  active: 'running',
+  off: 'stopped',
+  // Archived droplets still exist (and are billed); only a 404 is "gone".
+  archive: 'stopped',
+};
+
+export function fromDroplet(droplet: Droplet): Instance {
+  const v4 = droplet.networks?.v4 ?? [];
+  const v6 = droplet.networks?.v6 ?? [];
+  const addresses: NodeAddress[] = [
+    ...v4.filter((n) => n.type === 'private').map((n) => internal(n.ip_address)),
+    ...v4.filter((n) => n.type === 'public').map((n) => external(n.ip_address)),
+    ...v6.filter((n) => n.type === 'public').map((n) => external(n.ip_address)),
+    { type: 'Hostname', address: droplet.name },
+  ];
+  return {
+    providerID: formatProviderID(SCHEME, String(droplet.id)),
+    name: droplet.name,
+    state: STATES[droplet.status] ?? 'running',
+    type: droplet.size_slug ?? '',
+    region: droplet.region?.slug ?? '',
+    zone: '',
+    addresses,
+    labels: {},
+  };
+}
+
+function internal(address: string): NodeAddress {
+  return { type: 'InternalIP', address };
+}
+function external(address: string): NodeAddress {
+  return { type: 'ExternalIP', address };
+}
+
+/** Droplets: one paginated listing per pass; `get` reads one droplet, 404 (not_found) is gone. */
+export function dropletInstances(client: DigitalOceanClient): Instances {
+  return {
+    async list(signal) {
+      const droplets = await listDroplets(client, signal);
+      return droplets.map(fromDroplet);
+    },
+    async get(providerID, signal) {
+      const droplet = await getDroplet(client, dropletIdFromProviderID(providerID), signal);
+      return fromDroplet(droplet);
+    },
+  };
+}
+
+export function listDroplets(client: DigitalOceanClient, signal?: AbortSignal): Promise<Droplet[]> {
+  return client.listAll<Droplet>('listing droplets', '/v2/droplets', 'droplets', signal);
+}
+
+export async function getDroplet(
+  client: DigitalOceanClient,
+  id: number,
+  signal?: AbortSignal,
+): Promise<Droplet> {
+  const body = await client.get<{ droplet?: Droplet }>(`reading droplet ${id}`, `/v2/droplets/${id}`, signal);
+  if (!body?.droplet || body.droplet.id !== id) {
+    throw new InvalidConfigError(
+      `DigitalOcean reading droplet ${id}: the answer holds no such droplet; check that the API URL is DigitalOcean's`,
+    );
+  }
+  return body.droplet;
+}

@@ -1,0 +1,563 @@
+import { InvalidConfigError, isNotFound, NotFoundError, RetryableError } from '../errors.js';
+import { parseProviderID } from '../provider-id.js';
+import type { LoadBalancerNode, LoadBalancerRequest, LoadBalancerStatus, LoadBalancers } from '../types.js';
+import {
+  bool,
+  CERTIFICATE_ID,
+  DISOWN,
+  ENABLE_BACKEND_KEEPALIVE,
+  ENABLE_PROXY_PROTOCOL,
+  HEALTHCHECK_HEALTHY,
+  HEALTHCHECK_INTERVAL,
+  HEALTHCHECK_PATH,
+  HEALTHCHECK_PORT,
+  HEALTHCHECK_PROTOCOL,
+  HEALTHCHECK_TIMEOUT,
+  HEALTHCHECK_UNHEALTHY,
+  HOSTNAME,
+  HTTP_IDLE_TIMEOUT_SECONDS,
+  integer,
+  invalid,
+  LOAD_BALANCER_ID,
+  NAME,
+  oneOf,
+  PROTOCOL,
+  ports,
+  REDIRECT_HTTP_TO_HTTPS,
+  SIZE_UNIT,
+  STICKY_SESSIONS_COOKIE_NAME,
+  STICKY_SESSIONS_COOKIE_TTL,
+  STICKY_SESSIONS_TYPE,
+  TLS_PASSTHROUGH,
+  TLS_PORTS,
+  text,
+} from './annotations.js';
+import type { DigitalOceanClient } from './client.js';
+import { dropletIdFromProviderID, getDroplet, listDroplets, SCHEME } from './instances.js';
+
+/** components/schemas/forwarding_rule */
+export interface ForwardingRule {
+  entry_protocol: 'http' | 'https' | 'http2' | 'tcp' | 'udp';
+  entry_port: number;
+  target_protocol: 'http' | 'https' | 'http2' | 'tcp' | 'udp';
+  target_port: number;
+  certificate_id?: string;
+  tls_passthrough?: boolean;
+}
+
+/** components/schemas/health_check */
+export interface HealthCheck {
+  protocol: 'http' | 'https' | 'tcp';
+  port: number;
+  path: string;
+  check_interval_seconds: number;
+  response_timeout_seconds: number;
+  unhealthy_threshold: number;
+  healthy_threshold: number;
+}
+
+/** components/schemas/sticky_sessions */
+export interface StickySessions {
+  type: 'none' | 'cookies';
+  cookie_name?: string;
+  cookie_ttl_seconds?: number;
+}
+
+/** The fields of components/schemas/load_balancer that ccm sets or reads. */
+export interface DoLoadBalancer {
+  id: string;
+  name: string;
+  ip?: string;
+  ipv6?: string;
+  status?: 'new' | 'active' | 'errored';
+  region?: { slug: string };
+  droplet_ids?: number[];
+  forwarding_rules: ForwardingRule[];
+  health_check?: HealthCheck;
+  sticky_sessions?: StickySessions;
+  size_unit?: number;
+  redirect_http_to_https?: boolean;
+  enable_proxy_protocol?: boolean;
+  enable_backend_keepalive?: boolean;
+  http_idle_timeout_seconds?: number;
+  firewall?: { allow?: string[]; deny?: string[] };
+  vpc_uuid?: string;
+  /**
+   * Not in DigitalOcean's published OpenAPI document, but accepted and returned by the API: the
+   * official controller tags its load balancers `k8s:<cluster id>` the same way.
+   */
+  tags?: string[];
+}
+
+/** What ccm sets on a load balancer, from the Service alone (no cloud call). */
+interface Settings {
+  name: string;
+  forwarding_rules: ForwardingRule[];
+  health_check: HealthCheck;
+  sticky_sessions: StickySessions;
+  size_unit?: number;
+  redirect_http_to_https: boolean;
+  enable_proxy_protocol: boolean;
+  enable_backend_keepalive: boolean;
+  http_idle_timeout_seconds?: number;
+  firewall: { allow: string[]; deny: string[] };
+}
+
+/** What finds the load balancer and says whether ccm may touch it. */
+interface Identity {
+  name: string;
+  tag: string;
+  disown: boolean;
+  hostname?: string;
+}
+
+const TAG_PREFIX = 'k8s:';
+const TAG = /^[a-zA-Z0-9_\-:]+$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const PROVISIONING_RETRY_MS = 10_000;
+const ERRORED_RETRY_MS = 60_000;
+
+/** The ownership tag, `k8s:<cluster id>`, the official controller's format. */
+export function ownershipTag(clusterID: string): string {
+  const tag = `${TAG_PREFIX}${clusterID}`;
+  if (!clusterID || !TAG.test(tag) || tag.length > 255) {
+    throw new InvalidConfigError(
+      `cluster name ${JSON.stringify(clusterID)} cannot be a DigitalOcean tag; use letters, digits, "-", "_" and ":" (--cluster-name)`,
+    );
+  }
+  return tag;
+}
+
+/**
+ * The annotations that find the load balancer. Deliberately few, so that a Service with a broken
+ * protocol annotation can still be deleted.
+ */
+export function identify(req: LoadBalancerRequest): Identity {
+  const a = req.service.annotations;
+  const tag = ownershipTag(req.clusterID);
+  const id = text(a, LOAD_BALANCER_ID);
+  if (id !== undefined && !UUID.test(id)) throw invalid(LOAD_BALANCER_ID, id, 'a load balancer id (a UUID)');
+  const name = text(a, NAME) ?? req.name;
+  if (name.length > 255) throw invalid(NAME, name, 'a name of at most 255 characters');
+  const hostname = text(a, HOSTNAME);
+  return { name, tag, disown: bool(a, DISOWN), ...(hostname ? { hostname } : {}) };
+}
+
+/** Every annotation the load balancer's configuration depends on; a bad one fails before any cloud call. */
+export function settingsOf(req: LoadBalancerRequest): Settings {
+  const a = req.service.annotations;
+  const { name } = identify(req);
+
+  const sticky = oneOf(a, STICKY_SESSIONS_TYPE, ['none', 'cookies'] as const) ?? 'none';
+  const sticky_sessions: StickySessions = { type: sticky };
+  if (sticky === 'cookies') {
+    const cookie = text(a, STICKY_SESSIONS_COOKIE_NAME);
+    if (!cookie) {
+      throw new InvalidConfigError(
+        `Service annotation ${STICKY_SESSIONS_COOKIE_NAME} is required with ${STICKY_SESSIONS_TYPE}=cookies; set it to a cookie name`,
+      );
+    }
+    const ttl = integer(a, STICKY_SESSIONS_COOKIE_TTL, 1, 2_147_483_647);
+    if (ttl === undefined) {
+      throw new InvalidConfigError(
+        `Service annotation ${STICKY_SESSIONS_COOKIE_TTL} is required with ${STICKY_SESSIONS_TYPE}=cookies; set it to the cookie lifetime in seconds`,
+      );
+    }
+    sticky_sessions.cookie_name = cookie;
+    sticky_sessions.cookie_ttl_seconds = ttl;
+  }
+
+  const settings: Settings = {
+    name,
+    forwarding_rules: forwardingRules(req),
+    health_check: healthCheck(req),
+    sticky_sessions,
+    redirect_http_to_https: bool(a, REDIRECT_HTTP_TO_HTTPS),
+    enable_proxy_protocol: bool(a, ENABLE_PROXY_PROTOCOL),
+    enable_backend_keepalive: bool(a, ENABLE_BACKEND_KEEPALIVE),
+    firewall: {
+      allow: [...req.service.loadBalancerSourceRanges].map((cidr) => `cidr:${cidr}`).sort(),
+      deny: [],
+    },
+  };
+  const sizeUnit = integer(a, SIZE_UNIT, 1, 100);
+  if (sizeUnit !== undefined) settings.size_unit = sizeUnit;
+  const idle = integer(a, HTTP_IDLE_TIMEOUT_SECONDS, 30, 600);
+  if (idle !== undefined) settings.http_idle_timeout_seconds = idle;
+  return settings;
+}
+
+function forwardingRules(req: LoadBalancerRequest): ForwardingRule[] {
+  const a = req.service.annotations;
+  if (req.ports.length === 0) {
+    throw new InvalidConfigError(
+      `Service ${req.service.namespace}/${req.service.name} has no ports; a DigitalOcean load balancer needs at least one`,
+    );
+  }
+  const protocol = oneOf(a, PROTOCOL, ['tcp', 'http', 'https', 'http2'] as const) ?? 'tcp';
+  const certificate = text(a, CERTIFICATE_ID);
+  const passthrough = bool(a, TLS_PASSTHROUGH);
+  if (certificate && passthrough) {
+    throw new InvalidConfigError(
+      `Service annotations ${CERTIFICATE_ID} and ${TLS_PASSTHROUGH}=true exclude each other; keep one`,
+    );
+  }
+  const servicePorts = new Set(req.ports.map((p) => p.port));
+  let tlsPorts = ports(a, TLS_PORTS);
+  for (const port of tlsPorts ?? []) {
+    if (!servicePorts.has(port)) throw invalid(TLS_PORTS, a[TLS_PORTS] ?? '', 'ports of the Service');
+  }
+  // The official controller's rule: TLS settings without tls-ports mean port 443.
+  if (!tlsPorts && (certificate || passthrough)) tlsPorts = [443];
+  const tls = new Set(tlsPorts ?? []);
+
+  return [...req.ports]
+    .sort((x, y) => x.port - y.port)
+    .map((port): ForwardingRule => {
+      if (port.protocol === 'SCTP') {
+        throw new InvalidConfigError(
+          `Service port ${port.name || port.port} is SCTP; DigitalOcean load balancers forward TCP and UDP only`,
+        );
+      }
+      if (port.protocol === 'UDP') {
+        return {
+          entry_protocol: 'udp',
+          entry_port: port.port,
+          target_protocol: 'udp',
+          target_port: port.nodePort,
+        };
+      }
+      const entry = tls.has(port.port) ? 'https' : protocol;
+      if (entry === 'tcp' || entry === 'http') {
+        return {
+          entry_protocol: entry,
+          entry_port: port.port,
+          target_protocol: entry,
+          target_port: port.nodePort,
+        };
+      }
+      if (passthrough) {
+        return {
+          entry_protocol: entry,
+          entry_port: port.port,
+          target_protocol: entry,
+          target_port: port.nodePort,
+          tls_passthrough: true,
+        };
+      }
+      if (!certificate) {
+        throw new InvalidConfigError(
+          `Service port ${port.port} uses ${entry}; set Service annotation ${CERTIFICATE_ID} (a DigitalOcean certificate id) or ${TLS_PASSTHROUGH}=true`,
+        );
+      }
+      return {
+        entry_protocol: entry,
+        entry_port: port.port,
+        target_protocol: 'http',
+        target_port: port.nodePort,
+        certificate_id: certificate,
+      };
+    });
+}
+
+function healthCheck(req: LoadBalancerRequest): HealthCheck {
+  const a = req.service.annotations;
+  const local = req.service.externalTrafficPolicy === 'Local' && req.service.healthCheckNodePort;
+  const portAnnotation = integer(a, HEALTHCHECK_PORT, 1, 65535);
+  let port: number;
+  if (portAnnotation !== undefined) {
+    const found = req.ports.find((p) => p.port === portAnnotation);
+    if (!found) throw invalid(HEALTHCHECK_PORT, String(portAnnotation), 'a port of the Service');
+    port = found.nodePort;
+  } else {
+    port = local
+      ? (req.service.healthCheckNodePort ?? 0)
+      : ([...req.ports].sort((x, y) => x.port - y.port)[0]?.nodePort ?? 0);
+  }
+  // kube-proxy answers /healthz on the health check node port for externalTrafficPolicy Local.
+  const viaKubeProxy = local && portAnnotation === undefined;
+  return {
+    protocol:
+      oneOf(a, HEALTHCHECK_PROTOCOL, ['tcp', 'http', 'https'] as const) ?? (viaKubeProxy ? 'http' : 'tcp'),
+    port,
+    path: text(a, HEALTHCHECK_PATH) ?? (viaKubeProxy ? '/healthz' : '/'),
+    check_interval_seconds: integer(a, HEALTHCHECK_INTERVAL, 3, 300) ?? 3,
+    response_timeout_seconds: integer(a, HEALTHCHECK_TIMEOUT, 3, 300) ?? 5,
+    unhealthy_threshold: integer(a, HEALTHCHECK_UNHEALTHY, 2, 10) ?? 3,
+    healthy_threshold: integer(a, HEALTHCHECK_HEALTHY, 2, 10) ?? 5,
+  };
+}
+
+function owned(lb: DoLoadBalancer, tag: string): boolean {
+  return (lb.tags ?? []).includes(tag);
+}
+
+function describe(lb: DoLoadBalancer): string {
+  return `load balancer ${lb.name} (${lb.id})`;
+}
+
+/** The Service's status from an active load balancer; in-progress and errored states are errors. */
+function statusOf(lb: DoLoadBalancer, hostname: string | undefined): LoadBalancerStatus {
+  if (lb.status === 'errored') {
+    throw new RetryableError(
+      `DigitalOcean reports ${describe(lb)} as errored; look at it in the DigitalOcean control panel (fix or delete it), ccm checks again in ${ERRORED_RETRY_MS / 1000} s`,
+      ERRORED_RETRY_MS,
+    );
+  }
+  if (lb.status !== 'active' || !lb.ip) {
+    throw new RetryableError(
+      `${describe(lb)} is still being set up at DigitalOcean (status ${lb.status ?? 'unknown'}); ccm checks again in ${PROVISIONING_RETRY_MS / 1000} s`,
+      PROVISIONING_RETRY_MS,
+    );
+  }
+  const ingress = hostname ? [{ hostname }] : [{ ip: lb.ip }, ...(lb.ipv6 ? [{ ip: lb.ipv6 }] : [])];
+  return { ingress, annotations: { [LOAD_BALANCER_ID]: lb.id } };
+}
+
+function sameRule(x: ForwardingRule, y: ForwardingRule): boolean {
+  return (
+    x.entry_protocol === y.entry_protocol &&
+    x.entry_port === y.entry_port &&
+    x.target_protocol === y.target_protocol &&
+    x.target_port === y.target_port &&
+    (x.certificate_id ?? '') === (y.certificate_id ?? '') &&
+    (x.tls_passthrough ?? false) === (y.tls_passthrough ?? false)
+  );
+}
+
+function sameNumbers(x: readonly number[] = [], y: readonly number[] = []): boolean {
+  const a = [...new Set(x)].sort((p, q) => p - q);
+  const b = [...new Set(y)].sort((p, q) => p - q);
+  return a.length === b.length && a.every((v, i) => v === b[i]);
+}
+
+/** A tcp check has no path: the API may keep or drop it, neither is a difference. */
+function sameHealthCheck(have: HealthCheck, want: HealthCheck): boolean {
+  return (Object.keys(want) as (keyof HealthCheck)[]).every(
+    (k) => (k === 'path' && want.protocol === 'tcp') || have[k] === want[k],
+  );
+}
+
+/** Whether the load balancer already is what the Service asks for. */
+function upToDate(lb: DoLoadBalancer, want: Settings, droplets: number[]): boolean {
+  const rules = lb.forwarding_rules ?? [];
+  const hc = lb.health_check;
+  const sticky = lb.sticky_sessions ?? { type: 'none' };
+  const allow = [...(lb.firewall?.allow ?? [])].sort();
+  return (
+    lb.name === want.name &&
+    rules.length === want.forwarding_rules.length &&
+    want.forwarding_rules.every((rule) => rules.some((r) => sameRule(r, rule))) &&
+    hc !== undefined &&
+    sameHealthCheck(hc, want.health_check) &&
+    sticky.type === want.sticky_sessions.type &&
+    (want.sticky_sessions.type === 'none' ||
+      (sticky.cookie_name === want.sticky_sessions.cookie_name &&
+        sticky.cookie_ttl_seconds === want.sticky_sessions.cookie_ttl_seconds)) &&
+    (want.size_unit === undefined || lb.size_unit === want.size_unit) &&
+    (lb.redirect_http_to_https ?? false) === want.redirect_http_to_https &&
+    (lb.enable_proxy_protocol ?? false) === want.enable_proxy_protocol &&
+    (lb.enable_backend_keepalive ?? false) === want.enable_backend_keepalive &&
+    (want.http_idle_timeout_seconds === undefined ||
+      lb.http_idle_timeout_seconds === want.http_idle_timeout_seconds) &&
+    allow.length === want.firewall.allow.length &&
+    allow.every((rule, i) => rule === want.firewall.allow[i]) &&
+    (lb.firewall?.deny ?? []).length === 0 &&
+    sameNumbers(lb.droplet_ids, droplets)
+  );
+}
+
+/**
+ * Load balancers through /v2/load_balancers. ccm only ever touches a load balancer that carries its
+ * cluster's tag (`k8s:<cluster id>`): one made by hand, by another cluster or by a controller without
+ * this cluster's identity is never adopted, changed or deleted.
+ */
+export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
+  /** This Service's load balancer: by the id annotation first, else by name; only with our tag. */
+  async function find(
+    req: LoadBalancerRequest,
+    who: Identity,
+    foreignById: 'refuse' | 'skip',
+    signal?: AbortSignal,
+  ): Promise<DoLoadBalancer | undefined> {
+    const id = text(req.service.annotations, LOAD_BALANCER_ID);
+    if (id) {
+      let lb: DoLoadBalancer | undefined;
+      try {
+        lb = (
+          await client.get<{ load_balancer: DoLoadBalancer }>(
+            `reading load balancer ${id}`,
+            `/v2/load_balancers/${id}`,
+            signal,
+          )
+        ).load_balancer;
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+      if (lb && owned(lb, who.tag)) return lb;
+      if (lb && foreignById === 'refuse') {
+        throw new InvalidConfigError(
+          `Service annotation ${LOAD_BALANCER_ID} names ${describe(lb)}, which does not carry this cluster's tag ${who.tag}; ccm does not take over load balancers it did not create: remove the annotation to get a new one`,
+        );
+      }
+    }
+    const all = await client.listAll<DoLoadBalancer>(
+      'listing load balancers',
+      '/v2/load_balancers',
+      'load_balancers',
+      signal,
+    );
+    const ours = all.filter((lb) => lb.name === who.name && owned(lb, who.tag));
+    if (ours.length > 1) {
+      throw new InvalidConfigError(
+        `${ours.length} DigitalOcean load balancers named ${who.name} carry tag ${who.tag} (${ours.map((lb) => lb.id).join(', ')}); delete the extra ones or set ${LOAD_BALANCER_ID} to the one to keep`,
+      );
+    }
+    return ours[0];
+  }
+
+  /** Droplet ids of the backend Nodes: by provider ID, else by a unique droplet name (never a guess). */
+  async function backendDroplets(
+    nodes: readonly LoadBalancerNode[],
+    signal?: AbortSignal,
+  ): Promise<number[]> {
+    const ids = new Set<number>();
+    const unnamed: string[] = [];
+    for (const node of nodes) {
+      if (!node.providerID) unnamed.push(node.name);
+      else if (parseProviderID(node.providerID)?.scheme === SCHEME)
+        ids.add(dropletIdFromProviderID(node.providerID));
+    }
+    if (unnamed.length > 0) {
+      const byName = new Map<string, number[]>();
+      for (const droplet of await listDroplets(client, signal)) {
+        const key = droplet.name.toLowerCase();
+        byName.set(key, [...(byName.get(key) ?? []), droplet.id]);
+      }
+      for (const name of unnamed) {
+        const matches = byName.get(name.toLowerCase()) ?? [];
+        if (matches.length === 1 && matches[0] !== undefined) ids.add(matches[0]);
+      }
+    }
+    return [...ids].sort((a, b) => a - b);
+  }
+
+  return {
+    async get(req, signal) {
+      const who = identify(req);
+      const lb = await find(req, who, 'skip', signal);
+      if (!lb) return undefined;
+      if (lb.status !== 'active' || !lb.ip)
+        return { ingress: [], annotations: { [LOAD_BALANCER_ID]: lb.id } };
+      return statusOf(lb, who.hostname);
+    },
+
+    async ensure(req, signal) {
+      const who = identify(req);
+      const settings = settingsOf(req);
+      const lb = await find(req, who, 'refuse', signal);
+      if (who.disown) {
+        if (!lb) {
+          throw new InvalidConfigError(
+            `Service annotation ${DISOWN}=true, and the Service has no load balancer of this cluster; remove the annotation to let ccm create one`,
+          );
+        }
+        return statusOf(lb, who.hostname);
+      }
+      // Still being created, or errored: nothing is changed until DigitalOcean is done with it.
+      if (lb && lb.status !== 'active') return statusOf(lb, who.hostname);
+      const droplets = await backendDroplets(req.nodes, signal);
+      if (!lb) {
+        const first = droplets[0];
+        if (first === undefined) {
+          throw new RetryableError(
+            `Service ${req.service.namespace}/${req.service.name}: no backend Node has a DigitalOcean droplet yet, so the load balancer's region is unknown; ccm tries again when Nodes are initialised`,
+            PROVISIONING_RETRY_MS,
+          );
+        }
+        let droplet: Awaited<ReturnType<typeof getDroplet>>;
+        try {
+          droplet = await getDroplet(client, first, signal);
+        } catch (err) {
+          if (err instanceof NotFoundError) throw new RetryableError(err.message, PROVISIONING_RETRY_MS);
+          throw err;
+        }
+        const created = (
+          await client.call<{ load_balancer: DoLoadBalancer }>(
+            `creating load balancer ${settings.name}`,
+            'POST',
+            '/v2/load_balancers',
+            {
+              ...settings,
+              region: droplet.region.slug,
+              ...(droplet.vpc_uuid ? { vpc_uuid: droplet.vpc_uuid } : {}),
+              droplet_ids: droplets,
+              tags: [who.tag],
+            },
+            signal,
+          )
+        ).load_balancer;
+        return statusOf(created, who.hostname);
+      }
+      if (upToDate(lb, settings, droplets)) return statusOf(lb, who.hostname);
+      const updated = (
+        await client.call<{ load_balancer: DoLoadBalancer }>(
+          `updating ${describe(lb)}`,
+          'PUT',
+          `/v2/load_balancers/${lb.id}`,
+          {
+            ...settings,
+            region: lb.region?.slug,
+            ...(lb.vpc_uuid ? { vpc_uuid: lb.vpc_uuid } : {}),
+            droplet_ids: droplets,
+            tags: [who.tag],
+          },
+          signal,
+        )
+      ).load_balancer;
+      return statusOf(updated, who.hostname);
+    },
+
+    async updateNodes(req, signal) {
+      const who = identify(req);
+      const lb = await find(req, who, 'refuse', signal);
+      if (!lb || who.disown) return;
+      // An errored load balancer is reported, not changed.
+      if (lb.status === 'errored') statusOf(lb, who.hostname);
+      const want = await backendDroplets(req.nodes, signal);
+      const have = new Set(lb.droplet_ids ?? []);
+      const add = want.filter((id) => !have.has(id));
+      const remove = [...have].filter((id) => !want.includes(id)).sort((a, b) => a - b);
+      const path = `/v2/load_balancers/${lb.id}/droplets`;
+      if (add.length > 0) {
+        await client.call(`adding droplets to ${describe(lb)}`, 'POST', path, { droplet_ids: add }, signal);
+      }
+      if (remove.length > 0) {
+        await client.call(
+          `removing droplets from ${describe(lb)}`,
+          'DELETE',
+          path,
+          { droplet_ids: remove },
+          signal,
+        );
+      }
+    },
+
+    async delete(req, signal) {
+      const who = identify(req);
+      const lb = await find(req, who, 'skip', signal);
+      if (!lb || who.disown) return;
+      try {
+        await client.call(
+          `deleting ${describe(lb)}`,
+          'DELETE',
+          `/v2/load_balancers/${lb.id}`,
+          undefined,
+          signal,
+        );
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    },
+  };
+}

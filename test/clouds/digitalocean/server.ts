@@ -1,0 +1,601 @@
+/**
+ * A DigitalOcean API (v2) on 127.0.0.1 for tests: droplets, load balancers that move from new to
+ * active, the account, pagination (per_page, page, links.pages, meta.total), rate-limit headers and
+ * the burst limit, and injectable faults. Written from DigitalOcean's OpenAPI document; every request
+ * and every response is checked against it (SpecChecker) and each mismatch is kept in `violations`.
+ */
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Operation } from 'openapi-backend';
+import { SpecChecker } from './openapi.js';
+
+const fixture = (name: string) =>
+  JSON.parse(readFileSync(new URL(`../../fixtures/digitalocean/${name}`, import.meta.url), 'utf8'));
+const DROPLET_TEMPLATE = fixture('droplet.json');
+const LB_TEMPLATE = fixture('load-balancer.json');
+
+/** The operations the simulator answers; any other is a violation. */
+const IMPLEMENTED = [
+  'account_get',
+  'droplets_list',
+  'droplets_get',
+  'loadBalancers_list',
+  'loadBalancers_create',
+  'loadBalancers_get',
+  'loadBalancers_update',
+  'loadBalancers_delete',
+  'loadBalancers_add_droplets',
+  'loadBalancers_remove_droplets',
+] as const;
+
+export interface DropletInput {
+  id?: number;
+  name: string;
+  status?: 'new' | 'active' | 'off' | 'archive';
+  size?: string;
+  region?: string;
+  privateIP?: string;
+  publicIP?: string;
+  ipv6?: string;
+  vpc?: string;
+  tags?: string[];
+}
+
+export interface Fault {
+  method?: string;
+  /** Exact pathname, or a pattern over it. */
+  path?: string | RegExp;
+  /** For listings: only this page (page 1 when the query has none). */
+  page?: number;
+  /** How many matching requests it hits; default 1. */
+  times?: number;
+  /** Answer with this status and DigitalOcean's error body. */
+  status?: number;
+  /** With status 429: the retry-after header, in seconds. */
+  retryAfterSeconds?: number;
+  /** Answer this much later (a slow API). */
+  delayMs?: number;
+  /** Never answer (the client's timeout must end it). */
+  hang?: boolean;
+  /** Answer with this raw body instead (e.g. a proxy's HTML 404). */
+  raw?: { body: string; contentType: string };
+  /** Runs once the answer is sent: e.g. a droplet vanishes between two pages. */
+  after?: (sim: DigitalOceanSimulator) => void;
+}
+
+export interface RecordedRequest {
+  method: string;
+  /** Pathname and query as received. */
+  url: string;
+  /** Date.now() when it arrived and when its answer was sent. */
+  at: number;
+  answeredAt?: number;
+  status?: number;
+  authorization?: string;
+  body?: unknown;
+}
+
+interface Answer {
+  status: number;
+  body?: unknown;
+}
+
+type Json = Record<string, unknown>;
+
+const ERRORS: Record<number, [string, string]> = {
+  400: ['bad_request', 'The request could not be understood.'],
+  401: ['unauthorized', 'Unable to authenticate you.'],
+  404: ['not_found', 'The resource you were accessing could not be found.'],
+  422: ['unprocessable_entity', 'The request could not be processed.'],
+  429: ['too_many_requests', 'API Rate limit exceeded.'],
+  500: ['server_error', 'Unexpected server-side error'],
+  502: ['bad_gateway', 'Bad gateway.'],
+  503: ['service_unavailable', 'The service is temporarily unavailable.'],
+};
+
+export function errorBody(status: number, message?: string): Json {
+  const [id, text] = ERRORS[status] ?? ['error', 'Something went wrong.'];
+  return { id, message: message ?? text, request_id: randomUUID() };
+}
+
+export interface SimulatorOptions {
+  token?: string;
+  /** GETs of a new load balancer before it is active; default 1. */
+  lbActivationPolls?: number;
+  /** Requests per minute before 429 (DigitalOcean's burst limit); default 250. */
+  burstLimitPerMinute?: number;
+}
+
+export class DigitalOceanSimulator {
+  readonly token: string;
+  readonly requests: RecordedRequest[] = [];
+  readonly violations: string[] = [];
+  readonly droplets = new Map<number, Json>();
+  readonly loadBalancers = new Map<string, Json>();
+  private readonly polls = new Map<string, number>();
+  private faults: (Fault & { left: number })[] = [];
+  private nextDropletId = 100_001;
+  private nextLbIp = 1;
+  url = '';
+
+  private constructor(
+    private readonly server: Server,
+    private readonly spec: SpecChecker,
+    private readonly options: SimulatorOptions,
+  ) {
+    this.token = options.token ?? 'dop_v1_simulated0123456789abcdef';
+  }
+
+  static async start(options: SimulatorOptions = {}): Promise<DigitalOceanSimulator> {
+    const spec = await SpecChecker.load();
+    spec.warm(IMPLEMENTED);
+    const server = createServer();
+    const sim = new DigitalOceanSimulator(server, spec, options);
+    server.on('request', (req, res) => {
+      sim.handle(req, res).catch((err) => {
+        sim.violations.push(`simulator failed: ${err instanceof Error ? err.stack : String(err)}`);
+        if (!res.headersSent) res.writeHead(500).end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    sim.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    return sim;
+  }
+
+  async stop(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** The violations so far, cleared: assert it is empty after each test. */
+  takeViolations(): string[] {
+    return this.violations.splice(0);
+  }
+
+  reset(): void {
+    this.requests.length = 0;
+    this.droplets.clear();
+    this.loadBalancers.clear();
+    this.polls.clear();
+    this.faults = [];
+  }
+
+  fault(fault: Fault): void {
+    this.faults.push({ ...fault, left: fault.times ?? 1 });
+  }
+
+  addDroplets(...inputs: DropletInput[]): Json[] {
+    return inputs.map((input) => {
+      const id = input.id ?? this.nextDropletId++;
+      const region = input.region ?? 'nyc3';
+      const droplet: Json = {
+        ...structuredClone(DROPLET_TEMPLATE),
+        id,
+        name: input.name,
+        status: input.status ?? 'active',
+        size_slug: input.size ?? 's-2vcpu-4gb',
+        size: { ...DROPLET_TEMPLATE.size, slug: input.size ?? 's-2vcpu-4gb' },
+        region: { ...DROPLET_TEMPLATE.region, slug: region },
+        networks: {
+          v4: [
+            ...(input.privateIP
+              ? [{ ip_address: input.privateIP, netmask: '255.255.0.0', gateway: 'nil', type: 'private' }]
+              : []),
+            ...(input.publicIP
+              ? [
+                  {
+                    ip_address: input.publicIP,
+                    netmask: '255.255.255.0',
+                    gateway: '203.0.113.1',
+                    type: 'public',
+                  },
+                ]
+              : []),
+          ],
+          v6: input.ipv6
+            ? [{ ip_address: input.ipv6, netmask: 64, gateway: '2001:db8::1', type: 'public' }]
+            : [],
+        },
+        vpc_uuid: input.vpc ?? 'c33931f2-a26a-4e61-b85c-4e95a2ec431b',
+        tags: input.tags ?? [],
+      };
+      this.droplets.set(id, droplet);
+      if (id >= this.nextDropletId) this.nextDropletId = id + 1;
+      return droplet;
+    });
+  }
+
+  removeDroplet(id: number): void {
+    this.droplets.delete(id);
+  }
+
+  /** A load balancer made outside ccm (by hand, by another cluster). */
+  addLoadBalancer(fields: Json): Json {
+    const lb: Json = { ...this.newLoadBalancer(fields), status: 'active', ip: this.lbIp() };
+    this.loadBalancers.set(lb.id as string, lb);
+    return lb;
+  }
+
+  setLoadBalancerStatus(id: string, status: 'new' | 'active' | 'errored'): void {
+    const lb = this.loadBalancers.get(id);
+    if (lb) lb.status = status;
+  }
+
+  /** Requests other than the ones matching `method path` (path without query). */
+  requestsTo(method: string, pathname: string | RegExp): RecordedRequest[] {
+    return this.requests.filter((r) => {
+      const path = r.url.split('?')[0] ?? '';
+      return r.method === method && (typeof pathname === 'string' ? path === pathname : pathname.test(path));
+    });
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const raw = await readBody(req);
+    const url = new URL(req.url ?? '/', this.url);
+    const record: RecordedRequest = {
+      method: req.method ?? 'GET',
+      url: url.pathname + url.search,
+      at: Date.now(),
+      ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
+    };
+    this.requests.push(record);
+
+    let body: unknown;
+    if (raw.length > 0) {
+      try {
+        body = JSON.parse(raw);
+        record.body = body;
+      } catch {
+        this.violations.push(`${record.method} ${record.url}: body is not JSON`);
+        return this.send(res, record, undefined, { status: 400, body: errorBody(400) });
+      }
+    }
+    const query: Record<string, string | string[]> = {};
+    for (const key of new Set(url.searchParams.keys())) {
+      const all = url.searchParams.getAll(key);
+      query[key] = all.length === 1 ? (all[0] ?? '') : all;
+    }
+    const headers = Object.fromEntries(
+      Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : (v ?? '')]),
+    );
+    const checked = this.spec.checkRequest({
+      method: record.method,
+      path: url.pathname,
+      query,
+      headers,
+      body,
+    });
+    this.violations.push(...checked.errors);
+
+    if (req.headers.authorization !== `Bearer ${this.token}`) {
+      return this.send(res, record, checked.operation, { status: 401, body: errorBody(401) });
+    }
+    const burst = this.burstWait(record.at);
+    if (burst !== undefined) {
+      return this.send(res, record, checked.operation, { status: 429, body: errorBody(429) }, burst);
+    }
+
+    const page = Number(url.searchParams.get('page') ?? '1');
+    const fault = this.faults.find(
+      (f) =>
+        f.left > 0 &&
+        (f.method === undefined || f.method === record.method) &&
+        (f.path === undefined ||
+          (typeof f.path === 'string' ? f.path === url.pathname : f.path.test(url.pathname))) &&
+        (f.page === undefined || f.page === page),
+    );
+    if (fault) {
+      fault.left--;
+      if (fault.hang) return; // the socket stays open until the client gives up or stop()
+      if (fault.delayMs) await new Promise((r) => setTimeout(r, fault.delayMs));
+      if (fault.raw) {
+        record.status = fault.status ?? 404;
+        record.answeredAt = Date.now();
+        res.writeHead(record.status, { 'content-type': fault.raw.contentType }).end(fault.raw.body);
+        fault.after?.(this);
+        return;
+      }
+      if (fault.status) {
+        this.send(
+          res,
+          record,
+          checked.operation,
+          { status: fault.status, body: errorBody(fault.status) },
+          fault.retryAfterSeconds,
+        );
+        fault.after?.(this);
+        return;
+      }
+    }
+
+    const answer: Answer =
+      checked.errors.length > 0 || !checked.operation
+        ? checked.operation
+          ? { status: 422, body: errorBody(422, checked.errors[0]) }
+          : { status: 404, body: errorBody(404) }
+        : this.route(checked.operation, url, body);
+    this.send(res, record, checked.operation, answer);
+    fault?.after?.(this);
+  }
+
+  private send(
+    res: ServerResponse,
+    record: RecordedRequest,
+    operation: Operation | undefined,
+    answer: Answer,
+    retryAfterSeconds?: number,
+  ): void {
+    const headers: Record<string, string> = {
+      'content-type': 'application/json; charset=utf-8',
+      ...this.rateLimitHeaders(record.at),
+      ...(retryAfterSeconds !== undefined ? { 'retry-after': String(retryAfterSeconds) } : {}),
+    };
+    if (operation) {
+      this.violations.push(...this.spec.checkResponse(operation, answer.status, headers, answer.body));
+    }
+    record.status = answer.status;
+    record.answeredAt = Date.now();
+    if (answer.body === undefined) {
+      delete headers['content-type'];
+      res.writeHead(answer.status, headers).end();
+    } else {
+      res.writeHead(answer.status, headers).end(JSON.stringify(answer.body));
+    }
+  }
+
+  /** ratelimit-* as DigitalOcean sends them: 5,000 an hour, each request counted for an hour. */
+  private rateLimitHeaders(now: number): Record<string, string> {
+    const hour = this.requests.filter((r) => r.at > now - 3_600_000);
+    const oldest = hour[0]?.at ?? now;
+    return {
+      'ratelimit-limit': '5000',
+      'ratelimit-remaining': String(Math.max(0, 5000 - hour.length)),
+      'ratelimit-reset': String(Math.ceil((oldest + 3_600_000) / 1000)),
+    };
+  }
+
+  /** Seconds to wait when this request is over the burst limit (250 a minute). */
+  private burstWait(now: number): number | undefined {
+    const limit = this.options.burstLimitPerMinute ?? 250;
+    const minute = this.requests.filter((r) => r.at > now - 60_000);
+    if (minute.length <= limit) return undefined;
+    const oldest = minute[minute.length - limit - 1]?.at ?? now;
+    return Math.max(1, Math.ceil((oldest + 60_000 - now) / 1000));
+  }
+
+  private route(operation: Operation, url: URL, body: unknown): Answer {
+    const parts = url.pathname.split('/').filter(Boolean);
+    switch (operation.operationId) {
+      case 'account_get':
+        return {
+          status: 200,
+          body: {
+            account: {
+              droplet_limit: 25,
+              floating_ip_limit: 5,
+              email: 'sammy@digitalocean.com',
+              name: 'Sammy the Shark',
+              uuid: 'b6fr89dbf6d9156cace5f3c78dc9851d957381ef',
+              email_verified: true,
+              status: 'active',
+              status_message: ' ',
+              team: { uuid: '5df3e3004a17e242b7c20ca6c9fc25b701a47ece', name: 'My Team' },
+            },
+          },
+        };
+      case 'droplets_list': {
+        const name = url.searchParams.get('name')?.toLowerCase();
+        const all = [...this.droplets.values()]
+          .filter((d) => name === undefined || String(d.name).toLowerCase() === name)
+          .sort((a, b) => Number(a.id) - Number(b.id));
+        return { status: 200, body: this.page(url, 'droplets', all) };
+      }
+      case 'droplets_get': {
+        const droplet = this.droplets.get(Number(parts[2]));
+        return droplet ? { status: 200, body: { droplet } } : { status: 404, body: errorBody(404) };
+      }
+      case 'loadBalancers_list': {
+        const all = [...this.loadBalancers.values()].map((lb) => this.observe(lb));
+        return { status: 200, body: this.page(url, 'load_balancers', all) };
+      }
+      case 'loadBalancers_create':
+        return this.createLoadBalancer(body as Json);
+      case 'loadBalancers_get': {
+        const lb = this.loadBalancers.get(parts[2] ?? '');
+        return lb
+          ? { status: 200, body: { load_balancer: this.observe(lb) } }
+          : { status: 404, body: errorBody(404) };
+      }
+      case 'loadBalancers_update':
+        return this.updateLoadBalancer(parts[2] ?? '', body as Json);
+      case 'loadBalancers_delete':
+        return this.loadBalancers.delete(parts[2] ?? '')
+          ? { status: 204 }
+          : { status: 404, body: errorBody(404) };
+      case 'loadBalancers_add_droplets':
+      case 'loadBalancers_remove_droplets': {
+        const lb = this.loadBalancers.get(parts[2] ?? '');
+        if (!lb) return { status: 404, body: errorBody(404) };
+        const ids = (body as { droplet_ids: number[] }).droplet_ids;
+        const missing = this.missingDroplets(ids, lb);
+        if (missing) return missing;
+        const current = new Set(lb.droplet_ids as number[]);
+        for (const id of ids) {
+          if (operation.operationId === 'loadBalancers_add_droplets') current.add(id);
+          else current.delete(id);
+        }
+        lb.droplet_ids = [...current].sort((a, b) => a - b);
+        return { status: 204 };
+      }
+      default:
+        this.violations.push(
+          `the simulator does not implement ${operation.operationId}; ccm should not call it`,
+        );
+        return { status: 404, body: errorBody(404) };
+    }
+  }
+
+  /** One page, as the API pages: per_page (default 20, at most 200), links.pages, meta.total. */
+  private page(url: URL, key: string, all: Json[]): Json {
+    const perPage = Number(url.searchParams.get('per_page') ?? '20');
+    const page = Number(url.searchParams.get('page') ?? '1');
+    const last = Math.max(1, Math.ceil(all.length / perPage));
+    const link = (n: number) => {
+      const u = new URL(url.pathname, this.url);
+      u.searchParams.set('page', String(n));
+      u.searchParams.set('per_page', String(perPage));
+      return u.toString();
+    };
+    const pages: Record<string, string> = {};
+    if (page > 1) Object.assign(pages, { first: link(1), prev: link(page - 1) });
+    if (page < last) Object.assign(pages, { last: link(last), next: link(page + 1) });
+    return {
+      [key]: all.slice((page - 1) * perPage, page * perPage),
+      links: Object.keys(pages).length > 0 ? { pages } : {},
+      meta: { total: all.length },
+    };
+  }
+
+  private lbIp(): string {
+    const n = this.nextLbIp++;
+    return `203.0.113.${(n % 250) + 2}`;
+  }
+
+  /** A new load balancer becomes active after `lbActivationPolls` reads. */
+  private observe(lb: Json): Json {
+    if (lb.status === 'new') {
+      const seen = (this.polls.get(lb.id as string) ?? 0) + 1;
+      this.polls.set(lb.id as string, seen);
+      if (seen > (this.options.lbActivationPolls ?? 1) - 1) {
+        lb.status = 'active';
+        lb.ip = this.lbIp();
+      }
+    }
+    return lb;
+  }
+
+  private newLoadBalancer(fields: Json): Json {
+    const template = structuredClone(LB_TEMPLATE) as Json;
+    const region = typeof fields.region === 'string' ? fields.region : 'nyc3';
+    const { region: _region, ...rest } = fields;
+    return {
+      ...template,
+      id: randomUUID(),
+      name: `lb-${randomUUID().slice(0, 8)}`,
+      ip: '',
+      status: 'new',
+      created_at: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+      droplet_ids: [],
+      tag: '',
+      size_unit: 1,
+      firewall: { deny: [], allow: [] },
+      sticky_sessions: { type: 'none' },
+      redirect_http_to_https: false,
+      enable_proxy_protocol: false,
+      enable_backend_keepalive: false,
+      http_idle_timeout_seconds: 60,
+      ...rest,
+      forwarding_rules: ((rest.forwarding_rules ?? template.forwarding_rules) as Json[]).map((r) => ({
+        certificate_id: '',
+        tls_passthrough: false,
+        ...r,
+      })),
+      health_check: { ...(template.health_check as Json), ...((rest.health_check as Json) ?? {}) },
+      region: { ...(template.region as Json), slug: region },
+    };
+  }
+
+  /** What the API refuses beyond the schema: unknown fields, missing droplets, https without TLS. */
+  private refuse(body: Json): Answer | undefined {
+    const known = new Set([
+      ...Object.keys(LB_TEMPLATE),
+      'size_unit',
+      'network',
+      'network_stack',
+      'type',
+      'domains',
+      'glb_settings',
+      'target_load_balancer_ids',
+      'tls_cipher_policy',
+      'vpc_uuid',
+      'project_id',
+      'tags',
+    ]);
+    const unknown = Object.keys(body).filter((k) => !known.has(k));
+    if (unknown.length > 0) {
+      this.violations.push(
+        `load balancer request with fields the API does not document: ${unknown.join(', ')}`,
+      );
+      return { status: 422, body: errorBody(422, `unknown fields: ${unknown.join(', ')}`) };
+    }
+    if (body.droplet_ids && body.tag) {
+      return { status: 422, body: errorBody(422, 'droplet_ids and tag are mutually exclusive') };
+    }
+    for (const rule of (body.forwarding_rules as Json[]) ?? []) {
+      const tls = rule.entry_protocol === 'https' || rule.entry_protocol === 'http2';
+      if (tls && !rule.certificate_id && !rule.tls_passthrough) {
+        return {
+          status: 422,
+          body: errorBody(
+            422,
+            `forwarding rule ${rule.entry_port}: ${rule.entry_protocol} needs a certificate_id or tls_passthrough`,
+          ),
+        };
+      }
+    }
+    return undefined;
+  }
+
+  private missingDroplets(ids: number[], lb: { region?: unknown }): Answer | undefined {
+    const region = (lb.region as { slug?: string } | undefined)?.slug;
+    for (const id of ids) {
+      const droplet = this.droplets.get(id);
+      if (!droplet) return { status: 422, body: errorBody(422, `droplet ${id} does not exist`) };
+      if (region && (droplet.region as { slug: string }).slug !== region) {
+        return { status: 422, body: errorBody(422, `droplet ${id} is not in region ${region}`) };
+      }
+    }
+    return undefined;
+  }
+
+  private createLoadBalancer(body: Json): Answer {
+    const refused = this.refuse(body);
+    if (refused) return refused;
+    const lb = this.newLoadBalancer(body);
+    const missing = this.missingDroplets((body.droplet_ids as number[]) ?? [], lb);
+    if (missing) return missing;
+    this.loadBalancers.set(lb.id as string, lb);
+    return { status: 202, body: { load_balancer: lb } };
+  }
+
+  private updateLoadBalancer(id: string, body: Json): Answer {
+    const current = this.loadBalancers.get(id);
+    if (!current) return { status: 404, body: errorBody(404) };
+    const refused = this.refuse(body);
+    if (refused) return refused;
+    const next = this.newLoadBalancer(body);
+    const missing = this.missingDroplets((body.droplet_ids as number[]) ?? [], next);
+    if (missing) return missing;
+    const lb = {
+      ...next,
+      id,
+      ip: current.ip,
+      status: current.status,
+      created_at: current.created_at,
+      tags: body.tags ?? current.tags,
+    };
+    this.loadBalancers.set(id, lb);
+    return { status: 200, body: { load_balancer: lb } };
+  }
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}

@@ -1,0 +1,82 @@
+import { readFileSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { resolveProviderValues } from '../../../../src/cli/provider-config.js';
+import { digitalocean } from '../../../../src/providers/digitalocean/index.js';
+import { loadProvider } from '../../../../src/providers/registry.js';
+import { DigitalOceanSimulator } from '../../../clouds/digitalocean/server.js';
+
+const officialSecret = parse(
+  readFileSync(new URL('../../../fixtures/digitalocean/secret.yaml', import.meta.url), 'utf8'),
+) as { metadata: { name: string; namespace: string }; stringData: Record<string, string> };
+
+let sim: DigitalOceanSimulator;
+beforeAll(async () => {
+  sim = await DigitalOceanSimulator.start({ token: officialSecret.stringData['access-token'] });
+});
+afterAll(async () => {
+  await sim?.stop();
+});
+afterEach(() => {
+  expect(sim.takeViolations()).toEqual([]);
+});
+
+describe('DigitalOcean definition', () => {
+  it('is registered under "digitalocean" with the scheme of its provider IDs', async () => {
+    expect(await loadProvider('digitalocean')).toBe(digitalocean);
+    expect(digitalocean.providerIdScheme).toBe('digitalocean');
+  });
+
+  it("reads the official controller's Secret kube-system/digitalocean, key access-token, unchanged", async () => {
+    const { secretName, fields } = digitalocean.credentials;
+    expect([officialSecret.metadata.namespace, officialSecret.metadata.name]).toEqual([
+      'kube-system',
+      secretName,
+    ]);
+    const values: Record<string, string> = { apiUrl: sim.url };
+    for (const field of fields) {
+      const fromSecret = field.secretKey ? officialSecret.stringData[field.secretKey] : undefined;
+      if (fromSecret !== undefined) values[field.key] = fromSecret;
+    }
+    expect(Object.keys(values).sort()).toEqual(['apiUrl', 'token']);
+    sim.addDroplets({ name: 'w1' });
+    const provider = digitalocean.create(values, {});
+    expect((await provider.instances.list()).map((i) => i.name)).toEqual(['w1']);
+    expect(sim.requests.at(-1)?.authorization).toBe(`Bearer ${officialSecret.stringData['access-token']}`);
+  });
+
+  it('takes DO_ACCESS_TOKEN and DO_OVERRIDE_URL; --cloud-api-url wins over the env', () => {
+    const env = {
+      DO_ACCESS_TOKEN: 'dop_v1_x',
+      DO_OVERRIDE_URL: 'https://do.example.net',
+      DO_API_TIMEOUT_SECONDS: '5',
+    };
+    expect(resolveProviderValues(digitalocean, {}, env)).toEqual({
+      token: 'dop_v1_x',
+      apiUrl: 'https://do.example.net',
+      timeoutSeconds: '5',
+    });
+    expect(resolveProviderValues(digitalocean, { 'cloud-api-url': 'http://127.0.0.1:9' }, env).apiUrl).toBe(
+      'http://127.0.0.1:9',
+    );
+    const token = digitalocean.credentials.fields.find((f) => f.key === 'token');
+    expect(token).toMatchObject({
+      secret: true,
+      required: true,
+      prompt: 'password',
+      secretKey: 'access-token',
+    });
+  });
+
+  it('refuses a timeout that is not a number of seconds', () => {
+    expect(() => digitalocean.create({ token: 't', timeoutSeconds: 'soon' }, {})).toThrow(
+      /^DO_API_TIMEOUT_SECONDS "soon" is not a number of seconds from 0 to 600; use e.g. 30$/,
+    );
+  });
+
+  it('asks the API server to reach kubelets by IP: droplet names do not resolve', () => {
+    expect(digitalocean.clusterFlags).toEqual({
+      kubeApiserver: { 'kubelet-preferred-address-types': 'InternalIP,ExternalIP,Hostname' },
+    });
+  });
+});

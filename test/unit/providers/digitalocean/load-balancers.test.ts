@@ -1,0 +1,454 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { LOAD_BALANCER_ID } from '../../../../src/providers/digitalocean/annotations.js';
+import { createDigitalOcean } from '../../../../src/providers/digitalocean/index.js';
+import { InvalidConfigError, RetryableError } from '../../../../src/providers/errors.js';
+import type { LoadBalancerRequest, LoadBalancers } from '../../../../src/providers/types.js';
+import { DigitalOceanSimulator } from '../../../clouds/digitalocean/server.js';
+
+const CLUSTER = '6f1c2b9e-3d4a-4c5b-9e8f-0a1b2c3d4e5f';
+const TAG = `k8s:${CLUSTER}`;
+const UID = '0b5f5a57-1b3c-4d2e-9f60-7c8d9e0f1a2b';
+const NAME = 'a0b5f5a571b3c4d2e9f607c8d9e0f1a2';
+
+let sim: DigitalOceanSimulator;
+let lbs: LoadBalancers;
+let droplets: Record<string, unknown>[];
+
+beforeAll(async () => {
+  sim = await DigitalOceanSimulator.start();
+});
+afterAll(async () => {
+  await sim?.stop();
+});
+beforeEach(() => {
+  sim.reset();
+  droplets = sim.addDroplets(
+    { name: 'w1', privateIP: '10.110.0.2', vpc: '5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d' },
+    { name: 'w2', privateIP: '10.110.0.3' },
+    { name: 'w3', privateIP: '10.110.0.4' },
+  );
+  const provider = createDigitalOcean({
+    token: sim.token,
+    baseUrl: sim.url,
+    http: { backoff: { baseMs: 5 } },
+  });
+  if (!provider.loadBalancers) throw new Error('no load balancers');
+  lbs = provider.loadBalancers;
+});
+afterEach(() => {
+  expect(sim.takeViolations()).toEqual([]);
+});
+
+function id(i: number): number {
+  return droplets[i]?.id as number;
+}
+
+function request(
+  change: Partial<Omit<LoadBalancerRequest, 'service'>> & {
+    service?: Partial<LoadBalancerRequest['service']>;
+  } = {},
+): LoadBalancerRequest {
+  return {
+    name: NAME,
+    clusterID: CLUSTER,
+    ports: [{ name: 'http', protocol: 'TCP', port: 80, nodePort: 30080 }],
+    nodes: [0, 1].map((i) => ({
+      name: `w${i + 1}`,
+      providerID: `digitalocean://${id(i)}`,
+      addresses: [],
+    })),
+    ...change,
+    service: {
+      namespace: 'default',
+      name: 'web',
+      uid: UID,
+      annotations: {},
+      loadBalancerSourceRanges: [],
+      externalTrafficPolicy: 'Cluster',
+      sessionAffinity: 'None',
+      ipFamilies: ['IPv4'],
+      ...change.service,
+    },
+  };
+}
+
+const writes = () =>
+  sim.requests
+    .filter((r) => r.method !== 'GET')
+    .map((r) => `${r.method} ${r.url.replace(/[0-9a-f-]{36}/, '<id>')}`);
+
+/** ensure until the load balancer is active (the simulator activates it on the next read). */
+async function created(req = request()) {
+  await expect(lbs.ensure(req)).rejects.toBeInstanceOf(RetryableError);
+  const status = await lbs.ensure(req);
+  const lbId = status.annotations?.[LOAD_BALANCER_ID] ?? '';
+  return { status, lbId, lb: sim.loadBalancers.get(lbId) };
+}
+
+describe('ensure', () => {
+  it('creates the load balancer, tagged, and answers RetryableError while it is new', async () => {
+    const err = await lbs.ensure(request()).catch((e) => e);
+    expect(err).toBeInstanceOf(RetryableError);
+    expect(err.retryAfterMs).toBe(10_000);
+    expect(err.message).toMatch(
+      /^load balancer a0b5f5a5\S+ \(\S+\) is still being set up at DigitalOcean \(status new\)/,
+    );
+    const [create] = sim.requestsTo('POST', '/v2/load_balancers');
+    expect(create?.body).toEqual({
+      name: NAME,
+      region: 'nyc3',
+      vpc_uuid: '5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d',
+      droplet_ids: [id(0), id(1)],
+      forwarding_rules: [
+        { entry_protocol: 'tcp', entry_port: 80, target_protocol: 'tcp', target_port: 30080 },
+      ],
+      health_check: {
+        protocol: 'tcp',
+        port: 30080,
+        path: '/',
+        check_interval_seconds: 3,
+        response_timeout_seconds: 5,
+        unhealthy_threshold: 3,
+        healthy_threshold: 5,
+      },
+      sticky_sessions: { type: 'none' },
+      redirect_http_to_https: false,
+      enable_proxy_protocol: false,
+      enable_backend_keepalive: false,
+      firewall: { allow: [], deny: [] },
+      tags: [TAG],
+    });
+  });
+
+  it('reports the IP and records the id once active; an unchanged Service writes nothing', async () => {
+    const { status, lbId, lb } = await created();
+    expect(status).toEqual({ ingress: [{ ip: lb?.ip }], annotations: { [LOAD_BALANCER_ID]: lbId } });
+    expect(writes()).toEqual(['POST /v2/load_balancers']);
+
+    // The API may drop the path of a tcp health check: no difference.
+    (lb?.health_check as { path: string }).path = '';
+    sim.requests.length = 0;
+    const again = await lbs.ensure(request({ service: { annotations: { [LOAD_BALANCER_ID]: lbId } } }));
+    expect(again).toEqual(status);
+    // Found by the id annotation: one read, no listing, no write.
+    expect(sim.requests.map((r) => `${r.method} ${r.url}`)).toEqual([`GET /v2/load_balancers/${lbId}`]);
+  });
+
+  it('updates forwarding rules when the ports change, and backends when the Nodes change', async () => {
+    const { lbId } = await created();
+    sim.requests.length = 0;
+    const req = request({
+      ports: [
+        { name: 'http', protocol: 'TCP', port: 80, nodePort: 30080 },
+        { name: 'dns', protocol: 'UDP', port: 53, nodePort: 30053 },
+      ],
+      nodes: [1, 2].map((i) => ({ name: `w${i + 1}`, providerID: `digitalocean://${id(i)}`, addresses: [] })),
+      service: { annotations: { [LOAD_BALANCER_ID]: lbId } },
+    });
+    await lbs.ensure(req);
+    expect(writes()).toEqual(['PUT /v2/load_balancers/<id>']);
+    const lb = sim.loadBalancers.get(lbId);
+    expect(lb?.forwarding_rules).toEqual([
+      {
+        entry_protocol: 'udp',
+        entry_port: 53,
+        target_protocol: 'udp',
+        target_port: 30053,
+        certificate_id: '',
+        tls_passthrough: false,
+      },
+      {
+        entry_protocol: 'tcp',
+        entry_port: 80,
+        target_protocol: 'tcp',
+        target_port: 30080,
+        certificate_id: '',
+        tls_passthrough: false,
+      },
+    ]);
+    expect(lb?.droplet_ids).toEqual([id(1), id(2)]);
+    expect(lb?.tags).toEqual([TAG]);
+    sim.requests.length = 0;
+    await lbs.ensure(req);
+    expect(writes()).toEqual([]);
+  });
+
+  it('maps the official annotations onto the load balancer', async () => {
+    const annotations = {
+      'service.beta.kubernetes.io/do-loadbalancer-name': 'web-public',
+      'service.beta.kubernetes.io/do-loadbalancer-protocol': 'http',
+      'service.beta.kubernetes.io/do-loadbalancer-tls-ports': '443',
+      'service.beta.kubernetes.io/do-loadbalancer-certificate-id': 'b7e4c7a2-6a1e-4d5c-9f1b-2a3c4d5e6f70',
+      'service.beta.kubernetes.io/do-loadbalancer-healthcheck-protocol': 'http',
+      'service.beta.kubernetes.io/do-loadbalancer-healthcheck-path': '/ready',
+      'service.beta.kubernetes.io/do-loadbalancer-healthcheck-port': '80',
+      'service.beta.kubernetes.io/do-loadbalancer-healthcheck-check-interval-seconds': '10',
+      'service.beta.kubernetes.io/do-loadbalancer-healthcheck-response-timeout-seconds': '7',
+      'service.beta.kubernetes.io/do-loadbalancer-healthcheck-unhealthy-threshold': '4',
+      'service.beta.kubernetes.io/do-loadbalancer-healthcheck-healthy-threshold': '2',
+      'service.beta.kubernetes.io/do-loadbalancer-size-unit': '3',
+      'service.beta.kubernetes.io/do-loadbalancer-sticky-sessions-type': 'cookies',
+      'service.beta.kubernetes.io/do-loadbalancer-sticky-sessions-cookie-name': 'srv',
+      'service.beta.kubernetes.io/do-loadbalancer-sticky-sessions-cookie-ttl': '300',
+      'service.beta.kubernetes.io/do-loadbalancer-redirect-http-to-https': 'true',
+      'service.beta.kubernetes.io/do-loadbalancer-enable-proxy-protocol': 'True',
+      'service.beta.kubernetes.io/do-loadbalancer-enable-backend-keepalive': '1',
+      'service.beta.kubernetes.io/do-loadbalancer-http-idle-timeout-seconds': '120',
+      'service.beta.kubernetes.io/do-loadbalancer-hostname': 'web.example.com',
+    };
+    const { status, lb } = await created(
+      request({
+        ports: [
+          { name: 'http', protocol: 'TCP', port: 80, nodePort: 30080 },
+          { name: 'https', protocol: 'TCP', port: 443, nodePort: 30443 },
+        ],
+        service: { annotations, loadBalancerSourceRanges: ['192.0.2.0/24'] },
+      }),
+    );
+    expect(status.ingress).toEqual([{ hostname: 'web.example.com' }]);
+    expect(lb).toMatchObject({
+      name: 'web-public',
+      size_unit: 3,
+      forwarding_rules: [
+        { entry_protocol: 'http', entry_port: 80, target_protocol: 'http', target_port: 30080 },
+        {
+          entry_protocol: 'https',
+          entry_port: 443,
+          target_protocol: 'http',
+          target_port: 30443,
+          certificate_id: 'b7e4c7a2-6a1e-4d5c-9f1b-2a3c4d5e6f70',
+        },
+      ],
+      health_check: {
+        protocol: 'http',
+        port: 30080,
+        path: '/ready',
+        check_interval_seconds: 10,
+        response_timeout_seconds: 7,
+        unhealthy_threshold: 4,
+        healthy_threshold: 2,
+      },
+      sticky_sessions: { type: 'cookies', cookie_name: 'srv', cookie_ttl_seconds: 300 },
+      redirect_http_to_https: true,
+      enable_proxy_protocol: true,
+      enable_backend_keepalive: true,
+      http_idle_timeout_seconds: 120,
+      firewall: { allow: ['cidr:192.0.2.0/24'], deny: [] },
+    });
+  });
+
+  it('passes TLS through, and health-checks kube-proxy for externalTrafficPolicy Local', async () => {
+    const { lb } = await created(
+      request({
+        ports: [{ name: 'https', protocol: 'TCP', port: 443, nodePort: 30443 }],
+        service: {
+          annotations: { 'service.beta.kubernetes.io/do-loadbalancer-tls-passthrough': 'true' },
+          externalTrafficPolicy: 'Local',
+          healthCheckNodePort: 32000,
+        },
+      }),
+    );
+    expect(lb?.forwarding_rules).toEqual([
+      {
+        entry_protocol: 'https',
+        entry_port: 443,
+        target_protocol: 'https',
+        target_port: 30443,
+        tls_passthrough: true,
+        certificate_id: '',
+      },
+    ]);
+    expect(lb?.health_check).toMatchObject({ protocol: 'http', port: 32000, path: '/healthz' });
+  });
+
+  it('matches Nodes without provider ID by droplet name, and leaves out a name two droplets share', async () => {
+    sim.addDroplets({ name: 'twin' }, { name: 'twin' });
+    await created(
+      request({
+        nodes: [
+          { name: 'W1', providerID: '', addresses: [] },
+          { name: 'twin', providerID: '', addresses: [] },
+          { name: 'metal', providerID: 'baremetal://rack1/7', addresses: [] },
+        ],
+      }),
+    );
+    expect(sim.requestsTo('POST', '/v2/load_balancers')[0]?.body).toMatchObject({ droplet_ids: [id(0)] });
+  });
+
+  it('waits while no backend Node has a droplet: the region is unknown', async () => {
+    const err = await lbs.ensure(request({ nodes: [] })).catch((e) => e);
+    expect(err).toBeInstanceOf(RetryableError);
+    expect(err.message).toContain('no backend Node has a DigitalOcean droplet yet');
+    expect(writes()).toEqual([]);
+  });
+
+  it('reports an errored load balancer and changes nothing', async () => {
+    const { lbId } = await created();
+    sim.setLoadBalancerStatus(lbId, 'errored');
+    sim.requests.length = 0;
+    const err = await lbs
+      .ensure(request({ ports: [{ name: 'http', protocol: 'TCP', port: 8080, nodePort: 30081 }] }))
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(RetryableError);
+    expect(err.retryAfterMs).toBe(60_000);
+    expect(err.message).toMatch(
+      /^DigitalOcean reports load balancer \S+ \(\S+\) as errored; look at it in the DigitalOcean control panel/,
+    );
+    expect(writes()).toEqual([]);
+  });
+});
+
+describe('ownership', () => {
+  it("never adopts, changes or deletes a load balancer without this cluster's tag", async () => {
+    const rule = { entry_protocol: 'tcp', entry_port: 80, target_protocol: 'tcp', target_port: 30080 };
+    const byHand = sim.addLoadBalancer({ name: NAME, forwarding_rules: [rule], droplet_ids: [id(0)] });
+    const otherCluster = sim.addLoadBalancer({
+      name: NAME,
+      forwarding_rules: [rule],
+      droplet_ids: [id(0)],
+      tags: ['k8s:another-cluster'],
+    });
+    expect(await lbs.get(request())).toBeUndefined();
+
+    // Named by the id annotation: refused with the reason.
+    for (const foreign of [byHand, otherCluster]) {
+      const req = request({ service: { annotations: { [LOAD_BALANCER_ID]: foreign.id as string } } });
+      const err = await lbs.ensure(req).catch((e) => e);
+      expect(err).toBeInstanceOf(InvalidConfigError);
+      expect(err.message).toContain(`does not carry this cluster's tag ${TAG}; ccm does not take over`);
+      await expect(lbs.updateNodes(req)).rejects.toBeInstanceOf(InvalidConfigError);
+      await lbs.delete(req);
+    }
+    expect(writes()).toEqual([]);
+
+    // Same name without the annotation: ccm makes its own, and deletes only that one.
+    const { lbId } = await created();
+    expect(lbId).not.toBe(byHand.id);
+    expect(lbId).not.toBe(otherCluster.id);
+    await lbs.delete(request());
+    expect([...sim.loadBalancers.keys()].sort()).toEqual([byHand.id, otherCluster.id].sort());
+    expect(writes()).toEqual(['POST /v2/load_balancers', 'DELETE /v2/load_balancers/<id>']);
+    expect(sim.requestsTo('DELETE', /^\/v2\/load_balancers\//)[0]?.url).toBe(`/v2/load_balancers/${lbId}`);
+  });
+
+  it('refuses to work with two load balancers of its own with one name', async () => {
+    const rule = { entry_protocol: 'tcp', entry_port: 80, target_protocol: 'tcp', target_port: 30080 };
+    sim.addLoadBalancer({ name: NAME, forwarding_rules: [rule], tags: [TAG] });
+    sim.addLoadBalancer({ name: NAME, forwarding_rules: [rule], tags: [TAG] });
+    await expect(lbs.ensure(request())).rejects.toThrow(/2 DigitalOcean load balancers named \S+ carry tag/);
+    expect(writes()).toEqual([]);
+  });
+
+  it('creates a new one when the load balancer its annotation names was deleted', async () => {
+    const { lbId } = await created();
+    sim.loadBalancers.delete(lbId);
+    const req = request({ service: { annotations: { [LOAD_BALANCER_ID]: lbId } } });
+    await expect(lbs.ensure(req)).rejects.toBeInstanceOf(RetryableError);
+    expect(sim.loadBalancers.size).toBe(1);
+    expect(writes()).toEqual(['POST /v2/load_balancers', 'POST /v2/load_balancers']);
+  });
+
+  it('leaves a disowned load balancer alone', async () => {
+    const { lbId } = await created();
+    sim.requests.length = 0;
+    const req = request({
+      ports: [{ name: 'http', protocol: 'TCP', port: 8080, nodePort: 30081 }],
+      nodes: [],
+      service: {
+        annotations: { [LOAD_BALANCER_ID]: lbId, 'service.kubernetes.io/do-loadbalancer-disown': 'true' },
+      },
+    });
+    expect((await lbs.ensure(req)).annotations).toEqual({ [LOAD_BALANCER_ID]: lbId });
+    await lbs.updateNodes(req);
+    await lbs.delete(req);
+    expect(writes()).toEqual([]);
+    expect(sim.loadBalancers.has(lbId)).toBe(true);
+  });
+});
+
+describe('updateNodes and delete', () => {
+  it('adds and removes droplets through the droplets endpoints, and does nothing when they match', async () => {
+    const { lbId } = await created();
+    sim.requests.length = 0;
+    const req = request({
+      nodes: [1, 2].map((i) => ({ name: `w${i + 1}`, providerID: `digitalocean://${id(i)}`, addresses: [] })),
+      service: { annotations: { [LOAD_BALANCER_ID]: lbId } },
+    });
+    await lbs.updateNodes(req);
+    expect(writes()).toEqual([
+      'POST /v2/load_balancers/<id>/droplets',
+      'DELETE /v2/load_balancers/<id>/droplets',
+    ]);
+    expect(sim.requestsTo('POST', /droplets$/)[0]?.body).toEqual({ droplet_ids: [id(2)] });
+    expect(sim.requestsTo('DELETE', /droplets$/)[0]?.body).toEqual({ droplet_ids: [id(0)] });
+    expect(sim.loadBalancers.get(lbId)?.droplet_ids).toEqual([id(1), id(2)]);
+    sim.requests.length = 0;
+    await lbs.updateNodes(req);
+    expect(writes()).toEqual([]);
+  });
+
+  it('deletes once, and a load balancer already gone is no error', async () => {
+    const { lbId } = await created();
+    const req = request({ service: { annotations: { [LOAD_BALANCER_ID]: lbId } } });
+    await lbs.delete(req);
+    await lbs.delete(req);
+    expect(sim.loadBalancers.size).toBe(0);
+    expect(writes()).toEqual(['POST /v2/load_balancers', 'DELETE /v2/load_balancers/<id>']);
+  });
+});
+
+describe('bad annotations', () => {
+  const cases: [Record<string, string>, RegExp][] = [
+    [
+      { 'service.beta.kubernetes.io/do-loadbalancer-protocol': 'ftp' },
+      /do-loadbalancer-protocol="ftp" is not valid; use one of tcp, http, https, http2$/,
+    ],
+    [
+      { 'service.beta.kubernetes.io/do-loadbalancer-healthcheck-check-interval-seconds': '1' },
+      /healthcheck-check-interval-seconds="1" is not valid; use a whole number from 3 to 300$/,
+    ],
+    [
+      { 'service.beta.kubernetes.io/do-loadbalancer-size-unit': '0' },
+      /size-unit="0" is not valid; use a whole number from 1 to 100$/,
+    ],
+    [
+      { 'service.beta.kubernetes.io/do-loadbalancer-sticky-sessions-type': 'cookies' },
+      /sticky-sessions-cookie-name is required with \S+=cookies/,
+    ],
+    [
+      { 'service.beta.kubernetes.io/do-loadbalancer-protocol': 'https' },
+      /port 80 uses https; set Service annotation \S+certificate-id .* or \S+tls-passthrough=true$/,
+    ],
+    [
+      {
+        'service.beta.kubernetes.io/do-loadbalancer-tls-ports': '8443',
+        'service.beta.kubernetes.io/do-loadbalancer-tls-passthrough': 'true',
+      },
+      /tls-ports="8443" is not valid; use ports of the Service$/,
+    ],
+    [
+      { 'service.beta.kubernetes.io/do-loadbalancer-enable-proxy-protocol': 'yes' },
+      /enable-proxy-protocol="yes" is not valid; use true or false$/,
+    ],
+    [
+      { [LOAD_BALANCER_ID]: 'lb-1' },
+      /load-balancer-id="lb-1" is not valid; use a load balancer id \(a UUID\)$/,
+    ],
+  ];
+  it.each(cases)('%j is refused before any request', async (annotations, message) => {
+    const err = await lbs.ensure(request({ service: { annotations } })).catch((e) => e);
+    expect(err).toBeInstanceOf(InvalidConfigError);
+    expect(err.message).toMatch(message);
+    expect(sim.requests).toHaveLength(0);
+  });
+
+  it('refuses SCTP ports and a cluster name that cannot be a tag', async () => {
+    await expect(
+      lbs.ensure(request({ ports: [{ name: 's', protocol: 'SCTP', port: 9, nodePort: 30009 }] })),
+    ).rejects.toThrow(/SCTP; DigitalOcean load balancers forward TCP and UDP only/);
+    await expect(lbs.ensure(request({ clusterID: 'prod cluster' }))).rejects.toThrow(
+      /cluster name "prod cluster" cannot be a DigitalOcean tag/,
+    );
+    expect(sim.requests).toHaveLength(0);
+  });
+});
