@@ -1,0 +1,34 @@
+import type { CredentialSchema } from '../types.js';
+
+/**
+ * The official controller keeps its whole configuration in one INI file, `cloud.conf`, stored in
+ * the Secret kube-system/cloud-config under the key `cloud.conf`. ccm reads the same file: either
+ * its path (`--cloud-config`, e.g. the Secret mounted as a volume) or its content (the Secret's key).
+ */
+export const CLOUD_CONFIG_PATH = 'cloudConfigPath';
+export const CLOUD_CONFIG_CONTENT = 'cloudConf';
+
+export const credentials: CredentialSchema = {
+  secretName: 'cloud-config',
+  fields: [
+    {
+      key: CLOUD_CONFIG_PATH,
+      description:
+        "Path of the official controller's cloud.conf (INI: [Global] auth-url, region, credentials; [LoadBalancer]; [Networking]); wins over the content",
+      secret: false,
+      required: false,
+      prompt: 'file',
+      env: [],
+    },
+    {
+      key: CLOUD_CONFIG_CONTENT,
+      description:
+        'Content of cloud.conf, as the Secret kube-system/cloud-config holds it under the key cloud.conf (it contains the password or application credential secret)',
+      secret: true,
+      required: false,
+      prompt: 'editor',
+      env: [],
+      secretKey: 'cloud.conf',
+    },
+  ],
+};
