@@ -32,13 +32,17 @@ interface TokenBody {
 
 export interface Token {
   value: string;
+  issuedAt: number;
   expiresAt: number;
   project?: { id: string; name: string };
   user?: { name: string };
   catalog: CatalogEntry[];
 }
 
-/** A token is renewed this long before Keystone says it expires, so no request carries a stale one. */
+/**
+ * A token is renewed this long before Keystone says it expires (or at half its life, for short-lived
+ * tokens), so that no request sets out with a token about to lapse.
+ */
 const RENEW_BEFORE_MS = 60_000;
 
 export class Keystone {
@@ -68,7 +72,11 @@ export class Keystone {
 
   /** A valid token: the cached one, or a new one. Concurrent callers share one request. */
   async current(signal?: AbortSignal): Promise<Token> {
-    if (this.token && this.token.expiresAt - RENEW_BEFORE_MS > this.now()) return this.token;
+    const token = this.token;
+    if (token) {
+      const margin = Math.min(RENEW_BEFORE_MS, (token.expiresAt - token.issuedAt) / 2);
+      if (token.expiresAt - margin > this.now()) return token;
+    }
     return this.renew(signal);
   }
 
@@ -91,7 +99,6 @@ export class Keystone {
     try {
       res = await this.http.post<TokenBody>('auth/tokens', requestBody(this.config.auth), {
         ...(signal ? { signal } : {}),
-        query: {},
       });
     } catch (err) {
       if (httpStatus(err) === 401) {
@@ -116,6 +123,7 @@ export class Keystone {
     const expiresAt = Date.parse(body.token.expires_at);
     this.token = {
       value,
+      issuedAt: this.now(),
       expiresAt: Number.isNaN(expiresAt) ? this.now() + 3_600_000 : expiresAt,
       ...(body.token.project ? { project: { id: body.token.project.id, name: body.token.project.name } } : {}),
       ...(body.token.user ? { user: { name: body.token.user.name } } : {}),
