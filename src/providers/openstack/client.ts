@@ -34,7 +34,9 @@ const NOT_FOUND: Record<ServiceType, (body: unknown) => boolean> = {
     body.NeutronError.type.endsWith('NotFound'),
   // {"faultcode": "Client", "faultstring": "Load Balancer … could not be found.", "debuginfo": null}
   'load-balancer': (body) =>
-    isRecord(body) && typeof body.faultstring === 'string' && /could not be found|not found/i.test(body.faultstring),
+    isRecord(body) &&
+    typeof body.faultstring === 'string' &&
+    /could not be found|not found/i.test(body.faultstring),
 };
 
 export class Session {
@@ -100,7 +102,10 @@ export class Session {
       ...(this.options.retries !== undefined ? { retries: this.options.retries } : {}),
       userAgent: 'ccm (openstack)',
       ...(onCloudCall
-        ? { onRequest: (info: { method: string; path: string }) => onCloudCall(`${type} ${info.method} ${info.path}`) }
+        ? {
+            onRequest: (info: { method: string; path: string }) =>
+              onCloudCall(`${type} ${info.method} ${info.path}`),
+          }
         : {}),
     };
   }
@@ -110,7 +115,9 @@ export class Session {
 function tlsFetch(config: GlobalConfig): typeof fetch | undefined {
   if (!config.caFile && !config.certFile && !config.keyFile && !config.tlsInsecure) return undefined;
   if (Boolean(config.certFile) !== Boolean(config.keyFile)) {
-    throw new InvalidConfigError('cloud.conf: [Global] cert-file and key-file go together; set both or neither');
+    throw new InvalidConfigError(
+      'cloud.conf: [Global] cert-file and key-file go together; set both or neither',
+    );
   }
   const read = (key: string, path: string | undefined) => {
     if (!path) return undefined;

@@ -23,7 +23,10 @@ export type KeystoneAuth =
       method: 'application_credential';
       credential:
         | { id: string }
-        | { name: string; user: { id: string } | { name: string; domain: { id: string } | { name: string } } };
+        | {
+            name: string;
+            user: { id: string } | { name: string; domain: { id: string } | { name: string } };
+          };
       secret: string;
     };
 
@@ -40,7 +43,12 @@ export interface GlobalConfig {
 }
 
 export type LbMethod = 'ROUND_ROBIN' | 'LEAST_CONNECTIONS' | 'SOURCE_IP' | 'SOURCE_IP_PORT';
-export const LB_METHODS: readonly LbMethod[] = ['ROUND_ROBIN', 'LEAST_CONNECTIONS', 'SOURCE_IP', 'SOURCE_IP_PORT'];
+export const LB_METHODS: readonly LbMethod[] = [
+  'ROUND_ROBIN',
+  'LEAST_CONNECTIONS',
+  'SOURCE_IP',
+  'SOURCE_IP_PORT',
+];
 
 export interface LoadBalancerConfig {
   enabled: boolean;
@@ -167,7 +175,8 @@ export function parseCloudConfig(text: string, source = 'cloud.conf'): CloudConf
 
   for (const name of Object.keys(sections)) {
     const lower = name.toLowerCase();
-    if (['global', 'loadbalancer', 'networking', 'route'].includes(lower) || FOREIGN_SECTIONS.has(lower)) continue;
+    if (['global', 'loadbalancer', 'networking', 'route'].includes(lower) || FOREIGN_SECTIONS.has(lower))
+      continue;
     if (lower.startsWith('loadbalancerclass')) {
       throw new InvalidConfigError(
         `${source}: [${name}] load balancer classes are not supported; remove the section and set the floating network with the loadbalancer.openstack.org/floating-network-id annotation`,
@@ -183,7 +192,11 @@ export function parseCloudConfig(text: string, source = 'cloud.conf'): CloudConf
   const networking = section(sections, 'Networking', NETWORKING_KEYS, NETWORKING_UNSUPPORTED, source);
   const route = section(sections, 'Route', ['router-id'], {}, source);
   if (one(route, 'router-id')) {
-    throw fail('Route', 'router-id', 'routes are not supported by ccm; remove the key (use a CNI that routes pod networks)');
+    throw fail(
+      'Route',
+      'router-id',
+      'routes are not supported by ccm; remove the key (use a CNI that routes pod networks)',
+    );
   }
 
   const get = (raw: Raw, key: string) => one(raw, key, (what) => fail('Global', key, what));
@@ -191,7 +204,12 @@ export function parseCloudConfig(text: string, source = 'cloud.conf'): CloudConf
     parseBool(one(raw, key), dflt, (what) => fail(sectionName, key, what));
 
   const authUrl = get(global, 'auth-url');
-  if (!authUrl) throw fail('Global', 'auth-url', 'required; set it to the Keystone URL, e.g. https://keystone.example.com:5000/v3');
+  if (!authUrl)
+    throw fail(
+      'Global',
+      'auth-url',
+      'required; set it to the Keystone URL, e.g. https://keystone.example.com:5000/v3',
+    );
   try {
     const url = new URL(authUrl);
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http');
@@ -209,7 +227,11 @@ export function parseCloudConfig(text: string, source = 'cloud.conf'): CloudConf
     throw fail('LoadBalancer', 'lb-method', `"${lbMethod}" is not one of ${LB_METHODS.join(', ')}`);
   }
   if (!bool(lb, 'LoadBalancer', 'use-octavia', true)) {
-    throw fail('LoadBalancer', 'use-octavia', 'Neutron-LBaaS is not supported, only Octavia; remove the key or set it to true');
+    throw fail(
+      'LoadBalancer',
+      'use-octavia',
+      'Neutron-LBaaS is not supported, only Octavia; remove the key or set it to true',
+    );
   }
   const lbVersion = one(lb, 'lb-version');
   if (lbVersion && lbVersion !== 'v2') throw fail('LoadBalancer', 'lb-version', 'only "v2" is supported');
@@ -277,8 +299,7 @@ function keystoneAuth(
   fail: (section: string, key: string, what: string) => InvalidConfigError,
 ): KeystoneAuth {
   const get = (key: string) => one(global, key);
-  const domain = (id?: string, name?: string) =>
-    id ? { id } : name ? { name } : undefined;
+  const domain = (id?: string, name?: string) => (id ? { id } : name ? { name } : undefined);
   const userDomain = domain(
     get('user-domain-id') ?? get('domain-id'),
     get('user-domain-name') ?? get('domain-name'),
@@ -297,11 +318,19 @@ function keystoneAuth(
   if (appId || appName) {
     const secret = get('application-credential-secret');
     if (!secret) {
-      throw fail('Global', 'application-credential-secret', 'required with an application credential; set the secret Keystone showed when it was created');
+      throw fail(
+        'Global',
+        'application-credential-secret',
+        'required with an application credential; set the secret Keystone showed when it was created',
+      );
     }
     if (appId) return { method: 'application_credential', credential: { id: appId }, secret };
     if (!user) {
-      throw fail('Global', 'application-credential-name', 'a credential given by name needs its user: set user-id, or username and user-domain-name');
+      throw fail(
+        'Global',
+        'application-credential-name',
+        'a credential given by name needs its user: set user-id, or username and user-domain-name',
+      );
     }
     return { method: 'application_credential', credential: { name: appName as string, user }, secret };
   }
@@ -310,8 +339,18 @@ function keystoneAuth(
   }
 
   const password = get('password');
-  if (!user) throw fail('Global', 'username', 'required: set username and password, or application-credential-id and -secret');
-  if (!password) throw fail('Global', 'password', `required with ${'id' in user ? 'user-id' : 'username'}; or use an application credential`);
+  if (!user)
+    throw fail(
+      'Global',
+      'username',
+      'required: set username and password, or application-credential-id and -secret',
+    );
+  if (!password)
+    throw fail(
+      'Global',
+      'password',
+      `required with ${'id' in user ? 'user-id' : 'username'}; or use an application credential`,
+    );
   const projectDomain = domain(
     get('tenant-domain-id') ?? get('domain-id'),
     get('tenant-domain-name') ?? get('domain-name'),
@@ -336,7 +375,10 @@ const QUOTED_THEN_COMMENT = /^(\s*[^=\s;#[][^=]*=\s*"(?:[^"\\]|\\.)*")\s*[;#].*$
 function readSections(text: string, source: string): Record<string, Raw> {
   let parsed: Record<string, unknown>;
   try {
-    parsed = decode(text.replace(QUOTED_THEN_COMMENT, '$1'), { bracketedArray: false }) as Record<string, unknown>;
+    parsed = decode(text.replace(QUOTED_THEN_COMMENT, '$1'), { bracketedArray: false }) as Record<
+      string,
+      unknown
+    >;
   } catch (err) {
     throw new InvalidConfigError(`${source}: not an INI file (${(err as Error).message})`);
   }
@@ -440,6 +482,7 @@ function parseSeconds(value: string | undefined, dflt: number, fail: (what: stri
     throw fail(`"${value}" is not a duration (e.g. 5s, 1m30s, or seconds)`);
   }
   const total = parts.reduce((sum, p) => sum + Number(p[1]) * (DURATION_UNITS[p[2] as string] ?? 0), 0);
-  if (total < 1 || !Number.isInteger(total)) throw fail(`"${value}" must be a whole number of seconds, at least 1`);
+  if (total < 1 || !Number.isInteger(total))
+    throw fail(`"${value}" must be a whole number of seconds, at least 1`);
   return total;
 }

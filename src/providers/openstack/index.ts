@@ -12,7 +12,8 @@ import { NovaInstances, SCHEME } from './instances.js';
 export const openstack: ProviderDefinition = {
   name: 'openstack',
   providerIdScheme: SCHEME,
-  description: "OpenStack (Keystone v3, Nova, Octavia, Neutron), configured by the official controller's cloud.conf",
+  description:
+    "OpenStack (Keystone v3, Nova, Octavia, Neutron), configured by the official controller's cloud.conf",
   credentials,
   configFileField: CLOUD_CONFIG_PATH,
   create(values: ProviderValues, deps: ProviderDeps): Provider {
@@ -30,7 +31,11 @@ export function loadConfig(values: ProviderValues): CloudConfig {
   );
 }
 
-export function createOpenStack(config: CloudConfig, deps: ProviderDeps, options: SessionOptions = {}): Provider {
+export function createOpenStack(
+  config: CloudConfig,
+  deps: ProviderDeps,
+  options: SessionOptions = {},
+): Provider {
   const session = new Session(config.global, deps, options);
   return {
     name: 'openstack',

@@ -52,7 +52,9 @@ export class NovaInstances implements Instances {
       const query: Record<string, string | number> = { limit: PAGE_SIZE, ...(marker ? { marker } : {}) };
       const page: ServerList = await this.nova<ServerList>('servers/detail', signal, query);
       if (!Array.isArray(page?.servers)) {
-        throw new InvalidConfigError('GET servers/detail: Nova answered without a "servers" list; check the compute endpoint');
+        throw new InvalidConfigError(
+          'GET servers/detail: Nova answered without a "servers" list; check the compute endpoint',
+        );
       }
       for (const server of page.servers) {
         // A marker that goes round in circles would never end; a listing that shifted is not trusted.
@@ -73,21 +75,30 @@ export class NovaInstances implements Instances {
   async get(providerID: string, signal?: AbortSignal): Promise<Instance> {
     const parsed = parseProviderID(providerID);
     if (!parsed || parsed.scheme !== SCHEME) {
-      throw new InvalidConfigError(`"${providerID}" is not an OpenStack provider ID (openstack:///<server id>)`);
+      throw new InvalidConfigError(
+        `"${providerID}" is not an OpenStack provider ID (openstack:///<server id>)`,
+      );
     }
     const region = await this.session.region(signal);
     if (parsed.location && parsed.location !== region) {
       // Another region's server is not ours to judge: never "not found".
       throw new Error(`server ${parsed.id} is in region ${parsed.location}, ccm talks to region ${region}`);
     }
-    const { server } = await this.nova<{ server: NovaServer }>(`servers/${encodeURIComponent(parsed.id)}`, signal);
+    const { server } = await this.nova<{ server: NovaServer }>(
+      `servers/${encodeURIComponent(parsed.id)}`,
+      signal,
+    );
     if (server.status === 'DELETED') {
       throw new NotFoundError(`Nova reports server ${parsed.id} as DELETED`);
     }
     return toInstance(server, region, this.networking);
   }
 
-  private async nova<T>(path: string, signal?: AbortSignal, query?: Record<string, string | number>): Promise<T> {
+  private async nova<T>(
+    path: string,
+    signal?: AbortSignal,
+    query?: Record<string, string | number>,
+  ): Promise<T> {
     const send = () =>
       this.session.request<T>('compute', 'GET', path, {
         ...(query ? { query } : {}),

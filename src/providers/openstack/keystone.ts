@@ -125,7 +125,9 @@ export class Keystone {
       value,
       issuedAt: this.now(),
       expiresAt: Number.isNaN(expiresAt) ? this.now() + 3_600_000 : expiresAt,
-      ...(body.token.project ? { project: { id: body.token.project.id, name: body.token.project.name } } : {}),
+      ...(body.token.project
+        ? { project: { id: body.token.project.id, name: body.token.project.name } }
+        : {}),
       ...(body.token.user ? { user: { name: body.token.user.name } } : {}),
       catalog: body.token.catalog ?? [],
     };

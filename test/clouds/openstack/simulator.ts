@@ -21,12 +21,24 @@ const SERVER_SAMPLE = fixture('nova-servers-details-v2.47.json').servers[0] as R
 
 export const REGION = 'RegionOne';
 /** The project of the Keystone samples; also the user's default project (for unscoped requests). */
-export const PROJECT = { id: 'a6944d763bf64ee6a275f1263fae0352', name: 'admin', domain: { id: 'default', name: 'Default' } };
+export const PROJECT = {
+  id: 'a6944d763bf64ee6a275f1263fae0352',
+  name: 'admin',
+  domain: { id: 'default', name: 'Default' },
+};
 /** The official example cloud.conf's user and password; the id of the Keystone samples. */
-export const USER = { id: '423f19a4ac1e4f48bbb4180756e6eb6c', name: 'admin', domain: { id: 'default', name: 'Default' } };
+export const USER = {
+  id: '423f19a4ac1e4f48bbb4180756e6eb6c',
+  name: 'admin',
+  domain: { id: 'default', name: 'Default' },
+};
 export const PASSWORD = 'passw0rd';
 /** The Keystone samples' application credential (id and name requests). */
-export const APP_CREDENTIAL = { id: '423f19a4ac1e4f48bbb4180756e6eb6c', name: 'monitoring', secret: 'rEaqvJka48mpv' };
+export const APP_CREDENTIAL = {
+  id: '423f19a4ac1e4f48bbb4180756e6eb6c',
+  name: 'monitoring',
+  secret: 'rEaqvJka48mpv',
+};
 
 export interface ServerSpec {
   id?: string;
@@ -82,6 +94,8 @@ export class OpenStackSimulator {
   /** Nova's max_limit: page size cap. */
   maxLimit = 1000;
   private faults: (Fault & { seen: number; fired: number })[] = [];
+  /** One-shot hooks run after a reply; a hook returning true is removed. */
+  private afterReply: ((logged: LoggedRequest) => boolean)[] = [];
   private server?: Server;
 
   get authUrl(): string {
@@ -118,6 +132,15 @@ export class OpenStackSimulator {
   /** Every token issued so far stops working, as at expiry or revocation. */
   expireTokens(): void {
     for (const record of this.tokens.values()) record.revoked = true;
+  }
+
+  /** Tokens expire right after the first request matching `path` is answered (mid-run expiry). */
+  expireTokensAfter(path: RegExp): void {
+    this.afterReply.push((logged) => {
+      if (!path.test(logged.path)) return false;
+      this.expireTokens();
+      return true;
+    });
   }
 
   addServer(spec: ServerSpec): Record<string, unknown> {
@@ -167,15 +190,29 @@ export class OpenStackSimulator {
       try {
         body = JSON.parse(text);
       } catch {
-        return this.reply(req, res, url, 400, { error: { code: 400, message: 'Malformed JSON', title: 'Bad Request' } });
+        return this.reply(req, res, url, 400, {
+          error: { code: 400, message: 'Malformed JSON', title: 'Bad Request' },
+        });
       }
     }
     const fault = this.faults.find(
-      (f) => (!f.method || f.method === method) && f.path.test(url.pathname) && f.seen++ >= (f.skip ?? 0) && f.fired < (f.times ?? Number.POSITIVE_INFINITY),
+      (f) =>
+        (!f.method || f.method === method) &&
+        f.path.test(url.pathname) &&
+        f.seen++ >= (f.skip ?? 0) &&
+        f.fired < (f.times ?? Number.POSITIVE_INFINITY),
     );
     if (fault) {
       fault.fired++;
-      return this.reply(req, res, url, fault.status, fault.body ?? { error: { code: fault.status, message: 'injected fault' } }, fault.headers, body);
+      return this.reply(
+        req,
+        res,
+        url,
+        fault.status,
+        fault.body ?? { error: { code: fault.status, message: 'injected fault' } },
+        fault.headers,
+        body,
+      );
     }
     try {
       const [status, payload, headers] = this.route(method, url, req, body);
@@ -195,7 +232,15 @@ export class OpenStackSimulator {
     headers: Record<string, string> = {},
     requestBody?: unknown,
   ): void {
-    this.requests.push({ method: req.method ?? 'GET', path: url.pathname + url.search, status, headers: req.headers, body: requestBody });
+    const logged = {
+      method: req.method ?? 'GET',
+      path: url.pathname + url.search,
+      status,
+      headers: req.headers,
+      body: requestBody,
+    };
+    this.requests.push(logged);
+    this.afterReply = this.afterReply.filter((hook) => !hook(logged));
     const text = payload === undefined ? '' : JSON.stringify(payload);
     res.writeHead(status, { ...(text ? { 'content-type': 'application/json' } : {}), ...headers });
     res.end(text);
@@ -210,8 +255,10 @@ export class OpenStackSimulator {
     const path = url.pathname;
     if (path === '/identity/v3/auth/tokens' && method === 'POST') return this.issueToken(body);
     this.authenticate(req);
-    if (path.startsWith('/compute/v2.1/')) return this.nova(method, path.slice('/compute/v2.1'.length), url, req);
-    if (path.startsWith('/network/v2.0/')) return this.octavia.neutron(method, path.slice('/network'.length), url, body);
+    if (path.startsWith('/compute/v2.1/'))
+      return this.nova(method, path.slice('/compute/v2.1'.length), url, req);
+    if (path.startsWith('/network/v2.0/'))
+      return this.octavia.neutron(method, path.slice('/network'.length), url, body);
     if (path.startsWith('/load-balancer/v2/lbaas/')) {
       return this.octavia.route(method, path.slice('/load-balancer/v2/lbaas'.length), url, body);
     }
@@ -227,10 +274,12 @@ export class OpenStackSimulator {
   // ---- Keystone ------------------------------------------------------------------------------
 
   private issueToken(body: unknown): [number, unknown, Record<string, string>] {
-    const bad = (message: string) => new HttpError(400, { error: { code: 400, message, title: 'Bad Request' } });
+    const bad = (message: string) =>
+      new HttpError(400, { error: { code: 400, message, title: 'Bad Request' } });
     const identity = (body as { auth?: { identity?: Record<string, unknown> } })?.auth?.identity;
     const methods = identity?.methods;
-    if (!Array.isArray(methods) || methods.length !== 1) throw bad('auth.identity.methods must list one method');
+    if (!Array.isArray(methods) || methods.length !== 1)
+      throw bad('auth.identity.methods must list one method');
     const scope = (body as { auth: { scope?: { project?: Record<string, unknown> } } }).auth.scope;
     let method: string;
     if (methods[0] === 'password') {
@@ -239,12 +288,15 @@ export class OpenStackSimulator {
       const byId = user.id === USER.id;
       const domain = user.domain as { id?: string; name?: string } | undefined;
       if (!byId && user.name !== undefined && !domain) throw bad('Expecting to find domain in user');
-      const byName = user.name === USER.name && (domain?.id === USER.domain.id || domain?.name === USER.domain.name);
+      const byName =
+        user.name === USER.name && (domain?.id === USER.domain.id || domain?.name === USER.domain.name);
       if (!(byId || byName) || user.password !== PASSWORD) throw new HttpError(401, UNAUTHORIZED);
       if (scope?.project) {
         const p = scope.project;
         const d = p.domain as { id?: string; name?: string } | undefined;
-        const matches = p.id === PROJECT.id || (p.name === PROJECT.name && (d?.id === PROJECT.domain.id || d?.name === PROJECT.domain.name));
+        const matches =
+          p.id === PROJECT.id ||
+          (p.name === PROJECT.name && (d?.id === PROJECT.domain.id || d?.name === PROJECT.domain.name));
         if (!matches) throw new HttpError(401, UNAUTHORIZED);
       }
       method = 'password';
@@ -303,7 +355,12 @@ export class OpenStackSimulator {
 
   // ---- Nova ----------------------------------------------------------------------------------
 
-  private nova(method: string, path: string, url: URL, req: IncomingMessage): [number, unknown, Record<string, string>] {
+  private nova(
+    method: string,
+    path: string,
+    url: URL,
+    req: IncomingMessage,
+  ): [number, unknown, Record<string, string>] {
     const version = this.microversion(req);
     const headers = {
       'OpenStack-API-Version': `compute ${version}`,
@@ -314,7 +371,12 @@ export class OpenStackSimulator {
     if (method === 'GET' && path === '/servers/detail') {
       const limitText = url.searchParams.get('limit');
       if (limitText !== null && !/^\d+$/.test(limitText)) {
-        throw new HttpError(400, { badRequest: { code: 400, message: `Invalid input for query parameters limit. Value: ${limitText}.` } });
+        throw new HttpError(400, {
+          badRequest: {
+            code: 400,
+            message: `Invalid input for query parameters limit. Value: ${limitText}.`,
+          },
+        });
       }
       const limit = Math.min(limitText === null ? this.maxLimit : Number(limitText), this.maxLimit);
       const all = [...this.servers.values()];
@@ -322,13 +384,19 @@ export class OpenStackSimulator {
       const marker = url.searchParams.get('marker');
       if (marker !== null) {
         const at = all.findIndex((s) => s.id === marker);
-        if (at < 0) throw new HttpError(400, { badRequest: { code: 400, message: `marker [${marker}] not found` } });
+        if (at < 0)
+          throw new HttpError(400, { badRequest: { code: 400, message: `marker [${marker}] not found` } });
         start = at + 1;
       }
       const page = all.slice(start, start + limit);
       const links =
         page.length === limit && limit > 0
-          ? [{ href: `${this.url}/compute/v2.1/servers/detail?limit=${limit}&marker=${page.at(-1)?.id}`, rel: 'next' }]
+          ? [
+              {
+                href: `${this.url}/compute/v2.1/servers/detail?limit=${limit}&marker=${page.at(-1)?.id}`,
+                rel: 'next',
+              },
+            ]
           : undefined;
       return [200, { servers: page.map(view), ...(links ? { servers_links: links } : {}) }, headers];
     }
@@ -336,7 +404,9 @@ export class OpenStackSimulator {
     if (method === 'GET' && one) {
       const server = this.servers.get(decodeURIComponent(one[1] as string));
       if (!server) {
-        throw new HttpError(404, { itemNotFound: { code: 404, message: `Instance ${one[1]} could not be found.` } });
+        throw new HttpError(404, {
+          itemNotFound: { code: 404, message: `Instance ${one[1]} could not be found.` },
+        });
       }
       return [200, { server: view(server) }, headers];
     }

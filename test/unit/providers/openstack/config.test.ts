@@ -7,7 +7,8 @@ import { parseCloudConfig, readCloudConfig } from '../../../../src/providers/ope
 import { credentials } from '../../../../src/providers/openstack/credentials.js';
 import { loadConfig } from '../../../../src/providers/openstack/index.js';
 
-const fixture = (name: string) => fileURLToPath(new URL(`../../../fixtures/openstack/${name}`, import.meta.url));
+const fixture = (name: string) =>
+  fileURLToPath(new URL(`../../../fixtures/openstack/${name}`, import.meta.url));
 
 function refusal(text: string): string {
   try {
@@ -21,7 +22,8 @@ function refusal(text: string): string {
   throw new Error('expected the cloud.conf to be refused');
 }
 
-const GLOBAL = '[Global]\nauth-url=https://keystone.example.com:5000/v3\nregion=RegionOne\nusername=u\npassword=p\n';
+const GLOBAL =
+  '[Global]\nauth-url=https://keystone.example.com:5000/v3\nregion=RegionOne\nusername=u\npassword=p\n';
 
 describe("the official controller's example cloud.conf files", () => {
   it('accepts the password example unchanged (empty tenant-id and domain-id, [BlockStorage])', () => {
@@ -44,7 +46,11 @@ describe("the official controller's example cloud.conf files", () => {
       monitorTimeoutSeconds: 3,
       monitorMaxRetries: 1,
     });
-    expect(config.networking).toEqual({ publicNetworkNames: [], internalNetworkNames: [], ipv6SupportDisabled: false });
+    expect(config.networking).toEqual({
+      publicNetworkNames: [],
+      internalNetworkNames: [],
+      ipv6SupportDisabled: false,
+    });
   });
 
   it('accepts the application-credential form', () => {
@@ -65,7 +71,9 @@ describe("the official controller's example cloud.conf files", () => {
     const content = Buffer.from(secret.data['cloud.conf'], 'base64').toString('utf8');
     // The manifest's auth-url holds the placeholder <keystone_ip>, which is not a host: it is refused
     // as it stands, and accepted with any real host put in its place.
-    expect(() => loadConfig({ cloudConf: content })).toThrow('[Global] auth-url: "https://<keystone_ip>/identity/v3" is not an http(s) URL');
+    expect(() => loadConfig({ cloudConf: content })).toThrow(
+      '[Global] auth-url: "https://<keystone_ip>/identity/v3" is not an http(s) URL',
+    );
     const config = loadConfig({ cloudConf: content.replace('<keystone_ip>', 'keystone.example.com') });
     expect(config.global).toMatchObject({
       authUrl: 'https://keystone.example.com/identity/v3',
@@ -160,7 +168,9 @@ ipv6-support-disabled=true
   });
 
   it('refuses unknown and invalid keys in one line naming the section and key', () => {
-    expect(refusal(`${GLOBAL}usernme=x\n`)).toMatch(/^cloud\.conf: \[Global\] usernme: unknown key; the keys of \[Global\] are auth-url, /);
+    expect(refusal(`${GLOBAL}usernme=x\n`)).toMatch(
+      /^cloud\.conf: \[Global\] usernme: unknown key; the keys of \[Global\] are auth-url, /,
+    );
     expect(refusal(`${GLOBAL}[LoadBalancer]\nlb-method=RANDOM\n`)).toBe(
       'cloud.conf: [LoadBalancer] lb-method: "RANDOM" is not one of ROUND_ROBIN, LEAST_CONNECTIONS, SOURCE_IP, SOURCE_IP_PORT',
     );
@@ -170,11 +180,17 @@ ipv6-support-disabled=true
     expect(refusal(`${GLOBAL}[LoadBalancer]\nmonitor-max-retries=11\n`)).toBe(
       'cloud.conf: [LoadBalancer] monitor-max-retries: "11" is not a whole number from 1 to 10',
     );
-    expect(refusal(`${GLOBAL}[LoadBalancer]\nmonitor-delay=soon\n`)).toMatch(/\[LoadBalancer\] monitor-delay: "soon" is not a duration/);
-    expect(refusal(`${GLOBAL}os-endpoint-type=private\n`)).toMatch(/\[Global\] os-endpoint-type: "private" is not one of public, internal, admin/);
+    expect(refusal(`${GLOBAL}[LoadBalancer]\nmonitor-delay=soon\n`)).toMatch(
+      /\[LoadBalancer\] monitor-delay: "soon" is not a duration/,
+    );
+    expect(refusal(`${GLOBAL}os-endpoint-type=private\n`)).toMatch(
+      /\[Global\] os-endpoint-type: "private" is not one of public, internal, admin/,
+    );
     expect(refusal(`${GLOBAL}region=R3\n`)).toBe('cloud.conf: [Global] region: set 2 times; keep one');
     expect(refusal('[Global]\nregion=R\nusername=u\npassword=p\n')).toMatch(/\[Global\] auth-url: required/);
-    expect(refusal('[Global]\nauth-url=https://k/v3\nusername=u\n')).toMatch(/\[Global\] password: required with username/);
+    expect(refusal('[Global]\nauth-url=https://k/v3\nusername=u\n')).toMatch(
+      /\[Global\] password: required with username/,
+    );
     expect(refusal('[Global]\nauth-url=https://k/v3\napplication-credential-id=a\n')).toMatch(
       /\[Global\] application-credential-secret: required with an application credential/,
     );
@@ -189,15 +205,21 @@ ipv6-support-disabled=true
     expect(refusal(`${GLOBAL}[LoadBalancer]\nmanage-security-groups=true\n`)).toMatch(
       /^cloud\.conf: \[LoadBalancer\] manage-security-groups: managing security groups is not supported/,
     );
-    expect(refusal(`${GLOBAL}[LoadBalancer]\nuse-octavia=false\n`)).toMatch(/Neutron-LBaaS is not supported, only Octavia/);
+    expect(refusal(`${GLOBAL}[LoadBalancer]\nuse-octavia=false\n`)).toMatch(
+      /Neutron-LBaaS is not supported, only Octavia/,
+    );
     expect(refusal(`${GLOBAL}[LoadBalancer]\ncascade-delete=false\n`)).toMatch(
       /\[LoadBalancer\] cascade-delete: ccm deletes load balancers with cascade/,
     );
     expect(refusal(`${GLOBAL}[LoadBalancerClass "dmz"]\nfloating-subnet-id=x\n`)).toMatch(
       /\[LoadBalancerClass "dmz"\] load balancer classes are not supported/,
     );
-    expect(refusal(`${GLOBAL}[Route]\nrouter-id=r\n`)).toMatch(/\[Route\] router-id: routes are not supported/);
+    expect(refusal(`${GLOBAL}[Route]\nrouter-id=r\n`)).toMatch(
+      /\[Route\] router-id: routes are not supported/,
+    );
     // known but empty or at its default: accepted
-    expect(() => parseCloudConfig(`${GLOBAL}trust-id=\n[LoadBalancer]\nmanage-security-groups=false\n`)).not.toThrow();
+    expect(() =>
+      parseCloudConfig(`${GLOBAL}trust-id=\n[LoadBalancer]\nmanage-security-groups=false\n`),
+    ).not.toThrow();
   });
 });

@@ -1,7 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { InvalidConfigError, NotFoundError, RetryableError, UnauthorizedError } from '../../../../src/providers/errors.js';
+import {
+  InvalidConfigError,
+  NotFoundError,
+  RetryableError,
+  UnauthorizedError,
+} from '../../../../src/providers/errors.js';
 import { type CloudConfig, parseCloudConfig } from '../../../../src/providers/openstack/config.js';
 import { createOpenStack } from '../../../../src/providers/openstack/index.js';
 import { serverAddresses, serverState } from '../../../../src/providers/openstack/instances.js';
@@ -68,17 +73,25 @@ describe('Keystone', () => {
 
   it('refuses wrong credentials in one line without the password', async () => {
     const config = parseCloudConfig(
-      fixture('occm-cloud-config').replace('http://192.128.1.15:5000/v3', sim.authUrl).replace('passw0rd', 'wrong-pw-123'),
+      fixture('occm-cloud-config')
+        .replace('http://192.128.1.15:5000/v3', sim.authUrl)
+        .replace('passw0rd', 'wrong-pw-123'),
     );
-    const err = await provider(config).instances.list().catch((e: unknown) => e as Error);
+    const err = await provider(config)
+      .instances.list()
+      .catch((e: unknown) => e as Error);
     expect(err).toBeInstanceOf(UnauthorizedError);
-    expect((err as Error).message).toMatch(/^Keystone at http:\/\/127\.0\.0\.1:\d+\/identity\/v3 refused the password of user "admin"/);
+    expect((err as Error).message).toMatch(
+      /^Keystone at http:\/\/127\.0\.0\.1:\d+\/identity\/v3 refused the password of user "admin"/,
+    );
     expect((err as Error).message).not.toContain('wrong-pw-123');
   });
 
   it('says which catalog entry is missing for a wrong region', async () => {
     const config = parseCloudConfig(
-      fixture('occm-cloud-config').replace('http://192.128.1.15:5000/v3', sim.authUrl).replace('RegionOne', 'RegionTwo'),
+      fixture('occm-cloud-config')
+        .replace('http://192.128.1.15:5000/v3', sim.authUrl)
+        .replace('RegionOne', 'RegionTwo'),
     );
     await expect(provider(config).instances.list()).rejects.toThrow(
       'the Keystone catalog has no public "compute" endpoint in region "RegionTwo" (it has: RegionOne); check [Global] region and os-endpoint-type',
@@ -114,8 +127,14 @@ describe('Keystone', () => {
   });
 
   it('gives up after one re-authentication when the new token is refused too', async () => {
-    sim.fault({ path: /servers\/detail/, status: 401, body: { error: { code: 401, message: 'no', title: 'Unauthorized' } } });
-    const err = await provider().instances.list().catch((e: unknown) => e as Error);
+    sim.fault({
+      path: /servers\/detail/,
+      status: 401,
+      body: { error: { code: 401, message: 'no', title: 'Unauthorized' } },
+    });
+    const err = await provider()
+      .instances.list()
+      .catch((e: unknown) => e as Error);
     expect(err).toBeInstanceOf(UnauthorizedError);
     expect(sim.requestsTo(/auth\/tokens/)).toHaveLength(2);
     for (const token of sim.tokens.keys()) expect((err as Error).message).not.toContain(token);
@@ -125,7 +144,8 @@ describe('Keystone', () => {
 describe('Nova instances', () => {
   it('lists servers with the microversion, paging by limit and marker through servers_links', async () => {
     sim.maxLimit = 2;
-    for (let i = 1; i <= 5; i++) sim.addServer({ name: `n${i}`, addresses: { private: [{ addr: `10.0.0.${i}` }] } });
+    for (let i = 1; i <= 5; i++)
+      sim.addServer({ name: `n${i}`, addresses: { private: [{ addr: `10.0.0.${i}` }] } });
     const calls: string[] = [];
     const list = await provider(officialConfig(), calls).instances.list();
     expect(list.map((i) => i.name)).toEqual(['n1', 'n2', 'n3', 'n4', 'n5']);
@@ -183,9 +203,13 @@ describe('Nova instances', () => {
     sim.maxLimit = 2;
     for (let i = 1; i <= 5; i++) sim.addServer({ name: `n${i}` });
     sim.fault({ path: /servers\/detail/, status: 503, skip: 1 });
-    const err = await provider().instances.list().catch((e: unknown) => e as Error);
+    const err = await provider()
+      .instances.list()
+      .catch((e: unknown) => e as Error);
     expect(err).toBeInstanceOf(RetryableError);
-    expect((err as Error).message).toMatch(/GET \/compute\/v2\.1\/servers\/detail\?limit=1000&marker=.*: 503 Service Unavailable/);
+    expect((err as Error).message).toMatch(
+      /GET \/compute\/v2\.1\/servers\/detail\?limit=1000&marker=.*: 503 Service Unavailable/,
+    );
   });
 
   it('get: Nova itemNotFound is NotFound; another 404 is not; DELETED is not found; other regions are never', async () => {
@@ -193,7 +217,9 @@ describe('Nova instances', () => {
     const p = provider();
     expect((await p.instances.get(`openstack:///${server.id}`)).state).toBe('stopped');
     expect((await p.instances.get(`openstack://RegionOne/${server.id}`)).name).toBe('here');
-    await expect(p.instances.get('openstack:///0b3e6d8a-0000-4000-8000-000000000000')).rejects.toBeInstanceOf(NotFoundError);
+    await expect(p.instances.get('openstack:///0b3e6d8a-0000-4000-8000-000000000000')).rejects.toBeInstanceOf(
+      NotFoundError,
+    );
 
     sim.fault({ path: /servers\/proxy-404/, status: 404, body: { message: 'nginx: not found' } });
     await expect(p.instances.get('openstack:///proxy-404')).rejects.toBeInstanceOf(InvalidConfigError);
@@ -211,7 +237,15 @@ describe('server state and addresses', () => {
   it('SHUTOFF is stopped, DELETED is gone, ERROR, BUILD and the rest are running', () => {
     expect(serverState('SHUTOFF')).toBe('stopped');
     expect(serverState('DELETED')).toBe('gone');
-    for (const status of ['ACTIVE', 'ERROR', 'BUILD', 'REBOOT', 'SHELVED_OFFLOADED', 'SOFT_DELETED', 'UNKNOWN']) {
+    for (const status of [
+      'ACTIVE',
+      'ERROR',
+      'BUILD',
+      'REBOOT',
+      'SHELVED_OFFLOADED',
+      'SOFT_DELETED',
+      'UNKNOWN',
+    ]) {
       expect(serverState(status)).toBe('running');
     }
   });
@@ -230,7 +264,13 @@ describe('server state and addresses', () => {
         storage: [{ addr: '10.9.0.2', version: 4, 'OS-EXT-IPS:type': 'fixed' as const }],
       },
     };
-    expect(serverAddresses(server, { ...NETWORKING, publicNetworkNames: ['public'], internalNetworkNames: ['private'] })).toEqual([
+    expect(
+      serverAddresses(server, {
+        ...NETWORKING,
+        publicNetworkNames: ['public'],
+        internalNetworkNames: ['private'],
+      }),
+    ).toEqual([
       { type: 'InternalIP', address: '10.0.0.2' },
       { type: 'ExternalIP', address: '198.51.100.2' },
       { type: 'ExternalIP', address: '203.0.113.7' },
