@@ -4,6 +4,7 @@ import { Session, type SessionOptions } from './client.js';
 import { type CloudConfig, parseCloudConfig, readCloudConfig } from './config.js';
 import { CLOUD_CONFIG_CONTENT, CLOUD_CONFIG_PATH, credentials } from './credentials.js';
 import { NovaInstances, SCHEME } from './instances.js';
+import { OctaviaLoadBalancers } from './load-balancers.js';
 
 /**
  * OpenStack: Keystone v3 for tokens and the catalog, Nova for instances, Octavia (with Neutron
@@ -41,6 +42,9 @@ export function createOpenStack(
     name: 'openstack',
     providerIdScheme: SCHEME,
     instances: new NovaInstances(session, config.networking),
+    ...(config.loadBalancer.enabled
+      ? { loadBalancers: new OctaviaLoadBalancers(session, config.loadBalancer) }
+      : {}),
     async verifyCredentials(signal?: AbortSignal): Promise<string> {
       const token = await session.keystone.current(signal);
       const who = token.user ? ` as ${token.user.name}` : '';
