@@ -169,7 +169,8 @@ export class OctaviaState {
     }
     if (path === '/loadbalancers' && method === 'POST')
       return [201, { loadbalancer: this.createLoadBalancer(body) }];
-    if ((m = /^\/loadbalancers\/([^/]+)$/.exec(path))) {
+    m = /^\/loadbalancers\/([^/]+)$/.exec(path);
+    if (m) {
       const record = this.loadBalancers.get(m[1] as string);
       const lb = record && this.read(record);
       if (!record || !lb) throw fault(404, `Load Balancer ${m[1]} could not be found.`);
@@ -201,7 +202,8 @@ export class OctaviaState {
       this.pending(record, 'PENDING_UPDATE');
       return [201, { listener: [...this.listeners.values()].at(-1) }];
     }
-    if ((m = /^\/listeners\/([^/]+)$/.exec(path))) {
+    m = /^\/listeners\/([^/]+)$/.exec(path);
+    if (m) {
       const listener = this.listeners.get(m[1] as string);
       if (!listener) throw fault(404, `Listener ${m[1]} could not be found.`);
       const record = this.ownerOf(lbOf(listener));
@@ -248,7 +250,8 @@ export class OctaviaState {
       this.pending(record, 'PENDING_UPDATE');
       return [201, { pool }];
     }
-    if ((m = /^\/pools\/([^/]+)\/members$/.exec(path))) {
+    m = /^\/pools\/([^/]+)\/members$/.exec(path);
+    if (m) {
       const pool = this.pools.get(m[1] as string);
       if (!pool) throw fault(404, `Pool ${m[1]} could not be found.`);
       if (method === 'GET')
@@ -266,7 +269,8 @@ export class OctaviaState {
         return [202, undefined];
       }
     }
-    if ((m = /^\/pools\/([^/]+)$/.exec(path))) {
+    m = /^\/pools\/([^/]+)$/.exec(path);
+    if (m) {
       const pool = this.pools.get(m[1] as string);
       if (!pool) throw fault(404, `Pool ${m[1]} could not be found.`);
       const record = this.ownerOf(lbOf(pool));
@@ -307,7 +311,8 @@ export class OctaviaState {
       this.pending(record, 'PENDING_UPDATE');
       return [201, { healthmonitor: monitor }];
     }
-    if ((m = /^\/healthmonitors\/([^/]+)$/.exec(path))) {
+    m = /^\/healthmonitors\/([^/]+)$/.exec(path);
+    if (m) {
       const monitor = this.monitors.get(m[1] as string);
       if (!monitor) throw fault(404, `Health Monitor ${m[1]} could not be found.`);
       const pool = this.pools.get(String((monitor.pools as Obj[])[0]?.id)) as Obj;
