@@ -23,6 +23,13 @@ import type { LoadBalancerConfig } from './config.js';
  */
 
 const POLL_MS = 5_000;
+/** Octavia's own listener defaults (milliseconds), what a listener without the annotations has. */
+const OCTAVIA_DEFAULTS = {
+  timeoutClientData: 50_000,
+  timeoutMemberConnect: 5_000,
+  timeoutMemberData: 50_000,
+  timeoutTcpInspect: 0,
+};
 const ERROR_RETRY_MS = 60_000;
 
 interface Ref {
@@ -221,7 +228,7 @@ export class OctaviaLoadBalancers implements LoadBalancers {
         ...(options.availabilityZone ? { availability_zone: options.availabilityZone } : {}),
         tags: tags(req),
         listeners: desired.map((d) => ({
-          ...d.listener,
+          ...withoutNull(d.listener, 'allowed_cidrs'),
           default_pool: {
             ...d.pool,
             members: d.members,
@@ -292,7 +299,9 @@ export class OctaviaLoadBalancers implements LoadBalancers {
       const label = `${protocol} ${port}`;
       if (!listener) {
         if (membersOnly) continue;
-        await lbCall('POST', 'listeners', { listener: { ...want.listener, loadbalancer_id: lb.id } });
+        await lbCall('POST', 'listeners', {
+          listener: { ...withoutNull(want.listener, 'allowed_cidrs'), loadbalancer_id: lb.id },
+        });
         return `creating the listener for ${label}`;
       }
       if (!membersOnly && differs(listener, want.listener)) {
@@ -362,18 +371,18 @@ export class OctaviaLoadBalancers implements LoadBalancers {
       const protocol = port.protocol;
       const name = `${lbName(req)}_${protocol.toLowerCase()}_${port.port}`;
       const timeouts = options.timeouts;
+      // Every setting is sent, defaults included, so that removing an annotation resets the listener.
       const listener = {
         name,
         protocol,
         protocol_port: port.port,
         connection_limit: options.connectionLimit ?? -1,
-        ...(timeouts.clientData !== undefined ? { timeout_client_data: timeouts.clientData } : {}),
-        ...(timeouts.memberConnect !== undefined ? { timeout_member_connect: timeouts.memberConnect } : {}),
-        ...(timeouts.memberData !== undefined ? { timeout_member_data: timeouts.memberData } : {}),
-        ...(timeouts.tcpInspect !== undefined ? { timeout_tcp_inspect: timeouts.tcpInspect } : {}),
-        ...(req.service.loadBalancerSourceRanges.length > 0
-          ? { allowed_cidrs: req.service.loadBalancerSourceRanges }
-          : {}),
+        timeout_client_data: timeouts.clientData ?? OCTAVIA_DEFAULTS.timeoutClientData,
+        timeout_member_connect: timeouts.memberConnect ?? OCTAVIA_DEFAULTS.timeoutMemberConnect,
+        timeout_member_data: timeouts.memberData ?? OCTAVIA_DEFAULTS.timeoutMemberData,
+        timeout_tcp_inspect: timeouts.tcpInspect ?? OCTAVIA_DEFAULTS.timeoutTcpInspect,
+        allowed_cidrs:
+          req.service.loadBalancerSourceRanges.length > 0 ? req.service.loadBalancerSourceRanges : null,
         tags: tags(req),
       };
       const pool = {
@@ -554,6 +563,13 @@ function sameMembers(current: Member[], wanted: Member[]): boolean {
   const a = current.map(key).sort();
   const b = wanted.map(key).sort();
   return a.length === b.length && a.every((k, i) => k === b[i]);
+}
+
+/** `allowed_cidrs: null` is left out of creations: Octavia before API 2.12 does not know the field. */
+function withoutNull<T extends Record<string, unknown>>(obj: T, key: string): T {
+  if (obj[key] !== null) return obj;
+  const { [key]: _dropped, ...rest } = obj;
+  return rest as T;
 }
 
 /** Whether any field of `wanted` (but tags and names) differs from the object Octavia shows. */

@@ -102,6 +102,10 @@ describe('Octavia load balancers', () => {
           protocol: 'TCP',
           protocol_port: 80,
           connection_limit: -1,
+          timeout_client_data: 50000,
+          timeout_member_connect: 5000,
+          timeout_member_data: 50000,
+          timeout_tcp_inspect: 0,
           tags: ['ccm-cluster:c0ffee00-1111-2222-3333-444455556666', 'ccm-service:default/web'],
           default_pool: {
             name: 'ccm_a1b2c3d4e5f60718293a4b5c6d7e8f90_tcp_80',
