@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { decode } from 'ini';
 import { InvalidConfigError } from '../errors.js';
+import { cloudsYamlGlobal, defaultCloudsFiles } from './clouds-yaml.js';
 
 /**
  * The official controller's `cloud.conf` (an INI file read by gcfg there): sections and keys are
@@ -105,15 +106,15 @@ const GLOBAL_KEYS = [
   'application-credential-name',
   'application-credential-secret',
   'tls-insecure',
+  'use-clouds',
+  'clouds-file',
+  'cloud',
 ];
 /** Known [Global] keys that ccm does not support, with what to do instead. */
 const GLOBAL_UNSUPPORTED: Record<string, string> = {
   'trust-id': 'Keystone trusts are not supported; use an application credential or a password',
   'trustee-id': 'Keystone trusts are not supported; use an application credential or a password',
   'trustee-password': 'Keystone trusts are not supported; use an application credential or a password',
-  'use-clouds': 'clouds.yaml is not supported; put the credentials in [Global]',
-  'clouds-file': 'clouds.yaml is not supported; put the credentials in [Global]',
-  cloud: 'clouds.yaml is not supported; put the credentials in [Global]',
 };
 const LB_KEYS = [
   'enabled',
@@ -155,7 +156,7 @@ const NETWORKING_UNSUPPORTED: Record<string, string> = {
 const FOREIGN_SECTIONS = new Set(['blockstorage', 'metadata']);
 
 /** Reads and parses a cloud.conf file. */
-export function readCloudConfig(path: string): CloudConfig {
+export function readCloudConfig(path: string, options: ParseOptions = {}): CloudConfig {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -165,10 +166,19 @@ export function readCloudConfig(path: string): CloudConfig {
       `cannot read the cloud config ${path} (${code ?? (err as Error).message}); pass the path of the official controller's cloud.conf with --cloud-config`,
     );
   }
-  return parseCloudConfig(text, path);
+  return parseCloudConfig(text, path, options);
 }
 
-export function parseCloudConfig(text: string, source = 'cloud.conf'): CloudConfig {
+export interface ParseOptions {
+  /** clouds.yaml files tried in order when [Global] use-clouds=true names none (clouds-file). */
+  cloudsFiles?: readonly string[];
+}
+
+export function parseCloudConfig(
+  text: string,
+  source = 'cloud.conf',
+  options: ParseOptions = {},
+): CloudConfig {
   const sections = readSections(text, source);
   const fail = (section: string, key: string, what: string) =>
     new InvalidConfigError(`${source}: [${section}] ${key}: ${what}`);
@@ -187,7 +197,11 @@ export function parseCloudConfig(text: string, source = 'cloud.conf'): CloudConf
     );
   }
 
-  const global = section(sections, 'Global', GLOBAL_KEYS, GLOBAL_UNSUPPORTED, source);
+  const global = withClouds(
+    section(sections, 'Global', GLOBAL_KEYS, GLOBAL_UNSUPPORTED, source),
+    source,
+    options,
+  );
   const lb = section(sections, 'LoadBalancer', LB_KEYS, LB_UNSUPPORTED, source);
   const networking = section(sections, 'Networking', NETWORKING_KEYS, NETWORKING_UNSUPPORTED, source);
   const route = section(sections, 'Route', ['router-id'], {}, source);
@@ -292,6 +306,24 @@ export function parseCloudConfig(text: string, source = 'cloud.conf'): CloudConf
       ipv6SupportDisabled: bool(networking, 'Networking', 'ipv6-support-disabled', false),
     },
   };
+}
+
+/** With use-clouds=true, the named cloud of clouds.yaml fills the [Global] keys cloud.conf leaves unset. */
+function withClouds(global: Raw, source: string, options: ParseOptions): Raw {
+  const use = parseBool(
+    one(global, 'use-clouds'),
+    false,
+    (what) => new InvalidConfigError(`${source}: [Global] use-clouds: ${what}`),
+  );
+  if (!use) return global;
+  const file = one(global, 'clouds-file');
+  const files = file ? [file] : (options.cloudsFiles ?? defaultCloudsFiles());
+  const fromYaml = cloudsYamlGlobal(files, one(global, 'cloud'));
+  const merged: Raw = { ...global };
+  for (const [key, value] of Object.entries(fromYaml)) {
+    if (one(global, key) === undefined) merged[key] = [value];
+  }
+  return merged;
 }
 
 function keystoneAuth(

@@ -7,6 +7,8 @@ import type { CredentialSchema } from '../types.js';
  */
 export const CLOUD_CONFIG_PATH = 'cloudConfigPath';
 export const CLOUD_CONFIG_CONTENT = 'cloudConf';
+export const CLOUD_NAME = 'cloud';
+export const CLOUDS_FILE = 'cloudsFile';
 
 export const credentials: CredentialSchema = {
   secretName: 'cloud-config',
@@ -29,6 +31,24 @@ export const credentials: CredentialSchema = {
       prompt: 'editor',
       env: [],
       secretKey: 'cloud.conf',
+    },
+    {
+      key: CLOUD_NAME,
+      description:
+        'Without a cloud.conf: the named cloud of clouds.yaml to use (as the openstack CLI); with one, [Global] use-clouds=true and cloud= do this',
+      secret: false,
+      required: false,
+      prompt: 'input',
+      env: ['OS_CLOUD'],
+    },
+    {
+      key: CLOUDS_FILE,
+      description:
+        'Path of clouds.yaml (default ~/.config/openstack/clouds.yaml, then /etc/openstack/clouds.yaml)',
+      secret: false,
+      required: false,
+      prompt: 'file',
+      env: ['OS_CLIENT_CONFIG_FILE'],
     },
   ],
 };

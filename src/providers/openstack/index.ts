@@ -1,8 +1,15 @@
 import { InvalidConfigError } from '../errors.js';
 import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../types.js';
 import { Session, type SessionOptions } from './client.js';
+import { defaultCloudsFiles } from './clouds-yaml.js';
 import { type CloudConfig, parseCloudConfig, readCloudConfig } from './config.js';
-import { CLOUD_CONFIG_CONTENT, CLOUD_CONFIG_PATH, credentials } from './credentials.js';
+import {
+  CLOUD_CONFIG_CONTENT,
+  CLOUD_CONFIG_PATH,
+  CLOUD_NAME,
+  CLOUDS_FILE,
+  credentials,
+} from './credentials.js';
 import { NovaInstances, SCHEME } from './instances.js';
 import { OctaviaLoadBalancers } from './load-balancers.js';
 
@@ -23,12 +30,17 @@ export const openstack: ProviderDefinition = {
 };
 
 export function loadConfig(values: ProviderValues): CloudConfig {
+  const cloudsFile = values[CLOUDS_FILE]?.trim();
+  const options = { cloudsFiles: [...(cloudsFile ? [cloudsFile] : []), ...defaultCloudsFiles()] };
   const path = values[CLOUD_CONFIG_PATH]?.trim();
-  if (path) return readCloudConfig(path);
+  if (path) return readCloudConfig(path, options);
   const content = values[CLOUD_CONFIG_CONTENT];
-  if (content?.trim()) return parseCloudConfig(content, 'cloud.conf');
+  if (content?.trim()) return parseCloudConfig(content, 'cloud.conf', options);
+  const cloud = values[CLOUD_NAME]?.trim();
+  // OS_CLOUD alone: clouds.yaml is the whole configuration, as for the openstack CLI.
+  if (cloud) return parseCloudConfig(`[Global]\nuse-clouds=true\ncloud=${cloud}\n`, 'clouds.yaml', options);
   throw new InvalidConfigError(
-    "no cloud.conf given; pass --cloud-config <file> with the official controller's cloud.conf (the cloud.conf key of the Secret kube-system/cloud-config)",
+    "no cloud.conf given; pass --cloud-config <file> with the official controller's cloud.conf (the cloud.conf key of the Secret kube-system/cloud-config), or set OS_CLOUD to use clouds.yaml",
   );
 }
 

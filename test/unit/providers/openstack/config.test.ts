@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
@@ -221,5 +223,78 @@ ipv6-support-disabled=true
     expect(() =>
       parseCloudConfig(`${GLOBAL}trust-id=\n[LoadBalancer]\nmanage-security-groups=false\n`),
     ).not.toThrow();
+  });
+});
+
+describe('clouds.yaml', () => {
+  const CLOUDS = `clouds:
+  mycloud:
+    auth:
+      auth_url: https://keystone.example.com:5000/v3
+      application_credential_id: "423f19a4ac1e4f48bbb4180756e6eb6c"
+      application_credential_secret: "rEaqvJka48mpv"
+    region_name: RegionOne
+    interface: internal
+    verify: false
+  other:
+    auth:
+      auth_url: https://other.example.com/v3
+      username: u
+      password: p
+      project_name: proj
+      user_domain_name: Default
+      project_domain_name: Default
+`;
+  let dir: string;
+  let file: string;
+  const setup = () => {
+    dir = mkdtempSync(join(tmpdir(), 'ccm-clouds-'));
+    file = join(dir, 'clouds.yaml');
+    writeFileSync(file, CLOUDS);
+  };
+  const cleanup = () => rmSync(dir, { recursive: true, force: true });
+
+  it('fills [Global] from the named cloud with use-clouds=true; cloud.conf keys win', () => {
+    setup();
+    try {
+      const config = parseCloudConfig(
+        `[Global]\nuse-clouds=true\nclouds-file=${file}\ncloud=mycloud\nregion=RegionTwo\n`,
+      );
+      expect(config.global).toEqual({
+        authUrl: 'https://keystone.example.com:5000/v3',
+        region: 'RegionTwo',
+        endpointInterface: 'internal',
+        tlsInsecure: true,
+        auth: {
+          method: 'application_credential',
+          credential: { id: '423f19a4ac1e4f48bbb4180756e6eb6c' },
+          secret: 'rEaqvJka48mpv',
+        },
+      });
+    } finally {
+      cleanup();
+    }
+  });
+
+  it('OS_CLOUD alone (the cloud field) reads clouds.yaml from OS_CLIENT_CONFIG_FILE', () => {
+    setup();
+    try {
+      const config = loadConfig({ cloud: 'other', cloudsFile: file });
+      expect(config.global.auth).toEqual({
+        method: 'password',
+        user: { name: 'u', domain: { name: 'Default' } },
+        password: 'p',
+        project: { name: 'proj', domain: { name: 'Default' } },
+      });
+      expect(() => loadConfig({ cloud: 'nope', cloudsFile: file })).toThrow(
+        `${file}: no cloud "nope" under clouds (it has: mycloud, other); set [Global] cloud or OS_CLOUD`,
+      );
+      writeFileSync(file, 'clouds:\n  c:\n    auth:\n      auth_url: https://k/v3\n      token: t\n');
+      expect(() => loadConfig({ cloud: 'c', cloudsFile: file })).toThrow(
+        /clouds\.c\.auth\.token is not supported/,
+      );
+    } finally {
+      cleanup();
+    }
   });
 });
