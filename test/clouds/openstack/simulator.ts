@@ -8,6 +8,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { HttpError } from './http-error.js';
@@ -102,15 +103,17 @@ export class OpenStackSimulator {
     return `${this.url}/identity/v3`;
   }
 
-  async start(): Promise<this> {
-    this.server = createServer((req, res) => {
+  /** Listens on 127.0.0.1; with `tls` (PEM key and certificate) over HTTPS. */
+  async start(tls?: { key: string; cert: string }): Promise<this> {
+    const handler = (req: IncomingMessage, res: ServerResponse) => {
       this.handle(req, res).catch((err) => {
         res.writeHead(500, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: { message: String(err) } }));
       });
-    });
+    };
+    this.server = tls ? createHttpsServer(tls, handler) : createServer(handler);
     await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.url = `${tls ? 'https' : 'http'}://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     return this;
   }
 
