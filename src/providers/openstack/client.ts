@@ -83,7 +83,7 @@ export class Session {
     const endpoint = endpointFor(token, type, this.config.endpointInterface, this.config.region);
     const http = new HttpClient({
       ...this.httpOptions(type),
-      baseUrl: endpoint.url,
+      baseUrl: serviceRoot(type, endpoint.url),
       secrets: () => this.keystone.secrets(),
       isNotFound: NOT_FOUND[type],
     });
@@ -142,6 +142,18 @@ function tlsFetch(config: GlobalConfig): typeof fetch | undefined {
   });
   return ((input: string | URL | Request, init?: RequestInit) =>
     undiciFetch(input as string, { ...(init as object), dispatcher })) as unknown as typeof fetch;
+}
+
+/**
+ * The root the API paths are appended to. Neutron and Octavia paths carry their version (v2.0/…,
+ * v2/lbaas/…), and most catalogs register the unversioned root; a catalog URL that ends in the
+ * version already is cut back to the root. Nova's URL is used as it is (…/v2.1[/<project>]).
+ */
+export function serviceRoot(type: ServiceType, url: string): string {
+  const trimmed = url.replace(/\/+$/, '');
+  if (type === 'network') return trimmed.replace(/\/v2\.0$/, '');
+  if (type === 'load-balancer') return trimmed.replace(/\/v2(\.0)?$/, '');
+  return trimmed;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -7,6 +7,7 @@ import {
   RetryableError,
   UnauthorizedError,
 } from '../../../../src/providers/errors.js';
+import { serviceRoot } from '../../../../src/providers/openstack/client.js';
 import { type CloudConfig, parseCloudConfig } from '../../../../src/providers/openstack/config.js';
 import { createOpenStack } from '../../../../src/providers/openstack/index.js';
 import { serverAddresses, serverState } from '../../../../src/providers/openstack/instances.js';
@@ -230,6 +231,18 @@ describe('Nova instances', () => {
     const other = p.instances.get('openstack://RegionTwo/0b3e6d8a-0000-4000-8000-000000000000');
     await expect(other).rejects.toThrow('is in region RegionTwo, ccm talks to region RegionOne');
     await expect(other).rejects.not.toBeInstanceOf(NotFoundError);
+  });
+});
+
+describe('catalog endpoints', () => {
+  it('cuts a version the catalog already put on the Neutron or Octavia URL; keeps Nova’s', () => {
+    expect(serviceRoot('network', 'http://h:9696/')).toBe('http://h:9696');
+    expect(serviceRoot('network', 'http://h:9696/v2.0/')).toBe('http://h:9696');
+    expect(serviceRoot('load-balancer', 'http://h/load-balancer/v2')).toBe('http://h/load-balancer');
+    expect(serviceRoot('load-balancer', 'http://h:9876/v2.0')).toBe('http://h:9876');
+    expect(serviceRoot('compute', 'http://h:8774/v2.1/a6944d763bf64ee6a275f1263fae0352')).toBe(
+      'http://h:8774/v2.1/a6944d763bf64ee6a275f1263fae0352',
+    );
   });
 });
 
