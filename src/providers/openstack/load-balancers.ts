@@ -572,11 +572,23 @@ function withoutNull<T extends Record<string, unknown>>(obj: T, key: string): T 
   return rest as T;
 }
 
-/** Whether any field of `wanted` (but tags and names) differs from the object Octavia shows. */
+/**
+ * Whether any field of `wanted` (but tags and names) differs from the object Octavia shows. Nested
+ * objects compare by the fields ccm sets: Octavia adds its own (session_persistence.cookie_name…).
+ */
 function differs(current: object, wanted: Record<string, unknown>): boolean {
   const shown = current as Record<string, unknown>;
   return Object.entries(wanted).some(([key, value]) => {
     if (key === 'tags' || key === 'name') return false;
-    return JSON.stringify(shown[key] ?? null) !== JSON.stringify(value ?? null);
+    return !matches(shown[key], value);
   });
+}
+
+function matches(shown: unknown, wanted: unknown): boolean {
+  if (wanted === null || wanted === undefined) return shown === null || shown === undefined;
+  if (typeof wanted === 'object' && !Array.isArray(wanted)) {
+    if (typeof shown !== 'object' || shown === null) return false;
+    return Object.entries(wanted).every(([k, v]) => matches((shown as Record<string, unknown>)[k], v));
+  }
+  return JSON.stringify(shown) === JSON.stringify(wanted);
 }

@@ -288,7 +288,13 @@ export class OctaviaState {
             `Invalid input for field/attribute lb_algorithm. Value: '${String(spec.lb_algorithm)}'.`,
           );
         }
-        Object.assign(pool, spec);
+        Object.assign(
+          pool,
+          spec,
+          'session_persistence' in spec
+            ? { session_persistence: persistenceView(spec.session_persistence) }
+            : {},
+        );
         this.pending(record, 'PENDING_UPDATE');
         return [202, { pool }];
       }
@@ -483,9 +489,9 @@ export class OctaviaState {
       description: '',
       admin_state_up: true,
       project_id: PROJECT_ID,
-      session_persistence: null,
       tags: [],
       ...rest,
+      session_persistence: persistenceView(rest.session_persistence),
       id,
       healthmonitor_id: null,
       listeners: [{ id: listener.id }],
@@ -718,6 +724,12 @@ export class OctaviaState {
     }
     throw neutronError(404, 'HTTPNotFound', `The resource could not be found: ${method} ${path}`);
   }
+}
+
+/** Octavia shows a pool's session persistence with all its fields, the unset ones null. */
+function persistenceView(value: unknown): Obj | null {
+  if (value === null || value === undefined) return null;
+  return { cookie_name: null, persistence_timeout: null, persistence_granularity: null, ...(value as Obj) };
 }
 
 function objectField(body: unknown, key: string): Obj {
