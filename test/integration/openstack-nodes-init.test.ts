@@ -183,6 +183,17 @@ describe('ccm nodes init --provider openstack', () => {
     expect(sim.requests).toEqual([]);
   });
 
+  it('without a cloud.conf says how to give one, exit 2', async () => {
+    const run = await ccm(['nodes', 'init', '--provider', 'openstack', '--kubeconfig', cp.kubeconfigPath], {
+      OS_CLOUD: undefined,
+      OS_CLIENT_CONFIG_FILE: undefined,
+    });
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr.trim()).toMatch(
+      /^ccm: no cloud\.conf given; pass --cloud-config <file> .* or set OS_CLOUD to use clouds\.yaml$/,
+    );
+  });
+
   it('refuses wrong credentials in one line without the password, exit 2', async () => {
     const path = join(dir, 'wrong.conf');
     writeFileSync(
