@@ -155,37 +155,41 @@ export function toInstance(server: NovaServer, region: string, networking: Netwo
 }
 
 /**
- * Node addresses as the official controller derives them from a server: per network (in name
- * order), a floating address is an ExternalIP; a fixed one is an ExternalIP on a network named in
- * public-network-name, else an InternalIP — but only on a network named in internal-network-name
- * when that is set. accessIPv4/v6 are ExternalIPs. IPv6 is left out with ipv6-support-disabled.
+ * Node addresses as the official controller derives them from a server (its nodeAddresses, less the
+ * per-server port lookups, which would cost a request per Node): accessIPv4/v6 are ExternalIPs; then,
+ * per network in name order, a floating address is an ExternalIP, a fixed one an ExternalIP on a
+ * network named in public-network-name, else an InternalIP, but only on a network named in
+ * internal-network-name when that is set (an address of any other network is dropped). IPv6 is left
+ * out with ipv6-support-disabled.
  */
 export function serverAddresses(server: NovaServer, networking: NetworkingConfig): NodeAddress[] {
-  const addresses: NodeAddress[] = [];
+  let addresses: NodeAddress[] = [];
   const add = (type: NodeAddress['type'], address: string) => {
     if (networking.ipv6SupportDisabled && address.includes(':')) return;
     if (!addresses.some((a) => a.type === type && a.address === address)) addresses.push({ type, address });
   };
-  const remove = (type: NodeAddress['type'], address: string) => {
-    const at = addresses.findIndex((a) => a.type === type && a.address === address);
-    if (at >= 0) addresses.splice(at, 1);
+  // An address of a public or excluded network is never listed as an InternalIP too.
+  const remove = (address: string) => {
+    addresses = addresses.filter((a) => a.address !== address);
   };
+  if (server.accessIPv4) add('ExternalIP', server.accessIPv4);
+  if (server.accessIPv6) add('ExternalIP', server.accessIPv6);
   for (const network of Object.keys(server.addresses ?? {}).sort()) {
     for (const entry of server.addresses[network] ?? []) {
       if (entry['OS-EXT-IPS:type'] === 'floating') {
         add('ExternalIP', entry.addr);
       } else if (networking.publicNetworkNames.includes(network)) {
-        remove('InternalIP', entry.addr);
+        remove(entry.addr);
         add('ExternalIP', entry.addr);
       } else if (
         networking.internalNetworkNames.length === 0 ||
         networking.internalNetworkNames.includes(network)
       ) {
         add('InternalIP', entry.addr);
+      } else {
+        remove(entry.addr);
       }
     }
   }
-  if (server.accessIPv4) add('ExternalIP', server.accessIPv4);
-  if (server.accessIPv6) add('ExternalIP', server.accessIPv6);
   return addresses;
 }

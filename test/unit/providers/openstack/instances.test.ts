@@ -284,16 +284,23 @@ describe('server state and addresses', () => {
         internalNetworkNames: ['private'],
       }),
     ).toEqual([
-      { type: 'InternalIP', address: '10.0.0.2' },
-      { type: 'ExternalIP', address: '198.51.100.2' },
       { type: 'ExternalIP', address: '203.0.113.7' },
       { type: 'ExternalIP', address: '2001:db8::7' },
+      { type: 'InternalIP', address: '10.0.0.2' },
+      { type: 'ExternalIP', address: '198.51.100.2' },
     ]);
     expect(serverAddresses(server, { ...NETWORKING, ipv6SupportDisabled: true })).toEqual([
+      { type: 'ExternalIP', address: '203.0.113.7' },
       { type: 'InternalIP', address: '10.0.0.2' },
       { type: 'InternalIP', address: '198.51.100.2' },
       { type: 'InternalIP', address: '10.9.0.2' },
-      { type: 'ExternalIP', address: '203.0.113.7' },
     ]);
+    // an access IP that is also on an excluded network is dropped with it, as the official controller does
+    expect(
+      serverAddresses(
+        { ...server, accessIPv4: '10.9.0.2', accessIPv6: '' },
+        { ...NETWORKING, internalNetworkNames: ['private'] },
+      ),
+    ).toEqual([{ type: 'InternalIP', address: '10.0.0.2' }]);
   });
 });
