@@ -1,3 +1,4 @@
+import { parseProviderID } from './provider-id.js';
 import type { Instance } from './types.js';
 
 /**
@@ -7,10 +8,17 @@ import type { Instance } from './types.js';
 export class InstanceIndex {
   private readonly byID = new Map<string, Instance>();
   private readonly byName = new Map<string, Instance[]>();
+  /** By `scheme://id`, location left out: for provider IDs written with and without a region. */
+  private readonly byBareID = new Map<string, Instance[]>();
 
   constructor(readonly instances: readonly Instance[]) {
     for (const instance of instances) {
       this.byID.set(instance.providerID, instance);
+      const parsed = parseProviderID(instance.providerID);
+      if (parsed) {
+        const bare = `${parsed.scheme}://${parsed.id}`;
+        this.byBareID.set(bare, [...(this.byBareID.get(bare) ?? []), instance]);
+      }
       const key = instance.name.toLowerCase();
       this.byName.set(key, [...(this.byName.get(key) ?? []), instance]);
     }
@@ -20,8 +28,20 @@ export class InstanceIndex {
     return this.instances.length;
   }
 
+  /**
+   * The instance with this provider ID. A provider ID without a location (`openstack:///<id>`) and
+   * one with (`openstack://<region>/<id>`) name the same instance, as the official OpenStack
+   * controller reads them; two different locations never match.
+   */
   byProviderID(providerID: string): Instance | undefined {
-    return this.byID.get(providerID);
+    const exact = this.byID.get(providerID);
+    if (exact) return exact;
+    const parsed = parseProviderID(providerID);
+    if (!parsed) return undefined;
+    return this.byBareID.get(`${parsed.scheme}://${parsed.id}`)?.find((instance) => {
+      const location = parseProviderID(instance.providerID)?.location ?? '';
+      return location === '' || parsed.location === '';
+    });
   }
 
   /** The one instance with this name; undefined when none or several share it (ambiguous). */

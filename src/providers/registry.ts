@@ -8,6 +8,7 @@ import type { ProviderDefinition } from './types.js';
 const loaders: Record<string, () => Promise<ProviderDefinition>> = {
   cloudlycke: async () => (await import('./cloudlycke/index.js')).cloudlycke,
   digitalocean: async () => (await import('./digitalocean/index.js')).digitalocean,
+  openstack: async () => (await import('./openstack/index.js')).openstack,
 };
 
 export const providerNames: readonly string[] = Object.keys(loaders).sort();

@@ -23,6 +23,16 @@ describe('InstanceIndex', () => {
     expect(index.byProviderID('cloudlycke://zzz')).toBeUndefined();
   });
 
+  it('matches a provider ID with a location to the same id without one, never across two locations', () => {
+    const bare = instance('openstack:///7d19ad6c-d549-453e-a5cd-05382c6be96a', 'n1');
+    const regional = instance('openstack://RegionOne/f83832d5-1f22-45fa-866a-4abea36e0886', 'n2');
+    const os = new InstanceIndex([bare, regional]);
+    expect(os.byProviderID('openstack://RegionOne/7d19ad6c-d549-453e-a5cd-05382c6be96a')).toBe(bare);
+    expect(os.byProviderID('openstack:///f83832d5-1f22-45fa-866a-4abea36e0886')).toBe(regional);
+    expect(os.byProviderID('openstack://RegionTwo/f83832d5-1f22-45fa-866a-4abea36e0886')).toBeUndefined();
+    expect(os.byProviderID('triton:///7d19ad6c-d549-453e-a5cd-05382c6be96a')).toBeUndefined();
+  });
+
   it('finds by name case-insensitively', () => {
     expect(index.byNodeName('worker-a')).toBe(a);
     expect(index.byNodeName('WORKER-A')).toBe(a);

@@ -1,0 +1,161 @@
+import { readFileSync } from 'node:fs';
+import { Agent, fetch as undiciFetch } from 'undici';
+import { InvalidConfigError } from '../errors.js';
+import { HttpClient, type HttpResponse, httpStatus, type RequestOptions } from '../http.js';
+import type { ProviderDeps } from '../types.js';
+import type { GlobalConfig } from './config.js';
+import { endpointFor, Keystone, type Token } from './keystone.js';
+
+/**
+ * One session with an OpenStack cloud: a Keystone token shared by the Nova, Neutron and Octavia
+ * clients, whose base URLs come from the token's catalog. A request answered 401 with a token that
+ * was cached is sent once more with a fresh token: tokens expire or are revoked while ccm runs.
+ */
+
+export type ServiceType = 'compute' | 'network' | 'load-balancer';
+
+export interface SessionOptions {
+  fetch?: typeof fetch;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  now?: () => number;
+  timeoutMs?: number;
+  retries?: number;
+}
+
+/** Each API's own "no such resource" body (a 404 from anything else is never read as "gone"). */
+const NOT_FOUND: Record<ServiceType, (body: unknown) => boolean> = {
+  // {"itemNotFound": {"code": 404, "message": "Instance … could not be found."}}
+  compute: (body) => isRecord(body) && isRecord(body.itemNotFound) && body.itemNotFound.code === 404,
+  // {"NeutronError": {"type": "FloatingIPNotFound", "message": …, "detail": ""}}
+  network: (body) =>
+    isRecord(body) &&
+    isRecord(body.NeutronError) &&
+    typeof body.NeutronError.type === 'string' &&
+    body.NeutronError.type.endsWith('NotFound'),
+  // {"faultcode": "Client", "faultstring": "Load Balancer … could not be found.", "debuginfo": null}
+  'load-balancer': (body) =>
+    isRecord(body) &&
+    typeof body.faultstring === 'string' &&
+    /could not be found|not found/i.test(body.faultstring),
+};
+
+export class Session {
+  readonly keystone: Keystone;
+  private readonly services = new Map<ServiceType, { http: HttpClient; region: string }>();
+  private readonly fetch: typeof fetch | undefined;
+
+  constructor(
+    readonly config: GlobalConfig,
+    private readonly deps: ProviderDeps,
+    private readonly options: SessionOptions = {},
+  ) {
+    this.fetch = options.fetch ?? tlsFetch(config);
+    this.keystone = new Keystone(config, this.httpOptions('identity'), options.now);
+  }
+
+  /** The region the cloud is in: the configured one, or the catalog's only one. */
+  async region(signal?: AbortSignal): Promise<string> {
+    return (await this.service('compute', signal)).region;
+  }
+
+  async request<T>(
+    type: ServiceType,
+    method: string,
+    path: string,
+    opts: RequestOptions = {},
+  ): Promise<HttpResponse<T>> {
+    const { http } = await this.service(type, opts.signal);
+    const send = (token: Token) =>
+      http.request<T>(method, path, { ...opts, headers: { ...opts.headers, 'x-auth-token': token.value } });
+    const token = await this.keystone.current(opts.signal);
+    try {
+      return await send(token);
+    } catch (err) {
+      if (httpStatus(err) !== 401) throw err;
+      return send(await this.keystone.replace(token, opts.signal));
+    }
+  }
+
+  private async service(type: ServiceType, signal?: AbortSignal) {
+    const known = this.services.get(type);
+    if (known) return known;
+    const token = await this.keystone.current(signal);
+    const endpoint = endpointFor(token, type, this.config.endpointInterface, this.config.region);
+    const http = new HttpClient({
+      ...this.httpOptions(type),
+      baseUrl: serviceRoot(type, endpoint.url),
+      secrets: () => this.keystone.secrets(),
+      isNotFound: NOT_FOUND[type],
+    });
+    const entry = { http, region: endpoint.region };
+    this.services.set(type, entry);
+    return entry;
+  }
+
+  private httpOptions(type: ServiceType | 'identity') {
+    const { onCloudCall } = this.deps;
+    return {
+      ...(this.fetch ? { fetch: this.fetch } : {}),
+      ...(this.options.sleep ? { sleep: this.options.sleep } : {}),
+      ...(this.options.now ? { now: this.options.now } : {}),
+      ...(this.options.timeoutMs !== undefined ? { timeoutMs: this.options.timeoutMs } : {}),
+      ...(this.options.retries !== undefined ? { retries: this.options.retries } : {}),
+      userAgent: 'ccm (openstack)',
+      ...(onCloudCall
+        ? {
+            onRequest: (info: { method: string; path: string }) =>
+              onCloudCall(`${type} ${info.method} ${info.path}`),
+          }
+        : {}),
+    };
+  }
+}
+
+/** A fetch honouring ca-file, cert-file/key-file and tls-insecure; undefined when none is set. */
+function tlsFetch(config: GlobalConfig): typeof fetch | undefined {
+  if (!config.caFile && !config.certFile && !config.keyFile && !config.tlsInsecure) return undefined;
+  if (Boolean(config.certFile) !== Boolean(config.keyFile)) {
+    throw new InvalidConfigError(
+      'cloud.conf: [Global] cert-file and key-file go together; set both or neither',
+    );
+  }
+  const read = (key: string, path: string | undefined) => {
+    if (!path) return undefined;
+    try {
+      return readFileSync(path, 'utf8');
+    } catch (err) {
+      throw new InvalidConfigError(
+        `cloud.conf: [Global] ${key}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+      );
+    }
+  };
+  const ca = read('ca-file', config.caFile);
+  const cert = read('cert-file', config.certFile);
+  const key = read('key-file', config.keyFile);
+  const dispatcher = new Agent({
+    connect: {
+      ...(ca ? { ca } : {}),
+      ...(cert ? { cert } : {}),
+      ...(key ? { key } : {}),
+      rejectUnauthorized: !config.tlsInsecure,
+    },
+  });
+  return ((input: string | URL | Request, init?: RequestInit) =>
+    undiciFetch(input as string, { ...(init as object), dispatcher })) as unknown as typeof fetch;
+}
+
+/**
+ * The root the API paths are appended to. Neutron and Octavia paths carry their version (v2.0/…,
+ * v2/lbaas/…), and most catalogs register the unversioned root; a catalog URL that ends in the
+ * version already is cut back to the root. Nova's URL is used as it is (…/v2.1[/<project>]).
+ */
+export function serviceRoot(type: ServiceType, url: string): string {
+  const trimmed = url.replace(/\/+$/, '');
+  if (type === 'network') return trimmed.replace(/\/v2\.0$/, '');
+  if (type === 'load-balancer') return trimmed.replace(/\/v2(\.0)?$/, '');
+  return trimmed;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

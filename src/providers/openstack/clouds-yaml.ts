@@ -1,0 +1,109 @@
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { InvalidConfigError } from '../errors.js';
+
+/**
+ * clouds.yaml (the OpenStack client configuration), as the official controller reads it with
+ * `use-clouds=true`: one named cloud's `auth` and settings become [Global] keys of cloud.conf, under
+ * any key cloud.conf sets itself. secure.yaml is not merged.
+ */
+
+/** Where clouds.yaml is looked for when no file is named, after OS_CLIENT_CONFIG_FILE. */
+export function defaultCloudsFiles(): string[] {
+  return [join(homedir(), '.config', 'openstack', 'clouds.yaml'), '/etc/openstack/clouds.yaml'];
+}
+
+const AUTH_KEYS: Record<string, string> = {
+  auth_url: 'auth-url',
+  username: 'username',
+  user_id: 'user-id',
+  password: 'password',
+  project_id: 'tenant-id',
+  tenant_id: 'tenant-id',
+  project_name: 'tenant-name',
+  tenant_name: 'tenant-name',
+  project_domain_id: 'tenant-domain-id',
+  project_domain_name: 'tenant-domain-name',
+  user_domain_id: 'user-domain-id',
+  user_domain_name: 'user-domain-name',
+  domain_id: 'domain-id',
+  domain_name: 'domain-name',
+  application_credential_id: 'application-credential-id',
+  application_credential_name: 'application-credential-name',
+  application_credential_secret: 'application-credential-secret',
+};
+
+const CLOUD_KEYS: Record<string, string> = {
+  region_name: 'region',
+  interface: 'os-endpoint-type',
+  cacert: 'ca-file',
+  cert: 'cert-file',
+  key: 'key-file',
+};
+
+const AUTH_TYPES = ['password', 'v3password', 'v3applicationcredential'];
+
+/** The [Global] keys of cloud `name` (or of the only cloud) in the first readable file of `files`. */
+export function cloudsYamlGlobal(files: readonly string[], name: string | undefined): Record<string, string> {
+  const errors: string[] = [];
+  for (const file of files) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (err) {
+      errors.push(`${file} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`);
+      continue;
+    }
+    return fromDocument(text, file, name);
+  }
+  throw new InvalidConfigError(
+    `no clouds.yaml found: ${errors.join(', ') || 'no file named'}; set [Global] clouds-file or OS_CLIENT_CONFIG_FILE`,
+  );
+}
+
+function fromDocument(text: string, file: string, wanted: string | undefined): Record<string, string> {
+  let doc: unknown;
+  try {
+    doc = parse(text);
+  } catch (err) {
+    throw new InvalidConfigError(`${file}: not YAML (${(err as Error).message.split('\n')[0]})`);
+  }
+  const clouds = (doc as { clouds?: Record<string, unknown> } | null)?.clouds;
+  const known = Object.keys(clouds ?? {});
+  const name = wanted ?? (known.length === 1 ? known[0] : undefined);
+  if (name === undefined) {
+    throw new InvalidConfigError(
+      `${file} holds ${known.length} clouds (${known.join(', ') || 'none'}); name one with [Global] cloud or OS_CLOUD`,
+    );
+  }
+  const cloud = clouds?.[name] as Record<string, unknown> | undefined;
+  if (!cloud || typeof cloud !== 'object') {
+    throw new InvalidConfigError(
+      `${file}: no cloud "${name}" under clouds (it has: ${known.join(', ') || 'none'}); set [Global] cloud or OS_CLOUD`,
+    );
+  }
+  const out: Record<string, string> = {};
+  const authType = cloud.auth_type === undefined ? 'password' : String(cloud.auth_type);
+  if (!AUTH_TYPES.includes(authType)) {
+    throw new InvalidConfigError(
+      `${file}: clouds.${name}.auth_type "${authType}" is not supported; use ${AUTH_TYPES.join(', ')}`,
+    );
+  }
+  const auth = (cloud.auth ?? {}) as Record<string, unknown>;
+  for (const [key, value] of Object.entries(auth)) {
+    const target = AUTH_KEYS[key];
+    if (!target) {
+      throw new InvalidConfigError(
+        `${file}: clouds.${name}.auth.${key} is not supported; the keys are ${Object.keys(AUTH_KEYS).join(', ')}`,
+      );
+    }
+    if (value !== null && value !== undefined && value !== '') out[target] = String(value);
+  }
+  for (const [key, target] of Object.entries(CLOUD_KEYS)) {
+    if (cloud[key] !== undefined && cloud[key] !== null) out[target] = String(cloud[key]);
+  }
+  if (cloud.verify === false) out['tls-insecure'] = 'true';
+  return out;
+}

@@ -1,0 +1,594 @@
+import { InvalidConfigError, NotFoundError, RetryableError } from '../errors.js';
+import { httpStatus } from '../http.js';
+import type {
+  LoadBalancerNode,
+  LoadBalancerPort,
+  LoadBalancerRequest,
+  LoadBalancerStatus,
+  LoadBalancers,
+} from '../types.js';
+import { LOAD_BALANCER_ID, type ServiceOptions, serviceOptions } from './annotations.js';
+import type { ServiceType, Session } from './client.js';
+import type { LoadBalancerConfig } from './config.js';
+
+/**
+ * Octavia load balancers, one per Service, created fully populated (listeners → default pools →
+ * members → health monitors) and then reconciled one change at a time: Octavia refuses changes
+ * while a load balancer is PENDING_*, so after each change the caller is told to come back
+ * (RetryableError) instead of blocking on it. The floating IP comes from Neutron.
+ *
+ * Ownership: the load balancer is named "ccm_" + the request's name and tagged with the cluster
+ * identity; one named like it without this cluster's tag is never adopted, changed or deleted.
+ * A floating IP is ccm's only when its description says so; any other is only disassociated.
+ */
+
+const POLL_MS = 5_000;
+/** Octavia's own listener defaults (milliseconds), what a listener without the annotations has. */
+const OCTAVIA_DEFAULTS = {
+  timeoutClientData: 50_000,
+  timeoutMemberConnect: 5_000,
+  timeoutMemberData: 50_000,
+  timeoutTcpInspect: 0,
+};
+const ERROR_RETRY_MS = 60_000;
+
+interface Ref {
+  id: string;
+}
+
+interface OctaviaLoadBalancer {
+  id: string;
+  name: string;
+  provisioning_status: string;
+  vip_address: string;
+  vip_port_id: string;
+  tags?: string[];
+}
+
+interface Listener {
+  id: string;
+  name: string;
+  protocol: string;
+  protocol_port: number;
+  default_pool_id: string | null;
+  connection_limit: number;
+  timeout_client_data?: number;
+  timeout_member_connect?: number;
+  timeout_member_data?: number;
+  timeout_tcp_inspect?: number;
+  allowed_cidrs?: string[] | null;
+}
+
+interface Pool {
+  id: string;
+  name: string;
+  protocol: string;
+  lb_algorithm: string;
+  session_persistence: { type: string } | null;
+  healthmonitor_id: string | null;
+  listeners: Ref[];
+}
+
+interface Member {
+  id?: string;
+  name: string;
+  address: string;
+  protocol_port: number;
+  subnet_id?: string;
+  monitor_port?: number | null;
+}
+
+interface HealthMonitor {
+  id: string;
+  type: string;
+  delay: number;
+  timeout: number;
+  max_retries: number;
+  max_retries_down: number;
+  url_path?: string;
+  http_method?: string;
+  expected_codes?: string;
+}
+
+interface FloatingIp {
+  id: string;
+  floating_ip_address: string;
+  port_id: string | null;
+  description: string;
+}
+
+/** Everything ccm wants of one listener and its pool. */
+interface DesiredListener {
+  listener: Record<string, unknown> & { protocol: string; protocol_port: number };
+  pool: Record<string, unknown> & { lb_algorithm: string };
+  members: Member[];
+  monitor?: Record<string, unknown> & { type: string };
+}
+
+/** How the load balancer is shown on the Service: its Octavia id. */
+const statusAnnotations = (lb: OctaviaLoadBalancer) => ({ [LOAD_BALANCER_ID]: lb.id });
+
+export class OctaviaLoadBalancers implements LoadBalancers {
+  constructor(
+    private readonly session: Session,
+    private readonly config: LoadBalancerConfig,
+  ) {}
+
+  async get(req: LoadBalancerRequest, signal?: AbortSignal): Promise<LoadBalancerStatus | undefined> {
+    const lb = await this.find(req, signal, false);
+    if (!lb) return undefined;
+    const fip = await this.floatingIpOf(lb, signal);
+    return {
+      ingress: [{ ip: fip?.floating_ip_address ?? lb.vip_address }],
+      annotations: statusAnnotations(lb),
+    };
+  }
+
+  async ensure(req: LoadBalancerRequest, signal?: AbortSignal): Promise<LoadBalancerStatus> {
+    const options = serviceOptions(req.service.annotations, this.config);
+    if (req.ports.length === 0)
+      throw new InvalidConfigError(`Service ${serviceName(req)} has no ports to balance`);
+    const desired = this.desiredListeners(req, options);
+    let lb = await this.find(req, signal, true);
+    if (!lb) {
+      lb = await this.create(req, options, desired, signal);
+    }
+    this.assertActive(lb);
+    const change = await this.reconcile(lb, desired, signal, false);
+    if (change) throw this.busy(lb, change);
+    const ip = await this.ensureFloatingIp(lb, req, options, signal);
+    return { ingress: [{ ip }], annotations: statusAnnotations(lb) };
+  }
+
+  async updateNodes(req: LoadBalancerRequest, signal?: AbortSignal): Promise<void> {
+    const options = serviceOptions(req.service.annotations, this.config);
+    const lb = await this.find(req, signal, true);
+    if (!lb) return;
+    this.assertActive(lb);
+    const change = await this.reconcile(lb, this.desiredListeners(req, options), signal, true);
+    if (change) throw this.busy(lb, change);
+  }
+
+  async delete(req: LoadBalancerRequest, signal?: AbortSignal): Promise<void> {
+    const options = serviceOptions(req.service.annotations, this.config);
+    const lb = await this.find(req, signal, false);
+    if (!lb) return;
+    if (lb.provisioning_status === 'PENDING_DELETE' || lb.provisioning_status === 'DELETED') return;
+    if (lb.provisioning_status.startsWith('PENDING_')) throw this.busy(lb, lb.provisioning_status);
+    const fip = await this.floatingIpOf(lb, signal);
+    if (fip) {
+      if (fip.description === fipDescription(lb, req) && !options.keepFloatingIp) {
+        await this.call('network', 'DELETE', `v2.0/floatingips/${fip.id}`, undefined, signal, true);
+      } else {
+        await this.call(
+          'network',
+          'PUT',
+          `v2.0/floatingips/${fip.id}`,
+          { floatingip: { port_id: null } },
+          signal,
+        );
+      }
+    }
+    await this.call(
+      'load-balancer',
+      'DELETE',
+      `v2/lbaas/loadbalancers/${lb.id}?cascade=true`,
+      undefined,
+      signal,
+      true,
+    );
+  }
+
+  /** The load balancer ccm made for this Service in this cluster; `strict`: another one by its name is an error. */
+  private async find(
+    req: LoadBalancerRequest,
+    signal: AbortSignal | undefined,
+    strict: boolean,
+  ): Promise<OctaviaLoadBalancer | undefined> {
+    const name = lbName(req);
+    const { loadbalancers } = await this.call<{ loadbalancers: OctaviaLoadBalancer[] }>(
+      'load-balancer',
+      'GET',
+      `v2/lbaas/loadbalancers?name=${encodeURIComponent(name)}`,
+      undefined,
+      signal,
+    );
+    const owned = loadbalancers.filter((lb) => lb.tags?.includes(clusterTag(req)));
+    if (owned.length > 1) {
+      throw new InvalidConfigError(
+        `Octavia has ${owned.length} load balancers named ${name} for this cluster (${owned.map((lb) => lb.id).join(', ')}); delete the extra ones`,
+      );
+    }
+    if (owned.length === 0 && loadbalancers.length > 0 && strict) {
+      throw new InvalidConfigError(
+        `a load balancer named ${name} exists in Octavia without the tag ${clusterTag(req)}: ccm never adopts it; delete or rename it`,
+      );
+    }
+    return owned[0];
+  }
+
+  private async create(
+    req: LoadBalancerRequest,
+    options: ServiceOptions,
+    desired: DesiredListener[],
+    signal?: AbortSignal,
+  ): Promise<OctaviaLoadBalancer> {
+    if (!options.subnetId && !options.networkId) {
+      throw new InvalidConfigError(
+        'no VIP subnet: set [LoadBalancer] subnet-id in cloud.conf or the annotation loadbalancer.openstack.org/subnet-id',
+      );
+    }
+    const body = {
+      loadbalancer: {
+        name: lbName(req),
+        description: `Kubernetes Service ${serviceName(req)} (cluster ${req.clusterID}), managed by ccm`,
+        ...(options.subnetId ? { vip_subnet_id: options.subnetId } : { vip_network_id: options.networkId }),
+        ...(this.config.lbProvider ? { provider: this.config.lbProvider } : {}),
+        ...(options.flavorId ? { flavor_id: options.flavorId } : {}),
+        ...(options.availabilityZone ? { availability_zone: options.availabilityZone } : {}),
+        tags: tags(req),
+        listeners: desired.map((d) => ({
+          ...withoutNull(d.listener, 'allowed_cidrs'),
+          default_pool: {
+            ...d.pool,
+            members: d.members,
+            ...(d.monitor ? { healthmonitor: d.monitor } : {}),
+          },
+        })),
+      },
+    };
+    const { loadbalancer } = await this.call<{ loadbalancer: OctaviaLoadBalancer }>(
+      'load-balancer',
+      'POST',
+      'v2/lbaas/loadbalancers',
+      body,
+      signal,
+    );
+    return loadbalancer;
+  }
+
+  private assertActive(lb: OctaviaLoadBalancer): void {
+    const status = lb.provisioning_status;
+    if (status === 'ACTIVE') return;
+    if (status === 'ERROR') {
+      throw new RetryableError(
+        `Octavia load balancer ${lb.name} (${lb.id}) is in provisioning status ERROR; ccm retries, fix it in Octavia or delete it (openstack loadbalancer delete --cascade ${lb.id}) to have it recreated`,
+        ERROR_RETRY_MS,
+      );
+    }
+    throw this.busy(lb, status);
+  }
+
+  private busy(lb: OctaviaLoadBalancer, what: string): RetryableError {
+    return new RetryableError(
+      `Octavia load balancer ${lb.name} is busy (${what}); checking again in ${POLL_MS / 1000} s`,
+      POLL_MS,
+    );
+  }
+
+  /**
+   * Brings listeners, pools, members and health monitors to `desired`, one change per call (Octavia
+   * takes one at a time). Returns what it changed, or undefined when everything matches.
+   */
+  private async reconcile(
+    lb: OctaviaLoadBalancer,
+    desired: DesiredListener[],
+    signal: AbortSignal | undefined,
+    membersOnly: boolean,
+  ): Promise<string | undefined> {
+    const { listeners } = await this.call<{ listeners: Listener[] }>(
+      'load-balancer',
+      'GET',
+      `v2/lbaas/listeners?loadbalancer_id=${lb.id}`,
+      undefined,
+      signal,
+    );
+    const { pools } = await this.call<{ pools: Pool[] }>(
+      'load-balancer',
+      'GET',
+      `v2/lbaas/pools?loadbalancer_id=${lb.id}`,
+      undefined,
+      signal,
+    );
+    const lbCall = <T>(method: string, path: string, body?: unknown) =>
+      this.call<T>('load-balancer', method, `v2/lbaas/${path}`, body, signal);
+
+    for (const want of desired) {
+      const { protocol, protocol_port: port } = want.listener;
+      const listener = listeners.find((l) => l.protocol === protocol && l.protocol_port === port);
+      const label = `${protocol} ${port}`;
+      if (!listener) {
+        if (membersOnly) continue;
+        await lbCall('POST', 'listeners', {
+          listener: { ...withoutNull(want.listener, 'allowed_cidrs'), loadbalancer_id: lb.id },
+        });
+        return `creating the listener for ${label}`;
+      }
+      if (!membersOnly && differs(listener, want.listener)) {
+        const { name: _n, protocol: _p, protocol_port: _pp, ...update } = want.listener;
+        await lbCall('PUT', `listeners/${listener.id}`, { listener: update });
+        return `updating the listener for ${label}`;
+      }
+      const pool = pools.find((p) => p.id === listener.default_pool_id);
+      if (!pool) {
+        if (membersOnly) continue;
+        await lbCall('POST', 'pools', { pool: { ...want.pool, listener_id: listener.id } });
+        return `creating the pool for ${label}`;
+      }
+      if (!membersOnly && differs(pool, want.pool)) {
+        const { name: _n, protocol: _p, ...update } = want.pool;
+        await lbCall('PUT', `pools/${pool.id}`, { pool: update });
+        return `updating the pool for ${label}`;
+      }
+      const { members } = await lbCall<{ members: Member[] }>('GET', `pools/${pool.id}/members`);
+      if (!sameMembers(members, want.members)) {
+        await lbCall('PUT', `pools/${pool.id}/members`, { members: want.members });
+        return `updating the members for ${label}`;
+      }
+      if (membersOnly) continue;
+      const monitor = pool.healthmonitor_id
+        ? (await lbCall<{ healthmonitor: HealthMonitor }>('GET', `healthmonitors/${pool.healthmonitor_id}`))
+            .healthmonitor
+        : undefined;
+      if (monitor && (!want.monitor || monitor.type !== want.monitor.type)) {
+        await lbCall('DELETE', `healthmonitors/${monitor.id}`);
+        return `removing the health monitor for ${label}`;
+      }
+      if (!monitor && want.monitor) {
+        await lbCall('POST', 'healthmonitors', { healthmonitor: { ...want.monitor, pool_id: pool.id } });
+        return `creating the health monitor for ${label}`;
+      }
+      if (monitor && want.monitor && differs(monitor, want.monitor)) {
+        const { type: _t, ...update } = want.monitor;
+        await lbCall('PUT', `healthmonitors/${monitor.id}`, { healthmonitor: update });
+        return `updating the health monitor for ${label}`;
+      }
+    }
+    if (membersOnly) return undefined;
+    for (const listener of listeners) {
+      const wanted = desired.some(
+        (d) =>
+          d.listener.protocol === listener.protocol && d.listener.protocol_port === listener.protocol_port,
+      );
+      if (wanted) continue;
+      const label = `${listener.protocol} ${listener.protocol_port}`;
+      if (listener.default_pool_id) {
+        // Deleting a pool takes its members and health monitor with it.
+        await lbCall('DELETE', `pools/${listener.default_pool_id}`);
+        return `removing the pool of the old port ${label}`;
+      }
+      await lbCall('DELETE', `listeners/${listener.id}`);
+      return `removing the listener of the old port ${label}`;
+    }
+    return undefined;
+  }
+
+  private desiredListeners(req: LoadBalancerRequest, options: ServiceOptions): DesiredListener[] {
+    const local =
+      req.service.externalTrafficPolicy === 'Local' && req.service.healthCheckNodePort !== undefined;
+    const family = req.service.ipFamilies[0] === 'IPv6' ? 6 : 4;
+    return req.ports.map((port) => {
+      const protocol = port.protocol;
+      const name = `${lbName(req)}_${protocol.toLowerCase()}_${port.port}`;
+      const timeouts = options.timeouts;
+      // Every setting is sent, defaults included, so that removing an annotation resets the listener.
+      const listener = {
+        name,
+        protocol,
+        protocol_port: port.port,
+        connection_limit: options.connectionLimit ?? -1,
+        timeout_client_data: timeouts.clientData ?? OCTAVIA_DEFAULTS.timeoutClientData,
+        timeout_member_connect: timeouts.memberConnect ?? OCTAVIA_DEFAULTS.timeoutMemberConnect,
+        timeout_member_data: timeouts.memberData ?? OCTAVIA_DEFAULTS.timeoutMemberData,
+        timeout_tcp_inspect: timeouts.tcpInspect ?? OCTAVIA_DEFAULTS.timeoutTcpInspect,
+        allowed_cidrs:
+          req.service.loadBalancerSourceRanges.length > 0 ? req.service.loadBalancerSourceRanges : null,
+        tags: tags(req),
+      };
+      const pool = {
+        name,
+        protocol,
+        lb_algorithm: this.config.lbMethod,
+        session_persistence: req.service.sessionAffinity === 'ClientIP' ? { type: 'SOURCE_IP' } : null,
+        tags: tags(req),
+      };
+      const monitor = options.healthMonitor ? healthMonitor(port, options, local) : undefined;
+      return {
+        listener,
+        pool,
+        members: members(
+          req.nodes,
+          port,
+          family,
+          options,
+          local && monitor ? req.service.healthCheckNodePort : undefined,
+        ),
+        ...(monitor ? { monitor } : {}),
+      };
+    });
+  }
+
+  private async floatingIpOf(lb: OctaviaLoadBalancer, signal?: AbortSignal): Promise<FloatingIp | undefined> {
+    const { floatingips } = await this.call<{ floatingips: FloatingIp[] }>(
+      'network',
+      'GET',
+      `v2.0/floatingips?port_id=${encodeURIComponent(lb.vip_port_id)}`,
+      undefined,
+      signal,
+    );
+    return floatingips[0];
+  }
+
+  /** The ingress address: the VIP for an internal load balancer, else its floating IP (made if need be). */
+  private async ensureFloatingIp(
+    lb: OctaviaLoadBalancer,
+    req: LoadBalancerRequest,
+    options: ServiceOptions,
+    signal?: AbortSignal,
+  ): Promise<string> {
+    const current = await this.floatingIpOf(lb, signal);
+    const net = <T>(method: string, path: string, body?: unknown) =>
+      this.call<T>('network', method, `v2.0/${path}`, body, signal);
+    if (options.internal) {
+      if (current) {
+        if (current.description === fipDescription(lb, req) && !options.keepFloatingIp) {
+          await net('DELETE', `floatingips/${current.id}`);
+        } else {
+          await net('PUT', `floatingips/${current.id}`, { floatingip: { port_id: null } });
+        }
+      }
+      return lb.vip_address;
+    }
+    if (current) return current.floating_ip_address;
+
+    const wanted = req.service.loadBalancerIP;
+    if (wanted) {
+      const { floatingips } = await net<{ floatingips: FloatingIp[] }>(
+        'GET',
+        `floatingips?floating_ip_address=${encodeURIComponent(wanted)}`,
+      );
+      const existing = floatingips[0];
+      if (existing?.port_id) {
+        throw new InvalidConfigError(
+          `spec.loadBalancerIP ${wanted} is a floating IP already associated with port ${existing.port_id}; free it or choose another`,
+        );
+      }
+      if (existing) {
+        await net('PUT', `floatingips/${existing.id}`, { floatingip: { port_id: lb.vip_port_id } });
+        return existing.floating_ip_address;
+      }
+    }
+    if (!options.floatingNetworkId) {
+      throw new InvalidConfigError(
+        'no floating network: set [LoadBalancer] floating-network-id in cloud.conf, the annotation loadbalancer.openstack.org/floating-network-id, or service.beta.kubernetes.io/openstack-internal-load-balancer: "true"',
+      );
+    }
+    const { floatingip } = await net<{ floatingip: FloatingIp }>('POST', 'floatingips', {
+      floatingip: {
+        floating_network_id: options.floatingNetworkId,
+        port_id: lb.vip_port_id,
+        description: fipDescription(lb, req),
+        ...(options.floatingSubnetId ? { subnet_id: options.floatingSubnetId } : {}),
+        ...(wanted ? { floating_ip_address: wanted } : {}),
+      },
+    });
+    return floatingip.floating_ip_address;
+  }
+
+  /** One Octavia or Neutron call; 409 (the load balancer is immutable right now) is "try again". */
+  private async call<T>(
+    type: ServiceType,
+    method: string,
+    path: string,
+    body?: unknown,
+    signal?: AbortSignal,
+    goneIsDone = false,
+  ): Promise<T> {
+    try {
+      const res = await this.session.request<T>(type, method, path, {
+        ...(body !== undefined ? { body } : {}),
+        ...(signal ? { signal } : {}),
+      });
+      return res.body;
+    } catch (err) {
+      if (goneIsDone && err instanceof NotFoundError) return undefined as T;
+      if (httpStatus(err) === 409) {
+        throw new RetryableError(`${(err as Error).message}; checking again in ${POLL_MS / 1000} s`, POLL_MS);
+      }
+      throw err;
+    }
+  }
+}
+
+export function lbName(req: LoadBalancerRequest): string {
+  return `ccm_${req.name}`;
+}
+
+function clusterTag(req: LoadBalancerRequest): string {
+  return `ccm-cluster:${req.clusterID}`;
+}
+
+function tags(req: LoadBalancerRequest): string[] {
+  return [clusterTag(req), `ccm-service:${req.service.namespace}/${req.service.name}`];
+}
+
+function serviceName(req: LoadBalancerRequest): string {
+  return `${req.service.namespace}/${req.service.name}`;
+}
+
+export function fipDescription(lb: { name: string }, req: LoadBalancerRequest): string {
+  return `Floating IP of ${lb.name} for Kubernetes Service ${serviceName(req)} (cluster ${req.clusterID}), created by ccm`;
+}
+
+function healthMonitor(port: LoadBalancerPort, options: ServiceOptions, local: boolean) {
+  const timing = {
+    delay: options.monitorDelay,
+    timeout: options.monitorTimeout,
+    max_retries: options.monitorMaxRetries,
+    max_retries_down: options.monitorMaxRetriesDown,
+  };
+  // externalTrafficPolicy Local: kube-proxy's health check node port says which nodes have endpoints.
+  if (local)
+    return { type: 'HTTP', ...timing, http_method: 'GET', url_path: '/healthz', expected_codes: '200' };
+  const type = port.protocol === 'UDP' ? 'UDP-CONNECT' : port.protocol;
+  return { type, ...timing };
+}
+
+function members(
+  nodes: readonly LoadBalancerNode[],
+  port: LoadBalancerPort,
+  family: 4 | 6,
+  options: ServiceOptions,
+  monitorPort: number | undefined,
+): Member[] {
+  const out: Member[] = [];
+  for (const node of [...nodes].sort((a, b) => a.name.localeCompare(b.name))) {
+    const address = node.addresses.find(
+      (a) => a.type === 'InternalIP' && (family === 6 ? a.address.includes(':') : !a.address.includes(':')),
+    )?.address;
+    if (!address) continue;
+    out.push({
+      name: node.name,
+      address,
+      protocol_port: port.nodePort,
+      ...(options.subnetId ? { subnet_id: options.subnetId } : {}),
+      ...(monitorPort !== undefined ? { monitor_port: monitorPort } : {}),
+    });
+  }
+  return out;
+}
+
+function sameMembers(current: Member[], wanted: Member[]): boolean {
+  const key = (m: Member) => `${m.name}|${m.address}|${m.protocol_port}|${m.monitor_port ?? ''}`;
+  const a = current.map(key).sort();
+  const b = wanted.map(key).sort();
+  return a.length === b.length && a.every((k, i) => k === b[i]);
+}
+
+/** `allowed_cidrs: null` is left out of creations: Octavia before API 2.12 does not know the field. */
+function withoutNull<T extends Record<string, unknown>>(obj: T, key: string): T {
+  if (obj[key] !== null) return obj;
+  const { [key]: _dropped, ...rest } = obj;
+  return rest as T;
+}
+
+/**
+ * Whether any field of `wanted` (but tags and names) differs from the object Octavia shows. Nested
+ * objects compare by the fields ccm sets: Octavia adds its own (session_persistence.cookie_name…).
+ */
+function differs(current: object, wanted: Record<string, unknown>): boolean {
+  const shown = current as Record<string, unknown>;
+  return Object.entries(wanted).some(([key, value]) => {
+    if (key === 'tags' || key === 'name') return false;
+    return !matches(shown[key], value);
+  });
+}
+
+function matches(shown: unknown, wanted: unknown): boolean {
+  if (wanted === null || wanted === undefined) return shown === null || shown === undefined;
+  if (typeof wanted === 'object' && !Array.isArray(wanted)) {
+    if (typeof shown !== 'object' || shown === null) return false;
+    return Object.entries(wanted).every(([k, v]) => matches((shown as Record<string, unknown>)[k], v));
+  }
+  return JSON.stringify(shown) === JSON.stringify(wanted);
+}

@@ -1,0 +1,765 @@
+/**
+ * Octavia load balancers and Neutron floating IPs of the OpenStack simulator, from the Octavia
+ * api-ref (loadbalancer.inc: fully populated create, cascade delete, 409 while PENDING_*) and the
+ * Neutron floating IP samples. Unknown attributes are refused as the real API's validation does.
+ */
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { HttpError } from './http-error.js';
+
+const FIXTURES = fileURLToPath(new URL('../../fixtures/openstack/', import.meta.url));
+const fixture = (name: string) => JSON.parse(readFileSync(`${FIXTURES}${name}`, 'utf8'));
+const LB_SAMPLE = fixture('octavia-loadbalancer-show-response.json').loadbalancer as Record<string, unknown>;
+const FIP_SAMPLE = fixture('neutron-floatingip-create-response.json').floatingip as Record<string, unknown>;
+
+/** The official example cloud.conf's subnet and floating network. */
+export const SUBNET_ID = '9c018814-f2a8-45dd-9679-5400d49b333a';
+export const NETWORK_ID = '02dd8479-ef26-4398-a102-d19d0a7b3a1f';
+export const FLOATING_NETWORK_ID = '80c9fc78-a2be-45d5-a85b-f17a6c98df92';
+
+const PROJECT_ID = 'a6944d763bf64ee6a275f1263fae0352';
+const LISTENER_PROTOCOLS = ['TCP', 'UDP', 'SCTP', 'HTTP', 'HTTPS', 'TERMINATED_HTTPS', 'PROMETHEUS'];
+const POOL_PROTOCOLS: Record<string, string[]> = {
+  TCP: ['TCP', 'HTTP', 'HTTPS', 'PROXY', 'PROXYV2'],
+  UDP: ['UDP'],
+  SCTP: ['SCTP'],
+  HTTP: ['HTTP', 'PROXY', 'PROXYV2'],
+  HTTPS: ['HTTPS', 'PROXY', 'PROXYV2', 'TCP'],
+};
+const ALGORITHMS = ['ROUND_ROBIN', 'LEAST_CONNECTIONS', 'SOURCE_IP', 'SOURCE_IP_PORT'];
+const MONITOR_TYPES = ['HTTP', 'HTTPS', 'PING', 'TCP', 'TLS-HELLO', 'UDP-CONNECT', 'SCTP'];
+
+const LB_FIELDS = [
+  'name',
+  'description',
+  'admin_state_up',
+  'project_id',
+  'flavor_id',
+  'listeners',
+  'pools',
+  'vip_subnet_id',
+  'vip_network_id',
+  'vip_port_id',
+  'vip_address',
+  'vip_qos_policy_id',
+  'provider',
+  'availability_zone',
+  'tags',
+];
+const LISTENER_FIELDS = [
+  'name',
+  'description',
+  'admin_state_up',
+  'protocol',
+  'protocol_port',
+  'connection_limit',
+  'default_pool',
+  'default_pool_id',
+  'default_tls_container_ref',
+  'sni_container_refs',
+  'l7policies',
+  'insert_headers',
+  'timeout_client_data',
+  'timeout_member_connect',
+  'timeout_member_data',
+  'timeout_tcp_inspect',
+  'allowed_cidrs',
+  'tags',
+  'loadbalancer_id',
+];
+const POOL_FIELDS = [
+  'name',
+  'description',
+  'admin_state_up',
+  'protocol',
+  'lb_algorithm',
+  'session_persistence',
+  'members',
+  'healthmonitor',
+  'tags',
+  'listener_id',
+  'loadbalancer_id',
+];
+const MEMBER_FIELDS = [
+  'name',
+  'address',
+  'protocol_port',
+  'subnet_id',
+  'weight',
+  'admin_state_up',
+  'monitor_address',
+  'monitor_port',
+  'backup',
+  'tags',
+];
+const MONITOR_FIELDS = [
+  'name',
+  'type',
+  'delay',
+  'timeout',
+  'max_retries',
+  'max_retries_down',
+  'http_method',
+  'url_path',
+  'expected_codes',
+  'admin_state_up',
+  'tags',
+  'pool_id',
+];
+const FIP_FIELDS = [
+  'floating_network_id',
+  'port_id',
+  'subnet_id',
+  'fixed_ip_address',
+  'floating_ip_address',
+  'description',
+  'dns_domain',
+  'dns_name',
+  'qos_policy_id',
+  'project_id',
+  'tenant_id',
+];
+
+type Obj = Record<string, unknown>;
+
+interface LbRecord {
+  lb: Obj;
+  /** Reads left before a PENDING_* status settles. */
+  pendingReads: number;
+  /** Where the pending operation ends: ACTIVE, ERROR, or gone (delete). */
+  settlesTo: 'ACTIVE' | 'ERROR' | 'DELETED';
+}
+
+const fault = (status: number, faultstring: string) =>
+  new HttpError(status, { faultcode: status < 500 ? 'Client' : 'Server', faultstring, debuginfo: null });
+const neutronError = (status: number, type: string, message: string) =>
+  new HttpError(status, { NeutronError: { type, message, detail: '' } });
+
+export class OctaviaState {
+  readonly loadBalancers = new Map<string, LbRecord>();
+  readonly listeners = new Map<string, Obj>();
+  readonly pools = new Map<string, Obj>();
+  readonly members = new Map<string, Obj[]>();
+  readonly monitors = new Map<string, Obj>();
+  readonly floatingIps = new Map<string, Obj>();
+  readonly subnets = new Set([SUBNET_ID]);
+  readonly networks = new Set([NETWORK_ID]);
+  readonly externalNetworks = new Set([FLOATING_NETWORK_ID]);
+  /** How many reads a PENDING_* load balancer shows before it settles. */
+  settleAfterReads = 1;
+  /** The next provisioning operation ends in ERROR (Octavia could not build the amphora). */
+  failNextProvisioning = false;
+  private nextFloatingIp = 10;
+
+  // ---- Octavia ---------------------------------------------------------------------------------
+
+  route(method: string, path: string, url: URL, body: unknown): [number, unknown] {
+    const q = url.searchParams;
+    let m: RegExpExecArray | null;
+    if (path === '/loadbalancers' && method === 'GET') {
+      const list = [...this.loadBalancers.values()]
+        .map((r) => this.read(r))
+        .filter((lb): lb is Obj => lb !== undefined);
+      return [
+        200,
+        { loadbalancers: list.filter((lb) => matches(lb, q, ['name', 'id'])), loadbalancers_links: [] },
+      ];
+    }
+    if (path === '/loadbalancers' && method === 'POST')
+      return [201, { loadbalancer: this.createLoadBalancer(body) }];
+    m = /^\/loadbalancers\/([^/]+)$/.exec(path);
+    if (m) {
+      const record = this.loadBalancers.get(m[1] as string);
+      const lb = record && this.read(record);
+      if (!record || !lb) throw fault(404, `Load Balancer ${m[1]} could not be found.`);
+      if (method === 'GET') return [200, { loadbalancer: lb }];
+      if (method === 'DELETE') {
+        this.mutable(record);
+        const children = (lb.listeners as unknown[]).length + (lb.pools as unknown[]).length;
+        if (children > 0 && q.get('cascade') !== 'true') {
+          throw fault(400, `Cannot delete Load Balancer ${lb.id} - it has children`);
+        }
+        this.pending(record, 'PENDING_DELETE', 'DELETED');
+        return [204, undefined];
+      }
+    }
+    if (path === '/listeners' && method === 'GET') {
+      return [
+        200,
+        {
+          listeners: [...this.listeners.values()].filter((l) => lbOf(l) === q.get('loadbalancer_id')),
+          listeners_links: [],
+        },
+      ];
+    }
+    if (path === '/listeners' && method === 'POST') {
+      const spec = objectField(body, 'listener');
+      const record = this.ownerOf(spec.loadbalancer_id);
+      this.mutable(record);
+      this.addListener(record.lb, spec);
+      this.pending(record, 'PENDING_UPDATE');
+      return [201, { listener: [...this.listeners.values()].at(-1) }];
+    }
+    m = /^\/listeners\/([^/]+)$/.exec(path);
+    if (m) {
+      const listener = this.listeners.get(m[1] as string);
+      if (!listener) throw fault(404, `Listener ${m[1]} could not be found.`);
+      const record = this.ownerOf(lbOf(listener));
+      if (method === 'PUT') {
+        this.mutable(record);
+        const spec = objectField(body, 'listener');
+        allowOnly(
+          spec,
+          LISTENER_FIELDS.filter(
+            (f) => !['protocol', 'protocol_port', 'loadbalancer_id', 'default_pool'].includes(f),
+          ),
+          'listener',
+        );
+        Object.assign(listener, spec);
+        this.pending(record, 'PENDING_UPDATE');
+        return [202, { listener }];
+      }
+      if (method === 'DELETE') {
+        this.mutable(record);
+        this.listeners.delete(listener.id as string);
+        record.lb.listeners = (record.lb.listeners as Obj[]).filter((l) => l.id !== listener.id);
+        this.pending(record, 'PENDING_UPDATE');
+        return [204, undefined];
+      }
+    }
+    if (path === '/pools' && method === 'GET') {
+      return [
+        200,
+        {
+          pools: [...this.pools.values()].filter((p) => lbOf(p) === q.get('loadbalancer_id')),
+          pools_links: [],
+        },
+      ];
+    }
+    if (path === '/pools' && method === 'POST') {
+      const spec = objectField(body, 'pool');
+      const listener = this.listeners.get(String(spec.listener_id));
+      if (!listener) throw fault(404, `Listener ${String(spec.listener_id)} could not be found.`);
+      if (listener.default_pool_id) throw fault(409, `Listener ${listener.id} already has a default pool`);
+      const record = this.ownerOf(lbOf(listener));
+      this.mutable(record);
+      const { listener_id: _l, ...rest } = spec;
+      const pool = this.addPool(record.lb, rest, listener);
+      this.pending(record, 'PENDING_UPDATE');
+      return [201, { pool }];
+    }
+    m = /^\/pools\/([^/]+)\/members$/.exec(path);
+    if (m) {
+      const pool = this.pools.get(m[1] as string);
+      if (!pool) throw fault(404, `Pool ${m[1]} could not be found.`);
+      if (method === 'GET')
+        return [200, { members: this.members.get(pool.id as string) ?? [], members_links: [] }];
+      if (method === 'PUT') {
+        const record = this.ownerOf(lbOf(pool));
+        this.mutable(record);
+        const specs = (body as { members?: unknown })?.members;
+        if (!Array.isArray(specs)) throw fault(400, 'Invalid input for field/attribute members.');
+        this.members.set(
+          pool.id as string,
+          specs.map((s) => this.member(s as Obj)),
+        );
+        this.pending(record, 'PENDING_UPDATE');
+        return [202, undefined];
+      }
+    }
+    m = /^\/pools\/([^/]+)$/.exec(path);
+    if (m) {
+      const pool = this.pools.get(m[1] as string);
+      if (!pool) throw fault(404, `Pool ${m[1]} could not be found.`);
+      const record = this.ownerOf(lbOf(pool));
+      if (method === 'PUT') {
+        this.mutable(record);
+        const spec = objectField(body, 'pool');
+        allowOnly(
+          spec,
+          ['name', 'description', 'admin_state_up', 'lb_algorithm', 'session_persistence', 'tags'],
+          'pool',
+        );
+        if (spec.lb_algorithm !== undefined && !ALGORITHMS.includes(String(spec.lb_algorithm))) {
+          throw fault(
+            400,
+            `Invalid input for field/attribute lb_algorithm. Value: '${String(spec.lb_algorithm)}'.`,
+          );
+        }
+        Object.assign(
+          pool,
+          spec,
+          'session_persistence' in spec
+            ? { session_persistence: persistenceView(spec.session_persistence) }
+            : {},
+        );
+        this.pending(record, 'PENDING_UPDATE');
+        return [202, { pool }];
+      }
+      if (method === 'DELETE') {
+        this.mutable(record);
+        this.removePool(record.lb, pool);
+        this.pending(record, 'PENDING_UPDATE');
+        return [204, undefined];
+      }
+    }
+    if (path === '/healthmonitors' && method === 'POST') {
+      const spec = objectField(body, 'healthmonitor');
+      const pool = this.pools.get(String(spec.pool_id));
+      if (!pool) throw fault(404, `Pool ${String(spec.pool_id)} could not be found.`);
+      if (pool.healthmonitor_id) throw fault(409, `Pool ${pool.id} already has a health monitor`);
+      const record = this.ownerOf(lbOf(pool));
+      this.mutable(record);
+      const { pool_id: _p, ...rest } = spec;
+      const monitor = this.monitor(rest, pool);
+      this.pending(record, 'PENDING_UPDATE');
+      return [201, { healthmonitor: monitor }];
+    }
+    m = /^\/healthmonitors\/([^/]+)$/.exec(path);
+    if (m) {
+      const monitor = this.monitors.get(m[1] as string);
+      if (!monitor) throw fault(404, `Health Monitor ${m[1]} could not be found.`);
+      const pool = this.pools.get(String((monitor.pools as Obj[])[0]?.id)) as Obj;
+      if (method === 'GET') return [200, { healthmonitor: monitor }];
+      const record = this.ownerOf(lbOf(pool));
+      this.mutable(record);
+      if (method === 'PUT') {
+        const spec = objectField(body, 'healthmonitor');
+        allowOnly(
+          spec,
+          MONITOR_FIELDS.filter((f) => f !== 'type' && f !== 'pool_id'),
+          'healthmonitor',
+        );
+        Object.assign(monitor, spec);
+      } else if (method === 'DELETE') {
+        this.monitors.delete(monitor.id as string);
+        pool.healthmonitor_id = null;
+      }
+      this.pending(record, 'PENDING_UPDATE');
+      return method === 'DELETE' ? [204, undefined] : [202, { healthmonitor: monitor }];
+    }
+    throw fault(404, `no route ${method} ${path}`);
+  }
+
+  /** Creates a load balancer from a fully populated request, as Octavia's graph create does. */
+  private createLoadBalancer(body: unknown): Obj {
+    const spec = objectField(body, 'loadbalancer');
+    allowOnly(spec, LB_FIELDS, 'loadbalancer');
+    const vip = ['vip_subnet_id', 'vip_network_id', 'vip_port_id'].filter((k) => spec[k] !== undefined);
+    if (vip.length === 0)
+      throw fault(
+        400,
+        'Validation failure: VIP must contain one of: vip_port_id, vip_network_id, vip_subnet_id.',
+      );
+    if (spec.vip_subnet_id !== undefined && !this.subnets.has(String(spec.vip_subnet_id))) {
+      throw fault(400, `Validation failure: Subnet ${String(spec.vip_subnet_id)} not found.`);
+    }
+    if (spec.vip_network_id !== undefined && !this.networks.has(String(spec.vip_network_id))) {
+      throw fault(400, `Validation failure: Network ${String(spec.vip_network_id)} not found.`);
+    }
+    if (
+      spec.tags !== undefined &&
+      (!Array.isArray(spec.tags) || spec.tags.some((t) => typeof t !== 'string' || t.length > 255))
+    ) {
+      throw fault(400, 'Invalid input for field/attribute tags.');
+    }
+    const id = randomUUID();
+    const lb: Obj = {
+      ...structuredClone(LB_SAMPLE),
+      id,
+      name: spec.name ?? '',
+      description: spec.description ?? '',
+      project_id: PROJECT_ID,
+      provisioning_status: 'PENDING_CREATE',
+      operating_status: 'OFFLINE',
+      vip_subnet_id: spec.vip_subnet_id ?? SUBNET_ID,
+      vip_network_id: NETWORK_ID,
+      vip_port_id: randomUUID(),
+      vip_address: `10.0.0.${100 + this.loadBalancers.size}`,
+      provider: spec.provider ?? 'amphora',
+      flavor_id: spec.flavor_id ?? '',
+      availability_zone: spec.availability_zone ?? null,
+      tags: spec.tags ?? [],
+      listeners: [],
+      pools: [],
+      created_at: new Date().toISOString().slice(0, 19),
+      updated_at: null,
+    };
+    const listeners = spec.listeners ?? [];
+    if (!Array.isArray(listeners)) throw fault(400, 'Invalid input for field/attribute listeners.');
+    // Validate the whole graph before anything is stored: a refused request leaves nothing behind.
+    const staged = new OctaviaState();
+    for (const subnet of this.subnets) staged.subnets.add(subnet);
+    for (const l of listeners) staged.addListener(lb, structuredClone(l) as Obj);
+    lb.listeners = [];
+    lb.pools = [];
+    for (const l of listeners) this.addListener(lb, l as Obj);
+    const record: LbRecord = { lb, pendingReads: 0, settlesTo: 'ACTIVE' };
+    this.loadBalancers.set(id, record);
+    this.pending(record, 'PENDING_CREATE');
+    return lb;
+  }
+
+  private addListener(lb: Obj, spec: Obj): Obj {
+    allowOnly(spec, LISTENER_FIELDS, 'listener');
+    const protocol = String(spec.protocol);
+    if (!LISTENER_PROTOCOLS.includes(protocol))
+      throw fault(400, `Invalid input for field/attribute protocol. Value: '${protocol}'.`);
+    const port = spec.protocol_port;
+    if (!Number.isInteger(port) || (port as number) < 1 || (port as number) > 65535) {
+      throw fault(400, `Invalid input for field/attribute protocol_port. Value: '${String(port)}'.`);
+    }
+    const clash = [...this.listeners.values()].some(
+      (l) => lbOf(l) === lb.id && l.protocol_port === port && sameFamily(String(l.protocol), protocol),
+    );
+    if (clash)
+      throw fault(
+        409,
+        `Another Listener on this Load Balancer is already using protocol_port ${String(port)}`,
+      );
+    for (const key of [
+      'timeout_client_data',
+      'timeout_member_connect',
+      'timeout_member_data',
+      'timeout_tcp_inspect',
+    ]) {
+      if (spec[key] !== undefined && (!Number.isInteger(spec[key]) || (spec[key] as number) < 0)) {
+        throw fault(400, `Invalid input for field/attribute ${key}. Value: '${String(spec[key])}'.`);
+      }
+    }
+    const id = randomUUID();
+    const { default_pool: defaultPool, loadbalancer_id: _lb, ...rest } = spec;
+    const listener: Obj = {
+      l7policies: [],
+      description: '',
+      default_tls_container_ref: null,
+      admin_state_up: true,
+      project_id: PROJECT_ID,
+      default_tls_container_id: null,
+      connection_limit: -1,
+      sni_container_refs: [],
+      timeout_client_data: 50000,
+      timeout_member_connect: 5000,
+      timeout_member_data: 50000,
+      timeout_tcp_inspect: 0,
+      allowed_cidrs: null,
+      tags: [],
+      ...rest,
+      id,
+      default_pool_id: null,
+      loadbalancers: [{ id: lb.id }],
+      provisioning_status: 'ACTIVE',
+      operating_status: 'ONLINE',
+    };
+    this.listeners.set(id, listener);
+    (lb.listeners as Obj[]).push({ id });
+    if (defaultPool !== undefined) {
+      if (typeof defaultPool !== 'object' || defaultPool === null)
+        throw fault(400, 'Invalid input for field/attribute default_pool.');
+      if (!(defaultPool as Obj).name)
+        throw fault(
+          400,
+          'Validation failure: Pools must be named when creating a fully populated loadbalancer.',
+        );
+      this.addPool(lb, defaultPool as Obj, listener);
+    }
+    return listener;
+  }
+
+  private addPool(lb: Obj, spec: Obj, listener: Obj): Obj {
+    allowOnly(spec, POOL_FIELDS, 'pool');
+    const protocol = String(spec.protocol);
+    if (!(POOL_PROTOCOLS[String(listener.protocol)] ?? []).includes(protocol)) {
+      throw fault(
+        400,
+        `Validation failure: The pool protocol '${protocol}' is invalid while the listener protocol is '${String(listener.protocol)}'.`,
+      );
+    }
+    if (!ALGORITHMS.includes(String(spec.lb_algorithm))) {
+      throw fault(
+        400,
+        `Invalid input for field/attribute lb_algorithm. Value: '${String(spec.lb_algorithm)}'.`,
+      );
+    }
+    const id = randomUUID();
+    const { members = [], healthmonitor, ...rest } = spec;
+    const pool: Obj = {
+      description: '',
+      admin_state_up: true,
+      project_id: PROJECT_ID,
+      tags: [],
+      ...rest,
+      session_persistence: persistenceView(rest.session_persistence),
+      id,
+      healthmonitor_id: null,
+      listeners: [{ id: listener.id }],
+      loadbalancers: [{ id: lb.id }],
+      members: [],
+      provisioning_status: 'ACTIVE',
+      operating_status: 'ONLINE',
+    };
+    if (!Array.isArray(members)) throw fault(400, 'Invalid input for field/attribute members.');
+    this.pools.set(id, pool);
+    this.members.set(
+      id,
+      (members as Obj[]).map((m) => this.member(m)),
+    );
+    (lb.pools as Obj[]).push({ id });
+    listener.default_pool_id = id;
+    if (healthmonitor !== undefined) this.monitor(healthmonitor as Obj, pool);
+    return pool;
+  }
+
+  private member(spec: Obj): Obj {
+    allowOnly(spec, MEMBER_FIELDS, 'member');
+    if (typeof spec.address !== 'string' || isIP(spec.address) === 0) {
+      throw fault(400, `Invalid input for field/attribute address. Value: '${String(spec.address)}'.`);
+    }
+    const port = spec.protocol_port;
+    if (!Number.isInteger(port) || (port as number) < 1 || (port as number) > 65535) {
+      throw fault(400, `Invalid input for field/attribute protocol_port. Value: '${String(port)}'.`);
+    }
+    if (spec.subnet_id !== undefined && !this.subnets.has(String(spec.subnet_id))) {
+      throw fault(400, `Validation failure: Subnet ${String(spec.subnet_id)} not found.`);
+    }
+    return {
+      name: '',
+      weight: 1,
+      admin_state_up: true,
+      project_id: PROJECT_ID,
+      monitor_port: null,
+      ...spec,
+      id: randomUUID(),
+    };
+  }
+
+  private monitor(spec: Obj, pool: Obj): Obj {
+    allowOnly(spec, MONITOR_FIELDS, 'healthmonitor');
+    const type = String(spec.type);
+    if (!MONITOR_TYPES.includes(type))
+      throw fault(400, `Invalid input for field/attribute type. Value: '${type}'.`);
+    for (const key of ['delay', 'timeout', 'max_retries']) {
+      if (spec[key] === undefined)
+        throw fault(400, `Invalid input for field/attribute ${key}. Mandatory field missing.`);
+    }
+    const delay = Number(spec.delay);
+    const timeout = Number(spec.timeout);
+    if (timeout > delay)
+      throw fault(
+        400,
+        'Validation failure: The request delay value must be greater than or equal to the timeout value.',
+      );
+    const retries = Number(spec.max_retries);
+    if (retries < 1 || retries > 10)
+      throw fault(400, `Invalid input for field/attribute max_retries. Value: '${retries}'.`);
+    const id = randomUUID();
+    const monitor: Obj = {
+      name: '',
+      admin_state_up: true,
+      project_id: PROJECT_ID,
+      max_retries_down: 3,
+      ...spec,
+      delay,
+      timeout,
+      id,
+      pools: [{ id: pool.id }],
+    };
+    this.monitors.set(id, monitor);
+    pool.healthmonitor_id = id;
+    return monitor;
+  }
+
+  private removePool(lb: Obj, pool: Obj): void {
+    this.pools.delete(pool.id as string);
+    this.members.delete(pool.id as string);
+    if (pool.healthmonitor_id) this.monitors.delete(pool.healthmonitor_id as string);
+    lb.pools = (lb.pools as Obj[]).filter((p) => p.id !== pool.id);
+    for (const listener of this.listeners.values())
+      if (listener.default_pool_id === pool.id) listener.default_pool_id = null;
+  }
+
+  private ownerOf(id: unknown): LbRecord {
+    const record = this.loadBalancers.get(String(id));
+    if (!record) throw fault(404, `Load Balancer ${String(id)} could not be found.`);
+    return record;
+  }
+
+  /** Octavia refuses any change while a load balancer is PENDING_* or in ERROR for updates. */
+  private mutable(record: LbRecord): void {
+    const status = String(record.lb.provisioning_status);
+    if (status.startsWith('PENDING_')) {
+      throw fault(409, `Load Balancer ${String(record.lb.id)} is immutable and cannot be updated.`);
+    }
+  }
+
+  private pending(record: LbRecord, status: string, settlesTo?: LbRecord['settlesTo']): void {
+    record.lb.provisioning_status = status;
+    record.pendingReads = this.settleAfterReads;
+    record.settlesTo = settlesTo ?? (this.failNextProvisioning ? 'ERROR' : 'ACTIVE');
+    if (settlesTo === undefined) this.failNextProvisioning = false;
+    if (record.pendingReads === 0) this.settle(record);
+  }
+
+  /** Reads the load balancer; a pending one settles after `settleAfterReads` reads. */
+  private read(record: LbRecord): Obj | undefined {
+    if (String(record.lb.provisioning_status).startsWith('PENDING_')) {
+      if (record.pendingReads-- <= 0) this.settle(record);
+    }
+    return this.loadBalancers.has(record.lb.id as string) ? record.lb : undefined;
+  }
+
+  private settle(record: LbRecord): void {
+    if (record.settlesTo === 'DELETED') {
+      this.removeLoadBalancer(record.lb);
+      return;
+    }
+    record.lb.provisioning_status = record.settlesTo;
+    record.lb.operating_status = record.settlesTo === 'ACTIVE' ? 'ONLINE' : 'ERROR';
+  }
+
+  private removeLoadBalancer(lb: Obj): void {
+    for (const ref of lb.pools as Obj[]) {
+      const pool = this.pools.get(String(ref.id));
+      if (pool) this.removePool(lb, pool);
+    }
+    for (const ref of lb.listeners as Obj[]) this.listeners.delete(String(ref.id));
+    this.loadBalancers.delete(lb.id as string);
+  }
+
+  /** The listeners, pools, members and monitors of a load balancer, for assertions. */
+  tree(lbId: string) {
+    const listeners = [...this.listeners.values()].filter((l) => lbOf(l) === lbId);
+    return listeners.map((l) => {
+      const pool = l.default_pool_id ? this.pools.get(String(l.default_pool_id)) : undefined;
+      return {
+        listener: l,
+        pool,
+        members: pool ? (this.members.get(pool.id as string) ?? []) : [],
+        monitor: pool?.healthmonitor_id ? this.monitors.get(String(pool.healthmonitor_id)) : undefined,
+      };
+    });
+  }
+
+  // ---- Neutron floating IPs ----------------------------------------------------------------------
+
+  neutron(method: string, path: string, url: URL, body: unknown): [number, unknown] {
+    const q = url.searchParams;
+    if (path === '/v2.0/floatingips' && method === 'GET') {
+      const list = [...this.floatingIps.values()].filter((f) =>
+        matches(f, q, ['port_id', 'floating_ip_address', 'description', 'floating_network_id']),
+      );
+      return [200, { floatingips: list }];
+    }
+    if (path === '/v2.0/floatingips' && method === 'POST') {
+      const spec = (body as { floatingip?: Obj })?.floatingip;
+      if (!spec || typeof spec !== 'object')
+        throw neutronError(400, 'HTTPBadRequest', 'Resource body required');
+      for (const key of Object.keys(spec)) {
+        if (!FIP_FIELDS.includes(key))
+          throw neutronError(400, 'HTTPBadRequest', `Unrecognized attribute(s) '${key}'`);
+      }
+      const network = String(spec.floating_network_id ?? '');
+      if (!this.externalNetworks.has(network)) {
+        throw neutronError(404, 'NetworkNotFound', `Network ${network} could not be found.`);
+      }
+      const address = spec.floating_ip_address
+        ? String(spec.floating_ip_address)
+        : `172.24.4.${this.nextFloatingIp++}`;
+      if ([...this.floatingIps.values()].some((f) => f.floating_ip_address === address)) {
+        throw neutronError(
+          409,
+          'IpAddressAlreadyAllocated',
+          `IP address ${address} already allocated in subnet`,
+        );
+      }
+      const fip: Obj = {
+        ...structuredClone(FIP_SAMPLE),
+        id: randomUUID(),
+        floating_ip_address: address,
+        floating_network_id: network,
+        port_id: spec.port_id ?? null,
+        fixed_ip_address: spec.port_id ? '10.0.0.100' : null,
+        router_id: spec.port_id ? FIP_SAMPLE.router_id : null,
+        status: spec.port_id ? 'ACTIVE' : 'DOWN',
+        description: spec.description ?? '',
+        dns_domain: '',
+        dns_name: '',
+        port_details: null,
+        tags: [],
+        project_id: PROJECT_ID,
+        tenant_id: PROJECT_ID,
+      };
+      this.floatingIps.set(fip.id as string, fip);
+      return [201, { floatingip: fip }];
+    }
+    const m = /^\/v2\.0\/floatingips\/([^/]+)$/.exec(path);
+    if (m) {
+      const fip = this.floatingIps.get(m[1] as string);
+      if (!fip) throw neutronError(404, 'FloatingIPNotFound', `Floating IP ${m[1]} could not be found`);
+      if (method === 'GET') return [200, { floatingip: fip }];
+      if (method === 'DELETE') {
+        this.floatingIps.delete(fip.id as string);
+        return [204, undefined];
+      }
+      if (method === 'PUT') {
+        const spec = (body as { floatingip?: Obj })?.floatingip;
+        if (!spec) throw neutronError(400, 'HTTPBadRequest', 'Resource body required');
+        for (const key of Object.keys(spec)) {
+          if (!['port_id', 'fixed_ip_address', 'description', 'qos_policy_id'].includes(key)) {
+            throw neutronError(400, 'HTTPBadRequest', `Cannot update read-only attribute ${key}`);
+          }
+        }
+        if (spec.port_id && fip.port_id && fip.port_id !== spec.port_id) {
+          throw neutronError(
+            409,
+            'FloatingIPPortAlreadyAssociated',
+            `Cannot associate floating IP ${String(fip.floating_ip_address)}: already associated`,
+          );
+        }
+        Object.assign(fip, spec, { status: spec.port_id ? 'ACTIVE' : 'DOWN' });
+        return [200, { floatingip: fip }];
+      }
+    }
+    throw neutronError(404, 'HTTPNotFound', `The resource could not be found: ${method} ${path}`);
+  }
+}
+
+/** Octavia shows a pool's session persistence with all its fields, the unset ones null. */
+function persistenceView(value: unknown): Obj | null {
+  if (value === null || value === undefined) return null;
+  return { cookie_name: null, persistence_timeout: null, persistence_granularity: null, ...(value as Obj) };
+}
+
+function objectField(body: unknown, key: string): Obj {
+  const value = (body as Obj | undefined)?.[key];
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw fault(400, `Invalid input for field/attribute ${key}. Mandatory field missing.`);
+  }
+  return value as Obj;
+}
+
+function allowOnly(spec: Obj, fields: readonly string[], what: string): void {
+  for (const key of Object.keys(spec)) {
+    if (!fields.includes(key))
+      throw fault(
+        400,
+        `Invalid input for field/attribute ${what}. Unknown attribute for argument ${what}: ${key}`,
+      );
+  }
+}
+
+function lbOf(obj: Obj): string | undefined {
+  return ((obj.loadbalancers as Obj[] | undefined)?.[0]?.id as string | undefined) ?? undefined;
+}
+
+/** TCP-based listeners share a port space; UDP and SCTP have their own. */
+function sameFamily(a: string, b: string): boolean {
+  const family = (p: string) => (p === 'UDP' || p === 'SCTP' ? p : 'TCP');
+  return family(a) === family(b);
+}
+
+function matches(obj: Obj, q: URLSearchParams, keys: string[]): boolean {
+  return keys.every((k) => q.get(k) === null || String(obj[k]) === q.get(k));
+}

@@ -1,0 +1,462 @@
+/**
+ * An OpenStack simulator on one loopback port: Keystone v3, Nova, Neutron and Octavia behind path
+ * prefixes named in the catalog (/identity/v3, /compute/v2.1, /network, /load-balancer). Payloads
+ * are built from the api-ref samples in test/fixtures/openstack (see NOTICE there), field for field;
+ * requests are validated as strictly as the real APIs do (unknown token → 401, bad microversion →
+ * 406, bad limit/marker → 400, changes to a PENDING_* load balancer → 409) and faults can be injected.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { HttpError } from './http-error.js';
+import { OctaviaState } from './octavia.js';
+
+export { HttpError };
+
+const FIXTURES = fileURLToPath(new URL('../../fixtures/openstack/', import.meta.url));
+const fixture = (name: string) => JSON.parse(readFileSync(`${FIXTURES}${name}`, 'utf8'));
+const SERVER_SAMPLE = fixture('nova-servers-details-v2.47.json').servers[0] as Record<string, unknown>;
+
+export const REGION = 'RegionOne';
+/** The project of the Keystone samples; also the user's default project (for unscoped requests). */
+export const PROJECT = {
+  id: 'a6944d763bf64ee6a275f1263fae0352',
+  name: 'admin',
+  domain: { id: 'default', name: 'Default' },
+};
+/** The official example cloud.conf's user and password; the id of the Keystone samples. */
+export const USER = {
+  id: '423f19a4ac1e4f48bbb4180756e6eb6c',
+  name: 'admin',
+  domain: { id: 'default', name: 'Default' },
+};
+export const PASSWORD = 'passw0rd';
+/** The Keystone samples' application credential (id and name requests). */
+export const APP_CREDENTIAL = {
+  id: '423f19a4ac1e4f48bbb4180756e6eb6c',
+  name: 'monitoring',
+  secret: 'rEaqvJka48mpv',
+};
+
+export interface ServerSpec {
+  id?: string;
+  name: string;
+  status?: string;
+  az?: string;
+  flavor?: string;
+  /** network name → addresses; type defaults to fixed. */
+  addresses?: Record<string, { addr: string; type?: 'fixed' | 'floating' }[]>;
+  accessIPv4?: string;
+  accessIPv6?: string;
+}
+
+export interface Fault {
+  method?: string;
+  path: RegExp;
+  status: number;
+  body?: unknown;
+  /** Matching requests let through before the fault fires. */
+  skip?: number;
+  /** How many times it fires; default forever. */
+  times?: number;
+  headers?: Record<string, string>;
+}
+
+export interface LoggedRequest {
+  method: string;
+  path: string;
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body?: unknown;
+}
+
+interface TokenRecord {
+  expiresAt: number;
+  revoked: boolean;
+}
+
+const UNAUTHORIZED = {
+  error: { code: 401, message: 'The request you have made requires authentication.', title: 'Unauthorized' },
+};
+
+export class OpenStackSimulator {
+  url = '';
+  readonly requests: LoggedRequest[] = [];
+  readonly servers = new Map<string, Record<string, unknown>>();
+  readonly tokens = new Map<string, TokenRecord>();
+  readonly octavia = new OctaviaState();
+  /** Token lifetime; Keystone's default is an hour. */
+  tokenTtlMs = 3_600_000;
+  /** Highest Nova microversion served; requests above it are refused with 406. */
+  novaMaxVersion = '2.96';
+  /** Nova's max_limit: page size cap. */
+  maxLimit = 1000;
+  private faults: (Fault & { seen: number; fired: number })[] = [];
+  /** One-shot hooks run after a reply; a hook returning true is removed. */
+  private afterReply: ((logged: LoggedRequest) => boolean)[] = [];
+  private server?: Server;
+
+  get authUrl(): string {
+    return `${this.url}/identity/v3`;
+  }
+
+  /** Listens on 127.0.0.1; with `tls` (PEM key and certificate) over HTTPS. */
+  async start(tls?: { key: string; cert: string }): Promise<this> {
+    const handler = (req: IncomingMessage, res: ServerResponse) => {
+      this.handle(req, res).catch((err) => {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: String(err) } }));
+      });
+    };
+    this.server = tls ? createHttpsServer(tls, handler) : createServer(handler);
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
+    this.url = `${tls ? 'https' : 'http'}://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      this.server?.closeAllConnections();
+      this.server?.close(() => resolve());
+    });
+  }
+
+  fault(fault: Fault): void {
+    this.faults.push({ ...fault, seen: 0, fired: 0 });
+  }
+
+  clearFaults(): void {
+    this.faults = [];
+  }
+
+  /** Every token issued so far stops working, as at expiry or revocation. */
+  expireTokens(): void {
+    for (const record of this.tokens.values()) record.revoked = true;
+  }
+
+  /** Tokens expire right after the first request matching `path` is answered (mid-run expiry). */
+  expireTokensAfter(path: RegExp): void {
+    this.afterReply.push((logged) => {
+      if (!path.test(logged.path)) return false;
+      this.expireTokens();
+      return true;
+    });
+  }
+
+  addServer(spec: ServerSpec): Record<string, unknown> {
+    const id = spec.id ?? randomUUID();
+    const addresses: Record<string, unknown[]> = {};
+    for (const [network, entries] of Object.entries(spec.addresses ?? {})) {
+      addresses[network] = entries.map((e) => ({
+        'OS-EXT-IPS-MAC:mac_addr': 'fa:16:3e:00:00:01',
+        'OS-EXT-IPS:type': e.type ?? 'fixed',
+        addr: e.addr,
+        version: e.addr.includes(':') ? 6 : 4,
+      }));
+    }
+    const sampleFlavor = SERVER_SAMPLE.flavor as Record<string, unknown>;
+    const server = {
+      ...structuredClone(SERVER_SAMPLE),
+      id,
+      name: spec.name,
+      status: spec.status ?? 'ACTIVE',
+      'OS-EXT-AZ:availability_zone': spec.az ?? 'nova',
+      'OS-EXT-SRV-ATTR:hostname': spec.name,
+      accessIPv4: spec.accessIPv4 ?? '',
+      accessIPv6: spec.accessIPv6 ?? '',
+      addresses,
+      flavor: { ...sampleFlavor, original_name: spec.flavor ?? 'm1.small' },
+      tenant_id: PROJECT.id,
+      user_id: USER.id,
+      links: [
+        { href: `${this.url}/compute/v2.1/servers/${id}`, rel: 'self' },
+        { href: `${this.url}/compute/servers/${id}`, rel: 'bookmark' },
+      ],
+    };
+    this.servers.set(id, server);
+    return server;
+  }
+
+  requestsTo(pattern: RegExp, method?: string): LoggedRequest[] {
+    return this.requests.filter((r) => pattern.test(r.path) && (!method || r.method === method));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', this.url);
+    const method = req.method ?? 'GET';
+    const text = await readBody(req);
+    let body: unknown;
+    if (text) {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        return this.reply(req, res, url, 400, {
+          error: { code: 400, message: 'Malformed JSON', title: 'Bad Request' },
+        });
+      }
+    }
+    const fault = this.faults.find(
+      (f) =>
+        (!f.method || f.method === method) &&
+        f.path.test(url.pathname) &&
+        f.seen++ >= (f.skip ?? 0) &&
+        f.fired < (f.times ?? Number.POSITIVE_INFINITY),
+    );
+    if (fault) {
+      fault.fired++;
+      return this.reply(
+        req,
+        res,
+        url,
+        fault.status,
+        fault.body ?? { error: { code: fault.status, message: 'injected fault' } },
+        fault.headers,
+        body,
+      );
+    }
+    try {
+      const [status, payload, headers] = this.route(method, url, req, body);
+      return this.reply(req, res, url, status, payload, headers, body);
+    } catch (err) {
+      if (err instanceof HttpError) return this.reply(req, res, url, err.status, err.body, {}, body);
+      throw err;
+    }
+  }
+
+  private reply(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    status: number,
+    payload: unknown,
+    headers: Record<string, string> = {},
+    requestBody?: unknown,
+  ): void {
+    const logged = {
+      method: req.method ?? 'GET',
+      path: url.pathname + url.search,
+      status,
+      headers: req.headers,
+      body: requestBody,
+    };
+    this.requests.push(logged);
+    this.afterReply = this.afterReply.filter((hook) => !hook(logged));
+    const text = payload === undefined ? '' : JSON.stringify(payload);
+    res.writeHead(status, { ...(text ? { 'content-type': 'application/json' } : {}), ...headers });
+    res.end(text);
+  }
+
+  private route(
+    method: string,
+    url: URL,
+    req: IncomingMessage,
+    body: unknown,
+  ): [number, unknown, Record<string, string>?] {
+    const path = url.pathname;
+    if (path === '/identity/v3/auth/tokens' && method === 'POST') return this.issueToken(body);
+    this.authenticate(req);
+    if (path.startsWith('/compute/v2.1/'))
+      return this.nova(method, path.slice('/compute/v2.1'.length), url, req);
+    if (path.startsWith('/network/v2.0/'))
+      return this.octavia.neutron(method, path.slice('/network'.length), url, body);
+    if (path.startsWith('/load-balancer/v2/lbaas/')) {
+      return this.octavia.route(method, path.slice('/load-balancer/v2/lbaas'.length), url, body);
+    }
+    throw new HttpError(404, { error: { message: `no route ${method} ${path}` } });
+  }
+
+  private authenticate(req: IncomingMessage): void {
+    const token = req.headers['x-auth-token'];
+    const record = typeof token === 'string' ? this.tokens.get(token) : undefined;
+    if (!record || record.revoked || record.expiresAt <= Date.now()) throw new HttpError(401, UNAUTHORIZED);
+  }
+
+  // ---- Keystone ------------------------------------------------------------------------------
+
+  private issueToken(body: unknown): [number, unknown, Record<string, string>] {
+    const bad = (message: string) =>
+      new HttpError(400, { error: { code: 400, message, title: 'Bad Request' } });
+    const identity = (body as { auth?: { identity?: Record<string, unknown> } })?.auth?.identity;
+    const methods = identity?.methods;
+    if (!Array.isArray(methods) || methods.length !== 1)
+      throw bad('auth.identity.methods must list one method');
+    const scope = (body as { auth: { scope?: { project?: Record<string, unknown> } } }).auth.scope;
+    let method: string;
+    if (methods[0] === 'password') {
+      const user = (identity?.password as { user?: Record<string, unknown> })?.user;
+      if (!user || typeof user.password !== 'string') throw bad("'password' is a required property");
+      const byId = user.id === USER.id;
+      const domain = user.domain as { id?: string; name?: string } | undefined;
+      if (!byId && user.name !== undefined && !domain) throw bad('Expecting to find domain in user');
+      const byName =
+        user.name === USER.name && (domain?.id === USER.domain.id || domain?.name === USER.domain.name);
+      if (!(byId || byName) || user.password !== PASSWORD) throw new HttpError(401, UNAUTHORIZED);
+      if (scope?.project) {
+        const p = scope.project;
+        const d = p.domain as { id?: string; name?: string } | undefined;
+        const matches =
+          p.id === PROJECT.id ||
+          (p.name === PROJECT.name && (d?.id === PROJECT.domain.id || d?.name === PROJECT.domain.name));
+        if (!matches) throw new HttpError(401, UNAUTHORIZED);
+      }
+      method = 'password';
+    } else if (methods[0] === 'application_credential') {
+      const cred = identity?.application_credential as Record<string, unknown> | undefined;
+      if (!cred || typeof cred.secret !== 'string') throw bad("'secret' is a required property");
+      const user = cred.user as { id?: string; name?: string } | undefined;
+      const byId = cred.id === APP_CREDENTIAL.id;
+      const byName = cred.name === APP_CREDENTIAL.name && (user?.id === USER.id || user?.name === USER.name);
+      if (cred.name !== undefined && !user) throw bad('Could not find user for application credential');
+      if (!(byId || byName) || cred.secret !== APP_CREDENTIAL.secret) throw new HttpError(401, UNAUTHORIZED);
+      // Application credentials are bound to their project: another scope is refused.
+      if (scope) throw new HttpError(401, UNAUTHORIZED);
+      method = 'application_credential';
+    } else {
+      throw bad(`unsupported method ${String(methods[0])}`);
+    }
+    const value = `gAAAAA${randomBytes(24).toString('base64url')}`;
+    const expiresAt = Date.now() + this.tokenTtlMs;
+    this.tokens.set(value, { expiresAt, revoked: false });
+    const endpoint = (type: string, path: string, name: string) => ({
+      endpoints: ['public', 'internal', 'admin'].map((iface) => ({
+        region_id: REGION,
+        url: `${this.url}${path}`,
+        region: REGION,
+        interface: iface,
+        id: randomUUID().replaceAll('-', ''),
+      })),
+      type,
+      id: randomUUID().replaceAll('-', ''),
+      name,
+    });
+    return [
+      201,
+      {
+        token: {
+          methods: [method],
+          roles: [{ id: '51cc68287d524c759f47c811e6463340', name: 'member' }],
+          expires_at: new Date(expiresAt).toISOString().replace('Z', '000Z'),
+          issued_at: new Date().toISOString().replace('Z', '000Z'),
+          project: PROJECT,
+          is_domain: false,
+          catalog: [
+            endpoint('identity', '/identity/v3', 'keystone'),
+            endpoint('compute', '/compute/v2.1', 'nova'),
+            endpoint('network', '/network', 'neutron'),
+            endpoint('load-balancer', '/load-balancer', 'octavia'),
+          ],
+          user: { ...USER, password_expires_at: null },
+          audit_ids: [randomBytes(16).toString('base64url')],
+        },
+      },
+      { 'X-Subject-Token': value },
+    ];
+  }
+
+  // ---- Nova ----------------------------------------------------------------------------------
+
+  private nova(
+    method: string,
+    path: string,
+    url: URL,
+    req: IncomingMessage,
+  ): [number, unknown, Record<string, string>] {
+    const version = this.microversion(req);
+    const headers = {
+      'OpenStack-API-Version': `compute ${version}`,
+      'X-OpenStack-Nova-API-Version': version,
+      Vary: 'OpenStack-API-Version, X-OpenStack-Nova-API-Version',
+    };
+    const view = (server: Record<string, unknown>) => serverView(server, version);
+    if (method === 'GET' && path === '/servers/detail') {
+      const limitText = url.searchParams.get('limit');
+      if (limitText !== null && !/^\d+$/.test(limitText)) {
+        throw new HttpError(400, {
+          badRequest: {
+            code: 400,
+            message: `Invalid input for query parameters limit. Value: ${limitText}.`,
+          },
+        });
+      }
+      const limit = Math.min(limitText === null ? this.maxLimit : Number(limitText), this.maxLimit);
+      const all = [...this.servers.values()];
+      let start = 0;
+      const marker = url.searchParams.get('marker');
+      if (marker !== null) {
+        const at = all.findIndex((s) => s.id === marker);
+        if (at < 0)
+          throw new HttpError(400, { badRequest: { code: 400, message: `marker [${marker}] not found` } });
+        start = at + 1;
+      }
+      const page = all.slice(start, start + limit);
+      const links =
+        page.length === limit && limit > 0
+          ? [
+              {
+                href: `${this.url}/compute/v2.1/servers/detail?limit=${limit}&marker=${page.at(-1)?.id}`,
+                rel: 'next',
+              },
+            ]
+          : undefined;
+      return [200, { servers: page.map(view), ...(links ? { servers_links: links } : {}) }, headers];
+    }
+    const one = /^\/servers\/([^/]+)$/.exec(path);
+    if (method === 'GET' && one) {
+      const server = this.servers.get(decodeURIComponent(one[1] as string));
+      if (!server) {
+        throw new HttpError(404, {
+          itemNotFound: { code: 404, message: `Instance ${one[1]} could not be found.` },
+        });
+      }
+      return [200, { server: view(server) }, headers];
+    }
+    throw new HttpError(404, { itemNotFound: { code: 404, message: 'The resource could not be found.' } });
+  }
+
+  private microversion(req: IncomingMessage): string {
+    const legacy = req.headers['x-openstack-nova-api-version'];
+    const modern = req.headers['openstack-api-version'];
+    let asked: string | undefined = typeof legacy === 'string' ? legacy : undefined;
+    if (typeof modern === 'string') {
+      const match = /^compute\s+(\S+)$/.exec(modern.trim());
+      if (match) asked = match[1];
+    }
+    if (!asked) return '2.1';
+    if (asked === 'latest') return this.novaMaxVersion;
+    if (!/^2\.\d+$/.test(asked) || compareVersions(asked, this.novaMaxVersion) > 0) {
+      throw new HttpError(406, {
+        computeFault: {
+          code: 406,
+          message: `Version ${asked} is not supported by the API. Minimum is 2.1 and maximum is ${this.novaMaxVersion}.`,
+        },
+      });
+    }
+    return asked;
+  }
+}
+
+/** The server as a given microversion shows it: before 2.47 the flavor is only an id and links. */
+function serverView(server: Record<string, unknown>, version: string): Record<string, unknown> {
+  if (compareVersions(version, '2.47') >= 0) return server;
+  const { flavor: _flavor, ...rest } = server;
+  const flavorId = String((server.flavor as { original_name?: string }).original_name ?? '1');
+  return { ...rest, flavor: { id: flavorId, links: [{ href: `/flavors/${flavorId}`, rel: 'bookmark' }] } };
+}
+
+function compareVersions(a: string, b: string): number {
+  const [am, an] = a.split('.').map(Number) as [number, number];
+  const [bm, bn] = b.split('.').map(Number) as [number, number];
+  return am - bm || an - bn;
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}

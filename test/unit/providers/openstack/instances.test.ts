@@ -1,0 +1,306 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  InvalidConfigError,
+  NotFoundError,
+  RetryableError,
+  UnauthorizedError,
+} from '../../../../src/providers/errors.js';
+import { serviceRoot } from '../../../../src/providers/openstack/client.js';
+import { type CloudConfig, parseCloudConfig } from '../../../../src/providers/openstack/config.js';
+import { createOpenStack } from '../../../../src/providers/openstack/index.js';
+import { serverAddresses, serverState } from '../../../../src/providers/openstack/instances.js';
+import type { Provider } from '../../../../src/providers/types.js';
+import { APP_CREDENTIAL, OpenStackSimulator, PASSWORD } from '../../../clouds/openstack/simulator.js';
+
+const fixture = (name: string) =>
+  readFileSync(fileURLToPath(new URL(`../../../fixtures/openstack/${name}`, import.meta.url)), 'utf8');
+
+let sim: OpenStackSimulator;
+beforeEach(async () => {
+  sim = await new OpenStackSimulator().start();
+});
+afterEach(async () => {
+  await sim.stop();
+});
+
+/** An official example cloud.conf, unchanged but for the auth-url that points at the simulator. */
+function officialConfig(name = 'occm-cloud-config'): CloudConfig {
+  return parseCloudConfig(fixture(name).replace('http://192.128.1.15:5000/v3', sim.authUrl));
+}
+
+function provider(config = officialConfig(), calls: string[] = [], now?: () => number): Provider {
+  return createOpenStack(
+    config,
+    { onCloudCall: (what) => calls.push(what) },
+    { sleep: async () => {}, retries: 2, ...(now ? { now } : {}) },
+  );
+}
+
+const NETWORKING = { publicNetworkNames: [], internalNetworkNames: [], ipv6SupportDisabled: false };
+
+describe('Keystone', () => {
+  it('authenticates with the password example and names the project', async () => {
+    expect(await provider().verifyCredentials?.()).toBe(
+      'Keystone issued a token as admin for project admin (a6944d763bf64ee6a275f1263fae0352)',
+    );
+    const [auth] = sim.requestsTo(/auth\/tokens/);
+    expect(auth?.body).toEqual({
+      auth: {
+        identity: {
+          methods: ['password'],
+          password: { user: { name: 'admin', domain: { id: 'default' }, password: PASSWORD } },
+        },
+      },
+    });
+  });
+
+  it('sends the application-credential body of the Keystone sample, field for field', async () => {
+    await provider(officialConfig('occm-cloud-config-application-credential')).verifyCredentials?.();
+    const [auth] = sim.requestsTo(/auth\/tokens/);
+    expect(auth?.body).toEqual(JSON.parse(fixture('keystone-auth-application-credential-id-request.json')));
+  });
+
+  it('sends the application-credential-by-name body of the Keystone sample', async () => {
+    const config = parseCloudConfig(
+      `[Global]\nauth-url=${sim.authUrl}\nregion=RegionOne\napplication-credential-name=monitoring\napplication-credential-secret=${APP_CREDENTIAL.secret}\nuser-id=423f19a4ac1e4f48bbb4180756e6eb6c\n`,
+    );
+    await provider(config).verifyCredentials?.();
+    expect(sim.requestsTo(/auth\/tokens/)[0]?.body).toEqual(
+      JSON.parse(fixture('keystone-auth-application-credential-name-request.json')),
+    );
+  });
+
+  it('refuses wrong credentials in one line without the password', async () => {
+    const config = parseCloudConfig(
+      fixture('occm-cloud-config')
+        .replace('http://192.128.1.15:5000/v3', sim.authUrl)
+        .replace('passw0rd', 'wrong-pw-123'),
+    );
+    const err = await provider(config)
+      .instances.list()
+      .catch((e: unknown) => e as Error);
+    expect(err).toBeInstanceOf(UnauthorizedError);
+    expect((err as Error).message).toMatch(
+      /^Keystone at http:\/\/127\.0\.0\.1:\d+\/identity\/v3 refused the password of user "admin"/,
+    );
+    expect((err as Error).message).not.toContain('wrong-pw-123');
+  });
+
+  it('says which catalog entry is missing for a wrong region', async () => {
+    const config = parseCloudConfig(
+      fixture('occm-cloud-config')
+        .replace('http://192.128.1.15:5000/v3', sim.authUrl)
+        .replace('RegionOne', 'RegionTwo'),
+    );
+    await expect(provider(config).instances.list()).rejects.toThrow(
+      'the Keystone catalog has no public "compute" endpoint in region "RegionTwo" (it has: RegionOne); check [Global] region and os-endpoint-type',
+    );
+  });
+
+  it('re-authenticates once when a cached token is refused, and the listing succeeds', async () => {
+    sim.addServer({ name: 'w1', addresses: { private: [{ addr: '10.0.0.1' }] } });
+    const p = provider();
+    expect(await p.instances.list()).toHaveLength(1);
+    sim.expireTokens();
+    expect(await p.instances.list()).toHaveLength(1);
+    const tokens = sim.requestsTo(/auth\/tokens/);
+    expect(tokens).toHaveLength(2);
+    const listings = sim.requestsTo(/servers\/detail/).map((r) => r.status);
+    expect(listings).toEqual([200, 401, 200]);
+    // the refused and the new token differ; neither appears in any error or log line we produced
+    const [, refused, retried] = sim.requestsTo(/servers\/detail/);
+    expect(refused?.headers['x-auth-token']).not.toBe(retried?.headers['x-auth-token']);
+  });
+
+  it('renews a token that is about to expire before using it', async () => {
+    let clock = Date.now();
+    const p = provider(officialConfig(), [], () => clock);
+    await p.instances.list();
+    clock += 30 * 60_000;
+    await p.instances.list();
+    expect(sim.requestsTo(/auth\/tokens/)).toHaveLength(1);
+    clock += 29 * 60_000 + 30_000; // 30 s before Keystone's expires_at
+    await p.instances.list();
+    expect(sim.requestsTo(/auth\/tokens/)).toHaveLength(2);
+    expect(sim.requestsTo(/servers\/detail/).map((r) => r.status)).toEqual([200, 200, 200]);
+  });
+
+  it('gives up after one re-authentication when the new token is refused too', async () => {
+    sim.fault({
+      path: /servers\/detail/,
+      status: 401,
+      body: { error: { code: 401, message: 'no', title: 'Unauthorized' } },
+    });
+    const err = await provider()
+      .instances.list()
+      .catch((e: unknown) => e as Error);
+    expect(err).toBeInstanceOf(UnauthorizedError);
+    expect(sim.requestsTo(/auth\/tokens/)).toHaveLength(2);
+    for (const token of sim.tokens.keys()) expect((err as Error).message).not.toContain(token);
+  });
+});
+
+describe('Nova instances', () => {
+  it('lists servers with the microversion, paging by limit and marker through servers_links', async () => {
+    sim.maxLimit = 2;
+    for (let i = 1; i <= 5; i++)
+      sim.addServer({ name: `n${i}`, addresses: { private: [{ addr: `10.0.0.${i}` }] } });
+    const calls: string[] = [];
+    const list = await provider(officialConfig(), calls).instances.list();
+    expect(list.map((i) => i.name)).toEqual(['n1', 'n2', 'n3', 'n4', 'n5']);
+    const pages = sim.requestsTo(/servers\/detail/);
+    expect(pages.map((r) => r.path.replace(/marker=[^&]+/, 'marker=M'))).toEqual([
+      '/compute/v2.1/servers/detail?limit=1000',
+      '/compute/v2.1/servers/detail?limit=1000&marker=M',
+      '/compute/v2.1/servers/detail?limit=1000&marker=M',
+    ]);
+    for (const page of pages) {
+      expect(page.headers['x-openstack-nova-api-version']).toBe('2.47');
+      expect(page.headers['openstack-api-version']).toBe('compute 2.47');
+    }
+    expect(calls.filter((c) => c.startsWith('compute'))).toHaveLength(3);
+  });
+
+  it('maps a server of the api-ref sample field for field', async () => {
+    const server = sim.addServer({
+      name: 'new-server-test',
+      az: 'az-1',
+      flavor: 'm1.tiny.specs',
+      addresses: {
+        private: [{ addr: '192.168.0.3' }, { addr: 'fd00::3' }, { addr: '172.24.4.9', type: 'floating' }],
+      },
+    });
+    const [instance] = await provider().instances.list();
+    expect(instance).toEqual({
+      providerID: `openstack:///${server.id}`,
+      name: 'new-server-test',
+      state: 'running',
+      type: 'm1.tiny.specs',
+      region: 'RegionOne',
+      zone: 'az-1',
+      addresses: [
+        { type: 'InternalIP', address: '192.168.0.3' },
+        { type: 'InternalIP', address: 'fd00::3' },
+        { type: 'ExternalIP', address: '172.24.4.9' },
+      ],
+      labels: {},
+    });
+  });
+
+  it('falls back to the flavor id on a Nova older than 2.47 (406)', async () => {
+    sim.novaMaxVersion = '2.38';
+    sim.addServer({ name: 'old', flavor: 'm1.small' });
+    const p = provider();
+    const [instance] = await p.instances.list();
+    expect(instance?.type).toBe('m1.small');
+    expect(sim.requestsTo(/servers\/detail/).map((r) => r.status)).toEqual([406, 200]);
+    await p.instances.list();
+    expect(sim.requestsTo(/servers\/detail/).map((r) => r.status)).toEqual([406, 200, 200]);
+  });
+
+  it('throws on a 5xx of the second page: never a partial listing', async () => {
+    sim.maxLimit = 2;
+    for (let i = 1; i <= 5; i++) sim.addServer({ name: `n${i}` });
+    sim.fault({ path: /servers\/detail/, status: 503, skip: 1 });
+    const err = await provider()
+      .instances.list()
+      .catch((e: unknown) => e as Error);
+    expect(err).toBeInstanceOf(RetryableError);
+    expect((err as Error).message).toMatch(
+      /GET \/compute\/v2\.1\/servers\/detail\?limit=1000&marker=.*: 503 Service Unavailable/,
+    );
+  });
+
+  it('get: Nova itemNotFound is NotFound; another 404 is not; DELETED is not found; other regions are never', async () => {
+    const server = sim.addServer({ name: 'here', status: 'SHUTOFF' });
+    const p = provider();
+    expect((await p.instances.get(`openstack:///${server.id}`)).state).toBe('stopped');
+    expect((await p.instances.get(`openstack://RegionOne/${server.id}`)).name).toBe('here');
+    await expect(p.instances.get('openstack:///0b3e6d8a-0000-4000-8000-000000000000')).rejects.toBeInstanceOf(
+      NotFoundError,
+    );
+
+    sim.fault({ path: /servers\/proxy-404/, status: 404, body: { message: 'nginx: not found' } });
+    await expect(p.instances.get('openstack:///proxy-404')).rejects.toBeInstanceOf(InvalidConfigError);
+
+    const gone = sim.addServer({ name: 'gone', status: 'DELETED' });
+    await expect(p.instances.get(`openstack:///${gone.id}`)).rejects.toBeInstanceOf(NotFoundError);
+
+    const other = p.instances.get('openstack://RegionTwo/0b3e6d8a-0000-4000-8000-000000000000');
+    await expect(other).rejects.toThrow('is in region RegionTwo, ccm talks to region RegionOne');
+    await expect(other).rejects.not.toBeInstanceOf(NotFoundError);
+  });
+});
+
+describe('catalog endpoints', () => {
+  it('cuts a version the catalog already put on the Neutron or Octavia URL; keeps Nova’s', () => {
+    expect(serviceRoot('network', 'http://h:9696/')).toBe('http://h:9696');
+    expect(serviceRoot('network', 'http://h:9696/v2.0/')).toBe('http://h:9696');
+    expect(serviceRoot('load-balancer', 'http://h/load-balancer/v2')).toBe('http://h/load-balancer');
+    expect(serviceRoot('load-balancer', 'http://h:9876/v2.0')).toBe('http://h:9876');
+    expect(serviceRoot('compute', 'http://h:8774/v2.1/a6944d763bf64ee6a275f1263fae0352')).toBe(
+      'http://h:8774/v2.1/a6944d763bf64ee6a275f1263fae0352',
+    );
+  });
+});
+
+describe('server state and addresses', () => {
+  it('SHUTOFF is stopped, DELETED is gone, ERROR, BUILD and the rest are running', () => {
+    expect(serverState('SHUTOFF')).toBe('stopped');
+    expect(serverState('DELETED')).toBe('gone');
+    for (const status of [
+      'ACTIVE',
+      'ERROR',
+      'BUILD',
+      'REBOOT',
+      'SHELVED_OFFLOADED',
+      'SOFT_DELETED',
+      'UNKNOWN',
+    ]) {
+      expect(serverState(status)).toBe('running');
+    }
+  });
+
+  it('honours public-network-name, internal-network-name, access IPs and ipv6-support-disabled', () => {
+    const server = {
+      id: 'x',
+      name: 'x',
+      status: 'ACTIVE',
+      flavor: {},
+      accessIPv4: '203.0.113.7',
+      accessIPv6: '2001:db8::7',
+      addresses: {
+        public: [{ addr: '198.51.100.2', version: 4, 'OS-EXT-IPS:type': 'fixed' as const }],
+        private: [{ addr: '10.0.0.2', version: 4, 'OS-EXT-IPS:type': 'fixed' as const }],
+        storage: [{ addr: '10.9.0.2', version: 4, 'OS-EXT-IPS:type': 'fixed' as const }],
+      },
+    };
+    expect(
+      serverAddresses(server, {
+        ...NETWORKING,
+        publicNetworkNames: ['public'],
+        internalNetworkNames: ['private'],
+      }),
+    ).toEqual([
+      { type: 'ExternalIP', address: '203.0.113.7' },
+      { type: 'ExternalIP', address: '2001:db8::7' },
+      { type: 'InternalIP', address: '10.0.0.2' },
+      { type: 'ExternalIP', address: '198.51.100.2' },
+    ]);
+    expect(serverAddresses(server, { ...NETWORKING, ipv6SupportDisabled: true })).toEqual([
+      { type: 'ExternalIP', address: '203.0.113.7' },
+      { type: 'InternalIP', address: '10.0.0.2' },
+      { type: 'InternalIP', address: '198.51.100.2' },
+      { type: 'InternalIP', address: '10.9.0.2' },
+    ]);
+    // an access IP that is also on an excluded network is dropped with it, as the official controller does
+    expect(
+      serverAddresses(
+        { ...server, accessIPv4: '10.9.0.2', accessIPv6: '' },
+        { ...NETWORKING, internalNetworkNames: ['private'] },
+      ),
+    ).toEqual([{ type: 'InternalIP', address: '10.0.0.2' }]);
+  });
+});

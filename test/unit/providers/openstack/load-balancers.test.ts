@@ -1,0 +1,365 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { InvalidConfigError, RetryableError } from '../../../../src/providers/errors.js';
+import { ANNOTATIONS } from '../../../../src/providers/openstack/annotations.js';
+import { parseCloudConfig } from '../../../../src/providers/openstack/config.js';
+import { createOpenStack } from '../../../../src/providers/openstack/index.js';
+import type { LoadBalancerRequest, LoadBalancers } from '../../../../src/providers/types.js';
+import { FLOATING_NETWORK_ID, SUBNET_ID } from '../../../clouds/openstack/octavia.js';
+import { OpenStackSimulator } from '../../../clouds/openstack/simulator.js';
+
+const fixture = (name: string) =>
+  readFileSync(fileURLToPath(new URL(`../../../fixtures/openstack/${name}`, import.meta.url)), 'utf8');
+
+let sim: OpenStackSimulator;
+beforeEach(async () => {
+  sim = await new OpenStackSimulator().start();
+});
+afterEach(async () => {
+  await sim.stop();
+});
+
+function lbs(extra = ''): LoadBalancers {
+  const text = fixture('occm-cloud-config')
+    .replace('http://192.128.1.15:5000/v3', sim.authUrl)
+    .replace('[BlockStorage]', `${extra}\n[BlockStorage]`);
+  const provider = createOpenStack(parseCloudConfig(text), {}, { sleep: async () => {}, retries: 1 });
+  if (!provider.loadBalancers) throw new Error('no load balancers');
+  return provider.loadBalancers;
+}
+
+const node = (name: string, ip: string) => ({
+  name,
+  providerID: '',
+  addresses: [{ type: 'InternalIP' as const, address: ip }],
+});
+
+function request(
+  overrides: Partial<LoadBalancerRequest> = {},
+  service: Partial<LoadBalancerRequest['service']> = {},
+): LoadBalancerRequest {
+  return {
+    name: 'a1b2c3d4e5f60718293a4b5c6d7e8f90',
+    clusterID: 'c0ffee00-1111-2222-3333-444455556666',
+    service: {
+      namespace: 'default',
+      name: 'web',
+      uid: '1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901',
+      annotations: {},
+      loadBalancerSourceRanges: [],
+      externalTrafficPolicy: 'Cluster',
+      sessionAffinity: 'None',
+      ipFamilies: ['IPv4'],
+      ...service,
+    },
+    ports: [{ name: 'http', protocol: 'TCP', port: 80, nodePort: 30080 }],
+    nodes: [node('w1', '10.0.0.11'), node('w2', '10.0.0.12')],
+    ...overrides,
+  };
+}
+
+/** Calls `step` the way the service controller does: again after each RetryableError. */
+async function converge<T>(
+  step: () => Promise<T>,
+  max = 30,
+): Promise<{ result: T; retries: RetryableError[] }> {
+  const retries: RetryableError[] = [];
+  for (let i = 0; i < max; i++) {
+    try {
+      return { result: await step(), retries };
+    } catch (err) {
+      if (!(err instanceof RetryableError)) throw err;
+      retries.push(err);
+    }
+  }
+  throw new Error(`did not converge: ${retries.at(-1)?.message}`);
+}
+
+const onlyLb = () => [...sim.octavia.loadBalancers.values()].map((r) => r.lb);
+
+describe('Octavia load balancers', () => {
+  it('creates one fully populated load balancer, waits for ACTIVE by retrying, then gets a floating IP', async () => {
+    const p = lbs('create-monitor=true');
+    const req = request();
+    const first = await p.ensure(req).catch((e: unknown) => e as Error);
+    expect(first).toBeInstanceOf(RetryableError);
+    expect((first as RetryableError).retryAfterMs).toBe(5000);
+    expect((first as Error).message).toMatch(/busy \(PENDING_CREATE\)/);
+
+    const created = sim.requestsTo(/\/lbaas\/loadbalancers$/, 'POST')[0]?.body as {
+      loadbalancer: Record<string, unknown>;
+    };
+    expect(created.loadbalancer).toEqual({
+      name: 'ccm_a1b2c3d4e5f60718293a4b5c6d7e8f90',
+      description:
+        'Kubernetes Service default/web (cluster c0ffee00-1111-2222-3333-444455556666), managed by ccm',
+      vip_subnet_id: SUBNET_ID,
+      tags: ['ccm-cluster:c0ffee00-1111-2222-3333-444455556666', 'ccm-service:default/web'],
+      listeners: [
+        {
+          name: 'ccm_a1b2c3d4e5f60718293a4b5c6d7e8f90_tcp_80',
+          protocol: 'TCP',
+          protocol_port: 80,
+          connection_limit: -1,
+          timeout_client_data: 50000,
+          timeout_member_connect: 5000,
+          timeout_member_data: 50000,
+          timeout_tcp_inspect: 0,
+          tags: ['ccm-cluster:c0ffee00-1111-2222-3333-444455556666', 'ccm-service:default/web'],
+          default_pool: {
+            name: 'ccm_a1b2c3d4e5f60718293a4b5c6d7e8f90_tcp_80',
+            protocol: 'TCP',
+            lb_algorithm: 'ROUND_ROBIN',
+            session_persistence: null,
+            tags: ['ccm-cluster:c0ffee00-1111-2222-3333-444455556666', 'ccm-service:default/web'],
+            members: [
+              { name: 'w1', address: '10.0.0.11', protocol_port: 30080, subnet_id: SUBNET_ID },
+              { name: 'w2', address: '10.0.0.12', protocol_port: 30080, subnet_id: SUBNET_ID },
+            ],
+            healthmonitor: { type: 'TCP', delay: 5, timeout: 3, max_retries: 1, max_retries_down: 3 },
+          },
+        },
+      ],
+    });
+    // Every top-level key we send is one the api-ref's fully populated request uses (or tags).
+    const sample = JSON.parse(fixture('octavia-loadbalancer-full-create-request.json')).loadbalancer;
+    for (const key of Object.keys(created.loadbalancer))
+      expect([...Object.keys(sample), 'tags', 'vip_network_id']).toContain(key);
+
+    const { result: status } = await converge(() => p.ensure(req));
+    const [lb] = onlyLb();
+    expect(status).toEqual({
+      ingress: [{ ip: '172.24.4.10' }],
+      annotations: { 'loadbalancer.openstack.org/load-balancer-id': lb?.id },
+    });
+    const [fip] = sim.octavia.floatingIps.values();
+    expect(fip).toMatchObject({ floating_network_id: FLOATING_NETWORK_ID, port_id: lb?.vip_port_id });
+    expect(await p.get(req)).toEqual(status);
+    // a second ensure of an unchanged Service changes nothing
+    const writes = sim.requests.filter((r) => r.method !== 'GET').length;
+    await p.ensure(req);
+    expect(sim.requests.filter((r) => r.method !== 'GET').length).toBe(writes);
+  });
+
+  it('updates listeners when ports change, and members when nodes change', async () => {
+    const p = lbs();
+    await converge(() => p.ensure(request()));
+    const ports = [
+      { name: 'https', protocol: 'TCP' as const, port: 443, nodePort: 30443 },
+      { name: 'dns', protocol: 'UDP' as const, port: 53, nodePort: 30053 },
+    ];
+    const { retries } = await converge(() => p.ensure(request({ ports })));
+    expect(retries.length).toBeGreaterThan(0);
+    const lbId = String(onlyLb()[0]?.id);
+    const shape = () =>
+      sim.octavia.tree(lbId).map((t) => ({
+        listener: `${t.listener.protocol} ${t.listener.protocol_port}`,
+        members: t.members.map((m) => `${m.address}:${m.protocol_port}`),
+      }));
+    expect(shape()).toEqual([
+      { listener: 'TCP 443', members: ['10.0.0.11:30443', '10.0.0.12:30443'] },
+      { listener: 'UDP 53', members: ['10.0.0.11:30053', '10.0.0.12:30053'] },
+    ]);
+
+    await converge(() =>
+      p.updateNodes(request({ ports, nodes: [node('w2', '10.0.0.12'), node('w3', '10.0.0.13')] })),
+    );
+    expect(shape()).toEqual([
+      { listener: 'TCP 443', members: ['10.0.0.12:30443', '10.0.0.13:30443'] },
+      { listener: 'UDP 53', members: ['10.0.0.12:30053', '10.0.0.13:30053'] },
+    ]);
+    const batch = sim.requestsTo(/\/members$/, 'PUT').at(-1)?.body as { members: unknown[] };
+    expect(batch.members).toEqual([
+      { name: 'w2', address: '10.0.0.12', protocol_port: 30053, subnet_id: SUBNET_ID },
+      { name: 'w3', address: '10.0.0.13', protocol_port: 30053, subnet_id: SUBNET_ID },
+    ]);
+  });
+
+  it('applies annotations: timeouts, connection limit, health monitor, Local traffic policy, source ranges', async () => {
+    const p = lbs();
+    const req = request(
+      {},
+      {
+        annotations: {
+          [ANNOTATIONS.timeoutClientData.key]: '60000',
+          [ANNOTATIONS.connectionLimit.key]: '100',
+          [ANNOTATIONS.enableHealthMonitor.key]: 'true',
+          [ANNOTATIONS.healthMonitorDelay.key]: '10',
+          [ANNOTATIONS.healthMonitorTimeout.key]: '4',
+          [ANNOTATIONS.healthMonitorMaxRetries.key]: '2',
+        },
+        externalTrafficPolicy: 'Local',
+        healthCheckNodePort: 32000,
+        loadBalancerSourceRanges: ['192.168.32.0/24'],
+        sessionAffinity: 'ClientIP',
+      },
+    );
+    await converge(() => p.ensure(req));
+    const [t] = sim.octavia.tree(String(onlyLb()[0]?.id));
+    expect(t?.listener).toMatchObject({
+      timeout_client_data: 60000,
+      connection_limit: 100,
+      allowed_cidrs: ['192.168.32.0/24'],
+    });
+    expect(t?.pool).toMatchObject({ session_persistence: { type: 'SOURCE_IP', cookie_name: null } });
+    // Octavia's extra persistence fields are not a difference: a second ensure writes nothing.
+    const writes = sim.requests.filter((r) => r.method !== 'GET').length;
+    await p.ensure(req);
+    expect(sim.requests.filter((r) => r.method !== 'GET').length).toBe(writes);
+    expect(t?.monitor).toMatchObject({
+      type: 'HTTP',
+      url_path: '/healthz',
+      delay: 10,
+      timeout: 4,
+      max_retries: 2,
+    });
+    expect(t?.members.map((m) => m.monitor_port)).toEqual([32000, 32000]);
+
+    // the annotation changes: the listener is updated in place
+    await converge(() =>
+      p.ensure({
+        ...req,
+        service: {
+          ...req.service,
+          annotations: { ...req.service.annotations, [ANNOTATIONS.connectionLimit.key]: '200' },
+        },
+      }),
+    );
+    expect(sim.octavia.tree(String(onlyLb()[0]?.id))[0]?.listener.connection_limit).toBe(200);
+  });
+
+  it('refuses a bad annotation naming it and its accepted values, before any call', async () => {
+    const p = lbs();
+    await expect(
+      p.ensure(request({}, { annotations: { [ANNOTATIONS.keepFloatingIp.key]: 'yes please' } })),
+    ).rejects.toThrow(
+      new InvalidConfigError(
+        'annotation loadbalancer.openstack.org/keep-floatingip: "yes please" is not valid; use true or false',
+      ),
+    );
+    await expect(
+      p.ensure(request({}, { annotations: { [ANNOTATIONS.healthMonitorMaxRetries.key]: '0' } })),
+    ).rejects.toThrow(
+      'annotation loadbalancer.openstack.org/health-monitor-max-retries: "0" is not valid; use a whole number from 1 to 10',
+    );
+    await expect(
+      p.ensure(request({}, { annotations: { 'loadbalancer.openstack.org/proxy-protocol': 'true' } })),
+    ).rejects.toThrow(
+      'annotation loadbalancer.openstack.org/proxy-protocol: PROXY protocol pools are not supported; remove it',
+    );
+    expect(sim.requests).toEqual([]);
+  });
+
+  it('an internal load balancer has the VIP as ingress and no floating IP', async () => {
+    const p = lbs();
+    const { result } = await converge(() =>
+      p.ensure(request({}, { annotations: { [ANNOTATIONS.internal.key]: 'true' } })),
+    );
+    expect(result.ingress).toEqual([{ ip: onlyLb()[0]?.vip_address }]);
+    expect(sim.octavia.floatingIps.size).toBe(0);
+  });
+
+  it('ERROR in Octavia is a retryable error saying so, with a longer delay', async () => {
+    const p = lbs();
+    sim.octavia.failNextProvisioning = true;
+    const pending = (await p.ensure(request()).catch((e: unknown) => e)) as RetryableError;
+    expect(pending.retryAfterMs).toBe(5000);
+    let failed = pending;
+    for (let i = 0; i < 3 && failed.retryAfterMs === 5000; i++) {
+      failed = (await p.ensure(request()).catch((e: unknown) => e)) as RetryableError;
+    }
+    expect(failed).toBeInstanceOf(RetryableError);
+    expect(failed.retryAfterMs).toBe(60_000);
+    expect(failed.message).toMatch(
+      /^Octavia load balancer ccm_a1b2c3d4e5f60718293a4b5c6d7e8f90 \(.*\) is in provisioning status ERROR; ccm retries/,
+    );
+    // nothing else was created beside the one load balancer
+    expect(onlyLb()).toHaveLength(1);
+    expect(sim.octavia.floatingIps.size).toBe(0);
+  });
+
+  it('delete removes exactly what ccm created: the load balancer (cascade) and its own floating IP', async () => {
+    const p = lbs();
+    const req = request();
+    await converge(() => p.ensure(req));
+    await p.delete(req);
+    expect(sim.requestsTo(/\/lbaas\/loadbalancers\/[^/]+\?cascade=true/, 'DELETE')).toHaveLength(1);
+    expect(sim.octavia.floatingIps.size).toBe(0);
+    await converge(async () => {
+      if ((await p.get(req)) !== undefined) throw new RetryableError('still there');
+    });
+    await p.delete(req); // already gone: nothing to do
+  });
+
+  it('keep-floatingip keeps the address; a floating IP ccm did not create is only disassociated', async () => {
+    const p = lbs();
+    const keep = request({}, { annotations: { [ANNOTATIONS.keepFloatingIp.key]: 'true' } });
+    await converge(() => p.ensure(keep));
+    await p.delete(keep);
+    expect([...sim.octavia.floatingIps.values()].map((f) => f.port_id)).toEqual([null]);
+
+    sim.octavia.floatingIps.clear();
+    const own = sim.octavia.neutron('POST', '/v2.0/floatingips', new URL('http://x'), {
+      floatingip: { floating_network_id: FLOATING_NETWORK_ID, floating_ip_address: '172.24.4.200' },
+    });
+    expect(own[0]).toBe(201);
+    const other = request(
+      { name: 'b1b2c3d4e5f60718293a4b5c6d7e8f90' },
+      { loadBalancerIP: '172.24.4.200', name: 'api' },
+    );
+    const { result } = await converge(() => p.ensure(other));
+    expect(result.ingress).toEqual([{ ip: '172.24.4.200' }]);
+    await p.delete(other);
+    expect([...sim.octavia.floatingIps.values()].map((f) => [f.floating_ip_address, f.port_id])).toEqual([
+      ['172.24.4.200', null],
+    ]);
+  });
+
+  it('never adopts, changes or deletes a load balancer without this cluster’s tag', async () => {
+    const p = lbs();
+    const req = request();
+    for (const tags of [[], ['ccm-cluster:another-cluster']]) {
+      sim.octavia.loadBalancers.clear();
+      sim.octavia.route('POST', '/loadbalancers', new URL('http://x'), {
+        loadbalancer: { name: 'ccm_a1b2c3d4e5f60718293a4b5c6d7e8f90', vip_subnet_id: SUBNET_ID, tags },
+      });
+      const before = sim.requests.length;
+      await expect(p.ensure(req)).rejects.toThrow(
+        'a load balancer named ccm_a1b2c3d4e5f60718293a4b5c6d7e8f90 exists in Octavia without the tag ccm-cluster:c0ffee00-1111-2222-3333-444455556666: ccm never adopts it; delete or rename it',
+      );
+      await expect(p.updateNodes(req)).rejects.toBeInstanceOf(InvalidConfigError);
+      expect(await p.get(req)).toBeUndefined();
+      await p.delete(req);
+      expect(
+        sim.requests.slice(before).filter((r) => r.method !== 'GET' && !r.path.includes('auth/tokens')),
+      ).toEqual([]);
+      expect(onlyLb()).toHaveLength(1);
+    }
+  });
+
+  it('a load balancer busy in Octavia (409 or PENDING_*) is retried later, not failed', async () => {
+    const p = lbs();
+    await converge(() => p.ensure(request()));
+    sim.fault({
+      method: 'PUT',
+      path: /\/members$/,
+      status: 409,
+      body: {
+        faultcode: 'Client',
+        faultstring: 'Load Balancer x is immutable and cannot be updated.',
+        debuginfo: null,
+      },
+      times: 1,
+    });
+    const err = await p
+      .updateNodes(request({ nodes: [node('w9', '10.0.0.19')] }))
+      .catch((e: unknown) => e as RetryableError);
+    expect(err).toBeInstanceOf(RetryableError);
+    expect(err?.retryAfterMs).toBe(5000);
+    await converge(() => p.updateNodes(request({ nodes: [node('w9', '10.0.0.19')] })));
+    expect(sim.octavia.tree(String(onlyLb()[0]?.id))[0]?.members.map((m) => m.address)).toEqual([
+      '10.0.0.19',
+    ]);
+  });
+});
