@@ -7,6 +7,7 @@ import type { ProviderDefinition } from './types.js';
  */
 const loaders: Record<string, () => Promise<ProviderDefinition>> = {
   cloudlycke: async () => (await import('./cloudlycke/index.js')).cloudlycke,
+  triton: async () => (await import('./triton/index.js')).triton,
 };
 
 export const providerNames: readonly string[] = Object.keys(loaders).sort();
