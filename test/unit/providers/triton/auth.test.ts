@@ -198,7 +198,7 @@ describe('refused keys: one clear line, no secret', () => {
         headers.authorization = `Signature keyId="/demo/keys/${rsaPem.fingerprint}",algorithm="rsa-sha256",headers="date",signature="AAAA"`;
       }
       const res = await fetch(`${sim.url}/demo`, { headers });
-      return { status: res.status, body: await res.json() };
+      return { status: res.status, body: (await res.json()) as { code: string; message: string } };
     };
     expect((await send(new Date().toUTCString())).status).toBe(200);
     expect((await send(new Date(Date.now() - 299_000).toUTCString())).status).toBe(200);
@@ -223,7 +223,9 @@ describe('refused keys: one clear line, no secret', () => {
       },
     });
     expect(res.status).toBe(401);
-    expect((await res.json()).message).toBe('The signature we calculated does not match the one you sent');
+    expect(((await res.json()) as { message: string }).message).toBe(
+      'The signature we calculated does not match the one you sent',
+    );
   });
 });
 
