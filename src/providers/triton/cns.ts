@@ -1,7 +1,8 @@
 /**
  * The `triton.cns.services` tag (triton-cns docs/metadata.md): `service ( "," service )*`, each
- * `label[:port][:key=value…]`. ccm adds `<label>:<port>` entries and records the ones it added in
- * a companion tag per Service, so it removes only its own and never one that was there before it.
+ * `label[:port][:key=value…]`. ccm adds `<label>:<port>` entries and records the ones it added (or
+ * shares with another Service ccm added them for) in an owner tag per Service, so it removes only
+ * its own, never one that a person or another tool put there.
  */
 export const SERVICES_TAG = 'triton.cns.services';
 export const OWNER_TAG_PREFIX = 'ccm.cns.';
@@ -92,7 +93,8 @@ export function planTags(
       ? undefined
       : {
           ...owner,
-          entries: [...wanted].filter((e) => claimed.includes(e) || added.includes(e)),
+          // Also co-claimed: an entry another ccm owner added (it goes when the last claim goes).
+          entries: [...wanted].filter((e) => claimed.includes(e) || added.includes(e) || others.has(e)),
         };
   const changed =
     services.join(',') !== current.join(',') ||
