@@ -195,6 +195,13 @@ export class TritonSim {
     return machine;
   }
 
+  /** A machine of the simulator's state, by id (throws for an unknown one). */
+  machine(id: string): SimMachine {
+    const m = this.machines.get(id);
+    if (!m) throw new Error(`no machine ${id}`);
+    return m;
+  }
+
   fault(f: Fault): void {
     this.faults.push({ ...f });
   }

@@ -193,7 +193,7 @@ describe('ensure', () => {
   });
 
   it('an entry that was there before ccm is not claimed, so it is never taken off', async () => {
-    sim.machines.get(m3.id)!.tags = { [SERVICES]: 'web:30080' };
+    sim.machine(m3.id).tags = { [SERVICES]: 'web:30080' };
     const lb = lbs();
     const req = request(WEB, [m3], { annotations: { 'triton.ccm.io/cns-service-name': 'web' } });
     await lb.ensure(req);
@@ -261,7 +261,7 @@ describe('nodes and deletion', () => {
       service: 'default/web',
       entries: ['web:30080'],
     });
-    sim.machines.get(m1.id)!.tags = { [SERVICES]: 'web:30080', [`ccm.cns.${WEB}`]: foreign };
+    sim.machine(m1.id).tags = { [SERVICES]: 'web:30080', [`ccm.cns.${WEB}`]: foreign };
     const lb = lbs();
     const req = request(WEB, [m1], { annotations: { 'triton.ccm.io/cns-service-name': 'web' } });
     expect(await lb.get(req)).toBeUndefined();
@@ -297,7 +297,7 @@ describe('concurrent writers and asynchronous tag writes', () => {
     let reads = 0;
     sim.onTagsRead = (id) => {
       // Another tool read the tags before ccm wrote, and writes its own value after: ccm's entry is lost.
-      if (id === m2.id && ++reads === 2) sim.machines.get(m2.id)!.tags[SERVICES] = 'dns:53,ntp:123';
+      if (id === m2.id && ++reads === 2) sim.machine(m2.id).tags[SERVICES] = 'dns:53,ntp:123';
     };
     await lbs().ensure(request(WEB, [m2], { annotations: { 'triton.ccm.io/cns-service-name': 'web' } }));
     expect(tags(m2)[SERVICES]).toBe('dns:53,ntp:123,web:30080');
