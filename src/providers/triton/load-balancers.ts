@@ -67,7 +67,7 @@ export class CnsLoadBalancers implements LoadBalancers {
     const plan = this.plan(req, false);
     const machines = await this.client.listMachines(signal);
     const owned = machines.filter((m) => this.owns(m.tags ?? {}, plan));
-    await Promise.all(owned.map((m) => this.change(m.id, plan, undefined, signal)));
+    await inBatches(owned, (m) => this.change(m.id, plan, undefined, signal));
   }
 
   /** Puts the entries on the backends, takes them off every other machine ccm put them on. */
@@ -75,10 +75,11 @@ export class CnsLoadBalancers implements LoadBalancers {
     const machines = await this.client.listMachines(signal);
     const backends = backendMachines(req, machines);
     const leaving = machines.filter((m) => !backends.has(m.id) && this.owns(m.tags ?? {}, plan));
-    await Promise.all([
-      ...[...backends].map((id) => this.change(id, plan, plan.entries, signal)),
-      ...leaving.map((m) => this.change(m.id, plan, undefined, signal)),
-    ]);
+    const changes: [string, string[] | undefined][] = [
+      ...[...backends].map((id): [string, string[]] => [id, plan.entries]),
+      ...leaving.map((m): [string, undefined] => [m.id, undefined]),
+    ];
+    await inBatches(changes, ([id, desired]) => this.change(id, plan, desired, signal));
   }
 
   private plan(req: LoadBalancerRequest, strict = true): Plan {
@@ -178,6 +179,23 @@ export class CnsLoadBalancers implements LoadBalancers {
       5000,
     );
   }
+}
+
+/** CloudAPI throttles: at most this many machines' tags are changed at once. */
+const PARALLEL_MACHINES = 8;
+
+/** Runs `fn` over every item, a few at a time; every item is tried, the first failure is thrown. */
+async function inBatches<T>(items: readonly T[], fn: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  const failures: unknown[] = [];
+  const worker = async () => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await fn(item).catch((err: unknown) => failures.push(err));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL_MACHINES, items.length) }, worker));
+  if (failures.length > 0) throw failures[0];
 }
 
 /** Backend Nodes as machine ids: by provider ID, else by name (a Node without one yet). */
