@@ -129,7 +129,7 @@ describe('ccm nodes init --provider triton', () => {
     await createNodes(api, [{ name: 'w1' }]);
     const run = await nodesInit([], stranger);
     expect(run.exitCode).toBe(2);
-    expect(run.stderr).toBe(`ccm: key ${stranger.fingerprint} is not registered for account demo\n`);
+    expect(run.stderr).toBe(`ccm: key ${stranger.fingerprint} is not registered for account demo`);
     expect(run.writes).toEqual([]);
   });
 
