@@ -1,5 +1,6 @@
 /** Triton machines as instances, against the simulator: pagination, states, addresses, errors. */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { resolveProviderValues } from '../../../../src/cli/provider-config.js';
 import {
   InvalidConfigError,
   NotFoundError,
@@ -268,6 +269,23 @@ describe('addresses', () => {
 });
 
 describe('configuration', () => {
+  it('TRITON_* first, SDC_* as fallback, --cloud-api-url over both', () => {
+    const env = {
+      SDC_URL: 'https://sdc.example.com',
+      SDC_ACCOUNT: 'old',
+      TRITON_ACCOUNT: 'new',
+      SDC_KEY_ID: 'aa',
+    };
+    expect(resolveProviderValues(triton, {}, env)).toMatchObject({
+      url: 'https://sdc.example.com',
+      account: 'new',
+      keyId: 'aa',
+    });
+    expect(resolveProviderValues(triton, { 'cloud-api-url': 'https://flag.example.com' }, env).url).toBe(
+      'https://flag.example.com',
+    );
+  });
+
   it('needs a URL and an account, and https except on loopback', () => {
     expect(() => triton.create({ account: 'demo', keyMaterial: key.privateKey }, {})).toThrow(
       'the CloudAPI URL is not set; set TRITON_URL (or --cloud-api-url)',
