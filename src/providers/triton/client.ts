@@ -194,7 +194,7 @@ function describe(status: number, body: unknown, account: string, signer: Reques
   }
   if (/^invalid account\b/i.test(message)) {
     return new UnauthorizedError(
-      `CloudAPI knows no ${who.replace(/^account /, 'account ')}; check TRITON_ACCOUNT / TRITON_USER and TRITON_URL`,
+      `CloudAPI knows no ${who}; check TRITON_ACCOUNT / TRITON_USER and TRITON_URL`,
     );
   }
   if (/signature/i.test(message)) {
