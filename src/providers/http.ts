@@ -55,6 +55,12 @@ export interface HttpClientOptions {
    * without this option no 404 ever is.
    */
   isNotFound?: (body: unknown, res: Response) => boolean;
+  /**
+   * Maps an error answer of this API (status and parsed body) to a typed error with a clearer
+   * message, e.g. a "key not registered" 401 or a 410 for a destroyed resource; undefined keeps the
+   * default mapping. The message is redacted like every other.
+   */
+  describeError?: (status: number, body: unknown) => ProviderError | undefined;
   /** Called once per attempt (used to count cloud calls). */
   onRequest?: (info: HttpCallInfo) => void;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -196,6 +202,7 @@ export class HttpClient {
       const wait = res && this.retryAfter(res);
       const what = res ? describeResponse(res, text, secrets) : describeFailure(error, this.timeoutMs);
       const fail = (suffix: string, retryAfterMs: number) =>
+        (res && this.described(res, text, secrets)) ??
         this.toError(
           res?.status,
           redact(`${method} ${shown}: ${what}${suffix}`, secrets),
@@ -292,6 +299,21 @@ export class HttpClient {
       body = text;
     }
     return this.options.isNotFound(body, res);
+  }
+
+  private described(res: Response, text: string, secrets: string[]): ProviderError | undefined {
+    if (!this.options.describeError) return undefined;
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = text;
+    }
+    const err = this.options.describeError(res.status, body);
+    if (!err) return undefined;
+    err.message = redact(err.message, secrets);
+    statuses.set(err, res.status);
+    return err;
   }
 
   private backoff(attempt: number): number {

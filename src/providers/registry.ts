@@ -9,6 +9,7 @@ const loaders: Record<string, () => Promise<ProviderDefinition>> = {
   cloudlycke: async () => (await import('./cloudlycke/index.js')).cloudlycke,
   digitalocean: async () => (await import('./digitalocean/index.js')).digitalocean,
   openstack: async () => (await import('./openstack/index.js')).openstack,
+  triton: async () => (await import('./triton/index.js')).triton,
 };
 
 export const providerNames: readonly string[] = Object.keys(loaders).sort();

@@ -219,6 +219,21 @@ describe('HttpClient: error mapping', () => {
     },
   );
 
+  it("describeError turns the API's own error body into a typed error, redacted, keeping its status", async () => {
+    handler = (_req, res) => json(res, 410, { code: 'ResourceNotFound', message: 'gone' });
+    const describeError = (status: number, body: unknown) =>
+      status === 410 && (body as { code?: string }).code === 'ResourceNotFound'
+        ? new NotFoundError('machine destroyed (token s3cr3t-value)')
+        : undefined;
+    const err = await failure(client({ describeError, secrets: () => ['s3cr3t-value'] }).http.get('/m/1'));
+    expect(err).toBeInstanceOf(NotFoundError);
+    expect(err.message).toBe('machine destroyed (token [REDACTED])');
+    expect(httpStatus(err)).toBe(410);
+    // undefined keeps the default mapping
+    handler = (_req, res) => json(res, 409, { code: 'InvalidArgument', message: 'bad' });
+    expect(await failure(client({ describeError }).http.get('/m/1'))).toBeInstanceOf(InvalidConfigError);
+  });
+
   it.each([401, 403])('maps %i to UnauthorizedError that says to check the credentials', async (status) => {
     handler = (_req, res) => json(res, status, { id: 'unauthorized', message: 'Unable to authenticate you' });
     const err = await failure(client().http.get('/v2/droplets'));

@@ -1,0 +1,211 @@
+import { InvalidConfigError, NotFoundError, RetryableError, UnauthorizedError } from '../errors.js';
+import { HttpClient, type HttpClientOptions } from '../http.js';
+import type { RequestSigner } from './signer.js';
+
+/**
+ * CloudAPI (TritonDataCenter/sdc-cloudapi docs/index.md) over the shared HTTP client: HTTP Signature
+ * auth on every attempt, CloudAPI's own error codes, offset/limit pagination.
+ */
+
+/** A machine as ListMachines / GetMachine return it (the fields ccm reads). */
+export interface Machine {
+  id: string;
+  name: string;
+  state: string;
+  brand?: string;
+  package?: string;
+  ips?: string[];
+  primaryIp?: string;
+  tags?: Record<string, string | number | boolean>;
+}
+
+export interface Account {
+  id: string;
+  login: string;
+  triton_cns_enabled?: boolean;
+}
+
+export type Tags = Record<string, string | number | boolean>;
+
+export interface TritonClientOptions {
+  url: string;
+  account: string;
+  signer: RequestSigner;
+  /** Values never shown in a message (key material, passphrase). */
+  secrets: readonly string[];
+  /** ListMachines page size; CloudAPI's maximum (and default) is 1000. */
+  pageSize?: number;
+  onRequest?: HttpClientOptions['onRequest'];
+  http?: Partial<HttpClientOptions>;
+}
+
+const API_VERSION = '~9||~8';
+const MAX_PAGE = 1000;
+
+export class TritonClient {
+  private readonly http: HttpClient;
+  private readonly login: string;
+  private readonly pageSize: number;
+
+  constructor(options: TritonClientOptions) {
+    this.login = encodeURIComponent(options.account);
+    this.pageSize = Math.min(options.pageSize ?? MAX_PAGE, MAX_PAGE);
+    const { signer, account } = options;
+    this.http = new HttpClient({
+      baseUrl: options.url,
+      userAgent: 'ccm (triton)',
+      // 420 "Slow Down" is CloudAPI's throttling answer, 429 its newer one: both are rate limits.
+      retryStatuses: [420, 429, 500, 502, 503, 504],
+      secrets: () => options.secrets,
+      onRequest: options.onRequest,
+      isNotFound: (body) => errorCode(body) === 'ResourceNotFound',
+      describeError: (status, body) => describe(status, body, account, signer),
+      authorize: async ({ headers }) => {
+        // A fresh Date per attempt: CloudAPI refuses a Date more than 300 s away from its clock.
+        const date = new Date().toUTCString();
+        const { algorithm, signature } = await signer.sign(`date: ${date}`);
+        headers.set('date', date);
+        headers.set('accept-version', API_VERSION);
+        headers.set(
+          'authorization',
+          `Signature keyId="${signer.keyId}",algorithm="${algorithm}",headers="date",signature="${signature}"`,
+        );
+      },
+      ...options.http,
+    });
+  }
+
+  /** GetAccount: the cheap call that proves the credentials, and the account UUID CNS names use. */
+  async getAccount(signal?: AbortSignal): Promise<Account> {
+    return (await this.http.get<Account>(`/${this.login}`, { signal })).body;
+  }
+
+  /** ListDatacenters: { name: url }. */
+  async listDatacenters(signal?: AbortSignal): Promise<Record<string, string>> {
+    return (await this.http.get<Record<string, string>>(`/${this.login}/datacenters`, { signal })).body;
+  }
+
+  /**
+   * Every machine, offset/limit pages until a page is shorter than the limit the server applied
+   * (`x-query-limit`). Throws on any failed page, and when the pages do not add up (a page that
+   * repeats what was seen, fewer machines than `x-resource-count` says): never a partial list.
+   */
+  async listMachines(signal?: AbortSignal): Promise<Machine[]> {
+    const seen = new Map<string, Machine>();
+    for (let offset = 0; ; ) {
+      const res = await this.http.get<Machine[]>(`/${this.login}/machines`, {
+        query: { offset, limit: this.pageSize },
+        signal,
+      });
+      if (!Array.isArray(res.body)) {
+        throw new InvalidConfigError(`ListMachines answered without a list; check the CloudAPI URL`);
+      }
+      let added = 0;
+      for (const machine of res.body) {
+        if (!seen.has(machine.id)) added++;
+        seen.set(machine.id, machine);
+      }
+      const limit = headerNumber(res.headers.get('x-query-limit')) ?? this.pageSize;
+      if (res.body.length < limit || res.body.length === 0) {
+        const count = headerNumber(res.headers.get('x-resource-count'));
+        if (count !== undefined && count > seen.size) {
+          throw new RetryableError(
+            `ListMachines returned ${seen.size} machines but counts ${count}: the listing shifted while it was read; try again`,
+            1000,
+          );
+        }
+        return [...seen.values()];
+      }
+      if (added === 0) {
+        throw new RetryableError(
+          `ListMachines returned the same machines again at offset ${offset}; the listing did not advance`,
+          1000,
+        );
+      }
+      offset += res.body.length;
+    }
+  }
+
+  async getMachine(id: string, signal?: AbortSignal): Promise<Machine> {
+    return (await this.http.get<Machine>(`/${this.login}/machines/${encodeURIComponent(id)}`, { signal }))
+      .body;
+  }
+
+  async listMachineTags(id: string, signal?: AbortSignal): Promise<Tags> {
+    const res = await this.http.get<Tags>(`/${this.login}/machines/${encodeURIComponent(id)}/tags`, {
+      signal,
+    });
+    return res.body ?? {};
+  }
+
+  /** AddMachineTags: sets the given tags, leaves every other tag as it is. Asynchronous in CloudAPI. */
+  async addMachineTags(id: string, tags: Tags, signal?: AbortSignal): Promise<void> {
+    await this.http.post(`/${this.login}/machines/${encodeURIComponent(id)}/tags`, tags, { signal });
+  }
+
+  /** DeleteMachineTag: one tag; a tag that is already gone is fine. */
+  async deleteMachineTag(id: string, tag: string, signal?: AbortSignal): Promise<void> {
+    try {
+      await this.http.delete(
+        `/${this.login}/machines/${encodeURIComponent(id)}/tags/${encodeURIComponent(tag)}`,
+        { signal },
+      );
+    } catch (err) {
+      if (!(err instanceof NotFoundError)) throw err;
+    }
+  }
+}
+
+function headerNumber(value: string | null): number | undefined {
+  if (value === null || !/^\d+$/.test(value.trim())) return undefined;
+  return Number(value);
+}
+
+function errorCode(body: unknown): string | undefined {
+  if (typeof body !== 'object' || body === null) return undefined;
+  const code = (body as { code?: unknown }).code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+function errorMessage(body: unknown): string {
+  if (typeof body !== 'object' || body === null) return '';
+  const message = (body as { message?: unknown }).message;
+  return typeof message === 'string' ? message : '';
+}
+
+/**
+ * CloudAPI's error codes where they say more than the status: which part of the credentials is
+ * wrong (its messages "Invalid key <id>", "Invalid account <login>", a signature mismatch, a Date
+ * outside its clock-skew window), a destroyed machine (410), throttling under any status.
+ */
+function describe(status: number, body: unknown, account: string, signer: RequestSigner) {
+  const code = errorCode(body);
+  const message = errorMessage(body);
+  if (code === 'RequestThrottled') {
+    return new RetryableError(`CloudAPI throttled the request (${status}); slowing down`, 5000);
+  }
+  if (status === 410) return new NotFoundError(`the machine was destroyed (410 Gone)`);
+  if (status !== 401 && status !== 403) return undefined;
+  const who = signer.keyId.includes('/users/')
+    ? `account ${account} (user ${signer.keyId.split('/')[3]})`
+    : `account ${account}`;
+  if (/^invalid key\b/i.test(message)) {
+    return new UnauthorizedError(`key ${signer.fingerprint} is not registered for ${who}`);
+  }
+  if (/^invalid account\b/i.test(message)) {
+    return new UnauthorizedError(
+      `CloudAPI knows no ${who}; check TRITON_ACCOUNT / TRITON_USER and TRITON_URL`,
+    );
+  }
+  if (/signature/i.test(message)) {
+    return new UnauthorizedError(
+      `CloudAPI rejected the signature of key ${signer.fingerprint} for ${who}; the private key does not match the registered public key`,
+    );
+  }
+  if (/clock skew|date/i.test(message)) {
+    return new UnauthorizedError(
+      `CloudAPI refused the request's Date (${message}); this machine's clock must be within 300 s of UTC`,
+    );
+  }
+  return undefined;
+}

@@ -1,0 +1,96 @@
+import type { CredentialSchema } from '../types.js';
+
+/**
+ * Triton has no official cloud controller, so the Secret is ccm's own (kube-system/triton). Field
+ * names and environment variables are the ones the Triton tools use (node-triton: TRITON_*, the
+ * older node-smartdc: SDC_*), so a shell already set up for `triton` works as it is.
+ */
+export const SECRET_NAME = 'triton';
+
+export const credentials: CredentialSchema = {
+  secretName: SECRET_NAME,
+  fields: [
+    {
+      key: 'url',
+      description: 'CloudAPI URL of the data centre, e.g. https://us-east-1.api.example.com',
+      secret: false,
+      required: true,
+      prompt: 'input',
+      env: ['TRITON_URL', 'SDC_URL'],
+      secretKey: 'url',
+    },
+    {
+      key: 'account',
+      description: 'Account login name (the keyId and every path start with it)',
+      secret: false,
+      required: true,
+      prompt: 'input',
+      env: ['TRITON_ACCOUNT', 'SDC_ACCOUNT'],
+      secretKey: 'account',
+    },
+    {
+      key: 'user',
+      description: 'Sub-user login, when the key belongs to a sub-user of the account (RBAC)',
+      secret: false,
+      required: false,
+      prompt: 'input',
+      env: ['TRITON_USER', 'SDC_USER'],
+      secretKey: 'user',
+    },
+    {
+      key: 'keyId',
+      description:
+        'Fingerprint of the signing key (MD5 aa:bb:… or SHA256:…); computed from the private key when it is given, required with an ssh-agent',
+      secret: false,
+      required: false,
+      prompt: 'input',
+      env: ['TRITON_KEY_ID', 'SDC_KEY_ID'],
+      secretKey: 'key-id',
+    },
+    {
+      key: 'keyMaterial',
+      description:
+        'The SSH private key (PEM or OpenSSH format; RSA, ECDSA or DSA), or the path of its file; without it ccm signs through the ssh-agent',
+      secret: true,
+      required: false,
+      prompt: 'ssh-key',
+      env: ['TRITON_KEY_MATERIAL', 'SDC_KEY_MATERIAL'],
+      secretKey: 'key-material',
+    },
+    {
+      key: 'keyPassphrase',
+      description: 'Passphrase of an encrypted private key',
+      secret: true,
+      required: false,
+      prompt: 'password',
+      env: ['TRITON_KEY_PASSPHRASE', 'SDC_KEY_PASSPHRASE'],
+      secretKey: 'key-passphrase',
+    },
+    {
+      key: 'sshAuthSock',
+      description: 'Socket of the ssh-agent that signs when no private key is given',
+      secret: false,
+      required: false,
+      prompt: 'input',
+      env: ['SSH_AUTH_SOCK'],
+    },
+    {
+      key: 'datacenter',
+      description:
+        'Data centre name (Node region, CNS host names); default: the entry of ListDatacenters whose URL is the CloudAPI URL',
+      secret: false,
+      required: false,
+      prompt: 'input',
+      env: ['TRITON_DATACENTER'],
+    },
+    {
+      key: 'cnsSuffix',
+      description: 'DNS suffix of Triton CNS in this cloud (service names end in .<dc>.<suffix>)',
+      secret: false,
+      required: false,
+      default: 'triton.zone',
+      prompt: 'input',
+      env: ['TRITON_CNS_SUFFIX'],
+    },
+  ],
+};

@@ -1,0 +1,117 @@
+import { InvalidConfigError } from '../errors.js';
+import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../types.js';
+import { TritonClient } from './client.js';
+import { credentials } from './credentials.js';
+import { type DatacenterResolver, SCHEME, tritonInstances } from './instances.js';
+import { CnsLoadBalancers } from './load-balancers.js';
+import { createSigner } from './signer.js';
+
+const DEFAULT_CNS_SUFFIX = 'triton.zone';
+
+/**
+ * Triton (Joyent CloudAPI): machines as instances, HTTP Signature auth with the account's SSH key,
+ * and Service load balancing through CNS tags.
+ */
+export const triton: ProviderDefinition = {
+  name: 'triton',
+  providerIdScheme: SCHEME,
+  description: 'Triton DataCenter (Joyent CloudAPI): machines, CNS service load balancing',
+  credentials,
+  apiUrlField: 'url',
+  create(values: ProviderValues, deps: ProviderDeps): Provider {
+    const url = required(values.url, 'the CloudAPI URL', 'TRITON_URL (or --cloud-api-url)');
+    const account = required(values.account, 'the account', 'TRITON_ACCOUNT');
+    checkUrl(url);
+    const keyMaterial = value(values.keyMaterial);
+    const passphrase = value(values.keyPassphrase);
+    const signer = createSigner({
+      account,
+      user: value(values.user),
+      keyId: value(values.keyId),
+      keyMaterial,
+      passphrase,
+      agentSocket: value(values.sshAuthSock),
+    });
+    const client = new TritonClient({
+      url,
+      account,
+      signer,
+      secrets: [keyMaterial, passphrase].filter((s): s is string => s !== undefined),
+      onRequest: deps.onCloudCall ? (info) => deps.onCloudCall?.(`${info.method} ${info.path}`) : undefined,
+    });
+    const datacenter = resolveDatacenter(client, url, value(values.datacenter));
+    return {
+      name: 'triton',
+      providerIdScheme: SCHEME,
+      instances: tritonInstances(client, datacenter),
+      loadBalancers: new CnsLoadBalancers(client, {
+        datacenter,
+        cnsSuffix: (value(values.cnsSuffix) ?? DEFAULT_CNS_SUFFIX).replace(/^\.+|\.+$/g, ''),
+      }),
+      async verifyCredentials(signal) {
+        const who = await client.getAccount(signal);
+        const user = value(values.user);
+        return `Triton account ${who.login} (${who.id})${user ? `, user ${user}` : ''} at ${url}`;
+      },
+    };
+  },
+};
+
+function value(v: string | undefined): string | undefined {
+  return v?.trim() ? v : undefined;
+}
+
+function required(v: string | undefined, what: string, where: string): string {
+  const found = value(v)?.trim();
+  if (!found) throw new InvalidConfigError(`${what} is not set; set ${where}`);
+  return found;
+}
+
+/** CloudAPI is HTTPS only; plain HTTP only to this machine (a local proxy, tests). */
+function checkUrl(url: string): void {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new InvalidConfigError(
+      `the CloudAPI URL "${url}" is not a URL; e.g. https://us-east-1.api.example.com`,
+    );
+  }
+  const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(parsed.hostname);
+  if (parsed.protocol !== 'https:' && !(parsed.protocol === 'http:' && loopback)) {
+    throw new InvalidConfigError(`the CloudAPI URL ${parsed.origin} must use https`);
+  }
+}
+
+/**
+ * The data centre name: configured (TRITON_DATACENTER), else the ListDatacenters entry whose URL
+ * has the configured URL's origin, asked once and kept.
+ */
+function resolveDatacenter(client: TritonClient, url: string, configured?: string): DatacenterResolver {
+  if (configured) return async () => configured.trim();
+  let found: Promise<string> | undefined;
+  const origin = new URL(url).origin;
+  return (signal) => {
+    found ??= client.listDatacenters(signal).then((dcs) => {
+      const name = Object.entries(dcs ?? {}).find(([, u]) => sameOrigin(u, origin))?.[0];
+      if (!name) {
+        throw new InvalidConfigError(
+          `none of the data centres CloudAPI lists (${Object.keys(dcs ?? {}).join(', ') || 'none'}) has the URL ${origin}; set TRITON_DATACENTER`,
+        );
+      }
+      return name;
+    });
+    found.catch(() => {
+      found = undefined;
+    });
+    return found;
+  };
+}
+
+function sameOrigin(candidate: string, origin: string): boolean {
+  try {
+    return new URL(candidate).origin === origin;
+  } catch {
+    return false;
+  }
+}

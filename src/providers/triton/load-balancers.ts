@@ -1,0 +1,217 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { InvalidConfigError, RetryableError } from '../errors.js';
+import { parseProviderID } from '../provider-id.js';
+import type { LoadBalancerRequest, LoadBalancerStatus, LoadBalancers } from '../types.js';
+import { CNS_SERVICE_NAME, CNS_SRV_PORT } from './annotations.js';
+import type { Account, Machine, Tags, TritonClient } from './client.js';
+import { formatOwnership, ownerTag, parseOwnership, planTags, SERVICES_TAG, settled } from './cns.js';
+import type { DatacenterResolver } from './instances.js';
+import { SCHEME } from './instances.js';
+
+/**
+ * Service load balancing through Triton CNS: no load balancer object exists, CNS publishes the
+ * machines whose `triton.cns.services` tag names a service as `<name>.svc.<account>.<dc>.<suffix>`.
+ * ccm puts `<name>:<port>` entries on exactly the backend machines and takes only its own off.
+ *
+ * Races: tag writes of one machine are serialised inside this process (one queue per machine).
+ * Against other writers (a person, another tool) each change is read-modify-write of the fresh
+ * tags, then read back until it shows: if someone else's write dropped ccm's entries, the change is
+ * made again from what is there now. CloudAPI has no compare-and-set for tags, so an entry another
+ * writer adds between ccm's read and its write (one request apart) can still be overwritten; that
+ * writer's own read-back is what catches it.
+ */
+export interface CnsOptions {
+  datacenter: DatacenterResolver;
+  cnsSuffix: string;
+  /** Read-backs per change before giving up with a RetryableError. */
+  attempts?: number;
+  /** Pause before reading back again; CloudAPI applies tag writes asynchronously. */
+  settleDelayMs?: number;
+}
+
+interface Plan {
+  label: string;
+  entries: string[];
+  owner: { cluster: string; service: string };
+  key: string;
+}
+
+export class CnsLoadBalancers implements LoadBalancers {
+  private readonly queues = new Map<string, Promise<unknown>>();
+  private account?: Promise<Account>;
+
+  constructor(
+    private readonly client: TritonClient,
+    private readonly options: CnsOptions,
+  ) {}
+
+  async get(req: LoadBalancerRequest, signal?: AbortSignal): Promise<LoadBalancerStatus | undefined> {
+    const plan = this.plan(req);
+    const machines = await this.client.listMachines(signal);
+    if (!machines.some((m) => this.owns(m.tags ?? {}, plan))) return undefined;
+    return this.status(plan, signal);
+  }
+
+  async ensure(req: LoadBalancerRequest, signal?: AbortSignal): Promise<LoadBalancerStatus> {
+    const plan = this.plan(req);
+    const status = await this.status(plan, signal);
+    await this.reconcile(req, plan, signal);
+    return status;
+  }
+
+  async updateNodes(req: LoadBalancerRequest, signal?: AbortSignal): Promise<void> {
+    await this.reconcile(req, this.plan(req), signal);
+  }
+
+  async delete(req: LoadBalancerRequest, signal?: AbortSignal): Promise<void> {
+    const plan = this.plan(req, false);
+    const machines = await this.client.listMachines(signal);
+    const owned = machines.filter((m) => this.owns(m.tags ?? {}, plan));
+    await inBatches(owned, (m) => this.change(m.id, plan, undefined, signal));
+  }
+
+  /** Puts the entries on the backends, takes them off every other machine ccm put them on. */
+  private async reconcile(req: LoadBalancerRequest, plan: Plan, signal?: AbortSignal): Promise<void> {
+    const machines = await this.client.listMachines(signal);
+    const backends = backendMachines(req, machines);
+    const leaving = machines.filter((m) => !backends.has(m.id) && this.owns(m.tags ?? {}, plan));
+    const changes: [string, string[] | undefined][] = [
+      ...[...backends].map((id): [string, string[]] => [id, plan.entries]),
+      ...leaving.map((m): [string, undefined] => [m.id, undefined]),
+    ];
+    await inBatches(changes, ([id, desired]) => this.change(id, plan, desired, signal));
+  }
+
+  private plan(req: LoadBalancerRequest, strict = true): Plan {
+    const annotations = req.service.annotations;
+    const label = CNS_SERVICE_NAME.parse(annotations, req.name);
+    const srvPort = CNS_SRV_PORT.parse(annotations, 'node-port');
+    if (strict && req.service.loadBalancerIP) {
+      throw new InvalidConfigError(
+        `spec.loadBalancerIP ${req.service.loadBalancerIP} cannot be honoured: Triton CNS publishes the backend machines' own addresses under a host name`,
+      );
+    }
+    const ports = req.ports.map((p) => (srvPort === 'node-port' ? p.nodePort : p.port));
+    if (strict && ports.some((p) => !(p > 0))) {
+      throw new InvalidConfigError(
+        `Service ${req.service.namespace}/${req.service.name} has a port without a node port; CNS entries need one (set allocateLoadBalancerNodePorts, or annotation ${CNS_SRV_PORT.key}=service-port)`,
+      );
+    }
+    const entries = [...new Set(ports.filter((p) => p > 0).map((p) => `${label}:${p}`))];
+    return {
+      label,
+      entries: entries.length > 0 ? entries : [label],
+      owner: { cluster: req.clusterID, service: `${req.service.namespace}/${req.service.name}` },
+      key: ownerTag(req.service.uid),
+    };
+  }
+
+  /** ccm's owner tag for this Service and this cluster; one of another cluster is never adopted. */
+  private owns(tags: Tags, plan: Plan): boolean {
+    return parseOwnership(tags[plan.key])?.cluster === plan.owner.cluster;
+  }
+
+  private async status(plan: Plan, signal?: AbortSignal): Promise<LoadBalancerStatus> {
+    const [account, dc] = await Promise.all([this.getAccount(signal), this.options.datacenter(signal)]);
+    if (account.triton_cns_enabled === false) {
+      throw new InvalidConfigError(
+        `Triton CNS is not enabled for account ${account.login}; enable it (triton account update triton_cns_enabled=true), CNS load balancing needs it`,
+      );
+    }
+    return { ingress: [{ hostname: `${plan.label}.svc.${account.id}.${dc}.${this.options.cnsSuffix}` }] };
+  }
+
+  private getAccount(signal?: AbortSignal): Promise<Account> {
+    this.account ??= this.client.getAccount(signal).catch((err: unknown) => {
+      this.account = undefined;
+      throw err;
+    });
+    return this.account;
+  }
+
+  /** One machine's change, queued behind any other change of the same machine in this process. */
+  private change(id: string, plan: Plan, desired: string[] | undefined, signal?: AbortSignal) {
+    const previous = this.queues.get(id) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(() => this.apply(id, plan, desired, signal));
+    this.queues.set(id, next);
+    return next.finally(() => {
+      if (this.queues.get(id) === next) this.queues.delete(id);
+    });
+  }
+
+  private async apply(id: string, plan: Plan, desired: string[] | undefined, signal?: AbortSignal) {
+    const attempts = this.options.attempts ?? 5;
+    const pause = this.options.settleDelayMs ?? 500;
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      const tags = await this.client.listMachineTags(id, signal);
+      const own = parseOwnership(tags[plan.key]);
+      if (own && own.cluster !== plan.owner.cluster) {
+        throw new InvalidConfigError(
+          `machine ${id} carries tag ${plan.key} of cluster "${own.cluster}", not this cluster ("${plan.owner.cluster}"); ccm leaves it alone (remove the tag or fix --cluster-name)`,
+        );
+      }
+      const change = planTags(tags, plan.key, plan.owner, desired);
+      if (!change.changed) return;
+      if (change.ownership) {
+        await this.client.addMachineTags(
+          id,
+          {
+            ...(change.services.length > 0 ? { [SERVICES_TAG]: change.services.join(',') } : {}),
+            [plan.key]: formatOwnership(change.ownership),
+          },
+          signal,
+        );
+      } else {
+        // Entries first, owner tag last: a failure in between leaves a claim ccm can still clean up.
+        if (change.services.length > 0) {
+          await this.client.addMachineTags(id, { [SERVICES_TAG]: change.services.join(',') }, signal);
+        } else if (tags[SERVICES_TAG] !== undefined) {
+          await this.client.deleteMachineTag(id, SERVICES_TAG, signal);
+        }
+        await this.client.deleteMachineTag(id, plan.key, signal);
+      }
+      const after = await this.client.listMachineTags(id, signal);
+      if (settled(after, plan.key, change)) return;
+      if (attempt < attempts) await delay(pause * attempt, undefined, { signal });
+    }
+    throw new RetryableError(
+      `the CNS tags of machine ${id} did not settle after ${attempts} attempts (another writer, or CloudAPI is slow); trying again later`,
+      5000,
+    );
+  }
+}
+
+/** CloudAPI throttles: at most this many machines' tags are changed at once. */
+const PARALLEL_MACHINES = 8;
+
+/** Runs `fn` over every item, a few at a time; every item is tried, the first failure is thrown. */
+async function inBatches<T>(items: readonly T[], fn: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  const failures: unknown[] = [];
+  const worker = async () => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await fn(item).catch((err: unknown) => failures.push(err));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL_MACHINES, items.length) }, worker));
+  if (failures.length > 0) throw failures[0];
+}
+
+/** Backend Nodes as machine ids: by provider ID, else by name (a Node without one yet). */
+function backendMachines(req: LoadBalancerRequest, machines: Machine[]): Set<string> {
+  const byId = new Map(machines.filter((m) => m.state !== 'deleted').map((m) => [m.id, m]));
+  const byName = new Map<string, Machine>();
+  for (const m of byId.values()) byName.set(m.name, m);
+  const ids = new Set<string>();
+  for (const node of req.nodes) {
+    const parsed = parseProviderID(node.providerID);
+    const machine = parsed
+      ? parsed.scheme === SCHEME
+        ? byId.get(parsed.id)
+        : undefined
+      : byName.get(node.name);
+    if (machine) ids.add(machine.id);
+  }
+  return ids;
+}

@@ -1,0 +1,495 @@
+/**
+ * A CloudAPI simulator, written from TritonDataCenter/sdc-cloudapi docs/index.md (authentication,
+ * ListMachines, GetMachine, GetAccount, ListDatacenters, the machine tag endpoints, error codes)
+ * and TritonDataCenter/triton-cns docs/metadata.md (the `triton.cns.services` grammar).
+ *
+ * Every request's signature is verified with the npm `http-signature` package, the reference
+ * implementation CloudAPI itself uses, against the public keys registered for the account (or
+ * sub-user): the algorithms CloudAPI accepts (RSA, DSA, ECDSA; no Ed25519), the keyId forms
+ * /<login>/keys/<fp> and /<login>/users/<user>/keys/<fp>, and a Date within 300 s.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import sshpk from 'sshpk';
+
+interface ParsedSignature {
+  keyId: string;
+  algorithm: string;
+  params: { headers: string[] };
+}
+interface HttpSignature {
+  parseRequest(req: IncomingMessage, options?: { clockSkew?: number; headers?: string[] }): ParsedSignature;
+  verifySignature(parsed: ParsedSignature, key: sshpk.Key): boolean;
+}
+const httpSignature = createRequire(import.meta.url)('http-signature') as HttpSignature;
+
+/** sdc-cloudapi lib/auth.js SIGN_ALGOS: what CloudAPI verifies. */
+const SIGN_ALGOS = new Set([
+  'RSA-SHA1',
+  'RSA-SHA256',
+  'RSA-SHA384',
+  'RSA-SHA512',
+  'DSA-SHA1',
+  'DSA-SHA256',
+  'ECDSA-SHA256',
+  'ECDSA-SHA384',
+  'ECDSA-SHA512',
+]);
+const CLOCK_SKEW_S = 300;
+const MAX_LIMIT = 1000;
+
+export interface SimMachine {
+  id: string;
+  name: string;
+  type: string;
+  brand: string;
+  state: string;
+  image: string;
+  ips: string[];
+  memory: number;
+  disk: number;
+  metadata: Record<string, string>;
+  tags: Record<string, string | number | boolean>;
+  created: string;
+  updated: string;
+  networks: string[];
+  primaryIp: string;
+  firewall_enabled: boolean;
+  compute_node: string;
+  package: string;
+}
+
+export interface Fault {
+  method?: string;
+  /** Matched against the path (without query). */
+  path: RegExp;
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** How many matching requests fail; default every one. */
+  times?: number;
+  /** Skip this many matching requests first (e.g. fail the third page). */
+  after?: number;
+}
+
+export interface RequestRecord {
+  method: string;
+  path: string;
+  query: string;
+  status: number;
+  keyId?: string;
+  algorithm?: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+export interface TritonSimOptions {
+  login?: string;
+  accountId?: string;
+  cnsEnabled?: boolean;
+  datacenter?: string;
+  /** Tag writes apply after this long (CloudAPI applies them asynchronously). Default: at once. */
+  tagDelayMs?: number;
+}
+
+interface Account {
+  id: string;
+  login: string;
+  cnsEnabled: boolean;
+  keys: Map<string, sshpk.Key>;
+  users: Map<string, Map<string, sshpk.Key>>;
+}
+
+class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export class TritonSim {
+  readonly account: Account;
+  readonly datacenter: string;
+  readonly machines = new Map<string, SimMachine>();
+  readonly requests: RequestRecord[] = [];
+  readonly faults: Fault[] = [];
+  tagDelayMs: number;
+  /** Runs before a tag list is answered: tests use it to write tags "between" ccm's read and write. */
+  onTagsRead?: (id: string) => void;
+  url = '';
+  private server?: Server;
+  private order = 0;
+
+  constructor(options: TritonSimOptions = {}) {
+    this.account = {
+      id: options.accountId ?? randomUUID(),
+      login: options.login ?? 'demo',
+      cnsEnabled: options.cnsEnabled ?? true,
+      keys: new Map(),
+      users: new Map(),
+    };
+    this.datacenter = options.datacenter ?? 'us-test-1';
+    this.tagDelayMs = options.tagDelayMs ?? 0;
+  }
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch((err: Error) => {
+        this.reply(req, res, 500, { code: 'InternalError', message: err.message }, '');
+      });
+    });
+    this.server.keepAliveTimeout = 1000;
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()));
+  }
+
+  /** Registers an OpenSSH public key for the account, or for a sub-user of it. */
+  addKey(publicKey: string, user?: string): string {
+    const key = sshpk.parseKey(publicKey, 'auto');
+    const fp = key.fingerprint('md5').toString('hex');
+    if (user) {
+      const keys = this.account.users.get(user) ?? new Map<string, sshpk.Key>();
+      keys.set(fp, key);
+      this.account.users.set(user, keys);
+    } else {
+      this.account.keys.set(fp, key);
+    }
+    return fp;
+  }
+
+  addMachine(partial: Partial<SimMachine> & { name: string }): SimMachine {
+    const id = partial.id ?? randomUUID();
+    const created = new Date(Date.UTC(2026, 0, 1) + this.order++ * 1000).toISOString();
+    const machine: SimMachine = {
+      id,
+      type: 'virtualmachine',
+      brand: 'bhyve',
+      state: 'running',
+      image: '2b683a82-a066-11e3-97ab-2faa44701c5a',
+      ips: [],
+      memory: 4096,
+      disk: 102400,
+      metadata: {},
+      tags: {},
+      created,
+      updated: created,
+      networks: [],
+      primaryIp: partial.ips?.[0] ?? '',
+      firewall_enabled: false,
+      compute_node: '564d0b8e-6099-7648-351e-877faf6c56f6',
+      package: 'k8s-4g',
+      ...partial,
+    };
+    this.machines.set(id, machine);
+    return machine;
+  }
+
+  /** A machine of the simulator's state, by id (throws for an unknown one). */
+  machine(id: string): SimMachine {
+    const m = this.machines.get(id);
+    if (!m) throw new Error(`no machine ${id}`);
+    return m;
+  }
+
+  fault(f: Fault): void {
+    this.faults.push({ ...f });
+  }
+
+  private takeFault(method: string, path: string): Fault | undefined {
+    for (const f of this.faults) {
+      if (f.method && f.method !== method) continue;
+      if (!f.path.test(path)) continue;
+      if ((f.after ?? 0) > 0) {
+        f.after = (f.after ?? 0) - 1;
+        continue;
+      }
+      if (f.times !== undefined) {
+        if (f.times <= 0) continue;
+        f.times--;
+      }
+      return f;
+    }
+    return undefined;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks).toString('utf8');
+    const url = new URL(req.url ?? '/', 'http://sim');
+    const method = req.method ?? 'GET';
+    let auth: { keyId?: string; algorithm?: string } = {};
+    try {
+      auth = this.authenticate(req, url.pathname);
+      const fault = this.takeFault(method, url.pathname);
+      if (fault) {
+        this.reply(req, res, fault.status, fault.body, body, auth, fault.headers);
+        return;
+      }
+      const { status, payload, headers } = this.route(method, url, body);
+      this.reply(req, res, status, payload, body, auth, headers);
+    } catch (err) {
+      if (err instanceof ApiError) {
+        this.reply(req, res, err.status, { code: err.code, message: err.message }, body, auth);
+        return;
+      }
+      throw err;
+    }
+  }
+
+  private reply(
+    req: IncomingMessage,
+    res: ServerResponse,
+    status: number,
+    payload: unknown,
+    body: string,
+    auth: { keyId?: string; algorithm?: string } = {},
+    headers: Record<string, string> = {},
+  ): void {
+    const url = new URL(req.url ?? '/', 'http://sim');
+    this.requests.push({
+      method: req.method ?? '',
+      path: url.pathname,
+      query: url.search,
+      status,
+      ...auth,
+      headers: { ...req.headers },
+      body,
+    });
+    const text = payload === undefined ? '' : JSON.stringify(payload);
+    res.writeHead(status, {
+      'content-type': 'application/json',
+      'api-version': '9.0.0',
+      'request-id': randomUUID(),
+      ...headers,
+    });
+    res.end(text);
+  }
+
+  /** CloudAPI's signatureAuth: algorithm, keyId form, account, key, signature; then the path's login. */
+  private authenticate(req: IncomingMessage, path: string): { keyId: string; algorithm: string } {
+    if (!req.headers['accept-version'] && !req.headers['api-version']) {
+      throw new ApiError(400, 'InvalidVersion', 'accept-version header is required');
+    }
+    if (!req.headers.authorization) {
+      throw new ApiError(401, 'InvalidCredentials', 'You must make authenticated requests to use CloudAPI');
+    }
+    let parsed: ParsedSignature;
+    try {
+      parsed = httpSignature.parseRequest(req, { clockSkew: CLOCK_SKEW_S, headers: ['date'] });
+    } catch (err) {
+      const e = err as Error;
+      if (e.name === 'ExpiredRequestError') throw new ApiError(401, 'InvalidCredentials', e.message);
+      if (e.name === 'MissingHeaderError') throw new ApiError(400, 'BadRequest', e.message);
+      throw new ApiError(401, 'InvalidCredentials', `Invalid authorization header (${e.message})`);
+    }
+    if (!SIGN_ALGOS.has(parsed.algorithm)) {
+      throw new ApiError(
+        401,
+        'InvalidCredentials',
+        `${parsed.algorithm} is not a supported signing algorithm`,
+      );
+    }
+    const parts = parsed.keyId.split('/');
+    let keys: Map<string, sshpk.Key> | undefined;
+    let fp: string | undefined;
+    if (parts.length === 4 && parts[0] === '' && parts[2] === 'keys') {
+      if (parts[1] !== this.account.login) throw this.invalid('account', parts[1]);
+      keys = this.account.keys;
+      fp = parts[3];
+    } else if (parts.length === 6 && parts[0] === '' && parts[2] === 'users' && parts[4] === 'keys') {
+      if (parts[1] !== this.account.login) throw this.invalid('account', parts[1]);
+      keys = this.account.users.get(parts[3] ?? '');
+      if (!keys) throw this.invalid('account', parts[3]);
+      fp = parts[5];
+    } else {
+      throw new ApiError(401, 'InvalidCredentials', `Invalid KeyId ${parsed.keyId} in authorization header`);
+    }
+    const key = keys.get(fp ?? '');
+    if (!key) throw this.invalid('key', fp);
+    let ok = false;
+    try {
+      ok = httpSignature.verifySignature(parsed, key);
+    } catch {
+      ok = false;
+    }
+    if (!ok) {
+      throw new ApiError(
+        401,
+        'InvalidCredentials',
+        'The signature we calculated does not match the one you sent',
+      );
+    }
+    const login = decodeURIComponent(path.split('/')[1] ?? '');
+    if (login !== 'my' && login !== this.account.login) {
+      throw new ApiError(403, 'NotAuthorized', `You do not have permission to access ${login}`);
+    }
+    return { keyId: parsed.keyId, algorithm: parsed.algorithm };
+  }
+
+  private invalid(what: string, value: string | undefined): ApiError {
+    return new ApiError(401, 'InvalidCredentials', `Invalid ${what} ${value ?? ''}`);
+  }
+
+  private route(
+    method: string,
+    url: URL,
+    body: string,
+  ): { status: number; payload?: unknown; headers?: Record<string, string> } {
+    const [, , collection, id, sub, tag, ...rest] = url.pathname.split('/').map(decodeURIComponent);
+    if (rest.length > 0) throw new ApiError(404, 'ResourceNotFound', `${url.pathname} does not exist`);
+    if (collection === undefined || collection === '') {
+      if (method !== 'GET') throw new ApiError(405, 'BadMethod', `${method} is not allowed`);
+      const a = this.account;
+      return {
+        status: 200,
+        payload: {
+          id: a.id,
+          login: a.login,
+          email: `${a.login}@example.com`,
+          created: '2026-01-01T00:00:00.000Z',
+          updated: '2026-01-01T00:00:00.000Z',
+          triton_cns_enabled: a.cnsEnabled,
+        },
+      };
+    }
+    if (collection === 'datacenters' && id === undefined && method === 'GET') {
+      return {
+        status: 200,
+        payload: { [this.datacenter]: this.url, 'us-other-1': 'https://us-other-1.api.example.com' },
+      };
+    }
+    if (collection !== 'machines')
+      throw new ApiError(404, 'ResourceNotFound', `${url.pathname} does not exist`);
+    if (id === undefined) return this.listMachines(method, url);
+    const machine = this.machines.get(id);
+    if (!machine) throw new ApiError(404, 'ResourceNotFound', `VM not found`);
+    if (sub === undefined) {
+      if (method !== 'GET') throw new ApiError(405, 'BadMethod', `${method} is not allowed`);
+      // A destroyed machine whose history is kept: 410 with the record (state "deleted").
+      return { status: machine.state === 'deleted' ? 410 : 200, payload: machine };
+    }
+    if (sub !== 'tags') throw new ApiError(404, 'ResourceNotFound', `${url.pathname} does not exist`);
+    if (machine.state === 'deleted') throw new ApiError(410, 'ResourceNotFound', 'VM has been destroyed');
+    return this.tags(method, machine, tag, body);
+  }
+
+  private listMachines(method: string, url: URL) {
+    if (method !== 'GET' && method !== 'HEAD')
+      throw new ApiError(405, 'BadMethod', `${method} is not allowed`);
+    const limit = intParam(url, 'limit', MAX_LIMIT);
+    const offset = intParam(url, 'offset', 0);
+    if (limit < 1 || limit > MAX_LIMIT) {
+      throw new ApiError(409, 'InvalidArgument', `limit must be between 1 and ${MAX_LIMIT}`);
+    }
+    const tombstone = url.searchParams.get('tombstone') === 'true';
+    const all = [...this.machines.values()].filter((m) => tombstone || m.state !== 'deleted');
+    const page = all.slice(offset, offset + limit);
+    return {
+      status: 200,
+      payload: method === 'HEAD' ? undefined : page,
+      headers: { 'x-resource-count': String(all.length), 'x-query-limit': String(limit) },
+    };
+  }
+
+  private tags(method: string, machine: SimMachine, tag: string | undefined, body: string) {
+    if (tag !== undefined) {
+      if (method === 'GET') {
+        if (!(tag in machine.tags)) throw new ApiError(404, 'ResourceNotFound', `tag ${tag} not found`);
+        return { status: 200, payload: machine.tags[tag] };
+      }
+      if (method === 'DELETE') {
+        if (!(tag in machine.tags)) throw new ApiError(404, 'ResourceNotFound', `tag ${tag} not found`);
+        this.later(() => {
+          delete machine.tags[tag];
+        });
+        return { status: 204 };
+      }
+      throw new ApiError(405, 'BadMethod', `${method} is not allowed`);
+    }
+    if (method === 'GET') {
+      this.onTagsRead?.(machine.id);
+      return { status: 200, payload: { ...machine.tags } };
+    }
+    if (method === 'POST' || method === 'PUT') {
+      const input = parseTags(body);
+      const result = method === 'PUT' ? input : { ...machine.tags, ...input };
+      this.later(() => {
+        machine.tags = { ...(method === 'PUT' ? {} : machine.tags), ...input };
+      });
+      return { status: 200, payload: result };
+    }
+    if (method === 'DELETE') {
+      this.later(() => {
+        machine.tags = {};
+      });
+      return { status: 204 };
+    }
+    throw new ApiError(405, 'BadMethod', `${method} is not allowed`);
+  }
+
+  private later(apply: () => void): void {
+    if (this.tagDelayMs > 0) setTimeout(apply, this.tagDelayMs).unref();
+    else apply();
+  }
+}
+
+function intParam(url: URL, name: string, fallback: number): number {
+  const raw = url.searchParams.get(name);
+  if (raw === null) return fallback;
+  if (!/^\d+$/.test(raw)) throw new ApiError(409, 'InvalidArgument', `${name} must be a number`);
+  return Number(raw);
+}
+
+/** `service ( "," service )*`, service := dns-label ( ":" port )? ( ":" key "=" value )* */
+const CNS_SERVICE = /^[a-z][a-z0-9-]{0,62}(:\d+)?(:[a-z][a-z0-9-]*=[^,:]+)*$/;
+const KNOWN_TRITON_TAGS = new Set(['triton.cns.services', 'triton.cns.disable', 'triton.cns.reverse_ptr']);
+
+function parseTags(body: string): Record<string, string | number | boolean> {
+  let input: unknown;
+  try {
+    input = JSON.parse(body);
+  } catch {
+    throw new ApiError(400, 'BadRequest', 'body is not JSON');
+  }
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new ApiError(409, 'InvalidArgument', 'tags must be an object');
+  }
+  const tags: Record<string, string | number | boolean> = {};
+  for (const [key, value] of Object.entries(input)) {
+    if (!['string', 'number', 'boolean'].includes(typeof value)) {
+      throw new ApiError(409, 'InvalidArgument', `tag ${key}: values may be strings, numbers or booleans`);
+    }
+    if (key.startsWith('triton.')) {
+      if (!KNOWN_TRITON_TAGS.has(key))
+        throw new ApiError(409, 'ValidationFailed', `Unrecognized special triton tag "${key}"`);
+      if (key === 'triton.cns.services') {
+        const ok =
+          typeof value === 'string' &&
+          value.split(',').every((s) => {
+            const port = /:(\d+)/.exec(s)?.[1];
+            return CNS_SERVICE.test(s) && (port === undefined || (Number(port) > 0 && Number(port) < 65536));
+          });
+        if (!ok)
+          throw new ApiError(
+            409,
+            'ValidationFailed',
+            `Triton tag "${key}" value is invalid: ${String(value)}`,
+          );
+      }
+    }
+    tags[key] = value as string | number | boolean;
+  }
+  return tags;
+}

@@ -1,0 +1,298 @@
+/**
+ * HTTP Signature auth against the simulator, which verifies every signature with the npm
+ * `http-signature` package against the registered public keys.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import sshpk from 'sshpk';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { InvalidConfigError, UnauthorizedError } from '../../../../src/providers/errors.js';
+import { triton } from '../../../../src/providers/triton/index.js';
+import type { Provider, ProviderValues } from '../../../../src/providers/types.js';
+import { KeyFolder, type TestKey } from '../../../clouds/triton/keys.js';
+import { TritonSim } from '../../../clouds/triton/server.js';
+
+let keys: KeyFolder;
+let sim: TritonSim;
+let rsaPem: TestKey;
+let rsaOpenssh: TestKey;
+let ecdsa: TestKey;
+let encrypted: TestKey;
+let encryptedPem: TestKey;
+let ed25519: TestKey;
+let stranger: TestKey;
+let subUserKey: TestKey;
+
+beforeAll(async () => {
+  keys = new KeyFolder();
+  rsaPem = keys.make({ type: 'rsa', bits: 2048, pem: true });
+  rsaOpenssh = keys.make({ type: 'rsa', bits: 2048 });
+  ecdsa = keys.make({ type: 'ecdsa', bits: 256 });
+  encrypted = keys.make({ type: 'rsa', bits: 2048, passphrase: 'correct horse battery' });
+  encryptedPem = keys.make({ type: 'ecdsa', bits: 256, pem: true, passphrase: 'pem secret phrase' });
+  ed25519 = keys.make({ type: 'ed25519' });
+  stranger = keys.make({ type: 'rsa', bits: 2048 });
+  subUserKey = keys.make({ type: 'ecdsa', bits: 256 });
+  sim = await new TritonSim({ login: 'demo' }).start();
+  for (const k of [rsaPem, rsaOpenssh, ecdsa, encrypted, encryptedPem, ed25519]) sim.addKey(k.publicKey);
+  sim.addKey(subUserKey.publicKey, 'ops');
+  sim.addMachine({ name: 'm1', ips: ['10.0.0.1'] });
+});
+afterAll(async () => {
+  await sim?.stop();
+  keys?.remove();
+});
+beforeEach(() => {
+  sim.requests.length = 0;
+  sim.faults.length = 0;
+});
+
+function provider(values: ProviderValues): Provider {
+  return triton.create({ url: sim.url, account: 'demo', datacenter: 'us-test-1', ...values }, {});
+}
+
+async function error(p: Promise<unknown>): Promise<Error> {
+  try {
+    await p;
+  } catch (err) {
+    return err as Error;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('requests signed with the account key are accepted by the verifying simulator', () => {
+  it.each([
+    ['RSA, PEM', () => rsaPem, 'RSA-SHA256'],
+    ['RSA, OpenSSH format', () => rsaOpenssh, 'RSA-SHA256'],
+    ['ECDSA P-256', () => ecdsa, 'ECDSA-SHA256'],
+  ])('%s', async (_name, key, algorithm) => {
+    const p = provider({ keyMaterial: key().privateKey });
+    expect(await p.verifyCredentials?.()).toBe(`Triton account demo (${sim.account.id}) at ${sim.url}`);
+    expect(sim.requests).toEqual([
+      expect.objectContaining({
+        path: '/demo',
+        status: 200,
+        algorithm,
+        keyId: `/demo/keys/${key().fingerprint}`,
+      }),
+    ]);
+    const auth = String(sim.requests[0]?.headers.authorization);
+    expect(auth).toMatch(
+      /^Signature keyId="\/demo\/keys\/[0-9a-f:]{47}",algorithm="[a-z0-9-]+",headers="date",signature="[A-Za-z0-9+/=]+"$/,
+    );
+  });
+
+  it('an encrypted OpenSSH key with its passphrase', async () => {
+    const p = provider({ keyMaterial: encrypted.privateKey, keyPassphrase: encrypted.passphrase });
+    await p.verifyCredentials?.();
+    expect(sim.requests[0]).toMatchObject({ status: 200, keyId: `/demo/keys/${encrypted.fingerprint}` });
+  });
+
+  it('an encrypted PEM key with its passphrase, read from its file', async () => {
+    const p = provider({ keyMaterial: encryptedPem.path, keyPassphrase: encryptedPem.passphrase });
+    await p.verifyCredentials?.();
+    expect(sim.requests[0]).toMatchObject({ status: 200, algorithm: 'ECDSA-SHA256' });
+  });
+
+  it('a sub-user key signs as /<account>/users/<user>/keys/<fp>', async () => {
+    const p = provider({ keyMaterial: subUserKey.privateKey, user: 'ops' });
+    expect(await p.verifyCredentials?.()).toContain('user ops');
+    expect(sim.requests[0]).toMatchObject({
+      status: 200,
+      keyId: `/demo/users/ops/keys/${subUserKey.fingerprint}`,
+    });
+  });
+
+  it('TRITON_KEY_ID in MD5 or SHA256 form is checked against the key', async () => {
+    const sha256 = sshpk.parseKey(rsaPem.publicKey, 'ssh').fingerprint('sha256').toString();
+    await provider({ keyMaterial: rsaPem.privateKey, keyId: sha256 }).verifyCredentials?.();
+    await provider({
+      keyMaterial: rsaPem.privateKey,
+      keyId: `MD5:${rsaPem.fingerprint}`,
+    }).verifyCredentials?.();
+    expect(() => provider({ keyMaterial: rsaPem.privateKey, keyId: ecdsa.fingerprint })).toThrow(
+      `the key id ${ecdsa.fingerprint} is not the fingerprint of the given private key (${rsaPem.fingerprint}); fix TRITON_KEY_ID or leave it unset`,
+    );
+  });
+
+  it('every retry is signed again (authorize runs per attempt)', async () => {
+    sim.fault({ path: /^\/demo$/, status: 503, body: { code: 'InternalError', message: 'busy' }, times: 1 });
+    const p = triton.create(
+      { url: sim.url, account: 'demo', datacenter: 'us-test-1', keyMaterial: ecdsa.privateKey },
+      {},
+    );
+    await p.verifyCredentials?.();
+    expect(sim.requests.map((r) => r.status)).toEqual([503, 200]);
+    // ECDSA signatures are randomised: two attempts never carry the same header.
+    expect(sim.requests[0]?.headers.authorization).not.toBe(sim.requests[1]?.headers.authorization);
+  });
+});
+
+describe('refused keys: one clear line, no secret', () => {
+  it('a key that is not registered for the account', async () => {
+    const err = await error(
+      provider({ keyMaterial: stranger.privateKey }).verifyCredentials?.() as Promise<string>,
+    );
+    expect(err).toBeInstanceOf(UnauthorizedError);
+    expect(err.message).toBe(`key ${stranger.fingerprint} is not registered for account demo`);
+    expect(sim.requests[0]).toMatchObject({ status: 401 });
+  });
+
+  it('an account CloudAPI does not know', async () => {
+    const err = await error(
+      triton
+        .create({ url: sim.url, account: 'nobody', datacenter: 'x', keyMaterial: rsaPem.privateKey }, {})
+        .verifyCredentials?.() as Promise<string>,
+    );
+    expect(err).toBeInstanceOf(UnauthorizedError);
+    expect(err.message).toBe(
+      'CloudAPI knows no account nobody; check TRITON_ACCOUNT / TRITON_USER and TRITON_URL',
+    );
+  });
+
+  it('an account key used as a sub-user key', async () => {
+    const err = await error(
+      provider({ keyMaterial: rsaPem.privateKey, user: 'ops' }).verifyCredentials?.() as Promise<string>,
+    );
+    expect(err.message).toBe(`key ${rsaPem.fingerprint} is not registered for account demo (user ops)`);
+  });
+
+  it('an encrypted key without its passphrase, or with a wrong one', () => {
+    expect(() => provider({ keyMaterial: encrypted.privateKey })).toThrow(InvalidConfigError);
+    expect(() => provider({ keyMaterial: encrypted.privateKey })).toThrow(/is encrypted; set its passphrase/);
+    for (const bad of ['wrong horse', 'x']) {
+      let caught: Error | undefined;
+      try {
+        provider({ keyMaterial: encrypted.privateKey, keyPassphrase: bad });
+      } catch (err) {
+        caught = err as Error;
+      }
+      expect(caught).toBeInstanceOf(InvalidConfigError);
+      expect(caught?.message).not.toContain(bad);
+      expect(caught?.message).not.toContain('PRIVATE KEY');
+    }
+  });
+
+  it('Ed25519: CloudAPI does not verify it, so ccm says so before any request', () => {
+    expect(() => provider({ keyMaterial: ed25519.privateKey })).toThrow(
+      'CloudAPI does not accept Ed25519 signatures (only RSA, ECDSA and DSA keys); use an RSA or ECDSA key registered on the account',
+    );
+    expect(sim.requests).toEqual([]);
+  });
+
+  it('garbage key material is refused without being quoted', () => {
+    const garbage =
+      '-----BEGIN OPENSSH PRIVATE KEY-----\nnot-a-key-secretvalue\n-----END OPENSSH PRIVATE KEY-----\n';
+    let caught: Error | undefined;
+    try {
+      provider({ keyMaterial: garbage });
+    } catch (err) {
+      caught = err as Error;
+    }
+    expect(caught).toBeInstanceOf(InvalidConfigError);
+    expect(caught?.message).not.toContain('secretvalue');
+  });
+
+  it('neither key nor agent', () => {
+    expect(() => provider({})).toThrow(/no private key and no ssh-agent/);
+  });
+
+  it('a stale or missing Date is refused by the simulator (300 s window, as CloudAPI documents)', async () => {
+    const key = sshpk.parsePrivateKey(rsaPem.privateKey, 'auto');
+    const send = async (date?: string) => {
+      const headers: Record<string, string> = { 'accept-version': '~9' };
+      if (date) {
+        const signer = key.createSign('sha256');
+        signer.update(`date: ${date}`);
+        headers.date = date;
+        headers.authorization = `Signature keyId="/demo/keys/${rsaPem.fingerprint}",algorithm="rsa-sha256",headers="date",signature="${signer.sign().toString()}"`;
+      } else {
+        headers.authorization = `Signature keyId="/demo/keys/${rsaPem.fingerprint}",algorithm="rsa-sha256",headers="date",signature="AAAA"`;
+      }
+      const res = await fetch(`${sim.url}/demo`, { headers });
+      return { status: res.status, body: (await res.json()) as { code: string; message: string } };
+    };
+    expect((await send(new Date().toUTCString())).status).toBe(200);
+    expect((await send(new Date(Date.now() - 280_000).toUTCString())).status).toBe(200);
+    const stale = await send(new Date(Date.now() - 320_000).toUTCString());
+    expect(stale).toMatchObject({ status: 401, body: { code: 'InvalidCredentials' } });
+    expect(stale.body.message).toMatch(/clock skew/);
+    const future = await send(new Date(Date.now() + 400_000).toUTCString());
+    expect(future.status).toBe(401);
+    expect((await send()).status).toBe(400);
+  });
+
+  it('a signature by another key under a registered key id is refused', async () => {
+    const key = sshpk.parsePrivateKey(stranger.privateKey, 'auto');
+    const date = new Date().toUTCString();
+    const signer = key.createSign('sha256');
+    signer.update(`date: ${date}`);
+    const res = await fetch(`${sim.url}/demo`, {
+      headers: {
+        'accept-version': '~9',
+        date,
+        authorization: `Signature keyId="/demo/keys/${rsaPem.fingerprint}",algorithm="rsa-sha256",headers="date",signature="${signer.sign().toString()}"`,
+      },
+    });
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as { message: string }).message).toBe(
+      'The signature we calculated does not match the one you sent',
+    );
+  });
+});
+
+describe('signing through an ssh-agent (SSH_AUTH_SOCK)', () => {
+  let agentPid: number | undefined;
+  let socket: string;
+
+  beforeAll(async () => {
+    socket = join(keys.dir, 'agent.sock');
+    const agent = spawn('ssh-agent', ['-D', '-a', socket], { stdio: 'ignore' });
+    agentPid = agent.pid;
+    for (let i = 0; i < 50; i++) {
+      try {
+        execFileSync('ssh-add', ['-l'], { env: { SSH_AUTH_SOCK: socket }, stdio: 'ignore' });
+        break;
+      } catch (err) {
+        // exit 1: running, no keys yet; 2: not reachable yet
+        if ((err as { status?: number }).status === 1) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    execFileSync('ssh-add', [rsaOpenssh.path, ecdsa.path], {
+      env: { SSH_AUTH_SOCK: socket },
+      stdio: 'ignore',
+    });
+  });
+  afterAll(() => {
+    if (agentPid) process.kill(agentPid);
+  });
+
+  it.each([
+    ['RSA (rsa-sha2-256)', () => rsaOpenssh, 'RSA-SHA256'],
+    ['ECDSA', () => ecdsa, 'ECDSA-SHA256'],
+  ])('%s key held by the agent', async (_name, key, algorithm) => {
+    const p = provider({ sshAuthSock: socket, keyId: key().fingerprint });
+    await p.verifyCredentials?.();
+    expect(sim.requests[0]).toMatchObject({
+      status: 200,
+      algorithm,
+      keyId: `/demo/keys/${key().fingerprint}`,
+    });
+  });
+
+  it('a key the agent does not hold', async () => {
+    const err = await error(
+      provider({ sshAuthSock: socket, keyId: stranger.fingerprint }).verifyCredentials?.() as Promise<string>,
+    );
+    expect(err).toBeInstanceOf(InvalidConfigError);
+    expect(err.message).toBe(
+      `the ssh-agent holds no key with fingerprint ${stranger.fingerprint}; ssh-add it or set TRITON_KEY_MATERIAL`,
+    );
+    expect(sim.requests).toEqual([]);
+  });
+
+  it('an agent without a key id', () => {
+    expect(() => provider({ sshAuthSock: socket })).toThrow(/needs the key fingerprint: set TRITON_KEY_ID/);
+  });
+});

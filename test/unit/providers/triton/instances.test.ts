@@ -1,0 +1,300 @@
+/** Triton machines as instances, against the simulator: pagination, states, addresses, errors. */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { resolveProviderValues } from '../../../../src/cli/provider-config.js';
+import {
+  InvalidConfigError,
+  NotFoundError,
+  RetryableError,
+  UnauthorizedError,
+} from '../../../../src/providers/errors.js';
+import { TritonClient } from '../../../../src/providers/triton/client.js';
+import { triton } from '../../../../src/providers/triton/index.js';
+import { addresses, tritonInstances } from '../../../../src/providers/triton/instances.js';
+import { createSigner } from '../../../../src/providers/triton/signer.js';
+import type { Provider } from '../../../../src/providers/types.js';
+import { KeyFolder, type TestKey } from '../../../clouds/triton/keys.js';
+import { TritonSim } from '../../../clouds/triton/server.js';
+
+let keys: KeyFolder;
+let key: TestKey;
+let sim: TritonSim;
+
+beforeAll(async () => {
+  keys = new KeyFolder();
+  key = keys.make({ type: 'ecdsa', bits: 256 });
+  sim = await new TritonSim({ login: 'demo', datacenter: 'eu-ams-1' }).start();
+  sim.addKey(key.publicKey);
+});
+afterAll(async () => {
+  await sim?.stop();
+  keys?.remove();
+});
+beforeEach(() => {
+  sim.machines.clear();
+  sim.requests.length = 0;
+  sim.faults.length = 0;
+});
+
+/** A provider whose ListMachines pages hold `pageSize` machines, with no waiting between retries. */
+function provider(pageSize = 1000, extra: Record<string, string> = {}): Provider {
+  const signer = createSigner({ account: 'demo', keyMaterial: key.privateKey });
+  const client = new TritonClient({
+    url: sim.url,
+    account: 'demo',
+    signer,
+    secrets: [key.privateKey],
+    pageSize,
+    http: { sleep: async () => {}, retries: 2 },
+  });
+  const region = extra.datacenter ?? 'eu-ams-1';
+  return {
+    name: 'triton',
+    providerIdScheme: 'triton',
+    instances: tritonInstances(client, async () => region),
+  };
+}
+
+function machines(n: number) {
+  return Array.from({ length: n }, (_, i) =>
+    sim.addMachine({ name: `node-${i}`, ips: [`10.1.0.${i + 1}`], primaryIp: `10.1.0.${i + 1}` }),
+  );
+}
+
+async function error(p: Promise<unknown>): Promise<Error> {
+  try {
+    await p;
+  } catch (err) {
+    return err as Error;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('list', () => {
+  it('pages with offset/limit until a short page, once per pass', async () => {
+    const made = machines(5);
+    const list = await provider(2).instances.list();
+    expect(list.map((i) => i.name)).toEqual(made.map((m) => m.name));
+    const pages = sim.requests.filter((r) => r.path === '/demo/machines').map((r) => r.query);
+    expect(pages).toEqual(['?offset=0&limit=2', '?offset=2&limit=2', '?offset=4&limit=2']);
+  });
+
+  it('asks one more page when the last one is exactly full', async () => {
+    machines(4);
+    expect(await provider(2).instances.list()).toHaveLength(4);
+    expect(sim.requests.filter((r) => r.path === '/demo/machines')).toHaveLength(3);
+  });
+
+  it('maps id, name, package, data centre, state and addresses', async () => {
+    const running = sim.addMachine({
+      name: 'worker-1',
+      package: 'k8s-8g',
+      ips: ['165.225.1.10', '192.168.128.5', '10.88.88.26', 'dhcp'],
+      primaryIp: '10.88.88.26',
+    });
+    sim.addMachine({ name: 'sleepy', state: 'stopped', ips: ['172.16.0.9'] });
+    sim.addMachine({ name: 'booting', state: 'provisioning' });
+    const p = triton.create({ url: sim.url, account: 'demo', keyMaterial: key.privateKey }, {});
+    const list = await p.instances.list();
+    expect(list[0]).toEqual({
+      providerID: `triton://${running.id}`,
+      name: 'worker-1',
+      state: 'running',
+      type: 'k8s-8g',
+      // from ListDatacenters: the entry whose URL is the configured one
+      region: 'eu-ams-1',
+      zone: '',
+      addresses: [
+        { type: 'InternalIP', address: '10.88.88.26' },
+        { type: 'InternalIP', address: '192.168.128.5' },
+        { type: 'ExternalIP', address: '165.225.1.10' },
+      ],
+      labels: {},
+    });
+    expect(list.map((i) => [i.name, i.state])).toEqual([
+      ['worker-1', 'running'],
+      ['sleepy', 'stopped'],
+      ['booting', 'running'],
+    ]);
+    // the data centre is asked once per provider, not per page or per call
+    await p.instances.list();
+    expect(sim.requests.filter((r) => r.path === '/demo/datacenters')).toHaveLength(1);
+  });
+
+  it('TRITON_DATACENTER wins; a URL no data centre has is a configuration error', async () => {
+    machines(1);
+    const configured = triton.create(
+      { url: sim.url, account: 'demo', keyMaterial: key.privateKey, datacenter: 'home-1' },
+      {},
+    );
+    expect((await configured.instances.list())[0]?.region).toBe('home-1');
+    expect(sim.requests.some((r) => r.path === '/demo/datacenters')).toBe(false);
+
+    const other = triton.create(
+      { url: sim.url.replace('127.0.0.1', 'localhost'), account: 'demo', keyMaterial: key.privateKey },
+      {},
+    );
+    const err = await error(other.instances.list());
+    expect(err).toBeInstanceOf(InvalidConfigError);
+    expect(err.message).toMatch(
+      /none of the data centres CloudAPI lists \(eu-ams-1, us-other-1\) has the URL http:\/\/localhost:\d+; set TRITON_DATACENTER/,
+    );
+  });
+
+  it('a failed page fails the whole listing: never a partial one', async () => {
+    machines(5);
+    sim.fault({
+      path: /^\/demo\/machines$/,
+      status: 503,
+      body: { code: 'InternalError', message: 'moray down' },
+      after: 1,
+    });
+    const err = await error(provider(2).instances.list());
+    expect(err).toBeInstanceOf(RetryableError);
+    expect(err.message).toContain('503');
+  });
+
+  it('a listing that shifted between pages (fewer machines than x-resource-count) is refused', async () => {
+    machines(5);
+    sim.fault({
+      path: /^\/demo\/machines$/,
+      status: 200,
+      body: [],
+      headers: { 'x-resource-count': '5', 'x-query-limit': '2' },
+      after: 2,
+      times: 1,
+    });
+    const err = await error(provider(2).instances.list());
+    expect(err).toBeInstanceOf(RetryableError);
+    expect(err.message).toMatch(/returned 4 machines but counts 5/);
+  });
+
+  it('throttling (420 and 429, RequestThrottled) is retried like a rate limit', async () => {
+    machines(1);
+    sim.fault({
+      path: /^\/demo\/machines$/,
+      status: 420,
+      body: { code: 'RequestThrottled', message: 'slow down' },
+      times: 1,
+    });
+    sim.fault({
+      path: /^\/demo\/machines$/,
+      status: 429,
+      body: { code: 'RequestThrottled', message: 'slow down' },
+      times: 1,
+      headers: { 'retry-after': '1' },
+    });
+    expect(await provider().instances.list()).toHaveLength(1);
+    expect(sim.requests.filter((r) => r.path === '/demo/machines').map((r) => r.status)).toEqual([
+      420, 429, 200,
+    ]);
+  });
+
+  it('throttling that does not stop is a RetryableError', async () => {
+    sim.fault({
+      path: /^\/demo\/machines$/,
+      status: 420,
+      body: { code: 'RequestThrottled', message: 'slow down' },
+    });
+    const err = await error(provider().instances.list());
+    expect(err).toBeInstanceOf(RetryableError);
+  });
+
+  it('401 is Unauthorized, never an empty listing', async () => {
+    sim.fault({
+      path: /^\/demo\/machines$/,
+      status: 403,
+      body: { code: 'NotAuthorized', message: 'You do not have permission' },
+    });
+    expect(await error(provider().instances.list())).toBeInstanceOf(UnauthorizedError);
+  });
+});
+
+describe('get', () => {
+  it('returns the machine by its provider ID', async () => {
+    const [m] = machines(1);
+    const got = await provider(1000, { datacenter: 'eu-ams-1' }).instances.get(`triton://${m?.id}`);
+    expect(got).toMatchObject({ name: 'node-0', state: 'running', region: 'eu-ams-1' });
+  });
+
+  it("is NotFound for CloudAPI's own ResourceNotFound and for a destroyed machine (410)", async () => {
+    const p = provider(1000, { datacenter: 'eu-ams-1' });
+    expect(await error(p.instances.get('triton://0b1f2d4e-0000-4000-8000-000000000000'))).toBeInstanceOf(
+      NotFoundError,
+    );
+    const gone = sim.addMachine({ name: 'gone', state: 'deleted' });
+    expect(await error(p.instances.get(`triton://${gone.id}`))).toBeInstanceOf(NotFoundError);
+  });
+
+  it('a 404 that is not CloudAPI speaking (a proxy, a wrong path) is never NotFound', async () => {
+    const [m] = machines(1);
+    sim.fault({ path: /^\/demo\/machines\//, status: 404, body: '<html>nginx</html>' });
+    const err = await error(provider(1000, { datacenter: 'x' }).instances.get(`triton://${m?.id}`));
+    expect(err).not.toBeInstanceOf(NotFoundError);
+    expect(err).toBeInstanceOf(InvalidConfigError);
+  });
+
+  it('a 5xx or a timeout is never NotFound', async () => {
+    const [m] = machines(1);
+    sim.fault({ path: /^\/demo\/machines\//, status: 500, body: { code: 'InternalError', message: 'oops' } });
+    expect(
+      await error(provider(1000, { datacenter: 'x' }).instances.get(`triton://${m?.id}`)),
+    ).toBeInstanceOf(RetryableError);
+  });
+
+  it('refuses a provider ID of another scheme', async () => {
+    expect(await error(provider().instances.get('digitalocean://123'))).toBeInstanceOf(InvalidConfigError);
+  });
+});
+
+describe('addresses', () => {
+  it('private and shared ranges are internal, the rest external, the primary first of its kind', () => {
+    expect(
+      addresses({
+        id: 'x',
+        name: 'x',
+        state: 'running',
+        ips: ['8.8.8.8', '100.64.1.1', '172.32.0.1', 'fd00::1', '2001:db8::1', '172.31.255.1', '8.8.4.4'],
+        primaryIp: '8.8.4.4',
+      }),
+    ).toEqual([
+      { type: 'InternalIP', address: '100.64.1.1' },
+      { type: 'InternalIP', address: 'fd00::1' },
+      { type: 'InternalIP', address: '172.31.255.1' },
+      { type: 'ExternalIP', address: '8.8.4.4' },
+      { type: 'ExternalIP', address: '8.8.8.8' },
+      { type: 'ExternalIP', address: '172.32.0.1' },
+      { type: 'ExternalIP', address: '2001:db8::1' },
+    ]);
+  });
+});
+
+describe('configuration', () => {
+  it('TRITON_* first, SDC_* as fallback, --cloud-api-url over both', () => {
+    const env = {
+      SDC_URL: 'https://sdc.example.com',
+      SDC_ACCOUNT: 'old',
+      TRITON_ACCOUNT: 'new',
+      SDC_KEY_ID: 'aa',
+    };
+    expect(resolveProviderValues(triton, {}, env)).toMatchObject({
+      url: 'https://sdc.example.com',
+      account: 'new',
+      keyId: 'aa',
+    });
+    expect(resolveProviderValues(triton, { 'cloud-api-url': 'https://flag.example.com' }, env).url).toBe(
+      'https://flag.example.com',
+    );
+  });
+
+  it('needs a URL and an account, and https except on loopback', () => {
+    expect(() => triton.create({ account: 'demo', keyMaterial: key.privateKey }, {})).toThrow(
+      'the CloudAPI URL is not set; set TRITON_URL (or --cloud-api-url)',
+    );
+    expect(() => triton.create({ url: sim.url, keyMaterial: key.privateKey }, {})).toThrow(
+      'the account is not set; set TRITON_ACCOUNT',
+    );
+    expect(() =>
+      triton.create({ url: 'http://cloudapi.example.com', account: 'demo', keyMaterial: key.privateKey }, {}),
+    ).toThrow('the CloudAPI URL http://cloudapi.example.com must use https');
+  });
+});
