@@ -196,7 +196,7 @@ export class BrightboxClient {
   private async call<T>(method: string, path: string, body: unknown, signal?: AbortSignal): Promise<T> {
     const send = async () =>
       (await this.api.request<T>(method, path, { ...(body !== undefined ? { body } : {}), signal })).body;
-    const used = this.token;
+    const used = await this.currentToken(signal);
     try {
       return await send();
     } catch (err) {
