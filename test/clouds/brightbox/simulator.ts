@@ -608,7 +608,6 @@ export class BrightboxSimulator {
       description: g.description || null,
       created_at: '2026-01-01T00:00:00Z',
       default: g.isDefault,
-      fqdn: `${g.id}.gb1.brightbox.com`,
     };
   }
 
@@ -616,6 +615,7 @@ export class BrightboxSimulator {
     const policy = [...this.firewallPolicies.values()].find((p) => p.serverGroup === g.id);
     return {
       ...this.groupRef(g),
+      fqdn: `${g.id}.gb1.brightbox.com`,
       account: this.account(),
       firewall_policy: policy ? this.policyRef(policy) : null,
       servers: g.servers.flatMap((id) => {
