@@ -57,7 +57,7 @@ export const ANNOTATIONS = {
     key: `${PREFIX}ssl-domains`,
     accepted: 'comma-separated DNS names',
     description:
-      "Extra names on the certificate of the https listeners, besides the cloud IP's own; they must resolve to the cloud IP.",
+      "Extra names on the certificate of the https listeners, besides the cloud IP's own; Let's Encrypt checks them, so point them at the cloud IP.",
   },
   cloudIPAllocations: {
     key: `${PREFIX}cloudip-allocations`,
