@@ -415,14 +415,21 @@ class BrightboxLoadBalancers implements LoadBalancers {
     const [rule, ...extra] = policy.rules ?? [];
     if (!rule) {
       await this.client.post('firewall_rules', { firewall_policy: policy.id, ...want }, signal);
-    } else if (
-      rule.protocol !== want.protocol ||
-      rule.source !== want.source ||
-      rule.destination !== null ||
-      rule.destination_port !== want.destination_port ||
-      rule.description !== want.description
-    ) {
-      await this.client.put(`firewall_rules/${rule.id}`, { ...want, destination: null }, signal);
+    } else {
+      const stray = (rule.destination ?? '') !== '';
+      if (
+        stray ||
+        rule.protocol !== want.protocol ||
+        rule.source !== want.source ||
+        rule.destination_port !== want.destination_port ||
+        rule.description !== want.description
+      ) {
+        await this.client.put(
+          `firewall_rules/${rule.id}`,
+          { ...want, ...(stray ? { destination: null } : {}) },
+          signal,
+        );
+      }
     }
     // The policy is ours: one rule is all it should hold.
     for (const other of extra) await this.client.delete(`firewall_rules/${other.id}`, signal);

@@ -194,6 +194,42 @@ describe('ensure', () => {
     expect([...sim.firewallRules.values()][0]?.destinationPort).toBe('30080,32000');
   });
 
+  it('puts back a rule changed by hand and removes rules added to its policy', async () => {
+    const req = lbRequest(servers);
+    await ensureUntilDone(req);
+    const [rule] = [...sim.firewallRules.values()];
+    if (rule) Object.assign(rule, { destinationPort: '1-65535', destination: 'any' });
+    sim.firewallRules.set('fwr-extra', { ...(rule as NonNullable<typeof rule>), id: 'fwr-extra' });
+    await lbs.ensure(req);
+    expect([...sim.firewallRules.values()]).toEqual([
+      expect.objectContaining({
+        id: rule?.id,
+        destination: null,
+        destinationPort: '30080',
+        source: RULE_SOURCE,
+      }),
+    ]);
+  });
+
+  it('terminates TLS on the SSL ports named by number or port name', async () => {
+    const req = lbRequest(servers, {
+      ports: [
+        { name: 'web', protocol: 'TCP', port: 80, nodePort: 30080 },
+        { name: 'alt-tls', protocol: 'TCP', port: 8443, nodePort: 30443 },
+      ],
+      service: {
+        annotations: {
+          'service.beta.kubernetes.io/brightbox-load-balancer-ssl-ports': 'alt-tls',
+          'service.beta.kubernetes.io/brightbox-load-balancer-ssl-domains': 'shop.example.com',
+        },
+      },
+    });
+    await ensureUntilDone(req);
+    const [lb] = [...sim.loadBalancers.values()];
+    expect(lb?.listeners.map((l) => l.protocol)).toEqual(['http', 'https']);
+    expect(lb?.domains).toContain('shop.example.com');
+  });
+
   it('rejects a bad annotation naming it and its accepted values, before any call', async () => {
     const before = sim.requests.length;
     const err = await lbs
