@@ -6,11 +6,25 @@
  *   bash .ci/node tsx test/bench/brightbox-nodes-init.bench.ts 1000     # other sizes
  * Cloud requests are counted by the simulator (token + listing); memory is the CLI's own peak RSS.
  */
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
 import { SIM_CLIENT, startBrightboxSimulator } from '../clouds/brightbox/simulator.js';
 import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { CCM_USER, startControlPlane } from '../controlplane/harness.js';
-import { ccm } from '../helpers/cli.js';
+
+const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
+
+/** The built CLI as test/helpers/cli.ts runs it, with room for a loaded machine (15 minutes). */
+async function ccm(args: string[], env: Record<string, string>) {
+  const r = await execa(process.execPath, [bin, ...args], {
+    reject: false,
+    env: { KUBECONFIG: undefined, CCM_PROVIDER: undefined, ...env },
+    stdin: 'ignore',
+    timeout: 900_000,
+  });
+  return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
+}
 
 const sizes = process.argv
   .slice(2)
@@ -116,7 +130,7 @@ for (const n of runs) {
 }
 
 console.log(
-  `\n${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, --concurrency ${concurrency}\n`,
+  `\n${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, --concurrency ${concurrency}, load average ${loadavg()[0]?.toFixed(1)} at the end\n`,
 );
 console.log(
   '| Servers / Nodes | pass | wall time | Kubernetes writes | cloud requests | listing size | initialised | failed | max RSS |',
