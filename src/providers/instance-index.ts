@@ -4,9 +4,12 @@ import type { Instance } from './types.js';
 /**
  * Lookups over one cloud listing, so controllers never call the cloud once per Node.
  * Names compare case-insensitively: the kubelet lowercases hostnames, clouds often keep case.
+ * A Node named after its instance's id (Brightbox: the hostname is the server id, srv-xxxxx) is that
+ * instance, whatever the instance's display name; otherwise the name must match.
  */
 export class InstanceIndex {
   private readonly byID = new Map<string, Instance>();
+  private readonly byInstanceID = new Map<string, Instance>();
   private readonly byName = new Map<string, Instance[]>();
   /** By `scheme://id`, location left out: for provider IDs written with and without a region. */
   private readonly byBareID = new Map<string, Instance[]>();
@@ -18,6 +21,7 @@ export class InstanceIndex {
       if (parsed) {
         const bare = `${parsed.scheme}://${parsed.id}`;
         this.byBareID.set(bare, [...(this.byBareID.get(bare) ?? []), instance]);
+        this.byInstanceID.set(parsed.id.toLowerCase(), instance);
       }
       const key = instance.name.toLowerCase();
       this.byName.set(key, [...(this.byName.get(key) ?? []), instance]);
@@ -46,11 +50,14 @@ export class InstanceIndex {
 
   /** The one instance with this name; undefined when none or several share it (ambiguous). */
   byNodeName(name: string): Instance | undefined {
+    const byID = this.byInstanceID.get(name.toLowerCase());
+    if (byID) return byID;
     const matches = this.byName.get(name.toLowerCase());
     return matches?.length === 1 ? matches[0] : undefined;
   }
 
   nameIsAmbiguous(name: string): boolean {
+    if (this.byInstanceID.has(name.toLowerCase())) return false;
     return (this.byName.get(name.toLowerCase())?.length ?? 0) > 1;
   }
 }

@@ -6,6 +6,7 @@ import type { ProviderDefinition } from './types.js';
  * needs one cloud never loads the others.
  */
 const loaders: Record<string, () => Promise<ProviderDefinition>> = {
+  brightbox: async () => (await import('./brightbox/index.js')).brightbox,
   cloudlycke: async () => (await import('./cloudlycke/index.js')).cloudlycke,
   digitalocean: async () => (await import('./digitalocean/index.js')).digitalocean,
   openstack: async () => (await import('./openstack/index.js')).openstack,

@@ -50,3 +50,20 @@ describe('InstanceIndex', () => {
     expect(index.nameIsAmbiguous('worker-a')).toBe(false);
   });
 });
+
+describe('InstanceIndex, a Node named after its instance id', () => {
+  const named = instance('brightbox://srv-abcde', 'web-1');
+  const other = instance('brightbox://srv-zzzzz', 'srv-abcde');
+  const index = new InstanceIndex([named, other]);
+
+  it('matches the instance with that id before any instance of that name', () => {
+    expect(index.byNodeName('srv-abcde')).toBe(named);
+    expect(index.byNodeName('SRV-ABCDE')).toBe(named);
+    expect(index.nameIsAmbiguous('srv-abcde')).toBe(false);
+  });
+
+  it('still matches by display name when the Node is named like that', () => {
+    expect(index.byNodeName('web-1')).toBe(named);
+    expect(index.byNodeName('srv-zzzzz')).toBe(other);
+  });
+});

@@ -1,0 +1,84 @@
+import { InvalidConfigError } from '../errors.js';
+import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../types.js';
+import { BrightboxClient, type BrightboxClientOptions, DEFAULT_API_URL } from './client.js';
+import { credentials } from './credentials.js';
+import { brightboxInstances, SCHEME } from './instances.js';
+import { brightboxLoadBalancers } from './load-balancers.js';
+
+export const brightbox: ProviderDefinition = {
+  name: 'brightbox',
+  providerIdScheme: SCHEME,
+  description:
+    'Brightbox Cloud: servers, and load balancers with cloud IPs, server groups and firewall policies',
+  credentials,
+  apiUrlField: 'apiUrl',
+  create(values: ProviderValues, deps: ProviderDeps): Provider {
+    return createBrightbox(clientOptions(values, deps));
+  },
+};
+
+/** Builds the provider from checked options; tests hand in the HTTP seams here. */
+export function createBrightbox(options: BrightboxClientOptions): Provider {
+  const client = new BrightboxClient(options);
+  return {
+    name: 'brightbox',
+    providerIdScheme: SCHEME,
+    instances: brightboxInstances(client),
+    loadBalancers: brightboxLoadBalancers(client),
+    verifyCredentials: (signal) => client.verify(signal),
+  };
+}
+
+export function clientOptions(values: ProviderValues, deps: ProviderDeps): BrightboxClientOptions {
+  const clientId = values.client?.trim();
+  const clientSecret = values.clientSecret;
+  if (!clientId) {
+    throw new InvalidConfigError(
+      'no Brightbox API client id; set BRIGHTBOX_CLIENT (Secret key controller-client)',
+    );
+  }
+  if (!clientSecret) {
+    throw new InvalidConfigError(
+      'no Brightbox API client secret; set BRIGHTBOX_CLIENT_SECRET (Secret key controller-client-secret)',
+    );
+  }
+  const apiUrl = checkApiUrl(values.apiUrl?.trim() || DEFAULT_API_URL);
+  const account = values.account?.trim();
+  if (account && !/^acc-[0-9a-z]{5}$/.test(account)) {
+    throw new InvalidConfigError(`BRIGHTBOX_ACCOUNT "${account}" is not an account id (acc-xxxxx)`);
+  }
+  return {
+    apiUrl,
+    clientId,
+    clientSecret,
+    ...(account ? { accountId: account } : {}),
+    ...(deps.onCloudCall ? { onCloudCall: deps.onCloudCall } : {}),
+  };
+}
+
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
+
+/** https, or http to a loopback address only: the client secret travels in every token request. */
+function checkApiUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidConfigError(
+      `BRIGHTBOX_API_URL "${value}" is not a URL; use e.g. ${DEFAULT_API_URL} (or --cloud-api-url)`,
+    );
+  }
+  const plainLoopback = url.protocol === 'http:' && LOOPBACK.test(url.hostname);
+  if (
+    (url.protocol !== 'https:' && !plainLoopback) ||
+    url.username ||
+    url.password ||
+    url.search ||
+    url.hash
+  ) {
+    throw new InvalidConfigError(
+      `BRIGHTBOX_API_URL "${url.origin}" must be an https URL without credentials or query (http only on loopback)`,
+    );
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+}

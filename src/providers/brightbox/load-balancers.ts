@@ -1,0 +1,481 @@
+import { isIP } from 'node:net';
+import { InvalidConfigError, RetryableError } from '../errors.js';
+import { parseProviderID } from '../provider-id.js';
+import type {
+  LoadBalancerIngress,
+  LoadBalancerRequest,
+  LoadBalancerStatus,
+  LoadBalancers,
+} from '../types.js';
+import { ANNOTATIONS, type BalancerSettings, parseAnnotations } from './annotations.js';
+import type {
+  ApiCloudIP,
+  ApiFirewallPolicy,
+  ApiHealthcheck,
+  ApiListener,
+  ApiLoadBalancer,
+  ApiServerGroup,
+  BrightboxClient,
+  CloudIPRef,
+} from './client.js';
+import { SCHEME, SERVER_ID } from './instances.js';
+
+/**
+ * Load balancers as the official controller builds them (load_balancer_cloud.go): per Service a
+ * cloud IP, a dedicated server group holding the backend servers with a firewall policy of one rule
+ * opening the node ports, a load balancer whose listeners send to the node ports, and the cloud IP
+ * mapped to it. Dedicated groups and policies mean Services never race on shared rules.
+ *
+ * Every step reads before it writes, so a call that stopped anywhere is finished by the next one
+ * without duplicates; nothing waits in a loop: a balancer still being built is a RetryableError.
+ * Everything ccm creates is named `<service>.<namespace>.<request name>.<cluster id>`: only a
+ * resource with exactly this name is ever changed or deleted, so another cluster's resources (other
+ * cluster id) and anything made by hand are never touched. A cloud IP named by annotation or
+ * spec.loadBalancerIP is mapped and unmapped, never renamed or released.
+ */
+
+/** How long to wait before looking at a balancer Brightbox is still building. */
+export const BUILDING_RETRY_MS = 5_000;
+const FAILED_RETRY_MS = 60_000;
+/** The official controller opens the node ports to Brightbox's private network, where balancers live. */
+export const RULE_SOURCE = '10.0.0.0/8';
+const RULE_PROTOCOL = 'tcp';
+
+// What Brightbox fills in when a value is left out (gobrightbox's load balancer fixture); sent
+// explicitly so that removing an annotation puts the default back.
+const DEFAULTS = {
+  policy: 'least-connections',
+  listenerTimeout: 50_000,
+  interval: 5_000,
+  timeout: 5_000,
+  thresholdUp: 3,
+  thresholdDown: 3,
+} as const;
+
+const SSL_PORT = 443;
+
+export function brightboxLoadBalancers(client: BrightboxClient): LoadBalancers {
+  return new BrightboxLoadBalancers(client);
+}
+
+/** The name every resource ccm makes for this Service carries: its ownership marker. */
+export function ownedName(req: LoadBalancerRequest): string {
+  return `${req.service.name}.${req.service.namespace}.${req.name}.${req.clusterID}`;
+}
+
+function describe(req: LoadBalancerRequest): string {
+  return `ccm load balancer of Service ${req.service.namespace}/${req.service.name}, cluster ${req.clusterID}`;
+}
+
+interface WantListener extends ApiListener {
+  timeout: number;
+  proxy_protocol: string | null;
+}
+
+interface Plan {
+  settings: BalancerSettings;
+  serverIDs: string[];
+  listeners: WantListener[];
+  healthcheck: Required<ApiHealthcheck>;
+  policy: string;
+  https: boolean;
+  firewallPorts: string;
+}
+
+/** Checks the Service against what Brightbox load balancers can do and builds the wanted shape. */
+export function planBalancer(req: LoadBalancerRequest): Plan {
+  const settings = parseAnnotations(req.service.annotations);
+  const svc = `Service ${req.service.namespace}/${req.service.name}`;
+  if (req.ports.length === 0) throw new InvalidConfigError(`${svc} has no ports to balance`);
+  for (const p of req.ports) {
+    if (p.protocol !== 'TCP') {
+      throw new InvalidConfigError(
+        `${svc} port ${p.name || p.port} is ${p.protocol}; Brightbox load balancers carry TCP only`,
+      );
+    }
+    if (!(p.nodePort >= 1 && p.nodePort <= 65535)) {
+      throw new InvalidConfigError(`${svc} port ${p.name || p.port} has no node port yet`);
+    }
+  }
+  if (req.service.sessionAffinity !== 'None') {
+    throw new InvalidConfigError(
+      `${svc}: sessionAffinity ${req.service.sessionAffinity} is not supported; set ${ANNOTATIONS.policy.key}=source-address instead`,
+    );
+  }
+  if (req.service.loadBalancerSourceRanges.length > 0) {
+    throw new InvalidConfigError(
+      `${svc}: loadBalancerSourceRanges is not supported, a Brightbox load balancer cannot filter clients; remove it`,
+    );
+  }
+  const ip = req.service.loadBalancerIP;
+  if (ip && settings.cloudIP) {
+    throw new InvalidConfigError(
+      `${svc}: remove spec.loadBalancerIP, annotation ${ANNOTATIONS.cloudIPAllocations.key} already names the cloud IP`,
+    );
+  }
+  if (ip && isIP(ip) === 0)
+    throw new InvalidConfigError(`${svc}: spec.loadBalancerIP "${ip}" is not an IP address`);
+
+  const sslPorts = new Set(settings.sslPorts);
+  const isSSL = (p: LoadBalancerRequest['ports'][number]) =>
+    p.port === SSL_PORT || sslPorts.has(String(p.port)) || (p.name !== '' && sslPorts.has(p.name));
+  const listeners = req.ports.map(
+    (p): WantListener => ({
+      protocol: settings.listenerProtocol !== 'tcp' && isSSL(p) ? 'https' : settings.listenerProtocol,
+      in: p.port,
+      out: p.nodePort,
+      timeout: settings.idleTimeout ?? DEFAULTS.listenerTimeout,
+      proxy_protocol: settings.proxyProtocol ?? null,
+    }),
+  );
+
+  // The reference's health check: http /healthz on the health check node port with
+  // externalTrafficPolicy Local, else the listener's protocol on the first node port.
+  const local = req.service.externalTrafficPolicy === 'Local' && req.service.healthCheckNodePort;
+  const hcSettings = settings.healthcheck;
+  const type = hcSettings.protocol ?? (local || settings.listenerProtocol !== 'tcp' ? 'http' : 'tcp');
+  const healthcheck: Required<ApiHealthcheck> = {
+    type,
+    port: local ? (req.service.healthCheckNodePort as number) : (req.ports[0]?.nodePort as number),
+    request: type === 'tcp' ? '/' : (hcSettings.request ?? '/healthz'),
+    interval: hcSettings.interval ?? DEFAULTS.interval,
+    timeout: hcSettings.timeout ?? DEFAULTS.timeout,
+    threshold_up: hcSettings.thresholdUp ?? DEFAULTS.thresholdUp,
+    threshold_down: hcSettings.thresholdDown ?? DEFAULTS.thresholdDown,
+  };
+
+  const ports = [...new Set([...req.ports.map((p) => p.nodePort), ...(local ? [local] : [])])];
+  return {
+    settings,
+    serverIDs: backendServers(req),
+    listeners,
+    healthcheck,
+    policy: settings.policy ?? DEFAULTS.policy,
+    https: listeners.some((l) => l.protocol === 'https'),
+    firewallPorts: ports.join(','),
+  };
+}
+
+/**
+ * Server ids of the backend Nodes: from the provider ID, or for a Node without one from its name
+ * when that is a server id (the official controller's mapping). Other Nodes cannot be balanced to.
+ */
+function backendServers(req: LoadBalancerRequest): string[] {
+  const ids = new Set<string>();
+  for (const node of req.nodes) {
+    const parsed = parseProviderID(node.providerID);
+    if (parsed) {
+      if (parsed.scheme === SCHEME && SERVER_ID.test(parsed.id)) ids.add(parsed.id);
+    } else if (SERVER_ID.test(node.name)) {
+      ids.add(node.name);
+    }
+  }
+  return [...ids].sort();
+}
+
+function statusOf(lb: ApiLoadBalancer): LoadBalancerStatus {
+  const ingress: LoadBalancerIngress[] = [];
+  for (const cip of lb.cloud_ips ?? []) {
+    // The balancer terminates connections: Proxy keeps kube-proxy from short-cutting the address.
+    for (const ip of [cip.public_ipv4 ?? cip.public_ip, cip.public_ipv6]) {
+      if (ip) ingress.push({ ip, ipMode: 'Proxy' });
+    }
+    if (cip.fqdn) ingress.push({ hostname: cip.fqdn });
+  }
+  return { ingress };
+}
+
+function sameBalancer(lb: ApiLoadBalancer, want: ReturnType<typeof balancerOptions>): boolean {
+  const nodes = (lb.nodes ?? []).map((n) => n.id).sort();
+  const listeners = [...(lb.listeners ?? [])].sort((a, b) => a.in - b.in);
+  const wanted = [...want.listeners].sort((a, b) => a.in - b.in);
+  const hc = lb.healthcheck;
+  const domains = (lb.acme?.domains ?? []).map((d) => d.identifier).sort();
+  return (
+    nodes.join() === want.nodes.map((n) => n.node).join() &&
+    listeners.length === wanted.length &&
+    listeners.every((l, i) => {
+      const w = wanted[i];
+      return (
+        w !== undefined &&
+        l.protocol === w.protocol &&
+        l.in === w.in &&
+        l.out === w.out &&
+        l.timeout === w.timeout &&
+        (l.proxy_protocol ?? null) === w.proxy_protocol
+      );
+    }) &&
+    hc != null &&
+    hc.type === want.healthcheck.type &&
+    hc.port === want.healthcheck.port &&
+    (hc.request ?? '/') === want.healthcheck.request &&
+    hc.interval === want.healthcheck.interval &&
+    hc.timeout === want.healthcheck.timeout &&
+    hc.threshold_up === want.healthcheck.threshold_up &&
+    hc.threshold_down === want.healthcheck.threshold_down &&
+    (lb.policy ?? DEFAULTS.policy) === want.policy &&
+    (lb.https_redirect ?? false) === want.https_redirect &&
+    (!want.domains || domains.join() === [...want.domains].sort().join())
+  );
+}
+
+function balancerOptions(name: string, plan: Plan, cip: CloudIPRef) {
+  const domains = plan.https
+    ? [...new Set([...plan.settings.sslDomains, cip.fqdn, cip.reverse_dns])]
+        .filter((d): d is string => typeof d === 'string' && d !== '')
+        .sort()
+    : undefined;
+  return {
+    name,
+    nodes: plan.serverIDs.map((node) => ({ node })),
+    policy: plan.policy,
+    listeners: plan.listeners,
+    healthcheck: plan.healthcheck,
+    https_redirect: plan.https,
+    ...(domains ? { domains } : {}),
+  };
+}
+
+function where(cip: ApiCloudIP): string {
+  const target = cip.load_balancer ?? cip.server ?? cip.server_group ?? cip.database_server ?? cip.interface;
+  return target ? `${target.id}${target.name ? ` (${target.name})` : ''}` : 'another resource';
+}
+
+class BrightboxLoadBalancers implements LoadBalancers {
+  constructor(private readonly client: BrightboxClient) {}
+
+  async get(req: LoadBalancerRequest, signal?: AbortSignal): Promise<LoadBalancerStatus | undefined> {
+    const lb = (await this.balancers(ownedName(req), signal))[0];
+    return lb ? statusOf(lb) : undefined;
+  }
+
+  async ensure(req: LoadBalancerRequest, signal?: AbortSignal): Promise<LoadBalancerStatus> {
+    const plan = planBalancer(req);
+    const name = ownedName(req);
+    const description = describe(req);
+    const cloudIPs = await this.client.get<ApiCloudIP[]>('cloud_ips', signal);
+    const cip = await this.ensureCloudIP(req, plan, name, cloudIPs, signal);
+    const group = await this.ensureServerGroup(name, description, plan.serverIDs, signal);
+    const policy = await this.ensureFirewallPolicy(name, description, group, signal);
+    await this.ensureFirewallRule(policy, description, plan.firewallPorts, signal);
+    const lb = await this.ensureBalancer(name, plan, cip, signal);
+    await this.ensureMapped(cip, lb, signal);
+    for (const other of lb.cloud_ips ?? []) {
+      if (other.id !== cip.id) await this.client.post(`cloud_ips/${other.id}/unmap`, undefined, signal);
+    }
+    // A cloud IP ccm allocated earlier, replaced since by one named in the Service: released.
+    for (const old of cloudIPs) {
+      const wasOnOurs = (lb.cloud_ips ?? []).some((c) => c.id === old.id);
+      if (old.name === name && old.id !== cip.id && (old.status !== 'mapped' || wasOnOurs)) {
+        await this.client.delete(`cloud_ips/${old.id}`, signal);
+      }
+    }
+    const current = await this.client.get<ApiLoadBalancer>(`load_balancers/${lb.id}`, signal);
+    if (!(current.cloud_ips ?? []).some((c) => c.id === cip.id)) {
+      throw new RetryableError(
+        `cloud IP ${cip.id} is not mapped to load balancer ${lb.id} yet`,
+        BUILDING_RETRY_MS,
+      );
+    }
+    return statusOf(current);
+  }
+
+  /** As the official controller: the same idempotent walk, which changes only what differs. */
+  async updateNodes(req: LoadBalancerRequest, signal?: AbortSignal): Promise<void> {
+    await this.ensure(req, signal);
+  }
+
+  async delete(req: LoadBalancerRequest, signal?: AbortSignal): Promise<void> {
+    const name = ownedName(req);
+    const balancers = await this.balancers(name, signal, true);
+    const ours = new Set(balancers.map((lb) => lb.id));
+    for (const lb of balancers) {
+      for (const cip of lb.cloud_ips ?? [])
+        await this.client.post(`cloud_ips/${cip.id}/unmap`, undefined, signal);
+      if (lb.status !== 'deleting') await this.client.delete(`load_balancers/${lb.id}`, signal);
+    }
+    for (const cip of await this.client.get<ApiCloudIP[]>('cloud_ips', signal)) {
+      if (cip.name !== name) continue;
+      // Mapped to something else than our balancer: someone uses it, it stays.
+      if (cip.status === 'mapped' && !(cip.load_balancer && ours.has(cip.load_balancer.id))) continue;
+      if (cip.status === 'mapped') await this.client.post(`cloud_ips/${cip.id}/unmap`, undefined, signal);
+      await this.client.delete(`cloud_ips/${cip.id}`, signal);
+    }
+    for (const policy of await this.client.get<ApiFirewallPolicy[]>('firewall_policies', signal)) {
+      if (policy.name === name) await this.client.delete(`firewall_policies/${policy.id}`, signal);
+    }
+    for (const group of await this.client.get<ApiServerGroup[]>('server_groups', signal)) {
+      if (group.name !== name || group.default) continue;
+      const members = (group.servers ?? []).map((s) => ({ server: s.id }));
+      if (members.length > 0) {
+        await this.client.post(`server_groups/${group.id}/remove_servers`, { servers: members }, signal);
+      }
+      await this.client.delete(`server_groups/${group.id}`, signal);
+    }
+  }
+
+  /** Balancers named for this Service; deleted ones (and, unless asked, those being deleted) left out. */
+  private async balancers(
+    name: string,
+    signal?: AbortSignal,
+    withDeleting = false,
+  ): Promise<ApiLoadBalancer[]> {
+    const all = await this.client.get<ApiLoadBalancer[]>('load_balancers', signal);
+    return all.filter(
+      (lb) => lb.name === name && lb.status !== 'deleted' && (withDeleting || lb.status !== 'deleting'),
+    );
+  }
+
+  private async ensureCloudIP(
+    req: LoadBalancerRequest,
+    plan: Plan,
+    name: string,
+    cloudIPs: ApiCloudIP[],
+    signal?: AbortSignal,
+  ): Promise<ApiCloudIP> {
+    const named = plan.settings.cloudIP;
+    if (named) {
+      const found = cloudIPs.find((c) => c.id === named);
+      if (!found) {
+        throw new InvalidConfigError(
+          `annotation ${ANNOTATIONS.cloudIPAllocations.key} names cloud IP ${named}, which this Brightbox account does not have`,
+        );
+      }
+      return found;
+    }
+    const ip = req.service.loadBalancerIP;
+    if (ip) {
+      const found = cloudIPs.find((c) =>
+        [c.public_ip, c.public_ipv4, c.public_ipv6].some((a) => a && sameIP(a, ip)),
+      );
+      if (!found) {
+        throw new InvalidConfigError(
+          `spec.loadBalancerIP ${ip} is not a cloud IP of this Brightbox account; allocate it first, or remove the field`,
+        );
+      }
+      return found;
+    }
+    const ours = cloudIPs.find((c) => c.name === name);
+    return ours ?? this.client.post<ApiCloudIP>('cloud_ips', { name }, signal);
+  }
+
+  private async ensureServerGroup(
+    name: string,
+    description: string,
+    serverIDs: string[],
+    signal?: AbortSignal,
+  ): Promise<ApiServerGroup> {
+    const groups = await this.client.get<ApiServerGroup[]>('server_groups', signal);
+    const group =
+      groups.find((g) => g.name === name && !g.default) ??
+      (await this.client.post<ApiServerGroup>('server_groups', { name, description }, signal));
+    const members = new Set((group.servers ?? []).map((s) => s.id));
+    const add = serverIDs.filter((id) => !members.has(id)).map((server) => ({ server }));
+    const remove = [...members].filter((id) => !serverIDs.includes(id)).map((server) => ({ server }));
+    if (add.length > 0)
+      await this.client.post(`server_groups/${group.id}/add_servers`, { servers: add }, signal);
+    if (remove.length > 0) {
+      await this.client.post(`server_groups/${group.id}/remove_servers`, { servers: remove }, signal);
+    }
+    return group;
+  }
+
+  private async ensureFirewallPolicy(
+    name: string,
+    description: string,
+    group: ApiServerGroup,
+    signal?: AbortSignal,
+  ): Promise<ApiFirewallPolicy> {
+    const policies = await this.client.get<ApiFirewallPolicy[]>('firewall_policies', signal);
+    const policy = policies.find((p) => p.name === name);
+    if (!policy) {
+      return this.client.post<ApiFirewallPolicy>(
+        'firewall_policies',
+        { name, description, server_group: group.id },
+        signal,
+      );
+    }
+    if (policy.server_group?.id !== group.id) {
+      return this.client.put<ApiFirewallPolicy>(
+        `firewall_policies/${policy.id}`,
+        { server_group: group.id },
+        signal,
+      );
+    }
+    return policy;
+  }
+
+  private async ensureFirewallRule(
+    policy: ApiFirewallPolicy,
+    description: string,
+    ports: string,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const want = { protocol: RULE_PROTOCOL, source: RULE_SOURCE, destination_port: ports, description };
+    const [rule, ...extra] = policy.rules ?? [];
+    if (!rule) {
+      await this.client.post('firewall_rules', { firewall_policy: policy.id, ...want }, signal);
+    } else {
+      const stray = (rule.destination ?? '') !== '';
+      if (
+        stray ||
+        rule.protocol !== want.protocol ||
+        rule.source !== want.source ||
+        rule.destination_port !== want.destination_port ||
+        rule.description !== want.description
+      ) {
+        await this.client.put(
+          `firewall_rules/${rule.id}`,
+          { ...want, ...(stray ? { destination: null } : {}) },
+          signal,
+        );
+      }
+    }
+    // The policy is ours: one rule is all it should hold.
+    for (const other of extra) await this.client.delete(`firewall_rules/${other.id}`, signal);
+  }
+
+  private async ensureBalancer(
+    name: string,
+    plan: Plan,
+    cip: ApiCloudIP,
+    signal?: AbortSignal,
+  ): Promise<ApiLoadBalancer> {
+    const want = balancerOptions(name, plan, cip);
+    let lb = (await this.balancers(name, signal))[0];
+    if (!lb) {
+      lb = await this.client.post<ApiLoadBalancer>('load_balancers', want, signal);
+    } else if (lb.status === 'active' && !sameBalancer(lb, want)) {
+      lb = await this.client.put<ApiLoadBalancer>(`load_balancers/${lb.id}`, want, signal);
+    }
+    if (lb.status === 'creating') {
+      throw new RetryableError(`Brightbox is still building load balancer ${lb.id}`, BUILDING_RETRY_MS);
+    }
+    if (lb.status !== 'active') {
+      throw new RetryableError(
+        `load balancer ${lb.id} is ${lb.status} in Brightbox; delete it there and ccm builds a new one`,
+        FAILED_RETRY_MS,
+      );
+    }
+    return lb;
+  }
+
+  private async ensureMapped(cip: ApiCloudIP, lb: ApiLoadBalancer, signal?: AbortSignal): Promise<void> {
+    if ((lb.cloud_ips ?? []).some((c) => c.id === cip.id) || cip.load_balancer?.id === lb.id) return;
+    if (cip.status === 'mapped') {
+      throw new InvalidConfigError(
+        `cloud IP ${cip.id} is mapped to ${where(cip)}; ccm does not take it over: unmap it, or name another one in ${ANNOTATIONS.cloudIPAllocations.key}`,
+      );
+    }
+    await this.client.post(`cloud_ips/${cip.id}/map`, { destination: lb.id }, signal);
+  }
+}
+
+function sameIP(a: string, b: string): boolean {
+  const norm = (ip: string) => (isIP(ip) === 6 ? new URL(`http://[${ip}]/`).hostname : ip);
+  try {
+    return norm(a) === norm(b);
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,1155 @@
+/**
+ * A Brightbox API simulator on 127.0.0.1: the OAuth2 token endpoint and the `/1.0` resources ccm uses
+ * (servers, cloud IPs, load balancers, server groups, firewall policies and rules).
+ *
+ * Written from the official references (see test/fixtures/brightbox/SOURCES.md): resource paths and
+ * JSON keys from brightbox/gobrightbox (struct tags, `v2/paths.yaml`, `v2/enums`), the action paths
+ * (`cloud_ips/{id}/map|unmap`, `server_groups/{id}/add_servers|remove_servers`) from its client, the
+ * error body (`error_name` + `errors`, OAuth's `error` + `error_description`) from its APIError.
+ *
+ * Strict where the references are: unknown option keys, values outside the enums, references to
+ * resources that do not exist, a second policy on one server group, mapping a mapped cloud IP and
+ * destroying a mapped one are all refused. Faults are injected per request or per write.
+ */
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export type ServerStatus =
+  | 'creating'
+  | 'active'
+  | 'inactive'
+  | 'deleting'
+  | 'deleted'
+  | 'failed'
+  | 'unavailable';
+
+export interface SimInterface {
+  id: string;
+  ipv4: string;
+  ipv6?: string;
+}
+
+export interface SimServer {
+  id: string;
+  name: string;
+  status: ServerStatus;
+  zone: string;
+  serverType: string;
+  interfaces: SimInterface[];
+}
+
+export interface SimCloudIP {
+  id: string;
+  name: string;
+  publicIPv4: string;
+  publicIPv6: string;
+  reverseDNS: string;
+  /** `lba-…` or `int-…` when mapped. */
+  mappedTo?: string;
+}
+
+export interface SimListener {
+  protocol: string;
+  in: number;
+  out: number;
+  timeout: number;
+  proxy_protocol: string | null;
+}
+
+export interface SimHealthcheck {
+  type: string;
+  port: number;
+  request: string;
+  interval: number;
+  timeout: number;
+  threshold_up: number;
+  threshold_down: number;
+}
+
+export interface SimLoadBalancer {
+  id: string;
+  name: string;
+  status: 'creating' | 'active' | 'deleting' | 'deleted' | 'failing' | 'failed';
+  policy: string;
+  httpsRedirect: boolean;
+  domains: string[];
+  listeners: SimListener[];
+  healthcheck: SimHealthcheck;
+  nodes: string[];
+  /** Reads left before a creating balancer turns active, or a deleting one disappears. */
+  readsLeft: number;
+}
+
+export interface SimServerGroup {
+  id: string;
+  name: string;
+  description: string;
+  isDefault: boolean;
+  servers: string[];
+}
+
+export interface SimFirewallPolicy {
+  id: string;
+  name: string;
+  description: string;
+  serverGroup?: string;
+}
+
+export interface SimFirewallRule {
+  id: string;
+  policy: string;
+  protocol: string | null;
+  source: string | null;
+  sourcePort: string | null;
+  destination: string | null;
+  destinationPort: string | null;
+  icmpTypeName: string | null;
+  description: string | null;
+}
+
+export interface Fault {
+  method?: string;
+  /** Matched against the path without query; a string must be equal. */
+  path?: string | RegExp;
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** How many matching requests fail (default 1). */
+  times?: number;
+  /** Carry the request out, then answer with the fault: the response is "lost". */
+  apply?: boolean;
+}
+
+export interface SeenRequest {
+  method: string;
+  path: string;
+  query: string;
+  status: number;
+}
+
+export interface SimulatorOptions {
+  clients?: Record<string, string>;
+  accountId?: string;
+  /** expires_in of issued tokens, seconds (default 7200). */
+  tokenLifetimeSec?: number;
+  /** Reads a new load balancer stays `creating` (default 1). */
+  lbCreatingReads?: number;
+}
+
+const API_CLIENT_ID = 'cli-ccm01';
+const API_CLIENT_SECRET = 'sim-secret-do-not-log';
+export const SIM_CLIENT = { id: API_CLIENT_ID, secret: API_CLIENT_SECRET };
+
+const POLICIES = ['least-connections', 'round-robin', 'source-address'];
+const LISTENER_PROTOCOLS = ['tcp', 'http', 'https'];
+const PROXY_PROTOCOLS = ['v1', 'v2', 'v2-ssl', 'v2-ssl-cn'];
+const HEALTHCHECK_TYPES = ['tcp', 'http'];
+
+class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly errorName: string,
+    readonly errors: string[],
+  ) {
+    super(errors.join('; '));
+  }
+}
+
+const missing = (what: string) => new ApiError(404, 'missing_resource', [`Cannot find ${what}`]);
+const invalid = (...errors: string[]) => new ApiError(422, 'invalid_record', errors);
+const badParams = (...errors: string[]) => new ApiError(400, 'invalid_parameters', errors);
+
+export class BrightboxSimulator {
+  readonly servers = new Map<string, SimServer>();
+  readonly cloudIPs = new Map<string, SimCloudIP>();
+  readonly loadBalancers = new Map<string, SimLoadBalancer>();
+  readonly serverGroups = new Map<string, SimServerGroup>();
+  readonly firewallPolicies = new Map<string, SimFirewallPolicy>();
+  readonly firewallRules = new Map<string, SimFirewallRule>();
+  readonly requests: SeenRequest[] = [];
+  /** Every access token issued, valid or not; tests check that none reaches a log. */
+  readonly issuedTokens: string[] = [];
+  readonly accountId: string;
+  tokenLifetimeSec: number;
+  lbCreatingReads: number;
+
+  private readonly clients: Record<string, string>;
+  private readonly tokens = new Map<string, number>();
+  private readonly faults: (Fault & { left: number })[] = [];
+  private writeFault?: { at: number; fault: Fault };
+  private writes = 0;
+  private serial = 0;
+  private server?: Server;
+  url = '';
+
+  constructor(options: SimulatorOptions = {}) {
+    this.clients = options.clients ?? { [API_CLIENT_ID]: API_CLIENT_SECRET };
+    this.accountId = options.accountId ?? 'acc-ccm01';
+    this.tokenLifetimeSec = options.tokenLifetimeSec ?? 7200;
+    this.lbCreatingReads = options.lbCreatingReads ?? 1;
+  }
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => this.handle(req, Buffer.concat(chunks).toString('utf8'), res));
+    });
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  async close(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise((resolve) => this.server?.close(resolve));
+  }
+
+  // --- state helpers for tests ------------------------------------------------------------------
+
+  private nextID(prefix: string): string {
+    this.serial++;
+    return `${prefix}-${this.serial.toString(36).padStart(5, '0')}`;
+  }
+
+  addServer(spec: Partial<SimServer> & { ipv4?: string; ipv6?: string } = {}): SimServer {
+    const id = spec.id ?? this.nextID('srv');
+    const n = this.servers.size + 1;
+    const server: SimServer = {
+      id,
+      name: spec.name ?? '',
+      status: spec.status ?? 'active',
+      zone: spec.zone ?? 'gb1-a',
+      serverType: spec.serverType ?? '2gb.ssd',
+      interfaces: spec.interfaces ?? [
+        {
+          id: this.nextID('int'),
+          ipv4: spec.ipv4 ?? `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`,
+          ...(spec.ipv6 ? { ipv6: spec.ipv6 } : {}),
+        },
+      ],
+    };
+    this.servers.set(id, server);
+    return server;
+  }
+
+  addCloudIP(spec: Partial<SimCloudIP> = {}): SimCloudIP {
+    const id = spec.id ?? this.nextID('cip');
+    const n = this.cloudIPs.size + 1;
+    const cip: SimCloudIP = {
+      id,
+      name: spec.name ?? '',
+      publicIPv4: spec.publicIPv4 ?? `109.107.${(n >> 8) & 255}.${n & 255}`,
+      publicIPv6: spec.publicIPv6 ?? `2a02:1348:ffff:ffff::6d6b:${n.toString(16)}`,
+      reverseDNS: spec.reverseDNS ?? `cip-${(n + 100).toString(36)}.gb1.brightbox.com`,
+      ...(spec.mappedTo ? { mappedTo: spec.mappedTo } : {}),
+    };
+    this.cloudIPs.set(id, cip);
+    return cip;
+  }
+
+  addServerGroup(spec: Partial<SimServerGroup> = {}): SimServerGroup {
+    const group: SimServerGroup = {
+      id: spec.id ?? this.nextID('grp'),
+      name: spec.name ?? '',
+      description: spec.description ?? '',
+      isDefault: spec.isDefault ?? false,
+      servers: spec.servers ?? [],
+    };
+    this.serverGroups.set(group.id, group);
+    return group;
+  }
+
+  addFirewallPolicy(spec: Partial<SimFirewallPolicy> = {}): SimFirewallPolicy {
+    const policy: SimFirewallPolicy = {
+      id: spec.id ?? this.nextID('fwp'),
+      name: spec.name ?? '',
+      description: spec.description ?? '',
+      ...(spec.serverGroup ? { serverGroup: spec.serverGroup } : {}),
+    };
+    this.firewallPolicies.set(policy.id, policy);
+    return policy;
+  }
+
+  /** Every token issued so far stops working (as when the API expires them early). */
+  expireTokens(): void {
+    this.tokens.clear();
+  }
+
+  inject(fault: Fault): void {
+    this.faults.push({ ...fault, left: fault.times ?? 1 });
+  }
+
+  /** The n-th API write (POST/PUT/DELETE under /1.0) from now on fails with the fault. */
+  failWrite(n: number, fault: Omit<Fault, 'method' | 'path' | 'times'>): void {
+    this.writeFault = { at: this.writes + n, fault };
+  }
+
+  /** API writes carried out or attempted so far. */
+  get writeCount(): number {
+    return this.writes;
+  }
+
+  count(method: string, path: string | RegExp): number {
+    return this.requests.filter(
+      (r) => r.method === method && (typeof path === 'string' ? r.path === path : path.test(r.path)),
+    ).length;
+  }
+
+  // --- HTTP ---------------------------------------------------------------------------------------
+
+  private handle(req: IncomingMessage, text: string, res: ServerResponse): void {
+    const url = new URL(req.url ?? '/', 'http://sim');
+    const method = req.method ?? 'GET';
+    const seen: SeenRequest = { method, path: url.pathname, query: url.search, status: 0 };
+    this.requests.push(seen);
+    const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+      seen.status = status;
+      const payload = body === undefined ? '' : typeof body === 'string' ? body : JSON.stringify(body);
+      res.writeHead(status, {
+        'content-type': typeof body === 'string' ? 'text/plain' : 'application/json',
+        ...headers,
+      });
+      res.end(payload);
+    };
+
+    const isWrite = url.pathname.startsWith('/1.0/') && method !== 'GET';
+    let fault = this.matchFault(method, url.pathname);
+    if (isWrite) {
+      this.writes++;
+      if (!fault && this.writeFault && this.writes === this.writeFault.at) {
+        fault = this.writeFault.fault;
+        this.writeFault = undefined;
+      }
+    }
+    const answerFault = (f: Fault) =>
+      send(f.status, f.body ?? { error_name: 'internal_error', errors: ['Simulated failure'] }, f.headers);
+    if (fault && !fault.apply) {
+      answerFault(fault);
+      return;
+    }
+
+    try {
+      const [status, body] = this.route(method, url, req, text);
+      if (fault) answerFault(fault);
+      else send(status, body);
+    } catch (err) {
+      if (fault) answerFault(fault);
+      else if (err instanceof ApiError) {
+        const body =
+          err.errorName.startsWith('oauth:') || err.status === 401
+            ? { error: err.errorName.replace(/^oauth:/, ''), error_description: err.message }
+            : { error_name: err.errorName, errors: err.errors };
+        send(err.status, body);
+      } else {
+        send(500, { error_name: 'internal_error', errors: [(err as Error).message] });
+      }
+    }
+  }
+
+  private matchFault(method: string, path: string): Fault | undefined {
+    const found = this.faults.find(
+      (f) =>
+        f.left > 0 &&
+        (!f.method || f.method === method) &&
+        (!f.path || (typeof f.path === 'string' ? f.path === path : f.path.test(path))),
+    );
+    if (found) found.left--;
+    return found;
+  }
+
+  private route(method: string, url: URL, req: IncomingMessage, text: string): [number, unknown] {
+    const path = url.pathname;
+    if (path === '/token' || path === '/token/') {
+      if (method !== 'POST') throw new ApiError(405, 'method_not_allowed', ['Use POST']);
+      return [200, this.issueToken(req, text)];
+    }
+    if (!path.startsWith('/1.0/')) return [404, 'Not Found'];
+    this.authenticate(req);
+    const account = url.searchParams.get('account_id');
+    if (account !== null && account !== this.accountId) {
+      throw new ApiError(403, 'forbidden', [`You do not have access to account ${account}`]);
+    }
+    const body = method === 'GET' || method === 'DELETE' ? undefined : this.parseJSON(req, text);
+    const parts = path.slice('/1.0/'.length).split('/');
+    const [collection, id, action] = parts;
+    if (parts.length > 3 || !collection) return [404, 'Not Found'];
+
+    switch (collection) {
+      case 'servers':
+        if (method !== 'GET' || action) break;
+        return id
+          ? [200, this.renderServer(this.find(this.servers, id, 'server'))]
+          : [200, this.listServers()];
+      case 'cloud_ips':
+        return this.cloudIPRoute(method, id, action, body);
+      case 'load_balancers':
+        return this.loadBalancerRoute(method, id, action, body);
+      case 'server_groups':
+        return this.serverGroupRoute(method, id, action, body);
+      case 'firewall_policies':
+        return this.firewallPolicyRoute(method, id, action, body);
+      case 'firewall_rules':
+        return this.firewallRuleRoute(method, id, action, body);
+    }
+    return [404, 'Not Found'];
+  }
+
+  private parseJSON(req: IncomingMessage, text: string): Record<string, unknown> {
+    if (text === '') return {};
+    if (!(req.headers['content-type'] ?? '').startsWith('application/json')) {
+      throw badParams('Request body must be JSON (Content-Type: application/json)');
+    }
+    try {
+      const parsed = JSON.parse(text) as unknown;
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error();
+      return parsed as Record<string, unknown>;
+    } catch {
+      throw badParams('Request body is not a JSON object');
+    }
+  }
+
+  // --- OAuth2 -------------------------------------------------------------------------------------
+
+  private issueToken(req: IncomingMessage, text: string): unknown {
+    const auth = req.headers.authorization ?? '';
+    const match = /^Basic ([A-Za-z0-9+/=]+)$/.exec(auth);
+    if (!match?.[1]) throw new ApiError(401, 'oauth:invalid_client', ['Client authentication failed']);
+    const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    const form = (s: string) => decodeURIComponent(s.replace(/\+/g, ' '));
+    const id = form(decoded.slice(0, colon));
+    const secret = form(decoded.slice(colon + 1));
+    if (colon < 0 || this.clients[id] === undefined || this.clients[id] !== secret) {
+      throw new ApiError(401, 'oauth:invalid_client', ['Client authentication failed']);
+    }
+    if (!(req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) {
+      throw new ApiError(400, 'oauth:invalid_request', ['Send the grant as a form']);
+    }
+    const grant = new URLSearchParams(text).get('grant_type');
+    if (grant !== 'client_credentials') {
+      throw new ApiError(400, 'oauth:unsupported_grant_type', [`Unsupported grant type ${grant}`]);
+    }
+    const token = randomBytes(20).toString('hex');
+    this.tokens.set(token, Date.now() + this.tokenLifetimeSec * 1000);
+    this.issuedTokens.push(token);
+    return { access_token: token, token_type: 'Bearer', expires_in: this.tokenLifetimeSec };
+  }
+
+  private authenticate(req: IncomingMessage): void {
+    const match = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '');
+    const expires = match?.[1] ? this.tokens.get(match[1]) : undefined;
+    if (expires === undefined || expires <= Date.now()) {
+      throw new ApiError(401, 'oauth:invalid_token', ['The access token is invalid or has expired']);
+    }
+  }
+
+  // --- rendering (gobrightbox struct tags) --------------------------------------------------------
+
+  private account() {
+    return {
+      id: this.accountId,
+      resource_type: 'account',
+      url: this.href('accounts', this.accountId),
+      name: 'ccm',
+      status: 'active',
+    };
+  }
+
+  private href(collection: string, id: string): string {
+    return `${this.url}/1.0/${collection}/${id}`;
+  }
+
+  private serverRef(s: SimServer) {
+    return {
+      id: s.id,
+      resource_type: 'server',
+      url: this.href('servers', s.id),
+      name: s.name,
+      status: s.status,
+      locked: false,
+      hostname: s.id,
+      fqdn: `${s.id}.gb1.brightbox.com`,
+      created_at: '2026-01-01T00:00:00Z',
+      started_at: '2026-01-01T00:01:00Z',
+      deleted_at: s.status === 'deleted' ? '2026-01-02T00:00:00Z' : null,
+    };
+  }
+
+  private cloudIPRef(c: SimCloudIP) {
+    return {
+      id: c.id,
+      resource_type: 'cloud_ip',
+      url: this.href('cloud_ips', c.id),
+      status: c.mappedTo ? 'mapped' : 'unmapped',
+      public_ip: c.publicIPv4,
+      public_ipv4: c.publicIPv4,
+      public_ipv6: c.publicIPv6,
+      fqdn: `${c.id}.gb1.brightbox.com`,
+      reverse_dns: c.reverseDNS,
+      name: c.name,
+    };
+  }
+
+  private renderServer(s: SimServer) {
+    const interfaceIDs = new Set(s.interfaces.map((i) => i.id));
+    return {
+      ...this.serverRef(s),
+      user_data: null,
+      compatibility_mode: false,
+      disk_encrypted: false,
+      account: this.account(),
+      image: {
+        id: 'img-ubnt1',
+        resource_type: 'image',
+        name: 'ubuntu-noble-24.04-amd64-server',
+        status: 'available',
+      },
+      zone: {
+        id: `zon-${s.zone
+          .replace(/[^a-z0-9]/g, '')
+          .slice(-5)
+          .padStart(5, '0')}`,
+        resource_type: 'zone',
+        handle: s.zone,
+      },
+      server_type: {
+        id: 'typ-ccm01',
+        resource_type: 'server_type',
+        name: s.serverType,
+        status: 'available',
+        handle: s.serverType,
+        cores: 2,
+        ram: 2048,
+        disk_size: 81920,
+      },
+      cloud_ips: [...this.cloudIPs.values()]
+        .filter((c) => c.mappedTo && interfaceIDs.has(c.mappedTo))
+        .map((c) => this.cloudIPRef(c)),
+      interfaces: s.interfaces.map((i) => ({
+        id: i.id,
+        resource_type: 'interface',
+        url: this.href('interfaces', i.id),
+        mac_address: '02:24:19:00:00:ee',
+        ipv4_address: i.ipv4,
+        ...(i.ipv6 ? { ipv6_address: i.ipv6 } : {}),
+      })),
+      server_groups: [...this.serverGroups.values()]
+        .filter((g) => g.servers.includes(s.id))
+        .map((g) => this.groupRef(g)),
+      snapshots: [],
+      volumes: [],
+    };
+  }
+
+  private listServers() {
+    return [...this.servers.values()].map((s) => this.renderServer(s));
+  }
+
+  private renderCloudIP(c: SimCloudIP) {
+    const lb = c.mappedTo?.startsWith('lba-') ? this.loadBalancers.get(c.mappedTo) : undefined;
+    const server = c.mappedTo?.startsWith('int-')
+      ? [...this.servers.values()].find((s) => s.interfaces.some((i) => i.id === c.mappedTo))
+      : undefined;
+    return {
+      ...this.cloudIPRef(c),
+      mode: 'nat',
+      port_translators: [],
+      account: this.account(),
+      interface: server ? { id: c.mappedTo, resource_type: 'interface' } : null,
+      server: server ? this.serverRef(server) : null,
+      load_balancer: lb
+        ? { id: lb.id, resource_type: 'load_balancer', name: lb.name, status: lb.status }
+        : null,
+      server_group: null,
+      database_server: null,
+    };
+  }
+
+  private renderLoadBalancer(lb: SimLoadBalancer) {
+    return {
+      id: lb.id,
+      resource_type: 'load_balancer',
+      url: this.href('load_balancers', lb.id),
+      name: lb.name,
+      status: lb.status,
+      locked: false,
+      created_at: '2026-01-01T00:00:00Z',
+      deleted_at: lb.status === 'deleted' ? '2026-01-02T00:00:00Z' : null,
+      policy: lb.policy,
+      buffer_size: 4096,
+      https_redirect: lb.httpsRedirect,
+      ssl_minimum_version: 'TLSv1.2',
+      listeners: lb.listeners,
+      healthcheck: lb.healthcheck,
+      acme: {
+        certificate: null,
+        domains: lb.domains.map((d) => ({ identifier: d, status: 'pending', last_message: null })),
+      },
+      certificate: null,
+      account: this.account(),
+      cloud_ips: [...this.cloudIPs.values()]
+        .filter((c) => c.mappedTo === lb.id)
+        .map((c) => this.cloudIPRef(c)),
+      nodes: lb.nodes.flatMap((id) => {
+        const s = this.servers.get(id);
+        return s ? [this.serverRef(s)] : [];
+      }),
+    };
+  }
+
+  private groupRef(g: SimServerGroup) {
+    return {
+      id: g.id,
+      resource_type: 'server_group',
+      url: this.href('server_groups', g.id),
+      name: g.name,
+      description: g.description || null,
+      created_at: '2026-01-01T00:00:00Z',
+      default: g.isDefault,
+    };
+  }
+
+  private renderGroup(g: SimServerGroup) {
+    const policy = [...this.firewallPolicies.values()].find((p) => p.serverGroup === g.id);
+    return {
+      ...this.groupRef(g),
+      fqdn: `${g.id}.gb1.brightbox.com`,
+      account: this.account(),
+      firewall_policy: policy ? this.policyRef(policy) : null,
+      servers: g.servers.flatMap((id) => {
+        const s = this.servers.get(id);
+        return s ? [this.serverRef(s)] : [];
+      }),
+    };
+  }
+
+  private policyRef(p: SimFirewallPolicy) {
+    return {
+      id: p.id,
+      resource_type: 'firewall_policy',
+      url: this.href('firewall_policies', p.id),
+      default: false,
+      name: p.name,
+      created_at: '2026-01-01T00:00:00Z',
+      description: p.description || null,
+    };
+  }
+
+  private renderPolicy(p: SimFirewallPolicy) {
+    const group = p.serverGroup ? this.serverGroups.get(p.serverGroup) : undefined;
+    return {
+      ...this.policyRef(p),
+      account: this.account(),
+      server_group: group ? this.groupRef(group) : null,
+      rules: [...this.firewallRules.values()].filter((r) => r.policy === p.id).map((r) => this.ruleRef(r)),
+    };
+  }
+
+  private ruleRef(r: SimFirewallRule) {
+    return {
+      id: r.id,
+      resource_type: 'firewall_rule',
+      url: this.href('firewall_rules', r.id),
+      source: r.source,
+      source_port: r.sourcePort,
+      destination: r.destination,
+      destination_port: r.destinationPort,
+      protocol: r.protocol,
+      icmp_type_name: r.icmpTypeName,
+      description: r.description,
+      created_at: '2026-01-01T00:00:00Z',
+    };
+  }
+
+  private renderRule(r: SimFirewallRule) {
+    const policy = this.firewallPolicies.get(r.policy);
+    return { ...this.ruleRef(r), firewall_policy: policy ? this.policyRef(policy) : null };
+  }
+
+  // --- resources ----------------------------------------------------------------------------------
+
+  private find<T>(map: Map<string, T>, id: string, what: string): T {
+    const found = map.get(id);
+    if (!found) throw missing(`${what} ${id}`);
+    return found;
+  }
+
+  private cloudIPRoute(
+    method: string,
+    id?: string,
+    action?: string,
+    body: Record<string, unknown> = {},
+  ): [number, unknown] {
+    if (!id) {
+      if (method === 'GET') return [200, [...this.cloudIPs.values()].map((c) => this.renderCloudIP(c))];
+      if (method === 'POST') {
+        allowOnly(body, ['name', 'reverse_dns', 'port_translators', 'mode']);
+        const cip = this.addCloudIP({ name: optionalString(body, 'name') ?? '' });
+        const reverse = optionalString(body, 'reverse_dns');
+        if (reverse) cip.reverseDNS = reverse;
+        return [202, this.renderCloudIP(cip)];
+      }
+      return [405, { error_name: 'method_not_allowed', errors: [method] }];
+    }
+    const cip = this.find(this.cloudIPs, id, 'cloud IP');
+    if (action === 'map' && method === 'POST') {
+      allowOnly(body, ['destination']);
+      const destination = requiredString(body, 'destination');
+      if (cip.mappedTo) throw invalid(`Cloud IP ${cip.id} is already mapped; unmap it first`);
+      if (destination.startsWith('lba-')) {
+        const lb = this.find(this.loadBalancers, destination, 'load balancer');
+        if (lb.status === 'deleting' || lb.status === 'deleted')
+          throw invalid(`Load balancer ${lb.id} is ${lb.status}`);
+      } else if (destination.startsWith('int-') || destination.startsWith('srv-')) {
+        const server = destination.startsWith('srv-')
+          ? this.find(this.servers, destination, 'server')
+          : [...this.servers.values()].find((s) => s.interfaces.some((i) => i.id === destination));
+        if (!server?.interfaces[0]) throw missing(`interface ${destination}`);
+        cip.mappedTo = destination.startsWith('srv-') ? server.interfaces[0].id : destination;
+        return [202, this.renderCloudIP(cip)];
+      } else {
+        throw invalid(`${destination} cannot receive a cloud IP`);
+      }
+      cip.mappedTo = destination;
+      return [202, this.renderCloudIP(cip)];
+    }
+    if (action === 'unmap' && method === 'POST') {
+      allowOnly(body, []);
+      if (!cip.mappedTo) throw invalid(`Cloud IP ${cip.id} is not mapped`);
+      cip.mappedTo = undefined;
+      return [202, this.renderCloudIP(cip)];
+    }
+    if (action) return [404, 'Not Found'];
+    if (method === 'GET') return [200, this.renderCloudIP(cip)];
+    if (method === 'PUT') {
+      allowOnly(body, ['name', 'reverse_dns', 'port_translators']);
+      const name = optionalString(body, 'name');
+      if (name !== undefined) cip.name = name;
+      return [200, this.renderCloudIP(cip)];
+    }
+    if (method === 'DELETE') {
+      if (cip.mappedTo) throw invalid(`Cloud IP ${cip.id} is mapped; unmap it before destroying it`);
+      this.cloudIPs.delete(cip.id);
+      return [202, undefined];
+    }
+    return [405, { error_name: 'method_not_allowed', errors: [method] }];
+  }
+
+  /** A read of a load balancer moves it along: creating → active, deleting → gone. */
+  private advance(lb: SimLoadBalancer): SimLoadBalancer | undefined {
+    if (lb.status === 'creating' || lb.status === 'deleting') {
+      if (lb.readsLeft > 0) {
+        lb.readsLeft--;
+        return lb;
+      }
+      if (lb.status === 'creating') lb.status = 'active';
+      else {
+        this.loadBalancers.delete(lb.id);
+        return undefined;
+      }
+    }
+    return lb;
+  }
+
+  private loadBalancerRoute(
+    method: string,
+    id?: string,
+    action?: string,
+    body: Record<string, unknown> = {},
+  ): [number, unknown] {
+    if (!id) {
+      if (method === 'GET') {
+        const all = [...this.loadBalancers.values()].flatMap((lb) => {
+          const current = this.advance(lb);
+          return current ? [this.renderLoadBalancer(current)] : [];
+        });
+        return [200, all];
+      }
+      if (method === 'POST') {
+        const lb = this.buildLoadBalancer(body, undefined);
+        this.loadBalancers.set(lb.id, lb);
+        return [202, this.renderLoadBalancer(lb)];
+      }
+      return [405, { error_name: 'method_not_allowed', errors: [method] }];
+    }
+    if (action) return [404, 'Not Found'];
+    const found = this.find(this.loadBalancers, id, 'load balancer');
+    if (method === 'GET') {
+      const lb = this.advance(found);
+      if (!lb) throw missing(`load balancer ${id}`);
+      return [200, this.renderLoadBalancer(lb)];
+    }
+    if (method === 'PUT') {
+      if (found.status !== 'active') throw invalid(`Load balancer ${found.id} is ${found.status}`);
+      const updated = this.buildLoadBalancer(body, found);
+      this.loadBalancers.set(updated.id, updated);
+      return [202, this.renderLoadBalancer(updated)];
+    }
+    if (method === 'DELETE') {
+      if (found.status === 'deleting' || found.status === 'deleted')
+        throw invalid(`Load balancer ${id} is ${found.status}`);
+      found.status = 'deleting';
+      found.readsLeft = 1;
+      for (const c of this.cloudIPs.values()) if (c.mappedTo === found.id) c.mappedTo = undefined;
+      return [202, this.renderLoadBalancer(found)];
+    }
+    return [405, { error_name: 'method_not_allowed', errors: [method] }];
+  }
+
+  private buildLoadBalancer(
+    body: Record<string, unknown>,
+    current: SimLoadBalancer | undefined,
+  ): SimLoadBalancer {
+    allowOnly(body, [
+      'name',
+      'nodes',
+      'policy',
+      'listeners',
+      'healthcheck',
+      'domains',
+      'certificate_pem',
+      'certificate_private_key',
+      'ssl_minimum_version',
+      'https_redirect',
+      'buffer_size',
+    ]);
+    const lb: SimLoadBalancer = current
+      ? { ...current }
+      : {
+          id: this.nextID('lba'),
+          name: '',
+          status: 'creating',
+          policy: 'least-connections',
+          httpsRedirect: false,
+          domains: [],
+          listeners: [],
+          healthcheck: {
+            type: 'tcp',
+            port: 0,
+            request: '/',
+            interval: 5000,
+            timeout: 5000,
+            threshold_up: 3,
+            threshold_down: 3,
+          },
+          nodes: [],
+          readsLeft: this.lbCreatingReads,
+        };
+    const name = optionalString(body, 'name');
+    if (name !== undefined) lb.name = name;
+    if (body.policy !== undefined) lb.policy = oneOf(body.policy, POLICIES, 'policy');
+    if (body.https_redirect !== undefined) {
+      if (typeof body.https_redirect !== 'boolean') throw invalid('https_redirect must be true or false');
+      lb.httpsRedirect = body.https_redirect;
+    }
+    if (body.domains !== undefined) {
+      if (!Array.isArray(body.domains) || body.domains.some((d) => typeof d !== 'string' || d === '')) {
+        throw invalid('domains must be a list of names');
+      }
+      lb.domains = body.domains as string[];
+    }
+    if (body.nodes !== undefined) {
+      if (!Array.isArray(body.nodes)) throw invalid('nodes must be a list');
+      lb.nodes = body.nodes.map((n) => {
+        const node = asObject(n, 'node');
+        allowOnly(node, ['node']);
+        const id = requiredString(node, 'node');
+        const server = this.servers.get(id);
+        if (!server || server.status === 'deleted')
+          throw invalid(`Node ${id} is not a server of this account`);
+        return id;
+      });
+      if (new Set(lb.nodes).size !== lb.nodes.length) throw invalid('nodes lists a server twice');
+    }
+    if (body.listeners !== undefined) {
+      if (!Array.isArray(body.listeners)) throw invalid('listeners must be a list');
+      lb.listeners = body.listeners.map((l) => {
+        const listener = asObject(l, 'listener');
+        allowOnly(listener, ['protocol', 'in', 'out', 'timeout', 'proxy_protocol']);
+        return {
+          protocol: oneOf(listener.protocol, LISTENER_PROTOCOLS, 'listener protocol'),
+          in: port(listener.in, 'listener in'),
+          out: port(listener.out, 'listener out'),
+          timeout: listener.timeout === undefined ? 50000 : positive(listener.timeout, 'listener timeout'),
+          proxy_protocol:
+            listener.proxy_protocol === undefined || listener.proxy_protocol === null
+              ? null
+              : oneOf(listener.proxy_protocol, PROXY_PROTOCOLS, 'proxy_protocol'),
+        };
+      });
+      if (new Set(lb.listeners.map((l) => l.in)).size !== lb.listeners.length) {
+        throw invalid('two listeners share an incoming port');
+      }
+    }
+    if (body.healthcheck !== undefined) {
+      const hc = asObject(body.healthcheck, 'healthcheck');
+      allowOnly(hc, ['type', 'port', 'request', 'interval', 'timeout', 'threshold_up', 'threshold_down']);
+      lb.healthcheck = {
+        type: oneOf(hc.type, HEALTHCHECK_TYPES, 'healthcheck type'),
+        port: port(hc.port, 'healthcheck port'),
+        request: hc.request === undefined ? '/' : requiredString(hc, 'request'),
+        interval: hc.interval === undefined ? 5000 : positive(hc.interval, 'healthcheck interval'),
+        timeout: hc.timeout === undefined ? 5000 : positive(hc.timeout, 'healthcheck timeout'),
+        threshold_up: hc.threshold_up === undefined ? 3 : positive(hc.threshold_up, 'threshold_up'),
+        threshold_down: hc.threshold_down === undefined ? 3 : positive(hc.threshold_down, 'threshold_down'),
+      };
+    }
+    if (lb.listeners.length === 0) throw invalid('A load balancer needs at least one listener');
+    if (lb.healthcheck.port === 0) throw invalid('healthcheck is required');
+    if (
+      lb.listeners.some((l) => l.protocol === 'https') &&
+      lb.domains.length === 0 &&
+      body.certificate_pem === undefined
+    ) {
+      throw invalid("An https listener needs domains (Let's Encrypt) or a certificate");
+    }
+    return lb;
+  }
+
+  private serverGroupRoute(
+    method: string,
+    id?: string,
+    action?: string,
+    body: Record<string, unknown> = {},
+  ): [number, unknown] {
+    if (!id) {
+      if (method === 'GET') return [200, [...this.serverGroups.values()].map((g) => this.renderGroup(g))];
+      if (method === 'POST') {
+        allowOnly(body, ['name', 'description']);
+        const group = this.addServerGroup({
+          name: optionalString(body, 'name') ?? '',
+          description: optionalString(body, 'description') ?? '',
+        });
+        return [202, this.renderGroup(group)];
+      }
+      return [405, { error_name: 'method_not_allowed', errors: [method] }];
+    }
+    const group = this.find(this.serverGroups, id, 'server group');
+    if ((action === 'add_servers' || action === 'remove_servers') && method === 'POST') {
+      allowOnly(body, ['servers']);
+      if (!Array.isArray(body.servers) || body.servers.length === 0)
+        throw invalid('servers must be a non-empty list');
+      const ids = body.servers.map((s) => {
+        const member = asObject(s, 'server');
+        allowOnly(member, ['server']);
+        const serverID = requiredString(member, 'server');
+        if (!this.servers.has(serverID)) throw invalid(`Server ${serverID} is not a server of this account`);
+        return serverID;
+      });
+      if (action === 'add_servers') {
+        for (const s of ids)
+          if (group.servers.includes(s)) throw invalid(`Server ${s} is already in ${group.id}`);
+        group.servers.push(...ids);
+      } else {
+        for (const s of ids)
+          if (!group.servers.includes(s)) throw invalid(`Server ${s} is not in ${group.id}`);
+        group.servers = group.servers.filter((s) => !ids.includes(s));
+      }
+      return [202, this.renderGroup(group)];
+    }
+    if (action) return [404, 'Not Found'];
+    if (method === 'GET') return [200, this.renderGroup(group)];
+    if (method === 'PUT') {
+      allowOnly(body, ['name', 'description']);
+      const name = optionalString(body, 'name');
+      const description = optionalString(body, 'description');
+      if (name !== undefined) group.name = name;
+      if (description !== undefined) group.description = description;
+      return [200, this.renderGroup(group)];
+    }
+    if (method === 'DELETE') {
+      if (group.isDefault) throw invalid('The default server group cannot be destroyed');
+      if ([...this.firewallPolicies.values()].some((p) => p.serverGroup === group.id)) {
+        throw invalid(`Server group ${group.id} has a firewall policy applied; remove it first`);
+      }
+      this.serverGroups.delete(group.id);
+      return [202, undefined];
+    }
+    return [405, { error_name: 'method_not_allowed', errors: [method] }];
+  }
+
+  private firewallPolicyRoute(
+    method: string,
+    id?: string,
+    action?: string,
+    body: Record<string, unknown> = {},
+  ): [number, unknown] {
+    const checkGroup = (groupID: string | undefined, self?: string) => {
+      if (groupID === undefined) return;
+      this.find(this.serverGroups, groupID, 'server group');
+      const other = [...this.firewallPolicies.values()].find(
+        (p) => p.serverGroup === groupID && p.id !== self,
+      );
+      if (other) throw invalid(`Server group ${groupID} already has firewall policy ${other.id}`);
+    };
+    if (!id) {
+      if (method === 'GET')
+        return [200, [...this.firewallPolicies.values()].map((p) => this.renderPolicy(p))];
+      if (method === 'POST') {
+        allowOnly(body, ['name', 'description', 'server_group']);
+        const serverGroup = optionalString(body, 'server_group');
+        checkGroup(serverGroup);
+        const policy = this.addFirewallPolicy({
+          name: optionalString(body, 'name') ?? '',
+          description: optionalString(body, 'description') ?? '',
+          ...(serverGroup ? { serverGroup } : {}),
+        });
+        return [202, this.renderPolicy(policy)];
+      }
+      return [405, { error_name: 'method_not_allowed', errors: [method] }];
+    }
+    if (action) return [404, 'Not Found'];
+    const policy = this.find(this.firewallPolicies, id, 'firewall policy');
+    if (method === 'GET') return [200, this.renderPolicy(policy)];
+    if (method === 'PUT') {
+      allowOnly(body, ['name', 'description', 'server_group']);
+      const serverGroup = optionalString(body, 'server_group');
+      checkGroup(serverGroup, policy.id);
+      const name = optionalString(body, 'name');
+      const description = optionalString(body, 'description');
+      if (name !== undefined) policy.name = name;
+      if (description !== undefined) policy.description = description;
+      if (serverGroup !== undefined) policy.serverGroup = serverGroup;
+      return [200, this.renderPolicy(policy)];
+    }
+    if (method === 'DELETE') {
+      this.firewallPolicies.delete(policy.id);
+      for (const r of [...this.firewallRules.values()])
+        if (r.policy === policy.id) this.firewallRules.delete(r.id);
+      return [202, undefined];
+    }
+    return [405, { error_name: 'method_not_allowed', errors: [method] }];
+  }
+
+  private firewallRuleRoute(
+    method: string,
+    id?: string,
+    action?: string,
+    body: Record<string, unknown> = {},
+  ): [number, unknown] {
+    const fields = [
+      'protocol',
+      'source',
+      'source_port',
+      'destination',
+      'destination_port',
+      'icmp_type_name',
+      'description',
+    ];
+    const apply = (rule: SimFirewallRule) => {
+      const get = (key: string) => (body[key] === null ? null : optionalString(body, key));
+      const set = <K extends keyof SimFirewallRule>(key: K, value: SimFirewallRule[K] | undefined) => {
+        if (value !== undefined) rule[key] = value;
+      };
+      set('protocol', get('protocol'));
+      set('source', get('source'));
+      set('sourcePort', get('source_port'));
+      set('destination', get('destination'));
+      set('destinationPort', get('destination_port'));
+      set('icmpTypeName', get('icmp_type_name'));
+      set('description', get('description'));
+      if (
+        rule.protocol !== null &&
+        !['tcp', 'udp', 'icmp'].includes(rule.protocol) &&
+        !/^\d+$/.test(rule.protocol)
+      ) {
+        throw invalid(`protocol ${rule.protocol} is not tcp, udp, icmp or a protocol number`);
+      }
+      if (!rule.source && !rule.destination) throw invalid('A firewall rule needs a source or a destination');
+      const ports = rule.destinationPort ?? '';
+      if (ports && !/^\d{1,5}(-\d{1,5})?(,\d{1,5}(-\d{1,5})?)*$/.test(ports)) {
+        throw invalid(`destination_port ${ports} is not a list of ports or ranges`);
+      }
+      return rule;
+    };
+    if (!id) {
+      if (method === 'POST') {
+        allowOnly(body, ['firewall_policy', ...fields]);
+        const policy = this.find(
+          this.firewallPolicies,
+          requiredString(body, 'firewall_policy'),
+          'firewall policy',
+        );
+        const rule = apply({
+          id: this.nextID('fwr'),
+          policy: policy.id,
+          protocol: null,
+          source: null,
+          sourcePort: null,
+          destination: null,
+          destinationPort: null,
+          icmpTypeName: null,
+          description: null,
+        });
+        this.firewallRules.set(rule.id, rule);
+        return [202, this.renderRule(rule)];
+      }
+      return [405, { error_name: 'method_not_allowed', errors: [method] }];
+    }
+    if (action) return [404, 'Not Found'];
+    const rule = this.find(this.firewallRules, id, 'firewall rule');
+    if (method === 'GET') return [200, this.renderRule(rule)];
+    if (method === 'PUT') {
+      allowOnly(body, fields);
+      const updated = apply({ ...rule });
+      this.firewallRules.set(rule.id, updated);
+      return [200, this.renderRule(updated)];
+    }
+    if (method === 'DELETE') {
+      this.firewallRules.delete(rule.id);
+      return [202, undefined];
+    }
+    return [405, { error_name: 'method_not_allowed', errors: [method] }];
+  }
+}
+
+function allowOnly(body: Record<string, unknown>, keys: string[]): void {
+  const unknown = Object.keys(body).filter((k) => !keys.includes(k));
+  if (unknown.length > 0) throw badParams(`Unknown parameters: ${unknown.join(', ')}`);
+}
+
+function asObject(value: unknown, what: string): Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw invalid(`${what} must be an object`);
+  return value as Record<string, unknown>;
+}
+
+function optionalString(body: Record<string, unknown>, key: string): string | undefined {
+  const value = body[key];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw invalid(`${key} must be a string`);
+  return value;
+}
+
+function requiredString(body: Record<string, unknown>, key: string): string {
+  const value = optionalString(body, key);
+  if (!value) throw invalid(`${key} is required`);
+  return value;
+}
+
+function oneOf(value: unknown, allowed: string[], what: string): string {
+  if (typeof value !== 'string' || !allowed.includes(value)) {
+    throw invalid(`${what} must be one of ${allowed.join(', ')}`);
+  }
+  return value;
+}
+
+function port(value: unknown, what: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 65535) {
+    throw invalid(`${what} must be a port number`);
+  }
+  return value;
+}
+
+function positive(value: unknown, what: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 2 ** 32 - 1) {
+    throw invalid(`${what} must be a positive number`);
+  }
+  return value;
+}
+
+export async function startBrightboxSimulator(options?: SimulatorOptions): Promise<BrightboxSimulator> {
+  return new BrightboxSimulator(options).start();
+}

@@ -1,0 +1,113 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { regionOfZone } from '../../../../src/providers/brightbox/instances.js';
+import {
+  InvalidConfigError,
+  NotFoundError,
+  RetryableError,
+  UnauthorizedError,
+} from '../../../../src/providers/errors.js';
+import type { Instances } from '../../../../src/providers/types.js';
+import { type BrightboxSimulator, startBrightboxSimulator } from '../../../clouds/brightbox/simulator.js';
+import { provider } from './helpers.js';
+
+let sim: BrightboxSimulator;
+let instances: Instances;
+beforeEach(async () => {
+  sim = await startBrightboxSimulator();
+  instances = provider(sim).instances;
+});
+afterEach(async () => {
+  await sim.close();
+});
+
+describe('Brightbox instances', () => {
+  it("lists servers with provider ID, zone, region, type and the official controller's addresses", async () => {
+    const web = sim.addServer({
+      id: 'srv-web01',
+      name: 'web-1',
+      zone: 'gb1-b',
+      serverType: '4gb.ssd',
+      ipv4: '10.240.0.5',
+      ipv6: '2a02:1348:17c:1::5',
+    });
+    const cip = sim.addCloudIP({ mappedTo: web.interfaces[0]?.id, publicIPv4: '109.107.35.1' });
+    sim.addServer({ id: 'srv-off01', status: 'inactive' });
+    sim.addServer({ id: 'srv-del01', status: 'deleted' });
+    sim.addServer({ id: 'srv-new01', status: 'creating' });
+
+    const list = await instances.list();
+    expect(sim.count('GET', '/1.0/servers')).toBe(1);
+    expect(list[0]).toEqual({
+      providerID: 'brightbox://srv-web01',
+      name: 'web-1',
+      state: 'running',
+      type: '4gb.ssd',
+      zone: 'gb1-b',
+      region: 'gb1',
+      addresses: [
+        { type: 'Hostname', address: 'srv-web01' },
+        { type: 'ExternalDNS', address: 'srv-web01.gb1.brightbox.com' },
+        { type: 'ExternalIP', address: '10.240.0.5' },
+        { type: 'ExternalIP', address: '2a02:1348:17c:1::5' },
+        { type: 'ExternalIP', address: '109.107.35.1' },
+        { type: 'ExternalDNS', address: `${cip.id}.gb1.brightbox.com` },
+      ],
+      labels: {},
+    });
+    expect(list.map((i) => [i.providerID, i.state])).toEqual([
+      ['brightbox://srv-web01', 'running'],
+      ['brightbox://srv-off01', 'stopped'],
+      ['brightbox://srv-del01', 'gone'],
+      ['brightbox://srv-new01', 'stopped'],
+    ]);
+  });
+
+  it('throws on a failed listing instead of returning part of it', async () => {
+    sim.addServer();
+    sim.inject({ path: '/1.0/servers', status: 500 });
+    await expect(instances.list()).rejects.toBeInstanceOf(RetryableError);
+  });
+
+  it('gets one server; inactive is stopped, never gone', async () => {
+    sim.addServer({ id: 'srv-off01', status: 'inactive' });
+    await expect(instances.get('brightbox://srv-off01')).resolves.toMatchObject({ state: 'stopped' });
+  });
+
+  it("answers not found only for Brightbox's own 404 and for a deleted server", async () => {
+    sim.addServer({ id: 'srv-del01', status: 'deleted' });
+    await expect(instances.get('brightbox://srv-gone1')).rejects.toBeInstanceOf(NotFoundError);
+    await expect(instances.get('brightbox://srv-del01')).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  it('never reads an auth error, an outage or a foreign 404 as gone', async () => {
+    sim.addServer({ id: 'srv-abcde' });
+    sim.inject({
+      path: '/1.0/servers/srv-abcde',
+      status: 403,
+      body: { error_name: 'forbidden', errors: ['no'] },
+    });
+    await expect(instances.get('brightbox://srv-abcde')).rejects.toBeInstanceOf(UnauthorizedError);
+    sim.inject({ path: '/1.0/servers/srv-abcde', status: 502 });
+    await expect(instances.get('brightbox://srv-abcde')).rejects.toBeInstanceOf(RetryableError);
+    sim.inject({ path: '/1.0/servers/srv-abcde', status: 404, body: 'Not Found' });
+    await expect(instances.get('brightbox://srv-abcde')).rejects.toBeInstanceOf(InvalidConfigError);
+  });
+
+  it('refuses a provider ID that is not brightbox://srv-xxxxx, without calling the API', async () => {
+    for (const id of [
+      'digitalocean://123',
+      'brightbox://lba-abcde',
+      'brightbox://x/srv-abcde',
+      'brightbox://srv-ABCDE',
+    ]) {
+      await expect(instances.get(id)).rejects.toBeInstanceOf(InvalidConfigError);
+    }
+    expect(sim.requests).toEqual([]);
+  });
+
+  it('derives the region from the zone handle', () => {
+    expect(regionOfZone('gb1-a')).toBe('gb1');
+    expect(regionOfZone('gb1s-b')).toBe('gb1s');
+    expect(regionOfZone('gb1')).toBe('gb1');
+  });
+});
