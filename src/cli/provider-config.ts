@@ -15,14 +15,21 @@ export function resolveProviderValues(
   definition: ProviderDefinition,
   flags: ProviderFlags,
   env: Readonly<Record<string, string | undefined>>,
+  secret?: Readonly<Record<string, string>>,
 ): ProviderValues {
   const values: Record<string, string | undefined> = {};
   for (const field of definition.credentials.fields) {
     const fromFlag = field.key === definition.configFileField ? flags['cloud-config'] : undefined;
+    // A Secret named with --credentials-secret holds the values under the official controller's keys.
+    const fromSecret = field.secretKey ? nonEmpty(secret?.[field.secretKey]) : undefined;
     const fromEnv = field.env.map((name) => env[name]).find((v) => v !== undefined && v !== '');
-    values[field.key] = fromFlag ?? fromEnv;
+    values[field.key] = fromFlag ?? fromSecret ?? fromEnv;
   }
   return values;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value?.trim() ? value.trim() : undefined;
 }
 
 export async function providerFromFlags(
