@@ -181,39 +181,8 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     },
   });
 
-  // The credentials must work: one cheap call (or the first listing) before anything is written.
-  if (holder.current.verifyCredentials) {
-    try {
-      await holder.current.verifyCredentials();
-    } catch (err) {
-      if (isFatalCloudError(err)) throw err;
-      log.warn(
-        `the cloud did not answer at start-up (${(err as Error).message}); continuing, it is asked again`,
-      );
-    }
-  } else {
-    await cloud.refreshIfOlderThan(0);
-    if (isFatalCloudError(cloud.lastError)) throw cloud.lastError;
-  }
-
-  // --- informers, health, metrics ---------------------------------------------------------------
+  // --- health and metrics, served from the start (readiness waits for the caches) -------------
   const informers: ControllerContext['informers'] = {} as ControllerContext['informers'];
-  const makeInformer = <T>(options: Omit<InformerOptions<T>, 'transport'>): Informer<T> => {
-    const informer = createInformer<T>({
-      transport,
-      log,
-      onRestart: (reason) => metrics.watchRestarts.inc({ resource: options.resource, reason }),
-      ...options,
-    });
-    (informers as Record<string, Informer<unknown>>)[options.resource] = informer as Informer<unknown>;
-    informer.start();
-    return informer;
-  };
-  nodes = makeInformer({ path: '/api/v1/nodes', resource: 'nodes', slim: slimNode });
-  const countNodes = () => metrics.cachedNodes.set(nodes?.size ?? 0);
-  nodes.on('add', countNodes);
-  nodes.on('delete', countNodes);
-
   let leading = !input.leaderElect;
   metrics.leader.set(leading ? 1 : 0);
   let serving: Serving | undefined;
@@ -254,13 +223,44 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
         ],
       });
     } catch (err) {
-      await nodes.stop();
       throw new UsageError(
         `cannot serve on ${input.bindAddress}:${input.securePort} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); pick another --secure-port or --bind-address`,
       );
     }
     log.info(`serving /healthz, /readyz and /metrics on ${serving.url}`);
   }
+
+  // The credentials must work: one cheap call (or the first listing) before anything is written.
+  if (holder.current.verifyCredentials) {
+    try {
+      await holder.current.verifyCredentials();
+    } catch (err) {
+      if (isFatalCloudError(err)) throw err;
+      log.warn(
+        `the cloud did not answer at start-up (${(err as Error).message}); continuing, it is asked again`,
+      );
+    }
+  } else {
+    await cloud.refreshIfOlderThan(0);
+    if (isFatalCloudError(cloud.lastError)) throw cloud.lastError;
+  }
+
+  // --- informers --------------------------------------------------------------------------------
+  const makeInformer = <T>(options: Omit<InformerOptions<T>, 'transport'>): Informer<T> => {
+    const informer = createInformer<T>({
+      transport,
+      log,
+      onRestart: (reason) => metrics.watchRestarts.inc({ resource: options.resource, reason }),
+      ...options,
+    });
+    (informers as Record<string, Informer<unknown>>)[options.resource] = informer as Informer<unknown>;
+    informer.start();
+    return informer;
+  };
+  nodes = makeInformer({ path: '/api/v1/nodes', resource: 'nodes', slim: slimNode });
+  const countNodes = () => metrics.cachedNodes.set(nodes?.size ?? 0);
+  nodes.on('add', countNodes);
+  nodes.on('delete', countNodes);
 
   // --- controllers, while leading -----------------------------------------------------------------
   const stopper = new AbortController();

@@ -25,6 +25,7 @@ export class InstanceCache {
   private pending?: Promise<CloudView>;
   private lastStart = Number.NEGATIVE_INFINITY;
   private failures = 0;
+  private completed = 0;
   /** The error of the last listing, when it failed. */
   lastError?: unknown;
   private readonly minIntervalMs: number;
@@ -45,8 +46,9 @@ export class InstanceCache {
     return this.lastStart;
   }
 
+  /** Whether a listing has completed (successfully or not). */
   get hasListed(): boolean {
-    return this.lastStart > Number.NEGATIVE_INFINITY && !this.inFlight;
+    return this.completed > 0;
   }
 
   /**
@@ -63,14 +65,18 @@ export class InstanceCache {
   /** A refresh for a cache miss: coalesced, and never more than one per `minIntervalMs`. */
   requestRefresh(): Promise<CloudView> {
     if (this.pending) return this.pending;
-    this.pending = (async () => {
+    let pending: Promise<CloudView> | undefined;
+    pending = (async () => {
+      await Promise.resolve();
       if (this.inFlight) await this.inFlight;
       const wait = this.lastStart + this.minIntervalMs - this.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      this.pending = undefined;
+      // From here on, a new request waits for the next listing, not this one.
+      if (this.pending === pending) this.pending = undefined;
       return this.inFlight ?? this.start();
     })();
-    return this.pending;
+    this.pending = pending;
+    return pending as Promise<CloudView>;
   }
 
   private start(): Promise<CloudView> {
@@ -82,6 +88,7 @@ export class InstanceCache {
         (error: unknown): ListingOutcome => ({ error }),
       )
       .then((outcome) => {
+        this.completed++;
         this.failures = 'error' in outcome ? this.failures + 1 : 0;
         this.lastError = 'error' in outcome ? outcome.error : undefined;
         this.current = viewOf(outcome, this.options.nodes());

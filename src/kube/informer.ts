@@ -13,7 +13,7 @@
  * from it (bookmarks on, server-side timeoutSeconds of 5–10 min) keeps it current and is re-opened
  * from the last seen resourceVersion when the server ends it. 410 Gone → relist (handlers see the
  * difference as add/update/delete). Any other failure → the same again after an exponential backoff
- * (0.8 s doubling to 30 s). A watch silent for longer than `stallMs` is presumed dead and restarted.
+ (0.8 s doubling to 10 s). A watch silent for longer than `stallMs` is presumed dead and restarted.
  * Each restart is counted by reason (`onRestart`); failures are logged once per change of state.
  */
 import type { Logger } from 'pino';
@@ -95,7 +95,7 @@ export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
   };
   const stopper = new AbortController();
   const sleep = options.sleep ?? defaultSleep;
-  const backoff = options.backoff ?? { initialMs: 800, maxMs: 30_000 };
+  const backoff = options.backoff ?? { initialMs: 800, maxMs: 10_000 };
   const stallMs = options.stallMs ?? 150_000;
   const pageSize = options.pageSize ?? 500;
   const timeoutSeconds = options.watchTimeoutSeconds ?? (() => 300 + Math.floor(Math.random() * 300));
