@@ -135,7 +135,8 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   let elector: LeaderElector | undefined;
   const transport = new KubeTransport(auth, {
     userAgent: `ccm (${identity})`,
-    mayWrite: () => !stopping && (elector ? elector.isLeader() : true),
+    // Only leadership gates writes: a graceful shutdown lets in-flight writes finish.
+    mayWrite: () => (elector ? elector.isLeader() : true),
     onReachable: (reachable, detail) => {
       if (reachable) log.info('the Kubernetes API server answers again');
       else
@@ -231,18 +232,21 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   }
 
   // The credentials must work: one cheap call (or the first listing) before anything is written.
-  if (holder.current.verifyCredentials) {
-    try {
-      await holder.current.verifyCredentials();
-    } catch (err) {
-      if (isFatalCloudError(err)) throw err;
-      log.warn(
-        `the cloud did not answer at start-up (${(err as Error).message}); continuing, it is asked again`,
-      );
+  try {
+    if (holder.current.verifyCredentials) {
+      try {
+        await holder.current.verifyCredentials();
+      } catch (err) {
+        if (isFatalCloudError(err)) throw err;
+        log.warn(`the cloud did not answer at start-up (${(err as Error).message}); continuing, it is asked again`);
+      }
+    } else {
+      await cloud.refreshIfOlderThan(0);
+      if (isFatalCloudError(cloud.lastError)) throw cloud.lastError;
     }
-  } else {
-    await cloud.refreshIfOlderThan(0);
-    if (isFatalCloudError(cloud.lastError)) throw cloud.lastError;
+  } catch (err) {
+    await serving?.close();
+    throw err;
   }
 
   // --- informers --------------------------------------------------------------------------------
