@@ -16,6 +16,7 @@ export function resolveProviderValues(
   definition: ProviderDefinition,
   flags: ProviderFlags,
   env: Readonly<Record<string, string | undefined>>,
+  secret?: Readonly<Record<string, string>>,
 ): ProviderValues {
   const values: Record<string, string | undefined> = {};
   for (const field of definition.credentials.fields) {
@@ -25,10 +26,16 @@ export function resolveProviderValues(
         : field.key === definition.apiUrlField
           ? flags['cloud-api-url']
           : undefined;
+    // A Secret named with --credentials-secret holds the values under the official controller's keys.
+    const fromSecret = field.secretKey ? nonEmpty(secret?.[field.secretKey]) : undefined;
     const fromEnv = field.env.map((name) => env[name]).find((v) => v !== undefined && v !== '');
-    values[field.key] = fromFlag ?? fromEnv;
+    values[field.key] = fromFlag ?? fromSecret ?? fromEnv;
   }
   return values;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value?.trim() ? value.trim() : undefined;
 }
 
 export async function providerFromFlags(
