@@ -238,7 +238,9 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
         await holder.current.verifyCredentials();
       } catch (err) {
         if (isFatalCloudError(err)) throw err;
-        log.warn(`the cloud did not answer at start-up (${(err as Error).message}); continuing, it is asked again`);
+        log.warn(
+          `the cloud did not answer at start-up (${(err as Error).message}); continuing, it is asked again`,
+        );
       }
     } else {
       await cloud.refreshIfOlderThan(0);

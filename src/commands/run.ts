@@ -13,7 +13,7 @@ function duration(flag: string, value: string, min = 1): number {
 
 export default class Run extends BaseCommand {
   static override summary =
-    'Run the cloud controller: node initialisation, node lifecycle (and load balancers)';
+    'Run the cloud controller: node initialisation, node lifecycle and load balancers';
   static override description = [
     'The long-running controller, as a Deployment runs it or a person runs it in a terminal. Watches Nodes, initialises tainted ones as they appear, keeps labels and addresses in step with the cloud, taints Nodes whose instance is shut down and deletes Nodes whose instance the cloud positively reports as gone, with the same rules as `ccm nodes init`.',
     'Only the replica holding the leader Lease writes. /healthz, /readyz and /metrics are served on --bind-address:--secure-port. SIGTERM or SIGINT: stop, finish in-flight writes, release the Lease, exit 0.',
@@ -97,6 +97,20 @@ export default class Run extends BaseCommand {
       description: 'Key of --tls-cert-file',
       dependsOn: ['tls-cert-file'],
     }),
+    'concurrent-service-syncs': Flags.integer({
+      description: 'LoadBalancer Services synced in parallel',
+      default: 1,
+      min: 1,
+      max: 64,
+    }),
+    'load-balancer-class': Flags.string({
+      description:
+        'Also own LoadBalancer Services of this spec.loadBalancerClass (Services without a class are always ours)',
+    }),
+    'cluster-name': Flags.string({
+      description:
+        'Identity in the ownership tag of cloud resources ccm creates (default: derived from the kube-system namespace UID, unique per cluster)',
+    }),
     'credentials-secret': Flags.string({
       description: "Read the provider's credentials from this Secret (namespace/name), re-read on change",
     }),
@@ -127,6 +141,9 @@ export default class Run extends BaseCommand {
         ...(flags['cloud-list-period']
           ? { cloudListPeriodMs: duration('cloud-list-period', flags['cloud-list-period']) }
           : {}),
+        concurrentServiceSyncs: flags['concurrent-service-syncs'],
+        ...(flags['load-balancer-class'] ? { loadBalancerClass: flags['load-balancer-class'] } : {}),
+        ...(flags['cluster-name'] ? { clusterName: flags['cluster-name'] } : {}),
       },
       cloudQps: qps,
       cloudBurst: flags['cloud-burst'],

@@ -1,5 +1,5 @@
 import { isProviderError } from '../providers/errors.js';
-import type { LoadBalancers, Provider } from '../providers/types.js';
+import type { LoadBalancerRequest, LoadBalancers, Provider } from '../providers/types.js';
 import type { Metrics } from './metrics.js';
 
 /**
@@ -82,13 +82,26 @@ export function budgetedProvider(holder: ProviderHolder, bucket: TokenBucket, me
     }
   };
   const lb = holder.current.loadBalancers;
+  // A provider re-created on a config reload starts empty: it is shown what its predecessor was
+  // shown (e.g. Cloudlycke's allocations, recorded on the Services) before its first call.
+  let observed: { services: readonly LoadBalancerRequest[]; by: Provider } | undefined;
+  const balancers = (p: Provider): LoadBalancers => {
+    const current = p.loadBalancers as LoadBalancers;
+    if (observed && observed.by !== p) {
+      current.observe?.(observed.services);
+      observed = { services: observed.services, by: p };
+    }
+    return current;
+  };
   const loadBalancers: LoadBalancers | undefined = lb && {
-    get: (req, signal) => call('lb_get', (p) => (p.loadBalancers as LoadBalancers).get(req, signal)),
-    ensure: (req, signal) => call('lb_ensure', (p) => (p.loadBalancers as LoadBalancers).ensure(req, signal)),
-    updateNodes: (req, signal) =>
-      call('lb_update_nodes', (p) => (p.loadBalancers as LoadBalancers).updateNodes(req, signal)),
-    delete: (req, signal) => call('lb_delete', (p) => (p.loadBalancers as LoadBalancers).delete(req, signal)),
-    ...(lb.observe ? { observe: (services) => holder.current.loadBalancers?.observe?.(services) } : {}),
+    get: (req, signal) => call('lb_get', (p) => balancers(p).get(req, signal)),
+    ensure: (req, signal) => call('lb_ensure', (p) => balancers(p).ensure(req, signal)),
+    updateNodes: (req, signal) => call('lb_update_nodes', (p) => balancers(p).updateNodes(req, signal)),
+    delete: (req, signal) => call('lb_delete', (p) => balancers(p).delete(req, signal)),
+    observe: (services) => {
+      observed = { services, by: holder.current };
+      holder.current.loadBalancers?.observe?.(services);
+    },
   };
   return {
     get name() {

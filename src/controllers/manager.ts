@@ -17,7 +17,7 @@
  *                     e.g. ctx.informer({ path: '/api/v1/services', resource: 'services', slim })
  *   ctx.log, ctx.metrics, ctx.options (periods, concurrency, grace), ctx.signal (aborted at shutdown)
  *
- * The `service` name is registered as an empty slot: `*` skips it while no factory fills it, and
+ * A name registered as an empty slot (registerSlot) is skipped by `*` while no factory fills it, and
  * naming it explicitly says in one line that it is not available.
  */
 import type { Logger } from 'pino';
@@ -37,6 +37,12 @@ export interface ControllerOptions {
   nodeStatusUpdateFrequencyMs: number;
   /** --cloud-list-period; undefined: 1 m while some Node is NotReady, 5 m otherwise. */
   cloudListPeriodMs?: number;
+  /** --concurrent-service-syncs: Services synced in parallel (upstream default 1). */
+  concurrentServiceSyncs?: number;
+  /** --load-balancer-class: the class owned besides Services without one. */
+  loadBalancerClass?: string;
+  /** --cluster-name: the identity in ownership tags (default: derived from the kube-system UID). */
+  clusterName?: string;
 }
 
 export interface ControllerContext {
@@ -124,7 +130,8 @@ export function selectControllers(spec: string): Selection {
 // The controllers of this build. A later one fills its slot with registerController(name, factory).
 import { cloudNodeController } from './cloud-node.js';
 import { nodeLifecycleController } from './node-lifecycle.js';
+import { serviceController } from './service-controller.js';
 
 registerController('cloud-node', cloudNodeController);
 registerController('cloud-node-lifecycle', nodeLifecycleController);
-registerSlot('service');
+registerController('service', serviceController);

@@ -1,5 +1,14 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { clusterIdentity } from '../kube/cluster-identity.js';
 import { KubeApiError } from '../kube/errors.js';
-import { type ServiceClient, type SlimService, serviceKey } from '../kube/services.js';
+import {
+  createServiceClient,
+  type ServiceClient,
+  type SlimService,
+  serviceKey,
+  slimService,
+} from '../kube/services.js';
+import { nodeName, type SlimNode } from '../kube/slim-node.js';
 import {
   EVENT_SYNC_LOAD_BALANCER_FAILED,
   EVENT_UPDATE_LOAD_BALANCER_FAILED,
@@ -7,6 +16,8 @@ import {
 } from '../kube/well-known.js';
 import { RetryableError } from '../providers/errors.js';
 import type { LoadBalancers } from '../providers/types.js';
+import type { Controller, ControllerContext } from './manager.js';
+import { WorkQueue } from './queue.js';
 import {
   type BackendCandidate,
   backendNodes,
@@ -59,6 +70,10 @@ export class ServiceController {
   private readonly managedAnnotations = new Map<string, string[]>();
   /** The last state of Services that vanished while they still wanted a load balancer. */
   private readonly tombstones = new Map<string, SlimService>();
+  /** Until start(), informer events are the initial list; start() looks at the whole store instead. */
+  private started = false;
+  /** A provider-kept annotation changed since the provider last saw every Service. */
+  private observeDue = false;
 
   constructor(private readonly deps: ServiceControllerDeps) {}
 
@@ -67,22 +82,32 @@ export class ServiceController {
    * Service of ours is checked once, quietly (a restart writes nothing to an unchanged cluster).
    */
   start(): void {
+    this.started = true;
+    for (const svc of this.observe()) this.enqueue(serviceKey(svc), 'resync');
+  }
+
+  /** Shows the provider every Service of ours, with what it recorded on them. */
+  private observe(): SlimService[] {
     const ours = [...this.deps.services.list()].filter(
       (svc) => wantsLoadBalancer(svc, this.deps.rules) || hasCleanupFinalizer(svc),
     );
     this.deps.balancers.observe?.(ours.map((svc) => describeRequest(svc, [], this.deps.rules)));
-    for (const svc of ours) this.enqueue(serviceKey(svc), 'resync');
+    this.observeDue = false;
+    return ours;
   }
 
   onServiceChange(old: SlimService | undefined, now: SlimService): void {
+    if (!this.started) return;
     const key = serviceKey(now);
     const ignored = this.managedAnnotations.get(key) ?? [];
+    if (old && ignored.some((k) => old.annotations[k] !== now.annotations[k])) this.observeDue = true;
     if (needsSync(old && withoutKeys(old, ignored), withoutKeys(now, ignored), this.deps.rules)) {
       this.enqueue(key, 'spec');
     }
   }
 
   onServiceDelete(last: SlimService): void {
+    if (!this.started) return;
     if (!wantsLoadBalancer(last, this.deps.rules) && !hasCleanupFinalizer(last)) return;
     const key = serviceKey(last);
     this.tombstones.set(key, last);
@@ -90,6 +115,7 @@ export class ServiceController {
   }
 
   onNodeChange(old: BackendCandidate | undefined, now: BackendCandidate | undefined): void {
+    if (!this.started) return;
     if (!nodeChangeMatters(old, now)) return;
     for (const key of this.lastBackends.keys()) this.enqueue(key, 'nodes');
   }
@@ -104,6 +130,7 @@ export class ServiceController {
   async process(key: string, signal?: AbortSignal): Promise<void> {
     const reason = this.reasons.get(key) ?? 'spec';
     this.reasons.delete(key);
+    if (this.observeDue && this.deps.balancers.observe) this.observe();
     const svc = this.deps.services.get(key);
     const sync = { client: this.deps.client, balancers: this.deps.balancers, rules: this.deps.rules, signal };
     try {
@@ -127,6 +154,7 @@ export class ServiceController {
       } else {
         const { result, managedAnnotations } = await syncService(svc, backends, sync, {
           announce: reason === 'spec',
+          onManagedAnnotations: (keys) => this.managedAnnotations.set(key, keys),
         });
         this.deps.onResult?.(result);
         if (result === 'deleted' || result === 'ignored') {
@@ -188,4 +216,81 @@ function withoutKeys(svc: SlimService, keys: readonly string[]): SlimService {
   const annotations = { ...svc.annotations };
   for (const key of keys) delete annotations[key];
   return { ...svc, annotations };
+}
+
+const NAME = 'service';
+
+/** How a slim Node looks to the backend rules. */
+function asBackendCandidate(node: SlimNode): BackendCandidate {
+  return {
+    name: nodeName(node),
+    providerID: node.spec?.providerID ?? '',
+    labels: node.metadata?.labels ?? {},
+    taintKeys: (node.spec?.taints ?? []).map((t) => t.key),
+    deleting: Boolean(node.metadata?.deletionTimestamp),
+    addresses: (node.status?.addresses ?? []) as BackendCandidate['addresses'],
+  };
+}
+
+/**
+ * The `service` entry of --controllers. The cluster identity is read once at start (it names every
+ * ownership tag, so it must never change while ccm runs).
+ */
+export function serviceController(): Controller {
+  let queue: WorkQueue<string> | undefined;
+  let workers: Promise<void> | undefined;
+  return {
+    name: NAME,
+    async start(ctx: ControllerContext) {
+      const balancers = ctx.provider.loadBalancers;
+      if (!balancers) {
+        ctx.log.warn(
+          { controller: NAME },
+          `the ${ctx.provider.name} provider has no load balancers; LoadBalancer Services are left alone (disable this message with --controllers=*,-service)`,
+        );
+        return;
+      }
+      const rules: ServiceRules = {
+        clusterID: await clusterIdentity(ctx.transport, ctx.options.clusterName),
+        ...(ctx.options.loadBalancerClass ? { loadBalancerClass: ctx.options.loadBalancerClass } : {}),
+      };
+      const q = new WorkQueue<string>({
+        baseDelayMs: 5000,
+        maxDelayMs: 300_000,
+        onDepth: (depth) => ctx.metrics.queueDepth.set({ controller: NAME }, depth),
+      });
+      queue = q;
+      const services = ctx.informer({ path: '/api/v1/services', resource: 'services', slim: slimService });
+      const nodes = ctx.informers.nodes;
+      const controller = new ServiceController({
+        services,
+        nodes: { list: () => nodes.list().map(asBackendCandidate) },
+        queue: q,
+        client: createServiceClient(ctx.transport),
+        balancers,
+        rules,
+        log: (level, message, fields) => ctx.log[level]({ controller: NAME, ...fields }, message),
+        onResult: (result) =>
+          ctx.metrics.reconciles.inc({ controller: NAME, result: result === 'failed' ? 'error' : 'success' }),
+      });
+      services.on('add', (svc) => controller.onServiceChange(undefined, svc));
+      services.on('update', (old, svc) => controller.onServiceChange(old, svc));
+      services.on('delete', (svc) => controller.onServiceDelete(svc));
+      nodes.on('add', (n) => controller.onNodeChange(undefined, asBackendCandidate(n)));
+      nodes.on('update', (old, n) => controller.onNodeChange(asBackendCandidate(old), asBackendCandidate(n)));
+      nodes.on('delete', (n) => controller.onNodeChange(asBackendCandidate(n), undefined));
+
+      // Informer events before the first sync are the initial list: start() covers them instead.
+      while (!services.hasSynced() || !nodes.hasSynced()) {
+        if (ctx.signal.aborted) return;
+        await delay(50);
+      }
+      controller.start();
+      workers = q.run(ctx.options.concurrentServiceSyncs ?? 1, (key) => controller.process(key, ctx.signal));
+    },
+    async stop() {
+      queue?.shutDown();
+      await workers;
+    },
+  };
 }

@@ -45,6 +45,11 @@ export interface ServiceSyncOptions {
    * their load balancer (a restart writes nothing to an unchanged cluster).
    */
   announce: boolean;
+  /**
+   * Told which annotations the provider keeps on the Service before they are written, so that the
+   * watch event of that write is known as our own.
+   */
+  onManagedAnnotations?: (keys: string[]) => void;
 }
 
 const event = (type: 'Normal' | 'Warning', reason: string, message: string) => ({
@@ -86,6 +91,7 @@ export async function syncService(
     );
   }
   const status = await balancers.ensure(request, signal);
+  options.onManagedAnnotations?.(Object.keys(status.annotations ?? {}));
   const annotations = annotationChanges(svc, status.annotations);
   const ingressChanged = !sameIngress(svc.ingress, status.ingress);
   if (ingressChanged || Object.keys(annotations).length > 0) {

@@ -14,6 +14,8 @@ export interface SlimNode {
     resourceVersion?: string;
     /** As the server sends it (RFC 3339 text); client-node's type says Date. */
     creationTimestamp?: Date | string;
+    /** Set while the Node is being deleted (finalizers pending): no longer a load balancer backend. */
+    deletionTimestamp?: Date | string;
     labels?: { [key: string]: string };
     annotations?: { [key: string]: string };
   };
@@ -30,6 +32,7 @@ interface RawNode {
     uid?: string;
     resourceVersion?: string;
     creationTimestamp?: string;
+    deletionTimestamp?: string;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
   };
@@ -52,6 +55,7 @@ export function slimNode(raw: unknown): SlimNode {
       uid: meta.uid,
       resourceVersion: meta.resourceVersion,
       creationTimestamp: meta.creationTimestamp,
+      ...(meta.deletionTimestamp ? { deletionTimestamp: meta.deletionTimestamp } : {}),
       labels: meta.labels ?? {},
       ...(providedIP !== undefined ? { annotations: { [ANNOTATION_PROVIDED_NODE_IP]: providedIP } } : {}),
     },
