@@ -1,12 +1,9 @@
 import { stringify } from 'yaml';
 import { selectControllers } from '../controllers/manager.js';
-import {
-  TAINT_CONTROL_PLANE,
-  TAINT_NOT_READY,
-  TAINT_UNINITIALIZED,
-} from '../kube/well-known.js';
+import { TAINT_CONTROL_PLANE, TAINT_NOT_READY, TAINT_UNINITIALIZED } from '../kube/well-known.js';
 import type { ProviderDefinition } from '../providers/types.js';
 import { UsageError } from './errors.js';
+import { parseSecretRef } from './provider-config.js';
 
 /**
  * Everything an operator applies to run ccm in a cluster, generated from what the enabled controllers
@@ -79,14 +76,6 @@ function sorted(set: Set<string>): string[] {
   return [...set].sort();
 }
 
-function splitRef(ref: string, flag: string): { namespace: string; name: string } {
-  const [namespace, name, extra] = ref.split('/');
-  if (!namespace || !name || extra !== undefined) {
-    throw new UsageError(`${flag} "${ref}" is not namespace/name; use e.g. kube-system/digitalocean`);
-  }
-  return { namespace, name };
-}
-
 export function renderManifests(provider: ProviderDefinition, options: ManifestOptions): K8sObject[] {
   const { enabled, unavailable } = selectControllers(options.controllers);
   if (unavailable.length > 0) {
@@ -95,7 +84,7 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
   if (enabled.length === 0) throw new UsageError('--controllers enables no controller; use e.g. "*"');
   const ns = options.namespace;
   const secretRef = options.credentialsSecret
-    ? splitRef(options.credentialsSecret, '--credentials-secret')
+    ? parseSecretRef(options.credentialsSecret)
     : provider.credentials.secretName
       ? { namespace: 'kube-system', name: provider.credentials.secretName }
       : undefined;
@@ -176,7 +165,10 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
         metadata: meta('system:ccm-nodes-init', 'nodes-init'),
         rules: nodesInitRules(),
       },
-      { ...binding('ClusterRoleBinding', 'system:ccm-nodes-init'), metadata: meta('system:ccm-nodes-init', 'nodes-init') },
+      {
+        ...binding('ClusterRoleBinding', 'system:ccm-nodes-init'),
+        metadata: meta('system:ccm-nodes-init', 'nodes-init'),
+      },
     );
   }
 
@@ -339,4 +331,26 @@ export function manifestsAsYaml(objects: readonly K8sObject[]): string {
 export function fileName(object: K8sObject, index: number): string {
   const safe = object.metadata.name.replace(/[^a-z0-9.-]+/gi, '-');
   return `${String(index + 1).padStart(2, '0')}-${object.kind.toLowerCase()}-${safe}.yaml`;
+}
+
+/** One file per object, numbered in apply order; an existing folder's other files are left alone. */
+export async function writeManifests(
+  dir: string,
+  objects: readonly K8sObject[],
+  format: 'yaml' | 'json',
+): Promise<string[]> {
+  const { mkdir, writeFile } = await import('node:fs/promises');
+  const { join } = await import('node:path');
+  await mkdir(dir, { recursive: true });
+  const written: string[] = [];
+  for (const [i, object] of objects.entries()) {
+    const name = fileName(object, i).replace(/\.yaml$/, format === 'json' ? '.json' : '.yaml');
+    const path = join(dir, name);
+    await writeFile(
+      path,
+      format === 'json' ? `${JSON.stringify(object, null, 2)}\n` : stringify(object, { lineWidth: 0 }),
+    );
+    written.push(path);
+  }
+  return written;
 }

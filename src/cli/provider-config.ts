@@ -42,11 +42,23 @@ export async function providerFromFlags(
   flags: ProviderFlags,
   env: Readonly<Record<string, string | undefined>>,
   onCloudCall?: (what: string) => void,
+  secret?: Readonly<Record<string, string>>,
 ): Promise<Provider> {
   if (!flags.provider)
     throw new UsageError(
       'no provider given; pass --provider (e.g. --provider cloudlycke) or set CCM_PROVIDER',
     );
   const definition = await loadProvider(flags.provider);
-  return definition.create(resolveProviderValues(definition, flags, env), { onCloudCall });
+  return definition.create(resolveProviderValues(definition, flags, env, secret), { onCloudCall });
+}
+
+/** `--credentials-secret namespace/name`, checked before anything is read. */
+export function parseSecretRef(ref: string): { namespace: string; name: string } {
+  const match = /^([a-z0-9][-a-z0-9]*)\/([a-z0-9][-a-z0-9.]*)$/.exec(ref);
+  if (!match) {
+    throw new UsageError(
+      `--credentials-secret "${ref}" is not namespace/name; e.g. kube-system/digitalocean`,
+    );
+  }
+  return { namespace: match[1] as string, name: match[2] as string };
 }

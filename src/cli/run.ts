@@ -25,7 +25,7 @@ import { loadProvider } from '../providers/registry.js';
 import type { Provider, ProviderDefinition } from '../providers/types.js';
 import { UsageError } from './errors.js';
 import { createLogger, type LogLevel } from './log.js';
-import { resolveProviderValues } from './provider-config.js';
+import { parseSecretRef, resolveProviderValues } from './provider-config.js';
 
 export interface RunInput {
   kubeconfig?: string;
@@ -75,16 +75,6 @@ export interface RunHandle {
 }
 
 const SHUTDOWN_BUDGET_MS = 8000;
-
-function parseSecretRef(ref: string): { namespace: string; name: string } {
-  const match = /^([a-z0-9][-a-z0-9]*)\/([a-z0-9][-a-z0-9.]*)$/.exec(ref);
-  if (!match) {
-    throw new UsageError(
-      `--credentials-secret "${ref}" is not namespace/name; e.g. kube-system/digitalocean`,
-    );
-  }
-  return { namespace: match[1] as string, name: match[2] as string };
-}
 
 function checkLeaseTimings(lease: RunInput['lease']): void {
   if (!(lease.durationMs > lease.renewDeadlineMs)) {

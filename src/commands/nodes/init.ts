@@ -17,6 +17,9 @@ export default class NodesInit extends BaseCommand {
   static override flags = {
     'dry-run': Flags.boolean({ description: 'Print the plan; write nothing', default: false }),
     concurrency: Flags.integer({ description: 'Nodes written in parallel', default: 32, min: 1, max: 256 }),
+    'credentials-secret': Flags.string({
+      description: "Read the provider's credentials from this Secret (namespace/name), as a CronJob does",
+    }),
     'deletion-grace-period': Flags.string({
       description: 'A Node younger than this is never deleted (clouds are eventually consistent)',
       default: '5m',
