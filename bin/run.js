@@ -1,4 +1,30 @@
 #!/usr/bin/env node
-import { execute } from '@oclif/core';
+// Written for any Node, so that an old one gets a clear answer instead of a crash deep in undici.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 
-await execute({ dir: import.meta.url });
+const NEEDED = 22;
+const major = Number(process.versions.node.split('.')[0]);
+
+if (major < NEEDED) {
+  // The Node 24 that `npm test` / `npm run quickstart` install for this project (.ci/node), if present.
+  const tools = process.env.CCM_TOOLS_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'ccm-tools');
+  const node24 = join(tools, 'node24', 'node_modules', '.bin', 'node');
+  if (!existsSync(node24)) {
+    process.stderr.write(
+      `ccm: needs Node.js ${NEEDED} or newer, this is ${process.versions.node}; install Node 24 (e.g. \`bash .ci/node --bin-dir\` in this repository installs it from the npm registry) and run ccm with it\n`,
+    );
+    process.exit(2);
+  }
+  const child = spawn(node24, [process.argv[1], ...process.argv.slice(2)], { stdio: 'inherit' });
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
+  child.on('exit', (code, signal) => {
+    if (signal) process.kill(process.pid, signal);
+    process.exit(code ?? 1);
+  });
+} else {
+  const { execute } = await import('@oclif/core');
+  await execute({ dir: import.meta.url });
+}

@@ -52,6 +52,25 @@ export abstract class BaseCommand extends Command {
     })(),
   };
 
+  /**
+   * Boolean flags also take `--name=false` / `--name=true`, the spelling of the reference controllers
+   * (e.g. `--leader-elect=false`), which oclif alone reads as a stray argument.
+   */
+  override async init(): Promise<void> {
+    const flags = { ...this.ctor.baseFlags, ...this.ctor.flags } as Record<
+      string,
+      { type?: string; allowNo?: boolean } | undefined
+    >;
+    this.argv = this.argv.map((arg) => {
+      const match = /^--([a-z0-9-]+)=(true|false)$/i.exec(arg);
+      const flag = match ? flags[match[1] as string] : undefined;
+      if (!match || flag?.type !== 'boolean') return arg;
+      if (match[2]?.toLowerCase() === 'true') return `--${match[1]}`;
+      return flag.allowNo ? `--no-${match[1]}` : arg;
+    });
+    await super.init();
+  }
+
   protected override async catch(err: Error & { exitCode?: number }): Promise<void> {
     // oclif's own exit() throws an ExitError; let it through untouched.
     if ((err as { code?: string }).code === 'EEXIT') throw err;

@@ -11,13 +11,17 @@ import {
 import type { NodePlan } from '../controllers/plan.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { createNodeClient } from '../kube/nodes.js';
-import { providerFromFlags } from './provider-config.js';
+import { readSecret } from '../kube/secrets.js';
+import { KubeTransport } from '../kube/transport.js';
+import { parseSecretRef, providerFromFlags } from './provider-config.js';
 
 export interface NodesInitInput {
   kubeconfig?: string;
   context?: string;
   provider?: string;
   'cloud-config'?: string;
+  'cloud-api-url'?: string;
+  'credentials-secret'?: string;
   json: boolean;
   pass: PassOptions;
   env: Readonly<Record<string, string | undefined>>;
@@ -41,10 +45,18 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
   let cloudCalls = 0;
   // Configuration is checked before anything is read or written.
   const kc = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
-  const provider = await providerFromFlags(input, input.env, () => {
-    cloudCalls++;
-  });
-  const kube = createNodeClient(kc);
+  const secretRef = input['credentials-secret'] ? parseSecretRef(input['credentials-secret']) : undefined;
+  const transport = new KubeTransport(kc);
+  const secret = secretRef ? await readSecret(transport, secretRef.namespace, secretRef.name) : undefined;
+  const provider = await providerFromFlags(
+    input,
+    input.env,
+    () => {
+      cloudCalls++;
+    },
+    secret?.data,
+  );
+  const kube = createNodeClient(transport);
   const { pass } = input;
   // Read before the task list starts: an unreachable API server or a broken inventory is a
   // configuration error and must print one line, not a failed task.

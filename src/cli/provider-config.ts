@@ -16,6 +16,7 @@ export function resolveProviderValues(
   definition: ProviderDefinition,
   flags: ProviderFlags,
   env: Readonly<Record<string, string | undefined>>,
+  secret?: Readonly<Record<string, string>>,
 ): ProviderValues {
   const values: Record<string, string | undefined> = {};
   for (const field of definition.credentials.fields) {
@@ -25,21 +26,39 @@ export function resolveProviderValues(
         : field.key === definition.apiUrlField
           ? flags['cloud-api-url']
           : undefined;
+    // A Secret named with --credentials-secret holds the values under the official controller's keys.
+    const fromSecret = field.secretKey ? nonEmpty(secret?.[field.secretKey]) : undefined;
     const fromEnv = field.env.map((name) => env[name]).find((v) => v !== undefined && v !== '');
-    values[field.key] = fromFlag ?? fromEnv;
+    values[field.key] = fromFlag ?? fromSecret ?? fromEnv;
   }
   return values;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value?.trim() ? value.trim() : undefined;
 }
 
 export async function providerFromFlags(
   flags: ProviderFlags,
   env: Readonly<Record<string, string | undefined>>,
   onCloudCall?: (what: string) => void,
+  secret?: Readonly<Record<string, string>>,
 ): Promise<Provider> {
   if (!flags.provider)
     throw new UsageError(
       'no provider given; pass --provider (e.g. --provider cloudlycke) or set CCM_PROVIDER',
     );
   const definition = await loadProvider(flags.provider);
-  return definition.create(resolveProviderValues(definition, flags, env), { onCloudCall });
+  return definition.create(resolveProviderValues(definition, flags, env, secret), { onCloudCall });
+}
+
+/** `--credentials-secret namespace/name`, checked before anything is read. */
+export function parseSecretRef(ref: string): { namespace: string; name: string } {
+  const match = /^([a-z0-9][-a-z0-9]*)\/([a-z0-9][-a-z0-9.]*)$/.exec(ref);
+  if (!match) {
+    throw new UsageError(
+      `--credentials-secret "${ref}" is not namespace/name; e.g. kube-system/digitalocean`,
+    );
+  }
+  return { namespace: match[1] as string, name: match[2] as string };
 }

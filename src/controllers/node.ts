@@ -1,4 +1,5 @@
-import type { V1Node, V1Taint } from '@kubernetes/client-node';
+import type { V1Taint } from '@kubernetes/client-node';
+import type { SlimNode } from '../kube/slim-node.js';
 import {
   EVENT_SYNCED,
   LABEL_PAIRS,
@@ -21,7 +22,7 @@ export interface NodeSync {
   addressProblem?: string;
 }
 
-export function isUninitialized(node: V1Node): boolean {
+export function isUninitialized(node: SlimNode): boolean {
   return (node.spec?.taints ?? []).some((t) => t.key === TAINT_UNINITIALIZED);
 }
 
@@ -36,7 +37,7 @@ function isReservedLabel(key: string): boolean {
  * Initialises a tainted Node from its instance (reference: syncNode). Throws AddressMismatchError when
  * the kubelet's provided node IP is not an address of the instance; the taint then stays.
  */
-export function planInitialization(node: V1Node, instance: Instance): NodeSync {
+export function planInitialization(node: SlimNode, instance: Instance): NodeSync {
   const current = node.metadata?.labels ?? {};
   const labels: Record<string, string> = {};
   const changes: string[] = [];
@@ -84,7 +85,7 @@ export function planInitialization(node: V1Node, instance: Instance): NodeSync {
  * (a provided node IP the instance lacks) only skips the addresses, as in the reference, which logs
  * it: the labels are still reconciled.
  */
-export function planInitializedNode(node: V1Node, instance: Instance | undefined): NodeSync {
+export function planInitializedNode(node: SlimNode, instance: Instance | undefined): NodeSync {
   const current = node.metadata?.labels ?? {};
   const labels: Record<string, string> = {};
   const changes: string[] = [];

@@ -1,17 +1,19 @@
-import type { V1Node, V1Taint } from '@kubernetes/client-node';
+import type { V1Taint } from '@kubernetes/client-node';
 import { KubeApiError } from '../kube/errors.js';
 import type { NodeClient } from '../kube/nodes.js';
+import type { SlimNode } from '../kube/slim-node.js';
 import {
   EVENT_DELETING_NODE,
   EVENT_DELETING_NODE_FAILED,
   SOURCE_LIFECYCLE_CONTROLLER,
 } from '../kube/well-known.js';
-import { InvalidConfigError, isNotFound, isProviderError, UnauthorizedError } from '../providers/errors.js';
-import { InstanceIndex } from '../providers/instance-index.js';
+import { isNotFound } from '../providers/errors.js';
+import type { InstanceIndex } from '../providers/instance-index.js';
 import { parseProviderID } from '../providers/provider-id.js';
 import type { Instance, Provider } from '../providers/types.js';
+import { type CloudView, isFatalCloudError, type ListingOutcome, viewOf } from './cloud-view.js';
 import { mapLimit } from './concurrency.js';
-import { planLifecycle, shutdownTaint } from './lifecycle.js';
+import { isReady as isReadyNode, planLifecycle, shutdownTaint } from './lifecycle.js';
 import { isUninitialized, planInitialization, planInitializedNode, syncedEvent } from './node.js';
 import { emptyPlan, hasWrites, type NodePlan, type PlannedEvent } from './plan.js';
 
@@ -26,15 +28,16 @@ export interface PassOptions {
   concurrency: number;
   deletionGracePeriodMs: number;
   now?: () => Date;
+  /**
+   * Which halves of the plan to make (default both): the cloud node controller's (initialisation,
+   * labels, addresses) and the lifecycle controller's (shutdown taint, deletion). `ccm run` runs them
+   * as separate controllers that can be turned off one by one.
+   */
+  parts?: { cloudNode: boolean; lifecycle: boolean };
 }
 
-export interface ClusterState {
-  nodes: V1Node[];
-  index: InstanceIndex;
-  /** Set when the cloud listing failed with a transient error: cloud-dependent work is skipped. */
-  listingError?: string;
-  /** Whether any Node's provider ID appears in the listing (see LifecycleInput.listingKnowsCluster). */
-  listingKnowsCluster: boolean;
+export interface ClusterState extends CloudView {
+  nodes: SlimNode[];
 }
 
 export type NodeResult = 'initialized' | 'updated' | 'deleted' | 'unchanged' | 'skipped' | 'failed';
@@ -61,33 +64,16 @@ export async function readState(kube: NodeClient, provider: Provider): Promise<C
   const [nodes, listing] = await Promise.all([
     kube.listNodes(),
     provider.instances.list().then(
-      (instances) => ({ instances }),
-      (error: unknown) => ({ error }),
+      (instances): ListingOutcome => ({ instances }),
+      (error: unknown): ListingOutcome => ({ error }),
     ),
   ]);
-  if ('error' in listing) {
-    const { error } = listing;
-    if (error instanceof UnauthorizedError || error instanceof InvalidConfigError) throw error;
-    const message = isProviderError(error) || error instanceof Error ? error.message : String(error);
-    return {
-      nodes,
-      index: new InstanceIndex([]),
-      listingError: `cloud listing failed: ${message}`,
-      listingKnowsCluster: false,
-    };
-  }
-  const index = new InstanceIndex(listing.instances);
-  // Only a live instance (running or stopped) shows that the listing is this cluster's cloud: a record
-  // of a deleted one, or a machine some copy of a Vagrantfile defines, proves nothing.
-  const listingKnowsCluster = nodes.some((n) => {
-    const instance = n.spec?.providerID ? index.byProviderID(n.spec.providerID) : undefined;
-    return instance !== undefined && instance.state !== 'gone';
-  });
-  return { nodes, index, listingKnowsCluster };
+  if ('error' in listing && isFatalCloudError(listing.error)) throw listing.error;
+  return { nodes, ...viewOf(listing, nodes) };
 }
 
 export function planNode(
-  node: V1Node,
+  node: SlimNode,
   state: ClusterState,
   provider: Provider,
   options: PassOptions,
@@ -107,8 +93,11 @@ export function planNode(
   let taints = originalTaints;
   let newProviderID: string | undefined;
   const tainted = isUninitialized(node);
+  const parts = options.parts ?? { cloudNode: true, lifecycle: true };
   try {
-    if (tainted) {
+    if (!parts.cloudNode) {
+      // Lifecycle only: nothing of the cloud node controller's half.
+    } else if (tainted) {
       if (!listingOk) throw new Error(state.listingError);
       if (!instance) throw new Error(notFoundReason(node, state.index));
       const sync = planInitialization(node, instance);
@@ -134,11 +123,11 @@ export function planNode(
     labels = {};
   }
 
-  if (!listingOk && providerID && !plan.error) {
+  if (!listingOk && providerID && !plan.error && (parts.cloudNode || !isReadyNode(node))) {
     // Labels were reconciled, but addresses and lifecycle need the cloud: not reconciled this pass.
     plan.error = state.listingError;
   }
-  if (providerID) {
+  if (providerID && parts.lifecycle) {
     const decision = planLifecycle(node, {
       instance, // looked up by this very provider ID
       listingOk,
@@ -171,12 +160,13 @@ export function planNode(
   return plan;
 }
 
-function findInstance(node: V1Node, index: InstanceIndex): Instance | undefined {
+/** The Node's instance in the listing: by provider ID, or by name for a Node that has none yet. */
+export function findInstance(node: SlimNode, index: InstanceIndex): Instance | undefined {
   const providerID = node.spec?.providerID;
   return providerID ? index.byProviderID(providerID) : index.byNodeName(node.metadata?.name ?? '');
 }
 
-function notFoundReason(node: V1Node, index: InstanceIndex): string {
+function notFoundReason(node: SlimNode, index: InstanceIndex): string {
   const providerID = node.spec?.providerID;
   const name = node.metadata?.name ?? '';
   if (providerID) return `no cloud instance has provider ID ${providerID}`;
@@ -241,7 +231,7 @@ export async function applyPlans(
   let done = 0;
   const applied = await mapLimit(plans, options.concurrency, async (initial) => {
     let plan = initial;
-    let node = nodesByName.get(plan.name) as V1Node;
+    let node = nodesByName.get(plan.name) as SlimNode;
     for (let attempt = 0; ; attempt++) {
       try {
         await applyOne(plan, node, kube);
@@ -272,7 +262,7 @@ export async function applyPlans(
  */
 function replan(
   previous: NodePlan,
-  node: V1Node,
+  node: SlimNode,
   state: ClusterState,
   provider: Provider,
   options: PassOptions,
@@ -284,7 +274,7 @@ function replan(
   return plan;
 }
 
-async function applyOne(plan: NodePlan, node: V1Node, kube: NodeClient): Promise<void> {
+async function applyOne(plan: NodePlan, node: SlimNode, kube: NodeClient): Promise<void> {
   if (plan.error && !hasWrites(plan)) return;
   if (plan.deletion) {
     const message = `Deleting node ${plan.name} because it does not exist in the cloud provider`;
@@ -331,7 +321,7 @@ async function applyOne(plan: NodePlan, node: V1Node, kube: NodeClient): Promise
 async function recordEvent(
   kube: NodeClient,
   plan: NodePlan,
-  node: V1Node,
+  node: SlimNode,
   event: PlannedEvent,
 ): Promise<void> {
   try {

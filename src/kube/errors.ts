@@ -19,3 +19,8 @@ export class KubeApiError extends Error {
 export class KubeUnreachableError extends Error {
   override name = 'KubeUnreachableError';
 }
+
+/** A write refused locally because this replica does not hold the leader Lease. */
+export class NotLeaderError extends Error {
+  override name = 'NotLeaderError';
+}

@@ -1,11 +1,12 @@
-import type { CoreV1Event, KubeConfig, V1Node, V1NodeList } from '@kubernetes/client-node';
-import { type KubeRequest, KubeTransport } from './transport.js';
+import type { CoreV1Event, V1Node, V1NodeList } from '@kubernetes/client-node';
+import type { SlimNode } from './slim-node.js';
+import { type KubeAuthSource, type KubeRequest, KubeTransport } from './transport.js';
 import { FIELD_MANAGER } from './well-known.js';
 
 export type { V1Node };
 
 export interface NodeEventSpec {
-  node: V1Node;
+  node: SlimNode;
   type: 'Normal' | 'Warning';
   reason: string;
   message: string;
@@ -24,7 +25,7 @@ export interface NodeClient {
   /** JSON merge patch of nodes/status: lists (addresses) are replaced whole, never merged by key. */
   patchNodeStatus(name: string, patch: object): Promise<void>;
   /** Deletes exactly the Node that was evaluated: uid and resourceVersion are preconditions. */
-  deleteNode(node: V1Node): Promise<void>;
+  deleteNode(node: SlimNode): Promise<void>;
   createEvent(event: NodeEventSpec): Promise<void>;
   /** Write requests sent so far (patches, deletes, events). */
   readonly writes: number;
@@ -34,8 +35,9 @@ const LIST_PAGE = 500;
 const MERGE_PATCH = 'application/merge-patch+json';
 const MANAGER = `fieldManager=${FIELD_MANAGER}`;
 
-export function createNodeClient(kc: KubeConfig): NodeClient {
-  const http = new KubeTransport(kc);
+/** A client over its own transport (from a kubeconfig), or over a shared one (`ccm run`). */
+export function createNodeClient(source: KubeAuthSource | KubeTransport): NodeClient {
+  const http = source instanceof KubeTransport ? source : new KubeTransport(source);
   let writes = 0;
   // Writes never read the response back: the pass already knows what it wrote.
   const write = async (req: KubeRequest) => {

@@ -1,8 +1,7 @@
 import { type IncomingHttpHeaders, STATUS_CODES } from 'node:http';
 import type { RequestOptions } from 'node:https';
-import type { KubeConfig } from '@kubernetes/client-node';
 import { type Dispatcher, Pool } from 'undici';
-import { KubeApiError, KubeConfigError, KubeUnreachableError } from './errors.js';
+import { KubeApiError, KubeConfigError, KubeUnreachableError, NotLeaderError } from './errors.js';
 import { decodeProtobufStatus } from './status.js';
 
 /**
@@ -12,7 +11,7 @@ import { decodeProtobufStatus } from './status.js';
  * and TLS still come from client-node's KubeConfig (tokens, client certificates, exec plugins).
  */
 export interface KubeRequest {
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
   path: string;
   body?: unknown;
   contentType?: string;
@@ -21,6 +20,28 @@ export interface KubeRequest {
    * skip parsing (measured: a fifth less API server CPU on a 5,000-Node pass).
    */
   discardResponse?: boolean;
+  /** Writes that must pass even when the write gate is shut (the Lease itself). */
+  ungated?: boolean;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * Where the API server and its credentials come from: client-node's KubeConfig (every auth method)
+ * or ccm's lean kubeconfig reader (kube/lean-config.ts), which keeps client-node out of `ccm run`.
+ */
+export interface KubeAuthSource {
+  getCurrentCluster(): { name: string; server: string; proxyUrl?: string } | null;
+  applyToHTTPSOptions(options: RequestOptions): Promise<void>;
+}
+
+export interface TransportOptions {
+  /** Sent as User-Agent, so the audit log tells replicas apart. Default "ccm". */
+  userAgent?: string;
+  /** Asked before every write: throws NotLeaderError when this process may not write. */
+  mayWrite?: () => boolean;
+  /** Told when the API server stops or starts answering (not per request). */
+  onReachable?: (reachable: boolean, detail: string) => void;
 }
 
 const AUTH_REFRESH_MS = 10_000;
@@ -32,8 +53,12 @@ export class KubeTransport {
   private readonly url: URL;
   private pool?: Pool;
   private auth?: { options: RequestOptions; at: number };
+  private reachable = true;
 
-  constructor(private readonly kc: KubeConfig) {
+  constructor(
+    private readonly kc: KubeAuthSource,
+    private readonly transportOptions: TransportOptions = {},
+  ) {
     const cluster = kc.getCurrentCluster();
     if (cluster?.proxyUrl) {
       throw new KubeConfigError(
@@ -72,20 +97,37 @@ export class KubeTransport {
     return this.auth.options;
   }
 
-  async request<T>(req: KubeRequest): Promise<T> {
+  private async headers(req: { discardResponse?: boolean }, body: string | undefined) {
     const options = await this.options();
-    const body = req.body === undefined ? undefined : JSON.stringify(req.body);
-    const basePath = this.url.pathname.replace(/\/$/, '');
     const headers: Record<string, string> = {
       ...(options.headers as Record<string, string>),
       accept: req.discardResponse
         ? 'application/vnd.kubernetes.protobuf, application/json'
         : 'application/json',
-      'user-agent': 'ccm',
-      ...(body ? { 'content-type': req.contentType ?? 'application/json' } : {}),
+      'user-agent': this.transportOptions.userAgent ?? 'ccm',
+      ...(body ? { 'content-type': (req as KubeRequest).contentType ?? 'application/json' } : {}),
     };
     if (options.auth) headers.authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`;
+    return headers;
+  }
+
+  private markReachable(reachable: boolean, detail: string): void {
+    if (reachable === this.reachable) return;
+    this.reachable = reachable;
+    this.transportOptions.onReachable?.(reachable, detail);
+  }
+
+  async request<T>(req: KubeRequest): Promise<T> {
+    if (req.method !== 'GET' && !req.ungated && this.transportOptions.mayWrite?.() === false) {
+      throw new NotLeaderError(
+        `${req.method} ${req.path.split('?')[0]} refused: this replica is not the leader`,
+      );
+    }
+    const body = req.body === undefined ? undefined : JSON.stringify(req.body);
+    const headers = await this.headers(req, body);
+    const basePath = this.url.pathname.replace(/\/$/, '');
     const what = `${req.method} ${req.path.split('?')[0]}`;
+    const timeout = req.timeoutMs ?? TIMEOUT_MS;
     let res: Dispatcher.ResponseData;
     try {
       res = await (this.pool as Pool).request({
@@ -93,12 +135,15 @@ export class KubeTransport {
         method: req.method,
         headers,
         body,
-        headersTimeout: TIMEOUT_MS,
-        bodyTimeout: TIMEOUT_MS,
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+        ...(req.signal ? { signal: req.signal } : {}),
       });
     } catch (err) {
+      if (req.signal?.aborted) throw err;
       throw this.unreachable(err as Error & { code?: string });
     }
+    this.markReachable(true, 'answering again');
     const status = res.statusCode;
     if (status >= 200 && status < 300 && req.discardResponse) {
       await res.body.dump();
@@ -112,9 +157,60 @@ export class KubeTransport {
     throw new KubeApiError(`${what}: ${statusMessage(answer, status)}`, status);
   }
 
+  /**
+   * A streaming GET (watch): calls `onLine` with each newline-delimited JSON document until the
+   * server ends the response (resolves) or it fails (rejects). `signal` aborts it.
+   */
+  async stream(path: string, signal: AbortSignal, onLine: (line: string) => void): Promise<void> {
+    const headers = await this.headers({}, undefined);
+    const basePath = this.url.pathname.replace(/\/$/, '');
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await (this.pool as Pool).request({
+        path: `${basePath}${path}`,
+        method: 'GET',
+        headers,
+        headersTimeout: TIMEOUT_MS,
+        bodyTimeout: 0,
+        signal,
+      });
+    } catch (err) {
+      if (signal.aborted) throw err;
+      throw this.unreachable(err as Error & { code?: string });
+    }
+    this.markReachable(true, 'answering again');
+    if (res.statusCode !== 200) {
+      const body = Buffer.from(await res.body.arrayBuffer());
+      throw new KubeApiError(
+        `GET ${path.split('?')[0]} (watch): ${statusMessage(body, res.statusCode)}`,
+        res.statusCode,
+      );
+    }
+    let rest = '';
+    res.body.setEncoding('utf8');
+    for await (const chunk of res.body as AsyncIterable<string>) {
+      rest += chunk;
+      let nl = rest.indexOf('\n');
+      while (nl >= 0) {
+        const line = rest.slice(0, nl);
+        rest = rest.slice(nl + 1);
+        if (line.trim()) onLine(line);
+        nl = rest.indexOf('\n');
+      }
+    }
+    if (rest.trim()) onLine(rest);
+  }
+
+  /** Ends the keep-alive connections (at shutdown). */
+  async close(): Promise<void> {
+    await this.pool?.destroy();
+  }
+
   private unreachable(err: Error & { code?: string }): KubeUnreachableError {
+    const reason = err.code ?? err.message;
+    this.markReachable(false, reason);
     return new KubeUnreachableError(
-      `cannot reach the Kubernetes API server at ${this.server} (${err.code ?? err.message}); check --kubeconfig and --context`,
+      `cannot reach the Kubernetes API server at ${this.server} (${reason}); check --kubeconfig and --context`,
     );
   }
 }

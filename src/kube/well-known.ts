@@ -34,3 +34,20 @@ export const RESERVED_LABEL_DOMAINS = ['kubernetes.io', 'k8s.io'] as const;
 
 /** Field manager recorded in managedFields for every write ccm makes. */
 export const FIELD_MANAGER = 'ccm';
+
+/** Service controller (reference: controllers/service). */
+export const FINALIZER_LOAD_BALANCER_CLEANUP = 'service.kubernetes.io/load-balancer-cleanup';
+/** A Node with this label is no backend of any load balancer, unless its value parses as false. */
+export const LABEL_EXCLUDE_FROM_LOAD_BALANCERS = 'node.kubernetes.io/exclude-from-external-load-balancers';
+/** The cluster autoscaler's taint on a Node it is about to remove: no longer a backend. */
+export const TAINT_TO_BE_DELETED_BY_AUTOSCALER = 'ToBeDeletedByClusterAutoscaler';
+export const SOURCE_SERVICE_CONTROLLER = 'service-controller';
+export const EVENT_ENSURING_LOAD_BALANCER = 'EnsuringLoadBalancer';
+export const EVENT_ENSURED_LOAD_BALANCER = 'EnsuredLoadBalancer';
+export const EVENT_SYNC_LOAD_BALANCER_FAILED = 'SyncLoadBalancerFailed';
+export const EVENT_DELETING_LOAD_BALANCER = 'DeletingLoadBalancer';
+export const EVENT_DELETED_LOAD_BALANCER = 'DeletedLoadBalancer';
+export const EVENT_DELETE_LOAD_BALANCER_FAILED = 'DeleteLoadBalancerFailed';
+export const EVENT_UPDATED_LOAD_BALANCER = 'UpdatedLoadBalancer';
+export const EVENT_UPDATE_LOAD_BALANCER_FAILED = 'UpdateLoadBalancerFailed';
+export const EVENT_UNAVAILABLE_LOAD_BALANCER = 'UnAvailableLoadBalancer';

@@ -32,6 +32,7 @@ export interface AuditEvent {
   objectRef?: { resource?: string; subresource?: string; name?: string; namespace?: string };
   responseStatus?: { code?: number };
   requestURI: string;
+  userAgent?: string;
 }
 
 export interface ControlPlane {
@@ -43,6 +44,10 @@ export interface ControlPlane {
   dir: string;
   /** Every audited write (create/update/patch/delete) so far, optionally by one user. */
   writes(user?: string): Promise<AuditEvent[]>;
+  /** Stops kube-apiserver and etcd (SIGTERM), keeping etcd's data. */
+  pause(): Promise<void>;
+  /** Starts them again on the same ports with the same data, and waits for /readyz. */
+  resume(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -142,7 +147,7 @@ export async function startControlPlane(options: StartOptions = {}): Promise<Con
     const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
     const etcdUrl = `http://127.0.0.1:${etcdPort}`;
     const peerUrl = `http://127.0.0.1:${peerPort}`;
-    children.push(
+    const startEtcd = () =>
       startProcess(
         'etcd',
         join(bins, 'etcd'),
@@ -157,8 +162,9 @@ export async function startControlPlane(options: StartOptions = {}): Promise<Con
           '--log-level=error',
         ],
         join(dir, 'etcd.log'),
-      ),
-    );
+      );
+    let etcd = startEtcd();
+    children.push(etcd);
 
     const adminToken = randomBytes(24).toString('hex');
     const ccmToken = randomBytes(24).toString('hex');
@@ -173,54 +179,69 @@ export async function startControlPlane(options: StartOptions = {}): Promise<Con
     writeFileSync(join(dir, 'audit-policy.yaml'), AUDIT_POLICY);
     writeFileSync(join(dir, 'audit.log'), '');
 
-    const apiserver = startProcess(
-      'kube-apiserver',
-      join(bins, 'kube-apiserver'),
-      [
-        `--etcd-servers=${etcdUrl}`,
-        '--bind-address=127.0.0.1',
-        '--advertise-address=127.0.0.1',
-        `--secure-port=${apiPort}`,
-        `--cert-dir=${join(dir, 'pki')}`,
-        `--token-auth-file=${join(dir, 'tokens.csv')}`,
-        '--authorization-mode=RBAC',
-        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-        `--service-account-key-file=${join(dir, 'sa.pub')}`,
-        `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
-        '--service-cluster-ip-range=10.96.0.0/16',
-        `--audit-policy-file=${join(dir, 'audit-policy.yaml')}`,
-        `--audit-log-path=${join(dir, 'audit.log')}`,
-        '--audit-log-mode=blocking',
-        '--audit-log-maxsize=0',
-        '--profiling=false',
-        '--v=0',
-        ...(options.extraArgs ?? []),
-      ],
-      join(dir, 'kube-apiserver.log'),
-    );
+    const startApiserver = () =>
+      startProcess(
+        'kube-apiserver',
+        join(bins, 'kube-apiserver'),
+        [
+          `--etcd-servers=${etcdUrl}`,
+          '--bind-address=127.0.0.1',
+          '--advertise-address=127.0.0.1',
+          `--secure-port=${apiPort}`,
+          `--cert-dir=${join(dir, 'pki')}`,
+          `--token-auth-file=${join(dir, 'tokens.csv')}`,
+          '--authorization-mode=RBAC',
+          '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+          `--service-account-key-file=${join(dir, 'sa.pub')}`,
+          `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+          '--service-cluster-ip-range=10.96.0.0/16',
+          `--audit-policy-file=${join(dir, 'audit-policy.yaml')}`,
+          `--audit-log-path=${join(dir, 'audit.log')}`,
+          '--audit-log-mode=blocking',
+          '--audit-log-maxsize=0',
+          '--profiling=false',
+          '--v=0',
+          ...(options.extraArgs ?? []),
+        ],
+        join(dir, 'kube-apiserver.log'),
+      );
+    let apiserver = startApiserver();
     children.push(apiserver);
 
     const server = `https://127.0.0.1:${apiPort}`;
-    const deadline = Date.now() + 90_000;
-    for (;;) {
-      if (apiserver.exitCode !== null) {
-        throw new Error(
-          `kube-apiserver exited with ${apiserver.exitCode}: ${(apiserver as unknown as { logTail: string }).logTail}`,
-        );
+    const waitReady = async () => {
+      const deadline = Date.now() + 90_000;
+      for (;;) {
+        if (apiserver.exitCode !== null) {
+          throw new Error(
+            `kube-apiserver exited with ${apiserver.exitCode}: ${(apiserver as unknown as { logTail: string }).logTail}`,
+          );
+        }
+        try {
+          const res = await get(`${server}/readyz`, adminToken, undefined);
+          if (res.status === 200) break;
+        } catch {
+          // not listening yet
+        }
+        if (Date.now() > deadline) {
+          throw new Error(
+            `kube-apiserver not ready after 90s: ${(apiserver as unknown as { logTail: string }).logTail}`,
+          );
+        }
+        await new Promise((r) => setTimeout(r, 250));
       }
-      try {
-        const res = await get(`${server}/readyz`, adminToken, undefined);
-        if (res.status === 200) break;
-      } catch {
-        // not listening yet
-      }
-      if (Date.now() > deadline) {
-        throw new Error(
-          `kube-apiserver not ready after 90s: ${(apiserver as unknown as { logTail: string }).logTail}`,
-        );
-      }
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    };
+    await waitReady();
+    const pause = async () => {
+      await stopProcess(apiserver);
+      await stopProcess(etcd);
+    };
+    const resume = async () => {
+      etcd = startEtcd();
+      apiserver = startApiserver();
+      children.push(etcd, apiserver);
+      await waitReady();
+    };
     const caData = readFileSync(join(dir, 'pki', 'apiserver.crt')).toString('base64');
     const kubeconfigPath = join(dir, 'kubeconfig');
     writeFileSync(
@@ -255,7 +276,7 @@ current-context: ccm
       const lines = readFileSync(join(dir, 'audit.log'), 'utf8').split('\n').filter(Boolean);
       return lines.map((l) => JSON.parse(l) as AuditEvent).filter((e) => !user || e.user.username === user);
     };
-    return { server, kubeconfigPath, adminToken, caData, dir, writes, stop };
+    return { server, kubeconfigPath, adminToken, caData, dir, writes, pause, resume, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -155,7 +155,118 @@ describe('bad input gets one line, exit 2, nothing written', () => {
   });
 });
 
+describe('`ccm run`: bad input gets one line, exit 2, nothing written', () => {
+  const run = ['run', '--provider', 'cloudlycke', '--secure-port=-1'];
+  const kc = () => ['--kubeconfig', cp.kubeconfigPath];
+
+  it.each([
+    [
+      'a missing kubeconfig',
+      () => [...run, '--kubeconfig', join(dir, 'nope'), '--cloud-config', inventory],
+      /does not exist; pass an existing file to --kubeconfig/,
+    ],
+    [
+      'an unknown context',
+      () => [...run, ...kc(), '--context', 'prod', '--cloud-config', inventory],
+      /context "prod" is not in the kubeconfig; use one of: ccm, fixtures/,
+    ],
+    [
+      'an unknown controller',
+      () => [...run, ...kc(), '--cloud-config', inventory, '--controllers', '*,-route'],
+      /--controllers: unknown controller "route"/,
+    ],
+    [
+      'a bad period',
+      () => [...run, ...kc(), '--cloud-config', inventory, '--node-monitor-period', 'often'],
+      /--node-monitor-period "often" is not a positive duration/,
+    ],
+    [
+      'lease timings that cannot work',
+      () => [...run, ...kc(), '--cloud-config', inventory, '--leader-elect-renew-deadline', '20s'],
+      /--leader-elect-lease-duration must be longer than --leader-elect-renew-deadline/,
+    ],
+    [
+      'a malformed credentials Secret reference',
+      () => [...run, ...kc(), '--credentials-secret', 'just-a-name'],
+      /--credentials-secret "just-a-name" is not namespace\/name/,
+    ],
+    [
+      'a credentials Secret that does not exist',
+      () => [...run, ...kc(), '--credentials-secret', 'kube-system/none'],
+      /Secret kube-system\/none does not exist/,
+    ],
+    [
+      'a missing inventory',
+      () => [...run, ...kc(), '--cloud-config', join(dir, 'none.yaml')],
+      /file not found/,
+    ],
+  ])('%s', async (_what, args, pattern) => {
+    const before = (await cp.writes(CCM_USER)).length;
+    const result = await ccm(args(), { HOME: dir });
+    expectOneLine(result, pattern);
+    expect((await cp.writes(CCM_USER)).length).toBe(before);
+  });
+
+  it('a port already in use', async () => {
+    const srv = createServer();
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+    const port = (srv.address() as { port: number }).port;
+    const result = await ccm([
+      'run',
+      '--provider',
+      'cloudlycke',
+      ...kc(),
+      '--cloud-config',
+      inventory,
+      '--bind-address',
+      '127.0.0.1',
+      `--secure-port=${port}`,
+      '--leader-elect=false',
+    ]);
+    srv.close();
+    expectOneLine(
+      result,
+      new RegExp(`cannot serve on 127.0.0.1:${port} \\(EADDRINUSE\\); pick another --secure-port`),
+    );
+  });
+});
+
 describe('start-up', () => {
+  it('`ccm run` does not load @kubernetes/client-node (80 MB of memory) for a token kubeconfig', async () => {
+    const trace = join(dir, 'trace-run.txt');
+    writeFileSync(trace, '');
+    const tracer = fileURLToPath(new URL('../fixtures/trace-imports.mjs', import.meta.url));
+    const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
+    const child = execa(
+      process.execPath,
+      [
+        '--import',
+        tracer,
+        bin,
+        'run',
+        '--provider',
+        'cloudlycke',
+        '--kubeconfig',
+        cp.kubeconfigPath,
+        '--cloud-config',
+        inventory,
+        '--leader-elect=false',
+        '--secure-port=-1',
+      ],
+      { env: { TRACE_IMPORTS_FILE: trace }, reject: false, buffer: false },
+    );
+    await new Promise<void>((resolve) => {
+      child.stderr?.on('data', (c: Buffer) => {
+        if (c.toString().includes('"controller":"cloud-node-lifecycle","msg":"started"')) resolve();
+      });
+    });
+    child.kill('SIGTERM');
+    expect((await child).exitCode).toBe(0);
+    const loaded = readFileSync(trace, 'utf8');
+    expect(loaded).toContain('undici');
+    expect(loaded).not.toContain('@kubernetes/client-node');
+  });
+
   it('`ccm --help` does not load @kubernetes/client-node', async () => {
     const trace = join(dir, 'trace.txt');
     const tracer = fileURLToPath(new URL('../fixtures/trace-imports.mjs', import.meta.url));

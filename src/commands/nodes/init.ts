@@ -19,6 +19,9 @@ export default class NodesInit extends BaseCommand {
     concurrency: integerInRange({ description: 'Nodes written in parallel', min: 1, max: 256 })({
       default: 32,
     }),
+    'credentials-secret': Flags.string({
+      description: "Read the provider's credentials from this Secret (namespace/name), as a CronJob does",
+    }),
     'deletion-grace-period': Flags.string({
       description: 'A Node younger than this is never deleted (clouds are eventually consistent)',
       default: '5m',

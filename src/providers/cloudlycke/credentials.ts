@@ -24,5 +24,14 @@ export const credentials: CredentialSchema = {
       prompt: 'input',
       env: ['CLOUDLYCKE_VAGRANT_DIR', 'VAGRANT_CWD'],
     },
+    {
+      key: 'loadBalancerPool',
+      description:
+        'Addresses for LoadBalancer Services when no inventory sets loadBalancerPool: CIDRs or ranges, comma-separated (e.g. 192.168.56.240/28)',
+      secret: false,
+      required: false,
+      prompt: 'input',
+      env: ['CLOUDLYCKE_LOAD_BALANCER_POOL'],
+    },
   ],
 };

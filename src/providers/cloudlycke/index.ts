@@ -1,6 +1,9 @@
 import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../types.js';
+import { AddressPool } from './address-pool.js';
 import { credentials } from './credentials.js';
 import { inventoryInstances, SCHEME, vagrantInstances } from './instances.js';
+import { readInventory } from './inventory.js';
+import { CloudlyckeLoadBalancers } from './load-balancers.js';
 import { Vagrant } from './vagrant.js';
 
 /**
@@ -26,7 +29,20 @@ export const cloudlycke: ProviderDefinition = {
             ...(deps.onCloudCall ? { onCall: deps.onCloudCall } : {}),
           }),
         );
-    return { name: 'cloudlycke', providerIdScheme: SCHEME, instances };
+    const poolValue = nonEmpty(values.loadBalancerPool);
+    const loadBalancers = new CloudlyckeLoadBalancers({
+      async pool(signal) {
+        const fromInventory = inventory
+          ? (await readInventory(inventory, signal)).loadBalancerPool
+          : undefined;
+        if (fromInventory)
+          return AddressPool.parse(fromInventory, `inventory ${inventory}: loadBalancerPool`);
+        return poolValue
+          ? AddressPool.parse(poolValue.split(','), 'CLOUDLYCKE_LOAD_BALANCER_POOL')
+          : undefined;
+      },
+    });
+    return { name: 'cloudlycke', providerIdScheme: SCHEME, instances, loadBalancers };
   },
 };
 

@@ -6,6 +6,8 @@
  *     type: vbox.vm.1g.2cpu
  *     region: virtualbox
  *     zone: virtualbox
+ *   loadBalancerPool:      # optional: addresses for LoadBalancer Services, a CIDR, a range
+ *     - 192.168.56.240/28  # (first-last) or a list of them
  *   instances:             # required list; `instances: []` is an empty cloud
  *     - id: worker-1       # required, unique, no "/" and no whitespace; provider ID cloudlycke://worker-1
  *       name: worker-1     # optional, defaults to id; unique; matched against Node names
@@ -48,6 +50,8 @@ export interface Inventory {
   /** Absolute path of the file the instances were read from. */
   file: string;
   instances: InventoryInstance[];
+  /** CIDRs and ranges, as written; AddressPool validates them. */
+  loadBalancerPool?: string[];
 }
 
 const ADDRESS_TYPES: readonly NodeAddressType[] = [
@@ -58,7 +62,7 @@ const ADDRESS_TYPES: readonly NodeAddressType[] = [
   'ExternalDNS',
 ];
 const IP_TYPES: ReadonlySet<NodeAddressType> = new Set(['InternalIP', 'ExternalIP']);
-const TOP_KEYS = ['defaults', 'instances'];
+const TOP_KEYS = ['defaults', 'loadBalancerPool', 'instances'];
 const DEFAULT_KEYS = ['type', 'region', 'zone'];
 const INSTANCE_KEYS = ['id', 'name', 'state', 'type', 'region', 'zone', 'addresses', 'labels'];
 const ADDRESS_KEYS = ['type', 'address'];
@@ -156,7 +160,16 @@ export function parseInventory(text: string, file: string): Inventory {
     byName.set(instance.name, index);
     instances.push(instance);
   });
-  return { file, instances };
+  const loadBalancerPool = parsePool(root.loadBalancerPool, fail);
+  return { file, instances, ...(loadBalancerPool ? { loadBalancerPool } : {}) };
+}
+
+function parsePool(raw: unknown, fail: Fail): string[] | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  const entries = Array.isArray(raw) ? raw : [raw];
+  return entries.map((entry, index) =>
+    requiredString(entry, Array.isArray(raw) ? `loadBalancerPool[${index}]` : 'loadBalancerPool', fail),
+  );
 }
 
 type Fail = (problem: string) => never;

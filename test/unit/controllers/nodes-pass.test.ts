@@ -688,7 +688,7 @@ describe('applyPlans', () => {
     const state = clusterState([node, makeNode({ name: 'idle' })], [], 'cloud listing failed: HTTP 500');
     const plans = planPass(state, makeProvider(), options);
     expect(plans[0]?.error).toBeDefined();
-    const kube = new FakeNodeClient(state.nodes);
+    const kube = new FakeNodeClient(state.nodes as V1Node[]);
     await applyPlans(plans, state, kube, makeProvider(), options);
     expect(kube.calls).toEqual([]);
   });

@@ -34,6 +34,20 @@ async function rejection(promise: Promise<unknown>): Promise<Error> {
 }
 
 describe('parseInventory', () => {
+  it('reads loadBalancerPool as one entry or a list, and refuses a non-string entry', () => {
+    expect(parseInventory('loadBalancerPool: 10.0.0.0/28\ninstances: []\n', 'f').loadBalancerPool).toEqual([
+      '10.0.0.0/28',
+    ]);
+    expect(
+      parseInventory('loadBalancerPool: [10.0.0.0/28, 10.1.0.1-10.1.0.9]\ninstances: []\n', 'f')
+        .loadBalancerPool,
+    ).toEqual(['10.0.0.0/28', '10.1.0.1-10.1.0.9']);
+    expect(parseInventory('instances: []\n', 'f').loadBalancerPool).toBeUndefined();
+    expect(() => parseInventory('loadBalancerPool: [12]\ninstances: []\n', 'f')).toThrow(
+      'inventory f: loadBalancerPool[0] must be a string, got 12 (a number); quote it',
+    );
+  });
+
   it('reads the sample inventory with defaults applied', () => {
     const inventory = parseInventory(readFileSync(FIXTURE, 'utf8'), FIXTURE);
     expect(inventory.instances).toEqual([
@@ -168,7 +182,7 @@ describe('parseInventory', () => {
     [
       'an unknown top-level key',
       'instance: []\n',
-      'the top level has unknown key "instance"; allowed keys: defaults, instances',
+      'the top level has unknown key "instance"; allowed keys: defaults, loadBalancerPool, instances',
     ],
     [
       'a missing instances list',

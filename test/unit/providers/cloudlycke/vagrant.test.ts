@@ -400,6 +400,7 @@ describe('the cloudlycke definition', () => {
     expect(cloudlycke.credentials.fields.map((f) => [f.key, f.secret, f.required, f.prompt, f.env])).toEqual([
       ['inventory', false, false, 'file', ['CLOUDLYCKE_INVENTORY']],
       ['vagrantDir', false, false, 'input', ['CLOUDLYCKE_VAGRANT_DIR', 'VAGRANT_CWD']],
+      ['loadBalancerPool', false, false, 'input', ['CLOUDLYCKE_LOAD_BALANCER_POOL']],
     ]);
   });
 });

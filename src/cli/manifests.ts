@@ -1,0 +1,356 @@
+import { stringify } from 'yaml';
+import { selectControllers } from '../controllers/manager.js';
+import { TAINT_CONTROL_PLANE, TAINT_NOT_READY, TAINT_UNINITIALIZED } from '../kube/well-known.js';
+import type { ProviderDefinition } from '../providers/types.js';
+import { UsageError } from './errors.js';
+import { parseSecretRef } from './provider-config.js';
+
+/**
+ * Everything an operator applies to run ccm in a cluster, generated from what the enabled controllers
+ * call (one source of truth: the tests apply exactly this output and prove each RBAC rule is needed).
+ */
+
+export interface ManifestOptions {
+  image: string;
+  namespace: string;
+  controllers: string;
+  /** namespace/name of the credentials Secret; default: the official controller's, when the cloud has one. */
+  credentialsSecret?: string;
+  clusterName?: string;
+  cronjob: boolean;
+  leaseName: string;
+}
+
+export interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+  resourceNames?: string[];
+}
+
+type K8sObject = Record<string, unknown> & {
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+};
+
+const APP = 'ccm';
+const SERVICE_ACCOUNT = 'ccm';
+const LABELS = { 'app.kubernetes.io/name': APP };
+const RUN_PORT = 10258;
+const CONFIG_MOUNT = '/etc/ccm';
+
+/** The cluster-wide rules of `ccm run` with these controllers, each with the call that needs it. */
+export function clusterRules(controllers: readonly string[]): PolicyRule[] {
+  const has = (name: string) => controllers.includes(name);
+  const nodeVerbs = new Set(['list', 'watch']); // the Node informer, shared by every controller
+  if (has('cloud-node') || has('cloud-node-lifecycle')) {
+    nodeVerbs.add('get'); // re-read after a conflict (409)
+    nodeVerbs.add('patch'); // labels, provider ID, taints
+  }
+  if (has('cloud-node-lifecycle')) nodeVerbs.add('delete');
+  const rules: PolicyRule[] = [{ apiGroups: [''], resources: ['nodes'], verbs: sorted(nodeVerbs) }];
+  if (has('cloud-node')) rules.push({ apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] });
+  if (has('service')) {
+    rules.push(
+      { apiGroups: [''], resources: ['services'], verbs: ['list', 'watch'] },
+      // Finalizer, annotations and ingress all go through the status subresource.
+      { apiGroups: [''], resources: ['services/status'], verbs: ['patch'] },
+      // The cluster identity of ownership tags is the kube-system namespace's UID.
+      { apiGroups: [''], resources: ['namespaces'], verbs: ['get'], resourceNames: ['kube-system'] },
+    );
+  }
+  rules.push({ apiGroups: [''], resources: ['events'], verbs: ['create'] });
+  return rules;
+}
+
+/** The rules of the one-shot `ccm nodes init` (no watch: it lists once). */
+export function nodesInitRules(): PolicyRule[] {
+  return [
+    { apiGroups: [''], resources: ['nodes'], verbs: ['delete', 'get', 'list', 'patch'] },
+    { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] },
+    { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+  ];
+}
+
+function sorted(set: Set<string>): string[] {
+  return [...set].sort();
+}
+
+export function renderManifests(provider: ProviderDefinition, options: ManifestOptions): K8sObject[] {
+  const { enabled, unavailable } = selectControllers(options.controllers);
+  if (unavailable.length > 0) {
+    throw new UsageError(`--controllers names ${unavailable.join(', ')}, which this build does not have`);
+  }
+  if (enabled.length === 0) throw new UsageError('--controllers enables no controller; use e.g. "*"');
+  const ns = options.namespace;
+  const secretRef = options.credentialsSecret
+    ? parseSecretRef(options.credentialsSecret)
+    : provider.credentials.secretName
+      ? { namespace: 'kube-system', name: provider.credentials.secretName }
+      : undefined;
+  // A cloud whose state is a file (Cloudlycke's inventory) gets it from a ConfigMap the operator creates.
+  const configMap = provider.configFileField && !secretRef ? `ccm-${provider.name}-config` : undefined;
+  const meta = (name: string, component: string, namespace?: string) => ({
+    name,
+    ...(namespace ? { namespace } : {}),
+    labels: { ...LABELS, 'app.kubernetes.io/component': component },
+  });
+
+  const providerArgs = [
+    `--provider=${provider.name}`,
+    ...(secretRef ? [`--credentials-secret=${secretRef.namespace}/${secretRef.name}`] : []),
+    ...(configMap ? [`--cloud-config=${CONFIG_MOUNT}/config`] : []),
+  ];
+  const objects: K8sObject[] = [];
+  if (ns !== 'kube-system' && ns !== 'default') {
+    objects.push({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, labels: LABELS } });
+  }
+  objects.push({
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: meta(SERVICE_ACCOUNT, 'controller', ns),
+  });
+  const binding = (kind: 'ClusterRoleBinding' | 'RoleBinding', name: string, namespace?: string) => ({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind,
+    metadata: meta(name, 'controller', namespace),
+    roleRef: {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: kind === 'ClusterRoleBinding' ? 'ClusterRole' : 'Role',
+      name,
+    },
+    subjects: [{ kind: 'ServiceAccount', name: SERVICE_ACCOUNT, namespace: ns }],
+  });
+  objects.push(
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: meta('system:ccm', 'controller'),
+      rules: clusterRules(enabled),
+    },
+    binding('ClusterRoleBinding', 'system:ccm'),
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: meta('ccm:leader-election', 'controller', ns),
+      rules: [
+        { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+        {
+          apiGroups: ['coordination.k8s.io'],
+          resources: ['leases'],
+          verbs: ['get', 'update'],
+          resourceNames: [options.leaseName],
+        },
+      ],
+    },
+    binding('RoleBinding', 'ccm:leader-election', ns),
+  );
+  if (secretRef) {
+    objects.push(
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: meta('ccm:credentials', 'controller', secretRef.namespace),
+        // get on this one Secret by name: never list or watch Secrets.
+        rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'], resourceNames: [secretRef.name] }],
+      },
+      { ...binding('RoleBinding', 'ccm:credentials', secretRef.namespace) },
+    );
+  }
+  if (options.cronjob) {
+    objects.push(
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: meta('system:ccm-nodes-init', 'nodes-init'),
+        rules: nodesInitRules(),
+      },
+      {
+        ...binding('ClusterRoleBinding', 'system:ccm-nodes-init'),
+        metadata: meta('system:ccm-nodes-init', 'nodes-init'),
+      },
+    );
+  }
+
+  const podSpec = (component: string, args: string[]) => ({
+    serviceAccountName: SERVICE_ACCOUNT,
+    automountServiceAccountToken: true,
+    // Runs before the CNI: the pod network may not exist yet, cluster DNS may not run yet.
+    hostNetwork: true,
+    dnsPolicy: 'Default',
+    // Nodes stay unschedulable for everything else until ccm initialises them: never be preempted.
+    priorityClassName: 'system-cluster-critical',
+    tolerations: [
+      // Every Node carries this until ccm has initialised it; without it a new cluster deadlocks.
+      { key: TAINT_UNINITIALIZED, operator: 'Exists', effect: 'NoSchedule' },
+      // Nodes are NotReady until the CNI runs, which may itself wait for initialised Nodes.
+      { key: TAINT_NOT_READY, operator: 'Exists', effect: 'NoSchedule' },
+      { key: TAINT_NOT_READY, operator: 'Exists', effect: 'NoExecute' },
+      { key: TAINT_CONTROL_PLANE, operator: 'Exists', effect: 'NoSchedule' },
+    ],
+    securityContext: {
+      runAsNonRoot: true,
+      runAsUser: 65532,
+      runAsGroup: 65532,
+      seccompProfile: { type: 'RuntimeDefault' },
+    },
+    containers: [
+      {
+        name: 'ccm',
+        image: options.image,
+        imagePullPolicy: 'IfNotPresent',
+        args,
+        env: [{ name: 'HOME', value: '/tmp' }],
+        securityContext: {
+          allowPrivilegeEscalation: false,
+          readOnlyRootFilesystem: true,
+          capabilities: { drop: ['ALL'] },
+        },
+        resources: component === 'controller' ? RUN_RESOURCES : NODES_INIT_RESOURCES,
+        ...(component === 'controller'
+          ? {
+              ports: [{ name: 'https', containerPort: RUN_PORT, protocol: 'TCP' }],
+              livenessProbe: {
+                httpGet: { path: '/healthz', port: RUN_PORT, scheme: 'HTTPS' },
+                initialDelaySeconds: 10,
+                periodSeconds: 10,
+                failureThreshold: 3,
+              },
+              readinessProbe: {
+                httpGet: { path: '/readyz', port: RUN_PORT, scheme: 'HTTPS' },
+                periodSeconds: 5,
+              },
+            }
+          : {}),
+        volumeMounts: [
+          { name: 'tmp', mountPath: '/tmp' },
+          ...(configMap ? [{ name: 'config', mountPath: CONFIG_MOUNT, readOnly: true }] : []),
+        ],
+      },
+    ],
+    volumes: [
+      { name: 'tmp', emptyDir: { sizeLimit: '16Mi' } },
+      ...(configMap ? [{ name: 'config', configMap: { name: configMap } }] : []),
+    ],
+  });
+
+  const runArgs = [
+    'run',
+    ...providerArgs,
+    `--controllers=${options.controllers}`,
+    '--leader-elect',
+    `--leader-elect-resource-namespace=${ns}`,
+    `--leader-elect-resource-name=${options.leaseName}`,
+    `--secure-port=${RUN_PORT}`,
+    ...(options.clusterName ? [`--cluster-name=${options.clusterName}`] : []),
+  ];
+  const selector = { ...LABELS, 'app.kubernetes.io/component': 'controller' };
+  objects.push(
+    {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: meta('ccm', 'controller', ns),
+      spec: {
+        replicas: 2,
+        selector: { matchLabels: selector },
+        // Never two new pods at once on a small cluster: a standby always holds on.
+        strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } },
+        template: {
+          metadata: { labels: selector },
+          spec: {
+            ...podSpec('controller', runArgs),
+            // With hostNetwork two replicas on one Node would fight over the port: one per Node.
+            affinity: {
+              podAntiAffinity: {
+                requiredDuringSchedulingIgnoredDuringExecution: [
+                  { labelSelector: { matchLabels: selector }, topologyKey: 'kubernetes.io/hostname' },
+                ],
+              },
+            },
+            terminationGracePeriodSeconds: 15,
+          },
+        },
+      },
+    },
+    {
+      apiVersion: 'policy/v1',
+      kind: 'PodDisruptionBudget',
+      metadata: meta('ccm', 'controller', ns),
+      spec: { maxUnavailable: 1, selector: { matchLabels: selector } },
+    },
+  );
+  if (options.cronjob) {
+    const labels = { ...LABELS, 'app.kubernetes.io/component': 'nodes-init' };
+    const { hostNetwork, ...rest } = podSpec('nodes-init', ['nodes', 'init', ...providerArgs]);
+    objects.push({
+      apiVersion: 'batch/v1',
+      kind: 'CronJob',
+      metadata: meta('ccm-nodes-init', 'nodes-init', ns),
+      spec: {
+        schedule: '*/5 * * * *',
+        // Never two passes at once: a slow pass makes the next run skip rather than race it.
+        concurrencyPolicy: 'Forbid',
+        startingDeadlineSeconds: 120,
+        successfulJobsHistoryLimit: 1,
+        failedJobsHistoryLimit: 3,
+        jobTemplate: {
+          metadata: { labels },
+          spec: {
+            backoffLimit: 1,
+            activeDeadlineSeconds: 180,
+            podFailurePolicy: {
+              rules: [
+                // Exit 2 is a usage or configuration error: retrying cannot help.
+                { action: 'FailJob', onExitCodes: { containerName: 'ccm', operator: 'In', values: [2] } },
+                { action: 'Ignore', onPodConditions: [{ type: 'DisruptionTarget' }] },
+              ],
+            },
+            template: {
+              metadata: { labels },
+              spec: { hostNetwork, ...rest, restartPolicy: 'Never' },
+            },
+          },
+        },
+      },
+    });
+  }
+  return objects;
+}
+
+/**
+ * Sized from the benchmarks (README): `ccm run` with 5,000 Nodes cached and `nodes init` passes over
+ * 5,000 Nodes stay under the requests; the limits leave room for bursts of parsing.
+ */
+const RUN_RESOURCES = { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '256Mi' } };
+const NODES_INIT_RESOURCES = { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } };
+
+export function manifestsAsYaml(objects: readonly K8sObject[]): string {
+  return objects.map((o) => `---\n${stringify(o, { lineWidth: 0 })}`).join('');
+}
+
+export function fileName(object: K8sObject, index: number): string {
+  const safe = object.metadata.name.replace(/[^a-z0-9.-]+/gi, '-');
+  return `${String(index + 1).padStart(2, '0')}-${object.kind.toLowerCase()}-${safe}.yaml`;
+}
+
+/** One file per object, numbered in apply order; an existing folder's other files are left alone. */
+export async function writeManifests(
+  dir: string,
+  objects: readonly K8sObject[],
+  format: 'yaml' | 'json',
+): Promise<string[]> {
+  const { mkdir, writeFile } = await import('node:fs/promises');
+  const { join } = await import('node:path');
+  await mkdir(dir, { recursive: true });
+  const written: string[] = [];
+  for (const [i, object] of objects.entries()) {
+    const name = fileName(object, i).replace(/\.yaml$/, format === 'json' ? '.json' : '.yaml');
+    const path = join(dir, name);
+    await writeFile(
+      path,
+      format === 'json' ? `${JSON.stringify(object, null, 2)}\n` : stringify(object, { lineWidth: 0 }),
+    );
+    written.push(path);
+  }
+  return written;
+}

@@ -1,0 +1,400 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { budgetedProvider, type ProviderHolder, TokenBucket } from '../controllers/cloud-budget.js';
+import { isFatalCloudError } from '../controllers/cloud-view.js';
+import { InstanceCache } from '../controllers/instance-cache.js';
+import {
+  type Controller,
+  type ControllerContext,
+  type ControllerOptions,
+  controllerFactory,
+  selectControllers,
+} from '../controllers/manager.js';
+import { createMetrics, type Metrics } from '../controllers/metrics.js';
+import { type Serving, serve } from '../controllers/server.js';
+import { KubeApiError, KubeConfigError, KubeUnreachableError } from '../kube/errors.js';
+import { createInformer, type Informer, type InformerOptions } from '../kube/informer.js';
+import { loadKubeAuth } from '../kube/lean-config.js';
+import { LeaderElector } from '../kube/lease.js';
+import { createNodeClient } from '../kube/nodes.js';
+import { readSecret } from '../kube/secrets.js';
+import { type SlimNode, slimNode } from '../kube/slim-node.js';
+import { KubeTransport } from '../kube/transport.js';
+import { loadProvider } from '../providers/registry.js';
+import type { Provider, ProviderDefinition } from '../providers/types.js';
+import { UsageError } from './errors.js';
+import { createLogger, type LogLevel } from './log.js';
+import { parseSecretRef, resolveProviderValues } from './provider-config.js';
+
+export interface RunInput {
+  kubeconfig?: string;
+  context?: string;
+  provider?: string;
+  'cloud-config'?: string;
+  logLevel: LogLevel;
+  controllers: string;
+  controllerOptions: ControllerOptions;
+  cloudQps: number;
+  cloudBurst: number;
+  leaderElect: boolean;
+  lease: {
+    durationMs: number;
+    renewDeadlineMs: number;
+    retryPeriodMs: number;
+    name: string;
+    namespace: string;
+  };
+  bindAddress: string;
+  /** 0 picks a free port; -1 serves nothing. */
+  securePort: number;
+  plainHttp: boolean;
+  tls?: { certFile: string; keyFile: string };
+  credentialsSecret?: string;
+  reloadPeriodMs: number;
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+/** What tests (and only tests) may swap: the provider definition, a wrapper around each provider, the log sink. */
+export interface RunDeps {
+  definition?: ProviderDefinition;
+  wrapProvider?: (provider: Provider) => Provider;
+  logDestination?: NodeJS.WritableStream;
+  prettyLogs?: boolean;
+  identity?: string;
+}
+
+export interface RunHandle {
+  identity: string;
+  url?: string;
+  metrics: Metrics;
+  /** Resolves with the exit status: 0 after a graceful shutdown, 1 after losing the lease. */
+  done: Promise<number>;
+  /** Graceful shutdown (SIGTERM/SIGINT): stop intake, finish in-flight writes, release the Lease. */
+  shutdown(reason: string): Promise<number>;
+}
+
+const SHUTDOWN_BUDGET_MS = 8000;
+
+function checkLeaseTimings(lease: RunInput['lease']): void {
+  if (!(lease.durationMs > lease.renewDeadlineMs)) {
+    throw new UsageError('--leader-elect-lease-duration must be longer than --leader-elect-renew-deadline');
+  }
+  if (!(lease.renewDeadlineMs > lease.retryPeriodMs * 1.2)) {
+    throw new UsageError(
+      '--leader-elect-renew-deadline must be longer than 1.2 × --leader-elect-retry-period',
+    );
+  }
+  if (lease.durationMs < 1000) throw new UsageError('--leader-elect-lease-duration must be at least 1s');
+}
+
+async function fileHash(path: string): Promise<string> {
+  return createHash('sha256')
+    .update(await readFile(path))
+    .digest('hex');
+}
+
+/**
+ * `ccm run`: validates everything first (one line, exit 2, nothing written), then serves health and
+ * metrics, watches Nodes, and runs the selected controllers while leading.
+ */
+export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<RunHandle> {
+  // --- configuration, checked before anything is written --------------------------------------
+  const selection = (() => {
+    try {
+      return selectControllers(input.controllers);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  })();
+  if (input.leaderElect) checkLeaseTimings(input.lease);
+  if (!input.provider && !deps.definition) {
+    throw new UsageError(
+      'no provider given; pass --provider (e.g. --provider cloudlycke) or set CCM_PROVIDER',
+    );
+  }
+  const secretRef = input.credentialsSecret ? parseSecretRef(input.credentialsSecret) : undefined;
+  const log = createLogger(input.logLevel, {
+    ...(deps.logDestination ? { destination: deps.logDestination } : {}),
+    ...(deps.prettyLogs !== undefined ? { pretty: deps.prettyLogs } : {}),
+  });
+  const identity = deps.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
+  const definition = deps.definition ?? (await loadProvider(input.provider as string));
+  const auth = await loadKubeAuth({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
+
+  let elector: LeaderElector | undefined;
+  const transport = new KubeTransport(auth, {
+    userAgent: `ccm (${identity})`,
+    // Only leadership gates writes: a graceful shutdown lets in-flight writes finish.
+    mayWrite: () => (elector ? elector.isLeader() : true),
+    onReachable: (reachable, detail) => {
+      if (reachable) log.info('the Kubernetes API server answers again');
+      else
+        log.warn(
+          `cannot reach the Kubernetes API server at ${transport.server} (${detail}); retrying until it answers`,
+        );
+    },
+  });
+  let stopping = false;
+
+  // The API server and our identity on it, before anything else.
+  try {
+    await transport.request({ method: 'GET', path: '/api/v1/nodes?limit=1', timeoutMs: 15_000 });
+  } catch (err) {
+    if (err instanceof KubeApiError && (err.status === 401 || err.status === 403)) {
+      throw new KubeConfigError(
+        `the API server refused ccm's credentials (${err.message}); check the kubeconfig user or ccm's RBAC`,
+      );
+    }
+    throw err;
+  }
+
+  let secret = secretRef
+    ? await readSecret(transport, secretRef.namespace, secretRef.name).catch(configError)
+    : undefined;
+  const makeProvider = (): Provider => {
+    const values = resolveProviderValues(definition, input, input.env, secret?.data);
+    const provider = definition.create(values, {});
+    return deps.wrapProvider ? deps.wrapProvider(provider) : provider;
+  };
+  const holder: ProviderHolder = { current: makeProvider() };
+  const metrics = createMetrics();
+  const budget = new TokenBucket(input.cloudQps, input.cloudBurst);
+  const provider = budgetedProvider(holder, budget, metrics);
+
+  let nodes: Informer<SlimNode> | undefined;
+  const cloud = new InstanceCache({
+    list: () => provider.instances.list(),
+    nodes: () => nodes?.list() ?? [],
+    onRefresh: (view) => {
+      metrics.cachedInstances.set(view.index.size);
+      if (view.listingError) log.warn(`${view.listingError}; Nodes needing the cloud wait, none is deleted`);
+    },
+  });
+
+  // --- health and metrics, served from the start (readiness waits for the caches) -------------
+  const informers: ControllerContext['informers'] = {} as ControllerContext['informers'];
+  let leading = !input.leaderElect;
+  metrics.leader.set(leading ? 1 : 0);
+  let serving: Serving | undefined;
+  if (input.securePort >= 0) {
+    const tls = input.tls
+      ? { cert: await readFile(input.tls.certFile, 'utf8'), key: await readFile(input.tls.keyFile, 'utf8') }
+      : undefined;
+    try {
+      serving = await serve({
+        bindAddress: input.bindAddress,
+        port: input.securePort,
+        plain: input.plainHttp,
+        ...(tls ? { tls } : {}),
+        registry: metrics.registry,
+        healthz: [{ name: 'ping', run: () => ({ ok: true }) }],
+        readyz: [
+          {
+            name: 'informer-sync',
+            run: () => {
+              const pending = Object.entries(informers)
+                .filter(([, i]) => !i.hasSynced())
+                .map(([n]) => n);
+              return pending.length
+                ? { ok: false, detail: `waiting for ${pending.join(', ')}` }
+                : { ok: true };
+            },
+          },
+          {
+            name: 'leader-election',
+            run: () =>
+              !input.leaderElect
+                ? { ok: true, detail: 'disabled' }
+                : leading
+                  ? { ok: true, detail: 'leading' }
+                  : { ok: true, detail: `standby${elector?.holder ? ` (leader: ${elector.holder})` : ''}` },
+          },
+          { name: 'shutdown', run: () => (stopping ? { ok: false, detail: 'shutting down' } : { ok: true }) },
+        ],
+      });
+    } catch (err) {
+      throw new UsageError(
+        `cannot serve on ${input.bindAddress}:${input.securePort} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); pick another --secure-port or --bind-address`,
+      );
+    }
+    log.info(`serving /healthz, /readyz and /metrics on ${serving.url}`);
+  }
+
+  // The credentials must work: one cheap call (or the first listing) before anything is written.
+  try {
+    if (holder.current.verifyCredentials) {
+      try {
+        await holder.current.verifyCredentials();
+      } catch (err) {
+        if (isFatalCloudError(err)) throw err;
+        log.warn(
+          `the cloud did not answer at start-up (${(err as Error).message}); continuing, it is asked again`,
+        );
+      }
+    } else {
+      await cloud.refreshIfOlderThan(0);
+      if (isFatalCloudError(cloud.lastError)) throw cloud.lastError;
+    }
+  } catch (err) {
+    await serving?.close();
+    throw err;
+  }
+
+  // --- informers --------------------------------------------------------------------------------
+  const makeInformer = <T>(options: Omit<InformerOptions<T>, 'transport'>): Informer<T> => {
+    const informer = createInformer<T>({
+      transport,
+      log,
+      onRestart: (reason) => metrics.watchRestarts.inc({ resource: options.resource, reason }),
+      ...options,
+    });
+    (informers as Record<string, Informer<unknown>>)[options.resource] = informer as Informer<unknown>;
+    informer.start();
+    return informer;
+  };
+  nodes = makeInformer({ path: '/api/v1/nodes', resource: 'nodes', slim: slimNode });
+  const countNodes = () => metrics.cachedNodes.set(nodes?.size ?? 0);
+  nodes.on('add', countNodes);
+  nodes.on('delete', countNodes);
+
+  // --- controllers, while leading -----------------------------------------------------------------
+  const stopper = new AbortController();
+  const running: Controller[] = [];
+  for (const name of selection.unavailable) {
+    log.warn(`controller "${name}" is not available in this build of ccm; running without it`);
+  }
+  const ctx: ControllerContext = {
+    transport,
+    kube: createNodeClient(transport),
+    provider,
+    budget,
+    cloud,
+    informers,
+    informer: makeInformer,
+    log,
+    metrics,
+    options: input.controllerOptions,
+    signal: stopper.signal,
+  };
+  const startControllers = async () => {
+    while (!nodes?.hasSynced() && !stopping) await new Promise((r) => setTimeout(r, 50));
+    if (stopping) return;
+    for (const name of selection.enabled) {
+      const controller = (controllerFactory(name) as () => Controller)();
+      await controller.start(ctx);
+      running.push(controller);
+      log.info({ controller: name }, 'started');
+    }
+  };
+  const stopControllers = async () => {
+    await Promise.all(running.splice(0).map((c) => c.stop()));
+  };
+
+  // --- credentials and cloud config, re-read on change --------------------------------------------
+  let configHash = input['cloud-config'] ? await fileHash(input['cloud-config']).catch(() => '') : '';
+  let reloadFailing = false;
+  const reload = async () => {
+    try {
+      let changed: string | undefined;
+      if (secretRef) {
+        const fresh = await readSecret(transport, secretRef.namespace, secretRef.name);
+        if (fresh.resourceVersion !== secret?.resourceVersion) {
+          secret = fresh;
+          changed = `credentials from Secret ${secretRef.namespace}/${secretRef.name}`;
+        }
+      }
+      if (input['cloud-config']) {
+        const hash = await fileHash(input['cloud-config']);
+        if (hash !== configHash) {
+          configHash = hash;
+          changed = changed ? `${changed} and --cloud-config` : `--cloud-config ${input['cloud-config']}`;
+        }
+      }
+      if (changed) {
+        holder.current = makeProvider();
+        log.info(`${changed} changed; using them from now on`);
+      }
+      if (reloadFailing) log.info('credentials and cloud config readable again');
+      reloadFailing = false;
+    } catch (err) {
+      if (!reloadFailing)
+        log.warn(
+          `re-reading credentials or cloud config failed: ${(err as Error).message}; keeping the current ones`,
+        );
+      reloadFailing = true;
+    }
+  };
+  const reloadTimer = setInterval(() => void reload(), input.reloadPeriodMs);
+
+  // --- lifecycle ------------------------------------------------------------------------------
+  let resolveDone: (code: number) => void = () => {};
+  const done = new Promise<number>((resolve) => {
+    resolveDone = resolve;
+  });
+  let finishing: Promise<number> | undefined;
+  const finish = (code: number, releaseLease: boolean): Promise<number> => {
+    finishing ??= (async () => {
+      stopping = true;
+      clearInterval(reloadTimer);
+      stopper.abort();
+      const bounded = <T>(p: Promise<T>, ms: number) =>
+        Promise.race([p, new Promise<void>((r) => setTimeout(r, ms).unref())]);
+      await bounded(stopControllers(), SHUTDOWN_BUDGET_MS - 2500);
+      elector?.stop();
+      if (releaseLease) await bounded(elector?.release() ?? Promise.resolve(), 2000);
+      await bounded(Promise.all(Object.values(informers).map((i) => i.stop())), 1000);
+      await serving?.close();
+      await transport.close().catch(() => {});
+      metrics.leader.set(0);
+      resolveDone(code);
+      return code;
+    })();
+    return finishing;
+  };
+
+  if (input.leaderElect) {
+    elector = new LeaderElector({
+      transport,
+      namespace: input.lease.namespace,
+      name: input.lease.name,
+      identity,
+      leaseDurationMs: input.lease.durationMs,
+      renewDeadlineMs: input.lease.renewDeadlineMs,
+      retryPeriodMs: input.lease.retryPeriodMs,
+      log,
+      onStartedLeading: () => {
+        leading = true;
+        metrics.leader.set(1);
+        void startControllers();
+      },
+    });
+    log.info({ identity }, `waiting for the leader Lease ${input.lease.namespace}/${input.lease.name}`);
+    void elector.run().then((outcome) => {
+      if (outcome !== 'lost' || stopping) return;
+      leading = false;
+      metrics.leader.set(0);
+      log.error('lost the leader Lease: stopped writing; exiting so that this replica restarts as a standby');
+      void finish(1, false);
+    });
+  } else {
+    void startControllers();
+  }
+
+  return {
+    identity,
+    ...(serving ? { url: serving.url } : {}),
+    metrics,
+    done,
+    shutdown: (reason) => {
+      if (!finishing) log.info(`${reason}: shutting down`);
+      return finish(0, true);
+    },
+  };
+
+  function configError(err: unknown): never {
+    if (err instanceof KubeApiError || err instanceof KubeUnreachableError)
+      throw new KubeConfigError((err as Error).message);
+    throw err;
+  }
+}

@@ -1,0 +1,178 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../cli/base-command.js';
+import { parseDuration } from '../cli/duration.js';
+import { UsageError } from '../cli/errors.js';
+
+function duration(flag: string, value: string, min = 1): number {
+  const ms = parseDuration(value);
+  if (ms === undefined || ms < min) {
+    throw new UsageError(`--${flag} "${value}" is not a positive duration; use e.g. 500ms, 5s, 1m`);
+  }
+  return ms;
+}
+
+export default class Run extends BaseCommand {
+  static override summary =
+    'Run the cloud controller: node initialisation, node lifecycle and load balancers';
+  static override description = [
+    'The long-running controller, as a Deployment runs it or a person runs it in a terminal. Watches Nodes, initialises tainted ones as they appear, keeps labels and addresses in step with the cloud, taints Nodes whose instance is shut down and deletes Nodes whose instance the cloud positively reports as gone, with the same rules as `ccm nodes init`.',
+    'Only the replica holding the leader Lease writes. /healthz, /readyz and /metrics are served on --bind-address:--secure-port. SIGTERM or SIGINT: stop, finish in-flight writes, release the Lease, exit 0.',
+  ].join('\n\n');
+  static override examples = [
+    '<%= config.bin %> run --provider cloudlycke --cloud-config inventory.yaml --leader-elect=false --plain-http --secure-port 10258',
+    '<%= config.bin %> run --provider digitalocean --credentials-secret kube-system/digitalocean',
+  ];
+  static override flags = {
+    controllers: Flags.string({
+      description:
+        'Controllers to run: cloud-node, cloud-node-lifecycle, service; * for all, -name to disable one',
+      default: '*',
+    }),
+    concurrency: Flags.integer({ description: 'Workers per controller', default: 8, min: 1, max: 256 }),
+    'node-monitor-period': Flags.string({
+      description: 'How often the lifecycle controller looks at NotReady Nodes',
+      default: '5s',
+    }),
+    'node-status-update-frequency': Flags.string({
+      description: 'How often addresses of initialised Nodes are refreshed',
+      default: '5m',
+    }),
+    'cloud-list-period': Flags.string({
+      description:
+        'At most one cloud listing per period for the lifecycle controller (default: 1m while a Node is NotReady, 5m otherwise)',
+    }),
+    'deletion-grace-period': Flags.string({
+      description: 'A Node younger than this is never deleted',
+      default: '5m',
+    }),
+    'cloud-qps': Flags.string({
+      description: 'Cloud requests per second, shared by all controllers (work waits, never fails)',
+      default: '1',
+    }),
+    'cloud-burst': Flags.integer({ description: 'Cloud requests allowed in a burst', default: 10, min: 1 }),
+    'leader-elect': Flags.boolean({
+      description: 'Run only while holding the leader Lease',
+      default: true,
+      allowNo: true,
+    }),
+    'leader-elect-lease-duration': Flags.string({
+      default: '15s',
+      description: 'How long a standby waits before taking an unrenewed Lease',
+    }),
+    'leader-elect-renew-deadline': Flags.string({
+      default: '10s',
+      description: 'How long the leader tries to renew before it gives up',
+    }),
+    'leader-elect-retry-period': Flags.string({
+      default: '2s',
+      description: 'Time between tries to acquire or renew',
+    }),
+    'leader-elect-resource-name': Flags.string({
+      default: 'cloud-controller-manager',
+      description: 'Name of the Lease',
+    }),
+    'leader-elect-resource-namespace': Flags.string({
+      default: 'kube-system',
+      description: 'Namespace of the Lease',
+    }),
+    'bind-address': Flags.string({
+      default: '0.0.0.0',
+      description: 'Address to serve /healthz, /readyz and /metrics on',
+    }),
+    'secure-port': Flags.integer({
+      default: 10258,
+      min: -1,
+      max: 65535,
+      description: 'Port for /healthz, /readyz, /metrics (0: any free port, -1: do not serve)',
+    }),
+    'plain-http': Flags.boolean({
+      default: false,
+      description: 'Serve plain HTTP instead of HTTPS (local runs)',
+    }),
+    'tls-cert-file': Flags.string({
+      description: 'Certificate to serve with (default: a self-signed one)',
+      dependsOn: ['tls-private-key-file'],
+    }),
+    'tls-private-key-file': Flags.string({
+      description: 'Key of --tls-cert-file',
+      dependsOn: ['tls-cert-file'],
+    }),
+    'concurrent-service-syncs': Flags.integer({
+      description: 'LoadBalancer Services synced in parallel',
+      default: 1,
+      min: 1,
+      max: 64,
+    }),
+    'load-balancer-class': Flags.string({
+      description:
+        'Also own LoadBalancer Services of this spec.loadBalancerClass (Services without a class are always ours)',
+    }),
+    'cluster-name': Flags.string({
+      description:
+        'Identity in the ownership tag of cloud resources ccm creates (default: derived from the kube-system namespace UID, unique per cluster)',
+    }),
+    'credentials-secret': Flags.string({
+      description: "Read the provider's credentials from this Secret (namespace/name), re-read on change",
+    }),
+    'config-reload-period': Flags.string({
+      default: '30s',
+      description: 'How often the credentials Secret and --cloud-config are checked for changes',
+    }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(Run);
+    const qps = Number(flags['cloud-qps']);
+    if (!(qps > 0))
+      throw new UsageError(`--cloud-qps "${flags['cloud-qps']}" must be a number above 0, e.g. 0.5 or 2`);
+    const { startRun } = await import('../cli/run.js');
+    const handle = await startRun({
+      ...flags,
+      logLevel: flags['log-level'],
+      controllers: flags.controllers,
+      controllerOptions: {
+        concurrency: flags.concurrency,
+        deletionGracePeriodMs: duration('deletion-grace-period', flags['deletion-grace-period'], 0),
+        nodeMonitorPeriodMs: duration('node-monitor-period', flags['node-monitor-period']),
+        nodeStatusUpdateFrequencyMs: duration(
+          'node-status-update-frequency',
+          flags['node-status-update-frequency'],
+        ),
+        ...(flags['cloud-list-period']
+          ? { cloudListPeriodMs: duration('cloud-list-period', flags['cloud-list-period']) }
+          : {}),
+        concurrentServiceSyncs: flags['concurrent-service-syncs'],
+        ...(flags['load-balancer-class'] ? { loadBalancerClass: flags['load-balancer-class'] } : {}),
+        ...(flags['cluster-name'] ? { clusterName: flags['cluster-name'] } : {}),
+      },
+      cloudQps: qps,
+      cloudBurst: flags['cloud-burst'],
+      leaderElect: flags['leader-elect'],
+      lease: {
+        durationMs: duration('leader-elect-lease-duration', flags['leader-elect-lease-duration']),
+        renewDeadlineMs: duration('leader-elect-renew-deadline', flags['leader-elect-renew-deadline']),
+        retryPeriodMs: duration('leader-elect-retry-period', flags['leader-elect-retry-period']),
+        name: flags['leader-elect-resource-name'],
+        namespace: flags['leader-elect-resource-namespace'],
+      },
+      bindAddress: flags['bind-address'],
+      securePort: flags['secure-port'],
+      plainHttp: flags['plain-http'],
+      ...(flags['tls-cert-file'] && flags['tls-private-key-file']
+        ? { tls: { certFile: flags['tls-cert-file'], keyFile: flags['tls-private-key-file'] } }
+        : {}),
+      ...(flags['credentials-secret'] ? { credentialsSecret: flags['credentials-secret'] } : {}),
+      reloadPeriodMs: duration('config-reload-period', flags['config-reload-period']),
+      env: process.env,
+    });
+    const onSignal = (signal: string) => {
+      // The shutdown bounds each step; this is the backstop for the 10 s a kubelet grants.
+      setTimeout(() => process.exit(1), 9500).unref();
+      void handle.shutdown(`${signal} received`);
+    };
+    process.once('SIGTERM', () => onSignal('SIGTERM'));
+    process.once('SIGINT', () => onSignal('SIGINT'));
+    const code = await handle.done;
+    process.exit(code);
+  }
+}

@@ -1,0 +1,119 @@
+import { isProviderError } from '../providers/errors.js';
+import type { LoadBalancerRequest, LoadBalancers, Provider } from '../providers/types.js';
+import type { Metrics } from './metrics.js';
+
+/**
+ * The cloud request budget every controller shares: a token bucket of `qps` tokens a second holding
+ * at most `burst`. When it is empty, a request waits its turn (first come, first served); it never
+ * fails for want of budget.
+ */
+export class TokenBucket {
+  private tokens: number;
+  private last: number;
+  private tail: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly qps: number,
+    readonly burst: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.tokens = burst;
+    this.last = now();
+  }
+
+  /** Resolves once a token is taken; returns how long it waited (ms). */
+  take(): Promise<number> {
+    const started = this.now();
+    const turn = this.tail.then(async () => {
+      this.refill();
+      if (this.tokens < 1) {
+        const waitMs = ((1 - this.tokens) / this.qps) * 1000;
+        await new Promise((r) => setTimeout(r, waitMs));
+        this.refill();
+      }
+      this.tokens -= 1;
+    });
+    this.tail = turn;
+    return turn.then(() => this.now() - started);
+  }
+
+  private refill(): void {
+    const now = this.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.qps);
+    this.last = now;
+  }
+}
+
+/** Where the current provider lives: re-created when credentials or the cloud config change. */
+export interface ProviderHolder {
+  current: Provider;
+}
+
+export function outcomeOf(err: unknown): string {
+  if (!isProviderError(err)) return 'error';
+  return {
+    NotFound: 'not_found',
+    Unauthorized: 'unauthorized',
+    Retryable: 'retryable',
+    InvalidConfig: 'invalid_config',
+  }[err.kind];
+}
+
+/**
+ * The provider every controller uses: each call waits for the shared budget, goes to the holder's
+ * current provider, and is counted in the metrics. The load balancer capability is wrapped the same
+ * way, so the service controller gets the budget for free.
+ */
+export function budgetedProvider(holder: ProviderHolder, bucket: TokenBucket, metrics?: Metrics): Provider {
+  const call = async <T>(operation: string, fn: (p: Provider) => Promise<T>): Promise<T> => {
+    const waited = await bucket.take();
+    metrics?.cloudBudgetWaitSeconds.inc(waited / 1000);
+    const provider = holder.current;
+    const end = metrics?.cloudSeconds.startTimer({ provider: provider.name, operation });
+    try {
+      const result = await fn(provider);
+      metrics?.cloudRequests.inc({ provider: provider.name, operation, code: 'ok' });
+      return result;
+    } catch (err) {
+      metrics?.cloudRequests.inc({ provider: provider.name, operation, code: outcomeOf(err) });
+      throw err;
+    } finally {
+      end?.();
+    }
+  };
+  const lb = holder.current.loadBalancers;
+  // A provider re-created on a config reload starts empty: it is shown what its predecessor was
+  // shown (e.g. Cloudlycke's allocations, recorded on the Services) before its first call.
+  let observed: { services: readonly LoadBalancerRequest[]; by: Provider } | undefined;
+  const balancers = (p: Provider): LoadBalancers => {
+    const current = p.loadBalancers as LoadBalancers;
+    if (observed && observed.by !== p) {
+      current.observe?.(observed.services);
+      observed = { services: observed.services, by: p };
+    }
+    return current;
+  };
+  const loadBalancers: LoadBalancers | undefined = lb && {
+    get: (req, signal) => call('lb_get', (p) => balancers(p).get(req, signal)),
+    ensure: (req, signal) => call('lb_ensure', (p) => balancers(p).ensure(req, signal)),
+    updateNodes: (req, signal) => call('lb_update_nodes', (p) => balancers(p).updateNodes(req, signal)),
+    delete: (req, signal) => call('lb_delete', (p) => balancers(p).delete(req, signal)),
+    observe: (services) => {
+      observed = { services, by: holder.current };
+      holder.current.loadBalancers?.observe?.(services);
+    },
+  };
+  return {
+    get name() {
+      return holder.current.name;
+    },
+    get providerIdScheme() {
+      return holder.current.providerIdScheme;
+    },
+    instances: {
+      list: (signal) => call('list', (p) => p.instances.list(signal)),
+      get: (providerID, signal) => call('get', (p) => p.instances.get(providerID, signal)),
+    },
+    ...(loadBalancers ? { loadBalancers } : {}),
+  };
+}

@@ -1,0 +1,101 @@
+import type { SlimNode } from '../kube/slim-node.js';
+import type { Instance } from '../providers/types.js';
+import { type CloudView, type ListingOutcome, viewOf } from './cloud-view.js';
+
+export interface InstanceCacheOptions {
+  list: () => Promise<Instance[]>;
+  /** The Nodes the listing is checked against (listingKnowsCluster). */
+  nodes: () => readonly SlimNode[];
+  /** At most one listing per this interval for refreshes asked by cache misses. Default 2 s. */
+  minIntervalMs?: number;
+  onRefresh?: (view: CloudView) => void;
+  now?: () => number;
+}
+
+/**
+ * The one cloud listing `ccm run` shares between controllers. Reads never call the cloud; a refresh
+ * is one listing, and concurrent refreshes are coalesced: one listing in flight, every caller
+ * waiting for a refresh served by the same next listing, at most one per `minIntervalMs`.
+ * A failed listing replaces the view with a failed one (as in `nodes init`): nothing is deleted, and
+ * nothing is initialised or refreshed from data the cloud could not confirm.
+ */
+export class InstanceCache {
+  private current: CloudView;
+  private inFlight?: Promise<CloudView>;
+  private pending?: Promise<CloudView>;
+  private lastStart = Number.NEGATIVE_INFINITY;
+  private failures = 0;
+  private completed = 0;
+  /** The error of the last listing, when it failed. */
+  lastError?: unknown;
+  private readonly minIntervalMs: number;
+  private readonly now: () => number;
+
+  constructor(private readonly options: InstanceCacheOptions) {
+    this.minIntervalMs = options.minIntervalMs ?? 2000;
+    this.now = options.now ?? (() => performance.now());
+    this.current = viewOf({ error: new Error('not listed yet') }, []);
+  }
+
+  view(): CloudView {
+    return this.current;
+  }
+
+  /** When the view's listing was started (performance.now() time), -Infinity before the first. */
+  get listedAt(): number {
+    return this.lastStart;
+  }
+
+  /** Whether a listing has completed (successfully or not). */
+  get hasListed(): boolean {
+    return this.completed > 0;
+  }
+
+  /**
+   * Refreshes when the view is older than `maxAgeMs` (after a failure: sooner, 5 s doubling up to
+   * `maxAgeMs`); returns the view either way.
+   */
+  async refreshIfOlderThan(maxAgeMs: number): Promise<CloudView> {
+    if (this.inFlight) return this.inFlight;
+    const retryMs = this.failures > 0 ? Math.min(maxAgeMs, 5000 * 2 ** (this.failures - 1)) : maxAgeMs;
+    if (this.now() - this.lastStart < retryMs) return this.current;
+    return this.start();
+  }
+
+  /** A refresh for a cache miss: coalesced, and never more than one per `minIntervalMs`. */
+  requestRefresh(): Promise<CloudView> {
+    if (this.pending) return this.pending;
+    let pending: Promise<CloudView> | undefined;
+    pending = (async () => {
+      await Promise.resolve();
+      if (this.inFlight) await this.inFlight;
+      const wait = this.lastStart + this.minIntervalMs - this.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      // From here on, a new request waits for the next listing, not this one.
+      if (this.pending === pending) this.pending = undefined;
+      return this.inFlight ?? this.start();
+    })();
+    this.pending = pending;
+    return pending as Promise<CloudView>;
+  }
+
+  private start(): Promise<CloudView> {
+    this.lastStart = this.now();
+    this.inFlight = this.options
+      .list()
+      .then(
+        (instances): ListingOutcome => ({ instances }),
+        (error: unknown): ListingOutcome => ({ error }),
+      )
+      .then((outcome) => {
+        this.completed++;
+        this.failures = 'error' in outcome ? this.failures + 1 : 0;
+        this.lastError = 'error' in outcome ? outcome.error : undefined;
+        this.current = viewOf(outcome, this.options.nodes());
+        this.inFlight = undefined;
+        this.options.onRefresh?.(this.current);
+        return this.current;
+      });
+    return this.inFlight;
+  }
+}

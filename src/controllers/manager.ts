@@ -1,0 +1,137 @@
+/**
+ * The controller registry and what a controller gets to work with.
+ *
+ * A controller is `{ name, start(ctx), stop() }`, made by a factory registered under its upstream
+ * name. `start` subscribes to informers, starts its queue workers and timers and returns; `stop`
+ * stops intake and resolves once in-flight work is finished. Controllers run only while this replica
+ * leads (or with --leader-elect=false), and never know which cloud they talk to.
+ *
+ *   registerController('service', () => serviceController());   // e.g. in src/controllers/service.ts
+ *
+ *   ctx.transport     the lean Kubernetes transport (writes pass the leader gate)
+ *   ctx.kube          Node operations (patch, status, delete with preconditions, events)
+ *   ctx.provider      the cloud, every call through the shared request budget and counted in metrics
+ *   ctx.budget        that budget (token bucket), for anything else that calls the cloud
+ *   ctx.cloud         the shared cached instance listing (refreshIfOlderThan / requestRefresh / view)
+ *   ctx.informers     started informers by resource: `nodes` always; `ctx.informer(...)` adds others,
+ *                     e.g. ctx.informer({ path: '/api/v1/services', resource: 'services', slim })
+ *   ctx.log, ctx.metrics, ctx.options (periods, concurrency, grace), ctx.signal (aborted at shutdown)
+ *
+ * A name registered as an empty slot (registerSlot) is skipped by `*` while no factory fills it, and
+ * naming it explicitly says in one line that it is not available.
+ */
+import type { Logger } from 'pino';
+import type { Informer, InformerOptions } from '../kube/informer.js';
+import type { NodeClient } from '../kube/nodes.js';
+import type { SlimNode } from '../kube/slim-node.js';
+import type { KubeTransport } from '../kube/transport.js';
+import type { Provider } from '../providers/types.js';
+import type { TokenBucket } from './cloud-budget.js';
+import type { InstanceCache } from './instance-cache.js';
+import type { Metrics } from './metrics.js';
+
+export interface ControllerOptions {
+  concurrency: number;
+  deletionGracePeriodMs: number;
+  nodeMonitorPeriodMs: number;
+  nodeStatusUpdateFrequencyMs: number;
+  /** --cloud-list-period; undefined: 1 m while some Node is NotReady, 5 m otherwise. */
+  cloudListPeriodMs?: number;
+  /** --concurrent-service-syncs: Services synced in parallel (upstream default 1). */
+  concurrentServiceSyncs?: number;
+  /** --load-balancer-class: the class owned besides Services without one. */
+  loadBalancerClass?: string;
+  /** --cluster-name: the identity in ownership tags (default: derived from the kube-system UID). */
+  clusterName?: string;
+}
+
+export interface ControllerContext {
+  transport: KubeTransport;
+  kube: NodeClient;
+  provider: Provider;
+  budget: TokenBucket;
+  cloud: InstanceCache;
+  informers: { nodes: Informer<SlimNode> } & Record<string, Informer<unknown>>;
+  /** Creates, starts and registers an informer (readiness then waits for it too). */
+  informer<T>(options: Omit<InformerOptions<T>, 'transport'>): Informer<T>;
+  log: Logger;
+  metrics: Metrics;
+  options: ControllerOptions;
+  signal: AbortSignal;
+}
+
+export interface Controller {
+  readonly name: string;
+  start(ctx: ControllerContext): void | Promise<void>;
+  stop(): Promise<void>;
+}
+
+export type ControllerFactory = () => Controller;
+
+const registry = new Map<string, ControllerFactory | undefined>();
+
+/** Fills (or defines) the controller of this name. */
+export function registerController(name: string, factory: ControllerFactory): void {
+  registry.set(name, factory);
+}
+
+/** Declares a name whose factory a later module provides. */
+export function registerSlot(name: string): void {
+  if (!registry.has(name)) registry.set(name, undefined);
+}
+
+export function controllerNames(): string[] {
+  return [...registry.keys()];
+}
+
+export function controllerFactory(name: string): ControllerFactory | undefined {
+  return registry.get(name);
+}
+
+export interface Selection {
+  /** Names to run, each with a factory. */
+  enabled: string[];
+  /** Named explicitly but without a factory in this build. */
+  unavailable: string[];
+}
+
+/**
+ * `--controllers`, as upstream reads it: a comma list where `*` means every controller, `name`
+ * enables one and `-name` disables one. Throws with one line on an unknown name.
+ */
+export function selectControllers(spec: string): Selection {
+  const names = controllerNames();
+  const items = spec
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const wanted = new Set<string>();
+  const explicit = new Set<string>();
+  for (const item of items) {
+    const name = item.startsWith('-') ? item.slice(1) : item;
+    if (name !== '*' && !names.includes(name)) {
+      throw new Error(
+        `--controllers: unknown controller "${name}"; known: ${names.join(', ')} (and * for all)`,
+      );
+    }
+  }
+  for (const item of items) if (item === '*') for (const n of names) wanted.add(n);
+  for (const item of items)
+    if (item !== '*' && !item.startsWith('-')) {
+      wanted.add(item);
+      explicit.add(item);
+    }
+  for (const item of items) if (item.startsWith('-')) wanted.delete(item.slice(1));
+  const enabled = [...wanted].filter((n) => registry.get(n));
+  const unavailable = [...wanted].filter((n) => !registry.get(n) && explicit.has(n));
+  return { enabled, unavailable };
+}
+
+// The controllers of this build. A later one fills its slot with registerController(name, factory).
+import { cloudNodeController } from './cloud-node.js';
+import { nodeLifecycleController } from './node-lifecycle.js';
+import { serviceController } from './service-controller.js';
+
+registerController('cloud-node', cloudNodeController);
+registerController('cloud-node-lifecycle', nodeLifecycleController);
+registerController('service', serviceController);

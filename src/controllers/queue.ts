@@ -1,0 +1,152 @@
+/**
+ * A de-duplicating work queue with per-key exponential backoff (client-go's workqueue semantics).
+ *
+ *   const queue = new WorkQueue({ baseDelayMs: 5, maxDelayMs: 1_000_000 });
+ *   queue.add('node-a');              // queued once however often it is added while waiting
+ *   queue.addAfter('svc/x', 30_000);  // e.g. a cloud's Retry-After
+ *   queue.addRateLimited('node-a');   // after base·2^failures, capped at max
+ *   queue.forget('node-a');           // success: the key's backoff starts again from base
+ *   const done = queue.run(4, async (key) => { … });  // 4 workers; a throw means addRateLimited
+ *   await queue.shutDown();           // stop intake, let in-flight handlers finish
+ *
+ * A key is never handled by two workers at once: added while in flight, it is marked dirty and
+ * queued again when its handler returns. `length` counts keys waiting (not delayed, not in flight).
+ */
+
+export interface WorkQueueOptions {
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  /** Called after each change of the waiting count (metrics). */
+  onDepth?: (depth: number) => void;
+}
+
+export class WorkQueue<K = string> {
+  private readonly queue: K[] = [];
+  private readonly queued = new Set<K>();
+  private readonly processing = new Set<K>();
+  private readonly dirty = new Set<K>();
+  private readonly failures = new Map<K, number>();
+  private readonly timers = new Map<K, NodeJS.Timeout>();
+  private readonly waiters: ((key: K | undefined) => void)[] = [];
+  private shuttingDown = false;
+  private readonly baseDelayMs: number;
+  private readonly maxDelayMs: number;
+
+  constructor(private readonly options: WorkQueueOptions = {}) {
+    this.baseDelayMs = options.baseDelayMs ?? 5;
+    this.maxDelayMs = options.maxDelayMs ?? 1_000_000;
+  }
+
+  get length(): number {
+    return this.queue.length;
+  }
+
+  add(key: K): void {
+    if (this.shuttingDown) return;
+    if (this.processing.has(key)) {
+      this.dirty.add(key);
+      return;
+    }
+    if (this.queued.has(key)) return;
+    const waiter = this.waiters.shift();
+    if (waiter) {
+      this.processing.add(key);
+      waiter(key);
+      return;
+    }
+    this.queued.add(key);
+    this.queue.push(key);
+    this.options.onDepth?.(this.queue.length);
+  }
+
+  /** Adds the key after `ms`; an earlier pending delay for the same key wins. */
+  addAfter(key: K, ms: number): void {
+    if (this.shuttingDown) return;
+    if (ms <= 0) {
+      this.add(key);
+      return;
+    }
+    if (this.timers.has(key)) return;
+    const timer = setTimeout(() => {
+      this.timers.delete(key);
+      this.add(key);
+    }, ms);
+    timer.unref?.();
+    this.timers.set(key, timer);
+  }
+
+  /** Adds the key after its backoff, which doubles with each call until `forget`. */
+  addRateLimited(key: K): void {
+    const failures = this.failures.get(key) ?? 0;
+    this.failures.set(key, failures + 1);
+    this.addAfter(key, this.backoffFor(failures));
+  }
+
+  backoffFor(failures: number): number {
+    return Math.min(this.baseDelayMs * 2 ** failures, this.maxDelayMs);
+  }
+
+  /** How often the key has been retried since its last success. */
+  retries(key: K): number {
+    return this.failures.get(key) ?? 0;
+  }
+
+  forget(key: K): void {
+    this.failures.delete(key);
+  }
+
+  /** The next key, waiting for one; undefined once the queue is shut down. Pair with `done`. */
+  get(): Promise<K | undefined> {
+    const key = this.queue.shift();
+    if (key !== undefined) {
+      this.queued.delete(key);
+      this.processing.add(key);
+      this.options.onDepth?.(this.queue.length);
+      return Promise.resolve(key);
+    }
+    if (this.shuttingDown) return Promise.resolve(undefined);
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  done(key: K): void {
+    this.processing.delete(key);
+    if (this.dirty.delete(key)) this.add(key);
+  }
+
+  /**
+   * Runs `concurrency` workers until shut down. A handler that throws has its key re-added with
+   * backoff (and `onError` told); one that returns normally has its backoff forgotten.
+   */
+  run(
+    concurrency: number,
+    handler: (key: K) => Promise<void>,
+    onError?: (key: K, err: unknown) => void,
+  ): Promise<void> {
+    const worker = async () => {
+      for (;;) {
+        const key = await this.get();
+        if (key === undefined) return;
+        try {
+          await handler(key);
+          this.forget(key);
+        } catch (err) {
+          onError?.(key, err);
+          this.addRateLimited(key);
+        } finally {
+          this.done(key);
+        }
+      }
+    };
+    return Promise.all(Array.from({ length: Math.max(1, concurrency) }, worker)).then(() => undefined);
+  }
+
+  /** Stops intake and wakes idle workers; queued and delayed keys are dropped. */
+  shutDown(): void {
+    this.shuttingDown = true;
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+    this.queue.length = 0;
+    this.queued.clear();
+    for (const waiter of this.waiters.splice(0)) waiter(undefined);
+  }
+}

@@ -1,0 +1,158 @@
+import type { ServiceClient, SlimService } from '../kube/services.js';
+import {
+  EVENT_DELETED_LOAD_BALANCER,
+  EVENT_DELETING_LOAD_BALANCER,
+  EVENT_ENSURED_LOAD_BALANCER,
+  EVENT_ENSURING_LOAD_BALANCER,
+  EVENT_UNAVAILABLE_LOAD_BALANCER,
+  EVENT_UPDATED_LOAD_BALANCER,
+  FINALIZER_LOAD_BALANCER_CLEANUP,
+  SOURCE_SERVICE_CONTROLLER,
+} from '../kube/well-known.js';
+import type { LoadBalancerNode, LoadBalancers } from '../providers/types.js';
+import {
+  annotationChanges,
+  describeRequest,
+  hasCleanupFinalizer,
+  needsCleanup,
+  type ServiceRules,
+  sameIngress,
+  wantsLoadBalancer,
+} from './service.js';
+
+/**
+ * Applies the service controller's rules to one Service (reference: syncLoadBalancerIfNeeded).
+ * Throws on any failure; the caller records SyncLoadBalancerFailed and retries with backoff.
+ */
+
+export interface ServiceSyncDeps {
+  client: ServiceClient;
+  balancers: LoadBalancers;
+  rules: ServiceRules;
+  signal?: AbortSignal;
+}
+
+export interface ServiceSyncResult {
+  result: 'ensured' | 'deleted' | 'unchanged' | 'ignored';
+  /** Annotations the provider keeps on the Service (their changes are our own writes). */
+  managedAnnotations: string[];
+}
+
+export interface ServiceSyncOptions {
+  /**
+   * Record EnsuringLoadBalancer / EnsuredLoadBalancer even when nothing changes: true when the sync
+   * comes from a change of the Service, false for the start-up pass over Services that already have
+   * their load balancer (a restart writes nothing to an unchanged cluster).
+   */
+  announce: boolean;
+  /**
+   * Told which annotations the provider keeps on the Service before they are written, so that the
+   * watch event of that write is known as our own.
+   */
+  onManagedAnnotations?: (keys: string[]) => void;
+}
+
+const event = (type: 'Normal' | 'Warning', reason: string, message: string) => ({
+  type,
+  reason,
+  message,
+  component: SOURCE_SERVICE_CONTROLLER,
+});
+
+export async function syncService(
+  svc: SlimService,
+  backends: LoadBalancerNode[],
+  deps: ServiceSyncDeps,
+  options: ServiceSyncOptions,
+): Promise<ServiceSyncResult> {
+  if (needsCleanup(svc, deps.rules)) return cleanUp(svc, deps);
+  if (!wantsLoadBalancer(svc, deps.rules) || svc.deleting)
+    return { result: 'ignored', managedAnnotations: [] };
+
+  const { client, balancers, rules, signal } = deps;
+  const request = describeRequest(svc, backends, rules);
+  // Quiet only for a Service that already has everything: a new one is always announced.
+  const announce = options.announce || !hasCleanupFinalizer(svc) || svc.ingress.length === 0;
+  if (announce) {
+    await client.recordEvent(svc, event('Normal', EVENT_ENSURING_LOAD_BALANCER, 'Ensuring load balancer'));
+  }
+  if (!hasCleanupFinalizer(svc)) {
+    // Before the cloud is asked: a Service can then never be deleted while its load balancer lives on.
+    await client.patchStatus(
+      svc,
+      { metadata: { finalizers: [...svc.finalizers, FINALIZER_LOAD_BALANCER_CLEANUP] } },
+      { conditional: true },
+    );
+  }
+  if (backends.length === 0 && announce) {
+    await client.recordEvent(
+      svc,
+      event('Warning', EVENT_UNAVAILABLE_LOAD_BALANCER, 'There are no available nodes for LoadBalancer'),
+    );
+  }
+  const status = await balancers.ensure(request, signal);
+  options.onManagedAnnotations?.(Object.keys(status.annotations ?? {}));
+  const annotations = annotationChanges(svc, status.annotations);
+  const ingressChanged = !sameIngress(svc.ingress, status.ingress);
+  if (ingressChanged || Object.keys(annotations).length > 0) {
+    await client.patchStatus(
+      svc,
+      {
+        ...(Object.keys(annotations).length > 0 ? { metadata: { annotations } } : {}),
+        ...(ingressChanged ? { status: { loadBalancer: { ingress: status.ingress } } } : {}),
+      },
+      { conditional: false },
+    );
+  }
+  if (announce || ingressChanged) {
+    await client.recordEvent(svc, event('Normal', EVENT_ENSURED_LOAD_BALANCER, 'Ensured load balancer'));
+  }
+  const changed = ingressChanged || Object.keys(annotations).length > 0 || announce;
+  return {
+    result: changed ? 'ensured' : 'unchanged',
+    managedAnnotations: Object.keys(status.annotations ?? {}),
+  };
+}
+
+/** The load balancer goes first; only then the finalizer and the status (one write). */
+async function cleanUp(svc: SlimService, deps: ServiceSyncDeps): Promise<ServiceSyncResult> {
+  const { client, balancers, rules, signal } = deps;
+  const request = describeRequest(svc, [], rules);
+  const existing = await balancers.get(request, signal);
+  if (existing) {
+    await client.recordEvent(svc, event('Normal', EVENT_DELETING_LOAD_BALANCER, 'Deleting load balancer'));
+    await balancers.delete(request, signal);
+  }
+  await client.patchStatus(
+    svc,
+    {
+      metadata: { finalizers: svc.finalizers.filter((f) => f !== FINALIZER_LOAD_BALANCER_CLEANUP) },
+      ...(svc.ingress.length > 0 ? { status: { loadBalancer: { ingress: null } } } : {}),
+    },
+    { conditional: true },
+  );
+  await client.recordEvent(svc, event('Normal', EVENT_DELETED_LOAD_BALANCER, 'Deleted load balancer'));
+  return { result: 'deleted', managedAnnotations: [] };
+}
+
+/** Only the backend set changed (reference: updateLoadBalancerHosts). */
+export async function syncBackends(
+  svc: SlimService,
+  backends: LoadBalancerNode[],
+  deps: ServiceSyncDeps,
+): Promise<void> {
+  await deps.balancers.updateNodes(describeRequest(svc, backends, deps.rules), deps.signal);
+  await deps.client.recordEvent(
+    svc,
+    event('Normal', EVENT_UPDATED_LOAD_BALANCER, 'Updated load balancer with new hosts'),
+  );
+}
+
+/**
+ * A Service that vanished without our finalizer (someone removed it by hand): its load balancer is
+ * still deleted, from the last state we saw, with nothing to write to Kubernetes.
+ */
+export async function deleteOrphaned(svc: SlimService, deps: ServiceSyncDeps): Promise<void> {
+  const request = describeRequest(svc, [], deps.rules);
+  if (await deps.balancers.get(request, deps.signal)) await deps.balancers.delete(request, deps.signal);
+}

@@ -1,0 +1,301 @@
+/**
+ * A generic informer: list + watch of one resource path, kept in a local store of slim objects.
+ *
+ *   const nodes = createInformer({ transport, path: '/api/v1/nodes', slim: slimNode, resource: 'nodes' });
+ *   const services = createInformer({ transport, path: '/api/v1/services', slim: slimService, resource: 'services' });
+ *   nodes.on('add', (obj) => …); nodes.on('update', (old, obj) => …); nodes.on('delete', (obj) => …);
+ *   nodes.start();  …  nodes.hasSynced(); nodes.list(); nodes.get('name' | 'namespace/name');  …  await nodes.stop();
+ *
+ * `slim` turns the API object (plain JSON) into what the store keeps; keep it small, every object
+ * of the cluster lives in memory. Keys are `name` for cluster-scoped objects, `namespace/name` else.
+ *
+ * Semantics (client-go's reflector): a paginated list gives the store and a resourceVersion; a watch
+ * from it (bookmarks on, server-side timeoutSeconds of 5–10 min) keeps it current and is re-opened
+ * from the last seen resourceVersion when the server ends it. 410 Gone → relist (handlers see the
+ * difference as add/update/delete). Any other failure → the same again after an exponential backoff
+ (0.8 s doubling to 10 s). A watch silent for longer than `stallMs` is presumed dead and restarted.
+ * Each restart is counted by reason (`onRestart`); failures are logged once per change of state.
+ */
+import type { Logger } from 'pino';
+import { KubeApiError } from './errors.js';
+import type { KubeTransport } from './transport.js';
+
+export type InformerEvent = 'add' | 'update' | 'delete';
+export type RestartReason = 'gone' | 'error' | 'stall';
+
+export interface InformerOptions<T> {
+  transport: KubeTransport;
+  /** Collection path, e.g. `/api/v1/nodes` or `/api/v1/services`. */
+  path: string;
+  /** Short name for logs and metrics, e.g. `nodes`. */
+  resource: string;
+  slim: (raw: unknown) => T;
+  labelSelector?: string;
+  fieldSelector?: string;
+  pageSize?: number;
+  /** Server-side watch timeout in seconds; default a random 300–600 (client-go's). */
+  watchTimeoutSeconds?: () => number;
+  /** No byte for this long on an open watch (bookmarks included) → restart. Default 150 s. */
+  stallMs?: number;
+  backoff?: { initialMs: number; maxMs: number };
+  log?: Logger;
+  onRestart?: (reason: RestartReason) => void;
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+export interface Informer<T> {
+  start(): void;
+  stop(): Promise<void>;
+  /** True once the first list has filled the store. */
+  hasSynced(): boolean;
+  list(): T[];
+  get(key: string): T | undefined;
+  readonly size: number;
+  on(event: 'add', handler: (obj: T) => void): void;
+  on(event: 'update', handler: (old: T, obj: T) => void): void;
+  on(event: 'delete', handler: (obj: T) => void): void;
+}
+
+interface RawMeta {
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string };
+}
+
+interface WatchEvent {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  object: RawMeta & { code?: number; message?: string; reason?: string };
+}
+
+class GoneError extends Error {}
+class StallError extends Error {}
+
+function keyOf(raw: RawMeta): string {
+  const { name = '', namespace } = raw.metadata ?? {};
+  return namespace ? `${namespace}/${name}` : name;
+}
+
+const defaultSleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+
+export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
+  const store = new Map<string, { obj: T; rv: string }>();
+  const handlers = {
+    add: [] as ((o: T) => void)[],
+    update: [] as ((a: T, b: T) => void)[],
+    delete: [] as ((o: T) => void)[],
+  };
+  const stopper = new AbortController();
+  const sleep = options.sleep ?? defaultSleep;
+  const backoff = options.backoff ?? { initialMs: 800, maxMs: 10_000 };
+  const stallMs = options.stallMs ?? 150_000;
+  const pageSize = options.pageSize ?? 500;
+  const timeoutSeconds = options.watchTimeoutSeconds ?? (() => 300 + Math.floor(Math.random() * 300));
+  const selectors = [
+    options.labelSelector ? `labelSelector=${encodeURIComponent(options.labelSelector)}` : '',
+    options.fieldSelector ? `fieldSelector=${encodeURIComponent(options.fieldSelector)}` : '',
+  ].filter(Boolean);
+  let synced = false;
+  let running: Promise<void> | undefined;
+  let failing: string | undefined;
+
+  const emit = {
+    add: (o: T) => {
+      for (const h of handlers.add) h(o);
+    },
+    update: (a: T, b: T) => {
+      for (const h of handlers.update) h(a, b);
+    },
+    delete: (o: T) => {
+      for (const h of handlers.delete) h(o);
+    },
+  };
+
+  const upsert = (raw: RawMeta) => {
+    const key = keyOf(raw);
+    const rv = raw.metadata?.resourceVersion ?? '';
+    const old = store.get(key);
+    if (old && old.rv === rv) return;
+    const obj = options.slim(raw);
+    store.set(key, { obj, rv });
+    if (old) emit.update(old.obj, obj);
+    else emit.add(obj);
+  };
+
+  const query = (extra: string[]) => [...selectors, ...extra].join('&');
+
+  async function relist(): Promise<string> {
+    const seen = new Set<string>();
+    let cont = '';
+    let rv = '';
+    do {
+      const page = await options.transport.request<{
+        items: RawMeta[];
+        metadata?: { continue?: string; resourceVersion?: string };
+      }>({
+        method: 'GET',
+        path: `${options.path}?${query([`limit=${pageSize}`, ...(cont ? [`continue=${encodeURIComponent(cont)}`] : [])])}`,
+        timeoutMs: 60_000,
+        signal: stopper.signal,
+      });
+      for (const item of page.items) {
+        seen.add(keyOf(item));
+        upsert(item);
+      }
+      cont = page.metadata?.continue ?? '';
+      rv = page.metadata?.resourceVersion ?? rv;
+    } while (cont);
+    for (const [key, entry] of store) {
+      if (!seen.has(key)) {
+        store.delete(key);
+        emit.delete(entry.obj);
+      }
+    }
+    synced = true;
+    return rv;
+  }
+
+  /** One watch from `rv`; returns the last resourceVersion seen when the server ends it. */
+  async function watch(from: string): Promise<string> {
+    let rv = from;
+    const aborter = new AbortController();
+    const onStop = () => aborter.abort();
+    stopper.signal.addEventListener('abort', onStop, { once: true });
+    let stalled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const arm = () => {
+      if (timer) clearTimeout(timer);
+      timer = setTimeout(() => {
+        stalled = true;
+        aborter.abort();
+      }, stallMs);
+      timer.unref?.();
+    };
+    arm();
+    try {
+      await options.transport.stream(
+        `${options.path}?${query([
+          'watch=1',
+          `resourceVersion=${encodeURIComponent(rv)}`,
+          'allowWatchBookmarks=true',
+          `timeoutSeconds=${timeoutSeconds()}`,
+        ])}`,
+        aborter.signal,
+        (line) => {
+          arm();
+          const event = JSON.parse(line) as WatchEvent;
+          if (event.type === 'ERROR') {
+            if (event.object.code === 410)
+              throw new GoneError(event.object.message ?? 'resource version too old');
+            throw new KubeApiError(
+              `watch of ${options.resource}: ${event.object.message ?? 'error'}`,
+              event.object.code ?? 0,
+            );
+          }
+          rv = event.object.metadata?.resourceVersion ?? rv;
+          if (event.type === 'BOOKMARK') return;
+          if (event.type === 'DELETED') {
+            const key = keyOf(event.object);
+            const old = store.get(key);
+            if (old) {
+              store.delete(key);
+              emit.delete(old.obj);
+            }
+            return;
+          }
+          upsert(event.object);
+        },
+      );
+    } catch (err) {
+      if (stalled) throw new StallError(`no data for ${Math.round(stallMs / 1000)} s`);
+      if (err instanceof KubeApiError && err.status === 410) throw new GoneError(err.message);
+      throw err;
+    } finally {
+      if (timer) clearTimeout(timer);
+      stopper.signal.removeEventListener('abort', onStop);
+    }
+    return rv;
+  }
+
+  const recovered = () => {
+    if (failing !== undefined) {
+      options.log?.info({ resource: options.resource }, `watching ${options.resource} again`);
+      failing = undefined;
+    }
+  };
+
+  async function loop(): Promise<void> {
+    let rv: string | undefined;
+    let delay = backoff.initialMs;
+    while (!stopper.signal.aborted) {
+      try {
+        if (rv === undefined) {
+          rv = await relist();
+          recovered();
+        }
+        const started = Date.now();
+        rv = await watch(rv);
+        recovered();
+        // A watch that lasted is a healthy one: the next failure starts the backoff afresh.
+        if (Date.now() - started > 10_000) delay = backoff.initialMs;
+      } catch (err) {
+        if (stopper.signal.aborted) break;
+        if (err instanceof GoneError) {
+          options.onRestart?.('gone');
+          options.log?.debug(
+            { resource: options.resource },
+            `${options.resource}: ${err.message}; listing again`,
+          );
+          rv = undefined;
+          continue;
+        }
+        if (err instanceof StallError) {
+          options.onRestart?.('stall');
+          options.log?.warn(
+            { resource: options.resource },
+            `watch of ${options.resource} stalled (${err.message}); restarting it`,
+          );
+          continue;
+        }
+        options.onRestart?.('error');
+        const message = (err as Error).message;
+        if (failing === undefined) {
+          options.log?.warn(
+            { resource: options.resource },
+            `watching ${options.resource} failed: ${message}; retrying with backoff until it works`,
+          );
+          failing = message;
+        }
+        await sleep(delay, stopper.signal);
+        delay = Math.min(delay * 2, backoff.maxMs);
+      }
+    }
+  }
+
+  return {
+    start() {
+      running ??= loop();
+    },
+    async stop() {
+      stopper.abort();
+      await running;
+    },
+    hasSynced: () => synced,
+    list: () => Array.from(store.values(), (e) => e.obj),
+    get: (key) => store.get(key)?.obj,
+    get size() {
+      return store.size;
+    },
+    on(event: InformerEvent, handler: (...args: never[]) => void) {
+      (handlers[event] as unknown[]).push(handler);
+    },
+  } as Informer<T>;
+}

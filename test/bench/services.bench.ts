@@ -1,0 +1,141 @@
+/**
+ * Benchmark of the service controller: 500 LoadBalancer Services created at once against the real
+ * kube-apiserver, `ccm run --controllers service` (the built CLI, Cloudlycke's address pool as the
+ * cloud). Prints, for each --concurrent-service-syncs, the time until every Service has its ingress,
+ * Kubernetes writes and load balancer calls per Service (ccm's own metrics). Not a test.
+ *
+ *   npm run bench:services
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { CoreV1Api } from '@kubernetes/client-node';
+import { stringify } from 'yaml';
+import { mapLimit } from '../../src/controllers/concurrency.js';
+import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
+import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { freePort, until } from '../helpers/run.js';
+
+const SERVICES = 500;
+const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
+
+async function startCcm(cp: ControlPlane, inventory: string, syncs: number) {
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [
+      bin,
+      'run',
+      '--provider=cloudlycke',
+      `--kubeconfig=${cp.kubeconfigPath}`,
+      `--cloud-config=${inventory}`,
+      '--controllers=service',
+      `--concurrent-service-syncs=${syncs}`,
+      '--leader-elect=false',
+      '--plain-http',
+      '--bind-address=127.0.0.1',
+      `--secure-port=${port}`,
+      '--log-level=warn',
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  await until(
+    'ccm ready',
+    async () => (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200,
+    60_000,
+  );
+  return { child, url };
+}
+
+async function stop(child: ChildProcess) {
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+async function lbCalls(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return [...text.matchAll(/^ccm_cloud_requests_total\{[^}]*operation="lb_[a-z_]+"[^}]*\} (\d+)/gm)].reduce(
+    (n, m) => n + Number(m[1]),
+    0,
+  );
+}
+
+async function run(cp: ControlPlane, api: CoreV1Api, inventory: string, syncs: number) {
+  const names = Array.from({ length: SERVICES }, (_, i) => `bench-${syncs}-${i}`);
+  const { child, url } = await startCcm(cp, inventory, syncs);
+  const writesBefore = (await cp.writes(CCM_USER)).length;
+  const started = performance.now();
+  await mapLimit(names, 32, (name) =>
+    api.createNamespacedService({
+      namespace: 'default',
+      body: {
+        metadata: { name },
+        spec: { type: 'LoadBalancer', ports: [{ port: 80 }], selector: { app: name } },
+      },
+    }),
+  );
+  const created = performance.now() - started;
+  await until(
+    'every Service has its ingress',
+    async () => {
+      const list = await api.listNamespacedService({ namespace: 'default' });
+      const ready = list.items.filter(
+        (s) => s.metadata?.name?.startsWith(`bench-${syncs}-`) && s.status?.loadBalancer?.ingress?.length,
+      );
+      return ready.length === SERVICES;
+    },
+    600_000,
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const writes = (await cp.writes(CCM_USER)).length - writesBefore;
+  const calls = await lbCalls(url);
+  // Clean up for the next round while ccm runs: it releases each address and removes its finalizer.
+  await mapLimit(names, 32, async (name) => {
+    await api.deleteNamespacedService({ name, namespace: 'default' });
+  });
+  await until(
+    'every Service gone',
+    async () => (await api.listNamespacedService({ namespace: 'default' })).items.length === 1,
+    600_000,
+  );
+  await stop(child);
+  return { seconds, created: created / 1000, writes, calls };
+}
+
+async function main() {
+  const cp = await startControlPlane();
+  const dir = mkdtempSync(join(tmpdir(), 'ccm-services-bench-'));
+  const api = fixtureApi(cp.kubeconfigPath);
+  const out: string[] = [];
+  try {
+    const inventory = join(dir, 'inventory.yaml');
+    const ids = Array.from({ length: 20 }, (_, i) => `n${i}`);
+    writeFileSync(
+      inventory,
+      stringify({ loadBalancerPool: '10.100.0.0/21', instances: ids.map((id) => ({ id })) }),
+    );
+    await createNodes(
+      api,
+      ids.map((name) => ({ name, providerID: `cloudlycke://${name}`, tainted: false })),
+    );
+    for (const syncs of [1, 8]) {
+      const r = await run(cp, api, inventory, syncs);
+      out.push(
+        `| ${SERVICES} Services at once, --concurrent-service-syncs ${syncs} | ${r.seconds.toFixed(1)} s until all have ingress (creating them took ${r.created.toFixed(1)} s) | ${(r.writes / SERVICES).toFixed(1)} Kubernetes writes and ${(r.calls / SERVICES).toFixed(1)} load balancer calls per Service |`,
+      );
+    }
+  } finally {
+    await cp.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  console.log(`\n${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, 20 Nodes\n`);
+  console.log('| measurement | time | per Service |');
+  console.log('|---|---|---|');
+  for (const line of out) console.log(line);
+}
+
+await main();

@@ -1,0 +1,108 @@
+/** Runs `ccm run` in this process (so a test can wrap the provider) and collects its JSON log lines. */
+import { createServer } from 'node:net';
+import { Writable } from 'node:stream';
+import type { CoreV1Api } from '@kubernetes/client-node';
+import { type RunDeps, type RunHandle, type RunInput, startRun } from '../../src/cli/run.js';
+
+export interface InProcess {
+  handle: RunHandle;
+  url: string;
+  logs: string[];
+  stop(): Promise<number>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+export function runInput(kubeconfig: string, inventory: string, overrides: Partial<RunInput> = {}): RunInput {
+  return {
+    kubeconfig,
+    provider: 'cloudlycke',
+    'cloud-config': inventory,
+    logLevel: 'debug',
+    controllers: '*',
+    controllerOptions: {
+      concurrency: 4,
+      deletionGracePeriodMs: 0,
+      nodeMonitorPeriodMs: 200,
+      nodeStatusUpdateFrequencyMs: 60_000,
+      cloudListPeriodMs: 500,
+    },
+    cloudQps: 100,
+    cloudBurst: 100,
+    leaderElect: false,
+    lease: {
+      durationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2000,
+      name: 'ccm-test',
+      namespace: 'kube-system',
+    },
+    bindAddress: '127.0.0.1',
+    securePort: 0,
+    plainHttp: true,
+    reloadPeriodMs: 300,
+    env: {},
+    ...overrides,
+  };
+}
+
+export function logSink(): { lines: string[]; stream: Writable } {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      lines.push(...String(chunk).split('\n').filter(Boolean));
+      cb();
+    },
+  });
+  return { lines, stream };
+}
+
+export async function startInProcess(input: RunInput, deps: RunDeps = {}): Promise<InProcess> {
+  const { lines, stream } = logSink();
+  const handle = await startRun(input, { logDestination: stream, prettyLogs: false, ...deps });
+  return { handle, url: handle.url ?? '', logs: lines, stop: () => handle.shutdown('test done') };
+}
+
+export async function until<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false>,
+  timeoutMs = 15_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await fn();
+      if (value) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${last ? ` (${(last as Error).message})` : ''}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Sets the Node's Ready condition, as its kubelet would. */
+export async function setReady(api: CoreV1Api, name: string, ready: boolean): Promise<void> {
+  const node = await api.readNodeStatus({ name });
+  const conditions = (node.status?.conditions ?? []).filter((c) => c.type !== 'Ready');
+  conditions.push({
+    type: 'Ready',
+    status: ready ? 'True' : 'False',
+    reason: ready ? 'KubeletReady' : 'KubeletNotReady',
+    message: 'set by the test',
+    lastHeartbeatTime: new Date(),
+    lastTransitionTime: new Date(),
+  });
+  await api.replaceNodeStatus({ name, body: { ...node, status: { ...node.status, conditions } } });
+}

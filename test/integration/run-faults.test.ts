@@ -1,0 +1,341 @@
+/**
+ * `ccm run` when things go wrong: a failing cloud, an API server (and etcd) that goes away, rotated
+ * credentials, a stolen Lease; and cloud calls that do not grow with the number of NotReady Nodes.
+ * In this process, so the cloud can be wrapped to fail on demand. Periods are compressed with flags.
+ */
+import { randomBytes } from 'node:crypto';
+import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { cloudlycke } from '../../src/providers/cloudlycke/index.js';
+import { RetryableError, UnauthorizedError } from '../../src/providers/errors.js';
+import type { Instance, Provider, ProviderDefinition } from '../../src/providers/types.js';
+import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
+import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { writeInventory } from '../helpers/inventory.js';
+import { type InProcess, runInput, setReady, startInProcess, until } from '../helpers/run.js';
+
+let cp: ControlPlane;
+let api: CoreV1Api;
+let ccm: InProcess | undefined;
+
+beforeAll(async () => {
+  cp = await startControlPlane();
+  api = fixtureApi(cp.kubeconfigPath);
+});
+afterAll(async () => {
+  await cp?.stop();
+});
+beforeEach(async () => {
+  await deleteAllNodes(api);
+});
+afterEach(async () => {
+  await ccm?.stop();
+  ccm = undefined;
+});
+
+const DEFAULTS = { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'virtualbox' };
+const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
+const node = (name: string): Promise<V1Node> => api.readNode({ name });
+const tainted = async (name: string) => (await node(name)).spec?.taints?.some((t) => t.key === UNINITIALIZED);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function cloudRequests(url: string): Promise<{ list: number; get: number }> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const sum = (op: string) =>
+    [
+      ...text.matchAll(new RegExp(`^ccm_cloud_requests_total\\{[^}]*operation="${op}"[^}]*\\} (\\d+)`, 'gm')),
+    ].reduce((n, m) => n + Number(m[1]), 0);
+  return { list: sum('list'), get: sum('get') };
+}
+
+describe('a failing cloud', () => {
+  it('deletes nothing while it answers 401, 403, 500, timeouts or an empty listing; deletes once it positively says gone', async () => {
+    // gone-1's machine is missing from the inventory: only the cloud's failures keep its Node.
+    const inventory = writeInventory([{ id: 'w1' }], DEFAULTS);
+    await createNodes(api, [
+      { name: 'w1', providerID: 'cloudlycke://w1', tainted: false },
+      { name: 'gone-1', providerID: 'cloudlycke://gone-1', tainted: false, ready: false },
+    ]);
+    type Mode =
+      | 'list-401'
+      | 'list-403'
+      | 'list-500'
+      | 'list-timeout'
+      | 'list-empty'
+      | 'get-401'
+      | 'get-403'
+      | 'get-500'
+      | 'get-timeout'
+      | 'honest';
+    // A credentials error at start-up is a configuration error (exit 2): start on a transient one.
+    let mode: Mode = 'list-500';
+    const fail = (what: string): never => {
+      if (what.endsWith('401')) throw new UnauthorizedError('401 Unauthorized: check the token');
+      if (what.endsWith('403')) throw new UnauthorizedError('403 Forbidden: the token lacks read scope');
+      if (what.endsWith('500')) throw new RetryableError('500 Internal Server Error');
+      throw new RetryableError('timed out after 300 ms');
+    };
+    const failing = (p: Provider): Provider => ({
+      ...p,
+      instances: {
+        async list(): Promise<Instance[]> {
+          if (mode === 'list-timeout') await sleep(300);
+          if (mode === 'list-empty') return [];
+          if (mode.startsWith('list-')) fail(mode);
+          return p.instances.list();
+        },
+        async get(id) {
+          if (mode === 'get-timeout') await sleep(300);
+          if (mode.startsWith('get-')) fail(mode);
+          return p.instances.get(id);
+        },
+      },
+    });
+    ccm = await startInProcess(
+      runInput(cp.kubeconfigPath, inventory, {
+        controllerOptions: {
+          concurrency: 4,
+          deletionGracePeriodMs: 0,
+          nodeMonitorPeriodMs: 100,
+          nodeStatusUpdateFrequencyMs: 60_000,
+          cloudListPeriodMs: 200,
+        },
+      }),
+      { wrapProvider: failing },
+    );
+    const modes: Mode[] = [
+      'list-500',
+      'list-401',
+      'list-403',
+      'list-timeout',
+      'list-empty',
+      'get-401',
+      'get-403',
+      'get-500',
+      'get-timeout',
+    ];
+    const before = await cloudRequests(ccm.url);
+    for (const m of modes) {
+      mode = m;
+      // 12 monitor periods and 6 listing periods in each mode.
+      await sleep(1200);
+      expect((await api.listNode()).items.map((n) => n.metadata?.name).sort()).toEqual(['gone-1', 'w1']);
+    }
+    const during = await cloudRequests(ccm.url);
+    // The failing lookups were asked (so they were the only thing between gone-1 and deletion).
+    expect(during.get - before.get).toBeGreaterThan(4);
+    const deletes = (await cp.writes(CCM_USER)).filter((e) => e.verb === 'delete');
+    expect(deletes).toEqual([]);
+
+    mode = 'honest';
+    await until('gone-1 deleted', async () => (await api.listNode()).items.length === 1, 10_000);
+    expect((await node('w1')).metadata?.name).toBe('w1');
+  });
+});
+
+describe('cloud calls do not grow with the cluster', () => {
+  it('makes the same number of cloud requests per monitor period with 0, 1 and 100 NotReady Nodes', async () => {
+    const names = Array.from({ length: 100 }, (_, i) => `n-${i}`);
+    const inventory = writeInventory(
+      names.map((id) => ({ id })),
+      DEFAULTS,
+    );
+    await createNodes(
+      api,
+      names.map((name) => ({ name, providerID: `cloudlycke://${name}`, tainted: false })),
+    );
+    ccm = await startInProcess(
+      runInput(cp.kubeconfigPath, inventory, {
+        controllerOptions: {
+          concurrency: 4,
+          deletionGracePeriodMs: 0,
+          nodeMonitorPeriodMs: 200,
+          nodeStatusUpdateFrequencyMs: 60_000,
+          cloudListPeriodMs: 1000,
+        },
+      }),
+    );
+    const counts: Record<string, { list: number; get: number }> = {};
+    for (const notReady of [0, 1, 100]) {
+      await Promise.all(names.map((name, i) => setReady(api, name, i >= notReady)));
+      await sleep(1100);
+      const start = await cloudRequests(ccm.url);
+      await sleep(4000); // 20 monitor periods
+      const end = await cloudRequests(ccm.url);
+      counts[notReady] = { list: end.list - start.list, get: end.get - start.get };
+    }
+    for (const c of Object.values(counts)) {
+      expect(c.get).toBe(0);
+      expect(c.list).toBeGreaterThanOrEqual(3);
+      expect(c.list).toBeLessThanOrEqual(5);
+    }
+    const lists = Object.values(counts).map((c) => c.list);
+    expect(Math.max(...lists) - Math.min(...lists)).toBeLessThanOrEqual(1);
+  });
+});
+
+describe('the API server goes away', () => {
+  it('recovers by itself after kube-apiserver and etcd were down for 20 s, and initialises Nodes created afterwards', async () => {
+    const inventory = writeInventory([{ id: 'before' }, { id: 'after' }], DEFAULTS);
+    ccm = await startInProcess(runInput(cp.kubeconfigPath, inventory));
+    await createNodes(api, [{ name: 'before' }]);
+    await until('before initialised', async () => !(await tainted('before')));
+    await cp.pause();
+    await sleep(20_000);
+    await cp.resume();
+    await createNodes(api, [{ name: 'after' }]);
+    await until('after initialised', async () => !(await tainted('after')), 20_000);
+    const messages = ccm.logs.map((l) => (JSON.parse(l) as { msg: string }).msg);
+    // logged once per change of state, not per retry
+    expect(messages.filter((m) => m.startsWith('cannot reach the Kubernetes API server'))).toHaveLength(1);
+    expect(messages.filter((m) => m === 'the Kubernetes API server answers again')).toHaveLength(1);
+    expect(messages.filter((m) => m.startsWith('watching nodes failed'))).toHaveLength(1);
+  }, 60_000);
+});
+
+describe('credentials from a Secret', () => {
+  it('are read by name, picked up again when rotated, and never logged', async () => {
+    const first = `tok-${randomBytes(12).toString('hex')}`;
+    const second = `tok-${randomBytes(12).toString('hex')}`;
+    let accepted = first;
+    // A cloud with a token: cloudlycke's instances, behind a check of the token the Secret holds.
+    const definition: ProviderDefinition = {
+      ...cloudlycke,
+      credentials: {
+        fields: [
+          ...cloudlycke.credentials.fields,
+          {
+            key: 'token',
+            description: 'API token',
+            secret: true,
+            required: true,
+            prompt: 'password',
+            env: ['TEST_TOKEN'],
+            secretKey: 'access-token',
+          },
+        ],
+      },
+      create(values, deps) {
+        const inner = cloudlycke.create(values, deps);
+        const check = () => {
+          if (values.token !== accepted)
+            throw new UnauthorizedError('401 Unauthorized: the token was refused');
+        };
+        return {
+          ...inner,
+          instances: {
+            list: async () => {
+              check();
+              return inner.instances.list();
+            },
+            get: async (id) => {
+              check();
+              return inner.instances.get(id);
+            },
+          },
+        };
+      },
+    };
+    await putSecret('ccm-creds', first);
+    const inventory = writeInventory([{ id: 'a' }, { id: 'b' }], DEFAULTS);
+    ccm = await startInProcess(
+      runInput(cp.kubeconfigPath, inventory, {
+        credentialsSecret: 'kube-system/ccm-creds',
+        env: { TEST_TOKEN: 'from-env-never-used' },
+      }),
+      { definition },
+    );
+    await createNodes(api, [{ name: 'a' }]);
+    await until('a initialised', async () => !(await tainted('a')));
+
+    accepted = second; // the cloud rotates the token
+    await createNodes(api, [{ name: 'b' }]);
+    await sleep(1000);
+    expect(await tainted('b')).toBe(true);
+    await putSecret('ccm-creds', second);
+    await until('b initialised with the rotated token', async () => !(await tainted('b')), 15_000);
+    const all = ccm.logs.join('\n');
+    expect(all).toContain('credentials from Secret kube-system/ccm-creds changed');
+    expect(all).not.toContain(first);
+    expect(all).not.toContain(second);
+  });
+});
+
+describe('losing the Lease', () => {
+  it('stops writing and exits non-zero', async () => {
+    const inventory = writeInventory([{ id: 'x' }], DEFAULTS);
+    ccm = await startInProcess(
+      runInput(cp.kubeconfigPath, inventory, {
+        leaderElect: true,
+        lease: {
+          durationMs: 2000,
+          renewDeadlineMs: 1500,
+          retryPeriodMs: 300,
+          name: 'ccm-steal-test',
+          namespace: 'kube-system',
+        },
+      }),
+    );
+    await until('leading', async () =>
+      (await (await fetch(`${ccm?.url}/readyz?verbose`)).text()).includes('leading'),
+    );
+    const stolenAt = Date.now();
+    await kube(
+      'PUT',
+      '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/ccm-steal-test',
+      async (lease) => ({
+        ...lease,
+        spec: { ...(lease.spec as object), holderIdentity: 'thief', leaseDurationSeconds: 3600 },
+      }),
+    );
+    const code = await ccm.handle.done;
+    const exitedAfter = Date.now() - stolenAt;
+    expect(code).toBe(1);
+    expect(exitedAfter).toBeLessThan(1500 + 1500);
+    const before = (await cp.writes(CCM_USER)).length;
+    await createNodes(api, [{ name: 'x' }]);
+    await sleep(800);
+    expect(await tainted('x')).toBe(true);
+    expect((await cp.writes(CCM_USER)).slice(before)).toEqual([]);
+    expect(ccm.logs.join('\n')).toContain('lost the leader Lease: stopped writing');
+  });
+});
+
+async function kube(
+  method: string,
+  path: string,
+  body?: (current: Record<string, unknown>) => Promise<unknown>,
+) {
+  const { Agent } = await import('undici');
+  const dispatcher = new Agent({ connect: { ca: Buffer.from(cp.caData, 'base64').toString() } });
+  const headers = { authorization: `Bearer ${cp.adminToken}`, 'content-type': 'application/json' };
+  let payload: string | undefined;
+  if (body) {
+    const current = (await (
+      await fetch(`${cp.server}${path}`, { headers, dispatcher } as RequestInit)
+    ).json()) as Record<string, unknown>;
+    payload = JSON.stringify(await body(current));
+  }
+  const res = await fetch(`${cp.server}${path}`, {
+    method,
+    headers,
+    body: payload,
+    dispatcher,
+  } as RequestInit);
+  expect(res.status).toBeLessThan(300);
+  return res.json();
+}
+
+async function putSecret(name: string, token: string) {
+  const secret = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name, namespace: 'kube-system' },
+    data: { 'access-token': Buffer.from(token).toString('base64') },
+  };
+  try {
+    await api.createNamespacedSecret({ namespace: 'kube-system', body: secret });
+  } catch {
+    await api.replaceNamespacedSecret({ name, namespace: 'kube-system', body: secret });
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * Two replicas of the built `ccm run` (separate processes, default lease timings 15 s / 10 s / 2 s):
+ * only the leader writes (the API server's audit log, by User-Agent, which carries each replica's
+ * identity); SIGKILL of the leader → the standby takes over once the lease runs out; SIGTERM → the
+ * Lease is released, the standby takes over within 3 s and the old leader exits 0 within 10 s.
+ */
+import { fileURLToPath } from 'node:url';
+import type { CoreV1Api } from '@kubernetes/client-node';
+import { execa, type ResultPromise } from 'execa';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
+import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { writeInventory } from '../helpers/inventory.js';
+import { until } from '../helpers/run.js';
+
+const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
+
+let cp: ControlPlane;
+let api: CoreV1Api;
+const replicas: Replica[] = [];
+
+beforeAll(async () => {
+  cp = await startControlPlane();
+  api = fixtureApi(cp.kubeconfigPath);
+});
+afterAll(async () => {
+  for (const r of replicas) r.child.kill('SIGKILL');
+  await Promise.allSettled(replicas.map((r) => r.child));
+  await cp?.stop();
+});
+
+interface Replica {
+  child: ResultPromise;
+  lines: { msg: string; identity?: string; time: number }[];
+  identity: () => string | undefined;
+  leadingSince: () => number | undefined;
+}
+
+function start(inventory: string): Replica {
+  const child = execa(
+    process.execPath,
+    [
+      bin,
+      'run',
+      '--provider',
+      'cloudlycke',
+      '--kubeconfig',
+      cp.kubeconfigPath,
+      '--cloud-config',
+      inventory,
+      '--secure-port=-1',
+      '--leader-elect-resource-name',
+      'ccm-replicas',
+      '--log-level',
+      'debug',
+    ],
+    {
+      reject: false,
+      env: { KUBECONFIG: undefined, CCM_PROVIDER: undefined },
+      stdin: 'ignore',
+      buffer: false,
+    },
+  );
+  const lines: Replica['lines'] = [];
+  let rest = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    rest += chunk.toString();
+    const parts = rest.split('\n');
+    rest = parts.pop() ?? '';
+    for (const p of parts) if (p.trim()) lines.push(JSON.parse(p));
+  });
+  const replica: Replica = {
+    child,
+    lines,
+    identity: () => lines.find((l) => l.identity)?.identity,
+    leadingSince: () => lines.find((l) => l.msg === 'became leader')?.time,
+  };
+  replicas.push(replica);
+  return replica;
+}
+
+const tainted = async (name: string) =>
+  (await api.readNode({ name })).spec?.taints?.some(
+    (t) => t.key === 'node.cloudprovider.kubernetes.io/uninitialized',
+  );
+
+it('only the leader writes; SIGKILL and SIGTERM hand over as the Lease says', async () => {
+  const inventory = writeInventory([{ id: 'n1' }, { id: 'n2' }, { id: 'n3' }]);
+  const a = start(inventory);
+  await until('a leads', async () => a.leadingSince(), 20_000);
+  const b = start(inventory);
+  await until('b stands by', async () => b.lines.some((l) => l.msg.startsWith('the leader is')), 20_000);
+  const idA = a.identity() as string;
+  const idB = b.identity() as string;
+  expect(idA).not.toBe(idB);
+
+  await createNodes(api, [{ name: 'n1' }]);
+  await until('n1 initialised', async () => !(await tainted('n1')));
+  const writes = await cp.writes(CCM_USER);
+  const byA = writes.filter((e) => e.userAgent?.includes(idA));
+  const byB = writes.filter((e) => e.userAgent?.includes(idB));
+  expect(byA.some((e) => e.objectRef?.resource === 'nodes' && e.objectRef.name === 'n1')).toBe(true);
+  expect(byA.some((e) => e.objectRef?.resource === 'leases')).toBe(true);
+  expect(byB).toEqual([]);
+
+  // SIGKILL: nothing released; B waits out the lease (15 s from when it last saw A renew).
+  const killedAt = Date.now();
+  a.child.kill('SIGKILL');
+  await until('b leads', async () => b.leadingSince(), 25_000);
+  const takeoverAfterKill = (b.leadingSince() as number) - killedAt;
+  console.log(`takeover after SIGKILL: ${takeoverAfterKill} ms`);
+  expect(takeoverAfterKill).toBeLessThanOrEqual(15_000 + 2_400 + 1_000);
+  await createNodes(api, [{ name: 'n2' }]);
+  await until('n2 initialised by b', async () => !(await tainted('n2')));
+  const n2Writes = (await cp.writes(CCM_USER)).filter((e) => e.objectRef?.name === 'n2');
+  expect(n2Writes.length).toBeGreaterThan(0);
+  expect(n2Writes.every((e) => e.userAgent?.includes(idB))).toBe(true);
+
+  // SIGTERM: B releases the Lease; C takes over at its next try.
+  const c = start(inventory);
+  await until('c stands by', async () => c.lines.some((l) => l.msg.startsWith('the leader is')), 20_000);
+  const termAt = Date.now();
+  b.child.kill('SIGTERM');
+  const exited = await b.child;
+  const exitAfter = Date.now() - termAt;
+  await until('c leads', async () => c.leadingSince(), 10_000);
+  const takeoverAfterTerm = (c.leadingSince() as number) - termAt;
+  console.log(`takeover after SIGTERM: ${takeoverAfterTerm} ms; exit after ${exitAfter} ms`);
+  expect(exited.exitCode).toBe(0);
+  expect(exitAfter).toBeLessThan(10_000);
+  expect(takeoverAfterTerm).toBeLessThan(3_000);
+  expect(b.lines.some((l) => l.msg === 'released the leader Lease')).toBe(true);
+  await createNodes(api, [{ name: 'n3' }]);
+  await until('n3 initialised by c', async () => !(await tainted('n3')));
+}, 90_000);

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { budgetedProvider, TokenBucket } from '../../../src/controllers/cloud-budget.js';
+import { createMetrics } from '../../../src/controllers/metrics.js';
+import { NotFoundError, UnauthorizedError } from '../../../src/providers/errors.js';
+import { makeInstance, makeProvider } from './fixtures.js';
+
+describe('the cloud request budget', () => {
+  it('lets a burst through at once, then makes work wait at qps; nothing fails', async () => {
+    const bucket = new TokenBucket(20, 3);
+    const started = performance.now();
+    const done: number[] = [];
+    await Promise.all(
+      Array.from({ length: 7 }, async () => {
+        await bucket.take();
+        done.push(performance.now() - started);
+      }),
+    );
+    done.sort((a, b) => a - b);
+    expect(done.slice(0, 3).every((t) => t < 20)).toBe(true);
+    // the 4 others need 4 tokens at 20/s: about 200 ms
+    expect(done[6]).toBeGreaterThanOrEqual(180);
+    expect(done[6]).toBeLessThan(400);
+  });
+
+  it('counts each cloud call by operation and outcome, through the current provider', async () => {
+    const metrics = createMetrics();
+    const first = makeProvider([makeInstance()], async () => {
+      throw new NotFoundError('gone');
+    });
+    const holder = { current: first };
+    const provider = budgetedProvider(holder, new TokenBucket(1000, 100), metrics);
+    await provider.instances.list();
+    await expect(provider.instances.get('cloudlycke://x')).rejects.toThrow('gone');
+    holder.current = makeProvider([], async () => {
+      throw new UnauthorizedError('401');
+    });
+    await expect(provider.instances.get('cloudlycke://x')).rejects.toThrow('401');
+    expect(first.listCalls).toBe(1);
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('ccm_cloud_requests_total{provider="cloudlycke",operation="list",code="ok"} 1');
+    expect(text).toContain(
+      'ccm_cloud_requests_total{provider="cloudlycke",operation="get",code="not_found"} 1',
+    );
+    expect(text).toContain(
+      'ccm_cloud_requests_total{provider="cloudlycke",operation="get",code="unauthorized"} 1',
+    );
+  });
+});

@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import { WorkQueue } from '../../../src/controllers/queue.js';
+
+const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
+
+describe('WorkQueue', () => {
+  it('de-duplicates a key added while it waits', async () => {
+    const q = new WorkQueue<string>();
+    q.add('a');
+    q.add('a');
+    q.add('b');
+    expect(q.length).toBe(2);
+    const seen: string[] = [];
+    const run = q.run(1, async (k) => {
+      seen.push(k);
+    });
+    await tick(10);
+    q.shutDown();
+    await run;
+    expect(seen).toEqual(['a', 'b']);
+  });
+
+  it('never gives one key to two workers; a key added while in flight runs once more afterwards', async () => {
+    const q = new WorkQueue<string>();
+    let inFlight = 0;
+    let maxInFlight = 0;
+    let runs = 0;
+    const run = q.run(4, async () => {
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      runs++;
+      await tick(20);
+      inFlight--;
+    });
+    q.add('n');
+    await tick(5);
+    q.add('n');
+    q.add('n');
+    await tick(80);
+    q.shutDown();
+    await run;
+    expect(maxInFlight).toBe(1);
+    expect(runs).toBe(2);
+  });
+
+  it('backs off per key exponentially up to the maximum, and forgets on success', async () => {
+    const q = new WorkQueue<string>({ baseDelayMs: 5, maxDelayMs: 40 });
+    expect([0, 1, 2, 3, 4, 5].map((n) => q.backoffFor(n))).toEqual([5, 10, 20, 40, 40, 40]);
+    const times: number[] = [];
+    let failures = 3;
+    const run = q.run(2, async () => {
+      times.push(performance.now());
+      if (failures-- > 0) throw new Error('boom');
+    });
+    q.add('k');
+    await tick(150);
+    expect(times.length).toBe(4);
+    const gaps = times.slice(1).map((t, i) => t - (times[i] as number));
+    expect(gaps[0]).toBeGreaterThanOrEqual(4);
+    expect(gaps[2]).toBeGreaterThanOrEqual(19);
+    expect(q.retries('k')).toBe(0);
+    q.shutDown();
+    await run;
+  });
+
+  it('addAfter delays a key; shutDown drops waiting keys and ends the workers', async () => {
+    const q = new WorkQueue<string>();
+    const seen: string[] = [];
+    const run = q.run(1, async (k) => {
+      seen.push(k);
+    });
+    q.addAfter('later', 30);
+    await tick(10);
+    expect(seen).toEqual([]);
+    await tick(40);
+    expect(seen).toEqual(['later']);
+    q.addAfter('never', 30);
+    q.shutDown();
+    await run;
+    await tick(40);
+    expect(seen).toEqual(['later']);
+  });
+});

@@ -1,0 +1,111 @@
+import { describe, expect, it } from 'vitest';
+import { viewOf } from '../../../src/controllers/cloud-view.js';
+import { type PassOptions, planNode } from '../../../src/controllers/nodes-pass.js';
+import { slimNode } from '../../../src/kube/slim-node.js';
+import {
+  GRACE_MS,
+  makeInstance,
+  makeNode,
+  makeProvider,
+  NOW,
+  providedIP,
+  shutdownTaintOnNode,
+  uninitializedTaint,
+} from '../controllers/fixtures.js';
+
+const options: PassOptions = {
+  dryRun: false,
+  concurrency: 1,
+  deletionGracePeriodMs: GRACE_MS,
+  now: () => NOW,
+};
+
+/** A Node as the API server sends it: lots the plans never read. */
+function apiNode(node: ReturnType<typeof makeNode>) {
+  const json = JSON.parse(JSON.stringify(node));
+  json.metadata.managedFields = [{ manager: 'kubelet', fieldsV1: { big: 'x'.repeat(2000) } }];
+  json.metadata.annotations = { ...(json.metadata.annotations ?? {}), 'node.alpha.kubernetes.io/ttl': '0' };
+  json.status.images = Array.from({ length: 30 }, (_, i) => ({ names: [`img-${i}`], sizeBytes: i }));
+  json.status.conditions = [
+    { type: 'MemoryPressure', status: 'False' },
+    ...(json.status.conditions ?? []),
+    { type: 'DiskPressure', status: 'False' },
+  ];
+  json.status.nodeInfo = { kernelVersion: '6.1', osImage: 'Debian' };
+  return json;
+}
+
+describe('slim Nodes', () => {
+  const instances = [
+    makeInstance({
+      providerID: 'cloudlycke://a',
+      name: 'a',
+      addresses: [{ type: 'InternalIP', address: '10.0.0.1' }],
+    }),
+    makeInstance({ providerID: 'cloudlycke://b', name: 'b', state: 'stopped' }),
+  ];
+  const provider = makeProvider(instances);
+  const cases = [
+    makeNode({ name: 'a', taints: [uninitializedTaint], annotations: providedIP('10.0.0.1'), ready: true }),
+    makeNode({
+      name: 'b',
+      providerID: 'cloudlycke://b',
+      ready: false,
+      labels: { 'beta.kubernetes.io/instance-type': 'x' },
+    }),
+    makeNode({ name: 'c', providerID: 'cloudlycke://c', ready: false }),
+    makeNode({ name: 'd', providerID: 'cloudlycke://a', ready: true, taints: [shutdownTaintOnNode] }),
+  ];
+
+  it('plan exactly like the full API object', () => {
+    for (const node of cases) {
+      const full = apiNode(node);
+      const slim = slimNode(full);
+      const state = (n: object) => ({ nodes: [n], ...viewOf({ instances }, [n]) });
+      expect(planNode(slim, state(slim), provider, options)).toEqual(
+        planNode(full, state(full), provider, options),
+      );
+    }
+  });
+
+  it('keep only what the plans read', () => {
+    const slim = slimNode(apiNode(cases[0] as ReturnType<typeof makeNode>));
+    const text = JSON.stringify(slim);
+    expect(text).not.toContain('managedFields');
+    expect(text).not.toContain('img-');
+    expect(text).not.toContain('MemoryPressure');
+    expect(text).not.toContain('ttl');
+    expect(slim.metadata?.annotations).toEqual(providedIP('10.0.0.1'));
+    expect(slim.status?.conditions).toEqual([{ type: 'Ready', status: 'True' }]);
+  });
+});
+
+describe('plan parts', () => {
+  const instances = [makeInstance({ providerID: 'cloudlycke://b', name: 'b', state: 'stopped' })];
+  const provider = makeProvider(instances);
+  const node = makeNode({
+    name: 'b',
+    providerID: 'cloudlycke://b',
+    ready: false,
+    labels: { 'beta.kubernetes.io/instance-type': 'x' },
+  });
+  const state = { nodes: [node], ...viewOf({ instances }, [node]) };
+
+  it('the cloud node half reconciles labels but leaves the shutdown taint to the lifecycle half', () => {
+    const plan = planNode(node, state, provider, {
+      ...options,
+      parts: { cloudNode: true, lifecycle: false },
+    });
+    expect(plan.patch?.labels).toEqual({ 'node.kubernetes.io/instance-type': 'x' });
+    expect(plan.patch?.taints).toBeUndefined();
+  });
+
+  it('the lifecycle half taints a stopped instance and leaves labels alone', () => {
+    const plan = planNode(node, state, provider, {
+      ...options,
+      parts: { cloudNode: false, lifecycle: true },
+    });
+    expect(plan.patch?.labels).toBeUndefined();
+    expect(plan.patch?.taints?.map((t) => t.key)).toEqual(['node.cloudprovider.kubernetes.io/shutdown']);
+  });
+});
