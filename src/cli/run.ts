@@ -206,10 +206,16 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
               const pending = Object.entries(informers)
                 .filter(([, i]) => !i.hasSynced())
                 .map(([n]) => n);
+              if (!nodes) pending.unshift('nodes');
               return pending.length
                 ? { ok: false, detail: `waiting for ${pending.join(', ')}` }
                 : { ok: true };
             },
+          },
+          {
+            name: 'cloud-listing',
+            run: () =>
+              cloud.hasListed ? { ok: true } : { ok: false, detail: 'waiting for the first cloud listing' },
           },
           {
             name: 'leader-election',
@@ -238,7 +244,9 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
         await holder.current.verifyCredentials();
       } catch (err) {
         if (isFatalCloudError(err)) throw err;
-        log.warn(`the cloud did not answer at start-up (${(err as Error).message}); continuing, it is asked again`);
+        log.warn(
+          `the cloud did not answer at start-up (${(err as Error).message}); continuing, it is asked again`,
+        );
       }
     } else {
       await cloud.refreshIfOlderThan(0);

@@ -306,14 +306,15 @@ async function kube(
   path: string,
   body?: (current: Record<string, unknown>) => Promise<unknown>,
 ) {
-  const { Agent } = await import('undici');
+  const { Agent, fetch } = await import('undici');
   const dispatcher = new Agent({ connect: { ca: Buffer.from(cp.caData, 'base64').toString() } });
   const headers = { authorization: `Bearer ${cp.adminToken}`, 'content-type': 'application/json' };
   let payload: string | undefined;
   if (body) {
-    const current = (await (
-      await fetch(`${cp.server}${path}`, { headers, dispatcher } as RequestInit)
-    ).json()) as Record<string, unknown>;
+    const current = (await (await fetch(`${cp.server}${path}`, { headers, dispatcher })).json()) as Record<
+      string,
+      unknown
+    >;
     payload = JSON.stringify(await body(current));
   }
   const res = await fetch(`${cp.server}${path}`, {
@@ -321,7 +322,7 @@ async function kube(
     headers,
     body: payload,
     dispatcher,
-  } as RequestInit);
+  });
   expect(res.status).toBeLessThan(300);
   return res.json();
 }

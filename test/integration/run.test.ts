@@ -60,6 +60,9 @@ describe('ccm run', () => {
     });
     const starting = startInProcess(runInput(cp.kubeconfigPath, inventory, { securePort: port }), {
       wrapProvider: slow,
+    }).then((started) => {
+      ccm = started;
+      return started;
     });
     const url = `http://127.0.0.1:${port}`;
     const notReady = await until('a /readyz answer', async () => {
@@ -69,7 +72,7 @@ describe('ccm run', () => {
     expect(notReady.status).toBe(503);
     expect(notReady.text).toContain('[-]cloud-listing failed: waiting for the first cloud listing');
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
-    ccm = await starting;
+    await starting;
     const ready = await until('/readyz 200', async () => {
       const res = await fetch(`${url}/readyz?verbose`);
       return res.status === 200 ? res.text() : undefined;
@@ -214,13 +217,14 @@ describe('ccm run', () => {
 });
 
 async function fixtureLease(name: string, spec: Record<string, unknown>) {
+  const { fetch } = await import('undici');
   const res = await fetch(`${cp.server}/apis/coordination.k8s.io/v1/namespaces/kube-system/leases`, {
     method: 'POST',
     headers: { authorization: `Bearer ${cp.adminToken}`, 'content-type': 'application/json' },
     body: JSON.stringify({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name }, spec }),
     // the test control plane's CA
     dispatcher: await insecureDispatcher(),
-  } as RequestInit);
+  });
   expect(res.status).toBe(201);
 }
 
