@@ -4,8 +4,10 @@
  * In this process, so the cloud can be wrapped to fail on demand. Periods are compressed with flags.
  */
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import { cloudlycke } from '../../src/providers/cloudlycke/index.js';
 import { RetryableError, UnauthorizedError } from '../../src/providers/errors.js';
 import type { Instance, Provider, ProviderDefinition } from '../../src/providers/types.js';
@@ -156,8 +158,10 @@ describe('cloud calls do not grow with the cluster', () => {
       }),
     );
     const counts: Record<string, { list: number; get: number }> = {};
+    let down = 0;
     for (const notReady of [0, 1, 100]) {
-      await Promise.all(names.map((name, i) => setReady(api, name, i >= notReady)));
+      await Promise.all(names.slice(down, notReady).map((name) => setReady(api, name, false)));
+      down = notReady;
       await sleep(1100);
       const start = await cloudRequests(ccm.url);
       await sleep(4000); // 20 monitor periods
@@ -171,7 +175,7 @@ describe('cloud calls do not grow with the cluster', () => {
     }
     const lists = Object.values(counts).map((c) => c.list);
     expect(Math.max(...lists) - Math.min(...lists)).toBeLessThanOrEqual(1);
-  });
+  }, 90_000);
 });
 
 describe('the API server goes away', () => {
@@ -190,7 +194,7 @@ describe('the API server goes away', () => {
     expect(messages.filter((m) => m.startsWith('cannot reach the Kubernetes API server'))).toHaveLength(1);
     expect(messages.filter((m) => m === 'the Kubernetes API server answers again')).toHaveLength(1);
     expect(messages.filter((m) => m.startsWith('watching nodes failed'))).toHaveLength(1);
-  }, 60_000);
+  }, 90_000);
 });
 
 describe('credentials from a Secret', () => {
@@ -237,7 +241,7 @@ describe('credentials from a Secret', () => {
       },
     };
     await putSecret('ccm-creds', first);
-    const inventory = writeInventory([{ id: 'a' }, { id: 'b' }], DEFAULTS);
+    const inventory = writeInventory([{ id: 'a' }], DEFAULTS);
     ccm = await startInProcess(
       runInput(cp.kubeconfigPath, inventory, {
         credentialsSecret: 'kube-system/ccm-creds',
@@ -248,7 +252,8 @@ describe('credentials from a Secret', () => {
     await createNodes(api, [{ name: 'a' }]);
     await until('a initialised', async () => !(await tainted('a')));
 
-    accepted = second; // the cloud rotates the token
+    accepted = second; // the cloud rotates the token, and b's machine appears
+    writeFileSync(inventory, stringify({ defaults: DEFAULTS, instances: [{ id: 'a' }, { id: 'b' }] }));
     await createNodes(api, [{ name: 'b' }]);
     await sleep(1000);
     expect(await tainted('b')).toBe(true);
