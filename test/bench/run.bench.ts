@@ -16,7 +16,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
@@ -58,6 +58,11 @@ function kubeletNode(name: string, i: number) {
     ],
   };
 }
+
+const children = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+});
 
 function transportFor(cp: ControlPlane, context: string): KubeTransport {
   const auth = loadLeanKubeConfig({ kubeconfig: cp.kubeconfigPath, context, env: {} });
@@ -103,6 +108,8 @@ async function startCcm(cp: ControlPlane, inv: string, extra: string[] = []) {
     ],
     { stdio: ['ignore', 'ignore', 'inherit'] },
   );
+  children.add(child);
+  child.once('exit', () => children.delete(child));
   const url = `http://127.0.0.1:${port}`;
   await until(
     'ccm ready',
@@ -176,6 +183,7 @@ const say = (line: string) => {
         path: '/api/v1/nodes',
         body: nodeObject(kubeletNode(name, i)),
         discardResponse: true,
+        timeoutMs: 120_000,
       });
     });
     await mapLimit(ids, CONCURRENCY, async (name) => {
@@ -197,6 +205,7 @@ const say = (line: string) => {
           spec: { providerID: `cloudlycke://${name}`, taints: [] },
         },
         discardResponse: true,
+        timeoutMs: 120_000,
       });
       await http.request({
         method: 'POST',
@@ -210,6 +219,7 @@ const say = (line: string) => {
           source: { component: 'bench' },
         },
         discardResponse: true,
+        timeoutMs: 120_000,
       });
     });
     const baseline = (performance.now() - t0) / 1000;
@@ -230,6 +240,7 @@ const say = (line: string) => {
         path: '/api/v1/nodes',
         body: nodeObject(kubeletNode(name, i)),
         discardResponse: true,
+        timeoutMs: 120_000,
       });
     });
     await until('all initialised', async () => ids.every((n) => watch.removedAt.has(n)), 120_000);
@@ -269,6 +280,7 @@ const say = (line: string) => {
           path: '/api/v1/nodes',
           body: nodeObject(kubeletNode(name, i)),
           discardResponse: true,
+          timeoutMs: 120_000,
         }),
       );
     }
@@ -329,8 +341,11 @@ const say = (line: string) => {
   }
 }
 
+const load = loadavg()
+  .map((l) => l.toFixed(1))
+  .join(' / ');
 console.log(
-  `\n${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, --concurrency ${CONCURRENCY}\n`,
+  `\n${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, --concurrency ${CONCURRENCY}, load average at the end ${load}\n`,
 );
 console.log('| measurement | result | reference |');
 console.log('|---|---|---|');
