@@ -322,11 +322,12 @@ const say = (line: string) => {
     const rss = rssMb(child.pid as number);
     say(`| RSS of ccm run with 5,000 Nodes cached, idle | ${rss} MB | target ≤ 150 MB |`);
 
+    let down = 0;
     for (const notReady of [0, 100, 1000]) {
-      await mapLimit(ids, 32, async (name, i) => {
-        const want = i >= notReady;
-        await setReady(api, name, want);
+      await mapLimit(ids.slice(down, notReady), 32, async (name) => {
+        await setReady(api, name, false);
       });
+      down = notReady;
       await sleep(6000);
       const a = await cloudCounts(url);
       await sleep(60_000);
