@@ -15,7 +15,7 @@
  *    i.e. 12 minutes of controller time each; per hour = × 5.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,8 +35,14 @@ const names = (prefix: string, n: number) =>
   Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(5, '0')}`);
 const ip = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
 
+const files = new Set<string>();
+process.on('exit', () => {
+  for (const f of files) rmSync(f, { force: true });
+});
+
 function inventory(ids: string[]): string {
   const path = join(tmpdir(), `ccm-run-bench-${ids.length}-${process.pid}.yaml`);
+  files.add(path);
   writeFileSync(
     path,
     stringify({
@@ -106,7 +112,11 @@ async function startCcm(cp: ControlPlane, inv: string, extra: string[] = []) {
       'warn',
       ...extra,
     ],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
+    {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      // e.g. BENCH_CCM_NODE_OPTIONS="--max-old-space-size=128" to measure ccm with a heap cap
+      env: { ...process.env, NODE_OPTIONS: process.env.BENCH_CCM_NODE_OPTIONS ?? '' },
+    },
   );
   children.add(child);
   child.once('exit', () => children.delete(child));
@@ -339,7 +349,7 @@ if (only.includes('big')) {
       '5s',
     ]);
     let down = 0;
-    for (const notReady of [0, 100, 1000]) {
+    for (const notReady of process.env.BENCH_RSS_ONLY ? [] : [0, 100, 1000]) {
       await mapLimit(ids.slice(down, notReady), 32, async (name) => {
         await setReady(api, name, false);
       });
