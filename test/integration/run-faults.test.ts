@@ -3,8 +3,10 @@
  * credentials, a stolen Lease; and cloud calls that do not grow with the number of NotReady Nodes.
  * In this process, so the cloud can be wrapped to fail on demand. Periods are compressed with flags.
  */
+
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
@@ -13,12 +15,22 @@ import { RetryableError, UnauthorizedError } from '../../src/providers/errors.js
 import type { Instance, Provider, ProviderDefinition } from '../../src/providers/types.js';
 import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { writeInventory } from '../helpers/inventory.js';
+import { writeInventory as writeInventoryFile } from '../helpers/inventory.js';
 import { type InProcess, runInput, setReady, startInProcess, until } from '../helpers/run.js';
 
 let cp: ControlPlane;
 let api: CoreV1Api;
 let ccm: InProcess | undefined;
+
+const inventories: string[] = [];
+function writeInventory(...args: Parameters<typeof writeInventoryFile>): string {
+  const path = writeInventoryFile(...args);
+  inventories.push(dirname(path));
+  return path;
+}
+afterAll(() => {
+  for (const dir of inventories) rmSync(dir, { recursive: true, force: true });
+});
 
 beforeAll(async () => {
   cp = await startControlPlane();

@@ -4,13 +4,16 @@
  * identity); SIGKILL of the leader → the standby takes over once the lease runs out; SIGTERM → the
  * Lease is released, the standby takes over within 3 s and the old leader exits 0 within 10 s.
  */
+
+import { rmSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { writeInventory } from '../helpers/inventory.js';
+import { writeInventory as writeInventoryFile } from '../helpers/inventory.js';
 import { until } from '../helpers/run.js';
 
 const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
@@ -18,6 +21,16 @@ const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 let cp: ControlPlane;
 let api: CoreV1Api;
 const replicas: Replica[] = [];
+
+const inventories: string[] = [];
+function writeInventory(...args: Parameters<typeof writeInventoryFile>): string {
+  const path = writeInventoryFile(...args);
+  inventories.push(dirname(path));
+  return path;
+}
+afterAll(() => {
+  for (const dir of inventories) rmSync(dir, { recursive: true, force: true });
+});
 
 beforeAll(async () => {
   cp = await startControlPlane();

@@ -2,7 +2,9 @@
  * `ccm run` against the real kube-apiserver, in this process (so the cloud can be slowed down or made
  * to fail), with a Cloudlycke inventory as the cloud. Periods are compressed with flags.
  */
-import { writeFileSync } from 'node:fs';
+
+import { rmSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { type CoreV1Api, PatchStrategy, setHeaderOptions, type V1Node } from '@kubernetes/client-node';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -10,12 +12,22 @@ import { stringify } from 'yaml';
 import type { Provider } from '../../src/providers/types.js';
 import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { type InventoryInstance, writeInventory } from '../helpers/inventory.js';
+import { type InventoryInstance, writeInventory as writeInventoryFile } from '../helpers/inventory.js';
 import { freePort, type InProcess, runInput, setReady, startInProcess, until } from '../helpers/run.js';
 
 let cp: ControlPlane;
 let api: CoreV1Api;
 let ccm: InProcess | undefined;
+
+const inventories: string[] = [];
+function writeInventory(...args: Parameters<typeof writeInventoryFile>): string {
+  const path = writeInventoryFile(...args);
+  inventories.push(dirname(path));
+  return path;
+}
+afterAll(() => {
+  for (const dir of inventories) rmSync(dir, { recursive: true, force: true });
+});
 
 beforeAll(async () => {
   cp = await startControlPlane();
