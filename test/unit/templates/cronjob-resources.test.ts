@@ -1,7 +1,10 @@
 /**
- * The memory of the `nodes init` CronJob that `ccm manifests --cronjob` generates follows the measured
- * peak (issue 6, item 11): the limit holds the largest max RSS of the README's benchmark table with 20%
- * to spare, and the request holds the 1,000-Node peak. A new benchmark that outgrows it fails here.
+ * The memory of what `ccm manifests` generates follows the measured figures of the README:
+ * - the `nodes init` CronJob (issue 6, item 11): the limit holds the largest max RSS of the benchmark
+ *   table with 20% to spare, and the request holds the 1,000-Node peak;
+ * - the `ccm run` Deployment: the request holds the RSS with 5,000 Nodes cached, and the limit is at
+ *   least twice that (a relist parses a new listing while the old cache is still held).
+ * A new benchmark that outgrows the generated resources fails here.
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -39,6 +42,18 @@ function nodesInitPeaks(): Array<{ nodes: number; rss: number }> {
     .map((m) => ({ nodes: Number(m[1]?.replaceAll(',', '')), rss: Number(m[2]) * 1e6 }));
 }
 
+/**
+ * RSS (bytes) of `ccm run` with 5,000 Nodes cached, as `npm run bench:run` prints it. The bench divides
+ * VmRSS (kB) by 1024, so its "MB" are MiB: read them as such (the larger reading).
+ */
+function runCachedRss(): number {
+  const m = /^\| RSS of ccm run with 5,000 Nodes cached, idle \| (\d+) MB \|/m.exec(
+    section('<!-- bench-run -->', '<!-- bench-run-stop -->'),
+  );
+  if (!m) throw new Error('README has no "RSS of ccm run with 5,000 Nodes cached" row');
+  return Number(m[1]) * 1024 ** 2;
+}
+
 type Obj = { kind: string; metadata: { name: string }; spec: Record<string, unknown> };
 let objects: Obj[];
 
@@ -73,6 +88,19 @@ describe('the generated nodes-init CronJob memory', () => {
   it('requests at least the 1,000-Node peak', () => {
     const thousand = Math.max(...peaks.filter((p) => p.nodes === 1000).map((p) => p.rss));
     expect(bytes(resources().requests.memory)).toBeGreaterThanOrEqual(thousand);
+  });
+});
+
+describe('the generated `ccm run` Deployment memory', () => {
+  const resources = (): Resources =>
+    (find('Deployment', 'ccm').spec as { template: { spec: PodSpec } }).template.spec.containers[0].resources;
+
+  it('requests at least the RSS with 5,000 Nodes cached', () => {
+    expect(bytes(resources().requests.memory)).toBeGreaterThanOrEqual(runCachedRss());
+  });
+
+  it('has a limit of at least twice that RSS', () => {
+    expect(bytes(resources().limits.memory)).toBeGreaterThanOrEqual(runCachedRss() * 2);
   });
 });
 
