@@ -221,7 +221,11 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
         image: options.image,
         imagePullPolicy: 'IfNotPresent',
         args,
-        env: [{ name: 'HOME', value: '/tmp' }],
+        env: [
+          { name: 'HOME', value: '/tmp' },
+          // V8 otherwise keeps the heap a start-up burst grew: 286 MB idle with 5,000 Nodes against 140 MB (README).
+          ...(component === 'controller' ? [{ name: 'NODE_OPTIONS', value: RUN_NODE_OPTIONS }] : []),
+        ],
         securityContext: {
           allowPrivilegeEscalation: false,
           readOnlyRootFilesystem: true,
@@ -344,6 +348,7 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
  * limit is twice it, because a relist (after 410 Gone) parses the new listing while the old cache is
  * still held. Kept above the README's figure by test/unit/templates/cronjob-resources.test.ts.
  */
+const RUN_NODE_OPTIONS = '--max-old-space-size=128 --max-semi-space-size=2';
 const RUN_RESOURCES = { requests: { cpu: '50m', memory: '256Mi' }, limits: { memory: '512Mi' } };
 /**
  * `nodes init` holds every Node for one pass: measured peaks 229 MB at 1,000 Nodes and 424 MB (404 MiB)
