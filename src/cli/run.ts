@@ -328,6 +328,8 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
       if (changed) {
         holder.current = makeProvider();
         log.info(`${changed} changed; using them from now on`);
+        // Nothing listed with the old ones (maybe another account) may initialise or keep a Node.
+        void cloud.invalidate(`${changed} changed; listing the cloud again with them`);
       }
       if (reloadFailing) log.info('credentials and cloud config readable again');
       reloadFailing = false;

@@ -26,6 +26,8 @@ export class InstanceCache {
   private lastStart = Number.NEGATIVE_INFINITY;
   private failures = 0;
   private completed = 0;
+  /** Bumped by invalidate(): a listing started before it is dropped when it lands. */
+  private generation = 0;
   /** The error of the last listing, when it failed. */
   lastError?: unknown;
   private readonly minIntervalMs: number;
@@ -79,15 +81,30 @@ export class InstanceCache {
     return pending as Promise<CloudView>;
   }
 
+  /**
+   * The credentials or the cloud config changed: what was listed with the old ones (possibly another
+   * account, project or region) is no longer trusted. The view becomes a failed one until a listing
+   * made with the new ones lands; a listing still in flight with the old ones is dropped.
+   */
+  invalidate(reason: string): Promise<CloudView> {
+    this.generation++;
+    this.failures = 0;
+    this.current = viewOf({ error: new Error(reason) }, []);
+    this.inFlight = undefined;
+    return this.start();
+  }
+
   private start(): Promise<CloudView> {
+    const generation = this.generation;
     this.lastStart = this.now();
-    this.inFlight = this.options
+    const listing: Promise<CloudView> = this.options
       .list()
       .then(
         (instances): ListingOutcome => ({ instances }),
         (error: unknown): ListingOutcome => ({ error }),
       )
       .then((outcome) => {
+        if (generation !== this.generation) return this.inFlight ?? this.current;
         this.completed++;
         this.failures = 'error' in outcome ? this.failures + 1 : 0;
         this.lastError = 'error' in outcome ? outcome.error : undefined;
@@ -96,6 +113,7 @@ export class InstanceCache {
         this.options.onRefresh?.(this.current);
         return this.current;
       });
-    return this.inFlight;
+    this.inFlight = listing;
+    return listing;
   }
 }

@@ -115,7 +115,6 @@ const TAG_PREFIX = 'k8s:';
 const TAG = /^[a-zA-Z0-9_\-:]+$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PROVISIONING_RETRY_MS = 10_000;
-const ERRORED_RETRY_MS = 60_000;
 
 /** The ownership tag, `k8s:<cluster id>`, the official controller's format. */
 export function ownershipTag(clusterID: string): string {
@@ -300,8 +299,7 @@ function describe(lb: DoLoadBalancer): string {
 function statusOf(lb: DoLoadBalancer, hostname: string | undefined): LoadBalancerStatus {
   if (lb.status === 'errored') {
     throw new RetryableError(
-      `DigitalOcean reports ${describe(lb)} as errored; look at it in the DigitalOcean control panel (fix or delete it), ccm checks again in ${ERRORED_RETRY_MS / 1000} s`,
-      ERRORED_RETRY_MS,
+      `DigitalOcean reports ${describe(lb)} as errored; look at it in the DigitalOcean control panel (fix or delete it); ccm checks again, waiting longer each time`,
     );
   }
   if (lb.status !== 'active' || !lb.ip) {

@@ -30,7 +30,6 @@ const OCTAVIA_DEFAULTS = {
   timeoutMemberData: 50_000,
   timeoutTcpInspect: 0,
 };
-const ERROR_RETRY_MS = 60_000;
 
 interface Ref {
   id: string;
@@ -253,7 +252,6 @@ export class OctaviaLoadBalancers implements LoadBalancers {
     if (status === 'ERROR') {
       throw new RetryableError(
         `Octavia load balancer ${lb.name} (${lb.id}) is in provisioning status ERROR; ccm retries, fix it in Octavia or delete it (openstack loadbalancer delete --cascade ${lb.id}) to have it recreated`,
-        ERROR_RETRY_MS,
       );
     }
     throw this.busy(lb, status);

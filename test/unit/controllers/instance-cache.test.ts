@@ -53,4 +53,33 @@ describe('the shared instance cache', () => {
     expect(again.listingError).toBeUndefined();
     expect(again.listingKnowsCluster).toBe(true);
   });
+
+  it('after invalidate (credentials changed) trusts nothing listed with the old ones, in flight or done', async () => {
+    let account = 'old';
+    const release: (() => void)[] = [];
+    const list = async () => {
+      const from = account;
+      await new Promise<void>((r) => release.push(r));
+      return [makeInstance({ providerID: `cloudlycke://${from}-1` })];
+    };
+    const cache = new InstanceCache({ list, nodes: () => [] });
+    const first = cache.refreshIfOlderThan(0);
+    release.shift()?.();
+    expect((await first).index.size).toBe(1);
+
+    // A listing with the old credentials is in flight when they change.
+    const stale = cache.refreshIfOlderThan(0);
+    account = 'new';
+    const fresh = cache.invalidate('credentials changed');
+    expect(cache.view().listingError).toContain('credentials changed');
+    expect(cache.view().index.size).toBe(0);
+    release.shift()?.(); // the old listing lands: dropped
+    await new Promise((r) => setTimeout(r, 5));
+    expect(cache.view().listingError).toContain('credentials changed');
+    release.shift()?.();
+    const view = await fresh;
+    expect(view.index.instances.map((i) => i.providerID)).toEqual(['cloudlycke://new-1']);
+    // Whoever waited on the dropped listing gets the new one's view.
+    expect(await stale).toBe(view);
+  });
 });

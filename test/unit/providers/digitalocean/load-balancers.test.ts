@@ -290,7 +290,7 @@ describe('ensure', () => {
       .ensure(request({ ports: [{ name: 'http', protocol: 'TCP', port: 8080, nodePort: 30081 }] }))
       .catch((e) => e);
     expect(err).toBeInstanceOf(RetryableError);
-    expect(err.retryAfterMs).toBe(60_000);
+    expect(err.retryAfterMs).toBe(0);
     expect(err.message).toMatch(
       /^DigitalOcean reports load balancer \S+ \(\S+\) as errored; look at it in the DigitalOcean control panel/,
     );

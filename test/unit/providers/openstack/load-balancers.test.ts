@@ -260,7 +260,7 @@ describe('Octavia load balancers', () => {
     expect(sim.octavia.floatingIps.size).toBe(0);
   });
 
-  it('ERROR in Octavia is a retryable error saying so, with a longer delay', async () => {
+  it('ERROR in Octavia is a retryable error saying so, retried with the Service backoff (no fixed delay)', async () => {
     const p = lbs();
     sim.octavia.failNextProvisioning = true;
     const pending = (await p.ensure(request()).catch((e: unknown) => e)) as RetryableError;
@@ -270,7 +270,7 @@ describe('Octavia load balancers', () => {
       failed = (await p.ensure(request()).catch((e: unknown) => e)) as RetryableError;
     }
     expect(failed).toBeInstanceOf(RetryableError);
-    expect(failed.retryAfterMs).toBe(60_000);
+    expect(failed.retryAfterMs).toBe(0);
     expect(failed.message).toMatch(
       /^Octavia load balancer ccm_a1b2c3d4e5f60718293a4b5c6d7e8f90 \(.*\) is in provisioning status ERROR; ccm retries/,
     );

@@ -1,0 +1,64 @@
+/** LoadBalancer Services and their Events on the test control plane, for the `ccm run` cloud tests. */
+import { type CoreV1Api, PatchStrategy, setHeaderOptions, type V1Service } from '@kubernetes/client-node';
+
+export const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const JSON_PATCH = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
+
+export function lbService(
+  name: string,
+  namespace = 'default',
+  annotations?: Record<string, string>,
+  ports: { name: string; port: number }[] = [{ name: 'http', port: 80 }],
+): V1Service {
+  return {
+    metadata: { name, namespace, ...(annotations ? { annotations } : {}) },
+    spec: {
+      type: 'LoadBalancer',
+      ports: ports.map((p) => ({ ...p, targetPort: 8080 })),
+      selector: { app: name },
+    },
+  };
+}
+
+/** The reasons of the Service's Events, oldest first. */
+export async function eventReasons(api: CoreV1Api, namespace: string, name: string): Promise<string[]> {
+  const events = await api.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name}` });
+  return events.items
+    .sort((a, b) =>
+      String(a.metadata?.creationTimestamp).localeCompare(String(b.metadata?.creationTimestamp)),
+    )
+    .map((e) => e.reason ?? '');
+}
+
+export async function eventMessages(
+  api: CoreV1Api,
+  namespace: string,
+  name: string,
+  reason: string,
+): Promise<string[]> {
+  const events = await api.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name}` });
+  return events.items.filter((e) => e.reason === reason).map((e) => e.message ?? '');
+}
+
+export async function serviceGone(api: CoreV1Api, namespace: string, name: string): Promise<boolean> {
+  return (
+    (await api.listNamespacedService({ namespace, fieldSelector: `metadata.name=${name}` })).items.length ===
+    0
+  );
+}
+
+/** Removes every Service but `kubernetes`, finalizers first (after ccm stopped). */
+export async function removeServices(api: CoreV1Api, namespace: string): Promise<void> {
+  for (const s of (await api.listNamespacedService({ namespace })).items) {
+    const name = s.metadata?.name ?? '';
+    if (name === 'kubernetes') continue;
+    if (s.metadata?.finalizers?.length) {
+      await api.patchNamespacedService(
+        { name, namespace, body: [{ op: 'remove', path: '/metadata/finalizers' }] },
+        JSON_PATCH,
+      );
+    }
+    await api.deleteNamespacedService({ name, namespace }).catch(() => {});
+  }
+  await api.deleteCollectionNamespacedEvent({ namespace });
+}

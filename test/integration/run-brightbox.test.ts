@@ -1,0 +1,193 @@
+/**
+ * `ccm run --provider brightbox` end to end: one real kube-apiserver, the Brightbox API simulator
+ * (token endpoint and /1.0 resources), and the API client read from the Secret
+ * `kube-system/brightbox-credentials` with the official controller's keys.
+ */
+import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  type BrightboxSimulator,
+  SIM_CLIENT,
+  startBrightboxSimulator,
+} from '../clouds/brightbox/simulator.js';
+import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
+import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { type InProcess, runInput, startInProcess, until } from '../helpers/run.js';
+import { eventMessages, eventReasons, lbService, removeServices, serviceGone } from '../helpers/services.js';
+
+const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
+const NS = 'default';
+
+let cp: ControlPlane;
+let api: CoreV1Api;
+let sim: BrightboxSimulator;
+let ccm: InProcess | undefined;
+
+beforeAll(async () => {
+  [cp, sim] = await Promise.all([startControlPlane(), startBrightboxSimulator()]);
+  api = fixtureApi(cp.kubeconfigPath);
+  // The official controller's Secret: its name and keys.
+  await api.createNamespacedSecret({
+    namespace: 'kube-system',
+    body: {
+      metadata: { name: 'brightbox-credentials', namespace: 'kube-system' },
+      type: 'Opaque',
+      stringData: {
+        'controller-client': SIM_CLIENT.id,
+        'controller-client-secret': SIM_CLIENT.secret,
+        apiurl: sim.url,
+      },
+    },
+  });
+});
+afterAll(async () => {
+  await Promise.all([cp?.stop(), sim?.close()]);
+});
+beforeEach(async () => {
+  await deleteAllNodes(api);
+});
+afterEach(async () => {
+  await ccm?.stop();
+  ccm = undefined;
+  await removeServices(api, NS);
+});
+
+const node = (name: string): Promise<V1Node> => api.readNode({ name });
+const tainted = (n: V1Node) =>
+  (n.spec?.taints ?? []).some((t) => t.key === 'node.cloudprovider.kubernetes.io/uninitialized');
+const initialised = (name: string) =>
+  until(`${name} initialised`, async () => {
+    const n = await node(name);
+    return tainted(n) || !n.status?.addresses?.some((a) => a.type === 'ExternalIP') ? undefined : n;
+  });
+
+async function errors(controller: string): Promise<number> {
+  const metric = await ccm?.handle.metrics.reconciles.get();
+  return (
+    metric?.values.find((v) => v.labels.controller === controller && v.labels.result === 'error')?.value ?? 0
+  );
+}
+
+const counts = () => ({
+  // A deleted load balancer shows `deleting` until Brightbox is done with it, as the real API does.
+  loadBalancers: [...sim.loadBalancers.values()].filter((lb) => lb.status !== 'deleting').length,
+  cloudIPs: sim.cloudIPs.size,
+  serverGroups: sim.serverGroups.size,
+  firewallPolicies: sim.firewallPolicies.size,
+  firewallRules: sim.firewallRules.size,
+});
+
+describe('ccm run --provider brightbox', () => {
+  it('initialises new Nodes; a LoadBalancer Service gets LB + mapped cloud IP + group + rule through an expired token; delete removes all', async () => {
+    sim.addServer({
+      id: 'srv-aaaaa',
+      name: 'k8s worker',
+      zone: 'gb1-a',
+      serverType: '2gb.ssd',
+      ipv4: '10.241.0.10',
+    });
+    sim.addServer({
+      id: 'srv-bbbbb',
+      name: 'worker-b',
+      zone: 'gb1-b',
+      serverType: '4gb.ssd',
+      ipv4: '10.241.0.11',
+    });
+    // Someone else's resources beside ours: never touched.
+    sim.addCloudIP({ name: 'hand-made' });
+    sim.addServerGroup({ name: 'hand-made' });
+    const baseline = counts();
+    ccm = await startInProcess(
+      runInput(cp.kubeconfigPath, '', {
+        provider: 'brightbox',
+        'cloud-config': undefined,
+        credentialsSecret: 'kube-system/brightbox-credentials',
+      }),
+    );
+    const t0 = Date.now();
+    await createNodes(api, [{ name: 'srv-aaaaa' }, { name: 'worker-b' }]);
+    const [a, b] = [await initialised('srv-aaaaa'), await initialised('worker-b')];
+    const initialisedMs = Date.now() - t0;
+    expect(a.spec?.providerID).toBe('brightbox://srv-aaaaa');
+    expect(b.spec?.providerID).toBe('brightbox://srv-bbbbb');
+    expect(a.metadata?.labels).toMatchObject({
+      'node.kubernetes.io/instance-type': '2gb.ssd',
+      'topology.kubernetes.io/zone': 'gb1-a',
+      'topology.kubernetes.io/region': 'gb1',
+    });
+    expect(a.status?.addresses).toEqual(
+      expect.arrayContaining([
+        { type: 'ExternalIP', address: '10.241.0.10' },
+        { type: 'ExternalDNS', address: 'srv-aaaaa.gb1.brightbox.com' },
+      ]),
+    );
+
+    const t1 = Date.now();
+    await api.createNamespacedService({ namespace: NS, body: lbService('web') });
+    // The load balancer is still `creating` after the first pass; every token then expires.
+    await until('the load balancer created', async () => sim.loadBalancers.size === 1);
+    const tokens = sim.count('POST', /^\/token\/?$/);
+    sim.expireTokens();
+    const svc = await until(
+      'web ingress',
+      async () => {
+        const s = await api.readNamespacedService({ name: 'web', namespace: NS });
+        return s.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
+      },
+      30_000,
+    );
+    const ingressMs = Date.now() - t1;
+    const [lb] = [...sim.loadBalancers.values()];
+    const cip = [...sim.cloudIPs.values()].find((c) => c.mappedTo === lb?.id);
+    expect(lb?.status).toBe('active');
+    expect(cip).toBeDefined();
+    expect(svc.status?.loadBalancer?.ingress?.map((i) => i.ip)).toEqual(
+      expect.arrayContaining([cip?.publicIPv4]),
+    );
+    expect(svc.metadata?.finalizers).toContain(FINALIZER);
+    expect(counts()).toEqual({
+      loadBalancers: 1,
+      cloudIPs: baseline.cloudIPs + 1,
+      serverGroups: baseline.serverGroups + 1,
+      firewallPolicies: 1,
+      firewallRules: 1,
+    });
+    const group = [...sim.serverGroups.values()].find((g) => g.name !== 'hand-made');
+    expect([...(group?.servers ?? [])].sort()).toEqual(['srv-aaaaa', 'srv-bbbbb']);
+    expect([...(lb?.nodes ?? [])].sort()).toEqual(['srv-aaaaa', 'srv-bbbbb']);
+    await until('EnsuredLoadBalancer', async () =>
+      (await eventReasons(api, NS, 'web')).includes('EnsuredLoadBalancer'),
+    );
+    expect(await eventReasons(api, NS, 'web')).toContain('EnsuringLoadBalancer');
+
+    // The expiry cost one 401 and one new token; no warning is about it.
+    expect(sim.count('POST', /^\/token\/?$/)).toBe(tokens + 1);
+    expect(sim.requests.filter((r) => r.status === 401)).toHaveLength(1);
+    const warnings = await eventMessages(api, NS, 'web', 'SyncLoadBalancerFailed');
+    expect(warnings.filter((m) => !/still building load balancer/.test(m))).toEqual([]);
+    expect(await errors('cloud-node')).toBe(0);
+
+    // Expired again: a Node created now is initialised and the group follows, with no failure.
+    sim.expireTokens();
+    const failedBefore = await errors('service');
+    sim.addServer({ id: 'srv-ccccc', ipv4: '10.241.0.12' });
+    await createNodes(api, [{ name: 'srv-ccccc' }]);
+    await initialised('srv-ccccc');
+    await until('srv-ccccc in the group', async () => group?.servers.includes('srv-ccccc'), 20_000);
+    expect(await errors('cloud-node')).toBe(0);
+    expect(await errors('service')).toBe(failedBefore);
+
+    await api.deleteNamespacedService({ name: 'web', namespace: NS });
+    await until('web gone', () => serviceGone(api, NS, 'web'), 30_000);
+    expect(counts()).toEqual(baseline);
+    expect(sim.count('DELETE', `/1.0/load_balancers/${lb?.id}`)).toBe(1);
+    expect([...sim.cloudIPs.values()].map((c) => c.name)).toEqual(['hand-made']);
+    expect(await eventReasons(api, NS, 'web')).toEqual(
+      expect.arrayContaining(['DeletingLoadBalancer', 'DeletedLoadBalancer']),
+    );
+    for (const secret of [SIM_CLIENT.secret, ...sim.issuedTokens]) {
+      expect(ccm?.logs.join('\n')).not.toContain(secret);
+    }
+    console.log(`brightbox: Nodes initialised in ${initialisedMs} ms, ingress in ${ingressMs} ms`);
+  }, 60_000);
+});

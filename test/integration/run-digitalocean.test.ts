@@ -1,0 +1,231 @@
+/**
+ * `ccm run --provider digitalocean` end to end: one real kube-apiserver, the DigitalOcean simulator
+ * (every request and answer checked against DigitalOcean's OpenAPI document), and the token read from
+ * the Secret exactly as DigitalOcean's own getting-started guide writes it.
+ */
+import { readFileSync } from 'node:fs';
+import type { CoreV1Api, V1Node, V1Secret } from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
+import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
+import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { ccm as cli } from '../helpers/cli.js';
+import { type InProcess, runInput, startInProcess, until } from '../helpers/run.js';
+import { eventReasons, lbService, MERGE_PATCH, removeServices, serviceGone } from '../helpers/services.js';
+
+const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
+const LB_ID_ANNOTATION = 'kubernetes.digitalocean.com/load-balancer-id';
+const NS = 'default';
+
+let cp: ControlPlane;
+let api: CoreV1Api;
+let sim: DigitalOceanSimulator;
+let ccm: InProcess | undefined;
+
+/** The getting-started guide's Secret, with its placeholder replaced by the (simulated) token. */
+function officialSecret(token: string, name = 'digitalocean'): V1Secret {
+  const doc = parse(
+    readFileSync(new URL('../fixtures/digitalocean/secret.yaml', import.meta.url), 'utf8'),
+  ) as V1Secret;
+  return {
+    ...doc,
+    metadata: { ...doc.metadata, name },
+    stringData: { ...doc.stringData, 'access-token': token },
+  };
+}
+
+beforeAll(async () => {
+  [cp, sim] = await Promise.all([startControlPlane(), DigitalOceanSimulator.start()]);
+  api = fixtureApi(cp.kubeconfigPath);
+  await api.createNamespacedSecret({ namespace: 'kube-system', body: officialSecret(sim.token) });
+});
+afterAll(async () => {
+  await Promise.all([cp?.stop(), sim?.stop()]);
+});
+beforeEach(async () => {
+  sim.reset();
+  await deleteAllNodes(api);
+});
+afterEach(async () => {
+  await ccm?.stop();
+  ccm = undefined;
+  await removeServices(api, NS);
+  expect(sim.takeViolations()).toEqual([]);
+});
+
+async function start(secret = 'kube-system/digitalocean') {
+  ccm = await startInProcess(
+    runInput(cp.kubeconfigPath, '', {
+      provider: 'digitalocean',
+      'cloud-config': undefined,
+      credentialsSecret: secret,
+      // The official controller's env name for the API base URL; the token comes from the Secret only.
+      env: { DO_OVERRIDE_URL: sim.url },
+    }),
+  );
+}
+
+const node = (name: string): Promise<V1Node> => api.readNode({ name });
+const tainted = (n: V1Node) =>
+  (n.spec?.taints ?? []).some((t) => t.key === 'node.cloudprovider.kubernetes.io/uninitialized');
+
+describe('ccm run --provider digitalocean', () => {
+  it('initialises new Nodes, gives a LoadBalancer Service the LB IP once active, and deletes the LB with the Service', async () => {
+    const [w1, w2] = sim.addDroplets(
+      {
+        name: 'worker-1',
+        size: 's-4vcpu-8gb',
+        region: 'fra1',
+        privateIP: '10.114.0.2',
+        publicIP: '203.0.113.21',
+      },
+      { name: 'worker-2', size: 's-2vcpu-4gb', region: 'fra1', privateIP: '10.114.0.3' },
+    );
+    await start();
+    const t0 = Date.now();
+    // Created after start: the watch shows them, no provider ID yet (matched by droplet name).
+    await createNodes(api, [{ name: 'worker-1' }, { name: 'worker-2' }]);
+    const one = await until('worker-1 initialised', async () => {
+      const n = await node('worker-1');
+      return tainted(n) ? undefined : n;
+    });
+    const two = await until('worker-2 initialised', async () => {
+      const n = await node('worker-2');
+      return tainted(n) ? undefined : n;
+    });
+    const initialisedMs = Date.now() - t0;
+    expect(one.spec?.providerID).toBe(`digitalocean://${w1?.id}`);
+    expect(two.spec?.providerID).toBe(`digitalocean://${w2?.id}`);
+    expect(one.metadata?.labels).toMatchObject({
+      'node.kubernetes.io/instance-type': 's-4vcpu-8gb',
+      'beta.kubernetes.io/instance-type': 's-4vcpu-8gb',
+      'topology.kubernetes.io/region': 'fra1',
+    });
+    expect(one.status?.addresses).toEqual([
+      { type: 'InternalIP', address: '10.114.0.2' },
+      { type: 'ExternalIP', address: '203.0.113.21' },
+      { type: 'Hostname', address: 'worker-1' },
+    ]);
+    expect(two.status?.addresses).toEqual([
+      { type: 'InternalIP', address: '10.114.0.3' },
+      { type: 'Hostname', address: 'worker-2' },
+    ]);
+    // Every call carried the Secret's token.
+    expect(sim.requests.every((r) => r.authorization === `Bearer ${sim.token}`)).toBe(true);
+
+    const t1 = Date.now();
+    await api.createNamespacedService({ namespace: NS, body: lbService('web') });
+    // Created `new`: no address until DigitalOcean reports it active, on the provider's retry.
+    await until('the load balancer created', async () => sim.loadBalancers.size === 1);
+    const [lb] = [...sim.loadBalancers.values()];
+    const svc = await until(
+      'web ingress',
+      async () => {
+        const s = await api.readNamespacedService({ name: 'web', namespace: NS });
+        return s.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
+      },
+      30_000,
+    );
+    const ingressMs = Date.now() - t1;
+    expect(lb?.status).toBe('active');
+    expect(svc.status?.loadBalancer?.ingress).toEqual([expect.objectContaining({ ip: lb?.ip as string })]);
+    expect(svc.metadata?.finalizers).toContain(FINALIZER);
+    expect(svc.metadata?.annotations?.[LB_ID_ANNOTATION]).toBe(lb?.id);
+    expect([...((lb?.droplet_ids ?? []) as number[])].sort()).toEqual([w1?.id, w2?.id].sort());
+    expect(lb?.tags).toEqual([expect.stringMatching(/^k8s:/)]);
+    const create = sim.requestsTo('POST', '/v2/load_balancers');
+    expect(create).toHaveLength(1);
+    expect(create[0]?.status).toBe(202);
+    const reasons = await until('EnsuredLoadBalancer', async () => {
+      const r = await eventReasons(api, NS, 'web');
+      return r.includes('EnsuredLoadBalancer') ? r : undefined;
+    });
+    expect(reasons).toContain('EnsuringLoadBalancer');
+    // The one retry was the `new` state, said as such.
+    const warnings = (
+      await api.listNamespacedEvent({ namespace: NS, fieldSelector: 'involvedObject.name=web,type=Warning' })
+    ).items.map((e) => e.message);
+    expect(warnings.length).toBeGreaterThanOrEqual(1);
+    expect(
+      warnings.filter((m) => !/is still being set up at DigitalOcean \(status new\)/.test(m ?? '')),
+    ).toEqual([]);
+
+    await api.deleteNamespacedService({ name: 'web', namespace: NS });
+    await until('web gone', () => serviceGone(api, NS, 'web'), 20_000);
+    expect(sim.loadBalancers.size).toBe(0);
+    expect(sim.requestsTo('DELETE', `/v2/load_balancers/${lb?.id}`)).toHaveLength(1);
+    expect(await eventReasons(api, NS, 'web')).toEqual(
+      expect.arrayContaining(['DeletingLoadBalancer', 'DeletedLoadBalancer']),
+    );
+    console.log(`digitalocean: Nodes initialised in ${initialisedMs} ms, ingress in ${ingressMs} ms`);
+  }, 50_000);
+
+  it('an invalid token: one clear line and exit 2 at start; revoked mid-run: a clear log line and no writes', async () => {
+    sim.addDroplets({ name: 'worker-3', privateIP: '10.114.0.4' });
+    await api.createNamespacedSecret({
+      namespace: 'kube-system',
+      body: officialSecret('dop_v1_revoked000000000000000000', 'digitalocean-bad'),
+    });
+    await createNodes(api, [{ name: 'worker-3' }]);
+    let before = (await cp.writes(CCM_USER)).length;
+    const run = await cli(
+      [
+        'run',
+        '--provider',
+        'digitalocean',
+        '--kubeconfig',
+        cp.kubeconfigPath,
+        '--credentials-secret',
+        'kube-system/digitalocean-bad',
+        '--leader-elect=false',
+        '--secure-port',
+        '-1',
+      ],
+      { DO_OVERRIDE_URL: sim.url, DO_ACCESS_TOKEN: undefined },
+    );
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(run.stderr).toMatch(/token is invalid or revoked; create one with read and write scope/);
+    expect(run.stderr).not.toMatch(/dop_v1_revoked|\bat .*\.js:\d+/);
+    expect((await cp.writes(CCM_USER)).slice(before)).toEqual([]);
+    expect(tainted(await node('worker-3'))).toBe(true);
+
+    // Mid-run: the Secret's token is replaced by a revoked one; ccm reloads it and stops writing.
+    await deleteAllNodes(api);
+    await start();
+    await api.patchNamespacedSecret(
+      {
+        name: 'digitalocean',
+        namespace: 'kube-system',
+        body: { stringData: { 'access-token': 'dop_v1_revoked000000000000000000' } },
+      },
+      MERGE_PATCH,
+    );
+    try {
+      await until('the reload', async () =>
+        ccm?.logs.some((l) => l.includes('credentials from Secret kube-system/digitalocean changed')),
+      );
+      before = (await cp.writes(CCM_USER)).length;
+      await createNodes(api, [{ name: 'worker-3' }]);
+      const line = await until('the 401 log line', async () =>
+        ccm?.logs.find((l) => l.includes('token is invalid or revoked')),
+      );
+      const parsed = JSON.parse(line) as { level: number | string; msg: string };
+      expect(parsed.msg).toMatch(/cloud listing failed: .*token is invalid or revoked/);
+      expect(line).not.toContain('dop_v1_revoked');
+      await new Promise((r) => setTimeout(r, 1500));
+      expect((await cp.writes(CCM_USER)).slice(before)).toEqual([]);
+      expect(tainted(await node('worker-3'))).toBe(true);
+    } finally {
+      await api.patchNamespacedSecret(
+        {
+          name: 'digitalocean',
+          namespace: 'kube-system',
+          body: { stringData: { 'access-token': sim.token } },
+        },
+        MERGE_PATCH,
+      );
+    }
+  }, 40_000);
+});
