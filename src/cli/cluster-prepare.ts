@@ -21,6 +21,7 @@ import { loadProvider } from '../providers/registry.js';
 import type { ClusterFlags } from '../providers/types.js';
 import { order, printPreview } from './cluster-report.js';
 import { UsageError } from './errors.js';
+import { plural } from './output/text.js';
 
 export interface ClusterPrepareInput {
   root: string;
@@ -45,10 +46,15 @@ export interface ClusterPrepareInput {
   rollback: boolean;
   initializeExisting: boolean;
   readyTimeoutMs: number;
-  json: boolean;
+  /** Show the diffs before anything is written (human views; a prompt shows them regardless). */
+  preview: boolean;
+  /** A task list on the terminal while writing. */
+  progress: boolean;
   interactive: boolean;
   env: Readonly<Record<string, string | undefined>>;
   log: (line: string) => void;
+  /** Where the diffs go when they were not shown but a person is asked to confirm them. */
+  logToStderr: (line: string) => void;
 }
 
 export interface ClusterPrepareOutput {
@@ -127,12 +133,13 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
   const existing = nodes ? existingUninitialised(nodes, clusterNodes) : [];
   const candidates = input.initializeExisting ? existing : [];
   const hint = input.initializeExisting ? undefined : existing.map((c) => c.name);
-  if (!input.json)
+  const preview = (log: (line: string) => void) =>
     printPreview(
       plan,
       candidates.map((c) => c.name),
-      input.log,
+      log,
     );
+  if (input.preview) preview(input.log);
 
   const changes =
     plan.hosts.some((h) => h.edits.length > 0) || plan.kubeadmConfig !== undefined || candidates.length > 0;
@@ -150,6 +157,7 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
       throw new UsageError(
         'changes need confirmation: review the preview, then pass --yes (or run in a terminal)',
       );
+    if (!input.preview) preview(input.logToStderr);
     const confirmed = await confirm({ message: 'Apply these changes?', default: false }).catch(
       (err: Error) => {
         // Ctrl-C at the prompt: the same as answering no.
@@ -166,7 +174,7 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
   await new Listr(
     [
       {
-        title: `Back up and write files on ${plan.hosts.length} host(s)${input.restart ? ', restart changed kubelets' : ''}`,
+        title: `Back up and write files on ${plural(plan.hosts.length, ['host', 'hosts'])}${input.restart ? ', restart changed kubelets' : ''}`,
         task: (_ctx, task) =>
           task.newListr(
             plan.hosts.map((h) => ({
@@ -204,7 +212,7 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
         },
       },
       {
-        title: `Taint ${candidates.length} existing Node(s) without a provider ID for \`ccm nodes init\``,
+        title: `Taint ${plural(candidates.length, ['existing Node', 'existing Nodes'])} without a provider ID for \`ccm nodes init\``,
         enabled: () => candidates.length > 0,
         task: async () => {
           for (const c of candidates) await c.taint();
@@ -213,8 +221,7 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
     ],
     {
       renderer: 'default',
-      fallbackRenderer: 'simple',
-      silentRendererCondition: input.json,
+      silentRendererCondition: !input.progress,
       exitOnError: true,
     },
   ).run();

@@ -1,10 +1,12 @@
 import chalk from 'chalk';
 import { describeVersion } from '../cluster/detect.js';
-import type { ClusterPlan, HostReport } from '../cluster/prepare.js';
+import type { ClusterPlan, HostPlan, HostResult } from '../cluster/prepare.js';
 import { unifiedDiff } from '../cluster/preview.js';
-import type { Detection } from '../cluster/types.js';
+import type { Component, Detection } from '../cluster/types.js';
 import { TAINT_UNINITIALIZED } from '../kube/well-known.js';
 import type { ClusterPrepareOutput } from './cluster-prepare.js';
+import { defineReport, type Report } from './output/report.js';
+import { plural } from './output/text.js';
 
 /** What `ccm cluster prepare` shows: the preview before anything is written, the summary after. */
 
@@ -44,7 +46,7 @@ export function printPreview(plan: ClusterPlan, candidates: string[], log: (line
   }
   if (candidates.length > 0) {
     log(
-      `--initialize-existing: ${candidates.length} Node(s) without a provider ID get the ${TAINT_UNINITIALIZED} taint, so \`ccm nodes init\` initialises them (the kubelet only taints Nodes it registers): ${candidates.join(', ')}`,
+      `--initialize-existing: ${plural(candidates.length, ['Node', 'Nodes'])} without a provider ID get the ${TAINT_UNINITIALIZED} taint, so \`ccm nodes init\` initialises them (the kubelet only taints Nodes it registers): ${candidates.join(', ')}`,
     );
   }
 }
@@ -53,43 +55,112 @@ export function order(plan: ClusterPlan, host: string): number {
   return plan.hosts.findIndex((h) => h.host.name === host);
 }
 
-export function formatSummary(out: ClusterPrepareOutput): string {
-  const rows = out.result?.hosts ?? [];
-  const lines =
-    rows.length > 0 ? hostTable(rows) : [out.dryRun ? 'Dry run: nothing written.' : 'Nothing to change.'];
+/** One host in the result table: from the apply (or rollback) when there was one, else from the plan. */
+export interface HostRow {
+  host: string;
+  layout?: string;
+  result: HostResult | 'would prepare';
+  files: string[];
+  restarted: boolean;
+  skips: string[];
+  versions: Partial<Record<Component, string>>;
+  backup?: string;
+  error?: string;
+}
+
+const UNCHANGED = new Set<HostRow['result']>(['unchanged', 'nothing to roll back']);
+
+/** `ccm cluster prepare`'s result: the JSON report scripts read, and its table. */
+export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow> {
+  const { plan, ...rest } = out;
+  const rows: HostRow[] = out.result?.hosts ?? plan?.hosts.map((h) => fromPlan(h, out.dryRun)) ?? [];
   const r = out.result;
-  if (r?.kubeadmConfig) lines.push(`kubeadm-config: ${r.kubeadmConfig}`);
-  if (r?.readyAfterMs !== undefined) {
-    lines.push(`API server ready (/readyz) after ${(r.readyAfterMs / 1000).toFixed(1)}s`);
+  const counts = new Map<string, number>();
+  for (const row of rows) counts.set(row.result, (counts.get(row.result) ?? 0) + 1);
+  const parts = [
+    `${plural(rows.length, NOUN)}${counts.size > 0 ? `: ${[...counts].map(([k, n]) => `${n} ${k}`).join(', ')}` : ''}`,
+    ...(!out.dryRun && !r ? ['nothing to change'] : []),
+    ...(r?.kubeadmConfig === 'updated' || r?.kubeadmConfig === 'restored'
+      ? [`kubeadm-config ${r.kubeadmConfig}`]
+      : []),
+    ...(r?.readyAfterMs !== undefined
+      ? [`API server ready (/readyz) after ${(r.readyAfterMs / 1000).toFixed(1)}s`]
+      : []),
+  ];
+  const notes: string[] = [];
+  if (r?.kubeadmConfig && r.kubeadmConfig !== 'updated' && r.kubeadmConfig !== 'restored') {
+    notes.push(`kubeadm-config: ${r.kubeadmConfig}`);
   }
-  if (r?.readyError) lines.push(chalk.red(r.readyError));
   if (out.initializeExisting?.length && !out.dryRun) {
-    lines.push(
-      `${out.initializeExisting.length} existing Node(s) tainted ${TAINT_UNINITIALIZED}: run \`ccm nodes init\` to initialise them.`,
+    notes.push(
+      `${plural(out.initializeExisting.length, ['existing Node', 'existing Nodes'])} tainted ${TAINT_UNINITIALIZED}: run \`ccm nodes init\` to initialise them.`,
     );
   }
   if (out.uninitialisedExisting?.length) {
-    lines.push(
-      `${out.uninitialisedExisting.length} existing Node(s) have no provider ID and the kubelet will not taint them again, so \`ccm nodes init\` leaves them alone: re-run with --initialize-existing to have them initialised.`,
+    const n = out.uninitialisedExisting.length;
+    notes.push(
+      `${plural(n, ['existing Node has', 'existing Nodes have'])} no provider ID and the kubelet will not taint ${n === 1 ? 'it' : 'them'} again, so \`ccm nodes init\` leaves ${n === 1 ? 'it' : 'them'} alone: re-run with --initialize-existing to have ${n === 1 ? 'it' : 'them'} initialised.`,
     );
   }
-  return lines.join('\n');
+  return defineReport<HostRow>({
+    data: {
+      ...rest,
+      hosts: plan?.hosts.map((h) => ({
+        host: h.host.name,
+        layout: h.detection?.layout,
+        files: h.edits.map((e) => ({ path: e.file.path, changes: e.changes })),
+        skips: h.skips,
+        error: h.error,
+      })),
+    },
+    kind: 'host',
+    noun: NOUN,
+    rows,
+    name: (h) => h.host,
+    tone: (h) => (h.result === 'failed' ? 'failed' : UNCHANGED.has(h.result) ? 'unchanged' : 'changed'),
+    columns: [
+      { header: 'HOST', value: (h) => h.host },
+      { header: 'LAYOUT', value: (h) => h.layout },
+      { header: 'RESULT', value: (h) => h.result, toned: true },
+      { header: 'FILES', value: (h) => String(h.files.length) },
+      { header: 'KUBELET', value: (h) => (h.restarted ? 'restarted' : undefined) },
+      {
+        header: 'NOTES',
+        value: (h) => h.error ?? (h.skips.join('; ') || (h.backup ? `backup ${h.backup}` : '')),
+        blank: '',
+      },
+      {
+        header: 'VERSIONS',
+        value: (h) =>
+          Object.entries(h.versions)
+            .map(([c, v]) => `${c} ${v}`)
+            .join(', '),
+        wide: true,
+      },
+      { header: 'PATHS', value: (h) => h.files.join(', '), wide: true, blank: '' },
+    ],
+    summary: `${out.dryRun ? 'Dry run: nothing written. ' : ''}${parts.join('; ')}`,
+    notes,
+    errors: r?.readyError ? [r.readyError] : [],
+    failed: out.failed,
+  });
 }
 
-function hostTable(rows: HostReport[]): string[] {
-  const table = [['HOST', 'LAYOUT', 'RESULT', 'FILES', 'KUBELET', 'NOTES']];
-  for (const r of rows) {
-    table.push([
-      r.host,
-      r.layout ?? '-',
-      r.result,
-      String(r.files.length),
-      r.restarted ? 'restarted' : '-',
-      r.error ?? (r.skips.join('; ') || (r.backup ? `backup ${r.backup}` : '')),
-    ]);
+const NOUN = ['host', 'hosts'] as const;
+
+function fromPlan(h: HostPlan, dryRun: boolean): HostRow {
+  const versions: Partial<Record<Component, string>> = {};
+  for (const [c, v] of Object.entries(h.detection?.versions ?? {})) {
+    versions[c as Component] = `${v.major}.${v.minor}.${v.patch}`;
   }
-  const widths = table[0]?.map((_, i) => Math.max(...table.map((row) => (row[i] ?? '').length))) ?? [];
-  return table.map((row) =>
-    row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  '),
-  );
+  return {
+    host: h.host.name,
+    layout: h.detection?.layout,
+    result: h.error ? 'failed' : h.edits.length > 0 && dryRun ? 'would prepare' : 'unchanged',
+    files: h.edits.map((e) => e.file.path),
+    restarted: false,
+    skips: h.skips.map((s) => `skip ${s.component}: ${s.reason}`),
+    versions,
+    error: h.error,
+  };
 }

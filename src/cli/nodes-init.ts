@@ -11,6 +11,7 @@ import {
 import type { NodePlan } from '../controllers/plan.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { createNodeClient } from '../kube/nodes.js';
+import { peakRssBytes } from './peak-rss.js';
 import { providerFromFlags } from './provider-config.js';
 
 export interface NodesInitInput {
@@ -18,7 +19,8 @@ export interface NodesInitInput {
   context?: string;
   provider?: string;
   'cloud-config'?: string;
-  json: boolean;
+  /** A task list on the terminal while the pass runs (else nothing until the report). */
+  progress: boolean;
   pass: PassOptions;
   env: Readonly<Record<string, string | undefined>>;
 }
@@ -29,13 +31,15 @@ export interface NodesInitResult {
   kubeWrites: number;
   cloudCalls: number;
   durationMs: number;
+  /** Peak resident memory of the CLI process. */
+  maxRssBytes: number;
 }
 
 interface Ctx {
   plans?: NodePlan[];
 }
 
-/** `ccm nodes init`: one pass, with a task list on a terminal and plain lines elsewhere. */
+/** `ccm nodes init`: one pass, with a task list on a terminal that clears itself when done. */
 export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResult> {
   const started = performance.now();
   let cloudCalls = 0;
@@ -77,10 +81,10 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
     ],
     {
       renderer: 'default',
-      silentRendererCondition: input.json,
-      fallbackRenderer: 'simple',
+      silentRendererCondition: !input.progress,
       exitOnError: true,
-      rendererOptions: { collapseSubtasks: false },
+      // The report's summary line replaces the task list.
+      rendererOptions: { collapseSubtasks: false, clearOutput: true },
     },
   );
   const ctx = await tasks.run({});
@@ -91,5 +95,6 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
     kubeWrites: kube.writes,
     cloudCalls,
     durationMs: Math.round(performance.now() - started),
+    maxRssBytes: peakRssBytes(),
   };
 }

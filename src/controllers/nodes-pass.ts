@@ -4,6 +4,7 @@ import type { NodeClient } from '../kube/nodes.js';
 import {
   EVENT_DELETING_NODE,
   EVENT_DELETING_NODE_FAILED,
+  LABEL_PAIRS,
   SOURCE_LIFECYCLE_CONTROLLER,
 } from '../kube/well-known.js';
 import { InvalidConfigError, isNotFound, isProviderError, UnauthorizedError } from '../providers/errors.js';
@@ -51,6 +52,11 @@ export interface NodeReport {
   changes: string[];
   reason?: string;
   notes?: string[];
+  /** The Node's provider ID (the one just set, when initialised). */
+  providerID?: string;
+  /** From the cloud's instance, else from the Node's labels. */
+  instanceType?: string;
+  zone?: string;
 }
 
 export interface PassReport {
@@ -369,15 +375,22 @@ export function buildReport(
     skipped: 0,
     failed: 0,
   };
+  const nodesByName = new Map(state.nodes.map((n) => [n.metadata?.name ?? '', n]));
   const nodes = plans.map((plan): NodeReport => {
     const result = resultOf(plan);
     summary[result]++;
+    const node = nodesByName.get(plan.name);
+    const instance = node && !plan.skipped ? findInstance(node, state.index) : undefined;
+    const labels = node?.metadata?.labels ?? {};
     return {
       name: plan.name,
       result,
       changes: plan.changes,
       ...(plan.error || plan.skipped ? { reason: plan.error ?? plan.skipped } : {}),
       ...(plan.notes.length > 0 ? { notes: plan.notes } : {}),
+      providerID: plan.patch?.providerID ?? node?.spec?.providerID,
+      instanceType: instance?.type ?? labels[LABEL_PAIRS.instanceType.ga],
+      zone: instance?.zone ?? labels[LABEL_PAIRS.zone.ga],
     };
   });
   return {
