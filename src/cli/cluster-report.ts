@@ -119,15 +119,16 @@ export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow>
     name: (h) => h.host,
     tone: (h) => (h.result === 'failed' ? 'failed' : UNCHANGED.has(h.result) ? 'unchanged' : 'changed'),
     columns: [
-      { header: 'HOST', value: (h) => h.host },
+      { header: 'HOST', value: (h) => h.host, give: 'last' },
       { header: 'LAYOUT', value: (h) => h.layout },
-      { header: 'RESULT', value: (h) => h.result, toned: true },
+      { header: 'RESULT', value: (h) => h.result, toned: true, give: 'last' },
       { header: 'FILES', value: (h) => String(h.files.length) },
       { header: 'KUBELET', value: (h) => (h.restarted ? 'restarted' : undefined) },
       {
         header: 'NOTES',
         value: (h) => h.error ?? (h.skips.join('; ') || (h.backup ? `backup ${h.backup}` : '')),
         blank: '',
+        give: 'first',
       },
       {
         header: 'VERSIONS',
@@ -137,7 +138,7 @@ export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow>
             .join(', '),
         wide: true,
       },
-      { header: 'PATHS', value: (h) => h.files.join(', '), wide: true, blank: '' },
+      { header: 'PATHS', value: (h) => h.files.join(', '), wide: true, blank: '', give: 'first' },
     ],
     summary: `${out.dryRun ? 'Dry run: nothing written. ' : ''}${parts.join('; ')}`,
     notes,

@@ -99,7 +99,10 @@ class HumanView<Row> {
       body = this.table([...shown, ...failed], false);
       const more = others.length - shown.length;
       if (more > 0) {
-        body.push(
+        // After the rows shown, before the failures: failures stay last.
+        body.splice(
+          1 + shown.length,
+          0,
           style.dim(
             `${ELLIPSIS} and ${plural(more, [`more ${report.noun[0]}`, `more ${report.noun[1]}`])} (-o wide or -o name lists them all)`,
           ),
@@ -141,14 +144,17 @@ class HumanView<Row> {
     );
     // -o wide cuts nothing: it is the view that shows everything.
     const room = wide ? Number.POSITIVE_INFINITY : this.terminal.width - GAP.length * (columns.length - 1);
-    const widths = fitWidths(natural, room);
+    const widths = fitWidths(
+      natural,
+      room,
+      columns.map((c) => c.give ?? 'normal'),
+    );
     const line = (texts: readonly string[], paint: (text: string, column: number) => string) =>
       texts
         .map((text, i) => {
           const cut = truncate(text, widths[i] ?? 0);
-          const padded =
-            i === texts.length - 1 ? cut : cut.padEnd((widths[i] ?? 0) + cut.length - widthOf(cut));
-          return paint(padded, i);
+          const padding = i === texts.length - 1 ? 0 : (widths[i] ?? 0) - widthOf(cut);
+          return paint(cut, i) + ' '.repeat(padding);
         })
         .join(GAP)
         .trimEnd();

@@ -1,3 +1,5 @@
+import type { Give } from './text.js';
+
 /**
  * What a command returns: its typed result (printed as is by -o json / -o yaml) plus how to show it
  * to a person (rows and columns). The base command renders it; no command prints its own result.
@@ -38,11 +40,18 @@ export interface Column<Row> {
   wide?: boolean;
   /** Coloured by the row's tone. */
   toned?: boolean;
+  /**
+   * When the table is wider than the terminal: 'first' for free text (cut first), 'last' for what
+   * identifies a row (cut only as a last resort), else cut evenly with the others.
+   */
+  give?: Give;
   /** What an empty cell shows in a table (default "-"). */
   blank?: string;
   /** Key in the plain log lines (default: the header in lower case, spaces as "_"). */
   key?: string;
 }
+
+export type { Give } from './text.js';
 
 const BRAND = Symbol.for('ccm.report');
 

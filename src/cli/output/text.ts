@@ -36,23 +36,49 @@ export function truncate(text: string, width: number): string {
   return `${cut.replace(/[\s,;:]+$/, '')}${ELLIPSIS}`;
 }
 
+/** How a column gives way when a table is wider than the terminal. */
+export type Give = 'last' | 'normal' | 'first';
+
 /**
- * Column widths that fit `room` cells: narrow columns keep their full width, the wide ones share
- * what is left equally (max-min fair), none below `floor` (or its own width, if smaller).
+ * Column widths that fit `room` cells. Columns that give first (free text) shrink first, down to
+ * `floor`; then the others, except those that give last (names), share what is left equally
+ * (max-min fair: narrow columns keep their width); the last resort shrinks those too.
  */
-export function fitWidths(natural: readonly number[], room: number, floor = 6): number[] {
-  const total = natural.reduce((a, b) => a + b, 0);
-  if (total <= room) return [...natural];
+export function fitWidths(
+  natural: readonly number[],
+  room: number,
+  give: readonly Give[] = [],
+  floor = 16,
+): number[] {
   const widths = [...natural];
-  const order = natural.map((w, i) => [w, i] as const).sort((a, b) => a[0] - b[0]);
-  let left = room;
-  let columns = natural.length;
-  for (const [w, i] of order) {
-    const share = Math.floor(left / columns);
-    widths[i] = Math.min(w, Math.max(share, Math.min(w, floor)));
-    left -= widths[i] as number;
-    columns--;
-  }
+  const sum = () => widths.reduce((a, b) => a + b, 0);
+  const share = (columns: number[], cap: (i: number) => number, minimum: number) => {
+    const others = widths.reduce((a, w, i) => (columns.includes(i) ? a : a + w), 0);
+    let left = room - others;
+    let count = columns.length;
+    for (const i of [...columns].sort((a, b) => cap(a) - cap(b))) {
+      const w = cap(i);
+      widths[i] = Math.min(w, Math.max(Math.floor(left / count), Math.min(w, minimum)));
+      left -= widths[i] as number;
+      count--;
+    }
+  };
+  const all = natural.map((_, i) => i);
+  const kind = (i: number) => give[i] ?? 'normal';
+  if (sum() <= room) return widths;
+  share(
+    all.filter((i) => kind(i) === 'first'),
+    (i) => natural[i] as number,
+    floor,
+  );
+  if (sum() <= room) return widths;
+  share(
+    all.filter((i) => kind(i) !== 'last'),
+    (i) => widths[i] as number,
+    6,
+  );
+  if (sum() <= room) return widths;
+  share(all, (i) => widths[i] as number, 4);
   return widths;
 }
 
