@@ -138,6 +138,7 @@ export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow>
             .join(', '),
         wide: true,
       },
+      { header: 'BACKUP', value: (h) => h.backup, wide: true },
       { header: 'PATHS', value: (h) => h.files.join(', '), wide: true, blank: '', give: 'first' },
     ],
     summary: `${out.dryRun ? 'Dry run: nothing written. ' : ''}${parts.join('; ')}`,
@@ -160,7 +161,7 @@ function fromPlan(h: HostPlan, dryRun: boolean): HostRow {
     result: h.error ? 'failed' : h.edits.length > 0 && dryRun ? 'would prepare' : 'unchanged',
     files: h.edits.map((e) => e.file.path),
     restarted: false,
-    skips: h.skips.map((s) => `skip ${s.component}: ${s.reason}`),
+    skips: h.skips.map((s) => `${s.component}: ${s.reason}`),
     versions,
     error: h.error,
   };
