@@ -62,6 +62,8 @@ describe('preparing several nodes over ssh', () => {
       'cloudlycke',
       '--yes',
       '--no-restart',
+      '-o',
+      'table',
     ]);
     expect(run.exitCode).toBe(1);
     expect(run.stderr).toBe('');
