@@ -41,8 +41,8 @@ export type Give = 'last' | 'normal' | 'first';
 
 /**
  * Column widths that fit `room` cells. Columns that give first (free text) shrink first, down to
- * `floor`; then the others, except those that give last (names), share what is left equally
- * (max-min fair: narrow columns keep their width); the last resort shrinks those too.
+ * `floor`; then the normal ones share what is left equally (max-min fair: narrow columns keep their
+ * width); the last resort shrinks every column, names too.
  */
 export function fitWidths(
   natural: readonly number[],
@@ -73,7 +73,7 @@ export function fitWidths(
   );
   if (sum() <= room) return widths;
   share(
-    all.filter((i) => kind(i) !== 'last'),
+    all.filter((i) => kind(i) === 'normal'),
     (i) => widths[i] as number,
     6,
   );
