@@ -223,6 +223,8 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
       renderer: 'default',
       silentRendererCondition: !input.progress,
       exitOnError: true,
+      // The report's summary line and table replace the task list.
+      rendererOptions: { clearOutput: true },
     },
   ).run();
   // Rows in the order hosts were given, not the order they finished.
