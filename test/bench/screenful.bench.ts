@@ -10,6 +10,7 @@
 import { rmSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname } from 'node:path';
+import { plural } from '../../src/cli/output/text.js';
 import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { startControlPlane } from '../controlplane/harness.js';
 import { writeInventory } from '../helpers/inventory.js';
@@ -59,7 +60,7 @@ try {
     const widest = Math.max(...lines.map((l) => [...l].length));
     tooTall ||= lines.length > height - 1 || widest > width;
     console.log(
-      `${pass} pass: exit ${run.code}, ${lines.length} lines on a ${height}-line terminal, widest ${widest} of ${width} columns`,
+      `${pass} pass: exit ${run.code}, ${plural(lines.length, 'line')} on a ${height}-line terminal, widest ${widest} of ${width} columns`,
     );
     console.log(`\`\`\`\n${run.screen}\n\`\`\`\n`);
   }
