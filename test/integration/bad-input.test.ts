@@ -276,7 +276,9 @@ describe('start-up', () => {
     expect(runHelp).toContain('--leader-elect');
     expect(runHelp).not.toMatch(/OUTPUT FLAGS|--json|--quiet|--output/);
     for (const cmd of [['nodes', 'init'], ['cluster', 'prepare'], ['manifests']])
-      expect(await help(...cmd)).toMatch(/OUTPUT FLAGS\n +-o, --output=<option>[\s\S]*--json +Same as -o json/);
+      expect(await help(...cmd)).toMatch(
+        /OUTPUT FLAGS\n +-o, --output=<option>[\s\S]*--json +Same as -o json/,
+      );
   });
 
   it('`ccm --help` loads neither @kubernetes/client-node nor the renderers (chalk, listr2, yaml)', async () => {
