@@ -82,7 +82,7 @@ describe('bad input gets one line, exit 2, nothing written', () => {
     [
       'an unknown provider',
       () => ['nodes', 'init', '--provider', 'aws', '--kubeconfig', cp.kubeconfigPath],
-      /unknown provider "aws"; use one of: cloudlycke/,
+      /unknown provider "aws"; use one of: .*cloudlycke/,
     ],
     [
       'no provider',
