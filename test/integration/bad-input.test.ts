@@ -262,6 +262,7 @@ describe('start-up', () => {
       child.stderr?.on('data', (c: Buffer) => {
         if (c.toString().includes('"controller":"cloud-node-lifecycle","msg":"started"')) resolve();
       });
+      void child.then(() => resolve());
     });
     child.kill('SIGTERM');
     expect((await child).exitCode).toBe(0);

@@ -294,7 +294,9 @@ describe('ccm run with the RBAC of its manifests', () => {
   it('needs every rule: with any one removed, the same run meets a 403', async () => {
     const roles = docs.filter((d) => d.kind === 'ClusterRole' || d.kind === 'Role');
     const controllerRoles = roles.filter(
-      (r) => r.metadata?.labels?.['app.kubernetes.io/component'] === 'controller',
+      (r) =>
+        (r.metadata?.labels as Record<string, string> | undefined)?.['app.kubernetes.io/component'] ===
+        'controller',
     );
     let checked = 0;
     for (const role of controllerRoles) {
