@@ -1,13 +1,20 @@
 import { Listr } from 'listr2';
 import { stringify } from 'yaml';
-import { UsageError, oneLine } from '../cli/errors.js';
+import { oneLine, UsageError } from '../cli/errors.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { writeSecret } from '../kube/secrets.js';
 import { KubeTransport } from '../kube/transport.js';
 import { loadProvider } from '../providers/registry.js';
 import type { ProviderDefinition, ProviderValues } from '../providers/types.js';
 import { promptMissing, promptProvider } from './prompts.js';
-import { flagFor, type GivenValues, isFilePath, type Resolved, readValueFile, resolveGiven } from './values.js';
+import {
+  flagFor,
+  type GivenValues,
+  isFilePath,
+  type Resolved,
+  readValueFile,
+  resolveGiven,
+} from './values.js';
 
 export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'ccm' } as const;
 const DEFAULT_NAMESPACE = 'kube-system';
@@ -51,7 +58,8 @@ export interface CreateSecretResult {
 /** `ccm secret create`: schema → values (flags, files, env, prompts) → one cloud call → the Secret. */
 export async function createSecret(input: CreateSecretInput): Promise<CreateSecretResult> {
   const providerName = input.provider ?? (input.interactive ? await promptProvider() : undefined);
-  if (!providerName) throw new UsageError('no provider given; pass --provider (e.g. --provider digitalocean)');
+  if (!providerName)
+    throw new UsageError('no provider given; pass --provider (e.g. --provider digitalocean)');
   const definition = await loadProvider(providerName);
   const stored = definition.credentials.fields.filter((f) => f.secretKey);
   if (stored.length === 0) {
@@ -62,7 +70,9 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
   const namespace = input.namespace ?? DEFAULT_NAMESPACE;
   const name = input.name ?? definition.credentials.secretName ?? `${definition.name}-credentials`;
   if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(name) || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(namespace)) {
-    throw new UsageError(`"${namespace}/${name}" is not a valid Secret namespace/name; use lower-case DNS names`);
+    throw new UsageError(
+      `"${namespace}/${name}" is not a valid Secret namespace/name; use lower-case DNS names`,
+    );
   }
 
   const resolved = resolveGiven(definition, input.given);
@@ -96,7 +106,10 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
   const notStored = [...resolved.keys()].filter(
     (key) =>
       !definition.credentials.fields.find((f) => f.key === key)?.secretKey &&
-      !(key === definition.configFileField && stored.some((f) => f.prompt === 'editor' && data[f.secretKey ?? ''])),
+      !(
+        key === definition.configFileField &&
+        stored.some((f) => f.prompt === 'editor' && data[f.secretKey ?? ''])
+      ),
   );
 
   const result: CreateSecretResult = {
@@ -170,7 +183,8 @@ function secretData(definition: ProviderDefinition, resolved: Resolved): Record<
     if (!field.secretKey) continue;
     const given = resolved.get(field.key);
     let value = given?.source === 'default' ? undefined : given?.value;
-    if (value !== undefined && field.prompt === 'ssh-key' && isFilePath(value)) value = readValueFile(value, field.key);
+    if (value !== undefined && field.prompt === 'ssh-key' && isFilePath(value))
+      value = readValueFile(value, field.key);
     // The file a provider takes by path (--cloud-config) is stored as the document itself.
     if (value === undefined && field.prompt === 'editor' && definition.configFileField) {
       const path = resolved.get(definition.configFileField)?.value;
@@ -217,4 +231,3 @@ function manifest(namespace: string, name: string, data: Record<string, string>,
 export function manifestYaml(result: CreateSecretResult): string {
   return stringify(result.manifest);
 }
-

@@ -20,7 +20,9 @@ export async function promptProvider(): Promise<string> {
 export function passphraseField(definition: ProviderDefinition): CredentialField | undefined {
   const hasKey = definition.credentials.fields.some((f) => f.prompt === 'ssh-key');
   return hasKey
-    ? definition.credentials.fields.find((f) => f.prompt === 'password' && !f.required && /passphrase/i.test(f.key))
+    ? definition.credentials.fields.find(
+        (f) => f.prompt === 'password' && !f.required && /passphrase/i.test(f.key),
+      )
     : undefined;
 }
 
@@ -60,7 +62,8 @@ export async function promptMissing(
       case 'file': {
         const path = await input({
           message: `${label} — path of the file`,
-          validate: (v) => (!v.trim() ? required(v) : isFilePath(v.trim()) ? true : `${v} is not a readable file`),
+          validate: (v) =>
+            !v.trim() ? required(v) : isFilePath(v.trim()) ? true : `${v} is not a readable file`,
         });
         value = path.trim() ? readValueFile(path.trim(), field.key) : '';
         break;
@@ -93,7 +96,10 @@ async function promptDocument(definition: ProviderDefinition, field: CredentialF
     ],
   });
   if (how === 'editor') {
-    return editor({ message: `${definition.name} ${field.key}`, validate: (v) => (v.trim() ? true : 'empty') });
+    return editor({
+      message: `${definition.name} ${field.key}`,
+      validate: (v) => (v.trim() ? true : 'empty'),
+    });
   }
   const path = await input({
     message: `Path of the ${field.secretKey ?? field.key} file`,

@@ -10,7 +10,9 @@ export async function readStdin(): Promise<string> {
 /** Text, JSON or YAML; a dry run prints the Secret itself. Never a value unless --show-secrets put it in the manifest. */
 export function formatResult(result: CreateSecretResult, output: 'text' | 'json' | 'yaml'): string {
   if (result.manifest) {
-    return output === 'json' ? JSON.stringify(result.manifest, null, 2) : stringify(result.manifest).trimEnd();
+    return output === 'json'
+      ? JSON.stringify(result.manifest, null, 2)
+      : stringify(result.manifest).trimEnd();
   }
   const { manifest: _omit, ...report } = result;
   if (output === 'json') return JSON.stringify(report, null, 2);

@@ -18,7 +18,9 @@ export interface SshKeyChoice {
 const PRIVATE_KEY_HEADER = /-----BEGIN (OPENSSH|RSA|EC|DSA|ENCRYPTED)? ?PRIVATE KEY-----/;
 
 /** Private keys in `dir` (default ~/.ssh) and the keys of the agent at `agentSocket`, merged by fingerprint. */
-export async function findSshKeys(options: { dir?: string; agentSocket?: string } = {}): Promise<SshKeyChoice[]> {
+export async function findSshKeys(
+  options: { dir?: string; agentSocket?: string } = {},
+): Promise<SshKeyChoice[]> {
   const dir = options.dir ?? join(homedir(), '.ssh');
   const found = new Map<string, SshKeyChoice>();
   let names: string[] = [];
@@ -83,7 +85,14 @@ function describePrivateKey(text: string, path: string): SshKeyChoice | undefine
         inAgent: false,
       };
     } catch {
-      return { fingerprint: `(encrypted, no ${path}.pub)`, type: '?', comment: '', path, encrypted: true, inAgent: false };
+      return {
+        fingerprint: `(encrypted, no ${path}.pub)`,
+        type: '?',
+        comment: '',
+        path,
+        encrypted: true,
+        inAgent: false,
+      };
     }
   }
 }
@@ -91,7 +100,10 @@ function describePrivateKey(text: string, path: string): SshKeyChoice | undefine
 async function agentKeys(socketPath: string): Promise<sshpk.Key[]> {
   const { default: agent } = (await import('sshpk-agent')) as unknown as {
     default: {
-      Client: new (options: { socketPath: string; timeout?: number }) => {
+      Client: new (options: {
+        socketPath: string;
+        timeout?: number;
+      }) => {
         listKeys(cb: (err: Error | null, keys: sshpk.Key[]) => void): void;
       };
     };

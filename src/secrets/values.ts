@@ -52,7 +52,8 @@ export function resolveGiven(definition: ProviderDefinition, given: GivenValues)
   const resolved: Resolved = new Map();
   const lookup = (flag: string, name: string) => {
     const field = fieldByName(definition, name);
-    if (!field) throw new UsageError(`${flag} ${name}: ${definition.name} has no such field; use one of: ${known()}`);
+    if (!field)
+      throw new UsageError(`${flag} ${name}: ${definition.name} has no such field; use one of: ${known()}`);
     return field;
   };
   for (const pair of given.set) {

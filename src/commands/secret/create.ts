@@ -2,7 +2,8 @@ import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 
 export default class SecretCreate extends BaseCommand {
-  static override summary = "Create or update the Secret with a provider's credentials, checked with the cloud first";
+  static override summary =
+    "Create or update the Secret with a provider's credentials, checked with the cloud first";
   static override description = [
     "Works from each provider's credentials schema: asks for what is missing when stdin is a terminal (masked input for secrets, a list of SSH keys from ~/.ssh and the ssh-agent), otherwise takes every value from --set, --from-file, --from-stdin or the provider's environment variables. One call to the cloud proves the credentials before anything is written. The Secret gets the official controller's name, keys and namespace by default; an identical second run writes nothing.",
     'RBAC: get, create and update on that Secret. Exit status: 0 written or unchanged, 2 usage error, missing value or credentials the cloud refused (nothing written).',
@@ -20,11 +21,14 @@ export default class SecretCreate extends BaseCommand {
       default: [],
     }),
     'from-file': Flags.string({
-      description: "A value read from a file, as field=path; repeatable",
+      description: 'A value read from a file, as field=path; repeatable',
       multiple: true,
       default: [],
     }),
-    'from-stdin': Flags.boolean({ description: 'Read the secret value (e.g. the token) from stdin', default: false }),
+    'from-stdin': Flags.boolean({
+      description: 'Read the secret value (e.g. the token) from stdin',
+      default: false,
+    }),
     name: Flags.string({ description: "Secret name (default: the official controller's)" }),
     namespace: Flags.string({ description: 'Secret namespace', default: 'kube-system' }),
     verify: Flags.boolean({
@@ -32,7 +36,10 @@ export default class SecretCreate extends BaseCommand {
       default: true,
       allowNo: true,
     }),
-    'dry-run': Flags.boolean({ description: 'Print the Secret (values redacted); write nothing', default: false }),
+    'dry-run': Flags.boolean({
+      description: 'Print the Secret (values redacted); write nothing',
+      default: false,
+    }),
     'show-secrets': Flags.boolean({ description: 'With --dry-run: print the values too', default: false }),
     output: Flags.option({ char: 'o', options: ['text', 'json', 'yaml'] as const, default: 'text' })(),
   };
