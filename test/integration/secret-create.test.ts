@@ -388,12 +388,17 @@ async function inTerminal(
     .join(' ');
   const command = `env ${unset} ${sets} '${process.execPath}' '${bin}' secret create --kubeconfig '${cp.kubeconfigPath}' ${args.join(' ')}; echo $? > '${status}'; sleep 60`;
   await execa('tmux', ['new-session', '-d', '-s', session, '-x', '200', '-y', '60', command]);
+  // -J joins wrapped lines: a long line reads as one, as the person saw it.
   const screen = async () =>
-    (await execa('tmux', ['capture-pane', '-p', '-t', session, '-S', '-200'])).stdout;
+    (await execa('tmux', ['capture-pane', '-p', '-J', '-t', session, '-S', '-200'])).stdout;
+  const seen: string[] = [];
   try {
     await answer(async (waitText, ...keys) => {
-      await waitFor(`"${waitText}" on the screen`, async () =>
-        (await screen()).includes(waitText) ? true : undefined,
+      seen.push(
+        await waitFor(`"${waitText}" on the screen`, async () => {
+          const now = await screen();
+          return now.includes(waitText) ? now : undefined;
+        }),
       );
       for (const key of keys)
         await execa('tmux', [
