@@ -1,5 +1,7 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
+import type { Report } from '../../cli/output/report.js';
+import type { SecretRow } from '../../secrets/report.js';
 
 export default class SecretCreate extends BaseCommand {
   static override summary =
@@ -41,14 +43,12 @@ export default class SecretCreate extends BaseCommand {
       default: false,
     }),
     'show-secrets': Flags.boolean({ description: 'With --dry-run: print the values too', default: false }),
-    output: Flags.option({ char: 'o', options: ['text', 'json', 'yaml'] as const, default: 'text' })(),
   };
 
-  async run(): Promise<void> {
+  async run(): Promise<Report<SecretRow>> {
     const { flags } = await this.parse(SecretCreate);
     const { createSecret } = await import('../../secrets/create.js');
-    const { readStdin, formatResult } = await import('../../secrets/report.js');
-    const output = flags.json ? 'json' : flags.output;
+    const { readStdin, secretReport } = await import('../../secrets/report.js');
     const result = await createSecret({
       ...(flags.provider ? { provider: flags.provider } : {}),
       given: {
@@ -65,12 +65,12 @@ export default class SecretCreate extends BaseCommand {
       dryRun: flags['dry-run'],
       showSecrets: flags['show-secrets'],
       interactive: Boolean(process.stdin.isTTY) && !flags['from-stdin'],
-      progress: Boolean(process.stdout.isTTY) && output === 'text',
+      progress: this.progress,
       kubeconfig: flags.kubeconfig,
       context: flags.context,
       env: process.env,
       warn: (line) => process.stderr.write(`ccm: ${line}\n`),
     });
-    this.log(formatResult(result, output));
+    return secretReport(result);
   }
 }
