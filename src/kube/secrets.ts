@@ -40,3 +40,94 @@ export async function readSecret(http: KubeTransport, namespace: string, name: s
     throw err;
   }
 }
+
+export interface SecretWrite {
+  namespace: string;
+  name: string;
+  /** Plain values under the Secret's keys. */
+  data: Record<string, string>;
+  /** Keys this writer owns: those absent from `data` are removed; any other key is left alone. */
+  ownedKeys: readonly string[];
+  labels: Record<string, string>;
+}
+
+export interface SecretWriteResult {
+  action: 'created' | 'updated' | 'unchanged';
+  /** Keys added, changed or removed (names only: the values are credentials). */
+  changedKeys: string[];
+}
+
+/**
+ * Create or update one Secret (RBAC: get, create, update on it). Reads first, so identical values
+ * write nothing; an update is a PUT with the resourceVersion read, so a concurrent change fails
+ * (409) rather than being overwritten.
+ */
+export async function writeSecret(http: KubeTransport, want: SecretWrite): Promise<SecretWriteResult> {
+  const path = `/api/v1/namespaces/${encodeURIComponent(want.namespace)}/secrets`;
+  const encoded = Object.fromEntries(
+    Object.entries(want.data).map(([k, v]) => [k, Buffer.from(v, 'utf8').toString('base64')]),
+  );
+  let current: {
+    metadata: { resourceVersion?: string; labels?: Record<string, string> } & Record<string, unknown>;
+    data?: Record<string, string>;
+    type?: string;
+  };
+  try {
+    current = await http.request({ method: 'GET', path: `${path}/${encodeURIComponent(want.name)}` });
+  } catch (err) {
+    if (!(err instanceof KubeApiError && err.status === 404)) throw forbidden(err, 'get', want);
+    try {
+      await http.request({
+        method: 'POST',
+        path,
+        body: {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: { name: want.name, namespace: want.namespace, labels: want.labels },
+          type: 'Opaque',
+          data: encoded,
+        },
+        discardResponse: true,
+      });
+    } catch (createErr) {
+      throw forbidden(createErr, 'create', want);
+    }
+    return { action: 'created', changedKeys: Object.keys(want.data).sort() };
+  }
+  const data: Record<string, string> = { ...(current.data ?? {}) };
+  const changedKeys: string[] = [];
+  for (const key of want.ownedKeys) {
+    const next = encoded[key];
+    if (data[key] === next) continue;
+    changedKeys.push(key);
+    if (next === undefined) delete data[key];
+    else data[key] = next;
+  }
+  const labels = { ...(current.metadata.labels ?? {}), ...want.labels };
+  const labelsChanged = Object.entries(want.labels).some(([k, v]) => current.metadata.labels?.[k] !== v);
+  if (changedKeys.length === 0 && !labelsChanged) return { action: 'unchanged', changedKeys };
+  try {
+    await http.request({
+      method: 'PUT',
+      path: `${path}/${encodeURIComponent(want.name)}`,
+      body: { ...current, metadata: { ...current.metadata, labels }, data },
+      discardResponse: true,
+    });
+  } catch (err) {
+    throw forbidden(err, 'update', want);
+  }
+  return { action: 'updated', changedKeys: changedKeys.sort() };
+}
+
+function forbidden(err: unknown, verb: string, want: { namespace: string; name: string }): unknown {
+  if (err instanceof KubeApiError && err.status === 403) {
+    return new KubeApiError(
+      `not allowed to ${verb} Secret ${want.namespace}/${want.name}; grant get, create and update on it`,
+      403,
+    );
+  }
+  if (err instanceof KubeApiError && err.status === 404 && verb === 'create') {
+    return new KubeApiError(`namespace ${want.namespace} does not exist; create it or pass --namespace`, 404);
+  }
+  return err;
+}

@@ -1,0 +1,76 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.js';
+import type { Report } from '../../cli/output/report.js';
+import type { SecretRow } from '../../secrets/report.js';
+
+export default class SecretCreate extends BaseCommand {
+  static override summary =
+    "Create or update the Secret with a provider's credentials, checked with the cloud first";
+  static override description = [
+    "Works from each provider's credentials schema: asks for what is missing when stdin is a terminal (masked input for secrets, a list of SSH keys from ~/.ssh and the ssh-agent), otherwise takes every value from --set, --from-file, --from-stdin or the provider's environment variables. One call to the cloud proves the credentials before anything is written. The Secret gets the official controller's name, keys and namespace by default; an identical second run writes nothing.",
+    'RBAC: get, create and update on that Secret. Exit status: 0 written or unchanged, 2 usage error, missing value or credentials the cloud refused (nothing written).',
+  ].join('\n\n');
+  static override examples = [
+    '<%= config.bin %> secret create --provider digitalocean',
+    'pass show do-token | <%= config.bin %> secret create --provider digitalocean --from-stdin',
+    '<%= config.bin %> secret create --provider triton --set url=https://us-east-1.api.example.com --set account=me --from-file keyMaterial=$HOME/.ssh/id_rsa',
+    '<%= config.bin %> secret create --provider openstack --cloud-config cloud.conf --dry-run',
+  ];
+  static override flags = {
+    set: Flags.string({
+      description: 'A value, as field=value (the field or the Secret key); repeatable',
+      multiple: true,
+      default: [],
+    }),
+    'from-file': Flags.string({
+      description: 'A value read from a file, as field=path; repeatable',
+      multiple: true,
+      default: [],
+    }),
+    'from-stdin': Flags.boolean({
+      description: 'Read the secret value (e.g. the token) from stdin',
+      default: false,
+    }),
+    name: Flags.string({ description: "Secret name (default: the official controller's)" }),
+    namespace: Flags.string({ description: 'Secret namespace', default: 'kube-system' }),
+    verify: Flags.boolean({
+      description: 'Prove the credentials with one cloud call before writing',
+      default: true,
+      allowNo: true,
+    }),
+    'dry-run': Flags.boolean({
+      description: 'Print the Secret (values redacted); write nothing',
+      default: false,
+    }),
+    'show-secrets': Flags.boolean({ description: 'With --dry-run: print the values too', default: false }),
+  };
+
+  async run(): Promise<Report<SecretRow>> {
+    const { flags } = await this.parse(SecretCreate);
+    const { createSecret } = await import('../../secrets/create.js');
+    const { readStdin, secretReport } = await import('../../secrets/report.js');
+    const result = await createSecret({
+      ...(flags.provider ? { provider: flags.provider } : {}),
+      given: {
+        set: flags.set,
+        fromFile: flags['from-file'],
+        ...(flags['from-stdin'] ? { stdin: await readStdin() } : {}),
+        ...(flags['cloud-config'] ? { cloudConfig: flags['cloud-config'] } : {}),
+        ...(flags['cloud-api-url'] ? { cloudApiUrl: flags['cloud-api-url'] } : {}),
+        env: process.env,
+      },
+      ...(flags.name ? { name: flags.name } : {}),
+      namespace: flags.namespace,
+      verify: flags.verify,
+      dryRun: flags['dry-run'],
+      showSecrets: flags['show-secrets'],
+      interactive: Boolean(process.stdin.isTTY) && !flags['from-stdin'],
+      progress: this.progress,
+      kubeconfig: flags.kubeconfig,
+      context: flags.context,
+      env: process.env,
+      warn: (line) => process.stderr.write(`ccm: ${line}\n`),
+    });
+    return secretReport(result);
+  }
+}

@@ -1,0 +1,160 @@
+import { editor, input, password, select } from '@inquirer/prompts';
+import { providerNames } from '../providers/registry.js';
+import type { CredentialField, ProviderDefinition } from '../providers/types.js';
+import { checkPassphrase, findSshKeys, isEncryptedKey } from './ssh-keys.js';
+import { isFilePath, type Resolved, readValueFile } from './values.js';
+
+/**
+ * The interactive half: asks, in schema order, for what nothing else gave. Secret answers are
+ * masked; each answer is checked as it is typed (required, a readable file, a passphrase that
+ * opens the key), and the schema's default is shown.
+ */
+export async function promptProvider(): Promise<string> {
+  return select({
+    message: 'Cloud provider',
+    choices: providerNames.map((name) => ({ name, value: name })),
+  });
+}
+
+/** A field the prompts leave to the key chooser (the passphrase of the SSH key it picks). */
+export function passphraseField(definition: ProviderDefinition): CredentialField | undefined {
+  const hasKey = definition.credentials.fields.some((f) => f.prompt === 'ssh-key');
+  return hasKey
+    ? definition.credentials.fields.find(
+        (f) => f.prompt === 'password' && !f.required && /passphrase/i.test(f.key),
+      )
+    : undefined;
+}
+
+export interface PromptOptions {
+  sshDir?: string;
+  agentSocket?: string;
+}
+
+export async function promptMissing(
+  definition: ProviderDefinition,
+  resolved: Resolved,
+  options: PromptOptions,
+): Promise<void> {
+  const passphrase = passphraseField(definition);
+  for (const field of definition.credentials.fields) {
+    if (resolved.has(field.key) || field === passphrase) continue;
+    // Only what the Secret holds is asked; the rest belongs to `ccm run`'s own flags.
+    if (!field.secretKey) continue;
+    const label = `${field.description}${field.required ? '' : ' (optional, Enter to skip)'}`;
+    const required = (value: string) => (field.required && !value.trim() ? `${field.key} is required` : true);
+    let value: string;
+    switch (field.prompt) {
+      case 'password':
+        value = await password({ message: label, mask: '*', validate: required });
+        break;
+      case 'ssh-key': {
+        const picked = await promptSshKey(field, options);
+        if (!picked) continue;
+        resolved.set(field.key, { value: picked.key, source: 'prompt' });
+        if (picked.passphrase && passphrase)
+          resolved.set(passphrase.key, { value: picked.passphrase, source: 'prompt' });
+        continue;
+      }
+      case 'editor':
+        value = await promptDocument(definition, field, label);
+        break;
+      case 'file': {
+        const path = await input({
+          message: `${label} — path of the file`,
+          validate: (v) =>
+            !v.trim() ? required(v) : isFilePath(v.trim()) ? true : `${v} is not a readable file`,
+        });
+        value = path.trim() ? readValueFile(path.trim(), field.key) : '';
+        break;
+      }
+      default:
+        value = await input({
+          message: label,
+          ...(field.default ? { default: field.default } : {}),
+          validate: required,
+        });
+    }
+    if (value.trim() === '') continue;
+    resolved.set(field.key, {
+      value: value.trim(),
+      source: field.default !== undefined && value.trim() === field.default ? 'default' : 'prompt',
+    });
+  }
+}
+
+/**
+ * A document the Secret holds whole (OpenStack's cloud.conf): an existing file, or written in the
+ * editor. The provider's own parser checks it later, when the provider is built from the values.
+ */
+async function promptDocument(definition: ProviderDefinition, field: CredentialField, label: string) {
+  const how = await select({
+    message: `${label}`,
+    choices: [
+      { name: 'Read an existing file', value: 'file' },
+      { name: 'Write it now (opens $EDITOR)', value: 'editor' },
+    ],
+  });
+  if (how === 'editor') {
+    return editor({
+      message: `${definition.name} ${field.key}`,
+      validate: (v) => (v.trim() ? true : 'empty'),
+    });
+  }
+  const path = await input({
+    message: `Path of the ${field.secretKey ?? field.key} file`,
+    validate: (v) => (isFilePath(v.trim()) ? true : `${v} is not a readable file`),
+  });
+  return readValueFile(path.trim(), field.key);
+}
+
+async function promptSshKey(
+  field: CredentialField,
+  options: PromptOptions,
+): Promise<{ key: string; passphrase?: string } | undefined> {
+  const keys = await findSshKeys({
+    ...(options.sshDir ? { dir: options.sshDir } : {}),
+    ...(options.agentSocket ? { agentSocket: options.agentSocket } : {}),
+  });
+  const OTHER = '\0other';
+  const SKIP = '\0skip';
+  const choice = await select({
+    message: field.description,
+    choices: [
+      ...keys.map((k) => ({
+        name: `${k.fingerprint} ${k.type}${k.comment ? ` ${k.comment}` : ''} ${
+          k.path ? k.path : '(agent only: no private key file)'
+        }${k.encrypted ? ' [encrypted]' : ''}${k.inAgent ? ' [agent]' : ''}`,
+        value: k.path ?? SKIP,
+        disabled: k.path ? false : 'the Secret needs the private key file',
+      })),
+      { name: 'Another file…', value: OTHER },
+      ...(field.required ? [] : [{ name: 'None', value: SKIP }]),
+    ],
+  });
+  if (choice === SKIP) return undefined;
+  const path =
+    choice === OTHER
+      ? (
+          await input({
+            message: 'Path of the private key',
+            validate: (v) => (isFilePath(v.trim()) ? true : `${v} is not a readable file`),
+          })
+        ).trim()
+      : choice;
+  const key = readValueFile(path, field.key);
+  if (!isEncryptedKey(key)) return { key };
+  const passphrase = await password({
+    message: `Passphrase of ${path}`,
+    mask: '*',
+    validate: (v) => {
+      try {
+        checkPassphrase(key, v);
+        return true;
+      } catch (err) {
+        return (err as Error).message;
+      }
+    },
+  });
+  return { key, passphrase };
+}

@@ -1,0 +1,490 @@
+/**
+ * `ccm secret create` against the real kube-apiserver and each provider's simulator: scripted runs
+ * (flags, files, stdin, env) whose Secrets `ccm nodes init --credentials-secret` then uses, and
+ * interactive sessions typed into a real terminal (tmux).
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
+import { execa } from 'execa';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { SIM_CLIENT, startBrightboxSimulator } from '../clouds/brightbox/simulator.js';
+import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
+import { OpenStackSimulator } from '../clouds/openstack/simulator.js';
+import { KeyFolder, type TestKey } from '../clouds/triton/keys.js';
+import { TritonSim } from '../clouds/triton/server.js';
+import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
+import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
+
+/** Nothing of the machine running the tests leaks in. */
+const CLEAN_ENV: Record<string, string | undefined> = {
+  KUBECONFIG: undefined,
+  CCM_PROVIDER: undefined,
+  SSH_AUTH_SOCK: undefined,
+  DO_ACCESS_TOKEN: undefined,
+  DO_OVERRIDE_URL: undefined,
+  BRIGHTBOX_CLIENT: undefined,
+  BRIGHTBOX_CLIENT_SECRET: undefined,
+  BRIGHTBOX_API_URL: undefined,
+  OS_CLOUD: undefined,
+  ...Object.fromEntries(
+    ['URL', 'ACCOUNT', 'USER', 'KEY_ID', 'KEY_MATERIAL', 'KEY_PASSPHRASE'].flatMap((k) => [
+      [`TRITON_${k}`, undefined],
+      [`SDC_${k}`, undefined],
+    ]),
+  ),
+};
+
+let cp: ControlPlane;
+let api: CoreV1Api;
+let keys: KeyFolder;
+let tritonKey: TestKey;
+
+async function ccm(
+  args: string[],
+  options: { env?: Record<string, string | undefined>; input?: string } = {},
+) {
+  const result = await execa(process.execPath, [bin, ...args, '--kubeconfig', cp.kubeconfigPath], {
+    reject: false,
+    env: { ...CLEAN_ENV, ...options.env },
+    extendEnv: true,
+    ...(options.input !== undefined ? { input: options.input } : { stdin: 'ignore' }),
+    timeout: 60_000,
+  });
+  return { exitCode: result.exitCode ?? -1, stdout: String(result.stdout), stderr: String(result.stderr) };
+}
+
+async function secretCreate(
+  args: string[],
+  options: { env?: Record<string, string | undefined>; input?: string } = {},
+) {
+  const before = (await cp.writes(CCM_USER)).length;
+  const result = await ccm(['secret', 'create', ...args], options);
+  // Secrets only: a `nodes init` of an earlier step may still be writing its Events.
+  const writes = (await cp.writes(CCM_USER)).slice(before).filter((w) => w.objectRef?.resource === 'secrets');
+  return { ...result, writes };
+}
+
+async function readSecret(name: string, namespace = 'kube-system'): Promise<V1Secret | undefined> {
+  try {
+    return await api.readNamespacedSecret({ name, namespace });
+  } catch {
+    return undefined;
+  }
+}
+
+const decoded = (s: V1Secret | undefined) =>
+  Object.fromEntries(
+    Object.entries(s?.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+  );
+
+async function deleteSecret(name: string) {
+  await api.deleteNamespacedSecret({ name, namespace: 'kube-system' }).catch(() => undefined);
+}
+
+beforeAll(async () => {
+  keys = new KeyFolder();
+  tritonKey = keys.make({ type: 'rsa', bits: 2048, passphrase: 'tr1ton passphrase never shown' });
+  cp = await startControlPlane();
+  api = fixtureApi(cp.kubeconfigPath);
+});
+afterAll(async () => {
+  await cp?.stop();
+  keys?.remove();
+});
+beforeEach(async () => {
+  await deleteAllNodes(api);
+});
+
+describe('ccm secret create, scripted', { timeout: 240_000 }, () => {
+  let sim: DigitalOceanSimulator;
+  beforeAll(async () => {
+    sim = await DigitalOceanSimulator.start();
+  });
+  afterAll(async () => {
+    await sim?.stop();
+  });
+
+  it('DigitalOcean: the token from stdin becomes the official Secret, nodes init uses it, a second run writes nothing', async () => {
+    await deleteSecret('digitalocean');
+    const [droplet] = sim.addDroplets({ name: 'do-w1', privateIP: '10.114.0.2' });
+    await createNodes(api, [{ name: 'do-w1' }]);
+    const args = ['--provider', 'digitalocean', '--cloud-api-url', sim.url, '--from-stdin'];
+    const first = await secretCreate(args, { input: `${sim.token}\n` });
+    expect(first.stderr).toBe('');
+    expect(first.exitCode).toBe(0);
+    expect(first.stdout).toContain('Secret kube-system/digitalocean created (keys: access-token)');
+    expect(first.stdout).toContain(
+      'ccm run --provider digitalocean --credentials-secret kube-system/digitalocean',
+    );
+    expect(first.stdout + first.stderr).not.toContain(sim.token);
+    expect(first.writes.map((w) => `${w.verb} ${w.objectRef?.resource}`)).toEqual(['create secrets']);
+
+    const secret = await readSecret('digitalocean');
+    // The official controller's layout: one key, access-token, the token as it is.
+    expect(secret?.type).toBe('Opaque');
+    expect(secret?.data).toEqual({ 'access-token': Buffer.from(sim.token).toString('base64') });
+    expect(secret?.metadata?.labels).toEqual({ 'app.kubernetes.io/managed-by': 'ccm' });
+
+    const again = await secretCreate(args, { input: sim.token });
+    expect(again.exitCode).toBe(0);
+    expect(again.stdout).toContain('unchanged');
+    expect(again.writes).toEqual([]);
+
+    const init = await ccm([
+      'nodes',
+      'init',
+      '--provider',
+      'digitalocean',
+      '--cloud-api-url',
+      sim.url,
+      '--credentials-secret',
+      'kube-system/digitalocean',
+    ]);
+    expect(init.stderr).toBe('');
+    expect(init.exitCode).toBe(0);
+    expect((await api.readNode({ name: 'do-w1' })).spec?.providerID).toBe(`digitalocean://${droplet?.id}`);
+  });
+
+  it('DigitalOcean: a changed token updates the Secret and names the key; a token on argv warns', async () => {
+    await deleteSecret('digitalocean');
+    const old = await secretCreate(
+      ['--provider', 'digitalocean', '--no-verify', '--set', 'token=dop_v1_old'],
+      {},
+    );
+    expect(old.exitCode).toBe(0);
+    expect(old.stderr).toContain('token was given on the command line');
+    expect(old.stderr).not.toContain('dop_v1_old');
+    const run = await secretCreate(['--provider', 'digitalocean', '--cloud-api-url', sim.url], {
+      env: { DO_ACCESS_TOKEN: sim.token },
+    });
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toContain(
+      'Secret kube-system/digitalocean updated (keys: access-token; changed: access-token)',
+    );
+    expect(run.writes.map((w) => w.verb)).toEqual(['update']);
+    expect(decoded(await readSecret('digitalocean'))).toEqual({ 'access-token': sim.token });
+  });
+
+  it('invalid credentials: exit 2 with what the cloud answered, no Secret', async () => {
+    await deleteSecret('digitalocean');
+    const run = await secretCreate(
+      ['--provider', 'digitalocean', '--cloud-api-url', sim.url, '--from-stdin'],
+      {
+        input: 'dop_v1_wrong_token',
+      },
+    );
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(run.stderr).toMatch(/^ccm: digitalocean did not accept the credentials: .*(401|nauthori)/);
+    expect(run.stderr).not.toContain('dop_v1_wrong_token');
+    expect(run.writes).toEqual([]);
+    expect(await readSecret('digitalocean')).toBeUndefined();
+  });
+
+  it('no terminal and a missing value: one line naming the flag, exit 2, nothing written', async () => {
+    const run = await secretCreate(['--provider', 'brightbox', '--set', 'client=cli-12345']);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toBe(
+      'ccm: brightbox: clientSecret is missing; pass --set clientSecret=… or set BRIGHTBOX_CLIENT_SECRET (or run in a terminal to be asked)',
+    );
+    expect(run.writes).toEqual([]);
+    const none = await secretCreate([]);
+    expect(none.exitCode).toBe(2);
+    expect(none.stderr).toBe('ccm: no provider given; pass --provider (e.g. --provider digitalocean)');
+  });
+
+  it('--dry-run prints the Secret redacted (values only with --show-secrets), writes nothing', async () => {
+    const run = await secretCreate(
+      ['--provider', 'digitalocean', '--no-verify', '--dry-run', '--from-stdin'],
+      {
+        input: 'dop_v1_dry',
+      },
+    );
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain('access-token: <redacted>');
+    expect(run.stdout).toContain('app.kubernetes.io/managed-by: ccm');
+    expect(run.stdout).not.toContain(Buffer.from('dop_v1_dry').toString('base64'));
+    expect(run.writes).toEqual([]);
+    const shown = await secretCreate(
+      [
+        '--provider',
+        'digitalocean',
+        '--no-verify',
+        '--dry-run',
+        '--show-secrets',
+        '-o',
+        'json',
+        '--from-stdin',
+      ],
+      { input: 'dop_v1_dry' },
+    );
+    expect(JSON.parse(shown.stdout).data).toEqual({
+      'access-token': Buffer.from('dop_v1_dry').toString('base64'),
+    });
+  });
+});
+
+describe('ccm secret create, scripted, every other provider', { timeout: 240_000 }, () => {
+  it('Triton: key file and passphrase; nodes init signs with the Secret', async () => {
+    const sim = await new TritonSim({ login: 'demo' }).start();
+    try {
+      sim.addKey(tritonKey.publicKey);
+      const machine = sim.addMachine({ name: 'tw1', ips: ['10.10.0.11'] });
+      await createNodes(api, [{ name: 'tw1', providedNodeIP: '10.10.0.11' }]);
+      const run = await secretCreate(
+        [
+          '--provider',
+          'triton',
+          '--set',
+          `url=${sim.url}`,
+          '--set',
+          'account=demo',
+          '--from-file',
+          `keyMaterial=${tritonKey.path}`,
+        ],
+        { env: { TRITON_KEY_PASSPHRASE: tritonKey.passphrase } },
+      );
+      expect(run.stderr).toBe('');
+      expect(run.exitCode).toBe(0);
+      expect(decoded(await readSecret('triton'))).toEqual({
+        url: sim.url,
+        account: 'demo',
+        'key-material': tritonKey.privateKey,
+        'key-passphrase': tritonKey.passphrase,
+      });
+      const init = await ccm([
+        'nodes',
+        'init',
+        '--provider',
+        'triton',
+        '--credentials-secret',
+        'kube-system/triton',
+      ]);
+      expect(init.stderr).toBe('');
+      expect(init.exitCode).toBe(0);
+      expect((await api.readNode({ name: 'tw1' })).spec?.providerID).toBe(`triton://${machine.id}`);
+    } finally {
+      await sim.stop();
+      await deleteSecret('triton');
+    }
+  });
+
+  it('Brightbox: client and secret from env; nodes init uses the Secret', async () => {
+    const sim = await startBrightboxSimulator();
+    try {
+      sim.addServer({
+        id: 'srv-bbbbb',
+        name: 'bb-w1',
+        zone: 'gb1-b',
+        serverType: '4gb.ssd',
+        ipv4: '10.241.0.11',
+      });
+      await createNodes(api, [{ name: 'bb-w1' }]);
+      const run = await secretCreate(['--provider', 'brightbox', '--cloud-api-url', sim.url], {
+        env: { BRIGHTBOX_CLIENT: SIM_CLIENT.id, BRIGHTBOX_CLIENT_SECRET: SIM_CLIENT.secret },
+      });
+      expect(run.stderr).toBe('');
+      expect(run.exitCode).toBe(0);
+      expect(run.stdout).not.toContain(SIM_CLIENT.secret);
+      expect(decoded(await readSecret('brightbox-credentials'))).toEqual({
+        'controller-client': SIM_CLIENT.id,
+        'controller-client-secret': SIM_CLIENT.secret,
+        apiurl: sim.url,
+      });
+      const init = await ccm([
+        'nodes',
+        'init',
+        '--provider',
+        'brightbox',
+        '--credentials-secret',
+        'kube-system/brightbox-credentials',
+      ]);
+      expect(init.stderr).toBe('');
+      expect(init.exitCode).toBe(0);
+      expect((await api.readNode({ name: 'bb-w1' })).spec?.providerID).toBe('brightbox://srv-bbbbb');
+    } finally {
+      await sim.close();
+      await deleteSecret('brightbox-credentials');
+    }
+  });
+
+  it('OpenStack: --cloud-config is checked by its parser and stored whole under cloud.conf; nodes init uses it', async () => {
+    const sim = await new OpenStackSimulator().start();
+    const dir = tempDir('ccm-secret-os-');
+    try {
+      const conf = readFileSync(
+        fileURLToPath(new URL('../fixtures/openstack/occm-cloud-config', import.meta.url)),
+        'utf8',
+      ).replace('http://192.128.1.15:5000/v3', sim.authUrl);
+      writeFileSync(join(dir, 'cloud.conf'), conf);
+      writeFileSync(join(dir, 'broken.conf'), '[Global]\nauth-url=x\n[Bogus]\n');
+      const bad = await secretCreate(['--provider', 'openstack', '--cloud-config', join(dir, 'broken.conf')]);
+      expect(bad.exitCode).toBe(2);
+      expect(bad.stderr).toMatch(/^ccm: .*unknown section \[Bogus\]/);
+      expect(bad.writes).toEqual([]);
+
+      const server = sim.addServer({ name: 'os-w1', addresses: { private: [{ addr: '10.0.0.11' }] } });
+      await createNodes(api, [{ name: 'os-w1', providedNodeIP: '10.0.0.11' }]);
+      const run = await secretCreate(['--provider', 'openstack', '--cloud-config', join(dir, 'cloud.conf')]);
+      expect(run.stderr).toBe('');
+      expect(run.exitCode).toBe(0);
+      expect(run.stdout).not.toContain('passw0rd');
+      expect(decoded(await readSecret('cloud-config'))).toEqual({ 'cloud.conf': conf });
+      const init = await ccm([
+        'nodes',
+        'init',
+        '--provider',
+        'openstack',
+        '--credentials-secret',
+        'kube-system/cloud-config',
+      ]);
+      expect(init.stderr).toBe('');
+      expect(init.exitCode).toBe(0);
+      expect((await api.readNode({ name: 'os-w1' })).spec?.providerID).toBe(`openstack:///${server.id}`);
+    } finally {
+      await sim.stop();
+      await deleteSecret('cloud-config');
+    }
+  });
+
+  it('Cloudlycke keeps nothing in a Secret: one line, exit 2', async () => {
+    const run = await secretCreate(['--provider', 'cloudlycke']);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toBe(
+      'ccm: cloudlycke keeps no credentials in a Secret; configure it with its flags and environment instead',
+    );
+  });
+});
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 90_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 150));
+  }
+}
+
+/** `ccm secret create` in a tmux terminal; `answer` types into it, step by step, as the screen asks. */
+async function inTerminal(
+  args: string[],
+  env: Record<string, string>,
+  answer: (step: (waitText: string, ...keys: string[]) => Promise<void>) => Promise<void>,
+) {
+  const dir = tempDir('ccm-secret-tty-');
+  const status = join(dir, 'exit-status');
+  const session = `ccm-secret-${process.pid}-${Math.random().toString(16).slice(2, 8)}`;
+  const unset = Object.keys(CLEAN_ENV)
+    .map((k) => `-u ${k}`)
+    .join(' ');
+  const sets = Object.entries(env)
+    .map(([k, v]) => `${k}='${v}'`)
+    .join(' ');
+  const command = `env ${unset} ${sets} '${process.execPath}' '${bin}' secret create --kubeconfig '${cp.kubeconfigPath}' ${args.join(' ')}; echo $? > '${status}'; sleep 60`;
+  await execa('tmux', ['new-session', '-d', '-s', session, '-x', '200', '-y', '60', command]);
+  // -J joins wrapped lines: a long line reads as one, as the person saw it.
+  const screen = async () =>
+    (await execa('tmux', ['capture-pane', '-p', '-J', '-t', session, '-S', '-200'])).stdout;
+  const seen: string[] = [];
+  try {
+    await answer(async (waitText, ...keys) => {
+      seen.push(
+        await waitFor(`"${waitText}" on the screen`, async () => {
+          const now = await screen();
+          return now.includes(waitText) ? now : undefined;
+        }),
+      );
+      for (const key of keys)
+        await execa('tmux', [
+          'send-keys',
+          '-t',
+          session,
+          ...(key.length > 1 && /^[A-Z]/.test(key) ? [key] : ['-l', key]),
+        ]);
+    });
+    const code = await waitFor('the exit status', async () =>
+      existsSync(status) && readFileSync(status, 'utf8').trim() !== ''
+        ? Number(readFileSync(status, 'utf8'))
+        : undefined,
+    );
+    return { code, screen: await screen(), seen };
+  } finally {
+    await execa('tmux', ['kill-session', '-t', session], { reject: false });
+  }
+}
+
+describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
+  it('DigitalOcean: picks the provider, asks for the token masked, creates the Secret', async () => {
+    await deleteSecret('digitalocean');
+    const sim = await DigitalOceanSimulator.start({ token: 'dop_v1_typed_in_a_terminal_0123' });
+    try {
+      const { code, screen } = await inTerminal(['--cloud-api-url', sim.url], {}, async (step) => {
+        await step('Cloud provider', 'Down', 'Down', 'Enter');
+        await step('DigitalOcean API token', sim.token, 'Enter');
+      });
+      expect(screen).toContain('Secret kube-system/digitalocean created');
+      expect(code).toBe(0);
+      expect(screen).not.toContain(sim.token);
+      expect(screen).toContain('*'.repeat(sim.token.length));
+      expect(decoded(await readSecret('digitalocean'))).toEqual({ 'access-token': sim.token });
+    } finally {
+      await sim.stop();
+      await deleteSecret('digitalocean');
+    }
+  });
+
+  it('Triton: lists the keys of ~/.ssh with fingerprints, takes the encrypted one with its passphrase', async () => {
+    const sim = await new TritonSim({ login: 'demo' }).start();
+    const home = tempDir('ccm-secret-home-');
+    try {
+      sim.addKey(tritonKey.publicKey);
+      mkdirSync(join(home, '.ssh'), { mode: 0o700 });
+      const other = keys.make({ type: 'ecdsa', bits: 256 });
+      writeFileSync(join(home, '.ssh', 'id_ecdsa'), other.privateKey, { mode: 0o600 });
+      writeFileSync(join(home, '.ssh', 'id_rsa'), tritonKey.privateKey, { mode: 0o600 });
+      writeFileSync(join(home, '.ssh', 'id_rsa.pub'), tritonKey.publicKey);
+      const sha = (await execa('ssh-keygen', ['-l', '-f', join(home, '.ssh', 'id_rsa.pub')])).stdout.split(
+        ' ',
+      )[1] as string;
+      const passphrase = tritonKey.passphrase as string;
+      const otherSha = (await execa('ssh-keygen', ['-l', '-f', `${other.path}.pub`])).stdout.split(
+        ' ',
+      )[1] as string;
+      const { code, screen, seen } = await inTerminal(
+        ['--provider', 'triton'],
+        { HOME: home },
+        async (step) => {
+          await step('CloudAPI URL', sim.url, 'Enter');
+          await step('Account login name', 'demo', 'Enter');
+          await step('Sub-user login', 'Enter');
+          await step('Fingerprint of the signing key', 'Enter');
+          await step(sha, 'Down', 'Enter');
+          await step('Passphrase of', 'wrong', 'Enter');
+          await step('does not open the key', ...Array(5).fill('BSpace'), passphrase, 'Enter');
+        },
+      );
+      // The list, as the person saw it: both keys of ~/.ssh, with their fingerprints.
+      const list = seen[4] as string;
+      expect(list).toContain(`${otherSha} ecdsa ccm-test ${join(home, '.ssh', 'id_ecdsa')}`);
+      expect(list).toContain(`${sha} rsa ccm-test ${join(home, '.ssh', 'id_rsa')} [encrypted]`);
+      expect(screen).toContain('Secret kube-system/triton created');
+      expect(code).toBe(0);
+      expect(screen).not.toContain(passphrase);
+      expect(decoded(await readSecret('triton'))).toEqual({
+        url: sim.url,
+        account: 'demo',
+        'key-material': tritonKey.privateKey,
+        'key-passphrase': passphrase,
+      });
+    } finally {
+      await sim.stop();
+      await deleteSecret('triton');
+    }
+  });
+});
