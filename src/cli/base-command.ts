@@ -1,6 +1,16 @@
-import { Command, Flags } from '@oclif/core';
+import { Command, Flags, type Interfaces } from '@oclif/core';
 import { providerNames } from '../providers/registry.js';
-import { EXIT_USAGE, exitCodeFor, oneLine } from './errors.js';
+import { EXIT_FAILED, EXIT_USAGE, exitCodeFor, oneLine, UsageError } from './errors.js';
+import {
+  chooseView,
+  conflictIn,
+  isHumanView,
+  type OutputFlagValues,
+  outputFlags,
+  showsProgress,
+  type View,
+} from './output/flags.js';
+import { isReport, jsonText } from './output/report.js';
 
 /** An integer flag whose error names the allowed range, e.g. "--concurrency: expected a whole number from 1 to 256, got 0". */
 export function integerInRange(options: { description: string; min: number; max: number }) {
@@ -18,10 +28,14 @@ export function integerInRange(options: { description: string; min: number; max:
 }
 
 /**
- * Flags every command shares, and the one place errors become output: one line on stderr, the
- * right exit code, no stack trace (unless --log-level=debug).
+ * Flags every command shares, and the one place output is made: a command's run() returns a
+ * Report and this class prints it in the chosen view (-o, --json, --quiet, terminal or not) and
+ * sets the exit status. Errors become one line on stderr, the right exit code, no stack trace
+ * (unless --log-level=debug).
  */
 export abstract class BaseCommand extends Command {
+  // oclif's --json contract: a returned result is printed as JSON and this.log() is silenced.
+  static override enableJsonFlag = true;
   static override baseFlags = {
     kubeconfig: Flags.string({
       description: 'Path of the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)',
@@ -41,15 +55,12 @@ export abstract class BaseCommand extends Command {
       description: "The cloud API's base URL, to override the provider's default (env: each provider's own)",
       helpGroup: 'GLOBAL',
     }),
-    json: Flags.boolean({
-      description: 'Print a machine-readable JSON report on stdout',
-      helpGroup: 'GLOBAL',
-    }),
     'log-level': Flags.option({
       options: ['error', 'warn', 'info', 'debug'] as const,
       default: 'info',
       helpGroup: 'GLOBAL',
     })(),
+    ...outputFlags,
   };
 
   /**
@@ -69,6 +80,62 @@ export abstract class BaseCommand extends Command {
       return flag.allowNo ? `--no-${match[1]}` : arg;
     });
     await super.init();
+  }
+
+  private output: OutputFlagValues = {};
+
+  /** How the result will be shown; known once the command has parsed its flags. */
+  protected get view(): View {
+    return chooseView(this.output, Boolean(process.stdout.isTTY));
+  }
+
+  /** Whether a spinner or task list may draw on the terminal. */
+  protected get progress(): boolean {
+    return showsProgress(this.view, Boolean(process.stdout.isTTY));
+  }
+
+  /** Whether text for a person (previews, hints) may go to stdout around the result. */
+  protected get human(): boolean {
+    return isHumanView(this.view);
+  }
+
+  protected override async parse<
+    F extends Record<string, unknown>,
+    B extends Record<string, unknown>,
+    A extends Record<string, unknown>,
+  >(options?: Interfaces.Input<F, B, A>, argv?: string[]): Promise<Interfaces.ParserOutput<F, B, A>> {
+    const parsed = await super.parse(options, argv);
+    const output = parsed.flags as OutputFlagValues;
+    const conflict = conflictIn(output);
+    if (conflict) throw new UsageError(conflict);
+    this.output = output;
+    return parsed;
+  }
+
+  override jsonEnabled(): boolean {
+    return this.view === 'json' || super.jsonEnabled();
+  }
+
+  protected override toSuccessJson(result: unknown): unknown {
+    return isReport(result) ? result.data : result;
+  }
+
+  /** Plain JSON: never coloured, and fast on a report of thousands of rows. */
+  protected override logJson(json: unknown): void {
+    process.stdout.write(`${jsonText(json)}\n`);
+  }
+
+  protected override async _run<T>(): Promise<T> {
+    const result = await super._run<T>();
+    if (isReport(result)) {
+      if (!this.jsonEnabled()) {
+        const { render, stdoutTerminal } = await import('./output/render.js');
+        const text = await render(result, this.view, stdoutTerminal());
+        if (text !== '') process.stdout.write(`${text}\n`);
+      }
+      if (result.failed) this.exit(EXIT_FAILED);
+    }
+    return result;
   }
 
   protected override async catch(err: Error & { exitCode?: number }): Promise<void> {

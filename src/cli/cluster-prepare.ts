@@ -23,6 +23,7 @@ import { loadProvider } from '../providers/registry.js';
 import type { ClusterFlags, Instance } from '../providers/types.js';
 import { order, printPreview, printRollbackPreview } from './cluster-report.js';
 import { UsageError } from './errors.js';
+import { plural } from './output/text.js';
 import { providerFromFlags } from './provider-config.js';
 
 export interface ClusterPrepareInput {
@@ -50,10 +51,15 @@ export interface ClusterPrepareInput {
   rollback: boolean;
   initializeExisting: boolean;
   readyTimeoutMs: number;
-  json: boolean;
+  /** Show the diffs before anything is written (human views; a prompt shows them regardless). */
+  preview: boolean;
+  /** A task list on the terminal while writing. */
+  progress: boolean;
   interactive: boolean;
   env: Readonly<Record<string, string | undefined>>;
   log: (line: string) => void;
+  /** Where the diffs go when they were not shown but a person is asked to confirm them. */
+  logToStderr: (line: string) => void;
 }
 
 export interface ClusterPrepareOutput {
@@ -126,12 +132,13 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
   const existing = nodes ? existingUninitialised(nodes, clusterNodes) : [];
   const candidates = input.initializeExisting ? existing : [];
   const hint = input.initializeExisting ? undefined : existing.map((c) => c.name);
-  if (!input.json)
+  const preview = (log: (line: string) => void) =>
     printPreview(
       plan,
       candidates.map((c) => c.name),
-      input.log,
+      log,
     );
+  if (input.preview) preview(input.log);
 
   const changes =
     plan.hosts.some((h) => h.edits.length > 0) || plan.kubeadmConfig !== undefined || candidates.length > 0;
@@ -144,13 +151,13 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
       failed: plan.hosts.some((h) => h.error),
     };
   }
-  await confirmChanges(input, 'Apply these changes?');
+  await confirmChanges(input, 'Apply these changes?', preview);
 
   const applied: ApplyResult = { hosts: [] };
   await new Listr(
     [
       {
-        title: `Back up and write files on ${plan.hosts.length} host(s)${input.restart ? ', restart what changed' : ''}`,
+        title: `Back up and write files on ${plural(plan.hosts.length, ['host', 'hosts'])}${input.restart ? ', restart what changed' : ''}`,
         task: (_ctx, task) =>
           task.newListr(
             plan.hosts.map((h) => ({
@@ -188,7 +195,7 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
         },
       },
       {
-        title: `Taint ${candidates.length} existing Node(s) without a provider ID for \`ccm nodes init\``,
+        title: `Taint ${plural(candidates.length, ['existing Node', 'existing Nodes'])} without a provider ID for \`ccm nodes init\``,
         enabled: () => candidates.length > 0,
         task: async () => {
           for (const c of candidates) await c.taint();
@@ -197,9 +204,10 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
     ],
     {
       renderer: 'default',
-      fallbackRenderer: 'simple',
-      silentRendererCondition: input.json,
+      silentRendererCondition: !input.progress,
       exitOnError: true,
+      // The report's summary line and table replace the task list.
+      rendererOptions: { clearOutput: true },
     },
   ).run();
   // Rows in the order hosts were given, not the order they finished.
@@ -214,13 +222,21 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
   };
 }
 
-/** Asks before writing, unless --yes; without a terminal to ask in, refuses. */
-async function confirmChanges(input: ClusterPrepareInput, question: string): Promise<void> {
+/**
+ * Asks before writing, unless --yes; without a terminal to ask in, refuses. A person asked to confirm
+ * sees the diffs: when the chosen view did not show them (-o json/yaml/name, --quiet), they go to stderr.
+ */
+async function confirmChanges(
+  input: ClusterPrepareInput,
+  question: string,
+  preview: (log: (line: string) => void) => void,
+): Promise<void> {
   if (input.yes) return;
   if (!input.interactive)
     throw new UsageError(
       'changes need confirmation: review the preview, then pass --yes (or run in a terminal)',
     );
+  if (!input.preview) preview(input.logToStderr);
   const confirmed = await confirm({ message: question, default: false }).catch((err: Error) => {
     // Ctrl-C at the prompt: the same as answering no.
     if (err.name === 'ExitPromptError') return false;
@@ -236,7 +252,8 @@ async function rollback(
   kube: KubeTransport | undefined,
 ): Promise<ClusterPrepareOutput> {
   const plan = await planRollback(hosts, kube);
-  if (!input.json) printRollbackPreview(plan, input.log);
+  const preview = (log: (line: string) => void) => printRollbackPreview(plan, log);
+  if (input.preview) preview(input.log);
   const failedPlans = plan.hosts.some((h) => h.error);
   const changes = plan.hosts.some((h) => h.files.length > 0) || plan.kubeadmConfig !== undefined;
   if (input.dryRun || !changes) {
@@ -245,7 +262,7 @@ async function rollback(
     }
     return { rollbackPlan: plan, dryRun: input.dryRun, failed: failedPlans };
   }
-  await confirmChanges(input, 'Roll back these changes?');
+  await confirmChanges(input, 'Roll back these changes?', preview);
   const result = await applyRollback(plan, {
     restart: input.restart,
     kube,

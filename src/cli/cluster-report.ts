@@ -1,11 +1,13 @@
 import chalk from 'chalk';
 import { describeVersion } from '../cluster/detect.js';
-import type { ClusterPlan, HostReport } from '../cluster/prepare.js';
+import type { ClusterPlan, HostPlan, HostResult } from '../cluster/prepare.js';
 import { unifiedDiff } from '../cluster/preview.js';
-import type { RollbackPlan } from '../cluster/rollback.js';
-import type { Detection } from '../cluster/types.js';
+import type { HostRollback, RollbackPlan } from '../cluster/rollback.js';
+import type { Component, Detection } from '../cluster/types.js';
 import { TAINT_UNINITIALIZED } from '../kube/well-known.js';
 import type { ClusterPrepareOutput } from './cluster-prepare.js';
+import { defineReport, type Report } from './output/report.js';
+import { groupNotes, plural } from './output/text.js';
 
 /** What `ccm cluster prepare` shows: the preview before anything is written, the summary after. */
 
@@ -45,7 +47,7 @@ export function printPreview(plan: ClusterPlan, candidates: string[], log: (line
   }
   if (candidates.length > 0) {
     log(
-      `--initialize-existing: ${candidates.length} Node(s) without a provider ID get the ${TAINT_UNINITIALIZED} taint, so \`ccm nodes init\` initialises them (the kubelet only taints Nodes it registers): ${candidates.join(', ')}`,
+      `--initialize-existing: ${plural(candidates.length, ['Node', 'Nodes'])} without a provider ID get the ${TAINT_UNINITIALIZED} taint, so \`ccm nodes init\` initialises them (the kubelet only taints Nodes it registers): ${candidates.join(', ')}`,
     );
   }
 }
@@ -91,44 +93,159 @@ export function order(plan: ClusterPlan, host: string): number {
   return plan.hosts.findIndex((h) => h.host.name === host);
 }
 
-export function formatSummary(out: ClusterPrepareOutput): string {
-  const rows = out.result?.hosts ?? [];
-  const lines =
-    rows.length > 0 ? hostTable(rows) : [out.dryRun ? 'Dry run: nothing written.' : 'Nothing to change.'];
-  for (const row of rows) for (const note of row.notes) lines.push(chalk.yellow(`${row.host}: ${note}`));
+/** One host in the result table: from the apply (or rollback) when there was one, else from the plan. */
+export interface HostRow {
+  host: string;
+  layout?: string;
+  result: HostResult | 'would prepare' | 'would roll back';
+  files: string[];
+  /** The units restarted, in order. */
+  restartedUnits: string[];
+  skips: string[];
+  /** What the operator should know that is not a failure (units left to restart, files changed since). */
+  notes: string[];
+  versions: Partial<Record<Component, string>>;
+  backup?: string;
+  error?: string;
+}
+
+const UNCHANGED = new Set<HostRow['result']>(['unchanged', 'nothing to roll back']);
+
+/** kubeadm-config outcomes that belong in the summary line; any other is a note. */
+const KUBEADM_CONFIG_DONE = new Set(['updated', 'rolled back']);
+
+/** `ccm cluster prepare`'s result (prepare or --rollback): the JSON report scripts read, and its table. */
+export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow> {
+  const { plan, rollbackPlan, ...rest } = out;
+  const rows: HostRow[] =
+    out.result?.hosts ??
+    plan?.hosts.map((h) => fromPlan(h, out.dryRun)) ??
+    rollbackPlan?.hosts.map((h) => fromRollbackPlan(h, out.dryRun)) ??
+    [];
   const r = out.result;
-  if (r?.kubeadmConfig) lines.push(`kubeadm-config: ${r.kubeadmConfig}`);
-  if (r?.readyAfterMs !== undefined) {
-    lines.push(`API server ready (/readyz) after ${(r.readyAfterMs / 1000).toFixed(1)}s`);
+  const counts = new Map<string, number>();
+  for (const row of rows) counts.set(row.result, (counts.get(row.result) ?? 0) + 1);
+  const parts = [
+    `${plural(rows.length, NOUN)}${counts.size > 0 ? `: ${[...counts].map(([k, n]) => `${n} ${k}`).join(', ')}` : ''}`,
+    ...(!out.dryRun && !r ? [rollbackPlan ? 'nothing written' : 'nothing to change'] : []),
+    ...(r?.kubeadmConfig && KUBEADM_CONFIG_DONE.has(r.kubeadmConfig)
+      ? [`kubeadm-config ${r.kubeadmConfig}`]
+      : []),
+    ...(r?.readyAfterMs !== undefined
+      ? [`API server ready (/readyz) after ${(r.readyAfterMs / 1000).toFixed(1)}s`]
+      : []),
+  ];
+  const notes = groupNotes(
+    rows.flatMap((row) => row.notes.map((note) => ({ name: row.host, note }))),
+    NOUN,
+  );
+  if (r?.kubeadmConfig && !KUBEADM_CONFIG_DONE.has(r.kubeadmConfig)) {
+    notes.push(`kubeadm-config: ${r.kubeadmConfig}`);
   }
-  if (r?.readyError) lines.push(chalk.red(r.readyError));
   if (out.initializeExisting?.length && !out.dryRun) {
-    lines.push(
-      `${out.initializeExisting.length} existing Node(s) tainted ${TAINT_UNINITIALIZED}: run \`ccm nodes init\` to initialise them.`,
+    notes.push(
+      `${plural(out.initializeExisting.length, ['existing Node', 'existing Nodes'])} tainted ${TAINT_UNINITIALIZED}: run \`ccm nodes init\` to initialise them.`,
     );
   }
   if (out.uninitialisedExisting?.length) {
-    lines.push(
-      `${out.uninitialisedExisting.length} existing Node(s) have no provider ID and the kubelet will not taint them again, so \`ccm nodes init\` leaves them alone: re-run with --initialize-existing to have them initialised.`,
+    const n = out.uninitialisedExisting.length;
+    notes.push(
+      `${plural(n, ['existing Node has', 'existing Nodes have'])} no provider ID and the kubelet will not taint ${n === 1 ? 'it' : 'them'} again, so \`ccm nodes init\` leaves ${n === 1 ? 'it' : 'them'} alone: re-run with --initialize-existing to have ${n === 1 ? 'it' : 'them'} initialised.`,
     );
   }
-  return lines.join('\n');
+  return defineReport<HostRow>({
+    data: {
+      ...rest,
+      ...(rollbackPlan
+        ? {
+            rollback: rollbackPlan.hosts.map((h) => ({
+              host: h.host.name,
+              backup: h.set?.id,
+              files: h.files.map((f) => ({ path: f.file.path, how: f.how })),
+              notes: h.notes,
+              error: h.error,
+            })),
+          }
+        : {}),
+      hosts: plan?.hosts.map((h) => ({
+        host: h.host.name,
+        layout: h.detection?.layout,
+        files: h.edits.map((e) => ({ path: e.file.path, changes: e.changes })),
+        skips: h.skips,
+        error: h.error,
+      })),
+    },
+    kind: 'host',
+    noun: NOUN,
+    rows,
+    name: (h) => h.host,
+    tone: (h) => (h.result === 'failed' ? 'failed' : UNCHANGED.has(h.result) ? 'unchanged' : 'changed'),
+    columns: [
+      { header: 'HOST', value: (h) => h.host, give: 'last' },
+      { header: 'LAYOUT', value: (h) => h.layout },
+      { header: 'RESULT', value: (h) => h.result, toned: true, give: 'last' },
+      { header: 'FILES', value: (h) => String(h.files.length) },
+      { header: 'RESTARTED', value: (h) => h.restartedUnits.join(',') },
+      {
+        header: 'NOTES',
+        value: (h) => h.error ?? (h.skips.join('; ') || (h.backup ? `backup ${h.backup}` : '')),
+        blank: '',
+        give: 'first',
+      },
+      {
+        header: 'VERSIONS',
+        value: (h) =>
+          Object.entries(h.versions)
+            .map(([c, v]) => `${c} ${v}`)
+            .join(', '),
+        wide: true,
+      },
+      { header: 'BACKUP', value: (h) => h.backup, wide: true },
+      { header: 'PATHS', value: (h) => h.files.join(', '), wide: true, blank: '', give: 'first' },
+    ],
+    summary: `${out.dryRun ? 'Dry run: nothing written. ' : ''}${parts.join('; ')}`,
+    notes,
+    errors: r?.readyError ? [r.readyError] : [],
+    failed: out.failed,
+  });
 }
 
-function hostTable(rows: HostReport[]): string[] {
-  const table = [['HOST', 'LAYOUT', 'RESULT', 'FILES', 'RESTARTED', 'NOTES']];
-  for (const r of rows) {
-    table.push([
-      r.host,
-      r.layout ?? '-',
-      r.result,
-      String(r.files.length),
-      r.restartedUnits.join(',') || '-',
-      r.error ?? (r.skips.join('; ') || (r.backup ? `backup ${r.backup}` : '')),
-    ]);
+const NOUN = ['host', 'hosts'] as const;
+
+function fromPlan(h: HostPlan, dryRun: boolean): HostRow {
+  const versions: Partial<Record<Component, string>> = {};
+  for (const [c, v] of Object.entries(h.detection?.versions ?? {})) {
+    versions[c as Component] = `${v.major}.${v.minor}.${v.patch}`;
   }
-  const widths = table[0]?.map((_, i) => Math.max(...table.map((row) => (row[i] ?? '').length))) ?? [];
-  return table.map((row) =>
-    row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  '),
-  );
+  return {
+    host: h.host.name,
+    layout: h.detection?.layout,
+    result: h.error ? 'failed' : h.edits.length > 0 && dryRun ? 'would prepare' : 'unchanged',
+    files: h.edits.map((e) => e.file.path),
+    restartedUnits: [],
+    skips: h.skips.map((s) => `${s.component}: ${s.reason}`),
+    notes: [],
+    versions,
+    error: h.error,
+  };
+}
+
+function fromRollbackPlan(h: HostRollback, dryRun: boolean): HostRow {
+  return {
+    host: h.host.name,
+    result: h.error
+      ? 'failed'
+      : h.files.length > 0 && dryRun
+        ? 'would roll back'
+        : h.files.length > 0
+          ? 'rolled back'
+          : 'nothing to roll back',
+    files: h.files.map((f) => f.file.path),
+    restartedUnits: [],
+    skips: [],
+    notes: h.notes,
+    versions: {},
+    ...(h.set ? { backup: h.set.id } : {}),
+    error: h.error,
+  };
 }

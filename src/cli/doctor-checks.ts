@@ -8,7 +8,7 @@ import { ANNOTATION_PROVIDED_NODE_IP, TAINT_NOT_READY, TAINT_UNINITIALIZED } fro
 import { InstanceIndex } from '../providers/instance-index.js';
 import { parseProviderID } from '../providers/provider-id.js';
 import type { CredentialSchema, Instance } from '../providers/types.js';
-import { age } from './table.js';
+import { age } from './age.js';
 
 export type CheckStatus = 'pass' | 'fail' | 'warn';
 

@@ -35,6 +35,8 @@ type K8sObject = Record<string, unknown> & {
 
 const APP = 'ccm';
 const SERVICE_ACCOUNT = 'ccm';
+/** The CronJob has an identity of its own, so that each role is exactly what its job calls. */
+const NODES_INIT_SERVICE_ACCOUNT = 'ccm-nodes-init';
 const LABELS = { 'app.kubernetes.io/name': APP };
 const RUN_PORT = 10258;
 const CONFIG_MOUNT = '/etc/ccm';
@@ -110,7 +112,19 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
     kind: 'ServiceAccount',
     metadata: meta(SERVICE_ACCOUNT, 'controller', ns),
   });
-  const binding = (kind: 'ClusterRoleBinding' | 'RoleBinding', name: string, namespace?: string) => ({
+  if (options.cronjob) {
+    objects.push({
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: meta(NODES_INIT_SERVICE_ACCOUNT, 'nodes-init', ns),
+    });
+  }
+  const binding = (
+    kind: 'ClusterRoleBinding' | 'RoleBinding',
+    name: string,
+    namespace?: string,
+    account = SERVICE_ACCOUNT,
+  ) => ({
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind,
     metadata: meta(name, 'controller', namespace),
@@ -119,7 +133,7 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
       kind: kind === 'ClusterRoleBinding' ? 'ClusterRole' : 'Role',
       name,
     },
-    subjects: [{ kind: 'ServiceAccount', name: SERVICE_ACCOUNT, namespace: ns }],
+    subjects: [{ kind: 'ServiceAccount', name: account, namespace: ns }],
   });
   objects.push(
     {
@@ -154,7 +168,14 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
         // get on this one Secret by name: never list or watch Secrets.
         rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'], resourceNames: [secretRef.name] }],
       },
-      { ...binding('RoleBinding', 'ccm:credentials', secretRef.namespace) },
+      {
+        ...binding('RoleBinding', 'ccm:credentials', secretRef.namespace),
+        subjects: [SERVICE_ACCOUNT, ...(options.cronjob ? [NODES_INIT_SERVICE_ACCOUNT] : [])].map((name) => ({
+          kind: 'ServiceAccount',
+          name,
+          namespace: ns,
+        })),
+      },
     );
   }
   if (options.cronjob) {
@@ -166,14 +187,14 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
         rules: nodesInitRules(),
       },
       {
-        ...binding('ClusterRoleBinding', 'system:ccm-nodes-init'),
+        ...binding('ClusterRoleBinding', 'system:ccm-nodes-init', undefined, NODES_INIT_SERVICE_ACCOUNT),
         metadata: meta('system:ccm-nodes-init', 'nodes-init'),
       },
     );
   }
 
   const podSpec = (component: string, args: string[]) => ({
-    serviceAccountName: SERVICE_ACCOUNT,
+    serviceAccountName: component === 'controller' ? SERVICE_ACCOUNT : NODES_INIT_SERVICE_ACCOUNT,
     automountServiceAccountToken: true,
     // Runs before the CNI: the pod network may not exist yet, cluster DNS may not run yet.
     hostNetwork: true,

@@ -13,6 +13,7 @@ import { loadKubeConfig } from '../kube/config.js';
 import { createNodeClient } from '../kube/nodes.js';
 import { readSecret } from '../kube/secrets.js';
 import { KubeTransport } from '../kube/transport.js';
+import { peakRssBytes } from './peak-rss.js';
 import { parseSecretRef, providerFromFlags } from './provider-config.js';
 
 export interface NodesInitInput {
@@ -22,7 +23,8 @@ export interface NodesInitInput {
   'cloud-config'?: string;
   'cloud-api-url'?: string;
   'credentials-secret'?: string;
-  json: boolean;
+  /** A task list on the terminal while the pass runs (else nothing until the report). */
+  progress: boolean;
   pass: PassOptions;
   env: Readonly<Record<string, string | undefined>>;
 }
@@ -33,13 +35,15 @@ export interface NodesInitResult {
   kubeWrites: number;
   cloudCalls: number;
   durationMs: number;
+  /** Peak resident memory of the CLI process. */
+  maxRssBytes: number;
 }
 
 interface Ctx {
   plans?: NodePlan[];
 }
 
-/** `ccm nodes init`: one pass, with a task list on a terminal and plain lines elsewhere. */
+/** `ccm nodes init`: one pass, with a task list on a terminal that clears itself when done. */
 export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResult> {
   const started = performance.now();
   let cloudCalls = 0;
@@ -89,10 +93,10 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
     ],
     {
       renderer: 'default',
-      silentRendererCondition: input.json,
-      fallbackRenderer: 'simple',
+      silentRendererCondition: !input.progress,
       exitOnError: true,
-      rendererOptions: { collapseSubtasks: false },
+      // The report's summary line replaces the task list.
+      rendererOptions: { collapseSubtasks: false, clearOutput: true },
     },
   );
   const ctx = await tasks.run({});
@@ -103,5 +107,6 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
     kubeWrites: kube.writes,
     cloudCalls,
     durationMs: Math.round(performance.now() - started),
+    maxRssBytes: peakRssBytes(),
   };
 }

@@ -1,42 +1,71 @@
-import chalk from 'chalk';
-import type { NodeResult } from '../controllers/nodes-pass.js';
+import type { NodeReport, NodeResult } from '../controllers/nodes-pass.js';
 import type { NodesInitResult } from './nodes-init.js';
+import { defineReport, type Report, type Tone } from './output/report.js';
+import { groupNotes, plural } from './output/text.js';
 
-const COLOURS: Record<NodeResult, (s: string) => string> = {
-  initialized: chalk.green,
-  updated: chalk.green,
-  deleted: chalk.yellow,
-  unchanged: chalk.dim,
-  skipped: chalk.dim,
-  failed: chalk.red,
+const NOUN = ['Node', 'Nodes'] as const;
+
+const TONE: Record<NodeResult, Tone> = {
+  initialized: 'changed',
+  updated: 'changed',
+  deleted: 'warning',
+  failed: 'failed',
+  unchanged: 'unchanged',
+  // A Node of another cloud or of bare metal, left alone on every pass: counted, not listed.
+  skipped: 'unchanged',
 };
 
-/** "1 cloud call", "2 cloud calls". */
-function count(n: number, noun: string): string {
-  return `${n} ${noun}${n === 1 ? '' : 's'}`;
-}
+const ORDER: NodeResult[] = ['initialized', 'updated', 'deleted', 'failed', 'unchanged', 'skipped'];
 
-/** Human-readable lines for a nodes pass: every Node that changes, fails or is noted, then a summary. */
-export function formatNodesReport({ report, kubeWrites, cloudCalls, durationMs }: NodesInitResult): string {
-  const lines: string[] = [];
-  const verb = report.dryRun ? 'would ' : '';
-  for (const node of report.nodes) {
-    if (node.result === 'unchanged' && !node.notes) continue;
-    const colour = COLOURS[node.result];
-    const what = node.changes.length > 0 ? `: ${verb}${node.changes.join('; ')}` : '';
-    const why = node.reason ? ` (${node.reason})` : '';
-    lines.push(`${colour(node.result.padEnd(11))} ${node.name}${what}${why}`);
-    for (const note of node.notes ?? []) lines.push(`${' '.repeat(12)}${chalk.dim(`note: ${note}`)}`);
-  }
+const WOULD: Partial<Record<NodeResult, string>> = {
+  initialized: 'would initialize',
+  updated: 'would update',
+  deleted: 'would delete',
+};
+
+/** `ccm nodes init`'s result: the JSON report scripts and the CronJob read, and its table. */
+export function nodesInitReport({
+  report,
+  kubeWrites,
+  cloudCalls,
+  durationMs,
+  maxRssBytes,
+}: Omit<NodesInitResult, 'plans'>): Report<NodeReport> {
+  const resultWord = (r: NodeResult) => (report.dryRun ? (WOULD[r] ?? r) : r);
   const s = report.summary;
-  const counts = (['initialized', 'updated', 'deleted', 'unchanged', 'skipped', 'failed'] as const)
-    .filter((k) => s[k] > 0)
-    .map((k) => `${s[k]} ${k}`)
-    .join(', ');
-  lines.push(
-    `${report.dryRun ? 'Dry run, nothing written. ' : ''}${count(s.total, 'Node')}: ${counts || 'none'}. ` +
-      `${count(kubeWrites, 'Kubernetes write')}, ${count(cloudCalls, 'cloud call')}, ${(durationMs / 1000).toFixed(1)}s.`,
-  );
-  if (report.listingError) lines.push(chalk.red(report.listingError));
-  return lines.join('\n');
+  const counts = ORDER.filter((k) => s[k] > 0).map((k) => `${s[k].toLocaleString('en')} ${resultWord(k)}`);
+  const summary =
+    `${report.dryRun ? 'Dry run, nothing written. ' : ''}${plural(s.total, NOUN)}` +
+    `${counts.length > 0 ? `: ${counts.join(', ')}` : ''}; ` +
+    `${plural(kubeWrites, 'Kubernetes write')}, ${plural(cloudCalls, 'cloud call')}, ${(durationMs / 1000).toFixed(1)}s`;
+  return defineReport<NodeReport>({
+    data: { ...report, kubeWrites, cloudCalls, durationMs, maxRssBytes },
+    kind: 'node',
+    noun: NOUN,
+    rows: report.nodes,
+    name: (n) => n.name,
+    tone: (n) => TONE[n.result],
+    columns: [
+      { header: 'NODE', value: (n) => n.name, give: 'last' },
+      { header: 'RESULT', value: (n) => resultWord(n.result), toned: true, give: 'last' },
+      { header: 'PROVIDER ID', key: 'providerID', value: (n) => n.providerID },
+      { header: 'TYPE', value: (n) => n.instanceType },
+      { header: 'ZONE', value: (n) => n.zone },
+      { header: 'REASON', value: (n) => n.reason, blank: '', give: 'first' },
+      {
+        header: 'CHANGES',
+        value: (n) => n.changes.map((c) => (report.dryRun ? `would ${c}` : c)).join('; '),
+        wide: true,
+        blank: '',
+        give: 'first',
+      },
+    ],
+    summary,
+    notes: groupNotes(
+      report.nodes.flatMap((n) => (n.notes ?? []).map((note) => ({ name: n.name, note }))),
+      NOUN,
+    ),
+    errors: report.listingError ? [report.listingError] : [],
+    failed: s.failed > 0,
+  });
 }

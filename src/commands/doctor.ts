@@ -1,17 +1,18 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
-import { EXIT_FAILED } from '../cli/errors.js';
+import type { CheckResult } from '../cli/doctor-checks.js';
+import type { Report } from '../cli/output/report.js';
 
 export default class Doctor extends BaseCommand {
   static override summary =
     'Check a cluster end to end for an external cloud controller, and say how to fix each problem';
   static override description = [
-    "One line per check (✓ pass, ✗ fail, ! warning) with the fix under each failure: the kubeconfig and API server version; Nodes tainted uninitialized and for how long; Nodes without a provider ID or with another cloud's; kube-controller-manager with --cloud-provider=external; kube-apiserver 1.33+ without --cloud-provider; kubelets registered external; the controller's Lease and Pods (and the CCM↔CNI bootstrap deadlock); the credentials Secret, its keys and whether the cloud accepts them; the ServiceAccount's RBAC (SubjectAccessReviews); whether the cloud listing holds the cluster's instances. Writes nothing.",
+    "One row per check (✓ pass, ✗ fail, ! warning) with the fix of each failure: the kubeconfig and API server version; Nodes tainted uninitialized and for how long; Nodes without a provider ID or with another cloud's; kube-controller-manager with --cloud-provider=external; kube-apiserver 1.33+ without --cloud-provider; kubelets registered external; the controller's Lease and Pods (and the CCM↔CNI bootstrap deadlock); the credentials Secret, its keys and whether the cloud accepts them (one call); the ServiceAccount's RBAC (one SubjectAccessReview per rule verb); whether the cloud listing holds the cluster's instances. Writes nothing.",
     'Exit status: 0 no check failed, 1 some check failed, 2 usage or configuration error.',
   ].join('\n\n');
   static override examples = [
     '<%= config.bin %> doctor --provider digitalocean',
-    '<%= config.bin %> doctor --provider cloudlycke --cloud-config inventory.yaml --json',
+    '<%= config.bin %> doctor --provider cloudlycke --cloud-config inventory.yaml -o wide',
   ];
   static override flags = {
     namespace: Flags.string({
@@ -30,15 +31,10 @@ export default class Doctor extends BaseCommand {
     }),
   };
 
-  async run(): Promise<void> {
+  async run(): Promise<Report<CheckResult>> {
     const { flags } = await this.parse(Doctor);
     const { runDoctor } = await import('../cli/doctor.js');
-    const result = await runDoctor({ ...flags, env: process.env });
-    if (flags.json) this.log(JSON.stringify(result, null, 2));
-    else {
-      const { formatDoctor } = await import('../cli/doctor-format.js');
-      this.log(formatDoctor(result));
-    }
-    if (result.failed > 0) this.exit(EXIT_FAILED);
+    const { doctorReport } = await import('../cli/doctor-report.js');
+    return doctorReport(await runDoctor({ ...flags, env: process.env }));
   }
 }

@@ -5,6 +5,7 @@ import type { SlimNode } from '../kube/slim-node.js';
 import {
   EVENT_DELETING_NODE,
   EVENT_DELETING_NODE_FAILED,
+  LABEL_PAIRS,
   SOURCE_LIFECYCLE_CONTROLLER,
 } from '../kube/well-known.js';
 import { isNotFound } from '../providers/errors.js';
@@ -48,6 +49,11 @@ export interface NodeReport {
   changes: string[];
   reason?: string;
   notes?: string[];
+  /** The Node's provider ID (the one just set, when initialised). */
+  providerID?: string;
+  /** From the cloud's instance, else from the Node's labels. */
+  instanceType?: string;
+  zone?: string;
 }
 
 export interface PassReport {
@@ -355,15 +361,22 @@ export function buildReport(
     skipped: 0,
     failed: 0,
   };
+  const nodesByName = new Map(state.nodes.map((n) => [n.metadata?.name ?? '', n]));
   const nodes = plans.map((plan): NodeReport => {
     const result = resultOf(plan);
     summary[result]++;
+    const node = nodesByName.get(plan.name);
+    const instance = node && !plan.skipped ? findInstance(node, state.index) : undefined;
+    const labels = node?.metadata?.labels ?? {};
     return {
       name: plan.name,
       result,
       changes: plan.changes,
       ...(plan.error || plan.skipped ? { reason: plan.error ?? plan.skipped } : {}),
       ...(plan.notes.length > 0 ? { notes: plan.notes } : {}),
+      providerID: plan.patch?.providerID ?? node?.spec?.providerID,
+      instanceType: instance?.type ?? labels[LABEL_PAIRS.instanceType.ga],
+      zone: instance?.zone ?? labels[LABEL_PAIRS.zone.ga],
     };
   });
   return {

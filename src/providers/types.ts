@@ -171,8 +171,17 @@ export interface ProviderDefinition {
    * InvalidConfigError naming the missing or malformed value.
    */
   create(values: ProviderValues, deps: ProviderDeps): Provider;
+  /** The Service annotations the provider reads (the README's reference is generated from these). */
+  readonly annotations?: readonly AnnotationDoc[];
   /** What `ccm cluster prepare` sets for this cloud beyond --cloud-provider=external. */
   readonly clusterFlags?: ClusterFlags;
+}
+
+export interface AnnotationDoc {
+  key: string;
+  /** The accepted values, and the default where there is one. */
+  accepted: string;
+  description: string;
 }
 
 export interface ClusterFlags {

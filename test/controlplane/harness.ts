@@ -44,6 +44,8 @@ export interface ControlPlane {
   dir: string;
   /** Every audited write (create/update/patch/delete) so far, optionally by one user. */
   writes(user?: string): Promise<AuditEvent[]>;
+  /** Every request of a ServiceAccount so far (reads included), optionally by one user. */
+  requests(user?: string): Promise<AuditEvent[]>;
   /** Stops kube-apiserver and etcd (SIGTERM), keeping etcd's data. */
   pause(): Promise<void>;
   /** Starts them again on the same ports with the same data, and waits for /readyz. */
@@ -121,8 +123,12 @@ omitStages: ["RequestReceived", "ResponseStarted"]
 rules:
   - level: Metadata
     verbs: ["create", "update", "patch", "delete", "deletecollection"]
+  # Every request of a ServiceAccount, reads included: RBAC tests look for any 403.
+  - level: Metadata
+    userGroups: ["system:serviceaccounts"]
   - level: None
 `;
+const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 
 export interface StartOptions {
   /** Extra kube-apiserver flags, e.g. to try an argument list produced by `cluster prepare`. */
@@ -270,13 +276,14 @@ current-context: ccm
       { mode: 0o600 },
     );
 
-    const writes = async (user?: string): Promise<AuditEvent[]> => {
+    const requests = async (user?: string): Promise<AuditEvent[]> => {
       // The log is written synchronously per request, but give the last line a moment to land.
       await new Promise((r) => setTimeout(r, 100));
       const lines = readFileSync(join(dir, 'audit.log'), 'utf8').split('\n').filter(Boolean);
       return lines.map((l) => JSON.parse(l) as AuditEvent).filter((e) => !user || e.user.username === user);
     };
-    return { server, kubeconfigPath, adminToken, caData, dir, writes, pause, resume, stop };
+    const writes = async (user?: string) => (await requests(user)).filter((e) => WRITE_VERBS.has(e.verb));
+    return { server, kubeconfigPath, adminToken, caData, dir, writes, requests, pause, resume, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -13,7 +13,7 @@ A kube-apiserver ${cp.server} is running with 3 Nodes tainted node.cloudprovider
 In another terminal:
 
   export KUBECONFIG=${cp.kubeconfigPath}
-  ./bin/run.js nodes init --provider cloudlycke --cloud-config templates/cloudlycke/inventory.example.yaml --dry-run
+  ./bin/run.js nodes init --provider cloudlycke --cloud-config templates/cloudlycke/inventory.example.yaml --dry-run -o wide
   ./bin/run.js nodes init --provider cloudlycke --cloud-config templates/cloudlycke/inventory.example.yaml
   ./bin/run.js nodes list --provider cloudlycke --cloud-config templates/cloudlycke/inventory.example.yaml
 

@@ -267,7 +267,7 @@ describe('start-up', () => {
     expect(loaded).not.toContain('@kubernetes/client-node');
   });
 
-  it('`ccm --help` does not load @kubernetes/client-node', async () => {
+  it('`ccm --help` loads neither @kubernetes/client-node nor the renderers (chalk, listr2, yaml)', async () => {
     const trace = join(dir, 'trace.txt');
     const tracer = fileURLToPath(new URL('../fixtures/trace-imports.mjs', import.meta.url));
     const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
@@ -280,6 +280,13 @@ describe('start-up', () => {
       const loaded = readFileSync(trace, 'utf8');
       expect(loaded).toContain('@oclif/core');
       expect(loaded).not.toContain('@kubernetes/client-node');
+      for (const heavy of [
+        '/node_modules/listr2/',
+        '/node_modules/yaml/',
+        '/node_modules/chalk/',
+        '/output/render.js',
+      ])
+        expect(loaded).not.toContain(heavy);
     }
   });
 });

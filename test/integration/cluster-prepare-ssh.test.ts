@@ -66,6 +66,8 @@ describe('preparing several nodes over ssh', () => {
       writeInventory([{ id: 'vm-cp-1', name: 'cp-1' }]),
       '--yes',
       '--no-restart',
+      '-o',
+      'table',
     ]);
     expect(run.exitCode).toBe(1);
     expect(run.stderr).toBe('');

@@ -211,7 +211,7 @@ describe('applying on the local machine', () => {
     const root = copyRoot('kubeadm-v1.36.3');
     const log = join(root, 'systemctl.log');
     const run = await ccm(
-      ['cluster', 'prepare', '--root', root, '--kubeconfig', cp.kubeconfigPath, '--yes'],
+      ['cluster', 'prepare', '--root', root, '--kubeconfig', cp.kubeconfigPath, '--yes', '-o', 'table'],
       { PATH: `${systemctl}:${process.env.PATH}`, STANDIN_ROOT: root, STANDIN_LOG: log },
     );
     expect(run.stderr).toBe('');
@@ -278,6 +278,8 @@ describe('a hard-way control-plane node (issue 6, item 3)', () => {
         '--controller-manager-version',
         'v1.32.4',
         '--yes',
+        '-o',
+        'table',
       ],
       { PATH: `${systemctl}:${process.env.PATH}`, STANDIN_ROOT: root, STANDIN_LOG: log },
     );

@@ -140,16 +140,18 @@ async function doctor(...extra: string[]) {
     cp.kubeconfigPath,
     '--cloud-api-url',
     sim.url,
+    '-o',
+    'wide',
     ...extra,
   ]);
   return { ...run, lines: run.stdout.split('\n') };
 }
 
-/** The ✗ line that contains `text`, and the fix line under it. */
+/** The ✗ row (-o wide: nothing cut) that contains `text`; its FIX column is on the same line. */
 function failure(lines: string[], text: string): { line: string; fix: string } {
-  const at = lines.findIndex((l) => l.startsWith('✗') && l.includes(text));
-  if (at < 0) throw new Error(`no ✗ line with "${text}" in:\n${lines.join('\n')}`);
-  return { line: lines[at] as string, fix: lines[at + 1] ?? '' };
+  const line = lines.find((l) => l.startsWith('✗') && l.includes(text));
+  if (!line) throw new Error(`no ✗ line with "${text}" in:\n${lines.join('\n')}`);
+  return { line, fix: line.slice(line.indexOf(text) + text.length) };
 }
 
 beforeAll(async () => {
@@ -190,7 +192,16 @@ describe('ccm doctor', () => {
   });
 
   it('--json: every check with its status and fix, and no secret in it', async () => {
-    const run = await doctor('--json');
+    const run = await ccm([
+      'doctor',
+      '--provider',
+      'digitalocean',
+      '--kubeconfig',
+      cp.kubeconfigPath,
+      '--cloud-api-url',
+      sim.url,
+      '--json',
+    ]);
     const report = JSON.parse(run.stdout) as { checks: { id: string; status: string }[]; failed: number };
     expect(report.failed).toBe(0);
     expect(report.checks.map((c) => c.id)).toContain('rbac');
@@ -347,7 +358,7 @@ describe('ccm doctor', () => {
   it('an unreachable API server: one ✗ line with the fix, exit 1', async () => {
     const path = join(tempDir('ccm-doctor-'), 'kubeconfig');
     writeFileSync(path, readFileSync(cp.kubeconfigPath, 'utf8').replace(cp.server, 'https://127.0.0.1:1'));
-    const run = await ccm(['doctor', '--kubeconfig', path]);
+    const run = await ccm(['doctor', '--kubeconfig', path, '-o', 'wide']);
     const lines = run.stdout.split('\n');
     expect(failure(lines, 'cannot reach the Kubernetes API server at https://127.0.0.1:1').fix).toContain(
       '--kubeconfig',

@@ -192,7 +192,7 @@ describe('initialising tainted Nodes', () => {
       DEFAULTS,
     );
     await createNodes(api, [{ name: 'd1' }]);
-    const run = await nodesInit(inventory, '--dry-run');
+    const run = await nodesInit(inventory, '--dry-run', '-o', 'wide');
     expect(run.exitCode).toBe(0);
     expect(run.stdout).toContain('would set providerID cloudlycke://d1');
     expect(run.writes).toEqual([]);

@@ -40,7 +40,7 @@ describe('the README quick start under Node 20', () => {
     expect(setup).toEqual(['npm ci', 'npm run quickstart']);
     expect(commands?.[0]).toBe('export KUBECONFIG=<the path it printed>');
     const script = readFileSync(`${root}/test/controlplane/quickstart.ts`, 'utf8');
-    for (const line of (commands ?? []).slice(1).filter((l) => !l.endsWith('--json'))) {
+    for (const line of (commands ?? []).slice(1).filter((l) => !l.endsWith('-o json'))) {
       expect(script).toContain(`  ${line}\n`);
     }
   });
@@ -67,9 +67,9 @@ describe('the README quick start under Node 20', () => {
       outputs.push(String(run.stdout));
     }
     const [dryRun, init, again, listed] = outputs;
-    expect(dryRun).toContain('Dry run, nothing written. 3 Nodes: 3 initialized.');
-    expect(init).toContain('3 Nodes: 3 initialized.');
-    expect(JSON.parse(again as string).summary).toMatchObject({ total: 3, unchanged: 3 });
-    expect(listed).toMatch(/\nworker-2\s+worker-2\s+running\s+yes\s+-\s+ok/);
+    expect(dryRun).toContain('Dry run, nothing written. 3 Nodes: 3 would initialize;');
+    expect(init).toContain('3 Nodes: 3 initialized;');
+    expect(JSON.parse(again as string)).toMatchObject({ kubeWrites: 0, summary: { total: 3, unchanged: 3 } });
+    expect(listed).toContain('node=worker-2 instance=worker-2 state=running initialised=yes status=ok');
   });
 });

@@ -1,7 +1,9 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand, integerInRange } from '../../cli/base-command.js';
+import type { HostRow } from '../../cli/cluster-report.js';
 import { parseDuration } from '../../cli/duration.js';
-import { EXIT_FAILED, UsageError } from '../../cli/errors.js';
+import { UsageError } from '../../cli/errors.js';
+import type { Report } from '../../cli/output/report.js';
 
 export default class ClusterPrepare extends BaseCommand {
   static override summary = 'Switch a kubeadm or "hard way" cluster to an external cloud provider';
@@ -73,7 +75,7 @@ export default class ClusterPrepare extends BaseCommand {
     }),
   };
 
-  async run(): Promise<void> {
+  async run(): Promise<Report<HostRow>> {
     const { flags } = await this.parse(ClusterPrepare);
     const readyTimeoutMs = parseDuration(flags['ready-timeout']);
     if (readyTimeoutMs === undefined)
@@ -81,7 +83,7 @@ export default class ClusterPrepare extends BaseCommand {
         `--ready-timeout "${flags['ready-timeout']}" is not a duration; use e.g. 90s or 3m`,
       );
     const { runClusterPrepare } = await import('../../cli/cluster-prepare.js');
-    const { formatSummary } = await import('../../cli/cluster-report.js');
+    const { clusterPrepareReport } = await import('../../cli/cluster-report.js');
     const out = await runClusterPrepare({
       root: flags.root,
       ssh: flags.ssh ?? [],
@@ -105,43 +107,13 @@ export default class ClusterPrepare extends BaseCommand {
       rollback: flags.rollback,
       initializeExisting: flags['initialize-existing'],
       readyTimeoutMs,
-      json: flags.json,
+      preview: this.human,
+      progress: this.progress,
       interactive: Boolean(process.stdin.isTTY && process.stdout.isTTY),
       env: process.env,
       log: (line) => this.log(line),
+      logToStderr: (line) => process.stderr.write(`${line}\n`),
     });
-    if (flags.json) {
-      const { plan, rollbackPlan, ...rest } = out;
-      this.log(
-        JSON.stringify(
-          {
-            ...rest,
-            ...(rollbackPlan
-              ? {
-                  rollback: rollbackPlan.hosts.map((h) => ({
-                    host: h.host.name,
-                    backup: h.set?.id,
-                    files: h.files.map((f) => ({ path: f.file.path, how: f.how })),
-                    notes: h.notes,
-                    error: h.error,
-                  })),
-                }
-              : {}),
-            hosts: plan?.hosts.map((h) => ({
-              host: h.host.name,
-              layout: h.detection?.layout,
-              files: h.edits.map((e) => ({ path: e.file.path, changes: e.changes })),
-              skips: h.skips,
-              error: h.error,
-            })),
-          },
-          null,
-          2,
-        ),
-      );
-    } else {
-      this.log(formatSummary(out));
-    }
-    if (out.failed) this.exit(EXIT_FAILED);
+    return clusterPrepareReport(out);
   }
 }

@@ -1,8 +1,9 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand, integerInRange } from '../../cli/base-command.js';
 import { parseDuration } from '../../cli/duration.js';
-import { EXIT_FAILED, UsageError } from '../../cli/errors.js';
-import { peakRssBytes } from '../../cli/peak-rss.js';
+import { UsageError } from '../../cli/errors.js';
+import type { Report } from '../../cli/output/report.js';
+import type { NodeReport } from '../../controllers/nodes-pass.js';
 
 export default class NodesInit extends BaseCommand {
   static override summary = 'Initialise and reconcile every Node against the cloud once, then exit';
@@ -12,7 +13,8 @@ export default class NodesInit extends BaseCommand {
   ].join('\n\n');
   static override examples = [
     '<%= config.bin %> nodes init --provider cloudlycke --cloud-config inventory.yaml',
-    '<%= config.bin %> nodes init --provider cloudlycke --dry-run --json',
+    '<%= config.bin %> nodes init --provider cloudlycke --dry-run -o wide',
+    '<%= config.bin %> nodes init --provider cloudlycke -o json',
   ];
   static override flags = {
     'dry-run': Flags.boolean({ description: 'Print the plan; write nothing', default: false }),
@@ -28,7 +30,7 @@ export default class NodesInit extends BaseCommand {
     }),
   };
 
-  async run(): Promise<void> {
+  async run(): Promise<Report<NodeReport>> {
     const { flags } = await this.parse(NodesInit);
     const grace = parseDuration(flags['deletion-grace-period']);
     if (grace === undefined) {
@@ -37,29 +39,13 @@ export default class NodesInit extends BaseCommand {
       );
     }
     const { runNodesInit } = await import('../../cli/nodes-init.js');
+    const { nodesInitReport } = await import('../../cli/nodes-report.js');
     const result = await runNodesInit({
       ...flags,
+      progress: this.progress,
       pass: { dryRun: flags['dry-run'], concurrency: flags.concurrency, deletionGracePeriodMs: grace },
       env: process.env,
     });
-    if (flags.json) {
-      this.log(
-        JSON.stringify(
-          {
-            ...result.report,
-            kubeWrites: result.kubeWrites,
-            cloudCalls: result.cloudCalls,
-            durationMs: result.durationMs,
-            maxRssBytes: peakRssBytes(),
-          },
-          null,
-          2,
-        ),
-      );
-    } else {
-      const { formatNodesReport } = await import('../../cli/nodes-report.js');
-      this.log(formatNodesReport(result));
-    }
-    if (result.report.summary.failed > 0) this.exit(EXIT_FAILED);
+    return nodesInitReport(result);
   }
 }

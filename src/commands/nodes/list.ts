@@ -1,5 +1,7 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
+import type { NodeRow } from '../../cli/nodes-list.js';
+import type { Report } from '../../cli/output/report.js';
 
 export default class NodesList extends BaseCommand {
   static override summary = 'List every Node beside its cloud instance, and why a Node is not initialised';
@@ -12,11 +14,6 @@ export default class NodesList extends BaseCommand {
     '<%= config.bin %> nodes list --provider cloudlycke --cloud-config inventory.yaml -o wide --show-orphans',
   ];
   static override flags = {
-    output: Flags.option({
-      char: 'o',
-      options: ['table', 'wide', 'json', 'yaml'] as const,
-      default: 'table',
-    })(),
     'show-orphans': Flags.boolean({
       description: 'Also list cloud instances that no Node claims',
       default: false,
@@ -26,18 +23,12 @@ export default class NodesList extends BaseCommand {
     }),
   };
 
-  async run(): Promise<void> {
+  async run(): Promise<Report<NodeRow>> {
     const { flags } = await this.parse(NodesList);
     const { runNodesList } = await import('../../cli/nodes-list.js');
-    const result = await runNodesList({ ...flags, showOrphans: flags['show-orphans'], env: process.env });
-    const output = flags.json ? 'json' : flags.output;
-    if (output === 'json') this.log(JSON.stringify(result, null, 2));
-    else if (output === 'yaml') {
-      const { stringify } = await import('yaml');
-      process.stdout.write(stringify(result));
-    } else {
-      const { formatNodesList } = await import('../../cli/nodes-list-format.js');
-      this.log(formatNodesList(result, output === 'wide'));
-    }
+    const { nodesListReport } = await import('../../cli/nodes-list-report.js');
+    return nodesListReport(
+      await runNodesList({ ...flags, showOrphans: flags['show-orphans'], env: process.env }),
+    );
   }
 }

@@ -1,5 +1,6 @@
 import { InvalidConfigError } from '../errors.js';
 import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../types.js';
+import { ANNOTATIONS, type AnnotationSpec } from './annotations.js';
 import { BrightboxClient, type BrightboxClientOptions, DEFAULT_API_URL } from './client.js';
 import { credentials } from './credentials.js';
 import { brightboxInstances, SCHEME } from './instances.js';
@@ -7,6 +8,13 @@ import { brightboxLoadBalancers } from './load-balancers.js';
 
 export const brightbox: ProviderDefinition = {
   name: 'brightbox',
+  annotations: Object.values(ANNOTATIONS as Record<string, AnnotationSpec>).map(
+    ({ key, aliases, accepted, description }) => ({
+      key,
+      accepted,
+      description: aliases?.length ? `${description} (also read as ${aliases.join(', ')})` : description,
+    }),
+  ),
   providerIdScheme: SCHEME,
   description:
     'Brightbox Cloud: servers, and load balancers with cloud IPs, server groups and firewall policies',

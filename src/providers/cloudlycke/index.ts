@@ -1,5 +1,6 @@
 import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../types.js';
 import { AddressPool } from './address-pool.js';
+import { annotations } from './annotations.js';
 import { credentials } from './credentials.js';
 import { inventoryInstances, SCHEME, vagrantInstances } from './instances.js';
 import { readInventory } from './inventory.js';
@@ -12,6 +13,11 @@ import { Vagrant } from './vagrant.js';
  */
 export const cloudlycke: ProviderDefinition = {
   name: 'cloudlycke',
+  annotations: annotations.map(({ key, description, managed }) => ({
+    key,
+    accepted: managed ? 'set by ccm' : 'an address of the pool',
+    description,
+  })),
   providerIdScheme: SCHEME,
   description:
     'Cloudlycke, a local Vagrant/VirtualBox cloud: instances from an inventory file or from vagrant',

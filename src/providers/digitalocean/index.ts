@@ -1,5 +1,6 @@
 import { InvalidConfigError } from '../errors.js';
 import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../types.js';
+import { annotationReference } from './annotations.js';
 import { DigitalOceanClient, type DigitalOceanClientOptions } from './client.js';
 import { credentials, DEFAULT_TIMEOUT_SECONDS } from './credentials.js';
 import { dropletInstances, SCHEME } from './instances.js';
@@ -8,6 +9,11 @@ import { doLoadBalancers } from './load-balancers.js';
 /** DigitalOcean: droplets as instances, load balancers, token credentials as its own controller reads them. */
 export const digitalocean: ProviderDefinition = {
   name: 'digitalocean',
+  annotations: annotationReference.map((a) => ({
+    key: a.name,
+    accepted: a.default ? `${a.values} (default: ${a.default})` : a.values,
+    description: a.description,
+  })),
   providerIdScheme: SCHEME,
   description: 'DigitalOcean: droplets and load balancers through the DigitalOcean API (v2)',
   credentials,

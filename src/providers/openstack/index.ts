@@ -1,5 +1,6 @@
 import { InvalidConfigError } from '../errors.js';
 import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../types.js';
+import { ANNOTATIONS } from './annotations.js';
 import { Session, type SessionOptions } from './client.js';
 import { defaultCloudsFiles } from './clouds-yaml.js';
 import { type CloudConfig, parseCloudConfig, readCloudConfig } from './config.js';
@@ -19,6 +20,7 @@ import { OctaviaLoadBalancers } from './load-balancers.js';
  */
 export const openstack: ProviderDefinition = {
   name: 'openstack',
+  annotations: Object.values(ANNOTATIONS),
   providerIdScheme: SCHEME,
   description:
     "OpenStack (Keystone v3, Nova, Octavia, Neutron), configured by the official controller's cloud.conf",

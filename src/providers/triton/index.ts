@@ -1,5 +1,6 @@
 import { InvalidConfigError } from '../errors.js';
 import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../types.js';
+import { ANNOTATIONS } from './annotations.js';
 import { TritonClient } from './client.js';
 import { credentials } from './credentials.js';
 import { type DatacenterResolver, SCHEME, tritonInstances } from './instances.js';
@@ -14,6 +15,7 @@ const DEFAULT_CNS_SUFFIX = 'triton.zone';
  */
 export const triton: ProviderDefinition = {
   name: 'triton',
+  annotations: ANNOTATIONS.map(({ key, accepted, description }) => ({ key, accepted, description })),
   providerIdScheme: SCHEME,
   description: 'Triton DataCenter (Joyent CloudAPI): machines, CNS service load balancing',
   credentials,

@@ -51,10 +51,12 @@ function input(root: string, extra: Partial<ClusterPrepareInput>): ClusterPrepar
     rollback: true,
     initializeExisting: false,
     readyTimeoutMs: 1000,
-    json: false,
+    preview: true,
+    progress: false,
     interactive: false,
     env: {},
     log: () => undefined,
+    logToStderr: () => undefined,
     ...extra,
   };
 }

@@ -1,29 +1,31 @@
 import { describe, expect, it } from 'vitest';
-import { controllerNames, selectControllers } from '../../../src/controllers/manager.js';
+import { controllerNames, registerSlot, selectControllers } from '../../../src/controllers/manager.js';
 
 describe('--controllers', () => {
-  it('knows the upstream names, service as an empty slot', () => {
+  it('knows the upstream names', () => {
     expect(controllerNames()).toEqual(['cloud-node', 'cloud-node-lifecycle', 'service']);
   });
-  it('* is every available controller; an empty slot is skipped silently', () => {
+  it('* is every controller', () => {
     expect(selectControllers('*')).toEqual({
-      enabled: ['cloud-node', 'cloud-node-lifecycle'],
+      enabled: ['cloud-node', 'cloud-node-lifecycle', 'service'],
       unavailable: [],
     });
   });
   it('-name disables one', () => {
-    expect(selectControllers('*,-cloud-node-lifecycle').enabled).toEqual(['cloud-node']);
-    expect(selectControllers('-cloud-node,*').enabled).toEqual(['cloud-node-lifecycle']);
+    expect(selectControllers('*,-cloud-node-lifecycle').enabled).toEqual(['cloud-node', 'service']);
+    expect(selectControllers('-cloud-node,*,-service').enabled).toEqual(['cloud-node-lifecycle']);
   });
-  it('naming an empty slot says it is unavailable', () => {
-    expect(selectControllers('cloud-node,service')).toEqual({
+  it('an empty slot is skipped by *, and naming it says it is unavailable', () => {
+    registerSlot('route');
+    expect(selectControllers('*').enabled).toEqual(['cloud-node', 'cloud-node-lifecycle', 'service']);
+    expect(selectControllers('cloud-node,route')).toEqual({
       enabled: ['cloud-node'],
-      unavailable: ['service'],
+      unavailable: ['route'],
     });
   });
   it('an unknown name is one clear error', () => {
-    expect(() => selectControllers('cloud-node,route')).toThrow(
-      '--controllers: unknown controller "route"; known: cloud-node, cloud-node-lifecycle, service (and * for all)',
+    expect(() => selectControllers('cloud-node,routes')).toThrow(
+      /^--controllers: unknown controller "routes"; known: cloud-node, cloud-node-lifecycle, service/,
     );
   });
 });

@@ -1,0 +1,199 @@
+import chalk, { Chalk, type ChalkInstance, type ColorSupportLevel } from 'chalk';
+import type { View } from './flags.js';
+import { type Column, jsonText, type Report, type Tone } from './report.js';
+import { ELLIPSIS, fitWidths, logfmtValue, naturalCompare, plural, truncate, widthOf } from './text.js';
+
+/** Where the output goes. */
+export interface Terminal {
+  tty: boolean;
+  /** Cells per line; Infinity: nothing is cut. */
+  width: number;
+  /** Lines on the screen; Infinity: every row is listed. */
+  height: number;
+  colour: ColorSupportLevel;
+}
+
+/** Standard output as it is: a terminal's size and colours, or a pipe or file (no limits, no colour). */
+export function stdoutTerminal(
+  stream: { isTTY?: boolean; columns?: number; rows?: number } = process.stdout,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Terminal {
+  if (!stream.isTTY)
+    return { tty: false, width: Number.POSITIVE_INFINITY, height: Number.POSITIVE_INFINITY, colour: 0 };
+  const noColour = env.NO_COLOR !== undefined && env.NO_COLOR !== '';
+  return {
+    tty: true,
+    width: stream.columns || 80,
+    height: stream.rows || 24,
+    colour: noColour ? 0 : chalk.level,
+  };
+}
+
+const GAP = '   ';
+
+/** The text a report shows in a view, without a final newline ('' when there is nothing to say). */
+export async function render<Row>(report: Report<Row>, view: View, terminal: Terminal): Promise<string> {
+  switch (view) {
+    case 'json':
+      return jsonText(report.data);
+    case 'yaml': {
+      const { stringify } = await import('yaml');
+      return stringify(report.data, { lineWidth: 0 }).trimEnd();
+    }
+    case 'name':
+      return ordered(report, listed(report))
+        .map((row) => `${report.kind}/${report.name(row)}`)
+        .join('\n');
+    default:
+      return new HumanView(report, view, terminal).text();
+  }
+}
+
+function listed<Row>(report: Report<Row>): Row[] {
+  return report.rows.filter((row) => report.tone(row) !== 'unchanged');
+}
+
+/** Natural order by name, failures last. */
+function ordered<Row>(report: Report<Row>, rows: readonly Row[]): Row[] {
+  return rows
+    .map((row) => ({ row, name: report.name(row), failed: report.tone(row) === 'failed' }))
+    .sort((a, b) => Number(a.failed) - Number(b.failed) || naturalCompare(a.name, b.name))
+    .map((r) => r.row);
+}
+
+class HumanView<Row> {
+  private readonly style: ChalkInstance;
+
+  constructor(
+    private readonly report: Report<Row>,
+    private readonly view: 'table' | 'wide' | 'lines' | 'quiet',
+    private readonly terminal: Terminal,
+  ) {
+    this.style = new Chalk({ level: terminal.colour });
+  }
+
+  text(): string {
+    const { report, view, style } = this;
+    const errors = (report.errors ?? []).flatMap((e) => this.wrap(e).map((l) => style.red(l)));
+    if (view === 'quiet') {
+      const failed = ordered(
+        report,
+        report.rows.filter((r) => report.tone(r) === 'failed'),
+      );
+      const rows = this.terminal.tty ? this.table(failed, false) : this.logLines(failed);
+      return [...(failed.length > 0 ? rows : []), ...errors].join('\n');
+    }
+    const summary = this.wrap(report.summary).map((l) => (report.failed ? style.red(l) : l));
+    const notes = (report.notes ?? []).flatMap((n) => this.wrap(n));
+    const rows = ordered(report, view === 'wide' ? report.rows : listed(report));
+    let body: string[];
+    if (view === 'lines') body = this.logLines(rows);
+    else if (rows.length === 0) body = [];
+    else if (view === 'wide') body = this.table(rows, true);
+    else {
+      // A screenful: the summary, the header, the rows that fit, a line for the rest, the shell prompt.
+      const room = this.terminal.height - summary.length - notes.length - errors.length - 2;
+      const failed = rows.filter((r) => report.tone(r) === 'failed');
+      const others = rows.filter((r) => report.tone(r) !== 'failed');
+      const shown = rows.length <= room ? others : others.slice(0, Math.max(0, room - 1 - failed.length));
+      body = this.table([...shown, ...failed], false);
+      const more = others.length - shown.length;
+      if (more > 0) {
+        // After the rows shown, before the failures: failures stay last.
+        body.splice(
+          1 + shown.length,
+          0,
+          style.dim(
+            `${ELLIPSIS} and ${plural(more, [`more ${report.noun[0]}`, `more ${report.noun[1]}`])} (-o wide or -o name lists them all)`,
+          ),
+        );
+      }
+    }
+    return [...summary, ...body, ...notes, ...errors].join('\n');
+  }
+
+  /** Words to lines of the terminal's width; a word longer than a line is cut. */
+  private wrap(text: string): string[] {
+    const width = this.terminal.width;
+    if (widthOf(text) <= width) return [text];
+    const lines: string[] = [];
+    let line = '';
+    for (const word of text.split(' ')) {
+      const next = line === '' ? word : `${line} ${word}`;
+      if (widthOf(next) <= width) {
+        line = next;
+        continue;
+      }
+      if (line !== '') lines.push(line);
+      line = truncate(word, width);
+    }
+    if (line !== '') lines.push(line);
+    return lines;
+  }
+
+  private columns(wide: boolean): readonly Column<Row>[] {
+    return this.report.columns.filter((c) => wide || !c.wide);
+  }
+
+  private table(rows: readonly Row[], wide: boolean): string[] {
+    const { report, style } = this;
+    const columns = this.columns(wide);
+    const cells = rows.map((row) => columns.map((c) => oneLine(c.value(row)) || (c.blank ?? '-')));
+    const natural = columns.map((c, i) =>
+      Math.max(widthOf(c.header), ...cells.map((r) => widthOf(r[i] ?? ''))),
+    );
+    // -o wide cuts nothing: it is the view that shows everything.
+    const room = wide ? Number.POSITIVE_INFINITY : this.terminal.width - GAP.length * (columns.length - 1);
+    const widths = fitWidths(
+      natural,
+      room,
+      columns.map((c) => c.give ?? 'normal'),
+    );
+    const line = (texts: readonly string[], paint: (text: string, column: number) => string) =>
+      texts
+        .map((text, i) => {
+          const cut = truncate(text, widths[i] ?? 0);
+          const padding = i === texts.length - 1 ? 0 : (widths[i] ?? 0) - widthOf(cut);
+          return paint(cut, i) + ' '.repeat(padding);
+        })
+        .join(GAP)
+        .trimEnd();
+    const header = line(
+      columns.map((c) => c.header),
+      (t) => t,
+    );
+    const body = rows.map((row, r) => {
+      const tone = report.tone(row);
+      const paint = TONES[tone](style);
+      if (tone === 'failed') return paint(line(cells[r] ?? [], (t) => t));
+      return line(cells[r] ?? [], (t, i) => (columns[i]?.toned ? paint(t) : t));
+    });
+    return [header, ...body];
+  }
+
+  private logLines(rows: readonly Row[]): string[] {
+    const { report, style } = this;
+    const columns = this.columns(false);
+    return rows.map((row) => {
+      const pairs = columns.flatMap((c) => {
+        const value = oneLine(c.value(row));
+        return value ? [`${c.key ?? c.header.toLowerCase().replaceAll(' ', '_')}=${logfmtValue(value)}`] : [];
+      });
+      const text = pairs.join(' ');
+      return report.tone(row) === 'failed' ? style.red(text) : text;
+    });
+  }
+}
+
+const TONES: Record<Tone, (style: ChalkInstance) => (text: string) => string> = {
+  changed: (s) => s.green,
+  warning: (s) => s.yellow,
+  ok: () => (t) => t,
+  failed: (s) => s.red,
+  unchanged: (s) => s.dim,
+};
+
+/** Cells and log values are one line: newlines and tabs of a message become spaces. */
+function oneLine(text: string | undefined): string {
+  return (text ?? '').replace(/\s+/g, ' ').trim();
+}

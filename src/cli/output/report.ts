@@ -1,0 +1,70 @@
+import type { Give } from './text.js';
+
+/**
+ * What a command returns: its typed result (printed as is by -o json / -o yaml) plus how to show it
+ * to a person (rows and columns). The base command renders it; no command prints its own result.
+ */
+export interface Report<Row = unknown> {
+  /** The command's result for scripts: -o json and -o yaml print exactly this. */
+  data: unknown;
+  /** Object kind for -o name: `node` prints node/<name>. */
+  kind: string;
+  /** How one row and several rows are called in counts: ['Node', 'Nodes']. */
+  noun: readonly [string, string];
+  rows: readonly Row[];
+  columns: readonly Column<Row>[];
+  name: (row: Row) => string;
+  tone: (row: Row) => Tone;
+  /** The first line of every human view: what happened, in one line (red when the command failed). */
+  summary: string;
+  /** Lines after the table (hints, grouped notes). */
+  notes?: readonly string[];
+  /** Failures not tied to one row; shown in red, kept by --quiet. */
+  errors?: readonly string[];
+  /** Exit status 1. */
+  failed: boolean;
+}
+
+/**
+ * How a row is shown.
+ * - changed / warning / ok: listed, its toned cells green / yellow / plain;
+ * - failed: listed last, in red, and the only rows --quiet keeps;
+ * - unchanged: counted in the summary, listed only by -o wide.
+ */
+export type Tone = 'changed' | 'warning' | 'ok' | 'failed' | 'unchanged';
+
+export interface Column<Row> {
+  header: string;
+  value: (row: Row) => string | undefined;
+  /** Shown only by -o wide. */
+  wide?: boolean;
+  /** Coloured by the row's tone. */
+  toned?: boolean;
+  /**
+   * When the table is wider than the terminal: 'first' for free text (cut first), 'last' for what
+   * identifies a row (cut only as a last resort), else cut evenly with the others.
+   */
+  give?: Give;
+  /** What an empty cell shows in a table (default "-"). */
+  blank?: string;
+  /** Key in the plain log lines (default: the header in lower case, spaces as "_"). */
+  key?: string;
+}
+
+export type { Give } from './text.js';
+
+const BRAND = Symbol.for('ccm.report');
+
+/** Marks a command's return value as a Report, so the base command renders it. */
+export function defineReport<Row>(report: Report<Row>): Report<Row> {
+  return Object.assign(report, { [BRAND]: true });
+}
+
+export function isReport(value: unknown): value is Report {
+  return typeof value === 'object' && value !== null && BRAND in value;
+}
+
+/** -o json: the data, two-space indented, never coloured. */
+export function jsonText(data: unknown): string {
+  return JSON.stringify(data, null, 2);
+}

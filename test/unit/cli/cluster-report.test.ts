@@ -1,0 +1,118 @@
+/**
+ * `cluster prepare`'s result in the shared output module: plans and applies made by the real
+ * planner on copies of a kubeadm fixture, shown in each view (snapshot files under
+ * __snapshots__/cluster-prepare/).
+ */
+import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { clusterPrepareReport } from '../../../src/cli/cluster-report.js';
+import { render, type Terminal } from '../../../src/cli/output/render.js';
+import { localHost } from '../../../src/cluster/host.js';
+import { applyHost, planCluster } from '../../../src/cluster/prepare.js';
+import type { Host } from '../../../src/cluster/types.js';
+
+const fixture = fileURLToPath(new URL('../../fixtures/cluster/kubeadm-v1.36.3', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'ccm-cluster-report-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const terminal: Terminal = { tty: true, width: 120, height: 40, colour: 0 };
+const pipe: Terminal = {
+  ...terminal,
+  tty: false,
+  width: Number.POSITIVE_INFINITY,
+  height: Number.POSITIVE_INFINITY,
+};
+const snapshot = (name: string) => `./__snapshots__/cluster-prepare/${name}`;
+
+/** Three ssh-like hosts: two kubeadm nodes, one machine where nothing is installed. */
+function hosts(): Host[] {
+  return ['root@10.0.0.11', 'root@10.0.0.2', 'root@10.0.0.3'].map((name, i) => {
+    const root = join(dir, `${name}-${Math.random().toString(16).slice(2)}`);
+    if (i < 2) cpSync(fixture, root, { recursive: true });
+    else mkdirSync(root);
+    return { ...localHost(root), name };
+  });
+}
+
+const options = { versions: { kubelet: '1.36.3' } };
+
+describe('cluster prepare, three hosts', () => {
+  it('dry run: says so first; each host that would change, the failed one last', async () => {
+    const plan = await planCluster(hosts(), options);
+    const out = {
+      plan,
+      dryRun: true,
+      failed: true,
+      initializeExisting: [],
+      uninitialisedExisting: ['old-1'],
+    };
+    const text = await render(clusterPrepareReport(out), 'table', terminal);
+    await expect(text).toMatchFileSnapshot(snapshot('dry-run.txt'));
+    const lines = text.split('\n');
+    expect(lines[0]).toBe('Dry run: nothing written. 3 hosts: 2 would prepare, 1 failed');
+    expect(lines.slice(2, 5).map((l) => l.split(' ')[0])).toEqual([
+      'root@10.0.0.2',
+      'root@10.0.0.11',
+      'root@10.0.0.3',
+    ]);
+    expect(lines.slice(-2).join(' ')).toMatch(
+      /^1 existing Node has no provider ID and the kubelet will not taint it again, .* re-run with --initialize-existing/,
+    );
+  });
+
+  it('applied: the summary, the table, and the same in plain lines off a terminal', async () => {
+    const plan = await planCluster(hosts(), options);
+    const applied = { hosts: await Promise.all(plan.hosts.map((h) => applyHost(plan, h, false))) };
+    const out = {
+      plan,
+      result: applied,
+      dryRun: false,
+      failed: true,
+      initializeExisting: ['old-1', 'old-2'],
+    };
+    const report = clusterPrepareReport(out);
+    const stable = (text: string) => text.replace(/\d{4}-\d\d-\d\dT[\d-]+\.\d+Z-[0-9a-f]+/g, '<id>');
+    const table = stable(await render(report, 'table', terminal));
+    await expect(table).toMatchFileSnapshot(snapshot('applied.txt'));
+    expect(table.split('\n')[0]).toBe('3 hosts: 2 prepared, 1 failed');
+    expect(table).toMatch(
+      /^root@10\.0\.0\.2 +kubeadm +prepared +2 +- +kube-apiserver: --cloud-provider not added/m,
+    );
+    expect(stable(await render(report, 'wide', terminal))).toMatch(
+      / BACKUP +PATHS\n.* <id> +\/etc\/kubernetes/,
+    );
+    expect(table).toContain('2 existing Nodes tainted node.cloudprovider.kubernetes.io/uninitialized');
+    const lines = stable(await render(report, 'lines', pipe));
+    await expect(lines).toMatchFileSnapshot(snapshot('applied-lines.txt'));
+    expect(lines.split('\n')[1]).toMatch(
+      /^host=root@10\.0\.0\.2 layout=kubeadm result=prepared files=2 notes="kube-apiserver: --cloud-provider not added/,
+    );
+    const json = JSON.parse(await render(report, 'json', pipe));
+    expect(Object.keys(json)).toEqual(['result', 'dryRun', 'failed', 'initializeExisting', 'hosts']);
+    expect(json.hosts.map((h: { host: string }) => h.host)).toEqual([
+      'root@10.0.0.11',
+      'root@10.0.0.2',
+      'root@10.0.0.3',
+    ]);
+    expect(await render(report, 'name', pipe)).toBe(
+      'host/root@10.0.0.2\nhost/root@10.0.0.11\nhost/root@10.0.0.3',
+    );
+  });
+
+  it('nothing to change: one line, no table', async () => {
+    const root = join(dir, 'done');
+    cpSync(fixture, root, { recursive: true });
+    const first = await planCluster([localHost(root)], options);
+    await applyHost(first, first.hosts[0] as (typeof first.hosts)[number], false);
+    const plan = await planCluster([localHost(root)], options);
+    const text = await render(
+      clusterPrepareReport({ plan, dryRun: false, failed: false }),
+      'table',
+      terminal,
+    );
+    expect(text).toBe('1 host: 1 unchanged; nothing to change');
+  });
+});
