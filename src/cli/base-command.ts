@@ -27,41 +27,40 @@ export function integerInRange(options: { description: string; min: number; max:
   });
 }
 
+/** Flags every command shares. */
+export const globalFlags = {
+  kubeconfig: Flags.string({
+    description: 'Path of the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)',
+    helpGroup: 'GLOBAL',
+  }),
+  context: Flags.string({ description: 'Kubeconfig context to use', helpGroup: 'GLOBAL' }),
+  provider: Flags.string({
+    description: `Cloud provider: ${providerNames.join(', ')}`,
+    env: 'CCM_PROVIDER',
+    helpGroup: 'GLOBAL',
+  }),
+  'cloud-config': Flags.string({
+    description: "Provider config file (Cloudlycke: the inventory YAML; env: each provider's own)",
+    helpGroup: 'GLOBAL',
+  }),
+  'cloud-api-url': Flags.string({
+    description: "The cloud API's base URL, to override the provider's default (env: each provider's own)",
+    helpGroup: 'GLOBAL',
+  }),
+  'log-level': Flags.option({
+    options: ['error', 'warn', 'info', 'debug'] as const,
+    default: 'info',
+    helpGroup: 'GLOBAL',
+  })(),
+};
+
 /**
- * Flags every command shares, and the one place output is made: a command's run() returns a
- * Report and this class prints it in the chosen view (-o, --json, --quiet, terminal or not) and
- * sets the exit status. Errors become one line on stderr, the right exit code, no stack trace
- * (unless --log-level=debug).
+ * What every command shares: the global flags, `--flag=false`, and errors as one line on stderr with
+ * the right exit code and no stack trace (unless --log-level=debug). A command with a result to
+ * print extends BaseCommand; `ccm run`, which logs until it is stopped, extends this.
  */
-export abstract class BaseCommand extends Command {
-  // oclif's --json contract: a returned result is printed as JSON and this.log() is silenced.
-  static override enableJsonFlag = true;
-  static override baseFlags = {
-    kubeconfig: Flags.string({
-      description: 'Path of the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)',
-      helpGroup: 'GLOBAL',
-    }),
-    context: Flags.string({ description: 'Kubeconfig context to use', helpGroup: 'GLOBAL' }),
-    provider: Flags.string({
-      description: `Cloud provider: ${providerNames.join(', ')}`,
-      env: 'CCM_PROVIDER',
-      helpGroup: 'GLOBAL',
-    }),
-    'cloud-config': Flags.string({
-      description: "Provider config file (Cloudlycke: the inventory YAML; env: each provider's own)",
-      helpGroup: 'GLOBAL',
-    }),
-    'cloud-api-url': Flags.string({
-      description: "The cloud API's base URL, to override the provider's default (env: each provider's own)",
-      helpGroup: 'GLOBAL',
-    }),
-    'log-level': Flags.option({
-      options: ['error', 'warn', 'info', 'debug'] as const,
-      default: 'info',
-      helpGroup: 'GLOBAL',
-    })(),
-    ...outputFlags,
-  };
+export abstract class CcmCommand extends Command {
+  static override baseFlags = globalFlags;
 
   /**
    * Boolean flags also take `--name=false` / `--name=true`, the spelling of the reference controllers
@@ -81,6 +80,27 @@ export abstract class BaseCommand extends Command {
     });
     await super.init();
   }
+
+  protected override async catch(err: Error & { exitCode?: number }): Promise<void> {
+    // oclif's own exit() throws an ExitError; let it through untouched.
+    if ((err as { code?: string }).code === 'EEXIT') throw err;
+    const debug =
+      this.argv.includes('--log-level=debug') || this.argv.join(' ').includes('--log-level debug');
+    process.stderr.write(`ccm: ${oneLine(err)}\n`);
+    if (debug && err.stack) process.stderr.write(`${err.stack}\n`);
+    const code = err.name === 'CLIError' || isParseError(err) ? EXIT_USAGE : exitCodeFor(err);
+    process.exit(code);
+  }
+}
+
+/**
+ * A command whose run() returns a Report; this class is the one place output is made: it prints the
+ * report in the chosen view (-o, --json, --quiet, terminal or not) and sets the exit status.
+ */
+export abstract class BaseCommand extends CcmCommand {
+  // oclif's --json contract: a returned result is printed as JSON and this.log() is silenced.
+  static override enableJsonFlag = true;
+  static override baseFlags = { ...globalFlags, ...outputFlags };
 
   private output: OutputFlagValues = {};
 
@@ -136,17 +156,6 @@ export abstract class BaseCommand extends Command {
       if (result.failed) this.exit(EXIT_FAILED);
     }
     return result;
-  }
-
-  protected override async catch(err: Error & { exitCode?: number }): Promise<void> {
-    // oclif's own exit() throws an ExitError; let it through untouched.
-    if ((err as { code?: string }).code === 'EEXIT') throw err;
-    const debug =
-      this.argv.includes('--log-level=debug') || this.argv.join(' ').includes('--log-level debug');
-    process.stderr.write(`ccm: ${oneLine(err)}\n`);
-    if (debug && err.stack) process.stderr.write(`${err.stack}\n`);
-    const code = err.name === 'CLIError' || isParseError(err) ? EXIT_USAGE : exitCodeFor(err);
-    process.exit(code);
   }
 }
 

@@ -28,7 +28,7 @@ export interface PolicyRule {
   resourceNames?: string[];
 }
 
-type K8sObject = Record<string, unknown> & {
+export type K8sObject = Record<string, unknown> & {
   kind: string;
   metadata: { name: string; namespace?: string; labels?: Record<string, string> };
 };

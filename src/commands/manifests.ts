@@ -1,6 +1,8 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../cli/base-command.js';
 import { UsageError } from '../cli/errors.js';
+import type { ManifestRow } from '../cli/manifests-report.js';
+import type { Report } from '../cli/output/report.js';
 
 export default class Manifests extends BaseCommand {
   static override summary = 'Print the manifests that run ccm in a cluster (RBAC, Deployment, CronJob)';
@@ -10,6 +12,7 @@ export default class Manifests extends BaseCommand {
   ].join('\n\n');
   static override examples = [
     '<%= config.bin %> manifests --provider digitalocean | kubectl apply --server-side -f -',
+    '<%= config.bin %> manifests --provider digitalocean -o name',
     '<%= config.bin %> manifests --provider cloudlycke --cronjob --out ./ccm-manifests',
   ];
   static override flags = {
@@ -33,16 +36,19 @@ export default class Manifests extends BaseCommand {
       description: 'Also the `ccm nodes init` CronJob and its ClusterRole',
       default: false,
     }),
-    out: Flags.string({ description: 'Write one file per object into this folder instead of printing' }),
-    output: Flags.option({ char: 'o', options: ['yaml', 'json'] as const, default: 'yaml' })(),
+    out: Flags.string({
+      description:
+        'Write one file per object into this folder instead of printing (YAML files; JSON files with -o json), and list what was written',
+    }),
   };
 
-  async run(): Promise<void> {
+  async run(): Promise<Report<ManifestRow>> {
     const { flags } = await this.parse(Manifests);
     if (!flags.provider)
       throw new UsageError('no provider given; pass --provider (e.g. --provider cloudlycke)');
     const { loadProvider } = await import('../providers/registry.js');
-    const { renderManifests, manifestsAsYaml, writeManifests } = await import('../cli/manifests.js');
+    const { renderManifests, writeManifests } = await import('../cli/manifests.js');
+    const { manifestsReport, manifestsWrittenReport } = await import('../cli/manifests-report.js');
     const objects = renderManifests(await loadProvider(flags.provider), {
       image: flags.image ?? `localhost/ccm:${this.config.version}`,
       namespace: flags.namespace,
@@ -52,13 +58,8 @@ export default class Manifests extends BaseCommand {
       cronjob: flags.cronjob,
       leaseName: 'cloud-controller-manager',
     });
-    if (flags.out) {
-      const written = await writeManifests(flags.out, objects, flags.output);
-      this.log(`wrote ${written.length} files to ${flags.out}`);
-    } else if (flags.output === 'json' || flags.json) {
-      this.log(JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }, null, 2));
-    } else {
-      process.stdout.write(manifestsAsYaml(objects));
-    }
+    if (!flags.out) return manifestsReport(objects, flags.provider);
+    const files = await writeManifests(flags.out, objects, this.view === 'json' ? 'json' : 'yaml');
+    return manifestsWrittenReport(objects, files, flags.out);
   }
 }

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { BaseCommand } from '../cli/base-command.js';
+import { CcmCommand } from '../cli/base-command.js';
 import { parseDuration } from '../cli/duration.js';
 import { UsageError } from '../cli/errors.js';
 
@@ -11,7 +11,7 @@ function duration(flag: string, value: string, min = 1): number {
   return ms;
 }
 
-export default class Run extends BaseCommand {
+export default class Run extends CcmCommand {
   static override summary =
     'Run the cloud controller: node initialisation, node lifecycle and load balancers';
   static override description = [

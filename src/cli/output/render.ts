@@ -33,6 +33,8 @@ const GAP = '   ';
 
 /** The text a report shows in a view, without a final newline ('' when there is nothing to say). */
 export async function render<Row>(report: Report<Row>, view: View, terminal: Terminal): Promise<string> {
+  const document = report.documents?.[view];
+  if (document) return document().trimEnd();
   switch (view) {
     case 'json':
       return jsonText(report.data);
@@ -42,7 +44,9 @@ export async function render<Row>(report: Report<Row>, view: View, terminal: Ter
     }
     case 'name':
       return ordered(report, listed(report))
-        .map((row) => `${report.kind}/${report.name(row)}`)
+        .map(
+          (row) => `${typeof report.kind === 'string' ? report.kind : report.kind(row)}/${report.name(row)}`,
+        )
         .join('\n');
     default:
       return new HumanView(report, view, terminal).text();
@@ -53,11 +57,14 @@ function listed<Row>(report: Report<Row>): Row[] {
   return report.rows.filter((row) => report.tone(row) !== 'unchanged');
 }
 
-/** Natural order by name, failures last. */
+/** Natural order by name (or the report's own order), failures last. */
 function ordered<Row>(report: Report<Row>, rows: readonly Row[]): Row[] {
   return rows
     .map((row) => ({ row, name: report.name(row), failed: report.tone(row) === 'failed' }))
-    .sort((a, b) => Number(a.failed) - Number(b.failed) || naturalCompare(a.name, b.name))
+    .sort(
+      (a, b) =>
+        Number(a.failed) - Number(b.failed) || (report.keepOrder ? 0 : naturalCompare(a.name, b.name)),
+    )
     .map((r) => r.row);
 }
 

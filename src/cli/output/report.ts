@@ -1,3 +1,4 @@
+import type { View } from './flags.js';
 import type { Give } from './text.js';
 
 /**
@@ -7,11 +8,13 @@ import type { Give } from './text.js';
 export interface Report<Row = unknown> {
   /** The command's result for scripts: -o json and -o yaml print exactly this. */
   data: unknown;
-  /** Object kind for -o name: `node` prints node/<name>. */
-  kind: string;
+  /** Object kind for -o name: `node` prints node/<name>; a function when rows are of several kinds. */
+  kind: string | ((row: Row) => string);
   /** How one row and several rows are called in counts: ['Node', 'Nodes']. */
   noun: readonly [string, string];
   rows: readonly Row[];
+  /** The rows are in an order of their own (e.g. the order to apply them in): not sorted by name. */
+  keepOrder?: boolean;
   columns: readonly Column<Row>[];
   name: (row: Row) => string;
   tone: (row: Row) => Tone;
@@ -23,6 +26,11 @@ export interface Report<Row = unknown> {
   errors?: readonly string[];
   /** Exit status 1. */
   failed: boolean;
+  /**
+   * Views in which the result is a document of its own rather than a summary and a table (the YAML
+   * of `ccm manifests`, which must stay appliable as it is printed).
+   */
+  documents?: Partial<Record<View, () => string>>;
 }
 
 /**

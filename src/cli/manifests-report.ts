@@ -1,0 +1,79 @@
+import { type K8sObject, manifestsAsYaml } from './manifests.js';
+import { defineReport, type Report } from './output/report.js';
+import { plural } from './output/text.js';
+
+/** One object of `ccm manifests`, and the file it went to with --out. */
+export interface ManifestRow {
+  kind: string;
+  /** The API group, '' for the core group. */
+  group: string;
+  name: string;
+  namespace?: string;
+  file?: string;
+}
+
+const NOUN = ['object', 'objects'] as const;
+
+function rowOf(object: K8sObject, file?: string): ManifestRow {
+  const apiVersion = typeof object.apiVersion === 'string' ? object.apiVersion : 'v1';
+  return {
+    kind: object.kind,
+    group: apiVersion.includes('/') ? (apiVersion.split('/')[0] ?? '') : '',
+    name: object.metadata.name,
+    ...(object.metadata.namespace ? { namespace: object.metadata.namespace } : {}),
+    ...(file ? { file } : {}),
+  };
+}
+
+/** kubectl's -o name: `serviceaccount/ccm`, `deployment.apps/ccm`. */
+function resource(row: ManifestRow): string {
+  return `${row.kind.toLowerCase()}${row.group ? `.${row.group}` : ''}`;
+}
+
+const COLUMNS = [
+  { header: 'KIND', value: (r: ManifestRow) => r.kind },
+  { header: 'NAME', value: (r: ManifestRow) => r.name, give: 'last' as const },
+  { header: 'NAMESPACE', value: (r: ManifestRow) => r.namespace },
+];
+
+/**
+ * `ccm manifests` printing: every human view and -o yaml are the YAML documents of all objects, as
+ * `kubectl apply -f -` takes them; -o json is a v1 List; -o name one `kind/name` line per object.
+ */
+export function manifestsReport(objects: readonly K8sObject[], provider: string): Report<ManifestRow> {
+  const yaml = () => manifestsAsYaml(objects);
+  return defineReport<ManifestRow>({
+    data: { apiVersion: 'v1', kind: 'List', items: objects },
+    kind: resource,
+    noun: NOUN,
+    rows: objects.map((o) => rowOf(o)),
+    keepOrder: true,
+    name: (r) => r.name,
+    tone: () => 'ok',
+    columns: COLUMNS,
+    summary: `${plural(objects.length, NOUN)} for ${provider}`,
+    failed: false,
+    documents: { table: yaml, wide: yaml, lines: yaml, yaml },
+  });
+}
+
+/** `ccm manifests --out DIR`: what was written where. */
+export function manifestsWrittenReport(
+  objects: readonly K8sObject[],
+  files: readonly string[],
+  dir: string,
+): Report<ManifestRow> {
+  const rows = objects.map((o, i) => rowOf(o, files[i]));
+  return defineReport<ManifestRow>({
+    data: { directory: dir, files: rows },
+    kind: resource,
+    noun: NOUN,
+    rows,
+    keepOrder: true,
+    name: (r) => r.name,
+    tone: () => 'changed',
+    columns: [...COLUMNS, { header: 'FILE', value: (r) => r.file, give: 'first' }],
+    summary: `wrote ${plural(files.length, ['file', 'files'])} to ${dir}`,
+    failed: false,
+  });
+}
