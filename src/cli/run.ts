@@ -163,12 +163,15 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   const provider = budgetedProvider(holder, budget, metrics);
 
   let nodes: Informer<SlimNode> | undefined;
+  let started = false;
   const cloud = new InstanceCache({
     list: () => provider.instances.list(),
     nodes: () => nodes?.list() ?? [],
     onRefresh: (view) => {
       metrics.cachedInstances.set(view.index.size);
-      if (view.listingError) log.warn(`${view.listingError}; Nodes needing the cloud wait, none is deleted`);
+      // At start-up a failing listing is either a configuration error (one line, exit 2) or logged below.
+      if (view.listingError && started)
+        log.warn(`${view.listingError}; Nodes needing the cloud wait, none is deleted`);
     },
   });
 
@@ -196,10 +199,16 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
               const pending = Object.entries(informers)
                 .filter(([, i]) => !i.hasSynced())
                 .map(([n]) => n);
+              if (!nodes) pending.unshift('nodes');
               return pending.length
                 ? { ok: false, detail: `waiting for ${pending.join(', ')}` }
                 : { ok: true };
             },
+          },
+          {
+            name: 'cloud-listing',
+            run: () =>
+              cloud.hasListed ? { ok: true } : { ok: false, detail: 'waiting for the first cloud listing' },
           },
           {
             name: 'leader-election',
@@ -240,6 +249,11 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     await serving?.close();
     throw err;
   }
+
+  if (cloud.view().listingError) {
+    log.warn(`${cloud.view().listingError}; Nodes needing the cloud wait, none is deleted`);
+  }
+  started = true;
 
   // --- informers --------------------------------------------------------------------------------
   const makeInformer = <T>(options: Omit<InformerOptions<T>, 'transport'>): Informer<T> => {

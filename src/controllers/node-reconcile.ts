@@ -37,7 +37,9 @@ export function reportReconcile(
 ): void {
   const log = ctx.log.child({ controller, node });
   if (plan.error) {
-    if (lastErrors.get(node) !== plan.error) log.warn(plan.error);
+    // An unreachable API server is logged once by the transport, not once per Node.
+    const level = ctx.transport.isReachable ? 'warn' : 'debug';
+    if (lastErrors.get(node) !== plan.error) log[level](plan.error);
     lastErrors.set(node, plan.error);
     return;
   }

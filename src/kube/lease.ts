@@ -61,6 +61,7 @@ export class LeaderElector {
   private lastHolder?: string;
   private readonly now: () => number;
   private readonly stopper = new AbortController();
+  private running?: Promise<'lost' | 'stopped'>;
 
   constructor(private readonly options: LeaderElectionOptions) {
     this.now = options.now ?? (() => performance.now());
@@ -103,7 +104,12 @@ export class LeaderElector {
    * Acquires the Lease, then renews it. Resolves 'lost' when a renewal missed the deadline,
    * 'stopped' after `stop()`.
    */
-  async run(): Promise<'lost' | 'stopped'> {
+  run(): Promise<'lost' | 'stopped'> {
+    this.running ??= this.loop();
+    return this.running;
+  }
+
+  private async loop(): Promise<'lost' | 'stopped'> {
     while (!this.stopper.signal.aborted) {
       if (await this.tryAcquireOrRenew()) break;
       await this.sleep(this.jittered());
@@ -137,32 +143,40 @@ export class LeaderElector {
     this.stopper.abort();
   }
 
-  /** Gives the Lease up (shutdown): empty holder, 1 s duration. */
+  /** Gives the Lease up (shutdown): empty holder, 1 s duration. Stops `run()` first. */
   async release(): Promise<void> {
+    this.stop();
+    // A renewal in flight would race the release's update (409): let it land first.
+    await this.running;
     if (!this.leading || this.observed?.holderIdentity !== this.options.identity) return;
     this.leading = false;
-    const now = microTime();
-    try {
-      const current = await this.get();
-      if (current?.spec?.holderIdentity !== this.options.identity) return;
-      await this.options.transport.request({
-        method: 'PUT',
-        path: this.path,
-        ungated: true,
-        timeoutMs: 2000,
-        body: {
-          ...current,
-          spec: {
-            leaseDurationSeconds: 1,
-            acquireTime: now,
-            renewTime: now,
-            leaderTransitions: current.spec?.leaderTransitions ?? 0,
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const now = microTime();
+      try {
+        const current = await this.get();
+        if (current?.spec?.holderIdentity !== this.options.identity) return;
+        await this.options.transport.request({
+          method: 'PUT',
+          path: this.path,
+          ungated: true,
+          timeoutMs: 2000,
+          body: {
+            ...current,
+            spec: {
+              leaseDurationSeconds: 1,
+              acquireTime: now,
+              renewTime: now,
+              leaderTransitions: current.spec?.leaderTransitions ?? 0,
+            },
           },
-        },
-      });
-      this.options.log?.info({}, 'released the leader Lease');
-    } catch (err) {
-      this.options.log?.warn({}, `could not release the leader Lease: ${(err as Error).message}`);
+        });
+        this.options.log?.info({}, 'released the leader Lease');
+        return;
+      } catch (err) {
+        if (err instanceof KubeApiError && err.status === 409) continue;
+        this.options.log?.warn({}, `could not release the leader Lease: ${(err as Error).message}`);
+        return;
+      }
     }
   }
 

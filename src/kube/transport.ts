@@ -111,6 +111,11 @@ export class KubeTransport {
     return headers;
   }
 
+  /** False from a failed connection until the next answer. */
+  get isReachable(): boolean {
+    return this.reachable;
+  }
+
   private markReachable(reachable: boolean, detail: string): void {
     if (reachable === this.reachable) return;
     this.reachable = reachable;

@@ -9,7 +9,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
@@ -46,7 +46,7 @@ export interface ControlPlane {
   writes(user?: string): Promise<AuditEvent[]>;
   /** Every request of a ServiceAccount so far (reads included), optionally by one user. */
   requests(user?: string): Promise<AuditEvent[]>;
-  /** Stops kube-apiserver and etcd (SIGTERM), keeping etcd's data. */
+  /** Kills kube-apiserver and etcd (SIGKILL), keeping etcd's data. */
   pause(): Promise<void>;
   /** Starts them again on the same ports with the same data, and waits for /readyz. */
   resume(): Promise<void>;
@@ -115,6 +115,23 @@ async function stopProcess(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
   await exited;
   clearTimeout(timer);
+}
+
+/** SIGKILL to the binary the watchdog runs (its child), then wait for the watchdog to notice and exit. */
+async function killHard(watchdog: ChildProcess): Promise<void> {
+  if (watchdog.exitCode !== null || watchdog.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => watchdog.once('exit', () => resolve()));
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === watchdog.pid) process.kill(Number(entry), 'SIGKILL');
+    } catch {
+      // the process went away meanwhile
+    }
+  }
+  await exited;
 }
 
 const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
@@ -238,9 +255,10 @@ export async function startControlPlane(options: StartOptions = {}): Promise<Con
       }
     };
     await waitReady();
+    // Gone at once, as after a crash: kube-apiserver's graceful shutdown would take 15 s or more.
     const pause = async () => {
-      await stopProcess(apiserver);
-      await stopProcess(etcd);
+      await killHard(apiserver);
+      await killHard(etcd);
     };
     const resume = async () => {
       etcd = startEtcd();

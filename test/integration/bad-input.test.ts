@@ -82,7 +82,7 @@ describe('bad input gets one line, exit 2, nothing written', () => {
     [
       'an unknown provider',
       () => ['nodes', 'init', '--provider', 'aws', '--kubeconfig', cp.kubeconfigPath],
-      /unknown provider "aws"; use one of: cloudlycke/,
+      /unknown provider "aws"; use one of: .*cloudlycke/,
     ],
     [
       'no provider',
@@ -200,6 +200,9 @@ describe('`ccm run`: bad input gets one line, exit 2, nothing written', () => {
       () => [...run, ...kc(), '--cloud-config', join(dir, 'none.yaml')],
       /file not found/,
     ],
+    // ccm run logs until stopped: it has no result to print, so no output flags and no --json contract.
+    ['--json', () => [...run, ...kc(), '--cloud-config', inventory, '--json'], /Nonexistent flag: --json/],
+    ['-o', () => [...run, ...kc(), '--cloud-config', inventory, '-o', 'json'], /Nonexistent flag: -o/],
   ])('%s', async (_what, args, pattern) => {
     const before = (await cp.writes(CCM_USER)).length;
     const result = await ccm(args(), { HOME: dir });
@@ -259,12 +262,24 @@ describe('start-up', () => {
       child.stderr?.on('data', (c: Buffer) => {
         if (c.toString().includes('"controller":"cloud-node-lifecycle","msg":"started"')) resolve();
       });
+      void child.then(() => resolve());
     });
     child.kill('SIGTERM');
     expect((await child).exitCode).toBe(0);
     const loaded = readFileSync(trace, 'utf8');
     expect(loaded).toContain('undici');
     expect(loaded).not.toContain('@kubernetes/client-node');
+  });
+
+  it('`ccm run --help` shows no output flags; the commands with a result do', async () => {
+    const help = async (...cmd: string[]) => (await ccm([...cmd, '--help'])).stdout;
+    const runHelp = await help('run');
+    expect(runHelp).toContain('--leader-elect');
+    expect(runHelp).not.toMatch(/OUTPUT FLAGS|--json|--quiet|--output/);
+    for (const cmd of [['nodes', 'init'], ['cluster', 'prepare'], ['manifests']])
+      expect(await help(...cmd)).toMatch(
+        /OUTPUT FLAGS\n +-o, --output=<option>[\s\S]*--json +Same as -o json/,
+      );
   });
 
   it('`ccm --help` loads neither @kubernetes/client-node nor the renderers (chalk, listr2, yaml)', async () => {

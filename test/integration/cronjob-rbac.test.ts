@@ -1,9 +1,11 @@
 /**
- * templates/cloudlycke/nodes-init-cronjob.yaml against a real kube-apiserver: every document is accepted
- * by server-side apply (the CronJob schema is validated for real), the pod can run before the CNI on
- * uninitialised Nodes, and the ClusterRole is enough for `ccm nodes init`: the built CLI runs with a
- * token of the template's ServiceAccount and the audit log shows no write answered 403. A negative
- * control (the same role without `delete`) shows that check can fail.
+ * The `nodes init` CronJob that `ccm manifests --provider cloudlycke --cronjob` generates, against a real
+ * kube-apiserver: every object is accepted by server-side apply (the CronJob schema is validated for
+ * real), the pod can run before the CNI on uninitialised Nodes and mounts the inventory ConfigMap the
+ * operator creates from templates/cloudlycke/inventory.example.yaml, and the ClusterRole is enough for
+ * `ccm nodes init`: the built CLI runs with a token of the CronJob's ServiceAccount and the audit log
+ * shows no write answered 403. A negative control (the same role without `delete`) shows that check can
+ * fail.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,20 +20,25 @@ import {
   RbacAuthorizationV1Api,
   type V1ClusterRole,
   type V1Node,
+  type V1Taint,
+  type V1Toleration,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { renderManifests } from '../../src/cli/manifests.js';
+import { loadProvider } from '../../src/providers/registry.js';
 import { createNodes, deleteAllNodes, UNINITIALIZED } from '../controlplane/fixtures.js';
 import { type AuditEvent, CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { ccm } from '../helpers/cli.js';
 import { writeInventory } from '../helpers/inventory.js';
 import { tempDir } from '../helpers/tmp.js';
 
-const TEMPLATE = fileURLToPath(
-  new URL('../../templates/cloudlycke/nodes-init-cronjob.yaml', import.meta.url),
+const EXAMPLE_INVENTORY = fileURLToPath(
+  new URL('../../templates/cloudlycke/inventory.example.yaml', import.meta.url),
 );
+const CONTAINERFILE = fileURLToPath(new URL('../../Containerfile', import.meta.url));
 const NAMESPACE = 'kube-system';
-const SA = 'ccm';
+const SA = 'ccm-nodes-init';
+const CONFIG_MAP = 'ccm-cloudlycke-config';
 const SA_USER = `system:serviceaccount:${NAMESPACE}:${SA}`;
 const ROLE = 'system:ccm-nodes-init';
 const FIELD_MANAGER = 'ccm-test';
@@ -45,13 +52,14 @@ let objects: KubernetesObjectApi;
 let documents: KubernetesObject[];
 let applied: KubernetesObject[];
 
-function templateDocuments(): KubernetesObject[] {
-  return parseAllDocuments(readFileSync(TEMPLATE, 'utf8'))
-    .map((doc) => {
-      if (doc.errors.length > 0) throw doc.errors[0];
-      return doc.toJS() as KubernetesObject | null;
-    })
-    .filter((obj): obj is KubernetesObject => obj !== null);
+async function generatedDocuments(): Promise<KubernetesObject[]> {
+  return renderManifests(await loadProvider('cloudlycke'), {
+    cronjob: true,
+    image: 'localhost/ccm:test',
+    namespace: NAMESPACE,
+    controllers: '*',
+    leaseName: 'cloud-controller-manager',
+  }) as unknown as KubernetesObject[];
 }
 
 /** Server-side apply as the fixture admin, like `kubectl apply --server-side --force-conflicts`. */
@@ -59,10 +67,17 @@ function apply<T extends KubernetesObject>(obj: T): Promise<T> {
   return objects.patch(obj, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
 }
 
-function templateDocument<T extends KubernetesObject>(kind: string): T {
-  const doc = documents.find((d) => d.kind === kind);
-  if (!doc) throw new Error(`the template has no ${kind}`);
+function generatedDocument<T extends KubernetesObject>(kind: string, name: string): T {
+  const doc = documents.find((d) => d.kind === kind && d.metadata?.name === name);
+  if (!doc) throw new Error(`ccm manifests generated no ${kind} ${name}`);
   return structuredClone(doc) as T;
+}
+
+/** Whether a toleration tolerates a taint, by the scheduler's rules (core/v1 Toleration). */
+function tolerates(t: V1Toleration, taint: V1Taint): boolean {
+  if (t.effect && t.effect !== taint.effect) return false;
+  if (t.operator === 'Exists') return !t.key || t.key === taint.key;
+  return t.key === taint.key && (t.value ?? '') === (taint.value ?? '');
 }
 
 /** A kubeconfig whose only user is a TokenRequest token of the ServiceAccount: the CronJob pod's identity. */
@@ -132,21 +147,32 @@ beforeAll(async () => {
   kc.setCurrentContext('fixtures');
   core = kc.makeApiClient(CoreV1Api);
   objects = KubernetesObjectApi.makeApiClient(kc);
-  documents = templateDocuments();
+  documents = await generatedDocuments();
   applied = [];
   for (const doc of documents) applied.push(await apply(doc));
+  // As the operator does: kubectl -n kube-system create configmap ccm-cloudlycke-config --from-file=config=inventory.yaml
+  await core.createNamespacedConfigMap({
+    namespace: NAMESPACE,
+    body: { metadata: { name: CONFIG_MAP }, data: { config: readFileSync(EXAMPLE_INVENTORY, 'utf8') } },
+  });
 });
 afterAll(async () => {
   await cp?.stop();
 });
 
-describe('the CronJob template', () => {
-  it('is accepted document by document by server-side apply', () => {
+describe('the generated CronJob', () => {
+  it('is accepted object by object by server-side apply', () => {
     expect(applied.map((o) => `${o.kind} ${o.metadata?.namespace ?? ''}/${o.metadata?.name}`)).toEqual([
       'ServiceAccount kube-system/ccm',
+      `ServiceAccount kube-system/${SA}`,
+      'ClusterRole /system:ccm',
+      'ClusterRoleBinding /system:ccm',
+      'Role kube-system/ccm:leader-election',
+      'RoleBinding kube-system/ccm:leader-election',
       `ClusterRole /${ROLE}`,
       `ClusterRoleBinding /${ROLE}`,
-      'ConfigMap kube-system/ccm-cloudlycke-inventory',
+      'Deployment kube-system/ccm',
+      'PodDisruptionBudget kube-system/ccm',
       'CronJob kube-system/ccm-nodes-init',
     ]);
     for (const obj of applied) {
@@ -157,7 +183,7 @@ describe('the CronJob template', () => {
     }
   });
 
-  it('schedules one pass at a time that can run before the CNI on any Node, as the ccm ServiceAccount', async () => {
+  it('schedules one pass at a time that can run before the CNI on any Node, as its own ServiceAccount', async () => {
     const cron = await kc.makeApiClient(BatchV1Api).readNamespacedCronJob({
       name: 'ccm-nodes-init',
       namespace: NAMESPACE,
@@ -191,28 +217,35 @@ describe('the CronJob template', () => {
     expect(pod?.affinity).toBeUndefined();
     expect(pod?.tolerations).toEqual(
       expect.arrayContaining([
-        {
-          key: 'node.cloudprovider.kubernetes.io/uninitialized',
-          operator: 'Equal',
-          value: 'true',
-          effect: 'NoSchedule',
-        },
+        { key: 'node.cloudprovider.kubernetes.io/uninitialized', operator: 'Exists', effect: 'NoSchedule' },
         { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoSchedule' },
         { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute' },
         { key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' },
       ]),
     );
+    // The taints a new Node carries, as the cloud provider, the node lifecycle controller and kubeadm set them.
+    for (const taint of [
+      UNINITIALIZED,
+      { key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' },
+      { key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' },
+      { key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' },
+    ]) {
+      expect(
+        (pod?.tolerations ?? []).some((t) => tolerates(t, taint)),
+        `${taint.key}:${taint.effect}`,
+      ).toBe(true);
+    }
 
     expect(pod?.containers).toHaveLength(1);
     const container = pod?.containers[0];
-    expect([...(container?.command ?? []), ...(container?.args ?? [])]).toEqual([
-      'ccm',
+    // No command: the image's entrypoint is the ccm CLI.
+    expect(container?.command).toBeUndefined();
+    expect(readFileSync(CONTAINERFILE, 'utf8')).toMatch(/^ENTRYPOINT \[.*"\/app\/bin\/run\.js"\]$/m);
+    expect(container?.args).toEqual([
       'nodes',
       'init',
-      '--provider',
-      'cloudlycke',
-      '--cloud-config',
-      '/etc/ccm/inventory.yaml',
+      '--provider=cloudlycke',
+      '--cloud-config=/etc/ccm/config',
     ]);
     expect(container?.securityContext).toMatchObject({
       allowPrivilegeEscalation: false,
@@ -225,21 +258,22 @@ describe('the CronJob template', () => {
     });
     expect(container?.resources?.limits).toMatchObject({ memory: expect.any(String) });
 
-    // --cloud-config names the file the inventory ConfigMap is mounted as.
+    // --cloud-config names the file the inventory ConfigMap is mounted as: its key `config`, no items.
     const mount = container?.volumeMounts?.find((m) => m.mountPath === '/etc/ccm');
     const volume = pod?.volumes?.find((v) => v.name === mount?.name);
     expect(mount?.readOnly).toBe(true);
-    expect(volume?.configMap).toMatchObject({
-      name: 'ccm-cloudlycke-inventory',
-      items: [{ key: 'inventory.yaml', path: 'inventory.yaml' }],
-    });
+    expect(mount?.subPath).toBeUndefined();
+    expect(volume?.configMap).toMatchObject({ name: CONFIG_MAP });
+    expect(volume?.configMap?.items).toBeUndefined();
+    const configMap = await core.readNamespacedConfigMap({ name: CONFIG_MAP, namespace: NAMESPACE });
+    expect(Object.keys(configMap.data ?? {})).toEqual(['config']);
   });
 
-  it('grants exactly the verbs `ccm nodes init` uses, bound to the ccm ServiceAccount', async () => {
+  it('grants exactly the verbs `ccm nodes init` uses, bound to its own ServiceAccount only', async () => {
     const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
     const role = await rbac.readClusterRole({ name: ROLE });
     expect(role.rules).toEqual([
-      { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'patch', 'delete'] },
+      { apiGroups: [''], resources: ['nodes'], verbs: ['delete', 'get', 'list', 'patch'] },
       { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create'] },
     ]);
@@ -250,6 +284,12 @@ describe('the CronJob template', () => {
       name: ROLE,
     });
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: SA, namespace: NAMESPACE }]);
+    // ...and that ServiceAccount is bound to nothing else: `ccm run`'s roles are for `ccm` alone.
+    const bindings = [
+      ...(await rbac.listClusterRoleBinding()).items,
+      ...(await rbac.listNamespacedRoleBinding({ namespace: NAMESPACE })).items,
+    ].filter((b) => (b.subjects ?? []).some((s) => s.kind === 'ServiceAccount' && s.name === SA));
+    expect(bindings.map((b) => b.metadata?.name)).toEqual([ROLE]);
   });
 });
 
@@ -259,12 +299,9 @@ describe('`ccm nodes init` as the CronJob ServiceAccount', () => {
   });
 
   it('accepts the example inventory of the ConfigMap (dry run)', async () => {
-    const configMap = await core.readNamespacedConfigMap({
-      name: 'ccm-cloudlycke-inventory',
-      namespace: NAMESPACE,
-    });
+    const configMap = await core.readNamespacedConfigMap({ name: CONFIG_MAP, namespace: NAMESPACE });
     const inventory = writeInventory([]);
-    writeFileSync(inventory, configMap.data?.['inventory.yaml'] ?? '');
+    writeFileSync(inventory, configMap.data?.config ?? '');
     const kubeconfig = await serviceAccountKubeconfig(SA);
     const run = await nodesInitAs(SA_USER, kubeconfig, inventory, '--dry-run', '--json');
     expect(run.stderr).toBe('');
@@ -324,7 +361,7 @@ describe('`ccm nodes init` as the CronJob ServiceAccount', () => {
 
   it('negative control: the same role without `delete` leaves the gone Node and reports Forbidden, exit 1', async () => {
     const name = 'ccm-without-delete';
-    const role = templateDocument<V1ClusterRole>('ClusterRole');
+    const role = generatedDocument<V1ClusterRole>('ClusterRole', ROLE);
     const nodesRule = role.rules?.find((r) => r.resources?.includes('nodes'));
     expect(nodesRule?.verbs).toContain('delete');
     if (nodesRule) nodesRule.verbs = nodesRule.verbs.filter((v) => v !== 'delete');

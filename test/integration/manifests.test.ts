@@ -19,11 +19,12 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { parseAllDocuments, stringify } from 'yaml';
 import { type PolicyRule, renderManifests } from '../../src/cli/manifests.js';
 import { loadProvider, providerNames } from '../../src/providers/registry.js';
 import { createNodes, deleteAllNodes, UNINITIALIZED } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { ccm } from '../helpers/cli.js';
 import { until } from '../helpers/run.js';
 
 const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
@@ -114,6 +115,27 @@ describe('ccm manifests', () => {
     };
     expect(deployment.spec.replicas).toBe(2);
     expect(deployment.spec.template.spec).toMatchObject({ hostNetwork: true, dnsPolicy: 'Default' });
+  });
+});
+
+describe('the built CLI', () => {
+  it('`ccm manifests` off a terminal prints YAML that server-side apply takes as it is; -o name lists it', async () => {
+    const run = await ccm(['manifests', '--provider', 'digitalocean']);
+    expect(run.stderr).toBe('');
+    expect(run.exitCode).toBe(0);
+    const docs = parseAllDocuments(run.stdout).map((d) => d.toJS() as KubernetesObject);
+    expect(docs.length).toBeGreaterThan(5);
+    for (const doc of docs) await apply(doc);
+    const account = await core.readNamespacedServiceAccount({ name: 'ccm', namespace: NS });
+    expect(account.metadata?.name).toBe('ccm');
+
+    const names = await ccm(['manifests', '--provider', 'digitalocean', '-o', 'name']);
+    expect(names.stdout.trim().split('\n')).toEqual(
+      docs.map((d) => {
+        const group = d.apiVersion?.includes('/') ? `.${d.apiVersion.split('/')[0]}` : '';
+        return `${d.kind?.toLowerCase()}${group}/${d.metadata?.name}`;
+      }),
+    );
   });
 });
 
@@ -272,7 +294,9 @@ describe('ccm run with the RBAC of its manifests', () => {
   it('needs every rule: with any one removed, the same run meets a 403', async () => {
     const roles = docs.filter((d) => d.kind === 'ClusterRole' || d.kind === 'Role');
     const controllerRoles = roles.filter(
-      (r) => (r.metadata?.labels as Record<string, string>)['app.kubernetes.io/component'] === 'controller',
+      (r) =>
+        (r.metadata?.labels as Record<string, string> | undefined)?.['app.kubernetes.io/component'] ===
+        'controller',
     );
     let checked = 0;
     for (const role of controllerRoles) {

@@ -4,13 +4,16 @@
  * identity); SIGKILL of the leader → the standby takes over once the lease runs out; SIGTERM → the
  * Lease is released, the standby takes over within 3 s and the old leader exits 0 within 10 s.
  */
+
+import { rmSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { writeInventory } from '../helpers/inventory.js';
+import { writeInventory as writeInventoryFile } from '../helpers/inventory.js';
 import { until } from '../helpers/run.js';
 
 const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
@@ -18,6 +21,16 @@ const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 let cp: ControlPlane;
 let api: CoreV1Api;
 const replicas: Replica[] = [];
+
+const inventories: string[] = [];
+function writeInventory(...args: Parameters<typeof writeInventoryFile>): string {
+  const path = writeInventoryFile(...args);
+  inventories.push(dirname(path));
+  return path;
+}
+afterAll(() => {
+  for (const dir of inventories) rmSync(dir, { recursive: true, force: true });
+});
 
 beforeAll(async () => {
   cp = await startControlPlane();
@@ -87,9 +100,9 @@ const tainted = async (name: string) =>
 it('only the leader writes; SIGKILL and SIGTERM hand over as the Lease says', async () => {
   const inventory = writeInventory([{ id: 'n1' }, { id: 'n2' }, { id: 'n3' }]);
   const a = start(inventory);
-  await until('a leads', async () => a.leadingSince(), 20_000);
+  await until('a leads', async () => a.leadingSince(), 45_000);
   const b = start(inventory);
-  await until('b stands by', async () => b.lines.some((l) => l.msg.startsWith('the leader is')), 20_000);
+  await until('b stands by', async () => b.lines.some((l) => l.msg.startsWith('the leader is')), 45_000);
   const idA = a.identity() as string;
   const idB = b.identity() as string;
   expect(idA).not.toBe(idB);
@@ -118,12 +131,20 @@ it('only the leader writes; SIGKILL and SIGTERM hand over as the Lease says', as
 
   // SIGTERM: B releases the Lease; C takes over at its next try.
   const c = start(inventory);
-  await until('c stands by', async () => c.lines.some((l) => l.msg.startsWith('the leader is')), 20_000);
+  await until('c stands by', async () => c.lines.some((l) => l.msg.startsWith('the leader is')), 45_000);
   const termAt = Date.now();
   b.child.kill('SIGTERM');
   const exited = await b.child;
   const exitAfter = Date.now() - termAt;
-  await until('c leads', async () => c.leadingSince(), 10_000);
+  await until('c leads', async () => c.leadingSince(), 10_000).catch((err) => {
+    console.log(
+      'B:',
+      b.lines.slice(-15).map((l) => l.msg),
+      'C:',
+      c.lines.map((l) => l.msg),
+    );
+    throw err;
+  });
   const takeoverAfterTerm = (c.leadingSince() as number) - termAt;
   console.log(`takeover after SIGTERM: ${takeoverAfterTerm} ms; exit after ${exitAfter} ms`);
   expect(exited.exitCode).toBe(0);
@@ -132,4 +153,4 @@ it('only the leader writes; SIGKILL and SIGTERM hand over as the Lease says', as
   expect(b.lines.some((l) => l.msg === 'released the leader Lease')).toBe(true);
   await createNodes(api, [{ name: 'n3' }]);
   await until('n3 initialised by c', async () => !(await tainted('n3')));
-}, 90_000);
+}, 180_000);

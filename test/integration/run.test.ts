@@ -2,7 +2,9 @@
  * `ccm run` against the real kube-apiserver, in this process (so the cloud can be slowed down or made
  * to fail), with a Cloudlycke inventory as the cloud. Periods are compressed with flags.
  */
-import { writeFileSync } from 'node:fs';
+
+import { rmSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { type CoreV1Api, PatchStrategy, setHeaderOptions, type V1Node } from '@kubernetes/client-node';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -10,12 +12,22 @@ import { stringify } from 'yaml';
 import type { Provider } from '../../src/providers/types.js';
 import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { type InventoryInstance, writeInventory } from '../helpers/inventory.js';
+import { type InventoryInstance, writeInventory as writeInventoryFile } from '../helpers/inventory.js';
 import { freePort, type InProcess, runInput, setReady, startInProcess, until } from '../helpers/run.js';
 
 let cp: ControlPlane;
 let api: CoreV1Api;
 let ccm: InProcess | undefined;
+
+const inventories: string[] = [];
+function writeInventory(...args: Parameters<typeof writeInventoryFile>): string {
+  const path = writeInventoryFile(...args);
+  inventories.push(dirname(path));
+  return path;
+}
+afterAll(() => {
+  for (const dir of inventories) rmSync(dir, { recursive: true, force: true });
+});
 
 beforeAll(async () => {
   cp = await startControlPlane();
@@ -60,6 +72,9 @@ describe('ccm run', () => {
     });
     const starting = startInProcess(runInput(cp.kubeconfigPath, inventory, { securePort: port }), {
       wrapProvider: slow,
+    }).then((started) => {
+      ccm = started;
+      return started;
     });
     const url = `http://127.0.0.1:${port}`;
     const notReady = await until('a /readyz answer', async () => {
@@ -69,7 +84,7 @@ describe('ccm run', () => {
     expect(notReady.status).toBe(503);
     expect(notReady.text).toContain('[-]cloud-listing failed: waiting for the first cloud listing');
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
-    ccm = await starting;
+    await starting;
     const ready = await until('/readyz 200', async () => {
       const res = await fetch(`${url}/readyz?verbose`);
       return res.status === 200 ? res.text() : undefined;
@@ -214,13 +229,14 @@ describe('ccm run', () => {
 });
 
 async function fixtureLease(name: string, spec: Record<string, unknown>) {
+  const { fetch } = await import('undici');
   const res = await fetch(`${cp.server}/apis/coordination.k8s.io/v1/namespaces/kube-system/leases`, {
     method: 'POST',
     headers: { authorization: `Bearer ${cp.adminToken}`, 'content-type': 'application/json' },
     body: JSON.stringify({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name }, spec }),
     // the test control plane's CA
     dispatcher: await insecureDispatcher(),
-  } as RequestInit);
+  });
   expect(res.status).toBe(201);
 }
 

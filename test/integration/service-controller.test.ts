@@ -306,6 +306,38 @@ describe('the service controller', () => {
     expect(await until('s4 gets an address', () => ip('s4'), 30_000)).toBe(first[1]);
   });
 
+  it('two replicas: the standby that takes over keeps every address and never hands one out twice', async () => {
+    const replica = (identity: string) =>
+      startInProcess(
+        runInput(cp.kubeconfigPath, inventory, {
+          controllers: 'service',
+          leaderElect: true,
+          lease: {
+            durationMs: 4000,
+            renewDeadlineMs: 3000,
+            retryPeriodMs: 500,
+            name: 'ccm-svc',
+            namespace: 'kube-system',
+          },
+        }),
+        { wrapProvider: recording, identity },
+      );
+    const leads = async (r: InProcess) => (await r.handle.metrics.leader.get()).values[0]?.value === 1;
+    const a = await replica('replica-a');
+    await until('a leads', () => leads(a));
+    const b = await replica('replica-b');
+    ccm = b;
+    for (const name of ['r1', 'r2'])
+      await api.createNamespacedService({ namespace: NS, body: lbService(name) });
+    const first = [await withIngress('r1'), await withIngress('r2')];
+    await a.stop();
+    await until('b leads', () => leads(b), 10_000);
+    await api.createNamespacedService({ namespace: NS, body: lbService('r3') });
+    const third = await withIngress('r3');
+    expect([await ip('r1'), await ip('r2')]).toEqual(first);
+    expect(first).not.toContain(third);
+  }, 40_000);
+
   it('a provider failure → SyncLoadBalancerFailed and a retry that succeeds; a retry-after is honoured', async () => {
     await start();
     const attempts: number[] = [];

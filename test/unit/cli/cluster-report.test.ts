@@ -12,6 +12,7 @@ import { clusterPrepareReport } from '../../../src/cli/cluster-report.js';
 import { render, type Terminal } from '../../../src/cli/output/render.js';
 import { localHost } from '../../../src/cluster/host.js';
 import { applyHost, planCluster } from '../../../src/cluster/prepare.js';
+import { applyRollback, planRollback } from '../../../src/cluster/rollback.js';
 import type { Host } from '../../../src/cluster/types.js';
 
 const fixture = fileURLToPath(new URL('../../fixtures/cluster/kubeadm-v1.36.3', import.meta.url));
@@ -114,5 +115,32 @@ describe('cluster prepare, three hosts', () => {
       terminal,
     );
     expect(text).toBe('1 host: 1 unchanged; nothing to change');
+  });
+});
+
+describe('cluster prepare --rollback, one host', () => {
+  it('dry run and apply: the same report, the rollback plan in --json, notes under the table', async () => {
+    const root = join(dir, 'rollback');
+    cpSync(fixture, root, { recursive: true });
+    const first = await planCluster([localHost(root)], options);
+    await applyHost(first, first.hosts[0] as (typeof first.hosts)[number], false);
+    const plan = await planRollback([localHost(root)]);
+    const stable = (text: string) => text.replace(/\d{4}-\d\d-\d\dT[\d-]+\.\d+Z-[0-9a-f]+/g, '<id>');
+
+    const preview = clusterPrepareReport({ rollbackPlan: plan, dryRun: true, failed: false });
+    const table = stable(await render(preview, 'table', terminal)).split('\n');
+    expect(table[0]).toBe('Dry run: nothing written. 1 host: 1 would roll back');
+    expect(table[2]).toMatch(/^local +- +would roll back +2 +- +backup <id>$/);
+    const json = JSON.parse(await render(preview, 'json', pipe));
+    expect(Object.keys(json)).toEqual(['dryRun', 'failed', 'rollback']);
+    expect(json.rollback[0].files.map((f: { how: string }) => f.how)).toEqual(['restore', 'restore']);
+    expect(await render(preview, 'name', pipe)).toBe('host/local');
+
+    const result = await applyRollback(plan, { restart: false, readyTimeoutMs: 1000 });
+    const applied = clusterPrepareReport({ rollbackPlan: plan, result, dryRun: false, failed: false });
+    const lines = stable(await render(applied, 'lines', pipe)).split('\n');
+    expect(lines[0]).toBe('1 host: 1 rolled back');
+    expect(lines[1]).toMatch(/^host=local result="rolled back" files=2 notes="backup <id>"$/);
+    expect(lines[2]).toBe('note: local: not restarted (--no-restart): kubelet');
   });
 });

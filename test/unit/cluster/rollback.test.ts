@@ -5,7 +5,7 @@
  */
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { type ClusterPrepareInput, runClusterPrepare } from '../../../src/cli/cluster-prepare.js';
 import { BACKUP_DIR, createBackup } from '../../../src/cluster/backup.js';
 import { localHost } from '../../../src/cluster/host.js';
@@ -13,6 +13,9 @@ import { applyHost, planCluster } from '../../../src/cluster/prepare.js';
 import { applyRollback, planRollback } from '../../../src/cluster/rollback.js';
 import { tempDir } from '../../helpers/tmp.js';
 import { FIXTURES } from './support.js';
+
+// A person at the prompt who answers no.
+vi.mock('@inquirer/prompts', () => ({ confirm: vi.fn(async () => false) }));
 
 const KCM = 'etc/kubernetes/manifests/kube-controller-manager.yaml';
 const FLAGS = 'var/lib/kubelet/kubeadm-flags.env';
@@ -77,6 +80,26 @@ describe('rollback asks first (issue 6, item 1)', () => {
     const { root } = await prepared();
     const before = snapshot(root);
     await expect(runClusterPrepare(input(root, {}))).rejects.toThrow(/need confirmation.*--yes/);
+    expect(snapshot(root)).toEqual(before);
+  });
+
+  it('-o json/yaml/name: no preview on stdout; a person asked to confirm gets it on stderr', async () => {
+    const { root } = await prepared();
+    const before = snapshot(root);
+    const stdout: string[] = [];
+    const stderr: string[] = [];
+    const quiet = {
+      preview: false,
+      log: (l: string) => stdout.push(l),
+      logToStderr: (l: string) => stderr.push(l),
+    };
+    await runClusterPrepare(input(root, { ...quiet, dryRun: true }));
+    expect([stdout, stderr]).toEqual([[], []]);
+    await expect(runClusterPrepare(input(root, { ...quiet, interactive: true }))).rejects.toThrow(
+      /not confirmed/,
+    );
+    expect(stdout).toEqual([]);
+    expect(stderr.join('\n')).toContain('-    - --cloud-provider=external');
     expect(snapshot(root)).toEqual(before);
   });
 

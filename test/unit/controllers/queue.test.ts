@@ -2,6 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { WorkQueue } from '../../../src/controllers/queue.js';
 
 const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
+async function eventually(check: () => boolean, ms = 3000) {
+  const deadline = Date.now() + ms;
+  while (!check() && Date.now() < deadline) await tick(5);
+}
 
 describe('WorkQueue', () => {
   it('de-duplicates a key added while it waits', async () => {
@@ -14,7 +18,8 @@ describe('WorkQueue', () => {
     const run = q.run(1, async (k) => {
       seen.push(k);
     });
-    await tick(10);
+    await eventually(() => seen.length === 2);
+    await tick(20);
     q.shutDown();
     await run;
     expect(seen).toEqual(['a', 'b']);
@@ -33,10 +38,11 @@ describe('WorkQueue', () => {
       inFlight--;
     });
     q.add('n');
-    await tick(5);
+    await eventually(() => inFlight === 1);
     q.add('n');
     q.add('n');
-    await tick(80);
+    await eventually(() => runs === 2 && inFlight === 0);
+    await tick(30);
     q.shutDown();
     await run;
     expect(maxInFlight).toBe(1);
@@ -53,7 +59,8 @@ describe('WorkQueue', () => {
       if (failures-- > 0) throw new Error('boom');
     });
     q.add('k');
-    await tick(150);
+    await eventually(() => times.length === 4);
+    await tick(60);
     expect(times.length).toBe(4);
     const gaps = times.slice(1).map((t, i) => t - (times[i] as number));
     expect(gaps[0]).toBeGreaterThanOrEqual(4);
@@ -72,7 +79,7 @@ describe('WorkQueue', () => {
     q.addAfter('later', 30);
     await tick(10);
     expect(seen).toEqual([]);
-    await tick(40);
+    await eventually(() => seen.length === 1);
     expect(seen).toEqual(['later']);
     q.addAfter('never', 30);
     q.shutDown();

@@ -1,14 +1,24 @@
 /**
- * The CronJob's memory follows the measured peak (issue 6, item 11): the limit holds the largest max
- * RSS of the README's benchmark table with 20% to spare, and the request holds the 1,000-Node peak.
- * A new benchmark that outgrows the template fails here.
+ * The memory of what `ccm manifests` generates follows the measured figures of the README:
+ * - the `nodes init` CronJob (issue 6, item 11): the limit holds the largest max RSS of the benchmark
+ *   table with 20% to spare, and the request holds the 1,000-Node peak;
+ * - the `ccm run` Deployment: the request holds the RSS with 5,000 Nodes cached, and the limit is at
+ *   least twice that (a relist parses a new listing while the old cache is still held).
+ * A new benchmark that outgrows the generated resources fails here.
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { renderManifests } from '../../../src/cli/manifests.js';
+import { loadProvider } from '../../../src/providers/registry.js';
 
 const root = (path: string) => fileURLToPath(new URL(`../../../${path}`, import.meta.url));
+const readme = readFileSync(root('README.md'), 'utf8');
+
+interface Resources {
+  requests: { memory: string };
+  limits: { memory: string };
+}
 
 function bytes(quantity: string): number {
   const m = /^(\d+)(Mi|Gi)$/.exec(quantity);
@@ -16,31 +26,82 @@ function bytes(quantity: string): number {
   return Number(m[1]) * (m[2] === 'Gi' ? 1024 ** 3 : 1024 ** 2);
 }
 
-/** Max RSS (bytes) per row of the benchmark table, by Node count. */
-function measuredPeaks(): Array<{ nodes: number; rss: number }> {
-  const readme = readFileSync(root('README.md'), 'utf8');
-  const table = readme.slice(readme.indexOf('<!-- bench -->'), readme.indexOf('<!-- benchstop -->'));
-  return table
+function section(start: string, stop: string): string {
+  const from = readme.indexOf(start);
+  const to = readme.indexOf(stop);
+  if (from < 0 || to < from) throw new Error(`README has no ${start} … ${stop} section`);
+  return readme.slice(from, to);
+}
+
+/** Max RSS (bytes) per row of the `nodes init` benchmark table, by Node count. */
+function nodesInitPeaks(): Array<{ nodes: number; rss: number }> {
+  return section('<!-- bench -->', '<!-- benchstop -->')
     .split('\n')
     .map((line) => /^\| [^|]+ \| ([\d,]+) \|.*\| (\d+) MB \|$/.exec(line))
     .filter((m) => m !== null)
     .map((m) => ({ nodes: Number(m[1]?.replaceAll(',', '')), rss: Number(m[2]) * 1e6 }));
 }
 
-describe('the nodes-init CronJob memory', () => {
-  const docs = parseAllDocuments(readFileSync(root('templates/cloudlycke/nodes-init-cronjob.yaml'), 'utf8'));
-  const cronjob = docs.map((d) => d.toJS()).find((d) => d?.kind === 'CronJob');
-  const resources = cronjob.spec.jobTemplate.spec.template.spec.containers[0].resources;
-  const peaks = measuredPeaks();
+/**
+ * RSS (bytes) of `ccm run` with 5,000 Nodes cached, as `npm run bench:run` prints it. The bench divides
+ * VmRSS (kB) by 1024, so its "MB" are MiB: read them as such (the larger reading).
+ */
+function runCachedRss(): number {
+  const m = /^\| RSS of ccm run with 5,000 Nodes cached, idle \| (\d+) MB \|/m.exec(
+    section('<!-- bench-run -->', '<!-- bench-run-stop -->'),
+  );
+  if (!m) throw new Error('README has no "RSS of ccm run with 5,000 Nodes cached" row');
+  return Number(m[1]) * 1024 ** 2;
+}
+
+type Obj = { kind: string; metadata: { name: string }; spec: Record<string, unknown> };
+let objects: Obj[];
+
+function find(kind: string, name: string): Obj {
+  const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
+  if (!found) throw new Error(`ccm manifests generated no ${kind} ${name}`);
+  return found;
+}
+
+beforeAll(async () => {
+  objects = renderManifests(await loadProvider('cloudlycke'), {
+    image: 'localhost/ccm:test',
+    namespace: 'kube-system',
+    controllers: '*',
+    cronjob: true,
+    leaseName: 'cloud-controller-manager',
+  }) as unknown as Obj[];
+});
+
+describe('the generated nodes-init CronJob memory', () => {
+  const resources = (): Resources =>
+    (find('CronJob', 'ccm-nodes-init').spec as { jobTemplate: { spec: { template: { spec: PodSpec } } } })
+      .jobTemplate.spec.template.spec.containers[0].resources;
+  const peaks = nodesInitPeaks();
 
   it('has a limit above the largest measured peak, with 20% headroom', () => {
     expect(peaks.length).toBeGreaterThan(0);
     const largest = Math.max(...peaks.map((p) => p.rss));
-    expect(bytes(resources.limits.memory)).toBeGreaterThanOrEqual(largest * 1.2);
+    expect(bytes(resources().limits.memory)).toBeGreaterThanOrEqual(largest * 1.2);
   });
 
   it('requests at least the 1,000-Node peak', () => {
     const thousand = Math.max(...peaks.filter((p) => p.nodes === 1000).map((p) => p.rss));
-    expect(bytes(resources.requests.memory)).toBeGreaterThanOrEqual(thousand);
+    expect(bytes(resources().requests.memory)).toBeGreaterThanOrEqual(thousand);
   });
 });
+
+describe('the generated `ccm run` Deployment memory', () => {
+  const resources = (): Resources =>
+    (find('Deployment', 'ccm').spec as { template: { spec: PodSpec } }).template.spec.containers[0].resources;
+
+  it('requests at least the RSS with 5,000 Nodes cached', () => {
+    expect(bytes(resources().requests.memory)).toBeGreaterThanOrEqual(runCachedRss());
+  });
+
+  it('has a limit of at least twice that RSS', () => {
+    expect(bytes(resources().limits.memory)).toBeGreaterThanOrEqual(runCachedRss() * 2);
+  });
+});
+
+type PodSpec = { containers: [{ resources: Resources }] };
