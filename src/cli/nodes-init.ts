@@ -1,4 +1,3 @@
-import { Listr } from 'listr2';
 import {
   applyPlans,
   buildReport,
@@ -9,7 +8,7 @@ import {
   readState,
 } from '../controllers/nodes-pass.js';
 import type { NodePlan } from '../controllers/plan.js';
-import { loadKubeConfig } from '../kube/config.js';
+import { loadKubeAuth } from '../kube/lean-config.js';
 import { createNodeClient } from '../kube/nodes.js';
 import { readSecret } from '../kube/secrets.js';
 import { KubeTransport } from '../kube/transport.js';
@@ -47,8 +46,9 @@ interface Ctx {
 export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResult> {
   const started = performance.now();
   let cloudCalls = 0;
-  // Configuration is checked before anything is read or written.
-  const kc = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
+  // Configuration is checked before anything is read or written. The lean kubeconfig reader keeps
+  // client-node (~870 modules) out of the start unless the kubeconfig needs an exec plugin.
+  const kc = await loadKubeAuth({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
   const secretRef = input['credentials-secret'] ? parseSecretRef(input['credentials-secret']) : undefined;
   const transport = new KubeTransport(kc);
   const secret = secretRef ? await readSecret(transport, secretRef.namespace, secretRef.name) : undefined;
@@ -66,6 +66,7 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
   // configuration error and must print one line, not a failed task.
   const state = await readState(kube, provider);
 
+  const { Listr } = await import('listr2');
   const tasks = new Listr<Ctx>(
     [
       {

@@ -4,20 +4,18 @@
  */
 import { createNodes, fixtureApi } from './fixtures.js';
 import { startControlPlane } from './harness.js';
+import { QUICKSTART_NODES } from './quickstart-nodes.js';
 
 const cp = await startControlPlane();
-await createNodes(fixtureApi(cp.kubeconfigPath), [
-  { name: 'cp-1', providedNodeIP: '192.168.56.10' },
-  { name: 'worker-1', providedNodeIP: '192.168.56.11' },
-  { name: 'worker-2' },
-]);
+await createNodes(fixtureApi(cp.kubeconfigPath), QUICKSTART_NODES);
 process.stdout.write(`
 A kube-apiserver ${cp.server} is running with 3 Nodes tainted node.cloudprovider.kubernetes.io/uninitialized.
 In another terminal:
 
   export KUBECONFIG=${cp.kubeconfigPath}
-  ./bin/run.js nodes init --provider cloudlycke --cloud-config templates/cloudlycke/inventory.example.yaml --dry-run
+  ./bin/run.js nodes init --provider cloudlycke --cloud-config templates/cloudlycke/inventory.example.yaml --dry-run -o wide
   ./bin/run.js nodes init --provider cloudlycke --cloud-config templates/cloudlycke/inventory.example.yaml
+  ./bin/run.js nodes list --provider cloudlycke --cloud-config templates/cloudlycke/inventory.example.yaml
 
 Press Ctrl-C to stop the control plane (everything it started is removed).
 `);

@@ -1,0 +1,381 @@
+/**
+ * The checks of `ccm doctor`, one small pure function each: each takes what was read and returns one
+ * verdict with, for a failure, the fix. Reading is doctor.ts's job; nothing here calls anything.
+ */
+import type { LeaseInfo, PodInfo, ServerVersion } from '../kube/diagnostics.js';
+import type { SlimNode } from '../kube/slim-node.js';
+import { ANNOTATION_PROVIDED_NODE_IP, TAINT_NOT_READY, TAINT_UNINITIALIZED } from '../kube/well-known.js';
+import { InstanceIndex } from '../providers/instance-index.js';
+import { parseProviderID } from '../providers/provider-id.js';
+import type { CredentialSchema, Instance } from '../providers/types.js';
+import { age } from './age.js';
+
+export type CheckStatus = 'pass' | 'fail' | 'warn';
+
+export interface CheckResult {
+  id: string;
+  status: CheckStatus;
+  /** What was found, in one line. */
+  message: string;
+  /** What to do about a failure or a warning. */
+  fix?: string;
+}
+
+const pass = (id: string, message: string): CheckResult => ({ id, status: 'pass', message });
+const fail = (id: string, message: string, fix: string): CheckResult => ({
+  id,
+  status: 'fail',
+  message,
+  fix,
+});
+const warn = (id: string, message: string, fix?: string): CheckResult => ({
+  id,
+  status: 'warn',
+  message,
+  ...(fix ? { fix } : {}),
+});
+
+/** A Node tainted uninitialized longer than this is stuck, not just new. */
+export const STUCK_AFTER_SECONDS = 120;
+const MAX_NAMES = 5;
+
+function names(list: readonly string[]): string {
+  const shown = list.slice(0, MAX_NAMES).join(', ');
+  return list.length > MAX_NAMES ? `${shown} and ${list.length - MAX_NAMES} more` : shown;
+}
+
+const nameOf = (n: SlimNode) => n.metadata?.name ?? '';
+const isTainted = (n: SlimNode) => (n.spec?.taints ?? []).some((t) => t.key === TAINT_UNINITIALIZED);
+const ageSeconds = (n: SlimNode, now: Date) => {
+  const created = n.metadata?.creationTimestamp;
+  return created ? Math.max(0, Math.round((now.getTime() - new Date(created).getTime()) / 1000)) : 0;
+};
+
+export function checkApiServer(server: string, version: ServerVersion): CheckResult {
+  return pass('kubeconfig', `the API server at ${server} answers: Kubernetes ${version.gitVersion}`);
+}
+
+export function checkApiServerUnreachable(message: string): CheckResult {
+  return fail(
+    'kubeconfig',
+    message,
+    'fix --kubeconfig / --context (or $KUBECONFIG); `kubectl version` must work first',
+  );
+}
+
+export function checkUninitialized(nodes: readonly SlimNode[], now: Date): CheckResult {
+  const tainted = nodes.filter(isTainted).map((n) => ({ name: nameOf(n), age: ageSeconds(n, now) }));
+  if (tainted.length === 0) return pass('uninitialized', `no Node carries ${TAINT_UNINITIALIZED}`);
+  tainted.sort((a, b) => b.age - a.age);
+  const oldest = tainted[0] as { name: string; age: number };
+  const what = `${tainted.length} Node(s) tainted uninitialized, the oldest for ${age(oldest.age)}: ${names(tainted.map((t) => t.name))}`;
+  if (oldest.age < STUCK_AFTER_SECONDS)
+    return warn('uninitialized', `${what} (new; a cloud controller should take them shortly)`);
+  return fail(
+    'uninitialized',
+    what,
+    "no cloud controller initialised them: see the checks of the controller below, and `ccm nodes list` for each Node's reason",
+  );
+}
+
+export function checkProviderIDs(nodes: readonly SlimNode[]): CheckResult {
+  const missing = nodes.filter((n) => !n.spec?.providerID).map(nameOf);
+  if (missing.length === 0) return pass('provider-id', `every Node (${nodes.length}) has a provider ID`);
+  return fail(
+    'provider-id',
+    `${missing.length} Node(s) without a provider ID: ${names(missing)}`,
+    'the cloud controller sets it from the instance of the same name (`ccm nodes list` says why it cannot), or start the kubelet with --provider-id',
+  );
+}
+
+export function checkForeignProviderIDs(nodes: readonly SlimNode[], scheme: string): CheckResult {
+  const foreign = nodes.filter((n) => {
+    const id = n.spec?.providerID;
+    return id !== undefined && id !== '' && parseProviderID(id)?.scheme !== scheme;
+  });
+  if (foreign.length === 0)
+    return pass('foreign-provider-id', `no Node has a provider ID of another cloud than ${scheme}`);
+  const examples = foreign.slice(0, 2).map((n) => `${nameOf(n)}=${n.spec?.providerID}`);
+  return fail(
+    'foreign-provider-id',
+    `${foreign.length} Node(s) with a provider ID that is not ${scheme}://: ${examples.join(', ')}${foreign.length > 2 ? ', …' : ''}`,
+    'ccm leaves them alone: check --provider, or let the controller of that cloud manage them',
+  );
+}
+
+function flagValue(pod: PodInfo, flag: string): string | undefined {
+  for (const container of pod.spec?.containers ?? []) {
+    for (const arg of [...(container.command ?? []), ...(container.args ?? [])]) {
+      if (arg === `--${flag}`) return '';
+      if (arg.startsWith(`--${flag}=`)) return arg.slice(flag.length + 3);
+    }
+  }
+  return undefined;
+}
+
+export function checkControllerManager(pods: readonly PodInfo[]): CheckResult {
+  if (pods.length === 0) {
+    return warn(
+      'kube-controller-manager',
+      'no kube-controller-manager static Pod in kube-system (component=kube-controller-manager)',
+      'on a cluster without static Pods, check that kube-controller-manager runs with --cloud-provider=external',
+    );
+  }
+  const wrong = pods.filter((p) => flagValue(p, 'cloud-provider') !== 'external');
+  if (wrong.length === 0)
+    return pass('kube-controller-manager', 'kube-controller-manager runs with --cloud-provider=external');
+  const value = flagValue(wrong[0] as PodInfo, 'cloud-provider');
+  return fail(
+    'kube-controller-manager',
+    `kube-controller-manager ${wrong[0]?.metadata?.name} runs ${value === undefined ? 'without --cloud-provider' : `with --cloud-provider=${value}`}`,
+    'add --cloud-provider=external to /etc/kubernetes/manifests/kube-controller-manager.yaml (`ccm cluster prepare` does it)',
+  );
+}
+
+export function checkApiServerFlags(version: ServerVersion, pods: readonly PodInfo[]): CheckResult {
+  const minor = Number.parseInt(version.minor, 10);
+  const withFlag = pods.find((p) => flagValue(p, 'cloud-provider') !== undefined);
+  if (withFlag) {
+    return fail(
+      'kube-apiserver',
+      `kube-apiserver ${withFlag.metadata?.name} has --cloud-provider, removed in Kubernetes 1.33 (it will not start after an upgrade)`,
+      'remove --cloud-provider and --cloud-config from /etc/kubernetes/manifests/kube-apiserver.yaml (`ccm cluster prepare` does it)',
+    );
+  }
+  if (Number(version.major) === 1 && minor < 33) {
+    return warn(
+      'kube-apiserver',
+      `kube-apiserver is ${version.gitVersion}, older than 1.33`,
+      'ccm is tested against 1.33 and later; upgrade the control plane',
+    );
+  }
+  const seen =
+    pods.length > 0 ? 'its static Pod has no --cloud-provider' : 'no static Pod to read its flags from';
+  return pass('kube-apiserver', `kube-apiserver ${version.gitVersion} (≥ 1.33); ${seen}`);
+}
+
+export function checkKubeletsExternal(nodes: readonly SlimNode[]): CheckResult {
+  const notExternal = nodes.filter(
+    (n) =>
+      !n.spec?.providerID &&
+      !isTainted(n) &&
+      n.metadata?.annotations?.[ANNOTATION_PROVIDED_NODE_IP] === undefined,
+  );
+  if (notExternal.length === 0) {
+    return pass(
+      'kubelet-external',
+      'every kubelet registered with --cloud-provider=external (taint, provider ID or provided-node-ip)',
+    );
+  }
+  return fail(
+    'kubelet-external',
+    `${notExternal.length} Node(s) registered without --cloud-provider=external (no uninitialized taint, no provider ID): ${names(notExternal.map(nameOf))}`,
+    'start their kubelets with --cloud-provider=external (`ccm cluster prepare`), then delete the Node objects so they register again',
+  );
+}
+
+export function checkLease(
+  lease: LeaseInfo | undefined,
+  ref: { namespace: string; name: string },
+  now: Date,
+): CheckResult {
+  const where = `Lease ${ref.namespace}/${ref.name}`;
+  const deploy =
+    'deploy a cloud controller: `ccm manifests --provider <cloud> | kubectl apply --server-side -f -`';
+  if (!lease) return fail('controller-lease', `no ${where}: no cloud controller has ever run here`, deploy);
+  if (!lease.holderIdentity)
+    return fail('controller-lease', `${where} has no holder: the controller stopped`, deploy);
+  const duration = lease.leaseDurationSeconds ?? 15;
+  const renewed = lease.renewTime
+    ? Math.round((now.getTime() - Date.parse(lease.renewTime)) / 1000)
+    : undefined;
+  if (renewed === undefined || renewed > duration) {
+    return fail(
+      'controller-lease',
+      `${where} is held by ${lease.holderIdentity} but ${renewed === undefined ? 'never renewed' : `not renewed for ${age(renewed)} (lease ${duration}s)`}`,
+      `its holder is stuck or gone: check its Pod (kubectl -n ${ref.namespace} logs) and the ccm Pods below`,
+    );
+  }
+  return pass(
+    'controller-lease',
+    `${where} held by ${lease.holderIdentity}, renewed ${Math.max(0, renewed)}s ago`,
+  );
+}
+
+/** Why a Pod is not running, in the words an operator needs; undefined when it runs. */
+function podProblem(pod: PodInfo): { message: string; fix: string } | undefined {
+  const name = pod.metadata?.name ?? '';
+  const unschedulable = pod.status?.conditions?.find(
+    (c) => c.type === 'PodScheduled' && c.status === 'False',
+  );
+  if (unschedulable) {
+    const text = unschedulable.message ?? unschedulable.reason ?? 'unschedulable';
+    if (text.includes(TAINT_UNINITIALIZED)) {
+      return {
+        message: `ccm Pod ${name} is Pending: it does not tolerate ${TAINT_UNINITIALIZED}, which only a cloud controller removes (it waits for itself)`,
+        fix: `tolerate ${TAINT_UNINITIALIZED}:NoSchedule in the Deployment (\`ccm manifests\` does)`,
+      };
+    }
+    if (text.includes(TAINT_NOT_READY)) {
+      return {
+        message: `ccm Pod ${name} is Pending: every Node is NotReady (no CNI yet) and it does not tolerate ${TAINT_NOT_READY} — the CNI in turn waits for initialised Nodes (the CCM↔CNI bootstrap deadlock)`,
+        fix: `tolerate ${TAINT_NOT_READY} (NoSchedule and NoExecute) and run with hostNetwork: true (\`ccm manifests\` does both)`,
+      };
+    }
+    return {
+      message: `ccm Pod ${name} is Pending: ${text.split('\n')[0]}`,
+      fix: 'make a Node schedulable for it (taints, resources, anti-affinity: `kubectl describe pod`)',
+    };
+  }
+  const waiting = pod.status?.containerStatuses?.find((c) => c.state?.waiting)?.state?.waiting;
+  if (waiting && /cni|network (plugin )?(is )?not ready|NetworkPluginNotReady/i.test(waiting.message ?? '')) {
+    return {
+      message: `ccm Pod ${name} cannot start: it waits for the pod network (CNI), which waits for initialised Nodes (the CCM↔CNI bootstrap deadlock)`,
+      fix: 'run the ccm Pods with hostNetwork: true (`ccm manifests` does)',
+    };
+  }
+  if (pod.status?.phase !== 'Running') {
+    const detail = waiting?.reason
+      ? ` (${waiting.reason}${waiting.message ? `: ${waiting.message.split('\n')[0]}` : ''})`
+      : '';
+    return {
+      message: `ccm Pod ${name} is ${pod.status?.phase ?? 'Unknown'}${detail}`,
+      fix: `\`kubectl -n ${pod.metadata?.namespace} describe pod ${name}\` and its logs say why`,
+    };
+  }
+  return undefined;
+}
+
+export function checkControllerPods(
+  pods: readonly PodInfo[],
+  namespace: string,
+  leaseHealthy: boolean,
+): CheckResult {
+  if (pods.length === 0) {
+    if (leaseHealthy) {
+      return warn('controller-pods', `no ccm Pods in ${namespace} (the Lease holder runs elsewhere)`);
+    }
+    return fail(
+      'controller-pods',
+      `no ccm Pods (app.kubernetes.io/name=ccm) in ${namespace}`,
+      'deploy them: `ccm manifests --provider <cloud> | kubectl apply --server-side -f -`',
+    );
+  }
+  const problems = pods.map(podProblem).filter((p) => p !== undefined);
+  const first = problems[0];
+  if (first) {
+    return fail(
+      'controller-pods',
+      problems.length > 1
+        ? `${first.message} (and ${problems.length - 1} more Pod(s) not running)`
+        : first.message,
+      first.fix,
+    );
+  }
+  return pass('controller-pods', `${pods.length} ccm Pod(s) running in ${namespace}`);
+}
+
+export function checkSecret(
+  schema: CredentialSchema,
+  ref: { namespace: string; name: string },
+  secret: Readonly<Record<string, string>> | undefined,
+  readError?: string,
+): CheckResult {
+  const where = `Secret ${ref.namespace}/${ref.name}`;
+  const keys = schema.fields.filter((f) => f.secretKey && f.required).map((f) => f.secretKey as string);
+  const literal = keys.map((k) => `--from-literal=${k}=…`).join(' ');
+  const create = `kubectl -n ${ref.namespace} create secret generic ${ref.name} ${literal}`.trim();
+  if (readError) return fail('credentials-secret', readError, create);
+  if (!secret) return fail('credentials-secret', `${where} does not exist`, `create it: ${create}`);
+  const missing = keys.filter((k) => !secret[k]?.trim());
+  if (missing.length > 0) {
+    return fail(
+      'credentials-secret',
+      `${where} lacks the key(s) ${missing.join(', ')}`,
+      `add them: kubectl -n ${ref.namespace} patch secret ${ref.name} --type merge -p '{"stringData":{"${missing[0]}":"…"}}'`,
+    );
+  }
+  return pass(
+    'credentials-secret',
+    `${where} has ${keys.length > 0 ? keys.join(', ') : "the provider's keys"}`,
+  );
+}
+
+export function checkCredentials(outcome: { ok: string } | { error: string }, where: string): CheckResult {
+  if ('ok' in outcome) return pass('cloud-credentials', `the cloud accepts the credentials: ${outcome.ok}`);
+  return fail(
+    'cloud-credentials',
+    `the cloud refuses the credentials: ${outcome.error}`,
+    `put valid credentials in ${where}`,
+  );
+}
+
+export interface AccessVerdict {
+  /** e.g. "patch nodes/status" or "get secrets digitalocean in kube-system". */
+  what: string;
+  allowed: boolean;
+}
+
+export function checkRbacNeeded(verdicts: readonly AccessVerdict[], serviceAccount: string): CheckResult {
+  const denied = verdicts.filter((v) => !v.allowed).map((v) => v.what);
+  if (denied.length === 0) {
+    return pass('rbac', `ServiceAccount ${serviceAccount} may do all ${verdicts.length} things ccm needs`);
+  }
+  return fail(
+    'rbac',
+    `ServiceAccount ${serviceAccount} may not: ${names(denied)}`,
+    'apply the RBAC of `ccm manifests --provider <cloud>` (ClusterRole system:ccm, Roles ccm:leader-election and ccm:credentials)',
+  );
+}
+
+export function checkRbacSecrets(verdicts: readonly AccessVerdict[], serviceAccount: string): CheckResult {
+  const allowed = verdicts.filter((v) => v.allowed).map((v) => v.what);
+  if (allowed.length === 0)
+    return pass('rbac-secrets', `ServiceAccount ${serviceAccount} reads no Secret but its own`);
+  return fail(
+    'rbac-secrets',
+    `ServiceAccount ${serviceAccount} may ${names(allowed)}: more than its own Secret`,
+    'grant it only `get` on its credentials Secret by name (the Role ccm:credentials of `ccm manifests`); remove the broader binding',
+  );
+}
+
+export function checkListing(
+  nodes: readonly SlimNode[],
+  scheme: string,
+  listing: { instances: readonly Instance[] } | { error: string },
+  account: string,
+): CheckResult {
+  if ('error' in listing) {
+    return fail(
+      'cloud-listing',
+      `listing the cloud's instances failed: ${listing.error}`,
+      'fix the credentials or the API URL',
+    );
+  }
+  const ours = nodes.filter((n) => {
+    const id = n.spec?.providerID;
+    return !id || parseProviderID(id)?.scheme === scheme;
+  });
+  const index = new InstanceIndex(listing.instances);
+  const found = ours.filter((n) =>
+    n.spec?.providerID ? index.byProviderID(n.spec.providerID) : index.byNodeName(nameOf(n)),
+  );
+  const count = `${listing.instances.length} instance(s)`;
+  if (ours.length === 0) return pass('cloud-listing', `the cloud lists ${count}; no Node to match`);
+  if (found.length === 0) {
+    return fail(
+      'cloud-listing',
+      `the cloud listing (${count}) contains none of the ${ours.length} Node(s): these credentials see another project, region or account`,
+      `use credentials of the cluster's own project / region / account${account ? ` (${account})` : ''}`,
+    );
+  }
+  if (found.length < ours.length) {
+    const missing = ours.filter((n) => !found.includes(n)).map(nameOf);
+    return warn(
+      'cloud-listing',
+      `${ours.length - found.length} of ${ours.length} Node(s) not in the cloud listing: ${names(missing)}`,
+      '`ccm nodes list` says why for each',
+    );
+  }
+  return pass('cloud-listing', `the cloud listing (${count}) contains all ${ours.length} Node(s)`);
+}

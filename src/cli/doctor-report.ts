@@ -1,0 +1,28 @@
+import type { DoctorResult } from './doctor.js';
+import type { CheckResult, CheckStatus } from './doctor-checks.js';
+import { defineReport, type Report, type Tone } from './output/report.js';
+import { plural } from './output/text.js';
+
+const MARK: Record<CheckStatus, string> = { pass: '✓', fail: '✗', warn: '!' };
+const TONE: Record<CheckStatus, Tone> = { pass: 'ok', fail: 'failed', warn: 'warning' };
+
+/** `ccm doctor`: one row per check (✓ / ✗ / !), with its fix; exit 1 when any check failed. */
+export function doctorReport(result: DoctorResult): Report<CheckResult> {
+  const passed = result.checks.length - result.failed - result.warnings;
+  return defineReport<CheckResult>({
+    data: result,
+    kind: 'check',
+    noun: ['check', 'checks'],
+    rows: result.checks,
+    name: (c) => c.id,
+    tone: (c) => TONE[c.status],
+    columns: [
+      { header: ' ', key: 'status', value: (c) => MARK[c.status], toned: true, give: 'last' },
+      { header: 'CHECK', value: (c) => c.id, give: 'last' },
+      { header: 'RESULT', value: (c) => c.message, give: 'first' },
+      { header: 'FIX', value: (c) => c.fix, blank: '', give: 'first' },
+    ],
+    summary: `${plural(result.checks.length, ['check', 'checks'])}: ${passed} passed, ${result.failed} failed, ${plural(result.warnings, 'warning')}`,
+    failed: result.failed > 0,
+  });
+}

@@ -1,0 +1,242 @@
+import { selectControllers } from '../controllers/manager.js';
+import {
+  type AccessRequest,
+  listPods,
+  readLease,
+  serverVersion,
+  serviceAccountMay,
+} from '../kube/diagnostics.js';
+import { KubeApiError } from '../kube/errors.js';
+import { loadKubeAuth } from '../kube/lean-config.js';
+import { createNodeClient } from '../kube/nodes.js';
+import { readSecret } from '../kube/secrets.js';
+import { KubeTransport } from '../kube/transport.js';
+import { loadProvider } from '../providers/registry.js';
+import type { Provider, ProviderDefinition } from '../providers/types.js';
+import {
+  type AccessVerdict,
+  type CheckResult,
+  checkApiServer,
+  checkApiServerFlags,
+  checkApiServerUnreachable,
+  checkControllerManager,
+  checkControllerPods,
+  checkCredentials,
+  checkForeignProviderIDs,
+  checkKubeletsExternal,
+  checkLease,
+  checkListing,
+  checkProviderIDs,
+  checkRbacNeeded,
+  checkRbacSecrets,
+  checkSecret,
+  checkUninitialized,
+} from './doctor-checks.js';
+import { oneLine } from './errors.js';
+import { clusterRules } from './manifests.js';
+import { parseSecretRef, providerFromFlags } from './provider-config.js';
+
+/** `ccm doctor`: reads the cluster (and the cloud, with --provider) once, and checks it end to end. */
+
+export interface DoctorInput {
+  kubeconfig?: string;
+  context?: string;
+  provider?: string;
+  'cloud-config'?: string;
+  'cloud-api-url'?: string;
+  'credentials-secret'?: string;
+  namespace: string;
+  lease: string;
+  'service-account': string;
+  controllers: string;
+  env: Readonly<Record<string, string | undefined>>;
+  now?: () => Date;
+}
+
+export interface DoctorResult {
+  checks: CheckResult[];
+  failed: number;
+  warnings: number;
+}
+
+const CCM_POD_SELECTOR = 'app.kubernetes.io/name=ccm,app.kubernetes.io/component=controller';
+
+function resultOf(checks: CheckResult[]): DoctorResult {
+  return {
+    checks,
+    failed: checks.filter((c) => c.status === 'fail').length,
+    warnings: checks.filter((c) => c.status === 'warn').length,
+  };
+}
+
+export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
+  const now = input.now?.() ?? new Date();
+  const definition = input.provider ? await loadProvider(input.provider) : undefined;
+  const secretRef = input['credentials-secret']
+    ? parseSecretRef(input['credentials-secret'])
+    : definition?.credentials.secretName
+      ? { namespace: 'kube-system', name: definition.credentials.secretName }
+      : undefined;
+  const auth = await loadKubeAuth({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
+  const http = new KubeTransport(auth);
+  try {
+    let version: Awaited<ReturnType<typeof serverVersion>>;
+    try {
+      version = await serverVersion(http);
+    } catch (err) {
+      return resultOf([checkApiServerUnreachable(oneLine(err))]);
+    }
+    const sa = { namespace: input.namespace, name: input['service-account'] };
+    const leaseRef = { namespace: input.namespace, name: input.lease };
+    const [nodes, kcm, apiservers, lease, ccmPods, secret, access] = await Promise.all([
+      createNodeClient(http).listNodes(),
+      listPods(http, 'kube-system', 'component=kube-controller-manager'),
+      listPods(http, 'kube-system', 'component=kube-apiserver'),
+      readLease(http, leaseRef.namespace, leaseRef.name),
+      listPods(http, input.namespace, CCM_POD_SELECTOR),
+      secretRef ? readSecretOutcome(http, secretRef) : Promise.resolve(undefined),
+      reviewAccess(http, sa, input, secretRef),
+    ]);
+    const checks: CheckResult[] = [
+      checkApiServer(http.server, version),
+      checkUninitialized(nodes, now),
+      checkProviderIDs(nodes),
+    ];
+    if (definition) checks.push(checkForeignProviderIDs(nodes, definition.providerIdScheme));
+    checks.push(
+      checkControllerManager(kcm),
+      checkApiServerFlags(version, apiservers),
+      checkKubeletsExternal(nodes),
+    );
+    const leaseCheck = checkLease(lease, leaseRef, now);
+    checks.push(leaseCheck, checkControllerPods(ccmPods, input.namespace, leaseCheck.status === 'pass'));
+    const saName = `${sa.namespace}/${sa.name}`;
+    checks.push(checkRbacNeeded(access.needed, saName), checkRbacSecrets(access.secrets, saName));
+    if (!definition) {
+      checks.push({
+        id: 'cloud',
+        status: 'warn',
+        message: 'no --provider: credentials and the cloud listing are not checked',
+        fix: 'pass --provider (and its credentials) to check the cloud too',
+      });
+      return resultOf(checks);
+    }
+    if (secretRef && secret) {
+      checks.push(checkSecret(definition.credentials, secretRef, secret.data, secret.error));
+    }
+    checks.push(...(await cloudChecks(definition, input, nodes, secretRef, secret?.data)));
+    return resultOf(checks);
+  } finally {
+    await http.close();
+  }
+}
+
+async function readSecretOutcome(
+  http: KubeTransport,
+  ref: { namespace: string; name: string },
+): Promise<{ data?: Record<string, string>; error?: string }> {
+  try {
+    return { data: (await readSecret(http, ref.namespace, ref.name)).data };
+  } catch (err) {
+    if (err instanceof KubeApiError && err.status === 404) return {};
+    return { error: oneLine(err) };
+  }
+}
+
+async function cloudChecks(
+  definition: ProviderDefinition,
+  input: DoctorInput,
+  nodes: Parameters<typeof checkListing>[0],
+  secretRef: { namespace: string; name: string } | undefined,
+  secret: Record<string, string> | undefined,
+): Promise<CheckResult[]> {
+  const where = secretRef
+    ? `Secret ${secretRef.namespace}/${secretRef.name}`
+    : `the environment / --cloud-config of ${definition.name}`;
+  let provider: Provider;
+  try {
+    provider = await providerFromFlags(input, input.env, undefined, secret);
+  } catch (err) {
+    return [checkCredentials({ error: oneLine(err) }, where)];
+  }
+  const [verified, listing] = await Promise.all([
+    provider.verifyCredentials
+      ? provider.verifyCredentials().then(
+          (ok) => ({ ok }),
+          (err: unknown) => ({ error: oneLine(err) }),
+        )
+      : Promise.resolve(undefined),
+    provider.instances.list().then(
+      (instances) => ({ instances }),
+      (err: unknown) => ({ error: oneLine(err) }),
+    ),
+  ]);
+  const checks: CheckResult[] = [];
+  if (verified) checks.push(checkCredentials(verified, where));
+  if (verified && 'error' in verified) return checks; // the listing would only repeat the refusal
+  checks.push(
+    checkListing(
+      nodes,
+      definition.providerIdScheme,
+      listing,
+      verified && 'ok' in verified ? verified.ok : '',
+    ),
+  );
+  return checks;
+}
+
+function describe(r: AccessRequest): string {
+  const resource = r.subresource ? `${r.resource}/${r.subresource}` : r.resource;
+  const name = r.name ? ` ${r.name}` : '';
+  const ns = r.namespace ? ` in ${r.namespace}` : r.name ? '' : ' (all namespaces)';
+  return `${r.verb} ${resource}${name}${ns}`;
+}
+
+/** One SubjectAccessReview per verb of every rule `ccm manifests` grants, and the Secret verbs it must not have. */
+async function reviewAccess(
+  http: KubeTransport,
+  sa: { namespace: string; name: string },
+  input: DoctorInput,
+  secretRef: { namespace: string; name: string } | undefined,
+): Promise<{ needed: AccessVerdict[]; secrets: AccessVerdict[] }> {
+  const needed: AccessRequest[] = [];
+  for (const rule of clusterRules(selectControllers(input.controllers).enabled)) {
+    for (const group of rule.apiGroups)
+      for (const full of rule.resources)
+        for (const verb of rule.verbs)
+          for (const name of rule.resourceNames ?? [undefined]) {
+            const [resource = '', subresource] = full.split('/');
+            needed.push({
+              verb,
+              group,
+              resource,
+              ...(subresource ? { subresource } : {}),
+              ...(name ? { name } : {}),
+            });
+          }
+  }
+  const leases = { group: 'coordination.k8s.io', resource: 'leases', namespace: sa.namespace };
+  needed.push(
+    { ...leases, verb: 'create' },
+    { ...leases, verb: 'get', name: input.lease },
+    { ...leases, verb: 'update', name: input.lease },
+  );
+  if (secretRef) needed.push({ verb: 'get', group: '', resource: 'secrets', ...secretRef });
+  const forbidden: AccessRequest[] = [
+    ...['get', 'list', 'watch'].map((verb) => ({ verb, group: '', resource: 'secrets' })),
+    ...(secretRef
+      ? ['list', 'watch', 'update', 'patch', 'delete'].map((verb) => ({
+          verb,
+          group: '',
+          resource: 'secrets',
+          namespace: secretRef.namespace,
+        }))
+      : []),
+  ];
+  const review = (requests: AccessRequest[]) =>
+    Promise.all(
+      requests.map(async (r) => ({ what: describe(r), allowed: await serviceAccountMay(http, sa, r) })),
+    );
+  const [neededVerdicts, secretVerdicts] = await Promise.all([review(needed), review(forbidden)]);
+  return { needed: neededVerdicts, secrets: secretVerdicts };
+}

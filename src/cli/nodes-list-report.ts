@@ -1,0 +1,67 @@
+import { age } from './age.js';
+import type { NodeRow, NodeStatus, NodesListResult } from './nodes-list.js';
+import { defineReport, type Report, type Tone } from './output/report.js';
+import { plural } from './output/text.js';
+
+const NOUN = ['Node', 'Nodes'] as const;
+
+const TONE: Record<NodeStatus, Tone> = {
+  ok: 'ok',
+  // Another cloud's Node: listed, as every Node is, but nothing to do here.
+  skipped: 'ok',
+  pending: 'warning',
+  stale: 'warning',
+  failed: 'failed',
+};
+
+const ORDER: NodeStatus[] = ['ok', 'pending', 'stale', 'failed', 'skipped'];
+
+/** `ccm nodes list`: every Node is a row (a listing, not a change: nothing is hidden as unchanged). */
+export function nodesListReport(result: NodesListResult): Report<NodeRow> {
+  const counts = ORDER.map((s) => [s, result.nodes.filter((n) => n.status === s).length] as const)
+    .filter(([, n]) => n > 0)
+    .map(([s, n]) => `${n.toLocaleString('en')} ${s}`);
+  const summary =
+    `${plural(result.nodes.length, NOUN)}${counts.length > 0 ? `: ${counts.join(', ')}` : ''}; ` +
+    `${plural(result.cloudInstances, `${result.provider} instance`)}, ` +
+    `${plural(result.kubeReads, 'Kubernetes read')}, ${plural(result.cloudCalls, 'cloud call')}, ` +
+    `${(result.durationMs / 1000).toFixed(1)}s`;
+  const orphans = result.orphans
+    ? [
+        `Cloud instances no Node claims: ${result.orphans.length}${result.orphans.length > 0 ? ':' : ''}`,
+        ...result.orphans.map(
+          (o) => `  ${o.name} ${o.providerID} (${o.state}${o.type ? `, ${o.type}` : ''})`,
+        ),
+      ]
+    : [];
+  return defineReport<NodeRow>({
+    data: result,
+    kind: 'node',
+    noun: NOUN,
+    rows: result.nodes,
+    name: (n) => n.node,
+    tone: (n) => TONE[n.status],
+    columns: [
+      { header: 'NODE', value: (n) => n.node, give: 'last' },
+      { header: 'PROVIDER ID', key: 'providerID', value: (n) => n.providerID, blank: '<none>', wide: true },
+      { header: 'INSTANCE', value: (n) => n.instance?.name, blank: '<none>' },
+      { header: 'STATE', value: (n) => n.instance?.state },
+      { header: 'TYPE', value: (n) => n.instance?.type, wide: true },
+      { header: 'ZONE', value: (n) => n.instance?.zone, wide: true },
+      { header: 'INITIALISED', value: (n) => (n.initialized ? 'yes' : 'no') },
+      {
+        header: 'TAINTED FOR',
+        key: 'tainted_for',
+        value: (n) => (n.taintAgeSeconds === undefined ? undefined : age(n.taintAgeSeconds)),
+      },
+      { header: 'STATUS', value: (n) => n.status, toned: true, give: 'last' },
+      { header: 'REASON', value: (n) => n.reason, blank: '', give: 'first' },
+      { header: 'FIX', value: (n) => n.fix, blank: '', give: 'first' },
+    ],
+    summary,
+    notes: orphans,
+    errors: result.listingError ? [result.listingError] : [],
+    // A listing that was made is a success; the rows say which Nodes need care.
+    failed: false,
+  });
+}

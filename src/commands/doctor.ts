@@ -1,0 +1,40 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../cli/base-command.js';
+import type { CheckResult } from '../cli/doctor-checks.js';
+import type { Report } from '../cli/output/report.js';
+
+export default class Doctor extends BaseCommand {
+  static override summary =
+    'Check a cluster end to end for an external cloud controller, and say how to fix each problem';
+  static override description = [
+    "One row per check (✓ pass, ✗ fail, ! warning) with the fix of each failure: the kubeconfig and API server version; Nodes tainted uninitialized and for how long; Nodes without a provider ID or with another cloud's; kube-controller-manager with --cloud-provider=external; kube-apiserver 1.33+ without --cloud-provider; kubelets registered external; the controller's Lease and Pods (and the CCM↔CNI bootstrap deadlock); the credentials Secret, its keys and whether the cloud accepts them (one call); the ServiceAccount's RBAC (one SubjectAccessReview per rule verb); whether the cloud listing holds the cluster's instances. Writes nothing.",
+    'Exit status: 0 no check failed, 1 some check failed, 2 usage or configuration error.',
+  ].join('\n\n');
+  static override examples = [
+    '<%= config.bin %> doctor --provider digitalocean',
+    '<%= config.bin %> doctor --provider cloudlycke --cloud-config inventory.yaml -o wide',
+  ];
+  static override flags = {
+    namespace: Flags.string({
+      description: "Namespace of ccm's Deployment, Lease and ServiceAccount",
+      default: 'kube-system',
+    }),
+    lease: Flags.string({
+      description: 'Name of the leader-election Lease',
+      default: 'cloud-controller-manager',
+    }),
+    'service-account': Flags.string({ description: "ccm's ServiceAccount (in --namespace)", default: 'ccm' }),
+    controllers: Flags.string({ description: 'Controllers ccm runs (their RBAC is checked)', default: '*' }),
+    'credentials-secret': Flags.string({
+      description:
+        "Secret (namespace/name) with the provider's credentials; default: the official controller's",
+    }),
+  };
+
+  async run(): Promise<Report<CheckResult>> {
+    const { flags } = await this.parse(Doctor);
+    const { runDoctor } = await import('../cli/doctor.js');
+    const { doctorReport } = await import('../cli/doctor-report.js');
+    return doctorReport(await runDoctor({ ...flags, env: process.env }));
+  }
+}

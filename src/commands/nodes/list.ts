@@ -1,0 +1,34 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.js';
+import type { NodeRow } from '../../cli/nodes-list.js';
+import type { Report } from '../../cli/output/report.js';
+
+export default class NodesList extends BaseCommand {
+  static override summary = 'List every Node beside its cloud instance, and why a Node is not initialised';
+  static override description = [
+    "One table: each Node, its provider ID, its cloud instance (name, state, type, zone), whether it is initialised, how long it has carried the uninitialized taint and, for each Node that is not as it should be, the reason and the fix. The verdict is `ccm nodes init --dry-run`'s own plan. Reads: one Node listing and one cloud listing; writes nothing.",
+    'Exit status: 0 listed, 2 usage or configuration error.',
+  ].join('\n\n');
+  static override examples = [
+    '<%= config.bin %> nodes list --provider digitalocean',
+    '<%= config.bin %> nodes list --provider cloudlycke --cloud-config inventory.yaml -o wide --show-orphans',
+  ];
+  static override flags = {
+    'show-orphans': Flags.boolean({
+      description: 'Also list cloud instances that no Node claims',
+      default: false,
+    }),
+    'credentials-secret': Flags.string({
+      description: "Read the provider's credentials from this Secret (namespace/name)",
+    }),
+  };
+
+  async run(): Promise<Report<NodeRow>> {
+    const { flags } = await this.parse(NodesList);
+    const { runNodesList } = await import('../../cli/nodes-list.js');
+    const { nodesListReport } = await import('../../cli/nodes-list-report.js');
+    return nodesListReport(
+      await runNodesList({ ...flags, showOrphans: flags['show-orphans'], env: process.env }),
+    );
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * The read-only Kubernetes calls of `ccm doctor`: the server version, Pods by label, one Lease, and
+ * SubjectAccessReviews. Plain JSON as the server sends it; nothing here writes an object.
+ */
+import { KubeApiError } from './errors.js';
+import type { KubeTransport } from './transport.js';
+
+export interface ServerVersion {
+  gitVersion: string;
+  major: string;
+  minor: string;
+}
+
+export interface PodCondition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+}
+
+export interface PodInfo {
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    creationTimestamp?: string;
+  };
+  spec?: {
+    nodeName?: string;
+    hostNetwork?: boolean;
+    containers?: { name: string; command?: string[]; args?: string[] }[];
+  };
+  status?: {
+    phase?: string;
+    conditions?: PodCondition[];
+    containerStatuses?: {
+      name: string;
+      ready?: boolean;
+      state?: { waiting?: { reason?: string; message?: string } };
+    }[];
+  };
+}
+
+export interface LeaseInfo {
+  holderIdentity?: string;
+  leaseDurationSeconds?: number;
+  renewTime?: string;
+}
+
+export interface AccessRequest {
+  verb: string;
+  resource: string;
+  group: string;
+  subresource?: string;
+  namespace?: string;
+  name?: string;
+}
+
+export async function serverVersion(http: KubeTransport): Promise<ServerVersion> {
+  return http.request<ServerVersion>({ method: 'GET', path: '/version', timeoutMs: 10_000 });
+}
+
+export async function listPods(http: KubeTransport, namespace: string, selector: string): Promise<PodInfo[]> {
+  const list = await http.request<{ items?: PodInfo[] }>({
+    method: 'GET',
+    path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods?labelSelector=${encodeURIComponent(selector)}`,
+  });
+  return list.items ?? [];
+}
+
+/** The Lease's spec, or undefined when there is none. */
+export async function readLease(
+  http: KubeTransport,
+  namespace: string,
+  name: string,
+): Promise<LeaseInfo | undefined> {
+  try {
+    const lease = await http.request<{ spec?: LeaseInfo }>({
+      method: 'GET',
+      path: `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases/${encodeURIComponent(name)}`,
+    });
+    return lease.spec ?? {};
+  } catch (err) {
+    if (err instanceof KubeApiError && err.status === 404) return undefined;
+    throw err;
+  }
+}
+
+/** Whether a ServiceAccount may do this (a SubjectAccessReview: the API server's own RBAC answer). */
+export async function serviceAccountMay(
+  http: KubeTransport,
+  serviceAccount: { namespace: string; name: string },
+  request: AccessRequest,
+): Promise<boolean> {
+  const { namespace, name } = serviceAccount;
+  const review = await http.request<{ status?: { allowed?: boolean } }>({
+    method: 'POST',
+    path: '/apis/authorization.k8s.io/v1/subjectaccessreviews',
+    body: {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SubjectAccessReview',
+      spec: {
+        user: `system:serviceaccount:${namespace}:${name}`,
+        groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
+        resourceAttributes: {
+          verb: request.verb,
+          group: request.group,
+          resource: request.resource,
+          ...(request.subresource ? { subresource: request.subresource } : {}),
+          ...(request.namespace ? { namespace: request.namespace } : {}),
+          ...(request.name ? { name: request.name } : {}),
+        },
+      },
+    },
+  });
+  return review.status?.allowed === true;
+}

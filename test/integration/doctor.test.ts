@@ -1,0 +1,368 @@
+/**
+ * `ccm doctor` against a real kube-apiserver and the DigitalOcean simulator. A healthy cluster is
+ * arranged before each test: the RBAC and Deployment of `ccm manifests`, the credentials Secret, a
+ * renewed Lease, a running ccm Pod and the kubeadm static Pods (the test server has no scheduler nor
+ * kubelet, so Pod status is written here as they would), and Nodes initialised from droplets. Each test
+ * then breaks one thing and expects the matching ✗ line and its fix.
+ */
+
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  CoreV1Api,
+  KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  PatchStrategy,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
+import { createNodes, deleteAllNodes } from '../controlplane/fixtures.js';
+import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { ccm } from '../helpers/cli.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const NS = 'kube-system';
+const FIELD_MANAGER = 'ccm-test';
+
+let cp: ControlPlane;
+let sim: DigitalOceanSimulator;
+let core: CoreV1Api;
+let objects: KubernetesObjectApi;
+let manifests: KubernetesObject[];
+
+const apply = <T extends KubernetesObject>(obj: T) =>
+  objects.patch(obj, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+
+const microTime = (d: Date) => d.toISOString().replace('Z', '000Z');
+
+function pod(name: string, labels: Record<string, string>, command: string[]): V1Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: NS, labels },
+    spec: {
+      // No ServiceAccount controller here to make kube-system/default: ccm's own exists (manifests).
+      serviceAccountName: 'ccm',
+      automountServiceAccountToken: false,
+      containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10', command }],
+    },
+  };
+}
+
+/** Creates (or replaces) a Pod and writes its status, as the scheduler and kubelet would. */
+async function podWithStatus(body: V1Pod, status: V1Pod['status']): Promise<void> {
+  const name = body.metadata?.name as string;
+  await core.deleteNamespacedPod({ name, namespace: NS, gracePeriodSeconds: 0 }).catch(() => undefined);
+  for (let i = 0; i < 50; i++) {
+    const left = await core.listNamespacedPod({ namespace: NS, fieldSelector: `metadata.name=${name}` });
+    if (left.items.length === 0) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const created = await core.createNamespacedPod({ namespace: NS, body });
+  await core.replaceNamespacedPodStatus({ name, namespace: NS, body: { ...created, status } });
+}
+
+const running: V1Pod['status'] = {
+  phase: 'Running',
+  conditions: [
+    { type: 'PodScheduled', status: 'True' },
+    { type: 'Ready', status: 'True' },
+  ],
+  containerStatuses: [
+    {
+      name: 'main',
+      ready: true,
+      restartCount: 0,
+      image: 'pause',
+      imageID: '',
+      state: { running: { startedAt: new Date() } },
+    },
+  ],
+};
+
+const CCM_LABELS = { 'app.kubernetes.io/name': 'ccm', 'app.kubernetes.io/component': 'controller' };
+
+async function renewLease(holder = 'ccm-abc_1234') {
+  await apply({
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: { name: 'cloud-controller-manager', namespace: NS },
+    spec: { holderIdentity: holder, leaseDurationSeconds: 15, renewTime: microTime(new Date()) },
+  } as KubernetesObject);
+}
+
+async function healthy(): Promise<void> {
+  sim.reset();
+  await deleteAllNodes(core);
+  for (const obj of manifests) await apply(structuredClone(obj));
+  await apply({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'digitalocean', namespace: NS },
+    stringData: { 'access-token': sim.token },
+  } as KubernetesObject);
+  await renewLease();
+  await podWithStatus(pod('ccm-5d9f-abcde', CCM_LABELS, ['ccm', 'run']), running);
+  await podWithStatus(
+    pod('kube-controller-manager-cp1', { component: 'kube-controller-manager', tier: 'control-plane' }, [
+      'kube-controller-manager',
+      '--cloud-provider=external',
+      '--leader-elect=true',
+    ]),
+    running,
+  );
+  await podWithStatus(
+    pod('kube-apiserver-cp1', { component: 'kube-apiserver', tier: 'control-plane' }, [
+      'kube-apiserver',
+      '--secure-port=6443',
+    ]),
+    running,
+  );
+  const [a, b] = sim.addDroplets(
+    { name: 'worker-1', privateIP: '10.114.0.2' },
+    { name: 'worker-2', privateIP: '10.114.0.3' },
+  );
+  await createNodes(core, [
+    { name: 'worker-1', providerID: `digitalocean://${a?.id}`, tainted: false },
+    { name: 'worker-2', providerID: `digitalocean://${b?.id}`, tainted: false },
+  ]);
+}
+
+async function doctor(...extra: string[]) {
+  const run = await ccm([
+    'doctor',
+    '--provider',
+    'digitalocean',
+    '--kubeconfig',
+    cp.kubeconfigPath,
+    '--cloud-api-url',
+    sim.url,
+    '-o',
+    'wide',
+    ...extra,
+  ]);
+  return { ...run, lines: run.stdout.split('\n') };
+}
+
+/** The ✗ row (-o wide: nothing cut) that contains `text`; its FIX column is on the same line. */
+function failure(lines: string[], text: string): { line: string; fix: string } {
+  const line = lines.find((l) => l.startsWith('✗') && l.includes(text));
+  if (!line) throw new Error(`no ✗ line with "${text}" in:\n${lines.join('\n')}`);
+  return { line, fix: line.slice(line.indexOf(text) + text.length) };
+}
+
+beforeAll(async () => {
+  [cp, sim] = await Promise.all([startControlPlane(), DigitalOceanSimulator.start()]);
+  const kc = new KubeConfig();
+  kc.loadFromFile(cp.kubeconfigPath);
+  kc.setCurrentContext('fixtures');
+  core = kc.makeApiClient(CoreV1Api);
+  objects = KubernetesObjectApi.makeApiClient(kc);
+  const printed = await ccm(['manifests', '--provider', 'digitalocean']);
+  expect(printed.exitCode).toBe(0);
+  manifests = parseAllDocuments(printed.stdout).map((d) => d.toJS() as KubernetesObject);
+});
+afterAll(async () => {
+  await Promise.all([cp?.stop(), sim?.stop()]);
+});
+beforeEach(healthy);
+afterEach(() => {
+  expect(sim.takeViolations()).toEqual([]);
+});
+
+describe('ccm doctor', () => {
+  it('passes every check on a healthy cluster, exit 0', async () => {
+    const run = await doctor();
+    expect(run.stderr).toBe('');
+    const marks = run.lines.filter((l) => /^[✓✗!] /.test(l));
+    expect(marks.filter((l) => !l.startsWith('✓'))).toEqual([]);
+    expect(marks.length).toBe(14);
+    expect(run.stdout).toContain('Kubernetes v1.');
+    expect(run.stdout).toContain('Lease kube-system/cloud-controller-manager held by ccm-abc_1234');
+    expect(run.stdout).toContain('the cloud accepts the credentials: DigitalOcean account');
+    expect(run.exitCode).toBe(0);
+    // The credentials check is one call; the listing is the other.
+    expect(sim.requests.map((r) => `${r.method} ${r.url.split('?')[0]}`).sort()).toEqual([
+      'GET /v2/account',
+      'GET /v2/droplets',
+    ]);
+  });
+
+  it('--json: every check with its status and fix, and no secret in it', async () => {
+    const run = await ccm([
+      'doctor',
+      '--provider',
+      'digitalocean',
+      '--kubeconfig',
+      cp.kubeconfigPath,
+      '--cloud-api-url',
+      sim.url,
+      '--json',
+    ]);
+    const report = JSON.parse(run.stdout) as { checks: { id: string; status: string }[]; failed: number };
+    expect(report.failed).toBe(0);
+    expect(report.checks.map((c) => c.id)).toContain('rbac');
+    expect(run.stdout).not.toContain(sim.token);
+  });
+
+  it('no controller: no Lease', async () => {
+    await objects.delete({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: 'cloud-controller-manager', namespace: NS },
+    });
+    const run = await doctor();
+    const { line, fix } = failure(run.lines, 'no Lease kube-system/cloud-controller-manager');
+    expect(line).toContain('no cloud controller has ever run here');
+    expect(fix).toContain('ccm manifests --provider');
+    expect(run.exitCode).toBe(1);
+  });
+
+  it('a Lease its holder stopped renewing', async () => {
+    await apply({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: 'cloud-controller-manager', namespace: NS },
+      spec: {
+        holderIdentity: 'ccm-abc_1234',
+        leaseDurationSeconds: 15,
+        renewTime: microTime(new Date(Date.now() - 120_000)),
+      },
+    } as KubernetesObject);
+    const run = await doctor();
+    expect(failure(run.lines, 'held by ccm-abc_1234 but not renewed for').fix).toContain(
+      'its holder is stuck',
+    );
+    expect(run.exitCode).toBe(1);
+  });
+
+  it('a Pending ccm Pod because of the uninitialized taint, and the CNI deadlock', async () => {
+    await objects.delete({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: 'cloud-controller-manager', namespace: NS },
+    });
+    const pending = (message: string): V1Pod['status'] => ({
+      phase: 'Pending',
+      conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message }],
+    });
+    await podWithStatus(
+      pod('ccm-5d9f-abcde', CCM_LABELS, ['ccm', 'run']),
+      pending(
+        '0/3 nodes are available: 3 node(s) had untolerated taint {node.cloudprovider.kubernetes.io/uninitialized: true}. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.',
+      ),
+    );
+    let run = await doctor();
+    let found = failure(
+      run.lines,
+      'ccm Pod ccm-5d9f-abcde is Pending: it does not tolerate node.cloudprovider.kubernetes.io/uninitialized',
+    );
+    expect(found.fix).toContain('tolerate node.cloudprovider.kubernetes.io/uninitialized:NoSchedule');
+    expect(run.exitCode).toBe(1);
+
+    await podWithStatus(
+      pod('ccm-5d9f-abcde', CCM_LABELS, ['ccm', 'run']),
+      pending('0/3 nodes are available: 3 node(s) had untolerated taint {node.kubernetes.io/not-ready: }.'),
+    );
+    run = await doctor();
+    found = failure(run.lines, 'CCM↔CNI bootstrap deadlock');
+    expect(found.line).toContain('does not tolerate node.kubernetes.io/not-ready');
+    expect(found.fix).toContain('hostNetwork: true');
+  });
+
+  it('a missing credentials Secret', async () => {
+    await core.deleteNamespacedSecret({ name: 'digitalocean', namespace: NS });
+    const run = await doctor();
+    const { fix } = failure(run.lines, 'Secret kube-system/digitalocean does not exist');
+    expect(fix).toContain(
+      'kubectl -n kube-system create secret generic digitalocean --from-literal=access-token=',
+    );
+    expect(run.exitCode).toBe(1);
+  });
+
+  it('wrong credentials: the simulator refuses the token', async () => {
+    await apply({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'digitalocean', namespace: NS },
+      stringData: { 'access-token': 'dop_v1_notthetoken' },
+    } as KubernetesObject);
+    const run = await doctor();
+    const { line, fix } = failure(run.lines, 'the cloud refuses the credentials');
+    expect(fix).toContain('put valid credentials in Secret kube-system/digitalocean');
+    expect(line).not.toContain('dop_v1_notthetoken');
+    expect(run.stdout).not.toContain('dop_v1_notthetoken');
+    expect(run.exitCode).toBe(1);
+  });
+
+  it('a Node without a provider ID (and whose kubelet is not external)', async () => {
+    await createNodes(core, [{ name: 'legacy-1', tainted: false }]);
+    const run = await doctor();
+    expect(failure(run.lines, '1 Node(s) without a provider ID: legacy-1').fix).toContain('--provider-id');
+    expect(failure(run.lines, 'registered without --cloud-provider=external').fix).toContain(
+      '--cloud-provider=external',
+    );
+    expect(run.exitCode).toBe(1);
+  });
+
+  it('a ClusterRole missing a rule', async () => {
+    const role = structuredClone(manifests.find((m) => m.kind === 'ClusterRole')) as KubernetesObject & {
+      rules: { resources: string[] }[];
+    };
+    role.rules = role.rules.filter((r) => !r.resources.includes('nodes/status'));
+    await apply(role);
+    const run = await doctor();
+    const { line, fix } = failure(run.lines, 'ServiceAccount kube-system/ccm may not: patch nodes/status');
+    expect(line).not.toContain('patch nodes,');
+    expect(fix).toContain('ClusterRole system:ccm');
+    expect(run.exitCode).toBe(1);
+  });
+
+  it('a ServiceAccount that may read every Secret', async () => {
+    const tooMuch = { apiVersion: 'rbac.authorization.k8s.io/v1', metadata: { name: 'ccm-test-secrets' } };
+    await apply({
+      ...tooMuch,
+      kind: 'ClusterRole',
+      rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['list'] }],
+    } as KubernetesObject);
+    await apply({
+      ...tooMuch,
+      kind: 'ClusterRoleBinding',
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'ccm-test-secrets' },
+      subjects: [{ kind: 'ServiceAccount', name: 'ccm', namespace: NS }],
+    } as KubernetesObject);
+    try {
+      const run = await doctor();
+      expect(failure(run.lines, 'may list secrets (all namespaces)').fix).toContain(
+        'only `get` on its credentials Secret',
+      );
+    } finally {
+      await objects.delete({ ...tooMuch, kind: 'ClusterRoleBinding' });
+      await objects.delete({ ...tooMuch, kind: 'ClusterRole' });
+    }
+  });
+
+  it("a listing of another project: none of the cluster's instances", async () => {
+    sim.reset();
+    sim.addDroplets({ name: 'someone-else-1', privateIP: '10.9.0.2' }, { name: 'someone-else-2' });
+    const run = await doctor();
+    const { line, fix } = failure(run.lines, 'contains none of the 2 Node(s)');
+    expect(line).toContain('another project, region or account');
+    expect(fix).toContain("cluster's own project");
+    expect(run.exitCode).toBe(1);
+  });
+
+  it('an unreachable API server: one ✗ line with the fix, exit 1', async () => {
+    const path = join(tempDir('ccm-doctor-'), 'kubeconfig');
+    writeFileSync(path, readFileSync(cp.kubeconfigPath, 'utf8').replace(cp.server, 'https://127.0.0.1:1'));
+    const run = await ccm(['doctor', '--kubeconfig', path, '-o', 'wide']);
+    const lines = run.stdout.split('\n');
+    expect(failure(lines, 'cannot reach the Kubernetes API server at https://127.0.0.1:1').fix).toContain(
+      '--kubeconfig',
+    );
+    expect(run.exitCode).toBe(1);
+  });
+});

@@ -1,0 +1,131 @@
+/**
+ * `ccm nodes list` against a real kube-apiserver with a Cloudlycke inventory as the cloud: each Node
+ * beside its instance, and the verdict of `nodes init --dry-run` (the same plan) for each Node.
+ */
+import type { CoreV1Api } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
+import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { ccm } from '../helpers/cli.js';
+import { writeInventory } from '../helpers/inventory.js';
+
+let cp: ControlPlane;
+let api: CoreV1Api;
+let inventory: string;
+
+interface Row {
+  node: string;
+  providerID: string;
+  instance?: { name: string; state: string; type: string; zone: string };
+  initialized: boolean;
+  taintAgeSeconds?: number;
+  status: string;
+  reason?: string;
+  fix?: string;
+}
+
+beforeAll(async () => {
+  cp = await startControlPlane();
+  api = fixtureApi(cp.kubeconfigPath);
+  inventory = writeInventory(
+    [
+      { id: 'ok-1', addresses: [{ type: 'InternalIP', address: '192.168.56.11' }] },
+      { id: 'new-1', addresses: [{ type: 'InternalIP', address: '192.168.56.12' }] },
+      { id: 'spare-1', state: 'stopped', addresses: [{ type: 'InternalIP', address: '192.168.56.13' }] },
+    ],
+    { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'zone-a' },
+  );
+  // ok-1: initialised, as `nodes init` leaves it; then three Nodes registered after that pass.
+  await createNodes(api, [{ name: 'ok-1' }]);
+  expect((await list(['nodes', 'init'])).exitCode).toBe(0);
+  await createNodes(api, [
+    { name: 'new-1' },
+    { name: 'lost-1' },
+    { name: 'aws-1', providerID: 'aws:///eu-west-1a/i-0123', tainted: false },
+  ]);
+});
+afterAll(async () => {
+  await cp?.stop();
+});
+
+function list(args: string[]) {
+  return ccm([
+    ...args,
+    '--provider',
+    'cloudlycke',
+    '--kubeconfig',
+    cp.kubeconfigPath,
+    '--cloud-config',
+    inventory,
+  ]);
+}
+
+describe('ccm nodes list', () => {
+  it('shows each Node beside its instance, with the reason and the fix of each one not as it should be', async () => {
+    const before = (await cp.writes(CCM_USER)).length;
+    const run = await list(['nodes', 'list', '--json', '--show-orphans']);
+    expect(run.stderr).toBe('');
+    expect(run.exitCode).toBe(0);
+    const report = JSON.parse(run.stdout) as {
+      nodes: Row[];
+      orphans: { name: string; state: string }[];
+      kubeReads: number;
+      cloudInstances: number;
+    };
+    const byName = new Map(report.nodes.map((n) => [n.node, n]));
+    expect(byName.get('ok-1')).toMatchObject({
+      providerID: 'cloudlycke://ok-1',
+      instance: { name: 'ok-1', state: 'running', type: 'vbox.vm.1g.2cpu', zone: 'zone-a' },
+      initialized: true,
+      status: 'ok',
+    });
+    expect(byName.get('ok-1')?.reason).toBeUndefined();
+    const fresh = byName.get('new-1');
+    expect(fresh).toMatchObject({ initialized: false, status: 'pending', instance: { name: 'new-1' } });
+    expect(fresh?.taintAgeSeconds).toBeGreaterThanOrEqual(0);
+    expect(fresh?.reason).toContain('would set providerID cloudlycke://new-1');
+    expect(fresh?.fix).toContain('ccm doctor');
+    expect(byName.get('lost-1')).toMatchObject({
+      initialized: false,
+      status: 'failed',
+      reason: 'no cloud instance is named lost-1',
+      fix: "name the instance like the Node or set the kubelet's --provider-id",
+    });
+    expect(byName.get('aws-1')).toMatchObject({ status: 'skipped', initialized: true });
+    expect(byName.get('aws-1')?.instance).toBeUndefined();
+    expect(report.orphans.map((o) => `${o.name}:${o.state}`)).toEqual(['spare-1:stopped']);
+    // One Node listing (one page) and nothing written.
+    expect(report.kubeReads).toBe(1);
+    expect((await cp.writes(CCM_USER)).slice(before)).toEqual([]);
+  });
+
+  it('agrees with `nodes init --dry-run` on which Nodes fail and why', async () => {
+    const dry = JSON.parse((await list(['nodes', 'init', '--dry-run', '--json'])).stdout) as {
+      nodes: { name: string; result: string; reason?: string }[];
+    };
+    const listed = JSON.parse((await list(['nodes', 'list', '-o', 'json'])).stdout) as { nodes: Row[] };
+    const failedByInit = dry.nodes.filter((n) => n.result === 'failed').map((n) => [n.name, n.reason]);
+    const failedByList = listed.nodes
+      .filter((n) => n.status === 'failed')
+      .map((n) => [n.node, `${n.reason}; ${n.fix}`]);
+    expect(failedByList).toEqual(failedByInit);
+    expect(failedByList.length).toBeGreaterThan(0);
+  });
+
+  it('prints a table (wide adds provider ID, type and zone), and yaml', async () => {
+    const table = await list(['nodes', 'list', '-o', 'table']);
+    expect(table.stdout.split('\n')[1]).toMatch(
+      /^NODE\s+INSTANCE\s+STATE\s+INITIALISED\s+TAINTED FOR\s+STATUS\s+REASON\s+FIX$/,
+    );
+    expect(table.stdout).toMatch(
+      /\nlost-1\s+<none>\s+-\s+no\s+\d+s\s+failed\s+no cloud instance is named lost-1/,
+    );
+    const wide = await list(['nodes', 'list', '-o', 'wide']);
+    expect(wide.stdout).toMatch(
+      /\nok-1\s+cloudlycke:\/\/ok-1\s+ok-1\s+running\s+vbox\.vm\.1g\.2cpu\s+zone-a\s+yes\s+-\s+ok/,
+    );
+    const yaml = parse((await list(['nodes', 'list', '-o', 'yaml'])).stdout) as { nodes: Row[] };
+    expect(yaml.nodes.map((n) => n.node).sort()).toEqual(['aws-1', 'lost-1', 'new-1', 'ok-1']);
+  });
+});

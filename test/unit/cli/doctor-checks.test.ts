@@ -1,0 +1,74 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import {
+  checkApiServerFlags,
+  checkControllerManager,
+  checkLease,
+  checkUninitialized,
+} from '../../../src/cli/doctor-checks.js';
+import type { PodInfo } from '../../../src/kube/diagnostics.js';
+
+/** kubeadm's own static Pod manifests (test/fixtures/cluster), as the API server shows their mirror Pods. */
+function kubeadmPod(version: string, component: string): PodInfo {
+  const path = `../../fixtures/cluster/kubeadm-v${version}/etc/kubernetes/manifests/${component}.yaml`;
+  return parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as PodInfo;
+}
+
+function withArg(pod: PodInfo, arg: string): PodInfo {
+  const copy = structuredClone(pod);
+  copy.spec?.containers?.[0]?.command?.push(arg);
+  return copy;
+}
+
+const v136 = { gitVersion: 'v1.36.3', major: '1', minor: '36' };
+const now = new Date('2026-11-22T12:00:00Z');
+
+describe('doctor checks on kubeadm manifests', () => {
+  it('kube-controller-manager as kubeadm writes it has no --cloud-provider: ✗ with the file to fix', () => {
+    const stock = checkControllerManager([kubeadmPod('1.36.3', 'kube-controller-manager')]);
+    expect(stock).toMatchObject({ status: 'fail' });
+    expect(stock.message).toContain('runs without --cloud-provider');
+    expect(stock.fix).toContain('/etc/kubernetes/manifests/kube-controller-manager.yaml');
+    const prepared = withArg(kubeadmPod('1.36.3', 'kube-controller-manager'), '--cloud-provider=external');
+    expect(checkControllerManager([prepared]).status).toBe('pass');
+    expect(checkControllerManager([]).status).toBe('warn');
+  });
+
+  it('kube-apiserver: ✗ with the removed --cloud-provider, ! below 1.33', () => {
+    const stock = kubeadmPod('1.36.3', 'kube-apiserver');
+    expect(checkApiServerFlags(v136, [stock]).status).toBe('pass');
+    const old = withArg(stock, '--cloud-provider=external');
+    expect(checkApiServerFlags(v136, [old])).toMatchObject({ status: 'fail' });
+    expect(checkApiServerFlags({ gitVersion: 'v1.30.14', major: '1', minor: '30' }, []).status).toBe('warn');
+  });
+});
+
+describe('doctor checks on time', () => {
+  const node = (name: string, createdSecondsAgo: number) => ({
+    metadata: { name, creationTimestamp: new Date(now.getTime() - createdSecondsAgo * 1000).toISOString() },
+    spec: { taints: [{ key: 'node.cloudprovider.kubernetes.io/uninitialized', effect: 'NoSchedule' }] },
+  });
+
+  it('a tainted Node is new (!) for two minutes, then stuck (✗), and the oldest age is said', () => {
+    expect(checkUninitialized([node('a', 30)], now).status).toBe('warn');
+    const stuck = checkUninitialized([node('a', 30), node('b', 600)], now);
+    expect(stuck).toMatchObject({ status: 'fail' });
+    expect(stuck.message).toContain('2 Node(s) tainted uninitialized, the oldest for 10m: b, a');
+  });
+
+  it('a Lease renewed within its duration passes; older fails naming the holder', () => {
+    const ref = { namespace: 'kube-system', name: 'cloud-controller-manager' };
+    const renewedAgo = (s: number) => new Date(now.getTime() - s * 1000).toISOString();
+    const lease = (s: number) => ({
+      holderIdentity: 'ccm-1',
+      leaseDurationSeconds: 15,
+      renewTime: renewedAgo(s),
+    });
+    expect(checkLease(lease(5), ref, now).status).toBe('pass');
+    expect(checkLease(lease(60), ref, now).message).toContain('held by ccm-1 but not renewed for 60s');
+    expect(checkLease(undefined, ref, now).message).toContain(
+      'no Lease kube-system/cloud-controller-manager',
+    );
+  });
+});
