@@ -69,14 +69,16 @@ export abstract class CcmCommand extends Command {
   override async init(): Promise<void> {
     const flags = { ...this.ctor.baseFlags, ...this.ctor.flags } as Record<
       string,
-      { type?: string; allowNo?: boolean } | undefined
+      { type?: string; allowNo?: boolean; default?: unknown } | undefined
     >;
-    this.argv = this.argv.map((arg) => {
+    this.argv = this.argv.flatMap((arg) => {
       const match = /^--([a-z0-9-]+)=(true|false)$/i.exec(arg);
       const flag = match ? flags[match[1] as string] : undefined;
-      if (!match || flag?.type !== 'boolean') return arg;
-      if (match[2]?.toLowerCase() === 'true') return `--${match[1]}`;
-      return flag.allowNo ? `--no-${match[1]}` : arg;
+      if (!match || flag?.type !== 'boolean') return [arg];
+      if (match[2]?.toLowerCase() === 'true') return [`--${match[1]}`];
+      if (flag.allowNo) return [`--no-${match[1]}`];
+      // false is already the value of a flag that defaults to false.
+      return flag.default ? [arg] : [];
     });
     await super.init();
   }

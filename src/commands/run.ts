@@ -121,13 +121,8 @@ export default class Run extends CcmCommand {
   };
 
   async run(): Promise<void> {
-    // Kubernetes components take `--flag=false`; oclif's booleans want `--no-flag`.
-    const argv = this.argv.map((arg) => {
-      const match = /^--(leader-elect|plain-http)=(true|false)$/.exec(arg);
-      if (!match) return arg;
-      return match[2] === 'true' ? `--${match[1]}` : `--no-${match[1]}`;
-    });
-    const { flags } = await this.parse(Run, argv);
+    // `--leader-elect=false` (the Kubernetes spelling) is mapped by CcmCommand.init().
+    const { flags } = await this.parse(Run);
     const qps = Number(flags['cloud-qps']);
     if (!(qps > 0))
       throw new UsageError(`--cloud-qps "${flags['cloud-qps']}" must be a number above 0, e.g. 0.5 or 2`);

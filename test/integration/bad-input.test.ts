@@ -200,6 +200,20 @@ describe('`ccm run`: bad input gets one line, exit 2, nothing written', () => {
       () => [...run, ...kc(), '--cloud-config', join(dir, 'none.yaml')],
       /file not found/,
     ],
+    // `--flag=false`, as Kubernetes components are configured, reaches the next check instead of
+    // "Unexpected argument: false".
+    [
+      '--leader-elect=false and --plain-http=false are taken, then the missing inventory is said',
+      () => [
+        ...run,
+        ...kc(),
+        '--leader-elect=false',
+        '--plain-http=false',
+        '--cloud-config',
+        join(dir, 'none.yaml'),
+      ],
+      /file not found/,
+    ],
     // ccm run logs until stopped: it has no result to print, so no output flags and no --json contract.
     ['--json', () => [...run, ...kc(), '--cloud-config', inventory, '--json'], /Nonexistent flag: --json/],
     ['-o', () => [...run, ...kc(), '--cloud-config', inventory, '-o', 'json'], /Nonexistent flag: -o/],
