@@ -1,4 +1,4 @@
-import type { V1Node, V1Taint } from '@kubernetes/client-node';
+import type { SlimNode, SlimTaint } from '../kube/slim-node.js';
 import { LABEL_EXCLUDE_FROM_LIFECYCLE, TAINT_SHUTDOWN } from '../kube/well-known.js';
 import type { Instance } from '../providers/types.js';
 
@@ -23,27 +23,27 @@ export interface LifecycleInput {
   deletionGracePeriodMs: number;
 }
 
-export function isReady(node: V1Node): boolean {
+export function isReady(node: SlimNode): boolean {
   return (node.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
 }
 
-export function isExcluded(node: V1Node): boolean {
+export function isExcluded(node: SlimNode): boolean {
   const value = node.metadata?.labels?.[LABEL_EXCLUDE_FROM_LIFECYCLE];
   return value !== undefined && value.toLowerCase() !== 'false';
 }
 
-export function hasShutdownTaint(node: V1Node): boolean {
+export function hasShutdownTaint(node: SlimNode): boolean {
   return (node.spec?.taints ?? []).some((t) => t.key === TAINT_SHUTDOWN);
 }
 
-export const shutdownTaint: V1Taint = { key: TAINT_SHUTDOWN, effect: 'NoSchedule' };
+export const shutdownTaint: SlimTaint = { key: TAINT_SHUTDOWN, effect: 'NoSchedule' };
 
 /**
  * The node lifecycle controller's decision (reference: MonitorNodes), with ccm's deletion safety:
  * absence from a listing only ever makes a candidate, and only when the listing can be trusted.
  * The caller must have checked that the Node's provider ID is of this cloud's scheme.
  */
-export function planLifecycle(node: V1Node, input: LifecycleInput): LifecycleDecision {
+export function planLifecycle(node: SlimNode, input: LifecycleInput): LifecycleDecision {
   if (isExcluded(node))
     return { action: 'none', note: `excluded from lifecycle by label ${LABEL_EXCLUDE_FROM_LIFECYCLE}` };
   if (isReady(node)) return hasShutdownTaint(node) ? { action: 'remove-shutdown-taint' } : { action: 'none' };

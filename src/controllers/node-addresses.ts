@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import type { V1Node } from '@kubernetes/client-node';
+import type { SlimNode } from '../kube/slim-node.js';
 import { ANNOTATION_PROVIDED_NODE_IP } from '../kube/well-known.js';
 import type { NodeAddress } from '../providers/types.js';
 
@@ -20,7 +20,7 @@ export function canonicalIP(ip: string): string | undefined {
 }
 
 /** The kubelet's `--node-ip` as recorded on the Node: undefined when absent, an error text when malformed. */
-export function providedNodeIPs(node: V1Node): string[] | undefined | { error: string } {
+export function providedNodeIPs(node: SlimNode): string[] | undefined | { error: string } {
   const raw = node.metadata?.annotations?.[ANNOTATION_PROVIDED_NODE_IP];
   if (raw === undefined || raw.trim() === '') return undefined;
   const parts = raw.split(',').map((p) => p.trim());
@@ -41,7 +41,7 @@ export class AddressMismatchError extends Error {}
  *   the same type(s) are dropped; a provided IP the cloud does not have is an error.
  * Returns undefined when the cloud reported no addresses (the Node is left as it is).
  */
-export function desiredAddresses(node: V1Node, cloud: readonly NodeAddress[]): NodeAddress[] | undefined {
+export function desiredAddresses(node: SlimNode, cloud: readonly NodeAddress[]): NodeAddress[] | undefined {
   if (cloud.length === 0) return undefined;
   let addresses: NodeAddress[] = cloud.map((a) => ({ type: a.type, address: a.address }));
   if (!addresses.some((a) => a.type === 'Hostname')) {

@@ -1,4 +1,4 @@
-import type { V1Node, V1Taint } from '@kubernetes/client-node';
+import type { SlimNode, SlimTaint } from '../kube/slim-node.js';
 import {
   EVENT_SYNCED,
   LABEL_PAIRS,
@@ -13,13 +13,13 @@ import { AddressMismatchError, desiredAddresses, sameAddresses } from './node-ad
 export interface NodeSync {
   labels: Record<string, string>;
   providerID?: string;
-  taints?: V1Taint[];
+  taints?: SlimTaint[];
   addresses?: Instance['addresses'];
   initialized: boolean;
   changes: string[];
 }
 
-export function isUninitialized(node: V1Node): boolean {
+export function isUninitialized(node: SlimNode): boolean {
   return (node.spec?.taints ?? []).some((t) => t.key === TAINT_UNINITIALIZED);
 }
 
@@ -34,7 +34,7 @@ function isReservedLabel(key: string): boolean {
  * Initialises a tainted Node from its instance (reference: syncNode). Throws AddressMismatchError when
  * the kubelet's provided node IP is not an address of the instance; the taint then stays.
  */
-export function planInitialization(node: V1Node, instance: Instance): NodeSync {
+export function planInitialization(node: SlimNode, instance: Instance): NodeSync {
   const current = node.metadata?.labels ?? {};
   const labels: Record<string, string> = {};
   const changes: string[] = [];
@@ -79,7 +79,7 @@ export function planInitialization(node: V1Node, instance: Instance): NodeSync {
  * An initialised Node: copy each beta label to its GA twin when they differ (reference:
  * reconcileNodeLabels), and refresh addresses from the instance when one is known.
  */
-export function planInitializedNode(node: V1Node, instance: Instance | undefined): NodeSync {
+export function planInitializedNode(node: SlimNode, instance: Instance | undefined): NodeSync {
   const current = node.metadata?.labels ?? {};
   const labels: Record<string, string> = {};
   const changes: string[] = [];

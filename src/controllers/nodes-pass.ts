@@ -1,6 +1,6 @@
-import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { KubeApiError } from '../kube/errors.js';
 import type { NodeClient } from '../kube/nodes.js';
+import type { SlimNode, SlimTaint } from '../kube/slim-node.js';
 import {
   EVENT_DELETING_NODE,
   EVENT_DELETING_NODE_FAILED,
@@ -35,7 +35,7 @@ export interface PassOptions {
 }
 
 export interface ClusterState {
-  nodes: V1Node[];
+  nodes: SlimNode[];
   index: InstanceIndex;
   /** Set when the cloud listing failed with a transient error: cloud-dependent work is skipped. */
   listingError?: string;
@@ -88,7 +88,7 @@ export async function readState(kube: NodeClient, provider: Provider): Promise<C
 }
 
 export function planNode(
-  node: V1Node,
+  node: SlimNode,
   state: ClusterState,
   provider: Provider,
   options: PassOptions,
@@ -104,7 +104,7 @@ export function planNode(
   const instance = findInstance(node, state.index);
 
   let labels: Record<string, string> = {};
-  const originalTaints: V1Taint[] = node.spec?.taints ?? [];
+  const originalTaints: SlimTaint[] = node.spec?.taints ?? [];
   let taints = originalTaints;
   let newProviderID: string | undefined;
   const tainted = isUninitialized(node);
@@ -173,12 +173,12 @@ export function planNode(
   return plan;
 }
 
-function findInstance(node: V1Node, index: InstanceIndex): Instance | undefined {
+function findInstance(node: SlimNode, index: InstanceIndex): Instance | undefined {
   const providerID = node.spec?.providerID;
   return providerID ? index.byProviderID(providerID) : index.byNodeName(node.metadata?.name ?? '');
 }
 
-function notFoundReason(node: V1Node, index: InstanceIndex): string {
+function notFoundReason(node: SlimNode, index: InstanceIndex): string {
   const providerID = node.spec?.providerID;
   const name = node.metadata?.name ?? '';
   if (providerID) return `no cloud instance has provider ID ${providerID}`;
@@ -245,7 +245,7 @@ export async function applyPlans(
   let done = 0;
   const applied = await mapLimit(plans, options.concurrency, async (initial) => {
     let plan = initial;
-    let node = nodesByName.get(plan.name) as V1Node;
+    let node = nodesByName.get(plan.name) as SlimNode;
     for (let attempt = 0; ; attempt++) {
       try {
         await applyOne(plan, node, kube);
@@ -276,7 +276,7 @@ export async function applyPlans(
  */
 function replan(
   previous: NodePlan,
-  node: V1Node,
+  node: SlimNode,
   state: ClusterState,
   provider: Provider,
   options: PassOptions,
@@ -288,7 +288,7 @@ function replan(
   return plan;
 }
 
-async function applyOne(plan: NodePlan, node: V1Node, kube: NodeClient): Promise<void> {
+async function applyOne(plan: NodePlan, node: SlimNode, kube: NodeClient): Promise<void> {
   if (plan.error && !hasWrites(plan)) return;
   if (plan.deletion) {
     const message = `Deleting node ${plan.name} because it does not exist in the cloud provider`;
@@ -335,7 +335,7 @@ async function applyOne(plan: NodePlan, node: V1Node, kube: NodeClient): Promise
 async function recordEvent(
   kube: NodeClient,
   plan: NodePlan,
-  node: V1Node,
+  node: SlimNode,
   event: PlannedEvent,
 ): Promise<void> {
   try {

@@ -1,11 +1,12 @@
-import type { CoreV1Event, KubeConfig, V1Node, V1NodeList } from '@kubernetes/client-node';
+import type { ClusterAccess } from './config.js';
+import { type SlimNode, slimNode } from './slim-node.js';
 import { type KubeRequest, KubeTransport } from './transport.js';
 import { FIELD_MANAGER } from './well-known.js';
 
-export type { V1Node };
+export type { SlimNode };
 
 export interface NodeEventSpec {
-  node: V1Node;
+  node: SlimNode;
   type: 'Normal' | 'Warning';
   reason: string;
   message: string;
@@ -14,28 +15,33 @@ export interface NodeEventSpec {
 
 /**
  * The Node operations the controllers need; everything about the Kubernetes API stays in src/kube.
- * Objects are plain JSON as the server sends them (timestamps are strings).
+ * Nodes are slim copies (slim-node.ts): the full objects of one list page at most are alive at once.
  */
 export interface NodeClient {
-  listNodes(): Promise<V1Node[]>;
-  getNode(name: string): Promise<V1Node>;
+  listNodes(): Promise<SlimNode[]>;
+  getNode(name: string): Promise<SlimNode>;
   /** JSON merge patch of the Node; include metadata.resourceVersion to make it conditional. */
   patchNode(name: string, patch: object): Promise<void>;
   /** JSON merge patch of nodes/status: lists (addresses) are replaced whole, never merged by key. */
   patchNodeStatus(name: string, patch: object): Promise<void>;
   /** Deletes exactly the Node that was evaluated: uid and resourceVersion are preconditions. */
-  deleteNode(node: V1Node): Promise<void>;
+  deleteNode(node: SlimNode): Promise<void>;
   createEvent(event: NodeEventSpec): Promise<void>;
   /** Write requests sent so far (patches, deletes, events). */
   readonly writes: number;
+}
+
+interface NodeList {
+  metadata?: { continue?: string };
+  items?: Parameters<typeof slimNode>[0][];
 }
 
 const LIST_PAGE = 500;
 const MERGE_PATCH = 'application/merge-patch+json';
 const MANAGER = `fieldManager=${FIELD_MANAGER}`;
 
-export function createNodeClient(kc: KubeConfig): NodeClient {
-  const http = new KubeTransport(kc);
+export function createNodeClient(access: ClusterAccess): NodeClient {
+  const http = new KubeTransport(access);
   let writes = 0;
   // Writes never read the response back: the pass already knows what it wrote.
   const write = async (req: KubeRequest) => {
@@ -49,17 +55,18 @@ export function createNodeClient(kc: KubeConfig): NodeClient {
       return writes;
     },
     async listNodes() {
-      const nodes: V1Node[] = [];
+      const nodes: SlimNode[] = [];
       let cont = '';
       do {
         const query = `limit=${LIST_PAGE}${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`;
-        const page = await http.request<V1NodeList>({ method: 'GET', path: `/api/v1/nodes?${query}` });
-        nodes.push(...page.items);
-        cont = (page.metadata as { continue?: string } | undefined)?.continue ?? '';
+        const page = await http.request<NodeList>({ method: 'GET', path: `/api/v1/nodes?${query}` });
+        for (const item of page.items ?? []) nodes.push(slimNode(item));
+        cont = page.metadata?.continue ?? '';
       } while (cont);
       return nodes;
     },
-    getNode: (name) => http.request<V1Node>({ method: 'GET', path: nodePath(name) }),
+    getNode: async (name) =>
+      slimNode(await http.request<Parameters<typeof slimNode>[0]>({ method: 'GET', path: nodePath(name) })),
     patchNode: (name, body) =>
       write({ method: 'PATCH', path: `${nodePath(name)}?${MANAGER}`, body, contentType: MERGE_PATCH }),
     patchNodeStatus: (name, body) =>
@@ -80,7 +87,7 @@ export function createNodeClient(kc: KubeConfig): NodeClient {
     async createEvent({ node, type, reason, message, component }) {
       const now = new Date().toISOString();
       const name = node.metadata?.name ?? '';
-      const event: CoreV1Event = {
+      const event = {
         metadata: { generateName: `${name}.`, namespace: 'default' },
         involvedObject: { kind: 'Node', apiVersion: 'v1', name, uid: node.metadata?.uid },
         type,
@@ -89,8 +96,8 @@ export function createNodeClient(kc: KubeConfig): NodeClient {
         source: { component },
         reportingComponent: component,
         reportingInstance: component,
-        firstTimestamp: now as unknown as Date,
-        lastTimestamp: now as unknown as Date,
+        firstTimestamp: now,
+        lastTimestamp: now,
         count: 1,
       };
       await write({ method: 'POST', path: `/api/v1/namespaces/default/events?${MANAGER}`, body: event });

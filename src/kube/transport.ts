@@ -1,14 +1,15 @@
 import { type IncomingHttpHeaders, STATUS_CODES } from 'node:http';
-import type { RequestOptions } from 'node:https';
-import type { KubeConfig } from '@kubernetes/client-node';
 import { type Dispatcher, Pool } from 'undici';
-import { KubeApiError, KubeConfigError, KubeUnreachableError } from './errors.js';
+import type { ClusterAccess } from './config.js';
+import type { Credential } from './credentials.js';
+import { KubeApiError, KubeUnreachableError } from './errors.js';
 
 /**
  * A lean HTTP/1.1 keep-alive transport for the hot path (thousands of Node patches per pass).
  * client-node's generated API goes through undici's fetch and its object serializer: measured at
- * ~1.7 ms of CPU per request, it made the client the bottleneck of a 5,000-Node pass. Authentication
- * and TLS still come from client-node's KubeConfig (tokens, client certificates, exec plugins).
+ * ~1.7 ms of CPU per request, it made the client the bottleneck of a 5,000-Node pass. TLS and
+ * credentials come from the kubeconfig (config.ts, credentials.ts); a request the server answers
+ * with 401 is retried once when a fresh credential could be had (exec plugin re-run, file re-read).
  */
 export interface KubeRequest {
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -22,7 +23,6 @@ export interface KubeRequest {
   discardResponse?: boolean;
 }
 
-const AUTH_REFRESH_MS = 10_000;
 const TIMEOUT_MS = 30_000;
 const MAX_CONNECTIONS = 64;
 
@@ -30,73 +30,39 @@ export class KubeTransport {
   readonly server: string;
   private readonly url: URL;
   private pool?: Pool;
-  private auth?: { options: RequestOptions; at: number };
+  /** The client certificate the pool's connections present; a new one needs new connections. */
+  private poolCert?: string;
 
-  constructor(private readonly kc: KubeConfig) {
-    const cluster = kc.getCurrentCluster();
-    if (cluster?.proxyUrl) {
-      throw new KubeConfigError(
-        `the kubeconfig's cluster ${cluster.name} uses proxy-url ${cluster.proxyUrl}, which ccm does not support yet; reach the API server directly`,
-      );
-    }
-    this.server = cluster?.server ?? '';
+  constructor(private readonly access: ClusterAccess) {
+    this.server = access.server;
     this.url = new URL(this.server);
   }
 
-  /** TLS material and auth headers, re-read now and then so rotated tokens are picked up. */
-  private async options(): Promise<RequestOptions> {
-    if (!this.auth || Date.now() - this.auth.at > AUTH_REFRESH_MS) {
-      const options: RequestOptions = { headers: {} };
-      await this.kc.applyToHTTPSOptions(options);
-      this.auth = { options, at: Date.now() };
-      if (!this.pool) {
-        const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername } =
-          options as RequestOptions & {
-            servername?: string;
-          };
-        this.pool = new Pool(this.url.origin, {
-          connections: MAX_CONNECTIONS,
-          connect: {
-            ca,
-            cert,
-            key,
-            pfx,
-            passphrase,
-            rejectUnauthorized,
-            servername,
-          } as Pool.Options['connect'],
-        });
-      }
+  private poolFor(credential: Credential): Pool {
+    if (!this.pool || this.poolCert !== credential.cert) {
+      const previous = this.pool;
+      const { ca, rejectUnauthorized, servername } = this.access.tls;
+      this.pool = new Pool(this.url.origin, {
+        connections: MAX_CONNECTIONS,
+        connect: { ca, cert: credential.cert, key: credential.key, rejectUnauthorized, servername },
+      });
+      this.poolCert = credential.cert;
+      // Requests already sent on the old connections finish; then they close.
+      void previous?.close().catch(() => undefined);
     }
-    return this.auth.options;
+    return this.pool;
   }
 
   async request<T>(req: KubeRequest): Promise<T> {
-    const options = await this.options();
     const body = req.body === undefined ? undefined : JSON.stringify(req.body);
-    const basePath = this.url.pathname.replace(/\/$/, '');
-    const headers: Record<string, string> = {
-      ...(options.headers as Record<string, string>),
-      accept: req.discardResponse
-        ? 'application/vnd.kubernetes.protobuf, application/json'
-        : 'application/json',
-      'user-agent': 'ccm',
-      ...(body ? { 'content-type': req.contentType ?? 'application/json' } : {}),
-    };
-    if (options.auth) headers.authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`;
     const what = `${req.method} ${req.path.split('?')[0]}`;
-    let res: Dispatcher.ResponseData;
-    try {
-      res = await (this.pool as Pool).request({
-        path: `${basePath}${req.path}`,
-        method: req.method,
-        headers,
-        body,
-        headersTimeout: TIMEOUT_MS,
-        bodyTimeout: TIMEOUT_MS,
-      });
-    } catch (err) {
-      throw this.unreachable(err as Error & { code?: string });
+    const credentials = this.access.credentials;
+    let credential = await credentials.current();
+    let res = await this.send(req, body, credential);
+    if (res.statusCode === 401 && (await credentials.rejected(credential))) {
+      await res.body.dump();
+      credential = await credentials.current();
+      res = await this.send(req, body, credential);
     }
     const status = res.statusCode;
     if (status >= 200 && status < 300 && req.discardResponse) {
@@ -108,6 +74,34 @@ export class KubeTransport {
       return (text && isJson(res.headers) ? JSON.parse(text) : undefined) as T;
     }
     throw new KubeApiError(`${what}: ${statusMessage(text, status)}`, status);
+  }
+
+  private async send(
+    req: KubeRequest,
+    body: string | undefined,
+    credential: Credential,
+  ): Promise<Dispatcher.ResponseData> {
+    const basePath = this.url.pathname.replace(/\/$/, '');
+    const headers: Record<string, string | string[]> = {
+      ...credential.headers,
+      accept: req.discardResponse
+        ? 'application/vnd.kubernetes.protobuf, application/json'
+        : 'application/json',
+      'user-agent': 'ccm',
+      ...(body ? { 'content-type': req.contentType ?? 'application/json' } : {}),
+    };
+    try {
+      return await this.poolFor(credential).request({
+        path: `${basePath}${req.path}`,
+        method: req.method,
+        headers,
+        body,
+        headersTimeout: TIMEOUT_MS,
+        bodyTimeout: TIMEOUT_MS,
+      });
+    } catch (err) {
+      throw this.unreachable(err as Error & { code?: string });
+    }
   }
 
   private unreachable(err: Error & { code?: string }): KubeUnreachableError {

@@ -1,0 +1,100 @@
+import { ANNOTATION_PROVIDED_NODE_IP } from './well-known.js';
+
+/**
+ * A Node as ccm holds it in memory: only what the plans read, in the API object's own shape (so
+ * `node.metadata?.name` reads the same on both). A Node from the API server carries managedFields,
+ * images, capacity, conditions with messages and many annotations: 5–10 KB of heap each, of which
+ * the plans need a few hundred bytes.
+ */
+export interface SlimTaint {
+  key: string;
+  value?: string;
+  effect: string;
+  /** Kept so a taint list written back whole loses nothing the server set. */
+  timeAdded?: string;
+}
+
+export interface SlimNodeAddress {
+  type: string;
+  address: string;
+}
+
+export interface SlimNode {
+  metadata?: {
+    name?: string;
+    uid?: string;
+    resourceVersion?: string;
+    /** RFC 3339, as the server sends it. */
+    creationTimestamp?: string;
+    labels?: Record<string, string>;
+    /** Only the annotations ccm reads (SLIM_ANNOTATIONS). */
+    annotations?: Record<string, string>;
+  };
+  spec?: { providerID?: string; taints?: SlimTaint[] };
+  status?: {
+    addresses?: SlimNodeAddress[];
+    /** Only the Ready condition, and of it only type and status. */
+    conditions?: { type: string; status: string }[];
+  };
+}
+
+export const SLIM_ANNOTATIONS: readonly string[] = [ANNOTATION_PROVIDED_NODE_IP];
+
+interface RawNode {
+  metadata?: {
+    name?: string;
+    uid?: string;
+    resourceVersion?: string;
+    creationTimestamp?: string | Date;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  spec?: {
+    providerID?: string;
+    taints?: { key: string; value?: string; effect: string; timeAdded?: unknown }[];
+  };
+  status?: {
+    addresses?: { type: string; address: string }[];
+    conditions?: { type: string; status: string }[];
+  };
+}
+
+function timestamp(value: unknown): string | undefined {
+  if (value instanceof Date) return value.toISOString();
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** The slim copy of a Node object as the API server sends it; shares no object with `raw`. */
+export function slimNode(raw: RawNode): SlimNode {
+  const { metadata = {}, spec = {}, status = {} } = raw;
+  const meta: NonNullable<SlimNode['metadata']> = { name: metadata.name };
+  if (metadata.uid !== undefined) meta.uid = metadata.uid;
+  if (metadata.resourceVersion !== undefined) meta.resourceVersion = metadata.resourceVersion;
+  const created = timestamp(metadata.creationTimestamp);
+  if (created !== undefined) meta.creationTimestamp = created;
+  if (metadata.labels) meta.labels = { ...metadata.labels };
+  for (const key of SLIM_ANNOTATIONS) {
+    const value = metadata.annotations?.[key];
+    if (value !== undefined) meta.annotations = { ...meta.annotations, [key]: value };
+  }
+
+  const slimSpec: NonNullable<SlimNode['spec']> = {};
+  if (spec.providerID !== undefined) slimSpec.providerID = spec.providerID;
+  if (spec.taints) {
+    slimSpec.taints = spec.taints.map((t) => {
+      const taint: SlimTaint = { key: t.key, effect: t.effect };
+      if (t.value !== undefined) taint.value = t.value;
+      const added = timestamp(t.timeAdded);
+      if (added !== undefined) taint.timeAdded = added;
+      return taint;
+    });
+  }
+
+  const slimStatus: NonNullable<SlimNode['status']> = {};
+  if (status.addresses) {
+    slimStatus.addresses = status.addresses.map((a) => ({ type: a.type, address: a.address }));
+  }
+  const ready = status.conditions?.find((c) => c.type === 'Ready');
+  if (ready) slimStatus.conditions = [{ type: 'Ready', status: ready.status }];
+  return { metadata: meta, spec: slimSpec, status: slimStatus };
+}
