@@ -263,6 +263,10 @@ function decode(data: string | undefined): string | undefined {
   return data === undefined ? undefined : Buffer.from(data, 'base64').toString('utf8');
 }
 
+function differs(a: Credential, b: Credential): boolean {
+  return a.headers.authorization !== b.headers.authorization || a.cert !== b.cert || a.key !== b.key;
+}
+
 class KubeCredentials implements Credentials {
   private cached?: Credential;
   private inflight?: Promise<Credential>;
@@ -321,17 +325,13 @@ class KubeCredentials implements Credentials {
 
   async rejected(used: Credential): Promise<boolean> {
     if (this.inflight) await this.inflight;
-    if (this.cached !== used) return this.cached !== undefined;
+    // Someone else's rejection already brought a new credential.
+    if (this.cached && this.cached !== used) return differs(this.cached, used);
     if (!this.options.user.exec && !this.files.token && !this.files.cert) return false;
     // Rejected although not expired (revoked, rotated early): ask the plugin again, re-read the files.
     this.exec = undefined;
     for (const f of Object.values(this.files)) f?.forget();
-    const next = await this.refresh();
-    return (
-      next.headers.authorization !== used.headers.authorization ||
-      next.cert !== used.cert ||
-      next.key !== used.key
-    );
+    return differs(await this.refresh(), used);
   }
 
   private async build(): Promise<Credential> {
