@@ -7,13 +7,13 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, wr
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import { type ClusterAccess, loadKubeConfig } from '../../src/kube/config.js';
 import { createNodeClient } from '../../src/kube/nodes.js';
 import { KubeTransport } from '../../src/kube/transport.js';
 import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { ccm } from '../helpers/cli.js';
-import { writeInventory } from '../helpers/inventory.js';
 
 const USERS = ['exec-first', 'exec-second', 'sa-before', 'sa-after'];
 let cp: ControlPlane;
@@ -307,10 +307,15 @@ describe('KUBECONFIG with several files, merged as kubectl merges them', () => {
     expect(await whoami(access)).toBe('exec-first');
 
     // The built CLI reads KUBECONFIG the same way.
-    const inventory = writeInventory([
-      { id: 'auth-1', addresses: [{ type: 'InternalIP', address: '192.168.56.21' }] },
-      { id: 'auth-2', addresses: [{ type: 'InternalIP', address: '192.168.56.22' }] },
-    ]);
+    const inventory = file(
+      'inventory.yaml',
+      stringify({
+        instances: [
+          { id: 'auth-1', addresses: [{ type: 'InternalIP', address: '192.168.56.21' }] },
+          { id: 'auth-2', addresses: [{ type: 'InternalIP', address: '192.168.56.22' }] },
+        ],
+      }),
+    );
     const before = (await cp.writes('exec-first')).length;
     const run = await ccm(
       ['nodes', 'init', '--provider', 'cloudlycke', '--cloud-config', inventory, '--json'],
