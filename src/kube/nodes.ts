@@ -31,10 +31,7 @@ export interface NodeClient {
   readonly writes: number;
 }
 
-interface NodeList {
-  metadata?: { continue?: string };
-  items?: Parameters<typeof slimNode>[0][];
-}
+type RawNode = Parameters<typeof slimNode>[0];
 
 const LIST_PAGE = 500;
 const MERGE_PATCH = 'application/merge-patch+json';
@@ -59,14 +56,14 @@ export function createNodeClient(access: ClusterAccess): NodeClient {
       let cont = '';
       do {
         const query = `limit=${LIST_PAGE}${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`;
-        const page = await http.request<NodeList>({ method: 'GET', path: `/api/v1/nodes?${query}` });
-        for (const item of page.items ?? []) nodes.push(slimNode(item));
-        cont = page.metadata?.continue ?? '';
+        // Each full Node is dropped as soon as its slim copy is made.
+        cont = await http.listPage(`/api/v1/nodes?${query}`, (item) => {
+          nodes.push(slimNode(item as RawNode));
+        });
       } while (cont);
       return nodes;
     },
-    getNode: async (name) =>
-      slimNode(await http.request<Parameters<typeof slimNode>[0]>({ method: 'GET', path: nodePath(name) })),
+    getNode: async (name) => slimNode(await http.request<RawNode>({ method: 'GET', path: nodePath(name) })),
     patchNode: (name, body) =>
       write({ method: 'PATCH', path: `${nodePath(name)}?${MANAGER}`, body, contentType: MERGE_PATCH }),
     patchNodeStatus: (name, body) =>

@@ -3,6 +3,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { ClusterAccess } from './config.js';
 import type { Credential } from './credentials.js';
 import { KubeApiError, KubeUnreachableError } from './errors.js';
+import { ListStreamParser } from './list-stream.js';
 
 /**
  * A lean HTTP/1.1 keep-alive transport for the hot path (thousands of Node patches per pass), on
@@ -70,25 +71,54 @@ export class KubeTransport {
   }
 
   async request<T>(req: KubeRequest): Promise<T> {
-    const body = req.body === undefined ? undefined : JSON.stringify(req.body);
-    const credentials = this.access.credentials;
-    let credential = await credentials.current();
-    let res = await this.send(req, body, credential);
-    if (res.status === 401 && (await credentials.rejected(credential))) {
-      credential = await credentials.current();
-      res = await this.send(req, body, credential);
-    }
-    const { status, text } = res;
+    const { status, contentType, text } = await this.exchange(req);
     if (status >= 200 && status < 300) {
-      return (text && res.contentType.includes('json') ? JSON.parse(text) : undefined) as T;
+      return (text && contentType.includes('json') ? JSON.parse(text) : undefined) as T;
     }
-    throw new KubeApiError(
+    throw this.apiError(req, status, text);
+  }
+
+  /**
+   * GETs one page of a list and hands each item to `onItem` while the body streams in
+   * (list-stream.ts); returns the list's `metadata.continue`, empty on the last page.
+   */
+  async listPage(path: string, onItem: (item: unknown) => void): Promise<string> {
+    const req: KubeRequest = { method: 'GET', path };
+    let parser: ListStreamParser<void> | undefined;
+    const { status, text } = await this.exchange(req, () => {
+      parser = new ListStreamParser(onItem);
+      return parser;
+    });
+    if (status < 200 || status >= 300 || !parser) throw this.apiError(req, status, text);
+    return parser.end<{ metadata?: { continue?: string } }>().metadata?.continue ?? '';
+  }
+
+  private apiError(req: KubeRequest, status: number, text: string | undefined): KubeApiError {
+    return new KubeApiError(
       `${req.method} ${req.path.split('?')[0]}: ${statusMessage(text ?? '', status)}`,
       status,
     );
   }
 
-  private send(req: KubeRequest, body: string | undefined, credential: Credential): Promise<Response> {
+  /** Sends the request; a 401 is retried once when the credentials could be refreshed. */
+  private async exchange(req: KubeRequest, stream?: () => ListStreamParser<void>): Promise<Response> {
+    const body = req.body === undefined ? undefined : JSON.stringify(req.body);
+    const credentials = this.access.credentials;
+    let credential = await credentials.current();
+    let res = await this.send(req, body, credential, stream);
+    if (res.status === 401 && (await credentials.rejected(credential))) {
+      credential = await credentials.current();
+      res = await this.send(req, body, credential, stream);
+    }
+    return res;
+  }
+
+  private send(
+    req: KubeRequest,
+    body: string | undefined,
+    credential: Credential,
+    stream?: () => ListStreamParser<void>,
+  ): Promise<Response> {
     const headers: Record<string, string | string[] | number> = {
       ...credential.headers,
       accept: req.discardResponse
@@ -118,8 +148,22 @@ export class KubeTransport {
           const status = res.statusCode ?? 0;
           const contentType = res.headers['content-type'] ?? '';
           res.on('error', fail);
-          if (req.discardResponse && status >= 200 && status < 300) {
+          const ok = status >= 200 && status < 300;
+          if (ok && req.discardResponse) {
             res.on('end', () => resolve({ status, contentType })).resume();
+            return;
+          }
+          if (ok && stream && contentType.includes('json')) {
+            const parser = stream();
+            res.on('data', (c: Buffer) => {
+              try {
+                parser.write(c);
+              } catch (err) {
+                res.destroy();
+                reject(err);
+              }
+            });
+            res.on('end', () => resolve({ status, contentType }));
             return;
           }
           const chunks: Buffer[] = [];

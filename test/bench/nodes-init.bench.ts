@@ -2,8 +2,9 @@
  * Benchmark: `ccm nodes init` over N tainted Nodes against the real kube-apiserver, as the built CLI
  * runs it (a separate process, JSON report). Not a test: it prints a table for the README.
  *
- *   npm run bench                  # 1,000 and 5,000 Nodes
+ *   npm run bench                  # 100, 1,000 and 5,000 Nodes
  *   npm run bench -- 200 2000      # other sizes
+ *   BENCH_SCENARIOS='with --' npm run bench   # only the scenarios whose name contains this
  * Wall time is the CLI process from start to exit, including Node start-up and module loading.
  * Writes are counted by the API server's audit log; cloud calls come from the report.
  *
@@ -23,7 +24,7 @@ const sizes = process.argv
   .slice(2)
   .map(Number)
   .filter((n) => n > 0);
-const runs = sizes.length > 0 ? sizes : [1000, 5000];
+const runs = sizes.length > 0 ? sizes : [100, 1000, 5000];
 const concurrency = process.env.BENCH_CONCURRENCY ?? '32';
 
 function ip(i: number): string {
@@ -33,7 +34,7 @@ function ip(i: number): string {
 const scenarios = [
   { name: 'kubelet without --node-ip', kubeletAddresses: false },
   { name: 'kubelet with --node-ip', kubeletAddresses: true },
-];
+].filter((s) => s.name.includes(process.env.BENCH_SCENARIOS ?? ''));
 
 interface Row {
   scenario: string;
