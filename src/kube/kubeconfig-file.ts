@@ -1,8 +1,8 @@
 import { dirname, isAbsolute, join, sep } from 'node:path';
-import { parse } from 'yaml';
+import { load } from 'js-yaml';
 
 /**
- * The kubeconfig file format (clientcmd's v1 Config), read with `yaml`: the fields ccm acts on, file
+ * The kubeconfig file format (clientcmd's v1 Config), read with js-yaml: the fields ccm acts on, file
  * paths made absolute against the file's folder as kubectl does, and several files merged the way
  * kubectl merges KUBECONFIG. client-node's own loader pulls in its whole generated API (~90 MB).
  */
@@ -205,7 +205,8 @@ function readCluster(r: Reader, base: string): KubeconfigCluster {
 export function parseKubeconfig(text: string, path: string): Kubeconfig {
   let doc: unknown;
   try {
-    doc = parse(text, { logLevel: 'error' });
+    // kubectl takes an empty file (or one of comments only) as an empty kubeconfig.
+    doc = /^(\s*(#.*)?\n?)*$/.test(text) ? {} : load(text);
   } catch (err) {
     throw new KubeconfigFormatError(((err as Error).message ?? String(err)).split('\n')[0] as string);
   }

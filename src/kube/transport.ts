@@ -1,5 +1,6 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, STATUS_CODES } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { createSecureContext } from 'node:tls';
 import type { ClusterAccess } from './config.js';
 import type { Credential } from './credentials.js';
 import { KubeApiError, KubeUnreachableError } from './errors.js';
@@ -56,9 +57,8 @@ export class KubeTransport {
         this.url.protocol === 'https:'
           ? new HttpsAgent({
               ...common,
-              ca,
-              cert: credential.cert,
-              key: credential.key,
+              // One TLS context (CA store, client certificate) shared by every connection, not one each.
+              secureContext: createSecureContext({ ca, cert: credential.cert, key: credential.key }),
               rejectUnauthorized,
               servername,
             })

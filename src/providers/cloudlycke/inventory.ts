@@ -25,10 +25,10 @@
  * is an InvalidConfigError of one line: `inventory <file>: <path in the file> <problem>; <fix>`.
  */
 import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { load as loadYaml } from 'js-yaml';
-import { parseDocument } from 'yaml';
 import { InvalidConfigError } from '../errors.js';
 import type { NodeAddress, NodeAddressType } from '../types.js';
 
@@ -110,6 +110,8 @@ function parseYaml(text: string, fail: Fail): unknown {
       // parsed again below for the positioned message
     }
   }
+  // `yaml` costs ~14 MB to load: required only when js-yaml could not do the job.
+  const { parseDocument } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
   const doc = parseDocument(text);
   const [syntax] = doc.errors;
   if (syntax) {
