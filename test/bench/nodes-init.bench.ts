@@ -5,6 +5,7 @@
  *   npm run bench                  # 100, 1,000 and 5,000 Nodes
  *   npm run bench -- 200 2000      # other sizes
  *   BENCH_SCENARIOS='with --' npm run bench   # only the scenarios whose name contains this
+ *   BENCH_NODE_OPTIONS=--max-semi-space-size=1 npm run bench   # the CLI as the CronJob runs it
  * Wall time is the CLI process from start to exit, including Node start-up and module loading.
  * Writes are counted by the API server's audit log; cloud calls come from the report.
  *
@@ -33,7 +34,13 @@ const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 async function ccm(args: string[]) {
   const run = await execa('/usr/bin/time', ['-f', 'cpu-seconds %U %S', process.execPath, bin, ...args], {
     reject: false,
-    env: { KUBECONFIG: undefined, CCM_PROVIDER: undefined, CLOUDLYCKE_INVENTORY: undefined },
+    env: {
+      KUBECONFIG: undefined,
+      CCM_PROVIDER: undefined,
+      CLOUDLYCKE_INVENTORY: undefined,
+      // BENCH_NODE_OPTIONS: run the CLI with the Node flags the CronJob sets.
+      NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS,
+    },
     stdin: 'ignore',
     timeout: 600_000,
   });
@@ -141,7 +148,7 @@ for (const scenario of scenarios)
   }
 
 console.log(
-  `\n${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, --concurrency ${concurrency}\n`,
+  `\n${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, --concurrency ${concurrency}${process.env.BENCH_NODE_OPTIONS ? `, NODE_OPTIONS=${process.env.BENCH_NODE_OPTIONS}` : ''}\n`,
 );
 console.log(
   '| Nodes registered by | Nodes | pass | wall time | ccm CPU time | Kubernetes writes | cloud calls | initialised | failed | max RSS |',
