@@ -7,8 +7,13 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
 
 const [root, kubeconfig, inventory] = process.argv.slice(2);
+// As bin/run.js does (when the build has it): keep V8's young generation at its initial size.
+if (readFileSync(join(root, 'bin', 'run.js'), 'utf8').includes('--semi-space-growth-factor=1')) {
+  setFlagsFromString('--semi-space-growth-factor=1');
+}
 const dist = (path) => pathToFileURL(join(root, 'dist', path)).href;
 const fromRoot = createRequire(join(root, 'package.json'));
 const load = (pkg) => import(pathToFileURL(fromRoot.resolve(pkg)).href);
