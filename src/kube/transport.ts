@@ -9,10 +9,10 @@ import { ListStreamParser } from './list-stream.js';
 /**
  * A lean HTTP/1.1 keep-alive transport for the hot path (thousands of Node patches per pass), on
  * Node's own http(s) client. client-node's generated API cost ~1.7 ms of CPU per request and ~90 MB
- * to load; undici's Pool was as fast as this but ~25 MB to load, node:https is already in the
- * binary. TLS and credentials come from the kubeconfig (config.ts, credentials.ts); a request the
- * server answers with 401 is retried once when a fresh credential could be had (exec plugin re-run,
- * file re-read).
+ * to load; undici's Pool added ~6 MB to ccm's start-up, node:https is already in the binary.
+ * TLS and credentials come from the kubeconfig (config.ts, credentials.ts); a request the server
+ * answers with 401 is retried once when a fresh credential could be had (exec plugin re-run, file
+ * re-read).
  */
 export interface KubeRequest {
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
