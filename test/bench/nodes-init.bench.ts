@@ -5,7 +5,7 @@
  *   npm run bench                  # 100, 1,000 and 5,000 Nodes
  *   npm run bench -- 200 2000      # other sizes
  *   BENCH_SCENARIOS='with --' npm run bench   # only the scenarios whose name contains this
- *   BENCH_NODE_OPTIONS=--max-semi-space-size=1 npm run bench   # the CLI as the CronJob runs it
+ *   BENCH_NODE_OPTIONS=--max-semi-space-size=1 npm run bench   # extra Node flags for the CLI, to compare heap settings
  * Wall time is the CLI process from start to exit, including Node start-up and module loading.
  * Writes are counted by the API server's audit log; cloud calls come from the report.
  *
@@ -38,7 +38,7 @@ async function ccm(args: string[]) {
       KUBECONFIG: undefined,
       CCM_PROVIDER: undefined,
       CLOUDLYCKE_INVENTORY: undefined,
-      // BENCH_NODE_OPTIONS: run the CLI with the Node flags the CronJob sets.
+      // BENCH_NODE_OPTIONS: extra Node flags for the CLI, to compare heap settings.
       NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS,
     },
     stdin: 'ignore',
