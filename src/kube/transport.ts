@@ -148,7 +148,8 @@ export class KubeTransport {
    * server ends the response (resolves) or it fails (rejects). `signal` aborts it.
    */
   async stream(path: string, signal: AbortSignal, onLine: (line: string) => void): Promise<void> {
-    const req: KubeRequest = { method: 'GET', path, signal, timeoutMs: 0 };
+    // The usual timeout until the answer's headers; the open watch itself has none (the informer's watchdog).
+    const req: KubeRequest = { method: 'GET', path, signal };
     const { status, body } = await this.exchange(req, { kind: 'lines', onLine });
     if (status !== 200) {
       throw new KubeApiError(
@@ -245,9 +246,8 @@ export class KubeTransport {
           const contentType = res.headers['content-type'] ?? '';
           this.markReachable(true, 'answering again');
           res.on('error', fail);
-          res.on('aborted', () =>
-            fail(Object.assign(new Error('connection closed'), { code: 'ECONNRESET' })),
-          );
+          // Closed before the body ended (the server went away mid-watch): settle anyway ('end' settles first otherwise).
+          res.on('close', () => fail(closedEarly()));
           const ok = status >= 200 && status < 300;
           if (ok && mode.kind === 'discard') {
             res.on('end', () => succeed({ status, contentType })).resume();
@@ -267,7 +267,6 @@ export class KubeTransport {
             return;
           }
           if (status === 200 && mode.kind === 'lines') {
-            // A watch stays open: no inactivity timeout on its socket (the informer has a watchdog).
             r.setTimeout(0);
             let rest = '';
             res.setEncoding('utf8');
@@ -304,6 +303,7 @@ export class KubeTransport {
       signal?.addEventListener('abort', onAbort, { once: true });
       r.on('timeout', () => r.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })));
       r.on('error', fail);
+      r.on('close', () => fail(closedEarly()));
       r.end(body);
     });
   }
@@ -315,6 +315,10 @@ export class KubeTransport {
       `cannot reach the Kubernetes API server at ${this.server} (${reason}); check --kubeconfig and --context`,
     );
   }
+}
+
+function closedEarly(): Error {
+  return Object.assign(new Error('connection closed'), { code: 'ECONNRESET' });
 }
 
 function abortError(signal: AbortSignal): Error {
