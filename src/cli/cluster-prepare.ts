@@ -14,7 +14,7 @@ import { applyRollback, planRollback, type RollbackPlan } from '../cluster/rollb
 import type { Host } from '../cluster/types.js';
 import { canonicalIP } from '../controllers/node-addresses.js';
 import { loadKubeConfig } from '../kube/config.js';
-import { createNodeClient, type NodeClient, type V1Node } from '../kube/nodes.js';
+import { createNodeClient, type NodeClient, type SlimNode } from '../kube/nodes.js';
 import { waitUntilReady } from '../kube/readyz.js';
 import { KubeTransport } from '../kube/transport.js';
 import { TAINT_UNINITIALIZED } from '../kube/well-known.js';
@@ -77,7 +77,7 @@ export interface ClusterPrepareOutput {
 /** Nodes the kubelet will not re-taint: no provider ID and no uninitialized taint. */
 function existingUninitialised(
   nodes: NodeClient,
-  all: V1Node[],
+  all: SlimNode[],
 ): { name: string; taint: () => Promise<void> }[] {
   return all
     .filter((n) => !n.spec?.providerID && !(n.spec?.taints ?? []).some((t) => t.key === TAINT_UNINITIALIZED))
@@ -276,7 +276,7 @@ async function rollback(
   };
 }
 
-function buildHosts(input: ClusterPrepareInput, clusterNodes: V1Node[]): Host[] {
+function buildHosts(input: ClusterPrepareInput, clusterNodes: SlimNode[]): Host[] {
   const sshArgs = [
     ...(input.sshPort ? ['-p', String(input.sshPort)] : []),
     ...(input.sshIdentity ? ['-i', input.sshIdentity] : []),

@@ -1,4 +1,5 @@
 import { selectControllers } from '../controllers/manager.js';
+import { loadKubeConfig } from '../kube/config.js';
 import {
   type AccessRequest,
   listPods,
@@ -7,7 +8,6 @@ import {
   serviceAccountMay,
 } from '../kube/diagnostics.js';
 import { KubeApiError } from '../kube/errors.js';
-import { loadKubeAuth } from '../kube/lean-config.js';
 import { createNodeClient } from '../kube/nodes.js';
 import { readSecret } from '../kube/secrets.js';
 import { KubeTransport } from '../kube/transport.js';
@@ -77,7 +77,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
     : definition?.credentials.secretName
       ? { namespace: 'kube-system', name: definition.credentials.secretName }
       : undefined;
-  const auth = await loadKubeAuth({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
+  const auth = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
   const http = new KubeTransport(auth);
   try {
     let version: Awaited<ReturnType<typeof serverVersion>>;

@@ -351,11 +351,12 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
 const RUN_NODE_OPTIONS = '--max-old-space-size=128 --max-semi-space-size=2';
 const RUN_RESOURCES = { requests: { cpu: '50m', memory: '256Mi' }, limits: { memory: '512Mi' } };
 /**
- * `nodes init` holds every Node for one pass: measured peaks 229 MB at 1,000 Nodes and 424 MB (404 MiB)
- * at 5,000. The request covers a pass over ~1,000 Nodes; the limit leaves ~25% headroom over the
- * 5,000-Node peak (a pass killed by the OOM killer initialises nothing). Raise both beyond 5,000 Nodes.
+ * `nodes init` holds a slim copy of every Node for one pass: measured peaks 107 MB at 1,000 Nodes and
+ * 130 MB at 5,000 (README, Benchmarks). The request covers a pass over ~1,000 Nodes with a quarter to
+ * spare; the limit is about twice the 5,000-Node peak (a pass killed by the OOM killer initialises
+ * nothing). Raise both beyond 5,000 Nodes.
  */
-const NODES_INIT_RESOURCES = { requests: { cpu: '50m', memory: '256Mi' }, limits: { memory: '512Mi' } };
+const NODES_INIT_RESOURCES = { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '256Mi' } };
 
 export function manifestsAsYaml(objects: readonly K8sObject[]): string {
   return objects.map((o) => `---\n${stringify(o, { lineWidth: 0 })}`).join('');

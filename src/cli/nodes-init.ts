@@ -8,7 +8,7 @@ import {
   readState,
 } from '../controllers/nodes-pass.js';
 import type { NodePlan } from '../controllers/plan.js';
-import { loadKubeAuth } from '../kube/lean-config.js';
+import { loadKubeConfig } from '../kube/config.js';
 import { createNodeClient } from '../kube/nodes.js';
 import { readSecret } from '../kube/secrets.js';
 import { KubeTransport } from '../kube/transport.js';
@@ -48,7 +48,7 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
   let cloudCalls = 0;
   // Configuration is checked before anything is read or written. The lean kubeconfig reader keeps
   // client-node (~870 modules) out of the start unless the kubeconfig needs an exec plugin.
-  const kc = await loadKubeAuth({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
+  const kc = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
   const secretRef = input['credentials-secret'] ? parseSecretRef(input['credentials-secret']) : undefined;
   const transport = new KubeTransport(kc);
   const secret = secretRef ? await readSecret(transport, secretRef.namespace, secretRef.name) : undefined;

@@ -1,6 +1,6 @@
 import { findInstance, type PassOptions, planNode, readState } from '../controllers/nodes-pass.js';
 import type { NodePlan } from '../controllers/plan.js';
-import { loadKubeAuth } from '../kube/lean-config.js';
+import { loadKubeConfig } from '../kube/config.js';
 import { createNodeClient } from '../kube/nodes.js';
 import { readSecret } from '../kube/secrets.js';
 import type { SlimNode } from '../kube/slim-node.js';
@@ -73,7 +73,7 @@ class CountingTransport extends KubeTransport {
 export async function runNodesList(input: NodesListInput): Promise<NodesListResult> {
   const started = performance.now();
   let cloudCalls = 0;
-  const auth = await loadKubeAuth({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
+  const auth = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
   const secretRef = input['credentials-secret'] ? parseSecretRef(input['credentials-secret']) : undefined;
   const transport = new CountingTransport(auth);
   try {

@@ -13,9 +13,9 @@ import {
 } from '../controllers/manager.js';
 import { createMetrics, type Metrics } from '../controllers/metrics.js';
 import { type Serving, serve } from '../controllers/server.js';
+import { loadKubeConfig } from '../kube/config.js';
 import { KubeApiError, KubeConfigError, KubeUnreachableError } from '../kube/errors.js';
 import { createInformer, type Informer, type InformerOptions } from '../kube/informer.js';
-import { loadKubeAuth } from '../kube/lean-config.js';
 import { LeaderElector } from '../kube/lease.js';
 import { createNodeClient } from '../kube/nodes.js';
 import { readSecret } from '../kube/secrets.js';
@@ -120,10 +120,10 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   });
   const identity = deps.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
   const definition = deps.definition ?? (await loadProvider(input.provider as string));
-  const auth = await loadKubeAuth({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
+  const access = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
 
   let elector: LeaderElector | undefined;
-  const transport = new KubeTransport(auth, {
+  const transport = new KubeTransport(access, {
     userAgent: `ccm (${identity})`,
     // Only leadership gates writes: a graceful shutdown lets in-flight writes finish.
     mayWrite: () => (elector ? elector.isLeader() : true),

@@ -1,5 +1,4 @@
-import type { V1Taint } from '@kubernetes/client-node';
-import type { SlimNode } from '../kube/slim-node.js';
+import type { SlimNode, SlimTaint } from '../kube/slim-node.js';
 import { LABEL_EXCLUDE_FROM_LIFECYCLE, TAINT_SHUTDOWN } from '../kube/well-known.js';
 import type { Instance } from '../providers/types.js';
 
@@ -37,7 +36,7 @@ export function hasShutdownTaint(node: SlimNode): boolean {
   return (node.spec?.taints ?? []).some((t) => t.key === TAINT_SHUTDOWN);
 }
 
-export const shutdownTaint: V1Taint = { key: TAINT_SHUTDOWN, effect: 'NoSchedule' };
+export const shutdownTaint: SlimTaint = { key: TAINT_SHUTDOWN, effect: 'NoSchedule' };
 
 /**
  * The node lifecycle controller's decision (reference: MonitorNodes), with ccm's deletion safety:

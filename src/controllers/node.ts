@@ -1,5 +1,4 @@
-import type { V1Taint } from '@kubernetes/client-node';
-import type { SlimNode } from '../kube/slim-node.js';
+import type { SlimNode, SlimTaint } from '../kube/slim-node.js';
 import {
   EVENT_SYNCED,
   LABEL_PAIRS,
@@ -14,7 +13,7 @@ import { AddressMismatchError, checkProvidedIPs, desiredAddresses, sameAddresses
 export interface NodeSync {
   labels: Record<string, string>;
   providerID?: string;
-  taints?: V1Taint[];
+  taints?: SlimTaint[];
   addresses?: Instance['addresses'];
   initialized: boolean;
   changes: string[];

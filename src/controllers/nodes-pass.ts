@@ -1,7 +1,6 @@
-import type { V1Taint } from '@kubernetes/client-node';
 import { KubeApiError } from '../kube/errors.js';
 import type { NodeClient } from '../kube/nodes.js';
-import type { SlimNode } from '../kube/slim-node.js';
+import type { SlimNode, SlimTaint } from '../kube/slim-node.js';
 import {
   EVENT_DELETING_NODE,
   EVENT_DELETING_NODE_FAILED,
@@ -95,7 +94,7 @@ export function planNode(
   const instance = findInstance(node, state.index);
 
   let labels: Record<string, string> = {};
-  const originalTaints: V1Taint[] = node.spec?.taints ?? [];
+  const originalTaints: SlimTaint[] = node.spec?.taints ?? [];
   let taints = originalTaints;
   let newProviderID: string | undefined;
   const tainted = isUninitialized(node);

@@ -1,11 +1,11 @@
-import type { V1Taint } from '@kubernetes/client-node';
+import type { SlimTaint } from '../kube/slim-node.js';
 import type { NodeAddress } from '../providers/types.js';
 
 /** What one pass intends to do to one Node. Computed purely; applied by nodes-pass.ts. */
 export interface NodePlan {
   name: string;
   /** Merge patch of the Node object; applied with the resourceVersion it was planned from. */
-  patch?: { labels?: Record<string, string>; providerID?: string; taints?: V1Taint[] };
+  patch?: { labels?: Record<string, string>; providerID?: string; taints?: SlimTaint[] };
   /** New status.addresses, replacing the list whole. */
   addresses?: NodeAddress[];
   events: PlannedEvent[];

@@ -1,39 +1,188 @@
-import { KubeConfig } from '@kubernetes/client-node';
+import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { isIPv6 } from 'node:net';
+import { homedir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { type Credentials, createCredentials } from './credentials.js';
 import { KubeConfigError } from './errors.js';
-import { findKubeconfig, type KubeConfigOptions } from './kubeconfig-path.js';
+import {
+  type Kubeconfig,
+  type KubeconfigCluster,
+  KubeconfigFormatError,
+  type KubeconfigUser,
+  mergeKubeconfigs,
+  parseKubeconfig,
+} from './kubeconfig-file.js';
 
-export type { KubeConfigOptions };
-
-/** Loads the kubeconfig the way kubectl does, failing with one actionable line. */
-export function loadKubeConfig(options: KubeConfigOptions): KubeConfig {
-  const kc = new KubeConfig();
-  const source = findKubeconfig(options);
-  if ('path' in source) load(kc, source.path);
-  else kc.loadFromCluster();
-
-  const { context } = options;
-  if (context) {
-    if (!kc.getContextObject(context)) {
-      const known = kc.getContexts().map((c) => c.name);
-      throw new KubeConfigError(
-        `context "${context}" is not in the kubeconfig; use one of: ${known.join(', ') || '(none)'}`,
-      );
-    }
-    kc.setCurrentContext(context);
-  }
-  if (!kc.getCurrentCluster()) {
-    throw new KubeConfigError('the kubeconfig has no current context with a cluster; pass --context');
-  }
-  return kc;
+export interface KubeConfigOptions {
+  /** --kubeconfig; falls back to KUBECONFIG, ~/.kube/config, then the in-cluster service account. */
+  kubeconfig?: string;
+  context?: string;
+  /** Environment, passed in so callers (and tests) decide what is read. */
+  env: Readonly<Record<string, string | undefined>>;
+  /** Where the in-cluster service account's token and ca.crt are; tests point it elsewhere. */
+  serviceAccountDir?: string;
+  /** Whether exec plugins may prompt; default: stdin is a terminal. */
+  interactive?: boolean;
+  now?: () => number;
 }
 
-function load(kc: KubeConfig, path: string): void {
+/** Everything needed to talk to one API server as one user: the kubeconfig's chosen context, resolved. */
+export interface ClusterAccess {
+  server: string;
+  /** The context's name ("in-cluster" for the service account). */
+  context: string;
+  tls: { ca?: Buffer; rejectUnauthorized: boolean; servername?: string };
+  credentials: Credentials;
+}
+
+export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+function readable(path: string): boolean {
   try {
-    kc.loadFromFile(path);
+    accessSync(path, constants.R_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function load(path: string): Kubeconfig {
+  try {
+    return parseKubeconfig(readFileSync(path, 'utf8'), path);
   } catch (err) {
-    const reason = ((err as Error).message ?? String(err)).split('\n')[0];
+    const reason = err instanceof KubeconfigFormatError ? err.message : (err as Error).message.split('\n')[0];
     throw new KubeConfigError(
       `kubeconfig ${path} is not a valid kubeconfig (${reason}); fix the file or pass another with --kubeconfig`,
     );
   }
+}
+
+/** The kubeconfig files kubectl would read, merged; undefined when none applies (try in-cluster). */
+function loadFiles({ kubeconfig, env }: KubeConfigOptions): Kubeconfig | undefined {
+  if (kubeconfig) {
+    if (!existsSync(kubeconfig))
+      throw new KubeConfigError(
+        `kubeconfig ${kubeconfig} does not exist; pass an existing file to --kubeconfig`,
+      );
+    if (!readable(kubeconfig))
+      throw new KubeConfigError(`kubeconfig ${kubeconfig} is not readable; check its permissions`);
+    return load(kubeconfig);
+  }
+  const fromEnv = env.KUBECONFIG?.split(delimiter).filter(Boolean) ?? [];
+  if (fromEnv.length > 0) {
+    // As kubectl: files that do not exist are skipped, every other one is merged in order.
+    const present = fromEnv.filter((p) => existsSync(p));
+    if (present.length === 0) {
+      throw new KubeConfigError(
+        `KUBECONFIG names ${fromEnv.join(', ')}, which cannot be read; fix KUBECONFIG or pass --kubeconfig`,
+      );
+    }
+    const unreadable = present.find((p) => !readable(p));
+    if (unreadable)
+      throw new KubeConfigError(
+        `kubeconfig ${unreadable} (from KUBECONFIG) is not readable; check its permissions`,
+      );
+    return mergeKubeconfigs(present.map(load));
+  }
+  const defaultPath = join(env.HOME ?? homedir(), '.kube', 'config');
+  return readable(defaultPath) ? load(defaultPath) : undefined;
+}
+
+function inCluster(options: KubeConfigOptions): { cluster: KubeconfigCluster; user: KubeconfigUser } {
+  const { KUBERNETES_SERVICE_HOST: host, KUBERNETES_SERVICE_PORT: port } = options.env;
+  const dir = options.serviceAccountDir ?? SERVICE_ACCOUNT_DIR;
+  const server = `https://${host && isIPv6(host) ? `[${host}]` : host}:${port}`;
+  for (const file of ['token', 'ca.crt']) {
+    if (!readable(join(dir, file))) {
+      throw new KubeConfigError(
+        `running in a cluster but ${join(dir, file)} cannot be read; mount the service account token (automountServiceAccountToken) or pass --kubeconfig`,
+      );
+    }
+  }
+  return {
+    cluster: { server, certificateAuthority: join(dir, 'ca.crt') },
+    user: { tokenFile: join(dir, 'token') },
+  };
+}
+
+function readCA(cluster: KubeconfigCluster, name: string): Buffer | undefined {
+  if (cluster.certificateAuthority) {
+    try {
+      return readFileSync(cluster.certificateAuthority);
+    } catch (err) {
+      throw new KubeConfigError(
+        `cluster ${name}'s certificate-authority ${cluster.certificateAuthority} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); fix the kubeconfig`,
+      );
+    }
+  }
+  return cluster.certificateAuthorityData
+    ? Buffer.from(cluster.certificateAuthorityData, 'base64')
+    : undefined;
+}
+
+/** Loads the kubeconfig the way kubectl does, failing with one actionable line. */
+export function loadKubeConfig(options: KubeConfigOptions): ClusterAccess {
+  const { context, env } = options;
+  const files = loadFiles(options);
+  let contextName: string;
+  let clusterName: string;
+  let userName: string;
+  let cluster: KubeconfigCluster | undefined;
+  let user: KubeconfigUser;
+  if (files) {
+    if (context && !files.contexts.has(context)) {
+      const known = [...files.contexts.keys()];
+      throw new KubeConfigError(
+        `context "${context}" is not in the kubeconfig; use one of: ${known.join(', ') || '(none)'}`,
+      );
+    }
+    contextName = context ?? files.currentContext ?? '';
+    const ctx = files.contexts.get(contextName);
+    clusterName = ctx?.cluster ?? '';
+    cluster = files.clusters.get(clusterName);
+    if (!ctx || !cluster) {
+      throw new KubeConfigError('the kubeconfig has no current context with a cluster; pass --context');
+    }
+    userName = ctx.user ?? '';
+    // A context without a (known) user talks to the server anonymously, as with kubectl.
+    user = files.users.get(userName) ?? {};
+  } else if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT) {
+    ({ cluster, user } = inCluster(options));
+    contextName = 'in-cluster';
+    clusterName = 'in-cluster';
+    userName = 'service account';
+  } else {
+    throw new KubeConfigError(
+      'no kubeconfig found; pass --kubeconfig, set KUBECONFIG, or run inside a cluster',
+    );
+  }
+
+  const { server } = cluster;
+  if (!server) {
+    throw new KubeConfigError(`the kubeconfig's cluster ${clusterName} has no server; fix the kubeconfig`);
+  }
+  if (!URL.canParse(server) || !/^https?:$/.test(new URL(server).protocol)) {
+    throw new KubeConfigError(
+      `the kubeconfig's cluster ${clusterName} has server "${server}", which is not an http(s) URL; fix the kubeconfig`,
+    );
+  }
+  if (cluster.proxyUrl) {
+    throw new KubeConfigError(
+      `the kubeconfig's cluster ${clusterName} uses proxy-url ${cluster.proxyUrl}, which ccm does not support yet; reach the API server directly`,
+    );
+  }
+  const tls = {
+    ca: readCA(cluster, clusterName),
+    rejectUnauthorized: cluster.insecureSkipTlsVerify !== true,
+    ...(cluster.tlsServerName ? { servername: cluster.tlsServerName } : {}),
+  };
+  const credentials = createCredentials({
+    userName,
+    user,
+    cluster: { ...cluster, server },
+    env,
+    interactive: options.interactive ?? Boolean(process.stdin?.isTTY),
+    now: options.now,
+  });
+  return { server, context: contextName, tls, credentials };
 }

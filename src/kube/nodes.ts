@@ -1,9 +1,9 @@
-import type { CoreV1Event, V1Node, V1NodeList } from '@kubernetes/client-node';
-import type { SlimNode } from './slim-node.js';
-import { type KubeAuthSource, type KubeRequest, KubeTransport } from './transport.js';
+import type { ClusterAccess } from './config.js';
+import { type SlimNode, slimNode } from './slim-node.js';
+import { type KubeRequest, KubeTransport } from './transport.js';
 import { FIELD_MANAGER } from './well-known.js';
 
-export type { V1Node };
+export type { SlimNode };
 
 export interface NodeEventSpec {
   node: SlimNode;
@@ -15,11 +15,11 @@ export interface NodeEventSpec {
 
 /**
  * The Node operations the controllers need; everything about the Kubernetes API stays in src/kube.
- * Objects are plain JSON as the server sends them (timestamps are strings).
+ * Nodes are slim copies (slim-node.ts): the full objects of one list page at most are alive at once.
  */
 export interface NodeClient {
-  listNodes(): Promise<V1Node[]>;
-  getNode(name: string): Promise<V1Node>;
+  listNodes(): Promise<SlimNode[]>;
+  getNode(name: string): Promise<SlimNode>;
   /** JSON merge patch of the Node; include metadata.resourceVersion to make it conditional. */
   patchNode(name: string, patch: object): Promise<void>;
   /** JSON merge patch of nodes/status: lists (addresses) are replaced whole, never merged by key. */
@@ -31,12 +31,14 @@ export interface NodeClient {
   readonly writes: number;
 }
 
+type RawNode = Parameters<typeof slimNode>[0];
+
 const LIST_PAGE = 500;
 const MERGE_PATCH = 'application/merge-patch+json';
 const MANAGER = `fieldManager=${FIELD_MANAGER}`;
 
 /** A client over its own transport (from a kubeconfig), or over a shared one (`ccm run`). */
-export function createNodeClient(source: KubeAuthSource | KubeTransport): NodeClient {
+export function createNodeClient(source: ClusterAccess | KubeTransport): NodeClient {
   const http = source instanceof KubeTransport ? source : new KubeTransport(source);
   let writes = 0;
   // Writes never read the response back: the pass already knows what it wrote.
@@ -51,17 +53,18 @@ export function createNodeClient(source: KubeAuthSource | KubeTransport): NodeCl
       return writes;
     },
     async listNodes() {
-      const nodes: V1Node[] = [];
+      const nodes: SlimNode[] = [];
       let cont = '';
       do {
         const query = `limit=${LIST_PAGE}${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`;
-        const page = await http.request<V1NodeList>({ method: 'GET', path: `/api/v1/nodes?${query}` });
-        nodes.push(...page.items);
-        cont = (page.metadata as { continue?: string } | undefined)?.continue ?? '';
+        // Each full Node is dropped as soon as its slim copy is made.
+        cont = await http.listPage(`/api/v1/nodes?${query}`, (item) => {
+          nodes.push(slimNode(item as RawNode));
+        });
       } while (cont);
       return nodes;
     },
-    getNode: (name) => http.request<V1Node>({ method: 'GET', path: nodePath(name) }),
+    getNode: async (name) => slimNode(await http.request<RawNode>({ method: 'GET', path: nodePath(name) })),
     patchNode: (name, body) =>
       write({ method: 'PATCH', path: `${nodePath(name)}?${MANAGER}`, body, contentType: MERGE_PATCH }),
     patchNodeStatus: (name, body) =>
@@ -82,7 +85,7 @@ export function createNodeClient(source: KubeAuthSource | KubeTransport): NodeCl
     async createEvent({ node, type, reason, message, component }) {
       const now = new Date().toISOString();
       const name = node.metadata?.name ?? '';
-      const event: CoreV1Event = {
+      const event = {
         metadata: { generateName: `${name}.`, namespace: 'default' },
         involvedObject: { kind: 'Node', apiVersion: 'v1', name, uid: node.metadata?.uid },
         type,
@@ -91,8 +94,8 @@ export function createNodeClient(source: KubeAuthSource | KubeTransport): NodeCl
         source: { component },
         reportingComponent: component,
         reportingInstance: component,
-        firstTimestamp: now as unknown as Date,
-        lastTimestamp: now as unknown as Date,
+        firstTimestamp: now,
+        lastTimestamp: now,
         count: 1,
       };
       await write({ method: 'POST', path: `/api/v1/namespaces/default/events?${MANAGER}`, body: event });

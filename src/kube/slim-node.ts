@@ -1,76 +1,107 @@
-/**
- * A Node as the plans read it: name, identity, version, age, labels, the kubelet's provided IP,
- * provider ID, taints, addresses and the Ready condition. Nothing else of the API object (images,
- * managed fields, capacity, other conditions, daemon endpoints) is kept, so a cache of thousands of
- * Nodes stays small. A full V1Node is assignable to SlimNode, so code written for one takes both.
- */
-import type { V1NodeAddress, V1Taint } from '@kubernetes/client-node';
 import { ANNOTATION_PROVIDED_NODE_IP } from './well-known.js';
+
+/**
+ * A Node as ccm holds it in memory: only what the plans read, in the API object's own shape (so
+ * `node.metadata?.name` reads the same on both). A Node from the API server carries managedFields,
+ * images, capacity, conditions with messages and many annotations: 5–10 KB of heap each, of which
+ * the plans need a few hundred bytes.
+ */
+export interface SlimTaint {
+  key: string;
+  value?: string;
+  effect: string;
+  /** Kept so a taint list written back whole loses nothing the server set. */
+  timeAdded?: string;
+}
+
+export interface SlimNodeAddress {
+  type: string;
+  address: string;
+}
 
 export interface SlimNode {
   metadata?: {
     name?: string;
     uid?: string;
     resourceVersion?: string;
-    /** As the server sends it (RFC 3339 text); client-node's type says Date. */
-    creationTimestamp?: Date | string;
+    /** RFC 3339, as the server sends it. */
+    creationTimestamp?: string;
     /** Set while the Node is being deleted (finalizers pending): no longer a load balancer backend. */
-    deletionTimestamp?: Date | string;
-    labels?: { [key: string]: string };
-    annotations?: { [key: string]: string };
+    deletionTimestamp?: string;
+    labels?: Record<string, string>;
+    /** Only the annotations ccm reads (SLIM_ANNOTATIONS). */
+    annotations?: Record<string, string>;
   };
-  spec?: { providerID?: string; taints?: V1Taint[] };
+  spec?: { providerID?: string; taints?: SlimTaint[] };
   status?: {
-    addresses?: V1NodeAddress[];
+    addresses?: SlimNodeAddress[];
+    /** Only the Ready condition, and of it only type and status. */
     conditions?: { type: string; status: string }[];
   };
 }
+
+export const SLIM_ANNOTATIONS: readonly string[] = [ANNOTATION_PROVIDED_NODE_IP];
 
 interface RawNode {
   metadata?: {
     name?: string;
     uid?: string;
     resourceVersion?: string;
-    creationTimestamp?: string;
-    deletionTimestamp?: string;
+    creationTimestamp?: string | Date;
+    deletionTimestamp?: string | Date;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
   };
-  spec?: { providerID?: string; taints?: { key: string; value?: string; effect: string }[] };
+  spec?: {
+    providerID?: string;
+    taints?: { key: string; value?: string; effect: string; timeAdded?: unknown }[];
+  };
   status?: {
     addresses?: { type: string; address: string }[];
     conditions?: { type: string; status: string }[];
   };
 }
 
-/** Keeps only what the plans read from a Node as the API server sends it (plain JSON). */
+function timestamp(value: unknown): string | undefined {
+  if (value instanceof Date) return value.toISOString();
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** The slim copy of a Node object as the API server sends it; shares no object with `raw`. */
 export function slimNode(raw: unknown): SlimNode {
-  const node = raw as RawNode;
-  const meta = node.metadata ?? {};
-  const providedIP = meta.annotations?.[ANNOTATION_PROVIDED_NODE_IP];
-  const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
-  const slim: SlimNode = {
-    metadata: {
-      name: meta.name,
-      uid: meta.uid,
-      resourceVersion: meta.resourceVersion,
-      creationTimestamp: meta.creationTimestamp,
-      ...(meta.deletionTimestamp ? { deletionTimestamp: meta.deletionTimestamp } : {}),
-      labels: meta.labels ?? {},
-      ...(providedIP !== undefined ? { annotations: { [ANNOTATION_PROVIDED_NODE_IP]: providedIP } } : {}),
-    },
-    spec: {
-      ...(node.spec?.providerID ? { providerID: node.spec.providerID } : {}),
-      ...(node.spec?.taints?.length
-        ? { taints: node.spec.taints.map((t) => ({ key: t.key, value: t.value, effect: t.effect })) }
-        : {}),
-    },
-    status: {
-      addresses: (node.status?.addresses ?? []).map((a) => ({ type: a.type, address: a.address })),
-      ...(ready ? { conditions: [{ type: 'Ready', status: ready.status }] } : {}),
-    },
-  };
-  return slim;
+  const { metadata = {}, spec = {}, status = {} } = raw as RawNode;
+  const meta: NonNullable<SlimNode['metadata']> = { name: metadata.name };
+  if (metadata.uid !== undefined) meta.uid = metadata.uid;
+  if (metadata.resourceVersion !== undefined) meta.resourceVersion = metadata.resourceVersion;
+  const created = timestamp(metadata.creationTimestamp);
+  if (created !== undefined) meta.creationTimestamp = created;
+  const deleting = timestamp(metadata.deletionTimestamp);
+  if (deleting !== undefined) meta.deletionTimestamp = deleting;
+  if (metadata.labels) meta.labels = { ...metadata.labels };
+  for (const key of SLIM_ANNOTATIONS) {
+    const value = metadata.annotations?.[key];
+    if (value !== undefined) meta.annotations = { ...meta.annotations, [key]: value };
+  }
+
+  const slimSpec: NonNullable<SlimNode['spec']> = {};
+  if (spec.providerID !== undefined) slimSpec.providerID = spec.providerID;
+  if (spec.taints) {
+    slimSpec.taints = spec.taints.map((t) => {
+      const taint: SlimTaint = { key: t.key, effect: t.effect };
+      if (t.value !== undefined) taint.value = t.value;
+      const added = timestamp(t.timeAdded);
+      if (added !== undefined) taint.timeAdded = added;
+      return taint;
+    });
+  }
+
+  const slimStatus: NonNullable<SlimNode['status']> = {};
+  if (status.addresses) {
+    slimStatus.addresses = status.addresses.map((a) => ({ type: a.type, address: a.address }));
+  }
+  const ready = status.conditions?.find((c) => c.type === 'Ready');
+  if (ready) slimStatus.conditions = [{ type: 'Ready', status: ready.status }];
+  return { metadata: meta, spec: slimSpec, status: slimStatus };
 }
 
 export function nodeName(node: SlimNode): string {

@@ -1,14 +1,19 @@
-import { type IncomingHttpHeaders, STATUS_CODES } from 'node:http';
-import type { RequestOptions } from 'node:https';
-import { type Dispatcher, Pool } from 'undici';
-import { KubeApiError, KubeConfigError, KubeUnreachableError, NotLeaderError } from './errors.js';
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, STATUS_CODES } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { createSecureContext } from 'node:tls';
+import type { ClusterAccess } from './config.js';
+import type { Credential } from './credentials.js';
+import { KubeApiError, KubeUnreachableError, NotLeaderError } from './errors.js';
+import { ListStreamParser } from './list-stream.js';
 import { decodeProtobufStatus } from './status.js';
 
 /**
- * A lean HTTP/1.1 keep-alive transport for the hot path (thousands of Node patches per pass).
- * client-node's generated API goes through undici's fetch and its object serializer: measured at
- * ~1.7 ms of CPU per request, it made the client the bottleneck of a 5,000-Node pass. Authentication
- * and TLS still come from client-node's KubeConfig (tokens, client certificates, exec plugins).
+ * A lean HTTP/1.1 keep-alive transport for the hot path (thousands of Node patches per pass), on
+ * Node's own http(s) client. client-node's generated API cost ~1.7 ms of CPU per request and ~90 MB
+ * to load; undici's Pool added ~6 MB to ccm's start-up, node:https is already in the binary.
+ * TLS and credentials come from the kubeconfig (config.ts, credentials.ts); a request the server
+ * answers with 401 is retried once when a fresh credential could be had (exec plugin re-run, file
+ * re-read).
  */
 export interface KubeRequest {
   method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
@@ -26,15 +31,6 @@ export interface KubeRequest {
   signal?: AbortSignal;
 }
 
-/**
- * Where the API server and its credentials come from: client-node's KubeConfig (every auth method)
- * or ccm's lean kubeconfig reader (kube/lean-config.ts), which keeps client-node out of `ccm run`.
- */
-export interface KubeAuthSource {
-  getCurrentCluster(): { name: string; server: string; proxyUrl?: string } | null;
-  applyToHTTPSOptions(options: RequestOptions): Promise<void>;
-}
-
 export interface TransportOptions {
   /** Sent as User-Agent, so the audit log tells replicas apart. Default "ccm". */
   userAgent?: string;
@@ -44,71 +40,67 @@ export interface TransportOptions {
   onReachable?: (reachable: boolean, detail: string) => void;
 }
 
-const AUTH_REFRESH_MS = 10_000;
 const TIMEOUT_MS = 30_000;
 const MAX_CONNECTIONS = 64;
+
+/** How the response body is consumed. */
+type BodyMode =
+  | { kind: 'buffer' }
+  | { kind: 'discard' }
+  | { kind: 'list'; parser: () => ListStreamParser<void> }
+  | { kind: 'lines'; onLine: (line: string) => void };
+
+interface Response {
+  status: number;
+  contentType: string;
+  /** The whole body, unless it was discarded or streamed. */
+  body?: Buffer;
+  streamed?: boolean;
+}
 
 export class KubeTransport {
   readonly server: string;
   private readonly url: URL;
-  private pool?: Pool;
-  private auth?: { options: RequestOptions; at: number };
+  private agent?: HttpAgent;
+  /** The client certificate the agent's connections present; a new one needs new connections. */
+  private agentCert?: string;
+  private readonly retired = new Set<HttpAgent>();
   private reachable = true;
 
   constructor(
-    private readonly kc: KubeAuthSource,
+    private readonly access: ClusterAccess,
     private readonly transportOptions: TransportOptions = {},
   ) {
-    const cluster = kc.getCurrentCluster();
-    if (cluster?.proxyUrl) {
-      throw new KubeConfigError(
-        `the kubeconfig's cluster ${cluster.name} uses proxy-url ${cluster.proxyUrl}, which ccm does not support yet; reach the API server directly`,
-      );
-    }
-    this.server = cluster?.server ?? '';
+    this.server = access.server;
     this.url = new URL(this.server);
   }
 
-  /** TLS material and auth headers, re-read now and then so rotated tokens are picked up. */
-  private async options(): Promise<RequestOptions> {
-    if (!this.auth || Date.now() - this.auth.at > AUTH_REFRESH_MS) {
-      const options: RequestOptions = { headers: {} };
-      await this.kc.applyToHTTPSOptions(options);
-      this.auth = { options, at: Date.now() };
-      if (!this.pool) {
-        const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername } =
-          options as RequestOptions & {
-            servername?: string;
-          };
-        this.pool = new Pool(this.url.origin, {
-          connections: MAX_CONNECTIONS,
-          connect: {
-            ca,
-            cert,
-            key,
-            pfx,
-            passphrase,
-            rejectUnauthorized,
-            servername,
-          } as Pool.Options['connect'],
-        });
+  private agentFor(credential: Credential): HttpAgent {
+    if (!this.agent || this.agentCert !== credential.cert) {
+      const previous = this.agent;
+      const { ca, rejectUnauthorized, servername } = this.access.tls;
+      const common = { keepAlive: true, maxSockets: MAX_CONNECTIONS, scheduling: 'lifo' as const };
+      this.agent =
+        this.url.protocol === 'https:'
+          ? new HttpsAgent({
+              ...common,
+              // One TLS context (CA store, client certificate) shared by every connection, not one each.
+              secureContext: createSecureContext({ ca, cert: credential.cert, key: credential.key }),
+              rejectUnauthorized,
+              servername,
+            })
+          : new HttpAgent(common);
+      this.agentCert = credential.cert;
+      if (previous) {
+        // Requests already sent on the old connections finish (or time out) first.
+        this.retired.add(previous);
+        setTimeout(() => {
+          previous.destroy();
+          this.retired.delete(previous);
+        }, TIMEOUT_MS + 1000).unref();
       }
     }
-    return this.auth.options;
-  }
-
-  private async headers(req: { discardResponse?: boolean }, body: string | undefined) {
-    const options = await this.options();
-    const headers: Record<string, string> = {
-      ...(options.headers as Record<string, string>),
-      accept: req.discardResponse
-        ? 'application/vnd.kubernetes.protobuf, application/json'
-        : 'application/json',
-      'user-agent': this.transportOptions.userAgent ?? 'ccm',
-      ...(body ? { 'content-type': (req as KubeRequest).contentType ?? 'application/json' } : {}),
-    };
-    if (options.auth) headers.authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`;
-    return headers;
+    return this.agent;
   }
 
   /** False from a failed connection until the next answer. */
@@ -123,43 +115,32 @@ export class KubeTransport {
   }
 
   async request<T>(req: KubeRequest): Promise<T> {
-    if (req.method !== 'GET' && !req.ungated && this.transportOptions.mayWrite?.() === false) {
-      throw new NotLeaderError(
-        `${req.method} ${req.path.split('?')[0]} refused: this replica is not the leader`,
-      );
-    }
-    const body = req.body === undefined ? undefined : JSON.stringify(req.body);
-    const headers = await this.headers(req, body);
-    const basePath = this.url.pathname.replace(/\/$/, '');
-    const what = `${req.method} ${req.path.split('?')[0]}`;
-    const timeout = req.timeoutMs ?? TIMEOUT_MS;
-    let res: Dispatcher.ResponseData;
-    try {
-      res = await (this.pool as Pool).request({
-        path: `${basePath}${req.path}`,
-        method: req.method,
-        headers,
-        body,
-        headersTimeout: timeout,
-        bodyTimeout: timeout,
-        ...(req.signal ? { signal: req.signal } : {}),
-      });
-    } catch (err) {
-      if (req.signal?.aborted) throw err;
-      throw this.unreachable(err as Error & { code?: string });
-    }
-    this.markReachable(true, 'answering again');
-    const status = res.statusCode;
-    if (status >= 200 && status < 300 && req.discardResponse) {
-      await res.body.dump();
-      return undefined as T;
-    }
-    const answer = Buffer.from(await res.body.arrayBuffer());
+    this.gate(req);
+    const mode: BodyMode = req.discardResponse ? { kind: 'discard' } : { kind: 'buffer' };
+    const { status, contentType, body } = await this.exchange(req, mode);
     if (status >= 200 && status < 300) {
-      const text = answer.toString('utf8');
-      return (text && isJson(res.headers) ? JSON.parse(text) : undefined) as T;
+      const text = body?.toString('utf8');
+      return (text && contentType.includes('json') ? JSON.parse(text) : undefined) as T;
     }
-    throw new KubeApiError(`${what}: ${statusMessage(answer, status)}`, status);
+    throw this.apiError(req, status, body);
+  }
+
+  /**
+   * GETs one page of a list and hands each item to `onItem` while the body streams in
+   * (list-stream.ts); returns the list's `metadata.continue`, empty on the last page.
+   */
+  async listPage(path: string, onItem: (item: unknown) => void, signal?: AbortSignal): Promise<string> {
+    const req: KubeRequest = { method: 'GET', path, ...(signal ? { signal } : {}) };
+    let parser: ListStreamParser<void> | undefined;
+    const { status, body } = await this.exchange(req, {
+      kind: 'list',
+      parser: () => {
+        parser = new ListStreamParser(onItem);
+        return parser;
+      },
+    });
+    if (status < 200 || status >= 300 || !parser) throw this.apiError(req, status, body);
+    return parser.end<{ metadata?: { continue?: string } }>().metadata?.continue ?? '';
   }
 
   /**
@@ -167,48 +148,164 @@ export class KubeTransport {
    * server ends the response (resolves) or it fails (rejects). `signal` aborts it.
    */
   async stream(path: string, signal: AbortSignal, onLine: (line: string) => void): Promise<void> {
-    const headers = await this.headers({}, undefined);
-    const basePath = this.url.pathname.replace(/\/$/, '');
-    let res: Dispatcher.ResponseData;
-    try {
-      res = await (this.pool as Pool).request({
-        path: `${basePath}${path}`,
-        method: 'GET',
-        headers,
-        headersTimeout: TIMEOUT_MS,
-        bodyTimeout: 0,
-        signal,
-      });
-    } catch (err) {
-      if (signal.aborted) throw err;
-      throw this.unreachable(err as Error & { code?: string });
-    }
-    this.markReachable(true, 'answering again');
-    if (res.statusCode !== 200) {
-      const body = Buffer.from(await res.body.arrayBuffer());
+    // The usual timeout until the answer's headers; the open watch itself has none (the informer's watchdog).
+    const req: KubeRequest = { method: 'GET', path, signal };
+    const { status, body } = await this.exchange(req, { kind: 'lines', onLine });
+    if (status !== 200) {
       throw new KubeApiError(
-        `GET ${path.split('?')[0]} (watch): ${statusMessage(body, res.statusCode)}`,
-        res.statusCode,
+        `GET ${path.split('?')[0]} (watch): ${statusMessage(body ?? Buffer.alloc(0), status)}`,
+        status,
       );
     }
-    let rest = '';
-    res.body.setEncoding('utf8');
-    for await (const chunk of res.body as AsyncIterable<string>) {
-      rest += chunk;
-      let nl = rest.indexOf('\n');
-      while (nl >= 0) {
-        const line = rest.slice(0, nl);
-        rest = rest.slice(nl + 1);
-        if (line.trim()) onLine(line);
-        nl = rest.indexOf('\n');
-      }
-    }
-    if (rest.trim()) onLine(rest);
   }
 
   /** Ends the keep-alive connections (at shutdown). */
   async close(): Promise<void> {
-    await this.pool?.destroy();
+    this.agent?.destroy();
+    this.agent = undefined;
+    for (const agent of this.retired) agent.destroy();
+    this.retired.clear();
+  }
+
+  private gate(req: KubeRequest): void {
+    if (req.method !== 'GET' && !req.ungated && this.transportOptions.mayWrite?.() === false) {
+      throw new NotLeaderError(
+        `${req.method} ${req.path.split('?')[0]} refused: this replica is not the leader`,
+      );
+    }
+  }
+
+  private apiError(req: KubeRequest, status: number, body: Buffer | undefined): KubeApiError {
+    return new KubeApiError(
+      `${req.method} ${req.path.split('?')[0]}: ${statusMessage(body ?? Buffer.alloc(0), status)}`,
+      status,
+    );
+  }
+
+  /** Sends the request; a 401 is retried once when the credentials could be refreshed. */
+  private async exchange(req: KubeRequest, mode: BodyMode): Promise<Response> {
+    const body = req.body === undefined ? undefined : JSON.stringify(req.body);
+    const credentials = this.access.credentials;
+    let credential = await credentials.current();
+    let res = await this.send(req, body, credential, mode);
+    if (res.status === 401 && (await credentials.rejected(credential))) {
+      credential = await credentials.current();
+      res = await this.send(req, body, credential, mode);
+    }
+    return res;
+  }
+
+  private send(
+    req: KubeRequest,
+    body: string | undefined,
+    credential: Credential,
+    mode: BodyMode,
+  ): Promise<Response> {
+    const headers: Record<string, string | string[] | number> = {
+      ...credential.headers,
+      accept: req.discardResponse
+        ? 'application/vnd.kubernetes.protobuf, application/json'
+        : 'application/json',
+      'user-agent': this.transportOptions.userAgent ?? 'ccm',
+      ...(body
+        ? { 'content-type': req.contentType ?? 'application/json', 'content-length': Buffer.byteLength(body) }
+        : {}),
+    };
+    const basePath = this.url.pathname.replace(/\/$/, '');
+    const request = this.url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const timeout = req.timeoutMs ?? TIMEOUT_MS;
+    const { signal } = req;
+    if (signal?.aborted) return Promise.reject(abortError(signal));
+    return new Promise<Response>((resolve, reject) => {
+      let settled = false;
+      const done = (fn: () => void) => {
+        if (settled) return;
+        settled = true;
+        signal?.removeEventListener('abort', onAbort);
+        fn();
+      };
+      const fail = (err: Error & { code?: string }) =>
+        done(() => reject(signal?.aborted ? abortError(signal) : this.unreachable(err)));
+      const succeed = (res: Response) => {
+        this.markReachable(true, 'answering again');
+        done(() => resolve(res));
+      };
+      const r = request(
+        {
+          protocol: this.url.protocol,
+          hostname: this.url.hostname.replace(/^\[|\]$/g, ''),
+          port: this.url.port,
+          path: `${basePath}${req.path}`,
+          method: req.method,
+          headers,
+          agent: this.agentFor(credential),
+          ...(timeout > 0 ? { timeout } : {}),
+        },
+        (res: IncomingMessage) => {
+          const status = res.statusCode ?? 0;
+          const contentType = res.headers['content-type'] ?? '';
+          this.markReachable(true, 'answering again');
+          res.on('error', fail);
+          // Closed before the body ended (the server went away mid-watch): settle anyway ('end' settles first otherwise).
+          res.on('close', () => fail(closedEarly()));
+          const ok = status >= 200 && status < 300;
+          if (ok && mode.kind === 'discard') {
+            res.on('end', () => succeed({ status, contentType })).resume();
+            return;
+          }
+          if (ok && mode.kind === 'list' && contentType.includes('json')) {
+            const parser = mode.parser();
+            res.on('data', (c: Buffer) => {
+              try {
+                parser.write(c);
+              } catch (err) {
+                res.destroy();
+                done(() => reject(err));
+              }
+            });
+            res.on('end', () => succeed({ status, contentType, streamed: true }));
+            return;
+          }
+          if (status === 200 && mode.kind === 'lines') {
+            r.setTimeout(0);
+            let rest = '';
+            res.setEncoding('utf8');
+            res.on('data', (chunk: string) => {
+              rest += chunk;
+              let nl = rest.indexOf('\n');
+              while (nl >= 0) {
+                const line = rest.slice(0, nl);
+                rest = rest.slice(nl + 1);
+                if (line.trim()) {
+                  try {
+                    mode.onLine(line);
+                  } catch (err) {
+                    res.destroy();
+                    done(() => reject(err));
+                    return;
+                  }
+                }
+                nl = rest.indexOf('\n');
+              }
+            });
+            res.on('end', () => {
+              if (rest.trim() && !settled) mode.onLine(rest);
+              succeed({ status, contentType, streamed: true });
+            });
+            return;
+          }
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => succeed({ status, contentType, body: Buffer.concat(chunks) }));
+        },
+      );
+      const onAbort = () => r.destroy(abortError(signal as AbortSignal));
+      signal?.addEventListener('abort', onAbort, { once: true });
+      r.on('timeout', () => r.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })));
+      r.on('error', fail);
+      r.on('close', () => fail(closedEarly()));
+      r.end(body);
+    });
   }
 
   private unreachable(err: Error & { code?: string }): KubeUnreachableError {
@@ -220,8 +317,14 @@ export class KubeTransport {
   }
 }
 
-function isJson(headers: IncomingHttpHeaders): boolean {
-  return (headers['content-type'] ?? '').includes('json');
+function closedEarly(): Error {
+  return Object.assign(new Error('connection closed'), { code: 'ECONNRESET' });
+}
+
+function abortError(signal: AbortSignal): Error {
+  const reason = signal.reason as unknown;
+  if (reason instanceof Error) return reason;
+  return Object.assign(new Error('This operation was aborted'), { name: 'AbortError', code: 'ABORT_ERR' });
 }
 
 /**

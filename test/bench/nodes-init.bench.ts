@@ -2,8 +2,10 @@
  * Benchmark: `ccm nodes init` over N tainted Nodes against the real kube-apiserver, as the built CLI
  * runs it (a separate process, JSON report). Not a test: it prints a table for the README.
  *
- *   npm run bench                  # 1,000 and 5,000 Nodes
+ *   npm run bench                  # 100, 1,000 and 5,000 Nodes
  *   npm run bench -- 200 2000      # other sizes
+ *   BENCH_SCENARIOS='with --' npm run bench   # only the scenarios whose name contains this
+ *   BENCH_NODE_OPTIONS=--max-semi-space-size=1 npm run bench   # extra Node flags for the CLI, to compare heap settings
  * Wall time is the CLI process from start to exit, including Node start-up and module loading.
  * Writes are counted by the API server's audit log; cloud calls come from the report.
  *
@@ -14,17 +16,42 @@
 import { writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
 import { stringify } from 'yaml';
 import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { CCM_USER, startControlPlane } from '../controlplane/harness.js';
-import { ccm } from '../helpers/cli.js';
 
 const sizes = process.argv
   .slice(2)
   .map(Number)
   .filter((n) => n > 0);
-const runs = sizes.length > 0 ? sizes : [1000, 5000];
+const runs = sizes.length > 0 ? sizes : [100, 1000, 5000];
 const concurrency = process.env.BENCH_CONCURRENCY ?? '32';
+const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
+
+/** Runs the built CLI under GNU time: CPU seconds (user + system) are not inflated by a busy machine. */
+async function ccm(args: string[]) {
+  const run = await execa('/usr/bin/time', ['-f', 'cpu-seconds %U %S', process.execPath, bin, ...args], {
+    reject: false,
+    env: {
+      KUBECONFIG: undefined,
+      CCM_PROVIDER: undefined,
+      CLOUDLYCKE_INVENTORY: undefined,
+      // BENCH_NODE_OPTIONS: extra Node flags for the CLI, to compare heap settings.
+      NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS,
+    },
+    stdin: 'ignore',
+    timeout: 600_000,
+  });
+  const cpu = /cpu-seconds ([\d.]+) ([\d.]+)/.exec(String(run.stderr));
+  return {
+    exitCode: run.exitCode ?? -1,
+    stdout: String(run.stdout),
+    stderr: String(run.stderr),
+    cpuSeconds: cpu ? Number(cpu[1]) + Number(cpu[2]) : Number.NaN,
+  };
+}
 
 function ip(i: number): string {
   return `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
@@ -33,13 +60,14 @@ function ip(i: number): string {
 const scenarios = [
   { name: 'kubelet without --node-ip', kubeletAddresses: false },
   { name: 'kubelet with --node-ip', kubeletAddresses: true },
-];
+].filter((s) => s.name.includes(process.env.BENCH_SCENARIOS ?? ''));
 
 interface Row {
   scenario: string;
   nodes: number;
   pass: string;
   seconds: number;
+  cpuSeconds: number;
   writes: number;
   cloudCalls: number;
   initialized: number;
@@ -103,6 +131,7 @@ for (const scenario of scenarios)
           nodes: n,
           pass,
           seconds,
+          cpuSeconds: run.cpuSeconds,
           writes,
           cloudCalls: report.cloudCalls,
           initialized: report.summary.initialized,
@@ -110,7 +139,7 @@ for (const scenario of scenarios)
           maxRssMb: Math.round((report.maxRssBytes ?? 0) / 1e6),
         });
         process.stderr.write(
-          `${scenario.name}, ${n} nodes, ${pass} pass: ${seconds.toFixed(1)}s, ${writes} writes\n`,
+          `${scenario.name}, ${n} nodes, ${pass} pass: ${seconds.toFixed(1)}s (cpu ${run.cpuSeconds}s), ${writes} writes, ${Math.round((report.maxRssBytes ?? 0) / 1e6)} MB\n`,
         );
       }
     } finally {
@@ -119,14 +148,14 @@ for (const scenario of scenarios)
   }
 
 console.log(
-  `\n${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, --concurrency ${concurrency}\n`,
+  `\n${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, --concurrency ${concurrency}${process.env.BENCH_NODE_OPTIONS ? `, NODE_OPTIONS=${process.env.BENCH_NODE_OPTIONS}` : ''}\n`,
 );
 console.log(
-  '| Nodes registered by | Nodes | pass | wall time | Kubernetes writes | cloud calls | initialised | failed | max RSS |',
+  '| Nodes registered by | Nodes | pass | wall time | ccm CPU time | Kubernetes writes | cloud calls | initialised | failed | max RSS |',
 );
-console.log('|---|---:|---|---:|---:|---:|---:|---:|---:|');
+console.log('|---|---:|---|---:|---:|---:|---:|---:|---:|---:|');
 for (const r of rows) {
   console.log(
-    `| ${r.scenario} | ${r.nodes.toLocaleString('en')} | ${r.pass} | ${r.seconds.toFixed(1)} s | ${r.writes.toLocaleString('en')} | ${r.cloudCalls} | ${r.initialized.toLocaleString('en')} | ${r.failed} | ${r.maxRssMb} MB |`,
+    `| ${r.scenario} | ${r.nodes.toLocaleString('en')} | ${r.pass} | ${r.seconds.toFixed(1)} s | ${r.cpuSeconds.toFixed(1)} s | ${r.writes.toLocaleString('en')} | ${r.cloudCalls} | ${r.initialized.toLocaleString('en')} | ${r.failed} | ${r.maxRssMb} MB |`,
   );
 }

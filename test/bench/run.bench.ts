@@ -20,8 +20,8 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
+import { loadKubeConfig } from '../../src/kube/config.js';
 import { createInformer } from '../../src/kube/informer.js';
-import { loadLeanKubeConfig } from '../../src/kube/lean-config.js';
 import { KubeTransport } from '../../src/kube/transport.js';
 import { fixtureApi, nodeObject } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
@@ -71,9 +71,7 @@ process.on('exit', () => {
 });
 
 function transportFor(cp: ControlPlane, context: string): KubeTransport {
-  const auth = loadLeanKubeConfig({ kubeconfig: cp.kubeconfigPath, context, env: {} });
-  if (!auth) throw new Error('kubeconfig');
-  return new KubeTransport(auth);
+  return new KubeTransport(loadKubeConfig({ kubeconfig: cp.kubeconfigPath, context, env: {} }));
 }
 
 async function mapLimit<T>(items: T[], limit: number, fn: (item: T, i: number) => Promise<void>) {

@@ -5,9 +5,11 @@
  * Identities in the kubeconfig it writes:
  *   context `ccm`      → user `ccm-operator` (system:masters): what the CLI under test runs as
  *   context `fixtures` → user `fixture-admin` (system:masters): what tests use to arrange objects
+ * More static-token users on request (StartOptions.tokenUsers), and client certificates from a test
+ * client CA the server trusts (ControlPlane.issueClientCert).
  * Write counts come from the server's own audit log, filtered by user, not from the client.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
@@ -41,7 +43,13 @@ export interface ControlPlane {
   /** Bearer token of the `fixture-admin` identity (for raw requests in tests). */
   adminToken: string;
   caData: string;
+  /** The port kube-apiserver listens on (127.0.0.1). */
+  port: number;
   dir: string;
+  /** Bearer tokens of the StartOptions.tokenUsers, by user name (each in system:masters). */
+  tokens: Record<string, string>;
+  /** A client certificate and key (PEM) for `user` in `groups`, signed by the server's client CA. */
+  issueClientCert(user: string, groups?: string[]): { cert: string; key: string };
   /** Every audited write (create/update/patch/delete) so far, optionally by one user. */
   writes(user?: string): Promise<AuditEvent[]>;
   /** Every request of a ServiceAccount so far (reads included), optionally by one user. */
@@ -150,6 +158,82 @@ const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecolle
 export interface StartOptions {
   /** Extra kube-apiserver flags, e.g. to try an argument list produced by `cluster prepare`. */
   extraArgs?: string[];
+  /** More static-token identities, each in system:masters; their tokens are in ControlPlane.tokens. */
+  tokenUsers?: string[];
+}
+
+/** A throwaway client CA (EC P-256, one day) made with the openssl CLI. */
+function makeClientCA(dir: string): void {
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      join(dir, 'client-ca.key'),
+      '-out',
+      join(dir, 'client-ca.crt'),
+      '-days',
+      '1',
+      '-subj',
+      '/CN=ccm-test-client-ca',
+    ],
+    { stdio: 'ignore' },
+  );
+}
+
+function issueClientCert(dir: string, user: string, groups: string[]): { cert: string; key: string } {
+  const base = join(dir, `client-${randomBytes(6).toString('hex')}`);
+  const subject = `${groups.map((g) => `/O=${g}`).join('')}/CN=${user}`;
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-new',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      `${base}.key`,
+      '-out',
+      `${base}.csr`,
+      '-subj',
+      subject,
+    ],
+    { stdio: 'ignore' },
+  );
+  writeFileSync(`${base}.ext`, 'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature\n');
+  execFileSync(
+    'openssl',
+    [
+      'x509',
+      '-req',
+      '-in',
+      `${base}.csr`,
+      '-CA',
+      join(dir, 'client-ca.crt'),
+      '-CAkey',
+      join(dir, 'client-ca.key'),
+      '-CAcreateserial',
+      '-days',
+      '1',
+      '-extfile',
+      `${base}.ext`,
+      '-out',
+      `${base}.crt`,
+    ],
+    { stdio: 'ignore' },
+  );
+  const pair = { cert: readFileSync(`${base}.crt`, 'utf8'), key: readFileSync(`${base}.key`, 'utf8') };
+  for (const ext of ['key', 'csr', 'ext', 'crt']) rmSync(`${base}.${ext}`, { force: true });
+  return pair;
 }
 
 export async function startControlPlane(options: StartOptions = {}): Promise<ControlPlane> {
@@ -191,11 +275,19 @@ export async function startControlPlane(options: StartOptions = {}): Promise<Con
 
     const adminToken = randomBytes(24).toString('hex');
     const ccmToken = randomBytes(24).toString('hex');
+    const tokens: Record<string, string> = {};
+    for (const user of options.tokenUsers ?? []) tokens[user] = randomBytes(24).toString('hex');
     writeFileSync(
       join(dir, 'tokens.csv'),
-      `${adminToken},${FIXTURE_USER},1,"system:masters"\n${ccmToken},${CCM_USER},2,"system:masters"\n`,
+      [
+        `${adminToken},${FIXTURE_USER},1,"system:masters"`,
+        `${ccmToken},${CCM_USER},2,"system:masters"`,
+        ...Object.entries(tokens).map(([user, token], i) => `${token},${user},${100 + i},"system:masters"`),
+        '',
+      ].join('\n'),
       { mode: 0o600 },
     );
+    makeClientCA(dir);
     const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     writeFileSync(join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
     writeFileSync(join(dir, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
@@ -213,6 +305,7 @@ export async function startControlPlane(options: StartOptions = {}): Promise<Con
           `--secure-port=${apiPort}`,
           `--cert-dir=${join(dir, 'pki')}`,
           `--token-auth-file=${join(dir, 'tokens.csv')}`,
+          `--client-ca-file=${join(dir, 'client-ca.crt')}`,
           '--authorization-mode=RBAC',
           '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
           `--service-account-key-file=${join(dir, 'sa.pub')}`,
@@ -301,7 +394,21 @@ current-context: ccm
       return lines.map((l) => JSON.parse(l) as AuditEvent).filter((e) => !user || e.user.username === user);
     };
     const writes = async (user?: string) => (await requests(user)).filter((e) => WRITE_VERBS.has(e.verb));
-    return { server, kubeconfigPath, adminToken, caData, dir, writes, requests, pause, resume, stop };
+    return {
+      server,
+      kubeconfigPath,
+      adminToken,
+      caData,
+      port: apiPort,
+      dir,
+      tokens,
+      issueClientCert: (user, groups = []) => issueClientCert(dir, user, groups),
+      writes,
+      requests,
+      pause,
+      resume,
+      stop,
+    };
   } catch (err) {
     await stop();
     throw err;

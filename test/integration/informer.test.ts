@@ -5,8 +5,8 @@
  */
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { loadKubeConfig } from '../../src/kube/config.js';
 import { createInformer, type RestartReason } from '../../src/kube/informer.js';
-import { loadLeanKubeConfig } from '../../src/kube/lean-config.js';
 import { slimNode } from '../../src/kube/slim-node.js';
 import { KubeTransport } from '../../src/kube/transport.js';
 import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
@@ -20,8 +20,7 @@ let transport: KubeTransport;
 beforeAll(async () => {
   cp = await startControlPlane();
   api = fixtureApi(cp.kubeconfigPath);
-  const auth = loadLeanKubeConfig({ kubeconfig: cp.kubeconfigPath, env: {} });
-  transport = new KubeTransport(auth as NonNullable<typeof auth>);
+  transport = new KubeTransport(loadKubeConfig({ kubeconfig: cp.kubeconfigPath, env: {} }));
 });
 afterAll(async () => {
   await transport?.close();

@@ -214,10 +214,11 @@ describe('ccm run', () => {
         },
       }),
     );
+    // Ready (caches filled) can come before the elector's first look at the Lease: wait for the leader's name.
     const text = await until('standby on /readyz', async () => {
       const res = await fetch(`${ccm?.url}/readyz?verbose`);
       const body = await res.text();
-      return res.status === 200 && body.includes('standby') ? body : undefined;
+      return res.status === 200 && body.includes('standby (leader:') ? body : undefined;
     });
     expect(text).toContain('[+]leader-election ok: standby (leader: someone-else)');
     const before = (await cp.writes(CCM_USER)).length;

@@ -146,11 +146,16 @@ async function reasons(name: string): Promise<string[]> {
     namespace: NS,
     fieldSelector: `involvedObject.name=${name}`,
   });
-  return events.items
-    .sort((a, b) =>
-      String(a.metadata?.creationTimestamp).localeCompare(String(b.metadata?.creationTimestamp)),
-    )
-    .map((e) => e.reason ?? '');
+  return (
+    events.items
+      // creationTimestamp has whole seconds: ties are broken by resourceVersion (etcd's write order).
+      .sort(
+        (a, b) =>
+          String(a.metadata?.creationTimestamp).localeCompare(String(b.metadata?.creationTimestamp)) ||
+          Number(a.metadata?.resourceVersion) - Number(b.metadata?.resourceVersion),
+      )
+      .map((e) => e.reason ?? '')
+  );
 }
 
 async function writesTo(name: string, since: number) {

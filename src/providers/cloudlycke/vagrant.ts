@@ -20,7 +20,6 @@
 import { stat } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
-import { execa } from 'execa';
 import { InvalidConfigError, RetryableError } from '../errors.js';
 import type { InstanceState } from '../types.js';
 
@@ -190,6 +189,8 @@ export class Vagrant {
   async #run(args: string[], signal?: AbortSignal): Promise<RunResult> {
     signal?.throwIfAborted();
     this.#onCall?.(`vagrant ${args[0]}`);
+    // Loaded on first use: execa costs ~20 MB of memory, and an inventory-only pass never runs vagrant.
+    const { execa } = await import('execa');
     const result = await execa('vagrant', args, {
       cwd: this.#cwd,
       // No update check over the network on every call.

@@ -1,7 +1,7 @@
-import type { V1Node, V1NodeAddress, V1Taint } from '@kubernetes/client-node';
 import type { NodePlan } from '../../../src/controllers/plan.js';
 import { KubeApiError } from '../../../src/kube/errors.js';
 import type { NodeClient, NodeEventSpec } from '../../../src/kube/nodes.js';
+import type { SlimNode, SlimNodeAddress, SlimTaint } from '../../../src/kube/slim-node.js';
 import {
   ANNOTATION_PROVIDED_NODE_IP,
   TAINT_SHUTDOWN,
@@ -15,33 +15,35 @@ export const NOW = new Date('2025-06-01T12:00:00Z');
 export const LONG_AGO = new Date('2025-01-01T00:00:00Z');
 export const GRACE_MS = 5 * 60_000;
 
-export const uninitializedTaint: V1Taint = { key: TAINT_UNINITIALIZED, value: 'true', effect: 'NoSchedule' };
-export const shutdownTaintOnNode: V1Taint = { key: TAINT_SHUTDOWN, effect: 'NoSchedule' };
+export const uninitializedTaint: SlimTaint = {
+  key: TAINT_UNINITIALIZED,
+  value: 'true',
+  effect: 'NoSchedule',
+};
+export const shutdownTaintOnNode: SlimTaint = { key: TAINT_SHUTDOWN, effect: 'NoSchedule' };
 
 export interface NodeOptions {
   name?: string;
   providerID?: string;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
-  taints?: V1Taint[];
-  addresses?: V1NodeAddress[];
+  taints?: SlimTaint[];
+  addresses?: SlimNodeAddress[];
   ready?: boolean | 'missing';
   created?: Date | null;
   resourceVersion?: string;
   uid?: string;
 }
 
-export function makeNode(options: NodeOptions = {}): V1Node {
+export function makeNode(options: NodeOptions = {}): SlimNode {
   const name = options.name ?? 'worker-1';
   const ready = options.ready ?? false;
   return {
-    apiVersion: 'v1',
-    kind: 'Node',
     metadata: {
       name,
       uid: options.uid ?? `uid-${name}`,
       resourceVersion: options.resourceVersion ?? '100',
-      ...(options.created === null ? {} : { creationTimestamp: options.created ?? LONG_AGO }),
+      ...(options.created === null ? {} : { creationTimestamp: (options.created ?? LONG_AGO).toISOString() }),
       ...(options.labels ? { labels: { ...options.labels } } : {}),
       ...(options.annotations ? { annotations: { ...options.annotations } } : {}),
     },
@@ -111,7 +113,7 @@ export function makeProvider(
  * What the API server would do with a plan: merge the labels, set the provider ID, replace the taint
  * list and the address list whole. Returns a new Node with a bumped resourceVersion.
  */
-export function applyPlanToNode(node: V1Node, plan: NodePlan): V1Node {
+export function applyPlanToNode(node: SlimNode, plan: NodePlan): SlimNode {
   const next = structuredClone(node);
   next.metadata ??= {};
   next.spec ??= {};
@@ -129,18 +131,18 @@ export type KubeCall =
   | { op: 'getNode'; name: string }
   | { op: 'patchNode'; name: string; body: Record<string, unknown> }
   | { op: 'patchNodeStatus'; name: string; body: Record<string, unknown> }
-  | { op: 'deleteNode'; node: V1Node }
+  | { op: 'deleteNode'; node: SlimNode }
   | { op: 'createEvent'; event: NodeEventSpec };
 
 /** An in-memory NodeClient that records every call; failures are injected per call. */
 export class FakeNodeClient implements NodeClient {
   readonly calls: KubeCall[] = [];
-  readonly nodes = new Map<string, V1Node>();
+  readonly nodes = new Map<string, SlimNode>();
   /** Called before each operation; throw from it to make the operation fail. */
   failWith: (call: KubeCall, n: number) => void = () => undefined;
   private count = 0;
 
-  constructor(nodes: V1Node[] = []) {
+  constructor(nodes: SlimNode[] = []) {
     for (const node of nodes) this.nodes.set(node.metadata?.name ?? '', structuredClone(node));
   }
 
@@ -157,12 +159,12 @@ export class FakeNodeClient implements NodeClient {
     return this.calls.map((c) => c.op);
   }
 
-  async listNodes(): Promise<V1Node[]> {
+  async listNodes(): Promise<SlimNode[]> {
     this.record({ op: 'listNodes' });
     return [...this.nodes.values()].map((n) => structuredClone(n));
   }
 
-  async getNode(name: string): Promise<V1Node> {
+  async getNode(name: string): Promise<SlimNode> {
     this.record({ op: 'getNode', name });
     const node = this.nodes.get(name);
     if (!node) throw new Error(`fake: node ${name} not found`);
@@ -181,7 +183,7 @@ export class FakeNodeClient implements NodeClient {
     ) {
       throw new KubeApiError(`patch node ${name}: the object has been modified`, 409);
     }
-    const spec = (body.spec ?? {}) as { providerID?: string; taints?: V1Taint[] };
+    const spec = (body.spec ?? {}) as { providerID?: string; taints?: SlimTaint[] };
     node.metadata ??= {};
     node.spec ??= {};
     if (meta.labels) node.metadata.labels = { ...(node.metadata.labels ?? {}), ...meta.labels };
@@ -195,7 +197,7 @@ export class FakeNodeClient implements NodeClient {
     const body = structuredClone(patch) as Record<string, unknown>;
     this.record({ op: 'patchNodeStatus', name, body });
     const node = structuredClone(this.nodes.get(name) ?? { metadata: { name } });
-    const status = (body.status ?? {}) as { addresses?: V1NodeAddress[] };
+    const status = (body.status ?? {}) as { addresses?: SlimNodeAddress[] };
     node.status ??= {};
     if (status.addresses) node.status.addresses = status.addresses;
     node.metadata ??= {};
@@ -203,7 +205,7 @@ export class FakeNodeClient implements NodeClient {
     this.nodes.set(name, node);
   }
 
-  async deleteNode(node: V1Node): Promise<void> {
+  async deleteNode(node: SlimNode): Promise<void> {
     this.record({ op: 'deleteNode', node: structuredClone(node) });
     this.nodes.delete(node.metadata?.name ?? '');
   }

@@ -1,4 +1,3 @@
-import type { V1Node } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { syncedEvent } from '../../../src/controllers/node.js';
 import {
@@ -15,6 +14,7 @@ import {
 } from '../../../src/controllers/nodes-pass.js';
 import { emptyPlan, hasWrites, type NodePlan } from '../../../src/controllers/plan.js';
 import { KubeApiError } from '../../../src/kube/errors.js';
+import type { SlimNode } from '../../../src/kube/slim-node.js';
 import { TAINT_SHUTDOWN, TAINT_UNINITIALIZED } from '../../../src/kube/well-known.js';
 import {
   InvalidConfigError,
@@ -45,7 +45,7 @@ const options: PassOptions = {
 };
 
 /** A ClusterState as readState builds it (listingKnowsCluster computed the same way). */
-function clusterState(nodes: V1Node[], instances: Instance[], listingError?: string): ClusterState {
+function clusterState(nodes: SlimNode[], instances: Instance[], listingError?: string): ClusterState {
   const index = new InstanceIndex(listingError === undefined ? instances : []);
   return {
     nodes,
@@ -77,7 +77,7 @@ function expectNoWrites(plan: NodePlan): void {
 }
 
 /** Plans a node, applies the plan the way the API server would, and plans again. */
-function secondPass(node: V1Node, instances: Instance[]): { first: NodePlan; second: NodePlan } {
+function secondPass(node: SlimNode, instances: Instance[]): { first: NodePlan; second: NodePlan } {
   const provider = makeProvider(instances);
   const first = planNode(node, clusterState([node], instances), provider, options);
   const patched = applyPlanToNode(node, first);
@@ -595,7 +595,7 @@ describe('applyPlans', () => {
     const state = clusterState(nodes, instances);
     const provider = makeProvider(instances);
     const plans = planPass(state, provider, options);
-    const kube = new FakeNodeClient([nodes[1] as V1Node]); // "a" was deleted by someone else
+    const kube = new FakeNodeClient([nodes[1] as SlimNode]); // "a" was deleted by someone else
     kube.failWith = (call) => {
       if (call.op === 'patchNodeStatus' && call.name === 'a')
         throw new KubeApiError('patch node a: conflict', 409);
@@ -688,7 +688,7 @@ describe('applyPlans', () => {
     const state = clusterState([node, makeNode({ name: 'idle' })], [], 'cloud listing failed: HTTP 500');
     const plans = planPass(state, makeProvider(), options);
     expect(plans[0]?.error).toBeDefined();
-    const kube = new FakeNodeClient(state.nodes as V1Node[]);
+    const kube = new FakeNodeClient(state.nodes);
     await applyPlans(plans, state, kube, makeProvider(), options);
     expect(kube.calls).toEqual([]);
   });
