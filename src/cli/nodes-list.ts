@@ -62,11 +62,16 @@ export interface NodesListInput {
 }
 
 /** Counts the GETs it sends: `nodes list` promises a bounded number of reads. */
+/** Counts every read: single GETs and the streamed pages of a listing. */
 class CountingTransport extends KubeTransport {
   reads = 0;
   override async request<T>(req: Parameters<KubeTransport['request']>[0]): Promise<T> {
     if (req.method === 'GET') this.reads++;
     return super.request<T>(req);
+  }
+  override async listPage(...args: Parameters<KubeTransport['listPage']>): Promise<string> {
+    this.reads++;
+    return super.listPage(...args);
   }
 }
 

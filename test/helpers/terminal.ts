@@ -24,7 +24,8 @@ export async function runInTerminal(
   const status = join(dir, 'exit-status');
   const session = `ccm-tty-${process.pid}-${Math.random().toString(16).slice(2, 8)}`;
   const quoted = args.map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
-  const command = `'${process.execPath}' '${bin}' ${quoted}; echo $? > '${status}'; sleep 600`;
+  // A person's terminal: CI runs set CI=true, which makes chalk drop colour even on a TTY.
+  const command = `env -u CI '${process.execPath}' '${bin}' ${quoted}; echo $? > '${status}'; sleep 600`;
   await execa('tmux', [
     'new-session',
     '-d',
