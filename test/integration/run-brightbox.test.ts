@@ -182,6 +182,10 @@ describe('ccm run --provider brightbox', () => {
     expect(counts()).toEqual(baseline);
     expect(sim.count('DELETE', `/1.0/load_balancers/${lb?.id}`)).toBe(1);
     expect([...sim.cloudIPs.values()].map((c) => c.name)).toEqual(['hand-made']);
+    // DeletedLoadBalancer follows the finalizer's removal (the reference order): the Service may go first.
+    await until('DeletedLoadBalancer recorded', async () =>
+      (await eventReasons(api, NS, 'web')).includes('DeletedLoadBalancer'),
+    );
     expect(await eventReasons(api, NS, 'web')).toEqual(
       expect.arrayContaining(['DeletingLoadBalancer', 'DeletedLoadBalancer']),
     );

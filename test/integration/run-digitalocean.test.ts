@@ -155,6 +155,10 @@ describe('ccm run --provider digitalocean', () => {
     await until('web gone', () => serviceGone(api, NS, 'web'), 20_000);
     expect(sim.loadBalancers.size).toBe(0);
     expect(sim.requestsTo('DELETE', `/v2/load_balancers/${lb?.id}`)).toHaveLength(1);
+    // DeletedLoadBalancer follows the finalizer's removal (the reference order): the Service may go first.
+    await until('DeletedLoadBalancer recorded', async () =>
+      (await eventReasons(api, NS, 'web')).includes('DeletedLoadBalancer'),
+    );
     expect(await eventReasons(api, NS, 'web')).toEqual(
       expect.arrayContaining(['DeletingLoadBalancer', 'DeletedLoadBalancer']),
     );

@@ -189,6 +189,10 @@ describe('ccm run --provider openstack', () => {
     expect(record?.lb.provisioning_status).toBe('PENDING_DELETE');
     expect(record?.settlesTo).toBe('DELETED');
     expect(octaviaCounts().floatingIps).toBe(0);
+    // DeletedLoadBalancer follows the finalizer's removal (the reference order): the Service may go first.
+    await until('DeletedLoadBalancer recorded', async () =>
+      (await eventReasons(api, NS, 'web')).includes('DeletedLoadBalancer'),
+    );
     expect(await eventReasons(api, NS, 'web')).toEqual(
       expect.arrayContaining(['DeletingLoadBalancer', 'DeletedLoadBalancer']),
     );

@@ -167,6 +167,10 @@ describe('ccm run --provider triton', () => {
     expect(ownerTags(m1)).toHaveLength(1);
     expect(m1.tags.role).toBe('web');
     expect(m3.tags).toEqual(untouched);
+    // DeletedLoadBalancer follows the finalizer's removal (the reference order): the Service may go first.
+    await until('DeletedLoadBalancer recorded', async () =>
+      (await eventReasons(api, NS, 'web')).includes('DeletedLoadBalancer'),
+    );
     expect(await eventReasons(api, NS, 'web')).toEqual(
       expect.arrayContaining(['DeletingLoadBalancer', 'DeletedLoadBalancer']),
     );

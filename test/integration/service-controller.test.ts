@@ -248,6 +248,8 @@ describe('the service controller', () => {
       async () => !(await read('a')).metadata?.finalizers?.includes(FINALIZER),
     );
     expect((await read('a')).status?.loadBalancer?.ingress ?? []).toEqual([]);
+    // DeletedLoadBalancer follows the finalizer's removal (the reference order).
+    await until('DeletedLoadBalancer of a', async () => (await reasons('a')).includes('DeletedLoadBalancer'));
     expect(await reasons('a')).toEqual(
       expect.arrayContaining(['DeletingLoadBalancer', 'DeletedLoadBalancer']),
     );
