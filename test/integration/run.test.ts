@@ -127,11 +127,16 @@ describe('ccm run', () => {
     ccm = await startInProcess(runInput(cp.kubeconfigPath, inventory));
     const created = Date.now();
     await createNodes(api, [{ name: 'w1' }]);
-    const w1 = await until('w1 initialised', async () => {
+    await until('w1 initialised', async () => {
       const n = await node('w1');
-      return hasTaint(n, 'node.cloudprovider.kubernetes.io/uninitialized') ? undefined : n;
+      return !hasTaint(n, 'node.cloudprovider.kubernetes.io/uninitialized');
     });
     const initialisedAfterMs = Date.now() - created;
+    // Addresses go to nodes/status right after the Node itself (the reference order).
+    const w1 = await until('w1 addresses', async () => {
+      const n = await node('w1');
+      return (n.status?.addresses ?? []).length > 1 ? n : undefined;
+    });
     expect(initialisedAfterMs).toBeLessThan(3000);
     expect(w1.spec?.providerID).toBe('cloudlycke://w1');
     expect(w1.metadata?.labels?.['node.kubernetes.io/instance-type']).toBe('vbox.vm.1g.2cpu');
