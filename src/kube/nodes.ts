@@ -1,4 +1,5 @@
 import type { ClusterAccess } from './config.js';
+import { createEvent } from './events.js';
 import { type SlimNode, slimNode } from './slim-node.js';
 import { type KubeRequest, KubeTransport } from './transport.js';
 import { FIELD_MANAGER } from './well-known.js';
@@ -82,23 +83,15 @@ export function createNodeClient(source: ClusterAccess | KubeTransport): NodeCli
         body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid, resourceVersion } },
       });
     },
-    async createEvent({ node, type, reason, message, component }) {
-      const now = new Date().toISOString();
-      const name = node.metadata?.name ?? '';
-      const event = {
-        metadata: { generateName: `${name}.`, namespace: 'default' },
-        involvedObject: { kind: 'Node', apiVersion: 'v1', name, uid: node.metadata?.uid },
-        type,
-        reason,
-        message,
-        source: { component },
-        reportingComponent: component,
-        reportingInstance: component,
-        firstTimestamp: now,
-        lastTimestamp: now,
-        count: 1,
+    async createEvent({ node, ...event }) {
+      writes++;
+      const about = {
+        kind: 'Node',
+        apiVersion: 'v1',
+        name: node.metadata?.name ?? '',
+        uid: node.metadata?.uid,
       };
-      await write({ method: 'POST', path: `/api/v1/namespaces/default/events?${MANAGER}`, body: event });
+      await createEvent(http, about, event);
     },
   };
 }
