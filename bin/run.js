@@ -10,7 +10,8 @@ const major = Number(process.versions.node.split('.')[0]);
 
 if (major < NEEDED) {
   // The Node 24 that `npm test` / `npm run quickstart` install for this project (.ci/node), if present.
-  const tools = process.env.CCM_TOOLS_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'ccm-tools');
+  const tools =
+    process.env.CCM_TOOLS_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'ccm-tools');
   const node24 = join(tools, 'node24', 'node_modules', '.bin', 'node');
   if (!existsSync(node24)) {
     process.stderr.write(

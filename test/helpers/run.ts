@@ -1,7 +1,7 @@
 /** Runs `ccm run` in this process (so a test can wrap the provider) and collects its JSON log lines. */
 import { createServer } from 'node:net';
 import { Writable } from 'node:stream';
-import type { CoreV1Api } from '@kubernetes/client-node';
+import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
 import { type RunDeps, type RunHandle, type RunInput, startRun } from '../../src/cli/run.js';
 
 export interface InProcess {
@@ -105,4 +105,28 @@ export async function setReady(api: CoreV1Api, name: string, ready: boolean): Pr
     lastTransitionTime: new Date(),
   });
   await api.replaceNodeStatus({ name, body: { ...node, status: { ...node.status, conditions } } });
+}
+
+const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
+
+/**
+ * Waits for a Node to be initialised: the uninitialized taint gone and the cloud's addresses (an
+ * address of `type`) in its status. The status patch lands just after the taint goes (the reference
+ * order), so reading right after the taint may still show only the kubelet's Hostname.
+ */
+export function untilInitialised(
+  api: CoreV1Api,
+  name: string,
+  type: 'InternalIP' | 'ExternalIP' = 'InternalIP',
+  timeoutMs?: number,
+): Promise<V1Node> {
+  return until(
+    `${name} initialised`,
+    async () => {
+      const n = await api.readNode({ name });
+      const tainted = (n.spec?.taints ?? []).some((t) => t.key === UNINITIALIZED);
+      return tainted || !n.status?.addresses?.some((a) => a.type === type) ? undefined : n;
+    },
+    timeoutMs,
+  );
 }

@@ -1,5 +1,6 @@
 /** LoadBalancer Services and their Events on the test control plane, for the `ccm run` cloud tests. */
 import { type CoreV1Api, PatchStrategy, setHeaderOptions, type V1Service } from '@kubernetes/client-node';
+import { SOURCE_SERVICE_CONTROLLER } from '../../src/kube/well-known.js';
 
 export const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const JSON_PATCH = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
@@ -20,14 +21,26 @@ export function lbService(
   };
 }
 
-/** The reasons of the Service's Events, oldest first. */
+/**
+ * The service controller's Events about a Service, oldest first. Only ours: the kube-apiserver's ClusterIP
+ * repair loop may record its own (ClusterIPNotAllocated) about a Service created a moment before it ran.
+ */
+export async function serviceControllerEvents(api: CoreV1Api, namespace: string, name: string) {
+  const events = await api.listNamespacedEvent({
+    namespace,
+    fieldSelector: `involvedObject.name=${name},source=${SOURCE_SERVICE_CONTROLLER}`,
+  });
+  return events.items.sort(
+    (a, b) =>
+      String(a.metadata?.creationTimestamp).localeCompare(String(b.metadata?.creationTimestamp)) ||
+      // creationTimestamp has whole seconds: ties are broken by resourceVersion (etcd's write order).
+      Number(a.metadata?.resourceVersion) - Number(b.metadata?.resourceVersion),
+  );
+}
+
+/** The reasons of the service controller's Events about a Service, oldest first. */
 export async function eventReasons(api: CoreV1Api, namespace: string, name: string): Promise<string[]> {
-  const events = await api.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name}` });
-  return events.items
-    .sort((a, b) =>
-      String(a.metadata?.creationTimestamp).localeCompare(String(b.metadata?.creationTimestamp)),
-    )
-    .map((e) => e.reason ?? '');
+  return (await serviceControllerEvents(api, namespace, name)).map((e) => e.reason ?? '');
 }
 
 export async function eventMessages(
@@ -36,8 +49,9 @@ export async function eventMessages(
   name: string,
   reason: string,
 ): Promise<string[]> {
-  const events = await api.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name}` });
-  return events.items.filter((e) => e.reason === reason).map((e) => e.message ?? '');
+  return (await serviceControllerEvents(api, namespace, name))
+    .filter((e) => e.reason === reason)
+    .map((e) => e.message ?? '');
 }
 
 export async function serviceGone(api: CoreV1Api, namespace: string, name: string): Promise<boolean> {

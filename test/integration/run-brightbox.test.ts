@@ -3,7 +3,7 @@
  * (token endpoint and /1.0 resources), and the API client read from the Secret
  * `kube-system/brightbox-credentials` with the official controller's keys.
  */
-import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
+import type { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   type BrightboxSimulator,
@@ -12,7 +12,7 @@ import {
 } from '../clouds/brightbox/simulator.js';
 import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { type InProcess, runInput, startInProcess, until } from '../helpers/run.js';
+import { type InProcess, runInput, startInProcess, until, untilInitialised } from '../helpers/run.js';
 import { eventMessages, eventReasons, lbService, removeServices, serviceGone } from '../helpers/services.js';
 
 const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
@@ -52,14 +52,7 @@ afterEach(async () => {
   await removeServices(api, NS);
 });
 
-const node = (name: string): Promise<V1Node> => api.readNode({ name });
-const tainted = (n: V1Node) =>
-  (n.spec?.taints ?? []).some((t) => t.key === 'node.cloudprovider.kubernetes.io/uninitialized');
-const initialised = (name: string) =>
-  until(`${name} initialised`, async () => {
-    const n = await node(name);
-    return tainted(n) || !n.status?.addresses?.some((a) => a.type === 'ExternalIP') ? undefined : n;
-  });
+const initialised = (name: string) => untilInitialised(api, name, 'ExternalIP');
 
 async function errors(controller: string): Promise<number> {
   const metric = await ccm?.handle.metrics.reconciles.get();

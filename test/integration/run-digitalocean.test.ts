@@ -11,8 +11,15 @@ import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
 import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { ccm as cli } from '../helpers/cli.js';
-import { type InProcess, runInput, startInProcess, until } from '../helpers/run.js';
-import { eventReasons, lbService, MERGE_PATCH, removeServices, serviceGone } from '../helpers/services.js';
+import { type InProcess, runInput, startInProcess, until, untilInitialised } from '../helpers/run.js';
+import {
+  eventReasons,
+  lbService,
+  MERGE_PATCH,
+  removeServices,
+  serviceControllerEvents,
+  serviceGone,
+} from '../helpers/services.js';
 
 const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
 const LB_ID_ANNOTATION = 'kubernetes.digitalocean.com/load-balancer-id';
@@ -86,14 +93,8 @@ describe('ccm run --provider digitalocean', () => {
     const t0 = Date.now();
     // Created after start: the watch shows them, no provider ID yet (matched by droplet name).
     await createNodes(api, [{ name: 'worker-1' }, { name: 'worker-2' }]);
-    const one = await until('worker-1 initialised', async () => {
-      const n = await node('worker-1');
-      return tainted(n) ? undefined : n;
-    });
-    const two = await until('worker-2 initialised', async () => {
-      const n = await node('worker-2');
-      return tainted(n) ? undefined : n;
-    });
+    const one = await untilInitialised(api, 'worker-1');
+    const two = await untilInitialised(api, 'worker-2');
     const initialisedMs = Date.now() - t0;
     expect(one.spec?.providerID).toBe(`digitalocean://${w1?.id}`);
     expect(two.spec?.providerID).toBe(`digitalocean://${w2?.id}`);
@@ -143,9 +144,9 @@ describe('ccm run --provider digitalocean', () => {
     });
     expect(reasons).toContain('EnsuringLoadBalancer');
     // The one retry was the `new` state, said as such.
-    const warnings = (
-      await api.listNamespacedEvent({ namespace: NS, fieldSelector: 'involvedObject.name=web,type=Warning' })
-    ).items.map((e) => e.message);
+    const warnings = (await serviceControllerEvents(api, NS, 'web'))
+      .filter((e) => e.type === 'Warning')
+      .map((e) => e.message);
     expect(warnings.length).toBeGreaterThanOrEqual(1);
     expect(
       warnings.filter((m) => !/is still being set up at DigitalOcean \(status new\)/.test(m ?? '')),

@@ -5,13 +5,13 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { CoreV1Api, V1Node, V1Secret } from '@kubernetes/client-node';
+import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { OpenStackSimulator } from '../clouds/openstack/simulator.js';
 import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { type InProcess, runInput, startInProcess, until } from '../helpers/run.js';
+import { type InProcess, runInput, startInProcess, until, untilInitialised } from '../helpers/run.js';
 import { eventMessages, eventReasons, lbService, removeServices, serviceGone } from '../helpers/services.js';
 
 const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
@@ -64,15 +64,7 @@ async function start() {
   );
 }
 
-const node = (name: string): Promise<V1Node> => api.readNode({ name });
-const tainted = (n: V1Node) =>
-  (n.spec?.taints ?? []).some((t) => t.key === 'node.cloudprovider.kubernetes.io/uninitialized');
-/** Untainted and with the cloud's addresses (the status patch may land just after the taint goes). */
-const initialised = (name: string) =>
-  until(`${name} initialised`, async () => {
-    const n = await node(name);
-    return tainted(n) || !n.status?.addresses?.some((a) => a.type === 'InternalIP') ? undefined : n;
-  });
+const initialised = (name: string) => untilInitialised(api, name);
 const ingressOf = (name: string, timeoutMs = 30_000) =>
   until(
     `${name} ingress`,

@@ -3,14 +3,14 @@
  * request's signature verified with http-signature), and the credentials read from ccm's Secret
  * `kube-system/triton` (the provider's credential schema: url, account, key-material, key-passphrase).
  */
-import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
+import type { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { credentials } from '../../src/providers/triton/credentials.js';
 import { KeyFolder, type TestKey } from '../clouds/triton/keys.js';
 import { type SimMachine, TritonSim } from '../clouds/triton/server.js';
 import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { type InProcess, runInput, startInProcess, until } from '../helpers/run.js';
+import { type InProcess, runInput, startInProcess, until, untilInitialised } from '../helpers/run.js';
 import { eventReasons, lbService, removeServices, serviceGone } from '../helpers/services.js';
 
 const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
@@ -65,14 +65,7 @@ afterEach(async () => {
   await removeServices(api, NS);
 });
 
-const node = (name: string): Promise<V1Node> => api.readNode({ name });
-const tainted = (n: V1Node) =>
-  (n.spec?.taints ?? []).some((t) => t.key === 'node.cloudprovider.kubernetes.io/uninitialized');
-const initialised = (name: string) =>
-  until(`${name} initialised`, async () => {
-    const n = await node(name);
-    return tainted(n) || !n.status?.addresses?.some((a) => a.type === 'InternalIP') ? undefined : n;
-  });
+const initialised = (name: string) => untilInitialised(api, name);
 const hostnameOf = (name: string, timeoutMs = 20_000) =>
   until(
     `${name} ingress`,

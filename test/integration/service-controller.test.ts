@@ -13,6 +13,7 @@ import type { LoadBalancerRequest, LoadBalancers, Provider } from '../../src/pro
 import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { type InProcess, runInput, startInProcess, until } from '../helpers/run.js';
+import { eventReasons } from '../helpers/services.js';
 
 const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
 const JSON_PATCH = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
@@ -141,22 +142,7 @@ const read = (name: string) => api.readNamespacedService({ name, namespace: NS }
 const ip = async (name: string) => (await read(name)).status?.loadBalancer?.ingress?.[0]?.ip;
 const withIngress = (name: string) => until(`ingress of ${name}`, () => ip(name), 20_000);
 
-async function reasons(name: string): Promise<string[]> {
-  const events = await api.listNamespacedEvent({
-    namespace: NS,
-    fieldSelector: `involvedObject.name=${name}`,
-  });
-  return (
-    events.items
-      // creationTimestamp has whole seconds: ties are broken by resourceVersion (etcd's write order).
-      .sort(
-        (a, b) =>
-          String(a.metadata?.creationTimestamp).localeCompare(String(b.metadata?.creationTimestamp)) ||
-          Number(a.metadata?.resourceVersion) - Number(b.metadata?.resourceVersion),
-      )
-      .map((e) => e.reason ?? '')
-  );
-}
+const reasons = (name: string) => eventReasons(api, NS, name);
 
 async function writesTo(name: string, since: number) {
   return (await cp.writes(CCM_USER))
