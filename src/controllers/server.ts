@@ -1,12 +1,7 @@
-import {
-  createServer as createHttpServer,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { nodeHttp, nodeHttps } from '../node-http.js';
 
 export interface Check {
   name: string;
@@ -69,10 +64,10 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   };
   let server: Server;
   if (options.plain) {
-    server = createHttpServer(handler);
+    server = nodeHttp().createServer(handler);
   } else {
     const tls = options.tls ?? (await selfSigned());
-    server = createHttpsServer({ cert: tls.cert, key: tls.key }, handler);
+    server = nodeHttps().createServer({ cert: tls.cert, key: tls.key }, handler);
   }
   server.keepAliveTimeout = 5000;
   await new Promise<void>((resolve, reject) => {

@@ -1,6 +1,5 @@
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, STATUS_CODES } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { createSecureContext } from 'node:tls';
+import type { Agent as HttpAgent, IncomingMessage } from 'node:http';
+import { nodeHttp, nodeHttps, nodeTls } from '../node-http.js';
 import type { ClusterAccess } from './config.js';
 import type { Credential } from './credentials.js';
 import { KubeApiError, KubeUnreachableError, NotLeaderError } from './errors.js';
@@ -82,14 +81,18 @@ export class KubeTransport {
       const common = { keepAlive: true, maxSockets: MAX_CONNECTIONS, scheduling: 'lifo' as const };
       this.agent =
         this.url.protocol === 'https:'
-          ? new HttpsAgent({
+          ? new (nodeHttps().Agent)({
               ...common,
               // One TLS context (CA store, client certificate) shared by every connection, not one each.
-              secureContext: createSecureContext({ ca, cert: credential.cert, key: credential.key }),
+              secureContext: nodeTls().createSecureContext({
+                ca,
+                cert: credential.cert,
+                key: credential.key,
+              }),
               rejectUnauthorized,
               servername,
             })
-          : new HttpAgent(common);
+          : new (nodeHttp().Agent)(common);
       this.agentCert = credential.cert;
       if (previous) {
         // Requests already sent on the old connections finish (or time out) first.
@@ -212,7 +215,7 @@ export class KubeTransport {
         : {}),
     };
     const basePath = this.url.pathname.replace(/\/$/, '');
-    const request = this.url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const request = this.url.protocol === 'https:' ? nodeHttps().request : nodeHttp().request;
     const timeout = req.timeoutMs ?? TIMEOUT_MS;
     const { signal } = req;
     if (signal?.aborted) return Promise.reject(abortError(signal));
@@ -340,5 +343,5 @@ export function statusMessage(body: Buffer, status: number): string {
   } catch {
     // not JSON
   }
-  return `HTTP ${status} ${STATUS_CODES[status] ?? ''}`.trim();
+  return `HTTP ${status} ${nodeHttp().STATUS_CODES[status] ?? ''}`.trim();
 }

@@ -1,5 +1,5 @@
-import { STATUS_CODES } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
+import { nodeHttp } from '../node-http.js';
 import {
   InvalidConfigError,
   isProviderError,
@@ -398,7 +398,7 @@ function describeFailure(err: unknown, timeoutMs: number): string {
 
 /** `503 Service Unavailable (the cloud's own words)`, or `301 Moved Permanently to <location>`. */
 function describeResponse(res: Response, text: string, secrets: string[]): string {
-  const line = `${res.status} ${STATUS_CODES[res.status] ?? res.statusText}`.trim();
+  const line = `${res.status} ${nodeHttp().STATUS_CODES[res.status] ?? res.statusText}`.trim();
   const location = res.headers.get('location');
   if (res.status >= 300 && res.status < 400) return `${line} to ${location ?? 'elsewhere'}`;
   let found: string | undefined;
