@@ -14,6 +14,7 @@ import { readSecret } from '../kube/secrets.js';
 import { KubeTransport } from '../kube/transport.js';
 import { peakRssBytes } from './peak-rss.js';
 import { parseSecretRef, providerFromFlags } from './provider-config.js';
+import { keepYoungGenerationSmall } from './young-generation.js';
 
 export interface NodesInitInput {
   kubeconfig?: string;
@@ -44,6 +45,7 @@ interface Ctx {
 
 /** `ccm nodes init`: one pass, with a task list on a terminal that clears itself when done. */
 export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResult> {
+  keepYoungGenerationSmall();
   const started = performance.now();
   let cloudCalls = 0;
   // Configuration is checked before anything is read or written. The lean kubeconfig reader keeps

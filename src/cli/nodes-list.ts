@@ -9,6 +9,7 @@ import { TAINT_UNINITIALIZED } from '../kube/well-known.js';
 import { parseProviderID } from '../providers/provider-id.js';
 import type { Instance, Provider } from '../providers/types.js';
 import { parseSecretRef, providerFromFlags } from './provider-config.js';
+import { keepYoungGenerationSmall } from './young-generation.js';
 
 /**
  * `ccm nodes list`: every Node beside its cloud instance, and for each Node that is not as it should
@@ -76,6 +77,7 @@ class CountingTransport extends KubeTransport {
 }
 
 export async function runNodesList(input: NodesListInput): Promise<NodesListResult> {
+  keepYoungGenerationSmall();
   const started = performance.now();
   let cloudCalls = 0;
   const auth = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });

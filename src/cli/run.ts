@@ -26,6 +26,7 @@ import type { Provider, ProviderDefinition } from '../providers/types.js';
 import { UsageError } from './errors.js';
 import { createLogger, type LogLevel } from './log.js';
 import { parseSecretRef, resolveProviderValues } from './provider-config.js';
+import { keepYoungGenerationSmall } from './young-generation.js';
 
 export interface RunInput {
   kubeconfig?: string;
@@ -99,6 +100,7 @@ async function fileHash(path: string): Promise<string> {
  * metrics, watches Nodes, and runs the selected controllers while leading.
  */
 export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<RunHandle> {
+  keepYoungGenerationSmall();
   // --- configuration, checked before anything is written --------------------------------------
   const selection = (() => {
     try {

@@ -3,15 +3,19 @@
 // where <root> is a built checkout (its dist/ and node_modules/), so two builds can be compared.
 // After each step: the heap still in use after a full GC (what the step keeps), RSS, and the peak
 // RSS so far (VmHWM: what the step needed while it ran). Prints one JSON line.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 
 const [root, kubeconfig, inventory] = process.argv.slice(2);
-// As bin/run.js does (when the build has it): keep V8's young generation at its initial size.
-if (readFileSync(join(root, 'bin', 'run.js'), 'utf8').includes('--semi-space-growth-factor=1')) {
+// As the build does (when it has it, in bin/run.js before or in the pass itself now): keep V8's
+// young generation at its initial size.
+if (
+  existsSync(join(root, 'dist', 'cli', 'young-generation.js')) ||
+  readFileSync(join(root, 'bin', 'run.js'), 'utf8').includes('--semi-space-growth-factor=1')
+) {
   setFlagsFromString('--semi-space-growth-factor=1');
 }
 const dist = (path) => pathToFileURL(join(root, 'dist', path)).href;
