@@ -1,5 +1,3 @@
-import { confirm } from '@inquirer/prompts';
-import { Listr } from 'listr2';
 import { getFlag } from '../cluster/flags.js';
 import { localHost, sshHost } from '../cluster/host.js';
 import {
@@ -154,6 +152,7 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
   await confirmChanges(input, 'Apply these changes?', preview);
 
   const applied: ApplyResult = { hosts: [] };
+  const { Listr } = await import('listr2');
   await new Listr(
     [
       {
@@ -237,6 +236,7 @@ async function confirmChanges(
       'changes need confirmation: review the preview, then pass --yes (or run in a terminal)',
     );
   if (!input.preview) preview(input.logToStderr);
+  const { confirm } = await import('@inquirer/prompts');
   const confirmed = await confirm({ message: question, default: false }).catch((err: Error) => {
     // Ctrl-C at the prompt: the same as answering no.
     if (err.name === 'ExitPromptError') return false;

@@ -14,7 +14,6 @@
 import { randomBytes } from 'node:crypto';
 import { constants, promises as fs } from 'node:fs';
 import { basename, dirname, posix, join as sysJoin } from 'node:path';
-import { execa } from 'execa';
 import type { ExecResult, Host } from './types.js';
 
 /** Mode of a file `writeAtomic` creates when the caller gives none (the usual 0644 of config files). */
@@ -141,6 +140,7 @@ export function localHost(root = '/'): Host {
     async run(argv) {
       const [file, ...args] = argv;
       if (!file) throw new Error('run: empty command');
+      const { execa } = await import('execa');
       const result = await execa(file, args, {
         reject: false,
         stdin: 'ignore',
@@ -306,6 +306,7 @@ export function sshHost(target: string, options: SshHostOptions = {}): Host {
    */
   async function remote(script: string, args: string[], input?: Buffer) {
     const command = ['sh', '-c', PRINT_MARKER + script, 'sh', ...args].map(shQuote).join(' ');
+    const { execa } = await import('execa');
     const result = await execa(options.ssh ?? 'ssh', [...sshArgs, command], {
       reject: false,
       encoding: 'buffer',
