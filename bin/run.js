@@ -26,11 +26,10 @@ if (major < NEEDED) {
     process.exit(code ?? 1);
   });
 } else {
-  const { setFlagsFromString } = await import('node:v8');
-  // V8 doubles its young generation (up to 64 MB on a big machine) each time many objects survive a
-  // scavenge, as the Nodes and plans of a pass do; kept at its initial 2 MB, a 5,000-Node pass peaks
-  // ~50 MB lower and is no slower (README, Benchmarks). The only flag of its kind V8 reads after start-up.
-  setFlagsFromString('--semi-space-growth-factor=1');
-  const { execute } = await import('@oclif/core');
+  // V8's compiled code for the bundle, kept in the system temp folder (Node's default) so that a
+  // second start skips compiling it (README, Start-up). NODE_DISABLE_COMPILE_CACHE=1 turns it off.
+  const { enableCompileCache } = await import('node:module');
+  enableCompileCache?.();
+  const { execute } = await import('../dist/bundle/entry.js');
   await execute({ dir: import.meta.url });
 }

@@ -1,4 +1,6 @@
-import { Command, Flags, type Interfaces } from '@oclif/core';
+import type { Interfaces } from '@oclif/core';
+import { Command } from '@oclif/core/command';
+import * as Flags from '@oclif/core/flags';
 import { providerNames } from '../providers/registry.js';
 import { EXIT_FAILED, EXIT_USAGE, exitCodeFor, oneLine, UsageError } from './errors.js';
 import {

@@ -1,4 +1,4 @@
-import { Flags } from '@oclif/core';
+import * as Flags from '@oclif/core/flags';
 
 /** The -o formats, as kubectl names them. */
 export const FORMATS = ['table', 'wide', 'json', 'yaml', 'name'] as const;

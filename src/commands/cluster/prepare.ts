@@ -1,4 +1,4 @@
-import { Flags } from '@oclif/core';
+import * as Flags from '@oclif/core/flags';
 import { BaseCommand, integerInRange } from '../../cli/base-command.js';
 import type { HostRow } from '../../cli/cluster-report.js';
 import { parseDuration } from '../../cli/duration.js';

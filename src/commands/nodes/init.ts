@@ -1,4 +1,4 @@
-import { Flags } from '@oclif/core';
+import * as Flags from '@oclif/core/flags';
 import { BaseCommand, integerInRange } from '../../cli/base-command.js';
 import { parseDuration } from '../../cli/duration.js';
 import { UsageError } from '../../cli/errors.js';

@@ -1,4 +1,4 @@
-import { Flags } from '@oclif/core';
+import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
 import type { Report } from '../../cli/output/report.js';
 import type { SecretRow } from '../../secrets/report.js';
