@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import sshpk from 'sshpk';
+import { connectAgent } from '../ssh-agent.js';
 
 /** A key a person can pick: a private key file in ~/.ssh, or a key an ssh-agent holds. */
 export interface SshKeyChoice {
@@ -97,24 +98,14 @@ function describePrivateKey(text: string, path: string): SshKeyChoice | undefine
   }
 }
 
+/** The agent's keys; none when it cannot be reached or does not answer in 2 s. */
 async function agentKeys(socketPath: string): Promise<sshpk.Key[]> {
-  const { default: agent } = (await import('sshpk-agent')) as unknown as {
-    default: {
-      Client: new (options: {
-        socketPath: string;
-        timeout?: number;
-      }) => {
-        listKeys(cb: (err: Error | null, keys: sshpk.Key[]) => void): void;
-      };
-    };
-  };
-  return new Promise((resolve) => {
-    try {
-      new agent.Client({ socketPath, timeout: 2000 }).listKeys((err, keys) => resolve(err ? [] : keys));
-    } catch {
-      resolve([]);
-    }
-  });
+  try {
+    const agent = await connectAgent(socketPath, 2000);
+    return (await agent.listKeys()) as unknown as sshpk.Key[];
+  } catch {
+    return [];
+  }
 }
 
 /** Throws with one line when `passphrase` does not open the key. */

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import sshpk from 'sshpk';
-import type { AgentKey, AgentSignature, Client } from 'sshpk-agent';
+import type { AgentKey } from 'sshpk-agent';
+import { connectAgent, type SshAgent } from '../../ssh-agent.js';
 import { InvalidConfigError } from '../errors.js';
 
 /**
@@ -156,13 +157,10 @@ function agentSigner(options: SignerOptions): RequestSigner {
   }
   // Checked once here, so a malformed id is a configuration error before any request.
   const wanted = parseFingerprint(keyId);
-  let chosen: Promise<{ client: Client; key: AgentKey; fingerprint: string }> | undefined;
+  let chosen: Promise<{ agent: SshAgent; key: AgentKey; fingerprint: string }> | undefined;
   const choose = async () => {
-    const { Client } = (await import('sshpk-agent')).default;
-    const client = new Client({ socketPath: socket });
-    const keys = await new Promise<AgentKey[]>((resolve, reject) =>
-      client.listKeys((err, found) => (err ? reject(err) : resolve(found))),
-    ).catch((err: Error) => {
+    const agent = await connectAgent(socket);
+    const keys = await agent.listKeys().catch((err: Error) => {
       throw new InvalidConfigError(
         `the ssh-agent at ${socket} did not answer (${err.message.split('\n')[0]}); start it or set TRITON_KEY_MATERIAL`,
       );
@@ -174,7 +172,7 @@ function agentSigner(options: SignerOptions): RequestSigner {
       );
     }
     checkType(key.type);
-    return { client, key, fingerprint: key.fingerprint('md5').toString('hex') };
+    return { agent, key, fingerprint: key.fingerprint('md5').toString('hex') };
   };
   const signer: RequestSigner = {
     // Until the agent is asked, the id is the one configured; CloudAPI names keys by MD5.
@@ -182,14 +180,14 @@ function agentSigner(options: SignerOptions): RequestSigner {
     fingerprint: keyId.replace(/^MD5:/i, ''),
     async sign(text) {
       chosen ??= choose();
-      const { client, key, fingerprint } = await chosen.catch((err) => {
+      const { agent, key, fingerprint } = await chosen.catch((err) => {
         chosen = undefined;
         throw err;
       });
       Object.assign(signer, { fingerprint, keyId: keyIdFor(options.account, options.user, fingerprint) });
-      const sig = await new Promise<AgentSignature>((resolve, reject) =>
-        client.sign(key, Buffer.from(text), (err, s) => (err ? reject(err) : resolve(s))),
-      ).catch((err: Error) => {
+      const sig = await agent.sign(key, Buffer.from(text)).catch((err: Error) => {
+        // The agent may have gone away: the next request connects again.
+        chosen = undefined;
         throw new InvalidConfigError(`the ssh-agent refused to sign (${err.message.split('\n')[0]})`);
       });
       return { algorithm: `${key.type}-${sig.hashAlgorithm}`, signature: sig.toString() };

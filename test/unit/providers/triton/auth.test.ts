@@ -3,6 +3,7 @@
  * `http-signature` package against the registered public keys.
  */
 import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import sshpk from 'sshpk';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -294,5 +295,46 @@ describe('signing through an ssh-agent (SSH_AUTH_SOCK)', () => {
 
   it('an agent without a key id', () => {
     expect(() => provider({ sshAuthSock: socket })).toThrow(/needs the key fingerprint: set TRITON_KEY_ID/);
+  });
+
+  it('a socket nobody listens on (a stale SSH_AUTH_SOCK): one configuration error, no crash, no hang', async () => {
+    const started = Date.now();
+    const err = await error(
+      provider({
+        sshAuthSock: join(keys.dir, 'gone.sock'),
+        keyId: ecdsa.fingerprint,
+      }).verifyCredentials?.() as Promise<string>,
+    );
+    expect(err).toBeInstanceOf(InvalidConfigError);
+    expect(err.message).toMatch(
+      /^the ssh-agent at \S+gone\.sock did not answer \(.*ENOENT.*\); start it or set TRITON_KEY_MATERIAL$/,
+    );
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(sim.requests).toEqual([]);
+  });
+
+  it('an agent that goes away between requests: the next request says so, and one after its return signs', async () => {
+    const own = join(keys.dir, 'own-agent.sock');
+    const start = async () => {
+      const agent = spawn('ssh-agent', ['-D', '-a', own], { stdio: 'ignore' });
+      for (let i = 0; i < 50 && !existsSync(own); i++) await new Promise((r) => setTimeout(r, 100));
+      execFileSync('ssh-add', [ecdsa.path], { env: { SSH_AUTH_SOCK: own }, stdio: 'ignore' });
+      return agent;
+    };
+    let agent = await start();
+    const p = provider({ sshAuthSock: own, keyId: ecdsa.fingerprint });
+    await p.verifyCredentials?.();
+    agent.kill();
+    await new Promise((r) => agent.once('exit', r));
+    rmSync(own, { force: true });
+    const err = await error(p.verifyCredentials?.() as Promise<string>);
+    expect(err).toBeInstanceOf(InvalidConfigError);
+    agent = await start();
+    try {
+      await p.verifyCredentials?.();
+      expect(sim.requests.at(-1)).toMatchObject({ status: 200, algorithm: 'ECDSA-SHA256' });
+    } finally {
+      agent.kill();
+    }
   });
 });
