@@ -135,6 +135,34 @@ export interface CredentialField {
   env: string[];
   /** Key in the Kubernetes Secret the official controller reads, when the field lives there. */
   secretKey?: string;
+  /**
+   * For an 'editor' field: questions that build the document for someone who has none yet
+   * (OpenStack's cloud.conf), and the provider's own check of the result.
+   */
+  builder?: DocumentBuilder;
+}
+
+export interface DocumentQuestion {
+  key: string;
+  message: string;
+  /** Masked as typed, never shown back. */
+  secret?: boolean;
+  required?: boolean;
+  default?: string;
+  /** A choice instead of free text. */
+  choices?: readonly { name: string; value: string }[];
+  /** Asked only when this holds for the answers so far. */
+  when?: (answers: Readonly<Record<string, string>>) => boolean;
+  /** true, or what is wrong with the value (shown as it is typed). */
+  validate?: (value: string) => true | string;
+}
+
+export interface DocumentBuilder {
+  questions: readonly DocumentQuestion[];
+  /** The document from the answers; a question skipped or left empty is absent from it. */
+  render(answers: Readonly<Record<string, string>>): string;
+  /** true, or one line saying what is wrong with the document (the provider's own parser). */
+  check(document: string): true | string;
 }
 
 export interface CredentialSchema {

@@ -1,6 +1,7 @@
 import { editor, input, password, select } from '@inquirer/prompts';
+import { InvalidConfigError } from '../providers/errors.js';
 import { providerNames } from '../providers/registry.js';
-import type { CredentialField, ProviderDefinition } from '../providers/types.js';
+import type { CredentialField, DocumentBuilder, ProviderDefinition } from '../providers/types.js';
 import { checkPassphrase, findSshKeys, isEncryptedKey } from './ssh-keys.js';
 import { isFilePath, type Resolved, readValueFile } from './values.js';
 
@@ -77,24 +78,28 @@ export async function promptMissing(
     }
     if (value.trim() === '') continue;
     resolved.set(field.key, {
-      value: value.trim(),
+      // A document is kept whole (a file ends with its newline), as `--from-file` keeps it.
+      value: field.prompt === 'editor' ? value : value.trim(),
       source: field.default !== undefined && value.trim() === field.default ? 'default' : 'prompt',
     });
   }
 }
 
 /**
- * A document the Secret holds whole (OpenStack's cloud.conf): an existing file, or written in the
- * editor. The provider's own parser checks it later, when the provider is built from the values.
+ * A document the Secret holds whole (OpenStack's cloud.conf): an existing file, written in the
+ * editor, or built from the provider's questions. The provider's own parser checks it later, when
+ * the provider is built from the values; a built one is checked at once.
  */
 async function promptDocument(definition: ProviderDefinition, field: CredentialField, label: string) {
   const how = await select({
     message: `${label}`,
     choices: [
       { name: 'Read an existing file', value: 'file' },
+      ...(field.builder ? [{ name: 'Answer a few questions to write one', value: 'build' }] : []),
       { name: 'Write it now (opens $EDITOR)', value: 'editor' },
     ],
   });
+  if (how === 'build' && field.builder) return buildDocument(field.builder);
   if (how === 'editor') {
     return editor({
       message: `${definition.name} ${field.key}`,
@@ -106,6 +111,31 @@ async function promptDocument(definition: ProviderDefinition, field: CredentialF
     validate: (v) => (isFilePath(v.trim()) ? true : `${v} is not a readable file`),
   });
   return readValueFile(path.trim(), field.key);
+}
+
+/** Asks the builder's questions in order, then has the provider check the document they make. */
+async function buildDocument(builder: DocumentBuilder): Promise<string> {
+  const answers: Record<string, string> = {};
+  for (const q of builder.questions) {
+    if (q.when && !q.when(answers)) continue;
+    const validate = (value: string) => {
+      const v = value.trim();
+      if (!v) return q.required ? `${q.key} is required` : true;
+      return q.validate ? q.validate(v) : true;
+    };
+    const message = `${q.message}${q.required || q.choices || q.default ? '' : ' (optional, Enter to skip)'}`;
+    const answer = q.choices
+      ? await select({ message, choices: q.choices.map((c) => ({ name: c.name, value: c.value })) })
+      : q.secret
+        ? await password({ message, mask: '*', validate })
+        : await input({ message, ...(q.default ? { default: q.default } : {}), validate });
+    // A secret is kept as typed (a password may end in a space); the rest is trimmed.
+    if (answer.trim()) answers[q.key] = q.secret ? answer : answer.trim();
+  }
+  const document = builder.render(answers);
+  const verdict = builder.check(document);
+  if (verdict !== true) throw new InvalidConfigError(verdict);
+  return document;
 }
 
 async function promptSshKey(

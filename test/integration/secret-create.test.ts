@@ -439,6 +439,44 @@ describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
     }
   });
 
+  it('OpenStack: builds cloud.conf from questions, the password masked, and creates the Secret', async () => {
+    await deleteSecret('cloud-config');
+    const sim = await new OpenStackSimulator().start();
+    try {
+      const { code, screen } = await inTerminal(['--provider', 'openstack'], {}, async (step) => {
+        await step('Content of cloud.conf', 'Down', 'Enter');
+        await step('Keystone URL', sim.authUrl, 'Enter');
+        await step('Authenticate with', 'Enter');
+        await step('User name (username)', 'admin', 'Enter');
+        await step('Password (password)', 'passw0rd', 'Enter');
+        await step("The user's domain", 'Enter');
+        await step('Project name (tenant-name)', 'admin', 'Enter');
+        await step("The project's domain", 'Enter');
+        await step('Region', 'RegionOne', 'Enter');
+      });
+      expect(screen).toContain('Secret kube-system/cloud-config created');
+      expect(code).toBe(0);
+      expect(screen).not.toContain('passw0rd');
+      expect(screen).toContain('Password (password) ********');
+      expect(decoded(await readSecret('cloud-config'))).toEqual({
+        'cloud.conf': [
+          '[Global]',
+          `auth-url = ${sim.authUrl}`,
+          'username = admin',
+          'password = passw0rd',
+          'user-domain-name = Default',
+          'tenant-name = admin',
+          'tenant-domain-name = Default',
+          'region = RegionOne',
+          '',
+        ].join('\n'),
+      });
+    } finally {
+      await sim.stop();
+      await deleteSecret('cloud-config');
+    }
+  });
+
   it('Triton: lists the keys of ~/.ssh with fingerprints, takes the encrypted one with its passphrase', async () => {
     const sim = await new TritonSim({ login: 'demo' }).start();
     const home = tempDir('ccm-secret-home-');

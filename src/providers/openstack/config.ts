@@ -465,7 +465,8 @@ function section(
 
 /** The one value of a key, undefined when absent or empty; a repeated single-valued key is refused. */
 function one(raw: Raw, key: string, fail?: (what: string) => Error): string | undefined {
-  const values = (raw[key] ?? []).map((v) => v.trim()).filter((v) => v !== '');
+  // Not trimmed: the INI reader already trims a plain value, and a quoted one keeps its spaces in gcfg.
+  const values = (raw[key] ?? []).filter((v) => v !== '');
   if (values.length > 1) {
     const error = fail?.(`set ${values.length} times; keep one`);
     if (error) throw error;
@@ -474,7 +475,7 @@ function one(raw: Raw, key: string, fail?: (what: string) => Error): string | un
 }
 
 function all(raw: Raw, key: string): string[] {
-  return (raw[key] ?? []).map((v) => v.trim()).filter((v) => v !== '');
+  return (raw[key] ?? []).filter((v) => v !== '');
 }
 
 function optional<K extends string>(key: K, value: string | undefined): { [P in K]?: string } {

@@ -1,4 +1,5 @@
 import type { CredentialSchema } from '../types.js';
+import { cloudConfBuilder } from './cloud-conf-builder.js';
 
 /**
  * The official controller keeps its whole configuration in one INI file, `cloud.conf`, stored in
@@ -31,6 +32,7 @@ export const credentials: CredentialSchema = {
       prompt: 'editor',
       env: [],
       secretKey: 'cloud.conf',
+      builder: cloudConfBuilder,
     },
     {
       key: CLOUD_NAME,
