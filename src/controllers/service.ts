@@ -76,16 +76,27 @@ export function backendNodes(nodes: Iterable<BackendCandidate>): LoadBalancerNod
 
 /** The names of a backend set, as one comparable string. */
 export function backendSetKey(nodes: readonly LoadBalancerNode[]): string {
-  return nodes.map((n) => `${n.name}=${n.providerID}`).join(',');
+  return nodes.map((n) => `${n.name}=${n.providerID}@${addressKey(n.addresses)}`).join(',');
 }
 
-/** Whether a Node change can change any backend set (reference: shouldSyncUpdatedNode, stable set). */
+const addressKey = (addresses: readonly NodeAddress[]) =>
+  addresses
+    .map((a) => `${a.type}/${a.address}`)
+    .sort()
+    .join(' ');
+
+/**
+ * Whether a Node change can change any backend set (reference: shouldSyncUpdatedNode, stable set),
+ * or a backend's addresses: clouds that balance to addresses (OpenStack, Brightbox) need them, and a
+ * new Node's addresses are written just after its provider ID, which already made it a backend.
+ */
 export function nodeChangeMatters(
   old: BackendCandidate | undefined,
   now: BackendCandidate | undefined,
 ): boolean {
   if (!old || !now) return true;
-  return isBackend(old) !== isBackend(now) || old.providerID !== now.providerID;
+  if (isBackend(old) !== isBackend(now) || old.providerID !== now.providerID) return true;
+  return isBackend(now) && addressKey(old.addresses) !== addressKey(now.addresses);
 }
 
 /** The reference's default cloud-side name: "a" + the UID without dashes, cut to 32 characters. */

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { setTimeout as delay } from 'node:timers/promises';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { InvalidConfigError } from '../errors.js';
 import { HttpClient, type HttpResponse, httpStatus, type RequestOptions } from '../http.js';
@@ -51,6 +52,11 @@ export class Session {
   ) {
     this.fetch = options.fetch ?? tlsFetch(config);
     this.keystone = new Keystone(config, this.httpOptions('identity'), options.now);
+  }
+
+  /** Waits `ms` (the injected sleep in tests); rejects when `signal` aborts. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return this.options.sleep ? this.options.sleep(ms, signal) : delay(ms, undefined, { signal });
   }
 
   /** The region the cloud is in: the configured one, or the catalog's only one. */

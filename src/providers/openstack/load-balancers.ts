@@ -14,8 +14,11 @@ import type { LoadBalancerConfig } from './config.js';
 /**
  * Octavia load balancers, one per Service, created fully populated (listeners → default pools →
  * members → health monitors) and then reconciled one change at a time: Octavia refuses changes
- * while a load balancer is PENDING_*, so after each change the caller is told to come back
- * (RetryableError) instead of blocking on it. The floating IP comes from Neutron.
+ * while a load balancer is PENDING_*, so after each change ccm waits for ACTIVE, as the official
+ * controller does, but only for SETTLE_MS: a load balancer still busy then (an amphora booting
+ * takes minutes) is the caller's to come back to (RetryableError), so no worker is held for long.
+ * A member update, which settles in seconds, thus finishes in one call with no Warning. The
+ * floating IP comes from Neutron.
  *
  * Ownership: the load balancer is named "ccm_" + the request's name and tagged with the cluster
  * identity; one named like it without this cluster's tag is never adopted, changed or deleted.
@@ -23,6 +26,9 @@ import type { LoadBalancerConfig } from './config.js';
  */
 
 const POLL_MS = 5_000;
+/** How long one call waits for a load balancer to leave PENDING_*, polling every SETTLE_POLL_MS. */
+const SETTLE_MS = 15_000;
+const SETTLE_POLL_MS = 1_000;
 /** Octavia's own listener defaults (milliseconds), what a listener without the annotations has. */
 const OCTAVIA_DEFAULTS = {
   timeoutClientData: 50_000,
@@ -132,20 +138,27 @@ export class OctaviaLoadBalancers implements LoadBalancers {
     if (!lb) {
       lb = await this.create(req, options, desired, signal);
     }
-    this.assertActive(lb);
-    const change = await this.reconcile(lb, desired, signal, false);
-    if (change) throw this.busy(lb, change);
+    lb = await this.settle(lb, signal);
+    for (;;) {
+      const change = await this.reconcile(lb, desired, signal, false);
+      if (!change) break;
+      lb = await this.settle(lb, signal, change);
+    }
     const ip = await this.ensureFloatingIp(lb, req, options, signal);
     return { ingress: [{ ip }], annotations: statusAnnotations(lb) };
   }
 
   async updateNodes(req: LoadBalancerRequest, signal?: AbortSignal): Promise<void> {
     const options = serviceOptions(req.service.annotations, this.config);
-    const lb = await this.find(req, signal, true);
+    let lb = await this.find(req, signal, true);
     if (!lb) return;
-    this.assertActive(lb);
-    const change = await this.reconcile(lb, this.desiredListeners(req, options), signal, true);
-    if (change) throw this.busy(lb, change);
+    lb = await this.settle(lb, signal);
+    const desired = this.desiredListeners(req, options);
+    for (;;) {
+      const change = await this.reconcile(lb, desired, signal, true);
+      if (!change) return;
+      lb = await this.settle(lb, signal, change);
+    }
   }
 
   async delete(req: LoadBalancerRequest, signal?: AbortSignal): Promise<void> {
@@ -244,6 +257,38 @@ export class OctaviaLoadBalancers implements LoadBalancers {
       signal,
     );
     return loadbalancer;
+  }
+
+  /**
+   * The load balancer once ACTIVE: as it is when it already is (and nothing was just changed), else
+   * read again every SETTLE_POLL_MS for up to SETTLE_MS. ERROR, or still PENDING_* then, throws.
+   */
+  private async settle(
+    lb: OctaviaLoadBalancer,
+    signal: AbortSignal | undefined,
+    changed?: string,
+  ): Promise<OctaviaLoadBalancer> {
+    let current = lb;
+    if (!changed && current.provisioning_status === 'ACTIVE') return current;
+    for (let polls = 0; ; polls++) {
+      if (changed || polls > 0) {
+        current = (
+          await this.call<{ loadbalancer: OctaviaLoadBalancer }>(
+            'load-balancer',
+            'GET',
+            `v2/lbaas/loadbalancers/${current.id}`,
+            undefined,
+            signal,
+          )
+        ).loadbalancer;
+      }
+      if (!current.provisioning_status.startsWith('PENDING_')) break;
+      if (polls >= SETTLE_MS / SETTLE_POLL_MS)
+        throw this.busy(current, changed ?? current.provisioning_status);
+      await this.session.sleep(SETTLE_POLL_MS, signal);
+    }
+    this.assertActive(current);
+    return current;
   }
 
   private assertActive(lb: OctaviaLoadBalancer): void {

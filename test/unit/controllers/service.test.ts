@@ -90,6 +90,18 @@ describe('backend Nodes', () => {
     expect(nodeChangeMatters(undefined, node())).toBe(true);
     expect(nodeChangeMatters(node(), undefined)).toBe(true);
   });
+
+  it("a backend's addresses matter (they are written just after the provider ID); a non-backend's do not", () => {
+    const internal = [{ type: 'InternalIP' as const, address: '10.0.0.13' }];
+    expect(nodeChangeMatters(node({ addresses: [] }), node({ addresses: internal }))).toBe(true);
+    expect(nodeChangeMatters(node({ addresses: internal }), node({ addresses: [...internal] }))).toBe(false);
+    expect(
+      nodeChangeMatters(
+        node({ providerID: '', addresses: [] }),
+        node({ providerID: '', addresses: internal }),
+      ),
+    ).toBe(false);
+  });
 });
 
 describe('when the cloud is asked again', () => {
