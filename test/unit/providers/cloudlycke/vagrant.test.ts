@@ -293,11 +293,12 @@ describe('vagrant mode against a stand-in vagrant', () => {
   });
 
   it('reports a folder without a Vagrantfile as InvalidConfig', async () => {
+    // One at a time: a second call started at once could reject before anything awaits it.
     for (const call of [
-      instancesFor('no-vagrantfile').list(),
-      instancesFor('no-vagrantfile').get('cloudlycke://cp-1'),
+      () => instancesFor('no-vagrantfile').list(),
+      () => instancesFor('no-vagrantfile').get('cloudlycke://cp-1'),
     ]) {
-      const err = await rejection(call);
+      const err = await rejection(call());
       expect(err).toBeInstanceOf(InvalidConfigError);
       expect(err.message).toBe(
         `vagrant status in ${work} failed: A Vagrant environment or target machine is required to run this command. Run \`vagrant init\` to create a new Vagrant environment. Or, get an ID of a target machine from \`vagrant global-status\` to run this command on. A final option is to change to a directory with a Vagrantfile and to try again; set CLOUDLYCKE_VAGRANT_DIR to the folder holding the Vagrantfile`,
@@ -326,10 +327,10 @@ describe('vagrant mode against a stand-in vagrant', () => {
   it('reports vagrant missing from PATH as InvalidConfig, never NotFound', async () => {
     const vagrant = new Vagrant({ cwd: work, env: { PATH: join(work, 'empty-bin') } });
     for (const call of [
-      vagrantInstances(vagrant).list(),
-      vagrantInstances(vagrant).get('cloudlycke://cp-1'),
+      () => vagrantInstances(vagrant).list(),
+      () => vagrantInstances(vagrant).get('cloudlycke://cp-1'),
     ]) {
-      const err = await rejection(call);
+      const err = await rejection(call());
       expect(err).toBeInstanceOf(InvalidConfigError);
       expect(err.message).toBe(
         'vagrant not found on PATH; install it or pass --cloud-config <inventory.yaml>',
