@@ -502,13 +502,14 @@ describe('HttpClient: secrets', () => {
       authorize: ({ headers }) => headers.set('authorization', `Bearer ${token}`),
     });
     const messages: string[] = [];
+    // One at a time: requests started at once could fail before anything awaits them.
     for (const request of [
-      http.get(`/v2/${encodeURIComponent(token)}`),
-      http.get('/v2/droplets', { query: { token } }),
-      http.get(`/v2/droplets?page=1&access_token=${encodeURIComponent(token)}`),
-      http.post('/token/', { client_secret: token }),
+      () => http.get(`/v2/${encodeURIComponent(token)}`),
+      () => http.get('/v2/droplets', { query: { token } }),
+      () => http.get(`/v2/droplets?page=1&access_token=${encodeURIComponent(token)}`),
+      () => http.post('/token/', { client_secret: token }),
     ]) {
-      messages.push((await failure(request)).message);
+      messages.push((await failure(request())).message);
     }
     const texts = [...messages, ...calls.map((c) => JSON.stringify(c))];
     for (const text of texts) {
