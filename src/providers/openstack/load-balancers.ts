@@ -163,10 +163,30 @@ export class OctaviaLoadBalancers implements LoadBalancers {
 
   async delete(req: LoadBalancerRequest, signal?: AbortSignal): Promise<void> {
     const options = serviceOptions(req.service.annotations, this.config);
-    const lb = await this.find(req, signal, false);
-    if (!lb) return;
-    if (lb.provisioning_status === 'PENDING_DELETE' || lb.provisioning_status === 'DELETED') return;
-    if (lb.provisioning_status.startsWith('PENDING_')) throw this.busy(lb, lb.provisioning_status);
+    const found = await this.find(req, signal, false);
+    if (!found) return;
+    if (found.provisioning_status !== 'PENDING_DELETE' && found.provisioning_status !== 'DELETED') {
+      // A change in flight is waited for; ERROR is deleted like ACTIVE.
+      const lb = await this.untilSettled(found, signal);
+      if (!lb) return;
+      await this.deleteNow(lb, req, options, signal);
+    }
+    // Done once Octavia has removed it, as the official controller waits: a cascade delete that
+    // ends in ERROR would otherwise leave a balancer behind a Service that is gone.
+    const left = await this.untilSettled(found, signal, 'deleting it');
+    if (left) {
+      throw new RetryableError(
+        `Octavia load balancer ${left.name} (${left.id}) is ${left.provisioning_status} after ccm deleted it; ccm deletes it again`,
+      );
+    }
+  }
+
+  private async deleteNow(
+    lb: OctaviaLoadBalancer,
+    req: LoadBalancerRequest,
+    options: ServiceOptions,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
     const fip = await this.floatingIpOf(lb, signal);
     if (fip) {
       if (fip.description === fipDescription(lb, req) && !options.keepFloatingIp) {
@@ -259,36 +279,54 @@ export class OctaviaLoadBalancers implements LoadBalancers {
     return loadbalancer;
   }
 
-  /**
-   * The load balancer once ACTIVE: as it is when it already is (and nothing was just changed), else
-   * read again every SETTLE_POLL_MS for up to SETTLE_MS. ERROR, or still PENDING_* then, throws.
-   */
+  /** The load balancer once ACTIVE (untilSettled); ERROR, gone, or still PENDING_* throws. */
   private async settle(
     lb: OctaviaLoadBalancer,
     signal: AbortSignal | undefined,
     changed?: string,
   ): Promise<OctaviaLoadBalancer> {
+    const current = await this.untilSettled(lb, signal, changed);
+    if (!current) {
+      throw new RetryableError(
+        `Octavia load balancer ${lb.name} (${lb.id}) disappeared while ccm changed it; it is created again`,
+        POLL_MS,
+      );
+    }
+    this.assertActive(current);
+    return current;
+  }
+
+  /**
+   * The load balancer once it is no longer PENDING_*, or undefined once it is gone: as it is when
+   * nothing was just changed and it is not pending, else read again every SETTLE_POLL_MS for up to
+   * SETTLE_MS; still PENDING_* then throws the RetryableError that tells the caller to come back.
+   */
+  private async untilSettled(
+    lb: OctaviaLoadBalancer,
+    signal: AbortSignal | undefined,
+    changed?: string,
+  ): Promise<OctaviaLoadBalancer | undefined> {
     let current = lb;
-    if (!changed && current.provisioning_status === 'ACTIVE') return current;
+    const pending = (x: OctaviaLoadBalancer) => x.provisioning_status.startsWith('PENDING_');
+    if (!changed && !pending(current)) return current;
     for (let polls = 0; ; polls++) {
       if (changed || polls > 0) {
-        current = (
-          await this.call<{ loadbalancer: OctaviaLoadBalancer }>(
-            'load-balancer',
-            'GET',
-            `v2/lbaas/loadbalancers/${current.id}`,
-            undefined,
-            signal,
-          )
-        ).loadbalancer;
+        const read = await this.call<{ loadbalancer: OctaviaLoadBalancer } | undefined>(
+          'load-balancer',
+          'GET',
+          `v2/lbaas/loadbalancers/${current.id}`,
+          undefined,
+          signal,
+          true,
+        );
+        if (!read || read.loadbalancer.provisioning_status === 'DELETED') return undefined;
+        current = read.loadbalancer;
       }
-      if (!current.provisioning_status.startsWith('PENDING_')) break;
+      if (!pending(current)) return current;
       if (polls >= SETTLE_MS / SETTLE_POLL_MS)
         throw this.busy(current, changed ?? current.provisioning_status);
       await this.session.sleep(SETTLE_POLL_MS, signal);
     }
-    this.assertActive(current);
-    return current;
   }
 
   private assertActive(lb: OctaviaLoadBalancer): void {

@@ -278,10 +278,35 @@ describe('Octavia load balancers', () => {
     await p.delete(req);
     expect(sim.requestsTo(/\/lbaas\/loadbalancers\/[^/]+\?cascade=true/, 'DELETE')).toHaveLength(1);
     expect(sim.octavia.floatingIps.size).toBe(0);
-    await converge(async () => {
-      if ((await p.get(req)) !== undefined) throw new RetryableError('still there');
-    });
+    // delete returns once Octavia has removed it (PENDING_DELETE was waited out).
+    expect(sim.octavia.loadBalancers.size).toBe(0);
+    expect(await p.get(req)).toBeUndefined();
     await p.delete(req); // already gone: nothing to do
+  });
+
+  it('a cascade delete that ends in ERROR is not done: the next try deletes again', async () => {
+    const p = lbs();
+    const req = request();
+    await p.ensure(req);
+    const [record] = sim.octavia.loadBalancers.values();
+    // The simulator settles a delete to DELETED; this one fails the way Octavia's can.
+    const lbId = String(record?.lb.id);
+    sim.fault({
+      method: 'DELETE',
+      path: /\/lbaas\/loadbalancers\/[^/]+$/,
+      status: 204,
+      body: undefined,
+      times: 1,
+    });
+    if (record) record.lb.provisioning_status = 'ERROR';
+    const err = (await p.delete(req).catch((e: unknown) => e)) as RetryableError;
+    expect(err).toBeInstanceOf(RetryableError);
+    expect(err.message).toBe(
+      `Octavia load balancer ccm_a1b2c3d4e5f60718293a4b5c6d7e8f90 (${lbId}) is ERROR after ccm deleted it; ccm deletes it again`,
+    );
+    await p.delete(req);
+    expect(sim.octavia.loadBalancers.size).toBe(0);
+    expect(sim.requestsTo(/\/lbaas\/loadbalancers\/[^/]+\?cascade=true/, 'DELETE')).toHaveLength(2);
   });
 
   it('keep-floatingip keeps the address; a floating IP ccm did not create is only disassociated', async () => {
