@@ -23,23 +23,13 @@ export function printPreview(plan: ClusterPlan, candidates: string[], log: (line
     log(chalk.dim(`  ${components.map((c) => describeVersion(d, c)).join('; ')}`));
     for (const e of h.edits)
       log(
-        unifiedDiff(
-          `${h.host.name === 'local' ? '' : `${h.host.name}:`}${e.file.path}`,
-          e.before.toString('utf8'),
-          e.after.toString('utf8'),
-        ),
+        unifiedDiff(hostPath(h.host.name, e.file.path), e.before.toString('utf8'), e.after.toString('utf8')),
       );
     for (const s of h.skips) log(chalk.yellow(`  skip ${s.component}: ${s.reason}`));
     if (h.edits.length === 0) log(chalk.dim('  nothing to change'));
   }
   if (plan.kubeadmConfig) {
-    log(
-      unifiedDiff(
-        'ConfigMap kube-system/kubeadm-config ClusterConfiguration',
-        plan.kubeadmConfig.before,
-        plan.kubeadmConfig.after,
-      ),
-    );
+    log(kubeadmConfigDiff(plan.kubeadmConfig));
     for (const s of plan.kubeadmConfig.skips)
       log(chalk.yellow(`  kubeadm-config, ${s.component}: ${s.reason}`));
   } else if (plan.kubeadmConfigNote) {
@@ -62,11 +52,10 @@ export function printRollbackPreview(plan: RollbackPlan, log: (line: string) => 
     log(
       chalk.bold(`${h.host.name}: ${h.set ? `rollback to backup ${h.set.id}` : 'no backup to roll back to'}`),
     );
-    const prefix = h.host.name === 'local' ? '' : `${h.host.name}:`;
     for (const f of h.files) {
       log(
         unifiedDiff(
-          `${prefix}${f.file.path}`,
+          hostPath(h.host.name, f.file.path),
           f.current?.toString('utf8') ?? '',
           f.next?.toString('utf8') ?? '',
         ),
@@ -76,18 +65,18 @@ export function printRollbackPreview(plan: RollbackPlan, log: (line: string) => 
     if (h.set && h.files.length === 0) log(chalk.dim('  nothing to roll back'));
   }
   if (plan.kubeadmConfig) {
-    log(
-      unifiedDiff(
-        'ConfigMap kube-system/kubeadm-config ClusterConfiguration',
-        plan.kubeadmConfig.before,
-        plan.kubeadmConfig.after,
-      ),
-    );
+    log(kubeadmConfigDiff(plan.kubeadmConfig));
     for (const note of plan.kubeadmConfig.notes) log(chalk.yellow(`  ${note}`));
   } else if (plan.kubeadmConfigNote) {
     log(chalk.dim(plan.kubeadmConfigNote));
   }
 }
+
+/** A file as the diffs name it: the path alone on this machine, `host:path` over ssh. */
+const hostPath = (host: string, path: string) => `${host === 'local' ? '' : `${host}:`}${path}`;
+
+const kubeadmConfigDiff = (change: { before: string; after: string }) =>
+  unifiedDiff('ConfigMap kube-system/kubeadm-config ClusterConfiguration', change.before, change.after);
 
 export function order(plan: ClusterPlan, host: string): number {
   return plan.hosts.findIndex((h) => h.host.name === host);

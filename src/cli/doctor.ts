@@ -34,17 +34,11 @@ import {
 } from './doctor-checks.js';
 import { oneLine } from './errors.js';
 import { clusterRules } from './manifests.js';
-import { parseSecretRef, providerFromFlags } from './provider-config.js';
+import { type ClusterAndCloudFlags, parseSecretRef, providerFromFlags } from './provider-config.js';
 
 /** `ccm doctor`: reads the cluster (and the cloud, with --provider) once, and checks it end to end. */
 
-export interface DoctorInput {
-  kubeconfig?: string;
-  context?: string;
-  provider?: string;
-  'cloud-config'?: string;
-  'cloud-api-url'?: string;
-  'credentials-secret'?: string;
+export interface DoctorInput extends ClusterAndCloudFlags {
   namespace: string;
   lease: string;
   'service-account': string;

@@ -10,19 +10,12 @@ import {
 import type { NodePlan } from '../controllers/plan.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { createNodeClient } from '../kube/nodes.js';
-import { readSecret } from '../kube/secrets.js';
 import { KubeTransport } from '../kube/transport.js';
 import { peakRssBytes } from './peak-rss.js';
-import { parseSecretRef, providerFromFlags } from './provider-config.js';
+import { type ClusterAndCloudFlags, providerWithSecret } from './provider-config.js';
 import { keepYoungGenerationSmall } from './young-generation.js';
 
-export interface NodesInitInput {
-  kubeconfig?: string;
-  context?: string;
-  provider?: string;
-  'cloud-config'?: string;
-  'cloud-api-url'?: string;
-  'credentials-secret'?: string;
+export interface NodesInitInput extends ClusterAndCloudFlags {
   /** A task list on the terminal while the pass runs (else nothing until the report). */
   progress: boolean;
   pass: PassOptions;
@@ -51,17 +44,10 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
   // Configuration is checked before anything is read or written. The lean kubeconfig reader keeps
   // client-node (~870 modules) out of the start unless the kubeconfig needs an exec plugin.
   const kc = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
-  const secretRef = input['credentials-secret'] ? parseSecretRef(input['credentials-secret']) : undefined;
   const transport = new KubeTransport(kc);
-  const secret = secretRef ? await readSecret(transport, secretRef.namespace, secretRef.name) : undefined;
-  const provider = await providerFromFlags(
-    input,
-    input.env,
-    () => {
-      cloudCalls++;
-    },
-    secret?.data,
-  );
+  const provider = await providerWithSecret(input, input.env, transport, () => {
+    cloudCalls++;
+  });
   const kube = createNodeClient(transport);
   const { pass } = input;
   // Read before the task list starts: an unreachable API server or a broken inventory is a

@@ -2,13 +2,12 @@ import { findInstance, type PassOptions, planNode, readState } from '../controll
 import type { NodePlan } from '../controllers/plan.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { createNodeClient } from '../kube/nodes.js';
-import { readSecret } from '../kube/secrets.js';
 import type { SlimNode } from '../kube/slim-node.js';
 import { KubeTransport } from '../kube/transport.js';
 import { TAINT_UNINITIALIZED } from '../kube/well-known.js';
 import { parseProviderID } from '../providers/provider-id.js';
 import type { Instance, Provider } from '../providers/types.js';
-import { parseSecretRef, providerFromFlags } from './provider-config.js';
+import { type ClusterAndCloudFlags, providerWithSecret } from './provider-config.js';
 import { keepYoungGenerationSmall } from './young-generation.js';
 
 /**
@@ -50,20 +49,13 @@ export interface NodesListResult {
   durationMs: number;
 }
 
-export interface NodesListInput {
-  kubeconfig?: string;
-  context?: string;
-  provider?: string;
-  'cloud-config'?: string;
-  'cloud-api-url'?: string;
-  'credentials-secret'?: string;
+export interface NodesListInput extends ClusterAndCloudFlags {
   showOrphans: boolean;
   env: Readonly<Record<string, string | undefined>>;
   now?: () => Date;
 }
 
-/** Counts the GETs it sends: `nodes list` promises a bounded number of reads. */
-/** Counts every read: single GETs and the streamed pages of a listing. */
+/** Counts every read (single GETs and the streamed pages of a listing): `nodes list` promises a bounded number. */
 class CountingTransport extends KubeTransport {
   reads = 0;
   override async request<T>(req: Parameters<KubeTransport['request']>[0]): Promise<T> {
@@ -81,11 +73,9 @@ export async function runNodesList(input: NodesListInput): Promise<NodesListResu
   const started = performance.now();
   let cloudCalls = 0;
   const auth = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
-  const secretRef = input['credentials-secret'] ? parseSecretRef(input['credentials-secret']) : undefined;
   const transport = new CountingTransport(auth);
   try {
-    const secret = secretRef ? await readSecret(transport, secretRef.namespace, secretRef.name) : undefined;
-    const provider = await providerFromFlags(input, input.env, () => cloudCalls++, secret?.data);
+    const provider = await providerWithSecret(input, input.env, transport, () => cloudCalls++);
     const state = await readState(createNodeClient(transport), provider);
     const now = input.now?.() ?? new Date();
     const options: PassOptions = {

@@ -1,3 +1,5 @@
+import { readSecret } from '../kube/secrets.js';
+import type { KubeTransport } from '../kube/transport.js';
 import { loadProvider } from '../providers/registry.js';
 import type { Provider, ProviderDefinition, ProviderValues } from '../providers/types.js';
 import { UsageError } from './errors.js';
@@ -6,6 +8,13 @@ export interface ProviderFlags {
   provider?: string;
   'cloud-config'?: string;
   'cloud-api-url'?: string;
+}
+
+/** The flags of a command that reads the cluster and the cloud once (nodes init, nodes list, doctor). */
+export interface ClusterAndCloudFlags extends ProviderFlags {
+  kubeconfig?: string;
+  context?: string;
+  'credentials-secret'?: string;
 }
 
 /**
@@ -50,6 +59,21 @@ export async function providerFromFlags(
     );
   const definition = await loadProvider(flags.provider);
   return definition.create(resolveProviderValues(definition, flags, env, secret), { onCloudCall });
+}
+
+/**
+ * The provider of a one-pass command: its values from the flags, the environment and, with
+ * --credentials-secret, that Secret (read once, through the command's own transport).
+ */
+export async function providerWithSecret(
+  flags: ClusterAndCloudFlags,
+  env: Readonly<Record<string, string | undefined>>,
+  transport: KubeTransport,
+  onCloudCall?: (what: string) => void,
+): Promise<Provider> {
+  const ref = flags['credentials-secret'] ? parseSecretRef(flags['credentials-secret']) : undefined;
+  const secret = ref ? await readSecret(transport, ref.namespace, ref.name) : undefined;
+  return providerFromFlags(flags, env, onCloudCall, secret?.data);
 }
 
 /** `--credentials-secret namespace/name`, checked before anything is read. */

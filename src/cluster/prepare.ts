@@ -11,7 +11,7 @@ import { detect } from './detect.js';
 import { inverseChanges } from './flags.js';
 import { extraArgsAsFlags, readExtraArgs, SECTION_OF, type Section } from './kubeadm-config.js';
 import { planClusterConfiguration, planPrepare, readFlags } from './plan.js';
-import { type RestartOptions, restartUnits, unitsToRestart } from './restart.js';
+import { type RestartOptions, restartOrNote, unitsToRestart } from './restart.js';
 import type { Component, Detection, FileEdit, FlagChange, Host, Skip } from './types.js';
 
 /**
@@ -290,12 +290,7 @@ async function applyOneHost(
       p.detection?.layout,
       p.edits.map((e) => ({ component: e.file.component, changes: e.changes })),
     );
-    if (restart) {
-      report.restartedUnits = await restartUnits(p.host, units, restartOptions);
-      report.restarted = report.restartedUnits.length > 0;
-    } else if (units.length > 0) {
-      report.notes.push(`not restarted (--no-restart): ${units.map((u) => u.unit).join(', ')}`);
-    }
+    await restartOrNote(report, p.host, units, restart, restartOptions);
   } catch (err) {
     report.result = 'failed';
     report.error = (err as Error).message;

@@ -111,3 +111,22 @@ export async function restartUnits(
   }
   return done;
 }
+
+/**
+ * What prepare and rollback do with the units their edits touched: restart them (`restart`, the
+ * default of --restart) and say which, or leave them and say so in the host's notes.
+ */
+export async function restartOrNote(
+  report: { restarted: boolean; restartedUnits: string[]; notes: string[] },
+  host: Host,
+  units: readonly UnitRestart[],
+  restart: boolean,
+  options: RestartOptions = {},
+): Promise<void> {
+  if (restart) {
+    report.restartedUnits = await restartUnits(host, units, options);
+    report.restarted = report.restartedUnits.length > 0;
+  } else if (units.length > 0) {
+    report.notes.push(`not restarted (--no-restart): ${units.map((u) => u.unit).join(', ')}`);
+  }
+}

@@ -20,7 +20,7 @@ import { type BackupSet, type KubeadmConfigRecord, latestBackup, readCopy, sha25
 import * as kubeadmConfig from './kubeadm-config.js';
 import { editFile, readFlags } from './plan.js';
 import type { ApplyOptions, ApplyResult, HostReport } from './prepare.js';
-import { isLive, type RestartOptions, restartUnits, type UnitRestart, unitsToRestart } from './restart.js';
+import { isLive, type RestartOptions, restartOrNote, type UnitRestart, unitsToRestart } from './restart.js';
 import type { ComponentFile, FlagChange, Host, Layout } from './types.js';
 
 export interface RollbackFile {
@@ -238,12 +238,7 @@ export async function applyRollback(
       try {
         report.files = await writeRollback(h);
         const units = rollbackRestarts(h.files);
-        if (options.restart) {
-          report.restartedUnits = await restartUnits(h.host, units, options);
-          report.restarted = report.restartedUnits.length > 0;
-        } else if (units.length > 0) {
-          report.notes.push(`not restarted (--no-restart): ${units.map((u) => u.unit).join(', ')}`);
-        }
+        await restartOrNote(report, h.host, units, options.restart, options);
       } catch (err) {
         report.result = 'failed';
         report.error = (err as Error).message;
