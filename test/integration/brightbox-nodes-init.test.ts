@@ -32,7 +32,14 @@ afterEach(async () => {
   await sim.close();
 });
 
-async function nodesInit(...extra: string[]) {
+const CREDENTIALS = { BRIGHTBOX_CLIENT: SIM_CLIENT.id, BRIGHTBOX_CLIENT_SECRET: SIM_CLIENT.secret };
+
+function nodesInit(...extra: string[]) {
+  return nodesInitWith(CREDENTIALS, ...extra);
+}
+
+/** `ccm nodes init` against the simulator with these credentials; the writes it made, no secret printed. */
+async function nodesInitWith(env: Record<string, string>, ...extra: string[]) {
   const before = (await cp.writes(CCM_USER)).length;
   const result = await ccm(
     [
@@ -46,7 +53,7 @@ async function nodesInit(...extra: string[]) {
       sim.url,
       ...extra,
     ],
-    { BRIGHTBOX_CLIENT: SIM_CLIENT.id, BRIGHTBOX_CLIENT_SECRET: SIM_CLIENT.secret },
+    env,
   );
   const writes = (await cp.writes(CCM_USER)).slice(before);
   for (const secret of [SIM_CLIENT.secret, ...sim.issuedTokens]) {
@@ -166,41 +173,16 @@ describe('ccm nodes init --provider brightbox', () => {
 
   it('refuses wrong credentials in one line, exit 2, and writes nothing', async () => {
     await createNodes(api, [{ name: 'srv-aaaaa' }]);
-    const before = (await cp.writes(CCM_USER)).length;
-    const run = await ccm(
-      [
-        'nodes',
-        'init',
-        '--provider',
-        'brightbox',
-        '--kubeconfig',
-        cp.kubeconfigPath,
-        '--cloud-api-url',
-        sim.url,
-      ],
-      { BRIGHTBOX_CLIENT: SIM_CLIENT.id, BRIGHTBOX_CLIENT_SECRET: 'not-the-secret' },
-    );
+    const run = await nodesInitWith({ ...CREDENTIALS, BRIGHTBOX_CLIENT_SECRET: 'not-the-secret' });
     expect(run.exitCode).toBe(2);
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
     expect(run.stderr).toContain('check BRIGHTBOX_CLIENT and BRIGHTBOX_CLIENT_SECRET');
     expect(run.stderr + run.stdout).not.toContain('not-the-secret');
-    expect((await cp.writes(CCM_USER)).slice(before)).toEqual([]);
+    expect(run.writes).toEqual([]);
   });
 
   it('refuses a missing client secret before calling anything: one line, exit 2', async () => {
-    const run = await ccm(
-      [
-        'nodes',
-        'init',
-        '--provider',
-        'brightbox',
-        '--kubeconfig',
-        cp.kubeconfigPath,
-        '--cloud-api-url',
-        sim.url,
-      ],
-      { BRIGHTBOX_CLIENT: SIM_CLIENT.id },
-    );
+    const run = await nodesInitWith({ BRIGHTBOX_CLIENT: SIM_CLIENT.id });
     expect(run.exitCode).toBe(2);
     expect(run.stderr.trim()).toContain('set BRIGHTBOX_CLIENT_SECRET');
     expect(sim.requests).toEqual([]);
