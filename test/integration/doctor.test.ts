@@ -131,19 +131,19 @@ async function healthy(): Promise<void> {
   ]);
 }
 
+/** `ccm doctor` of the test cluster against the DigitalOcean simulator, without an output flag. */
+const doctorArgs = () => [
+  'doctor',
+  '--provider',
+  'digitalocean',
+  '--kubeconfig',
+  cp.kubeconfigPath,
+  '--cloud-api-url',
+  sim.url,
+];
+
 async function doctor(...extra: string[]) {
-  const run = await ccm([
-    'doctor',
-    '--provider',
-    'digitalocean',
-    '--kubeconfig',
-    cp.kubeconfigPath,
-    '--cloud-api-url',
-    sim.url,
-    '-o',
-    'wide',
-    ...extra,
-  ]);
+  const run = await ccm([...doctorArgs(), '-o', 'wide', ...extra]);
   return { ...run, lines: run.stdout.split('\n') };
 }
 
@@ -192,16 +192,7 @@ describe('ccm doctor', () => {
   });
 
   it('--json: every check with its status and fix, and no secret in it', async () => {
-    const run = await ccm([
-      'doctor',
-      '--provider',
-      'digitalocean',
-      '--kubeconfig',
-      cp.kubeconfigPath,
-      '--cloud-api-url',
-      sim.url,
-      '--json',
-    ]);
+    const run = await ccm([...doctorArgs(), '--json']);
     const report = JSON.parse(run.stdout) as { checks: { id: string; status: string }[]; failed: number };
     expect(report.failed).toBe(0);
     expect(report.checks.map((c) => c.id)).toContain('rbac');
