@@ -1,14 +1,16 @@
 #!/usr/bin/env node
 // Written for any Node, so that an old one gets a clear answer instead of a crash deep in undici.
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { join } from 'node:path';
+// Node's modules are imported only on the old-Node path: each static import here would cost every
+// start (child_process alone is ~5 ms, and an ES import of node:fs loads its streams).
 
 const NEEDED = 22;
 const major = Number(process.versions.node.split('.')[0]);
 
 if (major < NEEDED) {
+  const { spawn } = await import('node:child_process');
+  const { existsSync } = await import('node:fs');
+  const { homedir } = await import('node:os');
+  const { join } = await import('node:path');
   // The Node 24 that `npm test` / `npm run quickstart` install for this project (.ci/node), if present.
   const tools =
     process.env.CCM_TOOLS_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'ccm-tools');
@@ -30,6 +32,6 @@ if (major < NEEDED) {
   // second start skips compiling it (README, Start-up). NODE_DISABLE_COMPILE_CACHE=1 turns it off.
   const { enableCompileCache } = await import('node:module');
   enableCompileCache?.();
-  const { execute } = await import('../dist/bundle/entry.js');
-  await execute({ dir: import.meta.url });
+  const { start } = await import('../dist/bundle/entry.js');
+  await start(import.meta.url);
 }
