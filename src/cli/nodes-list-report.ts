@@ -1,7 +1,7 @@
 import { age } from './age.js';
 import type { NodeRow, NodeStatus, NodesListResult } from './nodes-list.js';
 import { defineReport, type Report, type Tone } from './output/report.js';
-import { plural } from './output/text.js';
+import { grouped, plural } from './output/text.js';
 
 const NOUN = ['Node', 'Nodes'] as const;
 
@@ -20,7 +20,7 @@ const ORDER: NodeStatus[] = ['ok', 'pending', 'stale', 'failed', 'skipped'];
 export function nodesListReport(result: NodesListResult): Report<NodeRow> {
   const counts = ORDER.map((s) => [s, result.nodes.filter((n) => n.status === s).length] as const)
     .filter(([, n]) => n > 0)
-    .map(([s, n]) => `${n.toLocaleString('en')} ${s}`);
+    .map(([s, n]) => `${grouped(n)} ${s}`);
   const summary =
     `${plural(result.nodes.length, NOUN)}${counts.length > 0 ? `: ${counts.join(', ')}` : ''}; ` +
     `${plural(result.cloudInstances, `${result.provider} instance`)}, ` +

@@ -1,7 +1,7 @@
 import type { NodeReport, NodeResult } from '../controllers/nodes-pass.js';
 import type { NodesInitResult } from './nodes-init.js';
 import { defineReport, type Report, type Tone } from './output/report.js';
-import { groupNotes, plural } from './output/text.js';
+import { grouped, groupNotes, plural } from './output/text.js';
 
 const NOUN = ['Node', 'Nodes'] as const;
 
@@ -33,7 +33,7 @@ export function nodesInitReport({
 }: Omit<NodesInitResult, 'plans'>): Report<NodeReport> {
   const resultWord = (r: NodeResult) => (report.dryRun ? (WOULD[r] ?? r) : r);
   const s = report.summary;
-  const counts = ORDER.filter((k) => s[k] > 0).map((k) => `${s[k].toLocaleString('en')} ${resultWord(k)}`);
+  const counts = ORDER.filter((k) => s[k] > 0).map((k) => `${grouped(s[k])} ${resultWord(k)}`);
   const summary =
     `${report.dryRun ? 'Dry run, nothing written. ' : ''}${plural(s.total, NOUN)}` +
     `${counts.length > 0 ? `: ${counts.join(', ')}` : ''}; ` +
