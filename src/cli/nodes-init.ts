@@ -1,3 +1,4 @@
+import { monotonicMs } from '../clock.js';
 import {
   applyPlans,
   buildReport,
@@ -39,7 +40,7 @@ interface Ctx {
 /** `ccm nodes init`: one pass, with a task list on a terminal that clears itself when done. */
 export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResult> {
   keepYoungGenerationSmall();
-  const started = performance.now();
+  const started = monotonicMs();
   let cloudCalls = 0;
   // Configuration is checked before anything is read or written. The lean kubeconfig reader keeps
   // client-node (~870 modules) out of the start unless the kubeconfig needs an exec plugin.
@@ -95,7 +96,7 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
     plans,
     kubeWrites: kube.writes,
     cloudCalls,
-    durationMs: Math.round(performance.now() - started),
+    durationMs: Math.round(monotonicMs() - started),
     maxRssBytes: peakRssBytes(),
   };
 }

@@ -1,3 +1,4 @@
+import { monotonicMs } from '../clock.js';
 import { findInstance, type PassOptions, planNode, readState } from '../controllers/nodes-pass.js';
 import type { NodePlan } from '../controllers/plan.js';
 import { loadKubeConfig } from '../kube/config.js';
@@ -70,7 +71,7 @@ class CountingTransport extends KubeTransport {
 
 export async function runNodesList(input: NodesListInput): Promise<NodesListResult> {
   keepYoungGenerationSmall();
-  const started = performance.now();
+  const started = monotonicMs();
   let cloudCalls = 0;
   const auth = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
   const transport = new CountingTransport(auth);
@@ -96,7 +97,7 @@ export async function runNodesList(input: NodesListInput): Promise<NodesListResu
       ...(state.listingError ? { listingError: state.listingError } : {}),
       kubeReads: transport.reads,
       cloudCalls,
-      durationMs: Math.round(performance.now() - started),
+      durationMs: Math.round(monotonicMs() - started),
     };
   } finally {
     await transport.close();

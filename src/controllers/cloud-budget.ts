@@ -1,3 +1,4 @@
+import { monotonicMs } from '../clock.js';
 import { isProviderError } from '../providers/errors.js';
 import type { LoadBalancerRequest, LoadBalancers, Provider } from '../providers/types.js';
 import type { Metrics } from './metrics.js';
@@ -15,7 +16,7 @@ export class TokenBucket {
   constructor(
     readonly qps: number,
     readonly burst: number,
-    private readonly now: () => number = () => performance.now(),
+    private readonly now: () => number = monotonicMs,
   ) {
     this.tokens = burst;
     this.last = now();

@@ -1,3 +1,4 @@
+import { monotonicMs } from '../clock.js';
 import { nodeName, type SlimNode } from '../kube/slim-node.js';
 import { LABEL_PAIRS } from '../kube/well-known.js';
 import type { Controller, ControllerContext } from './manager.js';
@@ -56,7 +57,7 @@ export function cloudNodeController(): Controller {
         async (key) => {
           const node = nodes.get(key);
           if (!node) return;
-          const started = performance.now();
+          const started = monotonicMs();
           const end = ctx.metrics.reconcileSeconds.startTimer({ controller: NAME });
           try {
             if (!ctx.cloud.hasListed) await ctx.cloud.requestRefresh();

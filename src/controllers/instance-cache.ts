@@ -1,3 +1,4 @@
+import { monotonicMs } from '../clock.js';
 import type { SlimNode } from '../kube/slim-node.js';
 import type { Instance } from '../providers/types.js';
 import { type CloudView, type ListingOutcome, viewOf } from './cloud-view.js';
@@ -35,7 +36,7 @@ export class InstanceCache {
 
   constructor(private readonly options: InstanceCacheOptions) {
     this.minIntervalMs = options.minIntervalMs ?? 2000;
-    this.now = options.now ?? (() => performance.now());
+    this.now = options.now ?? monotonicMs;
     this.current = viewOf({ error: new Error('not listed yet') }, []);
   }
 
@@ -43,7 +44,7 @@ export class InstanceCache {
     return this.current;
   }
 
-  /** When the view's listing was started (performance.now() time), -Infinity before the first. */
+  /** When the view's listing was started (monotonicMs() time), -Infinity before the first. */
   get listedAt(): number {
     return this.lastStart;
   }

@@ -14,6 +14,7 @@
  * Retries are jittered by up to 20 % (client-go: 120 %) so a released Lease is taken within ~2.5 s.
  */
 import type { Logger } from 'pino';
+import { monotonicMs } from '../clock.js';
 import { KubeApiError } from './errors.js';
 import type { KubeTransport } from './transport.js';
 
@@ -64,7 +65,7 @@ export class LeaderElector {
   private running?: Promise<'lost' | 'stopped'>;
 
   constructor(private readonly options: LeaderElectionOptions) {
-    this.now = options.now ?? (() => performance.now());
+    this.now = options.now ?? monotonicMs;
   }
 
   /** The write gate: true only while leading and the last renewal is within the renew deadline. */
