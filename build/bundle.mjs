@@ -3,14 +3,14 @@
 // imports when it runs become chunks loaded at that point, as in dist/. Run by `npm run build` after
 // tsc has checked the types; bin/run.js starts dist/bundle/entry.js.
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 
 const pjson = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
-// In the bundle: oclif, what the commands print with (diff, chalk), what `ccm run` starts with (pino,
-// prom-client), small parsers. Left in node_modules: what is loaded only when used (undici,
-// client-node, execa, @inquirer, listr2, sshpk, selfsigned), and yaml: a CommonJS package that is
-// also imported with import(), which in a bundle would yield only its default export.
+// In the bundle: oclif, what the commands print with (diff, chalk, yaml), what `ccm run` starts with
+// (pino, prom-client), small parsers. Left in node_modules: what is loaded only when used (undici,
+// client-node, execa, @inquirer, listr2, sshpk, selfsigned).
 const bundled = new Set([
   '@oclif/core',
   'chalk',
@@ -20,16 +20,28 @@ const bundled = new Set([
   'js-yaml',
   'pino',
   'prom-client',
+  'yaml',
 ]);
 const external = Object.keys({ ...pjson.dependencies, ...pjson.devDependencies }).filter(
   (p) => !bundled.has(p),
 );
+// oclif's packages for what ccm does not do at start (find commands by glob, rc files, spinners, help
+// templates other than `<%= config.bin %>`) stay in node_modules, required if it ever does: a third
+// of the entry's size, ~5 ms of every start. They must be the copies oclif itself would get.
+const oclifRarelyUsed = ['tinyglobby', 'minimatch', 'cli-spinners', 'ejs', 'lilconfig'];
+const requireFromRoot = createRequire(new URL('../package.json', import.meta.url));
+const requireFromOclif = createRequire(requireFromRoot.resolve('@oclif/core/package.json'));
+for (const p of oclifRarelyUsed) {
+  if (requireFromRoot.resolve(p) !== requireFromOclif.resolve(p))
+    throw new Error(`${p}: node_modules/${p} is not the copy @oclif/core uses; bundle it again`);
+}
+external.push(...oclifRarelyUsed);
 
 // An import() of a bundled CommonJS package yields only its default export: refuse one.
 for (const file of readdirSync('src', { recursive: true })) {
   if (!String(file).endsWith('.ts')) continue;
   for (const [, pkg] of readFileSync(join('src', String(file)), 'utf8').matchAll(
-    /import\('([^.'][^']*)'\)/g,
+    /(?<!typeof )import\('([^.'][^']*)'\)/g,
   )) {
     if (bundled.has(pkg))
       throw new Error(
@@ -37,6 +49,72 @@ for (const file of readdirSync('src', { recursive: true })) {
       );
   }
 }
+
+// oclif's modules require each other and their packages at the top, so starting it evaluated nearly
+// all of it (child_process, minimatch, tinyglobby, spinners...) whatever a start used. In oclif's
+// compiled CommonJS, a top-level `const x = require("y")` becomes a proxy that requires "y" when first
+// used, and an index's `exports.X = __importStar(require("y"))` a getter (Meta's "inline requires").
+const lazyRequireLine =
+  /^(?:const|var|let) (\w+) = ((?:__importDefault|__importStar)\(require\("[^"]+"\)\)|require\("[^"]+"\));$/gm;
+const lazyExportLine = /^exports\.(\w+) = (__importStar\(require\("[^"]+"\)\));$/gm;
+// prom-client's index requires all of it, the Pushgateway with https, tls and crypto (27 ms of
+// `ccm run`'s start) among it; each of its `exports.X = require('./lib/x')` becomes a getter too.
+const promClientExportLine = /^exports\.(\w+) =\s+(require\('[^']+'\)(?:\.\w+)?);$/gm;
+// oclif sorts the command IDs with localeCompare at every start, and the first localeCompare makes
+// ICU's collator: ~8 ms. For IDs of lowercase letters with '-' and either ':' or digits, code-unit
+// order is the collator's order; other IDs still go to localeCompare.
+const ID_SORT = '.sort((a, b) => a.id.localeCompare(b.id));';
+const ID_SORT_WITHOUT_ICU =
+  '.sort((a, b) => (/^(?:[a-z:-]*|[a-z0-9-]*)$/.test(a.id + b.id) ? (a.id < b.id ? -1 : a.id > b.id ? 1 : 0) : a.id.localeCompare(b.id)));';
+// oclif asks wsl-utils whether this is WSL at every start, through an import() of its own chunk, and
+// wsl-utils starts by loading child_process, net and stream (~8 ms). oclif gets is-wsl's answer,
+// which is what wsl-utils exports as isWsl, from inside the bundle.
+const IS_WSL = "(await import('wsl-utils')).isWsl";
+const IS_WSL_IN_BUNDLE = "require('is-wsl').default";
+const oclifInlineRequires = {
+  name: 'oclif-inline-requires',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]node_modules[\\/]@oclif[\\/]core[\\/]lib[\\/].*\.js$/ }, ({ path }) => {
+      const source = readFileSync(path, 'utf8');
+      if (/[\\/]config[\\/]plugin\.js$/.test(path) && !source.includes(ID_SORT))
+        throw new Error(`${path}: oclif no longer sorts command IDs as build/bundle.mjs expects; look again`);
+      if (/[\\/]util[\\/]os\.js$/.test(path) && !source.includes(IS_WSL))
+        throw new Error(`${path}: oclif no longer asks wsl-utils as build/bundle.mjs expects; look again`);
+      return {
+        contents: source
+          .replace(lazyRequireLine, 'const $1 = __ccmLazy(() => $2);')
+          .replace(ID_SORT, ID_SORT_WITHOUT_ICU)
+          .replace(IS_WSL, IS_WSL_IN_BUNDLE)
+          .replace(
+            lazyExportLine,
+            'Object.defineProperty(exports, "$1", { enumerable: true, configurable: true, get: () => $2 });',
+          ),
+        loader: 'js',
+      };
+    });
+    b.onLoad({ filter: /[\\/]node_modules[\\/]prom-client[\\/]index\.js$/ }, ({ path }) => ({
+      contents: readFileSync(path, 'utf8').replace(
+        promClientExportLine,
+        'Object.defineProperty(exports, "$1", { enumerable: true, configurable: true, get: () => $2 });',
+      ),
+      loader: 'js',
+    }));
+  },
+};
+const lazyHelper = `function __ccmLazy(load) {
+  let m;
+  const get = () => (m ??= load());
+  return new Proxy({}, {
+    get: (_, k) => get()[k],
+    set: (_, k, v) => ((get()[k] = v), true),
+    has: (_, k) => k in get(),
+    ownKeys: () => Reflect.ownKeys(get()),
+    getOwnPropertyDescriptor: (_, k) => {
+      const d = Reflect.getOwnPropertyDescriptor(get(), k);
+      return d && { ...d, configurable: true };
+    },
+  });
+}`;
 
 // Chunk names carry a hash: the chunks of an earlier build would stay beside the new ones.
 rmSync('dist/bundle', { recursive: true, force: true });
@@ -52,7 +130,10 @@ await build({
   sourcemap: true,
   // oclif is CommonJS: its require() of Node's own modules needs a require in the ES module.
   banner: {
-    js: "import { createRequire as __ccmCreateRequire } from 'node:module'; const require = __ccmCreateRequire(import.meta.url);",
+    js:
+      "import { createRequire as __ccmCreateRequire } from 'node:module'; const require = __ccmCreateRequire(import.meta.url);\n" +
+      lazyHelper,
   },
+  plugins: [oclifInlineRequires],
   logLevel: 'warning',
 });
