@@ -1,8 +1,8 @@
-import { stringify } from 'yaml';
 import { selectControllers } from '../controllers/manager.js';
 import { TAINT_CONTROL_PLANE, TAINT_NOT_READY, TAINT_UNINITIALIZED } from '../kube/well-known.js';
 import type { ProviderDefinition } from '../providers/types.js';
 import { UsageError } from './errors.js';
+import { objectYaml } from './output/object-yaml.js';
 import { parseSecretRef } from './provider-config.js';
 
 /**
@@ -359,7 +359,7 @@ const RUN_RESOURCES = { requests: { cpu: '50m', memory: '256Mi' }, limits: { mem
 const NODES_INIT_RESOURCES = { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '256Mi' } };
 
 export function manifestsAsYaml(objects: readonly K8sObject[]): string {
-  return objects.map((o) => `---\n${stringify(o, { lineWidth: 0 })}`).join('');
+  return objects.map((o) => `---\n${objectYaml(o)}`).join('');
 }
 
 export function fileName(object: K8sObject, index: number): string {
@@ -380,10 +380,7 @@ export async function writeManifests(
   for (const [i, object] of objects.entries()) {
     const name = fileName(object, i).replace(/\.yaml$/, format === 'json' ? '.json' : '.yaml');
     const path = join(dir, name);
-    await writeFile(
-      path,
-      format === 'json' ? `${JSON.stringify(object, null, 2)}\n` : stringify(object, { lineWidth: 0 }),
-    );
+    await writeFile(path, format === 'json' ? `${JSON.stringify(object, null, 2)}\n` : objectYaml(object));
     written.push(path);
   }
   return written;

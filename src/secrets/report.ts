@@ -1,4 +1,4 @@
-import { stringify } from 'yaml';
+import { objectYaml } from '../cli/output/object-yaml.js';
 import { defineReport, type Report } from '../cli/output/report.js';
 import type { CreateSecretResult } from './create.js';
 
@@ -48,7 +48,7 @@ export function secretReport(result: CreateSecretResult): Report<SecretRow> {
     'Next:',
     ...result.next.map((c) => `  ${c}`),
   ];
-  const yaml = () => stringify(manifest).trimEnd();
+  const yaml = () => objectYaml(manifest).trimEnd();
   return defineReport<SecretRow>({
     data: manifest ?? data,
     kind: 'secret',

@@ -39,7 +39,7 @@ export async function render<Row>(report: Report<Row>, view: View, terminal: Ter
     case 'json':
       return jsonText(report.data);
     case 'yaml': {
-      const { stringify } = await import('yaml');
+      const { stringify } = await import('./yaml-text.js');
       return stringify(report.data, { lineWidth: 0 }).trimEnd();
     }
     case 'name':
