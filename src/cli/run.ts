@@ -1,4 +1,3 @@
-import { createHash, randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { budgetedProvider, type ProviderHolder, TokenBucket } from '../controllers/cloud-budget.js';
@@ -7,11 +6,12 @@ import { InstanceCache } from '../controllers/instance-cache.js';
 import {
   type Controller,
   type ControllerContext,
+  type ControllerLoader,
   type ControllerOptions,
-  controllerFactory,
+  controllerLoader,
   selectControllers,
 } from '../controllers/manager.js';
-import { createMetrics, type Metrics } from '../controllers/metrics.js';
+import type { Metrics } from '../controllers/metrics.js';
 import { type Serving, serve } from '../controllers/server.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { KubeApiError, KubeConfigError, KubeUnreachableError } from '../kube/errors.js';
@@ -21,6 +21,7 @@ import { createNodeClient } from '../kube/nodes.js';
 import { readSecret } from '../kube/secrets.js';
 import { type SlimNode, slimNode } from '../kube/slim-node.js';
 import { KubeTransport } from '../kube/transport.js';
+import { nodeCrypto } from '../node-modules.js';
 import { loadProvider } from '../providers/registry.js';
 import type { Provider, ProviderDefinition } from '../providers/types.js';
 import { UsageError } from './errors.js';
@@ -90,7 +91,8 @@ function checkLeaseTimings(lease: RunInput['lease']): void {
 }
 
 async function fileHash(path: string): Promise<string> {
-  return createHash('sha256')
+  return nodeCrypto()
+    .createHash('sha256')
     .update(await readFile(path))
     .digest('hex');
 }
@@ -120,9 +122,9 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     ...(deps.logDestination ? { destination: deps.logDestination } : {}),
     ...(deps.prettyLogs !== undefined ? { pretty: deps.prettyLogs } : {}),
   });
-  const identity = deps.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
   const definition = deps.definition ?? (await loadProvider(input.provider as string));
   const access = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
+  const identity = deps.identity ?? `${hostname()}_${nodeCrypto().randomBytes(4).toString('hex')}`;
 
   let elector: LeaderElector | undefined;
   const transport = new KubeTransport(access, {
@@ -160,6 +162,8 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     return deps.wrapProvider ? deps.wrapProvider(provider) : provider;
   };
   const holder: ProviderHolder = { current: makeProvider() };
+  // prom-client (with @opentelemetry/api, 150 KB) is loaded once the configuration has been accepted.
+  const { createMetrics } = await import('../controllers/metrics.js');
   const metrics = createMetrics();
   const budget = new TokenBucket(input.cloudQps, input.cloudBurst);
   const provider = budgetedProvider(holder, budget, metrics);
@@ -297,7 +301,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     while (!nodes?.hasSynced() && !stopping) await new Promise((r) => setTimeout(r, 50));
     if (stopping) return;
     for (const name of selection.enabled) {
-      const controller = (controllerFactory(name) as () => Controller)();
+      const controller = (await (controllerLoader(name) as ControllerLoader)())();
       await controller.start(ctx);
       running.push(controller);
       log.info({ controller: name }, 'started');

@@ -11,8 +11,8 @@
  * /etc/kubernetes/manifests on purpose — the kubelet runs every file in that folder, so a copy of
  * kube-apiserver.yaml kept beside it would start a second API server.
  */
-import { createHash, randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
+import { nodeCrypto } from '../node-modules.js';
 import type { Component, ComponentFile, FlagChange, Host } from './types.js';
 
 export const BACKUP_DIR = '/var/lib/ccm/backups';
@@ -88,12 +88,12 @@ export interface BackupRecords {
 }
 
 export function sha256(data: Buffer): string {
-  return createHash('sha256').update(data).digest('hex');
+  return nodeCrypto().createHash('sha256').update(data).digest('hex');
 }
 
 /** A time-sortable id; the random tail keeps two sets of the same millisecond apart. */
 function newId(now: Date): string {
-  return `${now.toISOString().replaceAll(':', '-')}-${randomBytes(3).toString('hex')}`;
+  return `${now.toISOString().replaceAll(':', '-')}-${nodeCrypto().randomBytes(3).toString('hex')}`;
 }
 
 /**

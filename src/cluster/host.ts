@@ -11,9 +11,9 @@
  * (cat, mv, rm, mkdir, chmod, wc, printf; `sync`, `readlink -f` and GNU `--reference` when present).
  * File contents travel on stdin only, never in argv.
  */
-import { randomBytes } from 'node:crypto';
 import { constants, promises as fs } from 'node:fs';
 import { basename, dirname, posix, join as sysJoin } from 'node:path';
+import { nodeCrypto } from '../node-modules.js';
 import type { ExecResult, Host } from './types.js';
 
 /** Mode of a file `writeAtomic` creates when the caller gives none (the usual 0644 of config files). */
@@ -26,7 +26,7 @@ export const TEMP_MARKER = '.ccm-tmp-';
 
 /** The temp file name for a target: a dot-file in the same folder, unique per write. */
 export function tempName(target: string): string {
-  return `.${basename(target)}${TEMP_MARKER}${randomBytes(6).toString('hex')}`;
+  return `.${basename(target)}${TEMP_MARKER}${nodeCrypto().randomBytes(6).toString('hex')}`;
 }
 
 /** True for the leftovers of an interrupted `writeAtomic` of `name` (or of any file when name is omitted). */
@@ -350,7 +350,7 @@ export function sshHost(target: string, options: SshHostOptions = {}): Host {
 
     async writeAtomic(path, data, mode) {
       const abs = at(path);
-      const suffix = randomBytes(6).toString('hex');
+      const suffix = nodeCrypto().randomBytes(6).toString('hex');
       const newMode = (mode ?? DEFAULT_FILE_MODE).toString(8).padStart(4, '0');
       const follow = root === '/' ? 'follow' : 'no-follow';
       const r = await remote(REMOTE_SCRIPTS.write, [abs, newMode, suffix, String(data.length), follow], data);

@@ -67,12 +67,17 @@ export interface Controller {
 }
 
 export type ControllerFactory = () => Controller;
+/**
+ * Imports a controller's module when the controller starts: `manifests` and `doctor` only need the
+ * names, and their start does not load every controller (README, Start-up).
+ */
+export type ControllerLoader = () => Promise<ControllerFactory>;
 
-const registry = new Map<string, ControllerFactory | undefined>();
+const registry = new Map<string, ControllerLoader | undefined>();
 
 /** Fills (or defines) the controller of this name. */
-export function registerController(name: string, factory: ControllerFactory): void {
-  registry.set(name, factory);
+export function registerController(name: string, load: ControllerLoader): void {
+  registry.set(name, load);
 }
 
 /** Declares a name whose factory a later module provides. */
@@ -84,7 +89,7 @@ export function controllerNames(): string[] {
   return [...registry.keys()];
 }
 
-export function controllerFactory(name: string): ControllerFactory | undefined {
+export function controllerLoader(name: string): ControllerLoader | undefined {
   return registry.get(name);
 }
 
@@ -127,11 +132,10 @@ export function selectControllers(spec: string): Selection {
   return { enabled, unavailable };
 }
 
-// The controllers of this build. A later one fills its slot with registerController(name, factory).
-import { cloudNodeController } from './cloud-node.js';
-import { nodeLifecycleController } from './node-lifecycle.js';
-import { serviceController } from './service-controller.js';
-
-registerController('cloud-node', cloudNodeController);
-registerController('cloud-node-lifecycle', nodeLifecycleController);
-registerController('service', serviceController);
+// The controllers of this build. A later one fills its slot with registerController(name, loader).
+registerController('cloud-node', async () => (await import('./cloud-node.js')).cloudNodeController);
+registerController(
+  'cloud-node-lifecycle',
+  async () => (await import('./node-lifecycle.js')).nodeLifecycleController,
+);
+registerController('service', async () => (await import('./service-controller.js')).serviceController);

@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-import { nodeHttp, nodeHttps } from '../node-http.js';
+import { nodeHttp, nodeHttps } from '../node-modules.js';
 
 export interface Check {
   name: string;

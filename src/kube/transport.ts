@@ -1,5 +1,5 @@
 import type { Agent as HttpAgent, IncomingMessage } from 'node:http';
-import { nodeHttp, nodeHttps, nodeTls } from '../node-http.js';
+import { nodeHttp, nodeHttps, nodeTls } from '../node-modules.js';
 import type { ClusterAccess } from './config.js';
 import type { Credential } from './credentials.js';
 import { KubeApiError, KubeUnreachableError, NotLeaderError } from './errors.js';

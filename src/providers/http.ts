@@ -1,5 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { nodeHttp } from '../node-http.js';
+import { nodeHttp } from '../node-modules.js';
 import {
   InvalidConfigError,
   isProviderError,
