@@ -25,10 +25,10 @@ const bundled = new Set([
 const external = Object.keys({ ...pjson.dependencies, ...pjson.devDependencies }).filter(
   (p) => !bundled.has(p),
 );
-// oclif's packages for what ccm does not do at start (find commands by glob, rc files, spinners, help
-// templates other than `<%= config.bin %>`) stay in node_modules, required if it ever does: a third
-// of the entry's size, ~5 ms of every start. They must be the copies oclif itself would get.
-const oclifRarelyUsed = ['tinyglobby', 'minimatch', 'cli-spinners', 'ejs', 'lilconfig'];
+// oclif's packages for what ccm does not do (find commands by glob, read rc files, draw spinners)
+// stay in node_modules, required if it ever does: a third of the entry's size, ~5 ms of every start.
+// They must be the copies oclif itself would get.
+const oclifRarelyUsed = ['tinyglobby', 'minimatch', 'cli-spinners', 'lilconfig'];
 const requireFromRoot = createRequire(new URL('../package.json', import.meta.url));
 const requireFromOclif = createRequire(requireFromRoot.resolve('@oclif/core/package.json'));
 for (const p of oclifRarelyUsed) {
