@@ -57,48 +57,82 @@ for (const file of readdirSync('src', { recursive: true })) {
 const lazyRequireLine =
   /^(?:const|var|let) (\w+) = ((?:__importDefault|__importStar)\(require\("[^"]+"\)\)|require\("[^"]+"\));$/gm;
 const lazyExportLine = /^exports\.(\w+) = (__importStar\(require\("[^"]+"\)\));$/gm;
-// prom-client's index requires all of it, the Pushgateway with https, tls and crypto (27 ms of
-// `ccm run`'s start) among it; each of its `exports.X = require('./lib/x')` becomes a getter too.
-const promClientExportLine = /^exports\.(\w+) =\s+(require\('[^']+'\)(?:\.\w+)?);$/gm;
-// oclif sorts the command IDs with localeCompare at every start, and the first localeCompare makes
-// ICU's collator: ~8 ms. For IDs of lowercase letters with '-' and either ':' or digits, code-unit
-// order is the collator's order; other IDs still go to localeCompare.
-const ID_SORT = '.sort((a, b) => a.id.localeCompare(b.id));';
-const ID_SORT_WITHOUT_ICU =
-  '.sort((a, b) => (/^(?:[a-z:-]*|[a-z0-9-]*)$/.test(a.id + b.id) ? (a.id < b.id ? -1 : a.id > b.id ? 1 : 0) : a.id.localeCompare(b.id)));';
-// oclif asks wsl-utils whether this is WSL at every start, through an import() of its own chunk, and
-// wsl-utils starts by loading child_process, net and stream (~8 ms). oclif gets is-wsl's answer,
-// which is what wsl-utils exports as isWsl, from inside the bundle.
-const IS_WSL = "(await import('wsl-utils')).isWsl";
-const IS_WSL_IN_BUNDLE = "require('is-wsl').default";
-const oclifInlineRequires = {
-  name: 'oclif-inline-requires',
+const getter =
+  'Object.defineProperty(exports, "$1", { enumerable: true, configurable: true, get: () => $2 });';
+
+// Single edits of packages' start, each measured (README, Start-up). An edit whose text is no longer
+// in the package fails the build, so that an update is looked at rather than silently slower.
+const edits = [
+  {
+    // The first localeCompare makes ICU's collator: ~8 ms of every start, to sort the command IDs.
+    // For IDs of lowercase letters with '-' and either ':' or digits, code-unit order is the
+    // collator's order; other IDs still go to localeCompare.
+    file: '@oclif/core/lib/config/plugin.js',
+    from: '.sort((a, b) => a.id.localeCompare(b.id));',
+    to: '.sort((a, b) => (/^(?:[a-z:-]*|[a-z0-9-]*)$/.test(a.id + b.id) ? (a.id < b.id ? -1 : a.id > b.id ? 1 : 0) : a.id.localeCompare(b.id)));',
+  },
+  {
+    // oclif asks wsl-utils whether this is WSL through an import() of another chunk, and wsl-utils
+    // starts by loading child_process, net and stream (~8 ms). is-wsl gives the same answer (it is
+    // what wsl-utils exports as isWsl) from inside the bundle.
+    file: '@oclif/core/lib/util/os.js',
+    from: "(await import('wsl-utils')).isWsl",
+    to: "require('is-wsl').default",
+  },
+  {
+    // prom-client's index requires all of it, the Pushgateway with https, tls and crypto among it
+    // (27 ms of `ccm run`'s start): its exports become getters.
+    file: 'prom-client/index.js',
+    from: /^exports\.(\w+) =\s+(require\('[^']+'\)(?:\.\w+)?);$/gm,
+    to: getter,
+  },
+  {
+    // pino requires worker_threads and its transports (thread-stream) to start, ~4 ms of
+    // `ccm run`'s; ccm gives pino its own destination and no transport. Each is required when used.
+    file: 'pino/lib/tools.js',
+    from: "const { isMainThread } = require('worker_threads')\n",
+    to: '',
+  },
+  {
+    file: 'pino/lib/tools.js',
+    from: '!opts.sync && isMainThread',
+    to: "!opts.sync && require('worker_threads').isMainThread",
+  },
+  {
+    file: 'pino/lib/tools.js',
+    from: "const transport = require('./transport')",
+    to: "const transport = (...args) => require('./transport')(...args)",
+  },
+  {
+    file: 'pino/pino.js',
+    from: "module.exports.transport = require('./lib/transport')",
+    to: "Object.defineProperty(module.exports, 'transport', { enumerable: true, get: () => require('./lib/transport') })",
+  },
+];
+const editedFiles = new Set(edits.map((e) => e.file));
+const packageFile = (path) => path.replaceAll('\\', '/').split('/node_modules/').at(-1);
+
+const startupEdits = {
+  name: 'startup-edits',
   setup(b) {
-    b.onLoad({ filter: /[\\/]node_modules[\\/]@oclif[\\/]core[\\/]lib[\\/].*\.js$/ }, ({ path }) => {
-      const source = readFileSync(path, 'utf8');
-      if (/[\\/]config[\\/]plugin\.js$/.test(path) && !source.includes(ID_SORT))
-        throw new Error(`${path}: oclif no longer sorts command IDs as build/bundle.mjs expects; look again`);
-      if (/[\\/]util[\\/]os\.js$/.test(path) && !source.includes(IS_WSL))
-        throw new Error(`${path}: oclif no longer asks wsl-utils as build/bundle.mjs expects; look again`);
-      return {
-        contents: source
+    b.onLoad({ filter: /[\\/]node_modules[\\/].*\.js$/ }, ({ path }) => {
+      const file = packageFile(path);
+      const oclif = file.startsWith('@oclif/core/lib/');
+      if (!oclif && !editedFiles.has(file)) return undefined;
+      let source = readFileSync(path, 'utf8');
+      for (const edit of edits.filter((e) => e.file === file)) {
+        const found = typeof edit.from === 'string' ? source.includes(edit.from) : edit.from.test(source);
+        if (!found)
+          throw new Error(`${file} no longer holds ${edit.from}: look at build/bundle.mjs's edit again`);
+        if (typeof edit.from !== 'string') edit.from.lastIndex = 0;
+        source = source.replace(edit.from, edit.to);
+      }
+      if (oclif)
+        source = source
           .replace(lazyRequireLine, 'const $1 = __ccmLazy(() => $2);')
-          .replace(ID_SORT, ID_SORT_WITHOUT_ICU)
-          .replace(IS_WSL, IS_WSL_IN_BUNDLE)
-          .replace(
-            lazyExportLine,
-            'Object.defineProperty(exports, "$1", { enumerable: true, configurable: true, get: () => $2 });',
-          ),
-        loader: 'js',
-      };
+          .replace(lazyExportLine, getter);
+      return { contents: source, loader: 'js' };
     });
-    b.onLoad({ filter: /[\\/]node_modules[\\/]prom-client[\\/]index\.js$/ }, ({ path }) => ({
-      contents: readFileSync(path, 'utf8').replace(
-        promClientExportLine,
-        'Object.defineProperty(exports, "$1", { enumerable: true, configurable: true, get: () => $2 });',
-      ),
-      loader: 'js',
-    }));
   },
 };
 const lazyHelper = `function __ccmLazy(load) {
@@ -134,6 +168,6 @@ await build({
       "import { createRequire as __ccmCreateRequire } from 'node:module'; const require = __ccmCreateRequire(import.meta.url);\n" +
       lazyHelper,
   },
-  plugins: [oclifInlineRequires],
+  plugins: [startupEdits],
   logLevel: 'warning',
 });
