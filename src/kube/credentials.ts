@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
+import { nodeChildProcess } from '../node-modules.js';
 import { KubeConfigError } from './errors.js';
 import type { ExecConfig, KubeconfigCluster, KubeconfigUser } from './kubeconfig-file.js';
 
@@ -160,7 +160,7 @@ async function runExecPlugin(exec: ExecConfig, options: CredentialOptions): Prom
     stderr: string;
     error?: NodeJS.ErrnoException;
   }>((resolve) => {
-    const child = spawn(exec.command, exec.args, {
+    const child = nodeChildProcess().spawn(exec.command, exec.args, {
       env,
       stdio: [interactive ? 'inherit' : 'ignore', 'pipe', interactive ? 'inherit' : 'pipe'],
     });
