@@ -3,6 +3,7 @@ import { BaseCommand } from '../cli/base-command.js';
 import { UsageError } from '../cli/errors.js';
 import type { ManifestRow } from '../cli/manifests-report.js';
 import type { Report } from '../cli/output/report.js';
+import { loadProvider } from '../providers/registry.js';
 
 export default class Manifests extends BaseCommand {
   static override summary = 'Print the manifests that run ccm in a cluster (RBAC, Deployment, CronJob)';
@@ -46,7 +47,6 @@ export default class Manifests extends BaseCommand {
     const { flags } = await this.parse(Manifests);
     if (!flags.provider)
       throw new UsageError('no provider given; pass --provider (e.g. --provider cloudlycke)');
-    const { loadProvider } = await import('../providers/registry.js');
     const { renderManifests, writeManifests } = await import('../cli/manifests.js');
     const { manifestsReport, manifestsWrittenReport } = await import('../cli/manifests-report.js');
     const objects = renderManifests(await loadProvider(flags.provider), {
