@@ -211,13 +211,14 @@ for (const [file, out] of Object.entries(first.metafile.outputs)) {
   for (const input of Object.keys(out.inputs))
     if (input.startsWith('src/') && !dynamicTargets.has(input)) smallShared.add(input);
 }
-const importSmallShared = [...smallShared].map((f) => `import ${JSON.stringify(resolve(f))};`).join('\n');
+// On the first line, so that the source map's lines stay right.
+const importSmallShared = [...smallShared].map((f) => `import ${JSON.stringify(resolve(f))};`).join(' ');
 const sharedSmallModules = {
   name: 'shared-small-modules',
   setup(b) {
     b.onLoad({ filter: /[\\/]src[\\/].*\.ts$/ }, ({ path }) => {
       if (!dynamicTargets.has(relative(process.cwd(), path).replaceAll('\\', '/'))) return undefined;
-      return { contents: `${importSmallShared}\n${readFileSync(path, 'utf8')}`, loader: 'ts' };
+      return { contents: `${importSmallShared} ${readFileSync(path, 'utf8')}`, loader: 'ts' };
     });
   },
 };
