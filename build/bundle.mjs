@@ -80,13 +80,6 @@ const edits = [
     to: "require('is-wsl').default",
   },
   {
-    // The same module's Windows branch: required there too, so that is-wsl is not a chunk of its own
-    // shared with wsl-utils's, one more module for every start to load.
-    file: '@oclif/core/lib/util/os.js',
-    from: "(await import('wsl-utils')).powerShellPath()",
-    to: "require('wsl-utils').powerShellPath()",
-  },
-  {
     // prom-client's index requires all of it, the Pushgateway with https, tls and crypto among it
     // (27 ms of `ccm run`'s start): its exports become getters.
     file: 'prom-client/index.js',
