@@ -6,6 +6,7 @@
  */
 import { execute } from '@oclif/core/execute';
 import type { Logger } from '@oclif/core/interfaces';
+import { settings } from '@oclif/core/settings';
 import ClusterPrepare from '../commands/cluster/prepare.js';
 import Doctor from '../commands/doctor.js';
 import Help from '../commands/help.js';
@@ -38,6 +39,9 @@ export async function start(bin: string): Promise<void> {
   const { fileURLToPath } = process.getBuiltinModule?.('node:url') ?? (await import('node:url'));
   const root = fileURLToPath(new URL('..', bin)).replace(/[\\/]$/, '');
   const pjson = JSON.parse(readFileSync(`${root}/package.json`, 'utf8'));
+  // ccm runs its built bundle whatever NODE_ENV says: with NODE_ENV=test or development oclif would
+  // otherwise register tsx to run src/ (loading child_process, crypto and workers to start).
+  settings.enableAutoTranspile = false;
   await execute({ loadOptions: { root, pjson, ...(process.env.DEBUG ? {} : { logger: silent('oclif') }) } });
 }
 
