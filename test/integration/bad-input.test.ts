@@ -306,6 +306,49 @@ describe('start-up', () => {
     expect((await ccm(['help'])).stdout).toContain('help       Display help for ccm');
   });
 
+  it('a start loads none of the Node modules it does not use (README, Start-up)', async () => {
+    const trace = join(dir, 'trace-builtins.txt');
+    const tracer = fileURLToPath(new URL('../fixtures/trace-imports.mjs', import.meta.url));
+    const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
+    const missing = ['--kubeconfig', join(dir, 'no-such-kubeconfig')];
+    // child_process, net-less timers and workers, perf_hooks, crypto, http(s): each loaded only when
+    // a command uses it (a credential plugin, a transport, a hash, a request), never to start.
+    const unused = [
+      'child_process',
+      'worker_threads',
+      'perf_hooks',
+      'crypto',
+      'http',
+      'https',
+      'tls',
+      'dgram',
+    ];
+    for (const args of [
+      ['--help'],
+      ['run', '--help'],
+      ['nodes', 'init', '--provider', 'cloudlycke', ...missing],
+      ['run', '--provider', 'cloudlycke', ...missing],
+      ['cluster', 'prepare', '--provider', 'cloudlycke', ...missing],
+      ['secret', 'create', '--provider', 'digitalocean', '--dry-run', ...missing],
+      ['manifests', '--provider', 'digitalocean'],
+    ]) {
+      writeFileSync(trace, '');
+      const run = await execa(process.execPath, ['--import', tracer, bin, ...args], {
+        env: { TRACE_IMPORTS_FILE: trace },
+        reject: false,
+        stdin: 'ignore',
+      });
+      expect(run.stderr, args.join(' ')).not.toMatch(/at .*\.js:\d+/);
+      const { builtins } = loadedModules(trace);
+      // The trace saw Node's modules, so an absent one means something.
+      expect(builtins, args.join(' ')).toContain('fs');
+      expect(
+        builtins.filter((b) => unused.includes(b)),
+        args.join(' '),
+      ).toEqual([]);
+    }
+  });
+
   it('`ccm --help` loads neither @kubernetes/client-node nor the renderers (chalk, listr2, yaml)', async () => {
     const trace = join(dir, 'trace.txt');
     const tracer = fileURLToPath(new URL('../fixtures/trace-imports.mjs', import.meta.url));
