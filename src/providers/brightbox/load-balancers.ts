@@ -27,7 +27,8 @@ import { SCHEME, SERVER_ID } from './instances.js';
  * mapped to it. Dedicated groups and policies mean Services never race on shared rules.
  *
  * Every step reads before it writes, so a call that stopped anywhere is finished by the next one
- * without duplicates; nothing waits in a loop: a balancer still being built is a RetryableError.
+ * without duplicates; nothing waits in a loop: a balancer still being built, or still being
+ * deleted, is a RetryableError.
  * Everything ccm creates is named `<service>.<namespace>.<request name>.<cluster id>`: only a
  * resource with exactly this name is ever changed or deleted, so another cluster's resources (other
  * cluster id) and anything made by hand are never touched. A cloud IP named by annotation or
@@ -244,9 +245,16 @@ function where(cip: ApiCloudIP): string {
 class BrightboxLoadBalancers implements LoadBalancers {
   constructor(private readonly client: BrightboxClient) {}
 
+  /**
+   * The Service's balancer; while Brightbox is still deleting it, or a delete left its cloud IP, group
+   * or policy behind, one with no address: the service controller deletes only what `get` reports,
+   * and removes the finalizer once it reports nothing.
+   */
   async get(req: LoadBalancerRequest, signal?: AbortSignal): Promise<LoadBalancerStatus | undefined> {
-    const lb = (await this.balancers(ownedName(req), signal))[0];
-    return lb ? statusOf(lb) : undefined;
+    const name = ownedName(req);
+    const lb = (await this.balancers(name, signal, true))[0];
+    if (lb) return lb.status === 'deleting' ? { ingress: [] } : statusOf(lb);
+    return (await this.leftOver(name, signal)) ? { ingress: [] } : undefined;
   }
 
   async ensure(req: LoadBalancerRequest, signal?: AbortSignal): Promise<LoadBalancerStatus> {
@@ -294,6 +302,19 @@ class BrightboxLoadBalancers implements LoadBalancers {
         await this.client.post(`cloud_ips/${cip.id}/unmap`, undefined, signal);
       if (lb.status !== 'deleting') await this.client.delete(`load_balancers/${lb.id}`, signal);
     }
+    // Done once Brightbox has removed the balancer ("ensure deleted, then remove the finalizer"):
+    // one still deleting is a RetryableError, so the Service keeps its finalizer until then, and a
+    // balancer whose deletion failed is deleted again by the next call instead of being left behind
+    // a Service that is gone. Its cloud IP, group and policy go once it has.
+    if (balancers.length > 0) {
+      const left = await this.balancers(name, signal, true);
+      if (left.length > 0) {
+        throw new RetryableError(
+          `Brightbox is still deleting load balancer ${left.map((lb) => lb.id).join(', ')}`,
+          BUILDING_RETRY_MS,
+        );
+      }
+    }
     for (const cip of await this.client.get<ApiCloudIP[]>('cloud_ips', signal)) {
       if (cip.name !== name) continue;
       // Mapped to something else than our balancer: someone uses it, it stays.
@@ -312,6 +333,16 @@ class BrightboxLoadBalancers implements LoadBalancers {
       }
       await this.client.delete(`server_groups/${group.id}`, signal);
     }
+  }
+
+  /** Whether delete would still remove something of this Service with no balancer left: the same rules. */
+  private async leftOver(name: string, signal?: AbortSignal): Promise<boolean> {
+    const cloudIPs = await this.client.get<ApiCloudIP[]>('cloud_ips', signal);
+    if (cloudIPs.some((cip) => cip.name === name && cip.status !== 'mapped')) return true;
+    const policies = await this.client.get<ApiFirewallPolicy[]>('firewall_policies', signal);
+    if (policies.some((policy) => policy.name === name)) return true;
+    const groups = await this.client.get<ApiServerGroup[]>('server_groups', signal);
+    return groups.some((group) => group.name === name && !group.default);
   }
 
   /** Balancers named for this Service; deleted ones (and, unless asked, those being deleted) left out. */

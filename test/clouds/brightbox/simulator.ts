@@ -135,6 +135,8 @@ export interface SimulatorOptions {
   tokenLifetimeSec?: number;
   /** Reads a new load balancer stays `creating` (default 1). */
   lbCreatingReads?: number;
+  /** Reads a deleted load balancer stays `deleting` before it is gone (default 1). */
+  lbDeletingReads?: number;
 }
 
 const API_CLIENT_ID = 'cli-ccm01';
@@ -173,6 +175,7 @@ export class BrightboxSimulator {
   readonly accountId: string;
   tokenLifetimeSec: number;
   lbCreatingReads: number;
+  lbDeletingReads: number;
 
   private readonly clients: Record<string, string>;
   private readonly tokens = new Map<string, number>();
@@ -188,6 +191,7 @@ export class BrightboxSimulator {
     this.accountId = options.accountId ?? 'acc-ccm01';
     this.tokenLifetimeSec = options.tokenLifetimeSec ?? 7200;
     this.lbCreatingReads = options.lbCreatingReads ?? 1;
+    this.lbDeletingReads = options.lbDeletingReads ?? 1;
   }
 
   async start(): Promise<this> {
@@ -791,7 +795,7 @@ export class BrightboxSimulator {
       if (found.status === 'deleting' || found.status === 'deleted')
         throw invalid(`Load balancer ${id} is ${found.status}`);
       found.status = 'deleting';
-      found.readsLeft = 1;
+      found.readsLeft = this.lbDeletingReads;
       for (const c of this.cloudIPs.values()) if (c.mappedTo === found.id) c.mappedTo = undefined;
       return [202, this.renderLoadBalancer(found)];
     }

@@ -36,6 +36,18 @@ async function ensureUntilDone(
   }
 }
 
+/** Calls delete as the service controller would: again after each RetryableError. */
+async function deleteUntilDone(req: LoadBalancerRequest, max = 5): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await lbs.delete(req);
+      return attempt;
+    } catch (err) {
+      if (!(err instanceof RetryableError) || attempt >= max) throw err;
+    }
+  }
+}
+
 /** Resources in the simulator; a balancer being deleted no longer counts. */
 function counts() {
   return {
@@ -278,7 +290,7 @@ describe('cloud IPs named by the Service', () => {
     expect(sim.cloudIPs.has(allocated?.id ?? '')).toBe(false);
     expect(status.ingress[0]).toEqual({ ip: own.publicIPv4, ipMode: 'Proxy' });
 
-    await lbs.delete(annotated);
+    await deleteUntilDone(annotated);
     expect(sim.cloudIPs.get(own.id)).toMatchObject({ name: 'shop ip', mappedTo: undefined });
     expect(sim.cloudIPs.size).toBe(1);
   });
@@ -342,9 +354,13 @@ describe('delete', () => {
       );
     const before = snapshot();
 
-    await lbs.delete(req);
-    // the balancer is "deleting" for one more read
-    await lbs.delete(req);
+    // Brightbox is still deleting the balancer: the call is not done, and its cloud IP, group and
+    // policy wait for it.
+    const first = await lbs.delete(req).catch((e: unknown) => e);
+    expect(first).toBeInstanceOf(RetryableError);
+    expect((first as Error).message).toMatch(/still deleting load balancer lba-/);
+    expect(counts().cloudIPs).toBe(4);
+    expect(await deleteUntilDone(req)).toBe(1);
     expect(counts()).toEqual({
       loadBalancers: 2,
       cloudIPs: 3,
@@ -362,6 +378,35 @@ describe('delete', () => {
     const writes = sim.writeCount;
     await lbs.delete(req);
     expect(sim.writeCount).toBe(writes);
+  });
+
+  it('is done only once Brightbox has removed the balancer, and deletes again one whose deletion failed', async () => {
+    await sim.close();
+    sim = await startBrightboxSimulator({ lbDeletingReads: 3 });
+    servers = [sim.addServer().id];
+    lbs = provider(sim).loadBalancers as LoadBalancers;
+    const req = lbRequest(servers);
+    await ensureUntilDone(req);
+    const [lb] = [...sim.loadBalancers.values()];
+    await expect(lbs.delete(req)).rejects.toThrow(/still deleting load balancer lba-/);
+    await expect(lbs.delete(req)).rejects.toThrow(/still deleting load balancer lba-/);
+    // While the balancer is there, so is everything else of the Service: the finalizer stays.
+    expect([sim.cloudIPs.size, sim.serverGroups.size, sim.firewallPolicies.size]).toEqual([1, 1, 1]);
+    // Brightbox gave up deleting it: the next call deletes it again rather than leaving it behind.
+    (lb as { status: string }).status = 'failed';
+    expect(await deleteUntilDone(req)).toBeGreaterThan(1);
+    const deletes = sim.requests.filter(
+      (r) => r.method === 'DELETE' && r.path.endsWith(`/load_balancers/${lb?.id}`),
+    );
+    expect(deletes).toHaveLength(2);
+    expect(counts()).toEqual({
+      loadBalancers: 0,
+      cloudIPs: 0,
+      serverGroups: 0,
+      firewallPolicies: 0,
+      firewallRules: 0,
+    });
+    expect(sim.loadBalancers.size).toBe(0);
   });
 
   it('never adopts resources of another cluster with the same Service', async () => {
@@ -417,8 +462,7 @@ describe('a failure after each step', () => {
     await ensureUntilDone(req);
     const deleteWrites = await (async () => {
       const w = sim.writeCount;
-      await lbs.delete(req);
-      await lbs.delete(req);
+      await deleteUntilDone(req);
       return sim.writeCount - w;
     })();
     expect(deleteWrites).toBe(6); // unmap, balancer, cloud IP, policy, group's servers, group
@@ -431,8 +475,11 @@ describe('a failure after each step', () => {
       await ensureUntilDone(r);
       sim.failWrite(step, { status: 503, apply: step % 2 === 0 });
       await expect(lbs.delete(r)).rejects.toBeInstanceOf(RetryableError);
-      await lbs.delete(r);
-      await lbs.delete(r);
+      // The service controller deletes again only while get reports something: whatever is left
+      // must be reported, or the finalizer goes and it stays behind.
+      const left = sim.loadBalancers.size + Object.values(counts()).reduce((a, b) => a + b, 0);
+      expect(Boolean(await lbs.get(r)), `step ${step}`).toBe(left > 0);
+      await deleteUntilDone(r);
       expect(counts(), `step ${step}`).toEqual({
         loadBalancers: 0,
         cloudIPs: 0,
