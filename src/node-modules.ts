@@ -13,29 +13,17 @@ import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
 
-let http: typeof import('node:http') | undefined;
-let https: typeof import('node:https') | undefined;
-let tls: typeof import('node:tls') | undefined;
-let crypto: typeof import('node:crypto') | undefined;
-let childProcess: typeof import('node:child_process') | undefined;
+/** The module, required on the first call. */
+function onFirstUse<T>(id: string): () => T {
+  let loaded: T | undefined;
+  return () => {
+    loaded ??= require(id) as T;
+    return loaded;
+  };
+}
 
-export const nodeHttp = (): typeof import('node:http') => {
-  http ??= require('node:http') as typeof import('node:http');
-  return http;
-};
-export const nodeHttps = (): typeof import('node:https') => {
-  https ??= require('node:https') as typeof import('node:https');
-  return https;
-};
-export const nodeTls = (): typeof import('node:tls') => {
-  tls ??= require('node:tls') as typeof import('node:tls');
-  return tls;
-};
-export const nodeCrypto = (): typeof import('node:crypto') => {
-  crypto ??= require('node:crypto') as typeof import('node:crypto');
-  return crypto;
-};
-export const nodeChildProcess = (): typeof import('node:child_process') => {
-  childProcess ??= require('node:child_process') as typeof import('node:child_process');
-  return childProcess;
-};
+export const nodeHttp = onFirstUse<typeof import('node:http')>('node:http');
+export const nodeHttps = onFirstUse<typeof import('node:https')>('node:https');
+export const nodeTls = onFirstUse<typeof import('node:tls')>('node:tls');
+export const nodeCrypto = onFirstUse<typeof import('node:crypto')>('node:crypto');
+export const nodeChildProcess = onFirstUse<typeof import('node:child_process')>('node:child_process');
