@@ -26,6 +26,7 @@ import { KubeTransport } from '../../src/kube/transport.js';
 import { fixtureApi, nodeObject } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { freePort, setReady, until } from '../helpers/run.js';
+import { percentile } from '../helpers/stats.js';
 
 const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
@@ -172,11 +173,6 @@ function taintWatch(cp: ControlPlane) {
   return { removedAt, informer };
 }
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] as number;
-};
-
 const out: string[] = [];
 const say = (line: string) => {
   out.push(line);
@@ -307,7 +303,7 @@ if (only.includes('steady')) {
     await watch.informer.stop();
     await stopCcm(child);
     say(
-      `| steady 50 tainted Nodes/s for 60 s (3,000): creation → taint removed | p50 ${Math.round(pct(latencies, 50))} ms, p99 ${Math.round(pct(latencies, 99))} ms, max ${Math.round(Math.max(...latencies))} ms | target p99 ≤ 1 s |`,
+      `| steady 50 tainted Nodes/s for 60 s (3,000): creation → taint removed | p50 ${Math.round(percentile(latencies, 50))} ms, p99 ${Math.round(percentile(latencies, 99))} ms, max ${Math.round(Math.max(...latencies))} ms | target p99 ≤ 1 s |`,
     );
   } finally {
     await cp.stop();

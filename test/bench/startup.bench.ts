@@ -14,6 +14,7 @@
 import { spawnSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { percentile } from '../helpers/stats.js';
 
 const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 const rounds = Number(process.argv[2] ?? 40);
@@ -53,11 +54,7 @@ function shuffled<T>(items: readonly T[]): T[] {
   return out;
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-};
+const median = (xs: number[]): number => percentile(xs, 50);
 
 const times = new Map<string, number[]>(cases.map(([name]) => [name, []]));
 for (let round = -3; round < rounds; round++) {
