@@ -162,6 +162,9 @@ export interface StartOptions {
   tokenUsers?: string[];
 }
 
+/** `openssl req` options for a new unencrypted EC P-256 key. */
+const NEW_EC_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+
 /** A throwaway client CA (EC P-256, one day) made with the openssl CLI. */
 function makeClientCA(dir: string): void {
   execFileSync(
@@ -169,11 +172,7 @@ function makeClientCA(dir: string): void {
     [
       'req',
       '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
+      ...NEW_EC_KEY,
       '-keyout',
       join(dir, 'client-ca.key'),
       '-out',
@@ -192,21 +191,7 @@ function issueClientCert(dir: string, user: string, groups: string[]): { cert: s
   const subject = `${groups.map((g) => `/O=${g}`).join('')}/CN=${user}`;
   execFileSync(
     'openssl',
-    [
-      'req',
-      '-new',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      `${base}.key`,
-      '-out',
-      `${base}.csr`,
-      '-subj',
-      subject,
-    ],
+    ['req', '-new', ...NEW_EC_KEY, '-keyout', `${base}.key`, '-out', `${base}.csr`, '-subj', subject],
     { stdio: 'ignore' },
   );
   writeFileSync(`${base}.ext`, 'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature\n');
