@@ -242,6 +242,17 @@ function where(cip: ApiCloudIP): string {
   return target ? `${target.id}${target.name ? ` (${target.name})` : ''}` : 'another resource';
 }
 
+/** A cloud IP of this Service that delete releases: one mapped elsewhere than its balancers is in use and stays. */
+function deletableCloudIP(cip: ApiCloudIP, name: string, balancers: ReadonlySet<string>): boolean {
+  if (cip.name !== name) return false;
+  return cip.status !== 'mapped' || Boolean(cip.load_balancer && balancers.has(cip.load_balancer.id));
+}
+
+/** The Service's own server group (never an account's default group). */
+function deletableGroup(group: ApiServerGroup, name: string): boolean {
+  return group.name === name && !group.default;
+}
+
 class BrightboxLoadBalancers implements LoadBalancers {
   constructor(private readonly client: BrightboxClient) {}
 
@@ -316,9 +327,7 @@ class BrightboxLoadBalancers implements LoadBalancers {
       }
     }
     for (const cip of await this.client.get<ApiCloudIP[]>('cloud_ips', signal)) {
-      if (cip.name !== name) continue;
-      // Mapped to something else than our balancer: someone uses it, it stays.
-      if (cip.status === 'mapped' && !(cip.load_balancer && ours.has(cip.load_balancer.id))) continue;
+      if (!deletableCloudIP(cip, name, ours)) continue;
       if (cip.status === 'mapped') await this.client.post(`cloud_ips/${cip.id}/unmap`, undefined, signal);
       await this.client.delete(`cloud_ips/${cip.id}`, signal);
     }
@@ -326,7 +335,7 @@ class BrightboxLoadBalancers implements LoadBalancers {
       if (policy.name === name) await this.client.delete(`firewall_policies/${policy.id}`, signal);
     }
     for (const group of await this.client.get<ApiServerGroup[]>('server_groups', signal)) {
-      if (group.name !== name || group.default) continue;
+      if (!deletableGroup(group, name)) continue;
       const members = (group.servers ?? []).map((s) => ({ server: s.id }));
       if (members.length > 0) {
         await this.client.post(`server_groups/${group.id}/remove_servers`, { servers: members }, signal);
@@ -335,14 +344,14 @@ class BrightboxLoadBalancers implements LoadBalancers {
     }
   }
 
-  /** Whether delete would still remove something of this Service with no balancer left: the same rules. */
+  /** Whether delete would still remove something of this Service, with no balancer left. */
   private async leftOver(name: string, signal?: AbortSignal): Promise<boolean> {
     const cloudIPs = await this.client.get<ApiCloudIP[]>('cloud_ips', signal);
-    if (cloudIPs.some((cip) => cip.name === name && cip.status !== 'mapped')) return true;
+    if (cloudIPs.some((cip) => deletableCloudIP(cip, name, new Set()))) return true;
     const policies = await this.client.get<ApiFirewallPolicy[]>('firewall_policies', signal);
     if (policies.some((policy) => policy.name === name)) return true;
     const groups = await this.client.get<ApiServerGroup[]>('server_groups', signal);
-    return groups.some((group) => group.name === name && !group.default);
+    return groups.some((group) => deletableGroup(group, name));
   }
 
   /** Balancers named for this Service; deleted ones (and, unless asked, those being deleted) left out. */

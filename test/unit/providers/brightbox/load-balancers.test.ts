@@ -22,30 +22,27 @@ afterEach(async () => {
   await sim.close();
 });
 
-/** Calls ensure as the service controller would: again after each RetryableError. */
-async function ensureUntilDone(
-  req: LoadBalancerRequest,
-  max = 5,
-): Promise<{ status: LoadBalancerStatus; attempts: number }> {
+/** Calls a load balancer method as the service controller would: again after each RetryableError. */
+async function untilDone<T>(call: () => Promise<T>, max = 5): Promise<{ result: T; attempts: number }> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return { status: await lbs.ensure(req), attempts: attempt };
+      return { result: await call(), attempts: attempt };
     } catch (err) {
       if (!(err instanceof RetryableError) || attempt >= max) throw err;
     }
   }
 }
 
-/** Calls delete as the service controller would: again after each RetryableError. */
-async function deleteUntilDone(req: LoadBalancerRequest, max = 5): Promise<number> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await lbs.delete(req);
-      return attempt;
-    } catch (err) {
-      if (!(err instanceof RetryableError) || attempt >= max) throw err;
-    }
-  }
+async function ensureUntilDone(
+  req: LoadBalancerRequest,
+): Promise<{ status: LoadBalancerStatus; attempts: number }> {
+  const { result, attempts } = await untilDone(() => lbs.ensure(req));
+  return { status: result, attempts };
+}
+
+/** The attempts delete took. */
+async function deleteUntilDone(req: LoadBalancerRequest): Promise<number> {
+  return (await untilDone(() => lbs.delete(req))).attempts;
 }
 
 /** Resources in the simulator; a balancer being deleted no longer counts. */
