@@ -1,0 +1,64 @@
+/**
+ * The clouds' official Go SDKs, as evidence that no one here wrote:
+ * - `buildSdkProgram(cloud)` builds test/sdk/<cloud> (our own program, on the SDK pinned by its go.mod)
+ *   once per content hash into ~/.cache/ccm-sdk, and `runSdkProgram` runs it against a simulator;
+ * - `goModuleDir(module, version)` is where the Go module cache keeps a pinned module, so a test can
+ *   read the SDK's own test fixtures at test time (nothing of them is copied into this repository).
+ * Go is already required by the tests (test/controlplane); modules come from the Go module proxy.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+
+const SDK_ROOT = fileURLToPath(new URL('../sdk/', import.meta.url));
+const CACHE = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'ccm-sdk');
+
+/** Builds test/sdk/<cloud> unless a binary of the same sources is cached; resolves to its path. */
+export async function buildSdkProgram(cloud: string): Promise<string> {
+  const dir = join(SDK_ROOT, cloud);
+  const hash = createHash('sha256');
+  for (const name of readdirSync(dir).sort()) {
+    if (name === 'go.mod' || name === 'go.sum' || name.endsWith('.go')) {
+      hash.update(name).update(readFileSync(join(dir, name)));
+    }
+  }
+  const bin = join(CACHE, `${cloud}-${hash.digest('hex').slice(0, 16)}`);
+  if (existsSync(bin)) return bin;
+  mkdirSync(CACHE, { recursive: true });
+  const partial = `${bin}.${process.pid}.partial`;
+  // -mod=readonly: go.sum is committed, so a build never rewrites it (or fetches what it does not pin).
+  await execa('go', ['build', '-mod=readonly', '-o', partial, '.'], { cwd: dir, timeout: 15 * 60_000 });
+  renameSync(partial, bin);
+  return bin;
+}
+
+export interface SdkRun {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a built SDK program; it never throws for a non-zero exit, so the test can show its output. */
+export async function runSdkProgram(
+  bin: string,
+  args: readonly string[],
+  env: Record<string, string>,
+  timeoutMs = 120_000,
+): Promise<SdkRun> {
+  const r = await execa(bin, args, { env, extendEnv: false, reject: false, timeout: timeoutMs });
+  return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
+}
+
+/** The folder of `module@version` in the Go module cache, downloading it through the proxy if needed. */
+export async function goModuleDir(module: string, version: string): Promise<string> {
+  const { stdout } = await execa('go', ['mod', 'download', '-json', `${module}@${version}`], {
+    cwd: SDK_ROOT,
+    timeout: 10 * 60_000,
+  });
+  const info = JSON.parse(stdout) as { Dir?: string; Error?: string };
+  if (!info.Dir) throw new Error(`go mod download ${module}@${version}: ${info.Error ?? 'no Dir'}`);
+  return info.Dir;
+}
