@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import {
   InvalidConfigError,
   isProviderError,
@@ -11,6 +12,15 @@ import { DEFAULT_API_URL } from './credentials.js';
 /** DigitalOcean's maximum page size: 5,000 droplets are 25 requests. */
 export const PER_PAGE = 200;
 const MAX_PAGES = 10_000;
+/**
+ * A load balancer still applying a previous action refuses every change with 403
+ * `{"id":"forbidden","message":"Load Balancer can't be updated while it processes previous actions"}`
+ * (digitalocean/openapi issue 1173; ansible-collections/community.digitalocean issue 185). Such a
+ * change is sent again after these waits; only then is it reported.
+ */
+const BUSY_MESSAGE = /processes previous actions/i;
+const BUSY_WAITS_MS = [1_000, 2_000, 4_000, 8_000, 8_000];
+const BUSY_REQUEUE_MS = 10_000;
 const CREDENTIAL_HINT = 'env DO_ACCESS_TOKEN or Secret kube-system/digitalocean, key access-token';
 
 export interface DigitalOceanClientOptions {
@@ -34,6 +44,39 @@ function isDigitalOceanNotFound(body: unknown): boolean {
   return typeof body === 'object' && body !== null && (body as { id?: unknown }).id === 'not_found';
 }
 
+/** A change refused because the load balancer is busy: not a credential problem, and it passes. */
+class BusyError extends RetryableError {
+  override name = 'BusyError';
+}
+
+function describeDigitalOceanError(status: number, body: unknown): BusyError | undefined {
+  if (status !== 403 || typeof body !== 'object' || body === null) return undefined;
+  const { id, message } = body as { id?: unknown; message?: unknown };
+  if (id !== 'forbidden' || typeof message !== 'string' || !BUSY_MESSAGE.test(message)) return undefined;
+  return new BusyError('the load balancer is still applying a previous change', BUSY_REQUEUE_MS);
+}
+
+/**
+ * The page a `links.pages.next` link asks for. Like godo (links.go, pageForURL), only its page number
+ * is used: the request goes to the configured API URL, so a proxy that does not rewrite bodies works,
+ * and the token never follows a link elsewhere.
+ */
+function nextPage(link: string | undefined, current: number): number | undefined {
+  if (!link) return undefined;
+  let page: number;
+  try {
+    page = Number(new URL(link, 'http://link.invalid').searchParams.get('page'));
+  } catch {
+    page = Number.NaN;
+  }
+  if (!Number.isSafeInteger(page) || page <= current) {
+    throw new InvalidConfigError(
+      `DigitalOcean's next page link ${JSON.stringify(link.slice(0, 200))} has no page number after ${current}; check that the API URL is DigitalOcean's`,
+    );
+  }
+  return page;
+}
+
 /**
  * The DigitalOcean API (v2) over the shared HTTP client: bearer token, pagination through
  * `links.pages.next`, and errors that say which call failed and what to do about it. Rate limits
@@ -41,6 +84,7 @@ function isDigitalOceanNotFound(body: unknown): boolean {
  */
 export class DigitalOceanClient {
   private readonly http: HttpClient;
+  private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
 
   constructor(options: DigitalOceanClientOptions) {
     const { token } = options;
@@ -78,8 +122,10 @@ export class DigitalOceanClient {
       secrets: () => [token],
       userAgent: 'ccm (digitalocean)',
       isNotFound: isDigitalOceanNotFound,
+      describeError: describeDigitalOceanError,
       onRequest: (info) => options.onCloudCall?.(`${info.method} ${info.path}`),
     });
+    this.sleep = options.http?.sleep ?? ((ms, signal) => delay(ms, undefined, { signal }));
   }
 
   async get<T>(what: string, path: string, signal?: AbortSignal): Promise<T> {
@@ -94,20 +140,32 @@ export class DigitalOceanClient {
     signal?: AbortSignal,
     query?: Record<string, QueryValue>,
   ): Promise<T> {
-    try {
-      const res = await this.http.request<T>(method, path, {
-        ...(body !== undefined ? { body } : {}),
-        ...(query ? { query } : {}),
-        ...(signal ? { signal } : {}),
-      });
-      return res.body;
-    } catch (err) {
-      throw explain(err, what);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const res = await this.http.request<T>(method, path, {
+          ...(body !== undefined ? { body } : {}),
+          ...(query ? { query } : {}),
+          ...(signal ? { signal } : {}),
+        });
+        return res.body;
+      } catch (err) {
+        if (!(err instanceof BusyError)) throw explain(err, what);
+        const wait = BUSY_WAITS_MS[attempt];
+        if (wait === undefined) {
+          const waited = BUSY_WAITS_MS.reduce((sum, ms) => sum + ms, 0) / 1000;
+          throw new RetryableError(
+            `DigitalOcean ${what}: the load balancer is still applying a previous change after ${waited} s; ccm tries again in ${BUSY_REQUEUE_MS / 1000} s`,
+            BUSY_REQUEUE_MS,
+          );
+        }
+        // The change was refused, so nothing happened: sending it again is safe, also for a POST.
+        await this.sleep(wait, signal);
+      }
     }
   }
 
   /**
-   * Every item of a collection, following `links.pages.next` with per_page=200. Offset pages shift
+   * Every item of a collection, page after page while `links.pages.next` names one, with per_page=200. Offset pages shift
    * when something is created or deleted meanwhile (an item is skipped or seen twice); `meta.total`
    * and the ids tell, and such a sweep is read once more, then refused: a caller may read absence
    * from this listing, so it is either whole or an error.
@@ -122,26 +180,25 @@ export class DigitalOceanClient {
     for (let sweep = 1; sweep <= 2; sweep++) {
       const items: T[] = [];
       const totals = new Set<number>();
-      let next: string | undefined = path;
-      let query: Record<string, QueryValue> | undefined = { per_page: PER_PAGE };
-      for (let pages = 0; next !== undefined; pages++) {
-        if (pages >= MAX_PAGES) {
+      for (let page: number | undefined = 1; page !== undefined; ) {
+        if (page > MAX_PAGES) {
           throw new InvalidConfigError(
             `DigitalOcean ${what}: more than ${MAX_PAGES} pages; the API URL does not behave like DigitalOcean's`,
           );
         }
-        const page: Page = await this.call<Page>(what, 'GET', next, undefined, signal, query);
-        const found = page?.[key];
+        const answer: Page = await this.call<Page>(what, 'GET', path, undefined, signal, {
+          ...(page > 1 ? { page } : {}),
+          per_page: PER_PAGE,
+        });
+        const found = answer?.[key];
         if (!Array.isArray(found)) {
           throw new InvalidConfigError(
             `DigitalOcean ${what}: the answer has no "${key}" list; check that the API URL is DigitalOcean's`,
           );
         }
         items.push(...(found as T[]));
-        if (typeof page.meta?.total === 'number') totals.add(page.meta.total);
-        const link = page.links?.pages?.next;
-        next = link && link !== next ? link : undefined;
-        query = undefined; // the link carries the query
+        if (typeof answer.meta?.total === 'number') totals.add(answer.meta.total);
+        page = nextPage(answer.links?.pages?.next, page);
       }
       const unique = new Set(items.map((item) => item.id)).size;
       const [total] = totals;

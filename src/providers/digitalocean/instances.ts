@@ -34,8 +34,9 @@ const STATES: Record<Droplet['status'], InstanceState> = {
   new: 'running',
   active: 'running',
   off: 'stopped',
-  // Archived droplets still exist (and are billed); only a 404 is "gone".
-  archive: 'stopped',
+  // As DigitalOcean's controller reads it (cloud-controller-manager/do/droplets.go: only "off" is
+  // shut down): an archived droplet is not shut down, and it still exists; only a 404 is "gone".
+  archive: 'running',
 };
 
 export function fromDroplet(droplet: Droplet): Instance {

@@ -507,8 +507,9 @@ export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
             ...settings,
             region: lb.region?.slug,
             ...(lb.vpc_uuid ? { vpc_uuid: lb.vpc_uuid } : {}),
+            // No tags: godo (load_balancers.go) says they are given at creation only, and the API
+            // keeps the ones it was created with, which is what ownership is read from.
             droplet_ids: droplets,
-            tags: [who.tag],
           },
           signal,
         )
@@ -520,8 +521,9 @@ export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
       const who = identify(req);
       const lb = await find(req, who, 'refuse', signal);
       if (!lb || who.disown) return;
-      // An errored load balancer is reported, not changed.
-      if (lb.status === 'errored') statusOf(lb, who.hostname);
+      // A load balancer that is new (its creation still running) or errored is reported, not changed:
+      // DigitalOcean refuses changes until it is active.
+      if (lb.status !== 'active') statusOf(lb, who.hostname);
       const want = await backendDroplets(req.nodes, signal);
       const have = new Set(lb.droplet_ids ?? []);
       const add = want.filter((id) => !have.has(id));

@@ -106,7 +106,25 @@ export interface SimulatorOptions {
   lbActivationPolls?: number;
   /** Requests per minute before 429 (DigitalOcean's burst limit); default 250. */
   burstLimitPerMinute?: number;
+  /**
+   * How long a load balancer refuses changes after each change (it "processes previous actions");
+   * default 200 ms, so a client that sends two changes back to back meets the refusal.
+   */
+  busyAfterChangeMs?: number;
+  /**
+   * The origin that `links.pages` name instead of the simulator's own: the API behind a proxy that
+   * does not rewrite bodies (DO_OVERRIDE_URL), whose links still say https://api.digitalocean.com.
+   */
+  linkOrigin?: string;
 }
+
+/**
+ * What the API answers a change to a load balancer that is still new or still applying the previous
+ * change: digitalocean/openapi issue 1173 shows this body with status 403, and
+ * ansible-collections/community.digitalocean issue 185 the same message on updates right after a
+ * change. The published document has no 403 for these operations; it is their `default` error.
+ */
+const BUSY_MESSAGE = "Load Balancer can't be updated while it processes previous actions";
 
 export class DigitalOceanSimulator {
   readonly token: string;
@@ -115,6 +133,8 @@ export class DigitalOceanSimulator {
   readonly droplets = new Map<number, Json>();
   readonly loadBalancers = new Map<string, Json>();
   private readonly polls = new Map<string, number>();
+  /** When each load balancer was last changed (Date.now()). */
+  private readonly changedAt = new Map<string, number>();
   private faults: (Fault & { left: number })[] = [];
   private nextDropletId = 100_001;
   private nextLbIp = 1;
@@ -159,6 +179,7 @@ export class DigitalOceanSimulator {
     this.droplets.clear();
     this.loadBalancers.clear();
     this.polls.clear();
+    this.changedAt.clear();
     this.faults = [];
   }
 
@@ -409,8 +430,9 @@ export class DigitalOceanSimulator {
           : { status: 404, body: errorBody(404) };
       }
       case 'loadBalancers_update':
-        return this.updateLoadBalancer(parts[2] ?? '', body as Json);
+        return this.busy(parts[2] ?? '') ?? this.updateLoadBalancer(parts[2] ?? '', body as Json);
       case 'loadBalancers_delete':
+        this.changedAt.delete(parts[2] ?? '');
         return this.loadBalancers.delete(parts[2] ?? '')
           ? { status: 204 }
           : { status: 404, body: errorBody(404) };
@@ -418,6 +440,8 @@ export class DigitalOceanSimulator {
       case 'loadBalancers_remove_droplets': {
         const lb = this.loadBalancers.get(parts[2] ?? '');
         if (!lb) return { status: 404, body: errorBody(404) };
+        const busy = this.busy(lb.id as string);
+        if (busy) return busy;
         const ids = (body as { droplet_ids: number[] }).droplet_ids;
         const missing = this.missingDroplets(ids, lb);
         if (missing) return missing;
@@ -427,6 +451,7 @@ export class DigitalOceanSimulator {
           else current.delete(id);
         }
         lb.droplet_ids = [...current].sort((a, b) => a - b);
+        this.changedAt.set(lb.id as string, Date.now());
         return { status: 204 };
       }
       default:
@@ -443,7 +468,7 @@ export class DigitalOceanSimulator {
     const page = Number(url.searchParams.get('page') ?? '1');
     const last = Math.max(1, Math.ceil(all.length / perPage));
     const link = (n: number) => {
-      const u = new URL(url.pathname, this.url);
+      const u = new URL(url.pathname, this.options.linkOrigin ?? this.url);
       u.searchParams.set('page', String(n));
       u.searchParams.set('per_page', String(perPage));
       return u.toString();
@@ -456,6 +481,15 @@ export class DigitalOceanSimulator {
       links: Object.keys(pages).length > 0 ? { pages } : {},
       meta: { total: all.length },
     };
+  }
+
+  /** The 403 of a load balancer that is new or still applying its last change, else undefined. */
+  private busy(id: string): Answer | undefined {
+    const lb = this.loadBalancers.get(id);
+    if (!lb) return undefined;
+    const since = Date.now() - (this.changedAt.get(id) ?? Number.NEGATIVE_INFINITY);
+    if (lb.status !== 'new' && since >= (this.options.busyAfterChangeMs ?? 200)) return undefined;
+    return { status: 403, body: { id: 'forbidden', message: BUSY_MESSAGE, request_id: randomUUID() } };
   }
 
   private lbIp(): string {
@@ -567,6 +601,7 @@ export class DigitalOceanSimulator {
     const missing = this.missingDroplets((body.droplet_ids as number[]) ?? [], lb);
     if (missing) return missing;
     this.loadBalancers.set(lb.id as string, lb);
+    this.changedAt.set(lb.id as string, Date.now());
     return { status: 202, body: { load_balancer: lb } };
   }
 
@@ -584,9 +619,11 @@ export class DigitalOceanSimulator {
       ip: current.ip,
       status: current.status,
       created_at: current.created_at,
-      tags: body.tags ?? current.tags,
+      // godo load_balancers.go: "Tags can only be provided upon the creation of a Load Balancer".
+      tags: current.tags,
     };
     this.loadBalancers.set(id, lb);
+    this.changedAt.set(id, Date.now());
     return { status: 200, body: { load_balancer: lb } };
   }
 }

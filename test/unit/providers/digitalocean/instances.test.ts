@@ -82,7 +82,7 @@ describe('listing droplets', () => {
     expect(sim.requests.every((r) => r.authorization === `Bearer ${sim.token}`)).toBe(true);
   });
 
-  it('maps new and active to running, off and archive to stopped', async () => {
+  it("maps only off to stopped, as DigitalOcean's controller does (new, active and archive run)", async () => {
     sim.addDroplets(
       { name: 'a', status: 'new' },
       { name: 'b', status: 'active' },
@@ -94,7 +94,7 @@ describe('listing droplets', () => {
       ['a', 'running'],
       ['b', 'running'],
       ['c', 'stopped'],
-      ['d', 'stopped'],
+      ['d', 'running'],
     ]);
   });
 
@@ -257,5 +257,48 @@ describe('credentials', () => {
     await expect(provider({ token: 'dop_v1_wrong' }).verifyCredentials?.()).rejects.toThrow(
       /checking the token \(GET \/v2\/account\) failed .*401 Unauthorized.*the token is invalid or revoked/,
     );
+  });
+});
+
+describe('pages behind a proxy', () => {
+  it('follows the page number of links.pages.next on the configured URL, as godo does', async () => {
+    const proxied = await DigitalOceanSimulator.start({ linkOrigin: 'https://api.digitalocean.com' });
+    try {
+      proxied.addDroplets(...Array.from({ length: 450 }, (_, i) => ({ name: `n${i}` })));
+      const instances = await createDigitalOcean({
+        token: proxied.token,
+        baseUrl: proxied.url,
+      }).instances.list();
+      expect(instances).toHaveLength(450);
+      expect(proxied.requestsTo('GET', '/v2/droplets').map((r) => r.url)).toEqual([
+        '/v2/droplets?per_page=200',
+        '/v2/droplets?page=2&per_page=200',
+        '/v2/droplets?page=3&per_page=200',
+      ]);
+      expect(proxied.takeViolations()).toEqual([]);
+    } finally {
+      await proxied.stop();
+    }
+  });
+
+  it('refuses a next link without a later page number, instead of reading a page twice', async () => {
+    fleet(3);
+    sim.fault({
+      path: '/v2/droplets',
+      raw: {
+        contentType: 'application/json',
+        body: JSON.stringify({
+          droplets: [],
+          links: { pages: { next: `${sim.url}/v2/droplets?page=1` } },
+          meta: { total: 3 },
+        }),
+      },
+      status: 200,
+    });
+    const err = await provider()
+      .instances.list()
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(InvalidConfigError);
+    expect(err.message).toMatch(/next page link .* has no page number after 1/);
   });
 });

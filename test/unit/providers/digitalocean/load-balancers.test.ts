@@ -72,9 +72,10 @@ function request(
   };
 }
 
+/** The writes the API accepted (a change refused while the load balancer is busy is sent again). */
 const writes = () =>
   sim.requests
-    .filter((r) => r.method !== 'GET')
+    .filter((r) => r.method !== 'GET' && (r.status ?? 0) < 400)
     .map((r) => `${r.method} ${r.url.replace(/[0-9a-f-]{36}/, '<id>')}`);
 
 /** ensure until the load balancer is active (the simulator activates it on the next read). */
@@ -450,5 +451,111 @@ describe('bad annotations', () => {
       /cluster name "prod cluster" cannot be a DigitalOcean tag/,
     );
     expect(sim.requests).toHaveLength(0);
+  });
+});
+
+describe('a load balancer that is busy', () => {
+  const refusals = () => sim.requests.filter((r) => r.status === 403);
+
+  it('sends the second of two back-to-back changes again once the first is applied, not a token error', async () => {
+    const { lbId } = await created();
+    sim.requests.length = 0;
+    const req = request({
+      nodes: [1, 2].map((i) => ({ name: `w${i + 1}`, providerID: `digitalocean://${id(i)}`, addresses: [] })),
+      service: { annotations: { [LOAD_BALANCER_ID]: lbId } },
+    });
+    await lbs.updateNodes(req);
+    // The add is a change too, so the remove right after it meets the API's 403 and is sent again.
+    expect(refusals().map((r) => `${r.method} ${r.url.replace(/[0-9a-f-]{36}/, '<id>')}`)).toContain(
+      'DELETE /v2/load_balancers/<id>/droplets',
+    );
+    expect(sim.loadBalancers.get(lbId)?.droplet_ids).toEqual([id(1), id(2)]);
+  });
+
+  it('reports a load balancer that stays busy as retryable, after waiting, and never as a token problem', async () => {
+    const slow = await DigitalOceanSimulator.start({ busyAfterChangeMs: 3_600_000 });
+    try {
+      const [droplet] = slow.addDroplets({ name: 'w1' });
+      const waits: number[] = [];
+      const provider = createDigitalOcean({
+        token: slow.token,
+        baseUrl: slow.url,
+        http: { backoff: { baseMs: 5 }, sleep: async (ms) => void waits.push(ms) },
+      });
+      const balancers = provider.loadBalancers as LoadBalancers;
+      const req = request({
+        nodes: [{ name: 'w1', providerID: `digitalocean://${droplet?.id}`, addresses: [] }],
+      });
+      await expect(balancers.ensure(req)).rejects.toBeInstanceOf(RetryableError);
+      const status = await balancers.ensure(req);
+      const err = await balancers
+        .ensure({ ...req, ports: [{ name: 'https', protocol: 'TCP', port: 8080, nodePort: 30081 }] })
+        .catch((e) => e);
+      expect(err).toBeInstanceOf(RetryableError);
+      expect(err.retryAfterMs).toBe(10_000);
+      expect(err.message).toBe(
+        `DigitalOcean updating load balancer ${NAME} (${status.annotations?.[LOAD_BALANCER_ID]}): the load balancer is still applying a previous change after 23 s; ccm tries again in 10 s`,
+      );
+      expect(waits).toEqual([1_000, 2_000, 4_000, 8_000, 8_000]);
+      const refused = slow.requests.filter((r) => r.status === 403);
+      expect(refused).toHaveLength(6);
+      expect(slow.takeViolations()).toEqual([]);
+    } finally {
+      await slow.stop();
+    }
+  });
+
+  it('changes nothing on a load balancer that is still new', async () => {
+    const young = await DigitalOceanSimulator.start({ lbActivationPolls: 1_000 });
+    try {
+      const [a, b] = young.addDroplets({ name: 'w1' }, { name: 'w2' });
+      const balancers = createDigitalOcean({ token: young.token, baseUrl: young.url })
+        .loadBalancers as LoadBalancers;
+      const node = (d: typeof a) => ({
+        name: String(d?.name),
+        providerID: `digitalocean://${d?.id}`,
+        addresses: [],
+      });
+      await expect(balancers.ensure(request({ nodes: [node(a)] }))).rejects.toBeInstanceOf(RetryableError);
+      young.requests.length = 0;
+      const err = await balancers.updateNodes(request({ nodes: [node(a), node(b)] })).catch((e) => e);
+      expect(err).toBeInstanceOf(RetryableError);
+      expect(err.message).toMatch(/is still being set up at DigitalOcean \(status new\)/);
+      expect(young.requests.filter((r) => r.method !== 'GET')).toEqual([]);
+      expect(young.takeViolations()).toEqual([]);
+    } finally {
+      await young.stop();
+    }
+  });
+});
+
+describe('tags', () => {
+  it('are sent at creation only, and ownership holds on what creation set', async () => {
+    const { lbId } = await created();
+    await lbs.ensure(request({ ports: [{ name: 'http', protocol: 'TCP', port: 81, nodePort: 30081 }] }));
+    const put = sim.requestsTo('PUT', `/v2/load_balancers/${lbId}`).find((r) => (r.status ?? 0) < 400);
+    expect(put?.body).not.toHaveProperty('tags');
+    expect(sim.loadBalancers.get(lbId)?.tags).toEqual([TAG]);
+    await lbs.delete(request());
+    expect(sim.loadBalancers.has(lbId)).toBe(false);
+  });
+
+  it('the simulator keeps the creation tags whatever a PUT carries, as the API does', async () => {
+    const { lbId, lb } = await created();
+    await new Promise((r) => setTimeout(r, 250)); // past the busy window after creation
+    const res = await fetch(`${sim.url}/v2/load_balancers/${lbId}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${sim.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        name: lb?.name,
+        region: 'nyc3',
+        forwarding_rules: lb?.forwarding_rules,
+        droplet_ids: lb?.droplet_ids,
+        tags: ['k8s:another-cluster'],
+      }),
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { load_balancer: { tags: string[] } }).load_balancer.tags).toEqual([TAG]);
+    expect(sim.loadBalancers.get(lbId)?.tags).toEqual([TAG]);
   });
 });
