@@ -287,7 +287,7 @@ function healthCheck(req: LoadBalancerRequest): HealthCheck {
   };
 }
 
-function owned(lb: DoLoadBalancer, tag: string): boolean {
+export function owned(lb: DoLoadBalancer, tag: string): boolean {
   return (lb.tags ?? []).includes(tag);
 }
 
@@ -296,7 +296,7 @@ function describe(lb: DoLoadBalancer): string {
 }
 
 /** The Service's status from an active load balancer; in-progress and errored states are errors. */
-function statusOf(lb: DoLoadBalancer, hostname: string | undefined): LoadBalancerStatus {
+export function statusOf(lb: DoLoadBalancer, hostname: string | undefined): LoadBalancerStatus {
   if (lb.status === 'errored') {
     throw new RetryableError(
       `DigitalOcean reports ${describe(lb)} as errored; look at it in the DigitalOcean control panel (fix or delete it); ccm checks again, waiting longer each time`,
