@@ -165,10 +165,10 @@ export class DigitalOceanClient {
   }
 
   /**
-   * Every item of a collection, page after page while `links.pages.next` names one, with per_page=200. Offset pages shift
-   * when something is created or deleted meanwhile (an item is skipped or seen twice); `meta.total`
-   * and the ids tell, and such a sweep is read once more, then refused: a caller may read absence
-   * from this listing, so it is either whole or an error.
+   * Every item of a collection, page after page while `links.pages.next` names one, per_page=200.
+   * Offset pages shift when something is created or deleted meanwhile (an item is skipped or seen
+   * twice); `meta.total` and the ids tell, and such a sweep is read once more, then refused: a caller
+   * may read absence from this listing, so it is either whole or an error.
    */
   async listAll<T extends { id: number | string }>(
     what: string,
