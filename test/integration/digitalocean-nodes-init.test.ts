@@ -9,6 +9,7 @@ import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
 import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { ccm } from '../helpers/cli.js';
+import { conformsToDigitalOceanOpenApi } from '../helpers/openapi.js';
 
 let cp: ControlPlane;
 let api: CoreV1Api;
@@ -245,3 +246,5 @@ describe('ccm nodes init --provider digitalocean', () => {
     });
   });
 });
+
+conformsToDigitalOceanOpenApi();

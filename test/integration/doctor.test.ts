@@ -22,6 +22,7 @@ import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
 import { createNodes, deleteAllNodes } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { ccm } from '../helpers/cli.js';
+import { conformsToDigitalOceanOpenApi } from '../helpers/openapi.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const NS = 'kube-system';
@@ -357,3 +358,5 @@ describe('ccm doctor', () => {
     expect(run.exitCode).toBe(1);
   });
 });
+
+conformsToDigitalOceanOpenApi();

@@ -11,6 +11,7 @@ import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
 import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { ccm as cli } from '../helpers/cli.js';
+import { conformsToDigitalOceanOpenApi } from '../helpers/openapi.js';
 import { type InProcess, runInput, startInProcess, until, untilInitialised } from '../helpers/run.js';
 import {
   eventReasons,
@@ -234,3 +235,5 @@ describe('ccm run --provider digitalocean', () => {
     }
   }, 40_000);
 });
+
+conformsToDigitalOceanOpenApi();

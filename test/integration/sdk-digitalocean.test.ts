@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
 import { buildSdkProgram, runSdkProgram } from '../helpers/go-sdk.js';
+import { conformsToDigitalOceanOpenApi } from '../helpers/openapi.js';
 
 let sim: DigitalOceanSimulator;
 let program: string;
@@ -43,3 +44,5 @@ it('godo lists, reads, misses and manages a load balancer as against the real AP
   ]);
   expect(sim.takeViolations()).toEqual([]);
 });
+
+conformsToDigitalOceanOpenApi();

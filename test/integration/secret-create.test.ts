@@ -16,6 +16,7 @@ import { KeyFolder, type TestKey } from '../clouds/triton/keys.js';
 import { TritonSim } from '../clouds/triton/server.js';
 import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { conformsToDigitalOceanOpenApi } from '../helpers/openapi.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
@@ -526,3 +527,5 @@ describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
     }
   });
 });
+
+conformsToDigitalOceanOpenApi();

@@ -4,8 +4,9 @@
  * test files means something.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { SpecChecker } from '../../clouds/digitalocean/openapi.js';
-import { DigitalOceanSimulator } from '../../clouds/digitalocean/server.js';
+import { specViolations } from '../../clouds/digitalocean/openapi.js';
+import { DigitalOceanSimulator, OPERATIONS } from '../../clouds/digitalocean/server.js';
+import { conformsToDigitalOceanOpenApi, withDigitalOceanOpenApi } from '../../helpers/openapi.js';
 
 let sim: DigitalOceanSimulator;
 beforeAll(async () => {
@@ -51,22 +52,43 @@ describe('DigitalOcean simulator', () => {
     expect(sim.takeViolations()).toEqual([]);
   });
 
-  it('records a request off the document (per_page over 200) and refuses it', async () => {
-    const res = await call('GET', '/v2/droplets?per_page=500');
-    expect(res.status).toBe(422);
-    expect(sim.takeViolations()).toEqual(['droplets_list request: /query/per_page must be <= 200']);
-  });
+  withDigitalOceanOpenApi(
+    'records a request off the document (per_page over 200) and refuses it',
+    async () => {
+      const res = await call('GET', '/v2/droplets?per_page=500');
+      expect(res.status).toBe(422);
+      expect(specViolations.splice(0)).toEqual(['droplets_list request: /query/per_page must be <= 200']);
+    },
+  );
 
-  it('records a call to a path the API does not have', async () => {
+  it('records a call to an operation it does not answer, and answers 404', async () => {
     expect((await call('GET', '/v2/nodes')).status).toBe(404);
-    expect(sim.takeViolations()).toEqual(['GET /v2/nodes is no operation of the DigitalOcean API']);
+    expect(sim.takeViolations()).toEqual(['GET /v2/nodes is no operation the simulator answers']);
+    specViolations.splice(0); // the document's view of the same call: the next test
   });
 
-  it('records its own response when a droplet is off the document', async () => {
+  withDigitalOceanOpenApi('records a call to a path the API does not have', async () => {
+    expect((await call('GET', '/v2/nodes')).status).toBe(404);
+    sim.takeViolations();
+    expect(specViolations.splice(0)).toEqual(['GET /v2/nodes is no operation of the DigitalOcean API']);
+  });
+
+  withDigitalOceanOpenApi('names each operation it answers as the document does', (spec) => {
+    for (const [method, path, operationId] of OPERATIONS) {
+      const example = path.source
+        .replace(/^\^|\$$/g, '')
+        .replaceAll('\\/', '/')
+        .replaceAll('[^/]+', '1');
+      const { operation } = spec.checkRequest({ method, path: example, query: {}, headers: {} });
+      expect(`${method} ${example} ${operation?.operationId}`).toBe(`${method} ${example} ${operationId}`);
+    }
+  });
+
+  withDigitalOceanOpenApi('records its own response when a droplet is off the document', async () => {
     const [droplet] = sim.addDroplets({ name: 'x' });
     if (droplet) droplet.status = 'running';
     await call('GET', `/v2/droplets/${droplet?.id}`);
-    expect(sim.takeViolations()).toEqual([
+    expect(specViolations.splice(0)).toEqual([
       'droplets_get response 200: /droplet/status must be equal to one of the allowed values',
     ]);
   });
@@ -88,21 +110,25 @@ describe('DigitalOcean simulator', () => {
     ]);
   });
 
-  it('checks response bodies and headers: an empty account and a rate-limit header that is no integer', async () => {
-    const spec = await SpecChecker.load();
-    const { operation } = spec.checkRequest({ method: 'GET', path: '/v2/account', query: {}, headers: {} });
-    if (!operation) throw new Error('no operation');
-    const errors = spec.checkResponse(operation, 200, { 'ratelimit-limit': 'many' }, { account: {} });
-    expect(
-      errors.some((e) => e.startsWith('account_get response 200: /account must have required property')),
-    ).toBe(true);
-    expect(errors.some((e) => e.startsWith('account_get response 200 headers:'))).toBe(true);
-    // An error status falls to the declared default: DigitalOcean's error body and the headers.
-    expect(spec.checkResponse(operation, 503, {}, undefined)).toEqual([
-      'account_get response 503: body missing',
-      expect.stringMatching(
-        /^account_get response 503 headers: .*must have required property 'ratelimit-limit'/,
-      ),
-    ]);
-  });
+  withDigitalOceanOpenApi(
+    'checks response bodies and headers: an empty account and a rate-limit header that is no integer',
+    (spec) => {
+      const { operation } = spec.checkRequest({ method: 'GET', path: '/v2/account', query: {}, headers: {} });
+      if (!operation) throw new Error('no operation');
+      const errors = spec.checkResponse(operation, 200, { 'ratelimit-limit': 'many' }, { account: {} });
+      expect(
+        errors.some((e) => e.startsWith('account_get response 200: /account must have required property')),
+      ).toBe(true);
+      expect(errors.some((e) => e.startsWith('account_get response 200 headers:'))).toBe(true);
+      // An error status falls to the declared default: DigitalOcean's error body and the headers.
+      expect(spec.checkResponse(operation, 503, {}, undefined)).toEqual([
+        'account_get response 503: body missing',
+        expect.stringMatching(
+          /^account_get response 503 headers: .*must have required property 'ratelimit-limit'/,
+        ),
+      ]);
+    },
+  );
 });
+
+conformsToDigitalOceanOpenApi();

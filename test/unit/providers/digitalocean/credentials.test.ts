@@ -5,6 +5,7 @@ import { resolveProviderValues } from '../../../../src/cli/provider-config.js';
 import { digitalocean } from '../../../../src/providers/digitalocean/index.js';
 import { loadProvider } from '../../../../src/providers/registry.js';
 import { DigitalOceanSimulator } from '../../../clouds/digitalocean/server.js';
+import { conformsToDigitalOceanOpenApi } from '../../../helpers/openapi.js';
 
 const officialSecret = parse(
   readFileSync(new URL('../../../fixtures/digitalocean/secret.yaml', import.meta.url), 'utf8'),
@@ -80,3 +81,5 @@ describe('DigitalOcean definition', () => {
     });
   });
 });
+
+conformsToDigitalOceanOpenApi();

@@ -8,6 +8,7 @@ import {
   UnauthorizedError,
 } from '../../../../src/providers/errors.js';
 import { DigitalOceanSimulator } from '../../../clouds/digitalocean/server.js';
+import { conformsToDigitalOceanOpenApi } from '../../../helpers/openapi.js';
 
 let sim: DigitalOceanSimulator;
 beforeAll(async () => {
@@ -302,3 +303,5 @@ describe('pages behind a proxy', () => {
     expect(err.message).toMatch(/next page link .* has no page number after 1/);
   });
 });
+
+conformsToDigitalOceanOpenApi();

@@ -4,6 +4,7 @@ import { createDigitalOcean } from '../../../../src/providers/digitalocean/index
 import { InvalidConfigError, RetryableError } from '../../../../src/providers/errors.js';
 import type { LoadBalancerRequest, LoadBalancers } from '../../../../src/providers/types.js';
 import { DigitalOceanSimulator } from '../../../clouds/digitalocean/server.js';
+import { conformsToDigitalOceanOpenApi } from '../../../helpers/openapi.js';
 
 const CLUSTER = '6f1c2b9e-3d4a-4c5b-9e8f-0a1b2c3d4e5f';
 const TAG = `k8s:${CLUSTER}`;
@@ -559,3 +560,5 @@ describe('tags', () => {
     expect(sim.loadBalancers.get(lbId)?.tags).toEqual([TAG]);
   });
 });
+
+conformsToDigitalOceanOpenApi();
