@@ -11,15 +11,5 @@ bash "$here/controlplane/build.sh"
 CCM_K8S_VERSION=1.36.3 bash "$here/controlplane/build.sh" kubeadm
 CCM_K8S_VERSION=1.30.14 bash "$here/controlplane/build.sh" kubeadm
 
-# Debian packages: a real sshd and client for the ssh tests, tmux for the prompt tests in a real terminal.
-missing=()
-[ -x /usr/sbin/sshd ] || missing+=(openssh-server)
-command -v ssh >/dev/null || missing+=(openssh-client)
-command -v tmux >/dev/null || missing+=(tmux)
-if [ ${#missing[@]} -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "installing ${missing[*]} (Debian) for the tests"
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+# Debian packages: a real sshd and client for the ssh tests, tmux for the prompts in a real terminal.
+bash "$here/debian-packages.sh" openssh-server:/usr/sbin/sshd openssh-client:ssh tmux:tmux

@@ -1,4 +1,11 @@
-/** Runs the built CLI in a real terminal (a detached tmux session) and reads the screen back. */
+/**
+ * The built CLI in a real terminal (a detached tmux session): wait for text on the screen, type, read
+ * the exit status and the screen back.
+ *
+ * Every wait is for a condition, with a margin of minutes: on a quiet machine the CLI shows its first
+ * screen within a second, but on a loaded one (two busy processes per core, `npm run test:stress`) a
+ * Node start alone can take tens of seconds.
+ */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 
 const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
+const MARGIN_MS = 180_000;
 
 export interface TerminalRun {
   code: number;
@@ -15,46 +23,107 @@ export interface TerminalRun {
   coloured: string;
 }
 
+export interface TerminalOptions {
+  width: number;
+  height: number;
+  /** Set (a string) or removed (undefined) in the CLI's environment. */
+  env?: Record<string, string | undefined>;
+}
+
+const quote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
+
+export class Terminal {
+  private constructor(
+    private readonly session: string,
+    private readonly dir: string,
+  ) {}
+
+  private get status(): string {
+    return join(this.dir, 'exit-status');
+  }
+
+  static async open(args: string[], options: TerminalOptions): Promise<Terminal> {
+    const dir = mkdtempSync(join(tmpdir(), 'ccm-tty-'));
+    const status = join(dir, 'exit-status');
+    const session = `ccm-tty-${process.pid}-${Math.random().toString(16).slice(2, 8)}`;
+    // A person's terminal: CI runs set CI=true, which makes chalk drop colour even on a TTY.
+    const env = { CI: undefined, ...options.env };
+    const envArgs = Object.entries(env).map(([k, v]) => (v === undefined ? `-u ${k}` : `${k}=${quote(v)}`));
+    const command = `env ${envArgs.join(' ')} ${quote(process.execPath)} ${quote(bin)} ${args.map(quote).join(' ')}; echo $? > ${quote(status)}; sleep 3600`;
+    await execa('tmux', [
+      'new-session',
+      '-d',
+      '-s',
+      session,
+      '-x',
+      String(options.width),
+      '-y',
+      String(options.height),
+      command,
+    ]);
+    return new Terminal(session, dir);
+  }
+
+  /** The screen and what scrolled past; `joined` reads a wrapped line as one, as the person saw it. */
+  async screen(flags: { joined?: boolean; coloured?: boolean } = {}): Promise<string> {
+    const extra = [...(flags.joined ? ['-J'] : []), ...(flags.coloured ? ['-e'] : [])];
+    const { stdout } = await execa('tmux', ['capture-pane', '-p', ...extra, '-t', this.session, '-S', '-']);
+    return stdout.replace(/\n+$/, '');
+  }
+
+  /** Waits until `text` is on the screen; returns the screen (joined). */
+  async waitFor(text: string, timeoutMs = MARGIN_MS): Promise<string> {
+    return poll(timeoutMs, async () => {
+      const now = await this.screen({ joined: true });
+      return now.includes(text) ? now : undefined;
+    }).catch(async () => {
+      throw new Error(`timed out waiting for "${text}"; the screen:\n${await this.screen({ joined: true })}`);
+    });
+  }
+
+  /** Types each key: names such as Enter or Down as keys, anything else literally. */
+  async type(...keys: string[]): Promise<void> {
+    for (const key of keys) {
+      const literal = !(key.length > 1 && /^[A-Z]/.test(key));
+      await execa('tmux', ['send-keys', '-t', this.session, ...(literal ? ['-l', key] : [key])]);
+    }
+  }
+
+  /** Waits for the CLI to exit; returns its exit status. */
+  async exit(timeoutMs = MARGIN_MS): Promise<number> {
+    const read = () => (existsSync(this.status) ? readFileSync(this.status, 'utf8').trim() : '');
+    return poll(timeoutMs, async () => (read() !== '' ? Number(read()) : undefined)).catch(async () => {
+      throw new Error(`the CLI did not exit; the screen:\n${await this.screen({ joined: true })}`);
+    });
+  }
+
+  async close(): Promise<void> {
+    await execa('tmux', ['kill-session', '-t', this.session], { reject: false });
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Runs the CLI to its end in a terminal of this size and reads the screen back. */
 export async function runInTerminal(
   args: string[],
   size: { width: number; height: number },
-  timeoutMs = 90_000,
+  timeoutMs = MARGIN_MS,
 ): Promise<TerminalRun> {
-  const dir = mkdtempSync(join(tmpdir(), 'ccm-tty-'));
-  const status = join(dir, 'exit-status');
-  const session = `ccm-tty-${process.pid}-${Math.random().toString(16).slice(2, 8)}`;
-  const quoted = args.map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
-  // A person's terminal: CI runs set CI=true, which makes chalk drop colour even on a TTY.
-  const command = `env -u CI '${process.execPath}' '${bin}' ${quoted}; echo $? > '${status}'; sleep 600`;
-  await execa('tmux', [
-    'new-session',
-    '-d',
-    '-s',
-    session,
-    '-x',
-    String(size.width),
-    '-y',
-    String(size.height),
-    command,
-  ]);
+  const terminal = await Terminal.open(args, size);
   try {
-    const deadline = Date.now() + timeoutMs;
-    while (!(existsSync(status) && readFileSync(status, 'utf8').trim() !== '')) {
-      if (Date.now() > deadline) throw new Error(`ccm ${args.join(' ')} did not finish in the terminal`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    const capture = async (...flags: string[]) =>
-      (await execa('tmux', ['capture-pane', '-p', ...flags, '-t', session, '-S', '-'])).stdout.replace(
-        /\n+$/,
-        '',
-      );
-    return {
-      code: Number(readFileSync(status, 'utf8')),
-      screen: await capture(),
-      coloured: await capture('-e'),
-    };
+    const code = await terminal.exit(timeoutMs);
+    return { code, screen: await terminal.screen(), coloured: await terminal.screen({ coloured: true }) };
   } finally {
-    await execa('tmux', ['kill-session', '-t', session], { reject: false });
-    rmSync(dir, { recursive: true, force: true });
+    await terminal.close();
+  }
+}
+
+async function poll<T>(timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 200));
   }
 }

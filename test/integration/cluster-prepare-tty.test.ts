@@ -1,50 +1,31 @@
 /**
  * The confirmation prompt of `ccm cluster prepare`, answered by a person in a real terminal (tmux).
  */
-import { cpSync, existsSync, readFileSync } from 'node:fs';
+import { cpSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
+import { Terminal } from '../helpers/terminal.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const fixture = fileURLToPath(new URL('../fixtures/cluster/kubeadm-v1.36.3', import.meta.url));
-const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 const KCM = 'etc/kubernetes/manifests/kube-controller-manager.yaml';
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-/** Runs `cluster prepare` in a tmux terminal, answers the prompt with `answer`, returns exit status and screen. */
+/** Runs `cluster prepare` in a terminal, answers the prompt with `answer`, returns exit status and screen. */
 async function answerPrompt(answer: string) {
   const root = tempDir('ccm-tty-root-');
   cpSync(fixture, root, { recursive: true });
-  const status = join(root, 'exit-status');
-  const session = `ccm-tty-${process.pid}-${Math.random().toString(16).slice(2, 8)}`;
-  const command = `'${process.execPath}' '${bin}' cluster prepare --root '${root}' --no-restart; echo $? > '${status}'; sleep 60`;
-  await execa('tmux', ['new-session', '-d', '-s', session, '-x', '160', '-y', '60', command]);
-  const screen = async () =>
-    (await execa('tmux', ['capture-pane', '-p', '-t', session, '-S', '-200'])).stdout;
+  const terminal = await Terminal.open(['cluster', 'prepare', '--root', root, '--no-restart'], {
+    width: 160,
+    height: 60,
+  });
   try {
-    await waitFor('the prompt', async () =>
-      (await screen()).includes('Apply these changes?') ? true : undefined,
-    );
-    await execa('tmux', ['send-keys', '-t', session, answer, 'Enter']);
-    const code = await waitFor('the exit status', async () =>
-      existsSync(status) && readFileSync(status, 'utf8').trim() !== ''
-        ? Number(readFileSync(status, 'utf8'))
-        : undefined,
-    );
-    return { code, screen: await screen(), root };
+    await terminal.waitFor('Apply these changes?');
+    await terminal.type(answer, 'Enter');
+    const code = await terminal.exit();
+    return { code, screen: await terminal.screen(), root };
   } finally {
-    await execa('tmux', ['kill-session', '-t', session], { reject: false });
+    await terminal.close();
   }
 }
 

@@ -3,7 +3,7 @@
  * (flags, files, stdin, env) whose Secrets `ccm nodes init --credentials-secret` then uses, and
  * interactive sessions typed into a real terminal (tmux).
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
@@ -17,6 +17,7 @@ import { TritonSim } from '../clouds/triton/server.js';
 import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { conformsToDigitalOceanOpenApi } from '../helpers/openapi.js';
+import { Terminal } from '../helpers/terminal.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
@@ -362,61 +363,27 @@ describe('ccm secret create, scripted, every other provider', { timeout: 240_000
   });
 });
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 90_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 150));
-  }
-}
-
-/** `ccm secret create` in a tmux terminal; `answer` types into it, step by step, as the screen asks. */
+/** `ccm secret create` in a terminal; `answer` types into it, step by step, as the screen asks. */
 async function inTerminal(
   args: string[],
   env: Record<string, string>,
   answer: (step: (waitText: string, ...keys: string[]) => Promise<void>) => Promise<void>,
 ) {
-  const dir = tempDir('ccm-secret-tty-');
-  const status = join(dir, 'exit-status');
-  const session = `ccm-secret-${process.pid}-${Math.random().toString(16).slice(2, 8)}`;
-  const unset = Object.keys(CLEAN_ENV)
-    .map((k) => `-u ${k}`)
-    .join(' ');
-  const sets = Object.entries(env)
-    .map(([k, v]) => `${k}='${v}'`)
-    .join(' ');
-  const command = `env ${unset} ${sets} '${process.execPath}' '${bin}' secret create --kubeconfig '${cp.kubeconfigPath}' ${args.join(' ')}; echo $? > '${status}'; sleep 60`;
-  await execa('tmux', ['new-session', '-d', '-s', session, '-x', '200', '-y', '60', command]);
-  // -J joins wrapped lines: a long line reads as one, as the person saw it.
-  const screen = async () =>
-    (await execa('tmux', ['capture-pane', '-p', '-J', '-t', session, '-S', '-200'])).stdout;
+  const terminal = await Terminal.open(['secret', 'create', '--kubeconfig', cp.kubeconfigPath, ...args], {
+    width: 200,
+    height: 60,
+    env: { ...CLEAN_ENV, ...env },
+  });
   const seen: string[] = [];
   try {
     await answer(async (waitText, ...keys) => {
-      seen.push(
-        await waitFor(`"${waitText}" on the screen`, async () => {
-          const now = await screen();
-          return now.includes(waitText) ? now : undefined;
-        }),
-      );
-      for (const key of keys)
-        await execa('tmux', [
-          'send-keys',
-          '-t',
-          session,
-          ...(key.length > 1 && /^[A-Z]/.test(key) ? [key] : ['-l', key]),
-        ]);
+      seen.push(await terminal.waitFor(waitText));
+      await terminal.type(...keys);
     });
-    const code = await waitFor('the exit status', async () =>
-      existsSync(status) && readFileSync(status, 'utf8').trim() !== ''
-        ? Number(readFileSync(status, 'utf8'))
-        : undefined,
-    );
-    return { code, screen: await screen(), seen };
+    const code = await terminal.exit();
+    return { code, screen: await terminal.screen({ joined: true }), seen };
   } finally {
-    await execa('tmux', ['kill-session', '-t', session], { reject: false });
+    await terminal.close();
   }
 }
 

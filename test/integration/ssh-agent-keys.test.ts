@@ -70,6 +70,7 @@ describe('the SSH keys offered for a Triton Secret', () => {
     const started = Date.now();
     const keys = await findSshKeys({ dir: home, agentSocket: join(home, 'no-agent.sock') });
     expect(keys.map((k) => k.fingerprint)).toEqual([fingerprint]);
-    expect(Date.now() - started).toBeLessThan(2000);
+    // Not a speed test: a hang (no timeout anywhere on this path) would end the test at 60 s instead.
+    expect(Date.now() - started).toBeLessThan(30_000);
   });
 });
