@@ -28,7 +28,7 @@ export function specLocation(): { path: string } | { missing: string } {
   }
   if (existsSync(BESIDE)) return { path: BESIDE };
   return {
-    missing: `DigitalOcean's OpenAPI document not found: set ${SPEC_ENV} to its path (see README, "Tests")`,
+    missing: `DigitalOcean's OpenAPI document not found: set ${SPEC_ENV} to its path (see README, "Test")`,
   };
 }
 
