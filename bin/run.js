@@ -22,10 +22,16 @@ if (major < NEEDED) {
     process.exit(2);
   }
   const child = spawn(node24, [process.argv[1], ...process.argv.slice(2)], { stdio: 'inherit' });
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
+  // Passed on for a signal sent to this process alone; a terminal's Ctrl-C reaches both, which the
+  // commands take as one.
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+  for (const signal of signals) process.on(signal, () => child.kill(signal));
   child.on('exit', (code, signal) => {
-    if (signal) process.kill(process.pid, signal);
-    process.exit(code ?? 1);
+    if (code !== null) process.exit(code);
+    // Ended by a signal: end the same way, so that the shell sees what it would without this wrapper.
+    for (const s of signals) process.removeAllListeners(s);
+    process.kill(process.pid, signal);
+    setTimeout(() => process.exit(1), 1000);
   });
 } else {
   // V8's compiled code for the bundle, kept in the system temp folder (Node's default) so that a

@@ -166,13 +166,18 @@ export default class Run extends CcmCommand {
       reloadPeriodMs: duration('config-reload-period', flags['config-reload-period']),
       env: process.env,
     });
-    const onSignal = (signal: string) => {
-      // The shutdown bounds each step; this is the backstop for the 10 s a kubelet grants.
+    let stopping = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      // One shutdown, whatever comes after: a terminal's Ctrl-C reaches both this process and the
+      // Node 20 wrapper of bin/run.js, which passes it on, and the second must not end the process
+      // before the Lease is released. The shutdown bounds each step; this is the backstop for the
+      // 10 s a kubelet grants.
+      if (stopping) return;
+      stopping = true;
       setTimeout(() => process.exit(1), 9500).unref();
       void handle.shutdown(`${signal} received`);
     };
-    process.once('SIGTERM', () => onSignal('SIGTERM'));
-    process.once('SIGINT', () => onSignal('SIGINT'));
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => onSignal(signal));
     const code = await handle.done;
     process.exit(code);
   }

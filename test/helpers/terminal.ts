@@ -28,6 +28,8 @@ export interface TerminalOptions {
   height: number;
   /** Set (a string) or removed (undefined) in the CLI's environment. */
   env?: Record<string, string | undefined>;
+  /** The Node that runs bin/run.js; default this one. */
+  node?: string;
 }
 
 const quote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
@@ -49,7 +51,9 @@ export class Terminal {
     // A person's terminal: CI runs set CI=true, which makes chalk drop colour even on a TTY.
     const env = { CI: undefined, ...options.env };
     const envArgs = Object.entries(env).map(([k, v]) => (v === undefined ? `-u ${k}` : `${k}=${quote(v)}`));
-    const command = `env ${envArgs.join(' ')} ${quote(process.execPath)} ${quote(bin)} ${args.map(quote).join(' ')}; echo $? > ${quote(status)}; sleep 3600`;
+    // The shell outlives a Ctrl-C typed into the terminal (its trap), to write the CLI's exit status.
+    const node = quote(options.node ?? process.execPath);
+    const command = `trap true INT; env ${envArgs.join(' ')} ${node} ${quote(bin)} ${args.map(quote).join(' ')}; echo $? > ${quote(status)}; sleep 3600`;
     await execa('tmux', [
       'new-session',
       '-d',

@@ -1,0 +1,134 @@
+/**
+ * Ctrl-C on `ccm run` in a real terminal, under the machine's own Node (20 on these machines, so
+ * bin/run.js re-runs itself under Node 24 and the terminal's SIGINT reaches both processes): a clean
+ * stop, exit 0, and the leader Lease released so that the next start does not wait it out.
+ */
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
+import { delimiter, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CoordinationV1Api, KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { writeInventory } from '../helpers/inventory.js';
+import { until } from '../helpers/run.js';
+import { Terminal } from '../helpers/terminal.js';
+import { tempDir } from '../helpers/tmp.js';
+
+let cp: ControlPlane;
+let leases: CoordinationV1Api;
+let inventory: string;
+
+/** The first `node` on PATH that is not the Node 24 the tests run under (.ci/node puts it first). */
+function machineNode(): string {
+  const dirs = (process.env.PATH ?? '').split(delimiter).filter((d) => !d.includes('ccm-tools'));
+  for (const dir of dirs) if (existsSync(join(dir, 'node'))) return join(dir, 'node');
+  return process.execPath;
+}
+
+beforeAll(async () => {
+  cp = await startControlPlane();
+  const kc = new KubeConfig();
+  kc.loadFromFile(cp.kubeconfigPath);
+  kc.setCurrentContext('fixtures');
+  leases = kc.makeApiClient(CoordinationV1Api);
+  inventory = writeInventory([{ id: 'w1' }], { type: 't', region: 'r', zone: 'z' });
+});
+afterAll(async () => {
+  await cp?.stop();
+  if (inventory) rmSync(dirname(inventory), { recursive: true, force: true });
+});
+
+it("Ctrl-C under the machine's Node: exit 0, the Lease released", async () => {
+  const node = machineNode();
+  const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
+  const lease = 'ccm-ctrl-c';
+  const holder = async () =>
+    (await leases.readNamespacedLease({ name: lease, namespace: 'kube-system' })).spec?.holderIdentity;
+  const terminal = await Terminal.open(
+    [
+      'run',
+      '--kubeconfig',
+      cp.kubeconfigPath,
+      '--provider',
+      'cloudlycke',
+      '--cloud-config',
+      inventory,
+      '--leader-elect-resource-name',
+      lease,
+      '--plain-http',
+      '--secure-port',
+      '0',
+    ],
+    { width: 200, height: 50, node },
+  );
+  try {
+    await until(`ccm under Node ${version} holds the Lease`, holder, 180_000);
+    await terminal.type('C-c');
+    const code = await terminal.exit();
+    expect(`${version}: exit ${code}`).toBe(`${version}: exit 0`);
+    expect(await holder()).toBeFalsy();
+    expect(await terminal.screen({ joined: true })).toContain('SIGINT received');
+  } finally {
+    await terminal.close();
+  }
+}, 300_000);
+
+it('Ctrl-C at a prompt ends the same way through the Node 20 wrapper as under Node 24 itself', async () => {
+  const fixture = fileURLToPath(new URL('../fixtures/cluster/kubeadm-v1.36.3', import.meta.url));
+  const outcome = async (node: string) => {
+    const root = tempDir('ccm-ctrl-c-root-');
+    cpSync(fixture, root, { recursive: true });
+    const terminal = await Terminal.open(['cluster', 'prepare', '--root', root, '--no-restart'], {
+      width: 160,
+      height: 60,
+      node,
+    });
+    try {
+      await terminal.waitFor('Apply these changes?');
+      await terminal.type('C-c');
+      const code = await terminal.exit();
+      const screen = await terminal.screen({ joined: true });
+      return { code, last: screen.split('\n').at(-1) };
+    } finally {
+      await terminal.close();
+    }
+  };
+  const direct = await outcome(process.execPath);
+  expect(await outcome(machineNode())).toEqual(direct);
+}, 300_000);
+
+it('Ctrl-C while a command waits on an API server that never answers: ended by SIGINT, through the wrapper too', async () => {
+  const connected: Socket[] = [];
+  const silent = createServer((socket) => connected.push(socket));
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const port = (silent.address() as AddressInfo).port;
+  const kubeconfig = join(tempDir('ccm-ctrl-c-kube-'), 'kubeconfig');
+  writeFileSync(
+    kubeconfig,
+    readFileSync(cp.kubeconfigPath, 'utf8').replace(cp.server, `https://127.0.0.1:${port}`),
+  );
+  const outcome = async (node: string) => {
+    const before = connected.length;
+    const terminal = await Terminal.open(
+      ['nodes', 'init', '--provider', 'cloudlycke', '--cloud-config', inventory, '--kubeconfig', kubeconfig],
+      { width: 160, height: 40, node },
+    );
+    try {
+      await until('a connection to the silent API server', async () => connected.length > before, 180_000);
+      await terminal.type('C-c');
+      return await terminal.exit();
+    } finally {
+      await terminal.close();
+    }
+  };
+  try {
+    // 130: the shell's status for a process ended by SIGINT (128 + 2).
+    expect(await outcome(process.execPath)).toBe(130);
+    expect(await outcome(machineNode())).toBe(130);
+  } finally {
+    for (const socket of connected) socket.destroy();
+    silent.close();
+  }
+}, 300_000);
