@@ -181,7 +181,7 @@ export function checkLease(
 ): CheckResult {
   const where = `Lease ${ref.namespace}/${ref.name}`;
   const deploy =
-    'deploy a cloud controller: `ccm manifests --provider <cloud> | kubectl apply --server-side -f -`';
+    'deploy a cloud controller: `ccm manifests --provider <cloud> --image <registry>/ccm:<version> | kubectl apply --server-side -f -`';
   if (!lease) return fail('controller-lease', `no ${where}: no cloud controller has ever run here`, deploy);
   if (!lease.holderIdentity)
     return fail('controller-lease', `${where} has no holder: the controller stopped`, deploy);
@@ -258,7 +258,7 @@ export function checkControllerPods(
     return fail(
       'controller-pods',
       `no ccm Pods (app.kubernetes.io/name=ccm) in ${namespace}`,
-      'deploy them: `ccm manifests --provider <cloud> | kubectl apply --server-side -f -`',
+      'deploy them: `ccm manifests --provider <cloud> --image <registry>/ccm:<version> | kubectl apply --server-side -f -`',
     );
   }
   const problems = pods.map(podProblem).filter((p) => p !== undefined);

@@ -1,5 +1,11 @@
+import { isIP } from 'node:net';
 import { selectControllers } from '../controllers/manager.js';
-import { TAINT_CONTROL_PLANE, TAINT_NOT_READY, TAINT_UNINITIALIZED } from '../kube/well-known.js';
+import {
+  LABEL_CONTROL_PLANE,
+  TAINT_CONTROL_PLANE,
+  TAINT_NOT_READY,
+  TAINT_UNINITIALIZED,
+} from '../kube/well-known.js';
 import type { ProviderDefinition } from '../providers/types.js';
 import { UsageError } from './errors.js';
 import { objectYaml } from './output/object-yaml.js';
@@ -19,7 +25,18 @@ export interface ManifestOptions {
   clusterName?: string;
   cronjob: boolean;
   leaseName: string;
+  /**
+   * Where the pods may run. Default: control-plane Nodes only (they hold the cloud token and may
+   * delete Nodes, so not beside tenant workloads); a node selector for clusters whose control plane
+   * runs elsewhere (managed, or without kubelets); or, explicitly, any Node.
+   */
+  placement?: Placement;
 }
+
+export type Placement =
+  | { kind: 'control-plane' }
+  | { kind: 'node-selector'; labels: Record<string, string> }
+  | { kind: 'any-node' };
 
 export interface PolicyRule {
   apiGroups: string[];
@@ -78,7 +95,77 @@ function sorted(set: Set<string>): string[] {
   return [...set].sort();
 }
 
+/**
+ * Refuses an image a Node would pull from itself: with `localhost/…` (what podman names a local
+ * build) or `127.0.0.1:5000/…`, a Node without the image asks whatever listens on its own loopback,
+ * which any local user can serve, and the pod that image runs holds the cloud token.
+ */
+export function checkImage(image: string): void {
+  const reference = image.trim();
+  if (!reference || /\s/.test(reference)) {
+    throw new UsageError(
+      `--image ${JSON.stringify(image)} is not an image reference; use e.g. registry.example.com/ccm:0.1.0`,
+    );
+  }
+  const first = (reference.split('/')[0] ?? '').toLowerCase();
+  // The reference grammar (distribution/reference): the first component is a registry host only
+  // when it has a "." or ":" or is "localhost".
+  const isRegistry = reference.includes('/') && (/[.:]/.test(first) || first === 'localhost');
+  if (!isRegistry) return;
+  const host = first.startsWith('[') ? first.slice(1, first.indexOf(']')) : first.replace(/:\d+$/, '');
+  const loopback =
+    host === 'localhost' ||
+    host.endsWith('.localhost') ||
+    (isIP(host) === 4 && host.startsWith('127.')) ||
+    host === '::1' ||
+    host === '0.0.0.0';
+  if (loopback) {
+    throw new UsageError(
+      `--image ${reference} names a registry on the Node itself, which any local user could serve; push the image to a registry and pass that name (pinned by digest)`,
+    );
+  }
+}
+
+const NODE_SELECTOR_KEY =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const NODE_SELECTOR_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+
+/** `--node-selector key=value[,key=value…]` as kubectl's `-l` equality selectors, validated as labels. */
+export function parseNodeSelector(text: string): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const pair of text.split(',')) {
+    const eq = pair.indexOf('=');
+    const key = (eq < 0 ? pair : pair.slice(0, eq)).trim();
+    const value = eq < 0 ? undefined : pair.slice(eq + 1).trim();
+    if (value === undefined || !NODE_SELECTOR_KEY.test(key) || !NODE_SELECTOR_VALUE.test(value)) {
+      throw new UsageError(
+        `--node-selector "${text}" is not a list of label=value pairs; use e.g. --node-selector node-role.kubernetes.io/system=true`,
+      );
+    }
+    labels[key] = value;
+  }
+  return labels;
+}
+
+/** Where the pods run (see ManifestOptions.placement). */
+function placementOf(placement: Placement): {
+  nodeSelector?: Record<string, string>;
+  nodeAffinity?: Record<string, unknown>;
+} {
+  if (placement.kind === 'any-node') return {};
+  if (placement.kind === 'node-selector') return { nodeSelector: placement.labels };
+  return {
+    nodeAffinity: {
+      requiredDuringSchedulingIgnoredDuringExecution: {
+        nodeSelectorTerms: [{ matchExpressions: [{ key: LABEL_CONTROL_PLANE, operator: 'Exists' }] }],
+      },
+    },
+  };
+}
+
 export function renderManifests(provider: ProviderDefinition, options: ManifestOptions): K8sObject[] {
+  checkImage(options.image);
+  const { nodeSelector, nodeAffinity } = placementOf(options.placement ?? { kind: 'control-plane' });
   const { enabled, unavailable } = selectControllers(options.controllers);
   if (unavailable.length > 0) {
     throw new UsageError(`--controllers names ${unavailable.join(', ')}, which this build does not have`);
@@ -201,6 +288,8 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
     dnsPolicy: 'Default',
     // Nodes stay unschedulable for everything else until ccm initialises them: never be preempted.
     priorityClassName: 'system-cluster-critical',
+    ...(nodeSelector ? { nodeSelector } : {}),
+    ...(nodeAffinity ? { affinity: { nodeAffinity } } : {}),
     tolerations: [
       // Every Node carries this until ccm has initialised it; without it a new cluster deadlocks.
       { key: TAINT_UNINITIALIZED, operator: 'Exists', effect: 'NoSchedule' },
@@ -286,6 +375,7 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
             ...podSpec('controller', runArgs),
             // With hostNetwork two replicas on one Node would fight over the port: one per Node.
             affinity: {
+              ...(nodeAffinity ? { nodeAffinity } : {}),
               podAntiAffinity: {
                 requiredDuringSchedulingIgnoredDuringExecution: [
                   { labelSelector: { matchLabels: selector }, topologyKey: 'kubernetes.io/hostname' },

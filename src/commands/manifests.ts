@@ -9,15 +9,31 @@ export default class Manifests extends BaseCommand {
   static override summary = 'Print the manifests that run ccm in a cluster (RBAC, Deployment, CronJob)';
   static override description = [
     'Prints kubectl-appliable YAML for one provider: the ServiceAccount, a least-privilege ClusterRole (exactly what the enabled controllers call), the leader-election Role, a get-by-name Role on the credentials Secret, a Deployment of `ccm run` with two replicas and a PodDisruptionBudget and, with --cronjob, the `ccm nodes init` CronJob. The pods run before the CNI and on uninitialised Nodes.',
-    'Apply with: ccm manifests --provider X | kubectl apply --server-side -f -',
+    'The pods run on control-plane Nodes only (required node affinity on node-role.kubernetes.io/control-plane, whose taint they tolerate): they hold the cloud credentials and may delete Nodes. --node-selector or --any-node for clusters whose control plane runs elsewhere.',
+    'Apply with: ccm manifests --provider X --image <registry>/ccm:<version> | kubectl apply --server-side -f -',
   ].join('\n\n');
   static override examples = [
-    '<%= config.bin %> manifests --provider digitalocean | kubectl apply --server-side -f -',
-    '<%= config.bin %> manifests --provider digitalocean -o name',
-    '<%= config.bin %> manifests --provider cloudlycke --cronjob --out ./ccm-manifests',
+    '<%= config.bin %> manifests --provider digitalocean --image registry.example.com/ccm:0.1.0 | kubectl apply --server-side -f -',
+    '<%= config.bin %> manifests --provider digitalocean --image registry.example.com/ccm:0.1.0 -o name',
+    '<%= config.bin %> manifests --provider cloudlycke --image registry.example.com/ccm:0.1.0 --cronjob --out ./ccm-manifests',
+    '<%= config.bin %> manifests --provider openstack --image registry.example.com/ccm:0.1.0 --node-selector node-role.kubernetes.io/system=true',
   ];
   static override flags = {
-    image: Flags.string({ description: 'Image of ccm (pin it by digest in production)' }),
+    image: Flags.string({
+      description:
+        'Image of ccm, from a registry the Nodes pull from (pin it by digest), e.g. registry.example.com/ccm:0.1.0',
+    }),
+    'node-selector': Flags.string({
+      description:
+        'Run the pods on Nodes with these labels (key=value,…) instead of control-plane Nodes: for clusters whose control plane runs elsewhere',
+      exclusive: ['any-node'],
+    }),
+    'any-node': Flags.boolean({
+      description:
+        'Let the pods run on any Node, beside other workloads (they hold the cloud credentials and may delete Nodes)',
+      default: false,
+      exclusive: ['node-selector'],
+    }),
     namespace: Flags.string({
       description: 'Namespace of the Deployment, its Lease and ServiceAccount',
       default: 'kube-system',
@@ -47,10 +63,20 @@ export default class Manifests extends BaseCommand {
     const { flags } = await this.parse(Manifests);
     if (!flags.provider)
       throw new UsageError('no provider given; pass --provider (e.g. --provider cloudlycke)');
-    const { renderManifests, writeManifests } = await import('../cli/manifests.js');
+    // No default: there is no published image, and a made-up name would be pulled from wherever it points.
+    if (!flags.image)
+      throw new UsageError(
+        `no image given; pass --image <registry>/ccm:${this.config.version} (built by \`npm run image\`, pushed to a registry the Nodes pull from)`,
+      );
+    const { parseNodeSelector, renderManifests, writeManifests } = await import('../cli/manifests.js');
     const { manifestsReport, manifestsWrittenReport } = await import('../cli/manifests-report.js');
     const objects = renderManifests(await loadProvider(flags.provider), {
-      image: flags.image ?? `localhost/ccm:${this.config.version}`,
+      image: flags.image,
+      placement: flags['any-node']
+        ? { kind: 'any-node' }
+        : flags['node-selector']
+          ? { kind: 'node-selector', labels: parseNodeSelector(flags['node-selector']) }
+          : { kind: 'control-plane' },
       namespace: flags.namespace,
       controllers: flags.controllers,
       ...(flags['credentials-secret'] ? { credentialsSecret: flags['credentials-secret'] } : {}),

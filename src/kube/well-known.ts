@@ -4,6 +4,8 @@ export const TAINT_UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitializ
 export const TAINT_SHUTDOWN = 'node.cloudprovider.kubernetes.io/shutdown';
 export const TAINT_NOT_READY = 'node.kubernetes.io/not-ready';
 export const TAINT_CONTROL_PLANE = 'node-role.kubernetes.io/control-plane';
+/** kubeadm labels (and taints) its control-plane Nodes with this key, value empty. */
+export const LABEL_CONTROL_PLANE = 'node-role.kubernetes.io/control-plane';
 
 /** Set by the kubelet from `--node-ip`: one IP or a dual-stack pair, comma-separated. */
 export const ANNOTATION_PROVIDED_NODE_IP = 'alpha.kubernetes.io/provided-node-ip';

@@ -122,7 +122,7 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
     changedKeys: [],
     notStored,
     next: [
-      `ccm manifests --provider ${definition.name} --credentials-secret ${namespace}/${name} | kubectl apply --server-side -f -`,
+      `ccm manifests --provider ${definition.name} --image <registry>/ccm:<version> --credentials-secret ${namespace}/${name} | kubectl apply --server-side -f -`,
       `ccm run --provider ${definition.name} --credentials-secret ${namespace}/${name}`,
     ],
   };

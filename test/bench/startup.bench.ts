@@ -35,7 +35,10 @@ const cases: [name: string, args: string[]][] = [
   ['start: run', [bin, 'run', '--provider', 'cloudlycke', ...bad]],
   ['start: cluster prepare', [bin, 'cluster', 'prepare', '--provider', 'cloudlycke', ...bad]],
   ['start: secret create', [bin, 'secret', 'create', '--provider', 'digitalocean', '--dry-run', ...bad]],
-  ['start: manifests', [bin, 'manifests', '--provider', 'digitalocean']],
+  [
+    'start: manifests',
+    [bin, 'manifests', '--provider', 'digitalocean', '--image', 'registry.example.com/ccm:0.1.0'],
+  ],
 ];
 
 function once(args: string[]): number {

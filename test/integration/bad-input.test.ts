@@ -330,7 +330,7 @@ describe('start-up', () => {
       ['run', '--provider', 'cloudlycke', ...missing],
       ['cluster', 'prepare', '--provider', 'cloudlycke', ...missing],
       ['secret', 'create', '--provider', 'digitalocean', '--dry-run', ...missing],
-      ['manifests', '--provider', 'digitalocean'],
+      ['manifests', '--provider', 'digitalocean', '--image', 'registry.example.com/ccm:0.1.0'],
     ]) {
       writeFileSync(trace, '');
       const run = await execa(process.execPath, ['--import', tracer, bin, ...args], {

@@ -55,7 +55,7 @@ let applied: KubernetesObject[];
 async function generatedDocuments(): Promise<KubernetesObject[]> {
   return renderManifests(await loadProvider('cloudlycke'), {
     cronjob: true,
-    image: 'localhost/ccm:test',
+    image: 'registry.example.com/ccm:test',
     namespace: NAMESPACE,
     controllers: '*',
     leaseName: 'cloud-controller-manager',
@@ -183,7 +183,7 @@ describe('the generated CronJob', () => {
     }
   });
 
-  it('schedules one pass at a time that can run before the CNI on any Node, as its own ServiceAccount', async () => {
+  it('schedules one pass at a time that can run before the CNI on control-plane Nodes, as its own ServiceAccount', async () => {
     const cron = await kc.makeApiClient(BatchV1Api).readNamespacedCronJob({
       name: 'ccm-nodes-init',
       namespace: NAMESPACE,
@@ -212,9 +212,17 @@ describe('the generated CronJob', () => {
       securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
     });
     expect(['Never', 'OnFailure']).toContain(pod?.restartPolicy);
-    // It must be able to run on any Node, initialised or not.
+    // It runs on control-plane Nodes only (it holds the cloud credentials), initialised or not.
     expect(pod?.nodeSelector).toBeUndefined();
-    expect(pod?.affinity).toBeUndefined();
+    expect(pod?.affinity).toEqual({
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [
+            { matchExpressions: [{ key: 'node-role.kubernetes.io/control-plane', operator: 'Exists' }] },
+          ],
+        },
+      },
+    });
     expect(pod?.tolerations).toEqual(
       expect.arrayContaining([
         { key: 'node.cloudprovider.kubernetes.io/uninitialized', operator: 'Exists', effect: 'NoSchedule' },

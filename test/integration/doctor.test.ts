@@ -162,7 +162,13 @@ beforeAll(async () => {
   kc.setCurrentContext('fixtures');
   core = kc.makeApiClient(CoreV1Api);
   objects = KubernetesObjectApi.makeApiClient(kc);
-  const printed = await ccm(['manifests', '--provider', 'digitalocean']);
+  const printed = await ccm([
+    'manifests',
+    '--provider',
+    'digitalocean',
+    '--image',
+    'registry.example.com/ccm:test',
+  ]);
   expect(printed.exitCode).toBe(0);
   manifests = parseAllDocuments(printed.stdout).map((d) => d.toJS() as KubernetesObject);
 });

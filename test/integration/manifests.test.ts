@@ -32,6 +32,7 @@ const NS = 'kube-system';
 const SA_USER = `system:serviceaccount:${NS}:ccm`;
 const LEASE = 'cloud-controller-manager';
 const SECRET = 'ccm-test-credentials';
+const IMAGE_ARGS = ['manifests', '--provider', 'digitalocean', '--image', 'registry.example.com/ccm:0.1.0'];
 
 let cp: ControlPlane;
 let core: CoreV1Api;
@@ -78,7 +79,7 @@ afterEach(async (ctx) => {
 
 async function render(provider: string, extra: { credentialsSecret?: string } = {}) {
   return renderManifests(await loadProvider(provider), {
-    image: 'localhost/ccm:test',
+    image: 'registry.example.com/ccm:test',
     namespace: NS,
     controllers: '*',
     cronjob: true,
@@ -119,8 +120,22 @@ describe('ccm manifests', () => {
 });
 
 describe('the built CLI', () => {
+  it('`ccm manifests` without --image, or with a registry on localhost, says so in one line, exit 2', async () => {
+    const none = await ccm(['manifests', '--provider', 'digitalocean']);
+    expect(none).toMatchObject({ exitCode: 2, stdout: '' });
+    expect(none.stderr).toMatch(/^ccm: no image given; pass --image <registry>\/ccm:\d+\.\d+\.\d+ [^\n]*$/);
+    const local = await ccm(['manifests', '--provider', 'digitalocean', '--image', 'localhost/ccm:0.1.0']);
+    expect(local).toMatchObject({ exitCode: 2, stdout: '' });
+    expect(local.stderr).toMatch(
+      /^ccm: --image localhost\/ccm:0\.1\.0 names a registry on the Node itself, [^\n]*$/,
+    );
+    const both = await ccm([...IMAGE_ARGS, '--node-selector', 'a=b', '--any-node']);
+    expect(both.exitCode).toBe(2);
+    expect(both.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
   it('`ccm manifests` off a terminal prints YAML that server-side apply takes as it is; -o name lists it', async () => {
-    const run = await ccm(['manifests', '--provider', 'digitalocean']);
+    const run = await ccm(IMAGE_ARGS);
     expect(run.stderr).toBe('');
     expect(run.exitCode).toBe(0);
     const docs = parseAllDocuments(run.stdout).map((d) => d.toJS() as KubernetesObject);
@@ -129,7 +144,7 @@ describe('the built CLI', () => {
     const account = await core.readNamespacedServiceAccount({ name: 'ccm', namespace: NS });
     expect(account.metadata?.name).toBe('ccm');
 
-    const names = await ccm(['manifests', '--provider', 'digitalocean', '-o', 'name']);
+    const names = await ccm([...IMAGE_ARGS, '-o', 'name']);
     expect(names.stdout.trim().split('\n')).toEqual(
       docs.map((d) => {
         const group = d.apiVersion?.includes('/') ? `.${d.apiVersion.split('/')[0]}` : '';

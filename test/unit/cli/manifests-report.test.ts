@@ -23,7 +23,7 @@ const pipe: Terminal = {
 
 async function objects() {
   return renderManifests(await loadProvider('cloudlycke'), {
-    image: 'localhost/ccm:test',
+    image: 'registry.example.com/ccm:test',
     namespace: 'kube-system',
     controllers: '*',
     cronjob: true,

@@ -65,7 +65,7 @@ function find(kind: string, name: string): Obj {
 
 beforeAll(async () => {
   objects = renderManifests(await loadProvider('cloudlycke'), {
-    image: 'localhost/ccm:test',
+    image: 'registry.example.com/ccm:test',
     namespace: 'kube-system',
     controllers: '*',
     cronjob: true,

@@ -1,0 +1,119 @@
+/**
+ * Where the generated pods may run, and which images `ccm manifests` accepts. The pods hold the cloud
+ * credentials and the right to delete Nodes: by default only control-plane Nodes take them (issue 22,
+ * item 4), and never an image a Node would pull from its own loopback (item 6).
+ */
+import type { V1Node, V1PodSpec } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import {
+  checkImage,
+  type Placement,
+  parseNodeSelector,
+  renderManifests,
+} from '../../../src/cli/manifests.js';
+import { loadProvider } from '../../../src/providers/registry.js';
+import { nodeObject } from '../../controlplane/fixtures.js';
+import { whyNotSchedulable } from '../../helpers/scheduling.js';
+
+const NOT_READY = [
+  { key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' },
+  { key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' },
+];
+/** As kubeadm registers them with --cloud-provider=external, before ccm and the CNI run. */
+const nodes: Record<string, V1Node> = {
+  'control-plane': nodeObject({
+    name: 'cp-1',
+    ready: false,
+    labels: { 'node-role.kubernetes.io/control-plane': '' },
+    taints: [{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }, ...NOT_READY],
+  }),
+  worker: nodeObject({ name: 'worker-1', ready: false, taints: NOT_READY }),
+  system: nodeObject({ name: 'system-1', labels: { 'pool.example.com/role': 'system' } }),
+};
+
+async function pods(placement?: Placement): Promise<Record<string, V1PodSpec>> {
+  const objects = renderManifests(await loadProvider('digitalocean'), {
+    image: 'registry.example.com/ccm:0.1.0',
+    namespace: 'kube-system',
+    controllers: '*',
+    cronjob: true,
+    leaseName: 'cloud-controller-manager',
+    ...(placement ? { placement } : {}),
+  }) as unknown as { kind: string; spec: unknown }[];
+  const deployment = objects.find((o) => o.kind === 'Deployment')?.spec as {
+    template: { spec: V1PodSpec };
+  };
+  const cronjob = objects.find((o) => o.kind === 'CronJob')?.spec as {
+    jobTemplate: { spec: { template: { spec: V1PodSpec } } };
+  };
+  return { Deployment: deployment.template.spec, CronJob: cronjob.jobTemplate.spec.template.spec };
+}
+
+function placed(pod: V1PodSpec): string[] {
+  return Object.entries(nodes)
+    .filter(([, node]) => whyNotSchedulable(pod, node) === undefined)
+    .map(([role]) => role);
+}
+
+describe('ccm manifests: where the pods run', () => {
+  it('by default only on control-plane Nodes, initialised or not, never on a worker', async () => {
+    for (const [kind, pod] of Object.entries(await pods())) {
+      expect(placed(pod), kind).toEqual(['control-plane']);
+      expect(whyNotSchedulable(pod, nodes.worker as V1Node), kind).toBe('required node affinity');
+      expect(pod.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution).toEqual({
+        nodeSelectorTerms: [
+          { matchExpressions: [{ key: 'node-role.kubernetes.io/control-plane', operator: 'Exists' }] },
+        ],
+      });
+    }
+    // The replicas still spread one per Node (hostNetwork, one port).
+    expect((await pods()).Deployment?.affinity?.podAntiAffinity).toBeDefined();
+  });
+
+  it('--node-selector: only on the Nodes with those labels', async () => {
+    const labels = parseNodeSelector('pool.example.com/role=system');
+    for (const [kind, pod] of Object.entries(await pods({ kind: 'node-selector', labels }))) {
+      expect(placed(pod), kind).toEqual(['system']);
+      expect(pod.affinity?.nodeAffinity, kind).toBeUndefined();
+    }
+  });
+
+  it('--any-node: on every Node, also before it is initialised', async () => {
+    for (const [kind, pod] of Object.entries(await pods({ kind: 'any-node' }))) {
+      expect(placed(pod), kind).toEqual(['control-plane', 'worker', 'system']);
+    }
+  });
+
+  it('--node-selector takes label=value pairs and refuses anything else in one line', () => {
+    expect(parseNodeSelector('a=b,example.com/c=')).toEqual({ a: 'b', 'example.com/c': '' });
+    for (const bad of ['a', 'a=b,', '=b', 'a=b c', 'a=-b', 'exa mple/a=b']) {
+      expect(() => parseNodeSelector(bad), bad).toThrow(
+        /^--node-selector ".*" is not a list of label=value pairs; use e\.g\./,
+      );
+    }
+  });
+});
+
+describe('ccm manifests: the image', () => {
+  it.each([
+    'localhost/ccm:0.1.0',
+    'localhost:5000/ccm:0.1.0',
+    'LOCALHOST:5000/ccm',
+    'registry.localhost/ccm:0.1.0',
+    '127.0.0.1:5000/ccm:0.1.0',
+    '127.1.2.3/ccm',
+    '[::1]:5000/ccm:0.1.0',
+  ])('refuses %s, a registry on the Node itself', (image) => {
+    expect(() => checkImage(image)).toThrow(/names a registry on the Node itself/);
+  });
+
+  it.each([
+    'registry.example.com/ccm:0.1.0',
+    'registry.example.com:5000/team/ccm@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef',
+    'ghcr.io/example/ccm:0.1.0',
+    'example/localhost:1',
+    '10.0.0.5:5000/ccm:0.1.0',
+  ])('takes %s', (image) => {
+    expect(() => checkImage(image)).not.toThrow();
+  });
+});
