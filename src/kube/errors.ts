@@ -24,3 +24,8 @@ export class KubeUnreachableError extends Error {
 export class NotLeaderError extends Error {
   override name = 'NotLeaderError';
 }
+
+/** An answer, or one watch event, larger than ccm reads (transport.ts): the endpoint is broken. */
+export class KubeResponseTooLargeError extends Error {
+  override name = 'KubeResponseTooLargeError';
+}

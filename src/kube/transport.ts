@@ -2,7 +2,7 @@ import type { Agent as HttpAgent, IncomingMessage } from 'node:http';
 import { nodeHttp, nodeHttps, nodeTls } from '../node-modules.js';
 import type { ClusterAccess } from './config.js';
 import type { Credential } from './credentials.js';
-import { KubeApiError, KubeUnreachableError, NotLeaderError } from './errors.js';
+import { KubeApiError, KubeResponseTooLargeError, KubeUnreachableError, NotLeaderError } from './errors.js';
 import { ListStreamParser } from './list-stream.js';
 import { decodeProtobufStatus } from './status.js';
 
@@ -41,6 +41,15 @@ export interface TransportOptions {
 
 const TIMEOUT_MS = 30_000;
 const MAX_CONNECTIONS = 64;
+/**
+ * The most read of one answer (or, of a streamed list, between two items), and of one watch event:
+ * an endpoint that streams without end must fail the request, not grow the heap until the controller
+ * is killed and restarted into the same. A page of 500 Nodes is a few MiB; the API server itself
+ * refuses objects above 1.5 MiB (etcd's request limit), so one event is far below the line cap.
+ */
+export const MAX_BODY_BYTES = 64 * 1024 * 1024;
+export const MAX_LINE_BYTES = 16 * 1024 * 1024;
+const MiB = 1024 * 1024;
 
 /** How the response body is consumed. */
 type BodyMode =
@@ -256,49 +265,83 @@ export class KubeTransport {
             res.on('end', () => succeed({ status, contentType })).resume();
             return;
           }
+          const stop = (err: unknown) => {
+            res.destroy();
+            done(() => reject(err));
+          };
+          const tooLarge = (what: string, limit: number) =>
+            stop(
+              new KubeResponseTooLargeError(
+                `${req.method} ${req.path.split('?')[0]}: ${what} is larger than ${limit / MiB} MiB; ccm stopped reading it (is ${this.server} a Kubernetes API server?)`,
+              ),
+            );
           if (ok && mode.kind === 'list' && contentType.includes('json')) {
             const parser = mode.parser();
+            let sinceItem = 0;
+            let items = 0;
             res.on('data', (c: Buffer) => {
               try {
                 parser.write(c);
               } catch (err) {
-                res.destroy();
-                done(() => reject(err));
+                return stop(err);
               }
+              sinceItem = parser.items === items ? sinceItem + c.length : 0;
+              items = parser.items;
+              if (sinceItem > MAX_BODY_BYTES) tooLarge('an item of the list', MAX_BODY_BYTES);
             });
             res.on('end', () => succeed({ status, contentType, streamed: true }));
             return;
           }
           if (status === 200 && mode.kind === 'lines') {
             r.setTimeout(0);
-            let rest = '';
-            res.setEncoding('utf8');
-            res.on('data', (chunk: string) => {
-              rest += chunk;
-              let nl = rest.indexOf('\n');
-              while (nl >= 0) {
-                const line = rest.slice(0, nl);
-                rest = rest.slice(nl + 1);
-                if (line.trim()) {
-                  try {
-                    mode.onLine(line);
-                  } catch (err) {
-                    res.destroy();
-                    done(() => reject(err));
-                    return;
-                  }
+            // The unfinished line, as the chunks it came in (never re-scanned: only new chunks are searched).
+            let parts: Buffer[] = [];
+            let pending = 0;
+            const emit = (line: Buffer) => {
+              const text = line.toString('utf8');
+              if (text.trim()) mode.onLine(text);
+            };
+            res.on('data', (chunk: Buffer) => {
+              let start = 0;
+              try {
+                for (let nl = chunk.indexOf(0x0a); nl >= 0; nl = chunk.indexOf(0x0a, start)) {
+                  if (pending + nl - start > MAX_LINE_BYTES) break;
+                  const tail = chunk.subarray(start, nl);
+                  emit(parts.length > 0 ? Buffer.concat([...parts, tail]) : tail);
+                  parts = [];
+                  pending = 0;
+                  start = nl + 1;
+                  if (settled) return;
                 }
-                nl = rest.indexOf('\n');
+              } catch (err) {
+                return stop(err);
               }
+              const rest = chunk.subarray(start);
+              if (rest.length > 0) {
+                parts.push(rest);
+                pending += rest.length;
+              }
+              if (pending > MAX_LINE_BYTES) tooLarge('a line of the watch', MAX_LINE_BYTES);
             });
             res.on('end', () => {
-              if (rest.trim() && !settled) mode.onLine(rest);
+              if (pending > 0 && !settled) {
+                try {
+                  emit(Buffer.concat(parts));
+                } catch (err) {
+                  return stop(err);
+                }
+              }
               succeed({ status, contentType, streamed: true });
             });
             return;
           }
           const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
+          let size = 0;
+          res.on('data', (c: Buffer) => {
+            size += c.length;
+            if (size > MAX_BODY_BYTES) tooLarge('the answer', MAX_BODY_BYTES);
+            else chunks.push(c);
+          });
           res.on('end', () => succeed({ status, contentType, body: Buffer.concat(chunks) }));
         },
       );

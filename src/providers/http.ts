@@ -86,6 +86,13 @@ export interface HttpResponse<T> {
   body: T;
 }
 
+/**
+ * The largest answer read, whole: a broken or hostile endpoint streaming without end would otherwise
+ * grow the heap until the controller is killed, and again at every restart. The largest real answer,
+ * a page of 200 droplets or 1,000 Nova servers, is a few MiB.
+ */
+export const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
+
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
 const RATE_LIMITS = [429, 420];
 const REDACTED = '[REDACTED]';
@@ -233,11 +240,20 @@ export class HttpClient {
     url: URL,
     init: RequestInit,
   ): Promise<{ res?: Response; text: string; error?: unknown }> {
+    let res: Response | undefined;
     try {
       // Redirects are not followed: fetch would carry X-Auth-Token along to another host.
-      const res = await this.fetch(url, { ...init, redirect: 'manual' });
-      return { res, text: await res.text() };
+      res = await this.fetch(url, { ...init, redirect: 'manual' });
+      return { res, text: await readCapped(res) };
     } catch (error) {
+      if (error instanceof ResponseTooLarge) {
+        return {
+          text: '',
+          error: new InvalidConfigError(
+            `${init.method} ${url.pathname}: the answer is larger than ${MAX_RESPONSE_BYTES / 1024 ** 2} MiB, ccm stopped reading it; check the API URL`,
+          ),
+        };
+      }
       return { text: '', error };
     }
   }
@@ -353,6 +369,32 @@ export class HttpClient {
     if (code !== undefined) statuses.set(err, code);
     return err;
   }
+}
+
+class ResponseTooLarge extends Error {}
+
+/** The body as text, or ResponseTooLarge as soon as it passes MAX_RESPONSE_BYTES (the rest is not read). */
+async function readCapped(res: Response): Promise<string> {
+  if (!res.body) return '';
+  const declared = Number(res.headers.get('content-length'));
+  if (declared > MAX_RESPONSE_BYTES) {
+    await res.body.cancel().catch(() => {});
+    throw new ResponseTooLarge();
+  }
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_RESPONSE_BYTES) {
+      await reader.cancel().catch(() => {});
+      throw new ResponseTooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 function encodeBody(body: unknown): { body?: string; contentType?: string } {

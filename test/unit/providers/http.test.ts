@@ -13,6 +13,7 @@ import {
   HttpClient,
   type HttpClientOptions,
   httpStatus,
+  MAX_RESPONSE_BYTES,
   redact,
 } from '../../../src/providers/http.js';
 
@@ -181,6 +182,54 @@ describe('HttpClient: success', () => {
     const err = await failure(client().http.get('/v2/droplets'));
     expect(err).toBeInstanceOf(InvalidConfigError);
     expect(err.message).toBe('GET /v2/droplets: 200 returned text/html that is not JSON; check the API URL');
+  });
+});
+
+describe('HttpClient: answers without end', () => {
+  /** Streams 1 MiB chunks of a JSON-looking body until the client hangs up; resolves with the bytes sent. */
+  function endless(status: number, headers: Record<string, string> = {}): Promise<number> {
+    return new Promise((resolve) => {
+      handler = (_req, res) => {
+        res.writeHead(status, { 'content-type': 'application/json', ...headers });
+        const chunk = Buffer.alloc(1024 * 1024, 0x20);
+        let sent = 0;
+        const pump = () => {
+          while (!res.destroyed) {
+            sent += chunk.length;
+            if (!res.write(chunk)) return void res.once('drain', pump);
+          }
+        };
+        res.on('close', () => resolve(sent));
+        res.write('{"droplets": [');
+        pump();
+      };
+    });
+  }
+
+  it.each([200, 500])(
+    'stops reading a %i body past 64 MiB: one InvalidConfigError, no retry',
+    async (status) => {
+      const sent = endless(status);
+      const { http, sleeps } = client();
+      const err = await failure(http.get('/v2/droplets'));
+      expect(err).toBeInstanceOf(InvalidConfigError);
+      expect(err.message).toBe(
+        'GET /v2/droplets: the answer is larger than 64 MiB, ccm stopped reading it; check the API URL',
+      );
+      expect(sleeps).toEqual([]);
+      expect(seen).toHaveLength(1);
+      // The connection was closed: the server did not go on sending (much) more than the cap.
+      expect(await sent).toBeLessThan(MAX_RESPONSE_BYTES + 64 * 1024 * 1024);
+    },
+  );
+
+  it('refuses a body that declares a length above the cap before reading it', async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(2 ** 40) });
+      res.write('{');
+    };
+    const err = await failure(client().http.get('/v2/droplets'));
+    expect(err.message).toMatch(/larger than 64 MiB/);
   });
 });
 
