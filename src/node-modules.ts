@@ -1,5 +1,5 @@
 /**
- * node:http, node:https, node:tls, node:crypto and node:child_process through require(), each
+ * node:http, node:https, node:tls, node:crypto, node:child_process and node:util through require(), each
  * loaded on first use.
  *
  * An ESM `import … from 'node:http'` makes Node build a facade that reads every export, and the
@@ -27,3 +27,5 @@ export const nodeHttps = onFirstUse<typeof import('node:https')>('node:https');
 export const nodeTls = onFirstUse<typeof import('node:tls')>('node:tls');
 export const nodeCrypto = onFirstUse<typeof import('node:crypto')>('node:crypto');
 export const nodeChildProcess = onFirstUse<typeof import('node:child_process')>('node:child_process');
+/** Its ESM facade would load worker_threads at start. */
+export const nodeUtil = onFirstUse<typeof import('node:util')>('node:util');

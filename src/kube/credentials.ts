@@ -1,5 +1,5 @@
 import { readFileSync, statSync } from 'node:fs';
-import { nodeChildProcess } from '../node-modules.js';
+import { nodeChildProcess, nodeUtil } from '../node-modules.js';
 import { KubeConfigError } from './errors.js';
 import type { ExecConfig, KubeconfigCluster, KubeconfigUser } from './kubeconfig-file.js';
 
@@ -35,6 +35,8 @@ export interface CredentialOptions {
   /** Whether an exec plugin may talk to the person at the terminal. */
   interactive: boolean;
   now?: () => number;
+  /** How long an exec plugin may run before it is killed; default 30 s, 5 min when it may prompt. */
+  execTimeoutMs?: number;
 }
 
 /** A file is checked for changes at most this often (one stat). */
@@ -102,15 +104,46 @@ interface ExecResult {
 
 const EXEC_API_VERSIONS = ['client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1'];
 
+/**
+ * Text a plugin (or the kubeconfig) wrote, made safe to print on a terminal: escape sequences, other
+ * control characters and bidirectional overrides are removed, so a plugin cannot rewrite what the
+ * operator sees (move the cursor, clear the screen, set the title, hide text).
+ */
+export function printable(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: removing control characters is the point
+  const controls = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  return nodeUtil().stripVTControlCharacters(text).replace(/\t/g, ' ').replace(controls, '');
+}
+
 function lastLine(text: string): string {
-  const lines = text.split('\n').filter((l) => l.trim() !== '');
+  const lines = printable(text)
+    .split('\n')
+    .filter((l) => l.trim() !== '');
   return (lines[lines.length - 1] ?? '').trim().slice(0, 300);
+}
+
+/** Plain exec plugins get no chance to prompt; one that may ask the person at the terminal gets longer. */
+const EXEC_TIMEOUT_MS = 30_000;
+const INTERACTIVE_EXEC_TIMEOUT_MS = 5 * 60_000;
+
+/**
+ * The environment a plugin inherits, without the variables that carry a cloud credential of ccm's
+ * (the secret fields of every provider's credential schema, e.g. DO_ACCESS_TOKEN): a plugin is
+ * someone else's program. The kubeconfig's own `env` entries are added after, so a plugin that needs
+ * one is given it there, explicitly.
+ */
+async function pluginEnvironment(
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<Record<string, string | undefined>> {
+  const { credentialEnvNames } = await import('../providers/registry.js');
+  const hidden = new Set(await credentialEnvNames());
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !hidden.has(name)));
 }
 
 /** Runs an exec credential plugin once (client.authentication.k8s.io, v1 or v1beta1). */
 async function runExecPlugin(exec: ExecConfig, options: CredentialOptions): Promise<ExecResult> {
   const apiVersion = exec.apiVersion ?? 'client.authentication.k8s.io/v1';
-  const plugin = `exec credential plugin "${exec.command}" of user ${options.userName}`;
+  const plugin = `exec credential plugin "${printable(exec.command)}" of user ${printable(options.userName)}`;
   if (!EXEC_API_VERSIONS.includes(apiVersion)) {
     throw new KubeConfigError(
       `the ${plugin} uses apiVersion ${apiVersion}; use one of ${EXEC_API_VERSIONS.join(', ')}`,
@@ -150,34 +183,60 @@ async function runExecPlugin(exec: ExecConfig, options: CredentialOptions): Prom
         : {}),
     },
   };
-  const env: Record<string, string | undefined> = { ...options.env };
+  const env = await pluginEnvironment(options.env);
   for (const { name, value } of exec.env) env[name] = value;
   env.KUBERNETES_EXEC_INFO = JSON.stringify(info);
+  const timeoutMs = options.execTimeoutMs ?? (interactive ? INTERACTIVE_EXEC_TIMEOUT_MS : EXEC_TIMEOUT_MS);
 
-  const { code, stdout, stderr, error } = await new Promise<{
+  const { code, stdout, stderr, error, timedOut } = await new Promise<{
     code: number | null;
     stdout: string;
     stderr: string;
     error?: NodeJS.ErrnoException;
+    timedOut?: boolean;
   }>((resolve) => {
     const child = nodeChildProcess().spawn(exec.command, exec.args, {
       env,
       stdio: [interactive ? 'inherit' : 'ignore', 'pipe', interactive ? 'inherit' : 'pipe'],
+      // Its own process group, so a timeout also ends what it started; one that may prompt stays in
+      // the terminal's foreground group, where it can read the keyboard.
+      detached: !interactive,
     });
     let out = '';
     let err = '';
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        if (!interactive && child.pid) process.kill(-child.pid, 'SIGKILL');
+        else child.kill('SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
+    }, timeoutMs);
     child.stdout?.setEncoding('utf8').on('data', (c: string) => {
       out += c;
     });
     child.stderr?.setEncoding('utf8').on('data', (c: string) => {
       err += c;
     });
-    child.on('error', (e) => resolve({ code: null, stdout: out, stderr: err, error: e }));
-    child.on('close', (c) => resolve({ code: c, stdout: out, stderr: err }));
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      resolve({ code: null, stdout: out, stderr: err, error: e });
+    });
+    child.on('close', (c) => {
+      clearTimeout(timer);
+      resolve({ code: c, stdout: out, stderr: err, timedOut });
+    });
   });
   if (error) {
     const hint = exec.installHint ? `: ${lastLine(exec.installHint)}` : '; install it or fix the kubeconfig';
     throw new KubeConfigError(`the ${plugin} could not be started (${error.code ?? error.message})${hint}`);
+  }
+  if (timedOut) {
+    throw new KubeConfigError(
+      `the ${plugin} did not finish within ${timeoutMs / 1000} s and was stopped; run it by hand to see what it waits for`,
+    );
   }
   if (code !== 0) {
     const why = lastLine(stderr);

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { parse } from 'yaml';
 import { InvalidConfigError } from '../errors.js';
 
 /**
@@ -65,6 +65,8 @@ export function cloudsYamlGlobal(files: readonly string[], name: string | undefi
 
 function fromDocument(text: string, file: string, wanted: string | undefined): Record<string, string> {
   let doc: unknown;
+  // `yaml` costs ~14 MB to load: required only when a clouds.yaml is read, not with the credential schema.
+  const { parse } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
   try {
     doc = parse(text);
   } catch (err) {

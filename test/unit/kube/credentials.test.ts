@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type CredentialOptions, createCredentials } from '../../../src/kube/credentials.js';
 import type { KubeconfigUser } from '../../../src/kube/kubeconfig-file.js';
+import { credentialEnvNames } from '../../../src/providers/registry.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ccm-credentials-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -157,6 +158,101 @@ describe('credentials', () => {
       }),
     );
     await expect(c.current()).rejects.toThrow(/could not be started \(ENOENT\): brew install it/);
+  });
+
+  it('an exec plugin that hangs is killed after the timeout, with what it started', async () => {
+    const base = join(dir, `hang-${Math.random().toString(36).slice(2)}`);
+    // It starts a helper of its own, records both process ids, and waits for ever.
+    writeFileSync(`${base}.sh`, `#!/bin/bash\nsleep 600 &\necho "$$ $!" > "${base}.pids"\nsleep 600\n`);
+    chmodSync(`${base}.sh`, 0o755);
+    const c = createCredentials(
+      options(
+        { exec: { command: `${base}.sh`, args: [], env: [], provideClusterInfo: false } },
+        { execTimeoutMs: 3000 },
+      ),
+    );
+    await expect(c.current()).rejects.toThrow(
+      /^the exec credential plugin ".*hang-\w+\.sh" of user u did not finish within 3 s and was stopped; run it by hand to see what it waits for$/,
+    );
+    const pids = readFileSync(`${base}.pids`, 'utf8').trim().split(' ').map(Number);
+    expect(pids).toHaveLength(2);
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    await expect.poll(() => pids.filter(alive), { timeout: 10_000 }).toEqual([]);
+  });
+
+  it("an exec plugin does not inherit ccm's cloud credential variables; the kubeconfig's env still reaches it", async () => {
+    const hidden = await credentialEnvNames();
+    // From the providers' schemas: every secret field's variables, nothing that is not a secret.
+    expect(hidden).toEqual(expect.arrayContaining(['DO_ACCESS_TOKEN', 'BRIGHTBOX_CLIENT_SECRET']));
+    expect(hidden).toEqual(expect.arrayContaining(['TRITON_KEY_MATERIAL', 'SDC_KEY_PASSPHRASE']));
+    expect(hidden).not.toContain('SSH_AUTH_SOCK');
+    expect(hidden).not.toContain('DO_OVERRIDE_URL');
+    const base = join(dir, `env-${Math.random().toString(36).slice(2)}`);
+    writeFileSync(`${base}.sh`, `#!/bin/bash\nenv > "${base}.env"\necho '${cred({ token: 't' })}'\n`);
+    chmodSync(`${base}.sh`, 0o755);
+    const env = Object.fromEntries(hidden.map((name) => [name, `secret-of-${name}`]));
+    const c = createCredentials(
+      options(
+        {
+          exec: {
+            command: `${base}.sh`,
+            args: [],
+            env: [{ name: 'PLUGIN_TOKEN', value: 'given-by-the-kubeconfig' }],
+            provideClusterInfo: false,
+          },
+        },
+        { env: { ...env, PATH: process.env.PATH, KEEP_ME: 'kept' } },
+      ),
+    );
+    expect((await c.current()).headers.authorization).toBe('Bearer t');
+    const seen = readFileSync(`${base}.env`, 'utf8');
+    expect(seen).toContain('KEEP_ME=kept\n');
+    expect(seen).toContain('PLUGIN_TOKEN=given-by-the-kubeconfig\n');
+    for (const name of hidden) expect(seen).not.toContain(`secret-of-${name}`);
+  });
+
+  it("strips control characters from a plugin's stderr and from the install hint", async () => {
+    const hostile = '\u001b[2J\u001b]0;owned\u0007bad \u001b[31mthing\rX\u202e\u0008!';
+    const base = join(dir, `ansi-${Math.random().toString(36).slice(2)}`);
+    writeFileSync(`${base}.err`, `${hostile}\n`);
+    writeFileSync(`${base}.sh`, `#!/bin/bash\ncat "${base}.err" >&2\nexit 1\n`);
+    chmodSync(`${base}.sh`, 0o755);
+    const failing = createCredentials(
+      options({ exec: { command: `${base}.sh`, args: [], env: [], provideClusterInfo: false } }),
+    );
+    const err = await failing.current().then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(err?.message).toMatch(/exited with status 1: bad thingX!$/);
+    const missing = createCredentials(
+      options({
+        exec: {
+          command: 'ccm-no-such-plugin',
+          args: [],
+          env: [],
+          provideClusterInfo: false,
+          installHint: hostile,
+        },
+      }),
+    );
+    const hint = await missing.current().then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(hint?.message).toMatch(/could not be started \(ENOENT\): bad thingX!$/);
+    const unprintable = [...(err?.message ?? ''), ...(hint?.message ?? '')].filter((c) => {
+      const code = c.codePointAt(0) ?? 0;
+      return code < 0x20 || (code >= 0x7f && code <= 0x9f) || code === 0x202e;
+    });
+    expect(unprintable).toEqual([]);
   });
 
   it('interactiveMode Always without a terminal is refused', async () => {
