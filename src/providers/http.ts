@@ -271,6 +271,11 @@ export class HttpClient {
         );
       }
     } else {
+      try {
+        refuseUnsafePath(path);
+      } catch (err) {
+        throw new InvalidConfigError(redact((err as Error).message, this.options.secrets?.() ?? []));
+      }
       url = new URL(`${this.base}/${path.replace(/^\/+/, '')}`);
     }
     for (const [key, value] of Object.entries(query ?? {})) {
@@ -469,4 +474,29 @@ function pickMessage(value: unknown, depth: number): string | undefined {
   // OpenStack wraps an error in one key named after the fault: {"itemNotFound": {"message": …}}.
   const keys = Object.keys(record);
   return keys.length === 1 && keys[0] ? pickMessage(record[keys[0]], depth + 1) : undefined;
+}
+
+/**
+ * Ids from Node and Service objects end up in request paths. URL parsing resolves `.` and `..` (also
+ * percent-encoded, which encodeURIComponent leaves alone), so `load-balancer-id: ../droplets` would send
+ * an authenticated request to another endpoint. No cloud issues such an id: refuse the request.
+ */
+function refuseUnsafePath(path: string): void {
+  const pathname = path.split('?', 1)[0] ?? '';
+  const refuse = (segment: string) =>
+    new InvalidConfigError(
+      `refusing to request ${JSON.stringify(pathname.slice(0, 200))}: ${JSON.stringify(segment.slice(0, 100))} is no id the cloud issues; check the Node's providerID and the Service's annotations`,
+    );
+  if (path.includes('#')) throw refuse(pathname);
+  for (const segment of pathname.split('/')) {
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(segment);
+    } catch {
+      throw refuse(segment);
+    }
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+    if (decoded === '.' || decoded === '..' || /[/\\\u0000-\u001f\u007f]/.test(decoded))
+      throw refuse(segment);
+  }
 }

@@ -25,9 +25,12 @@ export function tritonInstances(client: TritonClient, datacenter: DatacenterReso
   };
 }
 
+/** Machine ids are UUIDs (sdc-cloudapi lib/endpoints/disks.js and lib/nics.js refuse any other vm uuid). */
+const MACHINE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 export function machineID(providerID: string): string {
   const parsed = parseProviderID(providerID);
-  if (parsed?.scheme !== SCHEME || parsed.location !== '') {
+  if (parsed?.scheme !== SCHEME || parsed.location !== '' || !MACHINE_ID.test(parsed.id)) {
     throw new InvalidConfigError(`provider ID "${providerID}" is not a Triton one (triton://<machine uuid>)`);
   }
   return parsed.id;

@@ -570,7 +570,9 @@ describe('HttpClient: secrets', () => {
     expect(messages[1]).toMatch(
       /^GET \/v2\/droplets\?token=\[REDACTED\]: 400 Bad Request \(token \[REDACTED\] is/,
     );
-    expect(calls[0]?.path).toBe('/v2/[REDACTED]');
+    // A token in a path carries its slash encoded: refused before sending, and redacted in the refusal.
+    expect(messages[0]).toMatch(/^refusing to request "\/v2\/\[REDACTED\]"/);
+    expect(calls[0]?.path).toBe('/v2/droplets?token=[REDACTED]');
   });
 
   it('redacts auth headers and token fields it was not told about', async () => {
@@ -618,5 +620,37 @@ describe('HttpClient: secrets', () => {
     );
     expect(redact('Authorization: Bearer abc')).toBe('Authorization: [REDACTED]');
     expect(redact('nothing secret here', ['', 'zzz'])).toBe('nothing secret here');
+  });
+});
+
+describe('HttpClient: ids from Nodes and Services in the path', () => {
+  it('refuses dot segments, encoded or not, and ids that carry a slash, a backslash, a control character or a fragment, sending nothing', async () => {
+    handler = (_req, res) => json(res, 200, {});
+    const { http } = client();
+    for (const path of [
+      '/v2/load_balancers/../droplets',
+      '/v2/load_balancers/..%2Fdroplets',
+      '/v2/load_balancers/%2e%2e',
+      '/my/machines/%2E/tags',
+      '/my/machines/.',
+      '/v2/droplets/1%5C..%5Caccount',
+      '/v2/droplets/1%0d%0aX-Injected:%201',
+      '/v2/droplets/1#fragment',
+      '/v2/droplets/%zz',
+    ]) {
+      const err = await failure(http.get(path));
+      expect(err, path).toBeInstanceOf(InvalidConfigError);
+      expect(err.message, path).toMatch(
+        /^refusing to request ".*": ".*" is no id the cloud issues; check the Node's providerID and the Service's annotations$/,
+      );
+    }
+    expect(seen).toEqual([]);
+    // What clouds do issue still goes through, query and all.
+    await http.get('/v2/load_balancers/4de7ac8b-495b-4884-9a69-1050c6793cd6', { query: { page: 2 } });
+    await http.get('/my/machines/b6979942-7d5d-4fe6-a2ec-b812e950625a/tags?x=..');
+    expect(seen.map((s) => s.url)).toEqual([
+      '/v2/load_balancers/4de7ac8b-495b-4884-9a69-1050c6793cd6?page=2',
+      '/my/machines/b6979942-7d5d-4fe6-a2ec-b812e950625a/tags?x=..',
+    ]);
   });
 });

@@ -244,6 +244,15 @@ describe('get', () => {
   it('refuses a provider ID of another scheme', async () => {
     expect(await error(provider().instances.get('digitalocean://123'))).toBeInstanceOf(InvalidConfigError);
   });
+
+  it('refuses a machine id that is no UUID (a Node may write its own providerID), asking nothing', async () => {
+    for (const id of ['..', '%2e%2e', 'x?role=admin', 'machines']) {
+      const err = await error(provider().instances.get(`triton://${id}`));
+      expect(err, id).toBeInstanceOf(InvalidConfigError);
+      expect(err.message, id).toContain('is not a Triton one (triton://<machine uuid>)');
+    }
+    expect(sim.requests).toEqual([]);
+  });
 });
 
 describe('addresses', () => {
