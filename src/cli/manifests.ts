@@ -79,6 +79,11 @@ export function clusterRules(controllers: readonly string[]): PolicyRule[] {
     );
   }
   rules.push({ apiGroups: [''], resources: ['events'], verbs: ['create'] });
+  // /metrics over HTTPS: the scraper's token and its right to `get /metrics`, asked of the API server.
+  rules.push(
+    { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+    { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+  );
   return rules;
 }
 

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { budgetedProvider, type ProviderHolder, TokenBucket } from '../controllers/cloud-budget.js';
 import { isFatalCloudError } from '../controllers/cloud-view.js';
+import { delegatedAuth } from '../controllers/delegated-auth.js';
 import { InstanceCache } from '../controllers/instance-cache.js';
 import {
   type Controller,
@@ -51,6 +52,8 @@ export interface RunInput {
   /** 0 picks a free port; -1 serves nothing. */
   securePort: number;
   plainHttp: boolean;
+  /** Served over HTTPS without a token (--authorization-always-allow-paths). */
+  alwaysAllowPaths: string[];
   tls?: { certFile: string; keyFile: string };
   credentialsSecret?: string;
   reloadPeriodMs: number;
@@ -196,6 +199,9 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
         port: input.securePort,
         plain: input.plainHttp,
         ...(tls ? { tls } : {}),
+        ...(input.plainHttp
+          ? {}
+          : { authorize: delegatedAuth({ transport, alwaysAllowPaths: input.alwaysAllowPaths }) }),
         registry: metrics.registry,
         healthz: [{ name: 'ping', run: () => ({ ok: true }) }],
         readyz: [

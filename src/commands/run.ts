@@ -76,8 +76,8 @@ export default class Run extends CcmCommand {
       description: 'Namespace of the Lease',
     }),
     'bind-address': Flags.string({
-      default: '0.0.0.0',
-      description: 'Address to serve /healthz, /readyz and /metrics on',
+      description:
+        'Address to serve /healthz, /readyz and /metrics on (default 0.0.0.0; 127.0.0.1 with --plain-http)',
     }),
     'secure-port': Flags.integer({
       default: 10258,
@@ -87,7 +87,12 @@ export default class Run extends CcmCommand {
     }),
     'plain-http': Flags.boolean({
       default: false,
-      description: 'Serve plain HTTP instead of HTTPS (local runs)',
+      description: 'Serve plain HTTP without authentication instead of HTTPS (local runs)',
+    }),
+    'authorization-always-allow-paths': Flags.string({
+      default: '/healthz,/readyz,/livez',
+      description:
+        'Paths served over HTTPS without a token (comma-separated; a trailing * matches a prefix); every other path needs a bearer token the API server authorises (TokenReview, SubjectAccessReview)',
     }),
     'tls-cert-file': Flags.string({
       description: 'Certificate to serve with (default: a self-signed one)',
@@ -156,7 +161,11 @@ export default class Run extends CcmCommand {
         name: flags['leader-elect-resource-name'],
         namespace: flags['leader-elect-resource-namespace'],
       },
-      bindAddress: flags['bind-address'],
+      bindAddress: flags['bind-address'] ?? (flags['plain-http'] ? '127.0.0.1' : '0.0.0.0'),
+      alwaysAllowPaths: flags['authorization-always-allow-paths']
+        .split(',')
+        .map((p) => p.trim())
+        .filter(Boolean),
       securePort: flags['secure-port'],
       plainHttp: flags['plain-http'],
       ...(flags['tls-cert-file'] && flags['tls-private-key-file']

@@ -2,6 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { nodeHttp, nodeHttps } from '../node-modules.js';
+import type { Authorize } from './delegated-auth.js';
 
 export interface Check {
   name: string;
@@ -18,6 +19,8 @@ export interface ServeOptions {
   healthz: Check[];
   readyz: Check[];
   registry: Registry;
+  /** Who may read which path (delegated-auth.ts); without it every path is open (plain HTTP on loopback). */
+  authorize?: Authorize;
 }
 
 export interface Serving {
@@ -44,6 +47,21 @@ export async function serve(options: ServeOptions): Promise<Serving> {
       res.writeHead(405).end();
       return;
     }
+    if (!options.authorize) return route(url, verbose, res);
+    options.authorize(url.pathname, req.headers.authorization).then(
+      (decision) => {
+        if (decision.allowed) return route(url, verbose, res);
+        res.writeHead(decision.status, { 'content-type': 'text/plain; charset=utf-8' });
+        res.end(`${decision.reason}\n`);
+      },
+      (err: Error) => {
+        // The API server could not say: nobody is let in (the always-allowed paths never get here).
+        res.writeHead(401, { 'content-type': 'text/plain; charset=utf-8' });
+        res.end(`the token could not be checked: ${err.message}\n`);
+      },
+    );
+  };
+  const route = (url: URL, verbose: boolean, res: ServerResponse) => {
     if (url.pathname === '/healthz' || url.pathname === '/livez')
       return report(options.healthz, res, verbose);
     if (url.pathname === '/readyz') return report(options.readyz, res, verbose);

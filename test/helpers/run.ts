@@ -49,6 +49,7 @@ export function runInput(kubeconfig: string, inventory: string, overrides: Parti
     bindAddress: '127.0.0.1',
     securePort: 0,
     plainHttp: true,
+    alwaysAllowPaths: ['/healthz', '/readyz', '/livez'],
     reloadPeriodMs: 300,
     env: {},
     ...overrides,
