@@ -34,10 +34,43 @@ if (major < NEEDED) {
     setTimeout(() => process.exit(1), 1000);
   });
 } else {
-  // V8's compiled code for the bundle, kept in the system temp folder (Node's default) so that a
-  // second start skips compiling it (README, Start-up). NODE_DISABLE_COMPILE_CACHE=1 turns it off.
-  const { enableCompileCache } = await import('node:module');
-  enableCompileCache?.();
+  // V8's compiled code for the bundle, so that a second start skips compiling it (README, Start-up).
+  // Node's default folder is in the shared temp folder, where another local user can plant code for
+  // root's next `sudo ccm`: only a folder of our own is used, or none. NODE_DISABLE_COMPILE_CACHE=1
+  // turns it off.
+  const cache = privateCacheDir();
+  if (cache) process.getBuiltinModule('node:module').enableCompileCache?.(cache);
   const { start } = await import('../dist/bundle/entry.js');
   await start(import.meta.url);
+}
+
+/**
+ * $XDG_CACHE_HOME/ccm or ~/.cache/ccm, made 0700 when missing; undefined unless it is a real folder
+ * (no symlink) of this user that nobody else can write, under folders nobody else can change
+ * (owned by this user or root, not writable by others unless sticky, like /tmp).
+ * process.getBuiltinModule reads node:fs without the start-up cost of an ES import of it.
+ */
+function privateCacheDir() {
+  const { getBuiltinModule } = process;
+  if (!getBuiltinModule || process.env.NODE_DISABLE_COMPILE_CACHE) return undefined;
+  const fs = getBuiltinModule('node:fs');
+  const path = getBuiltinModule('node:path');
+  const euid = process.geteuid?.();
+  const xdg = process.env.XDG_CACHE_HOME;
+  const home = getBuiltinModule('node:os').homedir();
+  const base = xdg && path.isAbsolute(xdg) ? xdg : path.join(home, '.cache');
+  const dir = path.join(base, 'ccm');
+  try {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const own = fs.lstatSync(dir);
+    if (!own.isDirectory() || own.uid !== euid || (own.mode & 0o077) !== 0) return undefined;
+    for (let up = fs.realpathSync(base); ; up = path.dirname(up)) {
+      const st = fs.statSync(up);
+      const sticky = (st.mode & 0o1000) !== 0;
+      if ((st.uid !== euid && st.uid !== 0) || ((st.mode & 0o022) !== 0 && !sticky)) return undefined;
+      if (up === path.dirname(up)) return dir;
+    }
+  } catch {
+    return undefined;
+  }
 }

@@ -1,0 +1,59 @@
+/**
+ * Node's compile cache of `bin/run.js` lives in a folder of the user's own, never in the shared temp
+ * folder: another local user could plant a V8 code cache there (or a symlink) for root's next
+ * `sudo ccm cluster prepare`.
+ */
+import { chmodSync, existsSync, mkdirSync, readdirSync, statSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+import { expect, it } from 'vitest';
+import { tempDir } from '../helpers/tmp.js';
+
+const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
+
+/** `ccm --version` with this cache home and temp folder; what each then holds. */
+async function start(cacheHome: string) {
+  const tmp = tempDir('ccm-cc-tmp-');
+  const run = await execa(process.execPath, [bin, '--version'], {
+    env: { XDG_CACHE_HOME: cacheHome, TMPDIR: tmp, NODE_DISABLE_COMPILE_CACHE: undefined },
+    reject: false,
+  });
+  expect(run.exitCode, run.stderr).toBe(0);
+  return { inTmp: readdirSync(tmp), ccm: join(cacheHome, 'ccm') };
+}
+
+const cacheFiles = (dir: string) =>
+  existsSync(dir) ? readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()) : [];
+
+it('is written to $XDG_CACHE_HOME/ccm, made 0700, and nothing to the temp folder', async () => {
+  const home = tempDir('ccm-cc-home-');
+  const { inTmp, ccm } = await start(home);
+  expect(inTmp).toEqual([]);
+  expect(statSync(ccm).mode & 0o777).toBe(0o700);
+  expect(cacheFiles(ccm).length).toBeGreaterThan(0);
+});
+
+it('is not used when the folder is open to others, is a symlink, or sits in a folder others can write', async () => {
+  const open = tempDir('ccm-cc-open-');
+  mkdirSync(join(open, 'ccm'), { mode: 0o777 });
+  chmodSync(join(open, 'ccm'), 0o777);
+
+  const linked = tempDir('ccm-cc-link-');
+  const elsewhere = tempDir('ccm-cc-elsewhere-');
+  chmodSync(elsewhere, 0o700);
+  symlinkSync(elsewhere, join(linked, 'ccm'));
+
+  const shared = tempDir('ccm-cc-shared-');
+  chmodSync(shared, 0o777); // world-writable, not sticky: anyone may swap the ccm folder
+
+  for (const [name, home, watched] of [
+    ['open', open, join(open, 'ccm')],
+    ['symlink', linked, elsewhere],
+    ['shared parent', shared, join(shared, 'ccm')],
+  ] as const) {
+    const { inTmp } = await start(home);
+    expect(inTmp, name).toEqual([]);
+    expect(cacheFiles(watched), name).toEqual([]);
+  }
+});
