@@ -42,7 +42,16 @@ export async function start(bin: string): Promise<void> {
   // ccm runs its built bundle whatever NODE_ENV says: with NODE_ENV=test or development oclif would
   // otherwise register tsx to run src/ (loading child_process, crypto and workers to start).
   settings.enableAutoTranspile = false;
-  await execute({ loadOptions: { root, pjson, ...(process.env.DEBUG ? {} : { logger: silent('oclif') }) } });
+  // No user or dev plugins: oclif would run what $XDG_DATA_HOME/ccm/package.json lists, as root under sudo.
+  await execute({
+    loadOptions: {
+      root,
+      pjson,
+      userPlugins: false,
+      devPlugins: false,
+      ...(process.env.DEBUG ? {} : { logger: silent('oclif') }),
+    },
+  });
 }
 
 /**
