@@ -1,3 +1,4 @@
+import { disableCoreDumps } from '../cluster/core-dumps.js';
 import { getFlag } from '../cluster/flags.js';
 import { localHost, sshHost } from '../cluster/host.js';
 import {
@@ -100,6 +101,8 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
   const kc = needsKube
     ? loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env })
     : undefined;
+  const coreDumps = await disableCoreDumps();
+  if (coreDumps) input.logToStderr(`ccm: warning: ${coreDumps}`);
   const kube = kc ? new KubeTransport(kc) : undefined;
   const nodes = kc ? createNodeClient(kc) : undefined;
   const clusterFlags: ClusterFlags | undefined = input.provider

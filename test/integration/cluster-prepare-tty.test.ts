@@ -1,7 +1,7 @@
 /**
  * The confirmation prompt of `ccm cluster prepare`, answered by a person in a real terminal (tmux).
  */
-import { cpSync, readFileSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -42,5 +42,30 @@ describe('confirming in a terminal', () => {
     expect(code).toBe(2);
     expect(screen).toContain('ccm: nothing changed: the changes were not confirmed');
     expect(readFileSync(join(root, KCM))).toEqual(readFileSync(join(fixture, KCM)));
+  });
+
+  it('holds its credentials with core dumps off: RLIMIT_CORE 0, soft and hard', async () => {
+    const root = tempDir('ccm-tty-core-');
+    cpSync(fixture, root, { recursive: true });
+    const terminal = await Terminal.open(['cluster', 'prepare', '--root', root, '--no-restart'], {
+      width: 160,
+      height: 60,
+    });
+    try {
+      await terminal.waitFor('Apply these changes?');
+      // The Node process whose arguments name this root (not the shell that started it).
+      const pid = readdirSync('/proc').find((p) => {
+        if (!/^\d+$/.test(p)) return false;
+        const argv = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
+        return argv[0] === process.execPath && argv.includes(root);
+      });
+      expect(pid).toBeDefined();
+      const limits = readFileSync(`/proc/${pid}/limits`, 'utf8');
+      expect(limits).toMatch(/^Max core file size\s+0\s+0\s+bytes\s*$/m);
+      await terminal.type('n', 'Enter');
+      expect(await terminal.exit()).toBe(2);
+    } finally {
+      await terminal.close();
+    }
   });
 });
