@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { disableCoreDumps } from '../cluster/core-dumps.js';
 import { getFlag } from '../cluster/flags.js';
 import { localHost, sshHost } from '../cluster/host.js';
@@ -17,6 +18,7 @@ import { createNodeClient, type NodeClient, type SlimNode } from '../kube/nodes.
 import { waitUntilReady } from '../kube/readyz.js';
 import { KubeTransport } from '../kube/transport.js';
 import { TAINT_UNINITIALIZED } from '../kube/well-known.js';
+import { printable } from '../printable.js';
 import { InstanceIndex } from '../providers/instance-index.js';
 import { loadProvider } from '../providers/registry.js';
 import type { ClusterFlags, Instance } from '../providers/types.js';
@@ -111,8 +113,13 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
 
   // One listing serves --ssh-from-nodes and the existing-Node check.
   const clusterNodes = nodes && (input.sshFromNodes || !input.rollback) ? await nodes.listNodes() : [];
-  const hosts = buildHosts(input, clusterNodes);
-  if (input.rollback) return rollback(input, hosts, kube);
+  const { hosts, fromNodes } = buildHosts(input, clusterNodes);
+  // Addresses a kubelet may have written itself: the person sees where root's ssh went before saying yes.
+  const hostList = (log: (line: string) => void) => {
+    if (fromNodes.length > 0)
+      log(`hosts from the Nodes' InternalIP (--ssh-from-nodes): ${fromNodes.join(', ')}`);
+  };
+  if (input.rollback) return rollback(input, hosts, kube, hostList);
 
   const plan = await planCluster(
     hosts,
@@ -133,12 +140,14 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
   const existing = nodes ? existingUninitialised(nodes, clusterNodes) : [];
   const candidates = input.initializeExisting ? existing : [];
   const hint = input.initializeExisting ? undefined : existing.map((c) => c.name);
-  const preview = (log: (line: string) => void) =>
+  const preview = (log: (line: string) => void) => {
+    hostList(log);
     printPreview(
       plan,
       candidates.map((c) => c.name),
       log,
     );
+  };
   if (input.preview) preview(input.log);
 
   const changes =
@@ -253,9 +262,13 @@ async function rollback(
   input: ClusterPrepareInput,
   hosts: Host[],
   kube: KubeTransport | undefined,
+  hostList: (log: (line: string) => void) => void,
 ): Promise<ClusterPrepareOutput> {
   const plan = await planRollback(hosts, kube);
-  const preview = (log: (line: string) => void) => printRollbackPreview(plan, log);
+  const preview = (log: (line: string) => void) => {
+    hostList(log);
+    printRollbackPreview(plan, log);
+  };
   if (input.preview) preview(input.log);
   const failedPlans = plan.hosts.some((h) => h.error);
   const changes = plan.hosts.some((h) => h.files.length > 0) || plan.kubeadmConfig !== undefined;
@@ -279,25 +292,37 @@ async function rollback(
   };
 }
 
-function buildHosts(input: ClusterPrepareInput, clusterNodes: SlimNode[]): Host[] {
+function buildHosts(
+  input: ClusterPrepareInput,
+  clusterNodes: SlimNode[],
+): { hosts: Host[]; fromNodes: string[] } {
   const sshArgs = [
     ...(input.sshPort ? ['-p', String(input.sshPort)] : []),
     ...(input.sshIdentity ? ['-i', input.sshIdentity] : []),
     ...input.sshOption.flatMap((o) => ['-o', o]),
   ];
   const targets = [...input.ssh];
+  const fromNodes: string[] = [];
   if (input.sshFromNodes) {
     for (const node of clusterNodes) {
       const ip = node.status?.addresses?.find((a) => a.type === 'InternalIP')?.address;
-      if (ip) targets.push(`${input.sshUser}@${ip}`);
+      if (ip === undefined) continue;
+      // A kubelet may write its own Node's addresses: only an IP address becomes an ssh target.
+      if (!isIP(ip)) {
+        throw new UsageError(
+          `Node ${printable(node.metadata?.name ?? '')} reports InternalIP ${JSON.stringify(ip)}, which is no IP address; fix its status or name the hosts with --ssh`,
+        );
+      }
+      targets.push(`${input.sshUser}@${ip}`);
+      fromNodes.push(`${printable(node.metadata?.name ?? '')} ${input.sshUser}@${ip}`);
     }
   }
-  if (targets.length === 0) return [localHost(input.root)];
+  if (targets.length === 0) return { hosts: [localHost(input.root)], fromNodes };
   const rootFor = (target: string) => {
     const own = input.remoteRoot.find((r) => r.startsWith(`${target}=`));
     return own ? own.slice(target.length + 1) : (input.remoteRoot.find((r) => !r.includes('=')) ?? '/');
   };
-  return targets.map((target) => sshHost(target, { root: rootFor(target), sshArgs }));
+  return { hosts: targets.map((target) => sshHost(target, { root: rootFor(target), sshArgs })), fromNodes };
 }
 
 function providerIDFor(input: ClusterPrepareInput, flags: ClusterFlags | undefined, hostCount: number) {

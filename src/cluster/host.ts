@@ -14,6 +14,7 @@
 import { constants, promises as fs } from 'node:fs';
 import { basename, dirname, posix, join as sysJoin } from 'node:path';
 import { nodeCrypto } from '../node-modules.js';
+import { printable } from '../printable.js';
 import type { ExecResult, Host } from './types.js';
 
 /** Mode of a file `writeAtomic` creates when the caller gives none (the usual 0644 of config files). */
@@ -269,7 +270,8 @@ const PRINT_MARKER = "printf '\\036ccm\\036'; printf '\\036ccm\\036' >&2; ";
 
 /** The last non-empty line of stderr, for a one-line error. */
 function lastLine(text: string, otherwise = 'connection failed (exit 255)'): string {
-  const lines = text
+  // A node's stderr is printed to the operator: it must not drive their terminal.
+  const lines = printable(text)
     .split(/\r?\n/)
     .map((l) => l.trim().replace(/^ssh: /, ''))
     .filter(Boolean);

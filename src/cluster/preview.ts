@@ -1,5 +1,6 @@
 import chalk from 'chalk';
 import { createTwoFilesPatch } from 'diff';
+import { printable } from '../printable.js';
 
 /** A unified diff of one file, coloured for a terminal (chalk turns colour off when not a TTY). */
 export function unifiedDiff(label: string, before: string, after: string): string {
@@ -7,7 +8,8 @@ export function unifiedDiff(label: string, before: string, after: string): strin
   const patch = createTwoFilesPatch(`a/${name}`, `b/${name}`, before, after, undefined, undefined, {
     context: 3,
   });
-  return patch
+  // The files come from the nodes: what they hold must not drive the operator's terminal.
+  return printable(patch)
     .split('\n')
     .filter((line) => !line.startsWith('====='))
     .map((line) => {

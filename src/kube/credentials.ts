@@ -1,5 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
-import { nodeChildProcess, nodeUtil } from '../node-modules.js';
+import { nodeChildProcess } from '../node-modules.js';
+import { printable } from '../printable.js';
 import { KubeConfigError } from './errors.js';
 import type { ExecConfig, KubeconfigCluster, KubeconfigUser } from './kubeconfig-file.js';
 
@@ -103,17 +104,6 @@ interface ExecResult {
 }
 
 const EXEC_API_VERSIONS = ['client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1'];
-
-/**
- * Text a plugin (or the kubeconfig) wrote, made safe to print on a terminal: escape sequences, other
- * control characters and bidirectional overrides are removed, so a plugin cannot rewrite what the
- * operator sees (move the cursor, clear the screen, set the title, hide text).
- */
-export function printable(text: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: removing control characters is the point
-  const controls = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
-  return nodeUtil().stripVTControlCharacters(text).replace(/\t/g, ' ').replace(controls, '');
-}
 
 function lastLine(text: string): string {
   const lines = printable(text)

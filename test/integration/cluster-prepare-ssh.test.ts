@@ -2,7 +2,7 @@
  * `ccm cluster prepare --ssh` over a real sshd on loopback (Debian's openssh-server) against fake
  * node roots: nothing but sh and coreutils on the "node" side.
  */
-import { cpSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -152,11 +152,67 @@ describe('preparing several nodes over ssh', () => {
         '--dry-run',
       ]);
       expect(run.exitCode).toBe(0);
+      expect(run.stdout).toContain(
+        "hosts from the Nodes' InternalIP (--ssh-from-nodes): cp-1 root@127.0.0.1, worker-1 root@127.0.0.2",
+      );
       expect(run.stdout).toContain('root@127.0.0.1: kubeadm');
       expect(run.stdout).toContain('root@127.0.0.2: kubeadm');
       expect(run.stdout).toContain('Dry run: nothing written.');
     } finally {
       await cp.stop();
     }
+  });
+
+  it('--ssh-from-nodes connects to nothing when a Node reports an InternalIP that is no IP address', async () => {
+    const cp = await startControlPlane();
+    try {
+      const marker = join(tempDir('ccm-node-marker-'), 'ran');
+      await createNodes(fixtureApi(cp.kubeconfigPath), [
+        { name: 'cp-1', tainted: false, addresses: [{ type: 'InternalIP', address: '127.0.0.1' }] },
+        {
+          name: 'worker-1',
+          tainted: false,
+          addresses: [{ type: 'InternalIP', address: `-oProxyCommand=touch ${marker}` }],
+        },
+      ]);
+      const run = await ccm([
+        'cluster',
+        'prepare',
+        '--kubeconfig',
+        cp.kubeconfigPath,
+        '--ssh-from-nodes',
+        ...sshFlags(),
+        '--dry-run',
+      ]);
+      expect(run.exitCode).toBe(2);
+      expect(run.stderr.trim()).toBe(
+        `ccm: Node worker-1 reports InternalIP "-oProxyCommand=touch ${marker}", which is no IP address; fix its status or name the hosts with --ssh`,
+      );
+      expect(existsSync(marker)).toBe(false);
+    } finally {
+      await cp.stop();
+    }
+  });
+
+  it("prints a node's files without the terminal escapes they hold", async () => {
+    const root = tempDir('ccm-node-escapes-');
+    cpSync(fixture, root, { recursive: true });
+    const env = join(root, 'var/lib/kubelet/kubeadm-flags.env');
+    // A title change and a screen clear in a comment beside the line prepare changes.
+    writeFileSync(env, `# \x1b]0;owned\x07\x1b[2Jhello\n${readFileSync(env, 'utf8')}`);
+    const run = await ccm([
+      'cluster',
+      'prepare',
+      '--ssh',
+      'root@127.0.0.1',
+      ...sshFlags(),
+      '--remote-root',
+      root,
+      '--provider-id',
+      'cloudlycke://cp-1',
+      '--dry-run',
+    ]);
+    expect(run.stdout).toContain(' # hello\n');
+    expect([...run.stdout].filter((c) => c === '\x1b' || c === '\x07')).toEqual([]);
   });
 });
