@@ -140,6 +140,8 @@ export interface CredentialField {
    * (OpenStack's cloud.conf), and the provider's own check of the result.
    */
   builder?: DocumentBuilder;
+  /** Shown before a person picks a key ('ssh-key' fields): which key to give, and how to make one. */
+  advice?: string;
 }
 
 export interface DocumentQuestion {

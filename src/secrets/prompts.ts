@@ -148,6 +148,7 @@ async function promptSshKey(
   });
   const OTHER = '\0other';
   const SKIP = '\0skip';
+  if (field.advice) process.stdout.write(`${field.advice}\n`);
   const choice = await select({
     message: field.description,
     choices: [

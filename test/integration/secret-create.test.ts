@@ -477,6 +477,10 @@ describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
       );
       // The list, as the person saw it: both keys of ~/.ssh, with their fingerprints.
       const list = seen[4] as string;
+      // Above the list: a key of ccm's own, and how to make and register one.
+      expect(list).toContain(
+        "A key of its own for ccm is recommended, not a personal one: make it with `ssh-keygen -t ecdsa -b 256 -N '' -f ~/.ssh/ccm-triton`, add ~/.ssh/ccm-triton.pub to the account (`triton key add ~/.ssh/ccm-triton.pub`, or the portal), then choose it below.",
+      );
       expect(list).toContain(`${otherSha} ecdsa ccm-test ${join(home, '.ssh', 'id_ecdsa')}`);
       expect(list).toContain(`${sha} rsa ccm-test ${join(home, '.ssh', 'id_rsa')} [encrypted]`);
       expect(screen).toContain('Secret kube-system/triton created');
