@@ -51,8 +51,14 @@ const ageSeconds = (n: SlimNode, now: Date) => {
   return created ? Math.max(0, Math.round((now.getTime() - new Date(created).getTime()) / 1000)) : 0;
 };
 
-export function checkApiServer(server: string, version: ServerVersion): CheckResult {
-  return pass('kubeconfig', `the API server at ${server} answers: Kubernetes ${version.gitVersion}`);
+export function checkApiServer(server: string, version: ServerVersion, insecure?: string): CheckResult {
+  const answers = `the API server at ${server} answers: Kubernetes ${version.gitVersion}`;
+  if (!insecure) return pass('kubeconfig', answers);
+  return warn(
+    'kubeconfig',
+    `${answers}, but its certificate is not verified (${insecure})`,
+    'give the cluster its certificate-authority(-data) instead of insecure-skip-tls-verify, and unset NODE_TLS_REJECT_UNAUTHORIZED',
+  );
 }
 
 export function checkApiServerUnreachable(message: string): CheckResult {

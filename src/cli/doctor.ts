@@ -92,7 +92,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
       reviewAccess(http, sa, input, secretRef),
     ]);
     const checks: CheckResult[] = [
-      checkApiServer(http.server, version),
+      checkApiServer(http.server, version, auth.insecure),
       checkUninitialized(nodes, now),
       checkProviderIDs(nodes),
     ];

@@ -2,6 +2,8 @@ import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { encryptedOrLocal } from '../plain-http.js';
+import { warnOnce } from '../warn-once.js';
 import { type Credentials, createCredentials } from './credentials.js';
 import { KubeConfigError } from './errors.js';
 import {
@@ -33,6 +35,8 @@ export interface ClusterAccess {
   context: string;
   tls: { ca?: Buffer; rejectUnauthorized: boolean; servername?: string };
   credentials: Credentials;
+  /** Why the API server's certificate is not checked, when it is not. */
+  insecure?: string;
 }
 
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -166,6 +170,21 @@ export function loadKubeConfig(options: KubeConfigOptions): ClusterAccess {
       `the kubeconfig's cluster ${clusterName} has server "${server}", which is not an http(s) URL; fix the kubeconfig`,
     );
   }
+  if (!encryptedOrLocal(new URL(server))) {
+    throw new KubeConfigError(
+      `the kubeconfig's cluster ${clusterName} has server ${server}: plain http to another machine would carry the credentials unencrypted; use its https URL`,
+    );
+  }
+  // client-go refuses it too (transport/transport.go: "specifying a root certificates file
+  // with the insecure flag is not allowed"): a CA nobody checks against is a false sense of safety.
+  if (
+    cluster.insecureSkipTlsVerify === true &&
+    (cluster.certificateAuthority || cluster.certificateAuthorityData)
+  ) {
+    throw new KubeConfigError(
+      `the kubeconfig's cluster ${clusterName} sets both a certificate authority and insecure-skip-tls-verify, which kubectl refuses; remove insecure-skip-tls-verify`,
+    );
+  }
   if (cluster.proxyUrl) {
     throw new KubeConfigError(
       `the kubeconfig's cluster ${clusterName} uses proxy-url ${cluster.proxyUrl}, which ccm does not support yet; reach the API server directly`,
@@ -184,5 +203,15 @@ export function loadKubeConfig(options: KubeConfigOptions): ClusterAccess {
     interactive: options.interactive ?? Boolean(process.stdin?.isTTY),
     now: options.now,
   });
-  return { server, context: contextName, tls, credentials };
+  const insecure =
+    server.startsWith('https:') && !tls.rejectUnauthorized
+      ? `cluster ${clusterName} sets insecure-skip-tls-verify`
+      : env.NODE_TLS_REJECT_UNAUTHORIZED === '0'
+        ? 'NODE_TLS_REJECT_UNAUTHORIZED=0 is set'
+        : undefined;
+  if (insecure)
+    warnOnce(
+      `TLS certificates are not verified (${insecure}): anyone between here and the servers can read and change what is sent, credentials included`,
+    );
+  return { server, context: contextName, tls, credentials, ...(insecure ? { insecure } : {}) };
 }

@@ -1,5 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { nodeHttp } from '../node-modules.js';
+import { encryptedOrLocal } from '../plain-http.js';
 import {
   InvalidConfigError,
   isProviderError,
@@ -146,6 +147,11 @@ export class HttpClient {
 
   constructor(private readonly options: HttpClientOptions) {
     this.base = options.baseUrl.replace(/\/+$/, '');
+    if (URL.canParse(this.base) && !encryptedOrLocal(new URL(this.base))) {
+      throw new InvalidConfigError(
+        `${new URL(this.base).origin} is plain http to another machine: the credentials would cross the network unencrypted; use its https URL`,
+      );
+    }
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.retries = options.retries ?? 4;
     this.retryStatuses = options.retryStatuses ?? [429, 500, 502, 503, 504];

@@ -273,6 +273,61 @@ describe('kubeconfig credentials, as the real API server sees them', () => {
   });
 });
 
+describe('TLS the way kubectl takes it', () => {
+  const user = () => ({ token: cp.tokens['exec-first'] });
+
+  it('refuses a cluster with both a certificate authority and insecure-skip-tls-verify, as client-go does', () => {
+    expect(() => load(kubeconfig({ cluster: { 'insecure-skip-tls-verify': true }, user: user() }))).toThrow(
+      "the kubeconfig's cluster test sets both a certificate authority and insecure-skip-tls-verify, which kubectl refuses; remove insecure-skip-tls-verify",
+    );
+  });
+
+  it('refuses plain http to another machine; http to loopback is taken', () => {
+    expect(() =>
+      load(
+        kubeconfig({
+          cluster: { server: 'http://kube.example.com:8080', 'certificate-authority-data': undefined },
+        }),
+      ),
+    ).toThrow(
+      "the kubeconfig's cluster test has server http://kube.example.com:8080: plain http to another machine would carry the credentials unencrypted; use its https URL",
+    );
+    expect(load(kubeconfig({ cluster: { server: 'http://127.0.0.1:8080' } })).server).toBe(
+      'http://127.0.0.1:8080',
+    );
+  });
+
+  it('says once, on stderr, that certificates are not verified, and ccm doctor marks it', async () => {
+    const path = kubeconfig({
+      cluster: { 'insecure-skip-tls-verify': true, 'certificate-authority-data': undefined },
+      user: user(),
+    });
+    const access = load(path);
+    expect(access.insecure).toBe('cluster test sets insecure-skip-tls-verify');
+    expect(await whoami(access)).toBe('exec-first');
+    const doctor = await ccm(['doctor', '--kubeconfig', path, '-o', 'json']);
+    const warnings = doctor.stderr
+      .split('\n')
+      .filter((l) => l.startsWith('ccm: warning: TLS certificates are not verified'));
+    expect(warnings).toEqual([
+      'ccm: warning: TLS certificates are not verified (cluster test sets insecure-skip-tls-verify): anyone between here and the servers can read and change what is sent, credentials included',
+    ]);
+    const row = (JSON.parse(doctor.stdout).checks as { id: string; status: string; message: string }[]).find(
+      (c) => c.id === 'kubeconfig',
+    );
+    expect(row).toMatchObject({ status: 'warn' });
+    expect(row?.message).toContain(
+      'but its certificate is not verified (cluster test sets insecure-skip-tls-verify)',
+    );
+    const envOnly = await ccm(['doctor', '--kubeconfig', kubeconfig({ user: user() }), '-o', 'json'], {
+      NODE_TLS_REJECT_UNAUTHORIZED: '0',
+    });
+    expect(envOnly.stderr).toContain(
+      'ccm: warning: TLS certificates are not verified (NODE_TLS_REJECT_UNAUTHORIZED=0 is set)',
+    );
+  });
+});
+
 describe('KUBECONFIG with several files, merged as kubectl merges them', () => {
   it('first file wins per name, current-context from the first file that sets it, missing files skipped', async () => {
     const good = cp.tokens['exec-first'];

@@ -1,3 +1,4 @@
+import { encryptedOrLocal } from '../../plain-http.js';
 import { InvalidConfigError } from '../errors.js';
 import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../types.js';
 import { ANNOTATIONS, type AnnotationSpec } from './annotations.js';
@@ -64,8 +65,6 @@ export function clientOptions(values: ProviderValues, deps: ProviderDeps): Brigh
   };
 }
 
-const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
-
 /** https, or http to a loopback address only: the client secret travels in every token request. */
 function checkApiUrl(value: string): string {
   let url: URL;
@@ -76,14 +75,7 @@ function checkApiUrl(value: string): string {
       `BRIGHTBOX_API_URL "${value}" is not a URL; use e.g. ${DEFAULT_API_URL} (or --cloud-api-url)`,
     );
   }
-  const plainLoopback = url.protocol === 'http:' && LOOPBACK.test(url.hostname);
-  if (
-    (url.protocol !== 'https:' && !plainLoopback) ||
-    url.username ||
-    url.password ||
-    url.search ||
-    url.hash
-  ) {
+  if (!encryptedOrLocal(url) || url.username || url.password || url.search || url.hash) {
     throw new InvalidConfigError(
       `BRIGHTBOX_API_URL "${url.origin}" must be an https URL without credentials or query (http only on loopback)`,
     );

@@ -1,3 +1,4 @@
+import { encryptedOrLocal } from '../../plain-http.js';
 import { InvalidConfigError } from '../errors.js';
 import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../types.js';
 import { ANNOTATIONS } from './annotations.js';
@@ -79,8 +80,7 @@ function checkUrl(url: string): void {
       `the CloudAPI URL "${url}" is not a URL; e.g. https://us-east-1.api.example.com`,
     );
   }
-  const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(parsed.hostname);
-  if (parsed.protocol !== 'https:' && !(parsed.protocol === 'http:' && loopback)) {
+  if (!encryptedOrLocal(parsed)) {
     throw new InvalidConfigError(`the CloudAPI URL ${parsed.origin} must use https`);
   }
 }

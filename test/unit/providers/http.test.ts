@@ -654,3 +654,21 @@ describe('HttpClient: ids from Nodes and Services in the path', () => {
     ]);
   });
 });
+
+describe('HttpClient: plain http', () => {
+  it('is refused to another machine, taken to loopback', () => {
+    for (const url of ['http://api.digitalocean.com', 'http://10.0.0.5:8774/v2.1', 'http://[fd00::1]:5000']) {
+      expect(() => new HttpClient({ baseUrl: url }), url).toThrow(
+        /^http:\/\/\S+ is plain http to another machine: the credentials would cross the network unencrypted; use its https URL$/,
+      );
+    }
+    for (const url of [
+      'https://api.digitalocean.com',
+      'http://127.0.0.1:1',
+      'http://localhost:2',
+      'http://[::1]:3',
+    ]) {
+      expect(() => new HttpClient({ baseUrl: url }), url).not.toThrow();
+    }
+  });
+});

@@ -1,0 +1,8 @@
+const said = new Set<string>();
+
+/** One `ccm: warning:` line on stderr, once per process whatever calls it again. */
+export function warnOnce(text: string): void {
+  if (said.has(text)) return;
+  said.add(text);
+  process.stderr.write(`ccm: warning: ${text}\n`);
+}
