@@ -14,7 +14,7 @@ if (major < NEEDED) {
   // The Node 24 that `npm test` / `npm run quickstart` install for this project (.ci/node), if present.
   const tools =
     process.env.CCM_TOOLS_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'ccm-tools');
-  const node24 = join(tools, 'node24', 'node_modules', '.bin', 'node');
+  const node24 = join(tools, 'node24', 'bin', 'node');
   if (!existsSync(node24)) {
     process.stderr.write(
       `ccm: needs Node.js ${NEEDED} or newer, this is ${process.versions.node}; install Node 24 (e.g. \`bash .ci/node --bin-dir\` in this repository installs it from the npm registry) and run ccm with it\n`,
