@@ -220,7 +220,13 @@ export async function updateKubeadmConfig(
   const keeper = hosts.find((h) => h.host === keeperOf(plan)?.host.name);
   if (keeper?.result === 'failed') return 'not updated: its backup could not be written';
   try {
-    await writeKubeadmConfig(kube, plan.kubeadmConfig.after, plan.kubeadmConfig.resourceVersion);
+    const { sha256: written, changes, revert } = kubeadmConfigRecord(plan.kubeadmConfig);
+    await writeKubeadmConfig(
+      kube,
+      plan.kubeadmConfig.after,
+      plan.kubeadmConfig.resourceVersion,
+      JSON.stringify({ sha256: written, changes, revert }),
+    );
     return 'updated';
   } catch (err) {
     return `not updated: ${(err as Error).message}`;

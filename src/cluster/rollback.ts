@@ -10,10 +10,13 @@
  *   only those still in effect: everything else in the file — a newer image, kubernetesVersion, other
  *   flags — stays. A ccm flag changed since is left as it is now, and said so;
  * - deleted since → left alone, and said so.
- * kube-system/kubeadm-config follows the same rules. A set made by an older ccm records nothing of
- * what it wrote: that host is refused, naming the set, rather than overwritten blindly.
+ * A set made by an older ccm records nothing of what it wrote: that host is refused, naming the set,
+ * rather than overwritten blindly.
+ * kube-system/kubeadm-config: only ccm's flag edits are undone, as the ConfigMap's own record (the
+ * ccm.io/prepare-record annotation, written with them) says; never a whole text, and never what a
+ * file on a host says, since anyone with root on any node could write that.
  */
-import { readKubeadmConfig, writeKubeadmConfig } from '../kube/kubeadm-config.js';
+import { PREPARE_RECORD_ANNOTATION, readKubeadmConfig, writeKubeadmConfig } from '../kube/kubeadm-config.js';
 import { waitUntilReady } from '../kube/readyz.js';
 import type { KubeTransport } from '../kube/transport.js';
 import { type BackupSet, type KubeadmConfigRecord, latestBackup, readCopy, sha256 } from './backup.js';
@@ -21,7 +24,7 @@ import * as kubeadmConfig from './kubeadm-config.js';
 import { editFile, readFlags } from './plan.js';
 import type { ApplyOptions, ApplyResult, HostReport } from './prepare.js';
 import { isLive, type RestartOptions, restartOrNote, type UnitRestart, unitsToRestart } from './restart.js';
-import type { ComponentFile, FlagChange, Host, Layout } from './types.js';
+import type { Component, ComponentFile, FlagChange, Host, Layout } from './types.js';
 
 export interface RollbackFile {
   file: ComponentFile;
@@ -127,13 +130,48 @@ async function planHost(host: Host): Promise<HostRollback> {
   return plan;
 }
 
-/** Undo only ccm's edits in kubeadm-config's ClusterConfiguration (or restore it, if untouched since). */
+type PrepareRecord = Pick<KubeadmConfigRecord, 'sha256' | 'changes' | 'revert'>;
+
+/**
+ * prepare's record on the kubeadm-config ConfigMap, checked: flag edits of the components whose flags
+ * ClusterConfiguration keeps, each revert undoing one recorded change. Anything else is no record.
+ */
+function parsePrepareRecord(text: string): PrepareRecord | undefined {
+  try {
+    const r = JSON.parse(text) as PrepareRecord;
+    const edit = (c: unknown): c is FlagChange & { component: Component } => {
+      const e = c as Partial<FlagChange & { component: Component }>;
+      return (
+        typeof e?.flag === 'string' &&
+        (e.value === undefined || typeof e.value === 'string') &&
+        typeof e.component === 'string' &&
+        kubeadmConfig.SECTION_OF[e.component] !== undefined
+      );
+    };
+    const ok =
+      typeof r?.sha256 === 'string' &&
+      Array.isArray(r.changes) &&
+      Array.isArray(r.revert) &&
+      r.changes.length === r.revert.length &&
+      r.changes.every(edit) &&
+      r.revert.every(
+        (c, i) => edit(c) && c.flag === r.changes[i]?.flag && c.component === r.changes[i]?.component,
+      );
+    return ok ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Undo only ccm's flag edits in kubeadm-config's ClusterConfiguration, as the ConfigMap's own record
+ * says: never a whole text, so a rollback can put back nothing but the values prepare found.
+ */
 function planClusterConfiguration(
-  record: KubeadmConfigRecord,
+  record: PrepareRecord,
   current: string,
 ): { after: string; notes: string[] } {
-  if (current === record.before) return { after: current, notes: [] };
-  if (sha256(Buffer.from(current)) === record.sha256) return { after: record.before, notes: [] };
+  const untouched = sha256(Buffer.from(current)) === record.sha256;
   const notes: string[] = [];
   const perSection: Partial<Record<kubeadmConfig.Section, FlagChange[]>> = {};
   record.changes.forEach((change, i) => {
@@ -149,7 +187,7 @@ function planClusterConfiguration(
     }
   });
   const after = kubeadmConfig.edit(current, perSection);
-  if (after !== current) {
+  if (after !== current && !untouched) {
     notes.unshift("kubeadm-config changed since prepare: only ccm's flag edits are undone");
   }
   return { after, notes };
@@ -158,8 +196,9 @@ function planClusterConfiguration(
 export async function planRollback(hosts: Host[], kube?: KubeTransport): Promise<RollbackPlan> {
   const plans = await Promise.all(hosts.map(planHost));
   const plan: RollbackPlan = { hosts: plans };
-  const record = plans.find((p) => p.set?.kubeadmConfig && !p.error)?.set?.kubeadmConfig;
-  if (!record) return plan;
+  // A host's backup says whether prepare touched kubeadm-config; what to undo comes from the cluster.
+  const touched = plans.some((p) => p.set?.kubeadmConfig && !p.error);
+  if (!touched) return plan;
   if (!kube) {
     plan.kubeadmConfigNote = 'no kubeconfig: kubeadm-config not rolled back; pass --kubeconfig';
     return plan;
@@ -167,6 +206,11 @@ export async function planRollback(hosts: Host[], kube?: KubeTransport): Promise
   const current = await readKubeadmConfig(kube);
   if (!current) {
     plan.kubeadmConfigNote = 'the cluster has no kube-system/kubeadm-config ConfigMap';
+    return plan;
+  }
+  const record = current.prepareRecord === undefined ? undefined : parsePrepareRecord(current.prepareRecord);
+  if (!record) {
+    plan.kubeadmConfigNote = `kubeadm-config carries no usable record of prepare (annotation ${PREPARE_RECORD_ANNOTATION}): left as it is; a record on a host is not trusted for the cluster`;
     return plan;
   }
   const { after, notes } = planClusterConfiguration(record, current.clusterConfiguration);
@@ -249,7 +293,12 @@ export async function applyRollback(
   const result: ApplyResult = { hosts: reports };
   if (plan.kubeadmConfig && options.kube) {
     try {
-      await writeKubeadmConfig(options.kube, plan.kubeadmConfig.after, plan.kubeadmConfig.resourceVersion);
+      await writeKubeadmConfig(
+        options.kube,
+        plan.kubeadmConfig.after,
+        plan.kubeadmConfig.resourceVersion,
+        null,
+      );
       result.kubeadmConfig = 'rolled back';
     } catch (err) {
       result.kubeadmConfig = `not rolled back: ${(err as Error).message}`;

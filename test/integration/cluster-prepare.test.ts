@@ -2,6 +2,7 @@
  * `ccm cluster prepare` end to end on fake node roots built by the real kubeadm (1.30 and 1.36),
  * with kubeadm-config uploaded by that same kubeadm into a real kube-apiserver.
  */
+import { createHash } from 'node:crypto';
 import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -364,5 +365,58 @@ describe('rolling back after a `kubeadm upgrade` (issue 6, item 2)', () => {
     const config = await clusterConfiguration(cp);
     expect(config.kubernetesVersion).toBe('v1.36.4');
     expect(JSON.stringify(config)).not.toContain('"cloud-provider"');
+  });
+
+  it("undoes kubeadm-config from the cluster's own record, not from a host's, which anyone with root there can forge", async () => {
+    const root = copyRoot('kubeadm-v1.36.3');
+    const prepare = (...extra: string[]) =>
+      ccm([
+        'cluster',
+        'prepare',
+        '--root',
+        root,
+        '--kubeconfig',
+        cp.kubeconfigPath,
+        '--no-restart',
+        ...extra,
+      ]);
+    expect((await prepare('--yes')).exitCode).toBe(0);
+    const api = fixtureApi(cp.kubeconfigPath);
+    const cm = await api.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
+    expect(
+      JSON.parse(cm.metadata?.annotations?.['ccm.io/prepare-record'] ?? '{}').changes.length,
+    ).toBeGreaterThan(0);
+
+    // A worker's root (or anyone who can write the backup) rewrites the host's record: the text to
+    // "restore" gains authorization-mode=AlwaysAllow, with the digest to match, and a revert sets it.
+    const backups = join(root, 'var/lib/ccm/backups');
+    const set = join(backups, readdirSync(backups).sort().at(-1) as string, 'manifest.json');
+    const manifest = JSON.parse(readFileSync(set, 'utf8'));
+    const forged = `${manifest.kubeadmConfig.before}`.replace(
+      'apiServer:',
+      'apiServer:\n  extraArgs:\n  - name: authorization-mode\n    value: AlwaysAllow',
+    );
+    manifest.kubeadmConfig.before = forged;
+    manifest.kubeadmConfig.sha256 = createHash('sha256')
+      .update(cm.data?.ClusterConfiguration ?? '')
+      .digest('hex');
+    manifest.kubeadmConfig.revert.push({
+      flag: 'authorization-mode',
+      value: 'AlwaysAllow',
+      reason: 'x',
+      component: 'kube-apiserver',
+    });
+    manifest.kubeadmConfig.changes.push({
+      flag: 'authorization-mode',
+      reason: 'x',
+      component: 'kube-apiserver',
+    });
+    writeFileSync(set, JSON.stringify(manifest));
+
+    expect((await prepare('--rollback', '--yes')).exitCode).toBe(0);
+    const after = await api.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
+    expect(after.data?.ClusterConfiguration).not.toContain('AlwaysAllow');
+    expect(after.data?.ClusterConfiguration).not.toContain('cloud-provider');
+    expect(after.metadata?.annotations?.['ccm.io/prepare-record']).toBeUndefined();
   });
 });
