@@ -102,7 +102,7 @@ function describePrivateKey(text: string, path: string): SshKeyChoice | undefine
 async function agentKeys(socketPath: string): Promise<sshpk.Key[]> {
   try {
     const agent = await connectAgent(socketPath, 2000);
-    return (await agent.listKeys()) as unknown as sshpk.Key[];
+    return await agent.listKeys();
   } catch {
     return [];
   }

@@ -1,13 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import sshpk from 'sshpk';
-import type { AgentKey } from 'sshpk-agent';
 import { connectAgent, type SshAgent } from '../../ssh-agent.js';
 import { InvalidConfigError } from '../errors.js';
 
 /**
  * HTTP Signature authentication for CloudAPI: the `Date` header signed with the account's SSH key.
- * Keys are parsed and signed by sshpk, or signed by an ssh-agent through sshpk-agent; nothing here
+ * Keys are parsed and signed by sshpk, or signed by an ssh-agent (src/ssh-agent.ts); nothing here
  * does cryptography itself.
  */
 export interface Signature {
@@ -157,7 +156,7 @@ function agentSigner(options: SignerOptions): RequestSigner {
   }
   // Checked once here, so a malformed id is a configuration error before any request.
   const wanted = parseFingerprint(keyId);
-  let chosen: Promise<{ agent: SshAgent; key: AgentKey; fingerprint: string }> | undefined;
+  let chosen: Promise<{ agent: SshAgent; key: sshpk.Key; fingerprint: string }> | undefined;
   const choose = async () => {
     const agent = await connectAgent(socket);
     const keys = await agent.listKeys().catch((err: Error) => {
