@@ -307,12 +307,28 @@ export function checkSecret(
   );
 }
 
-export function checkCredentials(outcome: { ok: string } | { error: string }, where: string): CheckResult {
+export type CredentialsOutcome = { ok: string } | { error: string; why: 'unreachable' | 'refused' | 'other' };
+
+export function checkCredentials(outcome: CredentialsOutcome, where: string): CheckResult {
   if ('ok' in outcome) return pass('cloud-credentials', `the cloud accepts the credentials: ${outcome.ok}`);
+  if (outcome.why === 'unreachable') {
+    return fail(
+      'cloud-credentials',
+      `cannot reach the cloud, so the credentials were not checked: ${outcome.error}`,
+      "check the API URL, and this machine's DNS, network and proxy; the credentials may well be good",
+    );
+  }
+  if (outcome.why === 'refused') {
+    return fail(
+      'cloud-credentials',
+      `the cloud refuses the credentials: ${outcome.error}`,
+      `put valid credentials in ${where}`,
+    );
+  }
   return fail(
     'cloud-credentials',
-    `the cloud refuses the credentials: ${outcome.error}`,
-    `put valid credentials in ${where}`,
+    `checking the credentials failed: ${outcome.error}`,
+    `fix what the message names (${where}, or the API URL)`,
   );
 }
 

@@ -11,11 +11,13 @@ import { KubeApiError } from '../kube/errors.js';
 import { createNodeClient } from '../kube/nodes.js';
 import { readSecret } from '../kube/secrets.js';
 import { KubeTransport } from '../kube/transport.js';
+import { isUnreachable, UnauthorizedError } from '../providers/errors.js';
 import { loadProvider } from '../providers/registry.js';
 import type { Provider, ProviderDefinition } from '../providers/types.js';
 import {
   type AccessVerdict,
   type CheckResult,
+  type CredentialsOutcome,
   checkApiServer,
   checkApiServerFlags,
   checkApiServerUnreachable,
@@ -137,6 +139,12 @@ async function readSecretOutcome(
   }
 }
 
+/** Why the credentials could not be shown good: no answer, a refusal, or something else. */
+function credentialsFailure(err: unknown): CredentialsOutcome {
+  const why = isUnreachable(err) ? 'unreachable' : err instanceof UnauthorizedError ? 'refused' : 'other';
+  return { error: oneLine(err), why };
+}
+
 async function cloudChecks(
   definition: ProviderDefinition,
   input: DoctorInput,
@@ -151,13 +159,13 @@ async function cloudChecks(
   try {
     provider = await providerFromFlags(input, input.env, undefined, secret);
   } catch (err) {
-    return [checkCredentials({ error: oneLine(err) }, where)];
+    return [checkCredentials(credentialsFailure(err), where)];
   }
   const [verified, listing] = await Promise.all([
     provider.verifyCredentials
       ? provider.verifyCredentials().then(
           (ok) => ({ ok }),
-          (err: unknown) => ({ error: oneLine(err) }),
+          (err: unknown) => credentialsFailure(err),
         )
       : Promise.resolve(undefined),
     provider.instances.list().then(

@@ -26,6 +26,18 @@ export class RetryableError extends ProviderError {
   }
 }
 
+/**
+ * No answer at all: the name did not resolve, the connection or its TLS failed, or the request timed
+ * out. Nothing is known about the credentials. Transient for the controllers (a RetryableError).
+ */
+export class UnreachableError extends RetryableError {
+  override name = 'UnreachableError';
+}
+
+export function isUnreachable(err: unknown): err is UnreachableError {
+  return err instanceof UnreachableError;
+}
+
 /** The cloud refused the credentials (401/403). Never evidence that anything is gone. */
 export class UnauthorizedError extends ProviderError {
   readonly kind = 'Unauthorized' as const;

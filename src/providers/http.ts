@@ -8,6 +8,7 @@ import {
   type ProviderError,
   RetryableError,
   UnauthorizedError,
+  UnreachableError,
 } from './errors.js';
 
 /**
@@ -227,7 +228,10 @@ export class HttpClient {
       const rateLimited =
         code !== undefined && RATE_LIMITS.includes(code) && this.retryStatuses.includes(code);
       // A 5xx or a lost connection on a POST may have created something: only rate limits are safe to repeat.
-      const transient = IDEMPOTENT.has(method) && (code === undefined || this.retryStatuses.includes(code));
+      // A name that does not resolve or a certificate that is refused stays so: asking again only waits.
+      const transient =
+        IDEMPOTENT.has(method) &&
+        (code === undefined ? !isLasting(error) : this.retryStatuses.includes(code));
       if (!(rateLimited || transient) || attempt > this.retries) {
         throw fail(attempt > 1 ? `, gave up after ${attempt} attempts` : '', wait ?? 0);
       }
@@ -356,12 +360,12 @@ export class HttpClient {
     ownNotFound = false,
   ): ProviderError {
     let err: ProviderError;
-    if (
-      code === undefined ||
-      code >= 500 ||
-      RATE_LIMITS.includes(code) ||
-      this.retryStatuses.includes(code)
-    ) {
+    if (code === undefined) {
+      err = new UnreachableError(
+        `${message}: the cloud could not be reached; check the API URL, and this machine's DNS, network and proxy`,
+        retryAfterMs,
+      );
+    } else if (code >= 500 || RATE_LIMITS.includes(code) || this.retryStatuses.includes(code)) {
       err = new RetryableError(message, retryAfterMs);
     } else if (code === 404 && ownNotFound) {
       err = new NotFoundError(message);
@@ -441,6 +445,13 @@ function isTransportError(err: unknown): boolean {
     err instanceof Error &&
     (err.name === 'TimeoutError' || (err instanceof TypeError && err.cause !== undefined))
   );
+}
+
+/** Transport failures that another attempt would meet again: no such name, a refused certificate. */
+function isLasting(err: unknown): boolean {
+  const cause = err instanceof Error ? (err.cause as NodeJS.ErrnoException | undefined) : undefined;
+  const code = cause?.code ?? '';
+  return code === 'ENOTFOUND' || /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(code);
 }
 
 function describeFailure(err: unknown, timeoutMs: number): string {

@@ -2,6 +2,7 @@ import { oneLine, UsageError } from '../cli/errors.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { writeSecret } from '../kube/secrets.js';
 import { KubeTransport } from '../kube/transport.js';
+import { isUnreachable, UnauthorizedError } from '../providers/errors.js';
 import { loadProvider } from '../providers/registry.js';
 import type { ProviderDefinition, ProviderValues } from '../providers/types.js';
 import {
@@ -138,9 +139,13 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
           try {
             result.verified = await provider.verifyCredentials?.(AbortSignal.timeout(60_000));
           } catch (err) {
-            throw new UsageError(
-              `${definition.name} did not accept the credentials: ${oneLine(err)}; nothing written (--no-verify skips this check)`,
-            );
+            // Unreachable is not refused: a good token must not look bad because of DNS or a proxy.
+            const what = isUnreachable(err)
+              ? `cannot reach ${definition.name}, so the credentials were not checked`
+              : err instanceof UnauthorizedError
+                ? `${definition.name} did not accept the credentials`
+                : `checking the credentials with ${definition.name} failed`;
+            throw new UsageError(`${what}: ${oneLine(err)}; nothing written (--no-verify skips this check)`);
           }
           task.title = `Credentials valid: ${result.verified}`;
         },

@@ -296,6 +296,17 @@ describe('ccm doctor', () => {
     expect(run.exitCode).toBe(1);
   });
 
+  it('an unreachable cloud is not called a refusal: its own line and fix, and the credentials left alone', async () => {
+    const args = doctorArgs().map((a) => (a === sim.url ? 'https://no-such-host.invalid' : a));
+    const run = await ccm([...args, '-o', 'wide']);
+    const lines = run.stdout.split('\n');
+    expect(run.stdout).not.toContain('refuses the credentials');
+    const { line, fix } = failure(lines, 'cannot reach the cloud, so the credentials were not checked');
+    expect(line).toContain('no-such-host.invalid');
+    expect(fix).toContain("check the API URL, and this machine's DNS, network and proxy");
+    expect(run.exitCode).toBe(1);
+  });
+
   it('a Node without a provider ID (and whose kubelet is not external)', async () => {
     await createNodes(core, [{ name: 'legacy-1', tainted: false }]);
     const run = await doctor();

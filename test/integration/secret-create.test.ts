@@ -188,6 +188,22 @@ describe('ccm secret create, scripted', { timeout: 240_000 }, () => {
     expect(await readSecret('digitalocean')).toBeUndefined();
   });
 
+  it('an API that cannot be reached is not a refusal: its own line, asked once, no Secret', async () => {
+    await deleteSecret('digitalocean');
+    const run = await secretCreate(
+      ['--provider', 'digitalocean', '--cloud-api-url', 'https://no-such-host.invalid', '--from-stdin'],
+      { input: 'dop_v1_a_good_token_for_all_we_know' },
+    );
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(run.stderr).toMatch(
+      /^ccm: cannot reach digitalocean, so the credentials were not checked: .*GET \/v2\/account: request failed \(.*no-such-host\.invalid.*\): the cloud could not be reached; check the API URL, and this machine's DNS, network and proxy; nothing written/,
+    );
+    expect(run.stderr).not.toContain('gave up after');
+    expect(run.writes).toEqual([]);
+    expect(await readSecret('digitalocean')).toBeUndefined();
+  });
+
   it('no terminal and a missing value: one line naming the flag, exit 2, nothing written', async () => {
     const run = await secretCreate(['--provider', 'brightbox', '--set', 'client=cli-12345']);
     expect(run.exitCode).toBe(2);

@@ -5,6 +5,7 @@ import {
   NotFoundError,
   RetryableError,
   UnauthorizedError,
+  UnreachableError,
 } from '../errors.js';
 import { HttpClient, type HttpClientOptions, httpStatus, type QueryValue } from '../http.js';
 import { DEFAULT_API_URL } from './credentials.js';
@@ -227,6 +228,7 @@ function explain(err: unknown, what: string): unknown {
     return new UnauthorizedError(`DigitalOcean ${what} failed (${request}): ${advice} (${CREDENTIAL_HINT})`);
   }
   const message = `DigitalOcean ${what} failed: ${err.message}`;
+  if (err instanceof UnreachableError) return new UnreachableError(message, err.retryAfterMs);
   if (err instanceof RetryableError)
     return new RetryableError(`${message}; try again later`, err.retryAfterMs);
   if (err instanceof NotFoundError) return new NotFoundError(message);

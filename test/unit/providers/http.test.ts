@@ -7,6 +7,7 @@ import {
   type ProviderError,
   RetryableError,
   UnauthorizedError,
+  UnreachableError,
 } from '../../../src/providers/errors.js';
 import {
   type HttpCallInfo,
@@ -457,7 +458,10 @@ describe('HttpClient: retries', () => {
     const { http, sleeps, calls } = client({ timeoutMs: 50, retries: 1 });
     const err = await failure(http.get('/v2/droplets'));
     expect(err).toBeInstanceOf(RetryableError);
-    expect(err.message).toBe('GET /v2/droplets: timed out after 50 ms, gave up after 2 attempts');
+    expect(err).toBeInstanceOf(UnreachableError);
+    expect(err.message).toBe(
+      "GET /v2/droplets: timed out after 50 ms, gave up after 2 attempts: the cloud could not be reached; check the API URL, and this machine's DNS, network and proxy",
+    );
     expect(seen).toHaveLength(2);
     expect(sleeps).toHaveLength(1);
     expect(calls.map((c) => c.status)).toEqual(['error', 'error']);
@@ -670,5 +674,39 @@ describe('HttpClient: plain http', () => {
     ]) {
       expect(() => new HttpClient({ baseUrl: url }), url).not.toThrow();
     }
+  });
+});
+
+describe('HttpClient: a cloud that cannot be reached', () => {
+  const failingFetch = (code: string, message: string) => {
+    let calls = 0;
+    const fetch = (async () => {
+      calls += 1;
+      throw new TypeError('fetch failed', { cause: Object.assign(new Error(message), { code }) });
+    }) as unknown as typeof globalThis.fetch;
+    return { fetch, calls: () => calls };
+  };
+
+  it.each([
+    ['a name that does not resolve', 'ENOTFOUND', 'getaddrinfo ENOTFOUND api.example.invalid'],
+    ['a certificate that is refused', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'self-signed certificate'],
+  ])('%s: UnreachableError at once, asked once', async (_name, code, message) => {
+    const failing = failingFetch(code, message);
+    const http = new HttpClient({ baseUrl, fetch: failing.fetch, sleep: async () => {} });
+    const err = await failure(http.get('/v2/account'));
+    expect(err).toBeInstanceOf(UnreachableError);
+    expect(err.message).toBe(
+      `GET /v2/account: request failed (${message}): the cloud could not be reached; check the API URL, and this machine's DNS, network and proxy`,
+    );
+    expect(failing.calls()).toBe(1);
+  });
+
+  it('a refused connection: asked again, then UnreachableError, which the controllers retry', async () => {
+    const failing = failingFetch('ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:1');
+    const http = new HttpClient({ baseUrl, fetch: failing.fetch, sleep: async () => {}, retries: 2 });
+    const err = await failure(http.get('/v2/account'));
+    expect(err).toBeInstanceOf(UnreachableError);
+    expect(err).toBeInstanceOf(RetryableError);
+    expect(failing.calls()).toBe(3);
   });
 });
