@@ -110,7 +110,7 @@ describe('ccm nodes init --provider digitalocean', () => {
     const [d] = sim.addDroplets({ name: 'w-env', privateIP: '10.114.0.9' });
     await createNodes(api, [{ name: 'w-env' }]);
     const run = await nodesInit({ env: { DO_OVERRIDE_URL: sim.url } });
-    expect(run.exitCode).toBe(0);
+    expect(run.exitCode, run.stderr).toBe(0);
     expect((await node('w-env')).spec?.providerID).toBe(`digitalocean://${d?.id}`);
   });
 
@@ -119,7 +119,7 @@ describe('ccm nodes init --provider digitalocean', () => {
     sim.addDroplets({ name: 'single', privateIP: '10.114.0.6' });
     await createNodes(api, [{ name: 'twin' }, { name: 'single' }]);
     const run = await nodesInit({ flags: ['--json'] });
-    expect(run.exitCode).toBe(1);
+    expect(run.exitCode, run.stderr).toBe(1);
     const report = JSON.parse(run.stdout);
     expect(report.nodes.find((n: { name: string }) => n.name === 'twin')).toMatchObject({
       result: 'failed',
