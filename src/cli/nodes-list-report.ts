@@ -61,7 +61,7 @@ export function nodesListReport(result: NodesListResult): Report<NodeRow> {
     summary,
     notes: orphans,
     errors: result.listingError ? [result.listingError] : [],
-    // A listing that was made is a success; the rows say which Nodes need care.
-    failed: false,
+    // The rows say which Nodes need care; a cloud listing that failed leaves them without a verdict.
+    failed: result.listingError !== undefined,
   });
 }

@@ -1,4 +1,5 @@
 import type { ClusterAccess } from './config.js';
+import { KubeApiError, KubeConfigError } from './errors.js';
 import { createEvent } from './events.js';
 import { type SlimNode, slimNode } from './slim-node.js';
 import { type KubeRequest, KubeTransport } from './transport.js';
@@ -59,9 +60,19 @@ export function createNodeClient(source: ClusterAccess | KubeTransport): NodeCli
       do {
         const query = `limit=${LIST_PAGE}${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`;
         // Each full Node is dropped as soon as its slim copy is made.
-        cont = await http.listPage(`/api/v1/nodes?${query}`, (item) => {
-          nodes.push(slimNode(item as RawNode));
-        });
+        cont = await http
+          .listPage(`/api/v1/nodes?${query}`, (item) => {
+            nodes.push(slimNode(item as RawNode));
+          })
+          .catch((err: unknown) => {
+            // Every Kubernetes API server has Nodes: a 404 here is some other server.
+            if (err instanceof KubeApiError && err.status === 404) {
+              throw new KubeConfigError(
+                `${http.server} answered 404 to GET /api/v1/nodes: it is not a Kubernetes API server; check --kubeconfig and --context`,
+              );
+            }
+            throw err;
+          });
       } while (cont);
       return nodes;
     },

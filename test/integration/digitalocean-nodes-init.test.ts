@@ -114,6 +114,28 @@ describe('ccm nodes init --provider digitalocean', () => {
     expect((await node('w-env')).spec?.providerID).toBe(`digitalocean://${d?.id}`);
   });
 
+  it('nodes list: a cloud listing that failed is exit 1, with the Nodes still listed', async () => {
+    await createNodes(api, [{ name: 'listed-anyway' }]);
+    // A cloud that stays unavailable: a transient error, retried, then the Nodes listed without it.
+    sim.fault({ method: 'GET', path: '/v2/droplets', status: 503, times: 10 });
+    const run = await ccm(
+      [
+        'nodes',
+        'list',
+        '--provider',
+        'digitalocean',
+        '--kubeconfig',
+        cp.kubeconfigPath,
+        '--cloud-api-url',
+        sim.url,
+      ],
+      { DO_ACCESS_TOKEN: sim.token },
+    );
+    expect(run.exitCode, run.stderr).toBe(1);
+    expect(run.stdout).toContain('listed-anyway');
+    expect(`${run.stdout}\n${run.stderr}`).toContain('cloud listing failed');
+  });
+
   it('fails the Node whose name two droplets share, and initialises the others', async () => {
     sim.addDroplets({ name: 'twin', privateIP: '10.114.0.4' }, { name: 'twin', privateIP: '10.114.0.5' });
     sim.addDroplets({ name: 'single', privateIP: '10.114.0.6' });

@@ -2,6 +2,10 @@
  * `ccm nodes list` against a real kube-apiserver with a Cloudlycke inventory as the cloud: each Node
  * beside its instance, and the verdict of `nodes init --dry-run` (the same plan) for each Node.
  */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -9,6 +13,7 @@ import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { ccm } from '../helpers/cli.js';
 import { writeInventory } from '../helpers/inventory.js';
+import { tempDir } from '../helpers/tmp.js';
 
 let cp: ControlPlane;
 let api: CoreV1Api;
@@ -127,5 +132,40 @@ describe('ccm nodes list', () => {
     );
     const yaml = parse((await list(['nodes', 'list', '-o', 'yaml'])).stdout) as { nodes: Row[] };
     expect(yaml.nodes.map((n) => n.node).sort()).toEqual(['aws-1', 'lost-1', 'new-1', 'ok-1']);
+  });
+});
+
+describe('ccm nodes list against a server that is not Kubernetes', () => {
+  it('says so in one line and exits 2', async () => {
+    const server = createServer((_req, res) =>
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('404 page not found'),
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const kubeconfig = join(tempDir('ccm-not-kube-'), 'kubeconfig');
+      writeFileSync(
+        kubeconfig,
+        readFileSync(cp.kubeconfigPath, 'utf8')
+          .replace(cp.server, url)
+          .replace(/certificate-authority-data: .*\n/g, ''),
+      );
+      const run = await ccm([
+        'nodes',
+        'list',
+        '--provider',
+        'cloudlycke',
+        '--kubeconfig',
+        kubeconfig,
+        '--cloud-config',
+        inventory,
+      ]);
+      expect(run.exitCode).toBe(2);
+      expect(run.stderr.trim()).toBe(
+        `ccm: ${url} answered 404 to GET /api/v1/nodes: it is not a Kubernetes API server; check --kubeconfig and --context`,
+      );
+    } finally {
+      server.close();
+    }
   });
 });
