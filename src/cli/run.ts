@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
+import { monotonicMs } from '../clock.js';
 import { budgetedProvider, type ProviderHolder, TokenBucket } from '../controllers/cloud-budget.js';
 import { isFatalCloudError } from '../controllers/cloud-view.js';
 import { delegatedAuth } from '../controllers/delegated-auth.js';
@@ -80,6 +81,8 @@ export interface RunHandle {
 }
 
 const SHUTDOWN_BUDGET_MS = 8000;
+/** How long a start waits for an API server that does not answer yet (upstream: 10 s). */
+const API_SERVER_WAIT_MS = 10_000;
 
 function checkLeaseTimings(lease: RunInput['lease']): void {
   if (!(lease.durationMs > lease.renewDeadlineMs)) {
@@ -135,6 +138,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     // Only leadership gates writes: a graceful shutdown lets in-flight writes finish.
     mayWrite: () => (elector ? elector.isLeader() : true),
     onReachable: (reachable, detail) => {
+      if (!probed) return; // the start says it its own way, below
       if (reachable) log.info('the Kubernetes API server answers again');
       else
         log.warn(
@@ -143,18 +147,33 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     },
   });
   let stopping = false;
+  let probed = false;
 
-  // The API server and our identity on it, before anything else.
-  try {
-    await transport.request({ method: 'GET', path: '/api/v1/nodes?limit=1', timeoutMs: 15_000 });
-  } catch (err) {
-    if (err instanceof KubeApiError && (err.status === 401 || err.status === 403)) {
-      throw new KubeConfigError(
-        `the API server refused ccm's credentials (${err.message}); check the kubeconfig user or ccm's RBAC`,
-      );
+  // The API server and our identity on it, before anything else. Like the upstream
+  // cloud-controller-manager (app/controllermanager.go, WaitForAPIServer), a server that does not answer
+  // yet is waited for a while, then the start fails.
+  const deadline = monotonicMs() + API_SERVER_WAIT_MS;
+  for (let said = false; ; ) {
+    try {
+      await transport.request({ method: 'GET', path: '/api/v1/nodes?limit=1', timeoutMs: 15_000 });
+      break;
+    } catch (err) {
+      if (err instanceof KubeApiError && (err.status === 401 || err.status === 403)) {
+        throw new KubeConfigError(
+          `the API server refused ccm's credentials (${err.message}); check the kubeconfig user or ccm's RBAC`,
+        );
+      }
+      if (!(err instanceof KubeUnreachableError) || monotonicMs() > deadline) throw err;
+      if (!said) {
+        log.warn(
+          `waiting up to ${Math.round(API_SERVER_WAIT_MS / 1000)} s for the Kubernetes API server at ${transport.server}: ${err.message}`,
+        );
+        said = true;
+      }
+      await new Promise((r) => setTimeout(r, 1000));
     }
-    throw err;
   }
+  probed = true;
 
   let secret = secretRef
     ? await readSecret(transport, secretRef.namespace, secretRef.name).catch(configError)
