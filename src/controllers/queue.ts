@@ -26,6 +26,8 @@ export class WorkQueue<K = string> {
   private readonly processing = new Set<K>();
   private readonly dirty = new Set<K>();
   private readonly failures = new Map<K, number>();
+  /** Keys their handler put back with a delay while it ran: a failure it handled itself. */
+  private readonly requeued = new Set<K>();
   private readonly timers = new Map<K, NodeJS.Timeout>();
   private readonly waiters: ((key: K | undefined) => void)[] = [];
   private shuttingDown = false;
@@ -62,6 +64,7 @@ export class WorkQueue<K = string> {
   /** Adds the key after `ms`; an earlier pending delay for the same key wins. */
   addAfter(key: K, ms: number): void {
     if (this.shuttingDown) return;
+    if (this.processing.has(key)) this.requeued.add(key);
     if (ms <= 0) {
       this.add(key);
       return;
@@ -115,7 +118,8 @@ export class WorkQueue<K = string> {
 
   /**
    * Runs `concurrency` workers until shut down. A handler that throws has its key re-added with
-   * backoff (and `onError` told); one that returns normally has its backoff forgotten.
+   * backoff (and `onError` told); one that returns normally has its backoff forgotten, unless it put
+   * the key back itself (addRateLimited, addAfter) while it ran.
    */
   run(
     concurrency: number,
@@ -126,9 +130,12 @@ export class WorkQueue<K = string> {
       for (;;) {
         const key = await this.get();
         if (key === undefined) return;
+        this.requeued.delete(key);
         try {
           await handler(key);
-          this.forget(key);
+          // A handler that records its own failure and puts the key back with backoff (the service
+          // controller) returns normally: forgetting then would restart every retry at the base delay.
+          if (!this.requeued.delete(key)) this.forget(key);
         } catch (err) {
           onError?.(key, err);
           this.addRateLimited(key);

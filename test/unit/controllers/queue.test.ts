@@ -70,6 +70,24 @@ describe('WorkQueue', () => {
     await run;
   });
 
+  it('keeps the backoff of a handler that records its own failure and puts the key back itself', async () => {
+    // The service controller's way: it never throws, it records the failure and calls addRateLimited.
+    const q = new WorkQueue<string>({ baseDelayMs: 1, maxDelayMs: 1000 });
+    const retriesSeen: number[] = [];
+    const run = q.run(1, async (k) => {
+      retriesSeen.push(q.retries(k));
+      if (retriesSeen.length < 4) q.addRateLimited(k);
+    });
+    q.add('svc');
+    await eventually(() => retriesSeen.length === 4);
+    q.shutDown();
+    await run;
+    // The delay doubles (1, 2, 4 ms) instead of starting again at the base each time; the success
+    // at the end forgets it.
+    expect(retriesSeen).toEqual([0, 1, 2, 3]);
+    expect(q.retries('svc')).toBe(0);
+  });
+
   it('addAfter delays a key; shutDown drops waiting keys and ends the workers', async () => {
     const q = new WorkQueue<string>();
     const seen: string[] = [];
