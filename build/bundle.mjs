@@ -135,6 +135,21 @@ const startupEdits = {
     });
   },
 };
+// An ES import of node:process makes Node build its module facade, which reads every property of
+// process, process.stdin among them: that opens fd 0 as a stream and sets its file description
+// non-blocking, shared with whoever else reads it. In `ccm help run | diff - <(ccm run --help)`,
+// ccm's stdin is diff's, and diff failed with EAGAIN (#30). Bundled packages (chalk, is-wsl) get
+// the global process instead; a named import would fail the build here rather than at a start.
+const processGlobal = {
+  name: 'process-global',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?process$/ }, () => ({ path: 'process', namespace: 'process-global' }));
+    b.onLoad({ filter: /.*/, namespace: 'process-global' }, () => ({
+      contents: 'export default globalThis.process;',
+      loader: 'js',
+    }));
+  },
+};
 const lazyHelper = `function __ccmLazy(load) {
   let m;
   const get = () => (m ??= load());
@@ -178,7 +193,7 @@ const options = {
 const SMALL_CHUNK = 6 * 1024;
 const first = await build({
   ...options,
-  plugins: [startupEdits],
+  plugins: [startupEdits, processGlobal],
   write: false,
   metafile: true,
   sourcemap: false,
@@ -218,4 +233,4 @@ const sharedSmallModules = {
 
 // Chunk names carry a hash: the chunks of an earlier build would stay beside the new ones.
 rmSync('dist/bundle', { recursive: true, force: true });
-await build({ ...options, plugins: [startupEdits, sharedSmallModules] });
+await build({ ...options, plugins: [startupEdits, processGlobal, sharedSmallModules] });

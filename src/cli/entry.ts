@@ -42,6 +42,13 @@ export async function start(bin: string): Promise<void> {
   // ccm runs its built bundle whatever NODE_ENV says: with NODE_ENV=test or development oclif would
   // otherwise register tsx to run src/ (loading child_process, crypto and workers to start).
   settings.enableAutoTranspile = false;
+  // A reader that stops reading (`ccm help run | head -1`) ends ccm quietly, with the status a
+  // SIGPIPE would give; otherwise the pending write leaves oclif's promise unsettled and Node
+  // prints a warning about bin/run.js's top-level await.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(128 + 13);
+    throw error;
+  });
   // No user or dev plugins: oclif would run what $XDG_DATA_HOME/ccm/package.json lists, as root under sudo.
   await execute({
     loadOptions: {

@@ -2,6 +2,7 @@ import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { isatty } from 'node:tty';
 import { encryptedOrLocal } from '../plain-http.js';
 import { warnOnce } from '../warn-once.js';
 import { type Credentials, createCredentials } from './credentials.js';
@@ -200,7 +201,7 @@ export function loadKubeConfig(options: KubeConfigOptions): ClusterAccess {
     user,
     cluster: { ...cluster, server },
     env,
-    interactive: options.interactive ?? Boolean(process.stdin?.isTTY),
+    interactive: options.interactive ?? isatty(0),
     now: options.now,
   });
   const insecure =

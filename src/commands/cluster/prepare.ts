@@ -1,3 +1,4 @@
+import { isatty } from 'node:tty';
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand, integerInRange } from '../../cli/base-command.js';
 import type { HostRow } from '../../cli/cluster-report.js';
@@ -109,7 +110,7 @@ export default class ClusterPrepare extends BaseCommand {
       readyTimeoutMs,
       preview: this.human,
       progress: this.progress,
-      interactive: Boolean(process.stdin.isTTY && process.stdout.isTTY),
+      interactive: isatty(0) && Boolean(process.stdout.isTTY),
       env: process.env,
       log: (line) => this.log(line),
       logToStderr: (line) => process.stderr.write(`${line}\n`),

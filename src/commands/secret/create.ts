@@ -1,3 +1,4 @@
+import { isatty } from 'node:tty';
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
 import type { Report } from '../../cli/output/report.js';
@@ -64,7 +65,7 @@ export default class SecretCreate extends BaseCommand {
       verify: flags.verify,
       dryRun: flags['dry-run'],
       showSecrets: flags['show-secrets'],
-      interactive: Boolean(process.stdin.isTTY) && !flags['from-stdin'],
+      interactive: isatty(0) && !flags['from-stdin'],
       progress: this.progress,
       kubeconfig: flags.kubeconfig,
       context: flags.context,
