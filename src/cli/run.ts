@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { monotonicMs } from '../clock.js';
 import { budgetedProvider, type ProviderHolder, TokenBucket } from '../controllers/cloud-budget.js';
-import { isFatalCloudError } from '../controllers/cloud-view.js';
+import { type CloudView, isFatalCloudError } from '../controllers/cloud-view.js';
 import { delegatedAuth } from '../controllers/delegated-auth.js';
 import { InstanceCache } from '../controllers/instance-cache.js';
 import {
@@ -192,14 +192,22 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
 
   let nodes: Informer<SlimNode> | undefined;
   let started = false;
+  // A failing listing is logged when it starts and when its reason changes, not at every retry.
+  let listingFailure: string | undefined;
+  const reportListing = (view: CloudView) => {
+    if (view.listingError) {
+      const level = view.listingError === listingFailure ? 'debug' : 'warn';
+      log[level](`${view.listingError}; Nodes needing the cloud wait, none is deleted`);
+    } else if (listingFailure) log.info('the cloud listing works again');
+    listingFailure = view.listingError;
+  };
   const cloud = new InstanceCache({
     list: () => provider.instances.list(),
     nodes: () => nodes?.list() ?? [],
     onRefresh: (view) => {
       metrics.cachedInstances.set(view.index.size);
       // At start-up a failing listing is either a configuration error (one line, exit 2) or logged below.
-      if (view.listingError && started)
-        log.warn(`${view.listingError}; Nodes needing the cloud wait, none is deleted`);
+      if (started) reportListing(view);
     },
   });
 
@@ -281,9 +289,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     throw err;
   }
 
-  if (cloud.view().listingError) {
-    log.warn(`${cloud.view().listingError}; Nodes needing the cloud wait, none is deleted`);
-  }
+  reportListing(cloud.view());
   started = true;
 
   // --- informers --------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ export interface ServiceControllerDeps {
   client: ServiceClient;
   balancers: LoadBalancers;
   rules: ServiceRules;
-  log?: (level: 'info' | 'warn', message: string, fields?: Record<string, unknown>) => void;
+  log?: (level: 'debug' | 'info' | 'warn', message: string, fields?: Record<string, unknown>) => void;
   onResult?: (result: string) => void;
 }
 
@@ -70,6 +70,8 @@ export class ServiceController {
   private readonly managedAnnotations = new Map<string, string[]>();
   /** The last state of Services that vanished while they still wanted a load balancer. */
   private readonly tombstones = new Map<string, SlimService>();
+  /** Each failing Service's last failure: logged as a warning only when it starts or its reason changes. */
+  private readonly lastFailures = new Map<string, string>();
   /** Until start(), informer events are the initial list; start() looks at the whole store instead. */
   private started = false;
   /** A provider-kept annotation changed since the provider last saw every Service. */
@@ -165,6 +167,8 @@ export class ServiceController {
         }
       }
       this.deps.queue.forget(key);
+      if (this.lastFailures.delete(key))
+        this.deps.log?.('info', `load balancer of Service ${key} synced again`, { service: key });
     } catch (err) {
       if (signal?.aborted) return;
       this.reasons.set(key, reason === 'nodes' ? 'nodes' : 'spec');
@@ -176,6 +180,7 @@ export class ServiceController {
     this.lastBackends.delete(key);
     this.managedAnnotations.delete(key);
     this.tombstones.delete(key);
+    this.lastFailures.delete(key);
   }
 
   private async failed(
@@ -202,7 +207,9 @@ export class ServiceController {
         // Events are best effort; the retry below is what matters.
       }
     }
-    this.deps.log?.('warn', `load balancer of Service ${key} not synced: ${message}`, { service: key });
+    const level = this.lastFailures.get(key) === message ? 'debug' : 'warn';
+    this.lastFailures.set(key, message);
+    this.deps.log?.(level, `load balancer of Service ${key} not synced: ${message}`, { service: key });
     if (err instanceof RetryableError && err.retryAfterMs > 0) {
       this.deps.queue.addAfter(key, err.retryAfterMs);
     } else {

@@ -209,6 +209,37 @@ describe('the API server goes away', () => {
   }, 90_000);
 });
 
+describe('a cloud config that breaks while running', () => {
+  it('is warned about once while its reason stays the same, and once more when the listing works again', async () => {
+    const inventory = writeInventory([{ id: 'a' }], DEFAULTS);
+    ccm = await startInProcess(runInput(cp.kubeconfigPath, inventory));
+    await createNodes(api, [{ name: 'a' }]);
+    await until('a initialised', async () => !(await tainted('a')));
+    const warnings = () =>
+      ccm?.logs
+        .map((l) => JSON.parse(l))
+        .filter((l) => l.level === 40 && /cloud listing failed/.test(l.msg)) ?? [];
+
+    writeFileSync(inventory, 'instances: [ {id: a\n');
+    // The listing is retried many times over (every 500 ms here, with backoff), each time failing the same way.
+    await until('the listing retried', async () => {
+      const failures = ccm?.logs.filter((l) => l.includes('cloud listing failed')).length ?? 0;
+      return failures >= 4;
+    });
+    expect(warnings()).toHaveLength(1);
+    expect(warnings()[0].msg).toContain('YAML syntax error');
+
+    writeFileSync(inventory, 'instances: [ {id: a} ]\nbogus: 1\n');
+    await until('the new reason warned about', async () => warnings().length === 2);
+
+    writeFileSync(inventory, stringify({ defaults: DEFAULTS, instances: [{ id: 'a' }] }));
+    await until('the listing works again', async () =>
+      ccm?.logs.some((l) => l.includes('the cloud listing works again')),
+    );
+    expect(warnings()).toHaveLength(2);
+  });
+});
+
 describe('credentials from a Secret', () => {
   it('are read by name, picked up again when rotated, and never logged', async () => {
     const first = `tok-${randomBytes(12).toString('hex')}`;

@@ -359,6 +359,38 @@ describe('the service controller', () => {
     );
   }, 40_000);
 
+  it('a Service failing the same way is warned about once, again when the reason changes, and once synced again', async () => {
+    await start();
+    let failure: string | undefined = 'cloud says: no capacity';
+    let attempts = 0;
+    beforeEnsure = (req) => {
+      if (req.service.name !== 'stuck') return;
+      attempts++;
+      if (failure) throw new RetryableError(failure, 200);
+    };
+    const warnings = () =>
+      (ccm?.logs ?? [])
+        .map((l) => JSON.parse(l))
+        .filter((l) => l.level === 40 && l.service === `${NS}/stuck` && /not synced/.test(l.msg));
+    await api.createNamespacedService({ namespace: NS, body: lbService('stuck') });
+    await until('retried', async () => attempts >= 4);
+    expect(warnings().map((w) => w.msg)).toEqual([
+      `load balancer of Service ${NS}/stuck not synced: cloud says: no capacity`,
+    ]);
+
+    failure = 'cloud says: quota exceeded';
+    const seen = attempts;
+    await until('retried with the new reason', async () => attempts >= seen + 3);
+    expect(warnings()).toHaveLength(2);
+
+    failure = undefined;
+    await withIngress('stuck');
+    await until('synced again logged', async () =>
+      ccm?.logs.some((l) => l.includes(`Service ${NS}/stuck synced again`)),
+    );
+    expect(warnings()).toHaveLength(2);
+  }, 40_000);
+
   it('an invalid annotation → a Warning naming it; the load balancer stays as it was', async () => {
     await start();
     await api.createNamespacedService({ namespace: NS, body: lbService('web') });
