@@ -36,7 +36,12 @@ import {
 } from './doctor-checks.js';
 import { oneLine } from './errors.js';
 import { clusterRules } from './manifests.js';
-import { type ClusterAndCloudFlags, parseSecretRef, providerFromFlags } from './provider-config.js';
+import {
+  type ClusterAndCloudFlags,
+  parseSecretRef,
+  providerFromFlags,
+  whatFlagsAndEnvLack,
+} from './provider-config.js';
 
 /** `ccm doctor`: reads the cluster (and the cloud, with --provider) once, and checks it end to end. */
 
@@ -152,12 +157,17 @@ async function cloudChecks(
   secretRef: { namespace: string; name: string } | undefined,
   secret: Record<string, string> | undefined,
 ): Promise<CheckResult[]> {
-  const where = secretRef
-    ? `Secret ${secretRef.namespace}/${secretRef.name}`
-    : `the environment / --cloud-config of ${definition.name}`;
   let provider: Provider;
+  let where = `the environment / --cloud-config of ${definition.name}`;
   try {
-    provider = await providerFromFlags(input, input.env, undefined, secret);
+    // The same choice as every command's (credentialSource): the default Secret only when the flags
+    // and the environment are not enough.
+    const useSecret =
+      secretRef !== undefined &&
+      (input['credentials-secret'] !== undefined ||
+        whatFlagsAndEnvLack(definition, input, input.env) !== undefined);
+    if (useSecret) where = `Secret ${secretRef.namespace}/${secretRef.name}`;
+    provider = await providerFromFlags(input, input.env, undefined, useSecret ? secret : undefined);
   } catch (err) {
     return [checkCredentials(credentialsFailure(err), where)];
   }

@@ -31,6 +31,8 @@ export interface NodesInitResult {
   durationMs: number;
   /** Peak resident memory of the CLI process. */
   maxRssBytes: number;
+  /** Where the cloud credentials came from: "Secret kube-system/digitalocean", "flags and environment". */
+  credentials: string;
 }
 
 interface Ctx {
@@ -46,7 +48,7 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
   // client-node (~870 modules) out of the start unless the kubeconfig needs an exec plugin.
   const kc = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
   const transport = new KubeTransport(kc);
-  const provider = await providerWithSecret(input, input.env, transport, () => {
+  const { provider, credentials } = await providerWithSecret(input, input.env, transport, () => {
     cloudCalls++;
   });
   const kube = createNodeClient(transport);
@@ -98,5 +100,6 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
     cloudCalls,
     durationMs: Math.round(monotonicMs() - started),
     maxRssBytes: peakRssBytes(),
+    credentials,
   };
 }

@@ -1,5 +1,6 @@
 import { age } from './age.js';
 import type { NodeRow, NodeStatus, NodesListResult } from './nodes-list.js';
+import { credentialsNote } from './nodes-report.js';
 import { defineReport, type Report, type Tone } from './output/report.js';
 import { grouped, plural } from './output/text.js';
 
@@ -25,7 +26,7 @@ export function nodesListReport(result: NodesListResult): Report<NodeRow> {
     `${plural(result.nodes.length, NOUN)}${counts.length > 0 ? `: ${counts.join(', ')}` : ''}; ` +
     `${plural(result.cloudInstances, `${result.provider} instance`)}, ` +
     `${plural(result.kubeReads, 'Kubernetes read')}, ${plural(result.cloudCalls, 'cloud call')}, ` +
-    `${(result.durationMs / 1000).toFixed(1)}s`;
+    `${(result.durationMs / 1000).toFixed(1)}s${credentialsNote(result.credentials)}`;
   const orphans = result.orphans
     ? [
         `Cloud instances no Node claims: ${result.orphans.length}${result.orphans.length > 0 ? ':' : ''}`,

@@ -48,6 +48,8 @@ export interface NodesListResult {
   kubeReads: number;
   cloudCalls: number;
   durationMs: number;
+  /** Where the cloud credentials came from: "Secret kube-system/digitalocean", "flags and environment". */
+  credentials: string;
 }
 
 export interface NodesListInput extends ClusterAndCloudFlags {
@@ -76,7 +78,12 @@ export async function runNodesList(input: NodesListInput): Promise<NodesListResu
   const auth = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
   const transport = new CountingTransport(auth);
   try {
-    const provider = await providerWithSecret(input, input.env, transport, () => cloudCalls++);
+    const { provider, credentials } = await providerWithSecret(
+      input,
+      input.env,
+      transport,
+      () => cloudCalls++,
+    );
     const state = await readState(createNodeClient(transport), provider);
     const now = input.now?.() ?? new Date();
     const options: PassOptions = {
@@ -98,6 +105,7 @@ export async function runNodesList(input: NodesListInput): Promise<NodesListResu
       kubeReads: transport.reads,
       cloudCalls,
       durationMs: Math.round(monotonicMs() - started),
+      credentials,
     };
   } finally {
     await transport.close();

@@ -30,6 +30,7 @@ export function nodesInitReport({
   cloudCalls,
   durationMs,
   maxRssBytes,
+  credentials,
 }: Omit<NodesInitResult, 'plans'>): Report<NodeReport> {
   const resultWord = (r: NodeResult) => (report.dryRun ? (WOULD[r] ?? r) : r);
   const s = report.summary;
@@ -37,9 +38,10 @@ export function nodesInitReport({
   const summary =
     `${report.dryRun ? 'Dry run, nothing written. ' : ''}${plural(s.total, NOUN)}` +
     `${counts.length > 0 ? `: ${counts.join(', ')}` : ''}; ` +
-    `${plural(kubeWrites, 'Kubernetes write')}, ${plural(cloudCalls, 'cloud call')}, ${(durationMs / 1000).toFixed(1)}s`;
+    `${plural(kubeWrites, 'Kubernetes write')}, ${plural(cloudCalls, 'cloud call')}, ${(durationMs / 1000).toFixed(1)}s` +
+    credentialsNote(credentials);
   return defineReport<NodeReport>({
-    data: { ...report, kubeWrites, cloudCalls, durationMs, maxRssBytes },
+    data: { ...report, kubeWrites, cloudCalls, durationMs, maxRssBytes, credentials },
     kind: 'node',
     noun: NOUN,
     rows: report.nodes,
@@ -68,4 +70,9 @@ export function nodesInitReport({
     errors: report.listingError ? [report.listingError] : [],
     failed: s.failed > 0,
   });
+}
+
+/** The summary's word on the credentials: named when a Secret was read, which the user may not have typed. */
+export function credentialsNote(credentials: string): string {
+  return credentials.startsWith('Secret ') ? `; credentials from ${credentials}` : '';
 }

@@ -1,5 +1,7 @@
-import { readSecret } from '../kube/secrets.js';
+import { KubeApiError } from '../kube/errors.js';
+import { readSecret, type SecretData } from '../kube/secrets.js';
 import type { KubeTransport } from '../kube/transport.js';
+import { InvalidConfigError } from '../providers/errors.js';
 import { loadProvider } from '../providers/registry.js';
 import type { Provider, ProviderDefinition, ProviderValues } from '../providers/types.js';
 import { UsageError } from './errors.js';
@@ -53,31 +55,100 @@ export async function providerFromFlags(
   onCloudCall?: (what: string) => void,
   secret?: Readonly<Record<string, string>>,
 ): Promise<Provider> {
+  const definition = await definitionFromFlags(flags);
+  return definition.create(resolveProviderValues(definition, flags, env, secret), { onCloudCall });
+}
+
+async function definitionFromFlags(flags: ProviderFlags): Promise<ProviderDefinition> {
   if (!flags.provider)
     throw new UsageError(
       'no provider given; pass --provider (e.g. --provider cloudlycke) or set CCM_PROVIDER',
     );
-  const definition = await loadProvider(flags.provider);
-  return definition.create(resolveProviderValues(definition, flags, env, secret), { onCloudCall });
+  return loadProvider(flags.provider);
+}
+
+export interface SecretRef {
+  namespace: string;
+  name: string;
+}
+
+/** Where a command's cloud credentials came from, as it tells the user. */
+export interface CredentialSource {
+  /** The Secret read, if any. */
+  secret?: SecretRef & SecretData;
+  /** "Secret kube-system/digitalocean" or "flags and environment". */
+  description: string;
 }
 
 /**
- * The provider of a one-pass command: its values from the flags, the environment and, with
- * --credentials-secret, that Secret (read once, through the command's own transport).
+ * Where the credentials come from: the Secret named with --credentials-secret; else the flags and
+ * the environment, when they configure the provider; else the Secret the provider's official
+ * controller reads (kube-system/<name>, which `ccm secret create` writes). Flags always win over a
+ * Secret's values, and a Secret's over the environment's.
+ */
+export async function credentialSource(
+  definition: ProviderDefinition,
+  flags: ClusterAndCloudFlags,
+  env: Readonly<Record<string, string | undefined>>,
+  transport: KubeTransport,
+): Promise<CredentialSource> {
+  const read = async (ref: SecretRef) => ({
+    ...ref,
+    ...(await readSecret(transport, ref.namespace, ref.name)),
+  });
+  const described = (secret: SecretRef & SecretData) => ({
+    secret,
+    description: `Secret ${secret.namespace}/${secret.name}`,
+  });
+  if (flags['credentials-secret']) return described(await read(parseSecretRef(flags['credentials-secret'])));
+  const fromFlagsAndEnv = { description: 'flags and environment' };
+  const secretName = definition.credentials.secretName;
+  if (!secretName) return fromFlagsAndEnv;
+  const missing = whatFlagsAndEnvLack(definition, flags, env);
+  if (!missing) return fromFlagsAndEnv;
+  const ref = { namespace: 'kube-system', name: secretName };
+  try {
+    return described(await read(ref));
+  } catch (err) {
+    if (!(err instanceof KubeApiError) || (err.status !== 404 && err.status !== 403)) throw err;
+    const why = err.status === 404 ? 'does not exist either' : 'is not readable either';
+    throw new InvalidConfigError(`${missing.message} (Secret ${ref.namespace}/${ref.name} ${why})`);
+  }
+}
+
+/** Why the flags and the environment alone do not configure the provider, or undefined when they do. */
+export function whatFlagsAndEnvLack(
+  definition: ProviderDefinition,
+  flags: ProviderFlags,
+  env: Readonly<Record<string, string | undefined>>,
+): InvalidConfigError | undefined {
+  try {
+    definition.create(resolveProviderValues(definition, flags, env), {});
+    return undefined;
+  } catch (err) {
+    if (err instanceof InvalidConfigError) return err;
+    throw err;
+  }
+}
+
+/**
+ * The provider of a one-pass command (nodes init, nodes list): its values from the flags, the
+ * environment and the Secret credentialSource chooses (read once, through the command's own transport).
  */
 export async function providerWithSecret(
   flags: ClusterAndCloudFlags,
   env: Readonly<Record<string, string | undefined>>,
   transport: KubeTransport,
   onCloudCall?: (what: string) => void,
-): Promise<Provider> {
-  const ref = flags['credentials-secret'] ? parseSecretRef(flags['credentials-secret']) : undefined;
-  const secret = ref ? await readSecret(transport, ref.namespace, ref.name) : undefined;
-  return providerFromFlags(flags, env, onCloudCall, secret?.data);
+): Promise<{ provider: Provider; credentials: string }> {
+  const definition = await definitionFromFlags(flags);
+  const source = await credentialSource(definition, flags, env, transport);
+  const values = resolveProviderValues(definition, flags, env, source.secret?.data);
+  return { provider: definition.create(values, { onCloudCall }), credentials: source.description };
 }
 
 /** `--credentials-secret namespace/name`, checked before anything is read. */
-export function parseSecretRef(ref: string): { namespace: string; name: string } {
+export function parseSecretRef(ref: string): SecretRef {
   const match = /^([a-z0-9][-a-z0-9]*)\/([a-z0-9][-a-z0-9.]*)$/.exec(ref);
   if (!match) {
     throw new UsageError(

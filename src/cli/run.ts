@@ -20,7 +20,7 @@ import { KubeApiError, KubeConfigError, KubeUnreachableError } from '../kube/err
 import { createInformer, type Informer, type InformerOptions } from '../kube/informer.js';
 import { LeaderElector } from '../kube/lease.js';
 import { createNodeClient } from '../kube/nodes.js';
-import { readSecret } from '../kube/secrets.js';
+import { readSecret, type SecretData } from '../kube/secrets.js';
 import { type SlimNode, slimNode } from '../kube/slim-node.js';
 import { KubeTransport } from '../kube/transport.js';
 import { nodeCrypto } from '../node-modules.js';
@@ -28,7 +28,7 @@ import { loadProvider } from '../providers/registry.js';
 import type { Provider, ProviderDefinition } from '../providers/types.js';
 import { UsageError } from './errors.js';
 import { createLogger, type LogLevel } from './log.js';
-import { parseSecretRef, resolveProviderValues } from './provider-config.js';
+import { credentialSource, parseSecretRef, resolveProviderValues } from './provider-config.js';
 import { keepYoungGenerationSmall } from './young-generation.js';
 
 export interface RunInput {
@@ -123,7 +123,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
       'no provider given; pass --provider (e.g. --provider cloudlycke) or set CCM_PROVIDER',
     );
   }
-  const secretRef = input.credentialsSecret ? parseSecretRef(input.credentialsSecret) : undefined;
+  if (input.credentialsSecret) parseSecretRef(input.credentialsSecret);
   const log = createLogger(input.logLevel, {
     ...(deps.logDestination ? { destination: deps.logDestination } : {}),
     ...(deps.prettyLogs !== undefined ? { pretty: deps.prettyLogs } : {}),
@@ -175,9 +175,17 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   }
   probed = true;
 
-  let secret = secretRef
-    ? await readSecret(transport, secretRef.namespace, secretRef.name).catch(configError)
-    : undefined;
+  const credentials = await credentialSource(
+    definition,
+    { ...input, 'credentials-secret': input.credentialsSecret },
+    input.env,
+    transport,
+  ).catch(configError);
+  const secretRef = credentials.secret && {
+    namespace: credentials.secret.namespace,
+    name: credentials.secret.name,
+  };
+  let secret: SecretData | undefined = credentials.secret;
   const makeProvider = (): Provider => {
     const values = resolveProviderValues(definition, input, input.env, secret?.data);
     const provider = definition.create(values, {});
@@ -289,6 +297,8 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     throw err;
   }
 
+  // Said once the start was accepted: a start refused is its one line of error, nothing more.
+  log.info(`cloud credentials from ${credentials.description}`);
   reportListing(cloud.view());
   started = true;
 

@@ -117,7 +117,8 @@ export default class Run extends CcmCommand {
         'Identity in the ownership tag of cloud resources ccm creates (default: derived from the kube-system namespace UID, unique per cluster)',
     }),
     'credentials-secret': Flags.string({
-      description: "Read the provider's credentials from this Secret (namespace/name), re-read on change",
+      description:
+        "Read the provider's credentials from this Secret (namespace/name), re-read on change; default: the flags and environment, else the provider's Secret in kube-system (the one `secret create` writes)",
     }),
     'config-reload-period': Flags.string({
       default: '30s',

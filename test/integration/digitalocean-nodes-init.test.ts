@@ -262,10 +262,52 @@ describe('ccm nodes init --provider digitalocean', () => {
       const run = await nodesInit({ token: '' });
       expect(run.exitCode).toBe(2);
       expect(run.stderr).toBe(
-        'ccm: no DigitalOcean API token; set env DO_ACCESS_TOKEN or Secret kube-system/digitalocean, key access-token (a token with read and write scope)',
+        'ccm: no DigitalOcean API token; set env DO_ACCESS_TOKEN or Secret kube-system/digitalocean, key access-token (a token with read and write scope) (Secret kube-system/digitalocean does not exist either)',
       );
       expect(sim.requests).toEqual([]);
     });
+  });
+});
+
+describe('the Secret `ccm secret create` writes (kube-system/digitalocean)', () => {
+  const SECRET = { namespace: 'kube-system', name: 'digitalocean' };
+  beforeEach(async () => {
+    await api.createNamespacedSecret({
+      namespace: SECRET.namespace,
+      body: { metadata: { name: SECRET.name }, stringData: { 'access-token': sim.token } },
+    });
+  });
+  afterEach(async () => {
+    await api.deleteNamespacedSecret(SECRET);
+  });
+  const cli = (args: string[], token = '') =>
+    ccm(
+      [...args, '--provider', 'digitalocean', '--kubeconfig', cp.kubeconfigPath, '--cloud-api-url', sim.url],
+      {
+        DO_ACCESS_TOKEN: token,
+        DO_OVERRIDE_URL: undefined,
+      },
+    );
+
+  it('is read by nodes list and nodes init when no token is given, and they say so', async () => {
+    sim.addDroplets({ name: 'from-secret', privateIP: '10.114.0.7' });
+    await createNodes(api, [{ name: 'from-secret' }]);
+    const listed = await cli(['nodes', 'list', '-o', 'json']);
+    expect(listed.exitCode, listed.stderr).toBe(0);
+    const list = JSON.parse(listed.stdout);
+    expect(list.credentials).toBe('Secret kube-system/digitalocean');
+    expect(list.nodes[0].instance.name).toBe('from-secret');
+
+    const init = await cli(['nodes', 'init']);
+    expect(init.exitCode, init.stderr).toBe(0);
+    expect(init.stdout).toContain('credentials from Secret kube-system/digitalocean');
+    expect(tainted(await node('from-secret'))).toBe(false);
+  });
+
+  it('is not read when the environment has a token: that one is used', async () => {
+    const listed = await cli(['nodes', 'list', '-o', 'json'], sim.token);
+    expect(listed.exitCode, listed.stderr).toBe(0);
+    expect(JSON.parse(listed.stdout).credentials).toBe('flags and environment');
   });
 });
 

@@ -296,6 +296,18 @@ describe('ccm doctor', () => {
     expect(run.exitCode).toBe(1);
   });
 
+  it("a token in the environment is what is checked, not the default Secret's", async () => {
+    await apply({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'digitalocean', namespace: NS },
+      stringData: { 'access-token': 'dop_v1_notthetoken' },
+    } as KubernetesObject);
+    const run = await ccm([...doctorArgs(), '-o', 'json'], { DO_ACCESS_TOKEN: sim.token });
+    const checks = JSON.parse(run.stdout).checks as { id: string; status: string }[];
+    expect(checks.find((c) => c.id === 'cloud-credentials'), run.stdout).toMatchObject({ status: 'pass' });
+  });
+
   it('an unreachable cloud is not called a refusal: its own line and fix, and the credentials left alone', async () => {
     const args = doctorArgs().map((a) => (a === sim.url ? 'https://no-such-host.invalid' : a));
     const run = await ccm([...args, '-o', 'wide']);

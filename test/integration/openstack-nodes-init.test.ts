@@ -190,7 +190,7 @@ describe('ccm nodes init --provider openstack', () => {
     });
     expect(run.exitCode).toBe(2);
     expect(run.stderr.trim()).toMatch(
-      /^ccm: no cloud\.conf given; pass --cloud-config <file> .* or set OS_CLOUD to use clouds\.yaml$/,
+      /^ccm: no cloud\.conf given; pass --cloud-config <file> .* or set OS_CLOUD to use clouds\.yaml \(Secret kube-system\/cloud-config does not exist either\)$/,
     );
   });
 

@@ -62,7 +62,7 @@ afterEach(async () => {
   expect(sim.takeViolations()).toEqual([]);
 });
 
-async function start(secret = 'kube-system/digitalocean') {
+async function start(secret: string | undefined = 'kube-system/digitalocean') {
   ccm = await startInProcess(
     runInput(cp.kubeconfigPath, '', {
       provider: 'digitalocean',
@@ -79,6 +79,16 @@ const tainted = (n: V1Node) =>
   (n.spec?.taints ?? []).some((t) => t.key === 'node.cloudprovider.kubernetes.io/uninitialized');
 
 describe('ccm run --provider digitalocean', () => {
+  it('without --credentials-secret or a token, reads the Secret secret create writes, and says so', async () => {
+    sim.addDroplets({ name: 'worker-s', privateIP: '10.114.0.8' });
+    await start(undefined);
+    await createNodes(api, [{ name: 'worker-s' }]);
+    await untilInitialised(api, 'worker-s');
+    expect(
+      ccm?.logs.some((l) => JSON.parse(l).msg === 'cloud credentials from Secret kube-system/digitalocean'),
+    ).toBe(true);
+  });
+
   it('initialises new Nodes, gives a LoadBalancer Service the LB IP once active, and deletes the LB with the Service', async () => {
     const [w1, w2] = sim.addDroplets(
       {

@@ -22,7 +22,8 @@ export default class NodesInit extends BaseCommand {
       default: 32,
     }),
     'credentials-secret': Flags.string({
-      description: "Read the provider's credentials from this Secret (namespace/name), as a CronJob does",
+      description:
+        "Read the provider's credentials from this Secret (namespace/name), as a CronJob does; default: the flags and environment, else the provider's Secret in kube-system (the one `secret create` writes)",
     }),
     'deletion-grace-period': Flags.string({
       description: 'A Node younger than this is never deleted (clouds are eventually consistent)',

@@ -19,7 +19,8 @@ export default class NodesList extends BaseCommand {
       default: false,
     }),
     'credentials-secret': Flags.string({
-      description: "Read the provider's credentials from this Secret (namespace/name)",
+      description:
+        "Read the provider's credentials from this Secret (namespace/name); default: the flags and environment, else the provider's Secret in kube-system (the one `secret create` writes)",
     }),
   };
 

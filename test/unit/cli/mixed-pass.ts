@@ -109,5 +109,6 @@ export async function mixedPass(dryRun = false) {
     cloudCalls: 2,
     durationMs: 1234,
     maxRssBytes: 150_000_000,
+    credentials: 'flags and environment',
   };
 }

@@ -106,6 +106,7 @@ describe('nodes init, mixed pass', () => {
       'cloudCalls',
       'durationMs',
       'maxRssBytes',
+      'credentials',
     ]);
     expect(report.nodes[0]).toEqual({
       name: 'node-1',
@@ -170,7 +171,12 @@ describe('nodes init, mixed pass', () => {
 });
 
 /** The summary line's plurals (issue 6, item 11). */
-function counted(total: number, kubeWrites: number, cloudCalls: number) {
+function counted(
+  total: number,
+  kubeWrites: number,
+  cloudCalls: number,
+  credentials = 'flags and environment',
+) {
   return nodesInitReport({
     report: {
       provider: 'cloudlycke',
@@ -183,6 +189,7 @@ function counted(total: number, kubeWrites: number, cloudCalls: number) {
     cloudCalls,
     durationMs: 1200,
     maxRssBytes: 0,
+    credentials,
   }).summary;
 }
 
@@ -193,5 +200,11 @@ describe('nodes init, the summary line', () => {
 
   it('and the plural otherwise', () => {
     expect(counted(2, 0, 3)).toBe('2 Nodes: 2 initialized; 0 Kubernetes writes, 3 cloud calls, 1.2s');
+  });
+
+  it('names the Secret the credentials came from', () => {
+    expect(counted(1, 1, 1, 'Secret kube-system/digitalocean')).toBe(
+      '1 Node: 1 initialized; 1 Kubernetes write, 1 cloud call, 1.2s; credentials from Secret kube-system/digitalocean',
+    );
   });
 });
