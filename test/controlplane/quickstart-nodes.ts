@@ -6,3 +6,11 @@ export const QUICKSTART_NODES: NodeSpec[] = [
   { name: 'worker-1', providedNodeIP: '192.168.56.11' },
   { name: 'worker-2' },
 ];
+
+/** Each machine's private address, in the inventory and in the DigitalOcean simulator's droplets. */
+export const QUICKSTART_PRIVATE_IPS: Record<string, string> = {
+  'cp-1': '192.168.56.10',
+  'worker-1': '192.168.56.11',
+  'worker-2': '192.168.56.12',
+  'worker-3': '192.168.56.13',
+};

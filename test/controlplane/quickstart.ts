@@ -1,26 +1,71 @@
 /**
  * `npm run quickstart`: a local control plane with three tainted Nodes that match the sample
- * Cloudlycke inventory, for trying `ccm nodes init` with no cloud and no cluster.
+ * Cloudlycke inventory, for trying ccm with no cloud and no cluster. With `--cloud digitalocean`, the
+ * DigitalOcean simulator of test/clouds runs too, with a droplet for each Node (and worker-3's), so
+ * that `secret create`, `doctor` and a LoadBalancer Service can be tried against it.
  */
+import { parseArgs } from 'node:util';
+import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
 import { createNodes, fixtureApi } from './fixtures.js';
 import { startControlPlane } from './harness.js';
-import { QUICKSTART_NODES } from './quickstart-nodes.js';
+import { QUICKSTART_NODES, QUICKSTART_PRIVATE_IPS } from './quickstart-nodes.js';
 
+const { values } = parseArgs({ options: { cloud: { type: 'string', default: 'cloudlycke' } } });
+if (values.cloud !== 'cloudlycke' && values.cloud !== 'digitalocean') {
+  process.stderr.write(
+    `quickstart: --cloud ${values.cloud} is not offered; use cloudlycke or digitalocean\n`,
+  );
+  process.exit(2);
+}
+
+const INVENTORY = 'templates/cloudlycke/inventory.example.yaml';
 const cp = await startControlPlane();
 await createNodes(fixtureApi(cp.kubeconfigPath), QUICKSTART_NODES);
+const sim = values.cloud === 'digitalocean' ? await DigitalOceanSimulator.start() : undefined;
+sim?.addDroplets(
+  ...Object.entries(QUICKSTART_PRIVATE_IPS).map(([name, privateIP]) => ({ name, region: 'fra1', privateIP })),
+);
+
+const cloudlycke = `
+  ccm nodes init --provider cloudlycke --cloud-config ${INVENTORY} --dry-run -o wide
+  ccm nodes init --provider cloudlycke --cloud-config ${INVENTORY}
+  ccm nodes init --provider cloudlycke --cloud-config ${INVENTORY} -o json
+  ccm nodes list --provider cloudlycke --cloud-config ${INVENTORY}
+
+The controller, in the foreground (Ctrl-C stops it and releases everything):
+
+  ccm run --provider cloudlycke --cloud-config ${INVENTORY} --leader-elect=false --plain-http --secure-port 10258
+
+and, in one more terminal, a new tainted Node for it to initialise:
+
+  npm run quickstart:add -- node worker-3`;
+
+const digitalocean = `
+  printf '%s' '${sim?.token}' | ccm secret create --provider digitalocean --cloud-api-url ${sim?.url} --from-stdin
+  ccm doctor --provider digitalocean --cloud-api-url ${sim?.url}
+  ccm run --provider digitalocean --cloud-api-url ${sim?.url} --leader-elect=false --plain-http --secure-port 10258
+
+and, in one more terminal, a tainted Node and a LoadBalancer Service for it:
+
+  npm run quickstart:add -- node worker-3
+  npm run quickstart:add -- service web`;
+
 process.stdout.write(`
-A kube-apiserver ${cp.server} is running with 3 Nodes tainted node.cloudprovider.kubernetes.io/uninitialized.
+A kube-apiserver ${cp.server} is running with 3 Nodes tainted node.cloudprovider.kubernetes.io/uninitialized.${
+  sim
+    ? `\nThe DigitalOcean simulator answers at ${sim.url}, with a droplet for each Node and the token ${sim.token}.`
+    : ''
+}
 In another terminal:
 
   export KUBECONFIG=${cp.kubeconfigPath}
-  ./bin/run.js nodes init --provider cloudlycke --cloud-config templates/cloudlycke/inventory.example.yaml --dry-run -o wide
-  ./bin/run.js nodes init --provider cloudlycke --cloud-config templates/cloudlycke/inventory.example.yaml
-  ./bin/run.js nodes list --provider cloudlycke --cloud-config templates/cloudlycke/inventory.example.yaml
+  export PATH="$PWD/bin:$PATH"
+${sim ? digitalocean : cloudlycke}
 
-Press Ctrl-C to stop the control plane (everything it started is removed).
+Press Ctrl-C to stop the control plane${sim ? ' and the simulator' : ''} (everything it started is removed).
 `);
 const stop = async () => {
-  await cp.stop();
+  await Promise.all([cp.stop(), sim?.stop()]);
   process.exit(0);
 };
 process.on('SIGINT', stop);

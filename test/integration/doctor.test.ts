@@ -305,7 +305,10 @@ describe('ccm doctor', () => {
     } as KubernetesObject);
     const run = await ccm([...doctorArgs(), '-o', 'json'], { DO_ACCESS_TOKEN: sim.token });
     const checks = JSON.parse(run.stdout).checks as { id: string; status: string }[];
-    expect(checks.find((c) => c.id === 'cloud-credentials'), run.stdout).toMatchObject({ status: 'pass' });
+    expect(
+      checks.find((c) => c.id === 'cloud-credentials'),
+      run.stdout,
+    ).toMatchObject({ status: 'pass' });
   });
 
   it('an unreachable cloud is not called a refusal: its own line and fix, and the credentials left alone', async () => {

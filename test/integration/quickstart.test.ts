@@ -1,19 +1,20 @@
 /**
  * The README's quick start, as written, on a machine whose own Node is 20 (/usr/bin/node first on
- * PATH). `npm run quickstart` builds and starts the control plane; here the same control plane comes
- * from the harness with the same Nodes (quickstart-nodes.ts), and every `./bin/run.js` line of the
- * README's second block is run with bash, copied as is, with KUBECONFIG exported as the README says.
+ * PATH): `npm run quickstart`'s script runs (its control plane, and the DigitalOcean simulator with
+ * `--cloud digitalocean`), the commands it prints must be the README's, and every README line is run
+ * with bash, copied as is, with only the placeholders filled from what the script printed.
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { execa } from 'execa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { QUICKSTART_NODES } from '../controlplane/quickstart-nodes.js';
+import { execa, type ResultPromise } from 'execa';
+import { afterEach, describe, expect, it } from 'vitest';
+import { fixtureApi } from '../controlplane/fixtures.js';
+import { until } from '../helpers/run.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const NODE20_DIR = '/usr/bin';
+const tsx = fileURLToPath(new URL('../../node_modules/tsx/dist/cli.mjs', import.meta.url));
+const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 
 /** The shell blocks of the README's "Quick start" section, in order. */
 function quickStartBlocks(): string[][] {
@@ -24,44 +25,123 @@ function quickStartBlocks(): string[][] {
   );
 }
 
-let cp: ControlPlane;
+interface Quickstart {
+  kubeconfig: string;
+  /** The command lines it printed, indented by two spaces in its output. */
+  printed: string[];
+  fill(line: string): string;
+  stop(): Promise<void>;
+}
 
-beforeAll(async () => {
-  cp = await startControlPlane();
-  await createNodes(fixtureApi(cp.kubeconfigPath), QUICKSTART_NODES);
+const started: ResultPromise[] = [];
+afterEach(async () => {
+  for (const p of started.splice(0)) {
+    try {
+      if (p.pid) process.kill(-p.pid, 'SIGINT');
+    } catch {
+      // already ended
+    }
+    await p.catch(() => {});
+  }
 });
-afterAll(async () => {
-  await cp?.stop();
-});
+
+/** `npm run quickstart [-- --cloud X]`, less its build: the script itself, until it has printed. */
+async function quickstart(...args: string[]): Promise<Quickstart> {
+  const proc = execa(process.execPath, [tsx, 'test/controlplane/quickstart.ts', ...args], {
+    cwd: root,
+    detached: true,
+    reject: false,
+    buffer: true,
+  });
+  started.push(proc);
+  let out = '';
+  proc.stdout?.on('data', (d) => {
+    out += String(d);
+  });
+  await until('the quick start printed its commands', async () => out.includes('Press Ctrl-C'), 120_000);
+  const printed = out
+    .split('\n')
+    .filter((l) => l.startsWith('  '))
+    .map((l) => l.trim());
+  const kubeconfig = /export KUBECONFIG=(\S+)/.exec(out)?.[1] as string;
+  const url = /simulator answers at (\S+),/.exec(out)?.[1];
+  const token = /the token (\S+?)\./.exec(out)?.[1];
+  return {
+    kubeconfig,
+    printed,
+    fill: (line) =>
+      line
+        .replace('<the path it printed>', kubeconfig)
+        .replaceAll('<the URL it printed>', url ?? '')
+        .replace('<the token it printed>', token ?? ''),
+    stop: async () => {
+      if (proc.pid) process.kill(-proc.pid, 'SIGINT');
+      expect((await proc).exitCode).toBe(0);
+    },
+  };
+}
+
+/** One README line in bash, after the README's two exports, with Node 20 first on PATH. */
+function shell(exports: string[], line: string, options: { detached?: boolean } = {}) {
+  return execa('bash', ['-c', [...exports, line].join('\n')], {
+    cwd: root,
+    reject: false,
+    env: { PATH: `${NODE20_DIR}:${process.env.PATH}`, HOME: process.env.HOME },
+    extendEnv: false,
+    stdin: 'ignore',
+    timeout: 120_000,
+    ...options,
+  });
+}
+
+/** Starts `ccm run` as the README's line, waits for `npm run quickstart:add -- node worker-3` to be initialised, then Ctrl-C. */
+async function runAndAddNode(exports: string[], runLine: string, kubeconfig: string, more: string[] = []) {
+  const run = shell(exports, runLine, { detached: true });
+  started.push(run);
+  let logs = '';
+  run.stderr?.on('data', (d) => {
+    logs += String(d);
+  });
+  run.stdout?.on('data', (d) => {
+    logs += String(d);
+  });
+  await until('ccm run started', async () => logs.includes('started'), 60_000);
+  const outputs: string[] = [];
+  for (const line of more) {
+    const add = await shell(exports, line);
+    expect(add.exitCode, `${line}\n${add.stderr}`).toBe(0);
+    outputs.push(String(add.stdout));
+  }
+  const api = fixtureApi(kubeconfig);
+  await until('worker-3 initialised by ccm run', async () => {
+    const node = await api.readNode({ name: 'worker-3' });
+    return !(node.spec?.taints ?? []).some((t) => t.key === UNINITIALIZED);
+  });
+  if (run.pid) process.kill(-run.pid, 'SIGINT'); // a terminal's Ctrl-C reaches the whole group
+  const ended = await run;
+  expect(ended.exitCode, logs).toBe(0);
+  expect(logs).not.toMatch(/Cannot read properties|unsettled/);
+  return { logs, outputs };
+}
 
 describe('the README quick start under Node 20', () => {
-  it('is the two blocks this test covers, and the quick start script prints the same commands', () => {
-    const [setup, commands] = quickStartBlocks();
-    expect(setup).toEqual(['npm ci', 'npm run quickstart']);
-    expect(commands?.[0]).toBe('export KUBECONFIG=<the path it printed>');
-    const script = readFileSync(`${root}/test/controlplane/quickstart.ts`, 'utf8');
-    for (const line of (commands ?? []).slice(1).filter((l) => !l.endsWith('-o json'))) {
-      expect(script).toContain(`  ${line}\n`);
-    }
-  });
-
-  it('runs every ./bin/run.js line as written: exit 0, no warning, no crash', async () => {
+  it('cloudlycke: nodes init, nodes list, then ccm run initialising a Node added later', async () => {
     const node20 = await execa(`${NODE20_DIR}/node`, ['--version']);
     expect(node20.stdout).toMatch(/^v20\./);
-    const [, commands = []] = quickStartBlocks();
-    const runLines = commands.filter((l) => l.startsWith('./bin/run.js '));
-    expect(runLines.length).toBe(4);
+    const [setup, commands = [], controller = []] = quickStartBlocks();
+    expect(setup).toEqual(['npm ci', 'npm run quickstart']);
+
+    const qs = await quickstart();
+    const readmeLines = [...commands, ...controller].map(qs.fill);
+    expect(qs.printed).toEqual(readmeLines);
+
+    const exports = commands.slice(0, 2).map(qs.fill);
+    expect(exports[1]).toBe('export PATH="$PWD/bin:$PATH"');
+    const ccmLines = commands.slice(2);
+    expect(ccmLines).toHaveLength(4);
     const outputs: string[] = [];
-    for (const line of runLines) {
-      const script = `export KUBECONFIG=${cp.kubeconfigPath}\n${line}`;
-      const run = await execa('bash', ['-c', script], {
-        cwd: root,
-        reject: false,
-        env: { PATH: `${NODE20_DIR}:${process.env.PATH}`, HOME: process.env.HOME },
-        extendEnv: false,
-        stdin: 'ignore',
-        timeout: 120_000,
-      });
+    for (const line of ccmLines) {
+      const run = await shell(exports, line);
       expect(run.stderr, line).not.toMatch(/Warning|Cannot read properties|Error/);
       expect(run.exitCode, `${line}\n${run.stderr}`).toBe(0);
       outputs.push(String(run.stdout));
@@ -71,5 +151,31 @@ describe('the README quick start under Node 20', () => {
     expect(init).toContain('3 Nodes: 3 initialized;');
     expect(JSON.parse(again as string)).toMatchObject({ kubeWrites: 0, summary: { total: 3, unchanged: 3 } });
     expect(listed).toContain('node=worker-2 instance=worker-2 state=running initialised=yes status=ok');
-  });
+
+    const [runLine, addNode] = controller;
+    expect(runLine).toMatch(/^ccm run /);
+    await runAndAddNode(exports, runLine as string, qs.kubeconfig, [addNode as string]);
+    await qs.stop();
+  }, 300_000);
+
+  it('digitalocean: secret create, doctor, then ccm run with the Secret, a Node and a LoadBalancer Service', async () => {
+    const [, commands = [], , digitalocean = []] = quickStartBlocks();
+    const qs = await quickstart('--cloud', 'digitalocean');
+    const exports = commands.slice(0, 2).map(qs.fill);
+    expect(qs.printed).toEqual([...exports, ...digitalocean.map(qs.fill)]);
+    const [secretLine, doctorLine, runLine, addNode, addService] = digitalocean.map(qs.fill) as string[];
+
+    const secret = await shell(exports, secretLine as string);
+    expect(secret.exitCode, secret.stderr).toBe(0);
+    expect(`${secret.stdout}${secret.stderr}`).not.toContain('dop_v1_');
+    const doctor = await shell(exports, doctorLine as string);
+    expect(doctor.stdout).toContain('the cloud accepts the credentials');
+
+    const { outputs } = await runAndAddNode(exports, runLine as string, qs.kubeconfig, [
+      addNode as string,
+      addService as string,
+    ]);
+    expect(outputs[1]).toMatch(/Service default\/web: external address \d+\.\d+\.\d+\.\d+/);
+    await qs.stop();
+  }, 300_000);
 });
