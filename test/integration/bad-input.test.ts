@@ -141,6 +141,42 @@ describe('bad input gets one line, exit 2, nothing written', () => {
     expect((await cp.writes(CCM_USER)).length).toBe(before);
   });
 
+  it('KUBECONFIG naming only files that do not exist (one missing among others is skipped, as kubectl does)', async () => {
+    const missing = [join(dir, 'gone-1'), join(dir, 'gone-2')];
+    const none = await ccm([...init, '--cloud-config', inventory], { KUBECONFIG: missing.join(':') });
+    expectOneLine(
+      none,
+      /KUBECONFIG names .*gone-1, .*gone-2, which cannot be read; fix KUBECONFIG or pass --kubeconfig/,
+    );
+    const some = await ccm([...init, '--cloud-config', inventory, '--dry-run'], {
+      KUBECONFIG: [missing[0], cp.kubeconfigPath].join(':'),
+    });
+    expect(some.exitCode, some.stderr).toBe(0);
+  });
+
+  it('-q prints only failures and keeps the exit status', async () => {
+    const port = await closedPort();
+    const kubeconfig = join(dir, 'unreachable-q');
+    writeFileSync(
+      kubeconfig,
+      readFileSync(cp.kubeconfigPath, 'utf8').replace(cp.server, `https://127.0.0.1:${port}`),
+    );
+    const loud = await ccm([...init, '--kubeconfig', kubeconfig, '--cloud-config', inventory]);
+    const quiet = await ccm([...init, '--kubeconfig', kubeconfig, '--cloud-config', inventory, '-q']);
+    expect(quiet.exitCode).toBe(loud.exitCode);
+    expect(quiet.exitCode).toBe(2);
+    const fine = await ccm([
+      ...init,
+      '--kubeconfig',
+      cp.kubeconfigPath,
+      '--cloud-config',
+      inventory,
+      '--dry-run',
+      '-q',
+    ]);
+    expect({ exitCode: fine.exitCode, stdout: fine.stdout }).toEqual({ exitCode: 0, stdout: '' });
+  });
+
   it('an unreachable API server', async () => {
     const port = await closedPort();
     const kubeconfig = join(dir, 'unreachable');

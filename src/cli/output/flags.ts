@@ -19,7 +19,7 @@ export const outputFlags = {
   json: Flags.boolean({ description: 'Same as -o json', helpGroup: 'OUTPUT' }),
   quiet: Flags.boolean({
     char: 'q',
-    description: 'Print only failures; the exit status tells the rest',
+    description: 'Print only failures (nothing when there are none); the exit status stays the same',
     helpGroup: 'OUTPUT',
   }),
 };
