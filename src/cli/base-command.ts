@@ -3,6 +3,7 @@ import { Command } from '@oclif/core/command';
 import * as Flags from '@oclif/core/flags';
 import { providerNames } from '../providers/registry.js';
 import { EXIT_FAILED, EXIT_USAGE, exitCodeFor, oneLine, UsageError } from './errors.js';
+import { parseRequestTimeout } from './kube-flags.js';
 import {
   chooseView,
   conflictIn,
@@ -36,6 +37,12 @@ export const globalFlags = {
     helpGroup: 'GLOBAL',
   }),
   context: Flags.string({ description: 'Kubeconfig context to use', helpGroup: 'GLOBAL' }),
+  'request-timeout': Flags.custom<number>({
+    description:
+      "How long one request to the API server may take, as kubectl's flag: 30s, 2m, a number of seconds, or 0 for no limit (default: each request's own)",
+    helpGroup: 'GLOBAL',
+    parse: async (input) => parseRequestTimeout(input),
+  })(),
   provider: Flags.string({
     description: `Cloud provider: ${providerNames.join(', ')}`,
     env: 'CCM_PROVIDER',

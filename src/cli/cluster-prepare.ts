@@ -24,6 +24,7 @@ import { loadProvider } from '../providers/registry.js';
 import type { ClusterFlags, Instance } from '../providers/types.js';
 import { order, printPreview, printRollbackPreview } from './cluster-report.js';
 import { UsageError } from './errors.js';
+import { transportOptionsFrom } from './kube-flags.js';
 import { plural } from './output/text.js';
 import { providerFromFlags } from './provider-config.js';
 
@@ -43,6 +44,7 @@ export interface ClusterPrepareInput {
   providerId?: string;
   kubeconfig?: string;
   context?: string;
+  requestTimeoutMs?: number;
   kubeletVersion?: string;
   apiserverVersion?: string;
   controllerManagerVersion?: string;
@@ -105,7 +107,9 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
     : undefined;
   const coreDumps = await disableCoreDumps();
   if (coreDumps) input.logToStderr(`ccm: warning: ${coreDumps}`);
-  const kube = kc ? new KubeTransport(kc) : undefined;
+  const kube = kc
+    ? new KubeTransport(kc, transportOptionsFrom({ 'request-timeout': input.requestTimeoutMs }))
+    : undefined;
   const nodes = kc ? createNodeClient(kc) : undefined;
   const clusterFlags: ClusterFlags | undefined = input.provider
     ? (await loadProvider(input.provider)).clusterFlags

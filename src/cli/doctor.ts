@@ -35,6 +35,7 @@ import {
   checkUninitialized,
 } from './doctor-checks.js';
 import { oneLine } from './errors.js';
+import { transportOptionsFrom } from './kube-flags.js';
 import { clusterRules } from './manifests.js';
 import {
   type ClusterAndCloudFlags,
@@ -79,7 +80,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
       ? { namespace: 'kube-system', name: definition.credentials.secretName }
       : undefined;
   const auth = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
-  const http = new KubeTransport(auth);
+  const http = new KubeTransport(auth, transportOptionsFrom(input));
   try {
     let version: Awaited<ReturnType<typeof serverVersion>>;
     try {

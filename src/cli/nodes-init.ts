@@ -12,6 +12,7 @@ import type { NodePlan } from '../controllers/plan.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { createNodeClient } from '../kube/nodes.js';
 import { KubeTransport } from '../kube/transport.js';
+import { transportOptionsFrom } from './kube-flags.js';
 import { peakRssBytes } from './peak-rss.js';
 import { type ClusterAndCloudFlags, providerWithSecret } from './provider-config.js';
 import { keepYoungGenerationSmall } from './young-generation.js';
@@ -47,7 +48,7 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
   // Configuration is checked before anything is read or written. The lean kubeconfig reader keeps
   // client-node (~870 modules) out of the start unless the kubeconfig needs an exec plugin.
   const kc = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
-  const transport = new KubeTransport(kc);
+  const transport = new KubeTransport(kc, transportOptionsFrom(input));
   const { provider, credentials } = await providerWithSecret(input, input.env, transport, () => {
     cloudCalls++;
   });

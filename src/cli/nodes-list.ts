@@ -8,6 +8,7 @@ import { KubeTransport } from '../kube/transport.js';
 import { TAINT_UNINITIALIZED } from '../kube/well-known.js';
 import { parseProviderID } from '../providers/provider-id.js';
 import type { Instance, Provider } from '../providers/types.js';
+import { transportOptionsFrom } from './kube-flags.js';
 import { type ClusterAndCloudFlags, providerWithSecret } from './provider-config.js';
 import { keepYoungGenerationSmall } from './young-generation.js';
 
@@ -76,7 +77,7 @@ export async function runNodesList(input: NodesListInput): Promise<NodesListResu
   const started = monotonicMs();
   let cloudCalls = 0;
   const auth = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
-  const transport = new CountingTransport(auth);
+  const transport = new CountingTransport(auth, transportOptionsFrom(input));
   try {
     const { provider, credentials } = await providerWithSecret(
       input,

@@ -5,6 +5,7 @@ import { InvalidConfigError } from '../providers/errors.js';
 import { loadProvider } from '../providers/registry.js';
 import type { Provider, ProviderDefinition, ProviderValues } from '../providers/types.js';
 import { UsageError } from './errors.js';
+import type { KubeRequestFlags } from './kube-flags.js';
 
 export interface ProviderFlags {
   provider?: string;
@@ -13,7 +14,7 @@ export interface ProviderFlags {
 }
 
 /** The flags of a command that reads the cluster and the cloud once (nodes init, nodes list, doctor). */
-export interface ClusterAndCloudFlags extends ProviderFlags {
+export interface ClusterAndCloudFlags extends ProviderFlags, KubeRequestFlags {
   kubeconfig?: string;
   context?: string;
   'credentials-secret'?: string;

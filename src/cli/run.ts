@@ -27,12 +27,15 @@ import { nodeCrypto } from '../node-modules.js';
 import { loadProvider } from '../providers/registry.js';
 import type { Provider, ProviderDefinition } from '../providers/types.js';
 import { UsageError } from './errors.js';
+import { transportOptionsFrom } from './kube-flags.js';
 import { createLogger, type LogLevel } from './log.js';
 import { credentialSource, parseSecretRef, resolveProviderValues } from './provider-config.js';
 import { keepYoungGenerationSmall } from './young-generation.js';
 
 export interface RunInput {
   kubeconfig?: string;
+  /** --request-timeout in ms (0: none). */
+  'request-timeout'?: number;
   context?: string;
   provider?: string;
   'cloud-config'?: string;
@@ -134,6 +137,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
 
   let elector: LeaderElector | undefined;
   const transport = new KubeTransport(access, {
+    ...transportOptionsFrom(input),
     userAgent: `ccm (${identity})`,
     // Only leadership gates writes: a graceful shutdown lets in-flight writes finish.
     mayWrite: () => (elector ? elector.isLeader() : true),

@@ -35,6 +35,9 @@ export default class Doctor extends BaseCommand {
     const { flags } = await this.parse(Doctor);
     const { runDoctor } = await import('../cli/doctor.js');
     const { doctorReport } = await import('../cli/doctor-report.js');
-    return doctorReport(await runDoctor({ ...flags, env: process.env }));
+    const { waitingLine } = await import('../cli/kube-flags.js');
+    return doctorReport(
+      await runDoctor({ ...flags, env: process.env, ...(this.progress ? { onWaiting: waitingLine() } : {}) }),
+    );
   }
 }

@@ -37,7 +37,19 @@ export interface TransportOptions {
   mayWrite?: () => boolean;
   /** Told when the API server stops or starts answering (not per request). */
   onReachable?: (reachable: boolean, detail: string) => void;
+  /**
+   * kubectl's --request-timeout: the whole time one request (not a watch) may take, replacing each
+   * request's own idle limit; 0 waits as long as the server takes.
+   */
+  requestTimeoutMs?: number;
+  /**
+   * For a person at a terminal: called with what is being waited for when an answer takes longer
+   * than a second, and with undefined once it came.
+   */
+  onWaiting?: (what: string | undefined) => void;
 }
+
+const WAITING_NOTICE_MS = 1000;
 
 const TIMEOUT_MS = 30_000;
 const MAX_CONNECTIONS = 64;
@@ -225,15 +237,35 @@ export class KubeTransport {
     };
     const basePath = this.url.pathname.replace(/\/$/, '');
     const request = this.url.protocol === 'https:' ? nodeHttps().request : nodeHttp().request;
-    const timeout = req.timeoutMs ?? TIMEOUT_MS;
+    const limit = mode.kind === 'lines' ? undefined : this.transportOptions.requestTimeoutMs;
+    const timeout = limit ?? req.timeoutMs ?? TIMEOUT_MS;
     const { signal } = req;
+    const { onWaiting } = this.transportOptions;
     if (signal?.aborted) return Promise.reject(abortError(signal));
     return new Promise<Response>((resolve, reject) => {
       let settled = false;
+      let waitingShown = false;
+      const waitingTimer = onWaiting
+        ? setTimeout(() => {
+            waitingShown = true;
+            onWaiting(
+              `waiting for the Kubernetes API server at ${this.server} (${req.method} ${req.path.split('?')[0]})`,
+            );
+          }, WAITING_NOTICE_MS)
+        : undefined;
+      const deadline =
+        limit !== undefined && limit > 0
+          ? setTimeout(() => {
+              r.destroy(new Error(`no answer within ${limit / 1000}s, the --request-timeout`));
+            }, limit)
+          : undefined;
       const done = (fn: () => void) => {
         if (settled) return;
         settled = true;
         signal?.removeEventListener('abort', onAbort);
+        clearTimeout(waitingTimer);
+        clearTimeout(deadline);
+        if (waitingShown) onWaiting?.(undefined);
         fn();
       };
       const fail = (err: Error & { code?: string }) =>

@@ -1,4 +1,5 @@
 import { oneLine, UsageError } from '../cli/errors.js';
+import { transportOptionsFrom } from '../cli/kube-flags.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { writeSecret } from '../kube/secrets.js';
 import { KubeTransport } from '../kube/transport.js';
@@ -31,6 +32,7 @@ export interface CreateSecretInput {
   progress: boolean;
   kubeconfig?: string;
   context?: string;
+  requestTimeoutMs?: number;
   env: Readonly<Record<string, string | undefined>>;
   sshDir?: string;
   warn: (line: string) => void;
@@ -155,7 +157,10 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
         enabled: () => !input.dryRun,
         task: async (_ctx, task) => {
           const kc = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
-          transport = new KubeTransport(kc);
+          transport = new KubeTransport(
+            kc,
+            transportOptionsFrom({ 'request-timeout': input.requestTimeoutMs }),
+          );
           task.title = `Cluster: ${transport.server}`;
         },
       },

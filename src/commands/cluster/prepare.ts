@@ -99,6 +99,7 @@ export default class ClusterPrepare extends BaseCommand {
       providerId: flags['provider-id'],
       kubeconfig: flags.kubeconfig,
       context: flags.context,
+      ...(flags['request-timeout'] !== undefined ? { requestTimeoutMs: flags['request-timeout'] } : {}),
       kubeletVersion: flags['kubelet-version'],
       apiserverVersion: flags['apiserver-version'],
       controllerManagerVersion: flags['controller-manager-version'],

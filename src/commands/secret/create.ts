@@ -69,6 +69,7 @@ export default class SecretCreate extends BaseCommand {
       progress: this.progress,
       kubeconfig: flags.kubeconfig,
       context: flags.context,
+      ...(flags['request-timeout'] !== undefined ? { requestTimeoutMs: flags['request-timeout'] } : {}),
       env: process.env,
       warn: (line) => process.stderr.write(`ccm: ${line}\n`),
     });
