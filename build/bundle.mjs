@@ -139,13 +139,13 @@ const startupEdits = {
 // process, process.stdin among them: that opens fd 0 as a stream and sets its file description
 // non-blocking, shared with whoever else reads it. In `ccm help run | diff - <(ccm run --help)`,
 // ccm's stdin is diff's, and diff failed with EAGAIN (#30). Bundled packages (chalk, is-wsl) get
-// the global process instead; a named import would fail the build here rather than at a start.
+// the global process instead, for an ES import (its default) and a require() (yaml's) alike.
 const processGlobal = {
   name: 'process-global',
   setup(b) {
     b.onResolve({ filter: /^(node:)?process$/ }, () => ({ path: 'process', namespace: 'process-global' }));
     b.onLoad({ filter: /.*/, namespace: 'process-global' }, () => ({
-      contents: 'export default globalThis.process;',
+      contents: 'module.exports = globalThis.process;',
       loader: 'js',
     }));
   },

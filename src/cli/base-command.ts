@@ -2,7 +2,15 @@ import type { Interfaces } from '@oclif/core';
 import { Command } from '@oclif/core/command';
 import * as Flags from '@oclif/core/flags';
 import { providerNames } from '../providers/registry.js';
-import { EXIT_FAILED, EXIT_USAGE, exitCodeFor, oneLine, UsageError } from './errors.js';
+import {
+  EXIT_FAILED,
+  EXIT_INTERRUPTED,
+  EXIT_USAGE,
+  exitCodeFor,
+  expectedText,
+  oneLine,
+  UsageError,
+} from './errors.js';
 import { parseRequestTimeout } from './kube-flags.js';
 import {
   chooseView,
@@ -23,7 +31,7 @@ export function integerInRange(options: { description: string; min: number; max:
     parse: async (input) => {
       const value = /^\s*-?\d+\s*$/.test(input) ? Number(input) : Number.NaN;
       if (!Number.isSafeInteger(value) || value < min || value > max) {
-        throw new Error(`expected a whole number from ${min} to ${max}, got ${JSON.stringify(input)}`);
+        throw new Error(expectedText(`a whole number from ${min} to ${max}`, input));
       }
       return value;
     },
@@ -95,6 +103,11 @@ export abstract class CcmCommand extends Command {
   protected override async catch(err: Error & { exitCode?: number }): Promise<void> {
     // oclif's own exit() throws an ExitError; let it through untouched.
     if ((err as { code?: string }).code === 'EEXIT') throw err;
+    // Ctrl-C at a prompt (inquirer's ExitPromptError): what a shell reports for SIGINT, not its text.
+    if (err.name === 'ExitPromptError') {
+      process.stderr.write('ccm: cancelled at the prompt (Ctrl-C); nothing was written\n');
+      process.exit(EXIT_INTERRUPTED);
+    }
     const debug =
       this.argv.includes('--log-level=debug') || this.argv.join(' ').includes('--log-level debug');
     process.stderr.write(`ccm: ${oneLine(err)}\n`);

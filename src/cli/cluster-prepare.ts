@@ -253,11 +253,8 @@ async function confirmChanges(
     );
   if (!input.preview) preview(input.logToStderr);
   const { confirm } = await import('@inquirer/prompts');
-  const confirmed = await confirm({ message: question, default: false }).catch((err: Error) => {
-    // Ctrl-C at the prompt: the same as answering no.
-    if (err.name === 'ExitPromptError') return false;
-    throw err;
-  });
+  // Ctrl-C at the prompt ends ccm as at any prompt (base-command.ts): one line, exit 130.
+  const confirmed = await confirm({ message: question, default: false });
   if (!confirmed) throw new UsageError('nothing changed: the changes were not confirmed');
 }
 

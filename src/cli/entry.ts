@@ -16,6 +16,7 @@ import NodesList from '../commands/nodes/list.js';
 import Run from '../commands/run.js';
 import SecretCreate from '../commands/secret/create.js';
 
+export { commandNotFound } from './command-not-found.js';
 export { CcmHelp } from './help.js';
 
 export const COMMANDS = {

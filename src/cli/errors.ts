@@ -2,10 +2,22 @@
 export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;
+/** 128 + SIGINT, as a shell reports a program Ctrl-C ended. */
+export const EXIT_INTERRUPTED = 130;
 
 /** A usage or configuration problem: printed as one line, exit 2, nothing written. */
 export class UsageError extends Error {
   override name = 'UsageError';
+}
+
+/** A flag's value outside what it takes, in the one wording every flag uses: "--flag: expected …, got "value"". */
+export function flagValueError(flag: string, expected: string, value: string): UsageError {
+  return new UsageError(`--${flag}: ${expectedText(expected, value)}`);
+}
+
+/** The text after "--flag: ", also for oclif's own parse errors (which oneLine prefixes with the flag). */
+export function expectedText(expected: string, value: string): string {
+  return `expected ${expected}, got ${JSON.stringify(value)}`;
 }
 
 const CONFIG_ERROR_NAMES = new Set([

@@ -1,5 +1,6 @@
 import type { TransportOptions } from '../kube/transport.js';
 import { parseDuration } from './duration.js';
+import { expectedText } from './errors.js';
 
 /** What every command that talks to the API server takes from its flags, beside the kubeconfig. */
 export interface KubeRequestFlags {
@@ -24,7 +25,7 @@ export function parseRequestTimeout(text: string): number {
   const trimmed = text.trim();
   const ms = /^\d+$/.test(trimmed) ? Number(trimmed) * 1000 : parseDuration(trimmed);
   if (ms === undefined)
-    throw new Error(`expected a duration such as 30s or 2m, or 0 for no limit; got ${JSON.stringify(text)}`);
+    throw new Error(expectedText('a duration such as 30s or 2m, or 0 for no limit', text));
   return ms;
 }
 

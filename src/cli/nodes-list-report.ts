@@ -40,10 +40,10 @@ export function nodesListReport(result: NodesListResult): Report<NodeRow> {
     kind: 'node',
     noun: NOUN,
     rows: result.nodes,
-    name: (n) => n.node,
+    name: (n) => n.name,
     tone: (n) => TONE[n.status],
     columns: [
-      { header: 'NODE', value: (n) => n.node, give: 'last' },
+      { header: 'NODE', value: (n) => n.name, give: 'last' },
       { header: 'PROVIDER ID', key: 'providerID', value: (n) => n.providerID, blank: '<none>', wide: true },
       { header: 'INSTANCE', value: (n) => n.instance?.name, blank: '<none>' },
       { header: 'STATE', value: (n) => n.instance?.state },

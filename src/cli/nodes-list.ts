@@ -28,7 +28,8 @@ export interface InstanceSummary {
 }
 
 export interface NodeRow {
-  node: string;
+  /** The Node's name (`name`, as in every other report's rows). */
+  name: string;
   providerID: string;
   instance?: InstanceSummary;
   initialized: boolean;
@@ -147,7 +148,7 @@ export function rowOf(node: SlimNode, instance: Instance | undefined, plan: Node
   const tainted = isTainted(node);
   const created = node.metadata?.creationTimestamp;
   const row: NodeRow = {
-    node: node.metadata?.name ?? '',
+    name: node.metadata?.name ?? '',
     providerID: node.spec?.providerID ?? '',
     ...(instance ? { instance: summary(instance) } : {}),
     initialized: !tainted,

@@ -1,12 +1,12 @@
 import * as Flags from '@oclif/core/flags';
 import { CcmCommand } from '../cli/base-command.js';
 import { parseDuration } from '../cli/duration.js';
-import { UsageError } from '../cli/errors.js';
+import { flagValueError } from '../cli/errors.js';
 
 function duration(flag: string, value: string, min = 1): number {
   const ms = parseDuration(value);
   if (ms === undefined || ms < min) {
-    throw new UsageError(`--${flag} "${value}" is not a positive duration; use e.g. 500ms, 5s, 1m`);
+    throw flagValueError(flag, `a duration${min > 0 ? ' above 0' : ''} such as 500ms, 5s or 1m`, value);
   }
   return ms;
 }
@@ -131,7 +131,7 @@ export default class Run extends CcmCommand {
     const { flags } = await this.parse(Run);
     const qps = Number(flags['cloud-qps']);
     if (!(qps > 0))
-      throw new UsageError(`--cloud-qps "${flags['cloud-qps']}" must be a number above 0, e.g. 0.5 or 2`);
+      throw flagValueError('cloud-qps', 'a number above 0 such as 0.5 or 2', flags['cloud-qps']);
     const { startRun } = await import('../cli/run.js');
     const handle = await startRun({
       ...flags,

@@ -1,6 +1,6 @@
 import { editor, input, password, select } from '@inquirer/prompts';
 import { InvalidConfigError } from '../providers/errors.js';
-import { providerNames } from '../providers/registry.js';
+import { loadProvider, providerNames } from '../providers/registry.js';
 import type { CredentialField, DocumentBuilder, ProviderDefinition } from '../providers/types.js';
 import { checkPassphrase, findSshKeys, isEncryptedKey } from './ssh-keys.js';
 import { isFilePath, type Resolved, readValueFile } from './values.js';
@@ -10,10 +10,16 @@ import { isFilePath, type Resolved, readValueFile } from './values.js';
  * masked; each answer is checked as it is typed (required, a readable file, a passphrase that
  * opens the key), and the schema's default is shown.
  */
+/** The providers whose credentials a Secret can hold (Cloudlycke keeps none, so it is not offered). */
 export async function promptProvider(): Promise<string> {
+  const offered = await Promise.all(
+    providerNames.map(async (name) =>
+      (await loadProvider(name)).credentials.fields.some((f) => f.secretKey) ? [name] : [],
+    ),
+  );
   return select({
     message: 'Cloud provider',
-    choices: providerNames.map((name) => ({ name, value: name })),
+    choices: offered.flat().map((name) => ({ name, value: name })),
   });
 }
 

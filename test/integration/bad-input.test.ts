@@ -114,7 +114,7 @@ describe('bad input gets one line, exit 2, nothing written', () => {
         '--deletion-grace-period',
         'soon',
       ],
-      /is not a duration/,
+      /^ccm: --deletion-grace-period: expected a duration such as 90s, 5m or 1h, got "/,
     ],
     [
       'a kubeconfig with a proxy-url',
@@ -215,7 +215,7 @@ describe('`ccm run`: bad input gets one line, exit 2, nothing written', () => {
     [
       'a bad period',
       () => [...run, ...kc(), '--cloud-config', inventory, '--node-monitor-period', 'often'],
-      /--node-monitor-period "often" is not a positive duration/,
+      /^ccm: --node-monitor-period: expected a duration above 0 such as 500ms, 5s or 1m, got "often"$/,
     ],
     [
       'lease timings that cannot work',
@@ -282,6 +282,55 @@ describe('`ccm run`: bad input gets one line, exit 2, nothing written', () => {
       result,
       new RegExp(`cannot serve on 127.0.0.1:${port} \\(EADDRINUSE\\); pick another --secure-port`),
     );
+  });
+});
+
+describe('one wording across commands', () => {
+  it.each([
+    [['nodes', 'init', '--concurrency', '0'], 'concurrency', 'a whole number from 1 to 256', '0'],
+    [
+      ['nodes', 'init', '--deletion-grace-period', 'soon'],
+      'deletion-grace-period',
+      'a duration such as 90s, 5m or 1h',
+      'soon',
+    ],
+    [['run', '--cloud-qps', '0'], 'cloud-qps', 'a number above 0 such as 0.5 or 2', '0'],
+    [
+      ['run', '--node-monitor-period', 'often'],
+      'node-monitor-period',
+      'a duration above 0 such as 500ms, 5s or 1m',
+      'often',
+    ],
+    [
+      ['cluster', 'prepare', '--ready-timeout', 'later'],
+      'ready-timeout',
+      'a duration such as 90s or 3m',
+      'later',
+    ],
+    [
+      ['nodes', 'list', '--request-timeout', 'abc'],
+      'request-timeout',
+      'a duration such as 30s or 2m, or 0 for no limit',
+      'abc',
+    ],
+  ])('%s: "--flag: expected …, got …", exit 2', async (args, flag, expected, value) => {
+    const run = await ccm([...args, '--provider', 'cloudlycke', '--kubeconfig', cp.kubeconfigPath]);
+    expect({ exitCode: run.exitCode, stderr: run.stderr.trim() }).toEqual({
+      exitCode: 2,
+      stderr: `ccm: --${flag}: expected ${expected}, got "${value}"`,
+    });
+  });
+
+  it.each([
+    ['nodes lsit', 'did you mean "ccm nodes list"? '],
+    ['secret craete', 'did you mean "ccm secret create"? '],
+    ['fly', ''],
+  ])('a mistyped command (%s): one line with the closest command, exit 2', async (typed, hint) => {
+    const run = await ccm(typed.split(' '));
+    expect({ exitCode: run.exitCode, stderr: run.stderr.trim() }).toEqual({
+      exitCode: 2,
+      stderr: `ccm: "${typed}" is not a ccm command; ${hint}\`ccm --help\` lists them`,
+    });
   });
 });
 

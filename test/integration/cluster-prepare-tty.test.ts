@@ -44,6 +44,14 @@ describe('confirming in a terminal', () => {
     expect(readFileSync(join(root, KCM))).toEqual(readFileSync(join(fixture, KCM)));
   });
 
+  it('Ctrl-C at the prompt: one line, exit 130, nothing written', async () => {
+    const { code, screen, root } = await answerPrompt('C-c');
+    expect(code).toBe(130);
+    expect(screen).toContain('ccm: cancelled at the prompt (Ctrl-C); nothing was written');
+    expect(screen).not.toContain('force closed');
+    expect(readFileSync(join(root, KCM))).toEqual(readFileSync(join(fixture, KCM)));
+  });
+
   it('holds its credentials with core dumps off: RLIMIT_CORE 0, soft and hard', async () => {
     const root = tempDir('ccm-tty-core-');
     cpSync(fixture, root, { recursive: true });

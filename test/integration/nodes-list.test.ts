@@ -20,7 +20,7 @@ let api: CoreV1Api;
 let inventory: string;
 
 interface Row {
-  node: string;
+  name: string;
   providerID: string;
   instance?: { name: string; state: string; type: string; zone: string };
   initialized: boolean;
@@ -78,7 +78,7 @@ describe('ccm nodes list', () => {
       kubeReads: number;
       cloudInstances: number;
     };
-    const byName = new Map(report.nodes.map((n) => [n.node, n]));
+    const byName = new Map(report.nodes.map((n) => [n.name, n]));
     expect(byName.get('ok-1')).toMatchObject({
       providerID: 'cloudlycke://ok-1',
       instance: { name: 'ok-1', state: 'running', type: 'vbox.vm.1g.2cpu', zone: 'zone-a' },
@@ -113,7 +113,7 @@ describe('ccm nodes list', () => {
     const failedByInit = dry.nodes.filter((n) => n.result === 'failed').map((n) => [n.name, n.reason]);
     const failedByList = listed.nodes
       .filter((n) => n.status === 'failed')
-      .map((n) => [n.node, `${n.reason}; ${n.fix}`]);
+      .map((n) => [n.name, `${n.reason}; ${n.fix}`]);
     expect(failedByList).toEqual(failedByInit);
     expect(failedByList.length).toBeGreaterThan(0);
   });
@@ -131,7 +131,7 @@ describe('ccm nodes list', () => {
       /\nok-1\s+cloudlycke:\/\/ok-1\s+ok-1\s+running\s+vbox\.vm\.1g\.2cpu\s+zone-a\s+yes\s+-\s+ok/,
     );
     const yaml = parse((await list(['nodes', 'list', '-o', 'yaml'])).stdout) as { nodes: Row[] };
-    expect(yaml.nodes.map((n) => n.node).sort()).toEqual(['aws-1', 'lost-1', 'new-1', 'ok-1']);
+    expect(yaml.nodes.map((n) => n.name).sort()).toEqual(['aws-1', 'lost-1', 'new-1', 'ok-1']);
   });
 });
 

@@ -404,14 +404,28 @@ async function inTerminal(
 }
 
 describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
+  it('Ctrl-C at a prompt: one line, exit 130, nothing written', async () => {
+    await deleteSecret('digitalocean');
+    const { code, screen } = await inTerminal(['--provider', 'digitalocean'], {}, async (step) => {
+      await step('DigitalOcean API token', 'C-c');
+    });
+    expect(code).toBe(130);
+    expect(screen).toContain('ccm: cancelled at the prompt (Ctrl-C); nothing was written');
+    expect(screen).not.toContain('force closed');
+    expect(await readSecret('digitalocean')).toBeUndefined();
+  });
+
   it('DigitalOcean: picks the provider, asks for the token masked, creates the Secret', async () => {
     await deleteSecret('digitalocean');
     const sim = await DigitalOceanSimulator.start({ token: 'dop_v1_typed_in_a_terminal_0123' });
     try {
-      const { code, screen } = await inTerminal(['--cloud-api-url', sim.url], {}, async (step) => {
-        await step('Cloud provider', 'Down', 'Down', 'Enter');
+      const { code, screen, seen } = await inTerminal(['--cloud-api-url', sim.url], {}, async (step) => {
+        // brightbox, digitalocean, openstack, triton: Cloudlycke keeps nothing in a Secret.
+        await step('Cloud provider', 'Down', 'Enter');
         await step('DigitalOcean API token', sim.token, 'Enter');
       });
+      expect(seen[0]).toContain('brightbox');
+      expect(seen[0]).not.toContain('cloudlycke');
       expect(screen).toContain('Secret kube-system/digitalocean created');
       expect(code).toBe(0);
       expect(screen).not.toContain(sim.token);

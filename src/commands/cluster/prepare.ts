@@ -3,7 +3,7 @@ import * as Flags from '@oclif/core/flags';
 import { BaseCommand, integerInRange } from '../../cli/base-command.js';
 import type { HostRow } from '../../cli/cluster-report.js';
 import { parseDuration } from '../../cli/duration.js';
-import { UsageError } from '../../cli/errors.js';
+import { flagValueError } from '../../cli/errors.js';
 import type { Report } from '../../cli/output/report.js';
 
 export default class ClusterPrepare extends BaseCommand {
@@ -80,9 +80,7 @@ export default class ClusterPrepare extends BaseCommand {
     const { flags } = await this.parse(ClusterPrepare);
     const readyTimeoutMs = parseDuration(flags['ready-timeout']);
     if (readyTimeoutMs === undefined)
-      throw new UsageError(
-        `--ready-timeout "${flags['ready-timeout']}" is not a duration; use e.g. 90s or 3m`,
-      );
+      throw flagValueError('ready-timeout', 'a duration such as 90s or 3m', flags['ready-timeout']);
     const { runClusterPrepare } = await import('../../cli/cluster-prepare.js');
     const { clusterPrepareReport } = await import('../../cli/cluster-report.js');
     const out = await runClusterPrepare({

@@ -1,7 +1,7 @@
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand, integerInRange } from '../../cli/base-command.js';
 import { parseDuration } from '../../cli/duration.js';
-import { UsageError } from '../../cli/errors.js';
+import { flagValueError } from '../../cli/errors.js';
 import type { Report } from '../../cli/output/report.js';
 import type { NodeReport } from '../../controllers/nodes-pass.js';
 
@@ -35,8 +35,10 @@ export default class NodesInit extends BaseCommand {
     const { flags } = await this.parse(NodesInit);
     const grace = parseDuration(flags['deletion-grace-period']);
     if (grace === undefined) {
-      throw new UsageError(
-        `--deletion-grace-period "${flags['deletion-grace-period']}" is not a duration; use e.g. 90s, 5m or 1h`,
+      throw flagValueError(
+        'deletion-grace-period',
+        'a duration such as 90s, 5m or 1h',
+        flags['deletion-grace-period'],
       );
     }
     const { runNodesInit } = await import('../../cli/nodes-init.js');
