@@ -19,6 +19,8 @@ export interface CheckResult {
   message: string;
   /** What to do about a failure or a warning. */
   fix?: string;
+  /** Every name the message lists (it shows the first five): in -o json / yaml, whole. */
+  items?: string[];
 }
 
 const pass = (id: string, message: string): CheckResult => ({ id, status: 'pass', message });
@@ -38,6 +40,11 @@ const warn = (id: string, message: string, fix?: string): CheckResult => ({
 /** A Node tainted uninitialized longer than this is stuck, not just new. */
 export const STUCK_AFTER_SECONDS = 120;
 const MAX_NAMES = 5;
+
+/** The check, with the whole list its message shortens. */
+function withItems(result: CheckResult, list: readonly string[]): CheckResult {
+  return { ...result, items: [...list] };
+}
 
 function names(list: readonly string[]): string {
   const shown = list.slice(0, MAX_NAMES).join(', ');
@@ -75,22 +82,32 @@ export function checkUninitialized(nodes: readonly SlimNode[], now: Date): Check
   tainted.sort((a, b) => b.age - a.age);
   const oldest = tainted[0] as { name: string; age: number };
   const what = `${tainted.length} Node(s) tainted uninitialized, the oldest for ${age(oldest.age)}: ${names(tainted.map((t) => t.name))}`;
+  const all = tainted.map((t) => t.name);
   if (oldest.age < STUCK_AFTER_SECONDS)
-    return warn('uninitialized', `${what} (new; a cloud controller should take them shortly)`);
-  return fail(
-    'uninitialized',
-    what,
-    "no cloud controller initialised them: see the checks of the controller below, and `ccm nodes list` for each Node's reason",
+    return withItems(
+      warn('uninitialized', `${what} (new; a cloud controller should take them shortly)`),
+      all,
+    );
+  return withItems(
+    fail(
+      'uninitialized',
+      what,
+      "no cloud controller initialised them: see the checks of the controller below, and `ccm nodes list` for each Node's reason",
+    ),
+    all,
   );
 }
 
 export function checkProviderIDs(nodes: readonly SlimNode[]): CheckResult {
   const missing = nodes.filter((n) => !n.spec?.providerID).map(nameOf);
   if (missing.length === 0) return pass('provider-id', `every Node (${nodes.length}) has a provider ID`);
-  return fail(
-    'provider-id',
-    `${missing.length} Node(s) without a provider ID: ${names(missing)}`,
-    'the cloud controller sets it from the instance of the same name (`ccm nodes list` says why it cannot), or start the kubelet with --provider-id',
+  return withItems(
+    fail(
+      'provider-id',
+      `${missing.length} Node(s) without a provider ID: ${names(missing)}`,
+      'the cloud controller sets it from the instance of the same name (`ccm nodes list` says why it cannot), or start the kubelet with --provider-id',
+    ),
+    missing,
   );
 }
 
@@ -173,10 +190,13 @@ export function checkKubeletsExternal(nodes: readonly SlimNode[]): CheckResult {
       'every kubelet registered with --cloud-provider=external (taint, provider ID or provided-node-ip)',
     );
   }
-  return fail(
-    'kubelet-external',
-    `${notExternal.length} Node(s) registered without --cloud-provider=external (no uninitialized taint, no provider ID): ${names(notExternal.map(nameOf))}`,
-    'start their kubelets with --cloud-provider=external (`ccm cluster prepare`), then delete the Node objects so they register again',
+  return withItems(
+    fail(
+      'kubelet-external',
+      `${notExternal.length} Node(s) registered without --cloud-provider=external (no uninitialized taint, no provider ID): ${names(notExternal.map(nameOf))}`,
+      'start their kubelets with --cloud-provider=external (`ccm cluster prepare`), then delete the Node objects so they register again',
+    ),
+    notExternal.map(nameOf),
   );
 }
 
@@ -343,10 +363,13 @@ export function checkRbacNeeded(verdicts: readonly AccessVerdict[], serviceAccou
   if (denied.length === 0) {
     return pass('rbac', `ServiceAccount ${serviceAccount} may do all ${verdicts.length} things ccm needs`);
   }
-  return fail(
-    'rbac',
-    `ServiceAccount ${serviceAccount} may not: ${names(denied)}`,
-    'apply the RBAC of `ccm manifests --provider <cloud>` (ClusterRole system:ccm, Roles ccm:leader-election and ccm:credentials)',
+  return withItems(
+    fail(
+      'rbac',
+      `ServiceAccount ${serviceAccount} may not: ${names(denied)}`,
+      'apply the RBAC of `ccm manifests --provider <cloud>` (ClusterRole system:ccm, Roles ccm:leader-election and ccm:credentials)',
+    ),
+    denied,
   );
 }
 
@@ -354,10 +377,13 @@ export function checkRbacSecrets(verdicts: readonly AccessVerdict[], serviceAcco
   const allowed = verdicts.filter((v) => v.allowed).map((v) => v.what);
   if (allowed.length === 0)
     return pass('rbac-secrets', `ServiceAccount ${serviceAccount} reads no Secret but its own`);
-  return fail(
-    'rbac-secrets',
-    `ServiceAccount ${serviceAccount} may ${names(allowed)}: more than its own Secret`,
-    'grant it only `get` on its credentials Secret by name (the Role ccm:credentials of `ccm manifests`); remove the broader binding',
+  return withItems(
+    fail(
+      'rbac-secrets',
+      `ServiceAccount ${serviceAccount} may ${names(allowed)}: more than its own Secret`,
+      'grant it only `get` on its credentials Secret by name (the Role ccm:credentials of `ccm manifests`); remove the broader binding',
+    ),
+    allowed,
   );
 }
 
@@ -393,10 +419,13 @@ export function checkListing(
   }
   if (found.length < ours.length) {
     const missing = ours.filter((n) => !found.includes(n)).map(nameOf);
-    return warn(
-      'cloud-listing',
-      `${ours.length - found.length} of ${ours.length} Node(s) not in the cloud listing: ${names(missing)}`,
-      '`ccm nodes list` says why for each',
+    return withItems(
+      warn(
+        'cloud-listing',
+        `${ours.length - found.length} of ${ours.length} Node(s) not in the cloud listing: ${names(missing)}`,
+        '`ccm nodes list` says why for each',
+      ),
+      missing,
     );
   }
   return pass('cloud-listing', `the cloud listing (${count}) contains all ${ours.length} Node(s)`);

@@ -14,13 +14,16 @@ export function doctorReport(result: DoctorResult): Report<CheckResult> {
     kind: 'check',
     noun: ['check', 'checks'],
     rows: result.checks,
+    // In the order the README's table explains them (failures still come last).
+    keepOrder: true,
     name: (c) => c.id,
     tone: (c) => TONE[c.status],
     columns: [
       { header: ' ', key: 'status', value: (c) => MARK[c.status], toned: true, give: 'last' },
       { header: 'CHECK', value: (c) => c.id, give: 'last' },
       { header: 'RESULT', value: (c) => c.message, give: 'first' },
-      { header: 'FIX', value: (c) => c.fix, blank: '', give: 'first' },
+      // Under a failed or warned row, whole: as a column it was cut, or wrapped every line with -o wide.
+      { header: 'FIX', value: (c) => c.fix, below: { label: 'fix' } },
     ],
     summary: `${plural(result.checks.length, ['check', 'checks'])}: ${passed} passed, ${result.failed} failed, ${plural(result.warnings, 'warning')}`,
     failed: result.failed > 0,

@@ -63,9 +63,15 @@ export interface DoctorResult {
 
 const CCM_POD_SELECTOR = 'app.kubernetes.io/name=ccm,app.kubernetes.io/component=controller';
 
-function resultOf(checks: CheckResult[]): DoctorResult {
+/** The result; with --provider given, a fix names that provider where it would say `<cloud>`. */
+function resultOf(checks: CheckResult[], provider?: string): DoctorResult {
+  const named = provider
+    ? checks.map((c) =>
+        c.fix ? { ...c, fix: c.fix.replaceAll('--provider <cloud>', `--provider ${provider}`) } : c,
+      )
+    : checks;
   return {
-    checks,
+    checks: named,
     failed: checks.filter((c) => c.status === 'fail').length,
     warnings: checks.filter((c) => c.status === 'warn').length,
   };
@@ -127,7 +133,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
       checks.push(checkSecret(definition.credentials, secretRef, secret.data, secret.error));
     }
     checks.push(...(await cloudChecks(definition, input, nodes, secretRef, secret?.data)));
-    return resultOf(checks);
+    return resultOf(checks, definition.name);
   } finally {
     await http.close();
   }
@@ -198,10 +204,23 @@ async function cloudChecks(
   return checks;
 }
 
+/** Resources without a namespace: "(all namespaces)" would say something false of them. */
+const CLUSTER_SCOPED = new Set([
+  'nodes',
+  'namespaces',
+  'tokenreviews',
+  'subjectaccessreviews',
+  'clusterroles',
+]);
+
 function describe(r: AccessRequest): string {
   const resource = r.subresource ? `${r.resource}/${r.subresource}` : r.resource;
   const name = r.name ? ` ${r.name}` : '';
-  const ns = r.namespace ? ` in ${r.namespace}` : r.name ? '' : ' (all namespaces)';
+  const ns = r.namespace
+    ? ` in ${r.namespace}`
+    : r.name || CLUSTER_SCOPED.has(r.resource)
+      ? ''
+      : ' (all namespaces)';
   return `${r.verb} ${resource}${name}${ns}`;
 }
 

@@ -33,6 +33,7 @@ export function nodesInitReport({
   credentials,
 }: Omit<NodesInitResult, 'plans'>): Report<NodeReport> {
   const resultWord = (r: NodeResult) => (report.dryRun ? (WOULD[r] ?? r) : r);
+  const changeTexts = (n: NodeReport) => n.changes.map((c) => (report.dryRun ? `would ${c}` : c));
   const s = report.summary;
   const counts = ORDER.filter((k) => s[k] > 0).map((k) => `${grouped(s[k])} ${resultWord(k)}`);
   const summary =
@@ -56,10 +57,10 @@ export function nodesInitReport({
       { header: 'REASON', value: (n) => n.reason, blank: '', give: 'first' },
       {
         header: 'CHANGES',
-        value: (n) => n.changes.map((c) => (report.dryRun ? `would ${c}` : c)).join('; '),
+        value: (n) => changeTexts(n).join('; '),
         wide: true,
-        blank: '',
-        give: 'first',
+        // One change a line under its Node: at 120 columns a joined list wrapped over the table.
+        below: { lines: changeTexts },
       },
     ],
     summary,

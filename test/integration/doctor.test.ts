@@ -148,11 +148,16 @@ async function doctor(...extra: string[]) {
   return { ...run, lines: run.stdout.split('\n') };
 }
 
-/** The ✗ row (-o wide: nothing cut) that contains `text`; its FIX column is on the same line. */
+/** The ✗ row (-o wide: nothing cut) that contains `text`, and its fix: the lines under it. */
 function failure(lines: string[], text: string): { line: string; fix: string } {
-  const line = lines.find((l) => l.startsWith('✗') && l.includes(text));
-  if (!line) throw new Error(`no ✗ line with "${text}" in:\n${lines.join('\n')}`);
-  return { line, fix: line.slice(line.indexOf(text) + text.length) };
+  const at = lines.findIndex((l) => l.startsWith('✗') && l.includes(text));
+  if (at < 0) throw new Error(`no ✗ line with "${text}" in:\n${lines.join('\n')}`);
+  const under: string[] = [];
+  for (const l of lines.slice(at + 1)) {
+    if (!l.startsWith('    ')) break;
+    under.push(l.trim());
+  }
+  return { line: lines[at] as string, fix: under.join(' ').replace(/^fix: /, '') };
 }
 
 beforeAll(async () => {
@@ -187,6 +192,11 @@ describe('ccm doctor', () => {
     const marks = run.lines.filter((l) => /^[✓✗!] /.test(l));
     expect(marks.filter((l) => !l.startsWith('✓'))).toEqual([]);
     expect(marks.length).toBe(14);
+    // The rows in the order of the README's table of checks.
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const table = readme.split('| check | what it reads | ✗ when |')[1]?.split('\n\n')[0] ?? '';
+    const documented = [...table.matchAll(/^\| `([a-z-]+)` \|/gm)].map((m) => m[1]);
+    expect(marks.map((l) => l.split(/\s+/)[1])).toEqual(documented);
     expect(run.stdout).toContain('Kubernetes v1.');
     expect(run.stdout).toContain('Lease kube-system/cloud-controller-manager held by ccm-abc_1234');
     expect(run.stdout).toContain('the cloud accepts the credentials: DigitalOcean account');
@@ -215,7 +225,8 @@ describe('ccm doctor', () => {
     const run = await doctor();
     const { line, fix } = failure(run.lines, 'no Lease kube-system/cloud-controller-manager');
     expect(line).toContain('no cloud controller has ever run here');
-    expect(fix).toContain('ccm manifests --provider');
+    // --provider was given: the fix names it, not a placeholder.
+    expect(fix).toContain('ccm manifests --provider digitalocean --image');
     expect(run.exitCode).toBe(1);
   });
 
@@ -341,6 +352,8 @@ describe('ccm doctor', () => {
     const run = await doctor();
     const { line, fix } = failure(run.lines, 'ServiceAccount kube-system/ccm may not: patch nodes/status');
     expect(line).not.toContain('patch nodes,');
+    // Nodes have no namespace: nothing is said of namespaces.
+    expect(line).not.toContain('(all namespaces)');
     expect(fix).toContain('ClusterRole system:ccm');
     expect(run.exitCode).toBe(1);
   });

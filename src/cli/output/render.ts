@@ -119,9 +119,8 @@ class HumanView<Row> {
     return [...summary, ...body, ...notes, ...errors].join('\n');
   }
 
-  /** Words to lines of the terminal's width; a word longer than a line is cut. */
-  private wrap(text: string): string[] {
-    const width = this.terminal.width;
+  /** Words to lines of the terminal's width (or less); a word longer than a line is cut. */
+  private wrap(text: string, width = this.terminal.width): string[] {
     if (widthOf(text) <= width) return [text];
     const lines: string[] = [];
     let line = '';
@@ -142,9 +141,23 @@ class HumanView<Row> {
     return this.report.columns.filter((c) => wide || !c.wide);
   }
 
+  /** The lines a table shows under a row, for its `below` columns. */
+  private linesBelow(row: Row, columns: readonly Column<Row>[]): string[] {
+    const indent = '    ';
+    return columns.flatMap((c) => {
+      const lines = (c.below?.lines?.(row) ?? [c.value(row) ?? '']).map(oneLine).filter(Boolean);
+      return lines.flatMap((text, i) => {
+        const labelled = i === 0 && c.below?.label ? `${c.below.label}: ${text}` : text;
+        return this.wrap(labelled, this.terminal.width - indent.length).map((l) => `${indent}${l}`);
+      });
+    });
+  }
+
   private table(rows: readonly Row[], wide: boolean): string[] {
     const { report, style } = this;
-    const columns = this.columns(wide);
+    const all = this.columns(wide);
+    const columns = all.filter((c) => !c.below);
+    const below = all.filter((c) => c.below);
     const cells = rows.map((row) => columns.map((c) => oneLine(c.value(row)) || (c.blank ?? '-')));
     const natural = columns.map((c, i) =>
       Math.max(widthOf(c.header), ...cells.map((r) => widthOf(r[i] ?? ''))),
@@ -169,11 +182,12 @@ class HumanView<Row> {
       columns.map((c) => c.header),
       (t) => t,
     );
-    const body = rows.map((row, r) => {
+    const body = rows.flatMap((row, r) => {
       const tone = report.tone(row);
       const paint = TONES[tone](style);
-      if (tone === 'failed') return paint(line(cells[r] ?? [], (t) => t));
-      return line(cells[r] ?? [], (t, i) => (columns[i]?.toned ? paint(t) : t));
+      const under = this.linesBelow(row, below).map((l) => (tone === 'failed' ? paint(l) : style.dim(l)));
+      if (tone === 'failed') return [paint(line(cells[r] ?? [], (t) => t)), ...under];
+      return [line(cells[r] ?? [], (t, i) => (columns[i]?.toned ? paint(t) : t)), ...under];
     });
     return [header, ...body];
   }

@@ -57,6 +57,16 @@ export interface Column<Row> {
   blank?: string;
   /** Key in the plain log lines (default: the header in lower case, spaces as "_"). */
   key?: string;
+  /**
+   * Long text a table shows on lines of its own under the row (indented, wrapped at the terminal's
+   * width, never cut), not as a column: a fix, a list of changes. Log lines keep it as a key.
+   */
+  below?: {
+    /** Put before the first line, e.g. "fix". */
+    label?: string;
+    /** One line each (default: the value, as one line). */
+    lines?: (row: Row) => readonly string[];
+  };
 }
 
 export type { Give } from './text.js';

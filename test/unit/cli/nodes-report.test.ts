@@ -71,13 +71,20 @@ describe('nodes init, mixed pass', () => {
       expect(text).toContain(name);
   });
 
-  it('wide: every Node, with the exact changes', async () => {
+  it('wide: every Node, with the exact changes, one a line under it, within 120 columns', async () => {
     const text = await show('wide');
     await expect(text).toMatchFileSnapshot(snapshot('wide.txt'));
-    expect(text.split('\n')[1]).toMatch(/ CHANGES$/);
+    expect(text.split('\n')[1]).toMatch(/ REASON$/);
+    const changeLines = text.split('\n').filter((l) => l.startsWith('    '));
+    expect(changeLines.length).toBeGreaterThan(4);
+    for (const line of changeLines) expect(widthOf(line), line).toBeLessThanOrEqual(120);
+    // The rows themselves no longer carry the changes: node-1's row ends at its zone.
+    expect(text).toMatch(/\nnode-1 +initialized +cloudlycke:\/\/node-1 +vbox\.vm\.1g\.2cpu +virtualbox-a\n/);
     const names = text
       .split('\n')
-      .slice(2, 10)
+      .slice(2)
+      .filter((l) => !l.startsWith(' '))
+      .slice(0, 8)
       .map((l) => l.split(' ')[0]);
     expect(names).toEqual([
       'metal-1',
@@ -89,7 +96,9 @@ describe('nodes init, mixed pass', () => {
       'node-4',
       'node-20',
     ]);
-    expect(text).toContain('set providerID cloudlycke://node-1; label node.kubernetes.io/instance-type=');
+    expect(text).toContain(
+      '\n    set providerID cloudlycke://node-1\n    label node.kubernetes.io/instance-type=',
+    );
   });
 
   it('json: the report scripts and the CronJob read, fields unchanged, plus provider ID, type and zone', async () => {
