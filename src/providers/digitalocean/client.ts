@@ -1,4 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
+import { unexpectedAnswer } from '../answer.js';
 import {
   InvalidConfigError,
   isProviderError,
@@ -192,11 +193,8 @@ export class DigitalOceanClient {
           per_page: PER_PAGE,
         });
         const found = answer?.[key];
-        if (!Array.isArray(found)) {
-          throw new InvalidConfigError(
-            `DigitalOcean ${what}: the answer has no "${key}" list; check that the API URL is DigitalOcean's`,
-          );
-        }
+        if (!Array.isArray(found))
+          throw unexpectedAnswer(`GET ${path}`, `an object with a "${key}" list`, answer);
         items.push(...(found as T[]));
         if (typeof answer.meta?.total === 'number') totals.add(answer.meta.total);
         page = nextPage(answer.links?.pages?.next, page);

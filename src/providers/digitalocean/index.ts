@@ -1,3 +1,4 @@
+import { isObject, unexpectedAnswer } from '../answer.js';
 import { InvalidConfigError } from '../errors.js';
 import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../types.js';
 import { annotationReference } from './annotations.js';
@@ -39,9 +40,16 @@ export function createDigitalOcean(options: DigitalOceanClientOptions): Provider
     instances: dropletInstances(client),
     loadBalancers: doLoadBalancers(client),
     async verifyCredentials(signal) {
-      const { account } = await client.get<{
-        account: { email: string; status: string; team?: { name?: string } };
+      const body = await client.get<{
+        account?: { email: string; status: string; team?: { name?: string } };
       }>('checking the token (GET /v2/account)', '/v2/account', signal);
+      const account = body?.account;
+      if (!isObject(account) || typeof account.email !== 'string')
+        throw unexpectedAnswer(
+          'GET /v2/account',
+          'an object with "account" (its email, status and team)',
+          body,
+        );
       const team = account.team?.name ? `, team ${account.team.name}` : '';
       return `DigitalOcean account ${account.email}${team} (status ${account.status})`;
     },

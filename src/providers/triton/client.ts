@@ -1,4 +1,5 @@
-import { InvalidConfigError, NotFoundError, RetryableError, UnauthorizedError } from '../errors.js';
+import { isObject, unexpectedAnswer } from '../answer.js';
+import { NotFoundError, RetryableError, UnauthorizedError } from '../errors.js';
 import { HttpClient, type HttpClientOptions } from '../http.js';
 import type { RequestSigner } from './signer.js';
 
@@ -77,7 +78,11 @@ export class TritonClient {
 
   /** GetAccount: the cheap call that proves the credentials, and the account UUID CNS names use. */
   async getAccount(signal?: AbortSignal): Promise<Account> {
-    return (await this.http.get<Account>(`/${this.login}`, { signal })).body;
+    const path = `/${this.login}`;
+    const { body } = await this.http.get<Account>(path, { signal });
+    if (!isObject(body) || typeof body.login !== 'string' || typeof body.id !== 'string')
+      throw unexpectedAnswer(`GET ${path}`, 'the account (its login and id)', body);
+    return body;
   }
 
   /** ListDatacenters: { name: url }. */
@@ -97,9 +102,8 @@ export class TritonClient {
         query: { offset, limit: this.pageSize },
         signal,
       });
-      if (!Array.isArray(res.body)) {
-        throw new InvalidConfigError(`ListMachines answered without a list; check the CloudAPI URL`);
-      }
+      if (!Array.isArray(res.body))
+        throw unexpectedAnswer(`GET /${this.login}/machines`, 'a list of machines', res.body);
       let added = 0;
       for (const machine of res.body) {
         if (!seen.has(machine.id)) added++;
