@@ -221,7 +221,21 @@ function issueClientCert(dir: string, user: string, groups: string[]): { cert: s
   return pair;
 }
 
+/**
+ * A free port is found by listening on port 0 and closing it; on a busy machine another process may
+ * take it before etcd or kube-apiserver binds it. That start is thrown away and tried on new ports.
+ */
 export async function startControlPlane(options: StartOptions = {}): Promise<ControlPlane> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnFreePorts(options);
+    } catch (err) {
+      if (attempt >= 3 || !/address already in use/.test(String(err))) throw err;
+    }
+  }
+}
+
+async function startOnFreePorts(options: StartOptions): Promise<ControlPlane> {
   const bins = binDir();
   for (const b of ['etcd', 'kube-apiserver']) {
     if (!existsSync(join(bins, b))) {

@@ -314,7 +314,7 @@ describe('`ccm nodes init` as the CronJob ServiceAccount', () => {
     const run = await nodesInitAs(SA_USER, kubeconfig, inventory, '--dry-run', '--json');
     expect(run.stderr).toBe('');
     expect(run.exitCode).toBe(0);
-    expect(JSON.parse(run.stdout).cloudInstances).toBe(3);
+    expect(JSON.parse(run.stdout).cloudInstances).toBe(4);
   });
 
   it('initialises tainted Nodes and deletes a gone one with no write answered 403', async () => {
