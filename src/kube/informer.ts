@@ -16,6 +16,7 @@
  (0.8 s doubling to 10 s). A watch silent for longer than `stallMs` is presumed dead and restarted.
  * Each restart is counted by reason (`onRestart`); failures are logged once per change of state.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { KubeApiError } from './errors.js';
 import type { KubeTransport } from './transport.js';
@@ -73,18 +74,8 @@ function keyOf(raw: RawMeta): string {
   return namespace ? `${namespace}/${name}` : name;
 }
 
-const defaultSleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
+/** Waits, or less when stopped, leaving no listener on the long-lived signal (see lease.ts). */
+const defaultSleep = (ms: number, signal: AbortSignal) => delay(ms, undefined, { signal }).catch(() => {});
 
 export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
   const store = new Map<string, { obj: T; rv: string }>();

@@ -13,6 +13,7 @@
  *   its next try instead of waiting out the lease.
  * Retries are jittered by up to 20 % (client-go: 120 %) so a released Lease is taken within ~2.5 s.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { monotonicMs } from '../clock.js';
 import { KubeApiError } from './errors.js';
@@ -83,18 +84,12 @@ export class LeaderElector {
     return `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases/${encodeURIComponent(name)}`;
   }
 
+  /**
+   * Waits, or less when stopped. Node's abortable timer removes its listener from the (long-lived)
+   * signal when it fires: one left per wait was ~590 bytes a retry period, ~25 MB a day at 2 s.
+   */
   private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.stopper.signal.addEventListener(
-        'abort',
-        () => {
-          clearTimeout(timer);
-          resolve();
-        },
-        { once: true },
-      );
-    });
+    return delay(ms, undefined, { signal: this.stopper.signal }).catch(() => {});
   }
 
   private jittered(): number {
