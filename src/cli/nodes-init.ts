@@ -10,6 +10,7 @@ import {
 } from '../controllers/nodes-pass.js';
 import type { NodePlan } from '../controllers/plan.js';
 import { loadKubeConfig } from '../kube/config.js';
+import { eventRecorder } from '../kube/event-recorder.js';
 import { createNodeClient } from '../kube/nodes.js';
 import { KubeTransport } from '../kube/transport.js';
 import { transportOptionsFrom } from './kube-flags.js';
@@ -94,6 +95,8 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
   );
   const ctx = await tasks.run({});
   const plans = ctx.plans ?? [];
+  // Events are sent beside the work (event-recorder.ts); the pass ends when they are, or in 10 s.
+  await eventRecorder(transport).flush(10_000);
   return {
     report: buildReport(provider, plans, state, pass.dryRun),
     plans,

@@ -17,6 +17,7 @@ import type { Metrics } from '../controllers/metrics.js';
 import { type Serving, serve } from '../controllers/server.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { KubeApiError, KubeConfigError, KubeUnreachableError } from '../kube/errors.js';
+import { eventRecorder } from '../kube/event-recorder.js';
 import { createInformer, type Informer, type InformerOptions } from '../kube/informer.js';
 import { LeaderElector } from '../kube/lease.js';
 import { createNodeClient } from '../kube/nodes.js';
@@ -407,7 +408,9 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
       stopper.abort();
       const bounded = <T>(p: Promise<T>, ms: number) =>
         Promise.race([p, new Promise<void>((r) => setTimeout(r, ms).unref())]);
-      await bounded(stopControllers(), SHUTDOWN_BUDGET_MS - 2500);
+      await bounded(stopControllers(), SHUTDOWN_BUDGET_MS - 3500);
+      // What the controllers recorded is sent while this replica may still write.
+      await eventRecorder(transport).flush(1000);
       elector?.stop();
       if (releaseLease) await bounded(elector?.release() ?? Promise.resolve(), 2000);
       await bounded(Promise.all(Object.values(informers).map((i) => i.stop())), 1000);

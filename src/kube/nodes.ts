@@ -1,6 +1,6 @@
 import type { ClusterAccess } from './config.js';
 import { KubeApiError, KubeConfigError } from './errors.js';
-import { createEvent } from './events.js';
+import { eventRecorder } from './event-recorder.js';
 import { type SlimNode, slimNode } from './slim-node.js';
 import { type KubeRequest, KubeTransport } from './transport.js';
 import { FIELD_MANAGER } from './well-known.js';
@@ -95,14 +95,13 @@ export function createNodeClient(source: ClusterAccess | KubeTransport): NodeCli
       });
     },
     async createEvent({ node, ...event }) {
-      writes++;
       const about = {
         kind: 'Node',
         apiVersion: 'v1',
         name: node.metadata?.name ?? '',
         uid: node.metadata?.uid,
       };
-      await createEvent(http, about, event);
+      if (eventRecorder(http).record(about, event)) writes++;
     },
   };
 }

@@ -1,4 +1,5 @@
-import { createEvent, type EventSpec } from './events.js';
+import { eventRecorder } from './event-recorder.js';
+import type { EventSpec } from './events.js';
 import type { KubeTransport } from './transport.js';
 import { FIELD_MANAGER } from './well-known.js';
 
@@ -122,6 +123,7 @@ export interface ServiceClient {
     patch: { metadata?: object; status?: object },
     options: { conditional: boolean },
   ): Promise<void>;
+  /** Queued for the process's event recorder (event-recorder.ts): never waits for the API server, never fails. */
   recordEvent(service: SlimService, event: EventSpec): Promise<void>;
   /** Write requests sent so far. */
   readonly writes: number;
@@ -147,18 +149,14 @@ export function createServiceClient(http: KubeTransport): ServiceClient {
       });
     },
     async recordEvent(service, event) {
-      writes++;
-      await createEvent(
-        http,
-        {
-          kind: 'Service',
-          apiVersion: 'v1',
-          namespace: service.namespace,
-          name: service.name,
-          uid: service.uid,
-        },
-        event,
-      );
+      const about = {
+        kind: 'Service',
+        apiVersion: 'v1',
+        namespace: service.namespace,
+        name: service.name,
+        uid: service.uid,
+      };
+      if (eventRecorder(http).record(about, event)) writes++;
     },
   };
 }

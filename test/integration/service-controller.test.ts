@@ -391,6 +391,42 @@ describe('the service controller', () => {
     expect(warnings()).toHaveLength(2);
   }, 40_000);
 
+  it('a Service deleted in a Terminating namespace: the load balancer and the finalizer go, though every Event is refused', async () => {
+    await start();
+    const ns = `doomed-${Date.now().toString(36)}`;
+    await api.createNamespace({ body: { metadata: { name: ns } } });
+    await api.createNamespacedService({
+      namespace: ns,
+      body: { ...lbService('web'), metadata: { name: 'web', namespace: ns } },
+    });
+    await until(
+      'web ingress',
+      async () =>
+        (await api.readNamespacedService({ name: 'web', namespace: ns })).status?.loadBalancer?.ingress?.[0]
+          ?.ip,
+      20_000,
+    );
+    await api.deleteNamespace({ name: ns });
+    // The namespace is Terminating: NamespaceLifecycle refuses every create in it, Events included.
+    await expect(
+      api.createNamespacedEvent({
+        namespace: ns,
+        body: {
+          metadata: { generateName: 'probe.' },
+          involvedObject: { kind: 'Service', name: 'web', namespace: ns },
+        },
+      }),
+    ).rejects.toThrow();
+    // What the namespace controller does next: delete what the namespace holds.
+    await api.deleteNamespacedService({ name: 'web', namespace: ns });
+    await until(
+      'the Service gone (its finalizer removed)',
+      async () => (await api.listNamespacedService({ namespace: ns })).items.length === 0,
+      20_000,
+    );
+    expect(calls.filter((c) => c.op === 'delete' && c.service === 'web')).toHaveLength(1);
+  }, 60_000);
+
   it('an invalid annotation → a Warning naming it; the load balancer stays as it was', async () => {
     await start();
     await api.createNamespacedService({ namespace: NS, body: lbService('web') });
