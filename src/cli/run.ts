@@ -224,6 +224,19 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     },
   });
 
+  // Whether the cloud accepted the credentials; asked again (at most every 10 s) while it has not.
+  let credentialsVerified = false;
+  let lastVerifyAt = Number.NEGATIVE_INFINITY;
+  const verifyAgain = async () => {
+    const verify = holder.current.verifyCredentials;
+    if (!verify || monotonicMs() - lastVerifyAt < 10_000) return;
+    lastVerifyAt = monotonicMs();
+    credentialsVerified = await verify.call(holder.current).then(
+      () => true,
+      () => false,
+    );
+  };
+
   // --- health and metrics, served from the start (readiness waits for the caches) -------------
   const informers: ControllerContext['informers'] = {} as ControllerContext['informers'];
   let leading = !input.leaderElect;
@@ -258,9 +271,14 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
             },
           },
           {
-            name: 'cloud-listing',
-            run: () =>
-              cloud.hasListed ? { ok: true } : { ok: false, detail: 'waiting for the first cloud listing' },
+            // Credentials the cloud accepted (or a listing, where the provider has no cheaper check):
+            // only the leader lists, and a standby must be Ready too, or a rolling update never ends.
+            name: 'cloud',
+            run: () => {
+              if (credentialsVerified || cloud.hasListed) return { ok: true };
+              void verifyAgain();
+              return { ok: false, detail: 'waiting for the cloud to accept the credentials' };
+            },
           },
           {
             name: 'leader-election',
@@ -287,6 +305,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     if (holder.current.verifyCredentials) {
       try {
         await holder.current.verifyCredentials();
+        credentialsVerified = true;
       } catch (err) {
         if (isFatalCloudError(err)) throw err;
         log.warn(

@@ -82,7 +82,7 @@ describe('ccm run', () => {
       return res ? { status: res.status, text: await res.text() } : undefined;
     });
     expect(notReady.status).toBe(503);
-    expect(notReady.text).toContain('[-]cloud-listing failed: waiting for the first cloud listing');
+    expect(notReady.text).toContain('[-]cloud failed: waiting for the cloud to accept the credentials');
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     await starting;
     const ready = await until('/readyz 200', async () => {
