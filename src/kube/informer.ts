@@ -52,9 +52,12 @@ export interface Informer<T> {
   list(): T[];
   get(key: string): T | undefined;
   readonly size: number;
-  on(event: 'add', handler: (obj: T) => void): void;
-  on(event: 'update', handler: (old: T, obj: T) => void): void;
-  on(event: 'delete', handler: (obj: T) => void): void;
+  /** Subscribes; returns the unsubscribe (a controller that stops while the informer goes on). */
+  on(event: 'add', handler: (obj: T) => void): () => void;
+  on(event: 'update', handler: (old: T, obj: T) => void): () => void;
+  on(event: 'delete', handler: (obj: T) => void): () => void;
+  /** Ends a backoff wait now (the API server answers again): the next attempt is not up to 10 s away. */
+  wake(): void;
 }
 
 interface RawMeta {
@@ -96,6 +99,7 @@ export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
   ].filter(Boolean);
   let synced = false;
   let running: Promise<void> | undefined;
+  let waking = new AbortController();
   let failing: string | undefined;
 
   const emit = {
@@ -265,8 +269,12 @@ export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
           );
           failing = message;
         }
-        await sleep(delay, stopper.signal);
-        delay = Math.min(delay * 2, backoff.maxMs);
+        // Ended early by stop() or wake(); one controller for both, so no combined signal per wait.
+        await sleep(delay, waking.signal);
+        if (waking.signal.aborted && !stopper.signal.aborted) {
+          waking = new AbortController();
+          delay = backoff.initialMs;
+        } else delay = Math.min(delay * 2, backoff.maxMs);
       }
     }
   }
@@ -277,6 +285,7 @@ export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
     },
     async stop() {
       stopper.abort();
+      waking.abort();
       await running;
     },
     hasSynced: () => synced,
@@ -286,7 +295,15 @@ export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
       return store.size;
     },
     on(event: InformerEvent, handler: (...args: never[]) => void) {
-      (handlers[event] as unknown[]).push(handler);
+      const list = handlers[event] as unknown[];
+      list.push(handler);
+      return () => {
+        const at = list.indexOf(handler);
+        if (at >= 0) list.splice(at, 1);
+      };
+    },
+    wake() {
+      waking.abort();
     },
   } as Informer<T>;
 }

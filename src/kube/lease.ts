@@ -63,6 +63,8 @@ export class LeaderElector {
   private lastHolder?: string;
   private readonly now: () => number;
   private readonly stopper = new AbortController();
+  /** Ends the current wait: aborted by stop() and by wake(), then made anew. */
+  private waking = new AbortController();
   private running?: Promise<'lost' | 'stopped'>;
 
   constructor(private readonly options: LeaderElectionOptions) {
@@ -88,8 +90,14 @@ export class LeaderElector {
    * Waits, or less when stopped. Node's abortable timer removes its listener from the (long-lived)
    * signal when it fires: one left per wait was ~590 bytes a retry period, ~25 MB a day at 2 s.
    */
-  private sleep(ms: number): Promise<void> {
-    return delay(ms, undefined, { signal: this.stopper.signal }).catch(() => {});
+  private async sleep(ms: number): Promise<void> {
+    await delay(ms, undefined, { signal: this.waking.signal }).catch(() => {});
+    if (this.waking.signal.aborted && !this.stopper.signal.aborted) this.waking = new AbortController();
+  }
+
+  /** Tries at once instead of at the end of the current wait (the API server answers again). */
+  wake(): void {
+    this.waking.abort();
   }
 
   private jittered(): number {
@@ -98,10 +106,15 @@ export class LeaderElector {
 
   /**
    * Acquires the Lease, then renews it. Resolves 'lost' when a renewal missed the deadline,
-   * 'stopped' after `stop()`.
+   * 'stopped' after `stop()`. After 'lost', `run()` again is a candidate with the same identity: a
+   * Lease that still names it (nobody could write during an outage) is taken back at the first try,
+   * as client-go lets a holder renew its own record.
    */
   run(): Promise<'lost' | 'stopped'> {
-    this.running ??= this.loop();
+    this.running ??= this.loop().then((outcome) => {
+      if (outcome === 'lost') this.running = undefined;
+      return outcome;
+    });
     return this.running;
   }
 
@@ -137,6 +150,7 @@ export class LeaderElector {
   /** Ends `run()` (without releasing). */
   stop(): void {
     this.stopper.abort();
+    this.waking.abort();
   }
 
   /** Gives the Lease up (shutdown): empty holder, 1 s duration. Stops `run()` first. */

@@ -1,18 +1,20 @@
 /** LeaderElector's waits against a Lease held in memory: nothing accumulates on its stop signal. */
 import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { KubeApiError } from '../../../src/kube/errors.js';
+import { KubeApiError, KubeUnreachableError } from '../../../src/kube/errors.js';
 import { LeaderElector } from '../../../src/kube/lease.js';
 import type { KubeTransport } from '../../../src/kube/transport.js';
 
 /** The API server's part: one Lease, with resourceVersion checks as on a real server. */
 function leaseStore() {
-  let lease: { metadata: { resourceVersion?: string } } | undefined;
+  let lease: { metadata: { resourceVersion?: string }; spec?: Record<string, unknown> } | undefined;
   let version = 0;
   let requests = 0;
+  let down = false;
   const transport = {
     async request(req: { method: string; body?: unknown }) {
       requests++;
+      if (down) throw new KubeUnreachableError('connect ECONNREFUSED 127.0.0.1:6443');
       if (req.method === 'GET') {
         if (!lease) throw new KubeApiError('not found', 404);
         return structuredClone(lease);
@@ -25,8 +27,23 @@ function leaseStore() {
       return structuredClone(lease);
     },
   } as unknown as KubeTransport;
-  return { transport, requests: () => requests };
+  return {
+    transport,
+    requests: () => requests,
+    lease: () => lease,
+    setDown: (value: boolean) => {
+      down = value;
+    },
+  };
 }
+
+const until = async (what: string, fn: () => boolean, timeoutMs = 5000) => {
+  const end = Date.now() + timeoutMs;
+  while (!fn()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+};
 
 describe('leader election', () => {
   it('leaves no abort listener behind per retry period (a leak of ~25 MB a day at 2 s)', async () => {
@@ -40,7 +57,10 @@ describe('leader election', () => {
       renewDeadlineMs: 500,
       retryPeriodMs: 2,
     });
-    const signal = (elector as unknown as { stopper: AbortController }).stopper.signal;
+    const signals = () => {
+      const { stopper, waking } = elector as unknown as { stopper: AbortController; waking: AbortController };
+      return [stopper.signal, waking.signal];
+    };
     const running = elector.run();
     const renewed = async (n: number) => {
       while (store.requests() < n) await new Promise((r) => setTimeout(r, 5));
@@ -48,7 +68,60 @@ describe('leader election', () => {
     await renewed(200);
     expect(elector.isLeader()).toBe(true);
     // At most the wait in progress holds one.
-    expect(getEventListeners(signal, 'abort').length).toBeLessThanOrEqual(1);
+    for (const signal of signals()) expect(getEventListeners(signal, 'abort').length).toBeLessThanOrEqual(1);
+    elector.stop();
+    expect(await running).toBe('stopped');
+  });
+
+  it('after losing the Lease in an outage, runs again under the same identity and takes back the Lease that still names it at the first try', async () => {
+    const store = leaseStore();
+    const elector = new LeaderElector({
+      transport: store.transport,
+      namespace: 'kube-system',
+      name: 'ccm-test',
+      identity: 'me',
+      leaseDurationMs: 600,
+      renewDeadlineMs: 400,
+      retryPeriodMs: 100,
+    });
+    void elector.run();
+    await until('leading', () => elector.isLeader());
+    const acquired = store.lease()?.spec?.acquireTime;
+    store.setDown(true);
+    expect(await elector.run()).toBe('lost');
+    expect(elector.isLeader()).toBe(false);
+    store.setDown(false);
+    const before = store.requests();
+    const running = elector.run();
+    await until('leading again', () => elector.isLeader());
+    // one GET and one PUT: the record names this identity, so nothing is waited out
+    expect(store.requests() - before).toBe(2);
+    expect(store.lease()?.spec).toMatchObject({
+      holderIdentity: 'me',
+      acquireTime: acquired,
+      leaderTransitions: 0,
+    });
+    elector.stop();
+    expect(await running).toBe('stopped');
+  });
+
+  it('wake() ends the wait between tries: back from an outage it does not sit out the retry period', async () => {
+    const store = leaseStore();
+    store.setDown(true);
+    const elector = new LeaderElector({
+      transport: store.transport,
+      namespace: 'kube-system',
+      name: 'ccm-test',
+      identity: 'me',
+      leaseDurationMs: 120_000,
+      renewDeadlineMs: 90_000,
+      retryPeriodMs: 60_000,
+    });
+    const running = elector.run();
+    await until('first try', () => store.requests() > 0);
+    store.setDown(false);
+    elector.wake();
+    await until('leading', () => elector.isLeader(), 2000);
     elector.stop();
     expect(await running).toBe('stopped');
   });
