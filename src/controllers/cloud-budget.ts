@@ -1,5 +1,5 @@
 import { monotonicMs } from '../clock.js';
-import { isProviderError } from '../providers/errors.js';
+import { isProviderError, RetryableError } from '../providers/errors.js';
 import type { LoadBalancerRequest, LoadBalancers, Provider } from '../providers/types.js';
 import type { Metrics } from './metrics.js';
 
@@ -64,11 +64,24 @@ export function outcomeOf(err: unknown): string {
  * The provider every controller uses: each call waits for the shared budget, goes to the holder's
  * current provider, and is counted in the metrics. The load balancer capability is wrapped the same
  * way, so the service controller gets the budget for free.
+ *
+ * `mayWrite` is the leader gate, asked after the budget wait and before each call that changes the
+ * cloud: a leader that waited (1 qps, a paused VM) past its renew deadline must not create or change
+ * a load balancer while the new leader does the same. The provider's own HTTP client asks it again
+ * before every request it sends (ProviderDeps.mayWrite).
  */
-export function budgetedProvider(holder: ProviderHolder, bucket: TokenBucket, metrics?: Metrics): Provider {
-  const call = async <T>(operation: string, fn: (p: Provider) => Promise<T>): Promise<T> => {
+export function budgetedProvider(
+  holder: ProviderHolder,
+  bucket: TokenBucket,
+  metrics?: Metrics,
+  mayWrite: () => boolean = () => true,
+): Provider {
+  const call = async <T>(operation: string, fn: (p: Provider) => Promise<T>, writes = false): Promise<T> => {
     const waited = await bucket.take();
     metrics?.cloudBudgetWaitSeconds.inc(waited / 1000);
+    if (writes && !mayWrite()) {
+      throw new RetryableError(`${operation} refused: this replica is not the leader`);
+    }
     const provider = holder.current;
     const end = metrics?.cloudSeconds.startTimer({ provider: provider.name, operation });
     try {
@@ -96,9 +109,9 @@ export function budgetedProvider(holder: ProviderHolder, bucket: TokenBucket, me
   };
   const loadBalancers: LoadBalancers | undefined = lb && {
     get: (req, signal) => call('lb_get', (p) => balancers(p).get(req, signal)),
-    ensure: (req, signal) => call('lb_ensure', (p) => balancers(p).ensure(req, signal)),
-    updateNodes: (req, signal) => call('lb_update_nodes', (p) => balancers(p).updateNodes(req, signal)),
-    delete: (req, signal) => call('lb_delete', (p) => balancers(p).delete(req, signal)),
+    ensure: (req, signal) => call('lb_ensure', (p) => balancers(p).ensure(req, signal), true),
+    updateNodes: (req, signal) => call('lb_update_nodes', (p) => balancers(p).updateNodes(req, signal), true),
+    delete: (req, signal) => call('lb_delete', (p) => balancers(p).delete(req, signal), true),
     observe: (services) => {
       observed = { services, by: holder.current };
       holder.current.loadBalancers?.observe?.(services);

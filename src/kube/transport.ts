@@ -139,7 +139,6 @@ export class KubeTransport {
   }
 
   async request<T>(req: KubeRequest): Promise<T> {
-    this.gate(req);
     const mode: BodyMode = req.discardResponse ? { kind: 'discard' } : { kind: 'buffer' };
     const { status, contentType, body } = await this.exchange(req, mode);
     if (status >= 200 && status < 300) {
@@ -211,9 +210,12 @@ export class KubeTransport {
     const body = req.body === undefined ? undefined : JSON.stringify(req.body);
     const credentials = this.access.credentials;
     let credential = await credentials.current();
+    // Getting a credential can take long (an exec plugin): the replica may have stopped leading since.
+    this.gate(req);
     let res = await this.send(req, body, credential, mode);
     if (res.status === 401 && (await credentials.rejected(credential))) {
       credential = await credentials.current();
+      this.gate(req);
       res = await this.send(req, body, credential, mode);
     }
     return res;

@@ -65,6 +65,11 @@ export interface HttpClientOptions {
   describeError?: (status: number, body: unknown) => ProviderError | undefined;
   /** Called once per attempt (used to count cloud calls). */
   onRequest?: (info: HttpCallInfo) => void;
+  /**
+   * The leader gate (ProviderDeps.mayWrite): asked before each attempt of a request that is not a
+   * GET or HEAD, after `authorize` (which may have waited for a token); false refuses it unsent.
+   */
+  mayWrite?: () => boolean;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   fetch?: typeof fetch;
   now?: () => number;
@@ -96,6 +101,7 @@ export interface HttpResponse<T> {
 export const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
+const READS = new Set(['GET', 'HEAD']);
 const RATE_LIMITS = [429, 420];
 const REDACTED = '[REDACTED]';
 const SECRET_HEADERS = ['authorization', 'x-auth-token', 'x-subject-token'];
@@ -196,6 +202,11 @@ export class HttpClient {
         await this.options.authorize?.({ method, url, headers, body });
       } catch (err) {
         throw this.unusable(err, `${method} ${url.pathname}${url.search}`, headers);
+      }
+      if (!READS.has(method) && this.options.mayWrite?.() === false) {
+        throw new RetryableError(
+          `${method} ${redact(url.pathname, this.options.secrets?.())} refused: this replica is not the leader`,
+        );
       }
 
       const started = this.now();

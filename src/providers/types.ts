@@ -231,4 +231,9 @@ export type ProviderValues = Readonly<Record<string, string | undefined>>;
 export interface ProviderDeps {
   /** Called once per request the provider sends to its cloud (for reports and benchmarks). */
   onCloudCall?: (what: string) => void;
+  /**
+   * The leader gate (`ccm run`): asked before every request that changes the cloud; false refuses it
+   * unsent. Pass it to the API's HttpClient (`mayWrite`), not to a token endpoint's.
+   */
+  mayWrite?: () => boolean;
 }

@@ -111,6 +111,8 @@ export interface BrightboxClientOptions {
   clientSecret: string;
   accountId?: string;
   onCloudCall?: (what: string) => void;
+  /** The leader gate for requests that change the cloud (ProviderDeps.mayWrite). */
+  mayWrite?: () => boolean;
   /** Test seams of the shared HTTP client (sleep, retries, fetch); never credentials. */
   http?: Pick<HttpClientOptions, 'sleep' | 'retries' | 'timeoutMs' | 'backoff' | 'fetch'>;
   now?: () => number;
@@ -155,6 +157,7 @@ export class BrightboxClient {
       onRequest,
       now: this.now,
       isNotFound: (body) => isBrightboxNotFound(body),
+      ...(options.mayWrite ? { mayWrite: options.mayWrite } : {}),
       authorize: async ({ headers, url }) => {
         headers.set('authorization', `Bearer ${(await this.currentToken()).value}`);
         if (options.accountId && !url.searchParams.has('account_id')) {

@@ -62,6 +62,7 @@ export function clientOptions(values: ProviderValues, deps: ProviderDeps): Brigh
     clientSecret,
     ...(account ? { accountId: account } : {}),
     ...(deps.onCloudCall ? { onCloudCall: deps.onCloudCall } : {}),
+    ...(deps.mayWrite ? { mayWrite: deps.mayWrite } : {}),
   };
 }
 

@@ -30,6 +30,8 @@ export interface DigitalOceanClientOptions {
   baseUrl?: string;
   timeoutMs?: number;
   onCloudCall?: (what: string) => void;
+  /** The leader gate for requests that change the cloud (ProviderDeps.mayWrite). */
+  mayWrite?: () => boolean;
   /** Seams for tests: timers, backoff, retries. */
   http?: Pick<HttpClientOptions, 'sleep' | 'backoff' | 'retries' | 'now' | 'maxRetryAfterMs'>;
 }
@@ -126,6 +128,7 @@ export class DigitalOceanClient {
       isNotFound: isDigitalOceanNotFound,
       describeError: describeDigitalOceanError,
       onRequest: (info) => options.onCloudCall?.(`${info.method} ${info.path}`),
+      ...(options.mayWrite ? { mayWrite: options.mayWrite } : {}),
     });
     this.sleep = options.http?.sleep ?? ((ms, signal) => delay(ms, undefined, { signal }));
   }

@@ -27,6 +27,7 @@ export const digitalocean: ProviderDefinition = {
       ...(values.apiUrl ? { baseUrl: values.apiUrl } : {}),
       timeoutMs: timeoutSeconds(values.timeoutSeconds) * 1000,
       ...(deps.onCloudCall ? { onCloudCall: deps.onCloudCall } : {}),
+      ...(deps.mayWrite ? { mayWrite: deps.mayWrite } : {}),
     });
   },
 };

@@ -92,6 +92,7 @@ export class Session {
       baseUrl: serviceRoot(type, endpoint.url),
       secrets: () => this.keystone.secrets(),
       isNotFound: NOT_FOUND[type],
+      ...(this.deps.mayWrite ? { mayWrite: this.deps.mayWrite } : {}),
     });
     const entry = { http, region: endpoint.region };
     this.services.set(type, entry);

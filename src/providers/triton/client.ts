@@ -37,6 +37,8 @@ export interface TritonClientOptions {
   /** ListMachines page size; CloudAPI's maximum (and default) is 1000. */
   pageSize?: number;
   onRequest?: HttpClientOptions['onRequest'];
+  /** The leader gate for requests that change the cloud (ProviderDeps.mayWrite). */
+  mayWrite?: () => boolean;
   http?: Partial<HttpClientOptions>;
 }
 
@@ -59,6 +61,7 @@ export class TritonClient {
       retryStatuses: [420, 429, 500, 502, 503, 504],
       secrets: () => options.secrets,
       onRequest: options.onRequest,
+      ...(options.mayWrite ? { mayWrite: options.mayWrite } : {}),
       isNotFound: (body) => errorCode(body) === 'ResourceNotFound',
       describeError: (status, body) => describe(status, body, account, signer),
       authorize: async ({ headers }) => {

@@ -41,6 +41,7 @@ export const triton: ProviderDefinition = {
       signer,
       secrets: [keyMaterial, passphrase].filter((s): s is string => s !== undefined),
       onRequest: deps.onCloudCall ? (info) => deps.onCloudCall?.(`${info.method} ${info.path}`) : undefined,
+      ...(deps.mayWrite ? { mayWrite: deps.mayWrite } : {}),
     });
     const datacenter = resolveDatacenter(client, url, value(values.datacenter));
     return {

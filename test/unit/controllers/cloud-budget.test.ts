@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { budgetedProvider, TokenBucket } from '../../../src/controllers/cloud-budget.js';
 import { createMetrics } from '../../../src/controllers/metrics.js';
-import { NotFoundError, UnauthorizedError } from '../../../src/providers/errors.js';
+import { NotFoundError, RetryableError, UnauthorizedError } from '../../../src/providers/errors.js';
+import type { LoadBalancers } from '../../../src/providers/types.js';
 import { makeInstance, makeProvider } from './fixtures.js';
 
 describe('the cloud request budget', () => {
@@ -43,5 +44,42 @@ describe('the cloud request budget', () => {
     expect(text).toContain(
       'ccm_cloud_requests_total{provider="cloudlycke",operation="get",code="unauthorized"} 1',
     );
+  });
+
+  it('asks the leader gate after the budget wait, before each load balancer change: a replica that waited past its Lease changes nothing', async () => {
+    const calls: string[] = [];
+    const balancers = {
+      get: async () => {
+        calls.push('get');
+        return undefined;
+      },
+      ensure: async () => {
+        calls.push('ensure');
+        return { ingress: [] };
+      },
+      updateNodes: async () => {
+        calls.push('updateNodes');
+      },
+      delete: async () => {
+        calls.push('delete');
+      },
+    } as unknown as LoadBalancers;
+    const holder = { current: { ...makeProvider(), loadBalancers: balancers } };
+    let leading = true;
+    // one token a second and none left: every call waits its turn
+    const bucket = new TokenBucket(20, 1);
+    await bucket.take();
+    const provider = budgetedProvider(holder, bucket, undefined, () => leading);
+    const req = {} as Parameters<LoadBalancers['ensure']>[0];
+    const waiting = provider.loadBalancers?.ensure(req);
+    leading = false; // the Lease runs out while the call waits for the budget
+    await expect(waiting).rejects.toThrow(RetryableError);
+    await expect(provider.loadBalancers?.ensure(req)).rejects.toThrow(
+      'lb_ensure refused: this replica is not the leader',
+    );
+    await expect(provider.loadBalancers?.updateNodes(req)).rejects.toThrow('not the leader');
+    await expect(provider.loadBalancers?.delete(req)).rejects.toThrow('not the leader');
+    await provider.loadBalancers?.get(req);
+    expect(calls).toEqual(['get']);
   });
 });

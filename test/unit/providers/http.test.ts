@@ -511,6 +511,34 @@ describe('HttpClient: retries', () => {
   });
 });
 
+describe('HttpClient: the leader gate', () => {
+  it('sends no write once mayWrite says no, asked after authorize and again before each retry; reads pass', async () => {
+    handler = (_req, res, n) => (n === 1 ? json(res, 503, {}) : json(res, 200, {}));
+    let leading = true;
+    let asked = 0;
+    const { http } = client({
+      mayWrite: () => {
+        asked++;
+        return leading;
+      },
+      // a token fetched or a signature made while the Lease ran out
+      authorize: () => {
+        if (asked === 1) leading = false;
+      },
+    });
+    const err = await failure(http.put('/v2/load_balancers/1', { name: 'a' }));
+    expect(err).toBeInstanceOf(RetryableError);
+    expect(err.message).toBe('PUT /v2/load_balancers/1 refused: this replica is not the leader');
+    // the first attempt went out while leading (and got 503); the retry did not
+    expect(seen.map((s) => s.method)).toEqual(['PUT']);
+    await failure(http.post('/v2/load_balancers', {}));
+    await failure(http.delete('/v2/load_balancers/1'));
+    expect(seen).toHaveLength(1);
+    await http.get('/v2/droplets');
+    expect(seen.map((s) => s.method)).toEqual(['PUT', 'GET']);
+  });
+});
+
 describe('HttpClient: cancellation', () => {
   it('stops when the caller aborts, without retrying', async () => {
     handler = () => {};
