@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
+import { setTimeout as delay } from 'node:timers/promises';
 import { monotonicMs } from '../clock.js';
 import { budgetedProvider, type ProviderHolder, TokenBucket } from '../controllers/cloud-budget.js';
 import { type CloudView, isFatalCloudError } from '../controllers/cloud-view.js';
@@ -14,6 +15,7 @@ import {
   selectControllers,
 } from '../controllers/manager.js';
 import type { Metrics } from '../controllers/metrics.js';
+import { scopedContext } from '../controllers/scope.js';
 import { type Serving, serve } from '../controllers/server.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { KubeApiError, KubeConfigError, KubeUnreachableError } from '../kube/errors.js';
@@ -78,10 +80,12 @@ export interface RunHandle {
   identity: string;
   url?: string;
   metrics: Metrics;
-  /** Resolves with the exit status: 0 after a graceful shutdown, 1 after losing the lease. */
+  /** Resolves with the exit status: 0 after a graceful shutdown, 1 after `fail`. */
   done: Promise<number>;
   /** Graceful shutdown (SIGTERM/SIGINT): stop intake, finish in-flight writes, release the Lease. */
   shutdown(reason: string): Promise<number>;
+  /** The same orderly shutdown for an error nothing else handled (one line logged), with exit status 1. */
+  fail(err: unknown): Promise<number>;
 }
 
 const SHUTDOWN_BUDGET_MS = 8000;
@@ -137,15 +141,22 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   const identity = deps.identity ?? `${hostname()}_${nodeCrypto().randomBytes(4).toString('hex')}`;
 
   let elector: LeaderElector | undefined;
+  const informers: ControllerContext['informers'] = {} as ControllerContext['informers'];
+  // The one write gate, for Kubernetes and the cloud alike. Only leadership gates writes: a graceful
+  // shutdown lets in-flight writes finish.
+  const mayWrite = () => (elector ? elector.isLeader() : true);
   const transport = new KubeTransport(access, {
     ...transportOptionsFrom(input),
     userAgent: `ccm (${identity})`,
-    // Only leadership gates writes: a graceful shutdown lets in-flight writes finish.
-    mayWrite: () => (elector ? elector.isLeader() : true),
+    mayWrite,
     onReachable: (reachable, detail) => {
       if (!probed) return; // the start says it its own way, below
-      if (reachable) log.info('the Kubernetes API server answers again');
-      else
+      if (reachable) {
+        log.info('the Kubernetes API server answers again');
+        // Back from an outage: take the Lease back and watch again now, not at the end of a backoff.
+        elector?.wake();
+        for (const informer of Object.values(informers)) informer.wake();
+      } else
         log.warn(
           `cannot reach the Kubernetes API server at ${transport.server} (${detail}); retrying until it answers`,
         );
@@ -193,7 +204,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   let secret: SecretData | undefined = credentials.secret;
   const makeProvider = (): Provider => {
     const values = resolveProviderValues(definition, input, input.env, secret?.data);
-    const provider = definition.create(values, {});
+    const provider = definition.create(values, { mayWrite });
     return deps.wrapProvider ? deps.wrapProvider(provider) : provider;
   };
   const holder: ProviderHolder = { current: makeProvider() };
@@ -201,7 +212,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   const { createMetrics } = await import('../controllers/metrics.js');
   const metrics = createMetrics();
   const budget = new TokenBucket(input.cloudQps, input.cloudBurst);
-  const provider = budgetedProvider(holder, budget, metrics);
+  const provider = budgetedProvider(holder, budget, metrics, mayWrite);
 
   let nodes: Informer<SlimNode> | undefined;
   let started = false;
@@ -238,7 +249,6 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   };
 
   // --- health and metrics, served from the start (readiness waits for the caches) -------------
-  const informers: ControllerContext['informers'] = {} as ControllerContext['informers'];
   let leading = !input.leaderElect;
   metrics.leader.set(leading ? 1 : 0);
   let serving: Serving | undefined;
@@ -345,7 +355,6 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
 
   // --- controllers, while leading -----------------------------------------------------------------
   const stopper = new AbortController();
-  const running: Controller[] = [];
   for (const name of selection.unavailable) {
     log.warn(`controller "${name}" is not available in this build of ccm; running without it`);
   }
@@ -362,18 +371,69 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     options: input.controllerOptions,
     signal: stopper.signal,
   };
-  const startControllers = async () => {
-    while (!nodes?.hasSynced() && !stopping) await new Promise((r) => setTimeout(r, 50));
-    if (stopping) return;
-    for (const name of selection.enabled) {
-      const controller = (await (controllerLoader(name) as ControllerLoader)())();
-      await controller.start(ctx);
-      running.push(controller);
-      log.info({ controller: name }, 'started');
-    }
+  // A leadership term: the controllers started when this replica became leader, stopped when it
+  // stops leading (a lost Lease, or shutdown); a replica that leads again starts a new term.
+  interface Term {
+    stopper: AbortController;
+    running: { controller: Controller; end(): void }[];
+    started: Promise<void>;
+    stopped?: Promise<void>;
+  }
+  let term: Term | undefined;
+  const startControllers = () => {
+    const t: Term = { stopper: new AbortController(), running: [], started: Promise.resolve() };
+    term = t;
+    const { signal } = t.stopper;
+    t.started = (async () => {
+      while (!nodes?.hasSynced()) {
+        if (signal.aborted) return;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      for (const name of selection.enabled) {
+        const factory = await (controllerLoader(name) as ControllerLoader)();
+        // A start that fails (e.g. the API server answers 503 as the replica takes over) is tried again
+        // with backoff while the term lasts: never an unhandled rejection, never an exit.
+        let failure: string | undefined;
+        for (let waitMs = 1000; !signal.aborted; waitMs = Math.min(waitMs * 2, 30_000)) {
+          const controller = factory();
+          const scope = scopedContext(ctx, signal);
+          const entry = { controller, end: scope.end };
+          t.running.push(entry);
+          try {
+            await controller.start(scope.ctx);
+            if (signal.aborted) break;
+            log.info({ controller: name }, failure ? 'started after all' : 'started');
+            break;
+          } catch (err) {
+            t.running.splice(t.running.indexOf(entry), 1);
+            await controller.stop().catch(() => {});
+            scope.end();
+            const message = (err as Error).message;
+            log[message === failure ? 'debug' : 'warn'](
+              { controller: name },
+              `could not start: ${message}; trying again with backoff (${Math.round(waitMs / 1000)} s)`,
+            );
+            failure = message;
+            await delay(waitMs, undefined, { signal }).catch(() => {});
+          }
+        }
+      }
+    })();
   };
-  const stopControllers = async () => {
-    await Promise.all(running.splice(0).map((c) => c.stop()));
+  const stopControllers = (): Promise<void> => {
+    const t = term;
+    if (!t) return Promise.resolve();
+    t.stopped ??= (async () => {
+      t.stopper.abort();
+      await t.started;
+      await Promise.all(
+        t.running.splice(0).map(async ({ controller, end }) => {
+          await controller.stop();
+          end();
+        }),
+      );
+    })();
+    return t.stopped;
   };
 
   // --- credentials and cloud config, re-read on change --------------------------------------------
@@ -455,19 +515,26 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
       onStartedLeading: () => {
         leading = true;
         metrics.leader.set(1);
-        void startControllers();
+        startControllers();
       },
     });
     log.info({ identity }, `waiting for the leader Lease ${input.lease.namespace}/${input.lease.name}`);
-    void elector.run().then((outcome) => {
-      if (outcome !== 'lost' || stopping) return;
-      leading = false;
-      metrics.leader.set(0);
-      log.error('lost the leader Lease: stopped writing; exiting so that this replica restarts as a standby');
-      void finish(1, false);
-    });
+    const candidate = elector;
+    // Losing the Lease (a renewal missed its deadline: an API server outage, a paused process, a
+    // stolen Lease) stops every write at once and the controllers, not the process: the replica stays
+    // a candidate under the same identity, keeps its informers and is Ready as a standby.
+    void (async () => {
+      while ((await candidate.run()) === 'lost' && !stopping) {
+        leading = false;
+        metrics.leader.set(0);
+        log.error(
+          `lost the leader Lease: stopped writing and the controllers; a candidate again as ${identity}`,
+        );
+        await stopControllers();
+      }
+    })();
   } else {
-    void startControllers();
+    startControllers();
   }
 
   return {
@@ -478,6 +545,13 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     shutdown: (reason) => {
       if (!finishing) log.info(`${reason}: shutting down`);
       return finish(0, true);
+    },
+    fail: (err) => {
+      if (!finishing) {
+        const message = err instanceof Error ? err.message : String(err);
+        log.error(`unexpected error: ${message.split('\n')[0]}; shutting down`);
+      }
+      return finish(1, true);
     },
   };
 

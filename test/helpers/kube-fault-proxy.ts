@@ -1,0 +1,74 @@
+/**
+ * A plain-http proxy on 127.0.0.1 in front of the test control plane, for the API server's own
+ * failures that a real one shows only under load or mid-upgrade (a 503 on one request): `fail` decides
+ * per request; everything else, watches included, is passed through as it streams.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { request } from 'node:https';
+import { join } from 'node:path';
+import type { ControlPlane } from '../controlplane/harness.js';
+import { tempDir } from './tmp.js';
+
+export interface FaultProxy {
+  /** The harness's kubeconfig, pointed at the proxy. */
+  kubeconfigPath: string;
+  close(): Promise<void>;
+}
+
+export async function faultProxy(
+  cp: ControlPlane,
+  fail: (req: IncomingMessage) => number | undefined,
+): Promise<FaultProxy> {
+  const target = new URL(cp.server);
+  const ca = Buffer.from(cp.caData, 'base64');
+  const server: Server = createServer((req, res) => {
+    const status = fail(req);
+    if (status !== undefined) {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          kind: 'Status',
+          apiVersion: 'v1',
+          status: 'Failure',
+          code: status,
+          message: 'injected',
+        }),
+      );
+      return;
+    }
+    const upstream = request(
+      {
+        hostname: target.hostname,
+        port: target.port,
+        path: req.url,
+        method: req.method,
+        headers: req.headers,
+        ca,
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    upstream.on('error', () => res.destroy());
+    res.on('close', () => upstream.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  const kubeconfigPath = join(tempDir('ccm-fault-proxy-'), 'kubeconfig');
+  // The harness's kubeconfig (its users and contexts), with the cluster's server at the proxy.
+  const config = readFileSync(cp.kubeconfigPath, 'utf8')
+    .replace(`server: ${cp.server}`, `server: http://127.0.0.1:${port}`)
+    .replace(/^\s*certificate-authority-data: .*\n/m, '');
+  writeFileSync(kubeconfigPath, config, { mode: 0o600 });
+  return {
+    kubeconfigPath,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
