@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { InvalidConfigError, NotFoundError } from '../errors.js';
+import { InvalidConfigError } from '../errors.js';
 import { formatProviderID, parseProviderID } from '../provider-id.js';
 import type { Instance, InstanceState, Instances, NodeAddress } from '../types.js';
 import type { ApiServer, BrightboxClient } from './client.js';
@@ -9,9 +9,11 @@ export const SERVER_ID = /^srv-[0-9a-z]{5}$/;
 
 /**
  * Servers as instances. Brightbox's server listing has no pages: one GET returns every server of the
- * account. Status (gobrightbox enums/serverstatus): active is running; deleting and deleted are
- * gone in a listing (a lookup reports deleted as not found); every other status is not serving,
- * as the official controller reads anything but active as shut down.
+ * account. Status, as the official controller reads it (brightbox-cloud-controller-manager
+ * brightbox/instances.go, InstanceExistsByProviderID and InstanceShutdownByProviderID): creating,
+ * active and deleting servers exist and are not shut down; inactive and unavailable are shut down;
+ * deleted and failed do not exist. Only a listing says gone, which makes the Node a candidate; a
+ * lookup that finds the server never does, so a Node is deleted on Brightbox's 404 alone.
  */
 export function brightboxInstances(client: BrightboxClient): Instances {
   return {
@@ -25,10 +27,8 @@ export function brightboxInstances(client: BrightboxClient): Instances {
     async get(providerID, signal) {
       const id = serverID(providerID);
       const server = await client.get<ApiServer>(`servers/${id}`, signal);
-      if (server.status === 'deleted') {
-        throw new NotFoundError(`Brightbox reports server ${id} as deleted`);
-      }
-      return toInstance(server, server.status === 'active' ? 'running' : 'stopped');
+      const state = listState(server.status);
+      return toInstance(server, state === 'gone' ? 'running' : state);
     },
   };
 }
@@ -45,9 +45,10 @@ export function serverID(providerID: string): string {
 }
 
 function listState(status: string): InstanceState {
-  if (status === 'active') return 'running';
-  if (status === 'deleting' || status === 'deleted') return 'gone';
-  return 'stopped';
+  if (status === 'inactive' || status === 'unavailable') return 'stopped';
+  if (status === 'deleted' || status === 'failed') return 'gone';
+  // creating, active, deleting; a status this code does not know is not read as shut down or gone.
+  return 'running';
 }
 
 /** Zone `gb1-a` is in region `gb1`. */

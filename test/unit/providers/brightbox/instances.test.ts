@@ -34,6 +34,9 @@ describe('Brightbox instances', () => {
     sim.addServer({ id: 'srv-off01', status: 'inactive' });
     sim.addServer({ id: 'srv-del01', status: 'deleted' });
     sim.addServer({ id: 'srv-new01', status: 'creating' });
+    sim.addServer({ id: 'srv-bye01', status: 'deleting' });
+    sim.addServer({ id: 'srv-na001', status: 'unavailable' });
+    sim.addServer({ id: 'srv-bad01', status: 'failed' });
 
     const list = await instances.list();
     expect(sim.count('GET', '/1.0/servers')).toBe(1);
@@ -58,7 +61,10 @@ describe('Brightbox instances', () => {
       ['brightbox://srv-web01', 'running'],
       ['brightbox://srv-off01', 'stopped'],
       ['brightbox://srv-del01', 'gone'],
-      ['brightbox://srv-new01', 'stopped'],
+      ['brightbox://srv-new01', 'running'],
+      ['brightbox://srv-bye01', 'running'],
+      ['brightbox://srv-na001', 'stopped'],
+      ['brightbox://srv-bad01', 'gone'],
     ]);
   });
 
@@ -68,15 +74,28 @@ describe('Brightbox instances', () => {
     await expect(instances.list()).rejects.toBeInstanceOf(RetryableError);
   });
 
-  it('gets one server; inactive is stopped, never gone', async () => {
-    sim.addServer({ id: 'srv-off01', status: 'inactive' });
-    await expect(instances.get('brightbox://srv-off01')).resolves.toMatchObject({ state: 'stopped' });
+  it('gets one server as the official controller reads its status: only inactive and unavailable are shut down', async () => {
+    const states = {
+      creating: 'running',
+      active: 'running',
+      deleting: 'running',
+      inactive: 'stopped',
+      unavailable: 'stopped',
+      deleted: 'running',
+      failed: 'running',
+    } as const;
+    for (const [status, state] of Object.entries(states)) {
+      const server = sim.addServer({ status: status as keyof typeof states });
+      await expect(instances.get(`brightbox://${server.id}`), status).resolves.toMatchObject({ state });
+    }
   });
 
-  it("answers not found only for Brightbox's own 404 and for a deleted server", async () => {
+  it("answers not found only for Brightbox's own 404: a server the lookup finds is never gone", async () => {
     sim.addServer({ id: 'srv-del01', status: 'deleted' });
+    sim.addServer({ id: 'srv-bad01', status: 'failed' });
     await expect(instances.get('brightbox://srv-gone1')).rejects.toBeInstanceOf(NotFoundError);
-    await expect(instances.get('brightbox://srv-del01')).rejects.toBeInstanceOf(NotFoundError);
+    await expect(instances.get('brightbox://srv-del01')).resolves.toMatchObject({ state: 'running' });
+    await expect(instances.get('brightbox://srv-bad01')).resolves.toMatchObject({ state: 'running' });
   });
 
   it('never reads an auth error, an outage or a foreign 404 as gone', async () => {
