@@ -71,6 +71,7 @@ export interface SimLoadBalancer {
   id: string;
   name: string;
   status: 'creating' | 'active' | 'deleting' | 'deleted' | 'failing' | 'failed';
+  locked: boolean;
   policy: string;
   httpsRedirect: boolean;
   domains: string[];
@@ -161,6 +162,10 @@ class ApiError extends Error {
 const missing = (what: string) => new ApiError(404, 'missing_resource', [`Cannot find ${what}`]);
 const invalid = (...errors: string[]) => new ApiError(422, 'invalid_record', errors);
 const badParams = (...errors: string[]) => new ApiError(400, 'invalid_parameters', errors);
+// gobrightbox v2 api_error.go: every request error, an unknown route too, is JSON with `error_name`
+// and `errors`; the SDK reads no plain-text body. The name `no_route` is ours.
+const noRoute = (method: string, path: string) =>
+  new ApiError(404, 'no_route', [`No route matches ${method} ${path}`]);
 
 export class BrightboxSimulator {
   readonly servers = new Map<string, SimServer>();
@@ -369,16 +374,18 @@ export class BrightboxSimulator {
       if (method !== 'POST') throw new ApiError(405, 'method_not_allowed', ['Use POST']);
       return [200, this.issueToken(req, text)];
     }
-    if (!path.startsWith('/1.0/')) return [404, 'Not Found'];
+    if (!path.startsWith('/1.0/')) throw noRoute(method, path);
     this.authenticate(req);
     const account = url.searchParams.get('account_id');
     if (account !== null && account !== this.accountId) {
       throw new ApiError(403, 'forbidden', [`You do not have access to account ${account}`]);
     }
-    const body = method === 'GET' || method === 'DELETE' ? undefined : this.parseJSON(req, text);
+    const raw = method === 'GET' || method === 'DELETE' ? undefined : this.parseJSON(req, text);
     const parts = path.slice('/1.0/'.length).split('/');
     const [collection, id, action] = parts;
-    if (parts.length > 3 || !collection) return [404, 'Not Found'];
+    if (parts.length > 3 || !collection) throw noRoute(method, path);
+    // Only the load balancer actions take a JSON array.
+    const body = raw === undefined || collection === 'load_balancers' ? undefined : objectBody(raw);
 
     switch (collection) {
       case 'servers':
@@ -389,7 +396,7 @@ export class BrightboxSimulator {
       case 'cloud_ips':
         return this.cloudIPRoute(method, id, action, body);
       case 'load_balancers':
-        return this.loadBalancerRoute(method, id, action, body);
+        return this.loadBalancerRoute(method, id, action, raw);
       case 'server_groups':
         return this.serverGroupRoute(method, id, action, body);
       case 'firewall_policies':
@@ -397,18 +404,19 @@ export class BrightboxSimulator {
       case 'firewall_rules':
         return this.firewallRuleRoute(method, id, action, body);
     }
-    return [404, 'Not Found'];
+    throw noRoute(method, path);
   }
 
-  private parseJSON(req: IncomingMessage, text: string): Record<string, unknown> {
+  /** A JSON object, or for the load balancer actions a JSON array (gobrightbox load_balancers.go). */
+  private parseJSON(req: IncomingMessage, text: string): Record<string, unknown> | unknown[] {
     if (text === '') return {};
     if (!(req.headers['content-type'] ?? '').startsWith('application/json')) {
       throw badParams('Request body must be JSON (Content-Type: application/json)');
     }
     try {
       const parsed = JSON.parse(text) as unknown;
-      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error();
-      return parsed as Record<string, unknown>;
+      if (parsed === null || typeof parsed !== 'object') throw new Error();
+      return parsed as Record<string, unknown> | unknown[];
     } catch {
       throw badParams('Request body is not a JSON object');
     }
@@ -578,7 +586,7 @@ export class BrightboxSimulator {
       url: this.href('load_balancers', lb.id),
       name: lb.name,
       status: lb.status,
-      locked: false,
+      locked: lb.locked,
       created_at: '2026-01-01T00:00:00Z',
       deleted_at: lb.status === 'deleted' ? '2026-01-02T00:00:00Z' : null,
       policy: lb.policy,
@@ -725,7 +733,7 @@ export class BrightboxSimulator {
       cip.mappedTo = undefined;
       return [202, this.renderCloudIP(cip)];
     }
-    if (action) return [404, 'Not Found'];
+    if (action) throw noRoute(method, `/1.0/cloud_ips/${id}/${action}`);
     if (method === 'GET') return [200, this.renderCloudIP(cip)];
     if (method === 'PUT') {
       allowOnly(body, ['name', 'reverse_dns', 'port_translators']);
@@ -735,8 +743,13 @@ export class BrightboxSimulator {
     }
     if (method === 'DELETE') {
       if (cip.mappedTo) throw invalid(`Cloud IP ${cip.id} is mapped; unmap it before destroying it`);
+      // gobrightbox v2 *_default_test.go (TestDestroyCloudIP, TestDestroyFirewallRule,
+      // TestDestroyFirewallPolicy, TestDestroyServerGroup) and terraform-provider-brightbox's
+      // Destroy calls: DELETE answers the resource's JSON, which the SDK decodes (an empty body is
+      // its parse error).
+      const answer = this.renderCloudIP(cip);
       this.cloudIPs.delete(cip.id);
-      return [202, undefined];
+      return [202, answer];
     }
     return [405, { error_name: 'method_not_allowed', errors: [method] }];
   }
@@ -761,8 +774,10 @@ export class BrightboxSimulator {
     method: string,
     id?: string,
     action?: string,
-    body: Record<string, unknown> = {},
+    raw: Record<string, unknown> | unknown[] = {},
   ): [number, unknown] {
+    if (id && action) return this.loadBalancerAction(method, id, action, raw);
+    const body = objectBody(raw);
     if (!id) {
       if (method === 'GET') {
         const all = [...this.loadBalancers.values()].flatMap((lb) => {
@@ -778,7 +793,6 @@ export class BrightboxSimulator {
       }
       return [405, { error_name: 'method_not_allowed', errors: [method] }];
     }
-    if (action) return [404, 'Not Found'];
     const found = this.find(this.loadBalancers, id, 'load balancer');
     if (method === 'GET') {
       const lb = this.advance(found);
@@ -792,6 +806,9 @@ export class BrightboxSimulator {
       return [202, this.renderLoadBalancer(updated)];
     }
     if (method === 'DELETE') {
+      // terraform-provider-brightbox data_source_brightbox_image.go: a locked resource "cannot be
+      // deleted". The status and error name are our assumption.
+      if (found.locked) throw new ApiError(409, 'resource_locked', [`Load balancer ${id} is locked`]);
       if (found.status === 'deleting' || found.status === 'deleted')
         throw invalid(`Load balancer ${id} is ${found.status}`);
       found.status = 'deleting';
@@ -825,6 +842,7 @@ export class BrightboxSimulator {
           id: this.nextID('lba'),
           name: '',
           status: 'creating',
+          locked: false,
           policy: 'least-connections',
           httpsRedirect: false,
           domains: [],
@@ -856,33 +874,11 @@ export class BrightboxSimulator {
     }
     if (body.nodes !== undefined) {
       if (!Array.isArray(body.nodes)) throw invalid('nodes must be a list');
-      lb.nodes = body.nodes.map((n) => {
-        const node = asObject(n, 'node');
-        allowOnly(node, ['node']);
-        const id = requiredString(node, 'node');
-        const server = this.servers.get(id);
-        if (!server || server.status === 'deleted')
-          throw invalid(`Node ${id} is not a server of this account`);
-        return id;
-      });
-      if (new Set(lb.nodes).size !== lb.nodes.length) throw invalid('nodes lists a server twice');
+      lb.nodes = this.parseNodes(body.nodes);
     }
     if (body.listeners !== undefined) {
       if (!Array.isArray(body.listeners)) throw invalid('listeners must be a list');
-      lb.listeners = body.listeners.map((l) => {
-        const listener = asObject(l, 'listener');
-        allowOnly(listener, ['protocol', 'in', 'out', 'timeout', 'proxy_protocol']);
-        return {
-          protocol: oneOf(listener.protocol, LISTENER_PROTOCOLS, 'listener protocol'),
-          in: port(listener.in, 'listener in'),
-          out: port(listener.out, 'listener out'),
-          timeout: listener.timeout === undefined ? 50000 : positive(listener.timeout, 'listener timeout'),
-          proxy_protocol:
-            listener.proxy_protocol === undefined || listener.proxy_protocol === null
-              ? null
-              : oneOf(listener.proxy_protocol, PROXY_PROTOCOLS, 'proxy_protocol'),
-        };
-      });
+      lb.listeners = body.listeners.map(parseListener);
       if (new Set(lb.listeners.map((l) => l.in)).size !== lb.listeners.length) {
         throw invalid('two listeners share an incoming port');
       }
@@ -910,6 +906,72 @@ export class BrightboxSimulator {
       throw invalid("An https listener needs domains (Let's Encrypt) or a certificate");
     }
     return lb;
+  }
+
+  private parseNodes(list: unknown[]): string[] {
+    const ids = list.map((n) => {
+      const node = asObject(n, 'node');
+      allowOnly(node, ['node']);
+      const id = requiredString(node, 'node');
+      const server = this.servers.get(id);
+      if (!server || server.status === 'deleted') throw invalid(`Node ${id} is not a server of this account`);
+      return id;
+    });
+    if (new Set(ids).size !== ids.length) throw invalid('nodes lists a server twice');
+    return ids;
+  }
+
+  /**
+   * gobrightbox v2 load_balancers.go and load_balancers_test.go: add_nodes and remove_nodes POST a
+   * JSON array `[{"node":"srv-…"}]`, add_listeners and remove_listeners an array of listeners; each
+   * answers the balancer. load_balancers_default.go: lock_resource and unlock_resource are PUTs with
+   * no body that answer the balancer too.
+   */
+  private loadBalancerAction(
+    method: string,
+    id: string,
+    action: string,
+    raw: Record<string, unknown> | unknown[],
+  ): [number, unknown] {
+    const lb = this.find(this.loadBalancers, id, 'load balancer');
+    if (method === 'PUT' && (action === 'lock_resource' || action === 'unlock_resource')) {
+      allowOnly(objectBody(raw), []);
+      lb.locked = action === 'lock_resource';
+      return [200, this.renderLoadBalancer(lb)];
+    }
+    const actions = ['add_nodes', 'remove_nodes', 'add_listeners', 'remove_listeners'];
+    if (method !== 'POST' || !actions.includes(action)) {
+      throw noRoute(method, `/1.0/load_balancers/${id}/${action}`);
+    }
+    if (!Array.isArray(raw) || raw.length === 0) throw invalid(`${action} takes a non-empty JSON array`);
+    if (lb.status !== 'active') throw invalid(`Load balancer ${lb.id} is ${lb.status}`);
+    if (action === 'add_nodes' || action === 'remove_nodes') {
+      const ids = this.parseNodes(raw);
+      for (const node of ids) {
+        const member = lb.nodes.includes(node);
+        if (action === 'add_nodes' && member) throw invalid(`Node ${node} is already on ${lb.id}`);
+        if (action === 'remove_nodes' && !member) throw invalid(`Node ${node} is not on ${lb.id}`);
+      }
+      lb.nodes = action === 'add_nodes' ? [...lb.nodes, ...ids] : lb.nodes.filter((n) => !ids.includes(n));
+    } else {
+      const listeners = raw.map(parseListener);
+      if (action === 'add_listeners') {
+        const ports = [...lb.listeners, ...listeners].map((l) => l.in);
+        if (new Set(ports).size !== ports.length) throw invalid('two listeners share an incoming port');
+        lb.listeners = [...lb.listeners, ...listeners];
+      } else {
+        const same = (a: SimListener, b: SimListener) =>
+          a.protocol === b.protocol && a.in === b.in && a.out === b.out;
+        for (const l of listeners) {
+          if (!lb.listeners.some((x) => same(x, l)))
+            throw invalid(`No listener ${l.protocol} ${l.in}:${l.out}`);
+        }
+        const left = lb.listeners.filter((x) => !listeners.some((l) => same(x, l)));
+        if (left.length === 0) throw invalid('A load balancer needs at least one listener');
+        lb.listeners = left;
+      }
+    }
+    return [202, this.renderLoadBalancer(lb)];
   }
 
   private serverGroupRoute(
@@ -953,7 +1015,7 @@ export class BrightboxSimulator {
       }
       return [202, this.renderGroup(group)];
     }
-    if (action) return [404, 'Not Found'];
+    if (action) throw noRoute(method, `/1.0/server_groups/${id}/${action}`);
     if (method === 'GET') return [200, this.renderGroup(group)];
     if (method === 'PUT') {
       allowOnly(body, ['name', 'description']);
@@ -968,8 +1030,10 @@ export class BrightboxSimulator {
       if ([...this.firewallPolicies.values()].some((p) => p.serverGroup === group.id)) {
         throw invalid(`Server group ${group.id} has a firewall policy applied; remove it first`);
       }
+      // As for cloud IPs: DELETE answers the group (gobrightbox server_groups_default_test.go).
+      const answer = this.renderGroup(group);
       this.serverGroups.delete(group.id);
-      return [202, undefined];
+      return [202, answer];
     }
     return [405, { error_name: 'method_not_allowed', errors: [method] }];
   }
@@ -1004,8 +1068,31 @@ export class BrightboxSimulator {
       }
       return [405, { error_name: 'method_not_allowed', errors: [method] }];
     }
-    if (action) return [404, 'Not Found'];
     const policy = this.find(this.firewallPolicies, id, 'firewall policy');
+    if (action) {
+      // gobrightbox v2 firewall_policies.go and firewall_policies_test.go: apply_to and remove POST
+      // {"server_group": "grp-…"} and answer the policy; terraform-provider-brightbox
+      // resource_brightbox_firewall_policy.go re-points a policy by remove, then apply_to.
+      if (method !== 'POST' || (action !== 'apply_to' && action !== 'remove')) {
+        throw noRoute(method, `/1.0/firewall_policies/${id}/${action}`);
+      }
+      allowOnly(body, ['server_group']);
+      const groupID = requiredString(body, 'server_group');
+      if (action === 'apply_to') {
+        if (policy.serverGroup) {
+          throw invalid(`Firewall policy ${policy.id} is applied to ${policy.serverGroup}; remove it first`);
+        }
+        checkGroup(groupID, policy.id);
+        policy.serverGroup = groupID;
+      } else {
+        this.find(this.serverGroups, groupID, 'server group');
+        if (policy.serverGroup !== groupID) {
+          throw invalid(`Firewall policy ${policy.id} is not applied to ${groupID}`);
+        }
+        policy.serverGroup = undefined;
+      }
+      return [202, this.renderPolicy(policy)];
+    }
     if (method === 'GET') return [200, this.renderPolicy(policy)];
     if (method === 'PUT') {
       allowOnly(body, ['name', 'description', 'server_group']);
@@ -1019,10 +1106,12 @@ export class BrightboxSimulator {
       return [200, this.renderPolicy(policy)];
     }
     if (method === 'DELETE') {
+      // As for cloud IPs: DELETE answers the policy (gobrightbox firewall_policies_default_test.go).
+      const answer = this.renderPolicy(policy);
       this.firewallPolicies.delete(policy.id);
       for (const r of [...this.firewallRules.values()])
         if (r.policy === policy.id) this.firewallRules.delete(r.id);
-      return [202, undefined];
+      return [202, answer];
     }
     return [405, { error_name: 'method_not_allowed', errors: [method] }];
   }
@@ -1092,7 +1181,7 @@ export class BrightboxSimulator {
       }
       return [405, { error_name: 'method_not_allowed', errors: [method] }];
     }
-    if (action) return [404, 'Not Found'];
+    if (action) throw noRoute(method, `/1.0/firewall_rules/${id}/${action}`);
     const rule = this.find(this.firewallRules, id, 'firewall rule');
     if (method === 'GET') return [200, this.renderRule(rule)];
     if (method === 'PUT') {
@@ -1102,8 +1191,10 @@ export class BrightboxSimulator {
       return [200, this.renderRule(updated)];
     }
     if (method === 'DELETE') {
+      // As for cloud IPs: DELETE answers the rule (gobrightbox firewall_rules_default_test.go).
+      const answer = this.renderRule(rule);
       this.firewallRules.delete(rule.id);
-      return [202, undefined];
+      return [202, answer];
     }
     return [405, { error_name: 'method_not_allowed', errors: [method] }];
   }
@@ -1112,6 +1203,21 @@ export class BrightboxSimulator {
 function allowOnly(body: Record<string, unknown>, keys: string[]): void {
   const unknown = Object.keys(body).filter((k) => !keys.includes(k));
   if (unknown.length > 0) throw badParams(`Unknown parameters: ${unknown.join(', ')}`);
+}
+
+function parseListener(value: unknown): SimListener {
+  const listener = asObject(value, 'listener');
+  allowOnly(listener, ['protocol', 'in', 'out', 'timeout', 'proxy_protocol']);
+  return {
+    protocol: oneOf(listener.protocol, LISTENER_PROTOCOLS, 'listener protocol'),
+    in: port(listener.in, 'listener in'),
+    out: port(listener.out, 'listener out'),
+    timeout: listener.timeout === undefined ? 50000 : positive(listener.timeout, 'listener timeout'),
+    proxy_protocol:
+      listener.proxy_protocol === undefined || listener.proxy_protocol === null
+        ? null
+        : oneOf(listener.proxy_protocol, PROXY_PROTOCOLS, 'proxy_protocol'),
+  };
 }
 
 function asObject(value: unknown, what: string): Record<string, unknown> {
@@ -1156,4 +1262,9 @@ function positive(value: unknown, what: string): number {
 
 export async function startBrightboxSimulator(options?: SimulatorOptions): Promise<BrightboxSimulator> {
   return new BrightboxSimulator(options).start();
+}
+
+function objectBody(raw: Record<string, unknown> | unknown[]): Record<string, unknown> {
+  if (Array.isArray(raw)) throw badParams('Request body must be a JSON object');
+  return raw;
 }

@@ -377,6 +377,23 @@ describe('delete', () => {
     expect(sim.writeCount).toBe(writes);
   });
 
+  it('accepts a DELETE answered with the resource (as Brightbox does) or with an empty 202', async () => {
+    const req = lbRequest(servers);
+    await ensureUntilDone(req);
+    // The simulator answers the resource; these two answer 202 with no body instead.
+    for (const path of [/^\/1\.0\/cloud_ips\//, /^\/1\.0\/server_groups\//]) {
+      sim.inject({ method: 'DELETE', path, status: 202, body: '', apply: true });
+    }
+    await deleteUntilDone(req);
+    expect(counts()).toEqual({
+      loadBalancers: 0,
+      cloudIPs: 0,
+      serverGroups: 0,
+      firewallPolicies: 0,
+      firewallRules: 0,
+    });
+  });
+
   it('is done only once Brightbox has removed the balancer, and deletes again one whose deletion failed', async () => {
     await sim.close();
     sim = await startBrightboxSimulator({ lbDeletingReads: 3 });

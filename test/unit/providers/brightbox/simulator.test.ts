@@ -78,6 +78,125 @@ describe('the Brightbox simulator answers in the reference shapes', () => {
   });
 });
 
+describe('the Brightbox simulator answers as gobrightbox expects', () => {
+  /** A raw request with a fresh token, as the SDK sends it. */
+  async function call(method: string, path: string, body?: unknown) {
+    if (sim.issuedTokens.length === 0) await client(sim).verify();
+    const res = await fetch(`${sim.url}/1.0/${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${sim.issuedTokens.at(-1)}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    return {
+      status: res.status,
+      type: res.headers.get('content-type'),
+      json: text ? JSON.parse(text) : text,
+    };
+  }
+
+  it('DELETE of a cloud IP, firewall rule, firewall policy and server group answers the resource', async () => {
+    const cip = sim.addCloudIP({ name: 'spare' });
+    const group = sim.addServerGroup({ name: 'g' });
+    const policy = sim.addFirewallPolicy({ name: 'p' });
+    const rule = await call('POST', 'firewall_rules', {
+      firewall_policy: policy.id,
+      protocol: 'tcp',
+      source: 'any',
+      destination_port: '80',
+    });
+    for (const [path, id] of [
+      [`cloud_ips/${cip.id}`, cip.id],
+      [`firewall_rules/${rule.json.id}`, rule.json.id],
+      [`firewall_policies/${policy.id}`, policy.id],
+      [`server_groups/${group.id}`, group.id],
+    ]) {
+      const answer = await call('DELETE', path as string);
+      expect(answer.status, path).toBe(202);
+      expect(answer.json, path).toMatchObject({ id });
+    }
+    expect([
+      sim.cloudIPs.size,
+      sim.firewallRules.size,
+      sim.firewallPolicies.size,
+      sim.serverGroups.size,
+    ]).toEqual([0, 0, 0, 0]);
+  });
+
+  it('load balancer actions take JSON arrays as the SDK sends them, and lock and unlock', async () => {
+    const [a, b] = [sim.addServer(), sim.addServer()];
+    const created = await call('POST', 'load_balancers', {
+      nodes: [{ node: a.id }],
+      listeners: [{ protocol: 'http', in: 80, out: 30080 }],
+      healthcheck: { type: 'http', port: 30080 },
+    });
+    const lb = created.json.id as string;
+    await call('GET', `load_balancers/${lb}`);
+    const added = await call('POST', `load_balancers/${lb}/add_nodes`, [{ node: b.id }]);
+    expect(added.json.nodes.map((n: { id: string }) => n.id)).toEqual([a.id, b.id]);
+    const removed = await call('POST', `load_balancers/${lb}/remove_nodes`, [{ node: a.id }]);
+    expect(removed.json.nodes.map((n: { id: string }) => n.id)).toEqual([b.id]);
+    const listener = { protocol: 'tcp', in: 8080, out: 30081, timeout: 50000 };
+    const more = await call('POST', `load_balancers/${lb}/add_listeners`, [listener]);
+    expect(more.json.listeners).toContainEqual({ ...listener, proxy_protocol: null });
+    const fewer = await call('POST', `load_balancers/${lb}/remove_listeners`, [listener]);
+    expect(fewer.json.listeners.map((l: { in: number }) => l.in)).toEqual([80]);
+    // An object where the SDK sends an array is refused, as is an unknown server.
+    expect((await call('POST', `load_balancers/${lb}/add_nodes`, { nodes: [{ node: a.id }] })).status).toBe(
+      422,
+    );
+    expect((await call('POST', `load_balancers/${lb}/add_nodes`, [{ node: 'srv-nope1' }])).status).toBe(422);
+
+    expect((await call('PUT', `load_balancers/${lb}/lock_resource`)).json).toMatchObject({
+      id: lb,
+      locked: true,
+    });
+    expect((await call('DELETE', `load_balancers/${lb}`)).status).toBe(409);
+    expect((await call('PUT', `load_balancers/${lb}/unlock_resource`)).json).toMatchObject({ locked: false });
+    expect((await call('DELETE', `load_balancers/${lb}`)).json).toMatchObject({ id: lb, status: 'deleting' });
+  });
+
+  it('firewall policies are applied to and removed from a server group by their actions', async () => {
+    const [g1, g2] = [sim.addServerGroup(), sim.addServerGroup()];
+    const policy = sim.addFirewallPolicy({ name: 'p', serverGroup: g1.id });
+    const other = sim.addFirewallPolicy({ name: 'q' });
+    // Applied already: removed first, as terraform-provider-brightbox does.
+    expect(
+      (await call('POST', `firewall_policies/${policy.id}/apply_to`, { server_group: g2.id })).status,
+    ).toBe(422);
+    expect(
+      (await call('POST', `firewall_policies/${policy.id}/remove`, { server_group: g2.id })).status,
+    ).toBe(422);
+    const removed = await call('POST', `firewall_policies/${policy.id}/remove`, { server_group: g1.id });
+    expect(removed.json).toMatchObject({ id: policy.id, server_group: null });
+    const applied = await call('POST', `firewall_policies/${policy.id}/apply_to`, { server_group: g2.id });
+    expect(applied.json).toMatchObject({ id: policy.id, server_group: { id: g2.id } });
+    // One policy per group.
+    expect(
+      (await call('POST', `firewall_policies/${other.id}/apply_to`, { server_group: g2.id })).status,
+    ).toBe(422);
+  });
+
+  it("answers an unknown route with Brightbox's JSON error, never plain text", async () => {
+    for (const [method, path] of [
+      ['GET', 'volcanoes'],
+      ['POST', 'load_balancers/lba-zzzzz/explode'],
+      ['POST', 'servers/srv-zzzzz/reboot'],
+    ] as const) {
+      const sim404 = await call(method, path, method === 'POST' ? {} : undefined);
+      expect(sim404.status, path).toBe(404);
+      expect(sim404.type, path).toMatch(/^application\/json/);
+      expect(sim404.json, path).toMatchObject({
+        error_name: expect.any(String),
+        errors: [expect.any(String)],
+      });
+    }
+  });
+});
+
 describe('the client reads the reference payloads', () => {
   it('addresses of the reference server, as the official controller reports them', () => {
     expect(addressesOf(fixture('server'))).toEqual([
