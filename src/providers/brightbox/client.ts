@@ -237,7 +237,8 @@ export class BrightboxClient {
     try {
       ({ body } = await this.auth.post<TokenResponse>(
         'token/',
-        new URLSearchParams({ grant_type: 'client_credentials' }),
+        // gobrightbox's endpoint.InfrastructureScope: the API, not Orbit storage.
+        new URLSearchParams({ grant_type: 'client_credentials', scope: 'infrastructure' }),
         { headers: { authorization: `Basic ${basic}` }, signal },
       ));
     } catch (err) {

@@ -70,7 +70,8 @@ function describe(req: LoadBalancerRequest): string {
 
 interface WantListener extends ApiListener {
   timeout: number;
-  proxy_protocol: string | null;
+  /** Left out when not wanted: gobrightbox omits it (omitempty) and sends no null. */
+  proxy_protocol?: string;
 }
 
 interface Plan {
@@ -126,7 +127,7 @@ export function planBalancer(req: LoadBalancerRequest): Plan {
       in: p.port,
       out: p.nodePort,
       timeout: settings.idleTimeout ?? DEFAULTS.listenerTimeout,
-      proxy_protocol: settings.proxyProtocol ?? null,
+      ...(settings.proxyProtocol ? { proxy_protocol: settings.proxyProtocol } : {}),
     }),
   );
 
@@ -203,7 +204,7 @@ function sameBalancer(lb: ApiLoadBalancer, want: ReturnType<typeof balancerOptio
         l.in === w.in &&
         l.out === w.out &&
         l.timeout === w.timeout &&
-        (l.proxy_protocol ?? null) === w.proxy_protocol
+        (l.proxy_protocol ?? null) === (w.proxy_protocol ?? null)
       );
     }) &&
     hc != null &&
@@ -435,14 +436,21 @@ class BrightboxLoadBalancers implements LoadBalancers {
         signal,
       );
     }
-    if (policy.server_group?.id !== group.id) {
-      return this.client.put<ApiFirewallPolicy>(
-        `firewall_policies/${policy.id}`,
-        { server_group: group.id },
+    if (policy.server_group?.id === group.id) return policy;
+    // Re-pointed by the documented actions, as terraform-provider-brightbox does: off its old group
+    // (one that was deleted leaves the policy on none), then onto ours.
+    if (policy.server_group) {
+      await this.client.post(
+        `firewall_policies/${policy.id}/remove`,
+        { server_group: policy.server_group.id },
         signal,
       );
     }
-    return policy;
+    return this.client.post<ApiFirewallPolicy>(
+      `firewall_policies/${policy.id}/apply_to`,
+      { server_group: group.id },
+      signal,
+    );
   }
 
   private async ensureFirewallRule(
@@ -452,24 +460,20 @@ class BrightboxLoadBalancers implements LoadBalancers {
     signal?: AbortSignal,
   ): Promise<void> {
     const want = { protocol: RULE_PROTOCOL, source: RULE_SOURCE, destination_port: ports, description };
-    const [rule, ...extra] = policy.rules ?? [];
+    // A destination cannot be cleared without sending null, which gobrightbox never sends
+    // (FirewallRuleOptions: omitempty): a rule given one by hand is replaced, not updated.
+    const rules = policy.rules ?? [];
+    const rule = rules.find((r) => (r.destination ?? '') === '');
+    const extra = rules.filter((r) => r !== rule);
     if (!rule) {
       await this.client.post('firewall_rules', { firewall_policy: policy.id, ...want }, signal);
-    } else {
-      const stray = (rule.destination ?? '') !== '';
-      if (
-        stray ||
-        rule.protocol !== want.protocol ||
-        rule.source !== want.source ||
-        rule.destination_port !== want.destination_port ||
-        rule.description !== want.description
-      ) {
-        await this.client.put(
-          `firewall_rules/${rule.id}`,
-          { ...want, ...(stray ? { destination: null } : {}) },
-          signal,
-        );
-      }
+    } else if (
+      rule.protocol !== want.protocol ||
+      rule.source !== want.source ||
+      rule.destination_port !== want.destination_port ||
+      rule.description !== want.description
+    ) {
+      await this.client.put(`firewall_rules/${rule.id}`, want, signal);
     }
     // The policy is ours: one rule is all it should hold.
     for (const other of extra) await this.client.delete(`firewall_rules/${other.id}`, signal);

@@ -177,6 +177,8 @@ export class BrightboxSimulator {
   readonly requests: SeenRequest[] = [];
   /** Every access token issued, valid or not; tests check that none reaches a log. */
   readonly issuedTokens: string[] = [];
+  /** The `scope` of each token request ('' when it had none). */
+  readonly tokenScopes: string[] = [];
   readonly accountId: string;
   tokenLifetimeSec: number;
   lbCreatingReads: number;
@@ -443,6 +445,13 @@ export class BrightboxSimulator {
     if (grant !== 'client_credentials') {
       throw new ApiError(400, 'oauth:unsupported_grant_type', [`Unsupported grant type ${grant}`]);
     }
+    // gobrightbox v2 endpoint/constants.go: the scopes are infrastructure and orbit (k8ssdk asks for
+    // both); RFC 6749 §3.3: space-separated, and an unknown one is invalid_scope.
+    const scope = new URLSearchParams(text).get('scope') ?? '';
+    if (scope.split(' ').some((s) => s !== '' && s !== 'infrastructure' && s !== 'orbit')) {
+      throw new ApiError(400, 'oauth:invalid_scope', [`Unknown scope in "${scope}"`]);
+    }
+    this.tokenScopes.push(scope);
     const token = randomBytes(20).toString('hex');
     this.tokens.set(token, Date.now() + this.tokenLifetimeSec * 1000);
     this.issuedTokens.push(token);
@@ -1132,7 +1141,12 @@ export class BrightboxSimulator {
       'description',
     ];
     const apply = (rule: SimFirewallRule) => {
-      const get = (key: string) => (body[key] === null ? null : optionalString(body, key));
+      // gobrightbox v2 firewall_rules.go FirewallRuleOptions: every field is omitempty, so no
+      // reference sends null (a destination is never cleared by one); the simulator refuses it.
+      const get = (key: string) => {
+        if (body[key] === null) throw invalid(`${key} may not be null; leave it out`);
+        return optionalString(body, key);
+      };
       const set = <K extends keyof SimFirewallRule>(key: K, value: SimFirewallRule[K] | undefined) => {
         if (value !== undefined) rule[key] = value;
       };
@@ -1213,8 +1227,10 @@ function parseListener(value: unknown): SimListener {
     in: port(listener.in, 'listener in'),
     out: port(listener.out, 'listener out'),
     timeout: listener.timeout === undefined ? 50000 : positive(listener.timeout, 'listener timeout'),
+    // gobrightbox v2 load_balancers.go LoadBalancerListener: proxy_protocol is omitempty, so no
+    // reference ever sends null; the API does not document it, and the simulator refuses it.
     proxy_protocol:
-      listener.proxy_protocol === undefined || listener.proxy_protocol === null
+      listener.proxy_protocol === undefined
         ? null
         : oneOf(listener.proxy_protocol, PROXY_PROTOCOLS, 'proxy_protocol'),
   };

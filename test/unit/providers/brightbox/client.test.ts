@@ -33,6 +33,11 @@ describe('OAuth2 client credentials', () => {
     expect(sim.requests[0]).toMatchObject({ method: 'POST', path: '/token/', status: 200 });
   });
 
+  it('asks for the infrastructure scope, as gobrightbox does', async () => {
+    await client(sim).get('servers');
+    expect(sim.tokenScopes).toEqual(['infrastructure']);
+  });
+
   it('shares one token request among concurrent calls', async () => {
     const c = client(sim);
     await Promise.all(Array.from({ length: 5 }, () => c.get('servers')));

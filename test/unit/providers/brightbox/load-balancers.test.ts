@@ -191,6 +191,15 @@ describe('ensure', () => {
         threshold_down: 4,
       },
     });
+    // Without the annotation, proxy_protocol is left out (gobrightbox sends no null) and goes away.
+    const plain = lbRequest(servers);
+    plain.service.annotations = {
+      'service.beta.kubernetes.io/brightbox-load-balancer-listener-protocol': 'tcp',
+    };
+    await ensureUntilDone(plain);
+    expect(sim.loadBalancers.get(lb?.id as string)?.listeners).toEqual([
+      { protocol: 'tcp', in: 80, out: 30080, timeout: 50000, proxy_protocol: null },
+    ]);
   });
 
   it('checks Local traffic policy Services on the health check node port, which the rule opens too', async () => {
@@ -207,7 +216,7 @@ describe('ensure', () => {
     const req = lbRequest(servers);
     await ensureUntilDone(req);
     const [rule] = [...sim.firewallRules.values()];
-    if (rule) Object.assign(rule, { destinationPort: '1-65535', destination: 'any' });
+    if (rule) Object.assign(rule, { destinationPort: '1-65535', source: 'any' });
     sim.firewallRules.set('fwr-extra', { ...(rule as NonNullable<typeof rule>), id: 'fwr-extra' });
     await lbs.ensure(req);
     expect([...sim.firewallRules.values()]).toEqual([
@@ -218,6 +227,45 @@ describe('ensure', () => {
         source: RULE_SOURCE,
       }),
     ]);
+  });
+
+  it('replaces a rule given a destination by hand instead of sending a null, which gobrightbox never does', async () => {
+    const req = lbRequest(servers);
+    await ensureUntilDone(req);
+    const [rule] = [...sim.firewallRules.values()];
+    if (rule) Object.assign(rule, { destination: 'any' });
+    await lbs.ensure(req);
+    const rules = [...sim.firewallRules.values()];
+    expect(rules).toEqual([
+      expect.objectContaining({ destination: null, destinationPort: '30080', source: RULE_SOURCE }),
+    ]);
+    expect(rules[0]?.id).not.toBe(rule?.id);
+    const writes = sim.writeCount;
+    await lbs.ensure(req);
+    expect(sim.writeCount).toBe(writes);
+  });
+
+  it("re-points its firewall policy with Brightbox's remove and apply_to actions, not PUT server_group", async () => {
+    const req = lbRequest(servers);
+    await ensureUntilDone(req);
+    const [policy] = [...sim.firewallPolicies.values()];
+    const [group] = [...sim.serverGroups.values()];
+    // Someone moved the policy to a group of their own.
+    const theirs = sim.addServerGroup({ name: 'theirs' });
+    if (policy) policy.serverGroup = theirs.id;
+    await lbs.ensure(req);
+    expect(policy?.serverGroup).toBe(group?.id);
+    expect(sim.count('POST', `/1.0/firewall_policies/${policy?.id}/remove`)).toBe(1);
+    expect(sim.count('POST', `/1.0/firewall_policies/${policy?.id}/apply_to`)).toBe(1);
+    expect(sim.count('PUT', /^\/1\.0\/firewall_policies\//)).toBe(0);
+    // Its group deleted by hand: the policy is on none and is applied to the new group.
+    if (policy) policy.serverGroup = undefined;
+    if (group) sim.serverGroups.delete(group.id);
+    await lbs.ensure(req);
+    const fresh = [...sim.serverGroups.values()].find((g) => g.name === ownedName(req));
+    expect(fresh?.id).not.toBe(group?.id);
+    expect(policy?.serverGroup).toBe(fresh?.id);
+    expect(sim.count('POST', `/1.0/firewall_policies/${policy?.id}/remove`)).toBe(1);
   });
 
   it('terminates TLS on the SSL ports named by number or port name', async () => {
