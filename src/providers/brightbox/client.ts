@@ -70,7 +70,9 @@ export interface ApiLoadBalancer {
   https_redirect?: boolean | null;
   listeners?: ApiListener[] | null;
   healthcheck?: ApiHealthcheck | null;
-  acme?: { domains?: { identifier: string }[] | null } | null;
+  acme?: {
+    domains?: { identifier: string; status?: string | null; last_message?: string | null }[] | null;
+  } | null;
   nodes?: Ref[] | null;
   cloud_ips?: CloudIPRef[] | null;
 }

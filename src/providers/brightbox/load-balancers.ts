@@ -238,6 +238,27 @@ function balancerOptions(name: string, plan: Plan, cip: CloudIPRef) {
   };
 }
 
+/**
+ * Ready only once Let's Encrypt has validated every domain, as the official controller (k8ssdk
+ * ErrorIfAcmeNotComplete): until then an https listener has no certificate to serve.
+ */
+function checkCertificate(lb: ApiLoadBalancer, cip: ApiCloudIP): void {
+  for (const domain of lb.acme?.domains ?? []) {
+    if (domain.status === 'valid') continue;
+    const said = domain.last_message ? `: ${domain.last_message}` : '';
+    if (domain.status === 'invalid') {
+      throw new RetryableError(
+        `Let's Encrypt refused ${domain.identifier} for load balancer ${lb.id}${said}; point the name at cloud IP ${cip.public_ipv4 ?? cip.public_ip ?? cip.id}, or remove it from ${ANNOTATIONS.sslDomains.key}`,
+        FAILED_RETRY_MS,
+      );
+    }
+    throw new RetryableError(
+      `Let's Encrypt has not validated ${domain.identifier} for load balancer ${lb.id} yet (${domain.status ?? 'no status'}${said})`,
+      BUILDING_RETRY_MS,
+    );
+  }
+}
+
 function where(cip: ApiCloudIP): string {
   const target = cip.load_balancer ?? cip.server ?? cip.server_group ?? cip.database_server ?? cip.interface;
   return target ? `${target.id}${target.name ? ` (${target.name})` : ''}` : 'another resource';
@@ -297,6 +318,7 @@ class BrightboxLoadBalancers implements LoadBalancers {
         BUILDING_RETRY_MS,
       );
     }
+    checkCertificate(current, cip);
     return statusOf(current);
   }
 

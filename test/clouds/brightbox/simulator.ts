@@ -75,6 +75,9 @@ export interface SimLoadBalancer {
   policy: string;
   httpsRedirect: boolean;
   domains: string[];
+  /** Let's Encrypt state of each domain; pending ones turn valid after `acmeReadsLeft` reads. */
+  acme: Record<string, { status: 'pending' | 'valid' | 'invalid'; lastMessage: string | null }>;
+  acmeReadsLeft: number;
   listeners: SimListener[];
   healthcheck: SimHealthcheck;
   nodes: string[];
@@ -136,6 +139,8 @@ export interface SimulatorOptions {
   tokenLifetimeSec?: number;
   /** Reads a new load balancer stays `creating` (default 1). */
   lbCreatingReads?: number;
+  /** Reads of an active balancer with a cloud IP before its pending ACME domains are valid (default 1). */
+  acmeValidReads?: number;
   /** Reads a deleted load balancer stays `deleting` before it is gone (default 1). */
   lbDeletingReads?: number;
 }
@@ -182,6 +187,7 @@ export class BrightboxSimulator {
   readonly accountId: string;
   tokenLifetimeSec: number;
   lbCreatingReads: number;
+  acmeValidReads: number;
   lbDeletingReads: number;
 
   private readonly clients: Record<string, string>;
@@ -198,6 +204,7 @@ export class BrightboxSimulator {
     this.accountId = options.accountId ?? 'acc-ccm01';
     this.tokenLifetimeSec = options.tokenLifetimeSec ?? 7200;
     this.lbCreatingReads = options.lbCreatingReads ?? 1;
+    this.acmeValidReads = options.acmeValidReads ?? 1;
     this.lbDeletingReads = options.lbDeletingReads ?? 1;
   }
 
@@ -606,7 +613,11 @@ export class BrightboxSimulator {
       healthcheck: lb.healthcheck,
       acme: {
         certificate: null,
-        domains: lb.domains.map((d) => ({ identifier: d, status: 'pending', last_message: null })),
+        domains: lb.domains.map((d) => ({
+          identifier: d,
+          status: lb.acme[d]?.status ?? 'pending',
+          last_message: lb.acme[d]?.lastMessage ?? null,
+        })),
       },
       certificate: null,
       account: this.account(),
@@ -763,8 +774,32 @@ export class BrightboxSimulator {
     return [405, { error_name: 'method_not_allowed', errors: [method] }];
   }
 
+  /** A domain Let's Encrypt will not validate (e.g. its name does not resolve to the cloud IP). */
+  rejectDomain(lbID: string, domain: string, message: string): void {
+    const lb = this.loadBalancers.get(lbID);
+    if (!lb?.acme[domain]) throw new Error(`no ACME domain ${domain} on ${lbID}`);
+    lb.acme[domain] = { status: 'invalid', lastMessage: message };
+  }
+
+  /**
+   * The official controller waits for every ACME domain to be `valid` (k8ssdk v2
+   * brightbox_interface.go ErrorIfAcmeNotComplete; brightbox-cloud-controller-manager
+   * load_balancer_test.go TestErrorIfAcmeNotComplete: pending, valid, invalid with a last_message).
+   * Let's Encrypt reaches the balancer through its cloud IP, so the domains are validated some reads
+   * after it is active with one mapped.
+   */
+  private advanceAcme(lb: SimLoadBalancer): void {
+    if (lb.status !== 'active' || ![...this.cloudIPs.values()].some((c) => c.mappedTo === lb.id)) return;
+    if (lb.acmeReadsLeft > 0) {
+      lb.acmeReadsLeft--;
+      return;
+    }
+    for (const state of Object.values(lb.acme)) if (state.status === 'pending') state.status = 'valid';
+  }
+
   /** A read of a load balancer moves it along: creating → active, deleting → gone. */
   private advance(lb: SimLoadBalancer): SimLoadBalancer | undefined {
+    this.advanceAcme(lb);
     if (lb.status === 'creating' || lb.status === 'deleting') {
       if (lb.readsLeft > 0) {
         lb.readsLeft--;
@@ -855,6 +890,8 @@ export class BrightboxSimulator {
           policy: 'least-connections',
           httpsRedirect: false,
           domains: [],
+          acme: {},
+          acmeReadsLeft: 0,
           listeners: [],
           healthcheck: {
             type: 'tcp',
@@ -880,6 +917,12 @@ export class BrightboxSimulator {
         throw invalid('domains must be a list of names');
       }
       lb.domains = body.domains as string[];
+      // A new name starts pending; one the certificate already covers keeps its state.
+      const before = lb.acme;
+      lb.acme = Object.fromEntries(
+        lb.domains.map((d) => [d, before[d] ?? { status: 'pending' as const, lastMessage: null }]),
+      );
+      if (lb.domains.some((d) => lb.acme[d]?.status === 'pending')) lb.acmeReadsLeft = this.acmeValidReads;
     }
     if (body.nodes !== undefined) {
       if (!Array.isArray(body.nodes)) throw invalid('nodes must be a list');

@@ -120,7 +120,7 @@ describe('ensure', () => {
         { name: 'https', protocol: 'TCP', port: 443, nodePort: 30443 },
       ],
     });
-    await lbs.ensure(changed);
+    await ensureUntilDone(changed);
     const [lb] = [...sim.loadBalancers.values()];
     const [cip] = [...sim.cloudIPs.values()];
     expect(lb?.listeners.map((l) => [l.protocol, l.in, l.out])).toEqual([
@@ -285,6 +285,41 @@ describe('ensure', () => {
     const [lb] = [...sim.loadBalancers.values()];
     expect(lb?.listeners.map((l) => l.protocol)).toEqual(['http', 'https']);
     expect(lb?.domains).toContain('shop.example.com');
+  });
+
+  it("reports the balancer only once Let's Encrypt has validated every domain, as the official controller", async () => {
+    sim.acmeValidReads = 3;
+    const req = lbRequest(servers, {
+      ports: [{ name: 'https', protocol: 'TCP', port: 443, nodePort: 30443 }],
+      service: {
+        annotations: { 'service.beta.kubernetes.io/brightbox-load-balancer-ssl-domains': 'shop.example.com' },
+      },
+    });
+    const errors: string[] = [];
+    let status: LoadBalancerStatus | undefined;
+    for (let i = 0; i < 10 && !status; i++) {
+      status = await lbs.ensure(req).catch((err: unknown) => {
+        expect(err).toBeInstanceOf(RetryableError);
+        errors.push((err as Error).message);
+        return undefined;
+      });
+    }
+    expect(status?.ingress.length).toBeGreaterThan(0);
+    expect(
+      errors.some((e) =>
+        /Let's Encrypt has not validated \S+ for load balancer lba-\S+ yet \(pending\)/.test(e),
+      ),
+    ).toBe(true);
+    const [lb] = [...sim.loadBalancers.values()];
+    expect(Object.values(lb?.acme ?? {}).map((d) => d.status)).toEqual(['valid', 'valid', 'valid']);
+
+    // A name Let's Encrypt refuses: not ready, saying why and what to do.
+    sim.rejectDomain(lb?.id as string, 'shop.example.com', 'DNS problem: NXDOMAIN');
+    const err = await lbs.ensure(req).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RetryableError);
+    expect((err as Error).message).toMatch(
+      /^Let's Encrypt refused shop\.example\.com for load balancer lba-\S+: DNS problem: NXDOMAIN; point the name at cloud IP [\d.]+, or remove it from service\.beta\.kubernetes\.io\/brightbox-load-balancer-ssl-domains$/,
+    );
   });
 
   it('rejects a bad annotation naming it and its accepted values, before any call', async () => {
