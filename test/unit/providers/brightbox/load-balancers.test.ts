@@ -266,6 +266,13 @@ describe('ensure', () => {
     expect(fresh?.id).not.toBe(group?.id);
     expect(policy?.serverGroup).toBe(fresh?.id);
     expect(sim.count('POST', `/1.0/firewall_policies/${policy?.id}/remove`)).toBe(1);
+    // Taken off the other group, then apply_to fails: the next ensure applies it.
+    if (policy) policy.serverGroup = theirs.id;
+    sim.inject({ method: 'POST', path: `/1.0/firewall_policies/${policy?.id}/apply_to`, status: 503 });
+    await expect(lbs.ensure(req)).rejects.toBeInstanceOf(RetryableError);
+    expect(policy?.serverGroup).toBeUndefined();
+    await lbs.ensure(req);
+    expect(policy?.serverGroup).toBe(fresh?.id);
   });
 
   it('terminates TLS on the SSL ports named by number or port name', async () => {
