@@ -129,7 +129,9 @@ describe('ccm nodes init --provider triton', () => {
     await createNodes(api, [{ name: 'w1' }]);
     const run = await nodesInit([], stranger);
     expect(run.exitCode).toBe(2);
-    expect(run.stderr).toBe(`ccm: key ${stranger.fingerprint} is not registered for account demo`);
+    expect(run.stderr).toBe(
+      `ccm: CloudAPI refused key ${stranger.fingerprint} for account demo (401 InvalidCredentials): it knows no such account, or the key is not registered for it; check TRITON_URL, TRITON_ACCOUNT and the key (triton key list)`,
+    );
     expect(run.writes).toEqual([]);
   });
 

@@ -40,9 +40,13 @@ export interface TritonClientOptions {
   /** The leader gate for requests that change the cloud (ProviderDeps.mayWrite). */
   mayWrite?: () => boolean;
   http?: Partial<HttpClientOptions>;
+  /** This machine's clock (tests move it); the signed Date is taken from it. */
+  clock?: () => number;
 }
 
 const API_VERSION = '~9||~8';
+/** http-signature's default clock skew, which CloudAPI's authorizationParser keeps. */
+const CLOCK_SKEW_MS = 300_000;
 const MAX_PAGE = 1000;
 
 export class TritonClient {
@@ -54,6 +58,10 @@ export class TritonClient {
     this.login = encodeURIComponent(options.account);
     this.pageSize = Math.min(options.pageSize ?? MAX_PAGE, MAX_PAGE);
     const { signer, account } = options;
+    const clock = options.clock ?? Date.now;
+    // The server's clock minus ours, from the Date of its last answer (whole seconds).
+    let skewMs: number | undefined;
+    const send = options.http?.fetch ?? globalThis.fetch;
     this.http = new HttpClient({
       baseUrl: options.url,
       userAgent: 'ccm (triton)',
@@ -63,10 +71,10 @@ export class TritonClient {
       onRequest: options.onRequest,
       ...(options.mayWrite ? { mayWrite: options.mayWrite } : {}),
       isNotFound: (body) => errorCode(body) === 'ResourceNotFound',
-      describeError: (status, body) => describe(status, body, account, signer),
+      describeError: (status, body) => describe(status, body, account, signer, skewMs),
       authorize: async ({ headers }) => {
         // A fresh Date per attempt: CloudAPI refuses a Date more than 300 s away from its clock.
-        const date = new Date().toUTCString();
+        const date = new Date(clock()).toUTCString();
         const { algorithm, signature } = await signer.sign(`date: ${date}`);
         headers.set('date', date);
         headers.set('accept-version', API_VERSION);
@@ -76,6 +84,13 @@ export class TritonClient {
         );
       },
       ...options.http,
+      fetch: async (input, init) => {
+        const res = await send(input, init);
+        const date = Date.parse(res.headers.get('date') ?? '');
+        // The Date header has whole seconds: the middle of its second is the best estimate.
+        if (!Number.isNaN(date)) skewMs = date + 500 - clock();
+        return res;
+      },
     });
   }
 
@@ -181,38 +196,47 @@ function errorMessage(body: unknown): string {
 }
 
 /**
- * CloudAPI's error codes where they say more than the status: which part of the credentials is
- * wrong (its messages "Invalid key <id>", "Invalid account <login>", a signature mismatch, a Date
- * outside its clock-skew window), a destroyed machine (410), throttling under any status.
+ * CloudAPI's answers where they say more than the status (sdc-cloudapi lib/authorization.js,
+ * lib/auth.js): 400 InvalidHeader for an Authorization header it cannot parse or whose Date is
+ * off (shown as it is, with this machine's clock measured against the Date of the answer), one 401
+ * InvalidCredentials for an unknown account, user or key and a bad signature alike; a destroyed
+ * machine (410); throttling under any status.
  */
-function describe(status: number, body: unknown, account: string, signer: RequestSigner) {
+function describe(
+  status: number,
+  body: unknown,
+  account: string,
+  signer: RequestSigner,
+  skewMs: number | undefined,
+) {
   const code = errorCode(body);
   const message = errorMessage(body);
   if (code === 'RequestThrottled') {
     return new RetryableError(`CloudAPI throttled the request (${status}); slowing down`, 5000);
   }
   if (status === 410) return new NotFoundError(`the machine was destroyed (410 Gone)`);
-  if (status !== 401 && status !== 403) return undefined;
-  const who = signer.keyId.includes('/users/')
-    ? `account ${account} (user ${signer.keyId.split('/')[3]})`
-    : `account ${account}`;
-  if (/^invalid key\b/i.test(message)) {
-    return new UnauthorizedError(`key ${signer.fingerprint} is not registered for ${who}`);
-  }
-  if (/^invalid account\b/i.test(message)) {
+  const user = signer.keyId.includes('/users/') ? signer.keyId.split('/')[3] : undefined;
+  const who = user ? `account ${account} (user ${user})` : `account ${account}`;
+  if (status === 400 && code === 'InvalidHeader') {
     return new UnauthorizedError(
-      `CloudAPI knows no ${who}; check TRITON_ACCOUNT / TRITON_USER and TRITON_URL`,
+      `CloudAPI refused the signed request of key ${signer.fingerprint} (400 InvalidHeader: ${message || 'no message'})${clockAdvice(skewMs)}`,
     );
   }
-  if (/signature/i.test(message)) {
+  if (
+    status === 401 &&
+    code === 'InvalidCredentials' &&
+    /^Invalid authorization credentials/i.test(message)
+  ) {
     return new UnauthorizedError(
-      `CloudAPI rejected the signature of key ${signer.fingerprint} for ${who}; the private key does not match the registered public key`,
-    );
-  }
-  if (/clock skew|date/i.test(message)) {
-    return new UnauthorizedError(
-      `CloudAPI refused the request's Date (${message}); this machine's clock must be within 300 s of UTC`,
+      `CloudAPI refused key ${signer.fingerprint} for ${who} (401 InvalidCredentials): it knows no such ${user ? 'account or user' : 'account'}, or the key is not registered for it; check TRITON_URL, TRITON_ACCOUNT${user ? ', TRITON_USER' : ''} and the key (triton key list)`,
     );
   }
   return undefined;
+}
+
+/** Whether this machine's clock is outside CloudAPI's window, by the Date of CloudAPI's own answer. */
+function clockAdvice(skewMs: number | undefined): string {
+  if (skewMs === undefined || Math.abs(skewMs) < CLOCK_SKEW_MS - 1000) return '';
+  const seconds = Math.round(Math.abs(skewMs) / 1000);
+  return `; this machine's clock is ${seconds} s ${skewMs > 0 ? 'behind' : 'ahead of'} CloudAPI's (the Date of its answer), more than the 300 s it allows: set the clock (NTP)`;
 }

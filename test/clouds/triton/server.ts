@@ -5,7 +5,7 @@
  *
  * Every request's signature is verified with the npm `http-signature` package, the reference
  * implementation CloudAPI itself uses, against the public keys registered for the account (or
- * sub-user): the algorithms CloudAPI accepts (RSA, DSA, ECDSA; no Ed25519), the keyId forms
+ * sub-user): the algorithms CloudAPI accepts (RSA, DSA, ECDSA, Ed25519), the keyId forms
  * /<login>/keys/<fp> and /<login>/users/<user>/keys/<fp>, and a Date within 300 s.
  */
 import { randomUUID } from 'node:crypto';
@@ -20,24 +20,28 @@ interface ParsedSignature {
   params: { headers: string[] };
 }
 interface HttpSignature {
-  parseRequest(req: IncomingMessage, options?: { clockSkew?: number; headers?: string[] }): ParsedSignature;
+  parseRequest(req: IncomingMessage, options?: { algorithms?: string[] }): ParsedSignature;
   verifySignature(parsed: ParsedSignature, key: sshpk.Key): boolean;
 }
 const httpSignature = createRequire(import.meta.url)('http-signature') as HttpSignature;
 
-/** sdc-cloudapi lib/auth.js SIGN_ALGOS: what CloudAPI verifies. */
-const SIGN_ALGOS = new Set([
-  'RSA-SHA1',
-  'RSA-SHA256',
-  'RSA-SHA384',
-  'RSA-SHA512',
-  'DSA-SHA1',
-  'DSA-SHA256',
-  'ECDSA-SHA256',
-  'ECDSA-SHA384',
-  'ECDSA-SHA512',
-]);
-const CLOCK_SKEW_S = 300;
+/**
+ * sdc-cloudapi lib/authorization.js OPTIONS.algorithms (what the Authorization header may name) and
+ * lib/auth.js SIGN_ALGOS (what signatureAuth verifies): ed25519-sha512 in both since TRITON-2417
+ * (sdc-cloudapi c490cdb, December 2023). `ed25519: false` is a CloudAPI from before it.
+ */
+const HEADER_ALGOS = [
+  'rsa-sha1',
+  'rsa-sha256',
+  'rsa-sha384',
+  'rsa-sha512',
+  'dsa-sha1',
+  'dsa-sha256',
+  'ecdsa-sha256',
+  'ecdsa-sha384',
+  'ecdsa-sha512',
+  'ed25519-sha512',
+];
 const MAX_LIMIT = 1000;
 
 export interface SimMachine {
@@ -92,6 +96,8 @@ export interface TritonSimOptions {
   datacenter?: string;
   /** Tag writes apply after this long (CloudAPI applies them asynchronously). Default: at once. */
   tagDelayMs?: number;
+  /** false: a CloudAPI older than TRITON-2417, which refuses Ed25519 signatures. Default true. */
+  ed25519?: boolean;
 }
 
 interface Account {
@@ -118,6 +124,7 @@ export class TritonSim {
   readonly machines = new Map<string, SimMachine>();
   readonly requests: RequestRecord[] = [];
   readonly faults: Fault[] = [];
+  readonly ed25519: boolean;
   tagDelayMs: number;
   /** Runs before a tag list is answered: tests use it to write tags "between" ccm's read and write. */
   onTagsRead?: (id: string) => void;
@@ -135,6 +142,7 @@ export class TritonSim {
     };
     this.datacenter = options.datacenter ?? 'us-test-1';
     this.tagDelayMs = options.tagDelayMs ?? 0;
+    this.ed25519 = options.ed25519 ?? true;
   }
 
   async start(): Promise<this> {
@@ -277,69 +285,73 @@ export class TritonSim {
     res.end(text);
   }
 
-  /** CloudAPI's signatureAuth: algorithm, keyId form, account, key, signature; then the path's login. */
+  /**
+   * CloudAPI's authorizationParser (lib/authorization.js), then signatureAuth (lib/auth.js), then the
+   * path's login. The answers are CloudAPI's own: a header that does not parse (a Date outside
+   * http-signature's default 300 s clock skew among them) is 400 InvalidHeader "Authorization header
+   * invalid: <http-signature's message>"; an unknown account, sub-user or key and a signature that
+   * does not verify are all the one 401 "Invalid authorization credentials supplied" (INVALID_CREDS).
+   */
   private authenticate(req: IncomingMessage, path: string): { keyId: string; algorithm: string } {
     if (!req.headers['accept-version'] && !req.headers['api-version']) {
       throw new ApiError(400, 'InvalidVersion', 'accept-version header is required');
     }
-    if (!req.headers.authorization) {
-      throw new ApiError(401, 'InvalidCredentials', 'You must make authenticated requests to use CloudAPI');
-    }
+    const header = req.headers.authorization;
+    // lib/auth.js authenticate: no caller after the parsers is DEF_401.
+    const unauthenticated = new ApiError(
+      401,
+      'InvalidCredentials',
+      'You must make authenticated requests to use CloudAPI',
+    );
+    if (!header) throw unauthenticated;
+    const pieces = header.split(' ', 2);
+    if (pieces.length !== 2) throw new ApiError(400, 'InvalidHeader', 'BasicAuth content is invalid.');
+    if (pieces[0]?.toLowerCase() !== 'signature') throw unauthenticated;
+    const algorithms = this.ed25519 ? HEADER_ALGOS : HEADER_ALGOS.filter((a) => !a.startsWith('ed25519'));
     let parsed: ParsedSignature;
     try {
-      parsed = httpSignature.parseRequest(req, { clockSkew: CLOCK_SKEW_S, headers: ['date'] });
+      parsed = httpSignature.parseRequest(req, { algorithms });
     } catch (err) {
-      const e = err as Error;
-      if (e.name === 'ExpiredRequestError') throw new ApiError(401, 'InvalidCredentials', e.message);
-      if (e.name === 'MissingHeaderError') throw new ApiError(400, 'BadRequest', e.message);
-      throw new ApiError(401, 'InvalidCredentials', `Invalid authorization header (${e.message})`);
+      throw new ApiError(400, 'InvalidHeader', `Authorization header invalid: ${(err as Error).message}`);
     }
-    if (!SIGN_ALGOS.has(parsed.algorithm)) {
+    if (!algorithms.includes(parsed.algorithm.toLowerCase())) {
       throw new ApiError(
         401,
         'InvalidCredentials',
         `${parsed.algorithm} is not a supported signing algorithm`,
       );
     }
+    const invalidCreds = new ApiError(
+      401,
+      'InvalidCredentials',
+      'Invalid authorization credentials supplied',
+    );
     const parts = parsed.keyId.split('/');
     let keys: Map<string, sshpk.Key> | undefined;
     let fp: string | undefined;
-    if (parts.length === 4 && parts[0] === '' && parts[2] === 'keys') {
-      if (parts[1] !== this.account.login) throw this.invalid('account', parts[1]);
-      keys = this.account.keys;
+    if (parts.length === 4 && parts[2] === 'keys') {
       fp = parts[3];
-    } else if (parts.length === 6 && parts[0] === '' && parts[2] === 'users' && parts[4] === 'keys') {
-      if (parts[1] !== this.account.login) throw this.invalid('account', parts[1]);
-      keys = this.account.users.get(parts[3] ?? '');
-      if (!keys) throw this.invalid('account', parts[3]);
+      if (parts[1] === this.account.login) keys = this.account.keys;
+    } else if (parts.length === 6 && parts[4] === 'keys') {
       fp = parts[5];
+      if (parts[1] === this.account.login) keys = this.account.users.get(parts[3] ?? '');
     } else {
       throw new ApiError(401, 'InvalidCredentials', `Invalid KeyId ${parsed.keyId} in authorization header`);
     }
-    const key = keys.get(fp ?? '');
-    if (!key) throw this.invalid('key', fp);
+    const key = keys?.get(fp ?? '');
+    if (!key) throw invalidCreds;
     let ok = false;
     try {
       ok = httpSignature.verifySignature(parsed, key);
     } catch {
       ok = false;
     }
-    if (!ok) {
-      throw new ApiError(
-        401,
-        'InvalidCredentials',
-        'The signature we calculated does not match the one you sent',
-      );
-    }
+    if (!ok) throw invalidCreds;
     const login = decodeURIComponent(path.split('/')[1] ?? '');
     if (login !== 'my' && login !== this.account.login) {
       throw new ApiError(403, 'NotAuthorized', `You do not have permission to access ${login}`);
     }
     return { keyId: parsed.keyId, algorithm: parsed.algorithm };
-  }
-
-  private invalid(what: string, value: string | undefined): ApiError {
-    return new ApiError(401, 'InvalidCredentials', `Invalid ${what} ${value ?? ''}`);
   }
 
   private route(

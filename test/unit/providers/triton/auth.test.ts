@@ -8,7 +8,9 @@ import { join } from 'node:path';
 import sshpk from 'sshpk';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { InvalidConfigError, UnauthorizedError } from '../../../../src/providers/errors.js';
+import { TritonClient } from '../../../../src/providers/triton/client.js';
 import { triton } from '../../../../src/providers/triton/index.js';
+import { createSigner } from '../../../../src/providers/triton/signer.js';
 import type { Provider, ProviderValues } from '../../../../src/providers/types.js';
 import { KeyFolder, type TestKey } from '../../../clouds/triton/keys.js';
 import { TritonSim } from '../../../clouds/triton/server.js';
@@ -130,12 +132,16 @@ describe('requests signed with the account key are accepted by the verifying sim
 });
 
 describe('refused keys: one clear line, no secret', () => {
+  // CloudAPI answers all three with the one 401 "Invalid authorization credentials supplied"
+  // (sdc-cloudapi lib/auth.js INVALID_CREDS): ccm cannot tell them apart, and says what to check.
   it('a key that is not registered for the account', async () => {
     const err = await error(
       provider({ keyMaterial: stranger.privateKey }).verifyCredentials?.() as Promise<string>,
     );
     expect(err).toBeInstanceOf(UnauthorizedError);
-    expect(err.message).toBe(`key ${stranger.fingerprint} is not registered for account demo`);
+    expect(err.message).toBe(
+      `CloudAPI refused key ${stranger.fingerprint} for account demo (401 InvalidCredentials): it knows no such account, or the key is not registered for it; check TRITON_URL, TRITON_ACCOUNT and the key (triton key list)`,
+    );
     expect(sim.requests[0]).toMatchObject({ status: 401 });
   });
 
@@ -147,15 +153,54 @@ describe('refused keys: one clear line, no secret', () => {
     );
     expect(err).toBeInstanceOf(UnauthorizedError);
     expect(err.message).toBe(
-      'CloudAPI knows no account nobody; check TRITON_ACCOUNT / TRITON_USER and TRITON_URL',
+      `CloudAPI refused key ${rsaPem.fingerprint} for account nobody (401 InvalidCredentials): it knows no such account, or the key is not registered for it; check TRITON_URL, TRITON_ACCOUNT and the key (triton key list)`,
     );
   });
 
-  it('an account key used as a sub-user key', async () => {
-    const err = await error(
-      provider({ keyMaterial: rsaPem.privateKey, user: 'ops' }).verifyCredentials?.() as Promise<string>,
-    );
-    expect(err.message).toBe(`key ${rsaPem.fingerprint} is not registered for account demo (user ops)`);
+  it('an account key used as a sub-user key, and a sub-user CloudAPI does not know', async () => {
+    for (const user of ['ops', 'alice']) {
+      const err = await error(
+        provider({ keyMaterial: rsaPem.privateKey, user }).verifyCredentials?.() as Promise<string>,
+      );
+      expect(err.message).toBe(
+        `CloudAPI refused key ${rsaPem.fingerprint} for account demo (user ${user}) (401 InvalidCredentials): it knows no such account or user, or the key is not registered for it; check TRITON_URL, TRITON_ACCOUNT, TRITON_USER and the key (triton key list)`,
+      );
+    }
+  });
+
+  it('the simulator answers an unknown account, sub-user or key and a bad signature as CloudAPI does, with one 401', async () => {
+    const key = sshpk.parsePrivateKey(rsaPem.privateKey, 'auto');
+    const send = async (keyId: string, by = key) => {
+      const date = new Date().toUTCString();
+      const signer = by.createSign('sha256');
+      signer.update(`date: ${date}`);
+      const res = await fetch(`${sim.url}/my`, {
+        headers: {
+          'accept-version': '~8',
+          date,
+          authorization: `Signature keyId="${keyId}",algorithm="rsa-sha256",headers="date",signature="${signer.sign().toString()}"`,
+        },
+      });
+      return { status: res.status, body: await res.json() };
+    };
+    const refused = {
+      status: 401,
+      body: { code: 'InvalidCredentials', message: 'Invalid authorization credentials supplied' },
+    };
+    expect(await send(`/nobody/keys/${rsaPem.fingerprint}`)).toEqual(refused);
+    expect(await send(`/demo/users/alice/keys/${rsaPem.fingerprint}`)).toEqual(refused);
+    expect(await send(`/demo/keys/${stranger.fingerprint}`)).toEqual(refused);
+    expect(
+      await send(`/demo/keys/${rsaPem.fingerprint}`, sshpk.parsePrivateKey(stranger.privateKey, 'auto')),
+    ).toEqual(refused);
+    expect(await send(`/demo/keys/${rsaPem.fingerprint}`)).toMatchObject({ status: 200 });
+    expect(await send(`/demo/${rsaPem.fingerprint}`)).toEqual({
+      status: 401,
+      body: {
+        code: 'InvalidCredentials',
+        message: `Invalid KeyId /demo/${rsaPem.fingerprint} in authorization header`,
+      },
+    });
   });
 
   it('an encrypted key without its passphrase, or with a wrong one', () => {
@@ -198,29 +243,51 @@ describe('refused keys: one clear line, no secret', () => {
     expect(() => provider({})).toThrow(/no private key and no ssh-agent/);
   });
 
-  it('a stale or missing Date is refused by the simulator (300 s window, as CloudAPI documents)', async () => {
+  it("a stale or missing Date: 400 InvalidHeader, as CloudAPI's authorizationParser answers", async () => {
     const key = sshpk.parsePrivateKey(rsaPem.privateKey, 'auto');
     const send = async (date?: string) => {
-      const headers: Record<string, string> = { 'accept-version': '~9' };
-      if (date) {
-        const signer = key.createSign('sha256');
-        signer.update(`date: ${date}`);
-        headers.date = date;
-        headers.authorization = `Signature keyId="/demo/keys/${rsaPem.fingerprint}",algorithm="rsa-sha256",headers="date",signature="${signer.sign().toString()}"`;
-      } else {
-        headers.authorization = `Signature keyId="/demo/keys/${rsaPem.fingerprint}",algorithm="rsa-sha256",headers="date",signature="AAAA"`;
-      }
+      const headers: Record<string, string> = { 'accept-version': '~8' };
+      const signer = key.createSign('sha256');
+      signer.update(`date: ${date}`);
+      if (date) headers.date = date;
+      headers.authorization = `Signature keyId="/demo/keys/${rsaPem.fingerprint}",algorithm="rsa-sha256",headers="date",signature="${signer.sign().toString()}"`;
       const res = await fetch(`${sim.url}/demo`, { headers });
       return { status: res.status, body: (await res.json()) as { code: string; message: string } };
     };
     expect((await send(new Date().toUTCString())).status).toBe(200);
     expect((await send(new Date(Date.now() - 280_000).toUTCString())).status).toBe(200);
     const stale = await send(new Date(Date.now() - 320_000).toUTCString());
-    expect(stale).toMatchObject({ status: 401, body: { code: 'InvalidCredentials' } });
-    expect(stale.body.message).toMatch(/clock skew/);
-    const future = await send(new Date(Date.now() + 400_000).toUTCString());
-    expect(future.status).toBe(401);
-    expect((await send()).status).toBe(400);
+    expect(stale).toMatchObject({ status: 400, body: { code: 'InvalidHeader' } });
+    expect(stale.body.message).toMatch(
+      /^Authorization header invalid: clock skew of 32\d(\.\d+)?s was greater than 300s$/,
+    );
+    expect((await send(new Date(Date.now() + 400_000).toUTCString())).status).toBe(400);
+    expect(await send()).toEqual({
+      status: 400,
+      body: { code: 'InvalidHeader', message: 'Authorization header invalid: date was not in the request' },
+    });
+  });
+
+  it("ccm's clock off by more than 300 s: CloudAPI's answer, and the skew measured against the Date of that answer", async () => {
+    for (const [offset, way] of [
+      [-400_000, 'behind'],
+      [+900_000, 'ahead of'],
+    ] as const) {
+      const client = new TritonClient({
+        url: sim.url,
+        account: 'demo',
+        signer: createSigner({ account: 'demo', keyMaterial: rsaPem.privateKey }),
+        secrets: [],
+        clock: () => Date.now() + offset,
+      });
+      const err = await error(client.getAccount());
+      expect(err).toBeInstanceOf(UnauthorizedError);
+      expect(err.message).toMatch(
+        new RegExp(
+          `^CloudAPI refused the signed request of key ${rsaPem.fingerprint} \\(400 InvalidHeader: Authorization header invalid: clock skew of \\d+(\\.\\d+)?s was greater than 300s\\); this machine's clock is (${Math.abs(offset) / 1000 - 1}|${Math.abs(offset) / 1000}|${Math.abs(offset) / 1000 + 1}) s ${way} CloudAPI's \\(the Date of its answer\\), more than the 300 s it allows: set the clock \\(NTP\\)$`,
+        ),
+      );
+    }
   });
 
   it('a signature by another key under a registered key id is refused', async () => {
@@ -230,14 +297,14 @@ describe('refused keys: one clear line, no secret', () => {
     signer.update(`date: ${date}`);
     const res = await fetch(`${sim.url}/demo`, {
       headers: {
-        'accept-version': '~9',
+        'accept-version': '~8',
         date,
         authorization: `Signature keyId="/demo/keys/${rsaPem.fingerprint}",algorithm="rsa-sha256",headers="date",signature="${signer.sign().toString()}"`,
       },
     });
     expect(res.status).toBe(401);
     expect(((await res.json()) as { message: string }).message).toBe(
-      'The signature we calculated does not match the one you sent',
+      'Invalid authorization credentials supplied',
     );
   });
 });
