@@ -50,14 +50,14 @@ export const credentials: CredentialSchema = {
     {
       key: 'keyMaterial',
       description:
-        'The SSH private key (PEM or OpenSSH format; RSA, ECDSA or DSA), or the path of its file; without it ccm signs through the ssh-agent',
+        'The SSH private key (PEM or OpenSSH format; RSA, ECDSA, Ed25519 or DSA), or the path of its file; without it ccm signs through the ssh-agent',
       secret: true,
       required: false,
       prompt: 'ssh-key',
       env: ['TRITON_KEY_MATERIAL', 'SDC_KEY_MATERIAL'],
       secretKey: 'key-material',
       // The Secret keeps the private key and its passphrase in the cluster: not a person's own key.
-      // ECDSA, as CloudAPI's signers take RSA, ECDSA and DSA (triton-go authentication/), not ed25519.
+      // ECDSA, not Ed25519: a CloudAPI older than TRITON-2417 (December 2023) does not verify Ed25519.
       advice:
         "A key of its own for ccm is recommended, not a personal one: make it with `ssh-keygen -t ecdsa -b 256 -N '' -f ~/.ssh/ccm-triton`, add ~/.ssh/ccm-triton.pub to the account (`triton key add ~/.ssh/ccm-triton.pub`, or the portal), then choose it below.",
     },

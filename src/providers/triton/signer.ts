@@ -36,8 +36,11 @@ export interface SignerOptions {
   agentSocket?: string;
 }
 
-/** Key types CloudAPI verifies (its SIGN_ALGOS: RSA, DSA, ECDSA); it rejects Ed25519 signatures. */
-const ACCEPTED_TYPES = new Set(['rsa', 'ecdsa', 'dsa']);
+/**
+ * Key types CloudAPI verifies (sdc-cloudapi lib/auth.js SIGN_ALGOS): Ed25519 since TRITON-2417
+ * (December 2023); an older CloudAPI refuses it with its own 400, which ccm shows as it is.
+ */
+const ACCEPTED_TYPES = new Set(['rsa', 'ecdsa', 'dsa', 'ed25519']);
 
 export function createSigner(options: SignerOptions): RequestSigner {
   if (options.keyMaterial?.trim()) return keySigner(options, loadPrivateKey(options));
@@ -71,7 +74,7 @@ function loadPrivateKey(options: SignerOptions): sshpk.PrivateKey {
     }
     // sshpk's own message may quote the input: never shown.
     throw new InvalidConfigError(
-      'the private key could not be read; give an unencrypted or passphrase-protected RSA or ECDSA key in PEM or OpenSSH format',
+      'the private key could not be read; give an unencrypted or passphrase-protected RSA, ECDSA or Ed25519 key in PEM or OpenSSH format',
     );
   }
   checkType(key.type);
@@ -99,9 +102,8 @@ function readMaterial(value: string): string {
 
 function checkType(type: string): void {
   if (ACCEPTED_TYPES.has(type)) return;
-  const what = type === 'ed25519' ? 'Ed25519' : type;
   throw new InvalidConfigError(
-    `CloudAPI does not accept ${what} signatures (only RSA, ECDSA and DSA keys); use an RSA or ECDSA key registered on the account`,
+    `CloudAPI does not accept ${type} signatures (only RSA, ECDSA, Ed25519 and DSA keys); use such a key registered on the account`,
   );
 }
 
@@ -122,6 +124,7 @@ function fingerprintMatches(keyId: string, key: sshpk.Key | sshpk.PrivateKey): b
 
 /** rsa-sha256; ECDSA with the hash its curve calls for, within what CloudAPI and http-signature share. */
 function hashFor(key: { type: string; size: number }): 'sha1' | 'sha256' | 'sha512' {
+  if (key.type === 'ed25519') return 'sha512';
   if (key.type === 'ecdsa') return key.size <= 256 ? 'sha256' : 'sha512';
   if (key.type === 'dsa') return 'sha1';
   return 'sha256';

@@ -68,6 +68,8 @@ describe('requests signed with the account key are accepted by the verifying sim
     ['RSA, PEM', () => rsaPem, 'RSA-SHA256'],
     ['RSA, OpenSSH format', () => rsaOpenssh, 'RSA-SHA256'],
     ['ECDSA P-256', () => ecdsa, 'ECDSA-SHA256'],
+    // CloudAPI verifies ed25519-sha512 since TRITON-2417 (December 2023).
+    ['Ed25519', () => ed25519, 'ED25519-SHA512'],
   ])('%s', async (_name, key, algorithm) => {
     const p = provider({ keyMaterial: key().privateKey });
     expect(await p.verifyCredentials?.()).toBe(`Triton account demo (${sim.account.id}) at ${sim.url}`);
@@ -219,11 +221,22 @@ describe('refused keys: one clear line, no secret', () => {
     }
   });
 
-  it('Ed25519: CloudAPI does not verify it, so ccm says so before any request', () => {
-    expect(() => provider({ keyMaterial: ed25519.privateKey })).toThrow(
-      'CloudAPI does not accept Ed25519 signatures (only RSA, ECDSA and DSA keys); use an RSA or ECDSA key registered on the account',
-    );
-    expect(sim.requests).toEqual([]);
+  it('Ed25519 at a CloudAPI older than TRITON-2417: its own answer, shown as it is', async () => {
+    const old = await new TritonSim({ login: 'demo', ed25519: false }).start();
+    try {
+      old.addKey(ed25519.publicKey);
+      const err = await error(
+        triton
+          .create({ url: old.url, account: 'demo', datacenter: 'x', keyMaterial: ed25519.privateKey }, {})
+          .verifyCredentials?.() as Promise<string>,
+      );
+      expect(err).toBeInstanceOf(UnauthorizedError);
+      expect(err.message).toBe(
+        `CloudAPI refused the signed request of key ${ed25519.fingerprint} (400 InvalidHeader: Authorization header invalid: ed25519-sha512 is not a supported algorithm)`,
+      );
+    } finally {
+      await old.stop();
+    }
   });
 
   it('garbage key material is refused without being quoted', () => {
@@ -327,7 +340,7 @@ describe('signing through an ssh-agent (SSH_AUTH_SOCK)', () => {
         await new Promise((r) => setTimeout(r, 100));
       }
     }
-    execFileSync('ssh-add', [rsaOpenssh.path, ecdsa.path], {
+    execFileSync('ssh-add', [rsaOpenssh.path, ecdsa.path, ed25519.path], {
       env: { SSH_AUTH_SOCK: socket },
       stdio: 'ignore',
     });
@@ -339,6 +352,7 @@ describe('signing through an ssh-agent (SSH_AUTH_SOCK)', () => {
   it.each([
     ['RSA (rsa-sha2-256)', () => rsaOpenssh, 'RSA-SHA256'],
     ['ECDSA', () => ecdsa, 'ECDSA-SHA256'],
+    ['Ed25519', () => ed25519, 'ED25519-SHA512'],
   ])('%s key held by the agent', async (_name, key, algorithm) => {
     const p = provider({ sshAuthSock: socket, keyId: key().fingerprint });
     await p.verifyCredentials?.();
