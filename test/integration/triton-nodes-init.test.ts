@@ -154,7 +154,7 @@ describe('ccm nodes init --provider triton', () => {
     const run = await nodesInit(['--deletion-grace-period', '0s', '--json']);
     expect(run.exitCode).toBe(1);
     expect(JSON.parse(run.stdout).listingError).toMatch(
-      /^cloud listing failed: GET \/demo\/machines\?offset=1000&limit=1000: 503/,
+      /^cloud listing failed: GET \/demo\/machines\?offset=999&limit=1000: 503/,
     );
     expect(run.writes).toEqual([]);
     expect(await nodeExists('gone')).toBe(true);

@@ -34,7 +34,7 @@ export interface TritonClientOptions {
   signer: RequestSigner;
   /** Values never shown in a message (key material, passphrase). */
   secrets: readonly string[];
-  /** ListMachines page size; CloudAPI's maximum (and default) is 1000. */
+  /** ListMachines page size, 2 to 1000; CloudAPI's maximum (and default) is 1000. */
   pageSize?: number;
   onRequest?: HttpClientOptions['onRequest'];
   /** The leader gate for requests that change the cloud (ProviderDeps.mayWrite). */
@@ -48,6 +48,8 @@ const API_VERSION = '~9||~8';
 /** http-signature's default clock skew, which CloudAPI's authorizationParser keeps. */
 const CLOCK_SKEW_MS = 300_000;
 const MAX_PAGE = 1000;
+/** Listings in a row whose page boundary moved before one fails. */
+const SWEEPS = 3;
 
 export class TritonClient {
   private readonly http: HttpClient;
@@ -56,7 +58,8 @@ export class TritonClient {
 
   constructor(options: TritonClientOptions) {
     this.login = encodeURIComponent(options.account);
-    this.pageSize = Math.min(options.pageSize ?? MAX_PAGE, MAX_PAGE);
+    // Pages overlap by one machine, so a page holds at least two.
+    this.pageSize = Math.max(2, Math.min(options.pageSize ?? MAX_PAGE, MAX_PAGE));
     const { signer, account } = options;
     const clock = options.clock ?? Date.now;
     // The server's clock minus ours, from the Date of its last answer (whole seconds).
@@ -109,42 +112,57 @@ export class TritonClient {
   }
 
   /**
-   * Every machine, offset/limit pages until a page is shorter than the limit the server applied
-   * (`x-query-limit`). Throws on any failed page, and when the pages do not add up (a page that
-   * repeats what was seen, fewer machines than `x-resource-count` says): never a partial list.
+   * Every machine, never a partial list. CloudAPI pages by offset over VMAPI's order (uuid,
+   * descending: sdc-vmapi lib/apis/moray.js; CloudAPI passes no sort), and `x-resource-count` is
+   * the page's length, not a total (sdc-cloudapi lib/machines.js): nothing counts the whole. A
+   * machine destroyed on an earlier page while the listing is read shifts the rest back, so the
+   * first machine of the next page would be skipped. Each next page therefore starts at the last
+   * machine of the one before: finding it again proves nothing moved back across that boundary
+   * (a machine created meanwhile only shifts the rest on, seen twice and counted once). A boundary
+   * that moved restarts the sweep; three such sweeps in a row are a RetryableError, and so is any
+   * failed page. The listing ends at a page shorter than the limit the server applied.
    */
   async listMachines(signal?: AbortSignal): Promise<Machine[]> {
+    for (let sweep = 1; ; sweep++) {
+      const machines = await this.sweepMachines(signal);
+      if (machines) return machines;
+      if (sweep === SWEEPS) {
+        throw new RetryableError(
+          `ListMachines: machines were destroyed while each of ${SWEEPS} listings was read, so a page boundary moved every time; trying again later`,
+          1000,
+        );
+      }
+    }
+  }
+
+  /** One sweep of overlapping pages; undefined when a page boundary moved (a machine may be missed). */
+  private async sweepMachines(signal?: AbortSignal): Promise<Machine[] | undefined> {
     const seen = new Map<string, Machine>();
+    let anchor: string | undefined;
+    // Machines created meanwhile can fill a page with machines seen before, but not page after page.
+    let stale = 0;
     for (let offset = 0; ; ) {
       const res = await this.http.get<Machine[]>(`/${this.login}/machines`, {
         query: { offset, limit: this.pageSize },
         signal,
       });
-      if (!Array.isArray(res.body))
-        throw unexpectedAnswer(`GET /${this.login}/machines`, 'a list of machines', res.body);
-      let added = 0;
-      for (const machine of res.body) {
-        if (!seen.has(machine.id)) added++;
-        seen.set(machine.id, machine);
-      }
+      const page = res.body;
+      if (!Array.isArray(page) || !page.every((m) => isObject(m) && typeof m.id === 'string'))
+        throw unexpectedAnswer(`GET /${this.login}/machines`, 'a list of machines', page);
+      if (anchor !== undefined && !page.some((m) => m.id === anchor)) return undefined;
+      const before = seen.size;
+      for (const machine of page) seen.set(machine.id, machine);
       const limit = headerNumber(res.headers.get('x-query-limit')) ?? this.pageSize;
-      if (res.body.length < limit || res.body.length === 0) {
-        const count = headerNumber(res.headers.get('x-resource-count'));
-        if (count !== undefined && count > seen.size) {
-          throw new RetryableError(
-            `ListMachines returned ${seen.size} machines but counts ${count}: the listing shifted while it was read; try again`,
-            1000,
-          );
-        }
-        return [...seen.values()];
-      }
-      if (added === 0) {
+      if (page.length < limit) return [...seen.values()];
+      stale = seen.size === before ? stale + 1 : 0;
+      if (stale === 3) {
         throw new RetryableError(
           `ListMachines returned the same machines again at offset ${offset}; the listing did not advance`,
           1000,
         );
       }
-      offset += res.body.length;
+      anchor = page[page.length - 1]?.id;
+      offset += page.length - 1;
     }
   }
 

@@ -128,6 +128,8 @@ export class TritonSim {
   tagDelayMs: number;
   /** Runs before a tag list is answered: tests use it to write tags "between" ccm's read and write. */
   onTagsRead?: (id: string) => void;
+  /** Runs before a ListMachines page is cut: tests use it to change the machines between pages. */
+  onListPage?: (offset: number) => void;
   url = '';
   private server?: Server;
   private order = 0;
@@ -405,13 +407,20 @@ export class TritonSim {
     if (limit < 1 || limit > MAX_LIMIT) {
       throw new ApiError(409, 'InvalidArgument', `limit must be between 1 and ${MAX_LIMIT}`);
     }
+    this.onListPage?.(offset);
     const tombstone = url.searchParams.get('tombstone') === 'true';
-    const all = [...this.machines.values()].filter((m) => tombstone || m.state !== 'deleted');
+    // sdc-cloudapi lib/machines.js getListOptions passes no sort to VMAPI, and VMAPI then orders by
+    // uuid, descending (sdc-vmapi lib/apis/moray.js _sortOptionsFromSortParam, docs/index.md
+    // "Sorting"): the order does not follow creation, and a destroyed machine shifts what follows.
+    const all = [...this.machines.values()]
+      .filter((m) => tombstone || m.state !== 'deleted')
+      .sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
     const page = all.slice(offset, offset + limit);
     return {
       status: 200,
       payload: method === 'HEAD' ? undefined : page,
-      headers: { 'x-resource-count': String(all.length), 'x-query-limit': String(limit) },
+      // sdc-cloudapi lib/machines.js: x-resource-count is the page's length, not the total.
+      headers: { 'x-resource-count': String(page.length), 'x-query-limit': String(limit) },
     };
   }
 

@@ -8,13 +8,14 @@ import { TritonClient } from '../../../../src/providers/triton/client.js';
 import { CnsLoadBalancers } from '../../../../src/providers/triton/load-balancers.js';
 import { createSigner } from '../../../../src/providers/triton/signer.js';
 import type { LoadBalancerRequest } from '../../../../src/providers/types.js';
-import { KeyFolder } from '../../../clouds/triton/keys.js';
+import { KeyFolder, type TestKey } from '../../../clouds/triton/keys.js';
 import { type SimMachine, TritonSim } from '../../../clouds/triton/server.js';
 
 const CLUSTER = 'c0ffee00-1111-4222-8333-444455556666';
 const SERVICES = 'triton.cns.services';
 
 let keys: KeyFolder;
+let key: TestKey;
 let sim: TritonSim;
 let client: TritonClient;
 let m1: SimMachine;
@@ -23,7 +24,7 @@ let m3: SimMachine;
 
 beforeAll(async () => {
   keys = new KeyFolder();
-  const key = keys.make({ type: 'ecdsa', bits: 256 });
+  key = keys.make({ type: 'ecdsa', bits: 256 });
   sim = await new TritonSim({ login: 'demo', accountId: 'b89d9dd3-62ce-4f6f-eb0d-f78e57d515d9' }).start();
   sim.addKey(key.publicKey);
   client = new TritonClient({
@@ -282,6 +283,43 @@ describe('nodes and deletion', () => {
     expect(tags(m1)[SERVICES]).toBe('shared:30080');
     await lb.delete(b);
     expect(tags(m1)).toEqual({ role: 'worker' });
+  });
+});
+
+describe('a listing that moves while it is read', () => {
+  it('machines destroyed between pages: no backend drops out of the CNS service, and a new one is still added', async () => {
+    const paged = new TritonClient({
+      url: sim.url,
+      account: 'demo',
+      signer: createSigner({ account: 'demo', keyMaterial: key.privateKey }),
+      secrets: [],
+      pageSize: 2,
+      http: { sleep: async () => {}, retries: 1 },
+    });
+    for (const m of [m1, m2, m3]) sim.machines.delete(m.id);
+    // ids fix VMAPI's order (uuid, descending): two doomed machines, then the backends.
+    const doomed = ['ffffffff-0000-4000-8000-000000000001', 'fffffffe-0000-4000-8000-000000000001'];
+    for (const [i, id] of doomed.entries()) sim.addMachine({ id, name: `doomed-${i}` });
+    const backends = ['30000000', '20000000', '10000000'].map((p, i) =>
+      sim.addMachine({ id: `${p}-0000-4000-8000-000000000001`, name: `b${i}` }),
+    );
+    await lbs().ensure(
+      request(WEB, backends.slice(0, 2), { annotations: { 'triton.ccm.io/cns-service-name': 'web' } }),
+    );
+    sim.onListPage = (offset) => {
+      const next = doomed.map((id) => sim.machines.get(id)).find((m) => m && m.state !== 'deleted');
+      if (offset > 0 && next) next.state = 'deleted';
+    };
+    try {
+      await new CnsLoadBalancers(paged, {
+        datacenter: async () => 'us-test-1',
+        cnsSuffix: 'triton.zone',
+        settleDelayMs: 1,
+      }).updateNodes(request(WEB, backends, { annotations: { 'triton.ccm.io/cns-service-name': 'web' } }));
+    } finally {
+      sim.onListPage = undefined;
+    }
+    for (const m of backends) expect(tags(m)[SERVICES]).toBe('web:30080');
   });
 });
 
