@@ -44,7 +44,12 @@ export interface TritonClientOptions {
   clock?: () => number;
 }
 
-const API_VERSION = '~9||~8';
+/**
+ * One major version, as triton-go sends (its CloudAPIMajorVersion "8") and as sdc-cloudapi
+ * docs/index.md recommends for SDKs: a later major may change what ccm reads without ccm knowing.
+ * Every call ccm makes is the same in 8 and 9 (9.0.0 changed Roles, 9.1.0 CreateMachine).
+ */
+const API_VERSION = '~8';
 /** http-signature's default clock skew, which CloudAPI's authorizationParser keeps. */
 const CLOCK_SKEW_MS = 300_000;
 const MAX_PAGE = 1000;

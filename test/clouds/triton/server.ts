@@ -241,6 +241,8 @@ export class TritonSim {
     const method = req.method ?? 'GET';
     let auth: { keyId?: string; algorithm?: string } = {};
     try {
+      const version = apiVersion(req, method, url.pathname);
+      res.setHeader('api-version', version);
       auth = this.authenticate(req, url.pathname);
       const fault = this.takeFault(method, url.pathname);
       if (fault) {
@@ -280,7 +282,6 @@ export class TritonSim {
     const text = payload === undefined ? '' : JSON.stringify(payload);
     res.writeHead(status, {
       'content-type': 'application/json',
-      'api-version': '9.0.0',
       'request-id': randomUUID(),
       ...headers,
     });
@@ -295,9 +296,6 @@ export class TritonSim {
    * does not verify are all the one 401 "Invalid authorization credentials supplied" (INVALID_CREDS).
    */
   private authenticate(req: IncomingMessage, path: string): { keyId: string; algorithm: string } {
-    if (!req.headers['accept-version'] && !req.headers['api-version']) {
-      throw new ApiError(400, 'InvalidVersion', 'accept-version header is required');
-    }
     const header = req.headers.authorization;
     // lib/auth.js authenticate: no caller after the parsers is DEF_401.
     const unauthenticated = new ApiError(
@@ -464,6 +462,44 @@ export class TritonSim {
     if (this.tagDelayMs > 0) setTimeout(apply, this.tagDelayMs).unref();
     else apply();
   }
+}
+
+/** sdc-cloudapi lib/app.js config.version: the API versions CloudAPI's routes serve. */
+const API_VERSIONS = ['9.0.0', '8.0.0', '7.3.0', '7.2.0', '7.1.0', '7.0.0'];
+
+/**
+ * restify 4.3.3 (CloudAPI's, its package.json): the range is Accept-Version, else X-Api-Version,
+ * else "*" (lib/request.js getVersion); the route answers as the highest version in it and says so
+ * in Api-Version (lib/plugins/full_response.js), and a range none satisfies is 400 InvalidVersion
+ * "<range> is not supported by <method> <path>" (lib/router.js).
+ */
+function apiVersion(req: IncomingMessage, method: string, path: string): string {
+  const header = req.headers['accept-version'] ?? req.headers['x-api-version'] ?? '*';
+  const range = Array.isArray(header) ? header.join(',') : header;
+  const version = API_VERSIONS.find((v) => satisfies(v, range));
+  if (!version) throw new ApiError(400, 'InvalidVersion', `${range} is not supported by ${method} ${path}`);
+  return version;
+}
+
+/**
+ * The node-semver range forms CloudAPI's clients send ("*", "8", "8.x", "~8", "~8.1", "^8", "8.0.0",
+ * joined by "||"); anything else satisfies nothing.
+ */
+function satisfies(version: string, range: string): boolean {
+  const [major = 0, minor = 0, patch = 0] = version.split('.').map(Number);
+  const wild = (v: string | undefined) => v === undefined || v === '*' || v.toLowerCase() === 'x';
+  return range.split('||').some((part) => {
+    const m = /^\s*([~^=])?\s*v?(\*|x|\d+)(?:\.(\*|x|\d+))?(?:\.(\*|x|\d+))?\s*$/i.exec(part);
+    if (!m) return false;
+    const [, op, a, b, c] = m;
+    if (wild(a)) return true;
+    if (Number(a) !== major) return false;
+    if (wild(b)) return true;
+    if (op === '^') return minor > Number(b) || (minor === Number(b) && (wild(c) || patch >= Number(c)));
+    if (minor !== Number(b)) return false;
+    if (wild(c)) return true;
+    return op === '~' ? patch >= Number(c) : patch === Number(c);
+  });
 }
 
 function intParam(url: URL, name: string, fallback: number): number {

@@ -120,6 +120,29 @@ describe('requests signed with the account key are accepted by the verifying sim
     );
   });
 
+  it('asks for CloudAPI major version 8 (Accept-Version ~8), the one triton-go asks for', async () => {
+    await provider({ keyMaterial: ecdsa.privateKey }).verifyCredentials?.();
+    expect(sim.requests[0]?.headers['accept-version']).toBe('~8');
+  });
+
+  it("the simulator negotiates versions as CloudAPI's restify does", async () => {
+    const versionOf = async (headers: Record<string, string>) => {
+      const res = await fetch(`${sim.url}/demo`, { headers });
+      return [res.status, res.headers.get('api-version'), ((await res.json()) as { code: string }).code];
+    };
+    // Unauthenticated: 401 after the version is chosen, which the answer names.
+    expect(await versionOf({ 'accept-version': '~8' })).toEqual([401, '8.0.0', 'InvalidCredentials']);
+    expect(await versionOf({ 'accept-version': '8' })).toEqual([401, '8.0.0', 'InvalidCredentials']);
+    expect(await versionOf({ 'accept-version': '~9||~8' })).toEqual([401, '9.0.0', 'InvalidCredentials']);
+    expect(await versionOf({})).toEqual([401, '9.0.0', 'InvalidCredentials']);
+    const res = await fetch(`${sim.url}/demo`, { headers: { 'accept-version': '~10' } });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({
+      code: 'InvalidVersion',
+      message: '~10 is not supported by GET /demo',
+    });
+  });
+
   it('every retry is signed again (authorize runs per attempt)', async () => {
     sim.fault({ path: /^\/demo$/, status: 503, body: { code: 'InternalError', message: 'busy' }, times: 1 });
     const p = triton.create(
