@@ -1,7 +1,9 @@
 /**
  * A CloudAPI simulator, written from TritonDataCenter/sdc-cloudapi docs/index.md (authentication,
  * ListMachines, GetMachine, GetAccount, ListDatacenters, the machine tag endpoints, error codes)
- * and TritonDataCenter/triton-cns docs/metadata.md (the `triton.cns.services` grammar).
+ * and TritonDataCenter/triton-cns docs/metadata.md (the `triton.cns.services` grammar); where the
+ * docs are silent, from sdc-cloudapi's code (lib/auth.js, lib/authorization.js, lib/machines.js,
+ * lib/app.js), sdc-vmapi's (the listing order) and restify 4.3.3's (version negotiation).
  *
  * Every request's signature is verified with the npm `http-signature` package, the reference
  * implementation CloudAPI itself uses, against the public keys registered for the account (or
