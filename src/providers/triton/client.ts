@@ -67,8 +67,10 @@ export class TritonClient {
     this.pageSize = Math.max(2, Math.min(options.pageSize ?? MAX_PAGE, MAX_PAGE));
     const { signer, account } = options;
     const clock = options.clock ?? Date.now;
-    // The server's clock minus ours, from the Date of its last answer (whole seconds).
-    let skewMs: number | undefined;
+    // CloudAPI's clock by the Date of its last answer, kept against the monotonic clock, so the
+    // estimate survives this machine's wall clock being set right (or wrong) in between.
+    let server: { ms: number; mono: number } | undefined;
+    const skew = () => (server ? server.ms + (performance.now() - server.mono) - clock() : undefined);
     const send = options.http?.fetch ?? globalThis.fetch;
     this.http = new HttpClient({
       baseUrl: options.url,
@@ -79,9 +81,16 @@ export class TritonClient {
       onRequest: options.onRequest,
       ...(options.mayWrite ? { mayWrite: options.mayWrite } : {}),
       isNotFound: (body) => errorCode(body) === 'ResourceNotFound',
-      describeError: (status, body) => describe(status, body, account, signer, skewMs),
+      describeError: (status, body) => describe(status, body, account, signer, skew()),
       authorize: async ({ headers }) => {
         // A fresh Date per attempt: CloudAPI refuses a Date more than 300 s away from its clock.
+        // A request that would be refused for it is not sent.
+        const off = skew();
+        if (off !== undefined && Math.abs(off) > CLOCK_SKEW_MS + 1000) {
+          throw new UnauthorizedError(
+            `CloudAPI would refuse the request's Date, so ccm did not send it${clockAdvice(off, 'last answer')}`,
+          );
+        }
         const date = new Date(clock()).toUTCString();
         const { algorithm, signature } = await signer.sign(`date: ${date}`);
         headers.set('date', date);
@@ -96,7 +105,7 @@ export class TritonClient {
         const res = await send(input, init);
         const date = Date.parse(res.headers.get('date') ?? '');
         // The Date header has whole seconds: the middle of its second is the best estimate.
-        if (!Number.isNaN(date)) skewMs = date + 500 - clock();
+        if (!Number.isNaN(date)) server = { ms: date + 500, mono: performance.now() };
         return res;
       },
     });
@@ -258,8 +267,8 @@ function describe(
 }
 
 /** Whether this machine's clock is outside CloudAPI's window, by the Date of CloudAPI's own answer. */
-function clockAdvice(skewMs: number | undefined): string {
+function clockAdvice(skewMs: number | undefined, answer = 'answer'): string {
   if (skewMs === undefined || Math.abs(skewMs) < CLOCK_SKEW_MS - 1000) return '';
   const seconds = Math.round(Math.abs(skewMs) / 1000);
-  return `; this machine's clock is ${seconds} s ${skewMs > 0 ? 'behind' : 'ahead of'} CloudAPI's (the Date of its answer), more than the 300 s it allows: set the clock (NTP)`;
+  return `; this machine's clock is ${seconds} s ${skewMs > 0 ? 'behind' : 'ahead of'} CloudAPI's (the Date of its ${answer}), more than the 300 s it allows: set the clock (NTP)`;
 }

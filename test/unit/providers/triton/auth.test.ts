@@ -304,25 +304,41 @@ describe('refused keys: one clear line, no secret', () => {
     });
   });
 
-  it("ccm's clock off by more than 300 s: CloudAPI's answer, and the skew measured against the Date of that answer", async () => {
+  it("ccm's clock off by more than 300 s: CloudAPI's answer, the skew measured against its Date, then no request until the clock is right", async () => {
     for (const [offset, way] of [
       [-400_000, 'behind'],
       [+900_000, 'ahead of'],
     ] as const) {
+      let off: number = offset;
       const client = new TritonClient({
         url: sim.url,
         account: 'demo',
         signer: createSigner({ account: 'demo', keyMaterial: rsaPem.privateKey }),
         secrets: [],
-        clock: () => Date.now() + offset,
+        clock: () => Date.now() + off,
       });
+      const s = Math.abs(offset) / 1000;
+      const skew = `this machine's clock is (${s - 1}|${s}|${s + 1}) s ${way} CloudAPI's`;
       const err = await error(client.getAccount());
       expect(err).toBeInstanceOf(UnauthorizedError);
       expect(err.message).toMatch(
         new RegExp(
-          `^CloudAPI refused the signed request of key ${rsaPem.fingerprint} \\(400 InvalidHeader: Authorization header invalid: clock skew of \\d+(\\.\\d+)?s was greater than 300s\\); this machine's clock is (${Math.abs(offset) / 1000 - 1}|${Math.abs(offset) / 1000}|${Math.abs(offset) / 1000 + 1}) s ${way} CloudAPI's \\(the Date of its answer\\), more than the 300 s it allows: set the clock \\(NTP\\)$`,
+          `^CloudAPI refused the signed request of key ${rsaPem.fingerprint} \\(400 InvalidHeader: Authorization header invalid: clock skew of \\d+(\\.\\d+)?s was greater than 300s\\); ${skew} \\(the Date of its answer\\), more than the 300 s it allows: set the clock \\(NTP\\)$`,
         ),
       );
+      // Checked before sending from now on: a request CloudAPI would refuse is not sent.
+      const sent = sim.requests.length;
+      const again = await error(client.getAccount());
+      expect(again).toBeInstanceOf(UnauthorizedError);
+      expect(again.message).toMatch(
+        new RegExp(
+          `^CloudAPI would refuse the request's Date, so ccm did not send it; ${skew} \\(the Date of its last answer\\), more than the 300 s it allows: set the clock \\(NTP\\)$`,
+        ),
+      );
+      expect(sim.requests.length).toBe(sent);
+      // The clock set right: requests go out again.
+      off = 0;
+      expect((await client.getAccount()).login).toBe('demo');
     }
   });
 
