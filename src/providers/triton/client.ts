@@ -53,7 +53,7 @@ const API_VERSION = '~8';
 /** http-signature's default clock skew, which CloudAPI's authorizationParser keeps. */
 const CLOCK_SKEW_MS = 300_000;
 const MAX_PAGE = 1000;
-/** Listings in a row whose page boundary moved before one fails. */
+/** How many listings in a row may find a page boundary moved before ListMachines fails. */
 const SWEEPS = 3;
 
 export class TritonClient {
