@@ -459,19 +459,32 @@ describe('a load balancer that is busy', () => {
   const refusals = () => sim.requests.filter((r) => r.status === 403);
 
   it('sends the second of two back-to-back changes again once the first is applied, not a token error', async () => {
-    const { lbId } = await created();
-    sim.requests.length = 0;
-    const req = request({
-      nodes: [1, 2].map((i) => ({ name: `w${i + 1}`, providerID: `digitalocean://${id(i)}`, addresses: [] })),
-      service: { annotations: { [LOAD_BALANCER_ID]: lbId } },
-    });
-    await lbs.updateNodes(req);
-    // The add is a change too, so the remove right after it meets the API's 403 and is sent again.
-    expect(refusals().map((r) => `${r.method} ${r.url.replace(/[0-9a-f-]{36}/, '<id>')}`)).toContain(
-      'DELETE /v2/load_balancers/<id>/droplets',
-    );
-    expect(sim.loadBalancers.get(lbId)?.droplet_ids).toEqual([id(1), id(2)]);
-  });
+    // A busy window far longer than a loaded machine's gap between two requests (the default 200 ms
+    // was not, under the stress run), and well inside the client's 1-2-4-8-8 s of waiting.
+    const slow = await DigitalOceanSimulator.start({ busyAfterChangeMs: 2500 });
+    try {
+      const ids = slow.addDroplets({ name: 'w1' }, { name: 'w2' }, { name: 'w3' }).map((d) => d.id as number);
+      const balancers = createDigitalOcean({ token: slow.token, baseUrl: slow.url }).loadBalancers as LoadBalancers;
+      const node = (i: number) => ({ name: `w${i + 1}`, providerID: `digitalocean://${ids[i]}`, addresses: [] });
+      const first = request({ nodes: [node(0), node(1)] });
+      await expect(balancers.ensure(first)).rejects.toBeInstanceOf(RetryableError);
+      const lbId = (await balancers.ensure(first)).annotations?.[LOAD_BALANCER_ID] ?? '';
+      await new Promise((r) => setTimeout(r, 2600));
+      slow.requests.length = 0;
+      await balancers.updateNodes(
+        request({ nodes: [node(1), node(2)], service: { annotations: { [LOAD_BALANCER_ID]: lbId } } }),
+      );
+      // The add is a change too, so the remove right after it meets the API's 403 and is sent again.
+      const refused = slow.requests.filter((r) => r.status === 403);
+      expect(refused.map((r) => `${r.method} ${r.url.replace(/[0-9a-f-]{36}/, '<id>')}`)).toContain(
+        'DELETE /v2/load_balancers/<id>/droplets',
+      );
+      expect(slow.loadBalancers.get(lbId)?.droplet_ids).toEqual([ids[1], ids[2]]);
+      expect(slow.takeViolations()).toEqual([]);
+    } finally {
+      await slow.stop();
+    }
+  }, 30_000);
 
   it('reports a load balancer that stays busy as retryable, after waiting, and never as a token problem', async () => {
     const slow = await DigitalOceanSimulator.start({ busyAfterChangeMs: 3_600_000 });
