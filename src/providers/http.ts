@@ -84,6 +84,8 @@ export interface RequestOptions {
   body?: unknown;
   headers?: Record<string, string>;
   signal?: AbortSignal;
+  /** Statuses besides 2xx that are an answer, not an error (Keystone's version document is a 300). */
+  okStatuses?: readonly number[];
 }
 
 export interface HttpResponse<T> {
@@ -220,7 +222,7 @@ export class HttpClient {
       if (error !== undefined && !isTransportError(error)) {
         throw this.unusable(error, `${method} ${shown}`, headers);
       }
-      if (res?.ok) {
+      if (res && (res.ok || opts.okStatuses?.includes(res.status))) {
         return { status: res.status, headers: res.headers, body: parse<T>(`${method} ${shown}`, res, text) };
       }
 

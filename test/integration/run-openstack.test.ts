@@ -126,7 +126,7 @@ describe('ccm run --provider openstack', () => {
     );
 
     // Keystone revokes every token mid-run, right after Octavia accepted the load balancer.
-    sim.expireTokensAfter(/\/v2\/lbaas\/loadbalancers$/);
+    sim.expireTokensAfter(/\/v2\.0\/lbaas\/loadbalancers$/);
     const tokensBefore = sim.requestsTo(/\/auth\/tokens$/, 'POST').length;
     const t1 = Date.now();
     await api.createNamespacedService({ namespace: NS, body: lbService('web') });
@@ -187,7 +187,7 @@ describe('ccm run --provider openstack', () => {
     await until('web gone', () => serviceGone(api, NS, 'web'), 30_000);
     // One cascade delete, waited for: the finalizer went only once Octavia had removed the load
     // balancer with its listeners and pools; the floating IP ccm created is released.
-    expect(sim.requestsTo(/\/v2\/lbaas\/loadbalancers\/[^/?]+\?cascade=true$/, 'DELETE')).toHaveLength(1);
+    expect(sim.requestsTo(/\/v2\.0\/lbaas\/loadbalancers\/[^/?]+\?cascade=true$/, 'DELETE')).toHaveLength(1);
     expect(octaviaCounts()).toEqual({
       loadBalancers: 0,
       listeners: 0,
@@ -223,7 +223,7 @@ describe('ccm run --provider openstack', () => {
     expect(warning).toMatch(
       /^Error syncing load balancer: Octavia load balancer ccm_\S+ \(\S+\) is in provisioning status ERROR; ccm retries/,
     );
-    const gets = () => sim.requestsTo(/\/v2\/lbaas\/loadbalancers/, 'GET').length;
+    const gets = () => sim.requestsTo(/\/v2\.0\/lbaas\/loadbalancers/, 'GET').length;
     const before = gets();
     // An operator fixes it (a failover): the retry, with the Service backoff, takes it from there.
     const record = [...sim.octavia.loadBalancers.values()].find((r) => r.lb.provisioning_status === 'ERROR');

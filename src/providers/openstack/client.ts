@@ -153,8 +153,10 @@ function tlsFetch(config: GlobalConfig): typeof fetch | undefined {
 
 /**
  * The root the API paths are appended to. Neutron and Octavia paths carry their version (v2.0/…,
- * v2/lbaas/…), and most catalogs register the unversioned root; a catalog URL that ends in the
- * version already is cut back to the root. Nova's URL is used as it is (…/v2.1[/<project>]).
+ * v2.0/lbaas/…: every Octavia serves /v2.0, only those since Rocky also /v2, so ccm asks for v2.0
+ * as gophercloud and the official controller do), and most catalogs register the unversioned root;
+ * a catalog URL that ends in the version already is cut back to the root. Nova's URL is used as it
+ * is (…/v2.1[/<project>]).
  */
 export function serviceRoot(type: ServiceType, url: string): string {
   const trimmed = url.replace(/\/+$/, '');

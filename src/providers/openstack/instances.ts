@@ -34,9 +34,16 @@ interface ServerList {
   servers_links?: { href: string; rel: string }[];
 }
 
+interface NovaFlavor {
+  id: string;
+  name: string;
+}
+
 export class NovaInstances implements Instances {
   /** False once Nova refused the microversion (406): later requests go without it. */
   private microversion = true;
+  /** GET flavors/{id}, once per flavor: undefined when Nova has none by that id. */
+  private readonly flavors = new Map<string, Promise<NovaFlavor | undefined>>();
 
   constructor(
     private readonly session: Session,
@@ -62,7 +69,13 @@ export class NovaInstances implements Instances {
           throw new Error(`Nova listed server ${server.id} twice while paging; the listing is not used`);
         }
         seen.add(server.id);
-        instances.push(toInstance(server, region, this.networking));
+        // A server whose flavor gives no usable instance type is listed without one (its Node gets
+        // no instance-type label): one odd server never fails the listing of all the others.
+        const type = await this.instanceType(server, signal).catch((err: unknown) => {
+          if (err instanceof NoInstanceTypeError) return '';
+          throw err;
+        });
+        instances.push(toInstance(server, region, this.networking, type));
       }
       // The next link says there is more; its marker (the last server) is sent to the configured
       // endpoint, so a cloud whose links name an internal host still pages through.
@@ -91,7 +104,42 @@ export class NovaInstances implements Instances {
     if (server.status === 'DELETED') {
       throw new NotFoundError(`Nova reports server ${parsed.id} as DELETED`);
     }
-    return toInstance(server, region, this.networking);
+    return toInstance(server, region, this.networking, await this.instanceType(server, signal));
+  }
+
+  /**
+   * The instance type as the official controller's srvInstanceType (pkg/openstack/instances.go)
+   * finds it: flavor.original_name (microversion 2.47+) when it is a valid label value; else Nova's
+   * flavor by that value, then by flavor.id (what Nova before 2.47 shows: the id, never the name),
+   * whose name when it is a valid label value, else its id. Each flavor is asked for once.
+   */
+  private async instanceType(server: NovaServer, signal?: AbortSignal): Promise<string> {
+    for (const key of ['original_name', 'id'] as const) {
+      const value = server.flavor?.[key];
+      if (typeof value !== 'string' || value === '') continue;
+      if (key === 'original_name' && isValidLabelValue(value)) return value;
+      const flavor = await this.flavor(value, signal);
+      if (flavor) return isValidLabelValue(flavor.name) ? flavor.name : flavor.id;
+    }
+    throw new NoInstanceTypeError(
+      `server ${server.id}: Nova names no flavor ccm can use as the instance type (flavor ${JSON.stringify(server.flavor?.original_name ?? server.flavor?.id ?? null)} is not a label value and Nova has no flavor by that id)`,
+    );
+  }
+
+  private flavor(id: string, signal?: AbortSignal): Promise<NovaFlavor | undefined> {
+    let known = this.flavors.get(id);
+    if (!known) {
+      known = this.nova<{ flavor: NovaFlavor }>(`flavors/${encodeURIComponent(id)}`, signal).then(
+        ({ flavor }) => ({ id: String(flavor.id), name: String(flavor.name) }),
+        (err: unknown) => {
+          if (err instanceof NotFoundError) return undefined;
+          this.flavors.delete(id); // a failure is not remembered: the next call asks again
+          throw err;
+        },
+      );
+      this.flavors.set(id, known);
+    }
+    return known;
   }
 
   private async nova<T>(
@@ -120,6 +168,25 @@ export class NovaInstances implements Instances {
   }
 }
 
+class NoInstanceTypeError extends Error {}
+
+/** Kubernetes' IsValidLabelValue: at most 63 characters, alphanumerics and -_. inside. */
+export function isValidLabelValue(value: string): boolean {
+  return value.length <= 63 && /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/.test(value);
+}
+
+/**
+ * The availability zone as a label value, as the official controller's util.SanitizeLabel
+ * (pkg/util/util.go) makes it: runs of other characters become "-", "-_." are trimmed from both
+ * ends, and the result is cut to 63 characters.
+ */
+export function sanitizeLabel(input: string): string {
+  return input
+    .replace(/[^-a-zA-Z0-9_.]+/g, '-')
+    .replace(/^[-_.]+|[-_.]+$/g, '')
+    .slice(0, 63);
+}
+
 function markerOf(href: string): string | undefined {
   try {
     return new URL(href, 'http://link.invalid').searchParams.get('marker') ?? undefined;
@@ -141,14 +208,19 @@ export function serverState(status: string): InstanceState {
   return 'running';
 }
 
-export function toInstance(server: NovaServer, region: string, networking: NetworkingConfig): Instance {
+export function toInstance(
+  server: NovaServer,
+  region: string,
+  networking: NetworkingConfig,
+  type: string,
+): Instance {
   return {
     providerID: formatProviderID(SCHEME, server.id),
     name: server.name,
     state: serverState(server.status),
-    type: server.flavor?.original_name ?? server.flavor?.id ?? '',
+    type,
     region,
-    zone: server['OS-EXT-AZ:availability_zone'] ?? '',
+    zone: sanitizeLabel(server['OS-EXT-AZ:availability_zone'] ?? ''),
     addresses: serverAddresses(server, networking),
     labels: {},
   };

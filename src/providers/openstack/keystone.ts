@@ -45,21 +45,33 @@ export interface Token {
  */
 const RENEW_BEFORE_MS = 60_000;
 
+type IdentityHttpOptions = Pick<
+  HttpClientOptions,
+  'fetch' | 'onRequest' | 'sleep' | 'now' | 'timeoutMs' | 'retries'
+>;
+
 export class Keystone {
-  private readonly http: HttpClient;
+  /** The v3 API's client, once auth-url has led to it (identityV3). */
+  private http?: Promise<HttpClient>;
   private token?: Token;
   private pending?: Promise<Token>;
 
   constructor(
     private readonly config: GlobalConfig,
-    options: Pick<HttpClientOptions, 'fetch' | 'onRequest' | 'sleep' | 'now' | 'timeoutMs' | 'retries'>,
+    private readonly options: IdentityHttpOptions,
     private readonly now: () => number = Date.now,
-  ) {
-    this.http = new HttpClient({
-      ...options,
-      baseUrl: identityV3(config.authUrl),
-      secrets: () => this.secrets(),
-    });
+  ) {}
+
+  /** The Keystone v3 client; a failed discovery is not kept, the next call asks again. */
+  private identity(signal?: AbortSignal): Promise<HttpClient> {
+    this.http ??= identityV3(this.config.authUrl, this.options, signal).then(
+      (baseUrl) => new HttpClient({ ...this.options, baseUrl, secrets: () => this.secrets() }),
+      (err: unknown) => {
+        this.http = undefined;
+        throw err;
+      },
+    );
+    return this.http;
   }
 
   /** Credentials and the current token, for redaction by every client. */
@@ -95,9 +107,10 @@ export class Keystone {
   }
 
   private async authenticate(signal?: AbortSignal): Promise<Token> {
+    const http = await this.identity(signal);
     let res: Awaited<ReturnType<HttpClient['post']>>;
     try {
-      res = await this.http.post<TokenBody>('auth/tokens', requestBody(this.config.auth), {
+      res = await http.post<TokenBody>('auth/tokens', requestBody(this.config.auth), {
         ...(signal ? { signal } : {}),
       });
     } catch (err) {
@@ -168,8 +181,22 @@ export function endpointFor(
   return { url: chosen.url, region: region || regionOf(chosen) };
 }
 
-/** The v3 root of auth-url: `…/v3` as given, or with `/v3` added to a bare Keystone URL. */
-export function identityV3(authUrl: string): string {
+/** Version statuses a client may use, as Keystone and gophercloud's ChooseVersion name them. */
+const USABLE = new Set(['stable', 'current', 'supported']);
+
+/**
+ * The Keystone v3 root that auth-url leads to. A URL that ends in /v3 is that root, as given (no
+ * request). Any other is Keystone's unversioned root: its version document (GET without a token,
+ * answered 300 Multiple Choices, keystone/api/discovery.py) names v3 and its URL, which may be a
+ * path of its own (/identity/v3, /keystone/v3/…) rather than auth-url + "/v3". The link's path is
+ * used on auth-url's own scheme, host and port: the password never goes to a host not configured,
+ * even where Keystone's public_endpoint names an internal one.
+ */
+export async function identityV3(
+  authUrl: string,
+  options: IdentityHttpOptions = {},
+  signal?: AbortSignal,
+): Promise<string> {
   const url = authUrl.replace(/\/+$/, '');
   if (/\/v3$/.test(url)) return url;
   if (/\/v2\.0$/.test(url)) {
@@ -177,7 +204,52 @@ export function identityV3(authUrl: string): string {
       `[Global] auth-url ${authUrl} is Keystone v2.0, which is gone; use the v3 URL (…/v3)`,
     );
   }
-  return `${url}/v3`;
+  const http = new HttpClient({ ...options, baseUrl: url });
+  let body: unknown;
+  try {
+    body = (await http.get('', { okStatuses: [300], ...(signal ? { signal } : {}) })).body;
+  } catch (err) {
+    const status = httpStatus(err);
+    if (status !== undefined && status >= 400 && status < 500) {
+      throw new InvalidConfigError(
+        `[Global] auth-url ${authUrl} answered ${status} to the version discovery (GET without a token); set it to Keystone's URL, e.g. https://keystone.example.com:5000/v3`,
+      );
+    }
+    throw err;
+  }
+  const versions = versionEntries(body);
+  const v3 = versions.find(
+    (v) => typeof v.id === 'string' && /^v3(\.|$)/.test(v.id) && USABLE.has(String(v.status).toLowerCase()),
+  );
+  const href = v3?.links?.find((l) => l.rel === 'self')?.href;
+  if (!v3 || typeof href !== 'string' || !URL.canParse(href, `${url}/`)) {
+    const offered = versions.map((v) => `${String(v.id)} (${String(v.status)})`).join(', ') || 'none';
+    throw new InvalidConfigError(
+      `[Global] auth-url ${authUrl}: its version document offers no usable Keystone v3 with a link (it offers: ${offered}); set auth-url to the Keystone v3 URL (…/v3)`,
+    );
+  }
+  const link = new URL(href, `${url}/`);
+  const configured = new URL(url);
+  return `${configured.origin}${link.pathname}`.replace(/\/+$/, '');
+}
+
+interface VersionEntry {
+  id?: unknown;
+  status?: unknown;
+  links?: { rel?: string; href?: unknown }[];
+}
+
+/** The versions of a version document: Keystone's {versions: {values}}, a {versions: [...]} list, or one {version}. */
+function versionEntries(body: unknown): VersionEntry[] {
+  if (typeof body !== 'object' || body === null) return [];
+  const doc = body as { versions?: unknown; version?: unknown };
+  const list =
+    typeof doc.versions === 'object' && doc.versions !== null && !Array.isArray(doc.versions)
+      ? (doc.versions as { values?: unknown }).values
+      : doc.versions;
+  if (Array.isArray(list)) return list.filter((v) => typeof v === 'object' && v !== null);
+  if (typeof doc.version === 'object' && doc.version !== null) return [doc.version as VersionEntry];
+  return [];
 }
 
 function requestBody(auth: KeystoneAuth): unknown {

@@ -20,6 +20,12 @@ import type { LoadBalancerConfig } from './config.js';
  * A member update, which settles in seconds, thus finishes in one call with no Warning. The
  * floating IP comes from Neutron.
  *
+ * A change that fails on a listener, pool, member or health monitor does not show on the load
+ * balancer: Octavia's revert marks that child ERROR and puts the load balancer back to ACTIVE
+ * (octavia/controller/worker/v2/tasks/lifecycle_tasks.py). So each pass reads the children's own
+ * provisioning_status too: one in ERROR is sent again once per call, and still ERROR after that is
+ * a RetryableError naming it (a Warning on the Service, retried with the Service backoff).
+ *
  * Ownership: the load balancer is named "ccm_" + the request's name and tagged with the cluster
  * identity; one named like it without this cluster's tag is never adopted, changed or deleted.
  * A floating IP is ccm's only when its description says so; any other is only disassociated.
@@ -50,7 +56,12 @@ interface OctaviaLoadBalancer {
   tags?: string[];
 }
 
-interface Listener {
+/** Every Octavia object has its own provisioning_status (ACTIVE, PENDING_*, ERROR). */
+interface Provisioned {
+  provisioning_status?: string;
+}
+
+interface Listener extends Provisioned {
   id: string;
   name: string;
   protocol: string;
@@ -64,7 +75,7 @@ interface Listener {
   allowed_cidrs?: string[] | null;
 }
 
-interface Pool {
+interface Pool extends Provisioned {
   id: string;
   name: string;
   protocol: string;
@@ -74,7 +85,7 @@ interface Pool {
   listeners: Ref[];
 }
 
-interface Member {
+interface Member extends Provisioned {
   id?: string;
   name: string;
   address: string;
@@ -83,7 +94,7 @@ interface Member {
   monitor_port?: number | null;
 }
 
-interface HealthMonitor {
+interface HealthMonitor extends Provisioned {
   id: string;
   type: string;
   delay: number;
@@ -139,8 +150,9 @@ export class OctaviaLoadBalancers implements LoadBalancers {
       lb = await this.create(req, options, desired, signal);
     }
     lb = await this.settle(lb, signal);
+    const retried = new Set<string>();
     for (;;) {
-      const change = await this.reconcile(lb, desired, signal, false);
+      const change = await this.reconcile(lb, desired, signal, false, retried);
       if (!change) break;
       lb = await this.settle(lb, signal, change);
     }
@@ -154,8 +166,9 @@ export class OctaviaLoadBalancers implements LoadBalancers {
     if (!lb) return;
     lb = await this.settle(lb, signal);
     const desired = this.desiredListeners(req, options);
+    const retried = new Set<string>();
     for (;;) {
-      const change = await this.reconcile(lb, desired, signal, true);
+      const change = await this.reconcile(lb, desired, signal, true, retried);
       if (!change) return;
       lb = await this.settle(lb, signal, change);
     }
@@ -204,7 +217,7 @@ export class OctaviaLoadBalancers implements LoadBalancers {
     await this.call(
       'load-balancer',
       'DELETE',
-      `v2/lbaas/loadbalancers/${lb.id}?cascade=true`,
+      `v2.0/lbaas/loadbalancers/${lb.id}?cascade=true`,
       undefined,
       signal,
       true,
@@ -221,7 +234,7 @@ export class OctaviaLoadBalancers implements LoadBalancers {
     const { loadbalancers } = await this.call<{ loadbalancers: OctaviaLoadBalancer[] }>(
       'load-balancer',
       'GET',
-      `v2/lbaas/loadbalancers?name=${encodeURIComponent(name)}`,
+      `v2.0/lbaas/loadbalancers?name=${encodeURIComponent(name)}`,
       undefined,
       signal,
     );
@@ -272,7 +285,7 @@ export class OctaviaLoadBalancers implements LoadBalancers {
     const { loadbalancer } = await this.call<{ loadbalancer: OctaviaLoadBalancer }>(
       'load-balancer',
       'POST',
-      'v2/lbaas/loadbalancers',
+      'v2.0/lbaas/loadbalancers',
       body,
       signal,
     );
@@ -314,7 +327,7 @@ export class OctaviaLoadBalancers implements LoadBalancers {
         const read = await this.call<{ loadbalancer: OctaviaLoadBalancer } | undefined>(
           'load-balancer',
           'GET',
-          `v2/lbaas/loadbalancers/${current.id}`,
+          `v2.0/lbaas/loadbalancers/${current.id}`,
           undefined,
           signal,
           true,
@@ -349,30 +362,46 @@ export class OctaviaLoadBalancers implements LoadBalancers {
 
   /**
    * Brings listeners, pools, members and health monitors to `desired`, one change per call (Octavia
-   * takes one at a time). Returns what it changed, or undefined when everything matches.
+   * takes one at a time). Returns what it changed, or undefined when everything matches. A child
+   * Octavia left in ERROR is changed again once (its key goes into `retried`); in ERROR again, it
+   * throws.
    */
   private async reconcile(
     lb: OctaviaLoadBalancer,
     desired: DesiredListener[],
     signal: AbortSignal | undefined,
     membersOnly: boolean,
+    retried: Set<string>,
   ): Promise<string | undefined> {
+    /** Whether `objects` (of one change) include one in ERROR that is to be sent again. */
+    const failed = (what: string, key: string, objects: readonly Provisioned[]): boolean => {
+      const errored = objects.filter((o) => o.provisioning_status === 'ERROR');
+      if (errored.length === 0) return false;
+      if (retried.has(key)) {
+        const ids = errored.map((o) => (o as { id?: string }).id).join(', ');
+        throw new RetryableError(
+          `Octavia load balancer ${lb.name} (${lb.id}) is ACTIVE but ${what} failed twice: Octavia left ${key.split(' ')[0]} ${ids} in provisioning status ERROR; ccm tries again later, see Octavia's worker log for why`,
+        );
+      }
+      retried.add(key);
+      return true;
+    };
     const { listeners } = await this.call<{ listeners: Listener[] }>(
       'load-balancer',
       'GET',
-      `v2/lbaas/listeners?loadbalancer_id=${lb.id}`,
+      `v2.0/lbaas/listeners?loadbalancer_id=${lb.id}`,
       undefined,
       signal,
     );
     const { pools } = await this.call<{ pools: Pool[] }>(
       'load-balancer',
       'GET',
-      `v2/lbaas/pools?loadbalancer_id=${lb.id}`,
+      `v2.0/lbaas/pools?loadbalancer_id=${lb.id}`,
       undefined,
       signal,
     );
     const lbCall = <T>(method: string, path: string, body?: unknown) =>
-      this.call<T>('load-balancer', method, `v2/lbaas/${path}`, body, signal);
+      this.call<T>('load-balancer', method, `v2.0/lbaas/${path}`, body, signal);
 
     for (const want of desired) {
       const { protocol, protocol_port: port } = want.listener;
@@ -385,7 +414,10 @@ export class OctaviaLoadBalancers implements LoadBalancers {
         });
         return `creating the listener for ${label}`;
       }
-      if (!membersOnly && differs(listener, want.listener)) {
+      // failed() first: a child in ERROR counts its retry whether or not it also differs.
+      const listenerFailed =
+        !membersOnly && failed(`the listener for ${label}`, `listener ${listener.id}`, [listener]);
+      if (!membersOnly && (listenerFailed || differs(listener, want.listener))) {
         const { name: _n, protocol: _p, protocol_port: _pp, ...update } = want.listener;
         await lbCall('PUT', `listeners/${listener.id}`, { listener: update });
         return `updating the listener for ${label}`;
@@ -396,13 +428,16 @@ export class OctaviaLoadBalancers implements LoadBalancers {
         await lbCall('POST', 'pools', { pool: { ...want.pool, listener_id: listener.id } });
         return `creating the pool for ${label}`;
       }
-      if (!membersOnly && differs(pool, want.pool)) {
+      const poolFailed = !membersOnly && failed(`the pool for ${label}`, `pool ${pool.id}`, [pool]);
+      if (!membersOnly && (poolFailed || differs(pool, want.pool))) {
         const { name: _n, protocol: _p, ...update } = want.pool;
         await lbCall('PUT', `pools/${pool.id}`, { pool: update });
         return `updating the pool for ${label}`;
       }
       const { members } = await lbCall<{ members: Member[] }>('GET', `pools/${pool.id}/members`);
-      if (!sameMembers(members, want.members)) {
+      // A failed batch leaves its members ERROR, those it was to delete among them.
+      const membersFailed = failed(`the members for ${label}`, `member(s) of pool ${pool.id}`, members);
+      if (membersFailed || !sameMembers(members, want.members)) {
         await lbCall('PUT', `pools/${pool.id}/members`, { members: want.members });
         return `updating the members for ${label}`;
       }
@@ -419,7 +454,12 @@ export class OctaviaLoadBalancers implements LoadBalancers {
         await lbCall('POST', 'healthmonitors', { healthmonitor: { ...want.monitor, pool_id: pool.id } });
         return `creating the health monitor for ${label}`;
       }
-      if (monitor && want.monitor && differs(monitor, want.monitor)) {
+      if (
+        monitor &&
+        want.monitor &&
+        (failed(`the health monitor for ${label}`, `healthmonitor ${monitor.id}`, [monitor]) ||
+          differs(monitor, want.monitor))
+      ) {
         const { type: _t, ...update } = want.monitor;
         await lbCall('PUT', `healthmonitors/${monitor.id}`, { healthmonitor: update });
         return `updating the health monitor for ${label}`;

@@ -130,10 +130,31 @@ interface LbRecord {
   pendingReads: number;
   /** Where the pending operation ends: ACTIVE, ERROR, or gone (delete). */
   settlesTo: 'ACTIVE' | 'ERROR' | 'DELETED';
+  /** The operation on a child in flight, if the pending one is one (see `childOperation`). */
+  child?: ChildOperation;
+}
+
+/**
+ * A change to listeners, pools, members or health monitors. Its objects are PENDING_* while the
+ * load balancer is PENDING_UPDATE; when it ends they are ACTIVE (or removed, for a delete). When it
+ * fails, Octavia's revert marks them ERROR and puts the load balancer back to ACTIVE
+ * (octavia/controller/worker/v2/tasks/lifecycle_tasks.py: ListenerToErrorOnRevertTask,
+ * PoolToErrorOnRevertTask, MembersToErrorOnRevertTask, HealthMonitorToErrorOnRevertTask each
+ * mark_*_prov_status_error on the child, then mark_loadbalancer_prov_status_active).
+ */
+interface ChildOperation {
+  objects: Obj[];
+  /** Run when the operation succeeds: a delete removes its objects then. */
+  done?: () => void;
 }
 
 const fault = (status: number, faultstring: string) =>
   new HttpError(status, { faultcode: status < 500 ? 'Client' : 'Server', faultstring, debuginfo: null });
+/**
+ * octavia/common/exceptions.py NotFound: '%(resource)s %(id)s not found.', the resource named by
+ * its model's _name() ("Load Balancer", "Health Monitor"), raised by api/v2/controllers/base.py.
+ */
+const notFound = (resource: string, id: unknown) => fault(404, `${resource} ${String(id)} not found.`);
 const neutronError = (status: number, type: string, message: string) =>
   new HttpError(status, { NeutronError: { type, message, detail: '' } });
 
@@ -173,10 +194,23 @@ export class OctaviaState {
     if (m) {
       const record = this.loadBalancers.get(m[1] as string);
       const lb = record && this.read(record);
-      if (!record || !lb) throw fault(404, `Load Balancer ${m[1]} could not be found.`);
+      if (!record || !lb) throw notFound('Load Balancer', m[1]);
       if (method === 'GET') return [200, { loadbalancer: lb }];
-      if (method === 'DELETE') {
+      if (method === 'PUT') {
+        // load_balancer.py put: status_code=200, the load balancer PENDING_UPDATE while it applies.
         this.mutable(record);
+        const spec = objectField(body, 'loadbalancer');
+        allowOnly(
+          spec,
+          ['name', 'description', 'admin_state_up', 'vip_qos_policy_id', 'tags'],
+          'loadbalancer',
+        );
+        Object.assign(lb, spec, { updated_at: new Date().toISOString().slice(0, 19) });
+        this.pending(record, 'PENDING_UPDATE');
+        return [200, { loadbalancer: lb }];
+      }
+      if (method === 'DELETE') {
+        this.mutable(record, true);
         const children = (lb.listeners as unknown[]).length + (lb.pools as unknown[]).length;
         if (children > 0 && q.get('cascade') !== 'true') {
           throw fault(400, `Cannot delete Load Balancer ${lb.id} - it has children`);
@@ -198,14 +232,14 @@ export class OctaviaState {
       const spec = objectField(body, 'listener');
       const record = this.ownerOf(spec.loadbalancer_id);
       this.mutable(record);
-      this.addListener(record.lb, spec);
-      this.pending(record, 'PENDING_UPDATE');
-      return [201, { listener: [...this.listeners.values()].at(-1) }];
+      const listener = this.addListener(record.lb, spec);
+      this.childChange(record, 'PENDING_CREATE', [listener]);
+      return [201, { listener }];
     }
     m = /^\/listeners\/([^/]+)$/.exec(path);
     if (m) {
       const listener = this.listeners.get(m[1] as string);
-      if (!listener) throw fault(404, `Listener ${m[1]} could not be found.`);
+      if (!listener) throw notFound('Listener', m[1]);
       const record = this.ownerOf(lbOf(listener));
       if (method === 'PUT') {
         this.mutable(record);
@@ -218,14 +252,17 @@ export class OctaviaState {
           'listener',
         );
         Object.assign(listener, spec);
-        this.pending(record, 'PENDING_UPDATE');
-        return [202, { listener }];
+        this.childChange(record, 'PENDING_UPDATE', [listener]);
+        // listener.py put: status_code=200 (pool.py and health_monitor.py put too; only the member
+        // batch update is 202).
+        return [200, { listener }];
       }
       if (method === 'DELETE') {
         this.mutable(record);
-        this.listeners.delete(listener.id as string);
-        record.lb.listeners = (record.lb.listeners as Obj[]).filter((l) => l.id !== listener.id);
-        this.pending(record, 'PENDING_UPDATE');
+        this.childChange(record, 'PENDING_DELETE', [listener], () => {
+          this.listeners.delete(listener.id as string);
+          record.lb.listeners = (record.lb.listeners as Obj[]).filter((l) => l.id !== listener.id);
+        });
         return [204, undefined];
       }
     }
@@ -241,19 +278,19 @@ export class OctaviaState {
     if (path === '/pools' && method === 'POST') {
       const spec = objectField(body, 'pool');
       const listener = this.listeners.get(String(spec.listener_id));
-      if (!listener) throw fault(404, `Listener ${String(spec.listener_id)} could not be found.`);
+      if (!listener) throw notFound('Listener', String(spec.listener_id));
       if (listener.default_pool_id) throw fault(409, `Listener ${listener.id} already has a default pool`);
       const record = this.ownerOf(lbOf(listener));
       this.mutable(record);
       const { listener_id: _l, ...rest } = spec;
       const pool = this.addPool(record.lb, rest, listener);
-      this.pending(record, 'PENDING_UPDATE');
+      this.childChange(record, 'PENDING_CREATE', [pool]);
       return [201, { pool }];
     }
     m = /^\/pools\/([^/]+)\/members$/.exec(path);
     if (m) {
       const pool = this.pools.get(m[1] as string);
-      if (!pool) throw fault(404, `Pool ${m[1]} could not be found.`);
+      if (!pool) throw notFound('Pool', m[1]);
       if (method === 'GET')
         return [200, { members: this.members.get(pool.id as string) ?? [], members_links: [] }];
       if (method === 'PUT') {
@@ -261,18 +298,32 @@ export class OctaviaState {
         this.mutable(record);
         const specs = (body as { members?: unknown })?.members;
         if (!Array.isArray(specs)) throw fault(400, 'Invalid input for field/attribute members.');
-        this.members.set(
-          pool.id as string,
-          specs.map((s) => this.member(s as Obj)),
-        );
-        this.pending(record, 'PENDING_UPDATE');
+        // octavia/api/v2/controllers/member.py MembersController.put: a member matched by address
+        // and protocol_port is updated (PENDING_UPDATE, same id), a new one created (PENDING_CREATE),
+        // one left out deleted (PENDING_DELETE, gone once the flow ends).
+        const key = (m: Obj) => `${String(m.address)}|${String(m.protocol_port)}`;
+        const old = this.members.get(pool.id as string) ?? [];
+        const wanted = specs.map((s) => this.member(s as Obj));
+        const kept = wanted.map((m) => {
+          const was = old.find((o) => key(o) === key(m));
+          return was
+            ? Object.assign(was, m, { id: was.id, provisioning_status: 'PENDING_UPDATE' })
+            : { ...m, provisioning_status: 'PENDING_CREATE' };
+        });
+        const dropped = old.filter((o) => !wanted.some((m) => key(m) === key(o)));
+        for (const d of dropped) d.provisioning_status = 'PENDING_DELETE';
+        this.members.set(pool.id as string, [...kept, ...dropped]);
+        this.pending(record, 'PENDING_UPDATE', undefined, {
+          objects: [...kept, ...dropped],
+          done: () => this.members.set(pool.id as string, kept),
+        });
         return [202, undefined];
       }
     }
     m = /^\/pools\/([^/]+)$/.exec(path);
     if (m) {
       const pool = this.pools.get(m[1] as string);
-      if (!pool) throw fault(404, `Pool ${m[1]} could not be found.`);
+      if (!pool) throw notFound('Pool', m[1]);
       const record = this.ownerOf(lbOf(pool));
       if (method === 'PUT') {
         this.mutable(record);
@@ -295,32 +346,31 @@ export class OctaviaState {
             ? { session_persistence: persistenceView(spec.session_persistence) }
             : {},
         );
-        this.pending(record, 'PENDING_UPDATE');
-        return [202, { pool }];
+        this.childChange(record, 'PENDING_UPDATE', [pool]);
+        return [200, { pool }];
       }
       if (method === 'DELETE') {
         this.mutable(record);
-        this.removePool(record.lb, pool);
-        this.pending(record, 'PENDING_UPDATE');
+        this.childChange(record, 'PENDING_DELETE', [pool], () => this.removePool(record.lb, pool));
         return [204, undefined];
       }
     }
     if (path === '/healthmonitors' && method === 'POST') {
       const spec = objectField(body, 'healthmonitor');
       const pool = this.pools.get(String(spec.pool_id));
-      if (!pool) throw fault(404, `Pool ${String(spec.pool_id)} could not be found.`);
+      if (!pool) throw notFound('Pool', String(spec.pool_id));
       if (pool.healthmonitor_id) throw fault(409, `Pool ${pool.id} already has a health monitor`);
       const record = this.ownerOf(lbOf(pool));
       this.mutable(record);
       const { pool_id: _p, ...rest } = spec;
       const monitor = this.monitor(rest, pool);
-      this.pending(record, 'PENDING_UPDATE');
+      this.childChange(record, 'PENDING_CREATE', [monitor]);
       return [201, { healthmonitor: monitor }];
     }
     m = /^\/healthmonitors\/([^/]+)$/.exec(path);
     if (m) {
       const monitor = this.monitors.get(m[1] as string);
-      if (!monitor) throw fault(404, `Health Monitor ${m[1]} could not be found.`);
+      if (!monitor) throw notFound('Health Monitor', m[1]);
       const pool = this.pools.get(String((monitor.pools as Obj[])[0]?.id)) as Obj;
       if (method === 'GET') return [200, { healthmonitor: monitor }];
       const record = this.ownerOf(lbOf(pool));
@@ -333,12 +383,16 @@ export class OctaviaState {
           'healthmonitor',
         );
         Object.assign(monitor, spec);
-      } else if (method === 'DELETE') {
-        this.monitors.delete(monitor.id as string);
-        pool.healthmonitor_id = null;
+        this.childChange(record, 'PENDING_UPDATE', [monitor]);
+        return [200, { healthmonitor: monitor }];
       }
-      this.pending(record, 'PENDING_UPDATE');
-      return method === 'DELETE' ? [204, undefined] : [202, { healthmonitor: monitor }];
+      if (method === 'DELETE') {
+        this.childChange(record, 'PENDING_DELETE', [monitor], () => {
+          this.monitors.delete(monitor.id as string);
+          pool.healthmonitor_id = null;
+        });
+        return [204, undefined];
+      }
     }
     throw fault(404, `no route ${method} ${path}`);
   }
@@ -396,6 +450,7 @@ export class OctaviaState {
     lb.listeners = [];
     lb.pools = [];
     for (const l of listeners) this.addListener(lb, l as Obj);
+    for (const o of this.childrenOf(id)) o.provisioning_status = 'PENDING_CREATE';
     const record: LbRecord = { lb, pendingReads: 0, settlesTo: 'ACTIVE' };
     this.loadBalancers.set(id, record);
     this.pending(record, 'PENDING_CREATE');
@@ -532,6 +587,8 @@ export class OctaviaState {
       monitor_port: null,
       ...spec,
       id: randomUUID(),
+      provisioning_status: 'ACTIVE',
+      operating_status: 'NO_MONITOR',
     };
   }
 
@@ -565,6 +622,8 @@ export class OctaviaState {
       timeout,
       id,
       pools: [{ id: pool.id }],
+      provisioning_status: 'ACTIVE',
+      operating_status: 'ONLINE',
     };
     this.monitors.set(id, monitor);
     pool.healthmonitor_id = id;
@@ -582,24 +641,48 @@ export class OctaviaState {
 
   private ownerOf(id: unknown): LbRecord {
     const record = this.loadBalancers.get(String(id));
-    if (!record) throw fault(404, `Load Balancer ${String(id)} could not be found.`);
+    if (!record) throw notFound('Load Balancer', String(id));
     return record;
   }
 
-  /** Octavia refuses any change while a load balancer is PENDING_* or in ERROR for updates. */
-  private mutable(record: LbRecord): void {
+  /**
+   * Octavia changes a load balancer or its children only while it is ACTIVE, and deletes it only
+   * while ACTIVE or ERROR; any other status is 409 ImmutableObject (octavia/db/repositories.py
+   * test_and_set_provisioning_status with MUTABLE_STATUSES = (ACTIVE,) and DELETABLE_STATUSES =
+   * (ACTIVE, ERROR) of octavia/common/constants.py; the message is exceptions.ImmutableObject's).
+   */
+  private mutable(record: LbRecord, deleting = false): void {
     const status = String(record.lb.provisioning_status);
-    if (status.startsWith('PENDING_')) {
-      throw fault(409, `Load Balancer ${String(record.lb.id)} is immutable and cannot be updated.`);
-    }
+    if (status === 'ACTIVE' || (deleting && status === 'ERROR')) return;
+    throw fault(409, `Load Balancer ${String(record.lb.id)} is immutable and cannot be updated.`);
   }
 
-  private pending(record: LbRecord, status: string, settlesTo?: LbRecord['settlesTo']): void {
+  /**
+   * Starts an operation on the load balancer. With `child`, the operation is on its children: a
+   * failure (failNextProvisioning) ends with them ERROR and the load balancer ACTIVE, as Octavia's
+   * revert leaves it. Without, a failure ends with the load balancer ERROR (a create that could not
+   * build its amphora: LoadBalancerToErrorOnRevertTask).
+   */
+  private pending(
+    record: LbRecord,
+    status: string,
+    settlesTo?: LbRecord['settlesTo'],
+    child?: ChildOperation,
+  ): void {
     record.lb.provisioning_status = status;
     record.pendingReads = this.settleAfterReads;
-    record.settlesTo = settlesTo ?? (this.failNextProvisioning ? 'ERROR' : 'ACTIVE');
+    const fails = settlesTo === undefined && this.failNextProvisioning;
     if (settlesTo === undefined) this.failNextProvisioning = false;
+    record.settlesTo = settlesTo ?? (fails && !child ? 'ERROR' : 'ACTIVE');
+    if (child) record.child = { ...child, ...(fails ? { failed: true } : {}) } as ChildOperation;
+    else delete record.child;
     if (record.pendingReads === 0) this.settle(record);
+  }
+
+  /** A change to children of `record`: they are `status` until the load balancer settles. */
+  private childChange(record: LbRecord, status: string, objects: Obj[], done?: () => void): void {
+    for (const o of objects) o.provisioning_status = status;
+    this.pending(record, 'PENDING_UPDATE', undefined, { objects, ...(done ? { done } : {}) });
   }
 
   /** Reads the load balancer; a pending one settles after `settleAfterReads` reads. */
@@ -615,8 +698,32 @@ export class OctaviaState {
       this.removeLoadBalancer(record.lb);
       return;
     }
+    const child = record.child as (ChildOperation & { failed?: boolean }) | undefined;
+    delete record.child;
+    if (child?.failed) {
+      for (const o of child.objects) {
+        o.provisioning_status = 'ERROR';
+        o.operating_status = 'ERROR';
+      }
+    } else if (child) {
+      child.done?.();
+      for (const o of child.objects) o.provisioning_status = 'ACTIVE';
+    }
+    // The graph a create made settles with it (ERROR too: ListenersToErrorOnRevertTask & co.).
+    for (const o of this.childrenOf(String(record.lb.id))) {
+      if (String(o.provisioning_status).startsWith('PENDING_')) o.provisioning_status = record.settlesTo;
+    }
     record.lb.provisioning_status = record.settlesTo;
     record.lb.operating_status = record.settlesTo === 'ACTIVE' ? 'ONLINE' : 'ERROR';
+  }
+
+  private childrenOf(lbId: string): Obj[] {
+    return this.tree(lbId).flatMap((t) => [
+      t.listener,
+      ...(t.pool ? [t.pool] : []),
+      ...t.members,
+      ...(t.monitor ? [t.monitor] : []),
+    ]);
   }
 
   private removeLoadBalancer(lb: Obj): void {

@@ -1,6 +1,9 @@
 /**
  * An OpenStack simulator on one loopback port: Keystone v3, Nova, Neutron and Octavia behind path
- * prefixes named in the catalog (/identity/v3, /compute/v2.1, /network, /load-balancer). Payloads
+ * prefixes named in the catalog (/identity/v3, /compute/v2.1, /network, /load-balancer); the
+ * internal and admin interfaces have URLs of their own (/internal/…, /admin/…), so that a client
+ * that picks the wrong one is seen to. Each service's version document is served without a token,
+ * as the real services do. Payloads
  * are built from the api-ref samples in test/fixtures/openstack (see NOTICE there), field for field;
  * requests are validated as strictly as the real APIs do (unknown token → 401, bad microversion →
  * 406, bad limit/marker → 400, changes to a PENDING_* load balancer → 409) and faults can be injected.
@@ -68,6 +71,8 @@ export interface Fault {
 export interface LoggedRequest {
   method: string;
   path: string;
+  /** The catalog interface whose URL the request used (path without its /internal or /admin prefix). */
+  interface: 'public' | 'internal' | 'admin';
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body?: unknown;
@@ -82,6 +87,41 @@ const UNAUTHORIZED = {
   error: { code: 401, message: 'The request you have made requires authentication.', title: 'Unauthorized' },
 };
 
+/** Octavia's API versions and their dates, as octavia/api/root_controller.py `index` lists them. */
+const OCTAVIA_VERSIONS = [
+  ['v2.0', '2016-12-11'],
+  ['v2.1', '2018-04-20'],
+  ['v2.2', '2018-07-31'],
+  ['v2.3', '2018-12-18'],
+  ['v2.4', '2018-12-19'],
+  ['v2.5', '2019-01-21'],
+  ['v2.6', '2019-01-25'],
+  ['v2.7', '2018-01-25T12'],
+  ['v2.8', '2019-02-12'],
+  ['v2.9', '2019-03-04'],
+  ['v2.10', '2019-03-05'],
+  ['v2.11', '2019-06-24'],
+  ['v2.12', '2019-09-11'],
+  ['v2.13', '2019-09-13'],
+  ['v2.14', '2019-11-10'],
+  ['v2.15', '2020-03-10'],
+  ['v2.16', '2020-03-15'],
+  ['v2.17', '2020-04-29'],
+  ['v2.18', '2020-04-29T01'],
+  ['v2.19', '2020-05-12'],
+  ['v2.20', '2020-08-02'],
+  ['v2.21', '2020-09-03'],
+  ['v2.22', '2020-09-04'],
+  ['v2.23', '2020-09-07'],
+  ['v2.24', '2020-10-15'],
+  ['v2.25', '2021-10-02'],
+  ['v2.26', '2022-08-29'],
+  ['v2.27', '2023-05-05'],
+  ['v2.28', '2023-11-08'],
+  ['v2.29', '2024-10-15'],
+  ['v2.30', '2025-02-26'],
+].map(([id, day]) => [id, `${day}${(day as string).includes('T') ? ':00:00Z' : 'T00:00:00Z'}`] as const);
+
 export class OpenStackSimulator {
   url = '';
   readonly requests: LoggedRequest[] = [];
@@ -94,6 +134,32 @@ export class OpenStackSimulator {
   novaMaxVersion = '2.96';
   /** Nova's max_limit: page size cap. */
   maxLimit = 1000;
+  /**
+   * What Nova's links start with (its [api] compute_link_prefix); by default the URL asked.
+   * A cloud behind a proxy or load balancer hands out links naming its internal host.
+   */
+  novaLinkPrefix?: string;
+  /**
+   * Octavia since Rocky answers on /v2 as well as /v2.0 (octavia/api/root_controller.py, commit
+   * 87fca27 "Fix version discovery for the Octavia API" added `setattr(self, 'v2', …)` beside
+   * `setattr(self, 'v2.0', …)`); false simulates an older Octavia (Queens, tag queens-eol), which
+   * serves only /v2.0.
+   */
+  octaviaV2Alias = true;
+  /**
+   * Keystone's [DEFAULT] public_endpoint: when set, its version document links name it instead of
+   * the URL asked (keystone/server/flask/common.py base_url), as on a cloud whose setting names a
+   * host the client cannot or should not reach.
+   */
+  keystonePublicEndpoint?: string;
+  /** Nova's flavors: id → name. m1.* are devstack's defaults; addServer adds any other name. */
+  readonly flavors = new Map<string, string>([
+    ['1', 'm1.tiny'],
+    ['2', 'm1.small'],
+    ['3', 'm1.medium'],
+    ['4', 'm1.large'],
+    ['5', 'm1.xlarge'],
+  ]);
   private faults: (Fault & { seen: number; fired: number })[] = [];
   /** One-shot hooks run after a reply; a hook returning true is removed. */
   private afterReply: ((logged: LoggedRequest) => boolean)[] = [];
@@ -158,6 +224,8 @@ export class OpenStackSimulator {
       }));
     }
     const sampleFlavor = SERVER_SAMPLE.flavor as Record<string, unknown>;
+    const flavorName = spec.flavor ?? 'm1.small';
+    this.flavorId(flavorName);
     const server = {
       ...structuredClone(SERVER_SAMPLE),
       id,
@@ -168,7 +236,9 @@ export class OpenStackSimulator {
       accessIPv4: spec.accessIPv4 ?? '',
       accessIPv6: spec.accessIPv6 ?? '',
       addresses,
-      flavor: { ...sampleFlavor, original_name: spec.flavor ?? 'm1.small' },
+      // Since 2.47 the flavor is embedded: original_name and the sizes, no id (serverView shows the
+      // older {id, links}, the id from `flavors`).
+      flavor: { ...sampleFlavor, original_name: flavorName },
       tenant_id: PROJECT.id,
       user_id: USER.id,
       links: [
@@ -180,12 +250,23 @@ export class OpenStackSimulator {
     return server;
   }
 
+  /** The id of the flavor named `name`, made (a new id) when Nova has none by that name. */
+  flavorId(name: string): string {
+    for (const [id, n] of this.flavors) if (n === name) return id;
+    const id = String(this.flavors.size + 1);
+    this.flavors.set(id, name);
+    return id;
+  }
+
   requestsTo(pattern: RegExp, method?: string): LoggedRequest[] {
     return this.requests.filter((r) => pattern.test(r.path) && (!method || r.method === method));
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', this.url);
+    const iface = /^\/(internal|admin)\//.exec(url.pathname)?.[1] as LoggedRequest['interface'] | undefined;
+    if (iface) url.pathname = url.pathname.slice(iface.length + 1);
+    (req as IncomingMessage & { iface?: string }).iface = iface ?? 'public';
     const method = req.method ?? 'GET';
     const text = await readBody(req);
     let body: unknown;
@@ -238,6 +319,8 @@ export class OpenStackSimulator {
     const logged = {
       method: req.method ?? 'GET',
       path: url.pathname + url.search,
+      interface: ((req as IncomingMessage & { iface?: string }).iface ??
+        'public') as LoggedRequest['interface'],
       status,
       headers: req.headers,
       body: requestBody,
@@ -257,15 +340,94 @@ export class OpenStackSimulator {
   ): [number, unknown, Record<string, string>?] {
     const path = url.pathname;
     if (path === '/identity/v3/auth/tokens' && method === 'POST') return this.issueToken(body);
+    const versions = method === 'GET' ? this.versionDocument(path, req) : undefined;
+    if (versions) return versions;
     this.authenticate(req);
     if (path.startsWith('/compute/v2.1/'))
       return this.nova(method, path.slice('/compute/v2.1'.length), url, req);
     if (path.startsWith('/network/v2.0/'))
       return this.octavia.neutron(method, path.slice('/network'.length), url, body);
-    if (path.startsWith('/load-balancer/v2/lbaas/')) {
-      return this.octavia.route(method, path.slice('/load-balancer/v2/lbaas'.length), url, body);
+    // Octavia's API is /v2.0 (every release) and, since Rocky, /v2 too (octaviaV2Alias).
+    const lbaas = /^\/load-balancer\/(v2\.0|v2)\/lbaas(\/.*)$/.exec(path);
+    if (lbaas && (lbaas[1] === 'v2.0' || this.octaviaV2Alias)) {
+      return this.octavia.route(method, lbaas[2] as string, url, body);
+    }
+    if (path.startsWith('/load-balancer/')) {
+      // pecan's answer to a path no controller serves.
+      throw new HttpError(404, {
+        faultcode: 'Client',
+        faultstring: 'The resource could not be found.',
+        debuginfo: null,
+      });
     }
     throw new HttpError(404, { error: { message: `no route ${method} ${path}` } });
+  }
+
+  /**
+   * The version documents each service serves at its root without a token (the services' own
+   * discovery; gophercloud's utils.ChooseVersion and apiversions packages read them):
+   * - Keystone, keystone/api/discovery.py: GET / → 300 {"versions": {"values": [v3]}} with a
+   *   Location header, GET /v3 → 200 {"version": v3}; v3's self link is base_url() + "/", i.e. …/v3/;
+   * - Octavia, octavia/api/root_controller.py `index`: {"versions": [v2.0 … v2.30]}, each with a self
+   *   link to …/v2 (SkippingAuthProtocol in octavia/common/keystone.py lets "/" through unauthenticated);
+   * - Neutron, neutron/pecan_wsgi/controllers/root.py `RootController.index` and
+   *   neutron/api/views/versions.py: {"versions": [{"id": "v2.0", "status": "CURRENT", "links":
+   *   [{"rel": "self", "href": …/v2.0/}]}]}.
+   */
+  private versionDocument(
+    path: string,
+    req: IncomingMessage,
+  ): [number, unknown, Record<string, string>?] | undefined {
+    // Links name the URL asked, through the interface it was asked on.
+    const used = (req as IncomingMessage & { iface?: string }).iface;
+    const iface = (p: string) => `${this.url}${used && used !== 'public' ? `/${used}` : ''}${p}`;
+    const v3 = {
+      id: 'v3.14',
+      status: 'stable',
+      updated: '2020-04-07T00:00:00Z',
+      links: [
+        {
+          rel: 'self',
+          href: this.keystonePublicEndpoint
+            ? `${this.keystonePublicEndpoint.replace(/\/+$/, '')}/v3/`
+            : iface('/identity/v3/'),
+        },
+      ],
+      'media-types': [{ base: 'application/json', type: 'application/vnd.openstack.identity-v3+json' }],
+    };
+    if (path === '/identity' || path === '/identity/') {
+      return [300, { versions: { values: [v3] } }, { Location: String(v3.links[0]?.href) }];
+    }
+    if (path === '/identity/v3' || path === '/identity/v3/') return [200, { version: v3 }];
+    if (path === '/network' || path === '/network/') {
+      return [
+        200,
+        {
+          versions: [
+            { id: 'v2.0', status: 'CURRENT', links: [{ rel: 'self', href: iface('/network/v2.0/') }] },
+          ],
+        },
+      ];
+    }
+    if (path === '/load-balancer' || path === '/load-balancer/') {
+      if (!this.octaviaV2Alias) {
+        // Octavia before 87fca27 (tag queens-eol, root_controller.py): v2.0 only, no links (v1 too
+        // where api_v1_enabled, off by default).
+        return [200, { versions: [{ status: 'CURRENT', updated: '2017-06-22T00:00:00Z', id: 'v2.0' }] }];
+      }
+      return [
+        200,
+        {
+          versions: OCTAVIA_VERSIONS.map(([id, updated], i) => ({
+            id,
+            status: i === OCTAVIA_VERSIONS.length - 1 ? 'CURRENT' : 'SUPPORTED',
+            updated,
+            links: [{ href: iface('/load-balancer/v2'), rel: 'self' }],
+          })),
+        },
+      ];
+    }
+    return undefined;
   }
 
   private authenticate(req: IncomingMessage): void {
@@ -279,6 +441,13 @@ export class OpenStackSimulator {
   private issueToken(body: unknown): [number, unknown, Record<string, string>] {
     const bad = (message: string) =>
       new HttpError(400, { error: { code: 400, message, title: 'Bad Request' } });
+    // keystone/exception.py ValidationError, raised by keystone/auth/core.py (project by name) and
+    // keystone/auth/plugins/core.py (user by name, for a password or an application credential)
+    // when the name comes without its domain: names are unique only within a domain.
+    const noDomain = (target: 'user' | 'project') =>
+      bad(
+        `Expecting to find domain in ${target}. The server could not comply with the request since it is either malformed or otherwise incorrect. The client is assumed to be in error.`,
+      );
     const identity = (body as { auth?: { identity?: Record<string, unknown> } })?.auth?.identity;
     const methods = identity?.methods;
     if (!Array.isArray(methods) || methods.length !== 1)
@@ -290,13 +459,14 @@ export class OpenStackSimulator {
       if (!user || typeof user.password !== 'string') throw bad("'password' is a required property");
       const byId = user.id === USER.id;
       const domain = user.domain as { id?: string; name?: string } | undefined;
-      if (!byId && user.name !== undefined && !domain) throw bad('Expecting to find domain in user');
+      if (!user.id && user.name !== undefined && !domain) throw noDomain('user');
       const byName =
         user.name === USER.name && (domain?.id === USER.domain.id || domain?.name === USER.domain.name);
       if (!(byId || byName) || user.password !== PASSWORD) throw new HttpError(401, UNAUTHORIZED);
       if (scope?.project) {
         const p = scope.project;
         const d = p.domain as { id?: string; name?: string } | undefined;
+        if (!p.id && p.name !== undefined && !d) throw noDomain('project');
         const matches =
           p.id === PROJECT.id ||
           (p.name === PROJECT.name && (d?.id === PROJECT.domain.id || d?.name === PROJECT.domain.name));
@@ -308,8 +478,15 @@ export class OpenStackSimulator {
       if (!cred || typeof cred.secret !== 'string') throw bad("'secret' is a required property");
       const user = cred.user as { id?: string; name?: string } | undefined;
       const byId = cred.id === APP_CREDENTIAL.id;
-      const byName = cred.name === APP_CREDENTIAL.name && (user?.id === USER.id || user?.name === USER.name);
+      const userDomain = (user as { domain?: { id?: string; name?: string } } | undefined)?.domain;
+      const byName =
+        cred.name === APP_CREDENTIAL.name &&
+        (user?.id === USER.id ||
+          (user?.name === USER.name &&
+            (userDomain?.id === USER.domain.id || userDomain?.name === USER.domain.name)));
       if (cred.name !== undefined && !user) throw bad('Could not find user for application credential');
+      if (user && !user.id && user.name !== undefined && !(user as { domain?: unknown }).domain)
+        throw noDomain('user');
       if (!(byId || byName) || cred.secret !== APP_CREDENTIAL.secret) throw new HttpError(401, UNAUTHORIZED);
       // Application credentials are bound to their project: another scope is refused.
       if (scope) throw new HttpError(401, UNAUTHORIZED);
@@ -321,9 +498,11 @@ export class OpenStackSimulator {
     const expiresAt = Date.now() + this.tokenTtlMs;
     this.tokens.set(value, { expiresAt, revoked: false });
     const endpoint = (type: string, path: string, name: string) => ({
+      // Each interface its own URL, as a real deployment registers them (public behind the proxy,
+      // internal on the management network): a client using the wrong one is seen in the log.
       endpoints: ['public', 'internal', 'admin'].map((iface) => ({
         region_id: REGION,
-        url: `${this.url}${path}`,
+        url: `${this.url}${iface === 'public' ? '' : `/${iface}`}${path}`,
         region: REGION,
         interface: iface,
         id: randomUUID().replaceAll('-', ''),
@@ -370,7 +549,8 @@ export class OpenStackSimulator {
       'X-OpenStack-Nova-API-Version': version,
       Vary: 'OpenStack-API-Version, X-OpenStack-Nova-API-Version',
     };
-    const view = (server: Record<string, unknown>) => serverView(server, version);
+    const view = (server: Record<string, unknown>) =>
+      serverView(server, version, (name) => this.flavorId(name), this.url);
     if (method === 'GET' && path === '/servers/detail') {
       const limitText = url.searchParams.get('limit');
       if (limitText !== null && !/^\d+$/.test(limitText)) {
@@ -392,16 +572,34 @@ export class OpenStackSimulator {
         start = at + 1;
       }
       const page = all.slice(start, start + limit);
+      // nova/api/openstack/common.py ViewBuilder._get_collection_links / _get_next_link: a next link
+      // when the page is full, the request's own query (limit and all) with marker= the last item,
+      // on the link prefix.
+      const next = new URLSearchParams(url.searchParams);
+      next.set('marker', String(page.at(-1)?.id));
+      next.sort();
       const links =
         page.length === limit && limit > 0
           ? [
               {
-                href: `${this.url}/compute/v2.1/servers/detail?limit=${limit}&marker=${page.at(-1)?.id}`,
+                href: `${this.novaLinkPrefix ?? this.url}/compute/v2.1/servers/detail?${next}`,
                 rel: 'next',
               },
             ]
           : undefined;
       return [200, { servers: page.map(view), ...(links ? { servers_links: links } : {}) }, headers];
+    }
+    const flavor = /^\/flavors\/([^/]+)$/.exec(path);
+    if (method === 'GET' && flavor) {
+      // nova/api/openstack/compute/flavors.py show: by flavorid only (never by name).
+      const id = decodeURIComponent(flavor[1] as string);
+      const name = this.flavors.get(id);
+      if (name === undefined) {
+        throw new HttpError(404, {
+          itemNotFound: { code: 404, message: `Flavor ${id} could not be found.` },
+        });
+      }
+      return [200, { flavor: flavorView(id, name, this.url, version) }, headers];
     }
     const one = /^\/servers\/([^/]+)$/.exec(path);
     if (method === 'GET' && one) {
@@ -438,12 +636,43 @@ export class OpenStackSimulator {
   }
 }
 
-/** The server as a given microversion shows it: before 2.47 the flavor is only an id and links. */
-function serverView(server: Record<string, unknown>, version: string): Record<string, unknown> {
+/**
+ * The server as a given microversion shows it: before 2.47 the flavor is its id and a bookmark link
+ * (nova/api/openstack/compute/views/servers.py `_get_flavor`: `{"id": str(flavor["flavorid"]),
+ * "links": …}`), never its name.
+ */
+function serverView(
+  server: Record<string, unknown>,
+  version: string,
+  flavorId: (name: string) => string,
+  base: string,
+): Record<string, unknown> {
   if (compareVersions(version, '2.47') >= 0) return server;
-  const { flavor: _flavor, ...rest } = server;
-  const flavorId = String((server.flavor as { original_name?: string }).original_name ?? '1');
-  return { ...rest, flavor: { id: flavorId, links: [{ href: `/flavors/${flavorId}`, rel: 'bookmark' }] } };
+  const { flavor, ...rest } = server;
+  const id = flavorId(String((flavor as { original_name?: string }).original_name));
+  return { ...rest, flavor: { id, links: [{ href: `${base}/compute/flavors/${id}`, rel: 'bookmark' }] } };
+}
+
+/** GET /flavors/{id}, nova doc/api_samples/flavors/v2.75/flavor-get-resp.json in shape. */
+function flavorView(id: string, name: string, base: string, version: string): Record<string, unknown> {
+  return {
+    id,
+    name,
+    ram: 2048,
+    disk: 20,
+    swap: compareVersions(version, '2.75') >= 0 ? 0 : '',
+    'OS-FLV-EXT-DATA:ephemeral': 0,
+    'OS-FLV-DISABLED:disabled': false,
+    vcpus: 1,
+    'os-flavor-access:is_public': true,
+    rxtx_factor: 1.0,
+    links: [
+      { href: `${base}/compute/v2.1/flavors/${id}`, rel: 'self' },
+      { href: `${base}/compute/flavors/${id}`, rel: 'bookmark' },
+    ],
+    ...(compareVersions(version, '2.55') >= 0 ? { description: null } : {}),
+    ...(compareVersions(version, '2.61') >= 0 ? { extra_specs: {} } : {}),
+  };
 }
 
 function compareVersions(a: string, b: string): number {

@@ -88,6 +88,67 @@ describe('Keystone', () => {
     expect((err as Error).message).not.toContain('wrong-pw-123');
   });
 
+  it('uses the catalog interface os-endpoint-type names, each with its own URL', async () => {
+    sim.addServer({ name: 'w1' });
+    await provider().instances.list();
+    expect(sim.requestsTo(/servers\/detail/).map((r) => r.interface)).toEqual(['public']);
+    for (const iface of ['internal', 'admin'] as const) {
+      sim.requests.length = 0;
+      const config = parseCloudConfig(
+        fixture('occm-cloud-config')
+          .replace('http://192.128.1.15:5000/v3', sim.authUrl)
+          .replace('[Global]', `[Global]\nos-endpoint-type=${iface}URL`),
+      );
+      await provider(config).instances.list();
+      const [listing] = sim.requestsTo(/servers\/detail/);
+      expect(listing?.interface).toBe(iface);
+      expect(listing?.status).toBe(200);
+    }
+  });
+
+  it('discovers the v3 URL from an auth-url without a version: the version document, then the token', async () => {
+    const config = parseCloudConfig(
+      fixture('occm-cloud-config').replace('http://192.128.1.15:5000/v3', `${sim.url}/identity`),
+    );
+    expect(await provider(config).verifyCredentials?.()).toMatch(/^Keystone issued a token/);
+    expect(sim.requests.map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual([
+      'GET /identity/ 300',
+      'POST /identity/v3/auth/tokens 201',
+    ]);
+    expect(sim.requests[0]?.headers['x-auth-token']).toBeUndefined();
+  });
+
+  it("a version document whose link names another host: its path, on auth-url's own host", async () => {
+    sim.keystonePublicEndpoint = 'http://keystone.internal.invalid:5000/identity';
+    const config = parseCloudConfig(
+      fixture('occm-cloud-config').replace('http://192.128.1.15:5000/v3', `${sim.url}/identity/`),
+    );
+    await provider(config).verifyCredentials?.();
+    expect(sim.requests.map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual([
+      'GET /identity/ 300',
+      'POST /identity/v3/auth/tokens 201',
+    ]);
+  });
+
+  it('an auth-url whose answer is no version document, or offers no v3, is a configuration error', async () => {
+    for (const [url, message] of [
+      [`${sim.url}/nowhere`, /auth-url .*\/nowhere answered 401 to the version discovery/],
+      [
+        `${sim.url}/network`,
+        /its version document offers no usable Keystone v3 with a link \(it offers: v2\.0 \(CURRENT\)\)/,
+      ],
+    ] as const) {
+      const config = parseCloudConfig(
+        fixture('occm-cloud-config').replace('http://192.128.1.15:5000/v3', url),
+      );
+      const err = await provider(config)
+        .instances.list()
+        .catch((e: unknown) => e as Error);
+      expect(err).toBeInstanceOf(InvalidConfigError);
+      expect((err as Error).message).toMatch(message);
+    }
+  });
+
   it('says which catalog entry is missing for a wrong region', async () => {
     const config = parseCloudConfig(
       fixture('occm-cloud-config')
@@ -189,15 +250,73 @@ describe('Nova instances', () => {
     });
   });
 
-  it('falls back to the flavor id on a Nova older than 2.47 (406)', async () => {
+  it('on a Nova older than 2.47 (406) asks for the flavor by its id, once per flavor, for its name', async () => {
     sim.novaMaxVersion = '2.38';
     sim.addServer({ name: 'old', flavor: 'm1.small' });
+    sim.addServer({ name: 'old2', flavor: 'm1.small' });
+    const big = sim.addServer({ name: 'old3', flavor: 'm1.large' });
     const p = provider();
-    const [instance] = await p.instances.list();
-    expect(instance?.type).toBe('m1.small');
+    expect((await p.instances.list()).map((i) => i.type)).toEqual(['m1.small', 'm1.small', 'm1.large']);
     expect(sim.requestsTo(/servers\/detail/).map((r) => r.status)).toEqual([406, 200]);
+    // Nova before 2.47 shows the flavor's id, never its name (it was the name in ccm's picture).
+    const listed = sim.requestsTo(/servers\/detail/)[1];
+    expect(listed?.status).toBe(200);
     await p.instances.list();
+    expect((await p.instances.get(`openstack:///${big.id}`)).type).toBe('m1.large');
     expect(sim.requestsTo(/servers\/detail/).map((r) => r.status)).toEqual([406, 200, 200]);
+    expect(sim.requestsTo(/\/flavors\//).map((r) => `${r.path} ${r.status}`)).toEqual([
+      '/compute/v2.1/flavors/2 200',
+      '/compute/v2.1/flavors/4 200',
+    ]);
+  });
+
+  it('a flavor name that is no label value: Nova is asked for that flavor; its id when its name is no label either', async () => {
+    // 2.47+: original_name "GPU large (A100)" is not a label value. The official controller asks
+    // Nova for the flavor by that value; none has it as id, and the server has no flavor.id.
+    const odd = sim.addServer({ name: 'gpu', flavor: 'GPU large (A100)' });
+    const fine = sim.addServer({ name: 'cpu', flavor: 'm1.small' });
+    const p = provider();
+    await expect(p.instances.get(`openstack:///${odd.id}`)).rejects.toThrow(
+      /^server .*: Nova names no flavor ccm can use as the instance type \(flavor "GPU large \(A100\)" is not a label value and Nova has no flavor by that id\)$/,
+    );
+    // The listing still lists it, without an instance type (no label), beside the others.
+    expect((await p.instances.list()).map((i) => [i.name, i.type])).toEqual([
+      ['gpu', ''],
+      ['cpu', 'm1.small'],
+    ]);
+    // Once: Nova's "no such flavor" is remembered too.
+    expect(sim.requestsTo(/\/flavors\//).map((r) => `${r.path} ${r.status}`)).toEqual([
+      '/compute/v2.1/flavors/GPU%20large%20(A100) 404',
+    ]);
+    expect((await p.instances.get(`openstack:///${fine.id}`)).type).toBe('m1.small');
+
+    // Before 2.47: the flavor by id, whose name is no label value → its id.
+    sim.novaMaxVersion = '2.46';
+    const q = provider();
+    const id = sim.flavorId('GPU large (A100)');
+    expect((await q.instances.get(`openstack:///${odd.id}`)).type).toBe(id);
+  });
+
+  it('the availability zone is sanitised to a label value as the official controller does', async () => {
+    sim.addServer({ name: 'a', az: 'Zone A/rack 1' });
+    sim.addServer({ name: 'b', az: '--edge.zone_' });
+    sim.addServer({ name: 'c', az: `z${'x'.repeat(70)}` });
+    const zones = (await provider().instances.list()).map((i) => i.zone);
+    expect(zones).toEqual(['Zone-A-rack-1', 'edge.zone', `z${'x'.repeat(62)}`]);
+  });
+
+  it("follows servers_links that name Nova's internal host: the marker, on the configured endpoint", async () => {
+    sim.maxLimit = 2;
+    sim.novaLinkPrefix = 'http://nova-internal.cloud.invalid:8774';
+    for (let i = 1; i <= 5; i++) sim.addServer({ name: `n${i}` });
+    const list = await provider().instances.list();
+    expect(list.map((i) => i.name)).toEqual(['n1', 'n2', 'n3', 'n4', 'n5']);
+    const ids = [...sim.servers.keys()];
+    expect(sim.requestsTo(/servers\/detail/).map((r) => r.path)).toEqual([
+      '/compute/v2.1/servers/detail?limit=1000',
+      `/compute/v2.1/servers/detail?limit=1000&marker=${ids[1]}`,
+      `/compute/v2.1/servers/detail?limit=1000&marker=${ids[3]}`,
+    ]);
   });
 
   it('throws on a 5xx of the second page: never a partial listing', async () => {

@@ -376,6 +376,100 @@ describe('Octavia load balancers', () => {
     ]);
   });
 
+  it('asks Octavia on /v2.0, which every release serves: an Octavia before Rocky has no /v2', async () => {
+    sim.octavia.settleAfterReads = 0;
+    (sim as { octaviaV2Alias: boolean }).octaviaV2Alias = false;
+    const p = lbs();
+    const { result } = await converge(() => p.ensure(request()));
+    expect(result.ingress).toEqual([{ ip: '172.24.4.10' }]);
+    const octavia = sim.requests.filter((r) => r.path.startsWith('/load-balancer/'));
+    expect(octavia.length).toBeGreaterThan(3);
+    for (const r of octavia) expect(r.path).toMatch(/^\/load-balancer\/v2\.0\/lbaas\//);
+    expect(octavia.every((r) => r.status < 400)).toBe(true);
+  });
+
+  it('a member change Octavia fails (members ERROR, load balancer ACTIVE again) is sent once more', async () => {
+    const p = lbs();
+    await converge(() => p.ensure(request()));
+    const lbId = String(onlyLb()[0]?.id);
+    // The batch fails the way Octavia's does: MembersToErrorOnRevertTask marks the members ERROR
+    // and the load balancer ACTIVE, so its provisioning_status alone says all went well.
+    sim.octavia.failNextProvisioning = true;
+    // A Node added: after the failed batch the members are the ones wanted, all of them ERROR.
+    const nodes = [node('w1', '10.0.0.11'), node('w2', '10.0.0.12'), node('w3', '10.0.0.13')];
+    await p.updateNodes(request({ nodes }));
+    expect(sim.requestsTo(/\/members$/, 'PUT')).toHaveLength(2);
+    const [tree] = sim.octavia.tree(lbId);
+    expect(tree?.members.map((m) => `${m.address} ${m.provisioning_status}`)).toEqual([
+      '10.0.0.11 ACTIVE',
+      '10.0.0.12 ACTIVE',
+      '10.0.0.13 ACTIVE',
+    ]);
+    expect(onlyLb()[0]?.provisioning_status).toBe('ACTIVE');
+  });
+
+  it('a child Octavia fails twice is a retryable error naming it, and the next call sends it again', async () => {
+    const p = lbs();
+    await converge(() => p.ensure(request()));
+    const lbId = String(onlyLb()[0]?.id);
+    // Every member change fails while Octavia is broken.
+    const nodes = [node('w3', '10.0.0.13')];
+    const putMembers = sim.requestsTo(/\/members$/, 'PUT').length;
+    const realPut = sim.octavia.route.bind(sim.octavia);
+    sim.octavia.route = (method, path, url, body) => {
+      if (method === 'PUT' && path.endsWith('/members')) sim.octavia.failNextProvisioning = true;
+      return realPut(method, path, url, body);
+    };
+    const err = await p.updateNodes(request({ nodes })).catch((e: unknown) => e as RetryableError);
+    expect(err).toBeInstanceOf(RetryableError);
+    expect(err?.retryAfterMs).toBe(0);
+    expect(err?.message).toMatch(
+      new RegExp(
+        `^Octavia load balancer ccm_a1b2c3d4e5f60718293a4b5c6d7e8f90 \\(${lbId}\\) is ACTIVE but the members for TCP 80 failed twice: Octavia left member\\(s\\) [0-9a-f-]+(, [0-9a-f-]+)* in provisioning status ERROR; ccm tries again later`,
+      ),
+    );
+    expect(sim.requestsTo(/\/members$/, 'PUT').length - putMembers).toBe(2);
+    // Octavia works again: the next call sends the members once more and is done.
+    sim.octavia.route = realPut;
+    await p.updateNodes(request({ nodes }));
+    expect(sim.octavia.tree(lbId)[0]?.members.map((m) => `${m.address} ${m.provisioning_status}`)).toEqual([
+      '10.0.0.13 ACTIVE',
+    ]);
+  });
+
+  it('a listener, pool or health monitor change Octavia fails is sent again by ensure', async () => {
+    const p = lbs('create-monitor=true');
+    await converge(() => p.ensure(request()));
+    const lbId = String(onlyLb()[0]?.id);
+    sim.octavia.failNextProvisioning = true;
+    const timeout = { annotations: { [ANNOTATIONS.timeoutClientData.key]: '60000' } };
+    await p.ensure(request({}, timeout));
+    expect(sim.requestsTo(/\/listeners\/[^/]+$/, 'PUT')).toHaveLength(2);
+    const [tree] = sim.octavia.tree(lbId);
+    expect(tree?.listener.provisioning_status).toBe('ACTIVE');
+    expect(tree?.listener.timeout_client_data).toBe(60000);
+
+    const before = sim.requestsTo(/\/healthmonitors\/[^/]+$/, 'PUT').length;
+    sim.octavia.failNextProvisioning = true;
+    await p.ensure(
+      request({}, { annotations: { ...timeout.annotations, [ANNOTATIONS.healthMonitorDelay.key]: '7' } }),
+    );
+    expect(sim.requestsTo(/\/healthmonitors\/[^/]+$/, 'PUT').length - before).toBe(2);
+    expect(sim.octavia.tree(lbId)[0]?.monitor?.provisioning_status).toBe('ACTIVE');
+  });
+
+  it('a load balancer in ERROR gets no change: Octavia would refuse it (409), ccm says ERROR', async () => {
+    const p = lbs();
+    await converge(() => p.ensure(request()));
+    const [record] = sim.octavia.loadBalancers.values();
+    if (record) record.lb.provisioning_status = 'ERROR';
+    const before = sim.requests.length;
+    await expect(p.updateNodes(request({ nodes: [node('w9', '10.0.0.19')] }))).rejects.toThrow(
+      /is in provisioning status ERROR; ccm retries/,
+    );
+    expect(sim.requests.slice(before).filter((r) => r.method !== 'GET')).toEqual([]);
+  });
+
   it('a load balancer busy in Octavia (409 or PENDING_*) is retried later, not failed', async () => {
     const p = lbs();
     await converge(() => p.ensure(request()));

@@ -1,0 +1,291 @@
+/**
+ * The OpenStack simulator answers as the real services do where ccm's picture of them was wrong
+ * (each behaviour cites its upstream source in test/clouds/openstack): Keystone's validation and
+ * version documents, Octavia's paths, statuses, texts and failure shapes, Nova's pre-2.47 flavor.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SUBNET_ID } from '../../clouds/openstack/octavia.js';
+import { OpenStackSimulator, PASSWORD, USER } from '../../clouds/openstack/simulator.js';
+
+let sim: OpenStackSimulator;
+beforeEach(async () => {
+  sim = await new OpenStackSimulator().start();
+});
+afterEach(async () => {
+  await sim.stop();
+});
+
+async function call(method: string, path: string, body?: unknown, token?: string) {
+  const res = await fetch(`${sim.url}${path}`, {
+    method,
+    headers: {
+      ...(token ? { 'x-auth-token': token } : {}),
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    redirect: 'manual',
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+}
+
+async function token(): Promise<string> {
+  const res = await fetch(`${sim.authUrl}/auth/tokens`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      auth: { identity: { methods: ['password'], password: { user: { id: USER.id, password: PASSWORD } } } },
+    }),
+  });
+  return res.headers.get('x-subject-token') ?? '';
+}
+
+async function activeLoadBalancer(t: string): Promise<{ id: string; listener: string; pool: string }> {
+  const created = await call(
+    'POST',
+    '/load-balancer/v2.0/lbaas/loadbalancers',
+    {
+      loadbalancer: {
+        name: 'lb',
+        vip_subnet_id: SUBNET_ID,
+        listeners: [
+          {
+            name: 'l',
+            protocol: 'TCP',
+            protocol_port: 80,
+            default_pool: {
+              name: 'p',
+              protocol: 'TCP',
+              lb_algorithm: 'ROUND_ROBIN',
+              members: [{ address: '10.0.0.11', protocol_port: 30080 }],
+            },
+          },
+        ],
+      },
+    },
+    t,
+  );
+  const id = created.body.loadbalancer.id as string;
+  while (
+    (await call('GET', `/load-balancer/v2.0/lbaas/loadbalancers/${id}`, undefined, t)).body.loadbalancer
+      .provisioning_status !== 'ACTIVE'
+  );
+  const [tree] = sim.octavia.tree(id);
+  return { id, listener: String(tree?.listener.id), pool: String(tree?.pool?.id) };
+}
+
+describe('Keystone', () => {
+  it('a user or project given by name without its domain is 400 ValidationError, as Keystone answers', async () => {
+    const auth = (user: Record<string, unknown>, scope?: unknown) =>
+      call('POST', '/identity/v3/auth/tokens', {
+        auth: {
+          identity: { methods: ['password'], password: { user: { ...user, password: PASSWORD } } },
+          ...(scope ? { scope } : {}),
+        },
+      });
+    const refused = await auth({ name: USER.name });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.message).toBe(
+      'Expecting to find domain in user. The server could not comply with the request since it is either malformed or otherwise incorrect. The client is assumed to be in error.',
+    );
+    expect((await auth({ name: USER.name, domain: { id: 'default' } })).status).toBe(201);
+    const project = await auth({ id: USER.id }, { project: { name: 'admin' } });
+    expect(project.status).toBe(400);
+    expect(project.body.error.message).toMatch(/^Expecting to find domain in project\./);
+    const appCred = await call('POST', '/identity/v3/auth/tokens', {
+      auth: {
+        identity: {
+          methods: ['application_credential'],
+          application_credential: { name: 'monitoring', secret: 'rEaqvJka48mpv', user: { name: USER.name } },
+        },
+      },
+    });
+    expect(appCred.status).toBe(400);
+  });
+
+  it('the catalog gives each interface its own URL, each served', async () => {
+    const res = await fetch(`${sim.authUrl}/auth/tokens`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        auth: {
+          identity: { methods: ['password'], password: { user: { id: USER.id, password: PASSWORD } } },
+        },
+      }),
+    });
+    const body = (await res.json()) as {
+      token: { catalog: { type: string; endpoints: { interface: string; url: string }[] }[] };
+    };
+    const compute = body.token.catalog.find((c) => c.type === 'compute');
+    const urls = Object.fromEntries(compute?.endpoints.map((e) => [e.interface, e.url]) ?? []);
+    expect(urls).toEqual({
+      public: `${sim.url}/compute/v2.1`,
+      internal: `${sim.url}/internal/compute/v2.1`,
+      admin: `${sim.url}/admin/compute/v2.1`,
+    });
+    const t = res.headers.get('x-subject-token') ?? '';
+    for (const url of Object.values(urls)) {
+      expect((await call('GET', `${url.slice(sim.url.length)}/servers/detail`, undefined, t)).status).toBe(
+        200,
+      );
+    }
+    expect(sim.requestsTo(/servers\/detail/).map((r) => r.interface)).toEqual([
+      'public',
+      'internal',
+      'admin',
+    ]);
+  });
+});
+
+describe('version documents, without a token', () => {
+  it("Keystone's at its root (300, versions.values) and at /v3 (200, version)", async () => {
+    const root = await call('GET', '/identity/');
+    expect(root.status).toBe(300);
+    expect(root.headers.get('location')).toBe(`${sim.url}/identity/v3/`);
+    expect(root.body).toEqual({
+      versions: {
+        values: [
+          {
+            id: 'v3.14',
+            status: 'stable',
+            updated: '2020-04-07T00:00:00Z',
+            links: [{ rel: 'self', href: `${sim.url}/identity/v3/` }],
+            'media-types': [{ base: 'application/json', type: 'application/vnd.openstack.identity-v3+json' }],
+          },
+        ],
+      },
+    });
+    const v3 = await call('GET', '/identity/v3');
+    expect(v3.status).toBe(200);
+    expect(v3.body.version.id).toBe('v3.14');
+  });
+
+  it("Neutron's and Octavia's", async () => {
+    const neutron = await call('GET', '/network/');
+    expect(neutron.status).toBe(200);
+    expect(neutron.body).toEqual({
+      versions: [
+        { id: 'v2.0', status: 'CURRENT', links: [{ rel: 'self', href: `${sim.url}/network/v2.0/` }] },
+      ],
+    });
+    const octavia = await call('GET', '/load-balancer/');
+    expect(octavia.status).toBe(200);
+    expect(octavia.body.versions[0]).toEqual({
+      id: 'v2.0',
+      status: 'SUPPORTED',
+      updated: '2016-12-11T00:00:00Z',
+      links: [{ href: `${sim.url}/load-balancer/v2`, rel: 'self' }],
+    });
+    expect(octavia.body.versions.at(-1)).toMatchObject({ id: 'v2.30', status: 'CURRENT' });
+  });
+});
+
+describe('Octavia', () => {
+  it('serves /v2.0 and, since Rocky, /v2; an older Octavia only /v2.0', async () => {
+    const t = await token();
+    expect((await call('GET', '/load-balancer/v2.0/lbaas/loadbalancers', undefined, t)).status).toBe(200);
+    expect((await call('GET', '/load-balancer/v2/lbaas/loadbalancers', undefined, t)).status).toBe(200);
+    sim.octaviaV2Alias = false;
+    expect((await call('GET', '/load-balancer/v2.0/lbaas/loadbalancers', undefined, t)).status).toBe(200);
+    expect((await call('GET', '/load-balancer/v2/lbaas/loadbalancers', undefined, t)).status).toBe(404);
+  });
+
+  it('PUT on a listener, pool or health monitor is 200; a missing one is "<resource> <id> not found."', async () => {
+    const t = await token();
+    const lb = await activeLoadBalancer(t);
+    const put = await call(
+      'PUT',
+      `/load-balancer/v2.0/lbaas/listeners/${lb.listener}`,
+      { listener: { connection_limit: 10 } },
+      t,
+    );
+    expect(put.status).toBe(200);
+    expect(put.body.listener.provisioning_status).toBe('PENDING_UPDATE');
+    const missing = await call('GET', '/load-balancer/v2.0/lbaas/healthmonitors/nope', undefined, t);
+    expect(missing.status).toBe(404);
+    expect(missing.body).toEqual({
+      faultcode: 'Client',
+      faultstring: 'Health Monitor nope not found.',
+      debuginfo: null,
+    });
+    expect(
+      (await call('GET', '/load-balancer/v2.0/lbaas/loadbalancers/x', undefined, t)).body.faultstring,
+    ).toBe('Load Balancer x not found.');
+  });
+
+  it('a load balancer in ERROR takes no change (409) but can be deleted', async () => {
+    const t = await token();
+    const lb = await activeLoadBalancer(t);
+    const [record] = sim.octavia.loadBalancers.values();
+    if (record) record.lb.provisioning_status = 'ERROR';
+    const put = await call(
+      'PUT',
+      `/load-balancer/v2.0/lbaas/pools/${lb.pool}/members`,
+      { members: [{ address: '10.0.0.12', protocol_port: 30080 }] },
+      t,
+    );
+    expect(put.status).toBe(409);
+    expect(put.body.faultstring).toBe(`Load Balancer ${lb.id} is immutable and cannot be updated.`);
+    const del = await call(
+      'DELETE',
+      `/load-balancer/v2.0/lbaas/loadbalancers/${lb.id}?cascade=true`,
+      undefined,
+      t,
+    );
+    expect(del.status).toBe(204);
+  });
+
+  it('a failed child operation leaves the child ERROR and the load balancer ACTIVE', async () => {
+    const t = await token();
+    const lb = await activeLoadBalancer(t);
+    sim.octavia.failNextProvisioning = true;
+    const put = await call(
+      'PUT',
+      `/load-balancer/v2.0/lbaas/pools/${lb.pool}/members`,
+      { members: [{ address: '10.0.0.12', protocol_port: 30080 }] },
+      t,
+    );
+    expect(put.status).toBe(202);
+    const during = await call('GET', `/load-balancer/v2.0/lbaas/pools/${lb.pool}/members`, undefined, t);
+    expect(during.body.members.map((m: { provisioning_status: string }) => m.provisioning_status)).toEqual([
+      'PENDING_CREATE',
+      'PENDING_DELETE',
+    ]);
+    const statuses: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const read = await call('GET', `/load-balancer/v2.0/lbaas/loadbalancers/${lb.id}`, undefined, t);
+      statuses.push(read.body.loadbalancer.provisioning_status);
+    }
+    // PENDING_UPDATE while the batch runs; then ACTIVE, never ERROR.
+    expect(statuses).toEqual(['PENDING_UPDATE', 'ACTIVE', 'ACTIVE']);
+    const members = await call('GET', `/load-balancer/v2.0/lbaas/pools/${lb.pool}/members`, undefined, t);
+    expect(
+      members.body.members.map((m: { address: string; provisioning_status: string }) => [
+        m.address,
+        m.provisioning_status,
+      ]),
+    ).toEqual([
+      ['10.0.0.12', 'ERROR'],
+      ['10.0.0.11', 'ERROR'],
+    ]);
+  });
+});
+
+describe('Nova', () => {
+  it("before 2.47 a server's flavor is its id; GET /flavors/{id} names it", async () => {
+    const t = await token();
+    const server = sim.addServer({ name: 's', flavor: 'm1.large' });
+    const old = await call('GET', `/compute/v2.1/servers/${server.id}`, undefined, t);
+    expect(old.body.server.flavor).toEqual({
+      id: '4',
+      links: [{ href: `${sim.url}/compute/flavors/4`, rel: 'bookmark' }],
+    });
+    const flavor = await call('GET', '/compute/v2.1/flavors/4', undefined, t);
+    expect(flavor.body.flavor).toMatchObject({ id: '4', name: 'm1.large' });
+    const missing = await call('GET', '/compute/v2.1/flavors/m1.large', undefined, t);
+    expect(missing.status).toBe(404);
+    expect(missing.body).toEqual({
+      itemNotFound: { code: 404, message: 'Flavor m1.large could not be found.' },
+    });
+  });
+});
