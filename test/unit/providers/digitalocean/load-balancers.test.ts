@@ -456,16 +456,19 @@ describe('bad annotations', () => {
 });
 
 describe('a load balancer that is busy', () => {
-  const refusals = () => sim.requests.filter((r) => r.status === 403);
-
   it('sends the second of two back-to-back changes again once the first is applied, not a token error', async () => {
     // A busy window far longer than a loaded machine's gap between two requests (the default 200 ms
     // was not, under the stress run), and well inside the client's 1-2-4-8-8 s of waiting.
     const slow = await DigitalOceanSimulator.start({ busyAfterChangeMs: 2500 });
     try {
       const ids = slow.addDroplets({ name: 'w1' }, { name: 'w2' }, { name: 'w3' }).map((d) => d.id as number);
-      const balancers = createDigitalOcean({ token: slow.token, baseUrl: slow.url }).loadBalancers as LoadBalancers;
-      const node = (i: number) => ({ name: `w${i + 1}`, providerID: `digitalocean://${ids[i]}`, addresses: [] });
+      const balancers = createDigitalOcean({ token: slow.token, baseUrl: slow.url })
+        .loadBalancers as LoadBalancers;
+      const node = (i: number) => ({
+        name: `w${i + 1}`,
+        providerID: `digitalocean://${ids[i]}`,
+        addresses: [],
+      });
       const first = request({ nodes: [node(0), node(1)] });
       await expect(balancers.ensure(first)).rejects.toBeInstanceOf(RetryableError);
       const lbId = (await balancers.ensure(first)).annotations?.[LOAD_BALANCER_ID] ?? '';
