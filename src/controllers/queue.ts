@@ -28,7 +28,7 @@ export class WorkQueue<K = string> {
   private readonly failures = new Map<K, number>();
   /** Keys their handler put back with a delay while it ran: a failure it handled itself. */
   private readonly requeued = new Set<K>();
-  private readonly timers = new Map<K, NodeJS.Timeout>();
+  private readonly timers = new Map<K, { timer: NodeJS.Timeout; readyAt: number }>();
   private readonly waiters: ((key: K | undefined) => void)[] = [];
   private shuttingDown = false;
   private readonly baseDelayMs: number;
@@ -61,7 +61,10 @@ export class WorkQueue<K = string> {
     this.options.onDepth?.(this.queue.length);
   }
 
-  /** Adds the key after `ms`; an earlier pending delay for the same key wins. */
+  /**
+   * Adds the key after `ms`. A key already waiting keeps whichever delay ends first: a shorter one
+   * replaces it, a longer one is ignored (client-go util/workqueue/delaying_queue.go, `insert`).
+   */
   addAfter(key: K, ms: number): void {
     if (this.shuttingDown) return;
     if (this.processing.has(key)) this.requeued.add(key);
@@ -69,13 +72,18 @@ export class WorkQueue<K = string> {
       this.add(key);
       return;
     }
-    if (this.timers.has(key)) return;
+    const readyAt = performance.now() + ms;
+    const pending = this.timers.get(key);
+    if (pending) {
+      if (pending.readyAt <= readyAt) return;
+      clearTimeout(pending.timer);
+    }
     const timer = setTimeout(() => {
       this.timers.delete(key);
       this.add(key);
     }, ms);
     timer.unref?.();
-    this.timers.set(key, timer);
+    this.timers.set(key, { timer, readyAt });
   }
 
   /** Adds the key after its backoff, which doubles with each call until `forget`. */
@@ -150,7 +158,7 @@ export class WorkQueue<K = string> {
   /** Stops intake and wakes idle workers; queued and delayed keys are dropped. */
   shutDown(): void {
     this.shuttingDown = true;
-    for (const timer of this.timers.values()) clearTimeout(timer);
+    for (const { timer } of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
     this.queue.length = 0;
     this.queued.clear();

@@ -105,4 +105,21 @@ describe('WorkQueue', () => {
     await tick(40);
     expect(seen).toEqual(['later']);
   });
+
+  it('addAfter keeps the earliest pending delay of a key, not the first one given', async () => {
+    const q = new WorkQueue<string>();
+    const seen: string[] = [];
+    const run = q.run(1, async (k) => {
+      seen.push(k);
+    });
+    q.addAfter('sooner-second', 600_000);
+    q.addAfter('sooner-second', 1);
+    q.addAfter('sooner-first', 1);
+    q.addAfter('sooner-first', 600_000);
+    // Ten minutes is the test's upper bound many times over: both keys are due within milliseconds.
+    await eventually(() => seen.length === 2, 10_000);
+    expect(seen.sort()).toEqual(['sooner-first', 'sooner-second']);
+    q.shutDown();
+    await run;
+  });
 });
