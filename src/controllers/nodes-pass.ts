@@ -105,6 +105,12 @@ export function planNode(
     } else if (tainted) {
       if (!listingOk) throw new Error(state.listingError);
       if (!instance) throw new Error(notFoundReason(node, state.index));
+      // A deleted instance's record (the listing may show it a while) would lend the Node an
+      // identity that is no longer anyone's, and a provider ID is never changed afterwards.
+      if (instance.state === 'gone')
+        throw new Error(
+          `cloud instance ${instance.providerID} (${instance.name}) is gone; the Node stays tainted`,
+        );
       const sync = planInitialization(node, instance);
       labels = sync.labels;
       newProviderID = sync.providerID;

@@ -48,16 +48,26 @@ export class InstanceIndex {
     });
   }
 
-  /** The one instance with this name; undefined when none or several share it (ambiguous). */
+  /**
+   * The one instance with this name; undefined when none or several share it (ambiguous). A record
+   * of a deleted instance does not count beside a live namesake: it is what recreating an instance
+   * under the same name leaves in some clouds' listings for a while.
+   */
   byNodeName(name: string): Instance | undefined {
     const byID = this.byInstanceID.get(name.toLowerCase());
     if (byID) return byID;
-    const matches = this.byName.get(name.toLowerCase());
-    return matches?.length === 1 ? matches[0] : undefined;
+    const matches = this.namesakes(name);
+    return matches.length === 1 ? matches[0] : undefined;
   }
 
   nameIsAmbiguous(name: string): boolean {
     if (this.byInstanceID.has(name.toLowerCase())) return false;
-    return (this.byName.get(name.toLowerCase())?.length ?? 0) > 1;
+    return this.namesakes(name).length > 1;
+  }
+
+  private namesakes(name: string): Instance[] {
+    const all = this.byName.get(name.toLowerCase()) ?? [];
+    const live = all.filter((i) => i.state !== 'gone');
+    return live.length > 0 ? live : all;
   }
 }

@@ -202,6 +202,31 @@ describe('planNode: initialisation', () => {
     }
   });
 
+  it('never initialises from an instance in state gone, by name or by provider ID (issue 23, item 5)', () => {
+    const gone = makeInstance({ name: 'worker-1', providerID: 'cloudlycke://old', state: 'gone' });
+    for (const node of [
+      makeNode({ taints: [uninitializedTaint], ready: true }),
+      makeNode({ providerID: 'cloudlycke://old', taints: [uninitializedTaint], ready: true }),
+    ]) {
+      const plan = planNode(node, clusterState([node], [gone]), makeProvider([gone]), options);
+      expect(plan.error).toContain('cloudlycke://old');
+      expect(plan.error).toContain('gone');
+      expectNoWrites(plan);
+      expect(resultOf(plan)).toBe('failed');
+    }
+  });
+
+  it("initialises by name from the live instance when a deleted namesake's record is still listed (issue 23, item 5)", () => {
+    const instances = [
+      makeInstance({ name: 'worker-1', providerID: 'cloudlycke://old', state: 'gone' }),
+      makeInstance({ name: 'worker-1', providerID: 'cloudlycke://new' }),
+    ];
+    const node = makeNode({ taints: [uninitializedTaint] });
+    const plan = planNode(node, clusterState([node], instances), makeProvider(instances), options);
+    expect(plan.error).toBeUndefined();
+    expect(plan.patch?.providerID).toBe('cloudlycke://new');
+  });
+
   it('keeps the taint and writes nothing when the provided node IP is not an instance address', () => {
     const node = makeNode({ taints: [uninitializedTaint], annotations: providedIP('10.9.9.9') });
     const plan = planNode(node, clusterState([node], [makeInstance()]), makeProvider(), options);
