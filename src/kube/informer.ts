@@ -11,9 +11,11 @@
  *
  * Semantics (client-go's reflector): a paginated list gives the store and a resourceVersion; a watch
  * from it (bookmarks on, server-side timeoutSeconds of 5–10 min) keeps it current and is re-opened
- * from the last seen resourceVersion when the server ends it. 410 Gone → relist (handlers see the
- * difference as add/update/delete). Any other failure → the same again after an exponential backoff
- (0.8 s doubling to 10 s). A watch silent for longer than `stallMs` is presumed dead and restarted.
+ * from the last seen resourceVersion when the server ends it. 410 Gone → relist after the backoff
+ * (handlers see the difference as add/update/delete, once the whole listing is in: a relist that
+ * fails half-way changes nothing). "Too large resource version" → the same watch again, and a relist
+ * after a few. Any other failure → the same again after the backoff (0.8 s doubling to 10 s, afresh
+ * after a watch that lasted). A watch silent for longer than `stallMs` is presumed dead and restarted.
  * Each restart is counted by reason (`onRestart`); failures are logged once per change of state.
  */
 import { setTimeout as delay } from 'node:timers/promises';
@@ -66,11 +68,32 @@ interface RawMeta {
 
 interface WatchEvent {
   type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
-  object: RawMeta & { code?: number; message?: string; reason?: string };
+  object: RawMeta & {
+    code?: number;
+    message?: string;
+    reason?: string;
+    details?: { causes?: { type?: string }[] };
+  };
 }
 
 class GoneError extends Error {}
 class StallError extends Error {}
+/** The server does not have the watched resourceVersion yet (e.g. an API server behind the others). */
+class TooLargeError extends Error {}
+
+/** Consecutive "too large resource version" answers after which the informer lists again. */
+const TOO_LARGE_RELIST_AFTER = 3;
+
+// apiserver pkg/storage/errors.go, NewTooLargeResourceVersionError: a 504 with this cause (and, from
+// older servers, only this message).
+const tooLargeMessage = /Too large resource version/i;
+function isTooLarge(status: WatchEvent['object']): boolean {
+  return (
+    status.code === 504 &&
+    ((status.details?.causes ?? []).some((c) => c.type === 'ResourceVersionTooLarge') ||
+      tooLargeMessage.test(status.message ?? ''))
+  );
+}
 
 function keyOf(raw: RawMeta): string {
   const { name = '', namespace } = raw.metadata ?? {};
@@ -81,7 +104,7 @@ function keyOf(raw: RawMeta): string {
 const defaultSleep = (ms: number, signal: AbortSignal) => delay(ms, undefined, { signal }).catch(() => {});
 
 export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
-  const store = new Map<string, { obj: T; rv: string }>();
+  let store = new Map<string, { obj: T; rv: string }>();
   const handlers = {
     add: [] as ((o: T) => void)[],
     update: [] as ((a: T, b: T) => void)[],
@@ -127,8 +150,12 @@ export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
 
   const query = (extra: string[]) => [...selectors, ...extra].join('&');
 
+  /**
+   * Lists every page into a new store, then puts it in place and tells the handlers the difference:
+   * a listing that fails half-way leaves the store and the handlers as they were.
+   */
   async function relist(): Promise<string> {
-    const seen = new Set<string>();
+    const next = new Map<string, { obj: T; rv: string }>();
     let cont = '';
     let rv = '';
     do {
@@ -142,19 +169,25 @@ export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
         signal: stopper.signal,
       });
       for (const item of page.items) {
-        seen.add(keyOf(item));
-        upsert(item);
+        const key = keyOf(item);
+        const itemRv = item.metadata?.resourceVersion ?? '';
+        const old = store.get(key);
+        next.set(key, old && old.rv === itemRv ? old : { obj: options.slim(item), rv: itemRv });
       }
       cont = page.metadata?.continue ?? '';
       rv = page.metadata?.resourceVersion ?? rv;
     } while (cont);
-    for (const [key, entry] of store) {
-      if (!seen.has(key)) {
-        store.delete(key);
-        emit.delete(entry.obj);
-      }
-    }
+    const previous = store;
+    store = next;
     synced = true;
+    for (const [key, entry] of next) {
+      const old = previous.get(key);
+      if (!old) emit.add(entry.obj);
+      else if (old !== entry) emit.update(old.obj, entry.obj);
+    }
+    for (const [key, entry] of previous) {
+      if (!next.has(key)) emit.delete(entry.obj);
+    }
     return rv;
   }
 
@@ -190,6 +223,7 @@ export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
           if (event.type === 'ERROR') {
             if (event.object.code === 410)
               throw new GoneError(event.object.message ?? 'resource version too old');
+            if (isTooLarge(event.object)) throw new TooLargeError(event.object.message ?? 'too large');
             throw new KubeApiError(
               `watch of ${options.resource}: ${event.object.message ?? 'error'}`,
               event.object.code ?? 0,
@@ -212,6 +246,8 @@ export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
     } catch (err) {
       if (stalled) throw new StallError(`no data for ${Math.round(stallMs / 1000)} s`);
       if (err instanceof KubeApiError && err.status === 410) throw new GoneError(err.message);
+      if (err instanceof KubeApiError && err.status === 504 && tooLargeMessage.test(err.message))
+        throw new TooLargeError(err.message);
       throw err;
     } finally {
       if (timer) clearTimeout(timer);
@@ -230,6 +266,7 @@ export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
   async function loop(): Promise<void> {
     let rv: string | undefined;
     let delay = backoff.initialMs;
+    let tooLarge = 0;
     while (!stopper.signal.aborted) {
       try {
         if (rv === undefined) {
@@ -239,18 +276,31 @@ export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
         const started = Date.now();
         rv = await watch(rv);
         recovered();
+        tooLarge = 0;
         // A watch that lasted is a healthy one: the next failure starts the backoff afresh.
         if (Date.now() - started > 10_000) delay = backoff.initialMs;
       } catch (err) {
         if (stopper.signal.aborted) break;
         if (err instanceof GoneError) {
+          // Not at once: a server that answers 410 to every watch would make a hot loop of lists.
+          // client-go's reflector waits its backoff (≥ 800 ms) before each ListAndWatch
+          // (tools/cache/reflector.go, RunWithContext).
           options.onRestart?.('gone');
           options.log?.debug(
             { resource: options.resource },
             `${options.resource}: ${err.message}; listing again`,
           );
           rv = undefined;
+          await sleep(delay, stopper.signal);
+          delay = Math.min(delay * 2, backoff.maxMs);
           continue;
+        }
+        tooLarge = err instanceof TooLargeError ? tooLarge + 1 : 0;
+        if (tooLarge >= TOO_LARGE_RELIST_AFTER) {
+          // The resourceVersion may never come (a listing from a server that is no longer there);
+          // a fresh list gives one this server has (client-go lists with "" after this error).
+          tooLarge = 0;
+          rv = undefined;
         }
         if (err instanceof StallError) {
           options.onRestart?.('stall');

@@ -1,14 +1,16 @@
 /**
  * The generic informer against the real kube-apiserver: list + watch into a store of slim objects,
  * handlers, the server's watch timeout (re-watch from the last resourceVersion, no relist), and the
- * stall watchdog. Works for any collection: Nodes and Services here.
+ * stall watchdog. Works for any collection: Nodes and Services here. Faults are the real server's own
+ * answers to a request rewritten on its way (a watch from a resourceVersion it compacted, or one it
+ * does not have yet), or a request held until the test lets it through.
  */
 import type { CoreV1Api } from '@kubernetes/client-node';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadKubeConfig } from '../../src/kube/config.js';
 import { createInformer, type RestartReason } from '../../src/kube/informer.js';
 import { slimNode } from '../../src/kube/slim-node.js';
-import { KubeTransport } from '../../src/kube/transport.js';
+import { type KubeRequest, KubeTransport } from '../../src/kube/transport.js';
 import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { until } from '../helpers/run.js';
@@ -96,4 +98,205 @@ it('restarts a watch that goes silent (stall watchdog), and serves any resource 
   });
   await until('web seen after the restart', async () => services.get('default/web'));
   await services.stop();
+});
+
+/** Holds each call until the test opens it; `arrived` resolves when one is waiting. */
+function gate() {
+  let open = false;
+  const held: (() => void)[] = [];
+  let onArrival: (() => void) | undefined;
+  return {
+    open() {
+      open = true;
+      for (const release of held.splice(0)) release();
+    },
+    close() {
+      open = false;
+    },
+    arrived: () =>
+      held.length > 0 ? Promise.resolve() : new Promise<void>((resolve) => (onArrival = resolve)),
+    pass(signal?: AbortSignal): Promise<void> {
+      if (open || signal?.aborted) return Promise.resolve();
+      return new Promise((resolve) => {
+        held.push(resolve);
+        signal?.addEventListener('abort', () => resolve(), { once: true });
+        onArrival?.();
+        onArrival = undefined;
+      });
+    },
+  };
+}
+
+/** The real transport, with the requests the informer makes passed through the test's hooks first. */
+function intercepted(
+  base: KubeTransport,
+  hooks: {
+    list?: (req: KubeRequest) => Promise<void>;
+    watch?: (path: string, signal: AbortSignal) => Promise<string>;
+  },
+): KubeTransport {
+  return {
+    request: async <T>(req: KubeRequest): Promise<T> => {
+      await hooks.list?.(req);
+      return base.request<T>(req);
+    },
+    stream: async (path: string, signal: AbortSignal, onLine: (line: string) => void) =>
+      base.stream((await hooks.watch?.(path, signal)) ?? path, signal, onLine),
+  } as unknown as KubeTransport;
+}
+
+// A resourceVersion the server has compacted away (it answers 410), and one it does not have yet.
+const compacted = (path: string) => path.replace(/resourceVersion=[^&]*/, 'resourceVersion=1');
+const fromTheFuture = (path: string) =>
+  `${path.replace(/resourceVersion=[^&]*/, 'resourceVersion=999999999')}&sendInitialEvents=true&resourceVersionMatch=NotOlderThan`;
+
+it('watches again after "too large resource version", and lists afresh after three in a row', async () => {
+  const calls: string[] = [];
+  const restarts: RestartReason[] = [];
+  const nodes = createInformer({
+    transport: intercepted(transport, {
+      list: async (req) => {
+        if (!req.path.includes('continue=')) calls.push('list');
+      },
+      watch: async (path) => {
+        calls.push('watch');
+        return fromTheFuture(path);
+      },
+    }),
+    path: '/api/v1/nodes',
+    resource: 'nodes',
+    slim: slimNode,
+    onRestart: (r) => restarts.push(r),
+    sleep: async () => {},
+  });
+  nodes.start();
+  // The server waits 3 s for a resourceVersion before it answers that it is too large.
+  await until('a second list', async () => calls.filter((c) => c === 'list').length >= 2, 45_000);
+  await nodes.stop();
+  expect(calls.slice(0, 5)).toEqual(['list', 'watch', 'watch', 'watch', 'list']);
+  expect(restarts.slice(0, 3)).toEqual(['error', 'error', 'error']);
+});
+
+// A server that has compacted what the informer last saw: watches go to etcd (no watch cache to
+// serve old versions) and etcd is compacted every second, so a watch from resourceVersion 1 is
+// answered 410 Expired by the server itself.
+describe('a watch the server answers with 410 Gone', () => {
+  let compacting: ControlPlane;
+  let compactingApi: CoreV1Api;
+  let base: KubeTransport;
+  beforeAll(async () => {
+    compacting = await startControlPlane({
+      extraArgs: ['--watch-cache=false', '--etcd-compaction-interval=1s'],
+    });
+    compactingApi = fixtureApi(compacting.kubeconfigPath);
+    base = new KubeTransport(loadKubeConfig({ kubeconfig: compacting.kubeconfigPath, env: {} }));
+    await until(
+      'resourceVersion 1 compacted away',
+      async () => {
+        let gone = false;
+        await base.stream(
+          '/api/v1/nodes?watch=1&resourceVersion=1&timeoutSeconds=1',
+          new AbortController().signal,
+          (line) => {
+            gone ||= (JSON.parse(line) as { object?: { code?: number } }).object?.code === 410;
+          },
+        );
+        return gone;
+      },
+      30_000,
+    );
+  });
+  afterAll(async () => {
+    await base?.close();
+    await compacting?.stop();
+  });
+
+  it('after a 410 lists again only after the backoff: a server that answers 410 to every watch makes no hot loop', async () => {
+    const calls: string[] = [];
+    const nodes = createInformer({
+      transport: intercepted(base, {
+        list: async (req) => {
+          if (!req.path.includes('continue=')) calls.push('list');
+        },
+        watch: async (path) => {
+          calls.push('watch');
+          return compacted(path);
+        },
+      }),
+      path: '/api/v1/nodes',
+      resource: 'nodes',
+      slim: slimNode,
+      // The waits are recorded, not waited: what matters is that there is one before each list.
+      sleep: async (ms) => {
+        calls.push(`sleep ${ms}`);
+      },
+    });
+    nodes.start();
+    await until('four lists', async () => calls.filter((c) => c === 'list').length >= 4, 30_000);
+    await nodes.stop();
+    const lists = calls.flatMap((c, i) => (c === 'list' ? [i] : []));
+    expect(calls.slice(0, 2)).toEqual(['list', 'watch']);
+    // Each list after the first follows a wait of client-go's at least 800 ms, doubling.
+    expect(lists.slice(1, 4).map((i) => calls[i - 1])).toEqual(['sleep 800', 'sleep 1600', 'sleep 3200']);
+  });
+
+  it('a relist changes the store and tells the handlers only once the whole listing is in', async () => {
+    await createNodes(compactingApi, [{ name: 'a' }, { name: 'b' }, { name: 'c' }]);
+    const watches = gate();
+    const pages = gate();
+    pages.open();
+    let gone = false;
+    const seen: string[] = [];
+    const nodes = createInformer({
+      transport: intercepted(base, {
+        list: (req) => (req.path.includes('continue=') ? pages.pass(req.signal) : Promise.resolve()),
+        watch: async (path, signal) => {
+          await watches.pass(signal);
+          return gone ? compacted(path) : path;
+        },
+      }),
+      path: '/api/v1/nodes',
+      resource: 'nodes',
+      slim: slimNode,
+      pageSize: 1,
+      sleep: async () => {},
+    });
+    nodes.on('add', (n) => seen.push(`add ${n.metadata?.name}`));
+    nodes.on('update', (_o, n) => seen.push(`update ${n.metadata?.name} ${n.metadata?.labels?.color ?? ''}`));
+    nodes.on('delete', (n) => seen.push(`delete ${n.metadata?.name}`));
+    nodes.start();
+    await watches.arrived();
+    expect(seen.sort()).toEqual(['add a', 'add b', 'add c']);
+    seen.length = 0;
+
+    // While the informer's watch waits, the cluster changes; its watch then answers 410.
+    const a = await compactingApi.readNode({ name: 'a' });
+    await compactingApi.replaceNode({
+      name: 'a',
+      body: { ...a, metadata: { ...a.metadata, labels: { color: 'red' } } },
+    });
+    await compactingApi.deleteNode({ name: 'b' });
+    await createNodes(compactingApi, [{ name: 'd' }]);
+    gone = true;
+    pages.close();
+    watches.open();
+    // The relist has read its first page ('a', now red) and waits for its second.
+    await pages.arrived();
+    watches.close();
+    expect(seen).toEqual([]);
+    expect(nodes.get('a')?.metadata?.labels?.color).toBeUndefined();
+    expect(nodes.get('b')).toBeDefined();
+
+    pages.open();
+    await until('the new listing', async () => seen.length === 3);
+    expect(seen.sort()).toEqual(['add d', 'delete b', 'update a red']);
+    expect(
+      nodes
+        .list()
+        .map((n) => n.metadata?.name)
+        .sort(),
+    ).toEqual(['a', 'c', 'd']);
+    await nodes.stop();
+    await compactingApi.deleteCollectionNode({});
+  });
 });
