@@ -1,6 +1,7 @@
 import { monotonicMs } from '../clock.js';
 import { nodeName, type SlimNode } from '../kube/slim-node.js';
 import { LABEL_PAIRS } from '../kube/well-known.js';
+import type { CloudView } from './cloud-view.js';
 import type { Controller, ControllerContext } from './manager.js';
 import { isUninitialized } from './node.js';
 import { reconcileNode, reportReconcile } from './node-reconcile.js';
@@ -16,10 +17,29 @@ function labelsChanged(a: SlimNode, b: SlimNode): boolean {
 }
 
 /**
+ * The Node's creationTimestamp has whole seconds and comes from the API server's clock, not ours:
+ * a listing started less than this after it may be older than the Node.
+ */
+const CREATION_MARGIN_MS = 5000;
+
+/**
+ * Whether the listing may be older than the Node. Then what it shows under the Node's name may be
+ * an instance deleted and recreated since (the listing can be minutes old), and initialising from it
+ * would give the new Node the old instance's provider ID (never changed afterwards), addresses and
+ * labels.
+ */
+function mayPredate(view: CloudView, node: SlimNode): boolean {
+  const created = Date.parse(node.metadata?.creationTimestamp ?? '');
+  if (Number.isNaN(created) || view.listedAt === undefined) return true;
+  return view.listedAt < created + CREATION_MARGIN_MS;
+}
+
+/**
  * The cloud node controller: a tainted Node is initialised as soon as the watch shows it; label
  * changes are reconciled on update; every --node-status-update-frequency the cached listing is
  * refreshed (if older) and every initialised Node's addresses are checked against it. A tainted
- * Node the cache does not know asks for a (coalesced) refresh before it is retried with backoff.
+ * Node the cache does not know, or whose listing may predate it, asks for a (coalesced) refresh
+ * before it is planned; one that still fails is retried with backoff.
  */
 export function cloudNodeController(): Controller {
   let queue: WorkQueue<string> | undefined;
@@ -67,6 +87,8 @@ export function cloudNodeController(): Controller {
               (view.listingError || !findInstance(node, view.index)) &&
               ctx.cloud.listedAt < started
             ) {
+              view = await ctx.cloud.requestRefresh();
+            } else if (isUninitialized(node) && mayPredate(view, node)) {
               view = await ctx.cloud.requestRefresh();
             }
             const current = nodes.get(key) ?? node;

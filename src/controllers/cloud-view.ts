@@ -13,6 +13,8 @@ export interface CloudView {
   listingError?: string;
   /** Whether any Node's provider ID appears in the listing (see LifecycleInput.listingKnowsCluster). */
   listingKnowsCluster: boolean;
+  /** Wall-clock time (ms) the listing was started, where a cache keeps it (instance-cache.ts). */
+  listedAt?: number;
 }
 
 export type ListingOutcome = { instances: Instance[] } | { error: unknown };

@@ -98,6 +98,8 @@ export class InstanceCache {
   private start(): Promise<CloudView> {
     const generation = this.generation;
     this.lastStart = this.now();
+    // Wall clock: compared with Nodes' creationTimestamp (cloud-node.ts).
+    const listedAt = Date.now();
     const listing: Promise<CloudView> = this.options
       .list()
       .then(
@@ -109,7 +111,7 @@ export class InstanceCache {
         this.completed++;
         this.failures = 'error' in outcome ? this.failures + 1 : 0;
         this.lastError = 'error' in outcome ? outcome.error : undefined;
-        this.current = viewOf(outcome, this.options.nodes());
+        this.current = { ...viewOf(outcome, this.options.nodes()), listedAt };
         this.inFlight = undefined;
         this.options.onRefresh?.(this.current);
         return this.current;

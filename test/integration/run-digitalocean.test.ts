@@ -126,6 +126,42 @@ describe('ccm run --provider digitalocean', () => {
     }
   });
 
+  it("gives a Node whose droplet was recreated under the same name the new droplet's identity, not the cached listing's (issue 23, item 5)", async () => {
+    const [old] = sim.addDroplets({ name: 'worker-1', privateIP: '10.114.0.21' });
+    // Nothing refreshes the listing on a schedule during the test: only the rule under test can.
+    ccm = await startInProcess(
+      runInput(cp.kubeconfigPath, '', {
+        provider: 'digitalocean',
+        'cloud-config': undefined,
+        credentialsSecret: 'kube-system/digitalocean',
+        env: { DO_OVERRIDE_URL: sim.url },
+        controllerOptions: {
+          concurrency: 4,
+          deletionGracePeriodMs: 0,
+          nodeMonitorPeriodMs: 200,
+          nodeStatusUpdateFrequencyMs: 600_000,
+          cloudListPeriodMs: 600_000,
+        },
+      }),
+    );
+    await createNodes(api, [{ name: 'worker-1' }]);
+    expect((await untilInitialised(api, 'worker-1')).spec?.providerID).toBe(`digitalocean://${old?.id}`);
+
+    // The Node is deleted and its droplet recreated with the same name: a new id, a new address.
+    await api.deleteNode({ name: 'worker-1' });
+    await until(
+      'worker-1 gone',
+      async () => (await api.listNode({ fieldSelector: 'metadata.name=worker-1' })).items.length === 0,
+    );
+    sim.removeDroplet(old?.id as number);
+    const [recreated] = sim.addDroplets({ name: 'worker-1', privateIP: '10.114.0.22' });
+    await createNodes(api, [{ name: 'worker-1' }]);
+    const second = await untilInitialised(api, 'worker-1');
+    expect(second.spec?.providerID).toBe(`digitalocean://${recreated?.id}`);
+    expect(second.status?.addresses).toContainEqual({ type: 'InternalIP', address: '10.114.0.22' });
+    expect(second.status?.addresses).not.toContainEqual({ type: 'InternalIP', address: '10.114.0.21' });
+  });
+
   it('without --credentials-secret or a token, reads the Secret secret create writes, and says so', async () => {
     sim.addDroplets({ name: 'worker-s', privateIP: '10.114.0.8' });
     await start(undefined);

@@ -137,7 +137,9 @@ describe('ccm run', () => {
       const n = await node('w1');
       return (n.status?.addresses ?? []).length > 1 ? n : undefined;
     });
-    expect(initialisedAfterMs).toBeLessThan(3000);
+    // Within the 2 s between two listings and a bit: the listing made at start predates the Node, so
+    // a refresh comes first (issue 23, item 5), not a period.
+    expect(initialisedAfterMs).toBeLessThan(5000);
     expect(w1.spec?.providerID).toBe('cloudlycke://w1');
     expect(w1.metadata?.labels?.['node.kubernetes.io/instance-type']).toBe('vbox.vm.1g.2cpu');
     expect(w1.status?.addresses).toEqual([
