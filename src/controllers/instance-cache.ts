@@ -29,6 +29,8 @@ export class InstanceCache {
   private completed = 0;
   /** Bumped by invalidate(): a listing started before it is dropped when it lands. */
   private generation = 0;
+  /** The generation each view was listed in (the credentials and cloud config it was made with). */
+  private readonly generationOf = new WeakMap<CloudView, number>();
   /** The error of the last listing, when it failed. */
   lastError?: unknown;
   private readonly minIntervalMs: number;
@@ -95,6 +97,16 @@ export class InstanceCache {
     return this.start();
   }
 
+  /**
+   * Whether `view` was listed with the credentials and cloud config in use now. A deletion confirmed
+   * by a lookup must be confirmed with the provider that made the listing: a lookup made with newer
+   * credentials (maybe another account or region) answers "not found" for every instance it cannot
+   * see, and the new listing, which would show them foreign to it, was never consulted.
+   */
+  isCurrent(view: CloudView): boolean {
+    return this.generationOf.get(view) === this.generation;
+  }
+
   private start(): Promise<CloudView> {
     const generation = this.generation;
     this.lastStart = this.now();
@@ -112,6 +124,7 @@ export class InstanceCache {
         this.failures = 'error' in outcome ? this.failures + 1 : 0;
         this.lastError = 'error' in outcome ? outcome.error : undefined;
         this.current = { ...viewOf(outcome, this.options.nodes()), listedAt };
+        this.generationOf.set(this.current, generation);
         this.inFlight = undefined;
         this.options.onRefresh?.(this.current);
         return this.current;

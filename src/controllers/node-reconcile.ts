@@ -1,7 +1,14 @@
 import type { SlimNode } from '../kube/slim-node.js';
 import type { CloudView } from './cloud-view.js';
 import type { ControllerContext } from './manager.js';
-import { applyPlans, confirmDeletions, type NodeResult, planNode, resultOf } from './nodes-pass.js';
+import {
+  applyPlans,
+  confirmDeletions,
+  type NodeResult,
+  planNode,
+  resultOf,
+  withdrawDeletions,
+} from './nodes-pass.js';
 import type { NodePlan } from './plan.js';
 
 /**
@@ -22,7 +29,12 @@ export async function reconcileNode(
   };
   const state = { nodes: [node], ...view };
   const plans = [planNode(node, state, ctx.provider, pass)];
-  if (parts.lifecycle) await confirmDeletions(plans, ctx.provider, 1);
+  if (parts.lifecycle) {
+    await confirmDeletions(plans, ctx.provider, 1);
+    // Reloaded credentials or cloud config since the listing: its candidates were confirmed (or not)
+    // by a lookup with the new ones. The next monitor period plans again from a listing made with them.
+    if (!ctx.cloud.isCurrent(view)) withdrawDeletions(plans);
+  }
   const [plan] = await applyPlans(plans, state, ctx.kube, ctx.provider, pass);
   return { plan: plan as NodePlan, result: resultOf(plan as NodePlan) };
 }

@@ -227,6 +227,16 @@ export async function confirmDeletions(
   });
 }
 
+/** Undoes confirmed deletions whose lookup cannot be trusted to confirm the listing; nothing is written. */
+export function withdrawDeletions(plans: NodePlan[]): void {
+  for (const plan of plans) {
+    if (!plan.deletion) continue;
+    plan.deletion = undefined;
+    plan.changes = [];
+    plan.error = `not deleted: the credentials or cloud config changed after the listing that missed ${plan.deletionCandidate?.providerID}; checked again with the new ones`;
+  }
+}
+
 const MAX_CONFLICT_RETRIES = 3;
 
 /** Writes the plans. A Node changed by someone else since it was read is re-read and re-planned. */
