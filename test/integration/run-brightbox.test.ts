@@ -12,7 +12,14 @@ import {
 } from '../clouds/brightbox/simulator.js';
 import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { type InProcess, runInput, startInProcess, until, untilInitialised } from '../helpers/run.js';
+import {
+  expectTwoReadyReplicas,
+  type InProcess,
+  runInput,
+  startInProcess,
+  until,
+  untilInitialised,
+} from '../helpers/run.js';
 import { eventMessages, eventReasons, lbService, removeServices, serviceGone } from '../helpers/services.js';
 
 const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
@@ -71,6 +78,14 @@ const counts = () => ({
 });
 
 describe('ccm run --provider brightbox', () => {
+  it('two replicas: the standby, which never lists, is Ready within 10 s as the leader is (issue 23, item 2)', async () => {
+    await expectTwoReadyReplicas(cp.kubeconfigPath, {
+      provider: 'brightbox',
+      'cloud-config': undefined,
+      credentialsSecret: 'kube-system/brightbox-credentials',
+    });
+  });
+
   it('initialises new Nodes; a LoadBalancer Service gets LB + mapped cloud IP + group + rule through an expired token; delete removes all', async () => {
     sim.addServer({
       id: 'srv-aaaaa',

@@ -13,7 +13,7 @@ import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/
 import { ccm as cli } from '../helpers/cli.js';
 import { conformsToDigitalOceanOpenApi } from '../helpers/openapi.js';
 import {
-  freePort,
+  expectTwoReadyReplicas,
   type InProcess,
   runInput,
   startInProcess,
@@ -87,43 +87,12 @@ const tainted = (n: V1Node) =>
 
 describe('ccm run --provider digitalocean', () => {
   it('two replicas: the standby, which never lists, is Ready within 10 s as the leader is', async () => {
-    const replicas = await Promise.all(
-      ['a', 'b'].map(async (id) => {
-        const port = await freePort();
-        const started = await startInProcess(
-          runInput(cp.kubeconfigPath, '', {
-            provider: 'digitalocean',
-            'cloud-config': undefined,
-            credentialsSecret: 'kube-system/digitalocean',
-            env: { DO_OVERRIDE_URL: sim.url },
-            leaderElect: true,
-            securePort: port,
-            lease: {
-              durationMs: 15_000,
-              renewDeadlineMs: 10_000,
-              retryPeriodMs: 2000,
-              name: 'ccm-standby',
-              namespace: 'kube-system',
-            },
-          }),
-          { identity: `replica-${id}` },
-        );
-        return { started, url: `http://127.0.0.1:${port}` };
-      }),
-    );
-    try {
-      const t0 = Date.now();
-      for (const { url } of replicas)
-        await until(`${url}/readyz 200`, async () => (await fetch(`${url}/readyz`)).status === 200, 10_000);
-      expect(Date.now() - t0).toBeLessThan(10_000);
-      const states = await Promise.all(
-        replicas.map(async ({ url }) => (await fetch(`${url}/readyz?verbose`)).text()),
-      );
-      expect(states.some((s) => s.includes('leader-election ok: leading'))).toBe(true);
-      expect(states.some((s) => s.includes('leader-election ok: standby'))).toBe(true);
-    } finally {
-      await Promise.all(replicas.map(({ started }) => started.stop()));
-    }
+    await expectTwoReadyReplicas(cp.kubeconfigPath, {
+      provider: 'digitalocean',
+      'cloud-config': undefined,
+      credentialsSecret: 'kube-system/digitalocean',
+      env: { DO_OVERRIDE_URL: sim.url },
+    });
   });
 
   it("gives a Node whose droplet was recreated under the same name the new droplet's identity, not the cached listing's (issue 23, item 5)", async () => {

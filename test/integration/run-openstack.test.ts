@@ -11,7 +11,14 @@ import { parse } from 'yaml';
 import { OpenStackSimulator } from '../clouds/openstack/simulator.js';
 import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { type InProcess, runInput, startInProcess, until, untilInitialised } from '../helpers/run.js';
+import {
+  expectTwoReadyReplicas,
+  type InProcess,
+  runInput,
+  startInProcess,
+  until,
+  untilInitialised,
+} from '../helpers/run.js';
 import { eventMessages, eventReasons, lbService, removeServices, serviceGone } from '../helpers/services.js';
 
 const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
@@ -94,6 +101,14 @@ function octaviaCounts() {
 }
 
 describe('ccm run --provider openstack', () => {
+  it('two replicas: the standby, which never lists, is Ready within 10 s as the leader is (issue 23, item 2)', async () => {
+    await expectTwoReadyReplicas(cp.kubeconfigPath, {
+      provider: 'openstack',
+      'cloud-config': undefined,
+      credentialsSecret: 'kube-system/cloud-config',
+    });
+  });
+
   it('initialises new Nodes; a LoadBalancer Service gets its floating IP through an expired token; delete removes it all', async () => {
     const w1 = sim.addServer({
       name: 'k8s-worker-1',

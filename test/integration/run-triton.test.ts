@@ -10,7 +10,14 @@ import { KeyFolder, type TestKey } from '../clouds/triton/keys.js';
 import { type SimMachine, TritonSim } from '../clouds/triton/server.js';
 import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { type InProcess, runInput, startInProcess, until, untilInitialised } from '../helpers/run.js';
+import {
+  expectTwoReadyReplicas,
+  type InProcess,
+  runInput,
+  startInProcess,
+  until,
+  untilInitialised,
+} from '../helpers/run.js';
 import { eventReasons, lbService, removeServices, serviceGone } from '../helpers/services.js';
 
 const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
@@ -81,6 +88,15 @@ const services = (m: SimMachine) => m.tags[SERVICES];
 const ownerTags = (m: SimMachine) => Object.keys(m.tags).filter((k) => k.startsWith('ccm.cns.'));
 
 describe('ccm run --provider triton', () => {
+  it('two replicas: the standby, which never lists, is Ready within 10 s as the leader is (issue 23, item 2)', async () => {
+    await expectTwoReadyReplicas(cp.kubeconfigPath, {
+      provider: 'triton',
+      'cloud-config': undefined,
+      credentialsSecret: 'kube-system/triton',
+      env: {},
+    });
+  });
+
   it('initialises new Nodes; Services tag exactly their machines, get the CNS host name, share a machine and leave the rest on delete', async () => {
     const m1 = sim.addMachine({
       name: 'worker-1',
