@@ -381,10 +381,14 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   }
   let term: Term | undefined;
   const startControllers = () => {
+    // The last term's work in flight (a cloud call, a request without an answer) may still be ending:
+    // its controllers are not started twice, and writes pass the gate again only while leading.
+    const previous = term?.stopped ?? Promise.resolve();
     const t: Term = { stopper: new AbortController(), running: [], started: Promise.resolve() };
     term = t;
     const { signal } = t.stopper;
     t.started = (async () => {
+      await previous;
       while (!nodes?.hasSynced()) {
         if (signal.aborted) return;
         await new Promise((r) => setTimeout(r, 50));
@@ -523,6 +527,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     // Losing the Lease (a renewal missed its deadline: an API server outage, a paused process, a
     // stolen Lease) stops every write at once and the controllers, not the process: the replica stays
     // a candidate under the same identity, keeps its informers and is Ready as a standby.
+    // It does not wait for the term's work in flight to end before it is a candidate again.
     void (async () => {
       while ((await candidate.run()) === 'lost' && !stopping) {
         leading = false;
@@ -530,7 +535,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
         log.error(
           `lost the leader Lease: stopped writing and the controllers; a candidate again as ${identity}`,
         );
-        await stopControllers();
+        void stopControllers();
       }
     })();
   } else {

@@ -58,7 +58,10 @@ export interface Informer<T> {
   on(event: 'add', handler: (obj: T) => void): () => void;
   on(event: 'update', handler: (old: T, obj: T) => void): () => void;
   on(event: 'delete', handler: (obj: T) => void): () => void;
-  /** Ends a backoff wait now (the API server answers again): the next attempt is not up to 10 s away. */
+  /**
+   * The API server answers again: a backoff wait ends now, and an open watch (whose connection a
+   * partition may have left dead, unclosed) is started again from its resourceVersion.
+   */
   wake(): void;
 }
 
@@ -77,6 +80,7 @@ interface WatchEvent {
 }
 
 class GoneError extends Error {}
+const WOKEN = Symbol('woken');
 class StallError extends Error {}
 /** The server does not have the watched resourceVersion yet (e.g. an API server behind the others). */
 class TooLargeError extends Error {}
@@ -123,6 +127,7 @@ export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
   let synced = false;
   let running: Promise<void> | undefined;
   let waking = new AbortController();
+  let openWatch: AbortController | undefined;
   let failing: string | undefined;
 
   const emit = {
@@ -195,6 +200,7 @@ export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
   async function watch(from: string): Promise<string> {
     let rv = from;
     const aborter = new AbortController();
+    openWatch = aborter;
     const onStop = () => aborter.abort();
     stopper.signal.addEventListener('abort', onStop, { once: true });
     let stalled = false;
@@ -245,11 +251,14 @@ export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
       );
     } catch (err) {
       if (stalled) throw new StallError(`no data for ${Math.round(stallMs / 1000)} s`);
+      // wake(): the API server answers again; this watch's connection may be dead. Watch again from here.
+      if (aborter.signal.reason === WOKEN) return rv;
       if (err instanceof KubeApiError && err.status === 410) throw new GoneError(err.message);
       if (err instanceof KubeApiError && err.status === 504 && tooLargeMessage.test(err.message))
         throw new TooLargeError(err.message);
       throw err;
     } finally {
+      if (openWatch === aborter) openWatch = undefined;
       if (timer) clearTimeout(timer);
       stopper.signal.removeEventListener('abort', onStop);
     }
@@ -354,6 +363,7 @@ export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
     },
     wake() {
       waking.abort();
+      openWatch?.abort(WOKEN);
     },
   } as Informer<T>;
 }

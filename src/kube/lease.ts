@@ -8,7 +8,8 @@
  * - write ourselves as holder with an update that carries the resourceVersion read (optimistic
  *   concurrency: two candidates can never both win), keeping acquireTime and counting transitions.
  * - leading, renew every retry period; when no renewal succeeded for the renew deadline, leadership is
- *   lost: `isLeader()` turns false at once (the write gate) and `run()` resolves 'lost'.
+ *   lost: `isLeader()` turns false at once (the write gate) and `run()` resolves 'lost'. A read that
+ *   shows another holder ends it at once, as client-go's IsLeader compares the observed holder.
  * - `release()` (on shutdown) writes an empty holder with a 1 s lease so a successor takes over at
  *   its next try instead of waiting out the lease.
  * Retries are jittered by up to 20 % (client-go: 120 %) so a released Lease is taken within ~2.5 s.
@@ -73,7 +74,17 @@ export class LeaderElector {
 
   /** The write gate: true only while leading and the last renewal is within the renew deadline. */
   isLeader(): boolean {
-    return this.leading && this.now() - this.lastRenew < this.options.renewDeadlineMs;
+    return (
+      this.leading &&
+      this.observed?.holderIdentity === this.options.identity &&
+      this.now() - this.lastRenew < this.options.renewDeadlineMs
+    );
+  }
+
+  /** The last read Lease names another holder: leadership is over now, not at the renew deadline. */
+  private supplanted(): boolean {
+    const holder = this.observed?.holderIdentity;
+    return Boolean(holder) && holder !== this.options.identity;
   }
 
   /** The identity holding the Lease as last observed. */
@@ -137,6 +148,9 @@ export class LeaderElector {
           renewed = true;
           break;
         }
+        // As client-go's IsLeader: a record naming someone else (the Lease deleted and re-created by
+        // another replica, or rewritten by hand) ends leadership at once; the gate is already shut.
+        if (this.supplanted()) break;
         await this.sleep(Math.min(this.options.retryPeriodMs, Math.max(0, deadline - this.now())));
       }
       if (!renewed && !this.stopper.signal.aborted) {

@@ -115,16 +115,18 @@ export class KubeTransport {
             })
           : new (nodeHttp().Agent)(common);
       this.agentCert = credential.cert;
-      if (previous) {
-        // Requests already sent on the old connections finish (or time out) first.
-        this.retired.add(previous);
-        setTimeout(() => {
-          previous.destroy();
-          this.retired.delete(previous);
-        }, TIMEOUT_MS + 1000).unref();
-      }
+      if (previous) this.retire(previous);
     }
     return this.agent;
+  }
+
+  /** Requests already sent on the old connections finish (or time out) first. */
+  private retire(agent: HttpAgent): void {
+    this.retired.add(agent);
+    setTimeout(() => {
+      agent.destroy();
+      this.retired.delete(agent);
+    }, TIMEOUT_MS + 1000).unref();
   }
 
   /** False from a failed connection until the next answer. */
@@ -135,6 +137,12 @@ export class KubeTransport {
   private markReachable(reachable: boolean, detail: string): void {
     if (reachable === this.reachable) return;
     this.reachable = reachable;
+    if (!reachable && this.agent) {
+      // After a partition the pooled keep-alive connections may be dead without being closed: each
+      // request reusing one would wait out its timeout. New requests get new connections.
+      this.retire(this.agent);
+      this.agent = undefined;
+    }
     this.transportOptions.onReachable?.(reachable, detail);
   }
 

@@ -31,6 +31,10 @@ function leaseStore() {
     transport,
     requests: () => requests,
     lease: () => lease,
+    /** Another client rewrites the record (kubectl, or a replica that re-created a deleted Lease). */
+    rewrite: (spec: Record<string, unknown>) => {
+      if (lease) lease = { metadata: { resourceVersion: String(++version) }, spec };
+    },
     setDown: (value: boolean) => {
       down = value;
     },
@@ -124,5 +128,26 @@ describe('leader election', () => {
     await until('leading', () => elector.isLeader(), 2000);
     elector.stop();
     expect(await running).toBe('stopped');
+  });
+
+  it('stops leading as soon as a read shows another holder, not at the renew deadline', async () => {
+    const store = leaseStore();
+    const elector = new LeaderElector({
+      transport: store.transport,
+      namespace: 'kube-system',
+      name: 'ccm-test',
+      identity: 'me',
+      leaseDurationMs: 60_000,
+      renewDeadlineMs: 40_000,
+      retryPeriodMs: 50,
+    });
+    const running = elector.run();
+    await until('leading', () => elector.isLeader());
+    store.rewrite({ holderIdentity: 'other', leaseDurationSeconds: 60, leaderTransitions: 1 });
+    const started = Date.now();
+    expect(await running).toBe('lost');
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(elector.isLeader()).toBe(false);
+    expect(elector.holder).toBe('other');
   });
 });
