@@ -1,9 +1,12 @@
 /**
  * A CloudAPI simulator, written from TritonDataCenter/sdc-cloudapi docs/index.md (authentication,
- * ListMachines, GetMachine, GetAccount, ListDatacenters, the machine tag endpoints, error codes)
- * and TritonDataCenter/triton-cns docs/metadata.md (the `triton.cns.services` grammar); where the
- * docs are silent, from sdc-cloudapi's code (lib/auth.js, lib/authorization.js, lib/machines.js,
- * lib/app.js), sdc-vmapi's (the listing order) and restify 4.3.3's (version negotiation).
+ * ListMachines, GetMachine, GetAccount, ListDatacenters, the machine tag endpoints, error codes);
+ * where the docs are silent, from sdc-cloudapi's code (lib/auth.js, lib/authorization.js,
+ * lib/machines.js, lib/tags.js, lib/errors.js, lib/app.js), sdc-vmapi's (the listing order and
+ * filter, tag validation in lib/endpoints/metadata.js and lib/common/validation.js) and restify
+ * 4.3.3's (version negotiation). `triton.*` tags are validated by the npm `triton-tags` package
+ * (TritonDataCenter/node-triton-tags) at 1.4.0, the version sdc-vmapi's package.json pins: the
+ * validator VMAPI itself runs for CloudAPI's tag writes.
  *
  * Every request's signature is verified with the npm `http-signature` package, the reference
  * implementation CloudAPI itself uses, against the public keys registered for the account (or
@@ -25,7 +28,14 @@ interface HttpSignature {
   parseRequest(req: IncomingMessage, options?: { algorithms?: string[] }): ParsedSignature;
   verifySignature(parsed: ParsedSignature, key: sshpk.Key): boolean;
 }
-const httpSignature = createRequire(import.meta.url)('http-signature') as HttpSignature;
+const require = createRequire(import.meta.url);
+const httpSignature = require('http-signature') as HttpSignature;
+interface TritonTags {
+  isTritonTag(key: string): boolean;
+  /** null when valid, else the message VMAPI puts in the error's `errors[0].message`. */
+  validateTritonTag(key: string, value: unknown): string | null;
+}
+const tritonTags = require('triton-tags') as TritonTags;
 
 /**
  * sdc-cloudapi lib/authorization.js OPTIONS.algorithms (what the Authorization header may name) and
@@ -61,7 +71,8 @@ export interface SimMachine {
   created: string;
   updated: string;
   networks: string[];
-  primaryIp: string;
+  /** Absent for a machine without NICs (sdc-cloudapi lib/machines.js translate, l.193-219). */
+  primaryIp?: string;
   firewall_enabled: boolean;
   compute_node: string;
   package: string;
@@ -108,6 +119,14 @@ interface Account {
   cnsEnabled: boolean;
   keys: Map<string, sshpk.Key>;
   users: Map<string, Map<string, sshpk.Key>>;
+  /** Per sub-user: the actions its default roles' policies allow ("*": all). */
+  grants: Map<string, Set<string>>;
+}
+
+interface ErrorsElem {
+  field: string;
+  code: string;
+  message: string;
 }
 
 class ApiError extends Error {
@@ -115,6 +134,8 @@ class ApiError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** sdc-cloudapi lib/errors.js ExposedSDCError (l.261-283) passes VMAPI's `errors` on. */
+    readonly errors?: ErrorsElem[],
   ) {
     super(message);
   }
@@ -143,6 +164,7 @@ export class TritonSim {
       cnsEnabled: options.cnsEnabled ?? true,
       keys: new Map(),
       users: new Map(),
+      grants: new Map(),
     };
     this.datacenter = options.datacenter ?? 'us-test-1';
     this.tagDelayMs = options.tagDelayMs ?? 0;
@@ -180,6 +202,18 @@ export class TritonSim {
     return fp;
   }
 
+  /**
+   * Gives a sub-user a default role whose policy allows these actions (CloudAPI's lower-cased
+   * route names: getaccount, listmachines, getmachine, listdatacenters, listmachinetags,
+   * addmachinetags, deletemachinetag, …), or every action ("*"). A sub-user without one is refused
+   * everything, as CloudAPI refuses it (see authorize below).
+   */
+  grant(user: string, actions: readonly string[] | '*'): void {
+    const set = this.account.grants.get(user) ?? new Set<string>();
+    for (const a of actions === '*' ? ['*'] : actions) set.add(a);
+    this.account.grants.set(user, set);
+  }
+
   addMachine(partial: Partial<SimMachine> & { name: string }): SimMachine {
     const id = partial.id ?? randomUUID();
     const created = new Date(Date.UTC(2026, 0, 1) + this.order++ * 1000).toISOString();
@@ -197,7 +231,9 @@ export class TritonSim {
       created,
       updated: created,
       networks: [],
-      primaryIp: partial.ips?.[0] ?? '',
+      // sdc-cloudapi lib/machines.js translate (l.193-219) sets primaryIp only inside
+      // `if (machine.nics && machine.nics.length)`: a machine without NICs has no such field.
+      ...(partial.ips?.length ? { primaryIp: partial.ips[0] } : {}),
       firewall_enabled: false,
       compute_node: '564d0b8e-6099-7648-351e-877faf6c56f6',
       package: 'k8s-4g',
@@ -245,17 +281,24 @@ export class TritonSim {
     try {
       const version = apiVersion(req, method, url.pathname);
       res.setHeader('api-version', version);
-      auth = this.authenticate(req, url.pathname);
+      const caller = this.authenticate(req, url.pathname);
+      auth = { keyId: caller.keyId, algorithm: caller.algorithm };
       const fault = this.takeFault(method, url.pathname);
       if (fault) {
         this.reply(req, res, fault.status, fault.body, body, auth, fault.headers);
         return;
       }
-      const { status, payload, headers } = this.route(method, url, body);
+      const authorize = (action: string) => this.authorize(caller.user, action, url.pathname);
+      const { status, payload, headers } = this.route(method, url, body, authorize);
       this.reply(req, res, status, payload, body, auth, headers);
     } catch (err) {
       if (err instanceof ApiError) {
-        this.reply(req, res, err.status, { code: err.code, message: err.message }, body, auth);
+        const payload = {
+          code: err.code,
+          message: err.message,
+          ...(err.errors ? { errors: err.errors } : {}),
+        };
+        this.reply(req, res, err.status, payload, body, auth);
         return;
       }
       throw err;
@@ -297,7 +340,10 @@ export class TritonSim {
    * invalid: <http-signature's message>"; an unknown account, sub-user or key and a signature that
    * does not verify are all the one 401 "Invalid authorization credentials supplied" (INVALID_CREDS).
    */
-  private authenticate(req: IncomingMessage, path: string): { keyId: string; algorithm: string } {
+  private authenticate(
+    req: IncomingMessage,
+    path: string,
+  ): { keyId: string; algorithm: string; user?: string } {
     const header = req.headers.authorization;
     // lib/auth.js authenticate: no caller after the parsers is DEF_401.
     const unauthenticated = new ApiError(
@@ -331,12 +377,14 @@ export class TritonSim {
     const parts = parsed.keyId.split('/');
     let keys: Map<string, sshpk.Key> | undefined;
     let fp: string | undefined;
+    let user: string | undefined;
     if (parts.length === 4 && parts[2] === 'keys') {
       fp = parts[3];
       if (parts[1] === this.account.login) keys = this.account.keys;
     } else if (parts.length === 6 && parts[4] === 'keys') {
       fp = parts[5];
-      if (parts[1] === this.account.login) keys = this.account.users.get(parts[3] ?? '');
+      user = parts[3] ?? '';
+      if (parts[1] === this.account.login) keys = this.account.users.get(user);
     } else {
       throw new ApiError(401, 'InvalidCredentials', `Invalid KeyId ${parsed.keyId} in authorization header`);
     }
@@ -353,18 +401,37 @@ export class TritonSim {
     if (login !== 'my' && login !== this.account.login) {
       throw new ApiError(403, 'NotAuthorized', `You do not have permission to access ${login}`);
     }
-    return { keyId: parsed.keyId, algorithm: parsed.algorithm };
+    return { keyId: parsed.keyId, algorithm: parsed.algorithm, ...(user !== undefined ? { user } : {}) };
+  }
+
+  /**
+   * sdc-cloudapi lib/auth.js authorize (l.500-697): the account itself may do everything; a
+   * sub-user only what a policy of its active roles (its default roles: ccm sends no `as-role`)
+   * allows for the route's name (lib/app.js reqRoutename, l.442-473, restify's route names
+   * lower-cased, restify 4.3.3 lib/router.js l.228). Otherwise 403 NotAuthorized "You do not have
+   * permission to access <path> (<action>)" (FORBIDDEN, l.82; the details l.680-688). It runs after
+   * lib/machines.js loadMachine (lib/app.js l.438-476), so an unknown machine is 404 first.
+   * Aperture's policy language (conditions on time, source IP, tags) is not simulated: a grant is
+   * a plain list of actions.
+   */
+  private authorize(user: string | undefined, action: string, path: string): void {
+    if (user === undefined) return;
+    const grants = this.account.grants.get(user);
+    if (grants?.has('*') || grants?.has(action)) return;
+    throw new ApiError(403, 'NotAuthorized', `You do not have permission to access ${path} (${action})`);
   }
 
   private route(
     method: string,
     url: URL,
     body: string,
+    authorize: (action: string) => void,
   ): { status: number; payload?: unknown; headers?: Record<string, string> } {
     const [, , collection, id, sub, tag, ...rest] = url.pathname.split('/').map(decodeURIComponent);
     if (rest.length > 0) throw new ApiError(404, 'ResourceNotFound', `${url.pathname} does not exist`);
     if (collection === undefined || collection === '') {
       if (method !== 'GET') throw new ApiError(405, 'BadMethod', `${method} is not allowed`);
+      authorize('getaccount'); // lib/account.js: GetAccount
       const a = this.account;
       return {
         status: 200,
@@ -379,6 +446,7 @@ export class TritonSim {
       };
     }
     if (collection === 'datacenters' && id === undefined && method === 'GET') {
+      authorize('listdatacenters'); // lib/datacenters.js: ListDatacenters
       return {
         status: 200,
         payload: { [this.datacenter]: this.url, 'us-other-1': 'https://us-other-1.api.example.com' },
@@ -386,34 +454,58 @@ export class TritonSim {
     }
     if (collection !== 'machines')
       throw new ApiError(404, 'ResourceNotFound', `${url.pathname} does not exist`);
-    if (id === undefined) return this.listMachines(method, url);
+    if (id === undefined) return this.listMachines(method, url, authorize);
     const machine = this.machines.get(id);
     if (!machine) throw new ApiError(404, 'ResourceNotFound', `VM not found`);
     if (sub === undefined) {
       if (method !== 'GET') throw new ApiError(405, 'BadMethod', `${method} is not allowed`);
+      authorize('getmachine'); // lib/machines.js: GetMachine
       // A destroyed machine whose history is kept: 410 with the record (state "deleted").
       return { status: machine.state === 'deleted' ? 410 : 200, payload: machine };
     }
     if (sub !== 'tags') throw new ApiError(404, 'ResourceNotFound', `${url.pathname} does not exist`);
-    if (machine.state === 'deleted') throw new ApiError(410, 'ResourceNotFound', 'VM has been destroyed');
+    // No state check for tags: sdc-cloudapi lib/machines.js loadMachine (l.1141) loads a destroyed
+    // machine like any other, and lib/tags.js hands every tag call to VMAPI, whose
+    // lib/interceptors.js loadVm and lib/endpoints/metadata.js check none either. What VMAPI's
+    // update job then does to a destroyed machine no upstream file here shows: the simulator
+    // applies the write.
+    // lib/tags.js mount: the routes' names.
+    const action =
+      tag === undefined
+        ? {
+            GET: 'listmachinetags',
+            HEAD: 'headmachinetags',
+            POST: 'addmachinetags',
+            PUT: 'replacemachinetags',
+            DELETE: 'deletemachinetags',
+          }[method]
+        : { GET: 'getmachinetag', HEAD: 'headmachinetag', DELETE: 'deletemachinetag' }[method];
+    if (action === undefined) throw new ApiError(405, 'BadMethod', `${method} is not allowed`);
+    authorize(action);
     return this.tags(method, machine, tag, body);
   }
 
-  private listMachines(method: string, url: URL) {
+  private listMachines(method: string, url: URL, authorize: (action: string) => void) {
     if (method !== 'GET' && method !== 'HEAD')
       throw new ApiError(405, 'BadMethod', `${method} is not allowed`);
+    authorize(method === 'GET' ? 'listmachines' : 'headmachines'); // lib/machines.js mount
     const limit = intParam(url, 'limit', MAX_LIMIT);
     const offset = intParam(url, 'offset', 0);
     if (limit < 1 || limit > MAX_LIMIT) {
       throw new ApiError(409, 'InvalidArgument', `limit must be between 1 and ${MAX_LIMIT}`);
     }
     this.onListPage?.(offset);
-    const tombstone = url.searchParams.get('tombstone') === 'true';
+    // sdc-cloudapi lib/machines.js getListOptions (l.400-404): without `tombstone` (any non-empty
+    // value, as restify's query parser hands it over, counts) the state filter is 'active', which
+    // sdc-vmapi lib/apis/moray.js _vmsListParams (l.496-497) turns into
+    // (&(!(state=destroyed))(!(state=failed))): a failed machine is listed only with tombstone, as
+    // docs/index.md ListMachines says ("Include destroyed and failed instances").
+    const tombstone = (url.searchParams.get('tombstone') ?? '') !== '';
     // sdc-cloudapi lib/machines.js getListOptions passes no sort to VMAPI, and VMAPI then orders by
     // uuid, descending (sdc-vmapi lib/apis/moray.js _sortOptionsFromSortParam, docs/index.md
     // "Sorting"): the order does not follow creation, and a destroyed machine shifts what follows.
     const all = [...this.machines.values()]
-      .filter((m) => tombstone || m.state !== 'deleted')
+      .filter((m) => tombstone || (m.state !== 'deleted' && m.state !== 'failed'))
       .sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
     const page = all.slice(offset, offset + limit);
     return {
@@ -444,7 +536,7 @@ export class TritonSim {
       return { status: 200, payload: { ...machine.tags } };
     }
     if (method === 'POST' || method === 'PUT') {
-      const input = parseTags(body);
+      const input = parseTags(body, method === 'POST' ? 'adding' : 'replacing');
       const result = method === 'PUT' ? input : { ...machine.tags, ...input };
       this.later(() => {
         machine.tags = { ...(method === 'PUT' ? {} : machine.tags), ...input };
@@ -511,44 +603,53 @@ function intParam(url: URL, name: string, fallback: number): number {
   return Number(raw);
 }
 
-/** `service ( "," service )*`, service := dns-label ( ":" port )? ( ":" key "=" value )* */
-const CNS_SERVICE = /^[a-z][a-z0-9-]{0,62}(:\d+)?(:[a-z][a-z0-9-]*=[^,:]+)*$/;
-const KNOWN_TRITON_TAGS = new Set(['triton.cns.services', 'triton.cns.disable', 'triton.cns.reverse_ptr']);
-
-function parseTags(body: string): Record<string, string | number | boolean> {
+/**
+ * AddMachineTags / ReplaceMachineTags. sdc-cloudapi lib/tags.js hands the body to VMAPI (as
+ * node-sdc-clients lib/vmapi.js addMetadata sends it), which validates it in
+ * lib/endpoints/metadata.js addMetadata / setMetadata (l.112-141, l.147-181): an empty set
+ * (lib/common/vm-common.js addMetadata), a value not a string, number or boolean ("Forbidden Data
+ * Type", lib/common/validation.js validMetadata l.2252-2279), a `triton.*` tag that triton-tags'
+ * validateTritonTag refuses, and Docker's own tags ("Special tag … not supported", validTags
+ * l.2291-2306) are all 409 ValidationFailed "Invalid tag parameters" with the first reason in
+ * `errors`; CloudAPI's vmapiErrorWrap (lib/errors.js l.322-343) exposes it as
+ * "error adding tags: Invalid tag parameters" (ExposedSDCError, l.261-283), `errors` kept.
+ */
+function parseTags(body: string, verb: 'adding' | 'replacing'): Record<string, string | number | boolean> {
   let input: unknown;
   try {
     input = JSON.parse(body);
   } catch {
     throw new ApiError(400, 'BadRequest', 'body is not JSON');
   }
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new ApiError(409, 'InvalidArgument', 'tags must be an object');
+  const invalid = (field: string, message: string) =>
+    new ApiError(409, 'ValidationFailed', `error ${verb} tags: Invalid tag parameters`, [
+      { field, code: 'Invalid', message },
+    ]);
+  if (
+    typeof input !== 'object' ||
+    input === null ||
+    Array.isArray(input) ||
+    Object.keys(input).length === 0
+  ) {
+    throw invalid('tags', 'Invalid parameter');
   }
   const tags: Record<string, string | number | boolean> = {};
   for (const [key, value] of Object.entries(input)) {
     if (!['string', 'number', 'boolean'].includes(typeof value)) {
-      throw new ApiError(409, 'InvalidArgument', `tag ${key}: values may be strings, numbers or booleans`);
-    }
-    if (key.startsWith('triton.')) {
-      if (!KNOWN_TRITON_TAGS.has(key))
-        throw new ApiError(409, 'ValidationFailed', `Unrecognized special triton tag "${key}"`);
-      if (key === 'triton.cns.services') {
-        const ok =
-          typeof value === 'string' &&
-          value.split(',').every((s) => {
-            const port = /:(\d+)/.exec(s)?.[1];
-            return CNS_SERVICE.test(s) && (port === undefined || (Number(port) > 0 && Number(port) < 65536));
-          });
-        if (!ok)
-          throw new ApiError(
-            409,
-            'ValidationFailed',
-            `Triton tag "${key}" value is invalid: ${String(value)}`,
-          );
-      }
+      throw invalid(`tags.${key}`, 'Forbidden Data Type');
     }
     tags[key] = value as string | number | boolean;
   }
+  for (const [key, value] of Object.entries(tags)) {
+    if (tritonTags.isTritonTag(key)) {
+      const problem = tritonTags.validateTritonTag(key, value);
+      if (problem !== null) throw invalid('tags', problem);
+    } else if (DOCKER_TAG.test(key)) {
+      throw invalid('tags', `Special tag "${key}" not supported`);
+    }
+  }
   return tags;
 }
+
+/** sdc-vmapi lib/common/validation.js DOCKER_TAG_DEFAULT_RE (l.38). */
+const DOCKER_TAG = /^(?:sdc_docker$|docker:label:triton\.|docker:label:(?:com|io|org)\.docker(?:project)?\.)/;

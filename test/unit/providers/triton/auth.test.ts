@@ -39,6 +39,7 @@ beforeAll(async () => {
   sim = await new TritonSim({ login: 'demo' }).start();
   for (const k of [rsaPem, rsaOpenssh, ecdsa, encrypted, encryptedPem, ed25519]) sim.addKey(k.publicKey);
   sim.addKey(subUserKey.publicKey, 'ops');
+  sim.grant('ops', ['getaccount']);
   sim.addMachine({ name: 'm1', ips: ['10.0.0.1'] });
 });
 afterAll(async () => {

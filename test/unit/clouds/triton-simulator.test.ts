@@ -1,0 +1,181 @@
+/**
+ * The CloudAPI simulator against what sdc-cloudapi, sdc-vmapi and node-triton-tags do (each
+ * behaviour's source is cited in test/clouds/triton/server.ts): the listing's state filter, tag
+ * validation by triton-tags with VMAPI's error shape, the tag endpoints' lack of a state check,
+ * `primaryIp` only with NICs, and sub-users refused by role.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createSigner, type RequestSigner } from '../../../src/providers/triton/signer.js';
+import { KeyFolder, type TestKey } from '../../clouds/triton/keys.js';
+import { TritonSim } from '../../clouds/triton/server.js';
+
+let keys: KeyFolder;
+let key: TestKey;
+let userKey: TestKey;
+let sim: TritonSim;
+let account: RequestSigner;
+let user: RequestSigner;
+
+beforeAll(async () => {
+  keys = new KeyFolder();
+  key = keys.make({ type: 'ecdsa', bits: 256 });
+  userKey = keys.make({ type: 'ecdsa', bits: 256 });
+  sim = await new TritonSim({ login: 'demo' }).start();
+  sim.addKey(key.publicKey);
+  sim.addKey(userKey.publicKey, 'ccm');
+  account = createSigner({ account: 'demo', keyMaterial: key.privateKey });
+  user = createSigner({ account: 'demo', user: 'ccm', keyMaterial: userKey.privateKey });
+});
+afterAll(async () => {
+  await sim?.stop();
+  keys?.remove();
+});
+beforeEach(() => {
+  sim.machines.clear();
+});
+
+async function call(method: string, path: string, body?: unknown, signer = account) {
+  const date = new Date().toUTCString();
+  const { algorithm, signature } = await signer.sign(`date: ${date}`);
+  const res = await fetch(`${sim.url}${path}`, {
+    method,
+    headers: {
+      date,
+      'accept-version': '~8',
+      'content-type': 'application/json',
+      authorization: `Signature keyId="${signer.keyId}",algorithm="${algorithm}",headers="date",signature="${signature}"`,
+    },
+    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+describe('ListMachines and machine states', () => {
+  it('a failed machine is listed only with tombstone, like a destroyed one; GetMachine answers it', async () => {
+    const ok = sim.addMachine({ name: 'ok', ips: ['10.0.0.1'] });
+    const failed = sim.addMachine({ name: 'failed', state: 'failed' });
+    const gone = sim.addMachine({ name: 'gone', state: 'deleted' });
+    const ids = (r: { body: { id: string }[] }) => r.body.map((m) => m.id).sort();
+    expect(ids(await call('GET', '/demo/machines'))).toEqual([ok.id]);
+    expect(ids(await call('GET', '/demo/machines?tombstone=true'))).toEqual(
+      [ok.id, failed.id, gone.id].sort(),
+    );
+    expect(await call('GET', `/demo/machines/${failed.id}`)).toMatchObject({
+      status: 200,
+      body: { id: failed.id, state: 'failed' },
+    });
+  });
+
+  it('primaryIp only for a machine with NICs', async () => {
+    const bare = sim.addMachine({ name: 'bare' });
+    const nic = sim.addMachine({ name: 'nic', ips: ['10.0.0.7'] });
+    expect((await call('GET', `/demo/machines/${bare.id}`)).body).not.toHaveProperty('primaryIp');
+    expect((await call('GET', `/demo/machines/${nic.id}`)).body.primaryIp).toBe('10.0.0.7');
+  });
+
+  it('the tags of a destroyed machine are answered like any other (no state check upstream)', async () => {
+    const gone = sim.addMachine({ name: 'gone', state: 'deleted', tags: { a: 'b' } });
+    expect(await call('GET', `/demo/machines/${gone.id}/tags`)).toEqual({ status: 200, body: { a: 'b' } });
+    expect((await call('GET', `/demo/machines/${gone.id}`)).status).toBe(410);
+  });
+});
+
+describe('tag validation (triton-tags 1.4.0, as VMAPI runs it)', () => {
+  const accepted: Record<string, unknown>[] = [
+    { 'triton.cns.services': 'Web:80' },
+    { 'triton.cns.services': 'db.internal:5432' },
+    { 'triton.cns.services': '_http._tcp:80' },
+    { 'triton.cns.services': 'web:80:priority=10:weight=5,api:8080' },
+    { 'triton.cns.services': 'a11111111aaaa4bbb8ccc000000000001:30080' },
+    { 'triton.cmon.groups': 'k8s,workers' },
+    { 'triton.network.public': 'external' },
+    { 'triton.cns.disable': true },
+    { 'ccm.cns.11111111-aaaa-4bbb-8ccc-000000000001': '{"cluster":"c","entries":["web:80"]}' },
+  ];
+  for (const tags of accepted) {
+    it(`accepts ${JSON.stringify(tags)}`, async () => {
+      const m = sim.addMachine({ name: 'w1' });
+      expect(await call('POST', `/demo/machines/${m.id}/tags`, tags)).toEqual({ status: 200, body: tags });
+    });
+  }
+
+  const refused: [Record<string, unknown> | string, { field: string; message: string }][] = [
+    [
+      { 'triton.cns.services': 'web:80:foo=bar' },
+      {
+        field: 'tags',
+        message: 'invalid "triton.cns.services" tag: service property "foo" is not a valid property name',
+      },
+    ],
+    [
+      { 'triton.cns.services': 'web:70000' },
+      {
+        field: 'tags',
+        message:
+          'invalid "triton.cns.services" tag: service port number for web must be within the range 1 - 65535',
+      },
+    ],
+    [{ 'triton.foo': 'x' }, { field: 'tags', message: 'Unrecognized special triton tag "triton.foo"' }],
+    [
+      { 'triton.cns.disable': 'true' },
+      { field: 'tags', message: 'Triton tag "triton.cns.disable" value must be a boolean: "true" (string)' },
+    ],
+    [{ sdc_docker: true }, { field: 'tags', message: 'Special tag "sdc_docker" not supported' }],
+    [{ a: { b: 1 } }, { field: 'tags.a', message: 'Forbidden Data Type' }],
+    [{}, { field: 'tags', message: 'Invalid parameter' }],
+  ];
+  for (const [tags, detail] of refused) {
+    it(`refuses ${JSON.stringify(tags)}: 409 ValidationFailed with the reason in errors[]`, async () => {
+      const m = sim.addMachine({ name: 'w1', tags: { keep: 'me' } });
+      expect(await call('POST', `/demo/machines/${m.id}/tags`, tags)).toEqual({
+        status: 409,
+        body: {
+          code: 'ValidationFailed',
+          message: 'error adding tags: Invalid tag parameters',
+          errors: [{ code: 'Invalid', ...detail }],
+        },
+      });
+      expect(sim.machine(m.id).tags).toEqual({ keep: 'me' });
+    });
+  }
+
+  it('an invalid services tag with a parse error carries the parser’s message', async () => {
+    const m = sim.addMachine({ name: 'w1' });
+    const r = await call('PUT', `/demo/machines/${m.id}/tags`, { 'triton.cns.services': 'web:80,' });
+    expect(r.status).toBe(409);
+    expect(r.body.message).toBe('error replacing tags: Invalid tag parameters');
+    expect(r.body.errors[0].message).toMatch(/^invalid "triton.cns.services" tag: Expected /);
+  });
+});
+
+describe('sub-users and roles (sdc-cloudapi lib/auth.js authorize)', () => {
+  it('a sub-user without a role allowing the action gets 403 NotAuthorized naming it; the account never', async () => {
+    const m = sim.addMachine({ name: 'w1' });
+    const refused = (path: string, action: string) => ({
+      status: 403,
+      body: { code: 'NotAuthorized', message: `You do not have permission to access ${path} (${action})` },
+    });
+    expect(await call('GET', '/demo', undefined, user)).toEqual(refused('/demo', 'getaccount'));
+    expect(await call('GET', '/demo/machines', undefined, user)).toEqual(
+      refused('/demo/machines', 'listmachines'),
+    );
+    expect(await call('POST', `/demo/machines/${m.id}/tags`, { a: 'b' }, user)).toEqual(
+      refused(`/demo/machines/${m.id}/tags`, 'addmachinetags'),
+    );
+    expect(sim.machine(m.id).tags).toEqual({});
+    // loadMachine runs before authorize: an unknown machine is 404 first
+    const unknown = '00000000-0000-4000-8000-000000000000';
+    expect((await call('GET', `/demo/machines/${unknown}`, undefined, user)).status).toBe(404);
+
+    sim.grant('ccm', ['getaccount', 'listmachines']);
+    expect((await call('GET', '/demo', undefined, user)).status).toBe(200);
+    expect((await call('GET', '/demo/machines', undefined, user)).status).toBe(200);
+    expect(await call('GET', `/demo/machines/${m.id}`, undefined, user)).toEqual(
+      refused(`/demo/machines/${m.id}`, 'getmachine'),
+    );
+    sim.grant('ccm', '*');
+    expect((await call('GET', `/demo/machines/${m.id}`, undefined, user)).status).toBe(200);
+    expect((await call('GET', `/demo/machines/${m.id}`)).status).toBe(200);
+  });
+});
