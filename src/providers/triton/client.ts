@@ -231,7 +231,8 @@ function errorMessage(body: unknown): string {
  * CloudAPI's answers where they say more than the status (sdc-cloudapi lib/authorization.js,
  * lib/auth.js): 400 InvalidHeader for an Authorization header it cannot parse or whose Date is
  * off (shown as it is, with this machine's clock measured against the Date of the answer), one 401
- * InvalidCredentials for an unknown account, user or key and a bad signature alike; a destroyed
+ * InvalidCredentials for an unknown account, user or key and a bad signature alike; 403
+ * NotAuthorized for a sub-user whose roles do not allow the action; a destroyed
  * machine (410); throttling under any status.
  */
 function describe(
@@ -254,6 +255,14 @@ function describe(
       `CloudAPI refused the signed request of key ${signer.fingerprint} (400 InvalidHeader: ${message || 'no message'})${clockAdvice(skewMs)}`,
     );
   }
+  if (status === 403 && code === 'NotAuthorized' && user) {
+    // sdc-cloudapi lib/auth.js authorize: "You do not have permission to access <path> (<action>)"
+    // when no policy of the sub-user's active roles allows the action (the route's name).
+    const action = /\(([a-z]+)\)\s*$/.exec(message)?.[1];
+    return new UnauthorizedError(
+      `CloudAPI refused ${action ? `action "${action}"` : 'the request'} to user ${user} of account ${account} (403 NotAuthorized: ${message || 'no message'}): the credentials are valid, but no policy of the user's default roles allows ${action ? 'it' : 'this'}; give user ${user} a default role whose policy says "CAN ${action ?? '<action>'}" (ccm needs ${NEEDED_ACTIONS})`,
+    );
+  }
   if (
     status === 401 &&
     code === 'InvalidCredentials' &&
@@ -265,6 +274,10 @@ function describe(
   }
   return undefined;
 }
+
+/** The CloudAPI actions (route names, as RBAC policies name them) ccm calls. */
+const NEEDED_ACTIONS =
+  'getaccount, listmachines, getmachine, listdatacenters unless TRITON_DATACENTER is set, and for CNS load balancing listmachinetags, addmachinetags, deletemachinetag';
 
 /** Whether this machine's clock is outside CloudAPI's window, by the Date of CloudAPI's own answer. */
 function clockAdvice(skewMs: number | undefined, answer = 'answer'): string {

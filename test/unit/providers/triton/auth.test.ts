@@ -40,6 +40,7 @@ beforeAll(async () => {
   for (const k of [rsaPem, rsaOpenssh, ecdsa, encrypted, encryptedPem, ed25519]) sim.addKey(k.publicKey);
   sim.addKey(subUserKey.publicKey, 'ops');
   sim.grant('ops', ['getaccount']);
+  sim.addKey(subUserKey.publicKey, 'norole');
   sim.addMachine({ name: 'm1', ips: ['10.0.0.1'] });
 });
 afterAll(async () => {
@@ -107,6 +108,25 @@ describe('requests signed with the account key are accepted by the verifying sim
       status: 200,
       keyId: `/demo/users/ops/keys/${subUserKey.fingerprint}`,
     });
+  });
+
+  it("a sub-user whose roles do not allow an action: CloudAPI's 403, named as a permission to grant", async () => {
+    const norole = provider({ keyMaterial: subUserKey.privateKey, user: 'norole' });
+    const err = await error(norole.verifyCredentials?.() as Promise<string>);
+    expect(err).toBeInstanceOf(UnauthorizedError);
+    expect(err.message).toBe(
+      `CloudAPI refused action "getaccount" to user norole of account demo (403 NotAuthorized: You do not have permission to access /demo (getaccount)): the credentials are valid, but no policy of the user's default roles allows it; give user norole a default role whose policy says "CAN getaccount" (ccm needs getaccount, listmachines, getmachine, listdatacenters unless TRITON_DATACENTER is set, and for CNS load balancing listmachinetags, addmachinetags, deletemachinetag)`,
+    );
+    // 'ops' may read its account, not list machines
+    const ops = provider({ keyMaterial: subUserKey.privateKey, user: 'ops' });
+    const listing = await error(ops.instances.list());
+    expect(listing.message).toMatch(
+      /^CloudAPI refused action "listmachines" to user ops of account demo \(403 NotAuthorized: You do not have permission to access \/demo\/machines \(listmachines\)\)/,
+    );
+    expect(sim.requests.map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual([
+      'GET /demo 403',
+      'GET /demo/machines 403',
+    ]);
   });
 
   it('TRITON_KEY_ID in MD5 or SHA256 form is checked against the key', async () => {
