@@ -28,6 +28,16 @@ export interface Account {
 
 export type Tags = Record<string, string | number | boolean>;
 
+export interface ListOptions {
+  /**
+   * Also list `failed` machines and destroyed ones whose history is kept (state `deleted`).
+   * Without it CloudAPI lists neither (sdc-cloudapi lib/machines.js getListOptions sets state
+   * "active", which sdc-vmapi lib/apis/moray.js turns into "not destroyed, not failed");
+   * docs/index.md ListMachines: "tombstone: Include destroyed and failed instances".
+   */
+  tombstone?: boolean;
+}
+
 export interface TritonClientOptions {
   url: string;
   account: string;
@@ -136,9 +146,9 @@ export class TritonClient {
    * that moved restarts the sweep; three such sweeps in a row are a RetryableError, and so is any
    * failed page. The listing ends at a page shorter than the limit the server applied.
    */
-  async listMachines(signal?: AbortSignal): Promise<Machine[]> {
+  async listMachines(signal?: AbortSignal, options: ListOptions = {}): Promise<Machine[]> {
     for (let sweep = 1; ; sweep++) {
-      const machines = await this.sweepMachines(signal);
+      const machines = await this.sweepMachines(signal, options);
       if (machines) return machines;
       if (sweep === SWEEPS) {
         throw new RetryableError(
@@ -150,14 +160,17 @@ export class TritonClient {
   }
 
   /** One sweep of overlapping pages; undefined when a page boundary moved (a machine may be missed). */
-  private async sweepMachines(signal?: AbortSignal): Promise<Machine[] | undefined> {
+  private async sweepMachines(
+    signal: AbortSignal | undefined,
+    options: ListOptions,
+  ): Promise<Machine[] | undefined> {
     const seen = new Map<string, Machine>();
     let anchor: string | undefined;
     // Machines created meanwhile can fill a page with machines seen before, but not page after page.
     let stale = 0;
     for (let offset = 0; ; ) {
       const res = await this.http.get<Machine[]>(`/${this.login}/machines`, {
-        query: { offset, limit: this.pageSize },
+        query: { offset, limit: this.pageSize, ...(options.tombstone ? { tombstone: 'true' } : {}) },
         signal,
       });
       const page = res.body;

@@ -47,7 +47,7 @@ export class CnsLoadBalancers implements LoadBalancers {
 
   async get(req: LoadBalancerRequest, signal?: AbortSignal): Promise<LoadBalancerStatus | undefined> {
     const plan = this.plan(req);
-    const machines = await this.client.listMachines(signal);
+    const machines = await this.taggable(signal);
     if (!machines.some((m) => this.owns(m.tags ?? {}, plan))) return undefined;
     return this.status(plan, signal);
   }
@@ -65,14 +65,14 @@ export class CnsLoadBalancers implements LoadBalancers {
 
   async delete(req: LoadBalancerRequest, signal?: AbortSignal): Promise<void> {
     const plan = this.plan(req, false);
-    const machines = await this.client.listMachines(signal);
+    const machines = await this.taggable(signal);
     const owned = machines.filter((m) => this.owns(m.tags ?? {}, plan));
     await inBatches(owned, (m) => this.change(m.id, plan, undefined, signal));
   }
 
   /** Puts the entries on the backends, takes them off every other machine ccm put them on. */
   private async reconcile(req: LoadBalancerRequest, plan: Plan, signal?: AbortSignal): Promise<void> {
-    const machines = await this.client.listMachines(signal);
+    const machines = await this.taggable(signal);
     const backends = backendMachines(req, machines);
     const leaving = machines.filter((m) => !backends.has(m.id) && this.owns(m.tags ?? {}, plan));
     const changes: [string, string[] | undefined][] = [
@@ -80,6 +80,17 @@ export class CnsLoadBalancers implements LoadBalancers {
       ...leaving.map((m): [string, undefined] => [m.id, undefined]),
     ];
     await inBatches(changes, ([id, desired]) => this.change(id, plan, desired, signal));
+  }
+
+  /**
+   * Every machine that may carry ccm's tags: a plain ListMachines leaves out `failed` machines, so
+   * ccm would never take its entries off one, and they would be back in DNS if it recovered. The
+   * listing with `tombstone` has them (and destroyed machines whose history is kept, which are
+   * left out here: there is nothing to publish or clean on them).
+   */
+  private async taggable(signal?: AbortSignal): Promise<Machine[]> {
+    const machines = await this.client.listMachines(signal, { tombstone: true });
+    return machines.filter((m) => m.state !== 'deleted');
   }
 
   private plan(req: LoadBalancerRequest, strict = true): Plan {
@@ -198,9 +209,14 @@ async function inBatches<T>(items: readonly T[], fn: (item: T) => Promise<unknow
   if (failures.length > 0) throw failures[0];
 }
 
-/** Backend Nodes as machine ids: by provider ID, else by name (a Node without one yet). */
+/**
+ * Backend Nodes as machine ids: by provider ID, else by name (a Node without one yet). A failed
+ * machine is never a backend: CloudAPI does not even list it without `tombstone`.
+ */
 function backendMachines(req: LoadBalancerRequest, machines: Machine[]): Set<string> {
-  const byId = new Map(machines.filter((m) => m.state !== 'deleted').map((m) => [m.id, m]));
+  const byId = new Map(
+    machines.filter((m) => m.state !== 'deleted' && m.state !== 'failed').map((m) => [m.id, m]),
+  );
   const byName = new Map<string, Machine>();
   for (const m of byId.values()) byName.set(m.name, m);
   const ids = new Set<string>();

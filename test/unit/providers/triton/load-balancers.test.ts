@@ -286,6 +286,43 @@ describe('nodes and deletion', () => {
   });
 });
 
+describe('failed machines (CloudAPI lists them only with tombstone)', () => {
+  it('delete takes ccm’s entries and owner tag off a machine that failed meanwhile', async () => {
+    const lb = lbs();
+    const req = request(WEB, [m1, m2], { annotations: { 'triton.ccm.io/cns-service-name': 'web' } });
+    await lb.ensure(req);
+    sim.machine(m2.id).state = 'failed';
+    expect((await lb.get(req))?.ingress[0]?.hostname).toContain('web.svc.');
+    await lb.delete(req);
+    expect(tags(m2)).toEqual({ [SERVICES]: 'dns:53', owner: 'ops' });
+    expect(tags(m1)).toEqual({ role: 'worker' });
+    expect(await lb.get(req)).toBeUndefined();
+    const listings = sim.requests.filter((r) => r.method === 'GET' && r.path === '/demo/machines');
+    expect(listings.every((r) => new URLSearchParams(r.query).get('tombstone') === 'true')).toBe(true);
+  });
+
+  it('a failed machine is never a backend: its entries go when the Service is reconciled', async () => {
+    const lb = lbs();
+    const req = request(WEB, [m1, m3], { annotations: { 'triton.ccm.io/cns-service-name': 'web' } });
+    await lb.ensure(req);
+    sim.machine(m3.id).state = 'failed';
+    await lb.updateNodes(req); // still named as a backend Node
+    expect(tags(m3)).toEqual({});
+    expect(tags(m1)[SERVICES]).toBe('web:30080');
+  });
+
+  it('a destroyed machine in the tombstone listing is left alone', async () => {
+    const lb = lbs();
+    const req = request(WEB, [m1, m3], { annotations: { 'triton.ccm.io/cns-service-name': 'web' } });
+    await lb.ensure(req);
+    sim.machine(m3.id).state = 'deleted';
+    sim.requests.length = 0;
+    await lb.delete(req);
+    expect(sim.requests.some((r) => r.path.startsWith(`/demo/machines/${m3.id}`))).toBe(false);
+    expect(tags(m1)).toEqual({ role: 'worker' });
+  });
+});
+
 describe('a listing that moves while it is read', () => {
   it('machines destroyed between pages: no backend drops out of the CNS service, and a new one is still added', async () => {
     const paged = new TritonClient({
