@@ -176,6 +176,24 @@ describe('ccm nodes init --provider triton', () => {
     );
   });
 
+  it('keeps the Node of a failed machine: not listed by CloudAPI, but GetMachine answers it (failed, shut down)', async () => {
+    const alive = sim.addMachine({ name: 'alive', ips: ['10.10.0.1'] });
+    const failed = sim.addMachine({ name: 'failed', state: 'failed', ips: ['10.10.0.2'] });
+    await createNodes(api, [
+      { name: 'alive', providerID: `triton://${alive.id}`, tainted: false },
+      { name: 'failed', providerID: `triton://${failed.id}`, tainted: false, ready: false },
+    ]);
+    const run = await nodesInit(['--deletion-grace-period', '0s', '--json']);
+    expect(run.exitCode).toBe(0);
+    expect(await nodeExists('failed')).toBe(true);
+    expect(sim.requests.map((r) => `${r.method} ${r.path} ${r.status}`)).toContain(
+      `GET /demo/machines/${failed.id} 200`,
+    );
+    expect(run.stdout).toContain(
+      `instance triton://${failed.id} missing from the listing but found by lookup (stopped); kept`,
+    );
+  });
+
   it('no key material or passphrase in any output, JSON or debug, failed or not', async () => {
     sim.addMachine({ name: 'w1', ips: ['10.10.0.11'] });
     await createNodes(api, [{ name: 'w1' }]);

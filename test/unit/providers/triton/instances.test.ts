@@ -285,6 +285,17 @@ describe('get', () => {
     expect(await error(p.instances.get(`triton://${gone.id}`))).toBeInstanceOf(NotFoundError);
   });
 
+  it('a failed machine: absent from the listing, found by GetMachine as shut down, never gone', async () => {
+    const p = provider(1000, { datacenter: 'eu-ams-1' });
+    const failed = sim.addMachine({ name: 'failed', state: 'failed' });
+    expect((await p.instances.list()).map((i) => i.name)).not.toContain('failed');
+    expect(await p.instances.get(`triton://${failed.id}`)).toMatchObject({
+      name: 'failed',
+      state: 'stopped',
+      addresses: [],
+    });
+  });
+
   it('a 404 that is not CloudAPI speaking (a proxy, a wrong path) is never NotFound', async () => {
     const [m] = machines(1);
     sim.fault({ path: /^\/demo\/machines\//, status: 404, body: '<html>nginx</html>' });
