@@ -1,5 +1,5 @@
 import { isObject, unexpectedAnswer } from '../answer.js';
-import { NotFoundError, RetryableError, UnauthorizedError } from '../errors.js';
+import { InvalidConfigError, NotFoundError, RetryableError, UnauthorizedError } from '../errors.js';
 import { HttpClient, type HttpClientOptions } from '../http.js';
 import type { RequestSigner } from './signer.js';
 
@@ -207,7 +207,13 @@ export class TritonClient {
 
   /** AddMachineTags: sets the given tags, leaves every other tag as it is. Asynchronous in CloudAPI. */
   async addMachineTags(id: string, tags: Tags, signal?: AbortSignal): Promise<void> {
-    await this.http.post(`/${this.login}/machines/${encodeURIComponent(id)}/tags`, tags, { signal });
+    try {
+      await this.http.post(`/${this.login}/machines/${encodeURIComponent(id)}/tags`, tags, { signal });
+    } catch (err) {
+      // A refused tag write names the machine: the reason may lie in a tag someone else put there.
+      if (err instanceof InvalidConfigError) err.message = `AddMachineTags of machine ${id}: ${err.message}`;
+      throw err;
+    }
   }
 
   /** DeleteMachineTag: one tag; a tag that is already gone is fine. */
@@ -268,6 +274,14 @@ function describe(
       `CloudAPI refused the signed request of key ${signer.fingerprint} (400 InvalidHeader: ${message || 'no message'})${clockAdvice(skewMs)}`,
     );
   }
+  if (status === 409 && code === 'ValidationFailed') {
+    // sdc-cloudapi lib/errors.js ExposedSDCError keeps VMAPI's `errors`, where the reason is (a tag
+    // node-triton-tags refuses, sdc-vmapi lib/endpoints/metadata.js): the message alone does not say.
+    const reasons = validationReasons(body);
+    return new InvalidConfigError(
+      `CloudAPI refused the request (409 ValidationFailed: ${message || 'no message'}${reasons ? `: ${reasons}` : ''})`,
+    );
+  }
   if (status === 403 && code === 'NotAuthorized' && user) {
     // sdc-cloudapi lib/auth.js authorize: "You do not have permission to access <path> (<action>)"
     // when no policy of the sub-user's active roles allows the action (the route's name).
@@ -286,6 +300,15 @@ function describe(
     );
   }
   return undefined;
+}
+
+function validationReasons(body: unknown): string {
+  const errors = isObject(body) ? (body as { errors?: unknown }).errors : undefined;
+  if (!Array.isArray(errors)) return '';
+  return errors
+    .map((e) => (isObject(e) && typeof e.message === 'string' ? e.message : ''))
+    .filter((m) => m !== '')
+    .join('; ');
 }
 
 /** The CloudAPI actions (route names, as RBAC policies name them) ccm calls. */

@@ -323,6 +323,20 @@ describe('failed machines (CloudAPI lists them only with tombstone)', () => {
   });
 });
 
+describe('tag validation (node-triton-tags, as VMAPI runs it)', () => {
+  it('an entry VMAPI refuses (set outside CloudAPI) is a configuration error naming the reason', async () => {
+    // Written straight into the simulator's state, as vmadm on the compute node could: CloudAPI
+    // would refuse it. ccm keeps others' entries, so its write carries it and is refused.
+    sim.machine(m1.id).tags = { [SERVICES]: 'legacy:80:foo=bar' };
+    const err = await error(lbs().ensure(request(WEB, [m1])));
+    expect(err).toBeInstanceOf(InvalidConfigError);
+    expect(err.message).toBe(
+      `AddMachineTags of machine ${m1.id}: CloudAPI refused the request (409 ValidationFailed: error adding tags: Invalid tag parameters: invalid "triton.cns.services" tag: service property "foo" is not a valid property name)`,
+    );
+    expect(tags(m1)).toEqual({ [SERVICES]: 'legacy:80:foo=bar' });
+  });
+});
+
 describe('a listing that moves while it is read', () => {
   it('machines destroyed between pages: no backend drops out of the CNS service, and a new one is still added', async () => {
     const paged = new TritonClient({
