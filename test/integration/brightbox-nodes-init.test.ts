@@ -138,12 +138,14 @@ describe('ccm nodes init --provider brightbox', () => {
     expect(sim.count('POST', '/token/')).toBe(3);
   });
 
-  it('deletes the Node of a server Brightbox no longer has, and only on its own 404', async () => {
+  it('deletes the Node of a server Brightbox no longer has or answers as deleted/failed, never on another 404', async () => {
     sim.addServer({ id: 'srv-alive' });
     sim.addServer({ id: 'srv-dead1', status: 'deleted' });
+    sim.addServer({ id: 'srv-bust1', status: 'failed' });
     await createNodes(api, [
       { name: 'srv-alive', providerID: 'brightbox://srv-alive', tainted: false },
       { name: 'srv-dead1', providerID: 'brightbox://srv-dead1', ...gone },
+      { name: 'srv-bust1', providerID: 'brightbox://srv-bust1', ...gone },
       { name: 'srv-gone1', providerID: 'brightbox://srv-gone1', ...gone },
       { name: 'srv-proxy', providerID: 'brightbox://srv-proxy', ...gone },
       { name: 'srv-flaky', providerID: 'brightbox://srv-flaky', ...gone },
@@ -152,11 +154,12 @@ describe('ccm nodes init --provider brightbox', () => {
     sim.inject({ path: '/1.0/servers/srv-flaky', status: 503, times: 10 });
     const run = await nodesInit('--deletion-grace-period', '0s', '--json');
     const names = (await api.listNode()).items.map((n) => n.metadata?.name).sort();
-    // srv-dead1 is listed as deleted, but its lookup finds it: only the 404 of srv-gone1 is gone.
-    expect(names).toEqual(['srv-alive', 'srv-dead1', 'srv-flaky', 'srv-proxy']);
+    // The official controller's instances.go l.133-144: a server answered as deleted or failed does
+    // not exist, like Brightbox's own 404 (srv-gone1); a foreign 404 or an outage is never "gone".
+    expect(names).toEqual(['srv-alive', 'srv-flaky', 'srv-proxy']);
     expect(run.exitCode).toBe(1);
     const report = JSON.parse(run.stdout);
-    expect(report.summary).toMatchObject({ deleted: 1 });
+    expect(report.summary).toMatchObject({ deleted: 3 });
   });
 
   it('deletes and initialises nothing when the listing fails', async () => {

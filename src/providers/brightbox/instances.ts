@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { InvalidConfigError } from '../errors.js';
+import { InvalidConfigError, NotFoundError } from '../errors.js';
 import { formatProviderID, parseProviderID } from '../provider-id.js';
 import type { Instance, InstanceState, Instances, NodeAddress } from '../types.js';
 import type { ApiServer, BrightboxClient } from './client.js';
@@ -10,10 +10,13 @@ export const SERVER_ID = /^srv-[0-9a-z]{5}$/;
 /**
  * Servers as instances. Brightbox's server listing has no pages: one GET returns every server of the
  * account. Status, as the official controller reads it (brightbox-cloud-controller-manager
- * brightbox/instances.go, InstanceExistsByProviderID and InstanceShutdownByProviderID): creating,
- * active and deleting servers exist and are not shut down; inactive and unavailable are shut down;
- * deleted and failed do not exist. Only a listing says gone, which makes the Node a candidate; a
- * lookup that finds the server never does, so a Node is deleted on Brightbox's 404 alone.
+ * brightbox/instances.go l.133-144, InstanceExistsByProviderID, and InstanceShutdownByProviderID):
+ * creating, active and deleting servers exist and are not shut down; inactive and unavailable are
+ * shut down; deleted and failed do not exist. So a lookup by provider ID that answers a deleted or
+ * failed server is NotFoundError, the positive "gone" that lets a Node be deleted (its
+ * instances_test.go l.238-243 expects srv-goner, answered with status deleted, to "not exist"), as is
+ * Brightbox's own 404. A listing leaves deleted and failed servers out, so that no Node is ever
+ * initialised from, or matched by name to, a server that does not exist.
  */
 export function brightboxInstances(client: BrightboxClient): Instances {
   return {
@@ -22,13 +25,19 @@ export function brightboxInstances(client: BrightboxClient): Instances {
       if (!Array.isArray(servers)) {
         throw new InvalidConfigError('GET /1.0/servers did not answer with a list; check the API URL');
       }
-      return servers.map((server) => toInstance(server, listState(server.status)));
+      return servers.flatMap((server) => {
+        const state = listState(server.status);
+        return state === 'gone' ? [] : [toInstance(server, state)];
+      });
     },
     async get(providerID, signal) {
       const id = serverID(providerID);
       const server = await client.get<ApiServer>(`servers/${id}`, signal);
       const state = listState(server.status);
-      return toInstance(server, state === 'gone' ? 'running' : state);
+      if (state === 'gone') {
+        throw new NotFoundError(`Brightbox reports server ${id} as ${server.status}: it does not exist`);
+      }
+      return toInstance(server, state);
     },
   };
 }

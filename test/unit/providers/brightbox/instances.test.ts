@@ -60,11 +60,9 @@ describe('Brightbox instances', () => {
     expect(list.map((i) => [i.providerID, i.state])).toEqual([
       ['brightbox://srv-web01', 'running'],
       ['brightbox://srv-off01', 'stopped'],
-      ['brightbox://srv-del01', 'gone'],
       ['brightbox://srv-new01', 'running'],
       ['brightbox://srv-bye01', 'running'],
       ['brightbox://srv-na001', 'stopped'],
-      ['brightbox://srv-bad01', 'gone'],
     ]);
   });
 
@@ -74,6 +72,14 @@ describe('Brightbox instances', () => {
     await expect(instances.list()).rejects.toBeInstanceOf(RetryableError);
   });
 
+  it('leaves deleted and failed servers out of the listing: no Node is initialised from one', async () => {
+    // A Node named like a deleted server (by id or by name) must not be matched to it.
+    sim.addServer({ id: 'srv-del01', name: 'web-1', status: 'deleted' });
+    sim.addServer({ id: 'srv-bad01', name: 'web-2', status: 'failed' });
+    sim.addServer({ id: 'srv-web03', name: 'web-3' });
+    expect((await instances.list()).map((i) => i.providerID)).toEqual(['brightbox://srv-web03']);
+  });
+
   it('gets one server as the official controller reads its status: only inactive and unavailable are shut down', async () => {
     const states = {
       creating: 'running',
@@ -81,8 +87,6 @@ describe('Brightbox instances', () => {
       deleting: 'running',
       inactive: 'stopped',
       unavailable: 'stopped',
-      deleted: 'running',
-      failed: 'running',
     } as const;
     for (const [status, state] of Object.entries(states)) {
       const server = sim.addServer({ status: status as keyof typeof states });
@@ -90,12 +94,15 @@ describe('Brightbox instances', () => {
     }
   });
 
-  it("answers not found only for Brightbox's own 404: a server the lookup finds is never gone", async () => {
+  it("answers not found for Brightbox's own 404 and for a server it answers as deleted or failed", async () => {
+    // brightbox-cloud-controller-manager instances.go l.141-144 and instances_test.go l.238-243:
+    // a GET answering status deleted or failed means the instance does not exist.
     sim.addServer({ id: 'srv-del01', status: 'deleted' });
     sim.addServer({ id: 'srv-bad01', status: 'failed' });
     await expect(instances.get('brightbox://srv-gone1')).rejects.toBeInstanceOf(NotFoundError);
-    await expect(instances.get('brightbox://srv-del01')).resolves.toMatchObject({ state: 'running' });
-    await expect(instances.get('brightbox://srv-bad01')).resolves.toMatchObject({ state: 'running' });
+    await expect(instances.get('brightbox://srv-del01')).rejects.toBeInstanceOf(NotFoundError);
+    await expect(instances.get('brightbox://srv-del01')).rejects.toThrow(/server srv-del01 as deleted/);
+    await expect(instances.get('brightbox://srv-bad01')).rejects.toBeInstanceOf(NotFoundError);
   });
 
   it('never reads an auth error, an outage or a foreign 404 as gone', async () => {
