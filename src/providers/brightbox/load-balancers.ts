@@ -194,7 +194,9 @@ function sameBalancer(lb: ApiLoadBalancer, want: ReturnType<typeof balancerOptio
   const hc = lb.healthcheck;
   const domains = (lb.acme?.domains ?? []).map((d) => d.identifier).sort();
   return (
-    nodes.join() === want.nodes.map((n) => n.node).join() &&
+    // No nodes wanted: the options leave `nodes` out (see balancerOptions), so a PUT could not change
+    // them; comparing would PUT on every sync for nothing.
+    (want.nodes === undefined || nodes.join() === want.nodes.map((n) => n.node).join()) &&
     listeners.length === wanted.length &&
     listeners.every((l, i) => {
       const w = wanted[i];
@@ -229,7 +231,12 @@ function balancerOptions(name: string, plan: Plan, cip: CloudIPRef) {
     : undefined;
   return {
     name,
-    nodes: plan.serverIDs.map((node) => ({ node })),
+    // gobrightbox v2.2.2 load_balancers.go l.91, LoadBalancerOptions.Nodes `json:"nodes,omitempty"`:
+    // the SDK never sends an empty list, and the official controller's buildLoadBalancerNodes
+    // (load_balancer.go l.76-79) gives nil for no Nodes. So `nodes` is left out when there is none:
+    // the balancer keeps its last nodes, while the server group, and with it the firewall opening,
+    // is emptied.
+    ...(plan.serverIDs.length > 0 ? { nodes: plan.serverIDs.map((node) => ({ node })) } : {}),
     policy: plan.policy,
     listeners: plan.listeners,
     healthcheck: plan.healthcheck,

@@ -924,6 +924,9 @@ export class BrightboxSimulator {
       );
       if (lb.domains.some((d) => lb.acme[d]?.status === 'pending')) lb.acmeReadsLeft = this.acmeValidReads;
     }
+    // gobrightbox LoadBalancerOptions.Nodes is omitempty (load_balancers.go l.91): the SDK leaves out
+    // an empty list, and a balancer keeps its nodes. NOT VERIFIED: the real API's answer to an
+    // explicit `"nodes": []` is not shown upstream; the simulator accepts it and empties the list.
     if (body.nodes !== undefined) {
       if (!Array.isArray(body.nodes)) throw invalid('nodes must be a list');
       lb.nodes = this.parseNodes(body.nodes);

@@ -154,6 +154,34 @@ describe('ensure', () => {
       nodes: [
         { name: servers[0] as string, providerID: '', addresses: [] },
         { name: 'bare-metal-1', providerID: '', addresses: [] },
+  it('leaves `nodes` out when no Node is left, as gobrightbox does, and then writes nothing more', async () => {
+    // gobrightbox load_balancers.go l.91: Nodes is omitempty, the SDK never sends "nodes": [];
+    // the official controller's buildLoadBalancerNodes gives nil for no Nodes.
+    const bodies: string[] = [];
+    const spy: typeof fetch = async (input, init) => {
+      if (init?.method === 'PUT' || init?.method === 'POST') bodies.push(String(init.body));
+      return fetch(input, init);
+    };
+    lbs = provider(sim, { http: { retries: 0, sleep: async () => {}, fetch: spy } })
+      .loadBalancers as LoadBalancers;
+    await ensureUntilDone(lbRequest([]));
+    const created = bodies.find((b) => b.includes('"listeners"'));
+    expect(created).toBeDefined();
+    expect(created).not.toContain('"nodes"');
+    await ensureUntilDone(lbRequest(servers.slice(0, 1)));
+    expect([...sim.loadBalancers.values()][0]?.nodes).toEqual(servers.slice(0, 1));
+    bodies.length = 0;
+    await ensureUntilDone(lbRequest([]));
+    // Nothing else changed: no PUT at all (one without `nodes` could not clear them). The group is
+    // emptied, the balancer keeps its last node, and the next syncs write nothing.
+    expect(bodies.filter((b) => b.includes('"listeners"'))).toEqual([]);
+    expect([...sim.loadBalancers.values()][0]?.nodes).toEqual(servers.slice(0, 1));
+    expect([...sim.serverGroups.values()][0]?.servers).toEqual([]);
+    const writes = sim.writeCount;
+    await lbs.ensure(lbRequest([]));
+    expect(sim.writeCount).toBe(writes);
+  });
+
         { name: 'do-node', providerID: 'digitalocean://123', addresses: [] },
       ],
     });
