@@ -274,7 +274,13 @@ function where(cip: ApiCloudIP): string {
 /** A cloud IP of this Service that delete releases: one mapped elsewhere than its balancers is in use and stays. */
 function deletableCloudIP(cip: ApiCloudIP, name: string, balancers: ReadonlySet<string>): boolean {
   if (cip.name !== name) return false;
-  return cip.status !== 'mapped' || Boolean(cip.load_balancer && balancers.has(cip.load_balancer.id));
+  const on = cip.load_balancer;
+  return cip.status !== 'mapped' || Boolean(on && (balancers.has(on.id) || deadBalancerOf(on, name)));
+}
+
+/** A balancer named for this Service that Brightbox reports failed or deleted (see `balancers`). */
+function deadBalancerOf(lb: { name?: string | null; status?: string }, name: string): boolean {
+  return lb.name === name && (lb.status === 'failed' || lb.status === 'deleted');
 }
 
 /** The Service's own server group (never an account's default group). */
@@ -344,9 +350,9 @@ class BrightboxLoadBalancers implements LoadBalancers {
       if (lb.status !== 'deleting') await this.client.delete(`load_balancers/${lb.id}`, signal);
     }
     // Done once Brightbox has removed the balancer ("ensure deleted, then remove the finalizer"):
-    // one still deleting is a RetryableError, so the Service keeps its finalizer until then, and a
-    // balancer whose deletion failed is deleted again by the next call instead of being left behind
-    // a Service that is gone. Its cloud IP, group and policy go once it has.
+    // one still deleting is a RetryableError, so the Service keeps its finalizer until then. One
+    // that ends `failed` counts as erased, as for the official controller (k8ssdk ErrorIfNotErased).
+    // Its cloud IP, group and policy go once it has.
     if (balancers.length > 0) {
       const left = await this.balancers(name, signal, true);
       if (left.length > 0) {
@@ -392,7 +398,11 @@ class BrightboxLoadBalancers implements LoadBalancers {
   ): Promise<ApiLoadBalancer[]> {
     const all = await this.client.get<ApiLoadBalancer[]>('load_balancers', signal);
     return all.filter(
-      (lb) => lb.name === name && lb.status !== 'deleted' && (withDeleting || lb.status !== 'deleting'),
+      (lb) =>
+        lb.name === name &&
+        lb.status !== 'deleted' &&
+        lb.status !== 'failed' &&
+        (withDeleting || lb.status !== 'deleting'),
     );
   }
 
@@ -535,7 +545,11 @@ class BrightboxLoadBalancers implements LoadBalancers {
 
   private async ensureMapped(cip: ApiCloudIP, lb: ApiLoadBalancer, signal?: AbortSignal): Promise<void> {
     if ((lb.cloud_ips ?? []).some((c) => c.id === cip.id) || cip.load_balancer?.id === lb.id) return;
-    if (cip.status === 'mapped') {
+    // Still on a balancer of this Service that Brightbox reports failed (passed over, see balancers):
+    // ours on both ends, so it is moved to the new balancer.
+    if (cip.status === 'mapped' && cip.load_balancer && deadBalancerOf(cip.load_balancer, lb.name ?? '')) {
+      await this.client.post(`cloud_ips/${cip.id}/unmap`, undefined, signal);
+    } else if (cip.status === 'mapped') {
       throw new InvalidConfigError(
         `cloud IP ${cip.id} is mapped to ${where(cip)}; ccm does not take it over: unmap it, or name another one in ${ANNOTATIONS.cloudIPAllocations.key}`,
       );

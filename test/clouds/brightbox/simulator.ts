@@ -797,19 +797,22 @@ export class BrightboxSimulator {
     for (const state of Object.values(lb.acme)) if (state.status === 'pending') state.status = 'valid';
   }
 
-  /** A read of a load balancer moves it along: creating → active, deleting → gone. */
-  private advance(lb: SimLoadBalancer): SimLoadBalancer | undefined {
+  /**
+   * A read of a load balancer moves it along: creating → active, deleting → deleted. A deleted
+   * balancer stays in the listing and answers its GET, with status `deleted`: k8ssdk v2.1.1
+   * brightbox_interface.go keeps only active or creating balancers of the listing (isAlive l.69-70,
+   * GetLoadBalancerByName l.93), and the official controller reads the balancer by id after its
+   * DELETE and takes one not alive as erased (load_balancer_cloud.go l.122-128, k8ssdk
+   * ErrorIfNotErased l.575). How long the real API keeps deleted records is not shown upstream.
+   */
+  private advance(lb: SimLoadBalancer): SimLoadBalancer {
     this.advanceAcme(lb);
     if (lb.status === 'creating' || lb.status === 'deleting') {
       if (lb.readsLeft > 0) {
         lb.readsLeft--;
         return lb;
       }
-      if (lb.status === 'creating') lb.status = 'active';
-      else {
-        this.loadBalancers.delete(lb.id);
-        return undefined;
-      }
+      lb.status = lb.status === 'creating' ? 'active' : 'deleted';
     }
     return lb;
   }
@@ -824,10 +827,7 @@ export class BrightboxSimulator {
     const body = objectBody(raw);
     if (!id) {
       if (method === 'GET') {
-        const all = [...this.loadBalancers.values()].flatMap((lb) => {
-          const current = this.advance(lb);
-          return current ? [this.renderLoadBalancer(current)] : [];
-        });
+        const all = [...this.loadBalancers.values()].map((lb) => this.renderLoadBalancer(this.advance(lb)));
         return [200, all];
       }
       if (method === 'POST') {
@@ -838,11 +838,7 @@ export class BrightboxSimulator {
       return [405, { error_name: 'method_not_allowed', errors: [method] }];
     }
     const found = this.find(this.loadBalancers, id, 'load balancer');
-    if (method === 'GET') {
-      const lb = this.advance(found);
-      if (!lb) throw missing(`load balancer ${id}`);
-      return [200, this.renderLoadBalancer(lb)];
-    }
+    if (method === 'GET') return [200, this.renderLoadBalancer(this.advance(found))];
     if (method === 'PUT') {
       if (found.status !== 'active') throw invalid(`Load balancer ${found.id} is ${found.status}`);
       const updated = this.buildLoadBalancer(body, found);
@@ -1085,9 +1081,13 @@ export class BrightboxSimulator {
     }
     if (method === 'DELETE') {
       if (group.isDefault) throw invalid('The default server group cannot be destroyed');
-      if ([...this.firewallPolicies.values()].some((p) => p.serverGroup === group.id)) {
-        throw invalid(`Server group ${group.id} has a firewall policy applied; remove it first`);
-      }
+      // A group with a firewall policy applied is destroyed: the official controller destroys the
+      // group before its policy (brightbox-cloud-controller-manager load_balancer_cloud.go l.109
+      // ensureServerGroupDeleted, then l.112 ensureFirewallClosed), so the real API accepts it.
+      // NOT VERIFIED: that the policy is then applied to no group (server_group null); nothing
+      // upstream shows the policy afterwards.
+      for (const p of this.firewallPolicies.values())
+        if (p.serverGroup === group.id) p.serverGroup = undefined;
       // As for cloud IPs: DELETE answers the group (gobrightbox server_groups_default_test.go).
       const answer = this.renderGroup(group);
       this.serverGroups.delete(group.id);

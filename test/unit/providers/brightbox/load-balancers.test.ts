@@ -45,10 +45,15 @@ async function deleteUntilDone(req: LoadBalancerRequest): Promise<number> {
   return (await untilDone(() => lbs.delete(req))).attempts;
 }
 
-/** Resources in the simulator; a balancer being deleted no longer counts. */
+/**
+ * Resources in the simulator; a balancer being deleted, or deleted (the listing keeps it, as the
+ * real one keeps deleted and failed balancers), no longer counts.
+ */
 function counts() {
   return {
-    loadBalancers: [...sim.loadBalancers.values()].filter((lb) => lb.status !== 'deleting').length,
+    loadBalancers: [...sim.loadBalancers.values()].filter(
+      (lb) => lb.status !== 'deleting' && lb.status !== 'deleted',
+    ).length,
     cloudIPs: sim.cloudIPs.size,
     serverGroups: sim.serverGroups.size,
     firewallPolicies: sim.firewallPolicies.size,
@@ -149,11 +154,6 @@ describe('ensure', () => {
     expect([...(group?.servers ?? [])].sort()).toEqual([servers[1], servers[2]].sort());
   });
 
-  it('takes a Node without provider ID by its name when that is a server id, and skips foreign ones', async () => {
-    const req = lbRequest([], {
-      nodes: [
-        { name: servers[0] as string, providerID: '', addresses: [] },
-        { name: 'bare-metal-1', providerID: '', addresses: [] },
   it('leaves `nodes` out when no Node is left, as gobrightbox does, and then writes nothing more', async () => {
     // gobrightbox load_balancers.go l.91: Nodes is omitempty, the SDK never sends "nodes": [];
     // the official controller's buildLoadBalancerNodes gives nil for no Nodes.
@@ -182,6 +182,11 @@ describe('ensure', () => {
     expect(sim.writeCount).toBe(writes);
   });
 
+  it('takes a Node without provider ID by its name when that is a server id, and skips foreign ones', async () => {
+    const req = lbRequest([], {
+      nodes: [
+        { name: servers[0] as string, providerID: '', addresses: [] },
+        { name: 'bare-metal-1', providerID: '', addresses: [] },
         { name: 'do-node', providerID: 'digitalocean://123', addresses: [] },
       ],
     });
@@ -512,7 +517,7 @@ describe('delete', () => {
     });
   });
 
-  it('is done only once Brightbox has removed the balancer, and deletes again one whose deletion failed', async () => {
+  it('is done only once Brightbox has removed the balancer; one that ends failed counts as erased', async () => {
     await sim.close();
     sim = await startBrightboxSimulator({ lbDeletingReads: 3 });
     servers = [sim.addServer().id];
@@ -524,21 +529,52 @@ describe('delete', () => {
     await expect(lbs.delete(req)).rejects.toThrow(/still deleting load balancer lba-/);
     // While the balancer is there, so is everything else of the Service: the finalizer stays.
     expect([sim.cloudIPs.size, sim.serverGroups.size, sim.firewallPolicies.size]).toEqual([1, 1, 1]);
-    // Brightbox gave up deleting it: the next call deletes it again rather than leaving it behind.
+    // Brightbox reports it failed: not alive, so erased for the official controller (k8ssdk
+    // ErrorIfNotErased); ccm sends no second DELETE and removes the rest.
     (lb as { status: string }).status = 'failed';
-    expect(await deleteUntilDone(req)).toBeGreaterThan(1);
+    expect(await deleteUntilDone(req)).toBe(1);
     const deletes = sim.requests.filter(
       (r) => r.method === 'DELETE' && r.path.endsWith(`/load_balancers/${lb?.id}`),
     );
-    expect(deletes).toHaveLength(2);
+    expect(deletes).toHaveLength(1);
     expect(counts()).toEqual({
-      loadBalancers: 0,
+      loadBalancers: 1,
       cloudIPs: 0,
       serverGroups: 0,
       firewallPolicies: 0,
       firewallRules: 0,
     });
-    expect(sim.loadBalancers.size).toBe(0);
+    expect(await lbs.get(req)).toBeUndefined();
+  });
+
+  it('passes over the deleted and failed balancers the listing keeps, as the official controller', async () => {
+    // k8ssdk v2.1.1 brightbox_interface.go l.69-70, l.93: only active or creating balancers count.
+    const req = lbRequest(servers);
+    await ensureUntilDone(req);
+    await deleteUntilDone(req);
+    const [deleted] = [...sim.loadBalancers.values()];
+    expect(deleted?.status).toBe('deleted');
+    // The deleted balancer is still listed, and still carries the Service's name.
+    const listed = await provider(sim).loadBalancers?.get(req);
+    expect(listed).toBeUndefined();
+    expect(sim.requests.some((r) => r.method === 'GET' && r.path === '/1.0/load_balancers')).toBe(true);
+    // A new ensure builds a new balancer beside it; a failed one beside that is passed over too.
+    const { status } = await ensureUntilDone(req);
+    const live = [...sim.loadBalancers.values()].filter((lb) => lb.status === 'active');
+    expect(live).toHaveLength(1);
+    (live[0] as { status: string }).status = 'failed';
+    const again = await ensureUntilDone(req);
+    expect(again.status.ingress).toEqual(status.ingress);
+    expect([...sim.loadBalancers.values()].map((lb) => lb.status)).toEqual(['deleted', 'failed', 'active']);
+    const writes = sim.writeCount;
+    await lbs.ensure(req);
+    expect(sim.writeCount).toBe(writes);
+    // The balancer fails with the Service's cloud IP on it: delete still releases the cloud IP.
+    const current = [...sim.loadBalancers.values()].find((lb) => lb.status === 'active');
+    (current as { status: string }).status = 'failed';
+    await deleteUntilDone(req);
+    expect(counts()).toMatchObject({ cloudIPs: 0, serverGroups: 0, firewallPolicies: 0 });
+    expect(await lbs.get(req)).toBeUndefined();
   });
 
   it('never adopts resources of another cluster with the same Service', async () => {

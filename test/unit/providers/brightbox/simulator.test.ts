@@ -126,6 +126,35 @@ describe('the Brightbox simulator answers as gobrightbox expects', () => {
     ]).toEqual([0, 0, 0, 0]);
   });
 
+  it('destroys a server group that still has a firewall policy, as the official controller needs', async () => {
+    // brightbox-cloud-controller-manager load_balancer_cloud.go l.109 then l.112: the group is
+    // destroyed before its firewall policy.
+    const group = sim.addServerGroup({ name: 'g' });
+    const policy = sim.addFirewallPolicy({ name: 'p', serverGroup: group.id });
+    expect((await call('DELETE', `server_groups/${group.id}`)).status).toBe(202);
+    expect(sim.serverGroups.has(group.id)).toBe(false);
+    expect((await call('DELETE', `firewall_policies/${policy.id}`)).status).toBe(202);
+  });
+
+  it('keeps a deleted load balancer in the listing and its GET, with status deleted', async () => {
+    const server = sim.addServer();
+    const created = await call('POST', 'load_balancers', {
+      nodes: [{ node: server.id }],
+      listeners: [{ protocol: 'tcp', in: 80, out: 30080 }],
+      healthcheck: { type: 'tcp', port: 30080 },
+    });
+    const id = created.json.id as string;
+    await call('GET', `load_balancers/${id}`);
+    expect((await call('DELETE', `load_balancers/${id}`)).json).toMatchObject({ status: 'deleting' });
+    const seen: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const all = (await call('GET', 'load_balancers')).json as { id: string; status: string }[];
+      seen.push(all.find((lb) => lb.id === id)?.status ?? '(absent)');
+    }
+    expect(seen).toEqual(['deleting', 'deleted', 'deleted']);
+    expect((await call('GET', `load_balancers/${id}`)).json).toMatchObject({ id, status: 'deleted' });
+  });
+
   it('load balancer actions take JSON arrays as the SDK sends them, and lock and unlock', async () => {
     const [a, b] = [sim.addServer(), sim.addServer()];
     const created = await call('POST', 'load_balancers', {
