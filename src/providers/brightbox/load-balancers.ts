@@ -271,7 +271,10 @@ function where(cip: ApiCloudIP): string {
   return target ? `${target.id}${target.name ? ` (${target.name})` : ''}` : 'another resource';
 }
 
-/** A cloud IP of this Service that delete releases: one mapped elsewhere than its balancers is in use and stays. */
+/**
+ * A cloud IP of this Service that delete releases: one mapped elsewhere than its balancers (live, or
+ * of its name and failed or deleted) is in use and stays.
+ */
 function deletableCloudIP(cip: ApiCloudIP, name: string, balancers: ReadonlySet<string>): boolean {
   if (cip.name !== name) return false;
   const on = cip.load_balancer;
@@ -390,7 +393,12 @@ class BrightboxLoadBalancers implements LoadBalancers {
     return groups.some((group) => deletableGroup(group, name));
   }
 
-  /** Balancers named for this Service; deleted ones (and, unless asked, those being deleted) left out. */
+  /**
+   * Balancers named for this Service; deleted and failed ones (and, unless asked, those being
+   * deleted) left out. The listing keeps deleted and failed balancers, which the official controller
+   * passes over: k8ssdk v2.1.1 brightbox_interface.go l.69-70 and l.93 (GetLoadBalancerByName keeps
+   * only active or creating ones) and l.575 (ErrorIfNotErased: one not alive is erased).
+   */
   private async balancers(
     name: string,
     signal?: AbortSignal,
@@ -499,8 +507,10 @@ class BrightboxLoadBalancers implements LoadBalancers {
     signal?: AbortSignal,
   ): Promise<void> {
     const want = { protocol: RULE_PROTOCOL, source: RULE_SOURCE, destination_port: ports, description };
-    // A destination cannot be cleared without sending null, which gobrightbox never sends
-    // (FirewallRuleOptions: omitempty): a rule given one by hand is replaced, not updated.
+    // A rule given a destination by hand is replaced, not updated. gobrightbox could clear it: its
+    // FirewallRuleOptions fields are *string with omitempty (firewall_rules.go l.28-34), so a pointer
+    // to "" is sent, as terraform-provider-brightbox does to clear a field (util.go assignString).
+    // But what the API makes of an empty destination is shown nowhere upstream; a new rule is sure.
     const rules = policy.rules ?? [];
     const rule = rules.find((r) => (r.destination ?? '') === '');
     const extra = rules.filter((r) => r !== rule);

@@ -167,8 +167,12 @@ class ApiError extends Error {
 const missing = (what: string) => new ApiError(404, 'missing_resource', [`Cannot find ${what}`]);
 const invalid = (...errors: string[]) => new ApiError(422, 'invalid_record', errors);
 const badParams = (...errors: string[]) => new ApiError(400, 'invalid_parameters', errors);
-// gobrightbox v2 api_error.go: every request error, an unknown route too, is JSON with `error_name`
-// and `errors`; the SDK reads no plain-text body. The name `no_route` is ours.
+// gobrightbox v2.2.2 api_error.go declares the JSON error fields (`error_name` + `errors`, OAuth's
+// `error` + `error_description`) but does not show that every error is JSON: its Error() falls back
+// to ParseError (l.51) and HttpError (l.53), client.go newAPIError (l.192) reads a body that may be
+// empty or not JSON, and api_error_test.go l.43-51 (TestAuthError) is a 401 with an empty body.
+// NOT VERIFIED: that the real API answers an unknown route with a JSON body; the simulator does, and
+// the name `no_route` is ours.
 const noRoute = (method: string, path: string) =>
   new ApiError(404, 'no_route', [`No route matches ${method} ${path}`]);
 
