@@ -69,8 +69,11 @@ async function errors(controller: string): Promise<number> {
 }
 
 const counts = () => ({
-  // A deleted load balancer shows `deleting` until Brightbox is done with it, as the real API does.
-  loadBalancers: [...sim.loadBalancers.values()].filter((lb) => lb.status !== 'deleting').length,
+  // A deleted load balancer shows `deleting` until Brightbox is done with it, then stays listed as
+  // `deleted`, as the real API does.
+  loadBalancers: [...sim.loadBalancers.values()].filter(
+    (lb) => lb.status !== 'deleting' && lb.status !== 'deleted',
+  ).length,
   cloudIPs: sim.cloudIPs.size,
   serverGroups: sim.serverGroups.size,
   firewallPolicies: sim.firewallPolicies.size,
