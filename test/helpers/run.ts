@@ -169,16 +169,24 @@ export async function expectTwoReadyReplicas(kubeconfig: string, input: Partial<
         async () => (await fetch(`${url}/readyz`)).status === 200,
         Math.max(0, deadline - Date.now()),
       );
-    const states = await Promise.all(
-      replicas.map(async ({ url }) => (await fetch(`${url}/readyz?verbose`)).text()),
-    );
-    const roles = states.map((s) => /leader-election ok: (leading|standby)/.exec(s)?.[1]);
-    if ([...roles].sort().join() !== 'leading,standby')
+    // Ready says nothing of the role: a replica is Ready as a standby before the Lease is taken.
+    let states: string[] = [];
+    let roles: (string | undefined)[] = [];
+    await until(
+      'one leading and one standby replica',
+      async () => {
+        states = await Promise.all(
+          replicas.map(async ({ url }) => (await fetch(`${url}/readyz?verbose`)).text()),
+        );
+        roles = states.map((s) => /leader-election ok: (leading|standby)/.exec(s)?.[1]);
+        return [...roles].sort().join() === 'leading,standby';
+      },
+      10_000,
+    ).catch(() => {
       throw new Error(`expected one leading and one standby replica, got: ${states.join(' | ')}`);
+    });
     standbyFirst = roles[0] === 'standby' ? replicas : [...replicas].reverse();
-    // Stopped while it still starts its controllers, a leader goes on starting them after the
-    // shutdown, and the service controller's first request then rejects unhandled (src/cli/run.ts,
-    // `void startControllers()`): let it finish first.
+    // The leader's controllers are all started before the shutdown, so the test ends in a steady state.
     const leader = standbyFirst[1] as (typeof replicas)[number];
     await until('the leader started its controllers', async () =>
       leader.started.logs.some((line) => {
