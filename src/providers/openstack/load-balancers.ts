@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { InvalidConfigError, NotFoundError, RetryableError } from '../errors.js';
 import { httpStatus } from '../http.js';
 import type {
@@ -231,11 +232,9 @@ export class OctaviaLoadBalancers implements LoadBalancers {
     strict: boolean,
   ): Promise<OctaviaLoadBalancer | undefined> {
     const name = lbName(req);
-    const { loadbalancers } = await this.call<{ loadbalancers: OctaviaLoadBalancer[] }>(
-      'load-balancer',
-      'GET',
-      `v2.0/lbaas/loadbalancers?name=${encodeURIComponent(name)}`,
-      undefined,
+    const loadbalancers = await this.list<OctaviaLoadBalancer>(
+      `loadbalancers?name=${encodeURIComponent(name)}`,
+      'loadbalancers',
       signal,
     );
     const owned = loadbalancers.filter((lb) => lb.tags?.includes(clusterTag(req)));
@@ -386,20 +385,8 @@ export class OctaviaLoadBalancers implements LoadBalancers {
       retried.add(key);
       return true;
     };
-    const { listeners } = await this.call<{ listeners: Listener[] }>(
-      'load-balancer',
-      'GET',
-      `v2.0/lbaas/listeners?loadbalancer_id=${lb.id}`,
-      undefined,
-      signal,
-    );
-    const { pools } = await this.call<{ pools: Pool[] }>(
-      'load-balancer',
-      'GET',
-      `v2.0/lbaas/pools?loadbalancer_id=${lb.id}`,
-      undefined,
-      signal,
-    );
+    const listeners = await this.list<Listener>(`listeners?loadbalancer_id=${lb.id}`, 'listeners', signal);
+    const pools = await this.list<Pool>(`pools?loadbalancer_id=${lb.id}`, 'pools', signal);
     const lbCall = <T>(method: string, path: string, body?: unknown) =>
       this.call<T>('load-balancer', method, `v2.0/lbaas/${path}`, body, signal);
 
@@ -428,13 +415,16 @@ export class OctaviaLoadBalancers implements LoadBalancers {
         await lbCall('POST', 'pools', { pool: { ...want.pool, listener_id: listener.id } });
         return `creating the pool for ${label}`;
       }
-      const poolFailed = !membersOnly && failed(`the pool for ${label}`, `pool ${pool.id}`, [pool]);
-      if (!membersOnly && (poolFailed || differs(pool, want.pool))) {
+      // Checked on a members-only pass too: Octavia refuses member changes while the pool is not
+      // ACTIVE (409 "Pool … is immutable", octavia/api/v2/controllers/member.py
+      // _test_lb_and_listener_and_pool_statuses), and a pool PUT is what clears its ERROR.
+      const poolFailed = failed(`the pool for ${label}`, `pool ${pool.id}`, [pool]);
+      if (poolFailed || (!membersOnly && differs(pool, want.pool))) {
         const { name: _n, protocol: _p, ...update } = want.pool;
         await lbCall('PUT', `pools/${pool.id}`, { pool: update });
         return `updating the pool for ${label}`;
       }
-      const { members } = await lbCall<{ members: Member[] }>('GET', `pools/${pool.id}/members`);
+      const members = await this.list<Member>(`pools/${pool.id}/members`, 'members', signal);
       // A failed batch leaves its members ERROR, those it was to delete among them.
       const membersFailed = failed(`the members for ${label}`, `member(s) of pool ${pool.id}`, members);
       if (membersFailed || !sameMembers(members, want.members)) {
@@ -503,7 +493,9 @@ export class OctaviaLoadBalancers implements LoadBalancers {
         timeout_member_data: timeouts.memberData ?? OCTAVIA_DEFAULTS.timeoutMemberData,
         timeout_tcp_inspect: timeouts.tcpInspect ?? OCTAVIA_DEFAULTS.timeoutTcpInspect,
         allowed_cidrs:
-          req.service.loadBalancerSourceRanges.length > 0 ? req.service.loadBalancerSourceRanges : null,
+          req.service.loadBalancerSourceRanges.length > 0
+            ? canonicalCidrs(req.service.loadBalancerSourceRanges)
+            : null,
         tags: tags(req),
       };
       const pool = {
@@ -594,6 +586,52 @@ export class OctaviaLoadBalancers implements LoadBalancers {
       },
     });
     return floatingip.floating_ip_address;
+  }
+
+  /**
+   * Every page of an Octavia listing: Octavia returns at most pagination_max_limit (1000) items and
+   * a "next" link when a page is full (octavia/common/config.py pagination_max_limit,
+   * octavia/api/common/pagination.py _make_links). Only the link's marker is used: the link is built
+   * on Octavia's own idea of its URL (api_base_uri or the request's, possibly an internal host the
+   * token must not go to) and drops the request's filters.
+   */
+  private async list<T extends { id?: string }>(
+    path: string,
+    key: string,
+    signal?: AbortSignal,
+  ): Promise<T[]> {
+    const out: T[] = [];
+    const seen = new Set<string>();
+    let marker: string | undefined;
+    for (;;) {
+      const sep = path.includes('?') ? '&' : '?';
+      const page = await this.call<Record<string, unknown>>(
+        'load-balancer',
+        'GET',
+        `v2.0/lbaas/${path}${marker ? `${sep}marker=${encodeURIComponent(marker)}` : ''}`,
+        undefined,
+        signal,
+      );
+      const items = (page[key] ?? []) as T[];
+      out.push(...items);
+      const links = (page[`${key}_links`] ?? []) as { rel?: string; href?: string }[];
+      const next = links.find((l) => l.rel === 'next')?.href;
+      if (!next || items.length === 0) return out;
+      let nextMarker: string | null = null;
+      try {
+        nextMarker = new URL(next, 'http://octavia.invalid/').searchParams.get('marker');
+      } catch {
+        nextMarker = null;
+      }
+      if (!nextMarker || seen.has(nextMarker)) {
+        throw new RetryableError(
+          `Octavia's listing ${path} has a next page ccm cannot follow (${next}); checking again in ${POLL_MS / 1000} s`,
+          POLL_MS,
+        );
+      }
+      seen.add(nextMarker);
+      marker = nextMarker;
+    }
   }
 
   /** One Octavia or Neutron call; 409 (the load balancer is immutable right now) is "try again". */
@@ -701,6 +739,7 @@ function differs(current: object, wanted: Record<string, unknown>): boolean {
   const shown = current as Record<string, unknown>;
   return Object.entries(wanted).some(([key, value]) => {
     if (key === 'tags' || key === 'name') return false;
+    if (key === 'allowed_cidrs') return !sameCidrs(shown[key], value);
     return !matches(shown[key], value);
   });
 }
@@ -712,4 +751,87 @@ function matches(shown: unknown, wanted: unknown): boolean {
     return Object.entries(wanted).every(([k, v]) => matches((shown as Record<string, unknown>)[k], v));
   }
   return JSON.stringify(shown) === JSON.stringify(wanted);
+}
+
+/**
+ * Octavia stores allowed_cidrs as a set of canonical networks (octavia/api/common/types.py CidrType:
+ * ip_network(value, strict=False).with_prefixlen; db/repositories.py ListenerCidrRepository.create:
+ * `for cidr in set(allowed_cidrs)`) and shows them in its own order; the official controller compares
+ * them as sets (cloud-provider-openstack pkg/util/util.go StringListEqual). Compared otherwise, a
+ * range with host bits or two ranges in another order would update the listener on every pass.
+ */
+function sameCidrs(shown: unknown, wanted: unknown): boolean {
+  const set = (v: unknown) => (Array.isArray(v) && v.length > 0 ? canonicalCidrs(v.map(String)) : []);
+  const a = set(shown);
+  const b = set(wanted);
+  return a.length === b.length && a.every((c, i) => c === b[i]);
+}
+
+/** The ranges as Octavia keeps them: canonical, each once, sorted. */
+export function canonicalCidrs(ranges: readonly string[]): string[] {
+  return [...new Set(ranges.map(canonicalCidr))].sort();
+}
+
+/** A CIDR with its host bits cleared (Python's ip_network(strict=False)); text that is none is kept for Octavia to refuse. */
+export function canonicalCidr(text: string): string {
+  const trimmed = text.trim();
+  const slash = trimmed.indexOf('/');
+  const ip = slash < 0 ? trimmed : trimmed.slice(0, slash);
+  const family = isIP(ip);
+  if (family === 0) return text;
+  const bits = family === 4 ? 32 : 128;
+  const lenText = slash < 0 ? String(bits) : trimmed.slice(slash + 1);
+  if (!/^\d{1,3}$/.test(lenText) || Number(lenText) > bits) return text;
+  const len = Number(lenText);
+  const value = family === 4 ? ipv4ToBig(ip) : ipv6ToBig(ip);
+  const mask = len === 0 ? 0n : ((1n << BigInt(len)) - 1n) << BigInt(bits - len);
+  const net = value & mask;
+  return `${family === 4 ? bigToIpv4(net) : bigToIpv6(net)}/${len}`;
+}
+
+function ipv4ToBig(ip: string): bigint {
+  return ip.split('.').reduce((acc, part) => (acc << 8n) | BigInt(Number(part)), 0n);
+}
+
+function bigToIpv4(value: bigint): string {
+  return [24n, 16n, 8n, 0n].map((s) => String((value >> s) & 255n)).join('.');
+}
+
+function ipv6ToBig(ip: string): bigint {
+  let text = ip;
+  // An embedded IPv4 tail (::ffff:1.2.3.4) is two hextets.
+  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (v4) {
+    const n = ipv4ToBig(v4[1] as string);
+    text = `${text.slice(0, v4.index)}${(n >> 16n).toString(16)}:${(n & 0xffffn).toString(16)}`;
+  }
+  const [head, tail] = text.includes('::') ? text.split('::') : [text, undefined];
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups =
+    tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill('0'), ...right];
+  return groups.reduce((acc, g) => (acc << 16n) | BigInt(Number.parseInt(g, 16)), 0n);
+}
+
+/** RFC 5952 text, as Python's ipaddress prints it: the longest run of two or more zero groups is "::". */
+function bigToIpv6(value: bigint): string {
+  const groups = Array.from({ length: 8 }, (_, i) => Number((value >> BigInt(112 - 16 * i)) & 0xffffn));
+  let best = -1;
+  let bestLen = 1;
+  for (let i = 0; i < 8; ) {
+    if (groups[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && groups[j] === 0) j++;
+    if (j - i > bestLen) {
+      best = i;
+      bestLen = j - i;
+    }
+    i = j;
+  }
+  const hex = groups.map((g) => g.toString(16));
+  if (best < 0) return hex.join(':');
+  return `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLen).join(':')}`;
 }

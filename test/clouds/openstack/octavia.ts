@@ -170,6 +170,13 @@ export class OctaviaState {
   readonly externalNetworks = new Set([FLOATING_NETWORK_ID]);
   /** How many reads a PENDING_* load balancer shows before it settles. */
   settleAfterReads = 1;
+  /**
+   * [api_settings] pagination_max_limit (octavia/common/config.py, default
+   * constants.DEFAULT_PAGE_SIZE = 1000): the most items one listing returns.
+   */
+  pageMax = 1000;
+  /** [api_settings] api_base_uri: the base of the pagination links, when set (pagination.py _make_links). */
+  apiBaseUri: string | undefined;
   /** The next provisioning operation ends in ERROR (Octavia could not build the amphora). */
   failNextProvisioning = false;
   private nextFloatingIp = 10;
@@ -185,7 +192,11 @@ export class OctaviaState {
         .filter((lb): lb is Obj => lb !== undefined);
       return [
         200,
-        { loadbalancers: list.filter((lb) => matches(lb, q, ['name', 'id'])), loadbalancers_links: [] },
+        this.page(
+          'loadbalancers',
+          list.filter((lb) => matches(lb, q, ['name', 'id'])),
+          url,
+        ),
       ];
     }
     if (path === '/loadbalancers' && method === 'POST')
@@ -220,13 +231,8 @@ export class OctaviaState {
       }
     }
     if (path === '/listeners' && method === 'GET') {
-      return [
-        200,
-        {
-          listeners: [...this.listeners.values()].filter((l) => lbOf(l) === q.get('loadbalancer_id')),
-          listeners_links: [],
-        },
-      ];
+      const list = [...this.listeners.values()].filter((l) => lbOf(l) === q.get('loadbalancer_id'));
+      return [200, this.page('listeners', list, url)];
     }
     if (path === '/listeners' && method === 'POST') {
       const spec = objectField(body, 'listener');
@@ -251,7 +257,11 @@ export class OctaviaState {
           ),
           'listener',
         );
-        Object.assign(listener, spec);
+        Object.assign(
+          listener,
+          spec,
+          'allowed_cidrs' in spec ? { allowed_cidrs: cidrsView(spec.allowed_cidrs) } : {},
+        );
         this.childChange(record, 'PENDING_UPDATE', [listener]);
         // listener.py put: status_code=200 (pool.py and health_monitor.py put too; only the member
         // batch update is 202).
@@ -267,19 +277,15 @@ export class OctaviaState {
       }
     }
     if (path === '/pools' && method === 'GET') {
-      return [
-        200,
-        {
-          pools: [...this.pools.values()].filter((p) => lbOf(p) === q.get('loadbalancer_id')),
-          pools_links: [],
-        },
-      ];
+      const list = [...this.pools.values()].filter((p) => lbOf(p) === q.get('loadbalancer_id'));
+      return [200, this.page('pools', list, url)];
     }
     if (path === '/pools' && method === 'POST') {
       const spec = objectField(body, 'pool');
       const listener = this.listeners.get(String(spec.listener_id));
       if (!listener) throw notFound('Listener', String(spec.listener_id));
-      if (listener.default_pool_id) throw fault(409, `Listener ${listener.id} already has a default pool`);
+      // exceptions.py DuplicatePoolEntry.
+      if (listener.default_pool_id) throw fault(409, 'This listener already has a default pool');
       const record = this.ownerOf(lbOf(listener));
       this.mutable(record);
       const { listener_id: _l, ...rest } = spec;
@@ -292,9 +298,10 @@ export class OctaviaState {
       const pool = this.pools.get(m[1] as string);
       if (!pool) throw notFound('Pool', m[1]);
       if (method === 'GET')
-        return [200, { members: this.members.get(pool.id as string) ?? [], members_links: [] }];
+        return [200, this.page('members', this.members.get(pool.id as string) ?? [], url)];
       if (method === 'PUT') {
         const record = this.ownerOf(lbOf(pool));
+        poolMutable(pool);
         this.mutable(record);
         const specs = (body as { members?: unknown })?.members;
         if (!Array.isArray(specs)) throw fault(400, 'Invalid input for field/attribute members.');
@@ -359,8 +366,10 @@ export class OctaviaState {
       const spec = objectField(body, 'healthmonitor');
       const pool = this.pools.get(String(spec.pool_id));
       if (!pool) throw notFound('Pool', String(spec.pool_id));
-      if (pool.healthmonitor_id) throw fault(409, `Pool ${pool.id} already has a health monitor`);
+      // exceptions.py DuplicateHealthMonitor.
+      if (pool.healthmonitor_id) throw fault(409, 'This pool already has a health monitor');
       const record = this.ownerOf(lbOf(pool));
+      poolMutable(pool);
       this.mutable(record);
       const { pool_id: _p, ...rest } = spec;
       const monitor = this.monitor(rest, pool);
@@ -374,6 +383,7 @@ export class OctaviaState {
       const pool = this.pools.get(String((monitor.pools as Obj[])[0]?.id)) as Obj;
       if (method === 'GET') return [200, { healthmonitor: monitor }];
       const record = this.ownerOf(lbOf(pool));
+      poolMutable(pool);
       this.mutable(record);
       if (method === 'PUT') {
         const spec = objectField(body, 'healthmonitor');
@@ -395,6 +405,46 @@ export class OctaviaState {
       }
     }
     throw fault(404, `no route ${method} ${path}`);
+  }
+
+  /**
+   * One page of a listing, as octavia/api/common/pagination.py makes it: `limit` (at most
+   * pageMax; "infinite" or < 1 is no limit only when pagination_max_limit is infinite, so here the
+   * max), `marker` the id of the previous page's last item (400 InvalidMarker if none has it), and a
+   * "next" link when the page is full. The link keeps limit but not the filters, on api_base_uri or
+   * the request's own URL (_make_links). Items are in creation order (DEFAULT_SORT_KEYS created_at, id).
+   */
+  private page(key: string, all: Obj[], url: URL): Obj {
+    const q = url.searchParams;
+    const limitText = q.get('limit');
+    let limit = this.pageMax;
+    if (limitText !== null) {
+      if (!/^-?\d+$/.test(limitText))
+        throw fault(400, `Supplied pagination limit '${limitText}' is not valid.`);
+      if (Number(limitText) >= 1) limit = Math.min(Number(limitText), this.pageMax);
+    }
+    let start = 0;
+    const marker = q.get('marker');
+    if (marker !== null) {
+      const at = all.findIndex((o) => o.id === marker);
+      if (at < 0) throw fault(400, `Supplied pagination marker '${marker}' is not valid.`);
+      start = at + 1;
+    }
+    const items = all.slice(start, start + limit);
+    const links: Obj[] = [];
+    const base = this.apiBaseUri
+      ? `${this.apiBaseUri.replace(/\/+$/, '')}${url.pathname}`
+      : `${url.origin}${url.pathname}`;
+    if (items.length > 0 && marker !== null) {
+      links.push({
+        rel: 'previous',
+        href: `${base}?limit=${limit}&marker=${String(items[0]?.id)}&page_reverse=True`,
+      });
+    }
+    if (items.length > 0 && items.length >= limit) {
+      links.push({ rel: 'next', href: `${base}?limit=${limit}&marker=${String(items.at(-1)?.id)}` });
+    }
+    return { [key]: items, [`${key}_links`]: links };
   }
 
   /** Creates a load balancer from a fully populated request, as Octavia's graph create does. */
@@ -499,9 +549,9 @@ export class OctaviaState {
       timeout_member_connect: 5000,
       timeout_member_data: 50000,
       timeout_tcp_inspect: 0,
-      allowed_cidrs: null,
       tags: [],
       ...rest,
+      allowed_cidrs: cidrsView(rest.allowed_cidrs),
       id,
       default_pool_id: null,
       loadbalancers: [{ id: lb.id }],
@@ -831,6 +881,85 @@ export class OctaviaState {
     }
     throw neutronError(404, 'HTTPNotFound', `The resource could not be found: ${method} ${path}`);
   }
+}
+
+/**
+ * Members and health monitors change only while their pool is ACTIVE: a pool left in ERROR is 409
+ * (octavia/api/v2/controllers/member.py and health_monitor.py _test_lb_and_listener_and_pool_statuses,
+ * exceptions.ImmutableObject); a pool PUT does not check the pool's own status (pool.py
+ * _test_lb_and_listener_statuses), so that is how a pool in ERROR is repaired.
+ */
+function poolMutable(pool: Obj): void {
+  if (pool.provisioning_status !== 'ACTIVE')
+    throw fault(409, `Pool ${String(pool.id)} is immutable and cannot be updated.`);
+}
+
+/**
+ * allowed_cidrs as Octavia keeps them: each validated and canonicalised (octavia/api/common/types.py
+ * CidrType.validate: ip_network(value, strict=False).with_prefixlen, else 400), stored once each
+ * (db/repositories.py ListenerCidrRepository.create: `for cidr in set(allowed_cidrs)`) in the
+ * listener_cidr table whose primary key is (listener_id, cidr) (db/models.py ListenerCidr), and read
+ * back through a relationship without order_by, i.e. in the key's order: sorted here. None or [] is null.
+ */
+function cidrsView(value: unknown): string[] | null {
+  if (value === undefined || value === null) return null;
+  if (!Array.isArray(value)) throw fault(400, 'Invalid input for field/attribute allowed_cidrs.');
+  if (value.length === 0) return null;
+  const canonical = value.map((c) => {
+    const net = typeof c === 'string' ? pythonNetwork(c) : undefined;
+    if (!net)
+      throw fault(
+        400,
+        `Invalid input for field/attribute allowed_cidrs. Value: '${String(c)}'. Value should be IPv4 or IPv6 CIDR format`,
+      );
+    return net;
+  });
+  return [...new Set(canonical)].sort();
+}
+
+/** Python's ipaddress.ip_network(text, strict=False).with_prefixlen, or undefined where it raises. */
+function pythonNetwork(text: string): string | undefined {
+  const [addr = '', len, extra] = text.split('/');
+  if (extra !== undefined) return undefined;
+  const family = isIP(addr);
+  if (family === 0) return undefined;
+  const bits = family === 4 ? 32 : 128;
+  if (len !== undefined && !/^\d+$/.test(len)) return undefined;
+  const prefix = len === undefined ? bits : Number(len);
+  if (prefix > bits) return undefined;
+  let groups: number[];
+  if (family === 4) {
+    groups = addr.split('.').map(Number);
+  } else {
+    const parts = addr.replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_m, a, b, c, d) =>
+      [((+a << 8) | +b).toString(16), ((+c << 8) | +d).toString(16)].join(':'),
+    );
+    const [head = '', tail] = parts.split('::');
+    const h = head ? head.split(':') : [];
+    const t = tail ? tail.split(':') : [];
+    const full = tail === undefined ? h : [...h, ...Array(8 - h.length - t.length).fill('0'), ...t];
+    groups = full.map((g) => Number.parseInt(g, 16));
+  }
+  const width = family === 4 ? 8 : 16;
+  let left = prefix;
+  groups = groups.map((g) => {
+    const keep = Math.max(0, Math.min(width, left));
+    left -= width;
+    return keep === 0 ? 0 : g & ~((1 << (width - keep)) - 1) & ((1 << width) - 1);
+  });
+  if (family === 4) return `${groups.join('.')}/${prefix}`;
+  // ipaddress._compress_hextets: the longest run (first of equals) of two or more zero hextets.
+  let best = -1;
+  let bestLen = 1;
+  for (let i = 0; i < 8; i++) {
+    let j = i;
+    while (j < 8 && groups[j] === 0) j++;
+    if (j - i > bestLen) [best, bestLen] = [i, j - i];
+  }
+  const hex = groups.map((g) => g.toString(16));
+  const shown =
+    best < 0 ? hex.join(':') : `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLen).join(':')}`;
+  return `${shown}/${prefix}`;
 }
 
 /** Octavia shows a pool's session persistence with all its fields, the unset ones null. */

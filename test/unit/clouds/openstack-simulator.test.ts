@@ -40,6 +40,13 @@ async function token(): Promise<string> {
   return res.headers.get('x-subject-token') ?? '';
 }
 
+async function settled(t: string, id: string): Promise<void> {
+  while (
+    (await call('GET', `/load-balancer/v2.0/lbaas/loadbalancers/${id}`, undefined, t)).body.loadbalancer
+      .provisioning_status !== 'ACTIVE'
+  );
+}
+
 async function activeLoadBalancer(t: string): Promise<{ id: string; listener: string; pool: string }> {
   const created = await call(
     'POST',
@@ -268,6 +275,88 @@ describe('Octavia', () => {
       ['10.0.0.12', 'ERROR'],
       ['10.0.0.11', 'ERROR'],
     ]);
+  });
+});
+
+describe('Octavia, as its database and validation leave things', () => {
+  it('allowed_cidrs: canonical (host bits cleared), each once, in the key order; a bad one is 400', async () => {
+    const t = await token();
+    const lb = await activeLoadBalancer(t);
+    const put = await call(
+      'PUT',
+      `/load-balancer/v2.0/lbaas/listeners/${lb.listener}`,
+      { listener: { allowed_cidrs: ['192.168.0.0/16', '10.0.0.1/8', '10.0.0.0/8', '2001:DB8:0:0:1::1/64'] } },
+      t,
+    );
+    expect(put.status).toBe(200);
+    expect(put.body.listener.allowed_cidrs).toEqual(['10.0.0.0/8', '192.168.0.0/16', '2001:db8::/64']);
+    await settled(t, lb.id);
+    const bad = await call(
+      'PUT',
+      `/load-balancer/v2.0/lbaas/listeners/${lb.listener}`,
+      { listener: { allowed_cidrs: ['10.0.0.0/33'] } },
+      t,
+    );
+    expect(bad.status).toBe(400);
+  });
+
+  it('lists page at pagination_max_limit with a next link on api_base_uri that keeps limit, not filters', async () => {
+    const t = await token();
+    const lb = await activeLoadBalancer(t);
+    sim.octavia.pageMax = 2;
+    sim.octavia.apiBaseUri = 'https://octavia.example:9876/';
+    const members = Array.from({ length: 3 }, (_, i) => ({
+      address: `10.0.0.${20 + i}`,
+      protocol_port: 30080,
+    }));
+    expect(
+      (await call('PUT', `/load-balancer/v2.0/lbaas/pools/${lb.pool}/members`, { members }, t)).status,
+    ).toBe(202);
+    await settled(t, lb.id);
+    const path = `/load-balancer/v2.0/lbaas/pools/${lb.pool}/members`;
+    const first = await call('GET', path, undefined, t);
+    expect(first.body.members).toHaveLength(2);
+    const last = first.body.members[1].id;
+    expect(first.body.members_links).toEqual([
+      { rel: 'next', href: `https://octavia.example:9876${path}?limit=2&marker=${last}` },
+    ]);
+    const second = await call('GET', `${path}?marker=${last}`, undefined, t);
+    expect(second.body.members.map((m: { address: string }) => m.address)).toEqual(['10.0.0.22']);
+    expect(second.body.members_links.map((l: { rel: string }) => l.rel)).toEqual(['previous']);
+    expect((await call('GET', `${path}?marker=nope`, undefined, t)).body).toEqual({
+      faultcode: 'Client',
+      faultstring: "Supplied pagination marker 'nope' is not valid.",
+      debuginfo: null,
+    });
+  });
+
+  it('a pool in ERROR takes no member or health monitor change (409 Pool … is immutable), but a pool PUT', async () => {
+    const t = await token();
+    const lb = await activeLoadBalancer(t);
+    const pool = sim.octavia.pools.get(lb.pool);
+    if (pool) pool.provisioning_status = 'ERROR';
+    const members = await call(
+      'PUT',
+      `/load-balancer/v2.0/lbaas/pools/${lb.pool}/members`,
+      { members: [{ address: '10.0.0.12', protocol_port: 30080 }] },
+      t,
+    );
+    expect(members.status).toBe(409);
+    expect(members.body.faultstring).toBe(`Pool ${lb.pool} is immutable and cannot be updated.`);
+    const monitor = await call(
+      'POST',
+      '/load-balancer/v2.0/lbaas/healthmonitors',
+      { healthmonitor: { pool_id: lb.pool, type: 'TCP', delay: 5, timeout: 5, max_retries: 3 } },
+      t,
+    );
+    expect(monitor.status).toBe(409);
+    const repair = await call(
+      'PUT',
+      `/load-balancer/v2.0/lbaas/pools/${lb.pool}`,
+      { pool: { lb_algorithm: 'ROUND_ROBIN' } },
+      t,
+    );
+    expect(repair.status).toBe(200);
   });
 });
 

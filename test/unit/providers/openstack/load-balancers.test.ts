@@ -494,4 +494,57 @@ describe('Octavia load balancers', () => {
       '10.0.0.19',
     ]);
   });
+
+  it('source ranges are compared as Octavia keeps them (canonical, a set): out of order or with host bits, one PUT', async () => {
+    const p = lbs();
+    await converge(() => p.ensure(request()));
+    const lbId = String(onlyLb()[0]?.id);
+    const ranges = {
+      loadBalancerSourceRanges: ['192.168.0.0/16', '10.0.0.1/8', '2001:db8:0:0:1::1/64', '10.0.0.0/8'],
+    };
+    await converge(() => p.ensure(request({}, ranges)));
+    await converge(() => p.ensure(request({}, ranges)));
+    const puts = sim.requestsTo(/\/listeners\/[^/]+$/, 'PUT');
+    expect(puts).toHaveLength(1);
+    expect(
+      (puts[0]?.body as { listener: { allowed_cidrs: unknown } } | undefined)?.listener.allowed_cidrs,
+    ).toEqual(['10.0.0.0/8', '192.168.0.0/16', '2001:db8::/64']);
+    expect(sim.octavia.tree(lbId)[0]?.listener.allowed_cidrs).toEqual([
+      '10.0.0.0/8',
+      '192.168.0.0/16',
+      '2001:db8::/64',
+    ]);
+  });
+
+  it('reads every page of members: past pagination_max_limit nothing is sent again', async () => {
+    sim.octavia.pageMax = 2;
+    // Octavia's links name its own URL (api_base_uri); the token never goes there.
+    sim.octavia.apiBaseUri = 'https://octavia.internal.invalid:9876';
+    const p = lbs();
+    const nodes = ['w1', 'w2', 'w3', 'w4', 'w5'].map((n, i) => node(n, `10.0.0.${11 + i}`));
+    await converge(() => p.ensure(request({ nodes })));
+    const before = sim.requests.length;
+    await p.updateNodes(request({ nodes }));
+    await converge(() => p.ensure(request({ nodes })));
+    const after = sim.requests.slice(before);
+    expect(after.filter((r) => r.method !== 'GET')).toEqual([]);
+    const pages = after
+      .filter((r) => /\/members(\?|$)/.test(r.path))
+      .map((r) => r.path.replace(/marker=[^&]+/, 'marker=…'));
+    const poolPath = `/load-balancer/v2.0/lbaas/pools/${String(sim.octavia.tree(String(onlyLb()[0]?.id))[0]?.pool?.id)}/members`;
+    const pass = [poolPath, `${poolPath}?marker=…`, `${poolPath}?marker=…`];
+    expect(pages).toEqual([...pass, ...pass]);
+  });
+
+  it('a pool Octavia left in ERROR is repaired by updateNodes too: Octavia refuses members until it is ACTIVE', async () => {
+    const p = lbs();
+    await converge(() => p.ensure(request()));
+    const lbId = String(onlyLb()[0]?.id);
+    const pool = sim.octavia.tree(lbId)[0]?.pool;
+    if (pool) pool.provisioning_status = 'ERROR';
+    await p.updateNodes(request({ nodes: [node('w1', '10.0.0.11'), node('w3', '10.0.0.13')] }));
+    expect(sim.requestsTo(/\/pools\/[^/]+$/, 'PUT')).toHaveLength(1);
+    expect(sim.requestsTo(/\/members$/, 'PUT').map((r) => r.status)).toEqual([202]);
+    expect(sim.octavia.tree(lbId)[0]?.members.map((m) => m.address)).toEqual(['10.0.0.11', '10.0.0.13']);
+  });
 });
