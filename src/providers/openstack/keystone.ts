@@ -65,13 +65,35 @@ export class Keystone {
   /** The Keystone v3 client; a failed discovery is not kept, the next call asks again. */
   private identity(signal?: AbortSignal): Promise<HttpClient> {
     this.http ??= identityV3(this.config.authUrl, this.options, signal).then(
-      (baseUrl) => new HttpClient({ ...this.options, baseUrl, secrets: () => this.secrets() }),
+      (baseUrl) =>
+        new HttpClient({
+          ...this.options,
+          baseUrl,
+          secrets: () => this.secrets(),
+          describeError: (status, body) => this.notFound(status, body),
+        }),
       (err: unknown) => {
         this.http = undefined;
         throw err;
       },
     );
     return this.http;
+  }
+
+  /**
+   * Keystone's own 404 on a token request: the application credential (by id) or its user (by name)
+   * does not exist, e.g. deleted (keystone/auth/core.py _lookup_app_cred raises
+   * ApplicationCredentialNotFound or UserNotFound, exception.py NotFound, code 404, rendered by
+   * server/flask/application.py _handle_keystone_exception as {"error": {code, title, message}}).
+   * A 404 without that body is a wrong auth-url, said in authenticate().
+   */
+  private notFound(status: number, body: unknown): UnauthorizedError | undefined {
+    const error = (body as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+    if (status !== 404 || error?.code !== 404 || typeof error.message !== 'string') return undefined;
+    if (!/^Could not find /.test(error.message)) return undefined;
+    return new UnauthorizedError(
+      `Keystone at ${this.config.authUrl} says the ${describeAuth(this.config.auth)} from cloud.conf [Global] does not exist (404: ${error.message}): the application credential or its user was deleted or is mistyped; create one (openstack application credential create) and set it in cloud.conf`,
+    );
   }
 
   /** Credentials and the current token, for redaction by every client. */
@@ -114,6 +136,8 @@ export class Keystone {
         ...(signal ? { signal } : {}),
       });
     } catch (err) {
+      // notFound(): Keystone's own 404.
+      if (err instanceof UnauthorizedError && httpStatus(err) === 404) throw err;
       if (httpStatus(err) === 401) {
         throw new UnauthorizedError(
           `Keystone at ${this.config.authUrl} refused the ${describeAuth(this.config.auth)} from cloud.conf [Global]; check them (and the project, domain) and that they have not expired`,

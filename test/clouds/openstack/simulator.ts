@@ -484,9 +484,27 @@ export class OpenStackSimulator {
         (user?.id === USER.id ||
           (user?.name === USER.name &&
             (userDomain?.id === USER.domain.id || userDomain?.name === USER.domain.name)));
-      if (cred.name !== undefined && !user) throw bad('Could not find user for application credential');
+      // keystone/auth/core.py _lookup_app_cred: by id, get_application_credential (an unknown id is
+      // ApplicationCredentialNotFound, 404); by name, the user (ValidationError without one; by name,
+      // get_user_by_name: an unknown one is UserNotFound, 404), then the user's credentials by name
+      // (none is Unauthorized, 401). exception.py NotFound: code 404, title "Not Found".
+      const notFound = (message: string) =>
+        new HttpError(404, { error: { code: 404, message, title: 'Not Found' } });
+      if (cred.id !== undefined && !byId) {
+        throw notFound(`Could not find Application Credential: ${String(cred.id)}.`);
+      }
+      if (cred.id === undefined && cred.name !== undefined && !user) {
+        throw bad(
+          'Expecting to find user in application credential. The server could not comply with the request since it is either malformed or otherwise incorrect. The client is assumed to be in error.',
+        );
+      }
       if (user && !user.id && user.name !== undefined && !(user as { domain?: unknown }).domain)
         throw noDomain('user');
+      // (An unknown domain is Unauthorized before that: _lookup_domain turns DomainNotFound into 401.)
+      const knownDomain = userDomain?.id === USER.domain.id || userDomain?.name === USER.domain.name;
+      if (cred.id === undefined && user && !user.id && knownDomain && user.name !== USER.name) {
+        throw notFound(`Could not find user: ${String(user.name)}.`);
+      }
       if (!(byId || byName) || cred.secret !== APP_CREDENTIAL.secret) throw new HttpError(401, UNAUTHORIZED);
       // Application credentials are bound to their project: another scope is refused.
       if (scope) throw new HttpError(401, UNAUTHORIZED);

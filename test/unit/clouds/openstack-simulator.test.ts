@@ -110,6 +110,34 @@ describe('Keystone', () => {
     expect(appCred.status).toBe(400);
   });
 
+  it('an unknown application credential id, or its user by name, is 404 Not Found; an unknown name 401', async () => {
+    const auth = async (credential: Record<string, unknown>) => {
+      const res = await fetch(`${sim.authUrl}/auth/tokens`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          auth: { identity: { methods: ['application_credential'], application_credential: credential } },
+        }),
+      });
+      return { status: res.status, body: (await res.json()) as { error: { message: string } } };
+    };
+    expect(await auth({ id: 'deadbeef', secret: 'x' })).toEqual({
+      status: 404,
+      body: {
+        error: { code: 404, message: 'Could not find Application Credential: deadbeef.', title: 'Not Found' },
+      },
+    });
+    const user = { name: 'gone', domain: { id: 'default' } };
+    expect(await auth({ name: 'monitoring', secret: 'x', user })).toEqual({
+      status: 404,
+      body: { error: { code: 404, message: 'Could not find user: gone.', title: 'Not Found' } },
+    });
+    expect((await auth({ name: 'other', secret: 'x', user: { id: USER.id } })).status).toBe(401);
+    expect((await auth({ name: 'monitoring', secret: 'x' })).body.error.message).toMatch(
+      /^Expecting to find user in application credential\./,
+    );
+  });
+
   it('the catalog gives each interface its own URL, each served', async () => {
     const res = await fetch(`${sim.authUrl}/auth/tokens`, {
       method: 'POST',

@@ -88,6 +88,33 @@ describe('Keystone', () => {
     expect((err as Error).message).not.toContain('wrong-pw-123');
   });
 
+  it('an application credential or user Keystone does not know (404) is said so, not blamed on auth-url', async () => {
+    const byId = parseCloudConfig(
+      fixture('occm-cloud-config-application-credential')
+        .replace(/auth-url=.*/, `auth-url=${sim.authUrl}`)
+        .replace(
+          /application-credential-id=.*/,
+          'application-credential-id=deadbeefdeadbeefdeadbeefdeadbeef',
+        ),
+    );
+    const err = (await provider(byId)
+      .instances.list()
+      .catch((e: unknown) => e)) as Error;
+    expect(sim.requestsTo(/auth\/tokens/).map((r) => r.status)).toEqual([404]);
+    expect(err).toBeInstanceOf(UnauthorizedError);
+    expect(err.message).toMatch(
+      /^Keystone at \S+ says the application credential deadbeefdeadbeefdeadbeefdeadbeef from cloud\.conf \[Global\] does not exist \(404: Could not find Application Credential: deadbeefdeadbeefdeadbeefdeadbeef\.\): the application credential or its user was deleted/,
+    );
+    const byName = parseCloudConfig(
+      `[Global]\nauth-url=${sim.authUrl}\nregion=RegionOne\napplication-credential-name=monitoring\napplication-credential-secret=${APP_CREDENTIAL.secret}\nusername=gone\nuser-domain-id=default\n`,
+    );
+    const err2 = (await provider(byName)
+      .instances.list()
+      .catch((e: unknown) => e)) as Error;
+    expect(err2).toBeInstanceOf(UnauthorizedError);
+    expect(err2.message).toMatch(/does not exist \(404: Could not find user: gone\.\)/);
+  });
+
   it('uses the catalog interface os-endpoint-type names, each with its own URL', async () => {
     sim.addServer({ name: 'w1' });
     await provider().instances.list();
