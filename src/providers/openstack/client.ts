@@ -23,21 +23,32 @@ export interface SessionOptions {
   retries?: number;
 }
 
-/** Each API's own "no such resource" body (a 404 from anything else is never read as "gone"). */
+/**
+ * Each API's own "no such resource" body (a 404 from anything else is never read as "gone"). The
+ * frameworks' answer to a path no controller serves has the same envelope and must not count: Nova
+ * wraps any webob 404 as itemNotFound with webob's "The resource could not be found."
+ * (nova/api/openstack/wsgi.py Fault), Neutron names it HTTPNotFound, and Octavia (pecan) says "The
+ * resource could not be found.", where its own is exceptions.NotFound "<resource> <id> not found.".
+ */
+const GENERIC_404 = 'The resource could not be found.';
 const NOT_FOUND: Record<ServiceType, (body: unknown) => boolean> = {
   // {"itemNotFound": {"code": 404, "message": "Instance … could not be found."}}
-  compute: (body) => isRecord(body) && isRecord(body.itemNotFound) && body.itemNotFound.code === 404,
+  compute: (body) =>
+    isRecord(body) &&
+    isRecord(body.itemNotFound) &&
+    body.itemNotFound.code === 404 &&
+    body.itemNotFound.message !== GENERIC_404,
   // {"NeutronError": {"type": "FloatingIPNotFound", "message": …, "detail": ""}}
   network: (body) =>
     isRecord(body) &&
     isRecord(body.NeutronError) &&
     typeof body.NeutronError.type === 'string' &&
+    body.NeutronError.type !== 'HTTPNotFound' &&
     body.NeutronError.type.endsWith('NotFound'),
-  // {"faultcode": "Client", "faultstring": "Load Balancer … could not be found.", "debuginfo": null}
+  // {"faultcode": "Client", "faultstring": "Load Balancer … not found.", "debuginfo": null}
+  // (octavia/common/exceptions.py NotFound, its only 404)
   'load-balancer': (body) =>
-    isRecord(body) &&
-    typeof body.faultstring === 'string' &&
-    /could not be found|not found/i.test(body.faultstring),
+    isRecord(body) && typeof body.faultstring === 'string' && /\S \S+ not found\.$/.test(body.faultstring),
 };
 
 export class Session {

@@ -370,6 +370,13 @@ describe('Nova instances', () => {
 
     sim.fault({ path: /servers\/proxy-404/, status: 404, body: { message: 'nginx: not found' } });
     await expect(p.instances.get('openstack:///proxy-404')).rejects.toBeInstanceOf(InvalidConfigError);
+    // Nova's answer to a path no controller serves: webob's 404 in Nova's envelope (wsgi.py Fault).
+    sim.fault({
+      path: /servers\/route-404/,
+      status: 404,
+      body: { itemNotFound: { code: 404, message: 'The resource could not be found.' } },
+    });
+    await expect(p.instances.get('openstack:///route-404')).rejects.not.toBeInstanceOf(NotFoundError);
 
     const gone = sim.addServer({ name: 'gone', status: 'DELETED' });
     await expect(p.instances.get(`openstack:///${gone.id}`)).rejects.toBeInstanceOf(NotFoundError);

@@ -547,4 +547,33 @@ describe('Octavia load balancers', () => {
     expect(sim.requestsTo(/\/members$/, 'PUT').map((r) => r.status)).toEqual([202]);
     expect(sim.octavia.tree(lbId)[0]?.members.map((m) => m.address)).toEqual(['10.0.0.11', '10.0.0.13']);
   });
+
+  it("a framework's 404 (pecan's, Neutron's HTTPNotFound) is never read as gone", async () => {
+    const p = lbs();
+    await converge(() => p.ensure(request()));
+    const lbId = String(onlyLb()[0]?.id);
+    sim.fault({
+      method: 'GET',
+      path: /\/lbaas\/loadbalancers\/[^/]+$/,
+      status: 404,
+      body: { faultcode: 'Client', faultstring: 'The resource could not be found.', debuginfo: null },
+      times: 1,
+    });
+    const err = await p.ensure(request({ nodes: [node('w9', '10.0.0.19')] })).catch((e: Error) => e);
+    expect(String(err)).not.toMatch(/disappeared/);
+    expect(err).not.toBeInstanceOf(RetryableError);
+
+    sim.fault({
+      method: 'DELETE',
+      path: /\/floatingips\/[^/]+$/,
+      status: 404,
+      body: {
+        NeutronError: { type: 'HTTPNotFound', message: 'The resource could not be found.', detail: '' },
+      },
+      times: 1,
+    });
+    await expect(p.delete(request())).rejects.toThrow(/404/);
+    expect(sim.requestsTo(/\/lbaas\/loadbalancers\/[^/]+\?cascade=true$/, 'DELETE')).toEqual([]);
+    expect(onlyLb().map((lb) => lb.id)).toEqual([lbId]);
+  });
 });
