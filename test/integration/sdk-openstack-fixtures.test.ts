@@ -10,7 +10,9 @@
  *   2.1 shows them (flavor by id), and openstack/compute/v2/flavors/testing/requests_test.go
  *   `TestGetFlavor`: flavor 1, m1.tiny;
  * - openstack/loadbalancer/v2/loadbalancers/testing/fixtures_test.go `LoadbalancersListBody`: two
- *   load balancers without ccm's tag (named as ccm asked), which ccm must never adopt.
+ *   load balancers without ccm's tag (named as ccm asked), which ccm must never adopt;
+ * - openstack/loadbalancer/v2/apiversions/testing/fixture.go `OctaviaAllAPIVersionsResponse`:
+ *   Octavia's version document, which ccm reads to know what that Octavia accepts.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -31,17 +33,19 @@ let token: Record<string, unknown>;
 let serverList: unknown;
 let flavor: unknown;
 let balancers: { loadbalancers: Record<string, unknown>[] };
+let octaviaVersions: unknown;
 let server: Server;
 let url = '';
 const seen: string[] = [];
 
 beforeAll(async () => {
-  const [utils, tokens, servers, flavors, lbs] = await Promise.all([
+  const [utils, tokens, servers, flavors, lbs, lbVersions] = await Promise.all([
     goSource(...GOPHERCLOUD, 'openstack/utils/testing/fixtures_test.go'),
     goSource(...GOPHERCLOUD, 'openstack/identity/v3/tokens/testing/fixtures.go'),
     goSource(...GOPHERCLOUD, 'openstack/compute/v2/servers/testing/fixtures_test.go'),
     goSource(...GOPHERCLOUD, 'openstack/compute/v2/flavors/testing/requests_test.go'),
     goSource(...GOPHERCLOUD, 'openstack/loadbalancer/v2/loadbalancers/testing/fixtures_test.go'),
+    goSource(...GOPHERCLOUD, 'openstack/loadbalancer/v2/apiversions/testing/fixture.go'),
   ]);
   server = createServer((req, res) => {
     seen.push(`${req.method} ${req.url}`);
@@ -60,8 +64,10 @@ beforeAll(async () => {
     if (path === '/compute/v2.1/a99e9b4e620e4db09a2dfb6e42a01e66/servers/detail')
       return send(200, serverList);
     if (path === '/compute/v2.1/a99e9b4e620e4db09a2dfb6e42a01e66/flavors/1') return send(200, flavor);
+    if (path === '/load-balancer/') return send(200, octaviaVersions);
     if (path === '/load-balancer/v2.0/lbaas/loadbalancers') {
       const name = new URL(req.url ?? '/', 'http://fixture').searchParams.get('name');
+      if (name === 'ccm_free') return send(200, { loadbalancers: [] });
       return send(200, { loadbalancers: balancers.loadbalancers.map((lb) => ({ ...lb, name })) });
     }
     send(404, { itemNotFound: { code: 404, message: 'not in the fixtures' } });
@@ -87,6 +93,7 @@ beforeAll(async () => {
   serverList = JSON.parse(servers.variable('ServerListBody'));
   flavor = JSON.parse(flavors.inFunction('TestGetFlavor')[0] ?? '');
   balancers = JSON.parse(lbs.variable('LoadbalancersListBody'));
+  octaviaVersions = JSON.parse(lbVersions.variable('OctaviaAllAPIVersionsResponse'));
 }, 600_000);
 
 afterAll(async () => {
@@ -187,6 +194,17 @@ describe("gophercloud's payloads, read by ccm", () => {
     expect(seen.filter((s) => s.includes('load-balancer'))).toEqual([
       'GET /load-balancer/v2.0/lbaas/loadbalancers?name=ccm_a1b2c3d4e5f60718293a4b5c6d7e8f90',
       'GET /load-balancer/v2.0/lbaas/loadbalancers?name=ccm_a1b2c3d4e5f60718293a4b5c6d7e8f90',
+    ]);
+
+    // Where none is named so, the version document decides: this one's newest is v2.2 (Rocky),
+    // before tags (2.5), so ccm refuses before any change.
+    seen.length = 0;
+    await expect(provider.loadBalancers?.ensure({ ...req, name: 'free' })).rejects.toThrow(
+      'Service default/web: ccm tags its load balancers to know them, which needs Octavia API v2.5 (Stein); this Octavia serves v2.2',
+    );
+    expect(seen.filter((s) => s.includes('load-balancer'))).toEqual([
+      'GET /load-balancer/v2.0/lbaas/loadbalancers?name=ccm_free',
+      'GET /load-balancer/',
     ]);
   });
 });

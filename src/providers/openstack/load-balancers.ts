@@ -114,6 +114,44 @@ interface FloatingIp {
   description: string;
 }
 
+/**
+ * What this Octavia accepts, from the newest API version its version document lists, as the
+ * official controller decides (cloud-provider-openstack pkg/util/openstack/loadbalancer.go
+ * getOctaviaVersion, IsOctaviaFeatureSupported; the ovn provider has none of these but tags, and no
+ * HTTP health monitor at all: pkg/openstack/loadbalancer.go canUseHTTPMonitor). Octavia refuses an
+ * attribute its API version does not know (400 Unknown attribute).
+ */
+interface OctaviaFeatures {
+  version: string;
+  /** API 2.5 (Stein). */
+  tags: boolean;
+  /** API 2.1 (Rocky): listener timeout_*. */
+  timeouts: boolean;
+  /** API 2.12 (Train): listener allowed_cidrs. */
+  allowedCidrs: boolean;
+  /** API 2.6: flavor_id. */
+  flavors: boolean;
+  /** API 2.14: availability_zone. */
+  availabilityZones: boolean;
+  /** HTTP health monitors at all (never on ovn), and on UDP pools (API 2.16). */
+  httpMonitor: boolean;
+  httpMonitorOnUdp: boolean;
+}
+
+function octaviaFeatures(minor: number, provider: string | undefined): OctaviaFeatures {
+  const ovn = provider === 'ovn';
+  return {
+    version: `v2.${minor}`,
+    tags: minor >= 5,
+    timeouts: !ovn && minor >= 1,
+    allowedCidrs: !ovn && minor >= 12,
+    flavors: !ovn && minor >= 6,
+    availabilityZones: !ovn && minor >= 14,
+    httpMonitor: !ovn,
+    httpMonitorOnUdp: !ovn && minor >= 16,
+  };
+}
+
 /** Everything ccm wants of one listener and its pool. */
 interface DesiredListener {
   listener: Record<string, unknown> & { protocol: string; protocol_port: number };
@@ -126,10 +164,59 @@ interface DesiredListener {
 const statusAnnotations = (lb: OctaviaLoadBalancer) => ({ [LOAD_BALANCER_ID]: lb.id });
 
 export class OctaviaLoadBalancers implements LoadBalancers {
+  private octavia?: Promise<OctaviaFeatures>;
+
   constructor(
     private readonly session: Session,
     private readonly config: LoadBalancerConfig,
   ) {}
+
+  /**
+   * Octavia's version document (its root, served without a token: octavia/api/root_controller.py
+   * index, octavia/common/keystone.py SkippingAuthProtocol), read once: the newest v2.N it lists.
+   */
+  private features(signal?: AbortSignal): Promise<OctaviaFeatures> {
+    this.octavia ??= (async () => {
+      const doc = await this.call<{ versions?: { id?: unknown }[] } | undefined>(
+        'load-balancer',
+        'GET',
+        '',
+        undefined,
+        signal,
+      );
+      const minors = (Array.isArray(doc?.versions) ? doc.versions : [])
+        .map((v) => /^v2\.(\d+)$/.exec(String(v?.id))?.[1])
+        .filter((m): m is string => m !== undefined)
+        .map(Number);
+      if (minors.length === 0) {
+        throw new InvalidConfigError(
+          "Octavia's version document (the load-balancer endpoint's root) lists no v2 API version; check the catalog's load-balancer endpoint",
+        );
+      }
+      return octaviaFeatures(Math.max(...minors), this.config.lbProvider);
+    })().catch((err: unknown) => {
+      this.octavia = undefined;
+      throw err;
+    });
+    return this.octavia;
+  }
+
+  /** What the Service asks that this Octavia cannot do, refused before any change. */
+  private refuseUnsupported(req: LoadBalancerRequest, options: ServiceOptions, f: OctaviaFeatures): void {
+    const provider = this.config.lbProvider === 'ovn' ? ' (and the ovn provider never has it)' : '';
+    const needs = (what: string, api: string) =>
+      new InvalidConfigError(
+        `Service ${serviceName(req)}: ${what} needs Octavia API ${api}${provider}; this Octavia serves ${f.version}`,
+      );
+    if (!f.tags) throw needs('ccm tags its load balancers to know them, which', 'v2.5 (Stein)');
+    if (req.service.loadBalancerSourceRanges.length > 0 && !f.allowedCidrs)
+      throw needs('loadBalancerSourceRanges (listener allowed_cidrs)', 'v2.12 (Train)');
+    if (Object.values(options.timeouts).some((t) => t !== undefined) && !f.timeouts)
+      throw needs('a listener timeout annotation', 'v2.1 (Rocky)');
+    if (options.flavorId && !f.flavors) throw needs('a flavor', 'v2.6 (Stein)');
+    if (options.availabilityZone && !f.availabilityZones)
+      throw needs('an availability zone', 'v2.14 (Ussuri)');
+  }
 
   async get(req: LoadBalancerRequest, signal?: AbortSignal): Promise<LoadBalancerStatus | undefined> {
     const lb = await this.find(req, signal, false);
@@ -145,8 +232,10 @@ export class OctaviaLoadBalancers implements LoadBalancers {
     const options = serviceOptions(req.service.annotations, this.config);
     if (req.ports.length === 0)
       throw new InvalidConfigError(`Service ${serviceName(req)} has no ports to balance`);
-    const desired = this.desiredListeners(req, options);
     let lb = await this.find(req, signal, true);
+    const features = await this.features(signal);
+    this.refuseUnsupported(req, options, features);
+    const desired = this.desiredListeners(req, options, features);
     if (!lb) {
       lb = await this.create(req, options, desired, signal);
     }
@@ -166,7 +255,7 @@ export class OctaviaLoadBalancers implements LoadBalancers {
     let lb = await this.find(req, signal, true);
     if (!lb) return;
     lb = await this.settle(lb, signal);
-    const desired = this.desiredListeners(req, options);
+    const desired = this.desiredListeners(req, options, await this.features(signal));
     const retried = new Set<string>();
     for (;;) {
       const change = await this.reconcile(lb, desired, signal, true, retried);
@@ -272,7 +361,7 @@ export class OctaviaLoadBalancers implements LoadBalancers {
         ...(options.availabilityZone ? { availability_zone: options.availabilityZone } : {}),
         tags: tags(req),
         listeners: desired.map((d) => ({
-          ...withoutNull(d.listener, 'allowed_cidrs'),
+          ...withoutEmpty(d.listener, 'allowed_cidrs'),
           default_pool: {
             ...d.pool,
             members: d.members,
@@ -397,7 +486,7 @@ export class OctaviaLoadBalancers implements LoadBalancers {
       if (!listener) {
         if (membersOnly) continue;
         await lbCall('POST', 'listeners', {
-          listener: { ...withoutNull(want.listener, 'allowed_cidrs'), loadbalancer_id: lb.id },
+          listener: { ...withoutEmpty(want.listener, 'allowed_cidrs'), loadbalancer_id: lb.id },
         });
         return `creating the listener for ${label}`;
       }
@@ -474,7 +563,11 @@ export class OctaviaLoadBalancers implements LoadBalancers {
     return undefined;
   }
 
-  private desiredListeners(req: LoadBalancerRequest, options: ServiceOptions): DesiredListener[] {
+  private desiredListeners(
+    req: LoadBalancerRequest,
+    options: ServiceOptions,
+    features: OctaviaFeatures,
+  ): DesiredListener[] {
     const local =
       req.service.externalTrafficPolicy === 'Local' && req.service.healthCheckNodePort !== undefined;
     const family = req.service.ipFamilies[0] === 'IPv6' ? 6 : 4;
@@ -482,20 +575,24 @@ export class OctaviaLoadBalancers implements LoadBalancers {
       const protocol = port.protocol;
       const name = `${lbName(req)}_${protocol.toLowerCase()}_${port.port}`;
       const timeouts = options.timeouts;
-      // Every setting is sent, defaults included, so that removing an annotation resets the listener.
+      // Every setting this Octavia knows is sent, defaults included, so that removing an annotation
+      // resets the listener; no source ranges is [] (it clears them; null is no list).
       const listener = {
         name,
         protocol,
         protocol_port: port.port,
         connection_limit: options.connectionLimit ?? -1,
-        timeout_client_data: timeouts.clientData ?? OCTAVIA_DEFAULTS.timeoutClientData,
-        timeout_member_connect: timeouts.memberConnect ?? OCTAVIA_DEFAULTS.timeoutMemberConnect,
-        timeout_member_data: timeouts.memberData ?? OCTAVIA_DEFAULTS.timeoutMemberData,
-        timeout_tcp_inspect: timeouts.tcpInspect ?? OCTAVIA_DEFAULTS.timeoutTcpInspect,
-        allowed_cidrs:
-          req.service.loadBalancerSourceRanges.length > 0
-            ? canonicalCidrs(req.service.loadBalancerSourceRanges)
-            : null,
+        ...(features.timeouts
+          ? {
+              timeout_client_data: timeouts.clientData ?? OCTAVIA_DEFAULTS.timeoutClientData,
+              timeout_member_connect: timeouts.memberConnect ?? OCTAVIA_DEFAULTS.timeoutMemberConnect,
+              timeout_member_data: timeouts.memberData ?? OCTAVIA_DEFAULTS.timeoutMemberData,
+              timeout_tcp_inspect: timeouts.tcpInspect ?? OCTAVIA_DEFAULTS.timeoutTcpInspect,
+            }
+          : {}),
+        ...(features.allowedCidrs
+          ? { allowed_cidrs: canonicalCidrs(req.service.loadBalancerSourceRanges) }
+          : {}),
         tags: tags(req),
       };
       const pool = {
@@ -505,7 +602,8 @@ export class OctaviaLoadBalancers implements LoadBalancers {
         session_persistence: req.service.sessionAffinity === 'ClientIP' ? { type: 'SOURCE_IP' } : null,
         tags: tags(req),
       };
-      const monitor = options.healthMonitor ? healthMonitor(port, options, local) : undefined;
+      const http = local && features.httpMonitor && (port.protocol !== 'UDP' || features.httpMonitorOnUdp);
+      const monitor = options.healthMonitor ? healthMonitor(port, options, http) : undefined;
       return {
         listener,
         pool,
@@ -514,7 +612,7 @@ export class OctaviaLoadBalancers implements LoadBalancers {
           port,
           family,
           options,
-          local && monitor ? req.service.healthCheckNodePort : undefined,
+          http && monitor ? req.service.healthCheckNodePort : undefined,
         ),
         ...(monitor ? { monitor } : {}),
       };
@@ -679,7 +777,8 @@ export function fipDescription(lb: { name: string }, req: LoadBalancerRequest): 
   return `Floating IP of ${lb.name} for Kubernetes Service ${serviceName(req)} (cluster ${req.clusterID}), created by ccm`;
 }
 
-function healthMonitor(port: LoadBalancerPort, options: ServiceOptions, local: boolean) {
+/** `http`: externalTrafficPolicy Local where this Octavia has HTTP monitors for the pool's protocol. */
+function healthMonitor(port: LoadBalancerPort, options: ServiceOptions, http: boolean) {
   const timing = {
     delay: options.monitorDelay,
     timeout: options.monitorTimeout,
@@ -687,7 +786,7 @@ function healthMonitor(port: LoadBalancerPort, options: ServiceOptions, local: b
     max_retries_down: options.monitorMaxRetriesDown,
   };
   // externalTrafficPolicy Local: kube-proxy's health check node port says which nodes have endpoints.
-  if (local)
+  if (http)
     return { type: 'HTTP', ...timing, http_method: 'GET', url_path: '/healthz', expected_codes: '200' };
   const type = port.protocol === 'UDP' ? 'UDP-CONNECT' : port.protocol;
   return { type, ...timing };
@@ -724,9 +823,10 @@ function sameMembers(current: Member[], wanted: Member[]): boolean {
   return a.length === b.length && a.every((k, i) => k === b[i]);
 }
 
-/** `allowed_cidrs: null` is left out of creations: Octavia before API 2.12 does not know the field. */
-function withoutNull<T extends Record<string, unknown>>(obj: T, key: string): T {
-  if (obj[key] !== null) return obj;
+/** An empty `allowed_cidrs` is left out of creations: nothing to set. */
+function withoutEmpty<T extends Record<string, unknown>>(obj: T, key: string): T {
+  const value = obj[key];
+  if (!Array.isArray(value) || value.length > 0) return obj;
   const { [key]: _dropped, ...rest } = obj;
   return rest as T;
 }

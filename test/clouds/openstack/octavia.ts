@@ -175,6 +175,11 @@ export class OctaviaState {
    * constants.DEFAULT_PAGE_SIZE = 1000): the most items one listing returns.
    */
   pageMax = 1000;
+  /**
+   * The API version this Octavia serves, v2.<apiMinor> (the simulator's octaviaV2Alias sets it).
+   * An attribute added after it is unknown to its wsme types: 400 "Unknown attribute" (see SINCE).
+   */
+  apiMinor = 30;
   /** [api_settings] api_base_uri: the base of the pagination links, when set (pagination.py _make_links). */
   apiBaseUri: string | undefined;
   /** The next provisioning operation ends in ERROR (Octavia could not build the amphora). */
@@ -211,7 +216,7 @@ export class OctaviaState {
         // load_balancer.py put: status_code=200, the load balancer PENDING_UPDATE while it applies.
         this.mutable(record);
         const spec = objectField(body, 'loadbalancer');
-        allowOnly(
+        this.allow(
           spec,
           ['name', 'description', 'admin_state_up', 'vip_qos_policy_id', 'tags'],
           'loadbalancer',
@@ -250,7 +255,7 @@ export class OctaviaState {
       if (method === 'PUT') {
         this.mutable(record);
         const spec = objectField(body, 'listener');
-        allowOnly(
+        this.allow(
           spec,
           LISTENER_FIELDS.filter(
             (f) => !['protocol', 'protocol_port', 'loadbalancer_id', 'default_pool'].includes(f),
@@ -335,7 +340,7 @@ export class OctaviaState {
       if (method === 'PUT') {
         this.mutable(record);
         const spec = objectField(body, 'pool');
-        allowOnly(
+        this.allow(
           spec,
           ['name', 'description', 'admin_state_up', 'lb_algorithm', 'session_persistence', 'tags'],
           'pool',
@@ -387,7 +392,7 @@ export class OctaviaState {
       this.mutable(record);
       if (method === 'PUT') {
         const spec = objectField(body, 'healthmonitor');
-        allowOnly(
+        this.allow(
           spec,
           MONITOR_FIELDS.filter((f) => f !== 'type' && f !== 'pool_id'),
           'healthmonitor',
@@ -447,10 +452,18 @@ export class OctaviaState {
     return { [key]: items, [`${key}_links`]: links };
   }
 
+  private allow(spec: Obj, fields: readonly string[], what: string): void {
+    allowOnly(
+      spec,
+      fields.filter((f) => (SINCE[f] ?? 0) <= this.apiMinor),
+      what,
+    );
+  }
+
   /** Creates a load balancer from a fully populated request, as Octavia's graph create does. */
   private createLoadBalancer(body: unknown): Obj {
     const spec = objectField(body, 'loadbalancer');
-    allowOnly(spec, LB_FIELDS, 'loadbalancer');
+    this.allow(spec, LB_FIELDS, 'loadbalancer');
     const vip = ['vip_subnet_id', 'vip_network_id', 'vip_port_id'].filter((k) => spec[k] !== undefined);
     if (vip.length === 0)
       throw fault(
@@ -508,7 +521,7 @@ export class OctaviaState {
   }
 
   private addListener(lb: Obj, spec: Obj): Obj {
-    allowOnly(spec, LISTENER_FIELDS, 'listener');
+    this.allow(spec, LISTENER_FIELDS, 'listener');
     const protocol = String(spec.protocol);
     if (!LISTENER_PROTOCOLS.includes(protocol))
       throw fault(400, `Invalid input for field/attribute protocol. Value: '${protocol}'.`);
@@ -574,7 +587,7 @@ export class OctaviaState {
   }
 
   private addPool(lb: Obj, spec: Obj, listener: Obj): Obj {
-    allowOnly(spec, POOL_FIELDS, 'pool');
+    this.allow(spec, POOL_FIELDS, 'pool');
     const protocol = String(spec.protocol);
     if (!(POOL_PROTOCOLS[String(listener.protocol)] ?? []).includes(protocol)) {
       throw fault(
@@ -618,7 +631,7 @@ export class OctaviaState {
   }
 
   private member(spec: Obj): Obj {
-    allowOnly(spec, MEMBER_FIELDS, 'member');
+    this.allow(spec, MEMBER_FIELDS, 'member');
     if (typeof spec.address !== 'string' || isIP(spec.address) === 0) {
       throw fault(400, `Invalid input for field/attribute address. Value: '${String(spec.address)}'.`);
     }
@@ -643,7 +656,7 @@ export class OctaviaState {
   }
 
   private monitor(spec: Obj, pool: Obj): Obj {
-    allowOnly(spec, MONITOR_FIELDS, 'healthmonitor');
+    this.allow(spec, MONITOR_FIELDS, 'healthmonitor');
     const type = String(spec.type);
     if (!MONITOR_TYPES.includes(type))
       throw fault(400, `Invalid input for field/attribute type. Value: '${type}'.`);
@@ -653,11 +666,24 @@ export class OctaviaState {
     }
     const delay = Number(spec.delay);
     const timeout = Number(spec.timeout);
-    if (timeout > delay)
-      throw fault(
-        400,
-        'Validation failure: The request delay value must be greater than or equal to the timeout value.',
-      );
+    // (Octavia does not compare timeout with delay.) On a UDP or SCTP pool: health_monitor.py
+    // _validate_healthmonitor_request_for_udp_sctp allows UDP-CONNECT, SCTP, and TCP and HTTP since
+    // API 2.16 (root_controller.py: "v2.16 Additional UDP Healthcheck Types (HTTP/TCP)"), and a
+    // UDP-CONNECT delay of at least [api_settings] udp_connect_min_interval_health_monitor
+    // (common/config.py, default 3).
+    if (pool.protocol === 'UDP' || pool.protocol === 'SCTP') {
+      const types = ['UDP-CONNECT', 'SCTP', ...(this.apiMinor >= 16 ? ['TCP', 'HTTP'] : [])];
+      if (!types.includes(type))
+        throw fault(
+          400,
+          `Validation failure: The associated pool protocol is ${String(pool.protocol)}, so only a ${types.join('/')} health monitor is supported.`,
+        );
+      if (type === 'UDP-CONNECT' && delay < 3)
+        throw fault(
+          400,
+          `Validation failure: The request delay value ${delay} should be larger than 3 for UDP-CONNECT health monitor type.`,
+        );
+    }
     const retries = Number(spec.max_retries);
     if (retries < 1 || retries > 10)
       throw fault(400, `Invalid input for field/attribute max_retries. Value: '${retries}'.`);
@@ -975,6 +1001,22 @@ function objectField(body: unknown, key: string): Obj {
   }
   return value as Obj;
 }
+
+/**
+ * The API minor version that added an attribute (api-ref/source/parameters.yaml min_version: tags
+ * 2.5, timeout_* 2.1, allowed_cidrs 2.12; octavia/api/root_controller.py index comments: Flavors
+ * v2.6, Availability Zones v2.14).
+ */
+const SINCE: Record<string, number> = {
+  tags: 5,
+  timeout_client_data: 1,
+  timeout_member_connect: 1,
+  timeout_member_data: 1,
+  timeout_tcp_inspect: 1,
+  flavor_id: 6,
+  allowed_cidrs: 12,
+  availability_zone: 14,
+};
 
 function allowOnly(spec: Obj, fields: readonly string[], what: string): void {
   for (const key of Object.keys(spec)) {

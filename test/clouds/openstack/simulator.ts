@@ -143,9 +143,14 @@ export class OpenStackSimulator {
    * Octavia since Rocky answers on /v2 as well as /v2.0 (octavia/api/root_controller.py, commit
    * 87fca27 "Fix version discovery for the Octavia API" added `setattr(self, 'v2', …)` beside
    * `setattr(self, 'v2.0', …)`); false simulates an older Octavia (Queens, tag queens-eol), which
-   * serves only /v2.0.
+   * serves only /v2.0, API 2.0. Setting it sets octavia.apiMinor (0, or the newest).
    */
-  octaviaV2Alias = true;
+  get octaviaV2Alias(): boolean {
+    return this.octavia.apiMinor >= 1;
+  }
+  set octaviaV2Alias(on: boolean) {
+    this.octavia.apiMinor = on ? OCTAVIA_VERSIONS.length - 1 : 0;
+  }
   /**
    * Keystone's [DEFAULT] public_endpoint: when set, its version document links name it instead of
    * the URL asked (keystone/server/flask/common.py base_url), as on a cloud whose setting names a
@@ -352,6 +357,8 @@ export class OpenStackSimulator {
     if (lbaas && (lbaas[1] === 'v2.0' || this.octaviaV2Alias)) {
       return this.octavia.route(method, lbaas[2] as string, url, body);
     }
+    if (path === '/load-balancer' && method === 'GET')
+      return this.versionDocument('/load-balancer/', req) as [number, unknown];
     if (path.startsWith('/load-balancer/')) {
       // pecan's answer to a path no controller serves.
       throw new HttpError(404, {
@@ -369,7 +376,8 @@ export class OpenStackSimulator {
    * - Keystone, keystone/api/discovery.py: GET / → 300 {"versions": {"values": [v3]}} with a
    *   Location header, GET /v3 → 200 {"version": v3}; v3's self link is base_url() + "/", i.e. …/v3/;
    * - Octavia, octavia/api/root_controller.py `index`: {"versions": [v2.0 … v2.30]}, each with a self
-   *   link to …/v2 (SkippingAuthProtocol in octavia/common/keystone.py lets "/" through unauthenticated);
+   *   link to …/v2 (SkippingAuthProtocol in octavia/common/keystone.py lets only the paths of
+   *   _NOAUTH_PATHS through without a token: "/" and "/load-balancer/", with the trailing slash);
    * - Neutron, neutron/pecan_wsgi/controllers/root.py `RootController.index` and
    *   neutron/api/views/versions.py: {"versions": [{"id": "v2.0", "status": "CURRENT", "links":
    *   [{"rel": "self", "href": …/v2.0/}]}]}.
@@ -409,25 +417,43 @@ export class OpenStackSimulator {
         },
       ];
     }
-    if (path === '/load-balancer' || path === '/load-balancer/') {
-      if (!this.octaviaV2Alias) {
-        // Octavia before 87fca27 (tag queens-eol, root_controller.py): v2.0 only, no links (v1 too
-        // where api_v1_enabled, off by default).
-        return [200, { versions: [{ status: 'CURRENT', updated: '2017-06-22T00:00:00Z', id: 'v2.0' }] }];
-      }
+    // Only "/load-balancer/" (trailing slash) is let through without a token
+    // (octavia/common/keystone.py _NOAUTH_PATHS); the route below serves "/load-balancer" to a token.
+    if (path === '/load-balancer/') return this.octaviaVersions(iface);
+    return undefined;
+  }
+
+  /** Octavia's version document, as the release apiMinor stands for serves it. */
+  private octaviaVersions(iface: (p: string) => string): [number, unknown] {
+    if (!this.octaviaV2Alias) {
+      // Octavia before 87fca27 (tag queens-eol, root_controller.py get): v2.0 only, its link
+      // path_url + 'v2.0' (v1 too where api_v1_enabled, off by default).
       return [
         200,
         {
-          versions: OCTAVIA_VERSIONS.map(([id, updated], i) => ({
-            id,
-            status: i === OCTAVIA_VERSIONS.length - 1 ? 'CURRENT' : 'SUPPORTED',
-            updated,
-            links: [{ href: iface('/load-balancer/v2'), rel: 'self' }],
-          })),
+          versions: [
+            {
+              status: 'CURRENT',
+              updated: '2017-06-22T00:00:00Z',
+              id: 'v2.0',
+              links: [{ href: iface('/load-balancer/v2.0'), rel: 'self' }],
+            },
+          ],
         },
       ];
     }
-    return undefined;
+    const served = OCTAVIA_VERSIONS.slice(0, this.octavia.apiMinor + 1);
+    return [
+      200,
+      {
+        versions: served.map(([id, updated], i) => ({
+          id,
+          status: i === served.length - 1 ? 'CURRENT' : 'SUPPORTED',
+          updated,
+          links: [{ href: iface('/load-balancer/v2'), rel: 'self' }],
+        })),
+      },
+    ];
   }
 
   private authenticate(req: IncomingMessage): void {

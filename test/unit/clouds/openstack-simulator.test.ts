@@ -388,6 +388,87 @@ describe('Octavia, as its database and validation leave things', () => {
   });
 });
 
+describe('Octavia by API version', () => {
+  it('an attribute newer than the API version is 400 Unknown attribute: tags (2.5), allowed_cidrs (2.12)', async () => {
+    const t = await token();
+    const create = (extra: Record<string, unknown>) =>
+      call(
+        'POST',
+        '/load-balancer/v2.0/lbaas/loadbalancers',
+        { loadbalancer: { vip_subnet_id: SUBNET_ID, ...extra } },
+        t,
+      );
+    sim.octaviaV2Alias = false;
+    const queens = await create({ tags: ['a'] });
+    expect(queens.status).toBe(400);
+    expect(queens.body.faultstring).toBe(
+      'Invalid input for field/attribute loadbalancer. Unknown attribute for argument loadbalancer: tags',
+    );
+    sim.octavia.apiMinor = 11;
+    const listener = { name: 'l', protocol: 'TCP', protocol_port: 80, allowed_cidrs: ['10.0.0.0/8'] };
+    expect((await create({ tags: ['a'], listeners: [listener] })).body.faultstring).toBe(
+      'Invalid input for field/attribute listener. Unknown attribute for argument listener: allowed_cidrs',
+    );
+    sim.octavia.apiMinor = 12;
+    expect((await create({ tags: ['a'], listeners: [listener] })).status).toBe(201);
+  });
+
+  it('a UDP pool: HTTP and TCP monitors only from 2.16, UDP-CONNECT delay at least 3; timeout may exceed delay', async () => {
+    const t = await token();
+    const udp = (monitor: Record<string, unknown>) =>
+      call(
+        'POST',
+        '/load-balancer/v2.0/lbaas/loadbalancers',
+        {
+          loadbalancer: {
+            vip_subnet_id: SUBNET_ID,
+            listeners: [
+              {
+                name: 'l',
+                protocol: 'UDP',
+                protocol_port: 53,
+                default_pool: {
+                  name: 'p',
+                  protocol: 'UDP',
+                  lb_algorithm: 'ROUND_ROBIN',
+                  healthmonitor: monitor,
+                },
+              },
+            ],
+          },
+        },
+        t,
+      );
+    const timing = { delay: 5, timeout: 3, max_retries: 3 };
+    sim.octavia.apiMinor = 15;
+    expect((await udp({ type: 'HTTP', ...timing })).body.faultstring).toBe(
+      'Validation failure: The associated pool protocol is UDP, so only a UDP-CONNECT/SCTP health monitor is supported.',
+    );
+    sim.octavia.apiMinor = 16;
+    expect((await udp({ type: 'HTTP', ...timing })).status).toBe(201);
+    expect((await udp({ type: 'UDP-CONNECT', delay: 1, timeout: 1, max_retries: 3 })).body.faultstring).toBe(
+      'Validation failure: The request delay value 1 should be larger than 3 for UDP-CONNECT health monitor type.',
+    );
+    expect((await udp({ type: 'UDP-CONNECT', delay: 3, timeout: 10, max_retries: 3 })).status).toBe(201);
+  });
+
+  it('the version document: without a token only at /load-balancer/ (trailing slash); Queens links v2.0', async () => {
+    expect((await call('GET', '/load-balancer')).status).toBe(401);
+    expect((await call('GET', '/load-balancer', undefined, await token())).status).toBe(200);
+    sim.octaviaV2Alias = false;
+    expect((await call('GET', '/load-balancer/')).body).toEqual({
+      versions: [
+        {
+          status: 'CURRENT',
+          updated: '2017-06-22T00:00:00Z',
+          id: 'v2.0',
+          links: [{ href: `${sim.url}/load-balancer/v2.0`, rel: 'self' }],
+        },
+      ],
+    });
+  });
+});
+
 describe('Nova', () => {
   it("before 2.47 a server's flavor is its id; GET /flavors/{id} names it", async () => {
     const t = await token();

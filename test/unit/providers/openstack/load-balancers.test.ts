@@ -376,16 +376,60 @@ describe('Octavia load balancers', () => {
     ]);
   });
 
-  it('asks Octavia on /v2.0, which every release serves: an Octavia before Rocky has no /v2', async () => {
-    sim.octavia.settleAfterReads = 0;
+  it('asks what Octavia accepts from its version document: before API 2.5 (no tags) it refuses, saying so', async () => {
     (sim as { octaviaV2Alias: boolean }).octaviaV2Alias = false;
     const p = lbs();
-    const { result } = await converge(() => p.ensure(request()));
-    expect(result.ingress).toEqual([{ ip: '172.24.4.10' }]);
-    const octavia = sim.requests.filter((r) => r.path.startsWith('/load-balancer/'));
-    expect(octavia.length).toBeGreaterThan(3);
+    const err = (await p.ensure(request()).catch((e: unknown) => e)) as Error;
+    expect(err).toBeInstanceOf(InvalidConfigError);
+    expect(err.message).toBe(
+      'Service default/web: ccm tags its load balancers to know them, which needs Octavia API v2.5 (Stein); this Octavia serves v2.0',
+    );
+    expect(sim.requests.filter((r) => r.method !== 'GET' && !r.path.endsWith('/auth/tokens'))).toEqual([]);
+  });
+
+  it('sends only the attributes the Octavia API version knows, on /v2.0; never allowed_cidrs null', async () => {
+    sim.octavia.apiMinor = 5; // Stein: tags and timeouts, no allowed_cidrs (2.12), no HTTP monitor on UDP (2.16)
+    sim.octavia.settleAfterReads = 0;
+    const p = lbs('create-monitor=true');
+    const ranges = { loadBalancerSourceRanges: ['10.0.0.0/8'] };
+    await expect(p.ensure(request({}, ranges))).rejects.toThrow(
+      'Service default/web: loadBalancerSourceRanges (listener allowed_cidrs) needs Octavia API v2.12 (Train); this Octavia serves v2.5',
+    );
+    const udpLocal = request(
+      { ports: [{ name: 'dns', protocol: 'UDP', port: 53, nodePort: 30053 }] },
+      { externalTrafficPolicy: 'Local', healthCheckNodePort: 32000 },
+    );
+    await converge(() => p.ensure(udpLocal));
+    const timeout = { annotations: { [ANNOTATIONS.timeoutClientData.key]: '60000' } };
+    await converge(() => p.ensure({ ...udpLocal, service: { ...udpLocal.service, ...timeout } }));
+    const octavia = sim.requests.filter((r) => r.path.startsWith('/load-balancer/v'));
     for (const r of octavia) expect(r.path).toMatch(/^\/load-balancer\/v2\.0\/lbaas\//);
     expect(octavia.every((r) => r.status < 400)).toBe(true);
+    for (const r of sim.requestsTo(/\/listeners/, 'PUT'))
+      expect(Object.keys((r.body as { listener: object }).listener)).not.toContain('allowed_cidrs');
+    const lbId = String(onlyLb()[0]?.id);
+    // A UDP pool's monitor is UDP-CONNECT before 2.16, and the members have no monitor_port.
+    expect(sim.octavia.tree(lbId)[0]?.monitor).toMatchObject({ type: 'UDP-CONNECT' });
+    expect(sim.octavia.tree(lbId)[0]?.members.every((m) => m.monitor_port === null)).toBe(true);
+    expect(sim.octavia.tree(lbId)[0]?.listener.timeout_client_data).toBe(60000);
+  });
+
+  it('the ovn provider gets no HTTP health monitor, timeouts or allowed_cidrs (as the official controller)', async () => {
+    const p = lbs('create-monitor=true\nlb-provider=ovn');
+    await converge(() =>
+      p.ensure(request({}, { externalTrafficPolicy: 'Local', healthCheckNodePort: 32000 })),
+    );
+    const post = sim.requestsTo(/\/lbaas\/loadbalancers$/, 'POST')[0];
+    const listener =
+      (post?.body as { loadbalancer: { listeners: Record<string, unknown>[] } } | undefined)?.loadbalancer
+        .listeners[0] ?? {};
+    expect(Object.keys(listener).filter((k) => k.startsWith('timeout_') || k === 'allowed_cidrs')).toEqual(
+      [],
+    );
+    expect(sim.octavia.tree(String(onlyLb()[0]?.id))[0]?.monitor).toMatchObject({ type: 'TCP' });
+    await expect(p.ensure(request({}, { loadBalancerSourceRanges: ['10.0.0.0/8'] }))).rejects.toThrow(
+      /needs Octavia API v2\.12 \(Train\) \(and the ovn provider never has it\)/,
+    );
   });
 
   it('a member change Octavia fails (members ERROR, load balancer ACTIVE again) is sent once more', async () => {
