@@ -229,7 +229,8 @@ export class OctaviaState {
         this.mutable(record, true);
         const children = (lb.listeners as unknown[]).length + (lb.pools as unknown[]).length;
         if (children > 0 && q.get('cascade') !== 'true') {
-          throw fault(400, `Cannot delete Load Balancer ${lb.id} - it has children`);
+          // load_balancer.py delete: ValidationException ('Validation failure: %(detail)s').
+          throw fault(400, `Validation failure: Cannot delete Load Balancer ${lb.id} - it has children`);
         }
         this.pending(record, 'PENDING_DELETE', 'DELETED');
         return [204, undefined];
@@ -532,10 +533,11 @@ export class OctaviaState {
     const clash = [...this.listeners.values()].some(
       (l) => lbOf(l) === lb.id && l.protocol_port === port && sameFamily(String(l.protocol), protocol),
     );
+    // exceptions.py DuplicateListenerEntry (409).
     if (clash)
       throw fault(
         409,
-        `Another Listener on this Load Balancer is already using protocol_port ${String(port)}`,
+        `Another Listener on this Load Balancer is already using protocol ${protocol} and protocol_port ${String(port)}`,
       );
     for (const key of [
       'timeout_client_data',

@@ -388,6 +388,35 @@ describe('Octavia, as its database and validation leave things', () => {
   });
 });
 
+describe("Octavia's texts", () => {
+  it('a duplicate listener, a second default pool or monitor, a delete without cascade: exceptions.py texts', async () => {
+    const t = await token();
+    const lb = await activeLoadBalancer(t);
+    const listener = await call(
+      'POST',
+      '/load-balancer/v2.0/lbaas/listeners',
+      { listener: { loadbalancer_id: lb.id, protocol: 'HTTP', protocol_port: 80 } },
+      t,
+    );
+    expect([listener.status, listener.body.faultstring]).toEqual([
+      409,
+      'Another Listener on this Load Balancer is already using protocol HTTP and protocol_port 80',
+    ]);
+    const pool = await call(
+      'POST',
+      '/load-balancer/v2.0/lbaas/pools',
+      { pool: { listener_id: lb.listener, protocol: 'TCP', lb_algorithm: 'ROUND_ROBIN' } },
+      t,
+    );
+    expect([pool.status, pool.body.faultstring]).toEqual([409, 'This listener already has a default pool']);
+    const del = await call('DELETE', `/load-balancer/v2.0/lbaas/loadbalancers/${lb.id}`, undefined, t);
+    expect([del.status, del.body.faultstring]).toEqual([
+      400,
+      `Validation failure: Cannot delete Load Balancer ${lb.id} - it has children`,
+    ]);
+  });
+});
+
 describe('Octavia by API version', () => {
   it('an attribute newer than the API version is 400 Unknown attribute: tags (2.5), allowed_cidrs (2.12)', async () => {
     const t = await token();
