@@ -674,16 +674,28 @@ export class OctaviaLoadBalancers implements LoadBalancers {
         'no floating network: set [LoadBalancer] floating-network-id in cloud.conf, the annotation loadbalancer.openstack.org/floating-network-id, or service.beta.kubernetes.io/openstack-internal-load-balancer: "true"',
       );
     }
-    const { floatingip } = await net<{ floatingip: FloatingIp }>('POST', 'floatingips', {
-      floatingip: {
-        floating_network_id: options.floatingNetworkId,
-        port_id: lb.vip_port_id,
-        description: fipDescription(lb, req),
-        ...(options.floatingSubnetId ? { subnet_id: options.floatingSubnetId } : {}),
-        ...(wanted ? { floating_ip_address: wanted } : {}),
-      },
-    });
-    return floatingip.floating_ip_address;
+    let created: { floatingip: FloatingIp };
+    try {
+      created = await net<{ floatingip: FloatingIp }>('POST', 'floatingips', {
+        floatingip: {
+          floating_network_id: options.floatingNetworkId,
+          port_id: lb.vip_port_id,
+          description: fipDescription(lb, req),
+          ...(options.floatingSubnetId ? { subnet_id: options.floatingSubnetId } : {}),
+          ...(wanted ? { floating_ip_address: wanted } : {}),
+        },
+      });
+    } catch (err) {
+      // Neutron's policy create_floatingip:floating_ip_address: admin or the project's manager only
+      // (neutron/conf/policies/floatingip.py).
+      if (wanted && httpStatus(err) === 403) {
+        throw new InvalidConfigError(
+          `spec.loadBalancerIP ${wanted}: Neutron refused to create a floating IP with that address (403: only an admin or the project's manager may choose it); create it first (openstack floating ip create --floating-ip-address ${wanted} ${options.floatingNetworkId}), which ccm then associates, or give ccm's user the manager role`,
+        );
+      }
+      throw err;
+    }
+    return created.floatingip.floating_ip_address;
   }
 
   /**

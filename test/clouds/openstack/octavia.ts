@@ -182,6 +182,8 @@ export class OctaviaState {
   apiMinor = 30;
   /** [api_settings] api_base_uri: the base of the pagination links, when set (pagination.py _make_links). */
   apiBaseUri: string | undefined;
+  /** The roles of the tokens Keystone issues (the Keystone samples' "member" by default). */
+  roles: string[] = ['member'];
   /** The next provisioning operation ends in ERROR (Octavia could not build the amphora). */
   failNextProvisioning = false;
   private nextFloatingIp = 10;
@@ -844,6 +846,19 @@ export class OctaviaState {
       for (const key of Object.keys(spec)) {
         if (!FIP_FIELDS.includes(key))
           throw neutronError(400, 'HTTPBadRequest', `Unrecognized attribute(s) '${key}'`);
+      }
+      // neutron/conf/policies/floatingip.py: create_floatingip:floating_ip_address is
+      // ADMIN_OR_PROJECT_MANAGER; a POST that fails a policy check is 403
+      // (neutron/pecan_wsgi/hooks/policy_enforcement.py). The message is the simulator's own.
+      if (
+        spec.floating_ip_address !== undefined &&
+        !this.roles.some((r) => r === 'admin' || r === 'manager')
+      ) {
+        throw neutronError(
+          403,
+          'PolicyNotAuthorized',
+          'rule:create_floatingip:floating_ip_address is disallowed by policy',
+        );
       }
       const network = String(spec.floating_network_id ?? '');
       if (!this.externalNetworks.has(network)) {

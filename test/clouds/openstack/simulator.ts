@@ -560,7 +560,7 @@ export class OpenStackSimulator {
       {
         token: {
           methods: [method],
-          roles: [{ id: '51cc68287d524c759f47c811e6463340', name: 'member' }],
+          roles: this.octavia.roles.map((name) => ({ id: randomUUID().replaceAll('-', ''), name })),
           expires_at: new Date(expiresAt).toISOString().replace('Z', '000Z'),
           issued_at: new Date().toISOString().replace('Z', '000Z'),
           project: PROJECT,

@@ -317,9 +317,12 @@ describe('Octavia load balancers', () => {
     expect([...sim.octavia.floatingIps.values()].map((f) => f.port_id)).toEqual([null]);
 
     sim.octavia.floatingIps.clear();
+    // An admin allocates the address (Neutron lets only an admin or manager choose it).
+    sim.octavia.roles = ['admin'];
     const own = sim.octavia.neutron('POST', '/v2.0/floatingips', new URL('http://x'), {
       floatingip: { floating_network_id: FLOATING_NETWORK_ID, floating_ip_address: '172.24.4.200' },
     });
+    sim.octavia.roles = ['member'];
     expect(own[0]).toBe(201);
     const other = request(
       { name: 'b1b2c3d4e5f60718293a4b5c6d7e8f90' },
@@ -619,5 +622,19 @@ describe('Octavia load balancers', () => {
     await expect(p.delete(request())).rejects.toThrow(/404/);
     expect(sim.requestsTo(/\/lbaas\/loadbalancers\/[^/]+\?cascade=true$/, 'DELETE')).toEqual([]);
     expect(onlyLb().map((lb) => lb.id)).toEqual([lbId]);
+  });
+
+  it('spec.loadBalancerIP not yet allocated: a member may not choose the address (403), ccm says what to do', async () => {
+    const p = lbs();
+    const wanted = request({}, { loadBalancerIP: '172.24.4.200' });
+    const err = (await p.ensure(wanted).catch((e: unknown) => e)) as Error;
+    expect(sim.requestsTo(/\/v2\.0\/floatingips$/, 'POST').map((r) => r.status)).toEqual([403]);
+    expect(err).toBeInstanceOf(InvalidConfigError);
+    expect(err.message).toBe(
+      `spec.loadBalancerIP 172.24.4.200: Neutron refused to create a floating IP with that address (403: only an admin or the project's manager may choose it); create it first (openstack floating ip create --floating-ip-address 172.24.4.200 ${FLOATING_NETWORK_ID}), which ccm then associates, or give ccm's user the manager role`,
+    );
+    sim.octavia.roles = ['member', 'manager'];
+    const { result } = await converge(() => lbs().ensure(wanted));
+    expect(result.ingress).toEqual([{ ip: '172.24.4.200' }]);
   });
 });
