@@ -145,6 +145,19 @@ describe('Keystone', () => {
     expect(sim.requests[0]?.headers['x-auth-token']).toBeUndefined();
   });
 
+  it('a version document answered 200 is read like a 300 (gophercloud ChooseVersion: OkCodes 200, 300)', async () => {
+    const v3 = { id: 'v3.14', status: 'stable', links: [{ rel: 'self', href: `${sim.url}/identity/v3/` }] };
+    sim.fault({ method: 'GET', path: /^\/identity\/$/, status: 200, body: { versions: { values: [v3] } } });
+    const config = parseCloudConfig(
+      fixture('occm-cloud-config').replace('http://192.128.1.15:5000/v3', `${sim.url}/identity`),
+    );
+    await provider(config).verifyCredentials?.();
+    expect(sim.requests.map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual([
+      'GET /identity/ 200',
+      'POST /identity/v3/auth/tokens 201',
+    ]);
+  });
+
   it("a version document whose link names another host: its path, on auth-url's own host", async () => {
     sim.keystonePublicEndpoint = 'http://keystone.internal.invalid:5000/identity';
     const config = parseCloudConfig(
