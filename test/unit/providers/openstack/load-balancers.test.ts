@@ -583,6 +583,18 @@ describe('Octavia load balancers', () => {
     expect(pages).toEqual([...pass, ...pass]);
   });
 
+  it("1001 Nodes, past Octavia's default page of 1000: the members are sent once", async () => {
+    const p = lbs();
+    const nodes = Array.from({ length: 1001 }, (_, i) =>
+      node(`n${String(i).padStart(4, '0')}`, `10.1.${Math.floor(i / 250)}.${(i % 250) + 1}`),
+    );
+    await converge(() => p.ensure(request({ nodes: nodes.slice(0, 2) })));
+    await p.updateNodes(request({ nodes }));
+    await p.updateNodes(request({ nodes }));
+    expect(sim.requestsTo(/\/members$/, 'PUT')).toHaveLength(1);
+    expect(sim.octavia.tree(String(onlyLb()[0]?.id))[0]?.members).toHaveLength(1001);
+  });
+
   it('a pool Octavia left in ERROR is repaired by updateNodes too: Octavia refuses members until it is ACTIVE', async () => {
     const p = lbs();
     await converge(() => p.ensure(request()));
