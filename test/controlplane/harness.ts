@@ -35,6 +35,8 @@ export interface AuditEvent {
   responseStatus?: { code?: number };
   requestURI: string;
   userAgent?: string;
+  /** When the API server received the request (RFC 3339, microseconds). */
+  requestReceivedTimestamp?: string;
 }
 
 export interface ControlPlane {

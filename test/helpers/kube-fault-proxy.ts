@@ -1,10 +1,11 @@
 /**
  * A plain-http proxy on 127.0.0.1 in front of the test control plane, for the API server's own
- * failures that a real one shows only under load or mid-upgrade (a 503 on one request): `fail` decides
- * per request; everything else, watches included, is passed through as it streams.
+ * failures that a real one shows only under load or mid-upgrade (a 503 on one request, a request
+ * never answered): `fail` decides per request, a status or 'hold' (no answer until the proxy closes);
+ * everything else, watches included, is passed through as it streams.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import type { ControlPlane } from '../controlplane/harness.js';
@@ -18,12 +19,18 @@ export interface FaultProxy {
 
 export async function faultProxy(
   cp: ControlPlane,
-  fail: (req: IncomingMessage) => number | undefined,
+  fail: (req: IncomingMessage) => number | 'hold' | undefined,
 ): Promise<FaultProxy> {
   const target = new URL(cp.server);
   const ca = Buffer.from(cp.caData, 'base64');
+  const held = new Set<ServerResponse>();
   const server: Server = createServer((req, res) => {
     const status = fail(req);
+    if (status === 'hold') {
+      held.add(res);
+      res.on('close', () => held.delete(res));
+      return;
+    }
     if (status !== undefined) {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(
@@ -67,6 +74,7 @@ export async function faultProxy(
     kubeconfigPath,
     close: () =>
       new Promise<void>((resolve) => {
+        for (const res of held) res.destroy();
         server.closeAllConnections();
         server.close(() => resolve());
       }),

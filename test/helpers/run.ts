@@ -93,6 +93,17 @@ export async function until<T>(
   }
 }
 
+/** The replica's leader-election check on /readyz?verbose: 'leading' or 'standby (leader: …)'. */
+export async function leaderElection(replica: InProcess): Promise<string> {
+  const text = await (await fetch(`${replica.url}/readyz?verbose`)).text();
+  return /leader-election ok: (.*)/.exec(text)?.[1] ?? text;
+}
+
+/** Waits until the replica leads (its /readyz says so), by default for 15 s. */
+export function untilLeading(replica: InProcess, timeoutMs?: number): Promise<boolean> {
+  return until('leading', async () => (await leaderElection(replica)) === 'leading', timeoutMs);
+}
+
 /** Sets the Node's Ready condition, as its kubelet would. */
 export async function setReady(api: CoreV1Api, name: string, ready: boolean): Promise<void> {
   const node = await api.readNodeStatus({ name });

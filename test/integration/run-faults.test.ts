@@ -16,6 +16,7 @@ import type { Instance, Provider, ProviderDefinition } from '../../src/providers
 import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { writeInventory as writeInventoryFile } from '../helpers/inventory.js';
+import { adminRequest } from '../helpers/kube-admin.js';
 import { faultProxy } from '../helpers/kube-fault-proxy.js';
 import { type InProcess, runInput, setReady, startInProcess, until } from '../helpers/run.js';
 
@@ -422,31 +423,8 @@ describe('the API server goes away with leader election on', () => {
   }, 150_000);
 });
 
-async function kube(
-  method: string,
-  path: string,
-  body?: (current: Record<string, unknown>) => Promise<unknown>,
-) {
-  const { Agent, fetch } = await import('undici');
-  const dispatcher = new Agent({ connect: { ca: Buffer.from(cp.caData, 'base64').toString() } });
-  const headers = { authorization: `Bearer ${cp.adminToken}`, 'content-type': 'application/json' };
-  let payload: string | undefined;
-  if (body) {
-    const current = (await (await fetch(`${cp.server}${path}`, { headers, dispatcher })).json()) as Record<
-      string,
-      unknown
-    >;
-    payload = JSON.stringify(await body(current));
-  }
-  const res = await fetch(`${cp.server}${path}`, {
-    method,
-    headers,
-    body: payload,
-    dispatcher,
-  });
-  expect(res.status).toBeLessThan(300);
-  return res.json();
-}
+const kube = (method: string, path: string, body?: (current: Record<string, unknown>) => unknown) =>
+  adminRequest(cp, method, path, body);
 
 async function putSecret(name: string, token: string) {
   const secret = {
