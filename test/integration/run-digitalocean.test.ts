@@ -11,14 +11,17 @@ import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
 import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { ccm as cli } from '../helpers/cli.js';
+import { setLeaseHolder } from '../helpers/kube-admin.js';
 import { conformsToDigitalOceanOpenApi } from '../helpers/openapi.js';
 import {
   expectTwoReadyReplicas,
   type InProcess,
+  leaderElection,
   runInput,
   startInProcess,
   until,
   untilInitialised,
+  untilLeading,
 } from '../helpers/run.js';
 import {
   eventReasons,
@@ -228,6 +231,71 @@ describe('ccm run --provider digitalocean', () => {
     );
     console.log(`digitalocean: Nodes initialised in ${initialisedMs} ms, ingress in ${ingressMs} ms`);
   }, 50_000);
+
+  it("a Lease handover while the old leader's load balancer create is on its way: one load balancer is kept, the Service syncs, and none is left after it is deleted", async () => {
+    sim.addDroplets(
+      { name: 'w1', size: 's-2vcpu-4gb', region: 'fra1', privateIP: '10.114.0.2' },
+      { name: 'w2', size: 's-2vcpu-4gb', region: 'fra1', privateIP: '10.114.0.3' },
+    );
+    const lease = { durationMs: 2000, renewDeadlineMs: 1500, retryPeriodMs: 300, namespace: 'kube-system' };
+    const name = 'do-handover';
+    const input = runInput(cp.kubeconfigPath, '', {
+      provider: 'digitalocean',
+      'cloud-config': undefined,
+      credentialsSecret: 'kube-system/digitalocean',
+      env: { DO_OVERRIDE_URL: sim.url },
+      leaderElect: true,
+      logLevel: 'info',
+      lease: { ...lease, name },
+    });
+    const a = await startInProcess(input, { identity: 'do-a' });
+    let b: InProcess | undefined;
+    try {
+      await untilLeading(a, 20_000);
+      b = await startInProcess(input, { identity: 'do-b' });
+      const next = b;
+      await until('b standing by', async () => (await leaderElection(next)).startsWith('standby'), 20_000);
+      await createNodes(api, [{ name: 'w1' }, { name: 'w2' }]);
+      await untilInitialised(api, 'w1');
+      await untilInitialised(api, 'w2');
+      // A slow DigitalOcean API: A's create is answered (and made) 6 s after it was sent.
+      sim.fault({ method: 'POST', path: '/v2/load_balancers', delayMs: 6000 });
+      await api.createNamespacedService({ namespace: NS, body: lbService('web') });
+      await until('A sent its create', async () => sim.requestsTo('POST', '/v2/load_balancers').length === 1);
+      await setLeaseHolder(cp, name, 'do-b', 2);
+      await untilLeading(next, 10_000);
+      // B creates its own; A's lands after it: two of ccm's with one name, one of them an extra.
+      await until(
+        'both creates made',
+        async () =>
+          sim.requestsTo('POST', '/v2/load_balancers').every((r) => r.status === 202) &&
+          sim.requestsTo('POST', '/v2/load_balancers').length === 2,
+        20_000,
+      );
+      const svc = await until(
+        'web ingress',
+        async () => {
+          const s = await api.readNamespacedService({ name: 'web', namespace: NS });
+          return s.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
+        },
+        40_000,
+      );
+      await until('the extra load balancer deleted', async () => sim.loadBalancers.size === 1, 30_000);
+      const [kept] = [...sim.loadBalancers.values()];
+      expect(svc.metadata?.annotations?.[LB_ID_ANNOTATION]).toBe(kept?.id);
+      expect(svc.status?.loadBalancer?.ingress).toEqual([
+        expect.objectContaining({ ip: kept?.ip as string }),
+      ]);
+
+      await api.deleteNamespacedService({ name: 'web', namespace: NS });
+      await until('web gone', () => serviceGone(api, NS, 'web'), 30_000);
+      expect(sim.loadBalancers.size).toBe(0);
+    } finally {
+      // The standby first: stopped after the leader, it would take the released Lease meanwhile.
+      await a.stop();
+      await b?.stop();
+    }
+  }, 120_000);
 
   it('an invalid token: one clear line and exit 2 at start; revoked mid-run: a clear log line and no writes', async () => {
     sim.addDroplets({ name: 'worker-3', privateIP: '10.114.0.4' });

@@ -82,6 +82,7 @@ export interface DoLoadBalancer {
   http_idle_timeout_seconds?: number;
   firewall?: { allow?: string[]; deny?: string[] };
   vpc_uuid?: string;
+  created_at?: string;
   /**
    * Not in DigitalOcean's published OpenAPI document, but accepted and returned by the API: the
    * official controller tags its load balancers `k8s:<cluster id>` the same way.
@@ -287,6 +288,12 @@ function healthCheck(req: LoadBalancerRequest): HealthCheck {
   };
 }
 
+/** By created_at (whole seconds at DigitalOcean), then by id: the same order for every replica. */
+function oldestFirst(x: DoLoadBalancer, y: DoLoadBalancer): number {
+  const byAge = Date.parse(x.created_at ?? '') - Date.parse(y.created_at ?? '');
+  return Number.isNaN(byAge) || byAge === 0 ? x.id.localeCompare(y.id) : byAge;
+}
+
 export function owned(lb: DoLoadBalancer, tag: string): boolean {
   return (lb.tags ?? []).includes(tag);
 }
@@ -371,13 +378,29 @@ function upToDate(lb: DoLoadBalancer, want: Settings, droplets: number[]): boole
  * this cluster's identity is never adopted, changed or deleted.
  */
 export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
-  /** This Service's load balancer: by the id annotation first, else by name; only with our tag. */
+  /** Load balancers named `who.name` with this cluster's tag, the oldest first. */
+  async function namesakes(who: Identity, signal?: AbortSignal): Promise<DoLoadBalancer[]> {
+    const all = await client.listAll<DoLoadBalancer>(
+      'listing load balancers',
+      '/v2/load_balancers',
+      'load_balancers',
+      signal,
+    );
+    return all.filter((lb) => lb.name === who.name && owned(lb, who.tag)).sort(oldestFirst);
+  }
+
+  /**
+   * This Service's load balancer: by the id annotation first, else by name; only with our tag.
+   * Found by name, it is the oldest of ccm's load balancers of that name, and `extras` the others:
+   * two creations of one Service, as when the Lease changed hands while the old leader's create was
+   * still on its way. Each replica picks the same one (by created_at, then id).
+   */
   async function find(
     req: LoadBalancerRequest,
     who: Identity,
     foreignById: 'refuse' | 'skip',
     signal?: AbortSignal,
-  ): Promise<DoLoadBalancer | undefined> {
+  ): Promise<{ lb?: DoLoadBalancer; extras: DoLoadBalancer[]; byId?: true }> {
     const id = text(req.service.annotations, LOAD_BALANCER_ID);
     if (id) {
       let lb: DoLoadBalancer | undefined;
@@ -392,26 +415,29 @@ export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
-      if (lb && owned(lb, who.tag)) return lb;
+      if (lb && owned(lb, who.tag)) return { lb, extras: [], byId: true };
       if (lb && foreignById === 'refuse') {
         throw new InvalidConfigError(
           `Service annotation ${LOAD_BALANCER_ID} names ${describe(lb)}, which does not carry this cluster's tag ${who.tag}; ccm does not take over load balancers it did not create: remove the annotation to get a new one`,
         );
       }
     }
-    const all = await client.listAll<DoLoadBalancer>(
-      'listing load balancers',
-      '/v2/load_balancers',
-      'load_balancers',
-      signal,
-    );
-    const ours = all.filter((lb) => lb.name === who.name && owned(lb, who.tag));
-    if (ours.length > 1) {
-      throw new InvalidConfigError(
-        `${ours.length} DigitalOcean load balancers named ${who.name} carry tag ${who.tag} (${ours.map((lb) => lb.id).join(', ')}); delete the extra ones or set ${LOAD_BALANCER_ID} to the one to keep`,
+    const [lb, ...extras] = await namesakes(who, signal);
+    return { lb, extras };
+  }
+
+  async function remove(lb: DoLoadBalancer, signal?: AbortSignal): Promise<void> {
+    try {
+      await client.call(
+        `deleting ${describe(lb)}`,
+        'DELETE',
+        `/v2/load_balancers/${lb.id}`,
+        undefined,
+        signal,
       );
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
     }
-    return ours[0];
   }
 
   /** Droplet ids of the backend Nodes: by provider ID, else by a unique droplet name (never a guess). */
@@ -443,7 +469,7 @@ export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
   return {
     async get(req, signal) {
       const who = identify(req);
-      const lb = await find(req, who, 'skip', signal);
+      const { lb } = await find(req, who, 'skip', signal);
       if (!lb) return undefined;
       if (lb.status !== 'active' || !lb.ip)
         return { ingress: [], annotations: { [LOAD_BALANCER_ID]: lb.id } };
@@ -453,7 +479,7 @@ export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
     async ensure(req, signal) {
       const who = identify(req);
       const settings = settingsOf(req);
-      const lb = await find(req, who, 'refuse', signal);
+      const { lb, extras } = await find(req, who, 'refuse', signal);
       if (who.disown) {
         if (!lb) {
           throw new InvalidConfigError(
@@ -462,6 +488,8 @@ export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
         }
         return statusOf(lb, who.hostname);
       }
+      // ccm's, with this Service's name, and not the one kept: a second creation of this Service.
+      for (const extra of extras) await remove(extra, signal);
       // Still being created, or errored: nothing is changed until DigitalOcean is done with it.
       if (lb && lb.status !== 'active') return statusOf(lb, who.hostname);
       const droplets = await backendDroplets(req.nodes, signal);
@@ -519,7 +547,7 @@ export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
 
     async updateNodes(req, signal) {
       const who = identify(req);
-      const lb = await find(req, who, 'refuse', signal);
+      const { lb } = await find(req, who, 'refuse', signal);
       if (!lb || who.disown) return;
       // A load balancer that is new (its creation still running) or errored is reported, not changed:
       // DigitalOcean refuses changes until it is active.
@@ -545,19 +573,13 @@ export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
 
     async delete(req, signal) {
       const who = identify(req);
-      const lb = await find(req, who, 'skip', signal);
-      if (!lb || who.disown) return;
-      try {
-        await client.call(
-          `deleting ${describe(lb)}`,
-          'DELETE',
-          `/v2/load_balancers/${lb.id}`,
-          undefined,
-          signal,
-        );
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
+      if (who.disown) return;
+      // The one the annotation names, and every other of ccm's with this Service's name (a second
+      // creation of it, whose id no Service recorded).
+      const { lb, extras, byId } = await find(req, who, 'skip', signal);
+      const all = byId ? await namesakes(who, signal) : extras;
+      if (lb) all.push(lb);
+      for (const x of new Map(all.map((x) => [x.id, x])).values()) await remove(x, signal);
     },
   };
 }

@@ -333,12 +333,35 @@ describe('ownership', () => {
     expect(sim.requestsTo('DELETE', /^\/v2\/load_balancers\//)[0]?.url).toBe(`/v2/load_balancers/${lbId}`);
   });
 
-  it('refuses to work with two load balancers of its own with one name', async () => {
+  it('of two load balancers of its own with one name (two creations of the Service), keeps the oldest and deletes the other', async () => {
+    const rule = { entry_protocol: 'tcp', entry_port: 80, target_protocol: 'tcp', target_port: 30080 };
+    const newer = sim.addLoadBalancer({
+      name: NAME,
+      forwarding_rules: [rule],
+      tags: [TAG],
+      created_at: '2026-11-25T10:00:05Z',
+    });
+    const older = sim.addLoadBalancer({
+      name: NAME,
+      forwarding_rules: [rule],
+      tags: [TAG],
+      created_at: '2026-11-25T10:00:01Z',
+    });
+    const status = await lbs.ensure(request());
+    expect(status.annotations).toEqual({ [LOAD_BALANCER_ID]: older.id });
+    expect([...sim.loadBalancers.keys()]).toEqual([older.id]);
+    expect(sim.requestsTo('DELETE', /^\/v2\/load_balancers\//).map((r) => r.url)).toEqual([
+      `/v2/load_balancers/${newer.id}`,
+    ]);
+  });
+
+  it("deletes every load balancer of its own with the Service's name, the one its annotation names too, and no other", async () => {
+    const { lbId } = await created();
     const rule = { entry_protocol: 'tcp', entry_port: 80, target_protocol: 'tcp', target_port: 30080 };
     sim.addLoadBalancer({ name: NAME, forwarding_rules: [rule], tags: [TAG] });
-    sim.addLoadBalancer({ name: NAME, forwarding_rules: [rule], tags: [TAG] });
-    await expect(lbs.ensure(request())).rejects.toThrow(/2 DigitalOcean load balancers named \S+ carry tag/);
-    expect(writes()).toEqual([]);
+    const foreign = sim.addLoadBalancer({ name: NAME, forwarding_rules: [rule], tags: ['k8s:another'] });
+    await lbs.delete(request({ service: { annotations: { [LOAD_BALANCER_ID]: lbId } } }));
+    expect([...sim.loadBalancers.keys()]).toEqual([foreign.id]);
   });
 
   it('creates a new one when the load balancer its annotation names was deleted', async () => {
