@@ -107,6 +107,11 @@ interface Settings {
 /** What finds the load balancer and says whether ccm may touch it. */
 interface Identity {
   name: string;
+  /**
+   * The name is ccm's own for this Service (derived from its UID), not one a user chose by annotation:
+   * only then are two load balancers of that name and tag certainly two creations of this Service.
+   */
+  ownName: boolean;
   tag: string;
   disown: boolean;
   hostname?: string;
@@ -140,7 +145,13 @@ export function identify(req: LoadBalancerRequest): Identity {
   const name = text(a, NAME) ?? req.name;
   if (name.length > 255) throw invalid(NAME, name, 'a name of at most 255 characters');
   const hostname = text(a, HOSTNAME);
-  return { name, tag, disown: bool(a, DISOWN), ...(hostname ? { hostname } : {}) };
+  return {
+    name,
+    ownName: name === req.name,
+    tag,
+    disown: bool(a, DISOWN),
+    ...(hostname ? { hostname } : {}),
+  };
 }
 
 /** Every annotation the load balancer's configuration depends on; a bad one fails before any cloud call. */
@@ -391,8 +402,8 @@ export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
 
   /**
    * This Service's load balancer: by the id annotation first, else by name; only with our tag.
-   * Found by name, it is the oldest of ccm's load balancers of that name, and `extras` the others:
-   * two creations of one Service, as when the Lease changed hands while the old leader's create was
+   * Found by ccm's own name for the Service, it is the oldest of ccm's load balancers of that name, and
+   * `extras` the others: two creations of one Service, as when the Lease changed hands while the old leader's create was
    * still on its way. Each replica picks the same one (by created_at, then id).
    */
   async function find(
@@ -423,6 +434,13 @@ export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
       }
     }
     const [lb, ...extras] = await namesakes(who, signal);
+    // A name chosen by annotation may be another Service's too (the tag names the cluster, not the
+    // Service): which of them is this Service's is for a person to say, and none is deleted.
+    if (extras.length > 0 && !who.ownName) {
+      throw new InvalidConfigError(
+        `${extras.length + 1} DigitalOcean load balancers named ${who.name} carry tag ${who.tag} (${[lb, ...extras].map((x) => x?.id).join(', ')}); give each Service its own ${NAME}, or set ${LOAD_BALANCER_ID} to the one to keep`,
+      );
+    }
     return { lb, extras };
   }
 
@@ -577,7 +595,7 @@ export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
       // The one the annotation names, and every other of ccm's with this Service's name (a second
       // creation of it, whose id no Service recorded).
       const { lb, extras, byId } = await find(req, who, 'skip', signal);
-      const all = byId ? await namesakes(who, signal) : extras;
+      const all = byId && who.ownName ? await namesakes(who, signal) : extras;
       if (lb) all.push(lb);
       for (const x of new Map(all.map((x) => [x.id, x])).values()) await remove(x, signal);
     },

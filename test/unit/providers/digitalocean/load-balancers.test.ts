@@ -601,3 +601,49 @@ describe('tags', () => {
 });
 
 conformsToDigitalOceanOpenApi();
+
+describe('a name chosen by annotation, shared by two Services of one cluster', () => {
+  // The ownership tag names the cluster, not the Service: two Services may carry one
+  // do-loadbalancer-name, and neither's load balancer is the other's to delete.
+  const NAMED = 'service.beta.kubernetes.io/do-loadbalancer-name';
+  const service = (uid: string, namespace: string, annotations: Record<string, string>) =>
+    request({
+      name: `a${uid.replace(/-/g, '').slice(0, 31)}`,
+      service: { namespace, name: 'web', uid, annotations },
+    });
+  const shop = (a: Record<string, string> = {}) =>
+    service('11111111-1b3c-4d2e-9f60-7c8d9e0f1a2b', 'shop', { [NAMED]: 'web', ...a });
+  const blog = (a: Record<string, string>) => service('22222222-1b3c-4d2e-9f60-7c8d9e0f1a2b', 'blog', a);
+
+  it("deleting one Service never deletes the other's load balancer, renamed to the same name", async () => {
+    const { lbId: shopId } = await created(shop());
+    const { lbId: blogId } = await created(blog({ [NAMED]: 'web-blog' }));
+    await lbs.ensure(blog({ [NAMED]: 'web', [LOAD_BALANCER_ID]: blogId }));
+    expect(sim.loadBalancers.get(blogId)?.name).toBe('web');
+    await lbs.delete(shop({ [LOAD_BALANCER_ID]: shopId }));
+    expect(sim.loadBalancers.has(blogId)).toBe(true);
+    expect(sim.loadBalancers.has(shopId)).toBe(false);
+  });
+
+  it("a Service whose annotation was just edited to another's name deletes only its own", async () => {
+    const { lbId: shopId } = await created(shop());
+    const { lbId: blogId } = await created(blog({ [NAMED]: 'web-blog' }));
+    await lbs.delete(blog({ [NAMED]: 'web', [LOAD_BALANCER_ID]: blogId }));
+    expect(sim.loadBalancers.has(shopId)).toBe(true);
+    expect(sim.loadBalancers.has(blogId)).toBe(false);
+  });
+
+  it('a third Service of that name deletes neither of the two in use: one line says what to do', async () => {
+    const { lbId: shopId } = await created(shop());
+    const { lbId: blogId } = await created(blog({ [NAMED]: 'web-blog' }));
+    await lbs.ensure(blog({ [NAMED]: 'web', [LOAD_BALANCER_ID]: blogId }));
+    const err = await lbs
+      .ensure(service('33333333-1b3c-4d2e-9f60-7c8d9e0f1a2b', 'wiki', { [NAMED]: 'web' }))
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(InvalidConfigError);
+    expect(err.message).toMatch(
+      /^2 DigitalOcean load balancers named web carry tag k8s:\S+ \(.+\); give each Service its own/,
+    );
+    expect(sim.loadBalancers.has(shopId) && sim.loadBalancers.has(blogId)).toBe(true);
+  });
+});
