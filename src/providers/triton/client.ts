@@ -266,7 +266,13 @@ function describe(
   if (code === 'RequestThrottled') {
     return new RetryableError(`CloudAPI throttled the request (${status}); slowing down`, 5000);
   }
-  if (status === 410) return new NotFoundError(`the machine was destroyed (410 Gone)`);
+  if (status === 410) {
+    // sdc-cloudapi lib/machines.js get(): a destroyed machine is answered 410 with its record, state
+    // "deleted". A 410 without that record (a proxy, another service) says nothing about the machine.
+    return (body as { state?: unknown } | undefined)?.state === 'deleted'
+      ? new NotFoundError(`the machine was destroyed (410 Gone)`)
+      : new RetryableError(`CloudAPI answered 410 without the destroyed machine's record; not taken as gone`);
+  }
   const user = signer.keyId.includes('/users/') ? signer.keyId.split('/')[3] : undefined;
   const who = user ? `account ${account} (user ${user})` : `account ${account}`;
   if (status === 400 && code === 'InvalidHeader') {

@@ -304,6 +304,16 @@ describe('get', () => {
     expect(err).toBeInstanceOf(InvalidConfigError);
   });
 
+  it("a 410 without CloudAPI's record of the destroyed machine (a proxy, an empty body) is never NotFound", async () => {
+    const [m] = machines(1);
+    for (const body of ['<html><body>410 Gone</body></html>', '', { code: 'Gone', message: 'retired' }]) {
+      sim.faults.length = 0;
+      sim.fault({ path: /^\/demo\/machines\//, status: 410, body });
+      const err = await error(provider(1000, { datacenter: 'x' }).instances.get(`triton://${m?.id}`));
+      expect(err).not.toBeInstanceOf(NotFoundError);
+    }
+  });
+
   it('a 5xx or a timeout is never NotFound', async () => {
     const [m] = machines(1);
     sim.fault({ path: /^\/demo\/machines\//, status: 500, body: { code: 'InternalError', message: 'oops' } });
