@@ -443,7 +443,10 @@ class BrightboxLoadBalancers implements LoadBalancers {
       }
       return found;
     }
-    const ours = cloudIPs.find((c) => c.name === name);
+    // Two of ccm's with this name (a create that landed late, after a Lease handover): the one mapped
+    // is the Service's address in use, whatever the listing's order; the other one is released below.
+    const namesakes = cloudIPs.filter((c) => c.name === name);
+    const ours = namesakes.find((c) => c.status === 'mapped') ?? namesakes[0];
     return ours ?? this.client.post<ApiCloudIP>('cloud_ips', { name }, signal);
   }
 

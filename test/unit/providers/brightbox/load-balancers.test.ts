@@ -393,6 +393,23 @@ describe('ensure', () => {
   });
 });
 
+describe("two cloud IPs with the Service's name", () => {
+  it('keeps the one in use, whatever the listing order, and releases the one a late create left', async () => {
+    const req = lbRequest(servers);
+    const { status } = await ensureUntilDone(req);
+    const [inUse] = [...sim.cloudIPs.values()];
+    // The old leader's POST /cloud_ips lands after the new leader's, and the account lists it first.
+    const late = sim.addCloudIP({ name: ownedName(req) });
+    const entries = [...sim.cloudIPs.entries()].reverse();
+    sim.cloudIPs.clear();
+    for (const [k, v] of entries) sim.cloudIPs.set(k, v);
+    const { status: after } = await ensureUntilDone(req);
+    expect(sim.cloudIPs.has(inUse?.id ?? '')).toBe(true);
+    expect(sim.cloudIPs.has(late.id)).toBe(false);
+    expect(after.ingress).toEqual(status.ingress);
+  });
+});
+
 describe('cloud IPs named by the Service', () => {
   it('maps the annotated cloud IP, never deletes it, and releases the one ccm had allocated', async () => {
     const req = lbRequest(servers);
