@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { InvalidConfigError, NotFoundError } from '../errors.js';
+import { InvalidConfigError, NotFoundError, RetryableError } from '../errors.js';
 import { formatProviderID, parseProviderID } from '../provider-id.js';
 import type { Instance, InstanceState, Instances, NodeAddress } from '../types.js';
 import type { ApiServer, BrightboxClient } from './client.js';
@@ -33,6 +33,10 @@ export function brightboxInstances(client: BrightboxClient): Instances {
     async get(providerID, signal) {
       const id = serverID(providerID);
       const server = await client.get<ApiServer>(`servers/${id}`, signal);
+      // Another server's record (a proxy or cache mixing answers) says nothing about this one.
+      if (server.id !== id) {
+        throw new RetryableError(`Brightbox answered the lookup of server ${id} with server ${server.id}`);
+      }
       const state = listState(server.status);
       if (state === 'gone') {
         throw new NotFoundError(`Brightbox reports server ${id} as ${server.status}: it does not exist`);

@@ -137,3 +137,25 @@ describe('Brightbox instances', () => {
     expect(regionOfZone('gb1')).toBe('gb1');
   });
 });
+
+describe('a lookup answered with another server', () => {
+  it('is never this server gone, even when that server is deleted', async () => {
+    const live = sim.addServer();
+    const other = sim.addServer();
+    const record = sim.servers.get(other.id);
+    if (record) record.status = 'deleted';
+    // Something between ccm and the API mixes up answers: the lookup of one gets the other.
+    const mixed = provider(sim, {
+      http: {
+        fetch: async (input: string | URL | Request, init?: RequestInit) => {
+          const url = new URL(String(input instanceof Request ? input.url : input));
+          url.pathname = url.pathname.replace(`/servers/${live.id}`, `/servers/${other.id}`);
+          return fetch(url, init);
+        },
+      },
+    }).instances;
+    const err = await mixed.get(`brightbox://${live.id}`).catch((e) => e);
+    expect(err).not.toBeInstanceOf(NotFoundError);
+    expect(err).toBeInstanceOf(RetryableError);
+  });
+});
