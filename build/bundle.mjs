@@ -2,7 +2,7 @@
 // a few files, instead of ~170 modules resolved and read one by one. ccm's modules that a command
 // imports when it runs become chunks loaded at that point, as in dist/. Run by `npm run build` after
 // tsc has checked the types; bin/run.js starts dist/bundle/entry.js.
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, relative, resolve } from 'node:path';
 import { build } from 'esbuild';
@@ -231,6 +231,16 @@ const sharedSmallModules = {
   },
 };
 
-// Chunk names carry a hash: the chunks of an earlier build would stay beside the new ones.
-rmSync('dist/bundle', { recursive: true, force: true });
-await build({ ...options, plugins: [startupEdits, processGlobal, sharedSmallModules] });
+// Chunk names carry a hash: the chunks of an earlier build would stay beside the new ones. The new
+// bundle is written beside the old one and swapped in, so a ccm started during a build (the image is
+// built while other tests run the CLI) never finds the entry without its chunks.
+rmSync('dist/bundle.next', { recursive: true, force: true });
+await build({
+  ...options,
+  outdir: 'dist/bundle.next',
+  plugins: [startupEdits, processGlobal, sharedSmallModules],
+});
+rmSync('dist/bundle.old', { recursive: true, force: true });
+if (existsSync('dist/bundle')) renameSync('dist/bundle', 'dist/bundle.old');
+renameSync('dist/bundle.next', 'dist/bundle');
+rmSync('dist/bundle.old', { recursive: true, force: true });
