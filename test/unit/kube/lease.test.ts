@@ -41,6 +41,23 @@ function leaseStore() {
   };
 }
 
+/** The elector of identity `me` on the store's Lease, with these timings (ms). */
+const electorOn = (
+  store: { transport: KubeTransport },
+  leaseDurationMs: number,
+  renewDeadlineMs: number,
+  retryPeriodMs: number,
+) =>
+  new LeaderElector({
+    transport: store.transport,
+    namespace: 'kube-system',
+    name: 'ccm-test',
+    identity: 'me',
+    leaseDurationMs,
+    renewDeadlineMs,
+    retryPeriodMs,
+  });
+
 const until = async (what: string, fn: () => boolean, timeoutMs = 5000) => {
   const end = Date.now() + timeoutMs;
   while (!fn()) {
@@ -52,15 +69,7 @@ const until = async (what: string, fn: () => boolean, timeoutMs = 5000) => {
 describe('leader election', () => {
   it('leaves no abort listener behind per retry period (a leak of ~25 MB a day at 2 s)', async () => {
     const store = leaseStore();
-    const elector = new LeaderElector({
-      transport: store.transport,
-      namespace: 'kube-system',
-      name: 'ccm-test',
-      identity: 'me',
-      leaseDurationMs: 1000,
-      renewDeadlineMs: 500,
-      retryPeriodMs: 2,
-    });
+    const elector = electorOn(store, 1000, 500, 2);
     const signals = () => {
       const { stopper, waking } = elector as unknown as { stopper: AbortController; waking: AbortController };
       return [stopper.signal, waking.signal];
@@ -79,15 +88,7 @@ describe('leader election', () => {
 
   it('after losing the Lease in an outage, runs again under the same identity and takes back the Lease that still names it at the first try', async () => {
     const store = leaseStore();
-    const elector = new LeaderElector({
-      transport: store.transport,
-      namespace: 'kube-system',
-      name: 'ccm-test',
-      identity: 'me',
-      leaseDurationMs: 600,
-      renewDeadlineMs: 400,
-      retryPeriodMs: 100,
-    });
+    const elector = electorOn(store, 600, 400, 100);
     void elector.run();
     await until('leading', () => elector.isLeader());
     const acquired = store.lease()?.spec?.acquireTime;
@@ -112,15 +113,7 @@ describe('leader election', () => {
   it('wake() ends the wait between tries: back from an outage it does not sit out the retry period', async () => {
     const store = leaseStore();
     store.setDown(true);
-    const elector = new LeaderElector({
-      transport: store.transport,
-      namespace: 'kube-system',
-      name: 'ccm-test',
-      identity: 'me',
-      leaseDurationMs: 120_000,
-      renewDeadlineMs: 90_000,
-      retryPeriodMs: 60_000,
-    });
+    const elector = electorOn(store, 120_000, 90_000, 60_000);
     const running = elector.run();
     await until('first try', () => store.requests() > 0);
     store.setDown(false);
@@ -132,15 +125,7 @@ describe('leader election', () => {
 
   it('stops leading as soon as a read shows another holder, not at the renew deadline', async () => {
     const store = leaseStore();
-    const elector = new LeaderElector({
-      transport: store.transport,
-      namespace: 'kube-system',
-      name: 'ccm-test',
-      identity: 'me',
-      leaseDurationMs: 60_000,
-      renewDeadlineMs: 40_000,
-      retryPeriodMs: 50,
-    });
+    const elector = electorOn(store, 60_000, 40_000, 50);
     const running = elector.run();
     await until('leading', () => elector.isLeader());
     store.rewrite({ holderIdentity: 'other', leaseDurationSeconds: 60, leaderTransitions: 1 });
