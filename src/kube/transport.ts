@@ -137,9 +137,10 @@ export class KubeTransport {
   private markReachable(reachable: boolean, detail: string): void {
     if (reachable === this.reachable) return;
     this.reachable = reachable;
-    if (!reachable && this.agent) {
-      // After a partition the pooled keep-alive connections may be dead without being closed: each
-      // request reusing one would wait out its timeout. New requests get new connections.
+    if (this.agent) {
+      // Across a partition pooled keep-alive connections may be dead without being closed, those opened
+      // while it lasted too: each request reusing one would wait out its timeout. Whenever the server's
+      // reachability changes, new requests get new connections.
       this.retire(this.agent);
       this.agent = undefined;
     }
