@@ -34,7 +34,7 @@ if (major < NEEDED) {
     setTimeout(() => process.exit(1), 1000);
   });
 } else {
-  // V8's compiled code for the bundle, so that a second start skips compiling it (README, Start-up).
+  // V8's compiled code for the bundle, so that a second start skips compiling it (docs/benchmarks.md, Start-up).
   // Node's default folder is in the shared temp folder, where another local user can plant code for
   // root's next `sudo ccm`: only a folder of our own is used, or none. NODE_DISABLE_COMPILE_CACHE=1
   // turns it off.

@@ -1,4 +1,4 @@
-// Bundles the CLI for start-up (README, Start-up): oclif and what commands load at their start in
+// Bundles the CLI for start-up (docs/benchmarks.md, Start-up): oclif and what commands load at their start in
 // a few files, instead of ~170 modules resolved and read one by one. ccm's modules that a command
 // imports when it runs become chunks loaded at that point, as in dist/. Run by `npm run build` after
 // tsc has checked the types; bin/run.js starts dist/bundle/entry.js.
@@ -60,7 +60,7 @@ const lazyExportLine = /^exports\.(\w+) = (__importStar\(require\("[^"]+"\)\));$
 const getter =
   'Object.defineProperty(exports, "$1", { enumerable: true, configurable: true, get: () => $2 });';
 
-// Single edits of packages' start, each measured (README, Start-up). An edit whose text is no longer
+// Single edits of packages' start, each measured (docs/benchmarks.md, Start-up). An edit whose text is no longer
 // in the package fails the build, so that an update is looked at rather than silently slower.
 const edits = [
   {

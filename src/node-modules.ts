@@ -4,7 +4,7 @@
  *
  * An ESM `import … from 'node:http'` makes Node build a facade that reads every export, and the
  * getter of `http.WebSocket` loads Node's bundled undici: 35 ms of start-up on Node 24 for a
- * command that may fail on its first flag (README, Start-up). require() reads only what is used,
+ * command that may fail on its first flag (docs/benchmarks.md, Start-up). require() reads only what is used,
  * and https/tls (another ~15 ms) wait until the first request or server needs them; crypto (~5 ms)
  * until the first hash or random name; child_process (~5 ms, with net and dgram) until a kubeconfig's
  * credential plugin runs.

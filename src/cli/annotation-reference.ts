@@ -2,8 +2,9 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { loadProvider, providerNames } from '../providers/registry.js';
 
 /**
- * The README's Service annotation reference, generated from each provider's `annotations` (so the
- * table and the parsers never drift apart). `npm run readme` rewrites it; a test checks it.
+ * The Service annotation reference (docs/reference/annotations.md), generated from each provider's
+ * `annotations` (so the table and the parsers never drift apart). `npm run readme` rewrites it; a test
+ * checks it.
  */
 export const START = '<!-- annotations -->';
 export const STOP = '<!-- annotations-stop -->';
@@ -17,7 +18,7 @@ export async function annotationReference(): Promise<string> {
     if (annotations.length === 0) continue;
     sections.push(
       [
-        `### ${name}`,
+        `## ${name}`,
         '',
         '| annotation | accepted | meaning |',
         '|---|---|---|',
@@ -28,14 +29,15 @@ export async function annotationReference(): Promise<string> {
   return sections.join('\n\n');
 }
 
-/** The README text with the reference between its markers replaced. */
-export async function withAnnotationReference(readme: string): Promise<string> {
-  const start = readme.indexOf(START);
-  const stop = readme.indexOf(STOP);
-  if (start < 0 || stop < start) throw new Error(`README has no ${START} … ${STOP} block`);
-  return `${readme.slice(0, start + START.length)}\n${await annotationReference()}\n${readme.slice(stop)}`;
+/** The page's text with the reference between its markers replaced. */
+export async function withAnnotationReference(page: string): Promise<string> {
+  const start = page.indexOf(START);
+  const stop = page.indexOf(STOP);
+  if (start < 0 || stop < start) throw new Error(`the page has no ${START} … ${STOP} block`);
+  return `${page.slice(0, start + START.length)}\n${await annotationReference()}\n${page.slice(stop)}`;
 }
 
-export async function updateReadme(path: string): Promise<void> {
+/** Rewrites the reference in the page at `path` (`npm run readme`: docs/reference/annotations.md). */
+export async function updateAnnotationReference(path: string): Promise<void> {
   await writeFile(path, await withAnnotationReference(await readFile(path, 'utf8')));
 }

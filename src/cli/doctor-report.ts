@@ -14,7 +14,7 @@ export function doctorReport(result: DoctorResult): Report<CheckResult> {
     kind: 'check',
     noun: ['check', 'checks'],
     rows: result.checks,
-    // In the order the README's table explains them (failures still come last).
+    // In the order docs/troubleshooting.md's table explains them (failures still come last).
     keepOrder: true,
     name: (c) => c.id,
     tone: (c) => TONE[c.status],

@@ -317,7 +317,7 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
         args,
         env: [
           { name: 'HOME', value: '/tmp' },
-          // V8 otherwise keeps the heap a start-up burst grew: 286 MB idle with 5,000 Nodes against 140 MB (README).
+          // V8 otherwise keeps the heap a start-up burst grew: 286 MB idle with 5,000 Nodes against 140 MB (docs/benchmarks.md).
           ...(component === 'controller' ? [{ name: 'NODE_OPTIONS', value: RUN_NODE_OPTIONS }] : []),
         ],
         securityContext: {
@@ -439,15 +439,15 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
 
 /**
  * `ccm run` holds every Node in its cache: measured 246 MiB resident with 5,000 Nodes cached, idle, and
- * a 265 MiB peak while initialising them (README, Benchmarks). The request covers the idle figure; the
+ * a 265 MiB peak while initialising them (docs/benchmarks.md). The request covers the idle figure; the
  * limit is twice it, because a relist (after 410 Gone) parses the new listing while the old cache is
- * still held. Kept above the README's figure by test/unit/templates/cronjob-resources.test.ts.
+ * still held. Kept above the measured figure by test/unit/templates/cronjob-resources.test.ts.
  */
 const RUN_NODE_OPTIONS = '--max-old-space-size=128 --max-semi-space-size=2';
 const RUN_RESOURCES = { requests: { cpu: '50m', memory: '256Mi' }, limits: { memory: '512Mi' } };
 /**
  * `nodes init` holds a slim copy of every Node for one pass: measured peaks 107 MB at 1,000 Nodes and
- * 130 MB at 5,000 (README, Benchmarks). The request covers a pass over ~1,000 Nodes with a quarter to
+ * 130 MB at 5,000 (docs/benchmarks.md). The request covers a pass over ~1,000 Nodes with a quarter to
  * spare; the limit is about twice the 5,000-Node peak (a pass killed by the OOM killer initialises
  * nothing). Raise both beyond 5,000 Nodes.
  */

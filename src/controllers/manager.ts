@@ -69,7 +69,7 @@ export interface Controller {
 export type ControllerFactory = () => Controller;
 /**
  * Imports a controller's module when the controller starts: `manifests` and `doctor` only need the
- * names, and their start does not load every controller (README, Start-up).
+ * names, and their start does not load every controller (docs/benchmarks.md, Start-up).
  */
 export type ControllerLoader = () => Promise<ControllerFactory>;
 

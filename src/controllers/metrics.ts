@@ -2,7 +2,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 
 /**
  * Every metric `ccm run` exports, on one registry per process (a test may run several in one).
- * Names follow Prometheus conventions; the README lists them.
+ * Names follow Prometheus conventions; docs/run.md lists them.
  */
 export function createMetrics() {
   const registry = new Registry();

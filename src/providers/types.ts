@@ -201,7 +201,7 @@ export interface ProviderDefinition {
    * InvalidConfigError naming the missing or malformed value.
    */
   create(values: ProviderValues, deps: ProviderDeps): Provider;
-  /** The Service annotations the provider reads (the README's reference is generated from these). */
+  /** The Service annotations the provider reads (docs/reference/annotations.md is generated from these). */
   readonly annotations?: readonly AnnotationDoc[];
   /** What `ccm cluster prepare` sets for this cloud beyond --cloud-provider=external. */
   readonly clusterFlags?: ClusterFlags;

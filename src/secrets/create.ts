@@ -58,7 +58,7 @@ export interface CreateSecretResult {
 /** `ccm secret create`: schema → values (flags, files, env, prompts) → one cloud call → the Secret. */
 export async function createSecret(input: CreateSecretInput): Promise<CreateSecretResult> {
   // The prompts (@inquirer, sshpk) and the task list (listr2) are imported when they are used: for a
-  // scripted run they were ~140 ms of start-up (README, Start-up).
+  // scripted run they were ~140 ms of start-up (docs/benchmarks.md, Start-up).
   const providerName =
     input.provider ?? (input.interactive ? await (await import('./prompts.js')).promptProvider() : undefined);
   if (!providerName)

@@ -391,7 +391,7 @@ describe('start-up', () => {
     expect((await ccm(['help'])).stdout).toContain('help       Display help for ccm');
   });
 
-  it('a start loads none of the Node modules it does not use (README, Start-up)', async () => {
+  it('a start loads none of the Node modules it does not use (docs/benchmarks.md, Start-up)', async () => {
     const trace = join(dir, 'trace-builtins.txt');
     const tracer = fileURLToPath(new URL('../fixtures/trace-imports.mjs', import.meta.url));
     const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));

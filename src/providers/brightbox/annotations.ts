@@ -3,7 +3,7 @@ import { InvalidConfigError } from '../errors.js';
 /**
  * The Service annotations of the official brightbox-cloud-controller-manager (its annotations.go and
  * validation.go), with their accepted values from gobrightbox's enums. Each has a description, so the
- * README table is generated from this list.
+ * annotation reference (docs/reference/annotations.md) is generated from this list.
  */
 
 export interface AnnotationSpec {

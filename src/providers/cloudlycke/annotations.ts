@@ -1,6 +1,6 @@
 /**
- * The Service annotations Cloudlycke reads and writes. Each has a description, from which the README's
- * annotation reference is generated (`npm run readme`).
+ * The Service annotations Cloudlycke reads and writes. Each has a description, from which the
+ * annotation reference (docs/reference/annotations.md) is generated (`npm run readme`).
  */
 export interface AnnotationSpec {
   key: string;

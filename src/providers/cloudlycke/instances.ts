@@ -66,7 +66,7 @@ function fromInventory(instance: InventoryInstance): Instance {
  * Instances as the local `vagrant` sees them: one `status` call, one `ssh-config` for the running
  * machines, and each running guest asked for its addresses. A machine vagrant reports `not_created`
  * is no instance; and since vagrant cannot tell a destroyed VM from one this folder never created,
- * `get` never answers NotFoundError: Nodes are not deleted on vagrant's word (see the README).
+ * `get` never answers NotFoundError: Nodes are not deleted on vagrant's word (docs/providers/cloudlycke.md).
  */
 export function vagrantInstances(vagrant: Vagrant): Instances {
   return {

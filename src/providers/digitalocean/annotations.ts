@@ -3,7 +3,7 @@ import { InvalidConfigError } from '../errors.js';
 /**
  * Service annotations, with the names and meanings of DigitalOcean's own controller
  * (cloud-controller-manager/do/lb_annotations.go, docs/controllers/services/annotations.md), so a
- * Service annotated for it behaves the same under ccm. Each has a description for the README.
+ * Service annotated for it behaves the same under ccm. Each has a description for docs/reference/annotations.md.
  */
 const BASE = 'service.beta.kubernetes.io/do-loadbalancer-';
 

@@ -2,7 +2,7 @@ import { InvalidConfigError } from '../errors.js';
 
 /**
  * Service annotations the Triton provider reads, each with a typed parser and a description (the
- * README's annotation table is generated from these).
+ * annotation reference in docs/reference/annotations.md is generated from these).
  */
 export interface AnnotationSpec<T> {
   key: string;

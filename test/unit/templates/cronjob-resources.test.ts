@@ -1,5 +1,5 @@
 /**
- * The memory of what `ccm manifests` generates follows the measured figures of the README:
+ * The memory of what `ccm manifests` generates follows the measured figures of docs/benchmarks.md:
  * - the `nodes init` CronJob (issue 6, item 11): the limit holds the largest max RSS of the benchmark
  *   table with 20% to spare, and the request holds the 1,000-Node peak;
  * - the `ccm run` Deployment: the request holds the RSS with 5,000 Nodes cached, and the limit is at
@@ -13,7 +13,7 @@ import { renderManifests } from '../../../src/cli/manifests.js';
 import { loadProvider } from '../../../src/providers/registry.js';
 
 const root = (path: string) => fileURLToPath(new URL(`../../../${path}`, import.meta.url));
-const readme = readFileSync(root('README.md'), 'utf8');
+const benchmarks = readFileSync(root('docs/benchmarks.md'), 'utf8');
 
 interface Resources {
   requests: { memory: string };
@@ -27,10 +27,10 @@ function bytes(quantity: string): number {
 }
 
 function section(start: string, stop: string): string {
-  const from = readme.indexOf(start);
-  const to = readme.indexOf(stop);
-  if (from < 0 || to < from) throw new Error(`README has no ${start} … ${stop} section`);
-  return readme.slice(from, to);
+  const from = benchmarks.indexOf(start);
+  const to = benchmarks.indexOf(stop);
+  if (from < 0 || to < from) throw new Error(`docs/benchmarks.md has no ${start} … ${stop} section`);
+  return benchmarks.slice(from, to);
 }
 
 /** Max RSS (bytes) per row of the `nodes init` benchmark table, by Node count. */
@@ -50,7 +50,7 @@ function runCachedRss(): { rss: number; nodeOptions: string } {
   const m = /^\| the same with `NODE_OPTIONS="([^"]+)"` \| (\d+) MB/m.exec(
     section('<!-- bench-run -->', '<!-- bench-run-stop -->'),
   );
-  if (!m) throw new Error('README has no `ccm run` RSS row measured with NODE_OPTIONS');
+  if (!m) throw new Error('docs/benchmarks.md has no `ccm run` RSS row measured with NODE_OPTIONS');
   return { nodeOptions: m[1] as string, rss: Number(m[2]) * 1024 ** 2 };
 }
 
