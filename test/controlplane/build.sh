@@ -2,6 +2,7 @@
 # Builds real Kubernetes binaries for the tests, once per version:
 #   bash test/controlplane/build.sh                      # kube-apiserver + etcd (the test control plane)
 #   CCM_K8S_VERSION=1.30.14 bash test/controlplane/build.sh kubeadm
+#   bash test/controlplane/build.sh kubectl               # runs the deploy page's commands (docs/deploy.md)
 # Binaries are cached outside the repository, keyed by version, so a second run builds nothing.
 set -euo pipefail
 
@@ -46,6 +47,7 @@ import (
 	_ "go.etcd.io/etcd/server/v3"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kubeadm"
+	_ "k8s.io/kubernetes/cmd/kubectl"
 )
 GO
 # Pull in the versions kubernetes itself was released against (etcd included).
@@ -59,7 +61,7 @@ mkdir -p "$OUT"
 for c in "${missing[@]}"; do
   case "$c" in
     etcd) pkg=go.etcd.io/etcd/server/v3 ;;  # the etcd version kubernetes itself requires
-    kube-apiserver | kubeadm) pkg="k8s.io/kubernetes/cmd/$c" ;;
+    kube-apiserver | kubeadm | kubectl) pkg="k8s.io/kubernetes/cmd/$c" ;;
     *) echo "unknown component $c" >&2; exit 1 ;;
   esac
   echo "building $c for v$K8S_VERSION (minutes, once)..."

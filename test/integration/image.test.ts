@@ -1,6 +1,7 @@
 /**
- * The container image, built as an operator would (`npm run image`, buildah, no engine), unpacked from
- * its OCI archive and run with chroot as the image's user: no container runtime is needed.
+ * The container image, built as an operator would (`npm run image`, the line docs/deploy.md shows;
+ * buildah, no engine), unpacked from its OCI archive and run with chroot as the image's user: no
+ * container runtime is needed.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -22,8 +23,14 @@ interface Descriptor {
   digest: string;
 }
 
+/** The line docs/deploy.md shows under "The image", run as written (bash, from the repository). */
+const imageLine = /```sh\n([^\n]*)\n```/.exec(
+  readFileSync(join(repo, 'docs', 'deploy.md'), 'utf8').split('\n## The image\n')[1] ?? '',
+)?.[1];
+
 beforeAll(() => {
-  execFileSync('npm', ['run', 'image'], { cwd: repo, stdio: 'pipe' });
+  expect(imageLine).toMatch(/^npm run image\b/);
+  execFileSync('bash', ['-c', imageLine as string], { cwd: repo, stdio: 'pipe' });
   work = mkdtempSync(join(tmpdir(), 'ccm-image-'));
   const oci = join(work, 'oci');
   rootfs = join(work, 'rootfs');
