@@ -38,6 +38,7 @@ function blocks(page: string, heading: string): string[][] {
 let cp: ControlPlane;
 let sim: DigitalOceanSimulator;
 let core: CoreV1Api;
+let kubeCache: string;
 
 /** One line of the page in bash (a pipeline fails when any of its commands does), Node 20 first on PATH. */
 function shell(line: string, env: Record<string, string> = {}, cwd = root) {
@@ -49,6 +50,8 @@ function shell(line: string, env: Record<string, string> = {}, cwd = root) {
       PATH: `${join(root, 'bin')}:${kubectlDir}:${NODE20_DIR}:${process.env.PATH}`,
       HOME: process.env.HOME as string,
       KUBECONFIG: cp.kubeconfigPath,
+      // kubectl's discovery cache, which it would otherwise leave in ~/.kube/cache.
+      KUBECACHEDIR: kubeCache,
       DO_OVERRIDE_URL: sim.url,
       ...env,
     },
@@ -62,6 +65,7 @@ beforeAll(async () => {
   if (!existsSync(join(binDir(), 'kubectl'))) {
     throw new Error(`no kubectl in ${binDir()}: run bash test/setup.sh (npm test runs it)`);
   }
+  kubeCache = tempDir('ccm-kubectl-cache-');
   [cp, sim] = await Promise.all([startControlPlane(), DigitalOceanSimulator.start()]);
   const kc = new KubeConfig();
   kc.loadFromFile(cp.kubeconfigPath);
