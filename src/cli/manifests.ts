@@ -68,15 +68,24 @@ export function clusterRules(controllers: readonly string[]): PolicyRule[] {
   }
   if (has('cloud-node-lifecycle')) nodeVerbs.add('delete');
   const rules: PolicyRule[] = [{ apiGroups: [''], resources: ['nodes'], verbs: sorted(nodeVerbs) }];
-  if (has('cloud-node')) rules.push({ apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] });
+  // Addresses (cloud-node); the NetworkUnavailable condition (route).
+  if (has('cloud-node') || has('route'))
+    rules.push({ apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] });
   if (has('service')) {
     rules.push(
       { apiGroups: [''], resources: ['services'], verbs: ['list', 'watch'] },
       // Finalizer, annotations and ingress all go through the status subresource.
       { apiGroups: [''], resources: ['services/status'], verbs: ['patch'] },
-      // The cluster identity of ownership tags is the kube-system namespace's UID.
-      { apiGroups: [''], resources: ['namespaces'], verbs: ['get'], resourceNames: ['kube-system'] },
     );
+  }
+  if (has('service') || has('route')) {
+    // The cluster identity of ownership tags (load balancers, routes) is the kube-system namespace's UID.
+    rules.push({
+      apiGroups: [''],
+      resources: ['namespaces'],
+      verbs: ['get'],
+      resourceNames: ['kube-system'],
+    });
   }
   rules.push({ apiGroups: [''], resources: ['events'], verbs: ['create'] });
   // /metrics over HTTPS: the scraper's token and its right to `get /metrics`, asked of the API server.

@@ -42,6 +42,7 @@ export interface RunInput {
   context?: string;
   provider?: string;
   'cloud-config'?: string;
+  'cloudlycke-route-table'?: string;
   logLevel: LogLevel;
   controllers: string;
   controllerOptions: ControllerOptions;
@@ -126,6 +127,14 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     }
   })();
   if (input.leaderElect) checkLeaseTimings(input.lease);
+  if (input.controllerOptions.clusterCIDR !== undefined) {
+    const { parseClusterCIDRs } = await import('../controllers/routes.js');
+    try {
+      parseClusterCIDRs(input.controllerOptions.clusterCIDR);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
   if (!input.provider && !deps.definition) {
     throw new UsageError(
       'no provider given; pass --provider (e.g. --provider cloudlycke) or set CCM_PROVIDER',
