@@ -191,7 +191,7 @@ describe('ccm doctor', () => {
     expect(run.stderr).toBe('');
     const marks = run.lines.filter((l) => /^[✓✗!] /.test(l));
     expect(marks.filter((l) => !l.startsWith('✓'))).toEqual([]);
-    expect(marks.length).toBe(14);
+    expect(marks.length).toBe(15);
     // The rows in the order of the README's table of checks.
     const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
     const table = readme.split('| check | what it reads | ✗ when |')[1]?.split('\n\n')[0] ?? '';

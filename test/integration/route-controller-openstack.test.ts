@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { runDoctor } from '../../src/cli/doctor.js';
 import type { RunInput } from '../../src/cli/run.js';
 import type { Provider } from '../../src/providers/types.js';
 import type { SimPort, SimRouter } from '../clouds/openstack/neutron-routes.js';
@@ -247,6 +248,34 @@ describe('route controller, OpenStack', () => {
     expect(
       sim.requests.filter((r) => r.method === 'PUT' && r.path.endsWith(`/routers/${router.id}`)),
     ).toHaveLength(2);
+  });
+
+  it('`ccm doctor` passes with every route there, and names the Pod CIDR whose route is missing', async () => {
+    await worker(11);
+    await worker(12);
+    await start();
+    await routeCreated('w11');
+    await routeCreated('w12');
+    const file = join(tempDir('ccm-doctor-'), 'cloud.conf');
+    writeFileSync(file, conf());
+    const doctor = async () =>
+      (
+        await runDoctor({
+          kubeconfig: cp.kubeconfigPath,
+          provider: 'openstack',
+          'cloud-config': file,
+          namespace: 'kube-system',
+          lease: 'cloud-controller-manager',
+          'service-account': 'ccm',
+          controllers: '*',
+          'cluster-name': CLUSTER,
+          env: {},
+        })
+      ).checks.find((c) => c.id === 'routes');
+    expect(await doctor()).toMatchObject({ status: 'pass' });
+    await Promise.all(running.splice(0).map((r) => r.stop()));
+    router.routes = router.routes.filter((r) => r.nexthop !== '10.0.0.12');
+    expect(await doctor()).toMatchObject({ status: 'fail', items: ['w12 10.244.12.0/24'] });
   });
 
   it('two replicas: only the leader calls the cloud for routes', async () => {

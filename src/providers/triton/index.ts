@@ -47,6 +47,8 @@ export const triton: ProviderDefinition = {
     return {
       name: 'triton',
       providerIdScheme: SCHEME,
+      noRoutesReason:
+        "ccm does not implement them yet: CloudAPI's UpdateFabricNetwork can replace a fabric network's static routes for its hosts (sdc-cloudapi docs/index.md); see docs/routes.md",
       instances: tritonInstances(client, datacenter),
       loadBalancers: new CnsLoadBalancers(client, {
         datacenter,
