@@ -62,7 +62,7 @@ try {
     `[Global]\nauth-url=${sim.authUrl}\nusername=admin\npassword=passw0rd\nregion=RegionOne\n[Route]\nrouter-id=${router.id}\n`,
   );
   const indexes = Array.from({ length: N }, (_, i) => i);
-  for (const i of indexes) sim.routing.addPort({ ip: nodeIP(i) });
+  const ports = indexes.map((i) => sim.routing.addPort({ ip: nodeIP(i) }));
   await mapLimit(indexes, 32, async (i) => {
     const node = nodeObject({
       name: `node-${String(i).padStart(5, '0')}`,
@@ -148,7 +148,13 @@ try {
   await mapLimit(indexes.slice(0, 10), 10, async (i) => {
     await api.deleteNode({ name: `node-${String(i).padStart(5, '0')}` });
   });
-  await until('10 routes deleted', async () => router.routes.length === N - 10, 60_000);
+  await until(
+    '10 routes deleted, with their address pairs and tags',
+    async () =>
+      router.routes.length === N - 10 &&
+      ports.slice(0, 10).every((p) => p.tags.length === 0 && p.allowed_address_pairs.length === 0),
+    60_000,
+  );
   const delCalls = sim.requests.slice(delFrom).filter((r) => r.path.startsWith('/network/'));
 
   say(`\nRoute controller, ${N} Nodes with podCIDRs, OpenStack simulator (Neutron), --cloud-qps 1000`);
