@@ -231,6 +231,31 @@ describe('route controller, OpenStack', () => {
     expect(routesOf()).toEqual(['10.244.11.0/24 via 10.0.0.11']);
   });
 
+  it('dual stack: both Pod CIDRs through the one port keep both tags and both address pairs', async () => {
+    router.subnets.push('fd00:10::/64');
+    const port = sim.routing.addPort({ ip: '10.0.0.21' });
+    port.fixed_ips.push({ subnet_id: 'ipv6-subnet', ip_address: 'fd00:10::21' });
+    const node = nodeObject({
+      name: 'w21',
+      tainted: false,
+      addresses: [
+        { type: 'InternalIP', address: '10.0.0.21' },
+        { type: 'InternalIP', address: 'fd00:10::21' },
+      ],
+    });
+    const podCIDRs = ['10.244.21.0/24', 'fd00:10:244:21::/64'];
+    await api.createNode({ body: { ...node, spec: { ...node.spec, podCIDR: podCIDRs[0], podCIDRs } } });
+    await start({
+      controllerOptions: { ...input().controllerOptions, clusterCIDR: '10.244.0.0/16,fd00:10:244::/56' },
+    });
+    await routeCreated('w21');
+    expect(routesOf()).toEqual(['10.244.21.0/24 via 10.0.0.21', 'fd00:10:244:21::/64 via fd00:10::21']);
+    expect(port.tags.sort()).toEqual(
+      [`ccm-cluster:${CLUSTER}`, 'ccm-route:10.244.21.0_24', 'ccm-route:fd00:10:244:21::_64'].sort(),
+    );
+    expect(port.allowed_address_pairs.map((p) => p.ip_address).sort()).toEqual(podCIDRs.sort());
+  });
+
   it('without extraroute-atomic, routes are a read-modify-write of the router', async () => {
     sim.routing.extensions.delete('extraroute-atomic');
     router.routes.push({ destination: '172.16.0.0/16', nexthop: '10.0.0.99' });
@@ -276,6 +301,27 @@ describe('route controller, OpenStack', () => {
     await Promise.all(running.splice(0).map((r) => r.stop()));
     router.routes = router.routes.filter((r) => r.nexthop !== '10.0.0.12');
     expect(await doctor()).toMatchObject({ status: 'fail', items: ['w12 10.244.12.0/24'] });
+  });
+
+  it('without [Route] router-id, or without --cluster-cidr, --controllers route says so in one line and calls nothing', async () => {
+    await worker(11);
+    const file = join(tempDir('ccm-noroute-'), 'cloud.conf');
+    writeFileSync(file, conf().split('[Route]')[0] as string);
+    const base = input();
+    const noRouter = await start({ 'cloud-config': file, controllerOptions: base.controllerOptions });
+    await until('the one line', async () => noRouter.logs.some((l) => l.includes('has no routes')));
+    const said = (logs: string[]) =>
+      logs.filter((l) => l.includes('"controller":"route"') && !l.includes('"msg":"started"'));
+    expect(said(noRouter.logs)).toEqual([
+      expect.stringContaining(
+        'the openstack provider has no routes (cloud.conf has no [Route] router-id); the route controller does nothing',
+      ),
+    ]);
+    const noCIDR = await start({ controllerOptions: { ...base.controllerOptions, clusterCIDR: undefined } });
+    await until('the one line', async () => noCIDR.logs.some((l) => l.includes('no --cluster-cidr')));
+    expect(said(noCIDR.logs)).toHaveLength(1);
+    expect(sim.requests.filter((r) => r.path.startsWith('/network/'))).toEqual([]);
+    expect(network(await api.readNode({ name: 'w11' }))).toBeUndefined();
   });
 
   it('two replicas: only the leader calls the cloud for routes', async () => {

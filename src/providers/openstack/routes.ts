@@ -73,6 +73,9 @@ export class NeutronRoutes implements Routes {
   /** The last listing's view: ports of this cluster by address, and every route of the router. */
   private ports = new Map<string, NeutronPort>();
   private routerRoutes: NeutronRoute[] = [];
+  /** Changes of one port run one at a time (withPort); writes counted to know a read is stale. */
+  private readonly portLocks = new Map<string, Promise<unknown>>();
+  private readonly portWrites = new Map<string, number>();
   /** Read-modify-writes of the router's routes run one at a time (no extraroute-atomic). */
   private routerLock: Promise<unknown> = Promise.resolve();
 
@@ -138,46 +141,83 @@ export class NeutronRoutes implements Routes {
         `router ${this.routerID} already routes ${cidr} via ${foreign.nexthop} and the route is not ccm's; remove it, or give the Node another Pod CIDR`,
       );
     }
-    const port = await this.portOf(nexthop, signal);
-    // The claim first: a route ccm adds is always one ccm can recognise afterwards.
-    const tags = [...new Set([...(port.tags ?? []), clusterTag(clusterID), routeTag(cidr)])];
-    if (tags.length !== (port.tags ?? []).length) {
-      await this.session.request('network', 'PUT', `v2.0/ports/${port.id}/tags`, { body: { tags }, signal });
-      port.tags = tags;
+    await this.withPort(await this.portOf(nexthop, signal), signal, async (port) => {
+      // The claim first: a route ccm adds is always one ccm can recognise afterwards.
+      const tags = [...new Set([...(port.tags ?? []), clusterTag(clusterID), routeTag(cidr)])];
+      if (tags.length !== (port.tags ?? []).length) await this.setTags(port, tags, signal);
+      await this.changeRoutes('add', { destination: cidr, nexthop }, signal);
+      if (port.port_security_enabled === false) return;
+      const pairs = port.allowed_address_pairs ?? [];
+      if (!pairs.some((p) => p.ip_address === cidr)) {
+        await this.setPairs(port, [...pairs, { ip_address: cidr }], signal);
+      }
+    });
+  }
+
+  /**
+   * Runs `fn` on the port, one change of a port at a time: a dual-stack Node has two routes through one
+   * port, and tags and address pairs are read-modify-writes. A port changed by ccm since it was read
+   * is read again first.
+   */
+  private async withPort(
+    port: NeutronPort,
+    signal: AbortSignal | undefined,
+    fn: (port: NeutronPort) => Promise<void>,
+  ): Promise<void> {
+    const seen = this.portWrites.get(port.id) ?? 0;
+    const run = (this.portLocks.get(port.id) ?? Promise.resolve()).then(async () => {
+      let current = port;
+      if ((this.portWrites.get(port.id) ?? 0) !== seen) {
+        const res = await this.session.request<{ port: NeutronPort }>(
+          'network',
+          'GET',
+          `v2.0/ports/${port.id}`,
+          {
+            signal,
+          },
+        );
+        current = res.body.port;
+      }
+      await fn(current);
+    });
+    const tail = run.catch(() => undefined);
+    this.portLocks.set(port.id, tail);
+    try {
+      await run;
+    } finally {
+      if (this.portLocks.get(port.id) === tail) this.portLocks.delete(port.id);
     }
-    await this.changeRoutes('add', { destination: cidr, nexthop }, signal);
-    if (port.port_security_enabled === false) return;
-    const pairs = port.allowed_address_pairs ?? [];
-    if (!pairs.some((p) => p.ip_address === cidr)) {
-      await this.setPairs(port, [...pairs, { ip_address: cidr }], signal);
-    }
+  }
+
+  private async setTags(port: NeutronPort, tags: string[], signal?: AbortSignal): Promise<void> {
+    this.portWrites.set(port.id, (this.portWrites.get(port.id) ?? 0) + 1);
+    await this.session.request('network', 'PUT', `v2.0/ports/${port.id}/tags`, { body: { tags }, signal });
+    port.tags = tags;
   }
 
   async delete(clusterID: string, route: Route, signal?: AbortSignal): Promise<void> {
     const cidr = route.destinationCIDR;
-    const port = this.ports.get(route.nextHop) ?? (await this.portOf(route.nextHop, signal));
-    if (!port.tags?.includes(clusterTag(clusterID)) || !port.tags.includes(routeTag(cidr))) {
-      throw new InvalidConfigError(
-        `the route ${cidr} via ${route.nextHop} is not this cluster's (its port has no ${routeTag(cidr)} tag); ccm leaves it`,
-      );
-    }
-    await this.changeRoutes('remove', { destination: cidr, nexthop: route.nextHop }, signal);
-    const pairs = port.allowed_address_pairs ?? [];
-    if (pairs.some((p) => p.ip_address === cidr)) {
-      await this.setPairs(
-        port,
-        pairs.filter((p) => p.ip_address !== cidr),
-        signal,
-      );
-    }
-    const tags = port.tags.filter((t) => t !== routeTag(cidr));
-    const left = tags.some((t) => tagCIDR(t) !== undefined);
-    const kept = left ? tags : tags.filter((t) => t !== clusterTag(clusterID));
-    await this.session.request('network', 'PUT', `v2.0/ports/${port.id}/tags`, {
-      body: { tags: kept },
-      signal,
+    const listed = this.ports.get(route.nextHop) ?? (await this.portOf(route.nextHop, signal));
+    await this.withPort(listed, signal, async (port) => {
+      const tags = port.tags ?? [];
+      if (!tags.includes(clusterTag(clusterID)) || !tags.includes(routeTag(cidr))) {
+        throw new InvalidConfigError(
+          `the route ${cidr} via ${route.nextHop} is not this cluster's (its port has no ${routeTag(cidr)} tag); ccm leaves it`,
+        );
+      }
+      await this.changeRoutes('remove', { destination: cidr, nexthop: route.nextHop }, signal);
+      const pairs = port.allowed_address_pairs ?? [];
+      if (pairs.some((p) => p.ip_address === cidr)) {
+        await this.setPairs(
+          port,
+          pairs.filter((p) => p.ip_address !== cidr),
+          signal,
+        );
+      }
+      const rest = tags.filter((t) => t !== routeTag(cidr));
+      const left = rest.some((t) => tagCIDR(t) !== undefined);
+      await this.setTags(port, left ? rest : rest.filter((t) => t !== clusterTag(clusterID)), signal);
     });
-    port.tags = kept;
   }
 
   /** The one port holding `address` (the official controller's getPortByIP). */
@@ -200,6 +240,7 @@ export class NeutronRoutes implements Routes {
     pairs: NonNullable<NeutronPort['allowed_address_pairs']>,
     signal?: AbortSignal,
   ): Promise<void> {
+    this.portWrites.set(port.id, (this.portWrites.get(port.id) ?? 0) + 1);
     const res = await this.session.request<{ port: NeutronPort }>('network', 'PUT', `v2.0/ports/${port.id}`, {
       body: { port: { allowed_address_pairs: pairs } },
       signal,
