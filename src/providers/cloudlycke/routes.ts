@@ -1,5 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import { InvalidConfigError, RetryableError } from '../errors.js';
+import { nextHopFor } from '../next-hop.js';
 import type { Route, Routes, RouteTarget } from '../types.js';
 
 /**
@@ -100,14 +101,7 @@ export class HostRoutes implements Routes {
   ): Promise<void> {
     const cidr = route.destinationCIDR;
     const family = ipaddr.parseCIDR(cidr)[0].kind();
-    const hop = route.targetNode.addresses.find(
-      (a) =>
-        a.type === 'InternalIP' && ipaddr.isValid(a.address) && ipaddr.parse(a.address).kind() === family,
-    );
-    if (!hop)
-      throw new InvalidConfigError(
-        `Node ${route.targetNode.name} has no ${family === 'ipv4' ? 'IPv4' : 'IPv6'} InternalIP to route ${cidr} to`,
-      );
+    const hop = { address: nextHopFor(route.targetNode, cidr) };
     // `replace` would take over a route to the same destination that is not ours: refuse it instead.
     const flag = family === 'ipv4' ? '-4' : '-6';
     const existing = await this.show(

@@ -1,5 +1,5 @@
-import ipaddr from 'ipaddr.js';
 import { InvalidConfigError } from '../errors.js';
+import { nextHopFor } from '../next-hop.js';
 import type { Route, Routes, RouteTarget } from '../types.js';
 import type { Session } from './client.js';
 
@@ -52,20 +52,6 @@ export function routeTag(cidr: string): string {
 
 function tagCIDR(tag: string): string | undefined {
   return tag.startsWith('ccm-route:') ? tag.slice('ccm-route:'.length).replace('_', '/') : undefined;
-}
-
-/** The Node's InternalIP of the CIDR's family: the next hop (the official controller's getAddrByNodeName). */
-export function nextHopFor(target: RouteTarget, cidr: string): string {
-  const family = ipaddr.parseCIDR(cidr)[0].kind();
-  const hop = target.addresses.find(
-    (a) => a.type === 'InternalIP' && ipaddr.isValid(a.address) && ipaddr.parse(a.address).kind() === family,
-  );
-  if (!hop) {
-    throw new InvalidConfigError(
-      `Node ${target.name} has no ${family === 'ipv4' ? 'IPv4' : 'IPv6'} InternalIP to route ${cidr} to; wait for the cloud-node controller to set its addresses`,
-    );
-  }
-  return hop.address;
 }
 
 export class NeutronRoutes implements Routes {
