@@ -342,7 +342,9 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
 
   // Said once the start was accepted: a start refused is its one line of error, nothing more.
   log.info(`cloud credentials from ${credentials.description}`);
-  reportListing(cloud.view());
+  // Only a listing that was made and failed is worth a warning: where the credentials were proven by
+  // verifyCredentials, nothing has listed yet (and with --controllers route or service, nothing may).
+  if (cloud.hasListed || cloud.lastError) reportListing(cloud.view());
   started = true;
 
   // --- informers --------------------------------------------------------------------------------

@@ -163,6 +163,8 @@ describe('route controller, Triton (fabric network routes)', () => {
     expect(none.logs.find((l) => l.includes('has no routes'))).toContain(
       'the triton provider has no routes (TRITON_ROUTE_NETWORK names no fabric network)',
     );
+    // Nothing lists the cloud here: no warning that a listing failed.
+    expect(none.logs.filter((l) => l.includes('"level":40'))).toEqual([]);
     await ccm?.stop();
     ccm = undefined;
     await expect(start({ TRITON_ROUTE_NETWORK: network.id })).rejects.toThrow(
