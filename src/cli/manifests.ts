@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { selectControllers } from '../controllers/manager.js';
+import { parseClusterCIDRs } from '../controllers/routes.js';
 import {
   LABEL_CONTROL_PLANE,
   TAINT_CONTROL_PLANE,
@@ -23,6 +24,8 @@ export interface ManifestOptions {
   /** namespace/name of the credentials Secret; default: the official controller's, when the cloud has one. */
   credentialsSecret?: string;
   clusterName?: string;
+  /** --cluster-cidr of `ccm run`: the route controller runs only with it. */
+  clusterCIDR?: string;
   cronjob: boolean;
   leaseName: string;
   /**
@@ -185,6 +188,13 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
     throw new UsageError(`--controllers names ${unavailable.join(', ')}, which this build does not have`);
   }
   if (enabled.length === 0) throw new UsageError('--controllers enables no controller; use e.g. "*"');
+  if (options.clusterCIDR !== undefined) {
+    try {
+      parseClusterCIDRs(options.clusterCIDR);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
   const ns = options.namespace;
   const secretRef = options.credentialsSecret
     ? parseSecretRef(options.credentialsSecret)
@@ -371,6 +381,7 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
     `--leader-elect-resource-name=${options.leaseName}`,
     `--secure-port=${RUN_PORT}`,
     ...(options.clusterName ? [`--cluster-name=${options.clusterName}`] : []),
+    ...(options.clusterCIDR ? [`--cluster-cidr=${options.clusterCIDR}`] : []),
   ];
   const selector = { ...LABELS, 'app.kubernetes.io/component': 'controller' };
   objects.push(

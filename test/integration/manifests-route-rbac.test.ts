@@ -75,6 +75,7 @@ beforeAll(async () => {
     image: 'registry.example.com/ccm:test',
     namespace: NS,
     controllers: 'route',
+    clusterCIDR: '10.244.0.0/16',
     cronjob: false,
     leaseName: LEASE,
   }) as unknown as (KubernetesObject & Record<string, unknown>)[];
@@ -129,6 +130,7 @@ beforeAll(async () => {
   const deployment = docs.find((d) => d.kind === 'Deployment') as unknown as {
     spec: { template: { spec: { containers: { args: string[] }[] } } };
   };
+  expect(deployment.spec.template.spec.containers[0]?.args).toContain('--cluster-cidr=10.244.0.0/16');
   args = [
     ...(deployment.spec.template.spec.containers[0]?.args ?? []).filter(
       (a) => !a.startsWith('--secure-port'),
@@ -136,7 +138,6 @@ beforeAll(async () => {
     `--kubeconfig=${kubeconfig}`,
     '--secure-port=0',
     '--bind-address=127.0.0.1',
-    '--cluster-cidr=10.244.0.0/16',
     '--route-reconciliation-period=300ms',
   ];
 });
