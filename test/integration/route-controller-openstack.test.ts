@@ -132,6 +132,8 @@ describe('route controller, OpenStack', () => {
         ],
       },
     });
+    // The extension list is asked once, though the first creates run side by side.
+    expect(sim.requests.filter((r) => r.path.endsWith('/v2.0/extensions'))).toHaveLength(1);
     const ops = await ccm.handle.metrics.routeOperations.get();
     expect(
       ops.values.find((v) => v.labels.operation === 'create' && v.labels.result === 'success')?.value,

@@ -55,7 +55,8 @@ function tagCIDR(tag: string): string | undefined {
 }
 
 export class NeutronRoutes implements Routes {
-  private atomic: boolean | undefined;
+  /** Whether Neutron lists extraroute-atomic: asked once, by the first change (a failure asks again). */
+  private atomic: Promise<boolean> | undefined;
   /** The last listing's view: ports of this cluster by address, and every route of the router. */
   private ports = new Map<string, NeutronPort>();
   private routerRoutes: NeutronRoute[] = [];
@@ -234,16 +235,13 @@ export class NeutronRoutes implements Routes {
     port.allowed_address_pairs = res.body.port.allowed_address_pairs ?? pairs;
   }
 
-  private async supportsAtomic(signal?: AbortSignal): Promise<boolean> {
-    if (this.atomic === undefined) {
-      const res = await this.session.request<{ extensions: { alias: string }[] }>(
-        'network',
-        'GET',
-        'v2.0/extensions',
-        { signal },
-      );
-      this.atomic = res.body.extensions.some((e) => e.alias === ATOMIC);
-    }
+  private supportsAtomic(signal?: AbortSignal): Promise<boolean> {
+    this.atomic ??= this.session
+      .request<{ extensions: { alias: string }[] }>('network', 'GET', 'v2.0/extensions', { signal })
+      .then((res) => res.body.extensions.some((e) => e.alias === ATOMIC));
+    this.atomic.catch(() => {
+      this.atomic = undefined;
+    });
     return this.atomic;
   }
 
