@@ -24,6 +24,8 @@ const HOST_IP = '192.168.56.1';
 let cp: ControlPlane;
 let api: CoreV1Api;
 let ccm: InProcess | undefined;
+/** Every `ip` command ccm ran, in order. */
+const ipCalls: string[][] = [];
 
 const ip = async (...args: string[]) => String((await execa('ip', ['-n', NS, ...args])).stdout);
 
@@ -81,6 +83,7 @@ async function start(table = 'main', overrides: Partial<RunInput> = {}): Promise
   const inNamespace = (p: Provider): Provider => ({
     ...p,
     routes: new HostRoutes(table, async (args, signal) => {
+      ipCalls.push(args);
       const r = await execa('ip', ['-n', NS, ...args], {
         reject: false,
         ...(signal ? { cancelSignal: signal } : {}),
@@ -123,6 +126,27 @@ describe('route controller, Cloudlycke (the host routing table, in a network nam
     ]);
     expect(await nextHop('10.244.11.7')).toMatchObject({ gateway: '192.168.56.11', dev: 'vboxnet0' });
     expect(await nextHop('10.244.12.200')).toMatchObject({ gateway: '192.168.56.12', dev: 'vboxnet0' });
+  });
+
+  it('a restart over an unchanged lab changes no route and writes nothing to the Nodes', async () => {
+    await worker(11);
+    await worker(12);
+    await start();
+    await routeCreated('vm11');
+    await routeCreated('vm12');
+    await ccm?.stop();
+    const versions = (await api.listNode()).items.map((n) => n.metadata?.resourceVersion);
+    const before = await routes();
+    ipCalls.length = 0;
+    const again = await start();
+    const passes = async () =>
+      ((await again.handle.metrics.reconciles.get()).values ?? [])
+        .filter((v) => v.labels.controller === 'route')
+        .reduce((n, v) => n + v.value, 0);
+    await until('three passes', async () => (await passes()) >= 3);
+    expect(ipCalls.filter((a) => a.includes('replace') || a.includes('del'))).toEqual([]);
+    expect(await routes()).toEqual(before);
+    expect((await api.listNode()).items.map((n) => n.metadata?.resourceVersion)).toEqual(versions);
   });
 
   it("a deleted Node loses its route; the host's own routes, another cluster's and ours outside --cluster-cidr stay", async () => {
