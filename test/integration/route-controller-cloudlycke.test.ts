@@ -5,6 +5,7 @@
  * packet is sent: `ip route get` shows the next hop a packet to a Pod IP would take. The namespace is
  * removed after the tests, whatever their outcome.
  */
+import { randomBytes } from 'node:crypto';
 import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
 import { execa } from 'execa';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -16,7 +17,8 @@ import { type ControlPlane, startControlPlane } from '../controlplane/harness.js
 import { writeInventory } from '../helpers/inventory.js';
 import { type InProcess, runInput, startInProcess, until } from '../helpers/run.js';
 
-const NS = `ccm-routes-${process.pid}`;
+// Unique on a machine shared with other sessions' tests: the pid alone may repeat.
+const NS = `ccm-rt-${process.pid}-${randomBytes(3).toString('hex')}`;
 const CLUSTER = 'lab';
 const REALM = String(realmOf(CLUSTER));
 const HOST_IP = '192.168.56.1';
@@ -55,9 +57,12 @@ beforeAll(async () => {
   api = fixtureApi(cp.kubeconfigPath);
 });
 afterAll(async () => {
-  await ccm?.stop();
-  await execa('ip', ['netns', 'del', NS], { reject: false });
-  await cp?.stop();
+  try {
+    await ccm?.stop();
+  } finally {
+    await execa('ip', ['netns', 'del', NS], { reject: false });
+    await cp?.stop();
+  }
 });
 beforeEach(async () => {
   await ccm?.stop();
