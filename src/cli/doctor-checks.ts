@@ -2,12 +2,14 @@
  * The checks of `ccm doctor`, one small pure function each: each takes what was read and returns one
  * verdict with, for a failure, the fix. Reading is doctor.ts's job; nothing here calls anything.
  */
+
+import { planRoutes } from '../controllers/routes.js';
 import type { LeaseInfo, PodInfo, ServerVersion } from '../kube/diagnostics.js';
 import type { SlimNode } from '../kube/slim-node.js';
 import { ANNOTATION_PROVIDED_NODE_IP, TAINT_NOT_READY, TAINT_UNINITIALIZED } from '../kube/well-known.js';
 import { InstanceIndex } from '../providers/instance-index.js';
 import { parseProviderID } from '../providers/provider-id.js';
-import type { CredentialSchema, Instance } from '../providers/types.js';
+import type { CredentialSchema, Instance, Route } from '../providers/types.js';
 import { age } from './age.js';
 
 export type CheckStatus = 'pass' | 'fail' | 'warn';
@@ -429,4 +431,65 @@ export function checkListing(
     );
   }
   return pass('cloud-listing', `the cloud listing (${count}) contains all ${ours.length} Node(s)`);
+}
+
+/** What `doctor` learned of the cluster's routes: the listing, its failure, or why the cloud has none. */
+export type RoutesOutcome = { routes: readonly Route[] } | { error: string } | { unsupported: string };
+
+/**
+ * Nodes with podCIDRs whose route is missing from the cloud, or whose NetworkUnavailable is still
+ * True (the route controller's verdicts, upstream's condition).
+ */
+export function checkRoutes(nodes: readonly SlimNode[], outcome: RoutesOutcome): CheckResult {
+  const withCIDRs = nodes.filter((n) => n.spec?.podCIDRs?.length);
+  const unavailable = withCIDRs
+    .filter((n) => n.status?.conditions?.some((c) => c.type === 'NetworkUnavailable' && c.status === 'True'))
+    .map(nameOf);
+  if ('unsupported' in outcome) {
+    if (unavailable.length === 0) return pass('routes', `the cloud has no routes (${outcome.unsupported})`);
+    return withItems(
+      fail(
+        'routes',
+        `${unavailable.length} Node(s) are NetworkUnavailable: ${names(unavailable)}, and this cloud has no routes`,
+        'use a CNI that routes Pod traffic itself (an overlay, or BGP), which clears the condition',
+      ),
+      unavailable,
+    );
+  }
+  if ('error' in outcome) {
+    return fail(
+      'routes',
+      `listing the cloud's routes failed: ${outcome.error}`,
+      'fix the credentials, or [Route] router-id / the route table',
+    );
+  }
+  if (withCIDRs.length === 0)
+    return pass(
+      'routes',
+      `no Node has podCIDRs; the cloud holds ${outcome.routes.length} route(s) of this cluster`,
+    );
+  const missing = planRoutes(withCIDRs, outcome.routes, []).create.map(
+    (c) => `${c.node} ${c.destinationCIDR}`,
+  );
+  if (missing.length) {
+    return withItems(
+      fail(
+        'routes',
+        `${missing.length} Pod CIDR(s) have no route in the cloud: ${names(missing)}`,
+        "run `ccm run` with the route controller and --cluster-cidr <the cluster's Pod CIDR>; its log and the Nodes' FailedToCreateRoute events say why a route is not created",
+      ),
+      missing,
+    );
+  }
+  if (unavailable.length) {
+    return withItems(
+      warn(
+        'routes',
+        `every route exists, but ${unavailable.length} Node(s) are still NetworkUnavailable: ${names(unavailable)}`,
+        'the route controller sets it False on its next pass (--route-reconciliation-period); check that `ccm run` is running and leading',
+      ),
+      unavailable,
+    );
+  }
+  return pass('routes', `all ${withCIDRs.length} Node(s) with podCIDRs have their routes`);
 }

@@ -1,4 +1,5 @@
 import { selectControllers } from '../controllers/manager.js';
+import { clusterIdentity } from '../kube/cluster-identity.js';
 import { loadKubeConfig } from '../kube/config.js';
 import {
   type AccessRequest,
@@ -31,8 +32,10 @@ import {
   checkProviderIDs,
   checkRbacNeeded,
   checkRbacSecrets,
+  checkRoutes,
   checkSecret,
   checkUninitialized,
+  type RoutesOutcome,
 } from './doctor-checks.js';
 import { oneLine } from './errors.js';
 import { transportOptionsFrom } from './kube-flags.js';
@@ -51,6 +54,8 @@ export interface DoctorInput extends ClusterAndCloudFlags {
   lease: string;
   'service-account': string;
   controllers: string;
+  /** The identity in ccm's ownership tags, when `ccm run` is given one (default: from kube-system). */
+  'cluster-name'?: string;
   env: Readonly<Record<string, string | undefined>>;
   now?: () => Date;
 }
@@ -132,7 +137,8 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
     if (secretRef && secret) {
       checks.push(checkSecret(definition.credentials, secretRef, secret.data, secret.error));
     }
-    checks.push(...(await cloudChecks(definition, input, nodes, secretRef, secret?.data)));
+    const clusterID = () => clusterIdentity(http, input['cluster-name']);
+    checks.push(...(await cloudChecks(clusterID, definition, input, nodes, secretRef, secret?.data)));
     return resultOf(checks, definition.name);
   } finally {
     await http.close();
@@ -157,7 +163,18 @@ function credentialsFailure(err: unknown): CredentialsOutcome {
   return { error: oneLine(err), why };
 }
 
+async function routesOutcome(provider: Provider, clusterID: () => Promise<string>): Promise<RoutesOutcome> {
+  const routes = provider.routes;
+  if (!routes) return { unsupported: provider.noRoutesReason ?? `the ${provider.name} provider has none` };
+  try {
+    return { routes: await routes.list(await clusterID()) };
+  } catch (err) {
+    return { error: oneLine(err) };
+  }
+}
+
 async function cloudChecks(
+  clusterID: () => Promise<string>,
   definition: ProviderDefinition,
   input: DoctorInput,
   nodes: Parameters<typeof checkListing>[0],
@@ -201,6 +218,7 @@ async function cloudChecks(
       verified && 'ok' in verified ? verified.ok : '',
     ),
   );
+  checks.push(checkRoutes(nodes, await routesOutcome(provider, clusterID)));
   return checks;
 }
 

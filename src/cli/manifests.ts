@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { selectControllers } from '../controllers/manager.js';
+import { parseClusterCIDRs } from '../controllers/routes.js';
 import {
   LABEL_CONTROL_PLANE,
   TAINT_CONTROL_PLANE,
@@ -23,6 +24,8 @@ export interface ManifestOptions {
   /** namespace/name of the credentials Secret; default: the official controller's, when the cloud has one. */
   credentialsSecret?: string;
   clusterName?: string;
+  /** --cluster-cidr of `ccm run`: the route controller runs only with it. */
+  clusterCIDR?: string;
   cronjob: boolean;
   leaseName: string;
   /**
@@ -68,15 +71,24 @@ export function clusterRules(controllers: readonly string[]): PolicyRule[] {
   }
   if (has('cloud-node-lifecycle')) nodeVerbs.add('delete');
   const rules: PolicyRule[] = [{ apiGroups: [''], resources: ['nodes'], verbs: sorted(nodeVerbs) }];
-  if (has('cloud-node')) rules.push({ apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] });
+  // Addresses (cloud-node); the NetworkUnavailable condition (route).
+  if (has('cloud-node') || has('route'))
+    rules.push({ apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] });
   if (has('service')) {
     rules.push(
       { apiGroups: [''], resources: ['services'], verbs: ['list', 'watch'] },
       // Finalizer, annotations and ingress all go through the status subresource.
       { apiGroups: [''], resources: ['services/status'], verbs: ['patch'] },
-      // The cluster identity of ownership tags is the kube-system namespace's UID.
-      { apiGroups: [''], resources: ['namespaces'], verbs: ['get'], resourceNames: ['kube-system'] },
     );
+  }
+  if (has('service') || has('route')) {
+    // The cluster identity of ownership tags (load balancers, routes) is the kube-system namespace's UID.
+    rules.push({
+      apiGroups: [''],
+      resources: ['namespaces'],
+      verbs: ['get'],
+      resourceNames: ['kube-system'],
+    });
   }
   rules.push({ apiGroups: [''], resources: ['events'], verbs: ['create'] });
   // /metrics over HTTPS: the scraper's token and its right to `get /metrics`, asked of the API server.
@@ -176,6 +188,13 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
     throw new UsageError(`--controllers names ${unavailable.join(', ')}, which this build does not have`);
   }
   if (enabled.length === 0) throw new UsageError('--controllers enables no controller; use e.g. "*"');
+  if (options.clusterCIDR !== undefined) {
+    try {
+      parseClusterCIDRs(options.clusterCIDR);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
   const ns = options.namespace;
   const secretRef = options.credentialsSecret
     ? parseSecretRef(options.credentialsSecret)
@@ -362,6 +381,7 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
     `--leader-elect-resource-name=${options.leaseName}`,
     `--secure-port=${RUN_PORT}`,
     ...(options.clusterName ? [`--cluster-name=${options.clusterName}`] : []),
+    ...(options.clusterCIDR ? [`--cluster-cidr=${options.clusterCIDR}`] : []),
   ];
   const selector = { ...LABELS, 'app.kubernetes.io/component': 'controller' };
   objects.push(

@@ -37,7 +37,9 @@ export function resolveProviderValues(
         ? flags['cloud-config']
         : field.key === definition.apiUrlField
           ? flags['cloud-api-url']
-          : undefined;
+          : field.flag
+            ? (flags as Record<string, string | undefined>)[field.flag]
+            : undefined;
     // A Secret named with --credentials-secret holds the values under the official controller's keys.
     const fromSecret = field.secretKey ? nonEmpty(secret?.[field.secretKey]) : undefined;
     const fromEnv = field.env.map((name) => env[name]).find((v) => v !== undefined && v !== '');

@@ -42,6 +42,7 @@ export interface RunInput {
   context?: string;
   provider?: string;
   'cloud-config'?: string;
+  'cloudlycke-route-table'?: string;
   logLevel: LogLevel;
   controllers: string;
   controllerOptions: ControllerOptions;
@@ -126,6 +127,14 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     }
   })();
   if (input.leaderElect) checkLeaseTimings(input.lease);
+  if (input.controllerOptions.clusterCIDR !== undefined) {
+    const { parseClusterCIDRs } = await import('../controllers/routes.js');
+    try {
+      parseClusterCIDRs(input.controllerOptions.clusterCIDR);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
   if (!input.provider && !deps.definition) {
     throw new UsageError(
       'no provider given; pass --provider (e.g. --provider cloudlycke) or set CCM_PROVIDER',
@@ -333,7 +342,9 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
 
   // Said once the start was accepted: a start refused is its one line of error, nothing more.
   log.info(`cloud credentials from ${credentials.description}`);
-  reportListing(cloud.view());
+  // Only a listing that was made and failed is worth a warning: where the credentials were proven by
+  // verifyCredentials, nothing has listed yet (and with --controllers route or service, nothing may).
+  if (cloud.hasListed || cloud.lastError) reportListing(cloud.view());
   started = true;
 
   // --- informers --------------------------------------------------------------------------------

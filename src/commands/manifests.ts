@@ -49,6 +49,9 @@ export default class Manifests extends BaseCommand {
     'cluster-name': Flags.string({
       description: 'Identity in the ownership tag of cloud resources (default: from kube-system)',
     }),
+    'cluster-cidr': Flags.string({
+      description: "The cluster's Pod CIDR(s), passed to `ccm run` (the route controller runs only with it)",
+    }),
     cronjob: Flags.boolean({
       description: 'Also the `ccm nodes init` CronJob and its ClusterRole',
       default: false,
@@ -81,6 +84,7 @@ export default class Manifests extends BaseCommand {
       controllers: flags.controllers,
       ...(flags['credentials-secret'] ? { credentialsSecret: flags['credentials-secret'] } : {}),
       ...(flags['cluster-name'] ? { clusterName: flags['cluster-name'] } : {}),
+      ...(flags['cluster-cidr'] ? { clusterCIDR: flags['cluster-cidr'] } : {}),
       cronjob: flags.cronjob,
       leaseName: 'cloud-controller-manager',
     });

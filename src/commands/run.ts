@@ -13,7 +13,7 @@ function duration(flag: string, value: string, min = 1): number {
 
 export default class Run extends CcmCommand {
   static override summary =
-    'Run the cloud controller: node initialisation, node lifecycle and load balancers';
+    'Run the cloud controller: node initialisation, node lifecycle, load balancers and Pod routes';
   static override description = [
     'The long-running controller, as a Deployment runs it or a person runs it in a terminal. Watches Nodes, initialises tainted ones as they appear, keeps labels and addresses in step with the cloud, taints Nodes whose instance is shut down and deletes Nodes whose instance the cloud positively reports as gone, with the same rules as `ccm nodes init`.',
     'Only the replica holding the leader Lease writes. /healthz, /readyz and /metrics are served on --bind-address:--secure-port. SIGTERM or SIGINT: stop, finish in-flight writes, release the Lease, exit 0.',
@@ -26,7 +26,7 @@ export default class Run extends CcmCommand {
   static override flags = {
     controllers: Flags.string({
       description:
-        'Controllers to run: cloud-node, cloud-node-lifecycle, service; * for all, -name to disable one',
+        'Controllers to run: cloud-node, cloud-node-lifecycle, service, route; * for all, -name to disable one',
       default: '*',
     }),
     concurrency: Flags.integer({ description: 'Workers per controller', default: 8, min: 1, max: 256 }),
@@ -117,6 +117,23 @@ export default class Run extends CcmCommand {
       description:
         'Identity in the ownership tag of cloud resources ccm creates (default: derived from the kube-system namespace UID, unique per cluster)',
     }),
+    'configure-cloud-routes': Flags.boolean({
+      description:
+        "Create Pod network routes in the cloud for each Node's spec.podCIDRs (route controller; default: true where the provider has routes)",
+      allowNo: true,
+    }),
+    'cluster-cidr': Flags.string({
+      description:
+        'CIDR range(s) of Pods in the cluster, comma-separated; the route controller runs only with it, and deletes only routes inside it',
+    }),
+    'route-reconciliation-period': Flags.string({
+      default: '10s',
+      description: 'How often the route controller compares the cloud routes with the Nodes',
+    }),
+    'cloudlycke-route-table': Flags.string({
+      description:
+        "Cloudlycke: the host's routing table for Pod routes, a name or number (default main; env CLOUDLYCKE_ROUTE_TABLE)",
+    }),
     'credentials-secret': Flags.string({
       description:
         "Read the provider's credentials from this Secret (namespace/name), re-read on change; default: the flags and environment, else the provider's Secret in kube-system (the one `secret create` writes)",
@@ -152,6 +169,14 @@ export default class Run extends CcmCommand {
         concurrentServiceSyncs: flags['concurrent-service-syncs'],
         ...(flags['load-balancer-class'] ? { loadBalancerClass: flags['load-balancer-class'] } : {}),
         ...(flags['cluster-name'] ? { clusterName: flags['cluster-name'] } : {}),
+        ...(flags['configure-cloud-routes'] !== undefined
+          ? { configureCloudRoutes: flags['configure-cloud-routes'] }
+          : {}),
+        ...(flags['cluster-cidr'] ? { clusterCIDR: flags['cluster-cidr'] } : {}),
+        routeReconciliationPeriodMs: duration(
+          'route-reconciliation-period',
+          flags['route-reconciliation-period'],
+        ),
       },
       cloudQps: qps,
       cloudBurst: flags['cloud-burst'],

@@ -1,6 +1,6 @@
 import { monotonicMs } from '../clock.js';
 import { isProviderError, RetryableError } from '../providers/errors.js';
-import type { LoadBalancerRequest, LoadBalancers, Provider } from '../providers/types.js';
+import type { LoadBalancerRequest, LoadBalancers, Provider, Routes } from '../providers/types.js';
 import type { Metrics } from './metrics.js';
 
 /**
@@ -117,6 +117,13 @@ export function budgetedProvider(
       holder.current.loadBalancers?.observe?.(services);
     },
   };
+  const routes: Routes | undefined = holder.current.routes && {
+    list: (clusterID, signal) => call('route_list', (p) => (p.routes as Routes).list(clusterID, signal)),
+    create: (clusterID, nameHint, route, signal) =>
+      call('route_create', (p) => (p.routes as Routes).create(clusterID, nameHint, route, signal), true),
+    delete: (clusterID, route, signal) =>
+      call('route_delete', (p) => (p.routes as Routes).delete(clusterID, route, signal), true),
+  };
   return {
     get name() {
       return holder.current.name;
@@ -129,5 +136,7 @@ export function budgetedProvider(
       get: (providerID, signal) => call('get', (p) => p.instances.get(providerID, signal)),
     },
     ...(loadBalancers ? { loadBalancers } : {}),
+    ...(routes ? { routes } : {}),
+    ...(holder.current.noRoutesReason ? { noRoutesReason: holder.current.noRoutesReason } : {}),
   };
 }

@@ -43,6 +43,12 @@ export interface ControllerOptions {
   loadBalancerClass?: string;
   /** --cluster-name: the identity in ownership tags (default: derived from the kube-system UID). */
   clusterName?: string;
+  /** --configure-cloud-routes: undefined means true where the provider has routes. */
+  configureCloudRoutes?: boolean;
+  /** --cluster-cidr, comma-separated: the only routes the route controller may delete lie inside. */
+  clusterCIDR?: string;
+  /** --route-reconciliation-period (upstream default 10 s). */
+  routeReconciliationPeriodMs?: number;
 }
 
 export interface ControllerContext {
@@ -139,3 +145,4 @@ registerController(
   async () => (await import('./node-lifecycle.js')).nodeLifecycleController,
 );
 registerController('service', async () => (await import('./service-controller.js')).serviceController);
+registerController('route', async () => (await import('./route-controller.js')).routeController);

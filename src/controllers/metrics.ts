@@ -67,6 +67,18 @@ export function createMetrics() {
       help: '1 while this replica holds the leader Lease (or runs without leader election), else 0',
       registers: [registry],
     }),
+    routeOperations: new Counter({
+      name: 'ccm_route_operations_total',
+      help: 'Cloud routes created or deleted by the route controller, by operation (create, delete) and result (success, error)',
+      labelNames: ['operation', 'result'] as const,
+      registers: [registry],
+    }),
+    routes: new Gauge({
+      name: 'ccm_routes',
+      help: "The cluster's routes in the cloud after the last route pass, by state (ok: in place, missing: not created)",
+      labelNames: ['state'] as const,
+      registers: [registry],
+    }),
     watchRestarts: new Counter({
       name: 'ccm_watch_restarts_total',
       help: 'Watch restarts by resource and reason (gone: 410 relist, error, stall)',

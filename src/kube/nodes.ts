@@ -26,6 +26,11 @@ export interface NodeClient {
   patchNode(name: string, patch: object): Promise<void>;
   /** JSON merge patch of nodes/status: lists (addresses) are replaced whole, never merged by key. */
   patchNodeStatus(name: string, patch: object): Promise<void>;
+  /**
+   * Sets one condition of nodes/status by a strategic merge patch: conditions merge by type, so the
+   * kubelet's own conditions are never replaced (upstream nodeutil.SetNodeCondition).
+   */
+  setNodeCondition(name: string, condition: NodeConditionSpec): Promise<void>;
   /** Deletes exactly the Node that was evaluated: uid and resourceVersion are preconditions. */
   deleteNode(node: SlimNode): Promise<void>;
   createEvent(event: NodeEventSpec): Promise<void>;
@@ -33,10 +38,18 @@ export interface NodeClient {
   readonly writes: number;
 }
 
+export interface NodeConditionSpec {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+}
+
 type RawNode = Parameters<typeof slimNode>[0];
 
 const LIST_PAGE = 500;
 const MERGE_PATCH = 'application/merge-patch+json';
+const STRATEGIC_MERGE_PATCH = 'application/strategic-merge-patch+json';
 const MANAGER = `fieldManager=${FIELD_MANAGER}`;
 
 /** A client over its own transport (from a kubeconfig), or over a shared one (`ccm run`). */
@@ -86,6 +99,18 @@ export function createNodeClient(source: ClusterAccess | KubeTransport): NodeCli
         body,
         contentType: MERGE_PATCH,
       }),
+    setNodeCondition(name, condition) {
+      const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+      const body = {
+        status: { conditions: [{ ...condition, lastHeartbeatTime: now, lastTransitionTime: now }] },
+      };
+      return write({
+        method: 'PATCH',
+        path: `${nodePath(name)}/status?${MANAGER}`,
+        body,
+        contentType: STRATEGIC_MERGE_PATCH,
+      });
+    },
     async deleteNode(node) {
       const { name = '', uid, resourceVersion } = node.metadata ?? {};
       await write({

@@ -32,11 +32,11 @@ export interface SlimNode {
     /** Only the annotations ccm reads (SLIM_ANNOTATIONS). */
     annotations?: Record<string, string>;
   };
-  spec?: { providerID?: string; taints?: SlimTaint[] };
+  spec?: { providerID?: string; taints?: SlimTaint[]; podCIDRs?: string[] };
   status?: {
     addresses?: SlimNodeAddress[];
-    /** Only the Ready condition, and of it only type and status. */
-    conditions?: { type: string; status: string }[];
+    /** Only Ready and NetworkUnavailable, and of them only type, status (and the latter's reason). */
+    conditions?: { type: string; status: string; reason?: string }[];
   };
 }
 
@@ -55,10 +55,11 @@ interface RawNode {
   spec?: {
     providerID?: string;
     taints?: { key: string; value?: string; effect: string; timeAdded?: unknown }[];
+    podCIDRs?: string[];
   };
   status?: {
     addresses?: { type: string; address: string }[];
-    conditions?: { type: string; status: string }[];
+    conditions?: { type: string; status: string; reason?: string }[];
   };
 }
 
@@ -95,12 +96,25 @@ export function slimNode(raw: unknown): SlimNode {
     });
   }
 
+  if (spec.podCIDRs?.length) slimSpec.podCIDRs = [...spec.podCIDRs];
+
   const slimStatus: NonNullable<SlimNode['status']> = {};
   if (status.addresses) {
     slimStatus.addresses = status.addresses.map((a) => ({ type: a.type, address: a.address }));
   }
+  const conditions: NonNullable<NonNullable<SlimNode['status']>['conditions']> = [];
   const ready = status.conditions?.find((c) => c.type === 'Ready');
-  if (ready) slimStatus.conditions = [{ type: 'Ready', status: ready.status }];
+  if (ready) conditions.push({ type: 'Ready', status: ready.status });
+  // The route controller writes NetworkUnavailable only when it changes: it keeps what it compares.
+  const network = status.conditions?.find((c) => c.type === 'NetworkUnavailable');
+  if (network) {
+    conditions.push({
+      type: 'NetworkUnavailable',
+      status: network.status,
+      ...(network.reason !== undefined ? { reason: network.reason } : {}),
+    });
+  }
+  if (conditions.length) slimStatus.conditions = conditions;
   return { metadata: meta, spec: slimSpec, status: slimStatus };
 }
 

@@ -53,3 +53,7 @@ export const EVENT_DELETE_LOAD_BALANCER_FAILED = 'DeleteLoadBalancerFailed';
 export const EVENT_UPDATED_LOAD_BALANCER = 'UpdatedLoadBalancer';
 export const EVENT_UPDATE_LOAD_BALANCER_FAILED = 'UpdateLoadBalancerFailed';
 export const EVENT_UNAVAILABLE_LOAD_BALANCER = 'UnAvailableLoadBalancer';
+
+export const SOURCE_ROUTE_CONTROLLER = 'route_controller';
+export const EVENT_FAILED_TO_CREATE_ROUTE = 'FailedToCreateRoute';
+export const EVENT_FAILED_TO_DELETE_ROUTE = 'FailedToDeleteRoute';

@@ -121,6 +121,48 @@ export interface LoadBalancers {
   observe?(services: readonly LoadBalancerRequest[]): void;
 }
 
+/** A Node a route sends traffic to, as the provider needs it: no Kubernetes object crosses this line. */
+export interface RouteTarget {
+  name: string;
+  providerID: string;
+  addresses: NodeAddress[];
+}
+
+/** One route of this cluster in the cloud: traffic to `destinationCIDR` goes to `nextHop`. */
+export interface Route {
+  /** The cloud's name for it (what `delete` is given back); the destination where the cloud has none. */
+  name: string;
+  destinationCIDR: string;
+  /** The address the cloud sends the traffic to (a Node's InternalIP). */
+  nextHop: string;
+  /** The Node's name, where the cloud records it; else the controller finds it by `nextHop`. */
+  targetNode?: string;
+}
+
+/**
+ * The route capability (reference: cloudprovider.Routes): Pod network routes in the cloud, for
+ * clusters that route Pod traffic natively instead of through an overlay. Routes carry the cluster
+ * identity as load balancers do: `list` returns only routes ccm created for `clusterID`, and a route
+ * ccm did not create for this cluster is never changed or deleted, even one to the same destination.
+ */
+export interface Routes {
+  /** Every route of this cluster, in one listing (a partial listing throws). */
+  list(clusterID: string, signal?: AbortSignal): Promise<Route[]>;
+  /**
+   * Sends `destinationCIDR` to the Node (its InternalIP of the CIDR's family); `nameHint` is the
+   * Node's UID. Idempotent: a route of this cluster that already exists is success. A route to the
+   * same destination that is not this cluster's throws InvalidConfigError naming it.
+   */
+  create(
+    clusterID: string,
+    nameHint: string,
+    route: { targetNode: RouteTarget; destinationCIDR: string },
+    signal?: AbortSignal,
+  ): Promise<void>;
+  /** Removes one route `list` returned, and what ccm added with it; nothing when it is already gone. */
+  delete(clusterID: string, route: Route, signal?: AbortSignal): Promise<void>;
+}
+
 /** One credential or setting of a provider, as the official controller names it. */
 export interface CredentialField {
   key: string;
@@ -133,6 +175,8 @@ export interface CredentialField {
   default?: string;
   /** Environment variables read at the edge, first match wins. */
   env: string[];
+  /** The `ccm run` flag that fills it, before the environment (e.g. cloudlycke-route-table). */
+  flag?: string;
   /** Key in the Kubernetes Secret the official controller reads, when the field lives there. */
   secretKey?: string;
   /**
@@ -179,6 +223,9 @@ export interface Provider {
   readonly providerIdScheme: string;
   readonly instances: Instances;
   readonly loadBalancers?: LoadBalancers;
+  readonly routes?: Routes;
+  /** Where `routes` is absent: why the cloud cannot hold a Pod route, in one line citing its API. */
+  readonly noRoutesReason?: string;
   /**
    * One cheap call that proves the credentials work (`secret create`, `doctor`); resolves to a line
    * naming who they belong to (account, project), throws UnauthorizedError / InvalidConfigError.

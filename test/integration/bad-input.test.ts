@@ -209,8 +209,8 @@ describe('`ccm run`: bad input gets one line, exit 2, nothing written', () => {
     ],
     [
       'an unknown controller',
-      () => [...run, ...kc(), '--cloud-config', inventory, '--controllers', '*,-route'],
-      /--controllers: unknown controller "route"/,
+      () => [...run, ...kc(), '--cloud-config', inventory, '--controllers', '*,-routes'],
+      /--controllers: unknown controller "routes"/,
     ],
     [
       'a bad period',
@@ -221,6 +221,11 @@ describe('`ccm run`: bad input gets one line, exit 2, nothing written', () => {
       'lease timings that cannot work',
       () => [...run, ...kc(), '--cloud-config', inventory, '--leader-elect-renew-deadline', '20s'],
       /--leader-elect-lease-duration must be longer than --leader-elect-renew-deadline/,
+    ],
+    [
+      'a --cluster-cidr that is not a CIDR',
+      () => [...run, ...kc(), '--cloud-config', inventory, '--cluster-cidr', '10.244.0.0/16,10.300.0.0/16'],
+      /--cluster-cidr: "10\.300\.0\.0\/16" is not a CIDR such as 10\.244\.0\.0\/16/,
     ],
     [
       'a malformed credentials Secret reference',

@@ -32,6 +32,8 @@ export function createBrightbox(options: BrightboxClientOptions): Provider {
   return {
     name: 'brightbox',
     providerIdScheme: SCHEME,
+    noRoutesReason:
+      "Brightbox's API has no routes: a server interface is only a MAC and its addresses (gobrightbox interfaces.go), and a cloud IP's mode route/nat maps one address, not a CIDR (cloud_ips.go)",
     instances: brightboxInstances(client),
     loadBalancers: brightboxLoadBalancers(client),
     verifyCredentials: (signal) => client.verify(signal),

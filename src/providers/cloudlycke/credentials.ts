@@ -33,5 +33,16 @@ export const credentials: CredentialSchema = {
       prompt: 'input',
       env: ['CLOUDLYCKE_LOAD_BALANCER_POOL'],
     },
+    {
+      key: 'routeTable',
+      description:
+        "The host's routing table that holds the Pod routes of the route controller (default main)",
+      secret: false,
+      required: false,
+      prompt: 'input',
+      default: 'main',
+      env: ['CLOUDLYCKE_ROUTE_TABLE'],
+      flag: 'cloudlycke-route-table',
+    },
   ],
 };

@@ -5,6 +5,7 @@ import { credentials } from './credentials.js';
 import { inventoryInstances, SCHEME, vagrantInstances } from './instances.js';
 import { readInventory } from './inventory.js';
 import { CloudlyckeLoadBalancers } from './load-balancers.js';
+import { HostRoutes } from './routes.js';
 import { Vagrant } from './vagrant.js';
 
 /**
@@ -48,7 +49,8 @@ export const cloudlycke: ProviderDefinition = {
           : undefined;
       },
     });
-    return { name: 'cloudlycke', providerIdScheme: SCHEME, instances, loadBalancers };
+    const routes = new HostRoutes(nonEmpty(values.routeTable)?.trim() ?? 'main');
+    return { name: 'cloudlycke', providerIdScheme: SCHEME, instances, loadBalancers, routes };
   },
 };
 

@@ -38,6 +38,8 @@ export function createDigitalOcean(options: DigitalOceanClientOptions): Provider
   return {
     name: 'digitalocean',
     providerIdScheme: SCHEME,
+    noRoutesReason:
+      "DigitalOcean's VPC API has no routes: PUT/PATCH /v2/vpcs/{vpc_id} takes only name, description and default (OpenAPI components.schemas.vpc_updatable)",
     instances: dropletInstances(client),
     loadBalancers: doLoadBalancers(client),
     async verifyCredentials(signal) {

@@ -79,6 +79,8 @@ export interface CloudConfig {
   global: GlobalConfig;
   loadBalancer: LoadBalancerConfig;
   networking: NetworkingConfig;
+  /** [Route] router-id: the router whose extra routes carry the Pod routes; none, no routes. */
+  route: { routerID?: string };
 }
 
 type Raw = Record<string, string[]>;
@@ -205,13 +207,7 @@ export function parseCloudConfig(
   const lb = section(sections, 'LoadBalancer', LB_KEYS, LB_UNSUPPORTED, source);
   const networking = section(sections, 'Networking', NETWORKING_KEYS, NETWORKING_UNSUPPORTED, source);
   const route = section(sections, 'Route', ['router-id'], {}, source);
-  if (one(route, 'router-id')) {
-    throw fail(
-      'Route',
-      'router-id',
-      'routes are not supported by ccm; remove the key (use a CNI that routes pod networks)',
-    );
-  }
+  const routerID = one(route, 'router-id', (what) => fail('Route', 'router-id', what));
 
   const get = (raw: Raw, key: string) => one(raw, key, (what) => fail('Global', key, what));
   const bool = (raw: Raw, sectionName: string, key: string, dflt: boolean) =>
@@ -305,6 +301,7 @@ export function parseCloudConfig(
       internalNetworkNames: all(networking, 'internal-network-name'),
       ipv6SupportDisabled: bool(networking, 'Networking', 'ipv6-support-disabled', false),
     },
+    route: routerID ? { routerID } : {},
   };
 }
 

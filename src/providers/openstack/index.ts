@@ -13,6 +13,7 @@ import {
 } from './credentials.js';
 import { NovaInstances, SCHEME } from './instances.js';
 import { OctaviaLoadBalancers } from './load-balancers.js';
+import { NeutronRoutes } from './routes.js';
 
 /**
  * OpenStack: Keystone v3 for tokens and the catalog, Nova for instances, Octavia (with Neutron
@@ -59,6 +60,9 @@ export function createOpenStack(
     ...(config.loadBalancer.enabled
       ? { loadBalancers: new OctaviaLoadBalancers(session, config.loadBalancer) }
       : {}),
+    ...(config.route.routerID
+      ? { routes: new NeutronRoutes(session, config.route.routerID) }
+      : { noRoutesReason: 'cloud.conf has no [Route] router-id' }),
     async verifyCredentials(signal?: AbortSignal): Promise<string> {
       const token = await session.keystone.current(signal);
       const who = token.user ? ` as ${token.user.name}` : '';

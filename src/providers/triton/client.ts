@@ -36,6 +36,16 @@ export interface ListOptions {
    * docs/index.md ListMachines: "tombstone: Include destroyed and failed instances".
    */
   tombstone?: boolean;
+  /** Only machines with these tags (docs/index.md ListMachines `tag.$name`). */
+  tags?: Record<string, string>;
+}
+
+/** A fabric network as GetFabricNetwork / UpdateFabricNetwork return it (the fields ccm reads). */
+export interface FabricNetwork {
+  id: string;
+  subnet?: string;
+  /** Static routes for hosts on this network: destination (IP or CIDR) → gateway IP. */
+  routes?: Record<string, string>;
 }
 
 export interface TritonClientOptions {
@@ -170,7 +180,12 @@ export class TritonClient {
     let stale = 0;
     for (let offset = 0; ; ) {
       const res = await this.http.get<Machine[]>(`/${this.login}/machines`, {
-        query: { offset, limit: this.pageSize, ...(options.tombstone ? { tombstone: 'true' } : {}) },
+        query: {
+          offset,
+          limit: this.pageSize,
+          ...(options.tombstone ? { tombstone: 'true' } : {}),
+          ...Object.fromEntries(Object.entries(options.tags ?? {}).map(([k, v]) => [`tag.${k}`, v])),
+        },
         signal,
       });
       const page = res.body;
@@ -214,6 +229,29 @@ export class TritonClient {
       if (err instanceof InvalidConfigError) err.message = `AddMachineTags of machine ${id}: ${err.message}`;
       throw err;
     }
+  }
+
+  private fabricNetworkPath(vlan: number, id: string): string {
+    return `/${this.login}/fabrics/default/vlans/${vlan}/networks/${encodeURIComponent(id)}`;
+  }
+
+  /** GetFabricNetwork (GET /:login/fabrics/default/vlans/:vlan_id/networks/:id). */
+  async getFabricNetwork(vlan: number, id: string, signal?: AbortSignal): Promise<FabricNetwork> {
+    const path = this.fabricNetworkPath(vlan, id);
+    const { body } = await this.http.get<FabricNetwork>(path, { signal });
+    if (!isObject(body) || typeof body.id !== 'string')
+      throw unexpectedAnswer(`GET ${path}`, 'a fabric network', body);
+    return body;
+  }
+
+  /** UpdateFabricNetwork with `routes`: the network's whole routes object is replaced. */
+  async setFabricNetworkRoutes(
+    vlan: number,
+    id: string,
+    routes: Record<string, string>,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    await this.http.request('PUT', this.fabricNetworkPath(vlan, id), { body: { routes }, signal });
   }
 
   /** DeleteMachineTag: one tag; a tag that is already gone is fine. */

@@ -96,5 +96,14 @@ export const credentials: CredentialSchema = {
       prompt: 'input',
       env: ['TRITON_CNS_SUFFIX'],
     },
+    {
+      key: 'routeNetwork',
+      description:
+        "The Nodes' fabric network whose static routes carry the Pod routes of the route controller, as VLAN/NETWORK-UUID (e.g. 2/7ed4b4b8-…); unset: no routes",
+      secret: false,
+      required: false,
+      prompt: 'input',
+      env: ['TRITON_ROUTE_NETWORK'],
+    },
   ],
 };

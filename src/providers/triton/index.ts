@@ -6,6 +6,7 @@ import { TritonClient } from './client.js';
 import { credentials } from './credentials.js';
 import { type DatacenterResolver, SCHEME, tritonInstances } from './instances.js';
 import { CnsLoadBalancers } from './load-balancers.js';
+import { FabricRoutes } from './routes.js';
 import { createSigner } from './signer.js';
 
 const DEFAULT_CNS_SUFFIX = 'triton.zone';
@@ -47,6 +48,7 @@ export const triton: ProviderDefinition = {
     return {
       name: 'triton',
       providerIdScheme: SCHEME,
+      ...routesOf(client, value(values.routeNetwork)),
       instances: tritonInstances(client, datacenter),
       loadBalancers: new CnsLoadBalancers(client, {
         datacenter,
@@ -60,6 +62,21 @@ export const triton: ProviderDefinition = {
     };
   },
 };
+
+/** TRITON_ROUTE_NETWORK, VLAN/NETWORK-UUID: the fabric network of the Pod routes, else none. */
+function routesOf(
+  client: TritonClient,
+  spec: string | undefined,
+): Pick<Provider, 'routes' | 'noRoutesReason'> {
+  if (!spec) return { noRoutesReason: 'TRITON_ROUTE_NETWORK names no fabric network' };
+  const m = /^(\d{1,4})\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i.exec(spec.trim());
+  if (!m || Number(m[1]) > 4095) {
+    throw new InvalidConfigError(
+      `TRITON_ROUTE_NETWORK "${spec}" is not VLAN/NETWORK-UUID (e.g. 2/7ed4b4b8-62e2-4a31-9d4f-0bbd2a6ce2b1); \`triton network list\` and \`triton vlan list\` show them`,
+    );
+  }
+  return { routes: new FabricRoutes(client, Number(m[1]), (m[2] as string).toLowerCase()) };
+}
 
 function value(v: string | undefined): string | undefined {
   return v?.trim() ? v : undefined;

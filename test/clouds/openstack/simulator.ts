@@ -15,6 +15,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { HttpError } from './http-error.js';
+import { NeutronRouting } from './neutron-routes.js';
 import { OctaviaState } from './octavia.js';
 
 export { HttpError };
@@ -128,6 +129,8 @@ export class OpenStackSimulator {
   readonly servers = new Map<string, Record<string, unknown>>();
   readonly tokens = new Map<string, TokenRecord>();
   readonly octavia = new OctaviaState();
+  /** Neutron's routers, ports and extensions (the route controller's calls). */
+  readonly routing = new NeutronRouting();
   /** Token lifetime; Keystone's default is an hour. */
   tokenTtlMs = 3_600_000;
   /** Highest Nova microversion served; requests above it are refused with 406. */
@@ -351,7 +354,10 @@ export class OpenStackSimulator {
     if (path.startsWith('/compute/v2.1/'))
       return this.nova(method, path.slice('/compute/v2.1'.length), url, req);
     if (path.startsWith('/network/v2.0/'))
-      return this.octavia.neutron(method, path.slice('/network'.length), url, body);
+      return (
+        this.routing.handle(method, path.slice('/network'.length), url, body) ??
+        this.octavia.neutron(method, path.slice('/network'.length), url, body)
+      );
     // Octavia's API is /v2.0 (every release) and, since Rocky, /v2 too (octaviaV2Alias).
     const lbaas = /^\/load-balancer\/(v2\.0|v2)\/lbaas(\/.*)$/.exec(path);
     if (lbaas && (lbaas[1] === 'v2.0' || this.octaviaV2Alias)) {

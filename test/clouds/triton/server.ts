@@ -18,6 +18,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import sshpk from 'sshpk';
+import { FabricNetworks } from './fabric-networks.js';
 
 interface ParsedSignature {
   keyId: string;
@@ -145,6 +146,8 @@ export class TritonSim {
   readonly account: Account;
   readonly datacenter: string;
   readonly machines = new Map<string, SimMachine>();
+  /** Fabric networks (GetFabricNetwork, UpdateFabricNetwork), for the route controller. */
+  readonly fabrics = new FabricNetworks();
   readonly requests: RequestRecord[] = [];
   readonly faults: Fault[] = [];
   readonly ed25519: boolean;
@@ -427,6 +430,11 @@ export class TritonSim {
     body: string,
     authorize: (action: string) => void,
   ): { status: number; payload?: unknown; headers?: Record<string, string> } {
+    const fabric = /^\/[^/]+\/fabrics\/default\/vlans\/(\d+)\/networks\/([^/]+)$/.exec(url.pathname);
+    if (fabric) {
+      const fail = (status: number, code: string, message: string) => new ApiError(status, code, message);
+      return this.fabrics.handle(method, Number(fabric[1]), fabric[2] as string, body, authorize, fail);
+    }
     const [, , collection, id, sub, tag, ...rest] = url.pathname.split('/').map(decodeURIComponent);
     if (rest.length > 0) throw new ApiError(404, 'ResourceNotFound', `${url.pathname} does not exist`);
     if (collection === undefined || collection === '') {
@@ -504,8 +512,12 @@ export class TritonSim {
     // sdc-cloudapi lib/machines.js getListOptions passes no sort to VMAPI, and VMAPI then orders by
     // uuid, descending (sdc-vmapi lib/apis/moray.js _sortOptionsFromSortParam, docs/index.md
     // "Sorting"): the order does not follow creation, and a destroyed machine shifts what follows.
+    // docs/index.md ListMachines `tag.$name`: only machines with that tag value (sdc-cloudapi
+    // lib/machines.js hands `tag.*` to VMAPI as a tag filter).
+    const tagFilters = [...url.searchParams].filter(([k]) => k.startsWith('tag.'));
     const all = [...this.machines.values()]
       .filter((m) => tombstone || (m.state !== 'deleted' && m.state !== 'failed'))
+      .filter((m) => tagFilters.every(([k, v]) => String(m.tags[k.slice(4)]) === v))
       .sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
     const page = all.slice(offset, offset + limit);
     return {

@@ -5,9 +5,11 @@ import {
   checkApiServerFlags,
   checkControllerManager,
   checkLease,
+  checkRoutes,
   checkUninitialized,
 } from '../../../src/cli/doctor-checks.js';
 import type { PodInfo } from '../../../src/kube/diagnostics.js';
+import type { SlimNode } from '../../../src/kube/slim-node.js';
 
 /** kubeadm's own static Pod manifests (test/fixtures/cluster), as the API server shows their mirror Pods. */
 function kubeadmPod(version: string, component: string): PodInfo {
@@ -70,5 +72,40 @@ describe('doctor checks on time', () => {
     expect(checkLease(undefined, ref, now).message).toContain(
       'no Lease kube-system/cloud-controller-manager',
     );
+  });
+});
+
+describe('the routes check', () => {
+  const node = (n: number, network?: 'True' | 'False'): SlimNode => ({
+    metadata: { name: `w${n}` },
+    spec: { podCIDRs: [`10.244.${n}.0/24`] },
+    status: {
+      addresses: [{ type: 'InternalIP', address: `10.0.0.${n}` }],
+      ...(network ? { conditions: [{ type: 'NetworkUnavailable', status: network, reason: 'x' }] } : {}),
+    },
+  });
+  const route = (n: number) => ({
+    name: `r${n}`,
+    destinationCIDR: `10.244.${n}.0/24`,
+    nextHop: `10.0.0.${n}`,
+  });
+
+  it('a Pod CIDR without its route fails, naming the Node and the CIDR, with the fix', () => {
+    const result = checkRoutes([node(1, 'False'), node(2, 'True')], { routes: [route(1)] });
+    expect(result).toMatchObject({ id: 'routes', status: 'fail', items: ['w2 10.244.2.0/24'] });
+    expect(result.fix).toMatch(/--cluster-cidr/);
+  });
+
+  it('every route there but a Node still NetworkUnavailable: a warning', () => {
+    const result = checkRoutes([node(1, 'True')], { routes: [route(1)] });
+    expect(result).toMatchObject({ status: 'warn', items: ['w1'] });
+  });
+
+  it('all routes there: pass; a cloud without routes passes unless a Node waits for one', () => {
+    expect(checkRoutes([node(1, 'False')], { routes: [route(1)] }).status).toBe('pass');
+    expect(checkRoutes([node(1)], { unsupported: 'no API' }).status).toBe('pass');
+    const stuck = checkRoutes([node(1, 'True')], { unsupported: 'no API' });
+    expect(stuck).toMatchObject({ status: 'fail', items: ['w1'] });
+    expect(checkRoutes([node(1)], { error: 'HTTP 500' })).toMatchObject({ status: 'fail' });
   });
 });

@@ -1,6 +1,6 @@
 import type { NodePlan } from '../../../src/controllers/plan.js';
 import { KubeApiError } from '../../../src/kube/errors.js';
-import type { NodeClient, NodeEventSpec } from '../../../src/kube/nodes.js';
+import type { NodeClient, NodeConditionSpec, NodeEventSpec } from '../../../src/kube/nodes.js';
 import type { SlimNode, SlimNodeAddress, SlimTaint } from '../../../src/kube/slim-node.js';
 import {
   ANNOTATION_PROVIDED_NODE_IP,
@@ -131,6 +131,7 @@ export type KubeCall =
   | { op: 'getNode'; name: string }
   | { op: 'patchNode'; name: string; body: Record<string, unknown> }
   | { op: 'patchNodeStatus'; name: string; body: Record<string, unknown> }
+  | { op: 'setNodeCondition'; name: string; condition: NodeConditionSpec }
   | { op: 'deleteNode'; node: SlimNode }
   | { op: 'createEvent'; event: NodeEventSpec };
 
@@ -190,6 +191,18 @@ export class FakeNodeClient implements NodeClient {
     if (spec.providerID) node.spec.providerID = spec.providerID;
     if (spec.taints) node.spec.taints = spec.taints;
     node.metadata.resourceVersion = String(Number(node.metadata.resourceVersion ?? '0') + 1);
+    this.nodes.set(name, node);
+  }
+
+  async setNodeCondition(name: string, condition: NodeConditionSpec): Promise<void> {
+    this.record({ op: 'setNodeCondition', name, condition: { ...condition } });
+    const node = structuredClone(this.nodes.get(name) ?? { metadata: { name } });
+    node.status ??= {};
+    const rest = (node.status.conditions ?? []).filter((c) => c.type !== condition.type);
+    node.status.conditions = [
+      ...rest,
+      { type: condition.type, status: condition.status, reason: condition.reason },
+    ];
     this.nodes.set(name, node);
   }
 

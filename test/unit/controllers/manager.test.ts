@@ -3,29 +3,34 @@ import { controllerNames, registerSlot, selectControllers } from '../../../src/c
 
 describe('--controllers', () => {
   it('knows the upstream names', () => {
-    expect(controllerNames()).toEqual(['cloud-node', 'cloud-node-lifecycle', 'service']);
+    expect(controllerNames()).toEqual(['cloud-node', 'cloud-node-lifecycle', 'service', 'route']);
   });
   it('* is every controller', () => {
     expect(selectControllers('*')).toEqual({
-      enabled: ['cloud-node', 'cloud-node-lifecycle', 'service'],
+      enabled: ['cloud-node', 'cloud-node-lifecycle', 'service', 'route'],
       unavailable: [],
     });
   });
   it('-name disables one', () => {
-    expect(selectControllers('*,-cloud-node-lifecycle').enabled).toEqual(['cloud-node', 'service']);
-    expect(selectControllers('-cloud-node,*,-service').enabled).toEqual(['cloud-node-lifecycle']);
+    expect(selectControllers('*,-cloud-node-lifecycle').enabled).toEqual(['cloud-node', 'service', 'route']);
+    expect(selectControllers('-cloud-node,*,-service,-route').enabled).toEqual(['cloud-node-lifecycle']);
   });
   it('an empty slot is skipped by *, and naming it says it is unavailable', () => {
-    registerSlot('route');
-    expect(selectControllers('*').enabled).toEqual(['cloud-node', 'cloud-node-lifecycle', 'service']);
-    expect(selectControllers('cloud-node,route')).toEqual({
+    registerSlot('node-ipam');
+    expect(selectControllers('*').enabled).toEqual([
+      'cloud-node',
+      'cloud-node-lifecycle',
+      'service',
+      'route',
+    ]);
+    expect(selectControllers('cloud-node,node-ipam')).toEqual({
       enabled: ['cloud-node'],
-      unavailable: ['route'],
+      unavailable: ['node-ipam'],
     });
   });
   it('an unknown name is one clear error', () => {
     expect(() => selectControllers('cloud-node,routes')).toThrow(
-      /^--controllers: unknown controller "routes"; known: cloud-node, cloud-node-lifecycle, service/,
+      /^--controllers: unknown controller "routes"; known: cloud-node, cloud-node-lifecycle, service, route/,
     );
   });
 });

@@ -402,6 +402,10 @@ describe('the cloudlycke definition', () => {
       ['inventory', false, false, 'file', ['CLOUDLYCKE_INVENTORY']],
       ['vagrantDir', false, false, 'input', ['CLOUDLYCKE_VAGRANT_DIR', 'VAGRANT_CWD']],
       ['loadBalancerPool', false, false, 'input', ['CLOUDLYCKE_LOAD_BALANCER_POOL']],
+      ['routeTable', false, false, 'input', ['CLOUDLYCKE_ROUTE_TABLE']],
     ]);
+    expect(cloudlycke.credentials.fields.find((f) => f.key === 'routeTable')?.flag).toBe(
+      'cloudlycke-route-table',
+    );
   });
 });

@@ -216,9 +216,9 @@ ipv6-support-disabled=true
     expect(refusal(`${GLOBAL}[LoadBalancerClass "dmz"]\nfloating-subnet-id=x\n`)).toMatch(
       /\[LoadBalancerClass "dmz"\] load balancer classes are not supported/,
     );
-    expect(refusal(`${GLOBAL}[Route]\nrouter-id=r\n`)).toMatch(
-      /\[Route\] router-id: routes are not supported/,
-    );
+    // [Route] router-id names the router of the route controller
+    expect(parseCloudConfig(`${GLOBAL}[Route]\nrouter-id=r1\n`).route).toEqual({ routerID: 'r1' });
+    expect(parseCloudConfig(GLOBAL).route).toEqual({});
     // known but empty or at its default: accepted
     expect(() =>
       parseCloudConfig(`${GLOBAL}trust-id=\n[LoadBalancer]\nmanage-security-groups=false\n`),

@@ -1,0 +1,240 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { clusterIdentity } from '../kube/cluster-identity.js';
+import { nodeName, type SlimNode } from '../kube/slim-node.js';
+import {
+  EVENT_FAILED_TO_CREATE_ROUTE,
+  EVENT_FAILED_TO_DELETE_ROUTE,
+  SOURCE_ROUTE_CONTROLLER,
+} from '../kube/well-known.js';
+import type { Route, Routes } from '../providers/types.js';
+import { mapLimit } from './concurrency.js';
+import type { Controller, ControllerContext } from './manager.js';
+import {
+  type ClusterCIDRs,
+  conditionChange,
+  NETWORK_UNAVAILABLE,
+  parseClusterCIDRs,
+  planRoutes,
+} from './routes.js';
+
+const NAME = 'route';
+/** Cloud route operations in flight at once (the issue's bound; upstream's maxConcurrentRouteOperations is 200). */
+export const MAX_ROUTE_OPERATIONS = 10;
+const DEFAULT_PERIOD_MS = 10_000;
+
+export interface RoutePassResult {
+  listed: number;
+  created: number;
+  deleted: number;
+  failed: number;
+  conditionsWritten: number;
+}
+
+/**
+ * One pass: the cluster's routes listed once, whatever the number of Nodes; routes to delete, then
+ * routes to create, at most MAX_ROUTE_OPERATIONS in flight; then each Node's NetworkUnavailable
+ * condition, written only where it changes. A failed create leaves its Node NoRouteCreated and is
+ * tried again by the next pass.
+ */
+export async function routePass(
+  ctx: ControllerContext,
+  routes: Routes,
+  clusterID: string,
+  clusterCIDRs: ClusterCIDRs,
+): Promise<RoutePassResult> {
+  const listed = await routes.list(clusterID, ctx.signal);
+  const nodes = ctx.informers.nodes.list();
+  const plan = planRoutes(nodes, listed, clusterCIDRs);
+  const byName = new Map(nodes.map((n) => [nodeName(n), n]));
+  const result: RoutePassResult = {
+    listed: listed.length,
+    created: 0,
+    deleted: 0,
+    failed: 0,
+    conditionsWritten: 0,
+  };
+  const event = (node: SlimNode | undefined, reason: string, message: string) => {
+    if (node)
+      void ctx.kube
+        .createEvent({ node, type: 'Warning', reason, message, component: SOURCE_ROUTE_CONTROLLER })
+        .catch(() => undefined);
+  };
+
+  // Deletes first: a CIDR that moved to another Node (or a Node whose address changed) loses its old
+  // route before it gets the new one.
+  await mapLimit(plan.delete, MAX_ROUTE_OPERATIONS, async (route: Route) => {
+    try {
+      await routes.delete(clusterID, route, ctx.signal);
+      result.deleted++;
+      ctx.metrics.routeOperations.inc({ operation: 'delete', result: 'success' });
+      ctx.log.info(
+        { controller: NAME, cidr: route.destinationCIDR, nextHop: route.nextHop },
+        `deleted route ${route.destinationCIDR} via ${route.nextHop}`,
+      );
+    } catch (err) {
+      if (ctx.signal.aborted) return;
+      ctx.metrics.routeOperations.inc({ operation: 'delete', result: 'error' });
+      const message = `Could not delete route ${route.destinationCIDR} via ${route.nextHop}: ${(err as Error).message}`;
+      ctx.log.warn({ controller: NAME, cidr: route.destinationCIDR }, message);
+      event(
+        route.targetNode ? byName.get(route.targetNode) : undefined,
+        EVENT_FAILED_TO_DELETE_ROUTE,
+        message,
+      );
+    }
+  });
+
+  const failedNodes = new Set<string>();
+  await mapLimit(plan.create, MAX_ROUTE_OPERATIONS, async (c) => {
+    try {
+      await routes.create(
+        clusterID,
+        c.nameHint,
+        { targetNode: c.target, destinationCIDR: c.destinationCIDR },
+        ctx.signal,
+      );
+      result.created++;
+      ctx.metrics.routeOperations.inc({ operation: 'create', result: 'success' });
+      ctx.log.debug({ controller: NAME, node: c.node, cidr: c.destinationCIDR }, 'created route');
+    } catch (err) {
+      failedNodes.add(c.node);
+      result.failed++;
+      if (ctx.signal.aborted) return;
+      ctx.metrics.routeOperations.inc({ operation: 'create', result: 'error' });
+      const message = `Could not create route ${c.nameHint} ${c.destinationCIDR} for node ${c.node}: ${(err as Error).message}`;
+      ctx.log.warn({ controller: NAME, node: c.node, cidr: c.destinationCIDR }, message);
+      event(byName.get(c.node), EVENT_FAILED_TO_CREATE_ROUTE, message);
+    }
+  });
+  ctx.metrics.routes.set({ state: 'ok' }, listed.length - plan.delete.length + result.created);
+  ctx.metrics.routes.set({ state: 'missing' }, result.failed);
+  if (ctx.signal.aborted) return result;
+
+  const conditions: { node: SlimNode; created: boolean }[] = [];
+  for (const name of plan.complete) conditions.push({ node: byName.get(name) as SlimNode, created: true });
+  for (const c of plan.create)
+    if (!conditions.some((x) => nodeName(x.node) === c.node))
+      conditions.push({ node: byName.get(c.node) as SlimNode, created: !failedNodes.has(c.node) });
+  for (const name of plan.withoutCIDRs)
+    conditions.push({ node: byName.get(name) as SlimNode, created: false });
+  const changes = conditions.flatMap(({ node, created }) => {
+    const change = conditionChange(node, created);
+    return change ? [{ node, change }] : [];
+  });
+  await mapLimit(changes, ctx.options.concurrency, async ({ node, change }) => {
+    try {
+      await ctx.kube.setNodeCondition(nodeName(node), { type: NETWORK_UNAVAILABLE, ...change });
+      result.conditionsWritten++;
+    } catch (err) {
+      if (!ctx.signal.aborted)
+        ctx.log.warn(
+          { controller: NAME, node: nodeName(node) },
+          `could not set ${NETWORK_UNAVAILABLE}=${change.status} on Node ${nodeName(node)}: ${(err as Error).message}`,
+        );
+    }
+  });
+  return result;
+}
+
+/** What makes a Node change worth a pass: its Pod CIDRs or its addresses (upstream handleNodeUpdate). */
+function routeChangeMatters(old: SlimNode, now: SlimNode): boolean {
+  return (
+    JSON.stringify(old.spec?.podCIDRs ?? []) !== JSON.stringify(now.spec?.podCIDRs ?? []) ||
+    JSON.stringify(old.status?.addresses ?? []) !== JSON.stringify(now.status?.addresses ?? [])
+  );
+}
+
+/**
+ * The `route` entry of --controllers: a pass every --route-reconciliation-period and soon after a Node
+ * is added, deleted, or changes its Pod CIDRs or addresses (passes never overlap; changes during a
+ * pass give one more).
+ */
+export function routeController(): Controller {
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let again = false;
+  let stopped = false;
+  const unsubscribe: (() => void)[] = [];
+  return {
+    name: NAME,
+    async start(ctx: ControllerContext) {
+      const routes = ctx.provider.routes;
+      if (!routes) {
+        ctx.log.info(
+          { controller: NAME },
+          `the ${ctx.provider.name} provider has no routes${ctx.provider.noRoutesReason ? ` (${ctx.provider.noRoutesReason})` : ''}; the route controller does nothing`,
+        );
+        return;
+      }
+      if (ctx.options.configureCloudRoutes === false) {
+        ctx.log.info({ controller: NAME }, 'routes are not configured (--configure-cloud-routes=false)');
+        return;
+      }
+      // As upstream (route_controller.go New: "Must specify clusterCIDR"): without the cluster's Pod
+      // range the controller neither knows what it may delete nor that Pod routes are wanted at all.
+      const clusterCIDRs = parseClusterCIDRs(ctx.options.clusterCIDR ?? '');
+      if (clusterCIDRs.length === 0) {
+        ctx.log.info(
+          { controller: NAME },
+          'no --cluster-cidr: the route controller does nothing (give the cluster Pod CIDR to have Pod routes in the cloud)',
+        );
+        return;
+      }
+      const clusterID = await clusterIdentity(ctx.transport, ctx.options.clusterName);
+      let lastFailure: string | undefined;
+      const pass = async () => {
+        const end = ctx.metrics.reconcileSeconds.startTimer({ controller: NAME });
+        try {
+          const r = await routePass(ctx, routes, clusterID, clusterCIDRs);
+          ctx.metrics.reconciles.inc({ controller: NAME, result: r.failed ? 'error' : 'success' });
+          if (lastFailure) ctx.log.info({ controller: NAME }, 'routes can be listed again');
+          lastFailure = undefined;
+        } catch (err) {
+          if (ctx.signal.aborted) return;
+          ctx.metrics.reconciles.inc({ controller: NAME, result: 'error' });
+          const message = `could not list routes: ${(err as Error).message}`;
+          ctx.log[message === lastFailure ? 'debug' : 'warn']({ controller: NAME }, message);
+          lastFailure = message;
+        } finally {
+          end();
+        }
+      };
+      const trigger = () => {
+        if (stopped || ctx.signal.aborted) return;
+        if (running) {
+          again = true;
+          return;
+        }
+        running = (async () => {
+          do {
+            again = false;
+            await pass();
+          } while (again && !stopped && !ctx.signal.aborted);
+        })().finally(() => {
+          running = undefined;
+        });
+      };
+      const nodes = ctx.informers.nodes;
+      while (!nodes.hasSynced()) {
+        if (ctx.signal.aborted) return;
+        await delay(50);
+      }
+      unsubscribe.push(
+        nodes.on('add', () => trigger()),
+        nodes.on('delete', () => trigger()),
+        nodes.on('update', (old, now) => {
+          if (routeChangeMatters(old, now)) trigger();
+        }),
+      );
+      trigger();
+      timer = setInterval(trigger, ctx.options.routeReconciliationPeriodMs ?? DEFAULT_PERIOD_MS);
+      timer.unref?.();
+    },
+    async stop() {
+      stopped = true;
+      for (const off of unsubscribe) off();
+      if (timer) clearInterval(timer);
+      await running;
+    },
+  };
+}

@@ -1,0 +1,267 @@
+import { InvalidConfigError } from '../errors.js';
+import { nextHopFor } from '../next-hop.js';
+import type { Route, Routes, RouteTarget } from '../types.js';
+import type { Session } from './client.js';
+
+/**
+ * Pod routes as Neutron extra routes on the router named by cloud.conf's `[Route] router-id`, as the
+ * official controller does (cloud-provider-openstack pkg/openstack/routes.go): a route is added with
+ * `PUT /v2.0/routers/{id}/add_extraroutes` where Neutron lists the `extraroute-atomic` extension,
+ * else by a read-modify-write of the router's `routes`; the Pod CIDR is added to the
+ * `allowed_address_pairs` of the Node's port, or Neutron's port security drops the Pods' traffic.
+ *
+ * Ownership. A Neutron route is only {destination, nexthop}, and a router holds at most 50 tags
+ * (neutron/extensions/tagging.py MAX_TAGS_COUNT), too few for one tag per route. So the Node's own
+ * port carries it: the tag `ccm-cluster:<cluster>` and one tag `ccm-route:<CIDR>` (the "/" written
+ * "_", since a tag is a URL path segment) per route ccm made through it. A router route is this
+ * cluster's only when the port holding its next hop has both tags; any other route, on the same
+ * router, is never changed or deleted. A Node whose server (and so its port) was deleted leaves its
+ * route on the router: without the port nothing proves the route is ccm's (docs/routes.md).
+ *
+ * Calls: `list` is 2 (the router, the cluster's ports); a missing route costs 4 (the port by its
+ * address, its tags, the route, its address pairs); a delete 3.
+ */
+
+interface NeutronRoute {
+  destination: string;
+  nexthop: string;
+}
+
+interface NeutronRouter {
+  id: string;
+  routes?: NeutronRoute[];
+}
+
+interface NeutronPort {
+  id: string;
+  fixed_ips?: { ip_address: string; subnet_id?: string }[];
+  allowed_address_pairs?: { ip_address: string; mac_address?: string }[];
+  port_security_enabled?: boolean;
+  tags?: string[];
+}
+
+const ATOMIC = 'extraroute-atomic';
+
+export function clusterTag(clusterID: string): string {
+  return `ccm-cluster:${clusterID}`;
+}
+
+export function routeTag(cidr: string): string {
+  return `ccm-route:${cidr.replace('/', '_')}`;
+}
+
+function tagCIDR(tag: string): string | undefined {
+  return tag.startsWith('ccm-route:') ? tag.slice('ccm-route:'.length).replace('_', '/') : undefined;
+}
+
+export class NeutronRoutes implements Routes {
+  /** Whether Neutron lists extraroute-atomic: asked once, by the first change (a failure asks again). */
+  private atomic: Promise<boolean> | undefined;
+  /** The last listing's view: ports of this cluster by address, and every route of the router. */
+  private ports = new Map<string, NeutronPort>();
+  private routerRoutes: NeutronRoute[] = [];
+  /** Changes of one port run one at a time (withPort); writes counted to know a read is stale. */
+  private readonly portLocks = new Map<string, Promise<unknown>>();
+  private readonly portWrites = new Map<string, number>();
+  /** Read-modify-writes of the router's routes run one at a time (no extraroute-atomic). */
+  private routerLock: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly session: Session,
+    private readonly routerID: string,
+  ) {}
+
+  private get routerPath(): string {
+    return `v2.0/routers/${encodeURIComponent(this.routerID)}`;
+  }
+
+  private async router(signal?: AbortSignal): Promise<NeutronRouter> {
+    const res = await this.session.request<{ router: NeutronRouter }>('network', 'GET', this.routerPath, {
+      signal,
+    });
+    return res.body.router;
+  }
+
+  async list(clusterID: string, signal?: AbortSignal): Promise<Route[]> {
+    const router = await this.router(signal).catch((err: unknown) => {
+      if ((err as { kind?: string }).kind === 'NotFound') {
+        throw new InvalidConfigError(
+          `cloud.conf: [Route] router-id: Neutron has no router ${this.routerID}; give the id of the router of the Nodes' network`,
+        );
+      }
+      throw err;
+    });
+    const res = await this.session.request<{ ports: NeutronPort[] }>('network', 'GET', 'v2.0/ports', {
+      query: { tags: clusterTag(clusterID) },
+      signal,
+    });
+    this.routerRoutes = router.routes ?? [];
+    this.ports = new Map();
+    for (const port of res.body.ports)
+      for (const ip of port.fixed_ips ?? []) this.ports.set(ip.ip_address, port);
+    const routes: Route[] = [];
+    for (const r of this.routerRoutes) {
+      const port = this.ports.get(r.nexthop);
+      if (!port?.tags?.some((t) => tagCIDR(t) === r.destination)) continue;
+      routes.push({
+        name: `${r.destination} via ${r.nexthop}`,
+        destinationCIDR: r.destination,
+        nextHop: r.nexthop,
+      });
+    }
+    return routes;
+  }
+
+  async create(
+    clusterID: string,
+    _nameHint: string,
+    route: { targetNode: RouteTarget; destinationCIDR: string },
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const cidr = route.destinationCIDR;
+    const nexthop = nextHopFor(route.targetNode, cidr);
+    const foreign = this.routerRoutes.find(
+      (r) => r.destination === cidr && !this.ports.get(r.nexthop)?.tags?.includes(routeTag(cidr)),
+    );
+    if (foreign) {
+      throw new InvalidConfigError(
+        `router ${this.routerID} already routes ${cidr} via ${foreign.nexthop} and the route is not ccm's; remove it, or give the Node another Pod CIDR`,
+      );
+    }
+    await this.withPort(await this.portOf(nexthop, signal), signal, async (port) => {
+      // The claim first: a route ccm adds is always one ccm can recognise afterwards.
+      const tags = [...new Set([...(port.tags ?? []), clusterTag(clusterID), routeTag(cidr)])];
+      if (tags.length !== (port.tags ?? []).length) await this.setTags(port, tags, signal);
+      await this.changeRoutes('add', { destination: cidr, nexthop }, signal);
+      if (port.port_security_enabled === false) return;
+      const pairs = port.allowed_address_pairs ?? [];
+      if (!pairs.some((p) => p.ip_address === cidr)) {
+        await this.setPairs(port, [...pairs, { ip_address: cidr }], signal);
+      }
+    });
+  }
+
+  /**
+   * Runs `fn` on the port, one change of a port at a time: a dual-stack Node has two routes through one
+   * port, and tags and address pairs are read-modify-writes. A port changed by ccm since it was read
+   * is read again first.
+   */
+  private async withPort(
+    port: NeutronPort,
+    signal: AbortSignal | undefined,
+    fn: (port: NeutronPort) => Promise<void>,
+  ): Promise<void> {
+    const seen = this.portWrites.get(port.id) ?? 0;
+    const run = (this.portLocks.get(port.id) ?? Promise.resolve()).then(async () => {
+      let current = port;
+      if ((this.portWrites.get(port.id) ?? 0) !== seen) {
+        const res = await this.session.request<{ port: NeutronPort }>(
+          'network',
+          'GET',
+          `v2.0/ports/${port.id}`,
+          {
+            signal,
+          },
+        );
+        current = res.body.port;
+      }
+      await fn(current);
+    });
+    const tail = run.catch(() => undefined);
+    this.portLocks.set(port.id, tail);
+    try {
+      await run;
+    } finally {
+      if (this.portLocks.get(port.id) === tail) this.portLocks.delete(port.id);
+    }
+  }
+
+  private async setTags(port: NeutronPort, tags: string[], signal?: AbortSignal): Promise<void> {
+    this.portWrites.set(port.id, (this.portWrites.get(port.id) ?? 0) + 1);
+    await this.session.request('network', 'PUT', `v2.0/ports/${port.id}/tags`, { body: { tags }, signal });
+    port.tags = tags;
+  }
+
+  async delete(clusterID: string, route: Route, signal?: AbortSignal): Promise<void> {
+    const cidr = route.destinationCIDR;
+    const listed = this.ports.get(route.nextHop) ?? (await this.portOf(route.nextHop, signal));
+    await this.withPort(listed, signal, async (port) => {
+      const tags = port.tags ?? [];
+      if (!tags.includes(clusterTag(clusterID)) || !tags.includes(routeTag(cidr))) {
+        throw new InvalidConfigError(
+          `the route ${cidr} via ${route.nextHop} is not this cluster's (its port has no ${routeTag(cidr)} tag); ccm leaves it`,
+        );
+      }
+      await this.changeRoutes('remove', { destination: cidr, nexthop: route.nextHop }, signal);
+      const pairs = port.allowed_address_pairs ?? [];
+      if (pairs.some((p) => p.ip_address === cidr)) {
+        await this.setPairs(
+          port,
+          pairs.filter((p) => p.ip_address !== cidr),
+          signal,
+        );
+      }
+      const rest = tags.filter((t) => t !== routeTag(cidr));
+      const left = rest.some((t) => tagCIDR(t) !== undefined);
+      await this.setTags(port, left ? rest : rest.filter((t) => t !== clusterTag(clusterID)), signal);
+    });
+  }
+
+  /** The one port holding `address` (the official controller's getPortByIP). */
+  private async portOf(address: string, signal?: AbortSignal): Promise<NeutronPort> {
+    const res = await this.session.request<{ ports: NeutronPort[] }>('network', 'GET', 'v2.0/ports', {
+      query: { fixed_ips: `ip_address=${address}` },
+      signal,
+    });
+    const [port, ...more] = res.body.ports;
+    if (!port || more.length) {
+      throw new InvalidConfigError(
+        `Neutron has ${port ? 'several ports' : 'no port'} with the address ${address}; ccm routes a Pod CIDR to the one port of its Node`,
+      );
+    }
+    return port;
+  }
+
+  private async setPairs(
+    port: NeutronPort,
+    pairs: NonNullable<NeutronPort['allowed_address_pairs']>,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    this.portWrites.set(port.id, (this.portWrites.get(port.id) ?? 0) + 1);
+    const res = await this.session.request<{ port: NeutronPort }>('network', 'PUT', `v2.0/ports/${port.id}`, {
+      body: { port: { allowed_address_pairs: pairs } },
+      signal,
+    });
+    port.allowed_address_pairs = res.body.port.allowed_address_pairs ?? pairs;
+  }
+
+  private supportsAtomic(signal?: AbortSignal): Promise<boolean> {
+    this.atomic ??= this.session
+      .request<{ extensions: { alias: string }[] }>('network', 'GET', 'v2.0/extensions', { signal })
+      .then((res) => res.body.extensions.some((e) => e.alias === ATOMIC));
+    this.atomic.catch(() => {
+      this.atomic = undefined;
+    });
+    return this.atomic;
+  }
+
+  private async changeRoutes(op: 'add' | 'remove', route: NeutronRoute, signal?: AbortSignal): Promise<void> {
+    if (await this.supportsAtomic(signal)) {
+      await this.session.request('network', 'PUT', `${this.routerPath}/${op}_extraroutes`, {
+        body: { router: { routes: [route] } },
+        signal,
+      });
+      return;
+    }
+    const run = this.routerLock.then(async () => {
+      const current = (await this.router(signal)).routes ?? [];
+      const same = (r: NeutronRoute) => r.destination === route.destination && r.nexthop === route.nexthop;
+      if (op === 'add' && current.some(same)) return;
+      if (op === 'remove' && !current.some(same)) return;
+      const routes = op === 'add' ? [...current, route] : current.filter((r) => !same(r));
+      await this.session.request('network', 'PUT', this.routerPath, { body: { router: { routes } }, signal });
+    });
+    this.routerLock = run.catch(() => undefined);
+    await run;
+  }
+}

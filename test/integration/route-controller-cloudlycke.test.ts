@@ -1,0 +1,212 @@
+/**
+ * Cloudlycke's routes for real: the route controller against a real kube-apiserver, its routes in the
+ * routing table of a network namespace this test creates, with a veth pair standing in for the
+ * Vagrant host-only network. Every route and address lives inside that namespace (`ip -n`), and no
+ * packet is sent: `ip route get` shows the next hop a packet to a Pod IP would take. The namespace is
+ * removed after the tests, whatever their outcome.
+ */
+import { randomBytes } from 'node:crypto';
+import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
+import { execa } from 'execa';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { RunInput } from '../../src/cli/run.js';
+import { HostRoutes, realmOf } from '../../src/providers/cloudlycke/routes.js';
+import type { Provider } from '../../src/providers/types.js';
+import { fixtureApi, nodeObject } from '../controlplane/fixtures.js';
+import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { writeInventory } from '../helpers/inventory.js';
+import { type InProcess, runInput, startInProcess, until } from '../helpers/run.js';
+
+// Unique on a machine shared with other sessions' tests: the pid alone may repeat.
+const NS = `ccm-rt-${process.pid}-${randomBytes(3).toString('hex')}`;
+const CLUSTER = 'lab';
+const REALM = String(realmOf(CLUSTER));
+const HOST_IP = '192.168.56.1';
+
+let cp: ControlPlane;
+let api: CoreV1Api;
+let ccm: InProcess | undefined;
+/** Every `ip` command ccm ran, in order. */
+const ipCalls: string[][] = [];
+
+const ip = async (...args: string[]) => String((await execa('ip', ['-n', NS, ...args])).stdout);
+
+interface IpRoute {
+  dst: string;
+  gateway?: string;
+  dev?: string;
+  flow?: { to?: string };
+  table?: string;
+}
+const routes = async (table = 'main'): Promise<string[]> =>
+  (JSON.parse(await ip('-json', 'route', 'show', 'table', table, 'proto', 'static')) as IpRoute[])
+    .map((r) => `${r.dst} via ${r.gateway} realm ${r.flow?.to ?? '-'}`)
+    .sort();
+const nextHop = async (address: string) =>
+  (JSON.parse(await ip('-json', 'route', 'get', address)) as IpRoute[])[0];
+
+beforeAll(async () => {
+  await execa('ip', ['netns', 'del', NS], { reject: false });
+  await execa('ip', ['netns', 'add', NS]);
+  // The host-only network: the host's end and the VMs' end of a veth pair, both up (a carrier).
+  await ip('link', 'add', 'vboxnet0', 'type', 'veth', 'peer', 'name', 'vms0');
+  await ip('addr', 'add', `${HOST_IP}/24`, 'dev', 'vboxnet0');
+  await ip('link', 'set', 'vboxnet0', 'up');
+  await ip('link', 'set', 'vms0', 'up');
+  cp = await startControlPlane();
+  api = fixtureApi(cp.kubeconfigPath);
+});
+afterAll(async () => {
+  try {
+    await ccm?.stop();
+  } finally {
+    await execa('ip', ['netns', 'del', NS], { reject: false });
+    await cp?.stop();
+  }
+});
+beforeEach(async () => {
+  await ccm?.stop();
+  ccm = undefined;
+  await api.deleteCollectionNode({});
+  await ip('route', 'flush', 'proto', 'static');
+  await execa('ip', ['-n', NS, 'route', 'flush', 'table', '100'], { reject: false });
+});
+
+async function worker(n: number): Promise<void> {
+  const podCIDR = `10.244.${n}.0/24`;
+  const node = nodeObject({
+    name: `vm${n}`,
+    tainted: false,
+    addresses: [{ type: 'InternalIP', address: `192.168.56.${n}` }],
+  });
+  await api.createNode({ body: { ...node, spec: { ...node.spec, podCIDR, podCIDRs: [podCIDR] } } });
+}
+
+/** ccm run --controllers route, its Cloudlycke routes acting on the namespace's tables. */
+async function start(table = 'main', overrides: Partial<RunInput> = {}): Promise<InProcess> {
+  const base = runInput(cp.kubeconfigPath, writeInventory([]), { controllers: 'route', ...overrides });
+  const inNamespace = (p: Provider): Provider => ({
+    ...p,
+    routes: new HostRoutes(table, async (args, signal) => {
+      ipCalls.push(args);
+      const r = await execa('ip', ['-n', NS, ...args], {
+        reject: false,
+        ...(signal ? { cancelSignal: signal } : {}),
+      });
+      if (r.exitCode !== 0) throw new Error(String(r.stderr));
+      return String(r.stdout);
+    }),
+  });
+  ccm = await startInProcess(
+    {
+      ...base,
+      controllerOptions: {
+        ...base.controllerOptions,
+        clusterName: CLUSTER,
+        clusterCIDR: '10.244.0.0/16',
+        routeReconciliationPeriodMs: 300,
+      },
+    },
+    { wrapProvider: inNamespace },
+  );
+  return ccm;
+}
+
+function network(node: V1Node) {
+  return node.status?.conditions?.find((c) => c.type === 'NetworkUnavailable')?.reason;
+}
+const routeCreated = (name: string) =>
+  until(`${name} RouteCreated`, async () => network(await api.readNode({ name })) === 'RouteCreated');
+
+describe('route controller, Cloudlycke (the host routing table, in a network namespace)', () => {
+  it('routes each Pod CIDR via its Node, tagged proto static and the cluster realm; a packet to a Pod IP leaves by that next hop', async () => {
+    await worker(11);
+    await worker(12);
+    await start();
+    await routeCreated('vm11');
+    await routeCreated('vm12');
+    expect(await routes()).toEqual([
+      `10.244.11.0/24 via 192.168.56.11 realm ${REALM}`,
+      `10.244.12.0/24 via 192.168.56.12 realm ${REALM}`,
+    ]);
+    expect(await nextHop('10.244.11.7')).toMatchObject({ gateway: '192.168.56.11', dev: 'vboxnet0' });
+    expect(await nextHop('10.244.12.200')).toMatchObject({ gateway: '192.168.56.12', dev: 'vboxnet0' });
+  });
+
+  it('a restart over an unchanged lab changes no route and writes nothing to the Nodes', async () => {
+    await worker(11);
+    await worker(12);
+    await start();
+    await routeCreated('vm11');
+    await routeCreated('vm12');
+    await ccm?.stop();
+    const versions = (await api.listNode()).items.map((n) => n.metadata?.resourceVersion);
+    const before = await routes();
+    ipCalls.length = 0;
+    const again = await start();
+    const passes = async () =>
+      ((await again.handle.metrics.reconciles.get()).values ?? [])
+        .filter((v) => v.labels.controller === 'route')
+        .reduce((n, v) => n + v.value, 0);
+    await until('three passes', async () => (await passes()) >= 3);
+    expect(ipCalls.filter((a) => a.includes('replace') || a.includes('del'))).toEqual([]);
+    expect(await routes()).toEqual(before);
+    expect((await api.listNode()).items.map((n) => n.metadata?.resourceVersion)).toEqual(versions);
+  });
+
+  it("a deleted Node loses its route; the host's own routes, another cluster's and ours outside --cluster-cidr stay", async () => {
+    await ip('route', 'add', '10.244.50.0/24', 'via', '192.168.56.50', 'proto', 'static');
+    await ip(
+      'route',
+      'add',
+      '10.244.51.0/24',
+      'via',
+      '192.168.56.51',
+      'proto',
+      'static',
+      'realm',
+      String(realmOf('other')),
+    );
+    await ip('route', 'add', '172.20.0.0/16', 'via', '192.168.56.60', 'proto', 'static', 'realm', REALM);
+    await worker(11);
+    await worker(12);
+    await start();
+    await routeCreated('vm11');
+    await routeCreated('vm12');
+    await api.deleteNode({ name: 'vm11' });
+    await until(
+      'the route of vm11 deleted',
+      async () => !(await routes()).some((r) => r.startsWith('10.244.11.')),
+    );
+    expect(await routes()).toEqual(
+      [
+        '10.244.50.0/24 via 192.168.56.50 realm -',
+        `10.244.51.0/24 via 192.168.56.51 realm ${realmOf('other')}`,
+        `10.244.12.0/24 via 192.168.56.12 realm ${REALM}`,
+        `172.20.0.0/16 via 192.168.56.60 realm ${REALM}`,
+      ].sort(),
+    );
+    // The Pod CIDR nobody routes any more falls back to the namespace's default: no route at all.
+    const lost = await execa('ip', ['-n', NS, 'route', 'get', '10.244.11.7'], { reject: false });
+    expect(lost.exitCode).not.toBe(0);
+  });
+
+  it("a CIDR the host already routes is not taken over: NoRouteCreated, the host's route unchanged", async () => {
+    await ip('route', 'add', '10.244.11.0/24', 'via', '192.168.56.99');
+    await worker(11);
+    await start();
+    await until(
+      'vm11 NoRouteCreated',
+      async () => network(await api.readNode({ name: 'vm11' })) === 'NoRouteCreated',
+    );
+    expect(await nextHop('10.244.11.7')).toMatchObject({ gateway: '192.168.56.99' });
+  });
+
+  it("a table of ccm's own (--cloudlycke-route-table 100): the routes go there only", async () => {
+    await worker(11);
+    await start('100');
+    await routeCreated('vm11');
+    expect(await routes('100')).toEqual([`10.244.11.0/24 via 192.168.56.11 realm ${REALM}`]);
+    expect(await routes('main')).toEqual([]);
+  });
+});

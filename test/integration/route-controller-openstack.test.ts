@@ -1,0 +1,378 @@
+/**
+ * The route controller (`ccm run --controllers route`) against a real kube-apiserver and the
+ * OpenStack simulator's Neutron routers and ports: routes for Nodes with podCIDRs, the
+ * NetworkUnavailable condition, deletion bounded by ownership and --cluster-cidr, a failing cloud,
+ * a restart that writes nothing, and two replicas of which only the leader writes.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { runDoctor } from '../../src/cli/doctor.js';
+import type { RunInput } from '../../src/cli/run.js';
+import type { Provider } from '../../src/providers/types.js';
+import type { SimPort, SimRouter } from '../clouds/openstack/neutron-routes.js';
+import { OpenStackSimulator } from '../clouds/openstack/simulator.js';
+import { fixtureApi, nodeObject } from '../controlplane/fixtures.js';
+import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { freePort, type InProcess, leaderElection, runInput, startInProcess, until } from '../helpers/run.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const CLUSTER = 'routes-test';
+const CLUSTER_CIDR = '10.244.0.0/16';
+const conf = () =>
+  readFileSync(fileURLToPath(new URL('../fixtures/openstack/occm-cloud-config', import.meta.url)), 'utf8')
+    .replace('http://192.128.1.15:5000/v3', sim.authUrl)
+    .concat(`\n[Route]\nrouter-id=${router.id}\n`);
+
+let cp: ControlPlane;
+let api: CoreV1Api;
+let sim: OpenStackSimulator;
+let router: SimRouter;
+const running: InProcess[] = [];
+
+beforeAll(async () => {
+  [cp, sim] = await Promise.all([startControlPlane(), new OpenStackSimulator().start()]);
+  api = fixtureApi(cp.kubeconfigPath);
+});
+afterAll(async () => {
+  await Promise.all([cp?.stop(), sim?.stop()]);
+});
+beforeEach(async () => {
+  await api.deleteCollectionNode({});
+  sim.routing.routers.clear();
+  sim.routing.ports.clear();
+  sim.routing.extensions.add('extraroute-atomic');
+  sim.requests.length = 0;
+  sim.clearFaults();
+  router = sim.routing.addRouter({ subnets: ['10.0.0.0/24'], ips: ['10.0.0.1'] });
+});
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((r) => r.stop()));
+});
+
+function input(overrides: Partial<RunInput> = {}): RunInput {
+  const file = join(tempDir('ccm-routes-'), 'cloud.conf');
+  writeFileSync(file, conf());
+  const base = runInput(cp.kubeconfigPath, file, { provider: 'openstack', controllers: 'route' });
+  return {
+    ...base,
+    ...overrides,
+    controllerOptions: {
+      ...base.controllerOptions,
+      clusterName: CLUSTER,
+      clusterCIDR: CLUSTER_CIDR,
+      routeReconciliationPeriodMs: 300,
+      ...overrides.controllerOptions,
+    },
+  };
+}
+
+async function start(
+  overrides: Partial<RunInput> = {},
+  wrap?: (p: Provider) => Provider,
+): Promise<InProcess> {
+  const ccm = await startInProcess(input(overrides), wrap ? { wrapProvider: wrap } : {});
+  running.push(ccm);
+  return ccm;
+}
+
+/** A worker: its Neutron port at 10.0.0.<n>, its Node with that InternalIP and Pod CIDR 10.244.<n>.0/24. */
+async function worker(n: number, podCIDR = `10.244.${n}.0/24`): Promise<SimPort> {
+  const port = sim.routing.addPort({ ip: `10.0.0.${n}` });
+  const node = nodeObject({
+    name: `w${n}`,
+    tainted: false,
+    addresses: [
+      { type: 'InternalIP', address: `10.0.0.${n}` },
+      { type: 'Hostname', address: `w${n}` },
+    ],
+  });
+  await api.createNode({ body: { ...node, spec: { ...node.spec, podCIDR, podCIDRs: [podCIDR] } } });
+  return port;
+}
+
+function network(node: V1Node) {
+  const c = node.status?.conditions?.find((x) => x.type === 'NetworkUnavailable');
+  return c && { status: c.status, reason: c.reason };
+}
+
+const routeCreated = (name: string, timeoutMs = 15_000) =>
+  until(
+    `${name} NetworkUnavailable=False`,
+    async () => {
+      const node = await api.readNode({ name });
+      return network(node)?.reason === 'RouteCreated' && node;
+    },
+    timeoutMs,
+  );
+
+const routesOf = () => router.routes.map((r) => `${r.destination} via ${r.nexthop}`).sort();
+
+const writes = () => sim.requests.filter((r) => r.method !== 'GET' && r.path.startsWith('/network')).length;
+
+describe('route controller, OpenStack', () => {
+  it('Nodes with podCIDRs get their routes (add_extraroutes), address pairs and NetworkUnavailable=False; a restart writes nothing', async () => {
+    const p1 = await worker(11);
+    const p2 = await worker(12);
+    let ccm = await start();
+    const one = await routeCreated('w11');
+    await routeCreated('w12');
+    expect(network(one)).toEqual({ status: 'False', reason: 'RouteCreated' });
+    expect(routesOf()).toEqual(['10.244.11.0/24 via 10.0.0.11', '10.244.12.0/24 via 10.0.0.12']);
+    expect(p1.allowed_address_pairs).toEqual([{ ip_address: '10.244.11.0/24', mac_address: p1.mac_address }]);
+    expect(p2.tags).toEqual([`ccm-cluster:${CLUSTER}`, 'ccm-route:10.244.12.0_24']);
+    const adds = sim.requests.filter((r) => r.method === 'PUT' && r.path.endsWith('/add_extraroutes'));
+    expect(adds).toHaveLength(2);
+    expect(adds[0]?.body).toEqual({
+      router: {
+        routes: [
+          { destination: expect.stringMatching(/^10\.244\.1[12]\.0\/24$/), nexthop: expect.any(String) },
+        ],
+      },
+    });
+    // The extension list is asked once, though the first creates run side by side.
+    expect(sim.requests.filter((r) => r.path.endsWith('/v2.0/extensions'))).toHaveLength(1);
+    const ops = await ccm.handle.metrics.routeOperations.get();
+    expect(
+      ops.values.find((v) => v.labels.operation === 'create' && v.labels.result === 'success')?.value,
+    ).toBe(2);
+
+    // A restart over an unchanged cluster: passes run, nothing is written to the cloud or to the Nodes.
+    await ccm.stop();
+    running.splice(0);
+    const before = writes();
+    const versions = (await api.listNode()).items.map((n) => n.metadata?.resourceVersion);
+    ccm = await start();
+    await until('two passes after the restart', async () => {
+      const m = await ccm.handle.metrics.reconciles.get();
+      return (
+        (m.values.find((v) => v.labels.controller === 'route' && v.labels.result === 'success')?.value ??
+          0) >= 2
+      );
+    });
+    expect(writes()).toBe(before);
+    expect((await api.listNode()).items.map((n) => n.metadata?.resourceVersion)).toEqual(versions);
+  });
+
+  it('a deleted Node loses its route and its address pair; routes of another cluster, untagged ones and ones outside --cluster-cidr are never touched', async () => {
+    // Another cluster's route through its own port, a hand-made route, and one of ours outside the range.
+    const other = sim.routing.addPort({
+      ip: '10.0.0.50',
+      tags: ['ccm-cluster:other', 'ccm-route:10.244.50.0_24'],
+    });
+    const outside = sim.routing.addPort({
+      ip: '10.0.0.60',
+      tags: [`ccm-cluster:${CLUSTER}`, 'ccm-route:192.168.60.0_24'],
+    });
+    router.routes.push(
+      { destination: '10.244.50.0/24', nexthop: '10.0.0.50' },
+      { destination: '10.244.70.0/24', nexthop: '10.0.0.70' },
+      { destination: '192.168.60.0/24', nexthop: '10.0.0.60' },
+    );
+    const p1 = await worker(11);
+    await worker(12);
+    await start();
+    await routeCreated('w11');
+    await routeCreated('w12');
+    await api.deleteNode({ name: 'w11' });
+    await until('the route of w11 deleted', async () => !routesOf().includes('10.244.11.0/24 via 10.0.0.11'));
+    await until('its address pair removed', async () => p1.allowed_address_pairs.length === 0);
+    await until('its tags removed', async () => p1.tags.length === 0);
+    expect(routesOf()).toEqual([
+      '10.244.12.0/24 via 10.0.0.12',
+      '10.244.50.0/24 via 10.0.0.50',
+      '10.244.70.0/24 via 10.0.0.70',
+      '192.168.60.0/24 via 10.0.0.60',
+    ]);
+    expect(other.tags).toEqual(['ccm-cluster:other', 'ccm-route:10.244.50.0_24']);
+    expect(outside.tags).toEqual([`ccm-cluster:${CLUSTER}`, 'ccm-route:192.168.60.0_24']);
+    const removes = sim.requests.filter((r) => r.path.endsWith('/remove_extraroutes'));
+    expect(removes.map((r) => r.body)).toEqual([
+      { router: { routes: [{ destination: '10.244.11.0/24', nexthop: '10.0.0.11' }] } },
+    ]);
+  });
+
+  it('a Node whose CIDR another cluster already routes is NoRouteCreated, and its route is not claimed', async () => {
+    sim.routing.addPort({ ip: '10.0.0.50', tags: ['ccm-cluster:other', 'ccm-route:10.244.11.0_24'] });
+    router.routes.push({ destination: '10.244.11.0/24', nexthop: '10.0.0.50' });
+    const p1 = await worker(11);
+    await start();
+    await until(
+      'NoRouteCreated',
+      async () => network(await api.readNode({ name: 'w11' }))?.reason === 'NoRouteCreated',
+    );
+    expect(routesOf()).toEqual(['10.244.11.0/24 via 10.0.0.50']);
+    expect(p1.tags).toEqual([]);
+  });
+
+  it('a cloud failure gives NoRouteCreated, a FailedToCreateRoute event and a retry that succeeds', async () => {
+    // Until cleared: the HTTP client's own retries of the PUT fail too.
+    sim.fault({ method: 'PUT', path: /add_extraroutes$/, status: 500 });
+    await worker(11);
+    await start();
+    await until(
+      'NoRouteCreated',
+      async () => network(await api.readNode({ name: 'w11' }))?.reason === 'NoRouteCreated',
+    );
+    const events = await until('a FailedToCreateRoute event', async () => {
+      const list = await api.listNamespacedEvent({ namespace: 'default' });
+      const found = list.items.filter(
+        (e) => e.reason === 'FailedToCreateRoute' && e.involvedObject.name === 'w11',
+      );
+      return found.length ? found : undefined;
+    });
+    expect(events[0]?.type).toBe('Warning');
+    expect(events[0]?.source?.component).toBe('route_controller');
+    expect(events[0]?.message).toMatch(/Could not create route .* 10\.244\.11\.0\/24 for node w11/);
+    expect(router.routes).toEqual([]);
+    sim.clearFaults();
+    const node = await routeCreated('w11', 30_000);
+    expect(network(node)).toEqual({ status: 'False', reason: 'RouteCreated' });
+    expect(routesOf()).toEqual(['10.244.11.0/24 via 10.0.0.11']);
+  });
+
+  it('dual stack: both Pod CIDRs through the one port keep both tags and both address pairs', async () => {
+    router.subnets.push('fd00:10::/64');
+    const port = sim.routing.addPort({ ip: '10.0.0.21' });
+    port.fixed_ips.push({ subnet_id: 'ipv6-subnet', ip_address: 'fd00:10::21' });
+    const node = nodeObject({
+      name: 'w21',
+      tainted: false,
+      addresses: [
+        { type: 'InternalIP', address: '10.0.0.21' },
+        { type: 'InternalIP', address: 'fd00:10::21' },
+      ],
+    });
+    const podCIDRs = ['10.244.21.0/24', 'fd00:10:244:21::/64'];
+    await api.createNode({ body: { ...node, spec: { ...node.spec, podCIDR: podCIDRs[0], podCIDRs } } });
+    await start({
+      controllerOptions: { ...input().controllerOptions, clusterCIDR: '10.244.0.0/16,fd00:10:244::/56' },
+    });
+    await routeCreated('w21');
+    expect(routesOf()).toEqual(['10.244.21.0/24 via 10.0.0.21', 'fd00:10:244:21::/64 via fd00:10::21']);
+    expect(port.tags.sort()).toEqual(
+      [`ccm-cluster:${CLUSTER}`, 'ccm-route:10.244.21.0_24', 'ccm-route:fd00:10:244:21::_64'].sort(),
+    );
+    expect(port.allowed_address_pairs.map((p) => p.ip_address).sort()).toEqual(podCIDRs.sort());
+  });
+
+  it('without extraroute-atomic, routes are a read-modify-write of the router', async () => {
+    sim.routing.extensions.delete('extraroute-atomic');
+    router.routes.push({ destination: '172.16.0.0/16', nexthop: '10.0.0.99' });
+    await worker(11);
+    await worker(12);
+    await start();
+    await routeCreated('w11');
+    await routeCreated('w12');
+    expect(routesOf()).toEqual([
+      '10.244.11.0/24 via 10.0.0.11',
+      '10.244.12.0/24 via 10.0.0.12',
+      '172.16.0.0/16 via 10.0.0.99',
+    ]);
+    expect(sim.requests.some((r) => r.path.includes('extraroutes'))).toBe(false);
+    expect(
+      sim.requests.filter((r) => r.method === 'PUT' && r.path.endsWith(`/routers/${router.id}`)),
+    ).toHaveLength(2);
+  });
+
+  it('`ccm doctor` passes with every route there, and names the Pod CIDR whose route is missing', async () => {
+    await worker(11);
+    await worker(12);
+    await start();
+    await routeCreated('w11');
+    await routeCreated('w12');
+    const file = join(tempDir('ccm-doctor-'), 'cloud.conf');
+    writeFileSync(file, conf());
+    const doctor = async () =>
+      (
+        await runDoctor({
+          kubeconfig: cp.kubeconfigPath,
+          provider: 'openstack',
+          'cloud-config': file,
+          namespace: 'kube-system',
+          lease: 'cloud-controller-manager',
+          'service-account': 'ccm',
+          controllers: '*',
+          'cluster-name': CLUSTER,
+          env: {},
+        })
+      ).checks.find((c) => c.id === 'routes');
+    expect(await doctor()).toMatchObject({ status: 'pass' });
+    await Promise.all(running.splice(0).map((r) => r.stop()));
+    router.routes = router.routes.filter((r) => r.nexthop !== '10.0.0.12');
+    expect(await doctor()).toMatchObject({ status: 'fail', items: ['w12 10.244.12.0/24'] });
+  });
+
+  it('without [Route] router-id, or without --cluster-cidr, --controllers route says so in one line and calls nothing', async () => {
+    await worker(11);
+    const file = join(tempDir('ccm-noroute-'), 'cloud.conf');
+    writeFileSync(file, conf().split('[Route]')[0] as string);
+    const base = input();
+    const noRouter = await start({ 'cloud-config': file, controllerOptions: base.controllerOptions });
+    await until('the one line', async () => noRouter.logs.some((l) => l.includes('has no routes')));
+    const said = (logs: string[]) =>
+      logs.filter((l) => l.includes('"controller":"route"') && !l.includes('"msg":"started"'));
+    expect(said(noRouter.logs)).toEqual([
+      expect.stringContaining(
+        'the openstack provider has no routes (cloud.conf has no [Route] router-id); the route controller does nothing',
+      ),
+    ]);
+    const noCIDR = await start({ controllerOptions: { ...base.controllerOptions, clusterCIDR: undefined } });
+    await until('the one line', async () => noCIDR.logs.some((l) => l.includes('no --cluster-cidr')));
+    expect(said(noCIDR.logs)).toHaveLength(1);
+    expect(sim.requests.filter((r) => r.path.startsWith('/network/'))).toEqual([]);
+    expect(network(await api.readNode({ name: 'w11' }))).toBeUndefined();
+  });
+
+  it('two replicas: only the leader calls the cloud for routes', async () => {
+    await worker(11);
+    const calls = { a: 0, b: 0 };
+    const counting =
+      (id: 'a' | 'b') =>
+      (p: Provider): Provider => ({
+        ...p,
+        instances: p.instances,
+        ...(p.routes
+          ? {
+              routes: {
+                list: (c, s) => {
+                  calls[id]++;
+                  return (p.routes as NonNullable<Provider['routes']>).list(c, s);
+                },
+                create: (c, h, r, s) => {
+                  calls[id]++;
+                  return (p.routes as NonNullable<Provider['routes']>).create(c, h, r, s);
+                },
+                delete: (c, r, s) => {
+                  calls[id]++;
+                  return (p.routes as NonNullable<Provider['routes']>).delete(c, r, s);
+                },
+              },
+            }
+          : {}),
+      });
+    const lease = {
+      durationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2000,
+      name: 'ccm-routes',
+      namespace: 'kube-system',
+    };
+    const [a, b] = await Promise.all(
+      (['a', 'b'] as const).map(async (id) =>
+        start({ leaderElect: true, lease, securePort: await freePort() }, counting(id)),
+      ),
+    );
+    await routeCreated('w11', 30_000);
+    const leader = (await leaderElection(a as InProcess)) === 'leading' ? 'a' : 'b';
+    expect(await leaderElection((leader === 'a' ? b : a) as InProcess)).toMatch(/^standby/);
+    const standby = leader === 'a' ? 'b' : 'a';
+    expect(calls[leader]).toBeGreaterThan(0);
+    // Several more passes of the leader: the standby still has not called the cloud.
+    const seen = calls[leader];
+    await until('more leader passes', async () => calls[leader] >= seen + 3);
+    expect(calls[standby]).toBe(0);
+  });
+});

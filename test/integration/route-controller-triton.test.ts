@@ -1,0 +1,174 @@
+/**
+ * The route controller on Triton: the static routes of the Nodes' fabric network (UpdateFabricNetwork),
+ * owned through tags on the Nodes' machines, against a real kube-apiserver and the CloudAPI simulator.
+ */
+import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { credentials } from '../../src/providers/triton/credentials.js';
+import type { SimFabricNetwork } from '../clouds/triton/fabric-networks.js';
+import { KeyFolder, type TestKey } from '../clouds/triton/keys.js';
+import { TritonSim } from '../clouds/triton/server.js';
+import { fixtureApi, nodeObject } from '../controlplane/fixtures.js';
+import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { type InProcess, runInput, startInProcess, until } from '../helpers/run.js';
+
+const CLUSTER = 'triton-routes';
+let cp: ControlPlane;
+let api: CoreV1Api;
+let sim: TritonSim;
+let keys: KeyFolder;
+let key: TestKey;
+let network: SimFabricNetwork;
+let ccm: InProcess | undefined;
+
+beforeAll(async () => {
+  keys = new KeyFolder();
+  key = keys.make({ type: 'ecdsa', bits: 256 });
+  [cp, sim] = await Promise.all([startControlPlane(), new TritonSim({ login: 'demo' }).start()]);
+  sim.addKey(key.publicKey);
+  api = fixtureApi(cp.kubeconfigPath);
+  const stringData: Record<string, string> = {};
+  const values: Record<string, string> = { url: sim.url, account: 'demo', keyMaterial: key.privateKey };
+  for (const field of credentials.fields)
+    if (field.secretKey && values[field.key]) stringData[field.secretKey] = values[field.key] as string;
+  await api.createNamespacedSecret({
+    namespace: 'kube-system',
+    body: { metadata: { name: credentials.secretName }, stringData },
+  });
+});
+afterAll(async () => {
+  await Promise.all([cp?.stop(), sim?.stop()]);
+  keys?.remove();
+});
+beforeEach(async () => {
+  await api.deleteCollectionNode({});
+  sim.machines.clear();
+  sim.fabrics.networks.clear();
+  sim.requests.length = 0;
+  sim.tagDelayMs = 0;
+  network = sim.fabrics.add({ vlan: 2, subnet: '192.168.128.0/22' });
+});
+afterEach(async () => {
+  await ccm?.stop();
+  ccm = undefined;
+});
+
+async function start(env: Record<string, string> = { TRITON_ROUTE_NETWORK: `2/${network.id}` }) {
+  const base = runInput(cp.kubeconfigPath, '', {
+    provider: 'triton',
+    'cloud-config': undefined,
+    credentialsSecret: 'kube-system/triton',
+    controllers: 'route',
+    env,
+  });
+  ccm = await startInProcess({
+    ...base,
+    controllerOptions: {
+      ...base.controllerOptions,
+      clusterName: CLUSTER,
+      clusterCIDR: '10.244.0.0/16',
+      routeReconciliationPeriodMs: 300,
+    },
+  });
+  return ccm;
+}
+
+/** A worker machine at 192.168.128.<n> and its Node, provider ID set, Pod CIDR 10.244.<n>.0/24. */
+async function worker(n: number) {
+  const machine = sim.addMachine({ name: `w${n}`, ips: [`192.168.128.${n}`] });
+  const podCIDR = `10.244.${n}.0/24`;
+  const node = nodeObject({
+    name: `w${n}`,
+    tainted: false,
+    providerID: `triton://${machine.id}`,
+    addresses: [{ type: 'InternalIP', address: `192.168.128.${n}` }],
+  });
+  await api.createNode({ body: { ...node, spec: { ...node.spec, podCIDR, podCIDRs: [podCIDR] } } });
+  return machine;
+}
+
+const reason = (node: V1Node) =>
+  node.status?.conditions?.find((c) => c.type === 'NetworkUnavailable')?.reason;
+const routeCreated = (name: string) =>
+  until(`${name} RouteCreated`, async () => reason(await api.readNode({ name })) === 'RouteCreated');
+
+describe('route controller, Triton (fabric network routes)', () => {
+  it('routes each Pod CIDR via its Node on the fabric network, tags the machines, and a deleted Node loses its route; foreign routes stay', async () => {
+    // Someone's own route, and one through a machine tagged for another cluster.
+    const other = sim.addMachine({
+      name: 'other',
+      ips: ['192.168.128.50'],
+      tags: { 'ccm-cluster': 'other', 'ccm-route-10.244.50.0_24': 'other' },
+    });
+    network.routes = { '10.244.50.0/24': '192.168.128.50', '10.244.60.0/24': '192.168.128.60' };
+    const m11 = await worker(11);
+    await worker(12);
+    await start();
+    await routeCreated('w11');
+    await routeCreated('w12');
+    expect(network.routes).toEqual({
+      '10.244.50.0/24': '192.168.128.50',
+      '10.244.60.0/24': '192.168.128.60',
+      '10.244.11.0/24': '192.168.128.11',
+      '10.244.12.0/24': '192.168.128.12',
+    });
+    expect(m11.tags).toEqual({ 'ccm-cluster': CLUSTER, 'ccm-route-10.244.11.0_24': CLUSTER });
+    const puts = sim.requests.filter((r) => r.method === 'PUT' && r.path.includes('/fabrics/'));
+    expect(puts).toHaveLength(2);
+
+    await api.deleteNode({ name: 'w11' });
+    await until('the route of w11 deleted', async () => network.routes['10.244.11.0/24'] === undefined);
+    await until('its tag removed', async () => m11.tags['ccm-route-10.244.11.0_24'] === undefined);
+    expect(network.routes).toEqual({
+      '10.244.50.0/24': '192.168.128.50',
+      '10.244.60.0/24': '192.168.128.60',
+      '10.244.12.0/24': '192.168.128.12',
+    });
+    expect(other.tags).toEqual({ 'ccm-cluster': 'other', 'ccm-route-10.244.50.0_24': 'other' });
+  });
+
+  it('tags that CloudAPI applies late: the route is claimed again, not refused, and no route is written twice', async () => {
+    sim.tagDelayMs = 700;
+    await worker(11);
+    await start();
+    await routeCreated('w11');
+    await until('the tag shows', async () => [...sim.machines.values()][0]?.tags['ccm-cluster'] === CLUSTER);
+    // Counted at once: prom-client hands out its own value objects, which later passes change.
+    const passes = async () =>
+      ((await ccm?.handle.metrics.reconciles.get())?.values ?? [])
+        .filter((v) => v.labels.controller === 'route')
+        .reduce((n, v) => n + v.value, 0);
+    const before = await passes();
+    await until('two more passes', async () => (await passes()) >= before + 2);
+    expect(network.routes).toEqual({ '10.244.11.0/24': '192.168.128.11' });
+    expect(sim.requests.filter((r) => r.method === 'PUT' && r.path.includes('/fabrics/'))).toHaveLength(1);
+    expect(reason(await api.readNode({ name: 'w11' }))).toBe('RouteCreated');
+  });
+
+  it('a CIDR the network already routes elsewhere is NoRouteCreated and left as it is', async () => {
+    network.routes = { '10.244.11.0/24': '192.168.128.99' };
+    await worker(11);
+    await start();
+    await until(
+      'NoRouteCreated',
+      async () => reason(await api.readNode({ name: 'w11' })) === 'NoRouteCreated',
+    );
+    expect(network.routes).toEqual({ '10.244.11.0/24': '192.168.128.99' });
+  });
+
+  it('without TRITON_ROUTE_NETWORK the controller says so in one line; a malformed one is refused at start', async () => {
+    await worker(11);
+    const none = await start({});
+    await until('the one line', async () => none.logs.some((l) => l.includes('has no routes')));
+    expect(none.logs.find((l) => l.includes('has no routes'))).toContain(
+      'the triton provider has no routes (TRITON_ROUTE_NETWORK names no fabric network)',
+    );
+    // Nothing lists the cloud here: no warning that a listing failed.
+    expect(none.logs.filter((l) => l.includes('"level":40'))).toEqual([]);
+    await ccm?.stop();
+    ccm = undefined;
+    await expect(start({ TRITON_ROUTE_NETWORK: network.id })).rejects.toThrow(
+      /TRITON_ROUTE_NETWORK ".*" is not VLAN\/NETWORK-UUID/,
+    );
+  });
+});

@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import {
+  conditionChange,
+  isResponsibleFor,
+  parseClusterCIDRs,
+  planRoutes,
+} from '../../../src/controllers/routes.js';
+import type { SlimNode } from '../../../src/kube/slim-node.js';
+import type { Route } from '../../../src/providers/types.js';
+
+const node = (
+  n: number,
+  cidrs: string[] = [`10.244.${n}.0/24`],
+  extra: Partial<SlimNode> = {},
+): SlimNode => ({
+  metadata: { name: `w${n}`, uid: `uid-${n}` },
+  spec: cidrs.length ? { podCIDRs: cidrs } : {},
+  status: { addresses: [{ type: 'InternalIP', address: `10.0.0.${n}` }] },
+  ...extra,
+});
+const route = (cidr: string, nextHop: string): Route => ({ name: cidr, destinationCIDR: cidr, nextHop });
+const range = parseClusterCIDRs('10.244.0.0/16,fd00:10:244::/56');
+
+describe('planRoutes (upstream route_controller reconcile)', () => {
+  it('creates the missing routes and keeps the present ones', () => {
+    const plan = planRoutes([node(1), node(2)], [route('10.244.1.0/24', '10.0.0.1')], range);
+    expect(plan.create.map((c) => [c.node, c.destinationCIDR, c.nameHint])).toEqual([
+      ['w2', '10.244.2.0/24', 'uid-2'],
+    ]);
+    expect(plan.complete).toEqual(['w1']);
+    expect(plan.delete).toEqual([]);
+  });
+
+  it('deletes routes whose Node is gone or whose CIDR no Node holds, only inside --cluster-cidr', () => {
+    const gone = route('10.244.9.0/24', '10.0.0.9');
+    const moved = route('10.244.1.0/24', '10.0.0.2');
+    const outside = route('192.168.5.0/24', '10.0.0.77');
+    const plan = planRoutes([node(1), node(2)], [gone, moved, outside], range);
+    expect(plan.delete).toEqual([gone, moved]);
+    expect(plan.create.map((c) => c.destinationCIDR)).toEqual(['10.244.1.0/24', '10.244.2.0/24']);
+  });
+
+  it('without --cluster-cidr deletes nothing', () => {
+    const plan = planRoutes([], [route('10.244.9.0/24', '10.0.0.9')], []);
+    expect(plan.delete).toEqual([]);
+  });
+
+  it('a route straddling the range counts (its first or last address inside), as upstream', () => {
+    expect(isResponsibleFor('10.0.0.0/8', range)).toBe(false);
+    expect(isResponsibleFor('10.244.255.0/24', range)).toBe(true);
+    expect(isResponsibleFor('fd00:10:244:1::/64', range)).toBe(true);
+    expect(isResponsibleFor('not a cidr', range)).toBe(false);
+  });
+
+  it('dual stack: each Pod CIDR is its own route; a Node without podCIDRs that a route targets is flagged', () => {
+    const dual = node(3, ['10.244.3.0/24', 'fd00:10:244:3::/64']);
+    const plan = planRoutes([dual, node(4, [])], [route('10.244.4.0/24', '10.0.0.4')], range);
+    expect(plan.create.map((c) => c.destinationCIDR)).toEqual(['10.244.3.0/24', 'fd00:10:244:3::/64']);
+    expect(plan.withoutCIDRs).toEqual(['w4']);
+    expect(plan.delete.map((r) => r.destinationCIDR)).toEqual(['10.244.4.0/24']);
+  });
+
+  it('an address changed: the old route is deleted and a new one created', () => {
+    const n1 = node(1, undefined, { status: { addresses: [{ type: 'InternalIP', address: '10.0.0.101' }] } });
+    const plan = planRoutes([n1], [route('10.244.1.0/24', '10.0.0.1')], range);
+    expect(plan.delete.map((r) => r.nextHop)).toEqual(['10.0.0.1']);
+    expect(plan.create.map((c) => c.destinationCIDR)).toEqual(['10.244.1.0/24']);
+  });
+
+  it('invalid --cluster-cidr is one line', () => {
+    expect(() => parseClusterCIDRs('10.244.0.0/16,nope')).toThrow(/--cluster-cidr: "nope" is not a CIDR/);
+  });
+});
+
+describe('conditionChange', () => {
+  it('is written only when status or reason differ', () => {
+    const n = node(1);
+    expect(conditionChange(n, true)).toMatchObject({ status: 'False', reason: 'RouteCreated' });
+    const done: SlimNode = {
+      ...n,
+      status: { conditions: [{ type: 'NetworkUnavailable', status: 'False', reason: 'RouteCreated' }] },
+    };
+    expect(conditionChange(done, true)).toBeUndefined();
+    expect(conditionChange(done, false)).toMatchObject({ status: 'True', reason: 'NoRouteCreated' });
+  });
+});
