@@ -294,6 +294,23 @@ export class BrightboxSimulator {
     return policy;
   }
 
+  /** Empties every collection, the request log, the tokens and the faults, between tests. */
+  reset(): void {
+    for (const map of [
+      this.servers,
+      this.cloudIPs,
+      this.loadBalancers,
+      this.serverGroups,
+      this.firewallPolicies,
+      this.firewallRules,
+      this.tokens,
+    ])
+      map.clear();
+    for (const list of [this.requests, this.issuedTokens, this.tokenScopes, this.faults]) list.length = 0;
+    this.writeFault = undefined;
+    this.writes = 0;
+  }
+
   /** Every token issued so far stops working (as when the API expires them early). */
   expireTokens(): void {
     this.tokens.clear();
