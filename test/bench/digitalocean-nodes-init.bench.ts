@@ -9,12 +9,9 @@
  * answer is off DigitalOcean's OpenAPI document (when it is found: test/clouds/digitalocean/openapi.ts).
  */
 import { cpus } from 'node:os';
-import { fileURLToPath } from 'node:url';
-import { execa } from 'execa';
 import { specViolations } from '../clouds/digitalocean/openapi.js';
-import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
-import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { CCM_USER, startControlPlane } from '../controlplane/harness.js';
+import { createNodes } from '../controlplane/fixtures.js';
+import { cloudWorld } from '../helpers/cloud-world.js';
 
 const sizes = process.argv
   .slice(2)
@@ -22,7 +19,6 @@ const sizes = process.argv
   .filter((n) => n > 0);
 const runs = sizes.length > 0 ? sizes : [5000];
 const concurrency = process.env.BENCH_CONCURRENCY ?? '32';
-const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 
 interface Row {
   nodes: number;
@@ -39,53 +35,20 @@ interface Row {
 
 const rows: Row[] = [];
 for (const n of runs) {
-  const [cp, sim] = await Promise.all([startControlPlane(), DigitalOceanSimulator.start()]);
+  const world = await cloudWorld('digitalocean', { instances: n });
+  const { sim } = world;
   try {
-    const names = Array.from({ length: n }, (_, i) => `node-${String(i).padStart(5, '0')}`);
-    sim.addDroplets(
-      ...names.map((name, i) => ({
-        name,
-        privateIP: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`,
-        publicIP: `198.51.${(i >> 8) & 255}.${i & 255}`,
-      })),
-    );
     process.stderr.write(`creating ${n} tainted Nodes...\n`);
-    await createNodes(
-      fixtureApi(cp.kubeconfigPath),
-      names.map((name) => ({ name, addresses: [] })),
-      64,
-    );
+    await createNodes(world.api, world.nodes, 64);
     for (const pass of ['first', 'second']) {
       sim.requests.length = 0;
-      const before = (await cp.writes(CCM_USER)).length;
-      const started = performance.now();
       // The CLI as a separate process, as a CronJob runs it (no 2-minute cap: a busy machine is slow).
-      const run = await execa(
-        process.execPath,
-        [
-          bin,
-          'nodes',
-          'init',
-          '--provider',
-          'digitalocean',
-          '--kubeconfig',
-          cp.kubeconfigPath,
-          '--cloud-api-url',
-          sim.url,
-          '--concurrency',
-          concurrency,
-          '--json',
-        ],
-        {
-          env: { DO_ACCESS_TOKEN: sim.token, KUBECONFIG: undefined },
-          reject: false,
-          stdin: 'ignore',
-          timeout: 900_000,
-        },
-      );
-      const seconds = (performance.now() - started) / 1000;
+      const run = await world.ccm(['nodes', 'init', '--concurrency', concurrency, '--json'], {
+        timeoutMs: 900_000,
+      });
+      const { seconds } = run;
       if (run.exitCode !== 0) throw new Error(`nodes init exited ${run.exitCode}: ${run.stderr}`);
-      const report = JSON.parse(String(run.stdout));
+      const report = JSON.parse(run.stdout);
       const listing = sim.requestsTo('GET', '/v2/droplets').length;
       const other = sim.requests.length - listing;
       const simulatorMs = sim.requests.reduce((sum, r) => sum + ((r.answeredAt ?? r.at) - r.at), 0);
@@ -102,7 +65,7 @@ for (const n of runs) {
         seconds,
         listingRequests: listing,
         otherRequests: other,
-        writes: (await cp.writes(CCM_USER)).length - before,
+        writes: run.writes.length,
         initialized: report.summary.initialized,
         failed: report.summary.failed,
         maxRssMb: Math.round((report.maxRssBytes ?? 0) / 1e6),
@@ -111,7 +74,7 @@ for (const n of runs) {
       process.stderr.write(`${n} droplets, ${pass} pass: ${seconds.toFixed(1)}s\n`);
     }
   } finally {
-    await Promise.all([cp.stop(), sim.stop()]);
+    await world.cleanup();
   }
 }
 
