@@ -6,14 +6,9 @@
  *   npm run build && bash .ci/node tsx test/bench/openstack-nodes-init.bench.ts          # 5,000
  *   npm run build && bash .ci/node tsx test/bench/openstack-nodes-init.bench.ts 1000 5000
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { execa } from 'execa';
-import { OpenStackSimulator } from '../clouds/openstack/simulator.js';
-import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { CCM_USER, startControlPlane } from '../controlplane/harness.js';
+import { cpus, loadavg } from 'node:os';
+import { createNodes } from '../controlplane/fixtures.js';
+import { cloudWorld } from '../helpers/cloud-world.js';
 
 const sizes = process.argv
   .slice(2)
@@ -21,65 +16,24 @@ const sizes = process.argv
   .filter((n) => n > 0);
 const runs = sizes.length > 0 ? sizes : [5000];
 const concurrency = process.env.BENCH_CONCURRENCY ?? '32';
-const example = readFileSync(
-  fileURLToPath(new URL('../fixtures/openstack/occm-cloud-config', import.meta.url)),
-  'utf8',
-);
-
-function ip(i: number): string {
-  return `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
-}
-
 const rows: string[] = [];
 for (const n of runs) {
-  const cp = await startControlPlane();
-  const sim = await new OpenStackSimulator().start();
-  const dir = mkdtempSync(join(tmpdir(), 'ccm-bench-openstack-'));
+  const world = await cloudWorld('openstack', { instances: n });
+  const { sim } = world;
   try {
-    const names = Array.from({ length: n }, (_, i) => `node-${String(i).padStart(5, '0')}`);
-    names.forEach((name, i) => {
-      sim.addServer({ name, addresses: { private: [{ addr: ip(i) }] } });
-    });
     process.stderr.write(`creating ${n} tainted Nodes...\n`);
-    await createNodes(
-      fixtureApi(cp.kubeconfigPath),
-      names.map((name) => ({ name, addresses: [] })),
-      64,
-    );
-    const config = join(dir, 'cloud.conf');
-    writeFileSync(config, example.replace('http://192.128.1.15:5000/v3', sim.authUrl), { mode: 0o600 });
+    await createNodes(world.api, world.nodes, 64);
     for (const pass of ['first', 'second']) {
-      const before = (await cp.writes(CCM_USER)).length;
       const requestsBefore = sim.requests.length;
-      const started = performance.now();
       // The test helper's 2-minute limit is too short for 5,000 Nodes on a loaded machine.
-      const run = await execa(
-        process.execPath,
-        [
-          fileURLToPath(new URL('../../bin/run.js', import.meta.url)),
-          'nodes',
-          'init',
-          '--provider',
-          'openstack',
-          '--kubeconfig',
-          cp.kubeconfigPath,
-          '--cloud-config',
-          config,
-          '--concurrency',
-          concurrency,
-          '--json',
-        ],
-        {
-          reject: false,
-          stdin: 'ignore',
-          timeout: 30 * 60_000,
-          env: { KUBECONFIG: undefined, OS_CLOUD: undefined },
-        },
-      );
-      const seconds = (performance.now() - started) / 1000;
+      const run = await world.ccm(['nodes', 'init', '--concurrency', concurrency, '--json'], {
+        env: { OS_CLOUD: undefined },
+        timeoutMs: 30 * 60_000,
+      });
+      const { seconds } = run;
       if (run.exitCode !== 0) throw new Error(`nodes init exited ${run.exitCode}: ${run.stderr}`);
       const report = JSON.parse(run.stdout);
-      const writes = (await cp.writes(CCM_USER)).length - before;
+      const writes = run.writes.length;
       const requests = sim.requests.slice(requestsBefore);
       const tokens = requests.filter((r) => r.path.includes('/auth/tokens')).length;
       const pages = requests.filter((r) => r.path.includes('/servers/detail')).length;
@@ -91,9 +45,7 @@ for (const n of runs) {
       );
     }
   } finally {
-    await sim.stop();
-    await cp.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await world.cleanup();
   }
 }
 
