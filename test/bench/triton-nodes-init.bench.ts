@@ -9,12 +9,8 @@
  * writes by the API server's audit log; max RSS is the CLI's own peak.
  */
 import { cpus } from 'node:os';
-import { fileURLToPath } from 'node:url';
-import { execa } from 'execa';
-import { KeyFolder } from '../clouds/triton/keys.js';
-import { TritonSim } from '../clouds/triton/server.js';
-import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { CCM_USER, startControlPlane } from '../controlplane/harness.js';
+import { createNodes } from '../controlplane/fixtures.js';
+import { cloudWorld } from '../helpers/cloud-world.js';
 
 const sizes = process.argv
   .slice(2)
@@ -22,24 +18,6 @@ const sizes = process.argv
   .filter((n) => n > 0);
 const runs = sizes.length > 0 ? sizes : [5000];
 const concurrency = process.env.BENCH_CONCURRENCY ?? '32';
-const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
-
-/** The built CLI, as test/helpers/cli.ts runs it, without its 2-minute limit (a loaded machine is slow). */
-async function ccm(args: string[], env: Record<string, string | undefined>) {
-  const r = await execa(process.execPath, [bin, ...args], {
-    reject: false,
-    env: { KUBECONFIG: undefined, CCM_PROVIDER: undefined, ...env },
-    extendEnv: true,
-    stdin: 'ignore',
-    timeout: 30 * 60_000,
-  });
-  return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
-}
-
-function ip(i: number): string {
-  return `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
-}
-
 interface Row {
   nodes: number;
   pass: string;
@@ -52,71 +30,40 @@ interface Row {
 }
 
 const rows: Row[] = [];
-const keys = new KeyFolder();
-try {
-  const key = keys.make({ type: 'rsa', bits: 2048 });
-  for (const n of runs) {
-    const [cp, sim] = await Promise.all([startControlPlane(), new TritonSim({ login: 'bench' }).start()]);
-    try {
-      sim.addKey(key.publicKey);
-      const names = Array.from({ length: n }, (_, i) => `node-${String(i).padStart(5, '0')}`);
-      names.forEach((name, i) => {
-        sim.addMachine({ name, ips: [ip(i)], primaryIp: ip(i) });
+for (const n of runs) {
+  const world = await cloudWorld('triton', { instances: n, key: { type: 'rsa', bits: 2048 } });
+  const { sim } = world;
+  try {
+    process.stderr.write(`creating ${n} tainted Nodes...\n`);
+    await createNodes(world.api, world.nodes, 64);
+    for (const pass of ['first', 'second']) {
+      sim.requests.length = 0;
+      // No 2-minute cap: a loaded machine is slow.
+      const run = await world.ccm(['nodes', 'init', '--concurrency', concurrency, '--json'], {
+        timeoutMs: 30 * 60_000,
       });
-      process.stderr.write(`creating ${n} tainted Nodes...\n`);
-      await createNodes(
-        fixtureApi(cp.kubeconfigPath),
-        names.map((name) => ({ name, addresses: [] })),
-        64,
-      );
-      for (const pass of ['first', 'second']) {
-        sim.requests.length = 0;
-        const before = (await cp.writes(CCM_USER)).length;
-        const started = performance.now();
-        const run = await ccm(
-          [
-            'nodes',
-            'init',
-            '--provider',
-            'triton',
-            '--kubeconfig',
-            cp.kubeconfigPath,
-            '--concurrency',
-            concurrency,
-            '--json',
-          ],
-          {
-            TRITON_URL: sim.url,
-            TRITON_ACCOUNT: 'bench',
-            TRITON_KEY_MATERIAL: key.privateKey,
-            SSH_AUTH_SOCK: undefined,
-          },
-        );
-        const seconds = (performance.now() - started) / 1000;
-        if (run.exitCode !== 0) throw new Error(`nodes init exited ${run.exitCode}: ${run.stderr}`);
-        const report = JSON.parse(run.stdout);
-        const byPath = new Map<string, number>();
-        for (const r of sim.requests) byPath.set(r.path, (byPath.get(r.path) ?? 0) + 1);
-        rows.push({
-          nodes: n,
-          pass,
-          seconds,
-          requests: [...byPath]
-            .map(([path, count]) => `${count} × ${path.replace('/bench', '/:login')}`)
-            .join(', '),
-          writes: (await cp.writes(CCM_USER)).length - before,
-          initialized: report.summary.initialized,
-          failed: report.summary.failed,
-          maxRssMb: Math.round((report.maxRssBytes ?? 0) / 1e6),
-        });
-        process.stderr.write(`${n} machines, ${pass} pass: ${seconds.toFixed(1)}s\n`);
-      }
-    } finally {
-      await Promise.all([cp.stop(), sim.stop()]);
+      const { seconds } = run;
+      if (run.exitCode !== 0) throw new Error(`nodes init exited ${run.exitCode}: ${run.stderr}`);
+      const report = JSON.parse(run.stdout);
+      const byPath = new Map<string, number>();
+      for (const r of sim.requests) byPath.set(r.path, (byPath.get(r.path) ?? 0) + 1);
+      rows.push({
+        nodes: n,
+        pass,
+        seconds,
+        requests: [...byPath]
+          .map(([path, count]) => `${count} × ${path.replace('/demo', '/:login')}`)
+          .join(', '),
+        writes: run.writes.length,
+        initialized: report.summary.initialized,
+        failed: report.summary.failed,
+        maxRssMb: Math.round((report.maxRssBytes ?? 0) / 1e6),
+      });
+      process.stderr.write(`${n} machines, ${pass} pass: ${seconds.toFixed(1)}s\n`);
     }
+  } finally {
+    await world.cleanup();
   }
-} finally {
-  keys.remove();
 }
 
 console.log(
