@@ -12,8 +12,8 @@
  * destroying a mapped one are all refused. Faults are injected per request or per write.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { FaultList, type Listening, listen, pathMatches, readBody } from '../http-core.js';
 
 export type ServerStatus =
   | 'creating'
@@ -196,11 +196,11 @@ export class BrightboxSimulator {
 
   private readonly clients: Record<string, string>;
   private readonly tokens = new Map<string, number>();
-  private readonly faults: (Fault & { left: number })[] = [];
+  private readonly faults = new FaultList<Fault>(1);
   private writeFault?: { at: number; fault: Fault };
   private writes = 0;
   private serial = 0;
-  private server?: Server;
+  private listening?: Listening;
   url = '';
 
   constructor(options: SimulatorOptions = {}) {
@@ -213,19 +213,13 @@ export class BrightboxSimulator {
   }
 
   async start(): Promise<this> {
-    this.server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => this.handle(req, Buffer.concat(chunks).toString('utf8'), res));
-    });
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.listening = await listen(async (req, res) => this.handle(req, await readBody(req), res));
+    this.url = this.listening.url;
     return this;
   }
 
   async close(): Promise<void> {
-    this.server?.closeAllConnections();
-    await new Promise((resolve) => this.server?.close(resolve));
+    await this.listening?.close();
   }
 
   // --- state helpers for tests ------------------------------------------------------------------
@@ -306,7 +300,8 @@ export class BrightboxSimulator {
       this.tokens,
     ])
       map.clear();
-    for (const list of [this.requests, this.issuedTokens, this.tokenScopes, this.faults]) list.length = 0;
+    for (const list of [this.requests, this.issuedTokens, this.tokenScopes]) list.length = 0;
+    this.faults.clear();
     this.writeFault = undefined;
     this.writes = 0;
   }
@@ -317,7 +312,7 @@ export class BrightboxSimulator {
   }
 
   inject(fault: Fault): void {
-    this.faults.push({ ...fault, left: fault.times ?? 1 });
+    this.faults.add(fault);
   }
 
   /** The n-th API write (POST/PUT/DELETE under /1.0) from now on fails with the fault. */
@@ -331,9 +326,7 @@ export class BrightboxSimulator {
   }
 
   count(method: string, path: string | RegExp): number {
-    return this.requests.filter(
-      (r) => r.method === method && (typeof path === 'string' ? r.path === path : path.test(r.path)),
-    ).length;
+    return this.requests.filter((r) => r.method === method && pathMatches(path, r.path)).length;
   }
 
   // --- HTTP ---------------------------------------------------------------------------------------
@@ -354,7 +347,7 @@ export class BrightboxSimulator {
     };
 
     const isWrite = url.pathname.startsWith('/1.0/') && method !== 'GET';
-    let fault = this.matchFault(method, url.pathname);
+    let fault: Fault | undefined = this.faults.take(method, url.pathname);
     if (isWrite) {
       this.writes++;
       if (!fault && this.writeFault && this.writes === this.writeFault.at) {
@@ -385,17 +378,6 @@ export class BrightboxSimulator {
         send(500, { error_name: 'internal_error', errors: [(err as Error).message] });
       }
     }
-  }
-
-  private matchFault(method: string, path: string): Fault | undefined {
-    const found = this.faults.find(
-      (f) =>
-        f.left > 0 &&
-        (!f.method || f.method === method) &&
-        (!f.path || (typeof f.path === 'string' ? f.path === path : f.path.test(path))),
-    );
-    if (found) found.left--;
-    return found;
   }
 
   private route(method: string, url: URL, req: IncomingMessage, text: string): [number, unknown] {
