@@ -7,8 +7,21 @@ import { describe, expect, it } from 'vitest';
 import { SIM_CLIENT } from '../clouds/brightbox/simulator.js';
 import { createNodes } from '../controlplane/fixtures.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
-import { expectTwoReadyReplicas, type InProcess, until, untilInitialised } from '../helpers/run.js';
-import { eventMessages, eventReasons, lbService, removeServices, serviceGone } from '../helpers/services.js';
+import {
+  expectTwoReadyReplicas,
+  type InProcess,
+  reconcileErrors,
+  until,
+  untilInitialised,
+} from '../helpers/run.js';
+import {
+  eventMessages,
+  eventReasons,
+  lbService,
+  removeServices,
+  serviceGone,
+  untilIngress,
+} from '../helpers/services.js';
 
 const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
 const NS = 'default';
@@ -18,12 +31,7 @@ let ccm: InProcess | undefined;
 
 const initialised = (name: string) => untilInitialised(world.api, name, 'ExternalIP');
 
-async function errors(controller: string): Promise<number> {
-  const metric = await ccm?.handle.metrics.reconciles.get();
-  return (
-    metric?.values.find((v) => v.labels.controller === controller && v.labels.result === 'error')?.value ?? 0
-  );
-}
+const errors = (controller: string) => reconcileErrors(ccm, controller);
 
 const counts = () => ({
   // A deleted load balancer shows `deleting` until Brightbox is done with it, then stays listed as
@@ -86,14 +94,7 @@ describe('ccm run --provider brightbox', () => {
     await until('the load balancer created', async () => world.sim.loadBalancers.size === 1);
     const tokens = world.sim.count('POST', /^\/token\/?$/);
     world.sim.expireTokens();
-    const svc = await until(
-      'web ingress',
-      async () => {
-        const s = await world.api.readNamespacedService({ name: 'web', namespace: NS });
-        return s.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
-      },
-      30_000,
-    );
+    const svc = await untilIngress(world.api, NS, 'web', 30_000);
     const ingressMs = Date.now() - t1;
     const [lb] = [...world.sim.loadBalancers.values()];
     const cip = [...world.sim.cloudIPs.values()].find((c) => c.mappedTo === lb?.id);

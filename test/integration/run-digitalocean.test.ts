@@ -25,6 +25,7 @@ import {
   removeServices,
   serviceControllerEvents,
   serviceGone,
+  untilIngress,
 } from '../helpers/services.js';
 
 const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
@@ -137,14 +138,7 @@ describe('ccm run --provider digitalocean', () => {
     // Created `new`: no address until DigitalOcean reports it active, on the provider's retry.
     await until('the load balancer created', async () => world.sim.loadBalancers.size === 1);
     const [lb] = [...world.sim.loadBalancers.values()];
-    const svc = await until(
-      'web ingress',
-      async () => {
-        const s = await world.api.readNamespacedService({ name: 'web', namespace: NS });
-        return s.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
-      },
-      30_000,
-    );
+    const svc = await untilIngress(world.api, NS, 'web', 30_000);
     const ingressMs = Date.now() - t1;
     expect(lb?.status).toBe('active');
     expect(svc.status?.loadBalancer?.ingress).toEqual([expect.objectContaining({ ip: lb?.ip as string })]);
@@ -218,14 +212,7 @@ describe('ccm run --provider digitalocean', () => {
           world.sim.requestsTo('POST', '/v2/load_balancers').length === 2,
         20_000,
       );
-      const svc = await until(
-        'web ingress',
-        async () => {
-          const s = await world.api.readNamespacedService({ name: 'web', namespace: NS });
-          return s.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
-        },
-        40_000,
-      );
+      const svc = await untilIngress(world.api, NS, 'web', 40_000);
       await until('the extra load balancer deleted', async () => world.sim.loadBalancers.size === 1, 30_000);
       const [kept] = [...world.sim.loadBalancers.values()];
       expect(svc.metadata?.annotations?.[LB_ID_ANNOTATION]).toBe(kept?.id);

@@ -6,8 +6,21 @@
 import { describe, expect, it } from 'vitest';
 import { createNodes } from '../controlplane/fixtures.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
-import { expectTwoReadyReplicas, type InProcess, until, untilInitialised } from '../helpers/run.js';
-import { eventMessages, eventReasons, lbService, removeServices, serviceGone } from '../helpers/services.js';
+import {
+  expectTwoReadyReplicas,
+  type InProcess,
+  reconcileErrors,
+  until,
+  untilInitialised,
+} from '../helpers/run.js';
+import {
+  eventMessages,
+  eventReasons,
+  lbService,
+  removeServices,
+  serviceGone,
+  untilIngress,
+} from '../helpers/services.js';
 
 const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
 const NS = 'default';
@@ -20,22 +33,9 @@ async function start() {
 }
 
 const initialised = (name: string) => untilInitialised(world.api, name);
-const ingressOf = (name: string, timeoutMs = 30_000) =>
-  until(
-    `${name} ingress`,
-    async () => {
-      const s = await world.api.readNamespacedService({ name, namespace: NS });
-      return s.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
-    },
-    timeoutMs,
-  );
+const ingressOf = (name: string, timeoutMs?: number) => untilIngress(world.api, NS, name, timeoutMs);
 
-async function errors(controller: string): Promise<number> {
-  const metric = await ccm?.handle.metrics.reconciles.get();
-  return (
-    metric?.values.find((v) => v.labels.controller === controller && v.labels.result === 'error')?.value ?? 0
-  );
-}
+const errors = (controller: string) => reconcileErrors(ccm, controller);
 
 function octaviaCounts() {
   const o = world.sim.octavia;

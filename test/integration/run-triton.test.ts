@@ -8,7 +8,7 @@ import type { SimMachine } from '../clouds/triton/server.js';
 import { createNodes } from '../controlplane/fixtures.js';
 import { tritonSecret, useCloudWorld } from '../helpers/cloud-world.js';
 import { expectTwoReadyReplicas, type InProcess, until, untilInitialised } from '../helpers/run.js';
-import { eventReasons, lbService, removeServices, serviceGone } from '../helpers/services.js';
+import { eventReasons, lbService, removeServices, serviceGone, untilIngress } from '../helpers/services.js';
 
 const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
 const SERVICES = 'triton.cns.services';
@@ -31,14 +31,7 @@ beforeAll(() => {
 
 const initialised = (name: string) => untilInitialised(world.api, name);
 const hostnameOf = (name: string, timeoutMs = 20_000) =>
-  until(
-    `${name} ingress`,
-    async () => {
-      const s = await world.api.readNamespacedService({ name, namespace: NS });
-      return s.status?.loadBalancer?.ingress?.[0]?.hostname ? s : undefined;
-    },
-    timeoutMs,
-  );
+  untilIngress(world.api, NS, name, timeoutMs, 'hostname');
 const nodePort = async (name: string) =>
   (await world.api.readNamespacedService({ name, namespace: NS })).spec?.ports?.[0]?.nodePort;
 const services = (m: SimMachine) => m.tags[SERVICES];
