@@ -27,6 +27,7 @@ import { type AuditEvent, CCM_USER, type ControlPlane, startControlPlane } from 
 import { type CliResult, ccm as cli } from './cli.js';
 import { type InventoryInstance, writeInventory } from './inventory.js';
 import { type InProcess, runInput, startInProcess } from './run.js';
+import { removeServices } from './services.js';
 
 /** Instance type, region and zone of every Cloudlycke machine the tests make. */
 export const CLOUDLYCKE_DEFAULTS = { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'virtualbox' };
@@ -407,13 +408,16 @@ export async function cloudWorld<C extends CloudName>(
 
 /**
  * A vitest file's world: started before its first test, reset before each (`fresh`: a new simulator
- * each time), runs stopped after each (then `afterEachTest`), all stopped after the last. Its fields
+ * each time), runs stopped after each (then its Services removed with `services`, then
+ * `afterEachTest`), all stopped after the last. Its fields
  * are read through the returned object, which is filled in by beforeAll.
  */
 export function useCloudWorld<C extends CloudName>(
   cloud: C,
   options: WorldOptions & {
     fresh?: boolean;
+    /** After each test (its runs stopped): every Service of namespace `default` removed. */
+    services?: boolean;
     afterEachTest?: (world: CloudWorld<C>) => Promise<void> | void;
   } = {},
 ): CloudWorld<C> {
@@ -429,6 +433,7 @@ export function useCloudWorld<C extends CloudName>(
   });
   afterEach(async () => {
     await current?.stopRuns();
+    if (current && options.services) await removeServices(current.api, 'default');
     if (current) await options.afterEachTest?.(current);
   });
   return new Proxy({} as CloudWorld<C>, {

@@ -4,6 +4,7 @@
  * `kube-system/brightbox-credentials` with the official controller's keys.
  */
 import { describe, expect, it } from 'vitest';
+import { FINALIZER_LOAD_BALANCER_CLEANUP } from '../../src/kube/well-known.js';
 import { SIM_CLIENT } from '../clouds/brightbox/simulator.js';
 import { createNodes } from '../controlplane/fixtures.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
@@ -14,19 +15,11 @@ import {
   until,
   untilInitialised,
 } from '../helpers/run.js';
-import {
-  eventMessages,
-  eventReasons,
-  lbService,
-  removeServices,
-  serviceGone,
-  untilIngress,
-} from '../helpers/services.js';
+import { eventMessages, eventReasons, lbService, serviceGone, untilIngress } from '../helpers/services.js';
 
-const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
 const NS = 'default';
 
-const world = useCloudWorld('brightbox', { afterEachTest: (w) => removeServices(w.api, NS) });
+const world = useCloudWorld('brightbox', { services: true });
 let ccm: InProcess | undefined;
 
 const initialised = (name: string) => untilInitialised(world.api, name, 'ExternalIP');
@@ -103,7 +96,7 @@ describe('ccm run --provider brightbox', () => {
     expect(svc.status?.loadBalancer?.ingress?.map((i) => i.ip)).toEqual(
       expect.arrayContaining([cip?.publicIPv4]),
     );
-    expect(svc.metadata?.finalizers).toContain(FINALIZER);
+    expect(svc.metadata?.finalizers).toContain(FINALIZER_LOAD_BALANCER_CLEANUP);
     expect(counts()).toEqual({
       loadBalancers: 1,
       cloudIPs: baseline.cloudIPs + 1,

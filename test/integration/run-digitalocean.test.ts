@@ -5,6 +5,7 @@
  */
 import type { V1Node } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { FINALIZER_LOAD_BALANCER_CLEANUP } from '../../src/kube/well-known.js';
 import { createNodes, deleteAllNodes } from '../controlplane/fixtures.js';
 import { CCM_USER } from '../controlplane/harness.js';
 import { digitalOceanSecret, useCloudWorld } from '../helpers/cloud-world.js';
@@ -22,20 +23,18 @@ import {
   eventReasons,
   lbService,
   MERGE_PATCH,
-  removeServices,
   serviceControllerEvents,
   serviceGone,
   untilIngress,
 } from '../helpers/services.js';
 
-const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
 const LB_ID_ANNOTATION = 'kubernetes.digitalocean.com/load-balancer-id';
 const NS = 'default';
 
 // The token is read from the Secret exactly as DigitalOcean's getting-started guide writes it.
 const world = useCloudWorld('digitalocean', {
-  afterEachTest: async (w) => {
-    await removeServices(w.api, NS);
+  services: true,
+  afterEachTest: (w) => {
     expect(w.sim.takeViolations()).toEqual([]);
   },
 });
@@ -142,7 +141,7 @@ describe('ccm run --provider digitalocean', () => {
     const ingressMs = Date.now() - t1;
     expect(lb?.status).toBe('active');
     expect(svc.status?.loadBalancer?.ingress).toEqual([expect.objectContaining({ ip: lb?.ip as string })]);
-    expect(svc.metadata?.finalizers).toContain(FINALIZER);
+    expect(svc.metadata?.finalizers).toContain(FINALIZER_LOAD_BALANCER_CLEANUP);
     expect(svc.metadata?.annotations?.[LB_ID_ANNOTATION]).toBe(lb?.id);
     expect([...((lb?.droplet_ids ?? []) as number[])].sort()).toEqual([w1?.id, w2?.id].sort());
     expect(lb?.tags).toEqual([expect.stringMatching(/^k8s:/)]);

@@ -4,6 +4,7 @@
  * `kube-system/cloud-config` key `cloud.conf`, the layout of the official controller's docs.
  */
 import { describe, expect, it } from 'vitest';
+import { FINALIZER_LOAD_BALANCER_CLEANUP } from '../../src/kube/well-known.js';
 import { createNodes } from '../controlplane/fixtures.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
 import {
@@ -13,19 +14,11 @@ import {
   until,
   untilInitialised,
 } from '../helpers/run.js';
-import {
-  eventMessages,
-  eventReasons,
-  lbService,
-  removeServices,
-  serviceGone,
-  untilIngress,
-} from '../helpers/services.js';
+import { eventMessages, eventReasons, lbService, serviceGone, untilIngress } from '../helpers/services.js';
 
-const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
 const NS = 'default';
 
-const world = useCloudWorld('openstack', { afterEachTest: (w) => removeServices(w.api, NS) });
+const world = useCloudWorld('openstack', { services: true });
 let ccm: InProcess | undefined;
 
 async function start() {
@@ -96,7 +89,7 @@ describe('ccm run --provider openstack', () => {
     expect(svc.status?.loadBalancer?.ingress).toEqual([
       expect.objectContaining({ ip: fips[0]?.floating_ip_address as string }),
     ]);
-    expect(svc.metadata?.finalizers).toContain(FINALIZER);
+    expect(svc.metadata?.finalizers).toContain(FINALIZER_LOAD_BALANCER_CLEANUP);
     expect(octaviaCounts()).toEqual({
       loadBalancers: 1,
       listeners: 1,

@@ -4,18 +4,18 @@
  * `kube-system/triton` (the provider's credential schema: url, account, key-material, key-passphrase).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
+import { FINALIZER_LOAD_BALANCER_CLEANUP } from '../../src/kube/well-known.js';
 import type { SimMachine } from '../clouds/triton/server.js';
 import { createNodes } from '../controlplane/fixtures.js';
 import { tritonSecret, useCloudWorld } from '../helpers/cloud-world.js';
 import { expectTwoReadyReplicas, type InProcess, until, untilInitialised } from '../helpers/run.js';
-import { eventReasons, lbService, removeServices, serviceGone, untilIngress } from '../helpers/services.js';
+import { eventReasons, lbService, serviceGone, untilIngress } from '../helpers/services.js';
 
-const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
 const SERVICES = 'triton.cns.services';
 const NAME_ANNOTATION = 'triton.ccm.io/cns-service-name';
 const NS = 'default';
 
-const world = useCloudWorld('triton', { afterEachTest: (w) => removeServices(w.api, NS) });
+const world = useCloudWorld('triton', { services: true });
 let ccm: InProcess | undefined;
 
 beforeAll(() => {
@@ -82,7 +82,7 @@ describe('ccm run --provider triton', () => {
     expect(web.status?.loadBalancer?.ingress).toEqual([
       expect.objectContaining({ hostname: `web.svc.${world.sim.account.id}.us-test-1.triton.zone` }),
     ]);
-    expect(web.metadata?.finalizers).toContain(FINALIZER);
+    expect(web.metadata?.finalizers).toContain(FINALIZER_LOAD_BALANCER_CLEANUP);
     const webPort = await nodePort('web');
     await until('web entries on both machines', async () => services(m2) === `web:${webPort}`);
     expect(services(m1)).toBe(`manual:8080,web:${webPort}`);
