@@ -67,6 +67,23 @@ export interface Fault {
   headers?: Record<string, string>;
 }
 
+/**
+ * An authenticated route a file beside this one adds (more of Neutron, say), answered before the
+ * built-in ones: the first row whose method and path (without /internal or /admin) match answers.
+ * Push rows to OPENSTACK_ROUTES from that file; throw HttpError for an error answer.
+ */
+export interface OpenStackRoute {
+  method: string;
+  path: RegExp;
+  handle(
+    sim: OpenStackSimulator,
+    match: RegExpExecArray,
+    url: URL,
+    body: unknown,
+  ): [number, unknown, Record<string, string>?];
+}
+export const OPENSTACK_ROUTES: OpenStackRoute[] = [];
+
 export interface LoggedRequest {
   method: string;
   path: string;
@@ -335,6 +352,10 @@ export class OpenStackSimulator {
     const versions = method === 'GET' ? this.versionDocument(path, req) : undefined;
     if (versions) return versions;
     this.authenticate(req);
+    for (const row of OPENSTACK_ROUTES) {
+      const match = row.method === method ? row.path.exec(path) : null;
+      if (match) return row.handle(this, match, url, body);
+    }
     if (path.startsWith('/compute/v2.1/'))
       return this.nova(method, path.slice('/compute/v2.1'.length), url, req);
     if (path.startsWith('/network/v2.0/'))
