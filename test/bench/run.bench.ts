@@ -14,21 +14,18 @@
  *    ccm's own metrics over 60 s with the periods divided by 12 (monitor 5 s → 417 ms, listing 1 m → 5 s),
  *    i.e. 12 minutes of controller time each; per hour = × 5.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { loadKubeConfig } from '../../src/kube/config.js';
 import { createInformer } from '../../src/kube/informer.js';
 import { KubeTransport } from '../../src/kube/transport.js';
 import { fixtureApi, nodeObject } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { freePort, setReady, until } from '../helpers/run.js';
+import { setReady, spawnCcmRun, until } from '../helpers/run.js';
 import { percentile } from '../helpers/stats.js';
 
-const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const CONCURRENCY = 32;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -66,11 +63,6 @@ function kubeletNode(name: string, i: number) {
   };
 }
 
-const children = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const c of children) c.kill('SIGKILL');
-});
-
 function transportFor(cp: ControlPlane, context: string): KubeTransport {
   return new KubeTransport(loadKubeConfig({ kubeconfig: cp.kubeconfigPath, context, env: {} }));
 }
@@ -87,51 +79,25 @@ async function mapLimit<T>(items: T[], limit: number, fn: (item: T, i: number) =
   );
 }
 
-async function startCcm(cp: ControlPlane, inv: string, extra: string[] = []) {
-  const port = await freePort();
-  const child = spawn(
-    process.execPath,
+/** ccm run over the inventory at the benchmark's concurrency (test/helpers/run.ts spawnCcmRun). */
+function startCcm(cp: ControlPlane, inv: string, extra: string[] = []) {
+  return spawnCcmRun(
     [
-      bin,
-      'run',
       '--provider',
       'cloudlycke',
       '--kubeconfig',
       cp.kubeconfigPath,
       '--cloud-config',
       inv,
-      '--leader-elect=false',
-      '--plain-http',
-      '--bind-address',
-      '127.0.0.1',
-      `--secure-port=${port}`,
       '--concurrency',
       String(CONCURRENCY),
       '--log-level',
       'warn',
       ...extra,
     ],
-    {
-      stdio: ['ignore', 'ignore', 'inherit'],
-      // e.g. BENCH_CCM_NODE_OPTIONS="--max-old-space-size=128" to measure ccm with a heap cap
-      env: { ...process.env, NODE_OPTIONS: process.env.BENCH_CCM_NODE_OPTIONS ?? '' },
-    },
+    // e.g. BENCH_CCM_NODE_OPTIONS="--max-old-space-size=128" to measure ccm with a heap cap
+    { ...process.env, NODE_OPTIONS: process.env.BENCH_CCM_NODE_OPTIONS ?? '' },
   );
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  const url = `http://127.0.0.1:${port}`;
-  await until(
-    'ccm ready',
-    async () => (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200,
-    60_000,
-  );
-  return { child, url };
-}
-
-async function stopCcm(child: ChildProcess) {
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await exited;
 }
 
 function rssMb(pid: number): number {
@@ -243,7 +209,7 @@ if (only.includes('burst')) {
       60_000,
     );
 
-    const { child } = await startCcm(cp, inv);
+    const ccm = await startCcm(cp, inv);
     const watch = taintWatch(cp);
     await until('watch synced', async () => watch.informer.hasSynced());
     const t1 = performance.now();
@@ -259,7 +225,7 @@ if (only.includes('burst')) {
     await until('all initialised', async () => ids.every((n) => watch.removedAt.has(n)), 120_000);
     const withCcm = (Math.max(...ids.map((n) => watch.removedAt.get(n) as number)) - t1) / 1000;
     await watch.informer.stop();
-    await stopCcm(child);
+    await ccm.stop();
     say(
       `| burst of 1,000 tainted Nodes: all initialised | ${withCcm.toFixed(1)} s | write-only baseline ${baseline.toFixed(1)} s → ratio ${(withCcm / baseline).toFixed(2)} (target ≤ 1.25) |`,
     );
@@ -275,7 +241,7 @@ if (only.includes('steady')) {
     const ids = names('steady', 3000);
     const inv = inventory(ids);
     const http = transportFor(cp, 'fixtures');
-    const { child } = await startCcm(cp, inv);
+    const ccm = await startCcm(cp, inv);
     const watch = taintWatch(cp);
     await until('watch synced', async () => watch.informer.hasSynced());
     const createdAt = new Map<string, number>();
@@ -301,7 +267,7 @@ if (only.includes('steady')) {
     await until('all initialised', async () => ids.every((n) => watch.removedAt.has(n)), 60_000);
     const latencies = ids.map((n) => (watch.removedAt.get(n) as number) - (createdAt.get(n) as number));
     await watch.informer.stop();
-    await stopCcm(child);
+    await ccm.stop();
     say(
       `| steady 50 tainted Nodes/s for 60 s (3,000): creation → taint removed | p50 ${Math.round(percentile(latencies, 50))} ms, p99 ${Math.round(percentile(latencies, 99))} ms, max ${Math.round(Math.max(...latencies))} ms | target p99 ≤ 1 s |`,
     );
@@ -345,17 +311,12 @@ if (only.includes('big')) {
     await sleep(IDLE_S * 1000);
     const rss = rssMb(idle.child.pid as number);
     const heap = await heapUsedMb(idle.url);
-    await stopCcm(idle.child);
+    await idle.stop();
     say(
       `| RSS of ccm run with 5,000 Nodes cached, idle ${IDLE_S} s at default periods | ${rss} MB (V8 heap in use ${heap} MB) | target ≤ 150 MB |`,
     );
 
-    const { child, url } = await startCcm(cp, inv, [
-      '--node-monitor-period',
-      '417ms',
-      '--cloud-list-period',
-      '5s',
-    ]);
+    const ccm = await startCcm(cp, inv, ['--node-monitor-period', '417ms', '--cloud-list-period', '5s']);
     let down = 0;
     for (const notReady of process.env.BENCH_RSS_ONLY ? [] : [0, 100, 1000]) {
       await mapLimit(ids.slice(down, notReady), 32, async (name) => {
@@ -363,14 +324,14 @@ if (only.includes('big')) {
       });
       down = notReady;
       await sleep(6000);
-      const a = await cloudCounts(url);
+      const a = await cloudCounts(ccm.url);
       await sleep(60_000);
-      const b = await cloudCounts(url);
+      const b = await cloudCounts(ccm.url);
       say(
         `| 5,000 Nodes, ${notReady.toLocaleString('en')} NotReady: cloud calls in 12 min of controller time (periods ÷ 12) | ${b.list - a.list} listings, ${b.get - a.get} lookups | per hour: ${(b.list - a.list) * 5} listings, ${(b.get - a.get) * 5} lookups |`,
       );
     }
-    await stopCcm(child);
+    await ccm.stop();
   } finally {
     await cp.stop();
   }

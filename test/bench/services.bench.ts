@@ -6,56 +6,17 @@
  *
  *   npm run bench:services
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { type CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { mapLimit } from '../../src/controllers/concurrency.js';
 import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { freePort, until } from '../helpers/run.js';
+import { spawnCcmRun, until } from '../helpers/run.js';
 
 const SERVICES = 500;
-const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
-
-async function startCcm(cp: ControlPlane, inventory: string, syncs: number) {
-  const port = await freePort();
-  const child = spawn(
-    process.execPath,
-    [
-      bin,
-      'run',
-      '--provider=cloudlycke',
-      `--kubeconfig=${cp.kubeconfigPath}`,
-      `--cloud-config=${inventory}`,
-      '--controllers=service',
-      `--concurrent-service-syncs=${syncs}`,
-      '--leader-elect=false',
-      '--plain-http',
-      '--bind-address=127.0.0.1',
-      `--secure-port=${port}`,
-      '--log-level=warn',
-      ...(process.env.BENCH_CCM_ARGS?.split(' ').filter(Boolean) ?? []),
-    ],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
-  );
-  const url = `http://127.0.0.1:${port}`;
-  await until(
-    'ccm ready',
-    async () => (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200,
-    60_000,
-  );
-  return { child, url };
-}
-
-async function stop(child: ChildProcess) {
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await exited;
-}
 
 async function lbCalls(url: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
@@ -67,7 +28,15 @@ async function lbCalls(url: string): Promise<number> {
 
 async function run(cp: ControlPlane, api: CoreV1Api, inventory: string, syncs: number) {
   const names = Array.from({ length: SERVICES }, (_, i) => `bench-${syncs}-${i}`);
-  const { child, url } = await startCcm(cp, inventory, syncs);
+  const ccm = await spawnCcmRun([
+    '--provider=cloudlycke',
+    `--kubeconfig=${cp.kubeconfigPath}`,
+    `--cloud-config=${inventory}`,
+    '--controllers=service',
+    `--concurrent-service-syncs=${syncs}`,
+    '--log-level=warn',
+    ...(process.env.BENCH_CCM_ARGS?.split(' ').filter(Boolean) ?? []),
+  ]);
   const writesBefore = (await cp.writes(CCM_USER)).length;
   const started = performance.now();
   await mapLimit(names, 32, (name) =>
@@ -93,8 +62,8 @@ async function run(cp: ControlPlane, api: CoreV1Api, inventory: string, syncs: n
   );
   const seconds = (performance.now() - started) / 1000;
   const writes = (await cp.writes(CCM_USER)).length - writesBefore;
-  const calls = await lbCalls(url);
-  await stop(child);
+  const calls = await lbCalls(ccm.url);
+  await ccm.stop();
   // Clean up for the next round without ccm: its finalizer is taken off by hand, then the Service goes.
   await mapLimit(names, 32, async (name) => {
     await api.patchNamespacedService(

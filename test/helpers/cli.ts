@@ -10,13 +10,18 @@ export interface CliResult {
   stderr: string;
 }
 
-export async function ccm(args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
+/** `timeoutMs` (default 2 minutes): a benchmark of thousands of Nodes on a loaded machine wants more. */
+export async function ccm(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+  timeoutMs = 120_000,
+): Promise<CliResult> {
   const result = await execa(process.execPath, [bin, ...args], {
     reject: false,
     env: { KUBECONFIG: undefined, CCM_PROVIDER: undefined, CLOUDLYCKE_INVENTORY: undefined, ...env },
     extendEnv: true,
     stdin: 'ignore',
-    timeout: 120_000,
+    timeout: timeoutMs,
   });
   return { exitCode: result.exitCode ?? -1, stdout: String(result.stdout), stderr: String(result.stderr) };
 }

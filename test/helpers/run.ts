@@ -1,6 +1,8 @@
 /** Runs `ccm run` in this process (so a test can wrap the provider) and collects its JSON log lines. */
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
 import { type RunDeps, type RunHandle, type RunInput, startRun } from '../../src/cli/run.js';
 
@@ -67,6 +69,60 @@ export function logSink(): { lines: string[]; stream: Writable } {
   return { lines, stream };
 }
 
+export interface CcmProcess {
+  child: ChildProcess;
+  /** Its plain-HTTP health and metrics address. */
+  url: string;
+  /** SIGTERM, and waits for the exit. */
+  stop(): Promise<void>;
+}
+
+const spawned = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const c of spawned) c.kill('SIGKILL');
+});
+
+/**
+ * The built `ccm run` as its own process, as a Deployment runs it (the benchmarks): leader election
+ * off, plain-HTTP health and metrics on a free port, stderr passed through. Resolves once /readyz
+ * answers 200. `args` name the provider, kubeconfig, cloud and the rest.
+ */
+export async function spawnCcmRun(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<CcmProcess> {
+  const port = await freePort();
+  const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
+  const child = spawn(
+    process.execPath,
+    [
+      bin,
+      'run',
+      ...args,
+      '--leader-elect=false',
+      '--plain-http',
+      '--bind-address=127.0.0.1',
+      `--secure-port=${port}`,
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'], env },
+  );
+  spawned.add(child);
+  child.once('exit', () => spawned.delete(child));
+  const url = `http://127.0.0.1:${port}`;
+  await until(
+    'ccm ready',
+    async () => (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200,
+    60_000,
+  );
+  return {
+    child,
+    url,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
 export async function startInProcess(input: RunInput, deps: RunDeps = {}): Promise<InProcess> {
   const { lines, stream } = logSink();
   const handle = await startRun(input, { logDestination: stream, prettyLogs: false, ...deps });
@@ -91,6 +147,14 @@ export async function until<T>(
       throw new Error(`timed out waiting for ${what}${last ? ` (${(last as Error).message})` : ''}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** How many reconciles of `controller` failed so far (ccm's own metric). */
+export async function reconcileErrors(ccm: InProcess | undefined, controller: string): Promise<number> {
+  const metric = await ccm?.handle.metrics.reconciles.get();
+  return (
+    metric?.values.find((v) => v.labels.controller === controller && v.labels.result === 'error')?.value ?? 0
+  );
 }
 
 /** The replica's leader-election check on /readyz?verbose: 'leading' or 'standby (leader: …)'. */

@@ -1,6 +1,7 @@
 /** LoadBalancer Services and their Events on the test control plane, for the `ccm run` cloud tests. */
 import { type CoreV1Api, PatchStrategy, setHeaderOptions, type V1Service } from '@kubernetes/client-node';
 import { SOURCE_SERVICE_CONTROLLER } from '../../src/kube/well-known.js';
+import { until } from './run.js';
 
 export const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const JSON_PATCH = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
@@ -75,4 +76,22 @@ export async function removeServices(api: CoreV1Api, namespace: string): Promise
     await api.deleteNamespacedService({ name, namespace }).catch(() => {});
   }
   await api.deleteCollectionNamespacedEvent({ namespace });
+}
+
+/** Waits until the Service's first ingress has an `ip` (or a `hostname`: Triton's CNS name); returns it. */
+export function untilIngress(
+  api: CoreV1Api,
+  namespace: string,
+  name: string,
+  timeoutMs = 30_000,
+  field: 'ip' | 'hostname' = 'ip',
+): Promise<V1Service> {
+  return until(
+    `${name} ingress`,
+    async () => {
+      const s = await api.readNamespacedService({ name, namespace });
+      return s.status?.loadBalancer?.ingress?.[0]?.[field] ? s : undefined;
+    },
+    timeoutMs,
+  );
 }

@@ -2,93 +2,52 @@
  * `ccm nodes init --provider brightbox`: the built CLI against the real kube-apiserver + etcd, with
  * the Brightbox API simulator as the cloud (token endpoint and /1.0 resources).
  */
-import type { CoreV1Api } from '@kubernetes/client-node';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import {
-  type BrightboxSimulator,
-  SIM_CLIENT,
-  startBrightboxSimulator,
-} from '../clouds/brightbox/simulator.js';
-import { createNodes, deleteAllNodes, fixtureApi, UNINITIALIZED } from '../controlplane/fixtures.js';
-import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { ccm } from '../helpers/cli.js';
+import { describe, expect, it } from 'vitest';
+import { SIM_CLIENT } from '../clouds/brightbox/simulator.js';
+import { createNodes, UNINITIALIZED } from '../controlplane/fixtures.js';
+import { useCloudWorld } from '../helpers/cloud-world.js';
 
-let cp: ControlPlane;
-let api: CoreV1Api;
-let sim: BrightboxSimulator;
+// A new simulator for each test, as each test starts from an empty cloud and an empty token cache.
+const world = useCloudWorld('brightbox', { fresh: true });
+const api = () => world.api;
 
-beforeAll(async () => {
-  cp = await startControlPlane();
-  api = fixtureApi(cp.kubeconfigPath);
-});
-afterAll(async () => {
-  await cp?.stop();
-});
-beforeEach(async () => {
-  await deleteAllNodes(api);
-  sim = await startBrightboxSimulator();
-});
-afterEach(async () => {
-  await sim.close();
-});
-
-const CREDENTIALS = { BRIGHTBOX_CLIENT: SIM_CLIENT.id, BRIGHTBOX_CLIENT_SECRET: SIM_CLIENT.secret };
-
-function nodesInit(...extra: string[]) {
-  return nodesInitWith(CREDENTIALS, ...extra);
-}
-
-/** `ccm nodes init` against the simulator with these credentials; the writes it made, no secret printed. */
-async function nodesInitWith(env: Record<string, string>, ...extra: string[]) {
-  const before = (await cp.writes(CCM_USER)).length;
-  const result = await ccm(
-    [
-      'nodes',
-      'init',
-      '--provider',
-      'brightbox',
-      '--kubeconfig',
-      cp.kubeconfigPath,
-      '--cloud-api-url',
-      sim.url,
-      ...extra,
-    ],
-    env,
-  );
-  const writes = (await cp.writes(CCM_USER)).slice(before);
-  for (const secret of [SIM_CLIENT.secret, ...sim.issuedTokens]) {
+/** `ccm nodes init` against the simulator (with `env` over its credentials); no secret printed. */
+async function nodesInitWith(env: Record<string, string | undefined>, ...extra: string[]) {
+  const result = await world.ccm(['nodes', 'init', ...extra], { env });
+  for (const secret of [SIM_CLIENT.secret, ...world.sim.issuedTokens]) {
     expect(result.stdout + result.stderr).not.toContain(secret);
   }
-  return { ...result, writes };
+  return result;
 }
+const nodesInit = (...extra: string[]) => nodesInitWith({}, ...extra);
 
 const gone = { tainted: false, ready: false } as const;
 
 describe('ccm nodes init --provider brightbox', () => {
   it('initialises Nodes named after the server id, or after the server name', async () => {
-    const a = sim.addServer({
+    const a = world.sim.addServer({
       id: 'srv-aaaaa',
       name: 'k8s worker',
       zone: 'gb1-a',
       serverType: '2gb.ssd',
       ipv4: '10.241.0.10',
     });
-    sim.addServer({
+    world.sim.addServer({
       id: 'srv-bbbbb',
       name: 'worker-b',
       zone: 'gb1-b',
       serverType: '4gb.ssd',
       ipv4: '10.241.0.11',
     });
-    const cip = sim.addCloudIP({ mappedTo: a.interfaces[0]?.id, publicIPv4: '109.107.39.1' });
-    await createNodes(api, [{ name: 'srv-aaaaa', providedNodeIP: '10.241.0.10' }, { name: 'worker-b' }]);
+    const cip = world.sim.addCloudIP({ mappedTo: a.interfaces[0]?.id, publicIPv4: '109.107.39.1' });
+    await createNodes(api(), [{ name: 'srv-aaaaa', providedNodeIP: '10.241.0.10' }, { name: 'worker-b' }]);
 
     const run = await nodesInit('--json');
     expect(run.stderr).toBe('');
     expect(run.exitCode).toBe(0);
     expect(JSON.parse(run.stdout).summary).toMatchObject({ total: 2, initialized: 2, failed: 0 });
 
-    const first = await api.readNode({ name: 'srv-aaaaa' });
+    const first = await api().readNode({ name: 'srv-aaaaa' });
     expect(first.spec?.providerID).toBe('brightbox://srv-aaaaa');
     expect(first.spec?.taints ?? []).not.toContainEqual(UNINITIALIZED);
     expect(first.metadata?.labels).toMatchObject({
@@ -102,11 +61,14 @@ describe('ccm nodes init --provider brightbox', () => {
       { type: 'ExternalDNS', address: 'srv-aaaaa.gb1.brightbox.com' },
       { type: 'ExternalDNS', address: `${cip.id}.gb1.brightbox.com` },
     ]);
-    const second = await api.readNode({ name: 'worker-b' });
+    const second = await api().readNode({ name: 'worker-b' });
     expect(second.spec?.providerID).toBe('brightbox://srv-bbbbb');
     expect(second.metadata?.labels?.['topology.kubernetes.io/zone']).toBe('gb1-b');
     // one token, one listing of every server
-    expect(sim.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['POST /token/', 'GET /1.0/servers']);
+    expect(world.sim.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      'POST /token/',
+      'GET /1.0/servers',
+    ]);
 
     const again = await nodesInit('--json');
     expect(again.exitCode).toBe(0);
@@ -114,19 +76,19 @@ describe('ccm nodes init --provider brightbox', () => {
   });
 
   it('renews a token the API stopped accepting mid-run, and no Node fails', async () => {
-    sim.addServer({ id: 'srv-ccccc' });
-    sim.addServer({ id: 'srv-ddddd' });
-    await createNodes(api, [
+    world.sim.addServer({ id: 'srv-ccccc' });
+    world.sim.addServer({ id: 'srv-ddddd' });
+    await createNodes(api(), [
       { name: 'srv-ccccc' },
       { name: 'srv-ddddd', providerID: 'brightbox://srv-ddddd', tainted: false },
       { name: 'srv-eeeee', providerID: 'brightbox://srv-eeeee', ...gone },
     ]);
-    sim.inject({
+    world.sim.inject({
       path: '/1.0/servers',
       status: 401,
       body: { error: 'invalid_token', error_description: 'expired' },
     });
-    sim.inject({
+    world.sim.inject({
       path: '/1.0/servers/srv-eeeee',
       status: 401,
       body: { error: 'invalid_token', error_description: 'expired' },
@@ -135,14 +97,14 @@ describe('ccm nodes init --provider brightbox', () => {
     expect(run.exitCode).toBe(0);
     const report = JSON.parse(run.stdout);
     expect(report.summary).toMatchObject({ initialized: 1, deleted: 1, failed: 0 });
-    expect(sim.count('POST', '/token/')).toBe(3);
+    expect(world.sim.count('POST', '/token/')).toBe(3);
   });
 
   it('deletes the Node of a server Brightbox no longer has or answers as deleted/failed, never on another 404', async () => {
-    sim.addServer({ id: 'srv-alive' });
-    sim.addServer({ id: 'srv-dead1', status: 'deleted' });
-    sim.addServer({ id: 'srv-bust1', status: 'failed' });
-    await createNodes(api, [
+    world.sim.addServer({ id: 'srv-alive' });
+    world.sim.addServer({ id: 'srv-dead1', status: 'deleted' });
+    world.sim.addServer({ id: 'srv-bust1', status: 'failed' });
+    await createNodes(api(), [
       { name: 'srv-alive', providerID: 'brightbox://srv-alive', tainted: false },
       { name: 'srv-dead1', providerID: 'brightbox://srv-dead1', ...gone },
       { name: 'srv-bust1', providerID: 'brightbox://srv-bust1', ...gone },
@@ -150,10 +112,10 @@ describe('ccm nodes init --provider brightbox', () => {
       { name: 'srv-proxy', providerID: 'brightbox://srv-proxy', ...gone },
       { name: 'srv-flaky', providerID: 'brightbox://srv-flaky', ...gone },
     ]);
-    sim.inject({ path: '/1.0/servers/srv-proxy', status: 404, body: '<html>Not Found</html>' });
-    sim.inject({ path: '/1.0/servers/srv-flaky', status: 503, times: 10 });
+    world.sim.inject({ path: '/1.0/servers/srv-proxy', status: 404, body: '<html>Not Found</html>' });
+    world.sim.inject({ path: '/1.0/servers/srv-flaky', status: 503, times: 10 });
     const run = await nodesInit('--deletion-grace-period', '0s', '--json');
-    const names = (await api.listNode()).items.map((n) => n.metadata?.name).sort();
+    const names = (await api().listNode()).items.map((n) => n.metadata?.name).sort();
     // The official controller's instances.go l.133-144: a server answered as deleted or failed does
     // not exist, like Brightbox's own 404 (srv-gone1); a foreign 404 or an outage is never "gone".
     expect(names).toEqual(['srv-alive', 'srv-flaky', 'srv-proxy']);
@@ -163,12 +125,12 @@ describe('ccm nodes init --provider brightbox', () => {
   });
 
   it('deletes and initialises nothing when the listing fails', async () => {
-    sim.addServer({ id: 'srv-aaaaa' });
-    await createNodes(api, [
+    world.sim.addServer({ id: 'srv-aaaaa' });
+    await createNodes(api(), [
       { name: 'srv-aaaaa' },
       { name: 'srv-gone1', providerID: 'brightbox://srv-gone1', ...gone },
     ]);
-    sim.inject({ path: '/1.0/servers', status: 500, times: 10 });
+    world.sim.inject({ path: '/1.0/servers', status: 500, times: 10 });
     const run = await nodesInit('--deletion-grace-period', '0s', '--json');
     expect(run.exitCode).toBe(1);
     expect(JSON.parse(run.stdout).listingError).toMatch(/^cloud listing failed: /);
@@ -176,8 +138,8 @@ describe('ccm nodes init --provider brightbox', () => {
   });
 
   it('refuses wrong credentials in one line, exit 2, and writes nothing', async () => {
-    await createNodes(api, [{ name: 'srv-aaaaa' }]);
-    const run = await nodesInitWith({ ...CREDENTIALS, BRIGHTBOX_CLIENT_SECRET: 'not-the-secret' });
+    await createNodes(api(), [{ name: 'srv-aaaaa' }]);
+    const run = await nodesInitWith({ BRIGHTBOX_CLIENT_SECRET: 'not-the-secret' });
     expect(run.exitCode).toBe(2);
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
     expect(run.stderr).toContain('check BRIGHTBOX_CLIENT and BRIGHTBOX_CLIENT_SECRET');
@@ -186,9 +148,9 @@ describe('ccm nodes init --provider brightbox', () => {
   });
 
   it('refuses a missing client secret before calling anything: one line, exit 2', async () => {
-    const run = await nodesInitWith({ BRIGHTBOX_CLIENT: SIM_CLIENT.id });
+    const run = await nodesInitWith({ BRIGHTBOX_CLIENT_SECRET: undefined });
     expect(run.exitCode).toBe(2);
     expect(run.stderr.trim()).toContain('set BRIGHTBOX_CLIENT_SECRET');
-    expect(sim.requests).toEqual([]);
+    expect(world.sim.requests).toEqual([]);
   });
 });

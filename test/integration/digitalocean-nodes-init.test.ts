@@ -3,60 +3,33 @@
  * the DigitalOcean simulator as the cloud. Every request and answer is checked against DigitalOcean's
  * OpenAPI document; a test fails on any violation.
  */
-import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
-import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { ccm } from '../helpers/cli.js';
+import type { V1Node } from '@kubernetes/client-node';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createNodes } from '../controlplane/fixtures.js';
+import { useCloudWorld } from '../helpers/cloud-world.js';
 import { conformsToDigitalOceanOpenApi } from '../helpers/openapi.js';
 
-let cp: ControlPlane;
-let api: CoreV1Api;
-let sim: DigitalOceanSimulator;
-
-beforeAll(async () => {
-  [cp, sim] = await Promise.all([startControlPlane(), DigitalOceanSimulator.start()]);
-  api = fixtureApi(cp.kubeconfigPath);
-});
-afterAll(async () => {
-  await Promise.all([cp?.stop(), sim?.stop()]);
-});
-beforeEach(async () => {
-  sim.reset();
-  await deleteAllNodes(api);
-});
-afterEach(() => {
-  expect(sim.takeViolations()).toEqual([]);
+const world = useCloudWorld('digitalocean', {
+  afterEachTest: (w) => {
+    expect(w.sim.takeViolations()).toEqual([]);
+  },
 });
 
-async function nodesInit(options: { token?: string; env?: Record<string, string>; flags?: string[] } = {}) {
-  const before = (await cp.writes(CCM_USER)).length;
-  const result = await ccm(
-    [
-      'nodes',
-      'init',
-      '--provider',
-      'digitalocean',
-      '--kubeconfig',
-      cp.kubeconfigPath,
-      ...(options.env?.DO_OVERRIDE_URL ? [] : ['--cloud-api-url', sim.url]),
-      ...(options.flags ?? []),
-    ],
-    { DO_ACCESS_TOKEN: options.token ?? sim.token, DO_OVERRIDE_URL: undefined, ...options.env },
-  );
-  const writes = (await cp.writes(CCM_USER)).slice(before);
-  return { ...result, writes };
+function nodesInit(options: { token?: string; env?: Record<string, string>; flags?: string[] } = {}) {
+  return world.ccm(['nodes', 'init', ...(options.flags ?? [])], {
+    env: { ...(options.token === undefined ? {} : { DO_ACCESS_TOKEN: options.token }), ...options.env },
+    ...(options.env?.DO_OVERRIDE_URL ? { cloudFlags: [] } : {}),
+  });
 }
 
-const node = (name: string): Promise<V1Node> => api.readNode({ name });
+const node = (name: string): Promise<V1Node> => world.api.readNode({ name });
 const exists = async (name: string) =>
-  (await api.listNode({ fieldSelector: `metadata.name=${name}` })).items.length === 1;
+  (await world.api.listNode({ fieldSelector: `metadata.name=${name}` })).items.length === 1;
 const tainted = (n: V1Node) =>
   (n.spec?.taints ?? []).some((t) => t.key === 'node.cloudprovider.kubernetes.io/uninitialized');
 
 function fleet(n: number, prefix = 'pool-') {
-  return sim.addDroplets(
+  return world.sim.addDroplets(
     ...Array.from({ length: n }, (_, i) => ({
       name: `${prefix}${String(i).padStart(4, '0')}`,
       privateIP: `10.1.${i >> 8}.${i & 255}`,
@@ -66,7 +39,7 @@ function fleet(n: number, prefix = 'pool-') {
 
 describe('ccm nodes init --provider digitalocean', () => {
   it('initialises tainted Nodes from droplets, by provider ID and by droplet name', async () => {
-    const [w1, w2] = sim.addDroplets(
+    const [w1, w2] = world.sim.addDroplets(
       {
         name: 'worker-1',
         size: 's-4vcpu-8gb',
@@ -77,7 +50,7 @@ describe('ccm nodes init --provider digitalocean', () => {
       },
       { name: 'Worker-2', region: 'fra1', privateIP: '10.114.0.3' },
     );
-    await createNodes(api, [
+    await createNodes(world.api, [
       { name: 'worker-1', providerID: `digitalocean://${w1?.id}` },
       // The kubelet lowercases the hostname; the droplet keeps its case.
       { name: 'worker-2' },
@@ -103,43 +76,34 @@ describe('ccm nodes init --provider digitalocean', () => {
     expect(two.spec?.providerID).toBe(`digitalocean://${w2?.id}`);
     expect(tainted(two)).toBe(false);
     // One listing, nothing else.
-    expect(sim.requests.map((r) => `${r.method} ${r.url}`)).toEqual(['GET /v2/droplets?per_page=200']);
+    expect(world.sim.requests.map((r) => `${r.method} ${r.url}`)).toEqual(['GET /v2/droplets?per_page=200']);
   });
 
   it('takes the API URL from DO_OVERRIDE_URL, as the official controller does', async () => {
-    const [d] = sim.addDroplets({ name: 'w-env', privateIP: '10.114.0.9' });
-    await createNodes(api, [{ name: 'w-env' }]);
-    const run = await nodesInit({ env: { DO_OVERRIDE_URL: sim.url } });
+    const [d] = world.sim.addDroplets({ name: 'w-env', privateIP: '10.114.0.9' });
+    await createNodes(world.api, [{ name: 'w-env' }]);
+    const run = await nodesInit({ env: { DO_OVERRIDE_URL: world.sim.url } });
     expect(run.exitCode, run.stderr).toBe(0);
     expect((await node('w-env')).spec?.providerID).toBe(`digitalocean://${d?.id}`);
   });
 
   it('nodes list: a cloud listing that failed is exit 1, with the Nodes still listed', async () => {
-    await createNodes(api, [{ name: 'listed-anyway' }]);
+    await createNodes(world.api, [{ name: 'listed-anyway' }]);
     // A cloud that stays unavailable: a transient error, retried, then the Nodes listed without it.
-    sim.fault({ method: 'GET', path: '/v2/droplets', status: 503, times: 10 });
-    const run = await ccm(
-      [
-        'nodes',
-        'list',
-        '--provider',
-        'digitalocean',
-        '--kubeconfig',
-        cp.kubeconfigPath,
-        '--cloud-api-url',
-        sim.url,
-      ],
-      { DO_ACCESS_TOKEN: sim.token },
-    );
+    world.sim.fault({ method: 'GET', path: '/v2/droplets', status: 503, times: 10 });
+    const run = await world.ccm(['nodes', 'list']);
     expect(run.exitCode, run.stderr).toBe(1);
     expect(run.stdout).toContain('listed-anyway');
     expect(`${run.stdout}\n${run.stderr}`).toContain('cloud listing failed');
   });
 
   it('fails the Node whose name two droplets share, and initialises the others', async () => {
-    sim.addDroplets({ name: 'twin', privateIP: '10.114.0.4' }, { name: 'twin', privateIP: '10.114.0.5' });
-    sim.addDroplets({ name: 'single', privateIP: '10.114.0.6' });
-    await createNodes(api, [{ name: 'twin' }, { name: 'single' }]);
+    world.sim.addDroplets(
+      { name: 'twin', privateIP: '10.114.0.4' },
+      { name: 'twin', privateIP: '10.114.0.5' },
+    );
+    world.sim.addDroplets({ name: 'single', privateIP: '10.114.0.6' });
+    await createNodes(world.api, [{ name: 'twin' }, { name: 'single' }]);
     const run = await nodesInit({ flags: ['--json'] });
     expect(run.exitCode, run.stderr).toBe(1);
     const report = JSON.parse(run.stdout);
@@ -153,8 +117,8 @@ describe('ccm nodes init --provider digitalocean', () => {
   });
 
   it('deletes the Node of a droplet DigitalOcean answers 404 for, after the listing lacks it', async () => {
-    const [kept] = sim.addDroplets({ name: 'kept', privateIP: '10.114.0.7' });
-    await createNodes(api, [
+    const [kept] = world.sim.addDroplets({ name: 'kept', privateIP: '10.114.0.7' });
+    await createNodes(world.api, [
       { name: 'kept', providerID: `digitalocean://${kept?.id}`, tainted: false },
       { name: 'gone', providerID: 'digitalocean://777777', tainted: false, ready: false },
     ]);
@@ -162,7 +126,7 @@ describe('ccm nodes init --provider digitalocean', () => {
     expect(run.exitCode).toBe(0);
     expect(await exists('gone')).toBe(false);
     expect(await exists('kept')).toBe(true);
-    expect(sim.requests.map((r) => `${r.method} ${r.url} ${r.status}`)).toEqual([
+    expect(world.sim.requests.map((r) => `${r.method} ${r.url} ${r.status}`)).toEqual([
       'GET /v2/droplets?per_page=200 200',
       'GET /v2/droplets/777777 404',
     ]);
@@ -171,7 +135,7 @@ describe('ccm nodes init --provider digitalocean', () => {
   describe('faults', () => {
     async function nodesAtRisk() {
       const droplets = fleet(450);
-      await createNodes(api, [
+      await createNodes(world.api, [
         ...droplets
           .slice(0, 3)
           .map((d) => ({ name: d.name as string, providerID: `digitalocean://${d.id}` })),
@@ -181,7 +145,7 @@ describe('ccm nodes init --provider digitalocean', () => {
 
     it('a 5xx mid-pagination deletes no Node and initialises none: exit 1', async () => {
       await nodesAtRisk();
-      sim.fault({ path: '/v2/droplets', page: 2, status: 503, times: 100 });
+      world.sim.fault({ path: '/v2/droplets', page: 2, status: 503, times: 100 });
       const run = await nodesInit({ flags: ['--deletion-grace-period', '0s', '--json'] });
       expect(run.exitCode).toBe(1);
       const report = JSON.parse(run.stdout);
@@ -190,12 +154,12 @@ describe('ccm nodes init --provider digitalocean', () => {
       );
       expect(await exists('really-gone')).toBe(true);
       expect(run.writes.filter((w) => w.verb === 'delete')).toEqual([]);
-      expect(sim.requestsTo('GET', /^\/v2\/droplets\/\d+$/)).toEqual([]);
+      expect(world.sim.requestsTo('GET', /^\/v2\/droplets\/\d+$/)).toEqual([]);
     });
 
     it('a page that times out deletes no Node: exit 1', async () => {
       await nodesAtRisk();
-      sim.fault({ path: '/v2/droplets', page: 3, hang: true, times: 100 });
+      world.sim.fault({ path: '/v2/droplets', page: 3, hang: true, times: 100 });
       const run = await nodesInit({
         env: { DO_API_TIMEOUT_SECONDS: '1' },
         flags: ['--deletion-grace-period', '0s', '--json'],
@@ -210,7 +174,7 @@ describe('ccm nodes init --provider digitalocean', () => {
       const droplets = fleet(450);
       const shifted = droplets[200]; // first of page 2 before the shift
       const vanishing = droplets[5];
-      await createNodes(api, [
+      await createNodes(world.api, [
         {
           name: shifted?.name as string,
           providerID: `digitalocean://${shifted?.id}`,
@@ -219,23 +183,27 @@ describe('ccm nodes init --provider digitalocean', () => {
         },
         { name: 'pool-0201' },
       ]);
-      sim.fault({ path: '/v2/droplets', page: 1, after: (s) => s.removeDroplet(vanishing?.id as number) });
+      world.sim.fault({
+        path: '/v2/droplets',
+        page: 1,
+        after: (s) => s.removeDroplet(vanishing?.id as number),
+      });
       const run = await nodesInit({ flags: ['--deletion-grace-period', '0s', '--json'] });
       expect(run.exitCode).toBe(0);
       expect(await exists(shifted?.name as string)).toBe(true);
       expect(tainted(await node('pool-0201'))).toBe(false);
       // The shifted sweep was read again; nothing was confirmed by id because nothing was missing.
-      expect(sim.requestsTo('GET', '/v2/droplets')).toHaveLength(6);
-      expect(sim.requestsTo('GET', /^\/v2\/droplets\/\d+$/)).toEqual([]);
+      expect(world.sim.requestsTo('GET', '/v2/droplets')).toHaveLength(6);
+      expect(world.sim.requestsTo('GET', /^\/v2\/droplets\/\d+$/)).toEqual([]);
     });
 
     it('waits out a 429 retry-after and sends nothing before it', async () => {
       fleet(250);
-      await createNodes(api, [{ name: 'pool-0000' }]);
-      sim.fault({ path: '/v2/droplets', page: 2, status: 429, retryAfterSeconds: 2 });
+      await createNodes(world.api, [{ name: 'pool-0000' }]);
+      world.sim.fault({ path: '/v2/droplets', page: 2, status: 429, retryAfterSeconds: 2 });
       const run = await nodesInit();
       expect(run.exitCode).toBe(0);
-      const [, limited, retried] = sim.requests;
+      const [, limited, retried] = world.sim.requests;
       expect(limited?.status).toBe(429);
       expect((retried?.at ?? 0) - (limited?.answeredAt ?? 0)).toBeGreaterThanOrEqual(2000);
       expect(tainted(await node('pool-0000'))).toBe(false);
@@ -243,7 +211,7 @@ describe('ccm nodes init --provider digitalocean', () => {
 
     it('an invalid token is one clear line, exit 2, and no write', async () => {
       fleet(3);
-      await createNodes(api, [
+      await createNodes(world.api, [
         { name: 'pool-0000' },
         { name: 'ghost', providerID: 'digitalocean://999', ready: false },
       ]);
@@ -264,7 +232,7 @@ describe('ccm nodes init --provider digitalocean', () => {
       expect(run.stderr).toBe(
         'ccm: no DigitalOcean API token; set env DO_ACCESS_TOKEN or Secret kube-system/digitalocean, key access-token (a token with read and write scope) (Secret kube-system/digitalocean does not exist either)',
       );
-      expect(sim.requests).toEqual([]);
+      expect(world.sim.requests).toEqual([]);
     });
   });
 });
@@ -272,26 +240,19 @@ describe('ccm nodes init --provider digitalocean', () => {
 describe('the Secret `ccm secret create` writes (kube-system/digitalocean)', () => {
   const SECRET = { namespace: 'kube-system', name: 'digitalocean' };
   beforeEach(async () => {
-    await api.createNamespacedSecret({
+    await world.api.createNamespacedSecret({
       namespace: SECRET.namespace,
-      body: { metadata: { name: SECRET.name }, stringData: { 'access-token': sim.token } },
+      body: { metadata: { name: SECRET.name }, stringData: { 'access-token': world.sim.token } },
     });
   });
   afterEach(async () => {
-    await api.deleteNamespacedSecret(SECRET);
+    await world.api.deleteNamespacedSecret(SECRET);
   });
-  const cli = (args: string[], token = '') =>
-    ccm(
-      [...args, '--provider', 'digitalocean', '--kubeconfig', cp.kubeconfigPath, '--cloud-api-url', sim.url],
-      {
-        DO_ACCESS_TOKEN: token,
-        DO_OVERRIDE_URL: undefined,
-      },
-    );
+  const cli = (args: string[], token = '') => world.ccm(args, { env: { DO_ACCESS_TOKEN: token } });
 
   it('is read by nodes list and nodes init when no token is given, and they say so', async () => {
-    sim.addDroplets({ name: 'from-secret', privateIP: '10.114.0.7' });
-    await createNodes(api, [{ name: 'from-secret' }]);
+    world.sim.addDroplets({ name: 'from-secret', privateIP: '10.114.0.7' });
+    await createNodes(world.api, [{ name: 'from-secret' }]);
     const listed = await cli(['nodes', 'list', '-o', 'json']);
     expect(listed.exitCode, listed.stderr).toBe(0);
     const list = JSON.parse(listed.stdout);
@@ -305,7 +266,7 @@ describe('the Secret `ccm secret create` writes (kube-system/digitalocean)', () 
   });
 
   it('is not read when the environment has a token: that one is used', async () => {
-    const listed = await cli(['nodes', 'list', '-o', 'json'], sim.token);
+    const listed = await cli(['nodes', 'list', '-o', 'json'], world.sim.token);
     expect(listed.exitCode, listed.stderr).toBe(0);
     expect(JSON.parse(listed.stdout).credentials).toBe('flags and environment');
   });

@@ -5,50 +5,31 @@
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createNodes, deleteAllNodes, fixtureApi, UNINITIALIZED } from '../controlplane/fixtures.js';
-import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { ccm } from '../helpers/cli.js';
+import type { V1Node } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { createNodes, UNINITIALIZED } from '../controlplane/fixtures.js';
+import { CLOUDLYCKE_DEFAULTS as DEFAULTS, useCloudWorld } from '../helpers/cloud-world.js';
 import { writeInventory } from '../helpers/inventory.js';
 
 const standin = fileURLToPath(new URL('../fixtures/cloudlycke/vagrant-standin', import.meta.url));
 
-let cp: ControlPlane;
-let api: CoreV1Api;
+const world = useCloudWorld('cloudlycke');
 
-beforeAll(async () => {
-  cp = await startControlPlane();
-  api = fixtureApi(cp.kubeconfigPath);
-});
-afterAll(async () => {
-  await cp?.stop();
-});
-beforeEach(async () => {
-  await deleteAllNodes(api);
-});
+const nodesInit = (inventory: string, ...extra: string[]) =>
+  world.ccm(['nodes', 'init', ...extra], { cloudFlags: ['--cloud-config', inventory] });
 
-const DEFAULTS = { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'virtualbox' };
-
-async function nodesInit(inventory: string, ...extra: string[]) {
-  const before = (await cp.writes(CCM_USER)).length;
-  const result = await ccm([
-    'nodes',
-    'init',
-    '--provider',
-    'cloudlycke',
-    '--kubeconfig',
-    cp.kubeconfigPath,
-    '--cloud-config',
-    inventory,
-    ...extra,
-  ]);
-  const writes = (await cp.writes(CCM_USER)).slice(before);
-  return { ...result, writes };
-}
+/** `ccm nodes init` against Vagrant itself (the stand-in, in `scenario`), without an inventory file. */
+const vagrantNodesInit = (scenario: string, ...extra: string[]) =>
+  world.ccm(['nodes', 'init', ...extra], {
+    env: {
+      PATH: `${standin}:${process.env.PATH}`,
+      STANDIN_SCENARIO: scenario,
+      CLOUDLYCKE_VAGRANT_DIR: tmpdir(),
+    },
+  });
 
 async function node(name: string): Promise<V1Node> {
-  return api.readNode({ name });
+  return world.api.readNode({ name });
 }
 
 /** Taints other than the not-ready one the TaintNodesByCondition admission plugin adds to every new Node. */
@@ -59,12 +40,15 @@ function taints(n: V1Node) {
 }
 
 async function nodeExists(name: string): Promise<boolean> {
-  return (await api.listNode({ fieldSelector: `metadata.name=${name}` })).items.length === 1;
+  return (await world.api.listNode({ fieldSelector: `metadata.name=${name}` })).items.length === 1;
 }
 
 async function eventsFor(name: string) {
   return (
-    await api.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${name}` })
+    await world.api.listNamespacedEvent({
+      namespace: 'default',
+      fieldSelector: `involvedObject.name=${name}`,
+    })
   ).items;
 }
 
@@ -84,7 +68,7 @@ describe('initialising tainted Nodes', () => {
       ],
       DEFAULTS,
     );
-    await createNodes(api, [
+    await createNodes(world.api, [
       {
         name: 'w1',
         providedNodeIP: '192.168.56.11',
@@ -151,7 +135,7 @@ describe('initialising tainted Nodes', () => {
       DEFAULTS,
     );
     await createNodes(
-      api,
+      world.api,
       [1, 2, 3].map((i) => ({ name: `n${i}`, providedNodeIP: `192.168.56.${i}` })),
     );
     const first = await nodesInit(inventory);
@@ -172,7 +156,7 @@ describe('initialising tainted Nodes', () => {
       [{ id: 'bad', addresses: [{ type: 'InternalIP', address: '192.168.56.20' }] }],
       DEFAULTS,
     );
-    await createNodes(api, [{ name: 'bad', providedNodeIP: '10.9.9.9' }]);
+    await createNodes(world.api, [{ name: 'bad', providedNodeIP: '10.9.9.9' }]);
     const run = await nodesInit(inventory, '--json');
     expect(run.exitCode).toBe(1);
     expect(run.stderr).toBe('');
@@ -191,7 +175,7 @@ describe('initialising tainted Nodes', () => {
       [{ id: 'd1', addresses: [{ type: 'InternalIP', address: '192.168.56.30' }] }],
       DEFAULTS,
     );
-    await createNodes(api, [{ name: 'd1' }]);
+    await createNodes(world.api, [{ name: 'd1' }]);
     const run = await nodesInit(inventory, '--dry-run', '-o', 'wide');
     expect(run.exitCode).toBe(0);
     expect(run.stdout).toContain('would set providerID cloudlycke://d1');
@@ -206,7 +190,7 @@ describe('deleting Nodes only when the cloud positively says the instance is gon
 
   it('deletes the Node of an instance the cloud no longer has, with a DeletingNode event', async () => {
     const inventory = writeInventory([{ id: 'alive' }], DEFAULTS);
-    await createNodes(api, [
+    await createNodes(world.api, [
       { name: 'alive', providerID: 'cloudlycke://alive', tainted: false },
       { name: 'vanished', providerID: 'cloudlycke://vanished', ...gone },
     ]);
@@ -223,7 +207,7 @@ describe('deleting Nodes only when the cloud positively says the instance is gon
 
   it('deletes nothing on an empty listing', async () => {
     const inventory = writeInventory([], DEFAULTS);
-    await createNodes(api, [
+    await createNodes(world.api, [
       { name: 'a', providerID: 'cloudlycke://a', ...gone },
       { name: 'b', providerID: 'cloudlycke://b', ...gone },
     ]);
@@ -236,36 +220,18 @@ describe('deleting Nodes only when the cloud positively says the instance is gon
   });
 
   it('deletes nothing when the cloud listing fails (vagrant errors), exit 1', async () => {
-    await createNodes(api, [{ name: 'cp-1', providerID: 'cloudlycke://cp-1', ...gone }]);
-    const before = (await cp.writes(CCM_USER)).length;
-    const run = await ccm(
-      [
-        'nodes',
-        'init',
-        '--provider',
-        'cloudlycke',
-        '--kubeconfig',
-        cp.kubeconfigPath,
-        '--deletion-grace-period',
-        '0s',
-        '--json',
-      ],
-      {
-        PATH: `${standin}:${process.env.PATH}`,
-        STANDIN_SCENARIO: 'broken',
-        CLOUDLYCKE_VAGRANT_DIR: tmpdir(),
-      },
-    );
+    await createNodes(world.api, [{ name: 'cp-1', providerID: 'cloudlycke://cp-1', ...gone }]);
+    const run = await vagrantNodesInit('broken', '--deletion-grace-period', '0s', '--json');
     expect(run.exitCode).toBe(1);
     expect(JSON.parse(run.stdout).listingError).toMatch(/^cloud listing failed: /);
-    expect((await cp.writes(CCM_USER)).slice(before)).toEqual([]);
+    expect(run.writes).toEqual([]);
     expect(await nodeExists('cp-1')).toBe(true);
   });
 
   it('deletes and writes nothing when the inventory is malformed: one line, exit 2', async () => {
     const inventory = writeInventory([{ id: 'x' }], DEFAULTS);
     writeFileSync(inventory, 'instances:\n  - id: [unclosed\n');
-    await createNodes(api, [{ name: 'y', providerID: 'cloudlycke://y', ...gone }]);
+    await createNodes(world.api, [{ name: 'y', providerID: 'cloudlycke://y', ...gone }]);
     const run = await nodesInit(inventory, '--deletion-grace-period', '0s');
     expect(run.exitCode).toBe(2);
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
@@ -276,7 +242,7 @@ describe('deleting Nodes only when the cloud positively says the instance is gon
 
   it('never deletes a Node with another cloud’s provider ID or with none, and leaves them untouched', async () => {
     const inventory = writeInventory([{ id: 'other' }], DEFAULTS);
-    await createNodes(api, [
+    await createNodes(world.api, [
       { name: 'droplet', providerID: 'digitalocean://12345', ...gone },
       { name: 'metal', providerID: 'baremetal-7', ...gone },
       { name: 'no-id', ...gone },
@@ -293,7 +259,7 @@ describe('deleting Nodes only when the cloud positively says the instance is gon
 
   it('deletes nothing when the listing holds none of the cluster’s instances (wrong project or Vagrantfile)', async () => {
     const inventory = writeInventory([{ id: 'someone-elses-1' }, { id: 'someone-elses-2' }], DEFAULTS);
-    await createNodes(api, [
+    await createNodes(world.api, [
       { name: 'a', providerID: 'cloudlycke://a', ...gone },
       { name: 'b', providerID: 'cloudlycke://b', ...gone },
     ]);
@@ -307,7 +273,7 @@ describe('deleting Nodes only when the cloud positively says the instance is gon
 
   it('does not delete a Node inside its grace period', async () => {
     const inventory = writeInventory([{ id: 'alive' }], DEFAULTS);
-    await createNodes(api, [alive, { name: 'young', providerID: 'cloudlycke://young', ...gone }]);
+    await createNodes(world.api, [alive, { name: 'young', providerID: 'cloudlycke://young', ...gone }]);
     const run = await nodesInit(inventory);
     expect(run.exitCode).toBe(0);
     expect(await nodeExists('young')).toBe(true);
@@ -316,7 +282,7 @@ describe('deleting Nodes only when the cloud positively says the instance is gon
 
   it('does not delete a Node that carries the exclusion label (but does delete its unlabelled twin)', async () => {
     const inventory = writeInventory([{ id: 'alive' }], DEFAULTS);
-    await createNodes(api, [
+    await createNodes(world.api, [
       alive,
       {
         name: 'pet',
@@ -334,7 +300,10 @@ describe('deleting Nodes only when the cloud positively says the instance is gon
 
   it('does not delete a Ready Node even when its instance is missing', async () => {
     const inventory = writeInventory([{ id: 'alive' }], DEFAULTS);
-    await createNodes(api, [alive, { name: 'ready', providerID: 'cloudlycke://ready', tainted: false }]);
+    await createNodes(world.api, [
+      alive,
+      { name: 'ready', providerID: 'cloudlycke://ready', tainted: false },
+    ]);
     const run = await nodesInit(inventory, '--deletion-grace-period', '0s');
     expect(run.exitCode).toBe(0);
     expect(await nodeExists('ready')).toBe(true);
@@ -344,7 +313,7 @@ describe('deleting Nodes only when the cloud positively says the instance is gon
 describe('shutdown taint', () => {
   it('taints a NotReady Node whose instance is stopped, and untaints it once Ready', async () => {
     const inventory = writeInventory([{ id: 'sleepy', state: 'stopped' }], DEFAULTS);
-    await createNodes(api, [
+    await createNodes(world.api, [
       { name: 'sleepy', providerID: 'cloudlycke://sleepy', tainted: false, ready: false },
     ]);
     expect((await nodesInit(inventory)).exitCode).toBe(0);
@@ -354,7 +323,7 @@ describe('shutdown taint', () => {
     expect((await nodesInit(inventory)).writes).toEqual([]);
 
     const current = await node('sleepy');
-    await api.replaceNodeStatus({
+    await world.api.replaceNodeStatus({
       name: 'sleepy',
       body: {
         ...current,
@@ -378,18 +347,10 @@ describe('shutdown taint', () => {
 });
 
 describe('the Vagrant seed: kubelets with --node-ip on the private network (issue 6, items 4 and 5)', () => {
-  const vagrantInit = (...extra: string[]) =>
-    ccm(
-      ['nodes', 'init', '--provider', 'cloudlycke', '--kubeconfig', cp.kubeconfigPath, '--json', ...extra],
-      {
-        PATH: `${standin}:${process.env.PATH}`,
-        STANDIN_SCENARIO: 'mixed',
-        CLOUDLYCKE_VAGRANT_DIR: tmpdir(),
-      },
-    );
+  const vagrantInit = (...extra: string[]) => vagrantNodesInit('mixed', '--json', ...extra);
 
   it('initialises a running machine by its guest address, keeps the taint where no address confirms --node-ip', async () => {
-    await createNodes(api, [
+    await createNodes(world.api, [
       // cp-1 runs; vagrant ssh-config only knows 127.0.0.1, the guest reports eth1 192.168.56.10
       { name: 'cp-1', providedNodeIP: '192.168.56.10' },
       // worker-1 is powered off: no addresses, so nothing confirms its --node-ip
@@ -411,7 +372,7 @@ describe('the Vagrant seed: kubelets with --node-ip on the private network (issu
   });
 
   it('never deletes the Node of a machine vagrant reports not_created or does not define', async () => {
-    await createNodes(api, [
+    await createNodes(world.api, [
       { name: 'cp-1', providerID: 'cloudlycke://cp-1', tainted: false },
       { name: 'worker-2', providerID: 'cloudlycke://worker-2', tainted: false, ready: false },
       { name: 'ghost', providerID: 'cloudlycke://ghost', tainted: false, ready: false },

@@ -3,72 +3,36 @@
  * real kube-apiserver, with the OpenStack simulator (Keystone, Nova) as the cloud and the official
  * controller's example cloud.conf files as configuration.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { OpenStackSimulator } from '../clouds/openstack/simulator.js';
-import { createNodes, deleteAllNodes, fixtureApi, UNINITIALIZED } from '../controlplane/fixtures.js';
-import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { ccm } from '../helpers/cli.js';
+import type { V1Node } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { createNodes, UNINITIALIZED } from '../controlplane/fixtures.js';
+import { openStackCloudConf, useCloudWorld } from '../helpers/cloud-world.js';
 
 const fixture = (name: string) =>
   readFileSync(fileURLToPath(new URL(`../fixtures/openstack/${name}`, import.meta.url)), 'utf8');
 
-let cp: ControlPlane;
-let api: CoreV1Api;
-let sim: OpenStackSimulator;
-let dir: string;
-
-beforeAll(async () => {
-  cp = await startControlPlane();
-  api = fixtureApi(cp.kubeconfigPath);
-  dir = mkdtempSync(join(tmpdir(), 'ccm-openstack-'));
-});
-afterAll(async () => {
-  await cp?.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
-beforeEach(async () => {
-  await deleteAllNodes(api);
-  sim = await new OpenStackSimulator().start();
-});
-afterEach(async () => {
-  await sim.stop();
-});
+// A new simulator (Keystone, Nova) for each test.
+const world = useCloudWorld('openstack', { fresh: true });
 
 /** An official example cloud.conf, unchanged but for its auth-url, which names the simulator. */
 function cloudConf(name = 'occm-cloud-config'): string {
-  const path = join(dir, `${name}.conf`);
-  writeFileSync(path, fixture(name).replace('http://192.128.1.15:5000/v3', sim.authUrl), { mode: 0o600 });
+  const path = join(world.dir, `${name}.conf`);
+  writeFileSync(path, openStackCloudConf(world.sim, name), { mode: 0o600 });
   return path;
 }
 
-async function nodesInit(config: string, ...extra: string[]) {
-  const before = (await cp.writes(CCM_USER)).length;
-  const result = await ccm([
-    'nodes',
-    'init',
-    '--provider',
-    'openstack',
-    '--kubeconfig',
-    cp.kubeconfigPath,
-    '--cloud-config',
-    config,
-    ...extra,
-  ]);
-  const writes = (await cp.writes(CCM_USER)).slice(before);
-  return { ...result, writes };
-}
+const nodesInit = (config: string, ...extra: string[]) =>
+  world.ccm(['nodes', 'init', ...extra], { cloudFlags: ['--cloud-config', config] });
 
 async function node(name: string): Promise<V1Node> {
-  return api.readNode({ name });
+  return world.api.readNode({ name });
 }
 
 async function nodeExists(name: string): Promise<boolean> {
-  return (await api.listNode({ fieldSelector: `metadata.name=${name}` })).items.length === 1;
+  return (await world.api.listNode({ fieldSelector: `metadata.name=${name}` })).items.length === 1;
 }
 
 const gone = { ready: false, tainted: false } as const;
@@ -76,16 +40,16 @@ const gone = { ready: false, tainted: false } as const;
 describe('ccm nodes init --provider openstack', () => {
   for (const form of ['occm-cloud-config', 'occm-cloud-config-application-credential']) {
     it(`initialises tainted Nodes from Nova servers with the official example cloud.conf (${form})`, async () => {
-      const w1 = sim.addServer({
+      const w1 = world.sim.addServer({
         name: 'k8s-worker-1',
         az: 'az-1',
         flavor: 'm1.large',
         addresses: { private: [{ addr: '10.0.0.11' }, { addr: '172.24.4.11', type: 'floating' }] },
       });
-      sim.addServer({ name: 'k8s-worker-2', addresses: { private: [{ addr: '10.0.0.12' }] } });
-      await createNodes(api, [
+      world.sim.addServer({ name: 'k8s-worker-2', addresses: { private: [{ addr: '10.0.0.12' }] } });
+      await createNodes(world.api, [
         { name: 'k8s-worker-1', providedNodeIP: '10.0.0.11' },
-        { name: 'k8s-worker-2', providerID: `openstack://RegionOne/${[...sim.servers.keys()][1]}` },
+        { name: 'k8s-worker-2', providerID: `openstack://RegionOne/${[...world.sim.servers.keys()][1]}` },
       ]);
 
       const run = await nodesInit(cloudConf(form), '--json');
@@ -94,7 +58,7 @@ describe('ccm nodes init --provider openstack', () => {
       const report = JSON.parse(run.stdout);
       expect(report.summary).toMatchObject({ total: 2, initialized: 2, failed: 0 });
       // one token, one page of servers
-      expect(sim.requests.map((r) => `${r.method} ${r.path.split('?')[0]} ${r.status}`)).toEqual([
+      expect(world.sim.requests.map((r) => `${r.method} ${r.path.split('?')[0]} ${r.status}`)).toEqual([
         'POST /identity/v3/auth/tokens 201',
         'GET /compute/v2.1/servers/detail 200',
       ]);
@@ -123,20 +87,20 @@ describe('ccm nodes init --provider openstack', () => {
   }
 
   it('re-authenticates when the token expires mid-run; the pass does not fail', async () => {
-    const alive = sim.addServer({ name: 'alive', addresses: { private: [{ addr: '10.0.0.1' }] } });
-    await createNodes(api, [
+    const alive = world.sim.addServer({ name: 'alive', addresses: { private: [{ addr: '10.0.0.1' }] } });
+    await createNodes(world.api, [
       { name: 'alive', providerID: `openstack:///${alive.id}`, tainted: false },
       { name: 'vanished', providerID: 'openstack:///5f0e1d2c-0000-4000-8000-00000000dead', ...gone },
     ]);
     // The token dies after the listing: the confirming lookup of the vanished server meets a 401.
-    sim.expireTokensAfter(/servers\/detail/);
+    world.sim.expireTokensAfter(/servers\/detail/);
     const run = await nodesInit(cloudConf(), '--deletion-grace-period', '0s', '--json');
     expect(run.stderr).toBe('');
     expect(run.exitCode).toBe(0);
     expect(JSON.parse(run.stdout).summary).toMatchObject({ deleted: 1, failed: 0 });
     expect(await nodeExists('vanished')).toBe(false);
     expect(await nodeExists('alive')).toBe(true);
-    expect(sim.requests.map((r) => `${r.method} ${r.path.split('?')[0]} ${r.status}`)).toEqual([
+    expect(world.sim.requests.map((r) => `${r.method} ${r.path.split('?')[0]} ${r.status}`)).toEqual([
       'POST /identity/v3/auth/tokens 201',
       'GET /compute/v2.1/servers/detail 200',
       'GET /compute/v2.1/servers/5f0e1d2c-0000-4000-8000-00000000dead 401',
@@ -146,15 +110,15 @@ describe('ccm nodes init --provider openstack', () => {
   });
 
   it('a 5xx on the second page of servers deletes nothing (and the same cluster without it does)', async () => {
-    sim.maxLimit = 2;
+    world.sim.maxLimit = 2;
     const servers = [1, 2, 3].map((i) =>
-      sim.addServer({ name: `w${i}`, addresses: { private: [{ addr: `10.0.0.${i}` }] } }),
+      world.sim.addServer({ name: `w${i}`, addresses: { private: [{ addr: `10.0.0.${i}` }] } }),
     );
-    await createNodes(api, [
+    await createNodes(world.api, [
       ...servers.map((s, i) => ({ name: `w${i + 1}`, providerID: `openstack:///${s.id}`, tainted: false })),
       { name: 'vanished', providerID: 'openstack:///5f0e1d2c-0000-4000-8000-00000000dead', ...gone },
     ]);
-    sim.fault({ path: /servers\/detail/, status: 503, skip: 1 });
+    world.sim.fault({ path: /servers\/detail/, status: 503, skip: 1 });
     const failed = await nodesInit(cloudConf(), '--deletion-grace-period', '0s', '--json');
     expect(failed.exitCode).toBe(1);
     expect(failed.stderr).toBe('');
@@ -163,30 +127,30 @@ describe('ccm nodes init --provider openstack', () => {
     );
     expect(failed.writes.filter((w) => w.verb === 'delete')).toEqual([]);
     for (const name of ['w1', 'w2', 'w3', 'vanished']) expect(await nodeExists(name)).toBe(true);
-    expect(sim.requestsTo(/servers\/5f0e1d2c/)).toEqual([]);
+    expect(world.sim.requestsTo(/servers\/5f0e1d2c/)).toEqual([]);
 
-    sim.clearFaults();
+    world.sim.clearFaults();
     const healthy = await nodesInit(cloudConf(), '--deletion-grace-period', '0s', '--json');
     expect(healthy.exitCode).toBe(0);
     expect(await nodeExists('vanished')).toBe(false);
   });
 
   it('refuses a cloud.conf with an unknown key in one line, exit 2, nothing written', async () => {
-    const path = join(dir, 'typo.conf');
+    const path = join(world.dir, 'typo.conf');
     writeFileSync(path, `${fixture('occm-cloud-config')}\n[Networking]\npublic-network=ext\n`);
-    await createNodes(api, [{ name: 'n1' }]);
+    await createNodes(world.api, [{ name: 'n1' }]);
     const run = await nodesInit(path);
     expect(run.exitCode).toBe(2);
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
     expect(run.stderr).toContain('[Networking] public-network: unknown key');
     expect(run.writes).toEqual([]);
-    expect(sim.requests).toEqual([]);
+    expect(world.sim.requests).toEqual([]);
   });
 
   it('without a cloud.conf says how to give one, exit 2', async () => {
-    const run = await ccm(['nodes', 'init', '--provider', 'openstack', '--kubeconfig', cp.kubeconfigPath], {
-      OS_CLOUD: undefined,
-      OS_CLIENT_CONFIG_FILE: undefined,
+    const run = await world.ccm(['nodes', 'init'], {
+      cloudFlags: [],
+      env: { OS_CLOUD: undefined, OS_CLIENT_CONFIG_FILE: undefined },
     });
     expect(run.exitCode).toBe(2);
     expect(run.stderr.trim()).toMatch(
@@ -195,14 +159,14 @@ describe('ccm nodes init --provider openstack', () => {
   });
 
   it('refuses wrong credentials in one line without the password, exit 2', async () => {
-    const path = join(dir, 'wrong.conf');
+    const path = join(world.dir, 'wrong.conf');
     writeFileSync(
       path,
       fixture('occm-cloud-config')
-        .replace('http://192.128.1.15:5000/v3', sim.authUrl)
+        .replace('http://192.128.1.15:5000/v3', world.sim.authUrl)
         .replace('passw0rd', 'Wr0ngPassw0rd'),
     );
-    await createNodes(api, [{ name: 'n1' }]);
+    await createNodes(world.api, [{ name: 'n1' }]);
     const run = await nodesInit(path);
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toMatch(/Keystone at .* refused the password of user "admin"/);

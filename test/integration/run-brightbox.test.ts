@@ -3,101 +3,55 @@
  * (token endpoint and /1.0 resources), and the API client read from the Secret
  * `kube-system/brightbox-credentials` with the official controller's keys.
  */
-import type { CoreV1Api } from '@kubernetes/client-node';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import {
-  type BrightboxSimulator,
-  SIM_CLIENT,
-  startBrightboxSimulator,
-} from '../clouds/brightbox/simulator.js';
-import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { describe, expect, it } from 'vitest';
+import { FINALIZER_LOAD_BALANCER_CLEANUP } from '../../src/kube/well-known.js';
+import { SIM_CLIENT } from '../clouds/brightbox/simulator.js';
+import { createNodes } from '../controlplane/fixtures.js';
+import { useCloudWorld } from '../helpers/cloud-world.js';
 import {
   expectTwoReadyReplicas,
   type InProcess,
-  runInput,
-  startInProcess,
+  reconcileErrors,
   until,
   untilInitialised,
 } from '../helpers/run.js';
-import { eventMessages, eventReasons, lbService, removeServices, serviceGone } from '../helpers/services.js';
+import { eventMessages, eventReasons, lbService, serviceGone, untilIngress } from '../helpers/services.js';
 
-const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
 const NS = 'default';
 
-let cp: ControlPlane;
-let api: CoreV1Api;
-let sim: BrightboxSimulator;
+const world = useCloudWorld('brightbox', { services: true });
 let ccm: InProcess | undefined;
 
-beforeAll(async () => {
-  [cp, sim] = await Promise.all([startControlPlane(), startBrightboxSimulator()]);
-  api = fixtureApi(cp.kubeconfigPath);
-  // The official controller's Secret: its name and keys.
-  await api.createNamespacedSecret({
-    namespace: 'kube-system',
-    body: {
-      metadata: { name: 'brightbox-credentials', namespace: 'kube-system' },
-      type: 'Opaque',
-      stringData: {
-        'controller-client': SIM_CLIENT.id,
-        'controller-client-secret': SIM_CLIENT.secret,
-        apiurl: sim.url,
-      },
-    },
-  });
-});
-afterAll(async () => {
-  await Promise.all([cp?.stop(), sim?.close()]);
-});
-beforeEach(async () => {
-  await deleteAllNodes(api);
-});
-afterEach(async () => {
-  await ccm?.stop();
-  ccm = undefined;
-  await removeServices(api, NS);
-});
+const initialised = (name: string) => untilInitialised(world.api, name, 'ExternalIP');
 
-const initialised = (name: string) => untilInitialised(api, name, 'ExternalIP');
-
-async function errors(controller: string): Promise<number> {
-  const metric = await ccm?.handle.metrics.reconciles.get();
-  return (
-    metric?.values.find((v) => v.labels.controller === controller && v.labels.result === 'error')?.value ?? 0
-  );
-}
+const errors = (controller: string) => reconcileErrors(ccm, controller);
 
 const counts = () => ({
   // A deleted load balancer shows `deleting` until Brightbox is done with it, then stays listed as
   // `deleted`, as the real API does.
-  loadBalancers: [...sim.loadBalancers.values()].filter(
+  loadBalancers: [...world.sim.loadBalancers.values()].filter(
     (lb) => lb.status !== 'deleting' && lb.status !== 'deleted',
   ).length,
-  cloudIPs: sim.cloudIPs.size,
-  serverGroups: sim.serverGroups.size,
-  firewallPolicies: sim.firewallPolicies.size,
-  firewallRules: sim.firewallRules.size,
+  cloudIPs: world.sim.cloudIPs.size,
+  serverGroups: world.sim.serverGroups.size,
+  firewallPolicies: world.sim.firewallPolicies.size,
+  firewallRules: world.sim.firewallRules.size,
 });
 
 describe('ccm run --provider brightbox', () => {
   it('two replicas: the standby, which never lists, is Ready within 10 s as the leader is (issue 23, item 2)', async () => {
-    await expectTwoReadyReplicas(cp.kubeconfigPath, {
-      provider: 'brightbox',
-      'cloud-config': undefined,
-      credentialsSecret: 'kube-system/brightbox-credentials',
-    });
+    await expectTwoReadyReplicas(world.kubeconfig, await world.runProvider());
   });
 
   it('initialises new Nodes; a LoadBalancer Service gets LB + mapped cloud IP + group + rule through an expired token; delete removes all', async () => {
-    sim.addServer({
+    world.sim.addServer({
       id: 'srv-aaaaa',
       name: 'k8s worker',
       zone: 'gb1-a',
       serverType: '2gb.ssd',
       ipv4: '10.241.0.10',
     });
-    sim.addServer({
+    world.sim.addServer({
       id: 'srv-bbbbb',
       name: 'worker-b',
       zone: 'gb1-b',
@@ -105,18 +59,12 @@ describe('ccm run --provider brightbox', () => {
       ipv4: '10.241.0.11',
     });
     // Someone else's resources beside ours: never touched.
-    sim.addCloudIP({ name: 'hand-made' });
-    sim.addServerGroup({ name: 'hand-made' });
+    world.sim.addCloudIP({ name: 'hand-made' });
+    world.sim.addServerGroup({ name: 'hand-made' });
     const baseline = counts();
-    ccm = await startInProcess(
-      runInput(cp.kubeconfigPath, '', {
-        provider: 'brightbox',
-        'cloud-config': undefined,
-        credentialsSecret: 'kube-system/brightbox-credentials',
-      }),
-    );
+    ccm = await world.run();
     const t0 = Date.now();
-    await createNodes(api, [{ name: 'srv-aaaaa' }, { name: 'worker-b' }]);
+    await createNodes(world.api, [{ name: 'srv-aaaaa' }, { name: 'worker-b' }]);
     const [a, b] = [await initialised('srv-aaaaa'), await initialised('worker-b')];
     const initialisedMs = Date.now() - t0;
     expect(a.spec?.providerID).toBe('brightbox://srv-aaaaa');
@@ -134,28 +82,21 @@ describe('ccm run --provider brightbox', () => {
     );
 
     const t1 = Date.now();
-    await api.createNamespacedService({ namespace: NS, body: lbService('web') });
+    await world.api.createNamespacedService({ namespace: NS, body: lbService('web') });
     // The load balancer is still `creating` after the first pass; every token then expires.
-    await until('the load balancer created', async () => sim.loadBalancers.size === 1);
-    const tokens = sim.count('POST', /^\/token\/?$/);
-    sim.expireTokens();
-    const svc = await until(
-      'web ingress',
-      async () => {
-        const s = await api.readNamespacedService({ name: 'web', namespace: NS });
-        return s.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
-      },
-      30_000,
-    );
+    await until('the load balancer created', async () => world.sim.loadBalancers.size === 1);
+    const tokens = world.sim.count('POST', /^\/token\/?$/);
+    world.sim.expireTokens();
+    const svc = await untilIngress(world.api, NS, 'web', 30_000);
     const ingressMs = Date.now() - t1;
-    const [lb] = [...sim.loadBalancers.values()];
-    const cip = [...sim.cloudIPs.values()].find((c) => c.mappedTo === lb?.id);
+    const [lb] = [...world.sim.loadBalancers.values()];
+    const cip = [...world.sim.cloudIPs.values()].find((c) => c.mappedTo === lb?.id);
     expect(lb?.status).toBe('active');
     expect(cip).toBeDefined();
     expect(svc.status?.loadBalancer?.ingress?.map((i) => i.ip)).toEqual(
       expect.arrayContaining([cip?.publicIPv4]),
     );
-    expect(svc.metadata?.finalizers).toContain(FINALIZER);
+    expect(svc.metadata?.finalizers).toContain(FINALIZER_LOAD_BALANCER_CLEANUP);
     expect(counts()).toEqual({
       loadBalancers: 1,
       cloudIPs: baseline.cloudIPs + 1,
@@ -163,44 +104,44 @@ describe('ccm run --provider brightbox', () => {
       firewallPolicies: 1,
       firewallRules: 1,
     });
-    const group = [...sim.serverGroups.values()].find((g) => g.name !== 'hand-made');
+    const group = [...world.sim.serverGroups.values()].find((g) => g.name !== 'hand-made');
     expect([...(group?.servers ?? [])].sort()).toEqual(['srv-aaaaa', 'srv-bbbbb']);
     expect([...(lb?.nodes ?? [])].sort()).toEqual(['srv-aaaaa', 'srv-bbbbb']);
     await until('EnsuredLoadBalancer', async () =>
-      (await eventReasons(api, NS, 'web')).includes('EnsuredLoadBalancer'),
+      (await eventReasons(world.api, NS, 'web')).includes('EnsuredLoadBalancer'),
     );
-    expect(await eventReasons(api, NS, 'web')).toContain('EnsuringLoadBalancer');
+    expect(await eventReasons(world.api, NS, 'web')).toContain('EnsuringLoadBalancer');
 
     // The expiry cost one 401 and one new token; no warning is about it.
-    expect(sim.count('POST', /^\/token\/?$/)).toBe(tokens + 1);
-    expect(sim.requests.filter((r) => r.status === 401)).toHaveLength(1);
-    const warnings = await eventMessages(api, NS, 'web', 'SyncLoadBalancerFailed');
+    expect(world.sim.count('POST', /^\/token\/?$/)).toBe(tokens + 1);
+    expect(world.sim.requests.filter((r) => r.status === 401)).toHaveLength(1);
+    const warnings = await eventMessages(world.api, NS, 'web', 'SyncLoadBalancerFailed');
     expect(warnings.filter((m) => !/still building load balancer/.test(m))).toEqual([]);
     expect(await errors('cloud-node')).toBe(0);
 
     // Expired again: a Node created now is initialised and the group follows, with no failure.
-    sim.expireTokens();
+    world.sim.expireTokens();
     const failedBefore = await errors('service');
-    sim.addServer({ id: 'srv-ccccc', ipv4: '10.241.0.12' });
-    await createNodes(api, [{ name: 'srv-ccccc' }]);
+    world.sim.addServer({ id: 'srv-ccccc', ipv4: '10.241.0.12' });
+    await createNodes(world.api, [{ name: 'srv-ccccc' }]);
     await initialised('srv-ccccc');
     await until('srv-ccccc in the group', async () => group?.servers.includes('srv-ccccc'), 20_000);
     expect(await errors('cloud-node')).toBe(0);
     expect(await errors('service')).toBe(failedBefore);
 
-    await api.deleteNamespacedService({ name: 'web', namespace: NS });
-    await until('web gone', () => serviceGone(api, NS, 'web'), 30_000);
+    await world.api.deleteNamespacedService({ name: 'web', namespace: NS });
+    await until('web gone', () => serviceGone(world.api, NS, 'web'), 30_000);
     expect(counts()).toEqual(baseline);
-    expect(sim.count('DELETE', `/1.0/load_balancers/${lb?.id}`)).toBe(1);
-    expect([...sim.cloudIPs.values()].map((c) => c.name)).toEqual(['hand-made']);
+    expect(world.sim.count('DELETE', `/1.0/load_balancers/${lb?.id}`)).toBe(1);
+    expect([...world.sim.cloudIPs.values()].map((c) => c.name)).toEqual(['hand-made']);
     // DeletedLoadBalancer follows the finalizer's removal (the reference order): the Service may go first.
     await until('DeletedLoadBalancer recorded', async () =>
-      (await eventReasons(api, NS, 'web')).includes('DeletedLoadBalancer'),
+      (await eventReasons(world.api, NS, 'web')).includes('DeletedLoadBalancer'),
     );
-    expect(await eventReasons(api, NS, 'web')).toEqual(
+    expect(await eventReasons(world.api, NS, 'web')).toEqual(
       expect.arrayContaining(['DeletingLoadBalancer', 'DeletedLoadBalancer']),
     );
-    for (const secret of [SIM_CLIENT.secret, ...sim.issuedTokens]) {
+    for (const secret of [SIM_CLIENT.secret, ...world.sim.issuedTokens]) {
       expect(ccm?.logs.join('\n')).not.toContain(secret);
     }
     console.log(`brightbox: Nodes initialised in ${initialisedMs} ms, ingress in ${ingressMs} ms`);

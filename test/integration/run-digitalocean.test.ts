@@ -3,22 +3,18 @@
  * (every request and answer checked against DigitalOcean's OpenAPI document), and the token read from
  * the Secret exactly as DigitalOcean's own getting-started guide writes it.
  */
-import { readFileSync } from 'node:fs';
-import type { CoreV1Api, V1Node, V1Secret } from '@kubernetes/client-node';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
-import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
-import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { ccm as cli } from '../helpers/cli.js';
+import type { V1Node } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { FINALIZER_LOAD_BALANCER_CLEANUP } from '../../src/kube/well-known.js';
+import { createNodes, deleteAllNodes } from '../controlplane/fixtures.js';
+import { CCM_USER } from '../controlplane/harness.js';
+import { digitalOceanSecret, useCloudWorld } from '../helpers/cloud-world.js';
 import { setLeaseHolder } from '../helpers/kube-admin.js';
 import { conformsToDigitalOceanOpenApi } from '../helpers/openapi.js';
 import {
   expectTwoReadyReplicas,
   type InProcess,
   leaderElection,
-  runInput,
-  startInProcess,
   until,
   untilInitialised,
   untilLeading,
@@ -27,125 +23,80 @@ import {
   eventReasons,
   lbService,
   MERGE_PATCH,
-  removeServices,
   serviceControllerEvents,
   serviceGone,
+  untilIngress,
 } from '../helpers/services.js';
 
-const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
 const LB_ID_ANNOTATION = 'kubernetes.digitalocean.com/load-balancer-id';
 const NS = 'default';
 
-let cp: ControlPlane;
-let api: CoreV1Api;
-let sim: DigitalOceanSimulator;
+// The token is read from the Secret exactly as DigitalOcean's getting-started guide writes it.
+const world = useCloudWorld('digitalocean', {
+  services: true,
+  afterEachTest: (w) => {
+    expect(w.sim.takeViolations()).toEqual([]);
+  },
+});
 let ccm: InProcess | undefined;
 
-/** The getting-started guide's Secret, with its placeholder replaced by the (simulated) token. */
-function officialSecret(token: string, name = 'digitalocean'): V1Secret {
-  const doc = parse(
-    readFileSync(new URL('../fixtures/digitalocean/secret.yaml', import.meta.url), 'utf8'),
-  ) as V1Secret;
-  return {
-    ...doc,
-    metadata: { ...doc.metadata, name },
-    stringData: { ...doc.stringData, 'access-token': token },
-  };
-}
-
-beforeAll(async () => {
-  [cp, sim] = await Promise.all([startControlPlane(), DigitalOceanSimulator.start()]);
-  api = fixtureApi(cp.kubeconfigPath);
-  await api.createNamespacedSecret({ namespace: 'kube-system', body: officialSecret(sim.token) });
-});
-afterAll(async () => {
-  await Promise.all([cp?.stop(), sim?.stop()]);
-});
-beforeEach(async () => {
-  sim.reset();
-  await deleteAllNodes(api);
-});
-afterEach(async () => {
-  await ccm?.stop();
-  ccm = undefined;
-  await removeServices(api, NS);
-  expect(sim.takeViolations()).toEqual([]);
-});
-
 async function start(secret: string | undefined = 'kube-system/digitalocean') {
-  ccm = await startInProcess(
-    runInput(cp.kubeconfigPath, '', {
-      provider: 'digitalocean',
-      'cloud-config': undefined,
-      credentialsSecret: secret,
-      // The official controller's env name for the API base URL; the token comes from the Secret only.
-      env: { DO_OVERRIDE_URL: sim.url },
-    }),
-  );
+  ccm = await world.run({ credentialsSecret: secret });
 }
 
-const node = (name: string): Promise<V1Node> => api.readNode({ name });
+const node = (name: string): Promise<V1Node> => world.api.readNode({ name });
 const tainted = (n: V1Node) =>
   (n.spec?.taints ?? []).some((t) => t.key === 'node.cloudprovider.kubernetes.io/uninitialized');
 
 describe('ccm run --provider digitalocean', () => {
   it('two replicas: the standby, which never lists, is Ready within 10 s as the leader is', async () => {
-    await expectTwoReadyReplicas(cp.kubeconfigPath, {
-      provider: 'digitalocean',
-      'cloud-config': undefined,
-      credentialsSecret: 'kube-system/digitalocean',
-      env: { DO_OVERRIDE_URL: sim.url },
-    });
+    await expectTwoReadyReplicas(world.kubeconfig, await world.runProvider());
   });
 
   it("gives a Node whose droplet was recreated under the same name the new droplet's identity, not the cached listing's (issue 23, item 5)", async () => {
-    const [old] = sim.addDroplets({ name: 'worker-1', privateIP: '10.114.0.21' });
+    const [old] = world.sim.addDroplets({ name: 'worker-1', privateIP: '10.114.0.21' });
     // Nothing refreshes the listing on a schedule during the test: only the rule under test can.
-    ccm = await startInProcess(
-      runInput(cp.kubeconfigPath, '', {
-        provider: 'digitalocean',
-        'cloud-config': undefined,
-        credentialsSecret: 'kube-system/digitalocean',
-        env: { DO_OVERRIDE_URL: sim.url },
-        controllerOptions: {
-          concurrency: 4,
-          deletionGracePeriodMs: 0,
-          nodeMonitorPeriodMs: 200,
-          nodeStatusUpdateFrequencyMs: 600_000,
-          cloudListPeriodMs: 600_000,
-        },
-      }),
+    ccm = await world.run({
+      controllerOptions: {
+        concurrency: 4,
+        deletionGracePeriodMs: 0,
+        nodeMonitorPeriodMs: 200,
+        nodeStatusUpdateFrequencyMs: 600_000,
+        cloudListPeriodMs: 600_000,
+      },
+    });
+    await createNodes(world.api, [{ name: 'worker-1' }]);
+    expect((await untilInitialised(world.api, 'worker-1')).spec?.providerID).toBe(
+      `digitalocean://${old?.id}`,
     );
-    await createNodes(api, [{ name: 'worker-1' }]);
-    expect((await untilInitialised(api, 'worker-1')).spec?.providerID).toBe(`digitalocean://${old?.id}`);
 
     // The Node is deleted and its droplet recreated with the same name: a new id, a new address.
-    await api.deleteNode({ name: 'worker-1' });
+    await world.api.deleteNode({ name: 'worker-1' });
     await until(
       'worker-1 gone',
-      async () => (await api.listNode({ fieldSelector: 'metadata.name=worker-1' })).items.length === 0,
+      async () => (await world.api.listNode({ fieldSelector: 'metadata.name=worker-1' })).items.length === 0,
     );
-    sim.removeDroplet(old?.id as number);
-    const [recreated] = sim.addDroplets({ name: 'worker-1', privateIP: '10.114.0.22' });
-    await createNodes(api, [{ name: 'worker-1' }]);
-    const second = await untilInitialised(api, 'worker-1');
+    world.sim.removeDroplet(old?.id as number);
+    const [recreated] = world.sim.addDroplets({ name: 'worker-1', privateIP: '10.114.0.22' });
+    await createNodes(world.api, [{ name: 'worker-1' }]);
+    const second = await untilInitialised(world.api, 'worker-1');
     expect(second.spec?.providerID).toBe(`digitalocean://${recreated?.id}`);
     expect(second.status?.addresses).toContainEqual({ type: 'InternalIP', address: '10.114.0.22' });
     expect(second.status?.addresses).not.toContainEqual({ type: 'InternalIP', address: '10.114.0.21' });
   });
 
   it('without --credentials-secret or a token, reads the Secret secret create writes, and says so', async () => {
-    sim.addDroplets({ name: 'worker-s', privateIP: '10.114.0.8' });
+    world.sim.addDroplets({ name: 'worker-s', privateIP: '10.114.0.8' });
     await start(undefined);
-    await createNodes(api, [{ name: 'worker-s' }]);
-    await untilInitialised(api, 'worker-s');
+    await createNodes(world.api, [{ name: 'worker-s' }]);
+    await untilInitialised(world.api, 'worker-s');
     expect(
       ccm?.logs.some((l) => JSON.parse(l).msg === 'cloud credentials from Secret kube-system/digitalocean'),
     ).toBe(true);
   });
 
   it('initialises new Nodes, gives a LoadBalancer Service the LB IP once active, and deletes the LB with the Service', async () => {
-    const [w1, w2] = sim.addDroplets(
+    const [w1, w2] = world.sim.addDroplets(
       {
         name: 'worker-1',
         size: 's-4vcpu-8gb',
@@ -158,9 +109,9 @@ describe('ccm run --provider digitalocean', () => {
     await start();
     const t0 = Date.now();
     // Created after start: the watch shows them, no provider ID yet (matched by droplet name).
-    await createNodes(api, [{ name: 'worker-1' }, { name: 'worker-2' }]);
-    const one = await untilInitialised(api, 'worker-1');
-    const two = await untilInitialised(api, 'worker-2');
+    await createNodes(world.api, [{ name: 'worker-1' }, { name: 'worker-2' }]);
+    const one = await untilInitialised(world.api, 'worker-1');
+    const two = await untilInitialised(world.api, 'worker-2');
     const initialisedMs = Date.now() - t0;
     expect(one.spec?.providerID).toBe(`digitalocean://${w1?.id}`);
     expect(two.spec?.providerID).toBe(`digitalocean://${w2?.id}`);
@@ -179,38 +130,31 @@ describe('ccm run --provider digitalocean', () => {
       { type: 'Hostname', address: 'worker-2' },
     ]);
     // Every call carried the Secret's token.
-    expect(sim.requests.every((r) => r.authorization === `Bearer ${sim.token}`)).toBe(true);
+    expect(world.sim.requests.every((r) => r.authorization === `Bearer ${world.sim.token}`)).toBe(true);
 
     const t1 = Date.now();
-    await api.createNamespacedService({ namespace: NS, body: lbService('web') });
+    await world.api.createNamespacedService({ namespace: NS, body: lbService('web') });
     // Created `new`: no address until DigitalOcean reports it active, on the provider's retry.
-    await until('the load balancer created', async () => sim.loadBalancers.size === 1);
-    const [lb] = [...sim.loadBalancers.values()];
-    const svc = await until(
-      'web ingress',
-      async () => {
-        const s = await api.readNamespacedService({ name: 'web', namespace: NS });
-        return s.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
-      },
-      30_000,
-    );
+    await until('the load balancer created', async () => world.sim.loadBalancers.size === 1);
+    const [lb] = [...world.sim.loadBalancers.values()];
+    const svc = await untilIngress(world.api, NS, 'web', 30_000);
     const ingressMs = Date.now() - t1;
     expect(lb?.status).toBe('active');
     expect(svc.status?.loadBalancer?.ingress).toEqual([expect.objectContaining({ ip: lb?.ip as string })]);
-    expect(svc.metadata?.finalizers).toContain(FINALIZER);
+    expect(svc.metadata?.finalizers).toContain(FINALIZER_LOAD_BALANCER_CLEANUP);
     expect(svc.metadata?.annotations?.[LB_ID_ANNOTATION]).toBe(lb?.id);
     expect([...((lb?.droplet_ids ?? []) as number[])].sort()).toEqual([w1?.id, w2?.id].sort());
     expect(lb?.tags).toEqual([expect.stringMatching(/^k8s:/)]);
-    const create = sim.requestsTo('POST', '/v2/load_balancers');
+    const create = world.sim.requestsTo('POST', '/v2/load_balancers');
     expect(create).toHaveLength(1);
     expect(create[0]?.status).toBe(202);
     const reasons = await until('EnsuredLoadBalancer', async () => {
-      const r = await eventReasons(api, NS, 'web');
+      const r = await eventReasons(world.api, NS, 'web');
       return r.includes('EnsuredLoadBalancer') ? r : undefined;
     });
     expect(reasons).toContain('EnsuringLoadBalancer');
     // The one retry was the `new` state, said as such.
-    const warnings = (await serviceControllerEvents(api, NS, 'web'))
+    const warnings = (await serviceControllerEvents(world.api, NS, 'web'))
       .filter((e) => e.type === 'Warning')
       .map((e) => e.message);
     expect(warnings.length).toBeGreaterThanOrEqual(1);
@@ -218,78 +162,66 @@ describe('ccm run --provider digitalocean', () => {
       warnings.filter((m) => !/is still being set up at DigitalOcean \(status new\)/.test(m ?? '')),
     ).toEqual([]);
 
-    await api.deleteNamespacedService({ name: 'web', namespace: NS });
-    await until('web gone', () => serviceGone(api, NS, 'web'), 20_000);
-    expect(sim.loadBalancers.size).toBe(0);
-    expect(sim.requestsTo('DELETE', `/v2/load_balancers/${lb?.id}`)).toHaveLength(1);
+    await world.api.deleteNamespacedService({ name: 'web', namespace: NS });
+    await until('web gone', () => serviceGone(world.api, NS, 'web'), 20_000);
+    expect(world.sim.loadBalancers.size).toBe(0);
+    expect(world.sim.requestsTo('DELETE', `/v2/load_balancers/${lb?.id}`)).toHaveLength(1);
     // DeletedLoadBalancer follows the finalizer's removal (the reference order): the Service may go first.
     await until('DeletedLoadBalancer recorded', async () =>
-      (await eventReasons(api, NS, 'web')).includes('DeletedLoadBalancer'),
+      (await eventReasons(world.api, NS, 'web')).includes('DeletedLoadBalancer'),
     );
-    expect(await eventReasons(api, NS, 'web')).toEqual(
+    expect(await eventReasons(world.api, NS, 'web')).toEqual(
       expect.arrayContaining(['DeletingLoadBalancer', 'DeletedLoadBalancer']),
     );
     console.log(`digitalocean: Nodes initialised in ${initialisedMs} ms, ingress in ${ingressMs} ms`);
   }, 50_000);
 
   it("a Lease handover while the old leader's load balancer create is on its way: one load balancer is kept, the Service syncs, and none is left after it is deleted", async () => {
-    sim.addDroplets(
+    world.sim.addDroplets(
       { name: 'w1', size: 's-2vcpu-4gb', region: 'fra1', privateIP: '10.114.0.2' },
       { name: 'w2', size: 's-2vcpu-4gb', region: 'fra1', privateIP: '10.114.0.3' },
     );
     const lease = { durationMs: 2000, renewDeadlineMs: 1500, retryPeriodMs: 300, namespace: 'kube-system' };
     const name = 'do-handover';
-    const input = runInput(cp.kubeconfigPath, '', {
-      provider: 'digitalocean',
-      'cloud-config': undefined,
-      credentialsSecret: 'kube-system/digitalocean',
-      env: { DO_OVERRIDE_URL: sim.url },
-      leaderElect: true,
-      logLevel: 'info',
-      lease: { ...lease, name },
-    });
-    const a = await startInProcess(input, { identity: 'do-a' });
+    const input = { leaderElect: true, logLevel: 'info', lease: { ...lease, name } } as const;
+    const a = await world.run(input, { identity: 'do-a' });
     let b: InProcess | undefined;
     try {
       await untilLeading(a, 20_000);
-      b = await startInProcess(input, { identity: 'do-b' });
+      b = await world.run(input, { identity: 'do-b' });
       const next = b;
       await until('b standing by', async () => (await leaderElection(next)).startsWith('standby'), 20_000);
-      await createNodes(api, [{ name: 'w1' }, { name: 'w2' }]);
-      await untilInitialised(api, 'w1');
-      await untilInitialised(api, 'w2');
+      await createNodes(world.api, [{ name: 'w1' }, { name: 'w2' }]);
+      await untilInitialised(world.api, 'w1');
+      await untilInitialised(world.api, 'w2');
       // A slow DigitalOcean API: A's create is answered (and made) 6 s after it was sent.
-      sim.fault({ method: 'POST', path: '/v2/load_balancers', delayMs: 6000 });
-      await api.createNamespacedService({ namespace: NS, body: lbService('web') });
-      await until('A sent its create', async () => sim.requestsTo('POST', '/v2/load_balancers').length === 1);
-      await setLeaseHolder(cp, name, 'do-b', 2);
+      world.sim.fault({ method: 'POST', path: '/v2/load_balancers', delayMs: 6000 });
+      await world.api.createNamespacedService({ namespace: NS, body: lbService('web') });
+      await until(
+        'A sent its create',
+        async () => world.sim.requestsTo('POST', '/v2/load_balancers').length === 1,
+      );
+      await setLeaseHolder(world.cp, name, 'do-b', 2);
       await untilLeading(next, 10_000);
       // B creates its own; A's lands after it: two of ccm's with one name, one of them an extra.
       await until(
         'both creates made',
         async () =>
-          sim.requestsTo('POST', '/v2/load_balancers').every((r) => r.status === 202) &&
-          sim.requestsTo('POST', '/v2/load_balancers').length === 2,
+          world.sim.requestsTo('POST', '/v2/load_balancers').every((r) => r.status === 202) &&
+          world.sim.requestsTo('POST', '/v2/load_balancers').length === 2,
         20_000,
       );
-      const svc = await until(
-        'web ingress',
-        async () => {
-          const s = await api.readNamespacedService({ name: 'web', namespace: NS });
-          return s.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
-        },
-        40_000,
-      );
-      await until('the extra load balancer deleted', async () => sim.loadBalancers.size === 1, 30_000);
-      const [kept] = [...sim.loadBalancers.values()];
+      const svc = await untilIngress(world.api, NS, 'web', 40_000);
+      await until('the extra load balancer deleted', async () => world.sim.loadBalancers.size === 1, 30_000);
+      const [kept] = [...world.sim.loadBalancers.values()];
       expect(svc.metadata?.annotations?.[LB_ID_ANNOTATION]).toBe(kept?.id);
       expect(svc.status?.loadBalancer?.ingress).toEqual([
         expect.objectContaining({ ip: kept?.ip as string }),
       ]);
 
-      await api.deleteNamespacedService({ name: 'web', namespace: NS });
-      await until('web gone', () => serviceGone(api, NS, 'web'), 30_000);
-      expect(sim.loadBalancers.size).toBe(0);
+      await world.api.deleteNamespacedService({ name: 'web', namespace: NS });
+      await until('web gone', () => serviceGone(world.api, NS, 'web'), 30_000);
+      expect(world.sim.loadBalancers.size).toBe(0);
     } finally {
       // The standby first: stopped after the leader, it would take the released Lease meanwhile.
       await a.stop();
@@ -298,39 +230,34 @@ describe('ccm run --provider digitalocean', () => {
   }, 120_000);
 
   it('an invalid token: one clear line and exit 2 at start; revoked mid-run: a clear log line and no writes', async () => {
-    sim.addDroplets({ name: 'worker-3', privateIP: '10.114.0.4' });
-    await api.createNamespacedSecret({
+    world.sim.addDroplets({ name: 'worker-3', privateIP: '10.114.0.4' });
+    await world.api.createNamespacedSecret({
       namespace: 'kube-system',
-      body: officialSecret('dop_v1_revoked000000000000000000', 'digitalocean-bad'),
+      body: digitalOceanSecret('dop_v1_revoked000000000000000000', 'digitalocean-bad'),
     });
-    await createNodes(api, [{ name: 'worker-3' }]);
-    let before = (await cp.writes(CCM_USER)).length;
-    const run = await cli(
+    await createNodes(world.api, [{ name: 'worker-3' }]);
+    const run = await world.ccm(
       [
         'run',
-        '--provider',
-        'digitalocean',
-        '--kubeconfig',
-        cp.kubeconfigPath,
         '--credentials-secret',
         'kube-system/digitalocean-bad',
         '--leader-elect=false',
         '--secure-port',
         '-1',
       ],
-      { DO_OVERRIDE_URL: sim.url, DO_ACCESS_TOKEN: undefined },
+      { cloudFlags: [], env: { DO_OVERRIDE_URL: world.sim.url, DO_ACCESS_TOKEN: undefined } },
     );
     expect(run.exitCode).toBe(2);
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
     expect(run.stderr).toMatch(/token is invalid or revoked; create one with read and write scope/);
     expect(run.stderr).not.toMatch(/dop_v1_revoked|\bat .*\.js:\d+/);
-    expect((await cp.writes(CCM_USER)).slice(before)).toEqual([]);
+    expect(run.writes).toEqual([]);
     expect(tainted(await node('worker-3'))).toBe(true);
 
     // Mid-run: the Secret's token is replaced by a revoked one; ccm reloads it and stops writing.
-    await deleteAllNodes(api);
+    await deleteAllNodes(world.api);
     await start();
-    await api.patchNamespacedSecret(
+    await world.api.patchNamespacedSecret(
       {
         name: 'digitalocean',
         namespace: 'kube-system',
@@ -342,8 +269,8 @@ describe('ccm run --provider digitalocean', () => {
       await until('the reload', async () =>
         ccm?.logs.some((l) => l.includes('credentials from Secret kube-system/digitalocean changed')),
       );
-      before = (await cp.writes(CCM_USER)).length;
-      await createNodes(api, [{ name: 'worker-3' }]);
+      const before = (await world.cp.writes(CCM_USER)).length;
+      await createNodes(world.api, [{ name: 'worker-3' }]);
       const line = await until('the 401 log line', async () =>
         ccm?.logs.find((l) => l.includes('token is invalid or revoked')),
       );
@@ -351,14 +278,14 @@ describe('ccm run --provider digitalocean', () => {
       expect(parsed.msg).toMatch(/cloud listing failed: .*token is invalid or revoked/);
       expect(line).not.toContain('dop_v1_revoked');
       await new Promise((r) => setTimeout(r, 1500));
-      expect((await cp.writes(CCM_USER)).slice(before)).toEqual([]);
+      expect((await world.cp.writes(CCM_USER)).slice(before)).toEqual([]);
       expect(tainted(await node('worker-3'))).toBe(true);
     } finally {
-      await api.patchNamespacedSecret(
+      await world.api.patchNamespacedSecret(
         {
           name: 'digitalocean',
           namespace: 'kube-system',
-          body: { stringData: { 'access-token': sim.token } },
+          body: { stringData: { 'access-token': world.sim.token } },
         },
         MERGE_PATCH,
       );

@@ -5,53 +5,26 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { rmSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
-import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
+import type { V1Node } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { cloudlycke } from '../../src/providers/cloudlycke/index.js';
 import { RetryableError, UnauthorizedError } from '../../src/providers/errors.js';
 import type { Instance, Provider, ProviderDefinition } from '../../src/providers/types.js';
-import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { writeInventory as writeInventoryFile } from '../helpers/inventory.js';
+import { createNodes } from '../controlplane/fixtures.js';
+import { CCM_USER } from '../controlplane/harness.js';
+import { CLOUDLYCKE_DEFAULTS as DEFAULTS, useCloudWorld } from '../helpers/cloud-world.js';
+import { writeInventory } from '../helpers/inventory.js';
 import { adminRequest } from '../helpers/kube-admin.js';
 import { faultProxy } from '../helpers/kube-fault-proxy.js';
 import { type InProcess, runInput, setReady, startInProcess, until } from '../helpers/run.js';
 
-let cp: ControlPlane;
-let api: CoreV1Api;
+// Each test writes its own inventory; a `ccm run` it starts with world.run is stopped after it.
+const world = useCloudWorld('cloudlycke');
 let ccm: InProcess | undefined;
-
-const inventories: string[] = [];
-function writeInventory(...args: Parameters<typeof writeInventoryFile>): string {
-  const path = writeInventoryFile(...args);
-  inventories.push(dirname(path));
-  return path;
-}
-afterAll(() => {
-  for (const dir of inventories) rmSync(dir, { recursive: true, force: true });
-});
-
-beforeAll(async () => {
-  cp = await startControlPlane();
-  api = fixtureApi(cp.kubeconfigPath);
-});
-afterAll(async () => {
-  await cp?.stop();
-});
-beforeEach(async () => {
-  await deleteAllNodes(api);
-});
-afterEach(async () => {
-  await ccm?.stop();
-  ccm = undefined;
-});
-
-const DEFAULTS = { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'virtualbox' };
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
-const node = (name: string): Promise<V1Node> => api.readNode({ name });
+const node = (name: string): Promise<V1Node> => world.api.readNode({ name });
 const tainted = async (name: string) => (await node(name)).spec?.taints?.some((t) => t.key === UNINITIALIZED);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -68,7 +41,7 @@ describe('a failing cloud', () => {
   it('deletes nothing while it answers 401, 403, 500, timeouts or an empty listing; deletes once it positively says gone', async () => {
     // gone-1's machine is missing from the inventory: only the cloud's failures keep its Node.
     const inventory = writeInventory([{ id: 'w1' }], DEFAULTS);
-    await createNodes(api, [
+    await createNodes(world.api, [
       { name: 'w1', providerID: 'cloudlycke://w1', tainted: false },
       { name: 'gone-1', providerID: 'cloudlycke://gone-1', tainted: false, ready: false },
     ]);
@@ -107,8 +80,9 @@ describe('a failing cloud', () => {
         },
       },
     });
-    ccm = await startInProcess(
-      runInput(cp.kubeconfigPath, inventory, {
+    ccm = await world.run(
+      {
+        'cloud-config': inventory,
         controllerOptions: {
           concurrency: 4,
           deletionGracePeriodMs: 0,
@@ -116,7 +90,7 @@ describe('a failing cloud', () => {
           nodeStatusUpdateFrequencyMs: 60_000,
           cloudListPeriodMs: 200,
         },
-      }),
+      },
       { wrapProvider: failing },
     );
     const modes: Mode[] = [
@@ -135,16 +109,19 @@ describe('a failing cloud', () => {
       mode = m;
       // 12 monitor periods and 6 listing periods in each mode.
       await sleep(1200);
-      expect((await api.listNode()).items.map((n) => n.metadata?.name).sort()).toEqual(['gone-1', 'w1']);
+      expect((await world.api.listNode()).items.map((n) => n.metadata?.name).sort()).toEqual([
+        'gone-1',
+        'w1',
+      ]);
     }
     const during = await cloudRequests(ccm.url);
     // The failing lookups were asked (so they were the only thing between gone-1 and deletion).
     expect(during.get - before.get).toBeGreaterThan(4);
-    const deletes = (await cp.writes(CCM_USER)).filter((e) => e.verb === 'delete');
+    const deletes = (await world.cp.writes(CCM_USER)).filter((e) => e.verb === 'delete');
     expect(deletes).toEqual([]);
 
     mode = 'honest';
-    await until('gone-1 deleted', async () => (await api.listNode()).items.length === 1, 10_000);
+    await until('gone-1 deleted', async () => (await world.api.listNode()).items.length === 1, 10_000);
     expect((await node('w1')).metadata?.name).toBe('w1');
   });
 });
@@ -157,24 +134,23 @@ describe('cloud calls do not grow with the cluster', () => {
       DEFAULTS,
     );
     await createNodes(
-      api,
+      world.api,
       names.map((name) => ({ name, providerID: `cloudlycke://${name}`, tainted: false })),
     );
-    ccm = await startInProcess(
-      runInput(cp.kubeconfigPath, inventory, {
-        controllerOptions: {
-          concurrency: 4,
-          deletionGracePeriodMs: 0,
-          nodeMonitorPeriodMs: 200,
-          nodeStatusUpdateFrequencyMs: 60_000,
-          cloudListPeriodMs: 1000,
-        },
-      }),
-    );
+    ccm = await world.run({
+      'cloud-config': inventory,
+      controllerOptions: {
+        concurrency: 4,
+        deletionGracePeriodMs: 0,
+        nodeMonitorPeriodMs: 200,
+        nodeStatusUpdateFrequencyMs: 60_000,
+        cloudListPeriodMs: 1000,
+      },
+    });
     const counts: Record<string, { list: number; get: number }> = {};
     let down = 0;
     for (const notReady of [0, 1, 100]) {
-      await Promise.all(names.slice(down, notReady).map((name) => setReady(api, name, false)));
+      await Promise.all(names.slice(down, notReady).map((name) => setReady(world.api, name, false)));
       down = notReady;
       await sleep(1100);
       const start = await cloudRequests(ccm.url);
@@ -195,13 +171,13 @@ describe('cloud calls do not grow with the cluster', () => {
 describe('the API server goes away', () => {
   it('recovers by itself after kube-apiserver and etcd were down for 20 s, and initialises Nodes created afterwards', async () => {
     const inventory = writeInventory([{ id: 'before' }, { id: 'after' }], DEFAULTS);
-    ccm = await startInProcess(runInput(cp.kubeconfigPath, inventory));
-    await createNodes(api, [{ name: 'before' }]);
+    ccm = await world.run({ 'cloud-config': inventory });
+    await createNodes(world.api, [{ name: 'before' }]);
     await until('before initialised', async () => !(await tainted('before')));
-    await cp.pause();
+    await world.cp.pause();
     await sleep(20_000);
-    await cp.resume();
-    await createNodes(api, [{ name: 'after' }]);
+    await world.cp.resume();
+    await createNodes(world.api, [{ name: 'after' }]);
     await until('after initialised', async () => !(await tainted('after')), 20_000);
     const messages = ccm.logs.map((l) => (JSON.parse(l) as { msg: string }).msg);
     // logged once per change of state, not per retry
@@ -214,8 +190,8 @@ describe('the API server goes away', () => {
 describe('a cloud config that breaks while running', () => {
   it('is warned about once while its reason stays the same, and once more when the listing works again', async () => {
     const inventory = writeInventory([{ id: 'a' }], DEFAULTS);
-    ccm = await startInProcess(runInput(cp.kubeconfigPath, inventory));
-    await createNodes(api, [{ name: 'a' }]);
+    ccm = await world.run({ 'cloud-config': inventory });
+    await createNodes(world.api, [{ name: 'a' }]);
     await until('a initialised', async () => !(await tainted('a')));
     const warnings = () =>
       ccm?.logs
@@ -287,19 +263,20 @@ describe('credentials from a Secret', () => {
     };
     await putSecret('ccm-creds', first);
     const inventory = writeInventory([{ id: 'a' }], DEFAULTS);
-    ccm = await startInProcess(
-      runInput(cp.kubeconfigPath, inventory, {
+    ccm = await world.run(
+      {
+        'cloud-config': inventory,
         credentialsSecret: 'kube-system/ccm-creds',
         env: { TEST_TOKEN: 'from-env-never-used' },
-      }),
+      },
       { definition },
     );
-    await createNodes(api, [{ name: 'a' }]);
+    await createNodes(world.api, [{ name: 'a' }]);
     await until('a initialised', async () => !(await tainted('a')));
 
     accepted = second; // the cloud rotates the token, and b's machine appears
     writeFileSync(inventory, stringify({ defaults: DEFAULTS, instances: [{ id: 'a' }, { id: 'b' }] }));
-    await createNodes(api, [{ name: 'b' }]);
+    await createNodes(world.api, [{ name: 'b' }]);
     await sleep(1000);
     expect(await tainted('b')).toBe(true);
     await putSecret('ccm-creds', second);
@@ -314,18 +291,17 @@ describe('credentials from a Secret', () => {
 describe('losing the Lease', () => {
   it('stops writing and the controllers at once, not the process; the replica stays a candidate and leads again when it can', async () => {
     const inventory = writeInventory([{ id: 'x' }], DEFAULTS);
-    ccm = await startInProcess(
-      runInput(cp.kubeconfigPath, inventory, {
-        leaderElect: true,
-        lease: {
-          durationMs: 2000,
-          renewDeadlineMs: 1500,
-          retryPeriodMs: 300,
-          name: 'ccm-steal-test',
-          namespace: 'kube-system',
-        },
-      }),
-    );
+    ccm = await world.run({
+      'cloud-config': inventory,
+      leaderElect: true,
+      lease: {
+        durationMs: 2000,
+        renewDeadlineMs: 1500,
+        retryPeriodMs: 300,
+        name: 'ccm-steal-test',
+        namespace: 'kube-system',
+      },
+    });
     let exited = false;
     void ccm.handle.done.then(() => {
       exited = true;
@@ -338,11 +314,11 @@ describe('losing the Lease', () => {
       spec: { ...(lease.spec as object), holderIdentity: 'thief', leaseDurationSeconds: 3600 },
     }));
     await until('standing by', async () => (await verbose()).includes('standby (leader: thief)'), 5000);
-    const before = (await cp.writes(CCM_USER)).length;
-    await createNodes(api, [{ name: 'x' }]);
+    const before = (await world.cp.writes(CCM_USER)).length;
+    await createNodes(world.api, [{ name: 'x' }]);
     await sleep(1500);
     expect(await tainted('x')).toBe(true);
-    expect((await cp.writes(CCM_USER)).slice(before)).toEqual([]);
+    expect((await world.cp.writes(CCM_USER)).slice(before)).toEqual([]);
     expect(exited).toBe(false);
     expect(ccm.logs.join('\n')).toContain('lost the leader Lease: stopped writing and the controllers');
     // Ready as a standby (a rolling update goes on); then the thief lets go and this replica leads again.
@@ -366,7 +342,7 @@ describe('the API server goes away with leader election on', () => {
       name: 'ccm-outage',
       namespace: 'kube-system',
     };
-    const input = runInput(cp.kubeconfigPath, inventory, { leaderElect: true, lease });
+    const input = runInput(world.kubeconfig, inventory, { leaderElect: true, lease });
     const a = await startInProcess(input, { identity: 'replica-a' });
     const b = await startInProcess(input, { identity: 'replica-b' });
     const replicas = [a, b];
@@ -379,16 +355,16 @@ describe('the API server goes away with leader election on', () => {
         return undefined;
       };
       await until('a leader', leader, 30_000);
-      await createNodes(api, [{ name: 'before' }]);
+      await createNodes(world.api, [{ name: 'before' }]);
       await until('before initialised', async () => !(await tainted('before')));
 
-      await cp.pause();
+      await world.cp.pause();
       await sleep(20_000);
-      await cp.resume();
+      await world.cp.resume();
       const back = Date.now();
       await until('a leader again', leader, 10_000);
       const leadsAfter = Date.now() - back;
-      await createNodes(api, [{ name: 'after-1' }, { name: 'after-2' }]);
+      await createNodes(world.api, [{ name: 'after-1' }, { name: 'after-2' }]);
       const created = Date.now();
       await until(
         'after-* initialised',
@@ -407,7 +383,7 @@ describe('the API server goes away with leader election on', () => {
       // write must come from that holder.
       let holder: string | undefined;
       const strays: string[] = [];
-      for (const e of await cp.writes(CCM_USER)) {
+      for (const e of await world.cp.writes(CCM_USER)) {
         const who = ['replica-a', 'replica-b'].find((id) => e.userAgent?.includes(`(${id})`));
         if (!who) continue;
         const ok = (e.responseStatus?.code ?? 0) < 300;
@@ -424,7 +400,7 @@ describe('the API server goes away with leader election on', () => {
 });
 
 const kube = (method: string, path: string, body?: (current: Record<string, unknown>) => unknown) =>
-  adminRequest(cp, method, path, body);
+  adminRequest(world.cp, method, path, body);
 
 async function putSecret(name: string, token: string) {
   const secret = {
@@ -434,16 +410,16 @@ async function putSecret(name: string, token: string) {
     data: { 'access-token': Buffer.from(token).toString('base64') },
   };
   try {
-    await api.createNamespacedSecret({ namespace: 'kube-system', body: secret });
+    await world.api.createNamespacedSecret({ namespace: 'kube-system', body: secret });
   } catch {
-    await api.replaceNamespacedSecret({ name, namespace: 'kube-system', body: secret });
+    await world.api.replaceNamespacedSecret({ name, namespace: 'kube-system', body: secret });
   }
 }
 
 describe('an API error while becoming leader', () => {
   it('a 503 on the service controller start is retried with backoff: no exit, and the controller starts once the API server answers', async () => {
     let refused = 0;
-    const proxy = await faultProxy(cp, (req) => {
+    const proxy = await faultProxy(world.cp, (req) => {
       if (
         req.method === 'GET' &&
         req.url?.split('?')[0] === '/api/v1/namespaces/kube-system' &&
@@ -456,18 +432,18 @@ describe('an API error while becoming leader', () => {
     });
     try {
       const inventory = writeInventory([{ id: 'y' }], DEFAULTS);
-      ccm = await startInProcess(
-        runInput(proxy.kubeconfigPath, inventory, {
-          leaderElect: true,
-          lease: {
-            durationMs: 4000,
-            renewDeadlineMs: 3000,
-            retryPeriodMs: 500,
-            name: 'ccm-start-503',
-            namespace: 'kube-system',
-          },
-        }),
-      );
+      ccm = await world.run({
+        kubeconfig: proxy.kubeconfigPath,
+        'cloud-config': inventory,
+        leaderElect: true,
+        lease: {
+          durationMs: 4000,
+          renewDeadlineMs: 3000,
+          retryPeriodMs: 500,
+          name: 'ccm-start-503',
+          namespace: 'kube-system',
+        },
+      });
       let exited = false;
       void ccm.handle.done.then(() => {
         exited = true;
@@ -479,7 +455,7 @@ describe('an API error while becoming leader', () => {
       expect(exited).toBe(false);
       const warnings = ccm.logs.filter((l) => l.includes('could not start') && l.includes('"level":40'));
       expect(warnings).toHaveLength(1); // the same failure again is not warned about again
-      await createNodes(api, [{ name: 'y' }]);
+      await createNodes(world.api, [{ name: 'y' }]);
       await until('y initialised', async () => !(await tainted('y')));
     } finally {
       await ccm?.stop();
@@ -490,18 +466,17 @@ describe('an API error while becoming leader', () => {
 
   it('an error nothing else handled is one logged line and an orderly exit 1 with the Lease released', async () => {
     const inventory = writeInventory([{ id: 'z' }], DEFAULTS);
-    ccm = await startInProcess(
-      runInput(cp.kubeconfigPath, inventory, {
-        leaderElect: true,
-        lease: {
-          durationMs: 4000,
-          renewDeadlineMs: 3000,
-          retryPeriodMs: 500,
-          name: 'ccm-fail',
-          namespace: 'kube-system',
-        },
-      }),
-    );
+    ccm = await world.run({
+      'cloud-config': inventory,
+      leaderElect: true,
+      lease: {
+        durationMs: 4000,
+        renewDeadlineMs: 3000,
+        retryPeriodMs: 500,
+        name: 'ccm-fail',
+        namespace: 'kube-system',
+      },
+    });
     await until('leading', async () =>
       (await (await fetch(`${ccm?.url}/readyz?verbose`)).text()).includes('leading'),
     );

@@ -5,41 +5,22 @@
  * Lease is released, the standby takes over within 3 s and the old leader exits 0 within 10 s.
  */
 
-import { rmSync } from 'node:fs';
-import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { CoreV1Api } from '@kubernetes/client-node';
 import { execa, type ResultPromise } from 'execa';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { writeInventory as writeInventoryFile } from '../helpers/inventory.js';
+import { afterAll, expect, it } from 'vitest';
+import { createNodes } from '../controlplane/fixtures.js';
+import { CCM_USER } from '../controlplane/harness.js';
+import { useCloudWorld } from '../helpers/cloud-world.js';
+import { writeInventory } from '../helpers/inventory.js';
 import { until } from '../helpers/run.js';
 
 const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 
-let cp: ControlPlane;
-let api: CoreV1Api;
+const world = useCloudWorld('cloudlycke');
 const replicas: Replica[] = [];
-
-const inventories: string[] = [];
-function writeInventory(...args: Parameters<typeof writeInventoryFile>): string {
-  const path = writeInventoryFile(...args);
-  inventories.push(dirname(path));
-  return path;
-}
-afterAll(() => {
-  for (const dir of inventories) rmSync(dir, { recursive: true, force: true });
-});
-
-beforeAll(async () => {
-  cp = await startControlPlane();
-  api = fixtureApi(cp.kubeconfigPath);
-});
 afterAll(async () => {
   for (const r of replicas) r.child.kill('SIGKILL');
   await Promise.allSettled(replicas.map((r) => r.child));
-  await cp?.stop();
 });
 
 interface Replica {
@@ -58,7 +39,7 @@ function start(inventory: string): Replica {
       '--provider',
       'cloudlycke',
       '--kubeconfig',
-      cp.kubeconfigPath,
+      world.kubeconfig,
       '--cloud-config',
       inventory,
       '--secure-port=-1',
@@ -93,7 +74,7 @@ function start(inventory: string): Replica {
 }
 
 const tainted = async (name: string) =>
-  (await api.readNode({ name })).spec?.taints?.some(
+  (await world.api.readNode({ name })).spec?.taints?.some(
     (t) => t.key === 'node.cloudprovider.kubernetes.io/uninitialized',
   );
 
@@ -107,9 +88,9 @@ it('only the leader writes; SIGKILL and SIGTERM hand over as the Lease says', as
   const idB = b.identity() as string;
   expect(idA).not.toBe(idB);
 
-  await createNodes(api, [{ name: 'n1' }]);
+  await createNodes(world.api, [{ name: 'n1' }]);
   await until('n1 initialised', async () => !(await tainted('n1')));
-  const writes = await cp.writes(CCM_USER);
+  const writes = await world.cp.writes(CCM_USER);
   const byA = writes.filter((e) => e.userAgent?.includes(idA));
   const byB = writes.filter((e) => e.userAgent?.includes(idB));
   expect(byA.some((e) => e.objectRef?.resource === 'nodes' && e.objectRef.name === 'n1')).toBe(true);
@@ -123,9 +104,9 @@ it('only the leader writes; SIGKILL and SIGTERM hand over as the Lease says', as
   const takeoverAfterKill = (b.leadingSince() as number) - killedAt;
   console.log(`takeover after SIGKILL: ${takeoverAfterKill} ms`);
   expect(takeoverAfterKill).toBeLessThanOrEqual(15_000 + 2_400 + 1_000);
-  await createNodes(api, [{ name: 'n2' }]);
+  await createNodes(world.api, [{ name: 'n2' }]);
   await until('n2 initialised by b', async () => !(await tainted('n2')));
-  const n2Writes = (await cp.writes(CCM_USER)).filter((e) => e.objectRef?.name === 'n2');
+  const n2Writes = (await world.cp.writes(CCM_USER)).filter((e) => e.objectRef?.name === 'n2');
   expect(n2Writes.length).toBeGreaterThan(0);
   expect(n2Writes.every((e) => e.userAgent?.includes(idB))).toBe(true);
 
@@ -151,6 +132,6 @@ it('only the leader writes; SIGKILL and SIGTERM hand over as the Lease says', as
   expect(exitAfter).toBeLessThan(10_000);
   expect(takeoverAfterTerm).toBeLessThan(3_000);
   expect(b.lines.some((l) => l.msg === 'released the leader Lease')).toBe(true);
-  await createNodes(api, [{ name: 'n3' }]);
+  await createNodes(world.api, [{ name: 'n3' }]);
   await until('n3 initialised by c', async () => !(await tainted('n3')));
 }, 180_000);

@@ -5,11 +5,11 @@
  * process, so the cloud can be slowed and the API server's answers held.
  */
 
-import type { CoreV1Api } from '@kubernetes/client-node';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Provider } from '../../src/providers/types.js';
-import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { type AuditEvent, CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { createNodes } from '../controlplane/fixtures.js';
+import { type AuditEvent, CCM_USER } from '../controlplane/harness.js';
+import { CLOUDLYCKE_DEFAULTS as DEFAULTS, useCloudWorld } from '../helpers/cloud-world.js';
 import { writeInventory } from '../helpers/inventory.js';
 import { adminRequest, leasePath, setLeaseHolder } from '../helpers/kube-admin.js';
 import { faultProxy } from '../helpers/kube-fault-proxy.js';
@@ -24,21 +24,8 @@ import {
   untilLeading,
 } from '../helpers/run.js';
 
-let cp: ControlPlane;
-let api: CoreV1Api;
+const world = useCloudWorld('cloudlycke');
 
-beforeAll(async () => {
-  cp = await startControlPlane();
-  api = fixtureApi(cp.kubeconfigPath);
-});
-afterAll(async () => {
-  await cp?.stop();
-});
-beforeEach(async () => {
-  await deleteAllNodes(api);
-});
-
-const DEFAULTS = { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'virtualbox' };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Machines of the Cloudlycke inventory, each with an InternalIP (what untilInitialised waits for). */
 const machines = (...ids: string[]) =>
@@ -54,7 +41,7 @@ function nodeChurn(prefix: string) {
   let created = 0;
   const done = (async () => {
     while (running) {
-      await createNodes(api, [{ name: `${prefix}${created++}` }]);
+      await createNodes(world.api, [{ name: `${prefix}${created++}` }]);
       await sleep(250);
     }
   })();
@@ -95,23 +82,23 @@ describe('the Lease rewritten to name another replica while the leader writes', 
     // A's Lease requests can be refused (503, as an API server under load) while the record changes.
     let blocked = false;
     const proxy = viaProxy
-      ? await faultProxy(cp, (req) =>
+      ? await faultProxy(world.cp, (req) =>
           blocked && req.url?.split('?')[0] === leasePath(name) ? 503 : undefined,
         )
       : undefined;
     const input = (kubeconfig: string) =>
       runInput(kubeconfig, inventory, { leaderElect: true, logLevel: 'info', lease: { ...lease, name } });
-    const a = await startInProcess(input(proxy?.kubeconfigPath ?? cp.kubeconfigPath), {
+    const a = await startInProcess(input(proxy?.kubeconfigPath ?? world.kubeconfig), {
       identity: `${name}-a`,
     });
     let b: InProcess | undefined;
     const churn = nodeChurn(prefix);
     try {
       await untilLeading(a, 20_000);
-      b = await startInProcess(input(cp.kubeconfigPath), { identity: `${name}-b` });
+      b = await startInProcess(input(world.kubeconfig), { identity: `${name}-b` });
       const standby = b;
       await until('b standing by', async () => (await leaderElection(standby)).startsWith('standby'));
-      await untilInitialised(api, `${prefix}0`);
+      await untilInitialised(world.api, `${prefix}0`);
       await supplant((value) => {
         blocked = value;
       });
@@ -120,8 +107,8 @@ describe('the Lease rewritten to name another replica while the leader writes', 
       await sleep(10_000); // Nodes keep coming: before the fix A went on initialising them
       await churn.stop();
       // Every Node, the last ones too, is initialised (by B).
-      await untilInitialised(api, `${prefix}${churn.created - 1}`, 'InternalIP', 20_000);
-      const byA = (await cp.writes(CCM_USER)).filter((e) => e.userAgent?.includes(`(${name}-a)`));
+      await untilInitialised(world.api, `${prefix}${churn.created - 1}`, 'InternalIP', 20_000);
+      const byA = (await world.cp.writes(CCM_USER)).filter((e) => e.userAgent?.includes(`(${name}-a)`));
       // A did lead and write: Nodes initialised before the Lease named B.
       expect(
         byA.filter((e) => e.objectRef?.resource === 'nodes' && receivedAt(e) < readable).length,
@@ -143,7 +130,7 @@ describe('the Lease rewritten to name another replica while the leader writes', 
   it('rewritten by hand: the old leader stops writing within one retry period, not at its renew deadline', async () => {
     const name = 'handed';
     const { lastWriteMs, writesAfter } = await oldLeaderWritesAfter(name, false, async () => {
-      await setLeaseHolder(cp, name, `${name}-b`, lease.durationMs / 1000);
+      await setLeaseHolder(world.cp, name, `${name}-b`, lease.durationMs / 1000);
     });
     console.log(`the old leader's last write ${lastWriteMs} ms after the Lease named the other replica`);
     // One read (≤ 1.2 s) and a write already sent; before the fix, writes for the 10 s of new Nodes.
@@ -156,11 +143,11 @@ describe('the Lease rewritten to name another replica while the leader writes', 
       // A cannot read the Lease (503) from its deletion until B has created it again naming itself:
       // what a replica that happens to try first after a `kubectl delete lease` does.
       block(true);
-      await adminRequest(cp, 'DELETE', leasePath(name));
+      await adminRequest(world.cp, 'DELETE', leasePath(name));
       await until(
         'the Lease re-created by b',
         async () => {
-          const current = await adminRequest(cp, 'GET', leasePath(name)).catch(() => undefined);
+          const current = await adminRequest(world.cp, 'GET', leasePath(name)).catch(() => undefined);
           return (current?.spec as { holderIdentity?: string } | undefined)?.holderIdentity === `${name}-b`;
         },
         10_000,
@@ -177,10 +164,10 @@ describe('a replica whose old term still has work in flight', () => {
 
   /** Takes the Lease away (a thief for an hour), waits for the standby state, gives it back: ms until leading. */
   async function leadsAgainAfterGivenBack(ccm: InProcess, name: string): Promise<number> {
-    await setLeaseHolder(cp, name, 'thief', 3600);
+    await setLeaseHolder(world.cp, name, 'thief', 3600);
     await until('standing by', async () => (await leaderElection(ccm)) === 'standby (leader: thief)', 10_000);
     expect(ccm.logs.join('\n')).toContain('lost the leader Lease');
-    await setLeaseHolder(cp, name, '', 1);
+    await setLeaseHolder(world.cp, name, '', 1);
     const given = Date.now();
     await untilLeading(ccm, 40_000);
     return Date.now() - given;
@@ -190,13 +177,14 @@ describe('a replica whose old term still has work in flight', () => {
     const name = 'slow-cloud';
     let slow = false;
     let slowLists = 0;
-    const ccm = await startInProcess(
-      runInput(cp.kubeconfigPath, machines('known'), {
+    const ccm = await world.run(
+      {
+        'cloud-config': machines('known'),
         leaderElect: true,
         logLevel: 'info',
         controllers: 'cloud-node',
         lease: { ...lease, name },
-      }),
+      },
       {
         identity: 'slow-cloud-a',
         wrapProvider: (p: Provider): Provider => ({
@@ -221,7 +209,7 @@ describe('a replica whose old term still has work in flight', () => {
       );
       slow = true;
       // A tainted Node the cloud's listing does not show: the worker asks for a fresh listing.
-      await createNodes(api, [{ name: 'unknown-1' }]);
+      await createNodes(world.api, [{ name: 'unknown-1' }]);
       await until('a slow listing in flight', async () => slowLists > 0, 10_000);
       const ms = await leadsAgainAfterGivenBack(ccm, name);
       console.log(`leading again ${ms} ms after the Lease was given back, a cloud listing in flight`);
@@ -238,19 +226,21 @@ describe('a replica whose old term still has work in flight', () => {
     let hang = true;
     let held = 0;
     // The service controller's start reads namespace kube-system; the proxy never answers it.
-    const proxy = await faultProxy(cp, (req) => {
+    const proxy = await faultProxy(world.cp, (req) => {
       if (hang && req.method === 'GET' && req.url?.split('?')[0] === '/api/v1/namespaces/kube-system') {
         held++;
         return 'hold';
       }
       return undefined;
     });
-    const ccm = await startInProcess(
-      runInput(proxy.kubeconfigPath, machines('h'), {
+    const ccm = await world.run(
+      {
+        kubeconfig: proxy.kubeconfigPath,
+        'cloud-config': machines('h'),
         leaderElect: true,
         logLevel: 'info',
         lease: { ...lease, name },
-      }),
+      },
       { identity: 'hung-start-a' },
     );
     try {
@@ -264,8 +254,8 @@ describe('a replica whose old term still has work in flight', () => {
       // Before the fix: when that request timed out, 28.8 s later.
       expect(ms).toBeLessThan(5000);
       // The new term starts its controllers (the service controller too, its start asked again).
-      await createNodes(api, [{ name: 'h' }]);
-      await untilInitialised(api, 'h', 'InternalIP', 45_000);
+      await createNodes(world.api, [{ name: 'h' }]);
+      await untilInitialised(world.api, 'h', 'InternalIP', 45_000);
     } finally {
       await ccm.stop();
       await proxy.close();
@@ -275,12 +265,14 @@ describe('a replica whose old term still has work in flight', () => {
 
 describe('a network partition', () => {
   it('after it heals, a Node created then is initialised within 10 s, not after the 150 s stall watchdog', async () => {
-    const proxy = await partitionProxy(cp);
+    const proxy = await partitionProxy(world.cp);
     const name = 'partition';
     let ccm: InProcess | undefined;
     try {
-      ccm = await startInProcess(
-        runInput(proxy.kubeconfigPath, machines('p0', 'p1'), {
+      ccm = await world.run(
+        {
+          kubeconfig: proxy.kubeconfigPath,
+          'cloud-config': machines('p0', 'p1'),
           leaderElect: true,
           logLevel: 'info',
           lease: {
@@ -290,22 +282,22 @@ describe('a network partition', () => {
             name,
             namespace: 'kube-system',
           },
-        }),
+        },
         { identity: 'partition-a' },
       );
       const replica = ccm;
       await untilLeading(replica, 20_000);
-      await createNodes(api, [{ name: 'p0' }]);
-      await untilInitialised(api, 'p0');
+      await createNodes(world.api, [{ name: 'p0' }]);
+      await untilInitialised(world.api, 'p0');
       proxy.partition(); // longer than the Lease: leadership is lost
       await until('lost', async () => replica.logs.some((l) => l.includes('lost the leader Lease')), 20_000);
       await sleep(3000);
       proxy.heal();
       await untilLeading(replica, 60_000);
-      await createNodes(api, [{ name: 'p1' }]);
+      await createNodes(world.api, [{ name: 'p1' }]);
       const created = Date.now();
       // Before the fix: 120 s (the node watch sat on its dead connection until the stall watchdog).
-      await untilInitialised(api, 'p1', 'InternalIP', 30_000);
+      await untilInitialised(world.api, 'p1', 'InternalIP', 30_000);
       const ms = Date.now() - created;
       console.log(`p1 initialised ${ms} ms after it was created, after the partition healed`);
       expect(ms).toBeLessThan(10_000);

@@ -3,94 +3,35 @@
  * (Keystone, Nova, Neutron, Octavia), and the official controller's cloud.conf read from the Secret
  * `kube-system/cloud-config` key `cloud.conf`, the layout of the official controller's docs.
  */
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
-import { OpenStackSimulator } from '../clouds/openstack/simulator.js';
-import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { describe, expect, it } from 'vitest';
+import { FINALIZER_LOAD_BALANCER_CLEANUP } from '../../src/kube/well-known.js';
+import { createNodes } from '../controlplane/fixtures.js';
+import { useCloudWorld } from '../helpers/cloud-world.js';
 import {
   expectTwoReadyReplicas,
   type InProcess,
-  runInput,
-  startInProcess,
+  reconcileErrors,
   until,
   untilInitialised,
 } from '../helpers/run.js';
-import { eventMessages, eventReasons, lbService, removeServices, serviceGone } from '../helpers/services.js';
+import { eventMessages, eventReasons, lbService, serviceGone, untilIngress } from '../helpers/services.js';
 
-const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
 const NS = 'default';
-const fixture = (name: string) =>
-  readFileSync(fileURLToPath(new URL(`../fixtures/openstack/${name}`, import.meta.url)), 'utf8');
 
-let cp: ControlPlane;
-let api: CoreV1Api;
-let sim: OpenStackSimulator;
+const world = useCloudWorld('openstack', { services: true });
 let ccm: InProcess | undefined;
 
-/**
- * The Secret of the official docs (name, namespace, key), holding the official example cloud.conf
- * unchanged but for its auth-url, which names the simulator.
- */
-function cloudConfigSecret(): V1Secret {
-  const doc = parse(fixture('occm-cloud-config-secret.yaml')) as V1Secret;
-  const conf = fixture('occm-cloud-config').replace('http://192.128.1.15:5000/v3', sim.authUrl);
-  return { ...doc, data: { 'cloud.conf': Buffer.from(conf).toString('base64') } };
-}
-
-beforeAll(async () => {
-  [cp, sim] = await Promise.all([startControlPlane(), new OpenStackSimulator().start()]);
-  api = fixtureApi(cp.kubeconfigPath);
-  await api.createNamespacedSecret({ namespace: 'kube-system', body: cloudConfigSecret() });
-});
-afterAll(async () => {
-  await Promise.all([cp?.stop(), sim?.stop()]);
-});
-beforeEach(async () => {
-  await deleteAllNodes(api);
-  sim.servers.clear();
-  sim.requests.length = 0;
-  sim.clearFaults();
-});
-afterEach(async () => {
-  await ccm?.stop();
-  ccm = undefined;
-  await removeServices(api, NS);
-});
-
 async function start() {
-  ccm = await startInProcess(
-    runInput(cp.kubeconfigPath, '', {
-      provider: 'openstack',
-      'cloud-config': undefined,
-      credentialsSecret: 'kube-system/cloud-config',
-    }),
-  );
+  ccm = await world.run();
 }
 
-const initialised = (name: string) => untilInitialised(api, name);
-const ingressOf = (name: string, timeoutMs = 30_000) =>
-  until(
-    `${name} ingress`,
-    async () => {
-      const s = await api.readNamespacedService({ name, namespace: NS });
-      return s.status?.loadBalancer?.ingress?.[0]?.ip ? s : undefined;
-    },
-    timeoutMs,
-  );
+const initialised = (name: string) => untilInitialised(world.api, name);
+const ingressOf = (name: string, timeoutMs?: number) => untilIngress(world.api, NS, name, timeoutMs);
 
-async function errors(controller: string): Promise<number> {
-  const metric = await ccm?.handle.metrics.reconciles.get();
-  return (
-    metric?.values.find((v) => v.labels.controller === controller && v.labels.result === 'error')?.value ?? 0
-  );
-}
+const errors = (controller: string) => reconcileErrors(ccm, controller);
 
 function octaviaCounts() {
-  const o = sim.octavia;
+  const o = world.sim.octavia;
   return {
     loadBalancers: o.loadBalancers.size,
     listeners: o.listeners.size,
@@ -102,28 +43,24 @@ function octaviaCounts() {
 
 describe('ccm run --provider openstack', () => {
   it('two replicas: the standby, which never lists, is Ready within 10 s as the leader is (issue 23, item 2)', async () => {
-    await expectTwoReadyReplicas(cp.kubeconfigPath, {
-      provider: 'openstack',
-      'cloud-config': undefined,
-      credentialsSecret: 'kube-system/cloud-config',
-    });
+    await expectTwoReadyReplicas(world.kubeconfig, await world.runProvider());
   });
 
   it('initialises new Nodes; a LoadBalancer Service gets its floating IP through an expired token; delete removes it all', async () => {
-    const w1 = sim.addServer({
+    const w1 = world.sim.addServer({
       name: 'k8s-worker-1',
       az: 'az-1',
       flavor: 'm1.large',
       addresses: { private: [{ addr: '10.0.0.11' }, { addr: '172.24.4.11', type: 'floating' }] },
     });
-    const w2 = sim.addServer({
+    const w2 = world.sim.addServer({
       name: 'k8s-worker-2',
       az: 'az-2',
       addresses: { private: [{ addr: '10.0.0.12' }] },
     });
     await start();
     const t0 = Date.now();
-    await createNodes(api, [{ name: 'k8s-worker-1' }, { name: 'k8s-worker-2' }]);
+    await createNodes(world.api, [{ name: 'k8s-worker-1' }, { name: 'k8s-worker-2' }]);
     const [one, two] = [await initialised('k8s-worker-1'), await initialised('k8s-worker-2')];
     const initialisedMs = Date.now() - t0;
     expect(one.spec?.providerID).toBe(`openstack:///${w1.id}`);
@@ -141,18 +78,18 @@ describe('ccm run --provider openstack', () => {
     );
 
     // Keystone revokes every token mid-run, right after Octavia accepted the load balancer.
-    sim.expireTokensAfter(/\/v2\.0\/lbaas\/loadbalancers$/);
-    const tokensBefore = sim.requestsTo(/\/auth\/tokens$/, 'POST').length;
+    world.sim.expireTokensAfter(/\/v2\.0\/lbaas\/loadbalancers$/);
+    const tokensBefore = world.sim.requestsTo(/\/auth\/tokens$/, 'POST').length;
     const t1 = Date.now();
-    await api.createNamespacedService({ namespace: NS, body: lbService('web') });
+    await world.api.createNamespacedService({ namespace: NS, body: lbService('web') });
     const svc = await ingressOf('web');
     const ingressMs = Date.now() - t1;
-    const fips = [...sim.octavia.floatingIps.values()];
+    const fips = [...world.sim.octavia.floatingIps.values()];
     expect(fips).toHaveLength(1);
     expect(svc.status?.loadBalancer?.ingress).toEqual([
       expect.objectContaining({ ip: fips[0]?.floating_ip_address as string }),
     ]);
-    expect(svc.metadata?.finalizers).toContain(FINALIZER);
+    expect(svc.metadata?.finalizers).toContain(FINALIZER_LOAD_BALANCER_CLEANUP);
     expect(octaviaCounts()).toEqual({
       loadBalancers: 1,
       listeners: 1,
@@ -160,21 +97,21 @@ describe('ccm run --provider openstack', () => {
       monitors: 0,
       floatingIps: 1,
     });
-    const [record] = [...sim.octavia.loadBalancers.values()];
+    const [record] = [...world.sim.octavia.loadBalancers.values()];
     expect(svc.metadata?.annotations?.['loadbalancer.openstack.org/load-balancer-id']).toBe(record?.lb.id);
     expect(fips[0]?.port_id).toBe(record?.lb.vip_port_id);
     const reasons = await until('EnsuredLoadBalancer', async () => {
-      const r = await eventReasons(api, NS, 'web');
+      const r = await eventReasons(world.api, NS, 'web');
       return r.includes('EnsuredLoadBalancer') ? r : undefined;
     });
     expect(reasons).toContain('EnsuringLoadBalancer');
 
     // The expiry was one 401, one new token, the same call again: nothing failed because of it.
-    const unauthorized = sim.requests.filter((r) => r.status === 401);
+    const unauthorized = world.sim.requests.filter((r) => r.status === 401);
     expect(unauthorized).toHaveLength(1);
-    expect(sim.requestsTo(/\/auth\/tokens$/, 'POST').length).toBe(tokensBefore + 1);
+    expect(world.sim.requestsTo(/\/auth\/tokens$/, 'POST').length).toBe(tokensBefore + 1);
     // Octavia's PENDING_CREATE was waited for within the call: no Warning on the way.
-    expect(await eventMessages(api, NS, 'web', 'SyncLoadBalancerFailed')).toEqual([]);
+    expect(await eventMessages(world.api, NS, 'web', 'SyncLoadBalancerFailed')).toEqual([]);
     const complaints = (ccm?.logs ?? [])
       .map((l) => JSON.parse(l) as { level: number; msg: string })
       .filter((l) => l.level >= 40 && /\btoken\b|authenticat|\b401\b/i.test(l.msg));
@@ -182,27 +119,30 @@ describe('ccm run --provider openstack', () => {
     expect(await errors('cloud-node')).toBe(0);
 
     // A Node created after the expiry as well: initialised, no failed reconcile.
-    sim.expireTokens();
-    sim.addServer({ name: 'k8s-worker-3', addresses: { private: [{ addr: '10.0.0.13' }] } });
-    await createNodes(api, [{ name: 'k8s-worker-3' }]);
+    world.sim.expireTokens();
+    world.sim.addServer({ name: 'k8s-worker-3', addresses: { private: [{ addr: '10.0.0.13' }] } });
+    await createNodes(world.api, [{ name: 'k8s-worker-3' }]);
     await initialised('k8s-worker-3');
     expect(await errors('cloud-node')).toBe(0);
     // The new Node joins the pool in one update, waited for within the call: no Warning.
     await until(
       'k8s-worker-3 in the pool',
-      async () => sim.octavia.tree(String(record?.lb.id))[0]?.members.some((m) => m.address === '10.0.0.13'),
+      async () =>
+        world.sim.octavia.tree(String(record?.lb.id))[0]?.members.some((m) => m.address === '10.0.0.13'),
       20_000,
     );
     await until('UpdatedLoadBalancer', async () =>
-      (await eventReasons(api, NS, 'web')).includes('UpdatedLoadBalancer'),
+      (await eventReasons(world.api, NS, 'web')).includes('UpdatedLoadBalancer'),
     );
-    expect(await eventMessages(api, NS, 'web', 'UpdateLoadBalancerFailed')).toEqual([]);
+    expect(await eventMessages(world.api, NS, 'web', 'UpdateLoadBalancerFailed')).toEqual([]);
 
-    await api.deleteNamespacedService({ name: 'web', namespace: NS });
-    await until('web gone', () => serviceGone(api, NS, 'web'), 30_000);
+    await world.api.deleteNamespacedService({ name: 'web', namespace: NS });
+    await until('web gone', () => serviceGone(world.api, NS, 'web'), 30_000);
     // One cascade delete, waited for: the finalizer went only once Octavia had removed the load
     // balancer with its listeners and pools; the floating IP ccm created is released.
-    expect(sim.requestsTo(/\/v2\.0\/lbaas\/loadbalancers\/[^/?]+\?cascade=true$/, 'DELETE')).toHaveLength(1);
+    expect(
+      world.sim.requestsTo(/\/v2\.0\/lbaas\/loadbalancers\/[^/?]+\?cascade=true$/, 'DELETE'),
+    ).toHaveLength(1);
     expect(octaviaCounts()).toEqual({
       loadBalancers: 0,
       listeners: 0,
@@ -212,25 +152,25 @@ describe('ccm run --provider openstack', () => {
     });
     // DeletedLoadBalancer follows the finalizer's removal (the reference order): the Service may go first.
     await until('DeletedLoadBalancer recorded', async () =>
-      (await eventReasons(api, NS, 'web')).includes('DeletedLoadBalancer'),
+      (await eventReasons(world.api, NS, 'web')).includes('DeletedLoadBalancer'),
     );
-    expect(await eventReasons(api, NS, 'web')).toEqual(
+    expect(await eventReasons(world.api, NS, 'web')).toEqual(
       expect.arrayContaining(['DeletingLoadBalancer', 'DeletedLoadBalancer']),
     );
     console.log(`openstack: Nodes initialised in ${initialisedMs} ms, ingress in ${ingressMs} ms`);
   }, 60_000);
 
   it('Octavia ERROR → a SyncLoadBalancerFailed Warning, and a retry that finishes once it is fixed', async () => {
-    sim.addServer({ name: 'k8s-worker-1', addresses: { private: [{ addr: '10.0.0.11' }] } });
+    world.sim.addServer({ name: 'k8s-worker-1', addresses: { private: [{ addr: '10.0.0.11' }] } });
     await start();
-    await createNodes(api, [{ name: 'k8s-worker-1' }]);
+    await createNodes(world.api, [{ name: 'k8s-worker-1' }]);
     await initialised('k8s-worker-1');
-    sim.octavia.failNextProvisioning = true;
-    await api.createNamespacedService({ namespace: NS, body: lbService('broken') });
+    world.sim.octavia.failNextProvisioning = true;
+    await world.api.createNamespacedService({ namespace: NS, body: lbService('broken') });
     const warning = await until(
       'the ERROR warning',
       async () =>
-        (await eventMessages(api, NS, 'broken', 'SyncLoadBalancerFailed')).find((m) =>
+        (await eventMessages(world.api, NS, 'broken', 'SyncLoadBalancerFailed')).find((m) =>
           m.includes('provisioning status ERROR'),
         ),
       20_000,
@@ -238,18 +178,20 @@ describe('ccm run --provider openstack', () => {
     expect(warning).toMatch(
       /^Error syncing load balancer: Octavia load balancer ccm_\S+ \(\S+\) is in provisioning status ERROR; ccm retries/,
     );
-    const gets = () => sim.requestsTo(/\/v2\.0\/lbaas\/loadbalancers/, 'GET').length;
+    const gets = () => world.sim.requestsTo(/\/v2\.0\/lbaas\/loadbalancers/, 'GET').length;
     const before = gets();
     // An operator fixes it (a failover): the retry, with the Service backoff, takes it from there.
-    const record = [...sim.octavia.loadBalancers.values()].find((r) => r.lb.provisioning_status === 'ERROR');
+    const record = [...world.sim.octavia.loadBalancers.values()].find(
+      (r) => r.lb.provisioning_status === 'ERROR',
+    );
     expect(record).toBeDefined();
     if (record) record.lb.provisioning_status = 'ACTIVE';
     const svc = await ingressOf('broken', 30_000);
     expect(gets()).toBeGreaterThan(before);
     expect(svc.status?.loadBalancer?.ingress?.[0]?.ip).toBe(
-      [...sim.octavia.floatingIps.values()][0]?.floating_ip_address,
+      [...world.sim.octavia.floatingIps.values()][0]?.floating_ip_address,
     );
     expect(octaviaCounts().loadBalancers).toBe(1);
-    expect(await eventReasons(api, NS, 'broken')).toContain('EnsuredLoadBalancer');
+    expect(await eventReasons(world.api, NS, 'broken')).toContain('EnsuredLoadBalancer');
   }, 60_000);
 });

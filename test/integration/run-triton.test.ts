@@ -3,123 +3,61 @@
  * request's signature verified with http-signature), and the credentials read from ccm's Secret
  * `kube-system/triton` (the provider's credential schema: url, account, key-material, key-passphrase).
  */
-import type { CoreV1Api } from '@kubernetes/client-node';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { credentials } from '../../src/providers/triton/credentials.js';
-import { KeyFolder, type TestKey } from '../clouds/triton/keys.js';
-import { type SimMachine, TritonSim } from '../clouds/triton/server.js';
-import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import {
-  expectTwoReadyReplicas,
-  type InProcess,
-  runInput,
-  startInProcess,
-  until,
-  untilInitialised,
-} from '../helpers/run.js';
-import { eventReasons, lbService, removeServices, serviceGone } from '../helpers/services.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { FINALIZER_LOAD_BALANCER_CLEANUP } from '../../src/kube/well-known.js';
+import type { SimMachine } from '../clouds/triton/server.js';
+import { createNodes } from '../controlplane/fixtures.js';
+import { tritonSecret, useCloudWorld } from '../helpers/cloud-world.js';
+import { expectTwoReadyReplicas, type InProcess, until, untilInitialised } from '../helpers/run.js';
+import { eventReasons, lbService, serviceGone, untilIngress } from '../helpers/services.js';
 
-const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
 const SERVICES = 'triton.cns.services';
 const NAME_ANNOTATION = 'triton.ccm.io/cns-service-name';
 const NS = 'default';
 
-let cp: ControlPlane;
-let api: CoreV1Api;
-let sim: TritonSim;
-let keys: KeyFolder;
-let key: TestKey;
+const world = useCloudWorld('triton', { services: true });
 let ccm: InProcess | undefined;
 
-/** The Secret the provider's credential schema describes, with its own keys. */
-function schemaSecret(values: Record<string, string>) {
-  const stringData: Record<string, string> = {};
-  for (const field of credentials.fields) {
-    const value = values[field.key];
-    if (value !== undefined && field.secretKey) stringData[field.secretKey] = value;
-  }
-  return { metadata: { name: credentials.secretName, namespace: 'kube-system' }, stringData };
-}
-
-beforeAll(async () => {
-  keys = new KeyFolder();
-  key = keys.make({ type: 'ecdsa', bits: 256, passphrase: 'a passphrase nobody may see' });
-  [cp, sim] = await Promise.all([startControlPlane(), new TritonSim({ login: 'demo' }).start()]);
-  sim.addKey(key.publicKey);
-  api = fixtureApi(cp.kubeconfigPath);
-  const secret = schemaSecret({
-    url: sim.url,
+beforeAll(() => {
+  // The Secret `ccm run` reads here: the provider's credential schema, with its own keys.
+  const secret = tritonSecret({
+    url: world.sim.url,
     account: 'demo',
-    keyMaterial: key.privateKey,
-    keyPassphrase: key.passphrase as string,
+    keyMaterial: world.key.privateKey,
+    keyPassphrase: world.key.passphrase as string,
   });
   expect(Object.keys(secret.stringData).sort()).toEqual(['account', 'key-material', 'key-passphrase', 'url']);
-  await api.createNamespacedSecret({ namespace: 'kube-system', body: secret });
-});
-afterAll(async () => {
-  await Promise.all([cp?.stop(), sim?.stop()]);
-  keys?.remove();
-});
-beforeEach(async () => {
-  await deleteAllNodes(api);
-  sim.machines.clear();
-  sim.requests.length = 0;
-});
-afterEach(async () => {
-  await ccm?.stop();
-  ccm = undefined;
-  await removeServices(api, NS);
 });
 
-const initialised = (name: string) => untilInitialised(api, name);
+const initialised = (name: string) => untilInitialised(world.api, name);
 const hostnameOf = (name: string, timeoutMs = 20_000) =>
-  until(
-    `${name} ingress`,
-    async () => {
-      const s = await api.readNamespacedService({ name, namespace: NS });
-      return s.status?.loadBalancer?.ingress?.[0]?.hostname ? s : undefined;
-    },
-    timeoutMs,
-  );
+  untilIngress(world.api, NS, name, timeoutMs, 'hostname');
 const nodePort = async (name: string) =>
-  (await api.readNamespacedService({ name, namespace: NS })).spec?.ports?.[0]?.nodePort;
+  (await world.api.readNamespacedService({ name, namespace: NS })).spec?.ports?.[0]?.nodePort;
 const services = (m: SimMachine) => m.tags[SERVICES];
 const ownerTags = (m: SimMachine) => Object.keys(m.tags).filter((k) => k.startsWith('ccm.cns.'));
 
 describe('ccm run --provider triton', () => {
   it('two replicas: the standby, which never lists, is Ready within 10 s as the leader is (issue 23, item 2)', async () => {
-    await expectTwoReadyReplicas(cp.kubeconfigPath, {
-      provider: 'triton',
-      'cloud-config': undefined,
-      credentialsSecret: 'kube-system/triton',
-      env: {},
-    });
+    await expectTwoReadyReplicas(world.kubeconfig, await world.runProvider());
   });
 
   it('initialises new Nodes; Services tag exactly their machines, get the CNS host name, share a machine and leave the rest on delete', async () => {
-    const m1 = sim.addMachine({
+    const m1 = world.sim.addMachine({
       name: 'worker-1',
       package: 'k8s-8g',
       ips: ['10.10.0.11', '165.225.130.11'],
       primaryIp: '165.225.130.11',
       tags: { [SERVICES]: 'manual:8080', role: 'web' },
     });
-    const m2 = sim.addMachine({ name: 'worker-2', ips: ['10.10.0.12'] });
+    const m2 = world.sim.addMachine({ name: 'worker-2', ips: ['10.10.0.12'] });
     // A machine of the account that is no Node of this cluster.
-    const m3 = sim.addMachine({ name: 'db', ips: ['10.10.0.13'], tags: { [SERVICES]: 'db:5432' } });
+    const m3 = world.sim.addMachine({ name: 'db', ips: ['10.10.0.13'], tags: { [SERVICES]: 'db:5432' } });
     const untouched = structuredClone(m3.tags);
-    ccm = await startInProcess(
-      runInput(cp.kubeconfigPath, '', {
-        provider: 'triton',
-        'cloud-config': undefined,
-        credentialsSecret: 'kube-system/triton',
-        // Nothing of the machine running the tests leaks in: the Secret is the only source.
-        env: {},
-      }),
-    );
+    // Nothing of the machine running the tests leaks in: the Secret is the only source.
+    ccm = await world.run({ env: {} });
     const t0 = Date.now();
-    await createNodes(api, [{ name: 'worker-1' }, { name: 'worker-2' }]);
+    await createNodes(world.api, [{ name: 'worker-1' }, { name: 'worker-2' }]);
     const [one, two] = [await initialised('worker-1'), await initialised('worker-2')];
     const initialisedMs = Date.now() - t0;
     expect(one.spec?.providerID).toBe(`triton://${m1.id}`);
@@ -135,33 +73,33 @@ describe('ccm run --provider triton', () => {
     ]);
 
     const t1 = Date.now();
-    await api.createNamespacedService({
+    await world.api.createNamespacedService({
       namespace: NS,
       body: lbService('web', NS, { [NAME_ANNOTATION]: 'web' }),
     });
     const web = await hostnameOf('web');
     const ingressMs = Date.now() - t1;
     expect(web.status?.loadBalancer?.ingress).toEqual([
-      expect.objectContaining({ hostname: `web.svc.${sim.account.id}.us-test-1.triton.zone` }),
+      expect.objectContaining({ hostname: `web.svc.${world.sim.account.id}.us-test-1.triton.zone` }),
     ]);
-    expect(web.metadata?.finalizers).toContain(FINALIZER);
+    expect(web.metadata?.finalizers).toContain(FINALIZER_LOAD_BALANCER_CLEANUP);
     const webPort = await nodePort('web');
     await until('web entries on both machines', async () => services(m2) === `web:${webPort}`);
     expect(services(m1)).toBe(`manual:8080,web:${webPort}`);
     expect(m3.tags).toEqual(untouched);
     await until('EnsuredLoadBalancer', async () =>
-      (await eventReasons(api, NS, 'web')).includes('EnsuredLoadBalancer'),
+      (await eventReasons(world.api, NS, 'web')).includes('EnsuredLoadBalancer'),
     );
-    expect(await eventReasons(api, NS, 'web')).toContain('EnsuringLoadBalancer');
+    expect(await eventReasons(world.api, NS, 'web')).toContain('EnsuringLoadBalancer');
 
     // A second Service on the same machines: both entries stay.
-    await api.createNamespacedService({
+    await world.api.createNamespacedService({
       namespace: NS,
       body: lbService('api', NS, { [NAME_ANNOTATION]: 'api' }),
     });
     const api2 = await hostnameOf('api');
     expect(api2.status?.loadBalancer?.ingress?.[0]?.hostname).toBe(
-      `api.svc.${sim.account.id}.us-test-1.triton.zone`,
+      `api.svc.${world.sim.account.id}.us-test-1.triton.zone`,
     );
     const apiPort = await nodePort('api');
     await until('api entries', async () => services(m2) === `web:${webPort},api:${apiPort}`);
@@ -169,8 +107,8 @@ describe('ccm run --provider triton', () => {
     expect(ownerTags(m1)).toHaveLength(2);
 
     // Deleting one leaves the other's entries, the person's entry and every other tag.
-    await api.deleteNamespacedService({ name: 'web', namespace: NS });
-    await until('web gone', () => serviceGone(api, NS, 'web'), 20_000);
+    await world.api.deleteNamespacedService({ name: 'web', namespace: NS });
+    await until('web gone', () => serviceGone(world.api, NS, 'web'), 20_000);
     expect(services(m1)).toBe(`manual:8080,api:${apiPort}`);
     expect(services(m2)).toBe(`api:${apiPort}`);
     expect(ownerTags(m1)).toHaveLength(1);
@@ -178,24 +116,24 @@ describe('ccm run --provider triton', () => {
     expect(m3.tags).toEqual(untouched);
     // DeletedLoadBalancer follows the finalizer's removal (the reference order): the Service may go first.
     await until('DeletedLoadBalancer recorded', async () =>
-      (await eventReasons(api, NS, 'web')).includes('DeletedLoadBalancer'),
+      (await eventReasons(world.api, NS, 'web')).includes('DeletedLoadBalancer'),
     );
-    expect(await eventReasons(api, NS, 'web')).toEqual(
+    expect(await eventReasons(world.api, NS, 'web')).toEqual(
       expect.arrayContaining(['DeletingLoadBalancer', 'DeletedLoadBalancer']),
     );
 
     // The last one gone: what ccm put on the machines is gone, nothing else.
-    await api.deleteNamespacedService({ name: 'api', namespace: NS });
-    await until('api gone', () => serviceGone(api, NS, 'api'), 20_000);
+    await world.api.deleteNamespacedService({ name: 'api', namespace: NS });
+    await until('api gone', () => serviceGone(world.api, NS, 'api'), 20_000);
     expect(m1.tags).toEqual({ [SERVICES]: 'manual:8080', role: 'web' });
     expect(ownerTags(m2)).toEqual([]);
     expect(services(m2) ?? '').toBe('');
     expect(m3.tags).toEqual(untouched);
     // Every request was signed with the Secret's (encrypted ECDSA) key and verified; none refused.
-    expect(sim.requests.every((r) => r.status < 400 && r.algorithm === 'ECDSA-SHA256')).toBe(true);
+    expect(world.sim.requests.every((r) => r.status < 400 && r.algorithm === 'ECDSA-SHA256')).toBe(true);
     const logs = ccm.logs.join('\n');
     expect(logs).not.toContain('a passphrase nobody may see');
-    expect(logs).not.toContain(key.privateKey.split('\n')[1]?.slice(0, 24) ?? 'never');
+    expect(logs).not.toContain(world.key.privateKey.split('\n')[1]?.slice(0, 24) ?? 'never');
     console.log(`triton: Nodes initialised in ${initialisedMs} ms, ingress in ${ingressMs} ms`);
   }, 60_000);
 });

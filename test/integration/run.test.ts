@@ -3,57 +3,24 @@
  * to fail), with a Cloudlycke inventory as the cloud. Periods are compressed with flags.
  */
 
-import { rmSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { type CoreV1Api, PatchStrategy, setHeaderOptions, type V1Node } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions, type V1Node } from '@kubernetes/client-node';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { describe, expect, it } from 'vitest';
 import type { Provider } from '../../src/providers/types.js';
-import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { type InventoryInstance, writeInventory as writeInventoryFile } from '../helpers/inventory.js';
-import { freePort, type InProcess, runInput, setReady, startInProcess, until } from '../helpers/run.js';
+import { createNodes } from '../controlplane/fixtures.js';
+import { CCM_USER } from '../controlplane/harness.js';
+import { CLOUDLYCKE_DEFAULTS as DEFAULTS, useCloudWorld } from '../helpers/cloud-world.js';
+import { writeInventory } from '../helpers/inventory.js';
+import { freePort, type InProcess, setReady, until } from '../helpers/run.js';
 
-let cp: ControlPlane;
-let api: CoreV1Api;
+// Each test writes its own inventory; a `ccm run` it starts with world.run is stopped after it.
+const world = useCloudWorld('cloudlycke');
 let ccm: InProcess | undefined;
 
-const inventories: string[] = [];
-function writeInventory(...args: Parameters<typeof writeInventoryFile>): string {
-  const path = writeInventoryFile(...args);
-  inventories.push(dirname(path));
-  return path;
-}
-afterAll(() => {
-  for (const dir of inventories) rmSync(dir, { recursive: true, force: true });
-});
-
-beforeAll(async () => {
-  cp = await startControlPlane();
-  api = fixtureApi(cp.kubeconfigPath);
-});
-afterAll(async () => {
-  await cp?.stop();
-});
-beforeEach(async () => {
-  await deleteAllNodes(api);
-});
-afterEach(async () => {
-  await ccm?.stop();
-  ccm = undefined;
-});
-
-const DEFAULTS = { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'virtualbox' };
-
-function rewrite(path: string, instances: InventoryInstance[]) {
-  writeFileSync(path, stringify({ defaults: DEFAULTS, instances }));
-}
-
-const node = (name: string): Promise<V1Node> => api.readNode({ name });
+const node = (name: string): Promise<V1Node> => world.api.readNode({ name });
 const hasTaint = (n: V1Node, key: string) => (n.spec?.taints ?? []).some((t) => t.key === key);
 const exists = async (name: string) =>
-  (await api.listNode({ fieldSelector: `metadata.name=${name}` })).items.length === 1;
+  (await world.api.listNode({ fieldSelector: `metadata.name=${name}` })).items.length === 1;
 
 describe('ccm run', () => {
   it('is ready only after its caches are filled, and serves metrics a Prometheus parser reads', async () => {
@@ -70,12 +37,17 @@ describe('ccm run', () => {
         get: (id) => p.instances.get(id),
       },
     });
-    const starting = startInProcess(runInput(cp.kubeconfigPath, inventory, { securePort: port }), {
-      wrapProvider: slow,
-    }).then((started) => {
-      ccm = started;
-      return started;
-    });
+    const starting = world
+      .run(
+        { 'cloud-config': inventory, securePort: port },
+        {
+          wrapProvider: slow,
+        },
+      )
+      .then((started) => {
+        ccm = started;
+        return started;
+      });
     const url = `http://127.0.0.1:${port}`;
     const notReady = await until('a /readyz answer', async () => {
       const res = await fetch(`${url}/readyz?verbose`).catch(() => undefined);
@@ -92,7 +64,7 @@ describe('ccm run', () => {
     expect(ready).toContain('[+]informer-sync ok');
     expect(ready).toContain('[+]leader-election ok: disabled');
 
-    await createNodes(api, [{ name: 'w1' }]);
+    await createNodes(world.api, [{ name: 'w1' }]);
     await until(
       'w1 initialised',
       async () => !hasTaint(await node('w1'), 'node.cloudprovider.kubernetes.io/uninitialized'),
@@ -124,9 +96,9 @@ describe('ccm run', () => {
       [{ id: 'w1', addresses: [{ type: 'InternalIP', address: '192.168.56.11' }] }],
       DEFAULTS,
     );
-    ccm = await startInProcess(runInput(cp.kubeconfigPath, inventory));
+    ccm = await world.run({ 'cloud-config': inventory });
     const created = Date.now();
-    await createNodes(api, [{ name: 'w1' }]);
+    await createNodes(world.api, [{ name: 'w1' }]);
     await until('w1 initialised', async () => {
       const n = await node('w1');
       return !hasTaint(n, 'node.cloudprovider.kubernetes.io/uninitialized');
@@ -148,7 +120,7 @@ describe('ccm run', () => {
     ]);
 
     // Someone changes the beta label: the GA label follows (the beta label is the source of truth).
-    await api.patchNode(
+    await world.api.patchNode(
       { name: 'w1', body: { metadata: { labels: { 'beta.kubernetes.io/instance-type': 'changed' } } } },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
@@ -164,36 +136,35 @@ describe('ccm run', () => {
 
   it('taints a NotReady Node whose instance is stopped, untaints it when Ready, deletes it when gone after the grace period', async () => {
     const inventory = writeInventory([{ id: 'w1' }, { id: 'w2', state: 'stopped' }], DEFAULTS);
-    await createNodes(api, [
+    await createNodes(world.api, [
       { name: 'w1', providerID: 'cloudlycke://w1', tainted: false },
       { name: 'w2', providerID: 'cloudlycke://w2', tainted: false, ready: false },
     ]);
-    ccm = await startInProcess(
-      runInput(cp.kubeconfigPath, inventory, {
-        controllerOptions: {
-          concurrency: 4,
-          deletionGracePeriodMs: 4000,
-          nodeMonitorPeriodMs: 200,
-          nodeStatusUpdateFrequencyMs: 60_000,
-          cloudListPeriodMs: 300,
-        },
-      }),
-    );
+    ccm = await world.run({
+      'cloud-config': inventory,
+      controllerOptions: {
+        concurrency: 4,
+        deletionGracePeriodMs: 4000,
+        nodeMonitorPeriodMs: 200,
+        nodeStatusUpdateFrequencyMs: 60_000,
+        cloudListPeriodMs: 300,
+      },
+    });
     const shutdown = 'node.cloudprovider.kubernetes.io/shutdown';
     await until('w2 tainted as shut down', async () => hasTaint(await node('w2'), shutdown));
-    await setReady(api, 'w2', true);
+    await setReady(world.api, 'w2', true);
     await until('w2 untainted', async () => !hasTaint(await node('w2'), shutdown));
 
     // w2's machine is destroyed and its Node goes NotReady: deleted, but only after the grace period.
-    rewrite(inventory, [{ id: 'w1' }]);
-    await setReady(api, 'w2', false);
+    world.sim.rewrite(inventory, [{ id: 'w1' }]);
+    await setReady(world.api, 'w2', false);
     const seenGone = Date.now();
     const createdAt = new Date((await node('w2')).metadata?.creationTimestamp as unknown as string).getTime();
     await until('w2 deleted', async () => !(await exists('w2')), 15_000);
     const deletedAt = Date.now();
     expect(deletedAt - createdAt).toBeGreaterThanOrEqual(4000);
     expect(deletedAt - seenGone).toBeLessThan(10_000);
-    const deletes = (await cp.writes(CCM_USER)).filter(
+    const deletes = (await world.cp.writes(CCM_USER)).filter(
       (e) => e.verb === 'delete' && e.objectRef?.resource === 'nodes',
     );
     expect(deletes.map((e) => e.objectRef?.name)).toEqual(['w2']);
@@ -209,18 +180,17 @@ describe('ccm run', () => {
       acquireTime: now,
       renewTime: now,
     });
-    ccm = await startInProcess(
-      runInput(cp.kubeconfigPath, inventory, {
-        leaderElect: true,
-        lease: {
-          durationMs: 3000,
-          renewDeadlineMs: 2000,
-          retryPeriodMs: 500,
-          name: 'ccm-standby-test',
-          namespace: 'kube-system',
-        },
-      }),
-    );
+    ccm = await world.run({
+      'cloud-config': inventory,
+      leaderElect: true,
+      lease: {
+        durationMs: 3000,
+        renewDeadlineMs: 2000,
+        retryPeriodMs: 500,
+        name: 'ccm-standby-test',
+        namespace: 'kube-system',
+      },
+    });
     // Ready (caches filled) can come before the elector's first look at the Lease: wait for the leader's name.
     const text = await until('standby on /readyz', async () => {
       const res = await fetch(`${ccm?.url}/readyz?verbose`);
@@ -228,19 +198,19 @@ describe('ccm run', () => {
       return res.status === 200 && body.includes('standby (leader:') ? body : undefined;
     });
     expect(text).toContain('[+]leader-election ok: standby (leader: someone-else)');
-    const before = (await cp.writes(CCM_USER)).length;
-    await createNodes(api, [{ name: 'w1' }]);
+    const before = (await world.cp.writes(CCM_USER)).length;
+    await createNodes(world.api, [{ name: 'w1' }]);
     await new Promise((r) => setTimeout(r, 1500));
     expect(hasTaint(await node('w1'), 'node.cloudprovider.kubernetes.io/uninitialized')).toBe(true);
-    expect((await cp.writes(CCM_USER)).slice(before)).toEqual([]);
+    expect((await world.cp.writes(CCM_USER)).slice(before)).toEqual([]);
   });
 });
 
 async function fixtureLease(name: string, spec: Record<string, unknown>) {
   const { fetch } = await import('undici');
-  const res = await fetch(`${cp.server}/apis/coordination.k8s.io/v1/namespaces/kube-system/leases`, {
+  const res = await fetch(`${world.cp.server}/apis/coordination.k8s.io/v1/namespaces/kube-system/leases`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${cp.adminToken}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${world.cp.adminToken}`, 'content-type': 'application/json' },
     body: JSON.stringify({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name }, spec }),
     // the test control plane's CA
     dispatcher: await insecureDispatcher(),
@@ -250,5 +220,5 @@ async function fixtureLease(name: string, spec: Record<string, unknown>) {
 
 async function insecureDispatcher() {
   const { Agent } = await import('undici');
-  return new Agent({ connect: { ca: Buffer.from(cp.caData, 'base64').toString() } });
+  return new Agent({ connect: { ca: Buffer.from(world.cp.caData, 'base64').toString() } });
 }

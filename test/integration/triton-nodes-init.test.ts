@@ -2,73 +2,36 @@
  * `ccm nodes init --provider triton` end to end: the built CLI against a real kube-apiserver, with
  * the CloudAPI simulator (every signature verified with http-signature) as the cloud.
  */
-import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { KeyFolder, type TestKey } from '../clouds/triton/keys.js';
-import { TritonSim } from '../clouds/triton/server.js';
-import { createNodes, deleteAllNodes, fixtureApi, UNINITIALIZED } from '../controlplane/fixtures.js';
-import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { ccm } from '../helpers/cli.js';
+import type { V1Node } from '@kubernetes/client-node';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { TestKey } from '../clouds/triton/keys.js';
+import { createNodes, UNINITIALIZED } from '../controlplane/fixtures.js';
+import { useCloudWorld } from '../helpers/cloud-world.js';
 
-let cp: ControlPlane;
-let api: CoreV1Api;
-let sim: TritonSim;
-let keys: KeyFolder;
+const world = useCloudWorld('triton', {
+  key: { type: 'rsa', bits: 2048, passphrase: 'a passphrase nobody may see' },
+});
 let key: TestKey;
 let stranger: TestKey;
-
-beforeAll(async () => {
-  keys = new KeyFolder();
-  key = keys.make({ type: 'rsa', bits: 2048, passphrase: 'a passphrase nobody may see' });
-  stranger = keys.make({ type: 'ecdsa', bits: 256 });
-  [cp, sim] = await Promise.all([startControlPlane(), new TritonSim({ login: 'demo' }).start()]);
-  sim.addKey(key.publicKey);
-  api = fixtureApi(cp.kubeconfigPath);
-});
-afterAll(async () => {
-  await Promise.all([cp?.stop(), sim?.stop()]);
-  keys?.remove();
-});
-beforeEach(async () => {
-  await deleteAllNodes(api);
-  sim.machines.clear();
-  sim.requests.length = 0;
-  sim.faults.length = 0;
+beforeAll(() => {
+  key = world.key;
+  stranger = world.keys.make({ type: 'ecdsa', bits: 256 });
 });
 
-function env(signWith: TestKey = key): Record<string, string | undefined> {
-  return {
-    TRITON_URL: sim.url,
-    TRITON_ACCOUNT: 'demo',
-    TRITON_KEY_MATERIAL: signWith.privateKey,
-    TRITON_KEY_PASSPHRASE: signWith.passphrase,
-    // nothing of the machine running the tests leaks in
-    SSH_AUTH_SOCK: undefined,
-    TRITON_KEY_ID: undefined,
-    TRITON_USER: undefined,
-    TRITON_DATACENTER: undefined,
-    SDC_URL: undefined,
-    SDC_ACCOUNT: undefined,
-    SDC_KEY_ID: undefined,
-    SDC_USER: undefined,
-  };
-}
-
-async function nodesInit(extra: string[] = [], signWith?: TestKey) {
-  const before = (await cp.writes(CCM_USER)).length;
-  const result = await ccm(
-    ['nodes', 'init', '--provider', 'triton', '--kubeconfig', cp.kubeconfigPath, ...extra],
-    env(signWith),
-  );
-  return { ...result, writes: (await cp.writes(CCM_USER)).slice(before) };
+/** `ccm nodes init` signed with the world's key, or with `signWith`. */
+function nodesInit(extra: string[] = [], signWith?: TestKey) {
+  const env = signWith
+    ? { TRITON_KEY_MATERIAL: signWith.privateKey, TRITON_KEY_PASSPHRASE: signWith.passphrase }
+    : {};
+  return world.ccm(['nodes', 'init', ...extra], { env });
 }
 
 async function node(name: string): Promise<V1Node> {
-  return api.readNode({ name });
+  return world.api.readNode({ name });
 }
 
 async function nodeExists(name: string): Promise<boolean> {
-  return (await api.listNode({ fieldSelector: `metadata.name=${name}` })).items.length === 1;
+  return (await world.api.listNode({ fieldSelector: `metadata.name=${name}` })).items.length === 1;
 }
 
 /** Every line of the key's base64 body, so that any fragment of it in an output is found. */
@@ -81,14 +44,14 @@ function keyFragments(k: TestKey): string[] {
 
 describe('ccm nodes init --provider triton', () => {
   it('initialises tainted Nodes from the machines: provider ID, package, data centre, addresses', async () => {
-    const w1 = sim.addMachine({
+    const w1 = world.sim.addMachine({
       name: 'w1',
       package: 'k8s-8g',
       ips: ['10.10.0.11', '165.225.130.11'],
       primaryIp: '165.225.130.11',
     });
-    const w2 = sim.addMachine({ name: 'w2', ips: ['10.10.0.12'] });
-    await createNodes(api, [
+    const w2 = world.sim.addMachine({ name: 'w2', ips: ['10.10.0.12'] });
+    await createNodes(world.api, [
       { name: 'w1', providedNodeIP: '10.10.0.11' },
       { name: 'w2', providerID: `triton://${w2.id}` },
     ]);
@@ -117,7 +80,7 @@ describe('ccm nodes init --provider triton', () => {
     expect((await node('w2')).metadata?.labels?.['node.kubernetes.io/instance-type']).toBe('k8s-4g');
 
     // every request was signed with the encrypted key and verified
-    expect(sim.requests.every((r) => r.status === 200 && r.algorithm === 'RSA-SHA256')).toBe(true);
+    expect(world.sim.requests.every((r) => r.status === 200 && r.algorithm === 'RSA-SHA256')).toBe(true);
 
     const second = await nodesInit(['--json']);
     expect(second.exitCode).toBe(0);
@@ -125,8 +88,8 @@ describe('ccm nodes init --provider triton', () => {
   });
 
   it('a key that is not registered: one line, exit 2, nothing written', async () => {
-    sim.addMachine({ name: 'w1', ips: ['10.10.0.11'] });
-    await createNodes(api, [{ name: 'w1' }]);
+    world.sim.addMachine({ name: 'w1', ips: ['10.10.0.11'] });
+    await createNodes(world.api, [{ name: 'w1' }]);
     const run = await nodesInit([], stranger);
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toBe(
@@ -136,15 +99,16 @@ describe('ccm nodes init --provider triton', () => {
   });
 
   it('a failed page of machines deletes no Node, exit 1', async () => {
-    const first = sim.addMachine({ name: 'm-0', ips: ['10.20.0.0'] });
-    for (let i = 1; i < 1200; i++) sim.addMachine({ name: `m-${i}`, ips: [`10.20.${i >> 8}.${i & 255}`] });
-    const gone = sim.addMachine({ name: 'gone', state: 'deleted' });
-    await createNodes(api, [
+    const first = world.sim.addMachine({ name: 'm-0', ips: ['10.20.0.0'] });
+    for (let i = 1; i < 1200; i++)
+      world.sim.addMachine({ name: `m-${i}`, ips: [`10.20.${i >> 8}.${i & 255}`] });
+    const gone = world.sim.addMachine({ name: 'gone', state: 'deleted' });
+    await createNodes(world.api, [
       { name: 'm-0', providerID: `triton://${first.id}`, tainted: false },
       { name: 'gone', providerID: `triton://${gone.id}`, tainted: false, ready: false },
     ]);
     // the second page fails however often it is asked
-    sim.fault({
+    world.sim.fault({
       path: /^\/demo\/machines$/,
       status: 503,
       body: { code: 'ServiceUnavailable', message: 'maintenance window' },
@@ -161,9 +125,9 @@ describe('ccm nodes init --provider triton', () => {
   });
 
   it('deletes the Node of a destroyed machine only after GetMachine confirms it (410)', async () => {
-    const alive = sim.addMachine({ name: 'alive', ips: ['10.10.0.1'] });
-    const gone = sim.addMachine({ name: 'gone', state: 'deleted' });
-    await createNodes(api, [
+    const alive = world.sim.addMachine({ name: 'alive', ips: ['10.10.0.1'] });
+    const gone = world.sim.addMachine({ name: 'gone', state: 'deleted' });
+    await createNodes(world.api, [
       { name: 'alive', providerID: `triton://${alive.id}`, tainted: false },
       { name: 'gone', providerID: `triton://${gone.id}`, tainted: false, ready: false },
     ]);
@@ -171,22 +135,22 @@ describe('ccm nodes init --provider triton', () => {
     expect(run.exitCode).toBe(0);
     expect(await nodeExists('gone')).toBe(false);
     expect(await nodeExists('alive')).toBe(true);
-    expect(sim.requests.map((r) => `${r.method} ${r.path} ${r.status}`)).toContain(
+    expect(world.sim.requests.map((r) => `${r.method} ${r.path} ${r.status}`)).toContain(
       `GET /demo/machines/${gone.id} 410`,
     );
   });
 
   it('keeps the Node of a failed machine: not listed by CloudAPI, but GetMachine answers it (failed, shut down)', async () => {
-    const alive = sim.addMachine({ name: 'alive', ips: ['10.10.0.1'] });
-    const failed = sim.addMachine({ name: 'failed', state: 'failed', ips: ['10.10.0.2'] });
-    await createNodes(api, [
+    const alive = world.sim.addMachine({ name: 'alive', ips: ['10.10.0.1'] });
+    const failed = world.sim.addMachine({ name: 'failed', state: 'failed', ips: ['10.10.0.2'] });
+    await createNodes(world.api, [
       { name: 'alive', providerID: `triton://${alive.id}`, tainted: false },
       { name: 'failed', providerID: `triton://${failed.id}`, tainted: false, ready: false },
     ]);
     const run = await nodesInit(['--deletion-grace-period', '0s', '--json']);
     expect(run.exitCode).toBe(0);
     expect(await nodeExists('failed')).toBe(true);
-    expect(sim.requests.map((r) => `${r.method} ${r.path} ${r.status}`)).toContain(
+    expect(world.sim.requests.map((r) => `${r.method} ${r.path} ${r.status}`)).toContain(
       `GET /demo/machines/${failed.id} 200`,
     );
     expect(run.stdout).toContain(
@@ -195,9 +159,9 @@ describe('ccm nodes init --provider triton', () => {
   });
 
   it('no key material or passphrase in any output, JSON or debug, failed or not', async () => {
-    sim.addMachine({ name: 'w1', ips: ['10.10.0.11'] });
-    await createNodes(api, [{ name: 'w1' }]);
-    sim.fault({
+    world.sim.addMachine({ name: 'w1', ips: ['10.10.0.11'] });
+    await createNodes(world.api, [{ name: 'w1' }]);
+    world.sim.fault({
       path: /^\/demo\/machines$/,
       status: 401,
       body: { code: 'InvalidCredentials', message: String(key.passphrase) },
@@ -207,16 +171,10 @@ describe('ccm nodes init --provider triton', () => {
       const run = await nodesInit(extra);
       outputs.push(run.stdout, run.stderr);
     }
-    sim.faults.length = 0;
+    world.sim.faults.length = 0;
     const ok = await nodesInit(['--json', '--log-level', 'debug']);
     outputs.push(ok.stdout, ok.stderr);
-    const wrongPassphrase = await ccm(
-      ['nodes', 'init', '--provider', 'triton', '--kubeconfig', cp.kubeconfigPath],
-      {
-        ...env(),
-        TRITON_KEY_PASSPHRASE: 'not the passphrase',
-      },
-    );
+    const wrongPassphrase = await nodesInit([], { ...key, passphrase: 'not the passphrase' });
     expect(wrongPassphrase.exitCode).toBe(2);
     outputs.push(wrongPassphrase.stdout, wrongPassphrase.stderr);
     const all = outputs.join('\n');

@@ -12,8 +12,8 @@
  * destroying a mapped one are all refused. Faults are injected per request or per write.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { FaultList, type Listening, listen, pathMatches, readBody } from '../http-core.js';
 
 export type ServerStatus =
   | 'creating'
@@ -196,11 +196,11 @@ export class BrightboxSimulator {
 
   private readonly clients: Record<string, string>;
   private readonly tokens = new Map<string, number>();
-  private readonly faults: (Fault & { left: number })[] = [];
+  private readonly faults = new FaultList<Fault>(1);
   private writeFault?: { at: number; fault: Fault };
   private writes = 0;
   private serial = 0;
-  private server?: Server;
+  private listening?: Listening;
   url = '';
 
   constructor(options: SimulatorOptions = {}) {
@@ -213,19 +213,13 @@ export class BrightboxSimulator {
   }
 
   async start(): Promise<this> {
-    this.server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => this.handle(req, Buffer.concat(chunks).toString('utf8'), res));
-    });
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.listening = await listen(async (req, res) => this.handle(req, await readBody(req), res));
+    this.url = this.listening.url;
     return this;
   }
 
   async close(): Promise<void> {
-    this.server?.closeAllConnections();
-    await new Promise((resolve) => this.server?.close(resolve));
+    await this.listening?.close();
   }
 
   // --- state helpers for tests ------------------------------------------------------------------
@@ -294,13 +288,31 @@ export class BrightboxSimulator {
     return policy;
   }
 
+  /** Empties every collection, the request log, the tokens and the faults, between tests. */
+  reset(): void {
+    for (const map of [
+      this.servers,
+      this.cloudIPs,
+      this.loadBalancers,
+      this.serverGroups,
+      this.firewallPolicies,
+      this.firewallRules,
+      this.tokens,
+    ])
+      map.clear();
+    for (const list of [this.requests, this.issuedTokens, this.tokenScopes]) list.length = 0;
+    this.faults.clear();
+    this.writeFault = undefined;
+    this.writes = 0;
+  }
+
   /** Every token issued so far stops working (as when the API expires them early). */
   expireTokens(): void {
     this.tokens.clear();
   }
 
   inject(fault: Fault): void {
-    this.faults.push({ ...fault, left: fault.times ?? 1 });
+    this.faults.add(fault);
   }
 
   /** The n-th API write (POST/PUT/DELETE under /1.0) from now on fails with the fault. */
@@ -314,9 +326,7 @@ export class BrightboxSimulator {
   }
 
   count(method: string, path: string | RegExp): number {
-    return this.requests.filter(
-      (r) => r.method === method && (typeof path === 'string' ? r.path === path : path.test(r.path)),
-    ).length;
+    return this.requests.filter((r) => r.method === method && pathMatches(path, r.path)).length;
   }
 
   // --- HTTP ---------------------------------------------------------------------------------------
@@ -337,7 +347,7 @@ export class BrightboxSimulator {
     };
 
     const isWrite = url.pathname.startsWith('/1.0/') && method !== 'GET';
-    let fault = this.matchFault(method, url.pathname);
+    let fault: Fault | undefined = this.faults.take(method, url.pathname);
     if (isWrite) {
       this.writes++;
       if (!fault && this.writeFault && this.writes === this.writeFault.at) {
@@ -370,17 +380,6 @@ export class BrightboxSimulator {
     }
   }
 
-  private matchFault(method: string, path: string): Fault | undefined {
-    const found = this.faults.find(
-      (f) =>
-        f.left > 0 &&
-        (!f.method || f.method === method) &&
-        (!f.path || (typeof f.path === 'string' ? f.path === path : f.path.test(path))),
-    );
-    if (found) found.left--;
-    return found;
-  }
-
   private route(method: string, url: URL, req: IncomingMessage, text: string): [number, unknown] {
     const path = url.pathname;
     if (path === '/token' || path === '/token/') {
@@ -395,29 +394,13 @@ export class BrightboxSimulator {
     }
     const raw = method === 'GET' || method === 'DELETE' ? undefined : this.parseJSON(req, text);
     const parts = path.slice('/1.0/'.length).split('/');
-    const [collection, id, action] = parts;
-    if (parts.length > 3 || !collection) throw noRoute(method, path);
+    const [name, id, action] = parts;
+    if (parts.length > 3 || !name) throw noRoute(method, path);
+    const collection = Object.hasOwn(this.collections, name) ? this.collections[name] : undefined;
     // Only the load balancer actions take a JSON array.
-    const body = raw === undefined || collection === 'load_balancers' ? undefined : objectBody(raw);
-
-    switch (collection) {
-      case 'servers':
-        if (method !== 'GET' || action) break;
-        return id
-          ? [200, this.renderServer(this.find(this.servers, id, 'server'))]
-          : [200, this.listServers()];
-      case 'cloud_ips':
-        return this.cloudIPRoute(method, id, action, body);
-      case 'load_balancers':
-        return this.loadBalancerRoute(method, id, action, raw);
-      case 'server_groups':
-        return this.serverGroupRoute(method, id, action, body);
-      case 'firewall_policies':
-        return this.firewallPolicyRoute(method, id, action, body);
-      case 'firewall_rules':
-        return this.firewallRuleRoute(method, id, action, body);
-    }
-    throw noRoute(method, path);
+    if (raw !== undefined && !collection?.arrays) objectBody(raw);
+    if (!collection) throw noRoute(method, path);
+    return this.serve(collection, method, path, id, action, raw);
   }
 
   /** A JSON object, or for the load balancer actions a JSON array (gobrightbox load_balancers.go). */
@@ -575,10 +558,6 @@ export class BrightboxSimulator {
     };
   }
 
-  private listServers() {
-    return [...this.servers.values()].map((s) => this.renderServer(s));
-  }
-
   private renderCloudIP(c: SimCloudIP) {
     const lb = c.mappedTo?.startsWith('lba-') ? this.loadBalancers.get(c.mappedTo) : undefined;
     const server = c.mappedTo?.startsWith('int-')
@@ -712,72 +691,6 @@ export class BrightboxSimulator {
     return found;
   }
 
-  private cloudIPRoute(
-    method: string,
-    id?: string,
-    action?: string,
-    body: Record<string, unknown> = {},
-  ): [number, unknown] {
-    if (!id) {
-      if (method === 'GET') return [200, [...this.cloudIPs.values()].map((c) => this.renderCloudIP(c))];
-      if (method === 'POST') {
-        allowOnly(body, ['name', 'reverse_dns', 'port_translators', 'mode']);
-        const cip = this.addCloudIP({ name: optionalString(body, 'name') ?? '' });
-        const reverse = optionalString(body, 'reverse_dns');
-        if (reverse) cip.reverseDNS = reverse;
-        return [202, this.renderCloudIP(cip)];
-      }
-      return [405, { error_name: 'method_not_allowed', errors: [method] }];
-    }
-    const cip = this.find(this.cloudIPs, id, 'cloud IP');
-    if (action === 'map' && method === 'POST') {
-      allowOnly(body, ['destination']);
-      const destination = requiredString(body, 'destination');
-      if (cip.mappedTo) throw invalid(`Cloud IP ${cip.id} is already mapped; unmap it first`);
-      if (destination.startsWith('lba-')) {
-        const lb = this.find(this.loadBalancers, destination, 'load balancer');
-        if (lb.status === 'deleting' || lb.status === 'deleted')
-          throw invalid(`Load balancer ${lb.id} is ${lb.status}`);
-      } else if (destination.startsWith('int-') || destination.startsWith('srv-')) {
-        const server = destination.startsWith('srv-')
-          ? this.find(this.servers, destination, 'server')
-          : [...this.servers.values()].find((s) => s.interfaces.some((i) => i.id === destination));
-        if (!server?.interfaces[0]) throw missing(`interface ${destination}`);
-        cip.mappedTo = destination.startsWith('srv-') ? server.interfaces[0].id : destination;
-        return [202, this.renderCloudIP(cip)];
-      } else {
-        throw invalid(`${destination} cannot receive a cloud IP`);
-      }
-      cip.mappedTo = destination;
-      return [202, this.renderCloudIP(cip)];
-    }
-    if (action === 'unmap' && method === 'POST') {
-      allowOnly(body, []);
-      if (!cip.mappedTo) throw invalid(`Cloud IP ${cip.id} is not mapped`);
-      cip.mappedTo = undefined;
-      return [202, this.renderCloudIP(cip)];
-    }
-    if (action) throw noRoute(method, `/1.0/cloud_ips/${id}/${action}`);
-    if (method === 'GET') return [200, this.renderCloudIP(cip)];
-    if (method === 'PUT') {
-      allowOnly(body, ['name', 'reverse_dns', 'port_translators']);
-      const name = optionalString(body, 'name');
-      if (name !== undefined) cip.name = name;
-      return [200, this.renderCloudIP(cip)];
-    }
-    if (method === 'DELETE') {
-      if (cip.mappedTo) throw invalid(`Cloud IP ${cip.id} is mapped; unmap it before destroying it`);
-      // gobrightbox v2 *_default_test.go (TestDestroyCloudIP, TestDestroyFirewallRule,
-      // TestDestroyFirewallPolicy, TestDestroyServerGroup) and terraform-provider-brightbox's
-      // Destroy calls: DELETE answers the resource's JSON, which the SDK decodes (an empty body is
-      // its parse error).
-      const answer = this.renderCloudIP(cip);
-      this.cloudIPs.delete(cip.id);
-      return [202, answer];
-    }
-    return [405, { error_name: 'method_not_allowed', errors: [method] }];
-  }
-
   /** A domain Let's Encrypt will not validate (e.g. its name does not resolve to the cloud IP). */
   rejectDomain(lbID: string, domain: string, message: string): void {
     const lb = this.loadBalancers.get(lbID);
@@ -819,48 +732,6 @@ export class BrightboxSimulator {
       lb.status = lb.status === 'creating' ? 'active' : 'deleted';
     }
     return lb;
-  }
-
-  private loadBalancerRoute(
-    method: string,
-    id?: string,
-    action?: string,
-    raw: Record<string, unknown> | unknown[] = {},
-  ): [number, unknown] {
-    if (id && action) return this.loadBalancerAction(method, id, action, raw);
-    const body = objectBody(raw);
-    if (!id) {
-      if (method === 'GET') {
-        const all = [...this.loadBalancers.values()].map((lb) => this.renderLoadBalancer(this.advance(lb)));
-        return [200, all];
-      }
-      if (method === 'POST') {
-        const lb = this.buildLoadBalancer(body, undefined);
-        this.loadBalancers.set(lb.id, lb);
-        return [202, this.renderLoadBalancer(lb)];
-      }
-      return [405, { error_name: 'method_not_allowed', errors: [method] }];
-    }
-    const found = this.find(this.loadBalancers, id, 'load balancer');
-    if (method === 'GET') return [200, this.renderLoadBalancer(this.advance(found))];
-    if (method === 'PUT') {
-      if (found.status !== 'active') throw invalid(`Load balancer ${found.id} is ${found.status}`);
-      const updated = this.buildLoadBalancer(body, found);
-      this.loadBalancers.set(updated.id, updated);
-      return [202, this.renderLoadBalancer(updated)];
-    }
-    if (method === 'DELETE') {
-      // terraform-provider-brightbox data_source_brightbox_image.go: a locked resource "cannot be
-      // deleted". The status and error name are our assumption.
-      if (found.locked) throw new ApiError(409, 'resource_locked', [`Load balancer ${id} is locked`]);
-      if (found.status === 'deleting' || found.status === 'deleted')
-        throw invalid(`Load balancer ${id} is ${found.status}`);
-      found.status = 'deleting';
-      found.readsLeft = this.lbDeletingReads;
-      for (const c of this.cloudIPs.values()) if (c.mappedTo === found.id) c.mappedTo = undefined;
-      return [202, this.renderLoadBalancer(found)];
-    }
-    return [405, { error_name: 'method_not_allowed', errors: [method] }];
   }
 
   private buildLoadBalancer(
@@ -980,259 +851,209 @@ export class BrightboxSimulator {
   }
 
   /**
-   * gobrightbox v2 load_balancers.go and load_balancers_test.go: add_nodes and remove_nodes POST a
-   * JSON array `[{"node":"srv-…"}]`, add_listeners and remove_listeners an array of listeners; each
-   * answers the balancer. load_balancers_default.go: lock_resource and unlock_resource are PUTs with
-   * no body that answer the balancer too.
+   * The collections of the API, /1.0/<name>[/<id>[/<action>]], one row each; `serve` answers all of
+   * them alike. A row holds only what its collection does of its own.
    */
-  private loadBalancerAction(
-    method: string,
-    id: string,
-    action: string,
-    raw: Record<string, unknown> | unknown[],
-  ): [number, unknown] {
-    const lb = this.find(this.loadBalancers, id, 'load balancer');
-    if (method === 'PUT' && (action === 'lock_resource' || action === 'unlock_resource')) {
-      allowOnly(objectBody(raw), []);
-      lb.locked = action === 'lock_resource';
-      return [200, this.renderLoadBalancer(lb)];
-    }
-    const actions = ['add_nodes', 'remove_nodes', 'add_listeners', 'remove_listeners'];
-    if (method !== 'POST' || !actions.includes(action)) {
-      throw noRoute(method, `/1.0/load_balancers/${id}/${action}`);
-    }
-    if (!Array.isArray(raw) || raw.length === 0) throw invalid(`${action} takes a non-empty JSON array`);
-    if (lb.status !== 'active') throw invalid(`Load balancer ${lb.id} is ${lb.status}`);
-    if (action === 'add_nodes' || action === 'remove_nodes') {
-      const ids = this.parseNodes(raw);
-      for (const node of ids) {
-        const member = lb.nodes.includes(node);
-        if (action === 'add_nodes' && member) throw invalid(`Node ${node} is already on ${lb.id}`);
-        if (action === 'remove_nodes' && !member) throw invalid(`Node ${node} is not on ${lb.id}`);
-      }
-      lb.nodes = action === 'add_nodes' ? [...lb.nodes, ...ids] : lb.nodes.filter((n) => !ids.includes(n));
-    } else {
-      const listeners = raw.map(parseListener);
-      if (action === 'add_listeners') {
-        const ports = [...lb.listeners, ...listeners].map((l) => l.in);
-        if (new Set(ports).size !== ports.length) throw invalid('two listeners share an incoming port');
-        lb.listeners = [...lb.listeners, ...listeners];
-      } else {
-        const same = (a: SimListener, b: SimListener) =>
-          a.protocol === b.protocol && a.in === b.in && a.out === b.out;
-        for (const l of listeners) {
-          if (!lb.listeners.some((x) => same(x, l)))
-            throw invalid(`No listener ${l.protocol} ${l.in}:${l.out}`);
-        }
-        const left = lb.listeners.filter((x) => !listeners.some((l) => same(x, l)));
-        if (left.length === 0) throw invalid('A load balancer needs at least one listener');
-        lb.listeners = left;
-      }
-    }
-    return [202, this.renderLoadBalancer(lb)];
-  }
-
-  private serverGroupRoute(
-    method: string,
-    id?: string,
-    action?: string,
-    body: Record<string, unknown> = {},
-  ): [number, unknown] {
-    if (!id) {
-      if (method === 'GET') return [200, [...this.serverGroups.values()].map((g) => this.renderGroup(g))];
-      if (method === 'POST') {
+  readonly collections: Record<string, Collection<unknown>> = {
+    servers: row<SimServer>({
+      items: this.servers,
+      what: 'server',
+      render: (s) => this.renderServer(s),
+      readOnly: true,
+    }),
+    cloud_ips: row<SimCloudIP>({
+      items: this.cloudIPs,
+      what: 'cloud IP',
+      render: (c) => this.renderCloudIP(c),
+      create: (body) => {
+        allowOnly(body, ['name', 'reverse_dns', 'port_translators', 'mode']);
+        const cip = this.addCloudIP({ name: optionalString(body, 'name') ?? '' });
+        const reverse = optionalString(body, 'reverse_dns');
+        if (reverse) cip.reverseDNS = reverse;
+        return cip;
+      },
+      update: (cip, body) => {
+        allowOnly(body, ['name', 'reverse_dns', 'port_translators']);
+        const name = optionalString(body, 'name');
+        if (name !== undefined) cip.name = name;
+        return cip;
+      },
+      destroy: (cip) => {
+        if (cip.mappedTo) throw invalid(`Cloud IP ${cip.id} is mapped; unmap it before destroying it`);
+        // gobrightbox v2 *_default_test.go (TestDestroyCloudIP, TestDestroyFirewallRule,
+        // TestDestroyFirewallPolicy, TestDestroyServerGroup) and terraform-provider-brightbox's
+        // Destroy calls: DELETE answers the resource's JSON, which the SDK decodes (an empty body is
+        // its parse error).
+        // `serve` answers every DELETE so.
+      },
+      actions: {
+        map: {
+          method: 'POST',
+          run: (cip, raw) => {
+            const body = objectBody(raw);
+            allowOnly(body, ['destination']);
+            const destination = requiredString(body, 'destination');
+            if (cip.mappedTo) throw invalid(`Cloud IP ${cip.id} is already mapped; unmap it first`);
+            if (destination.startsWith('lba-')) {
+              const lb = this.find(this.loadBalancers, destination, 'load balancer');
+              if (lb.status === 'deleting' || lb.status === 'deleted')
+                throw invalid(`Load balancer ${lb.id} is ${lb.status}`);
+              cip.mappedTo = destination;
+            } else if (destination.startsWith('int-') || destination.startsWith('srv-')) {
+              const server = destination.startsWith('srv-')
+                ? this.find(this.servers, destination, 'server')
+                : [...this.servers.values()].find((s) => s.interfaces.some((i) => i.id === destination));
+              if (!server?.interfaces[0]) throw missing(`interface ${destination}`);
+              cip.mappedTo = destination.startsWith('srv-') ? server.interfaces[0].id : destination;
+            } else {
+              throw invalid(`${destination} cannot receive a cloud IP`);
+            }
+          },
+        },
+        unmap: {
+          method: 'POST',
+          run: (cip, raw) => {
+            allowOnly(objectBody(raw), []);
+            if (!cip.mappedTo) throw invalid(`Cloud IP ${cip.id} is not mapped`);
+            cip.mappedTo = undefined;
+          },
+        },
+      },
+    }),
+    load_balancers: row<SimLoadBalancer>({
+      items: this.loadBalancers,
+      what: 'load balancer',
+      render: (lb) => this.renderLoadBalancer(lb),
+      read: (lb) => this.advance(lb),
+      arrays: true,
+      create: (body) => {
+        const lb = this.buildLoadBalancer(body, undefined);
+        this.loadBalancers.set(lb.id, lb);
+        return lb;
+      },
+      update: (found, body) => {
+        if (found.status !== 'active') throw invalid(`Load balancer ${found.id} is ${found.status}`);
+        return this.buildLoadBalancer(body, found);
+      },
+      updateStatus: 202,
+      destroy: (found) => {
+        // terraform-provider-brightbox data_source_brightbox_image.go: a locked resource "cannot be
+        // deleted". The status and error name are our assumption.
+        if (found.locked) throw new ApiError(409, 'resource_locked', [`Load balancer ${found.id} is locked`]);
+        if (found.status === 'deleting' || found.status === 'deleted')
+          throw invalid(`Load balancer ${found.id} is ${found.status}`);
+        found.status = 'deleting';
+        found.readsLeft = this.lbDeletingReads;
+        for (const c of this.cloudIPs.values()) if (c.mappedTo === found.id) c.mappedTo = undefined;
+        return 'keep';
+      },
+      /*
+       * gobrightbox v2 load_balancers.go and load_balancers_test.go: add_nodes and remove_nodes POST a
+       * JSON array `[{"node":"srv-…"}]`, add_listeners and remove_listeners an array of listeners; each
+       * answers the balancer. load_balancers_default.go: lock_resource and unlock_resource are PUTs with
+       * no body that answer the balancer too.
+       */
+      actions: {
+        lock_resource: { method: 'PUT', status: 200, run: (lb, raw) => this.lock(lb, raw, true) },
+        unlock_resource: { method: 'PUT', status: 200, run: (lb, raw) => this.lock(lb, raw, false) },
+        add_nodes: { method: 'POST', run: (lb, raw) => this.changeNodes(lb, raw, 'add_nodes') },
+        remove_nodes: { method: 'POST', run: (lb, raw) => this.changeNodes(lb, raw, 'remove_nodes') },
+        add_listeners: { method: 'POST', run: (lb, raw) => this.changeListeners(lb, raw, 'add_listeners') },
+        remove_listeners: {
+          method: 'POST',
+          run: (lb, raw) => this.changeListeners(lb, raw, 'remove_listeners'),
+        },
+      },
+    }),
+    server_groups: row<SimServerGroup>({
+      items: this.serverGroups,
+      what: 'server group',
+      render: (g) => this.renderGroup(g),
+      create: (body) => {
         allowOnly(body, ['name', 'description']);
-        const group = this.addServerGroup({
+        return this.addServerGroup({
           name: optionalString(body, 'name') ?? '',
           description: optionalString(body, 'description') ?? '',
         });
-        return [202, this.renderGroup(group)];
-      }
-      return [405, { error_name: 'method_not_allowed', errors: [method] }];
-    }
-    const group = this.find(this.serverGroups, id, 'server group');
-    if ((action === 'add_servers' || action === 'remove_servers') && method === 'POST') {
-      allowOnly(body, ['servers']);
-      if (!Array.isArray(body.servers) || body.servers.length === 0)
-        throw invalid('servers must be a non-empty list');
-      const ids = body.servers.map((s) => {
-        const member = asObject(s, 'server');
-        allowOnly(member, ['server']);
-        const serverID = requiredString(member, 'server');
-        if (!this.servers.has(serverID)) throw invalid(`Server ${serverID} is not a server of this account`);
-        return serverID;
-      });
-      if (action === 'add_servers') {
-        for (const s of ids)
-          if (group.servers.includes(s)) throw invalid(`Server ${s} is already in ${group.id}`);
-        group.servers.push(...ids);
-      } else {
-        for (const s of ids)
-          if (!group.servers.includes(s)) throw invalid(`Server ${s} is not in ${group.id}`);
-        group.servers = group.servers.filter((s) => !ids.includes(s));
-      }
-      return [202, this.renderGroup(group)];
-    }
-    if (action) throw noRoute(method, `/1.0/server_groups/${id}/${action}`);
-    if (method === 'GET') return [200, this.renderGroup(group)];
-    if (method === 'PUT') {
-      allowOnly(body, ['name', 'description']);
-      const name = optionalString(body, 'name');
-      const description = optionalString(body, 'description');
-      if (name !== undefined) group.name = name;
-      if (description !== undefined) group.description = description;
-      return [200, this.renderGroup(group)];
-    }
-    if (method === 'DELETE') {
-      if (group.isDefault) throw invalid('The default server group cannot be destroyed');
-      // A group with a firewall policy applied is destroyed: the official controller destroys the
-      // group before its policy (brightbox-cloud-controller-manager load_balancer_cloud.go l.109
-      // ensureServerGroupDeleted, then l.112 ensureFirewallClosed), so the real API accepts it.
-      // NOT VERIFIED: that the policy is then applied to no group (server_group null); nothing
-      // upstream shows the policy afterwards.
-      for (const p of this.firewallPolicies.values())
-        if (p.serverGroup === group.id) p.serverGroup = undefined;
-      // As for cloud IPs: DELETE answers the group (gobrightbox server_groups_default_test.go).
-      const answer = this.renderGroup(group);
-      this.serverGroups.delete(group.id);
-      return [202, answer];
-    }
-    return [405, { error_name: 'method_not_allowed', errors: [method] }];
-  }
-
-  private firewallPolicyRoute(
-    method: string,
-    id?: string,
-    action?: string,
-    body: Record<string, unknown> = {},
-  ): [number, unknown] {
-    const checkGroup = (groupID: string | undefined, self?: string) => {
-      if (groupID === undefined) return;
-      this.find(this.serverGroups, groupID, 'server group');
-      const other = [...this.firewallPolicies.values()].find(
-        (p) => p.serverGroup === groupID && p.id !== self,
-      );
-      if (other) throw invalid(`Server group ${groupID} already has firewall policy ${other.id}`);
-    };
-    if (!id) {
-      if (method === 'GET')
-        return [200, [...this.firewallPolicies.values()].map((p) => this.renderPolicy(p))];
-      if (method === 'POST') {
+      },
+      update: (group, body) => {
+        allowOnly(body, ['name', 'description']);
+        const name = optionalString(body, 'name');
+        const description = optionalString(body, 'description');
+        if (name !== undefined) group.name = name;
+        if (description !== undefined) group.description = description;
+        return group;
+      },
+      destroy: (group) => {
+        if (group.isDefault) throw invalid('The default server group cannot be destroyed');
+        // A group with a firewall policy applied is destroyed: the official controller destroys the
+        // group before its policy (brightbox-cloud-controller-manager load_balancer_cloud.go l.109
+        // ensureServerGroupDeleted, then l.112 ensureFirewallClosed), so the real API accepts it.
+        // NOT VERIFIED: that the policy is then applied to no group (server_group null); nothing
+        // upstream shows the policy afterwards.
+        for (const p of this.firewallPolicies.values())
+          if (p.serverGroup === group.id) p.serverGroup = undefined;
+        // As for cloud IPs: DELETE answers the group (gobrightbox server_groups_default_test.go).
+      },
+      actions: {
+        add_servers: { method: 'POST', run: (group, raw) => this.changeMembers(group, raw, 'add_servers') },
+        remove_servers: {
+          method: 'POST',
+          run: (group, raw) => this.changeMembers(group, raw, 'remove_servers'),
+        },
+      },
+    }),
+    firewall_policies: row<SimFirewallPolicy>({
+      items: this.firewallPolicies,
+      what: 'firewall policy',
+      render: (p) => this.renderPolicy(p),
+      create: (body) => {
         allowOnly(body, ['name', 'description', 'server_group']);
         const serverGroup = optionalString(body, 'server_group');
-        checkGroup(serverGroup);
-        const policy = this.addFirewallPolicy({
+        this.checkGroup(serverGroup);
+        return this.addFirewallPolicy({
           name: optionalString(body, 'name') ?? '',
           description: optionalString(body, 'description') ?? '',
           ...(serverGroup ? { serverGroup } : {}),
         });
-        return [202, this.renderPolicy(policy)];
-      }
-      return [405, { error_name: 'method_not_allowed', errors: [method] }];
-    }
-    const policy = this.find(this.firewallPolicies, id, 'firewall policy');
-    if (action) {
+      },
+      update: (policy, body) => {
+        allowOnly(body, ['name', 'description', 'server_group']);
+        const serverGroup = optionalString(body, 'server_group');
+        this.checkGroup(serverGroup, policy.id);
+        const name = optionalString(body, 'name');
+        const description = optionalString(body, 'description');
+        if (name !== undefined) policy.name = name;
+        if (description !== undefined) policy.description = description;
+        if (serverGroup !== undefined) policy.serverGroup = serverGroup;
+        return policy;
+      },
+      // As for cloud IPs: DELETE answers the policy (gobrightbox firewall_policies_default_test.go).
+      destroyed: (policy) => {
+        for (const r of [...this.firewallRules.values()])
+          if (r.policy === policy.id) this.firewallRules.delete(r.id);
+      },
       // gobrightbox v2 firewall_policies.go and firewall_policies_test.go: apply_to and remove POST
       // {"server_group": "grp-…"} and answer the policy; terraform-provider-brightbox
       // resource_brightbox_firewall_policy.go re-points a policy by remove, then apply_to.
-      if (method !== 'POST' || (action !== 'apply_to' && action !== 'remove')) {
-        throw noRoute(method, `/1.0/firewall_policies/${id}/${action}`);
-      }
-      allowOnly(body, ['server_group']);
-      const groupID = requiredString(body, 'server_group');
-      if (action === 'apply_to') {
-        if (policy.serverGroup) {
-          throw invalid(`Firewall policy ${policy.id} is applied to ${policy.serverGroup}; remove it first`);
-        }
-        checkGroup(groupID, policy.id);
-        policy.serverGroup = groupID;
-      } else {
-        this.find(this.serverGroups, groupID, 'server group');
-        if (policy.serverGroup !== groupID) {
-          throw invalid(`Firewall policy ${policy.id} is not applied to ${groupID}`);
-        }
-        policy.serverGroup = undefined;
-      }
-      return [202, this.renderPolicy(policy)];
-    }
-    if (method === 'GET') return [200, this.renderPolicy(policy)];
-    if (method === 'PUT') {
-      allowOnly(body, ['name', 'description', 'server_group']);
-      const serverGroup = optionalString(body, 'server_group');
-      checkGroup(serverGroup, policy.id);
-      const name = optionalString(body, 'name');
-      const description = optionalString(body, 'description');
-      if (name !== undefined) policy.name = name;
-      if (description !== undefined) policy.description = description;
-      if (serverGroup !== undefined) policy.serverGroup = serverGroup;
-      return [200, this.renderPolicy(policy)];
-    }
-    if (method === 'DELETE') {
-      // As for cloud IPs: DELETE answers the policy (gobrightbox firewall_policies_default_test.go).
-      const answer = this.renderPolicy(policy);
-      this.firewallPolicies.delete(policy.id);
-      for (const r of [...this.firewallRules.values()])
-        if (r.policy === policy.id) this.firewallRules.delete(r.id);
-      return [202, answer];
-    }
-    return [405, { error_name: 'method_not_allowed', errors: [method] }];
-  }
-
-  private firewallRuleRoute(
-    method: string,
-    id?: string,
-    action?: string,
-    body: Record<string, unknown> = {},
-  ): [number, unknown] {
-    const fields = [
-      'protocol',
-      'source',
-      'source_port',
-      'destination',
-      'destination_port',
-      'icmp_type_name',
-      'description',
-    ];
-    const apply = (rule: SimFirewallRule) => {
-      // gobrightbox v2 firewall_rules.go FirewallRuleOptions: every field is omitempty, so no
-      // reference sends null (a destination is never cleared by one); the simulator refuses it.
-      const get = (key: string) => {
-        if (body[key] === null) throw invalid(`${key} may not be null; leave it out`);
-        return optionalString(body, key);
-      };
-      const set = <K extends keyof SimFirewallRule>(key: K, value: SimFirewallRule[K] | undefined) => {
-        if (value !== undefined) rule[key] = value;
-      };
-      set('protocol', get('protocol'));
-      set('source', get('source'));
-      set('sourcePort', get('source_port'));
-      set('destination', get('destination'));
-      set('destinationPort', get('destination_port'));
-      set('icmpTypeName', get('icmp_type_name'));
-      set('description', get('description'));
-      if (
-        rule.protocol !== null &&
-        !['tcp', 'udp', 'icmp'].includes(rule.protocol) &&
-        !/^\d+$/.test(rule.protocol)
-      ) {
-        throw invalid(`protocol ${rule.protocol} is not tcp, udp, icmp or a protocol number`);
-      }
-      if (!rule.source && !rule.destination) throw invalid('A firewall rule needs a source or a destination');
-      const ports = rule.destinationPort ?? '';
-      if (ports && !/^\d{1,5}(-\d{1,5})?(,\d{1,5}(-\d{1,5})?)*$/.test(ports)) {
-        throw invalid(`destination_port ${ports} is not a list of ports or ranges`);
-      }
-      return rule;
-    };
-    if (!id) {
-      if (method === 'POST') {
-        allowOnly(body, ['firewall_policy', ...fields]);
+      actions: {
+        apply_to: { method: 'POST', run: (policy, raw) => this.applyPolicy(policy, raw, 'apply_to') },
+        remove: { method: 'POST', run: (policy, raw) => this.applyPolicy(policy, raw, 'remove') },
+      },
+    }),
+    firewall_rules: row<SimFirewallRule>({
+      items: this.firewallRules,
+      what: 'firewall rule',
+      render: (r) => this.renderRule(r),
+      unlisted: true,
+      create: (body) => {
+        allowOnly(body, ['firewall_policy', ...RULE_FIELDS]);
         const policy = this.find(
           this.firewallPolicies,
           requiredString(body, 'firewall_policy'),
           'firewall policy',
         );
-        const rule = apply({
+        const rule = applyRule(body, {
           id: this.nextID('fwr'),
           policy: policy.id,
           protocol: null,
@@ -1244,27 +1065,228 @@ export class BrightboxSimulator {
           description: null,
         });
         this.firewallRules.set(rule.id, rule);
-        return [202, this.renderRule(rule)];
-      }
+        return rule;
+      },
+      update: (rule, body) => {
+        allowOnly(body, RULE_FIELDS);
+        return applyRule(body, { ...rule });
+      },
+      // As for cloud IPs: DELETE answers the rule (gobrightbox firewall_rules_default_test.go).
+    }),
+  };
+
+  /**
+   * One request to a collection. Every collection answers in the shape gobrightbox v2's generated
+   * *_default.go clients expect: GET a list or the resource (200); POST the new resource, PUT and
+   * the actions the changed one (202; PUT 200 unless the row says otherwise); a method the collection
+   * lacks 405, an unknown action no_route. DELETE answers the resource it destroyed: gobrightbox v2
+   * *_default_test.go (TestDestroyCloudIP, TestDestroyFirewallRule, TestDestroyFirewallPolicy,
+   * TestDestroyServerGroup) and terraform-provider-brightbox's Destroy calls decode the resource's JSON
+   * (an empty body is their parse error).
+   */
+  private serve<T>(
+    c: Collection<T>,
+    method: string,
+    path: string,
+    id: string | undefined,
+    action: string | undefined,
+    raw: RawBody = {},
+  ): [number, unknown] {
+    if (c.readOnly && (method !== 'GET' || action)) throw noRoute(method, path);
+    const body = id && action ? {} : objectBody(raw);
+    if (!id) {
+      if (method === 'GET' && !c.unlisted)
+        return [200, [...c.items.values()].map((i) => c.render(c.read?.(i) ?? i))];
+      if (method === 'POST' && c.create) return [202, c.render(c.create(body))];
       return [405, { error_name: 'method_not_allowed', errors: [method] }];
     }
-    if (action) throw noRoute(method, `/1.0/firewall_rules/${id}/${action}`);
-    const rule = this.find(this.firewallRules, id, 'firewall rule');
-    if (method === 'GET') return [200, this.renderRule(rule)];
-    if (method === 'PUT') {
-      allowOnly(body, fields);
-      const updated = apply({ ...rule });
-      this.firewallRules.set(rule.id, updated);
-      return [200, this.renderRule(updated)];
+    if (action && !c.actions) throw noRoute(method, path);
+    const item = this.find(c.items, id, c.what);
+    if (action) {
+      const act = c.actions && Object.hasOwn(c.actions, action) ? c.actions[action] : undefined;
+      if (act?.method !== method) throw noRoute(method, path);
+      act.run(item, raw);
+      return [act.status ?? 202, c.render(item)];
+    }
+    if (method === 'GET') return [200, c.render(c.read?.(item) ?? item)];
+    if (method === 'PUT' && c.update) {
+      const updated = c.update(item, body);
+      c.items.set(id, updated);
+      return [c.updateStatus ?? 200, c.render(updated)];
     }
     if (method === 'DELETE') {
-      // As for cloud IPs: DELETE answers the rule (gobrightbox firewall_rules_default_test.go).
-      const answer = this.renderRule(rule);
-      this.firewallRules.delete(rule.id);
+      const keep = c.destroy?.(item) === 'keep';
+      const answer = c.render(item);
+      if (keep) return [202, answer];
+      c.items.delete(id);
+      c.destroyed?.(item);
       return [202, answer];
     }
     return [405, { error_name: 'method_not_allowed', errors: [method] }];
   }
+
+  private lock(lb: SimLoadBalancer, raw: RawBody, locked: boolean): void {
+    allowOnly(objectBody(raw), []);
+    lb.locked = locked;
+  }
+
+  /** A non-empty JSON array, to a balancer that is active (add_nodes … remove_listeners). */
+  private balancerArray(lb: SimLoadBalancer, raw: RawBody, action: string): unknown[] {
+    if (!Array.isArray(raw) || raw.length === 0) throw invalid(`${action} takes a non-empty JSON array`);
+    if (lb.status !== 'active') throw invalid(`Load balancer ${lb.id} is ${lb.status}`);
+    return raw;
+  }
+
+  private changeNodes(lb: SimLoadBalancer, raw: RawBody, action: 'add_nodes' | 'remove_nodes'): void {
+    const ids = this.parseNodes(this.balancerArray(lb, raw, action));
+    for (const node of ids) {
+      const member = lb.nodes.includes(node);
+      if (action === 'add_nodes' && member) throw invalid(`Node ${node} is already on ${lb.id}`);
+      if (action === 'remove_nodes' && !member) throw invalid(`Node ${node} is not on ${lb.id}`);
+    }
+    lb.nodes = action === 'add_nodes' ? [...lb.nodes, ...ids] : lb.nodes.filter((n) => !ids.includes(n));
+  }
+
+  private changeListeners(
+    lb: SimLoadBalancer,
+    raw: RawBody,
+    action: 'add_listeners' | 'remove_listeners',
+  ): void {
+    const listeners = this.balancerArray(lb, raw, action).map(parseListener);
+    if (action === 'add_listeners') {
+      const ports = [...lb.listeners, ...listeners].map((l) => l.in);
+      if (new Set(ports).size !== ports.length) throw invalid('two listeners share an incoming port');
+      lb.listeners = [...lb.listeners, ...listeners];
+      return;
+    }
+    const same = (a: SimListener, b: SimListener) =>
+      a.protocol === b.protocol && a.in === b.in && a.out === b.out;
+    for (const l of listeners) {
+      if (!lb.listeners.some((x) => same(x, l))) throw invalid(`No listener ${l.protocol} ${l.in}:${l.out}`);
+    }
+    const left = lb.listeners.filter((x) => !listeners.some((l) => same(x, l)));
+    if (left.length === 0) throw invalid('A load balancer needs at least one listener');
+    lb.listeners = left;
+  }
+
+  private changeMembers(group: SimServerGroup, raw: RawBody, action: 'add_servers' | 'remove_servers'): void {
+    const body = objectBody(raw);
+    allowOnly(body, ['servers']);
+    if (!Array.isArray(body.servers) || body.servers.length === 0)
+      throw invalid('servers must be a non-empty list');
+    const ids = body.servers.map((s) => {
+      const member = asObject(s, 'server');
+      allowOnly(member, ['server']);
+      const serverID = requiredString(member, 'server');
+      if (!this.servers.has(serverID)) throw invalid(`Server ${serverID} is not a server of this account`);
+      return serverID;
+    });
+    if (action === 'add_servers') {
+      for (const s of ids)
+        if (group.servers.includes(s)) throw invalid(`Server ${s} is already in ${group.id}`);
+      group.servers.push(...ids);
+    } else {
+      for (const s of ids) if (!group.servers.includes(s)) throw invalid(`Server ${s} is not in ${group.id}`);
+      group.servers = group.servers.filter((s) => !ids.includes(s));
+    }
+  }
+
+  /** A server group a policy may be applied to: one that exists and has no other policy. */
+  private checkGroup(groupID: string | undefined, self?: string): void {
+    if (groupID === undefined) return;
+    this.find(this.serverGroups, groupID, 'server group');
+    const other = [...this.firewallPolicies.values()].find((p) => p.serverGroup === groupID && p.id !== self);
+    if (other) throw invalid(`Server group ${groupID} already has firewall policy ${other.id}`);
+  }
+
+  private applyPolicy(policy: SimFirewallPolicy, raw: RawBody, action: 'apply_to' | 'remove'): void {
+    const body = objectBody(raw);
+    allowOnly(body, ['server_group']);
+    const groupID = requiredString(body, 'server_group');
+    if (action === 'apply_to') {
+      if (policy.serverGroup) {
+        throw invalid(`Firewall policy ${policy.id} is applied to ${policy.serverGroup}; remove it first`);
+      }
+      this.checkGroup(groupID, policy.id);
+      policy.serverGroup = groupID;
+    } else {
+      this.find(this.serverGroups, groupID, 'server group');
+      if (policy.serverGroup !== groupID) {
+        throw invalid(`Firewall policy ${policy.id} is not applied to ${groupID}`);
+      }
+      policy.serverGroup = undefined;
+    }
+  }
+}
+
+type RawBody = Record<string, unknown> | unknown[];
+
+/** One collection of the API: what `serve` needs to answer it, and what it does of its own. */
+interface Collection<T> {
+  items: Map<string, T>;
+  what: string;
+  render(item: T): unknown;
+  /** GET only (servers): any other method, or an action, is no_route. */
+  readOnly?: boolean;
+  /** GET /1.0/<name> is 405 (firewall rules are read through their policy). */
+  unlisted?: boolean;
+  /** What a GET sees: a load balancer moves on as it is read. */
+  read?(item: T): T;
+  /** Its bodies may be JSON arrays (the load balancer actions); others must be objects. */
+  arrays?: boolean;
+  create?(body: Record<string, unknown>): T;
+  update?(item: T, body: Record<string, unknown>): T;
+  updateStatus?: number;
+  /** DELETE's refusals and side effects, before the answer is rendered; 'keep' leaves it listed. */
+  destroy?(item: T): 'keep' | undefined;
+  /** DELETE's clean-up after the item is gone. */
+  destroyed?(item: T): void;
+  actions?: Record<string, { method: 'POST' | 'PUT'; status?: number; run(item: T, raw: RawBody): void }>;
+}
+
+const row = <T>(c: Collection<T>) => c as unknown as Collection<unknown>;
+
+const RULE_FIELDS = [
+  'protocol',
+  'source',
+  'source_port',
+  'destination',
+  'destination_port',
+  'icmp_type_name',
+  'description',
+];
+
+/** Sets a firewall rule's fields from a create or update body and checks the result. */
+function applyRule(body: Record<string, unknown>, rule: SimFirewallRule): SimFirewallRule {
+  // gobrightbox v2 firewall_rules.go FirewallRuleOptions: every field is omitempty, so no
+  // reference sends null (a destination is never cleared by one); the simulator refuses it.
+  const get = (key: string) => {
+    if (body[key] === null) throw invalid(`${key} may not be null; leave it out`);
+    return optionalString(body, key);
+  };
+  const set = <K extends keyof SimFirewallRule>(key: K, value: SimFirewallRule[K] | undefined) => {
+    if (value !== undefined) rule[key] = value;
+  };
+  set('protocol', get('protocol'));
+  set('source', get('source'));
+  set('sourcePort', get('source_port'));
+  set('destination', get('destination'));
+  set('destinationPort', get('destination_port'));
+  set('icmpTypeName', get('icmp_type_name'));
+  set('description', get('description'));
+  if (
+    rule.protocol !== null &&
+    !['tcp', 'udp', 'icmp'].includes(rule.protocol) &&
+    !/^\d+$/.test(rule.protocol)
+  ) {
+    throw invalid(`protocol ${rule.protocol} is not tcp, udp, icmp or a protocol number`);
+  }
+  if (!rule.source && !rule.destination) throw invalid('A firewall rule needs a source or a destination');
+  const ports = rule.destinationPort ?? '';
+  if (ports && !/^\d{1,5}(-\d{1,5})?(,\d{1,5}(-\d{1,5})?)*$/.test(ports)) {
+    throw invalid(`destination_port ${ports} is not a list of ports or ranges`);
+  }
+  return rule;
 }
 
 function allowOnly(body: Record<string, unknown>, keys: string[]): void {

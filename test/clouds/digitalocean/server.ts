@@ -7,9 +7,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Operation } from 'openapi-backend';
+import { FaultList, type Listening, listen, readBody } from '../http-core.js';
 import { SpecChecker, specViolations } from './openapi.js';
 
 const fixture = (name: string) =>
@@ -144,13 +144,14 @@ export class DigitalOceanSimulator {
   private readonly polls = new Map<string, number>();
   /** When each load balancer was last changed (Date.now()). */
   private readonly changedAt = new Map<string, number>();
-  private faults: (Fault & { left: number })[] = [];
+  private readonly faults = new FaultList<Fault>(1);
   private nextDropletId = 100_001;
   private nextLbIp = 1;
   url = '';
 
+  private listening?: Listening;
+
   private constructor(
-    private readonly server: Server,
     private readonly spec: SpecChecker | undefined,
     private readonly options: SimulatorOptions,
   ) {
@@ -160,22 +161,19 @@ export class DigitalOceanSimulator {
   static async start(options: SimulatorOptions = {}): Promise<DigitalOceanSimulator> {
     const spec = await SpecChecker.load();
     spec?.warm(OPERATIONS.map(([, , id]) => id));
-    const server = createServer();
-    const sim = new DigitalOceanSimulator(server, spec, options);
-    server.on('request', (req, res) => {
+    const sim = new DigitalOceanSimulator(spec, options);
+    sim.listening = await listen((req, res) => {
       sim.handle(req, res).catch((err) => {
         sim.violations.push(`simulator failed: ${err instanceof Error ? err.stack : String(err)}`);
         if (!res.headersSent) res.writeHead(500).end();
       });
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    sim.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    sim.url = sim.listening.url;
     return sim;
   }
 
   async stop(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await this.listening?.close();
   }
 
   /** The simulator's own violations so far, cleared: assert it is empty after each test. */
@@ -189,11 +187,11 @@ export class DigitalOceanSimulator {
     this.loadBalancers.clear();
     this.polls.clear();
     this.changedAt.clear();
-    this.faults = [];
+    this.faults.clear();
   }
 
   fault(fault: Fault): void {
-    this.faults.push({ ...fault, left: fault.times ?? 1 });
+    this.faults.add(fault);
   }
 
   addDroplets(...inputs: DropletInput[]): Json[] {
@@ -312,16 +310,12 @@ export class DigitalOceanSimulator {
     }
 
     const page = Number(url.searchParams.get('page') ?? '1');
-    const fault = this.faults.find(
-      (f) =>
-        f.left > 0 &&
-        (f.method === undefined || f.method === record.method) &&
-        (f.path === undefined ||
-          (typeof f.path === 'string' ? f.path === url.pathname : f.path.test(url.pathname))) &&
-        (f.page === undefined || f.page === page),
+    const fault = this.faults.take(
+      record.method,
+      url.pathname,
+      (f) => f.page === undefined || f.page === page,
     );
     if (fault) {
-      fault.left--;
       if (fault.hang) return; // the socket stays open until the client gives up or stop()
       if (fault.delayMs) await new Promise((r) => setTimeout(r, fault.delayMs));
       if (fault.raw) {
@@ -635,13 +629,4 @@ export class DigitalOceanSimulator {
     this.changedAt.set(id, Date.now());
     return { status: 200, body: { load_balancer: lb } };
   }
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }

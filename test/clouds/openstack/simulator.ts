@@ -10,10 +10,9 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
+import { FaultList, type Listening, listen, readBody } from '../http-core.js';
 import { HttpError } from './http-error.js';
 import { NeutronRouting } from './neutron-routes.js';
 import { OctaviaState } from './octavia.js';
@@ -68,6 +67,23 @@ export interface Fault {
   times?: number;
   headers?: Record<string, string>;
 }
+
+/**
+ * An authenticated route a file beside this one adds (more of Neutron, say), answered before the
+ * built-in ones: the first row whose method and path (without /internal or /admin) match answers.
+ * Push rows to OPENSTACK_ROUTES from that file; throw HttpError for an error answer.
+ */
+export interface OpenStackRoute {
+  method: string;
+  path: RegExp;
+  handle(
+    sim: OpenStackSimulator,
+    match: RegExpExecArray,
+    url: URL,
+    body: unknown,
+  ): [number, unknown, Record<string, string>?];
+}
+export const OPENSTACK_ROUTES: OpenStackRoute[] = [];
 
 export interface LoggedRequest {
   method: string;
@@ -168,10 +184,10 @@ export class OpenStackSimulator {
     ['4', 'm1.large'],
     ['5', 'm1.xlarge'],
   ]);
-  private faults: (Fault & { seen: number; fired: number })[] = [];
+  private readonly faults = new FaultList<Fault>(Number.POSITIVE_INFINITY);
   /** One-shot hooks run after a reply; a hook returning true is removed. */
   private afterReply: ((logged: LoggedRequest) => boolean)[] = [];
-  private server?: Server;
+  private listening?: Listening;
 
   get authUrl(): string {
     return `${this.url}/identity/v3`;
@@ -179,31 +195,26 @@ export class OpenStackSimulator {
 
   /** Listens on 127.0.0.1; with `tls` (PEM key and certificate) over HTTPS. */
   async start(tls?: { key: string; cert: string }): Promise<this> {
-    const handler = (req: IncomingMessage, res: ServerResponse) => {
+    this.listening = await listen((req, res) => {
       this.handle(req, res).catch((err) => {
         res.writeHead(500, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: { message: String(err) } }));
       });
-    };
-    this.server = tls ? createHttpsServer(tls, handler) : createServer(handler);
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
-    this.url = `${tls ? 'https' : 'http'}://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    }, tls);
+    this.url = this.listening.url;
     return this;
   }
 
   async stop(): Promise<void> {
-    await new Promise<void>((resolve) => {
-      this.server?.closeAllConnections();
-      this.server?.close(() => resolve());
-    });
+    await this.listening?.close();
   }
 
   fault(fault: Fault): void {
-    this.faults.push({ ...fault, seen: 0, fired: 0 });
+    this.faults.add(fault);
   }
 
   clearFaults(): void {
-    this.faults = [];
+    this.faults.clear();
   }
 
   /** Every token issued so far stops working, as at expiry or revocation. */
@@ -287,15 +298,8 @@ export class OpenStackSimulator {
         });
       }
     }
-    const fault = this.faults.find(
-      (f) =>
-        (!f.method || f.method === method) &&
-        f.path.test(url.pathname) &&
-        f.seen++ >= (f.skip ?? 0) &&
-        f.fired < (f.times ?? Number.POSITIVE_INFINITY),
-    );
+    const fault = this.faults.take(method, url.pathname);
     if (fault) {
-      fault.fired++;
       return this.reply(
         req,
         res,
@@ -351,6 +355,10 @@ export class OpenStackSimulator {
     const versions = method === 'GET' ? this.versionDocument(path, req) : undefined;
     if (versions) return versions;
     this.authenticate(req);
+    for (const row of OPENSTACK_ROUTES) {
+      const match = row.method === method ? row.path.exec(path) : null;
+      if (match) return row.handle(this, match, url, body);
+    }
     if (path.startsWith('/compute/v2.1/'))
       return this.nova(method, path.slice('/compute/v2.1'.length), url, req);
     if (path.startsWith('/network/v2.0/'))
@@ -729,13 +737,4 @@ function compareVersions(a: string, b: string): number {
   const [am, an] = a.split('.').map(Number) as [number, number];
   const [bm, bn] = b.split('.').map(Number) as [number, number];
   return am - bm || an - bn;
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }

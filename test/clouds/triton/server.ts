@@ -14,10 +14,10 @@
  * /<login>/keys/<fp> and /<login>/users/<user>/keys/<fp>, and a Date within 300 s.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
 import sshpk from 'sshpk';
+import { FaultList, type Listening, listen, readBody } from '../http-core.js';
 import { FabricNetworks } from './fabric-networks.js';
 
 interface ParsedSignature {
@@ -149,7 +149,11 @@ export class TritonSim {
   /** Fabric networks (GetFabricNetwork, UpdateFabricNetwork), for the route controller. */
   readonly fabrics = new FabricNetworks();
   readonly requests: RequestRecord[] = [];
-  readonly faults: Fault[] = [];
+  private readonly injected = new FaultList<Fault & { skip?: number }>(Number.POSITIVE_INFINITY);
+  /** The injected faults, with their counts; `faults.length = 0` removes them. */
+  get faults() {
+    return this.injected.entries;
+  }
   readonly ed25519: boolean;
   tagDelayMs: number;
   /** Runs before a tag list is answered: tests use it to write tags "between" ccm's read and write. */
@@ -157,7 +161,7 @@ export class TritonSim {
   /** Runs before a ListMachines page is cut: tests use it to change the machines between pages. */
   onListPage?: (offset: number) => void;
   url = '';
-  private server?: Server;
+  private listening?: Listening;
   private order = 0;
 
   constructor(options: TritonSimOptions = {}) {
@@ -175,20 +179,18 @@ export class TritonSim {
   }
 
   async start(): Promise<this> {
-    this.server = createServer((req, res) => {
+    this.listening = await listen((req, res) => {
       this.handle(req, res).catch((err: Error) => {
         this.reply(req, res, 500, { code: 'InternalError', message: err.message }, '');
       });
     });
-    this.server.keepAliveTimeout = 1000;
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.listening.server.keepAliveTimeout = 1000;
+    this.url = this.listening.url;
     return this;
   }
 
   async stop(): Promise<void> {
-    this.server?.closeAllConnections();
-    await new Promise<void>((resolve) => this.server?.close(() => resolve()));
+    await this.listening?.close();
   }
 
   /** Registers an OpenSSH public key for the account, or for a sub-user of it. */
@@ -254,30 +256,11 @@ export class TritonSim {
   }
 
   fault(f: Fault): void {
-    this.faults.push({ ...f });
-  }
-
-  private takeFault(method: string, path: string): Fault | undefined {
-    for (const f of this.faults) {
-      if (f.method && f.method !== method) continue;
-      if (!f.path.test(path)) continue;
-      if ((f.after ?? 0) > 0) {
-        f.after = (f.after ?? 0) - 1;
-        continue;
-      }
-      if (f.times !== undefined) {
-        if (f.times <= 0) continue;
-        f.times--;
-      }
-      return f;
-    }
-    return undefined;
+    this.injected.add({ ...f, skip: f.after });
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = Buffer.concat(chunks).toString('utf8');
+    const body = await readBody(req);
     const url = new URL(req.url ?? '/', 'http://sim');
     const method = req.method ?? 'GET';
     let auth: { keyId?: string; algorithm?: string } = {};
@@ -286,7 +269,7 @@ export class TritonSim {
       res.setHeader('api-version', version);
       const caller = this.authenticate(req, url.pathname);
       auth = { keyId: caller.keyId, algorithm: caller.algorithm };
-      const fault = this.takeFault(method, url.pathname);
+      const fault = this.injected.take(method, url.pathname);
       if (fault) {
         this.reply(req, res, fault.status, fault.body, body, auth, fault.headers);
         return;

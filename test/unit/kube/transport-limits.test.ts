@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClusterAccess } from '../../../src/kube/config.js';
 import { KubeResponseTooLargeError } from '../../../src/kube/errors.js';
 import { KubeTransport, MAX_BODY_BYTES, MAX_LINE_BYTES } from '../../../src/kube/transport.js';
+import { rejection } from '../../helpers/rejection.js';
 
 let server: Server;
 let transport: KubeTransport;
@@ -51,15 +52,6 @@ afterAll(async () => {
   server.closeAllConnections();
   await new Promise((resolve) => server.close(resolve));
 });
-
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a rejection');
-}
 
 describe('KubeTransport against an endless answer', () => {
   it('a plain request: fails past 64 MiB, the connection closed', async () => {

@@ -17,6 +17,7 @@ import {
   MAX_RESPONSE_BYTES,
   redact,
 } from '../../../src/providers/http.js';
+import { rejection } from '../../helpers/rejection.js';
 
 interface Seen {
   method: string;
@@ -79,14 +80,8 @@ function client(options: Partial<HttpClientOptions> = {}) {
   return { http, sleeps, calls };
 }
 
-async function failure(promise: Promise<unknown>): Promise<ProviderError> {
-  try {
-    await promise;
-  } catch (err) {
-    return err as ProviderError;
-  }
-  throw new Error('expected the request to fail');
-}
+const failure = (promise: Promise<unknown>) =>
+  rejection<ProviderError>(promise, 'expected the request to fail');
 
 describe('HttpClient: success', () => {
   it('sends JSON headers and parses a JSON response', async () => {

@@ -7,6 +7,7 @@ import { cloudlycke } from '../../../../src/providers/cloudlycke/index.js';
 import { inventoryInstances } from '../../../../src/providers/cloudlycke/instances.js';
 import { parseInventory, readInventory } from '../../../../src/providers/cloudlycke/inventory.js';
 import { InvalidConfigError, NotFoundError } from '../../../../src/providers/errors.js';
+import { rejection } from '../../../helpers/rejection.js';
 
 const FIXTURE = fileURLToPath(new URL('../../../fixtures/cloudlycke/inventory.yaml', import.meta.url));
 const FILE = '/x/inv.yaml';
@@ -22,15 +23,6 @@ function problem(yaml: string): string {
     return message;
   }
   throw new Error('expected the inventory to be refused');
-}
-
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a rejection');
 }
 
 describe('parseInventory', () => {

@@ -16,18 +16,10 @@ import {
   Vagrant,
 } from '../../../../src/providers/cloudlycke/vagrant.js';
 import { InvalidConfigError, isNotFound, RetryableError } from '../../../../src/providers/errors.js';
+import { rejection } from '../../../helpers/rejection.js';
 
 /** The folder holding the stand-in `vagrant` script and its scenarios of canned output. */
 const STANDIN = fileURLToPath(new URL('../../../fixtures/cloudlycke/vagrant-standin', import.meta.url));
-
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a rejection');
-}
 
 describe('parsing vagrant output', () => {
   it('splits machine-readable lines and unescapes commas and newlines', () => {

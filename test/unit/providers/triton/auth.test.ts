@@ -14,6 +14,7 @@ import { createSigner } from '../../../../src/providers/triton/signer.js';
 import type { Provider, ProviderValues } from '../../../../src/providers/types.js';
 import { KeyFolder, type TestKey } from '../../../clouds/triton/keys.js';
 import { TritonSim } from '../../../clouds/triton/server.js';
+import { rejection as error } from '../../../helpers/rejection.js';
 
 let keys: KeyFolder;
 let sim: TritonSim;
@@ -54,15 +55,6 @@ beforeEach(() => {
 
 function provider(values: ProviderValues): Provider {
   return triton.create({ url: sim.url, account: 'demo', datacenter: 'us-test-1', ...values }, {});
-}
-
-async function error(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a rejection');
 }
 
 describe('requests signed with the account key are accepted by the verifying simulator', () => {

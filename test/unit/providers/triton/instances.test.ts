@@ -14,6 +14,7 @@ import { createSigner } from '../../../../src/providers/triton/signer.js';
 import type { Provider } from '../../../../src/providers/types.js';
 import { KeyFolder, type TestKey } from '../../../clouds/triton/keys.js';
 import { TritonSim } from '../../../clouds/triton/server.js';
+import { rejection as error } from '../../../helpers/rejection.js';
 
 let keys: KeyFolder;
 let key: TestKey;
@@ -58,15 +59,6 @@ function machines(n: number) {
   return Array.from({ length: n }, (_, i) =>
     sim.addMachine({ name: `node-${i}`, ips: [`10.1.0.${i + 1}`], primaryIp: `10.1.0.${i + 1}` }),
   );
-}
-
-async function error(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a rejection');
 }
 
 describe('list', () => {

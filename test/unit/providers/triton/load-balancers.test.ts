@@ -10,6 +10,7 @@ import { createSigner } from '../../../../src/providers/triton/signer.js';
 import type { LoadBalancerRequest } from '../../../../src/providers/types.js';
 import { KeyFolder, type TestKey } from '../../../clouds/triton/keys.js';
 import { type SimMachine, TritonSim } from '../../../clouds/triton/server.js';
+import { rejection as error } from '../../../helpers/rejection.js';
 
 const CLUSTER = 'c0ffee00-1111-4222-8333-444455556666';
 const SERVICES = 'triton.cns.services';
@@ -95,15 +96,6 @@ const API = '22222222-aaaa-4bbb-8ccc-000000000002';
 
 function tags(m: SimMachine) {
   return sim.machines.get(m.id)?.tags ?? {};
-}
-
-async function error(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a rejection');
 }
 
 describe('ensure', () => {

@@ -1,0 +1,450 @@
+/**
+ * A cloud's test world in one call: the real kube-apiserver + etcd, the cloud's simulator (for
+ * Cloudlycke, an inventory file), the CLI and `ccm run` pointed at both, and cleanup.
+ *
+ *   const world = await cloudWorld('brightbox', { instances: 500 });   // a benchmark
+ *   const world = useCloudWorld('triton');                              // a vitest file: hooks included
+ *
+ * What one cloud needs (how its simulator starts and resets, its CLI flags and env, the Secret
+ * `ccm run` reads, how N instances are seeded) is one entry of `ADAPTERS` below; a new cloud adds one.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
+import { parse, stringify } from 'yaml';
+import type { RunDeps, RunInput } from '../../src/cli/run.js';
+import { credentials as tritonCredentials } from '../../src/providers/triton/credentials.js';
+import { BrightboxSimulator, SIM_CLIENT } from '../clouds/brightbox/simulator.js';
+import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
+import { OpenStackSimulator } from '../clouds/openstack/simulator.js';
+import { KeyFolder, type KeyOptions, type TestKey } from '../clouds/triton/keys.js';
+import { TritonSim } from '../clouds/triton/server.js';
+import { deleteAllNodes, fixtureApi, type NodeSpec } from '../controlplane/fixtures.js';
+import { type AuditEvent, CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { type CliResult, ccm as cli } from './cli.js';
+import { type InventoryInstance, writeInventory } from './inventory.js';
+import { type InProcess, runInput, startInProcess } from './run.js';
+import { removeServices } from './services.js';
+
+/** Instance type, region and zone of every Cloudlycke machine the tests make. */
+export const CLOUDLYCKE_DEFAULTS = { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'virtualbox' };
+
+/** Cloudlycke's "simulator": its inventory file, which tests rewrite as Vagrant would. */
+export class CloudlyckeInventory {
+  path = '';
+  /** Writes a new inventory file (with CLOUDLYCKE_DEFAULTS) and returns its path. */
+  write(instances: InventoryInstance[], defaults: Record<string, string> = CLOUDLYCKE_DEFAULTS): string {
+    return writeInventory(instances, defaults);
+  }
+  /** Rewrites the file at `path` in place, as a running `vagrant up` would. */
+  rewrite(path: string, instances: InventoryInstance[]): void {
+    writeFileSync(path, stringify({ defaults: CLOUDLYCKE_DEFAULTS, instances }));
+  }
+}
+
+interface Simulators {
+  cloudlycke: CloudlyckeInventory;
+  digitalocean: DigitalOceanSimulator;
+  openstack: OpenStackSimulator;
+  brightbox: BrightboxSimulator;
+  triton: TritonSim;
+}
+export type CloudName = keyof Simulators;
+
+export interface WorldOptions {
+  /** Instances the cloud holds from the start; `world.nodes` are the Nodes their kubelets register. */
+  instances?: number;
+  /** Triton: the key requests are signed with (default ECDSA P-256 with a passphrase). */
+  key?: KeyOptions;
+}
+
+export interface CliRun extends CliResult {
+  /** What the call wrote to Kubernetes (the API server's audit log, user ccm-operator). */
+  writes: AuditEvent[];
+  /** Wall time of the CLI process alone (not the audit log reads around it). */
+  seconds: number;
+}
+
+export interface CliOptions {
+  /** Merged over the cloud's credentials env (a key set to undefined removes it). */
+  env?: Record<string, string | undefined>;
+  /** Replaces the cloud's flags (--cloud-api-url / --cloud-config …) after --provider and --kubeconfig. */
+  cloudFlags?: string[];
+  timeoutMs?: number;
+}
+
+export interface CloudWorld<C extends CloudName = CloudName> {
+  cloud: C;
+  cp: ControlPlane;
+  api: CoreV1Api;
+  kubeconfig: string;
+  /** A folder of this world's files (cloud.conf …), removed by cleanup. */
+  dir: string;
+  sim: Simulators[C];
+  /** Triton: the signing key the sim knows, and the folder for more. */
+  keys: KeyFolder;
+  key: TestKey;
+  /** The Nodes of `options.instances`, as their kubelets register them (tainted). */
+  nodes: NodeSpec[];
+  /** The cloud's env for the CLI (credentials, endpoint). */
+  env(): Record<string, string | undefined>;
+  /** The built CLI: `args` + --provider, --kubeconfig and the cloud's flags, with the writes it made. */
+  ccm(args: string[], options?: CliOptions): Promise<CliRun>;
+  /** `ccm run`'s cloud part (provider, credentials Secret, env); creates the Secret on first use. */
+  runProvider(): Promise<Partial<RunInput>>;
+  /** `ccm run` in this process against this world; stopped by `stopRuns` (after each test). */
+  run(overrides?: Partial<RunInput>, deps?: RunDeps): Promise<InProcess>;
+  stopRuns(): Promise<void>;
+  /** Between tests: every Node deleted, the simulator emptied (or restarted with `fresh`). */
+  reset(options?: { fresh?: boolean }): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+interface Adapter<S> {
+  start(world: CloudWorld): Promise<S>;
+  stop(sim: S): Promise<void>;
+  /** Empties the simulator in place. */
+  clear(sim: S): void;
+  cli(sim: S, world: CloudWorld): { flags: string[]; env: Record<string, string | undefined> };
+  /** Creates the Secret `ccm run` reads and returns the run input's cloud part. */
+  runProvider(sim: S, world: CloudWorld): Promise<Partial<RunInput>>;
+  /** Adds n instances and returns the Nodes their kubelets register. */
+  seed(sim: S, n: number): NodeSpec[];
+}
+
+const fixture = (path: string) =>
+  readFileSync(fileURLToPath(new URL(`../fixtures/${path}`, import.meta.url)), 'utf8');
+
+function ip(i: number): string {
+  return `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+}
+
+const padded = (i: number) => `node-${String(i).padStart(5, '0')}`;
+const registered = (names: string[]): NodeSpec[] => names.map((name) => ({ name, addresses: [] }));
+
+/** DigitalOcean's getting-started Secret, with its placeholder replaced by `token`. */
+export function digitalOceanSecret(token: string, name = 'digitalocean'): V1Secret {
+  const doc = parse(fixture('digitalocean/secret.yaml')) as V1Secret;
+  return {
+    ...doc,
+    metadata: { ...doc.metadata, name },
+    stringData: { ...doc.stringData, 'access-token': token },
+  };
+}
+
+/** An official example cloud.conf, unchanged but for its auth-url, which names the simulator. */
+export function openStackCloudConf(sim: OpenStackSimulator, name = 'occm-cloud-config'): string {
+  return fixture(`openstack/${name}`).replace('http://192.128.1.15:5000/v3', sim.authUrl);
+}
+
+/** The Secret ccm's Triton credential schema describes, with its own keys. */
+export function tritonSecret(values: Record<string, string>) {
+  const stringData: Record<string, string> = {};
+  for (const field of tritonCredentials.fields) {
+    const value = values[field.key];
+    if (value !== undefined && field.secretKey) stringData[field.secretKey] = value;
+  }
+  return { metadata: { name: tritonCredentials.secretName, namespace: 'kube-system' }, stringData };
+}
+
+async function createSecretOnce(api: CoreV1Api, body: V1Secret): Promise<void> {
+  const name = body.metadata?.name ?? '';
+  const found = await api.listNamespacedSecret({
+    namespace: 'kube-system',
+    fieldSelector: `metadata.name=${name}`,
+  });
+  if (found.items.length === 0) await api.createNamespacedSecret({ namespace: 'kube-system', body });
+}
+
+const ADAPTERS: { [C in CloudName]: Adapter<Simulators[C]> } = {
+  cloudlycke: {
+    start: async () => new CloudlyckeInventory(),
+    stop: async () => {},
+    clear: (sim) => {
+      sim.path = '';
+    },
+    cli: (sim) => ({ flags: sim.path ? ['--cloud-config', sim.path] : [], env: {} }),
+    runProvider: async (sim) => ({ provider: 'cloudlycke', 'cloud-config': sim.path }),
+    seed: (sim, n) => {
+      const ids = Array.from({ length: n }, (_, i) => padded(i));
+      sim.path = sim.write(ids.map((id, i) => ({ id, addresses: [{ type: 'InternalIP', address: ip(i) }] })));
+      return registered(ids);
+    },
+  },
+  digitalocean: {
+    start: () => DigitalOceanSimulator.start(),
+    stop: (sim) => sim.stop(),
+    clear: (sim) => sim.reset(),
+    cli: (sim) => ({
+      flags: ['--cloud-api-url', sim.url],
+      env: { DO_ACCESS_TOKEN: sim.token, DO_OVERRIDE_URL: undefined },
+    }),
+    runProvider: async (sim, world) => {
+      await createSecretOnce(world.api, digitalOceanSecret(sim.token));
+      // The official controller's env name for the API base URL; the token comes from the Secret only.
+      return { credentialsSecret: 'kube-system/digitalocean', env: { DO_OVERRIDE_URL: sim.url } };
+    },
+    seed: (sim, n) => {
+      const names = Array.from({ length: n }, (_, i) => padded(i));
+      sim.addDroplets(
+        ...names.map((name, i) => ({
+          name,
+          privateIP: ip(i),
+          publicIP: `198.51.${(i >> 8) & 255}.${i & 255}`,
+        })),
+      );
+      return registered(names);
+    },
+  },
+  openstack: {
+    start: () => new OpenStackSimulator().start(),
+    stop: (sim) => sim.stop(),
+    clear: (sim) => {
+      sim.servers.clear();
+      sim.requests.length = 0;
+      sim.clearFaults();
+    },
+    cli: (sim, world) => {
+      const path = join(world.dir, 'cloud.conf');
+      writeFileSync(path, openStackCloudConf(sim), { mode: 0o600 });
+      return { flags: ['--cloud-config', path], env: {} };
+    },
+    runProvider: async (sim, world) => {
+      // The Secret of the official docs (name, namespace, key cloud.conf).
+      const doc = parse(fixture('openstack/occm-cloud-config-secret.yaml')) as V1Secret;
+      const data = { 'cloud.conf': Buffer.from(openStackCloudConf(sim)).toString('base64') };
+      await createSecretOnce(world.api, { ...doc, data });
+      return { credentialsSecret: 'kube-system/cloud-config' };
+    },
+    seed: (sim, n) => {
+      const names = Array.from({ length: n }, (_, i) => padded(i));
+      names.forEach((name, i) => {
+        sim.addServer({ name, addresses: { private: [{ addr: ip(i) }] } });
+      });
+      return registered(names);
+    },
+  },
+  brightbox: {
+    start: () => new BrightboxSimulator().start(),
+    stop: (sim) => sim.close(),
+    clear: (sim) => sim.reset(),
+    cli: (sim) => ({
+      flags: ['--cloud-api-url', sim.url],
+      env: { BRIGHTBOX_CLIENT: SIM_CLIENT.id, BRIGHTBOX_CLIENT_SECRET: SIM_CLIENT.secret },
+    }),
+    runProvider: async (sim, world) => {
+      // The official controller's Secret: its name and keys.
+      await createSecretOnce(world.api, {
+        metadata: { name: 'brightbox-credentials', namespace: 'kube-system' },
+        type: 'Opaque',
+        stringData: {
+          'controller-client': SIM_CLIENT.id,
+          'controller-client-secret': SIM_CLIENT.secret,
+          apiurl: sim.url,
+        },
+      });
+      return { credentialsSecret: 'kube-system/brightbox-credentials' };
+    },
+    seed: (sim, n) => {
+      // Named after the server id, with the address the kubelet was given (--node-ip).
+      const brightboxIp = (i: number) => `10.${240 + ((i >> 16) & 7)}.${(i >> 8) & 255}.${i & 255}`;
+      const ids = Array.from({ length: n }, (_, i) => `srv-${i.toString(36).padStart(5, '0')}`);
+      ids.forEach((id, i) => {
+        sim.addServer({ id, name: `worker-${i}`, zone: i % 2 ? 'gb1-b' : 'gb1-a', ipv4: brightboxIp(i) });
+      });
+      return ids.map((name, i) => ({
+        name,
+        providedNodeIP: brightboxIp(i),
+        addresses: [
+          { type: 'ExternalIP', address: brightboxIp(i) },
+          { type: 'Hostname', address: name },
+        ],
+      }));
+    },
+  },
+  triton: {
+    start: async (world) => {
+      const sim = await new TritonSim({ login: 'demo' }).start();
+      sim.addKey(world.key.publicKey);
+      return sim;
+    },
+    stop: (sim) => sim.stop(),
+    clear: (sim) => {
+      sim.machines.clear();
+      sim.requests.length = 0;
+      sim.faults.length = 0;
+    },
+    cli: (sim, world) => ({
+      flags: [],
+      env: {
+        TRITON_URL: sim.url,
+        TRITON_ACCOUNT: 'demo',
+        TRITON_KEY_MATERIAL: world.key.privateKey,
+        TRITON_KEY_PASSPHRASE: world.key.passphrase,
+        // nothing of the machine running the tests leaks in
+        SSH_AUTH_SOCK: undefined,
+        TRITON_KEY_ID: undefined,
+        TRITON_USER: undefined,
+        TRITON_DATACENTER: undefined,
+        SDC_URL: undefined,
+        SDC_ACCOUNT: undefined,
+        SDC_KEY_ID: undefined,
+        SDC_USER: undefined,
+      },
+    }),
+    runProvider: async (sim, world) => {
+      const values: Record<string, string> = {
+        url: sim.url,
+        account: 'demo',
+        keyMaterial: world.key.privateKey,
+      };
+      if (world.key.passphrase) values.keyPassphrase = world.key.passphrase;
+      await createSecretOnce(world.api, tritonSecret(values));
+      return { credentialsSecret: `kube-system/${tritonCredentials.secretName}` };
+    },
+    seed: (sim, n) => {
+      const names = Array.from({ length: n }, (_, i) => padded(i));
+      names.forEach((name, i) => {
+        sim.addMachine({ name, ips: [ip(i)], primaryIp: ip(i) });
+      });
+      return registered(names);
+    },
+  },
+};
+
+/** Starts a cloud's world; `cleanup()` stops all of it. */
+export async function cloudWorld<C extends CloudName>(
+  cloud: C,
+  options: WorldOptions = {},
+): Promise<CloudWorld<C>> {
+  const adapter = ADAPTERS[cloud] as unknown as Adapter<Simulators[C]>;
+  const runs = new Set<InProcess>();
+  const keys = new KeyFolder();
+  const world: CloudWorld<C> = {
+    cloud,
+    cp: undefined as unknown as ControlPlane,
+    api: undefined as unknown as CoreV1Api,
+    kubeconfig: '',
+    dir: mkdtempSync(join(tmpdir(), `ccm-${cloud}-`)),
+    sim: undefined as unknown as Simulators[C],
+    keys,
+    key: undefined as unknown as TestKey,
+    nodes: [],
+    env: () => adapter.cli(world.sim, world).env,
+    async ccm(args, opts = {}) {
+      const own = adapter.cli(world.sim, world);
+      const before = (await world.cp.writes(CCM_USER)).length;
+      const started = performance.now();
+      const result = await cli(
+        [...args, '--provider', cloud, '--kubeconfig', world.kubeconfig, ...(opts.cloudFlags ?? own.flags)],
+        { ...own.env, ...opts.env },
+        opts.timeoutMs,
+      );
+      const seconds = (performance.now() - started) / 1000;
+      return { ...result, seconds, writes: (await world.cp.writes(CCM_USER)).slice(before) };
+    },
+    async runProvider() {
+      return { provider: cloud, 'cloud-config': undefined, ...(await adapter.runProvider(world.sim, world)) };
+    },
+    async run(overrides = {}, deps = {}) {
+      const provider = await world.runProvider();
+      const input = runInput(world.kubeconfig, '', {
+        ...provider,
+        ...overrides,
+        env: { ...provider.env, ...overrides.env },
+      });
+      const started = await startInProcess(input, deps);
+      // Stopped once, whether by the test or after it.
+      let stopped: Promise<number> | undefined;
+      const stop = started.stop;
+      started.stop = () => {
+        stopped ??= stop();
+        return stopped;
+      };
+      runs.add(started);
+      return started;
+    },
+    async stopRuns() {
+      const all = [...runs];
+      runs.clear();
+      await Promise.all(all.map((r) => r.stop()));
+    },
+    async reset({ fresh = false } = {}) {
+      await world.stopRuns();
+      if (fresh) {
+        await adapter.stop(world.sim);
+        world.sim = await adapter.start(world as CloudWorld);
+      } else adapter.clear(world.sim);
+      await deleteAllNodes(world.api);
+    },
+    async cleanup() {
+      await world.stopRuns();
+      await Promise.all([world.cp?.stop(), world.sim && adapter.stop(world.sim)]);
+      keys.remove();
+      rmSync(world.dir, { recursive: true, force: true });
+    },
+  };
+  try {
+    if (cloud === 'triton') {
+      world.key = keys.make(
+        options.key ?? { type: 'ecdsa', bits: 256, passphrase: 'a passphrase nobody may see' },
+      );
+    }
+    const [cp, sim] = await Promise.all([startControlPlane(), adapter.start(world as CloudWorld)]);
+    world.cp = cp;
+    world.sim = sim;
+    world.kubeconfig = cp.kubeconfigPath;
+    world.api = fixtureApi(cp.kubeconfigPath);
+    if (options.instances) world.nodes = adapter.seed(sim, options.instances);
+  } catch (err) {
+    await world.cleanup().catch(() => {});
+    throw err;
+  }
+  return world;
+}
+
+/**
+ * A vitest file's world: started before its first test, reset before each (`fresh`: a new simulator
+ * each time), runs stopped after each (then its Services removed with `services`, then
+ * `afterEachTest`), all stopped after the last. Its fields
+ * are read through the returned object, which is filled in by beforeAll.
+ */
+export function useCloudWorld<C extends CloudName>(
+  cloud: C,
+  options: WorldOptions & {
+    fresh?: boolean;
+    /** After each test (its runs stopped): every Service of namespace `default` removed. */
+    services?: boolean;
+    afterEachTest?: (world: CloudWorld<C>) => Promise<void> | void;
+  } = {},
+): CloudWorld<C> {
+  let current: CloudWorld<C> | undefined;
+  beforeAll(async () => {
+    current = await cloudWorld(cloud, options);
+  });
+  afterAll(async () => {
+    await current?.cleanup();
+  });
+  beforeEach(async () => {
+    await current?.reset({ fresh: options.fresh });
+  });
+  afterEach(async () => {
+    await current?.stopRuns();
+    if (current && options.services) await removeServices(current.api, 'default');
+    if (current) await options.afterEachTest?.(current);
+  });
+  return new Proxy({} as CloudWorld<C>, {
+    get(_, key) {
+      if (!current) throw new Error(`the ${cloud} world is used before beforeAll started it`);
+      return current[key as keyof CloudWorld<C>];
+    },
+    set(_, key, value) {
+      if (!current) throw new Error(`the ${cloud} world is used before beforeAll started it`);
+      (current as unknown as Record<string | symbol, unknown>)[key] = value;
+      return true;
+    },
+  });
+}
