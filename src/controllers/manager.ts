@@ -43,6 +43,8 @@ export interface ControllerOptions {
   loadBalancerClass?: string;
   /** --cluster-name: the identity in ownership tags (default: derived from the kube-system UID). */
   clusterName?: string;
+  /** --adopt-official: take over the official controller's load balancers, named for this cluster name. */
+  adoptOfficial?: { clusterName: string };
 }
 
 export interface ControllerContext {
