@@ -81,6 +81,7 @@ export function migrateReport(result: MigrateResult): Report<ServicePlan> {
     notes: [
       `Found of ${result.from}:${found.length === 0 ? ' nothing' : ''}`,
       ...found.map((l) => `  ${l}`),
+      ...(result.mode === 'rollback' ? [] : retagLines(result)),
       'Not touched:',
       ...result.untouched.map((l) => `  ${l}`),
       ...(running.length > 0 && result.mode !== 'rollback'
@@ -91,4 +92,16 @@ export function migrateReport(result: MigrateResult): Report<ServicePlan> {
     ],
     failed: false,
   });
+}
+
+/** What is (or would be) re-tagged with ccm's ownership tag, or why nothing is. */
+function retagLines(result: MigrateResult): string[] {
+  const tagged = result.services.filter((s) => s.tags.length > 0 && s.loadBalancer);
+  if (tagged.length === 0) {
+    return [`Re-tagged with ccm's ownership tag: nothing${result.retagNote ? ` (${result.retagNote})` : ''}`];
+  }
+  return [
+    "Re-tagged with ccm's ownership tag (beside the official tags, which stay):",
+    ...tagged.map((s) => `  ${s.loadBalancer?.name} (${s.loadBalancer?.id}): + ${s.tags.join(', ')}`),
+  ];
 }

@@ -94,6 +94,8 @@ export interface MigrateResult {
   services: ServicePlan[];
   /** What is left alone, one line each. */
   untouched: string[];
+  /** Why nothing is re-tagged, where the cloud cannot tag a load balancer ccm adopts. */
+  retagNote?: string;
   /** Whether anything was written (apply, rollback). */
   wrote: boolean;
 }
@@ -167,8 +169,11 @@ export async function runMigrate(input: MigrateInput): Promise<MigrateResult> {
     if (input.mode === 'rollback') {
       return { ...base, ...(await rollback(http, adoption, services, backup, officialCluster)) };
     }
-    const plans = await plan(services, official, adoption, clusterID, officialCluster);
-    const untouched = untouchedLines(base.workloads, base.secrets, plans);
+    const plans = await planMigration(services, official, adoption, clusterID, officialCluster);
+    const untouched = untouchedLines(base.workloads, base.leases, base.secrets, plans);
+    const firstFound = plans.find((p) => p.loadBalancer)?.loadBalancer;
+    const note = firstFound && adoption.ownershipTags(firstFound, clusterID).note;
+    Object.assign(base, note ? { retagNote: note } : {});
     if (input.mode === 'dry-run') return { ...base, services: plans, untouched, wrote: false };
     const wrote = await apply(http, adoption, plans, services, backup);
     return {
@@ -232,7 +237,7 @@ async function listLoadBalancerServices(http: KubeTransport): Promise<SlimServic
 
 const ingressOf = (svc: SlimService) => svc.ingress.map((i) => i.ip ?? i.hostname ?? '').filter(Boolean);
 
-async function plan(
+export async function planMigration(
   services: readonly SlimService[],
   official: OfficialController,
   adoption: LoadBalancerAdoption,
@@ -280,27 +285,26 @@ async function plan(
         note: `the Service shows ${foreignAddress.join(', ')}, which ${lb.name} (${lb.id}) does not have: left alone; look at both before you migrate it`,
       };
     }
-    const { add, note } = adoption.ownershipTags(lb, clusterID);
-    const tags = add.filter((t) => !lb.tags.includes(t));
-    return {
-      ...common,
-      action: 'adopt',
-      loadBalancer: lb,
-      tags,
-      ...(note && tags.length === 0 ? { note } : {}),
-    };
+    const tags = adoption.ownershipTags(lb, clusterID).add.filter((t) => !lb.tags.includes(t));
+    return { ...common, action: 'adopt', loadBalancer: lb, tags };
   });
 }
 
 function untouchedLines(
   workloads: readonly FoundWorkload[],
+  leases: readonly { name: string; holder?: string }[],
   secrets: readonly { name: string; exists: boolean; compatible: boolean }[],
   plans: readonly ServicePlan[],
 ): string[] {
   const lines = [
-    ...workloads.map(
-      (w) =>
-        `${w.kind} ${w.namespace}/${w.name} (${w.replicas} replica${w.replicas === 1 ? '' : 's'}): scale it to 0 yourself before ccm runs (kubectl -n ${w.namespace} scale ${w.kind.toLowerCase()}/${w.name} --replicas=0); ccm migrate does not change it`,
+    ...workloads.map((w) =>
+      w.replicas === 0
+        ? `${w.kind} ${w.namespace}/${w.name}: scaled to 0 already; keep it so while ccm runs`
+        : `${w.kind} ${w.namespace}/${w.name} (${w.replicas} replica${w.replicas === 1 ? '' : 's'}): stop it yourself before ccm runs${w.kind === 'Deployment' ? ` (kubectl -n ${w.namespace} scale deployment/${w.name} --replicas=0)` : ''}; ccm migrate does not change it`,
+    ),
+    ...leases.map(
+      (l) =>
+        `Lease kube-system/${l.name}: left as it is; ccm elects on the same name by default, so only one of the two leads at a time`,
     ),
     ...secrets
       .filter((s) => s.exists)
