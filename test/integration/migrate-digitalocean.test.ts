@@ -35,6 +35,7 @@ import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/
 import { ccm as cli } from '../helpers/cli.js';
 import { type InProcess, runInput, startInProcess, until } from '../helpers/run.js';
 import { lbService, MERGE_PATCH, removeServices } from '../helpers/services.js';
+import { Terminal } from '../helpers/terminal.js';
 
 const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
 const LB_ID = 'kubernetes.digitalocean.com/load-balancer-id';
@@ -307,6 +308,43 @@ describe('ccm migrate --provider digitalocean', () => {
     await expect(
       api.readNamespacedConfigMap({ name: 'ccm-migrate-backup', namespace: 'kube-system' }),
     ).rejects.toThrow();
+  }, 120_000);
+
+  it('on a terminal, without --yes, it shows the plan and asks: no writes nothing, yes applies', async () => {
+    const [d1] = await seedNodes();
+    const web = await seedOfficial('web', [d1 as number]);
+    const ask = async (answer: string) => {
+      const terminal = await Terminal.open(
+        ['migrate', '--provider', 'digitalocean', '--kubeconfig', cp.kubeconfigPath],
+        { width: 200, height: 50, env: env() },
+      );
+      try {
+        await terminal.waitFor('Hand these load balancers to ccm?');
+        expect(await terminal.screen({ joined: true })).toContain(
+          `default/web → ${web.lb.name} (${web.lb.ip})`,
+        );
+        await terminal.type(answer, 'Enter');
+        return { code: await terminal.exit(), screen: await terminal.screen({ joined: true }) };
+      } finally {
+        await terminal.close();
+      }
+    };
+    const writes0 = await ccmWrites();
+    const no = await ask('n');
+    expect(no.code).toBe(0);
+    expect(no.screen).toContain('dry run, nothing written');
+    expect(await ccmWrites()).toBe(writes0);
+    expect(
+      (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations?.[ADOPTED],
+    ).toBeUndefined();
+
+    const yes = await ask('y');
+    expect(yes.code).toBe(0);
+    expect(yes.screen).toContain('1 load balancer of digitalocean-cloud-controller-manager handed to ccm');
+    expect(
+      (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations?.[ADOPTED],
+    ).toBe(web.lb.id);
+    expect(lbWrites()).toEqual([]);
   }, 120_000);
 
   it('ccm run --adopt-official takes over the official load balancer of a Service without ccm migrate', async () => {
