@@ -1,7 +1,7 @@
 import { describeRequest, wantsLoadBalancer } from '../controllers/service.js';
 import { clusterIdentity } from '../kube/cluster-identity.js';
 import { loadKubeConfig } from '../kube/config.js';
-import { listWorkloads, readLease, type WorkloadInfo } from '../kube/diagnostics.js';
+import { listWorkloads, type PodInfo, readLease, type WorkloadInfo } from '../kube/diagnostics.js';
 import { KubeApiError } from '../kube/errors.js';
 import { type SlimService, serviceKey, slimService } from '../kube/services.js';
 import { KubeTransport } from '../kube/transport.js';
@@ -167,6 +167,7 @@ export async function runMigrate(input: MigrateInput): Promise<MigrateResult> {
       configMaps,
     };
     if (input.mode === 'rollback') {
+      await refuseWhileCcmRuns(http);
       return { ...base, ...(await rollback(http, adoption, services, backup, officialCluster)) };
     }
     const plans = await planMigration(services, official, adoption, clusterID, officialCluster);
@@ -202,6 +203,29 @@ function officialOf(definition: ProviderDefinition, from: string | undefined): O
     );
   }
   return found;
+}
+
+/** ccm's Pods, as `ccm manifests` labels them (doctor looks for the same). */
+const CCM_POD_SELECTOR = 'app.kubernetes.io/name=ccm,app.kubernetes.io/component=controller';
+
+/**
+ * A rollback under a running ccm would take the hand-over from under its service controller, which
+ * would then build load balancers of its own: refused while a ccm Pod runs.
+ */
+async function refuseWhileCcmRuns(http: KubeTransport): Promise<void> {
+  const list = await http.request<{ items?: PodInfo[] }>({
+    method: 'GET',
+    path: `/api/v1/pods?labelSelector=${encodeURIComponent(CCM_POD_SELECTOR)}`,
+  });
+  const running = (list.items ?? []).filter(
+    (p) => p.status?.phase === 'Running' || p.status?.phase === 'Pending',
+  );
+  const first = running[0]?.metadata;
+  if (first) {
+    throw new UsageError(
+      `ccm still runs (Pod ${first.namespace}/${first.name}${running.length > 1 ? ` and ${running.length - 1} more` : ''}): stop it first (kubectl -n ${first.namespace} scale deployment/ccm --replicas=0), then --rollback, or its service controller would build load balancers of its own`,
+    );
+  }
 }
 
 async function exists(http: KubeTransport, path: string): Promise<boolean> {

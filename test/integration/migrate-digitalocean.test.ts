@@ -292,6 +292,53 @@ describe('ccm migrate --provider digitalocean', () => {
     await ccm.stop();
     ccm = undefined;
 
+    // Not while a ccm Pod runs: its service controller would build load balancers of its own.
+    await api.createNamespacedServiceAccount({
+      namespace: 'kube-system',
+      body: { metadata: { name: 'ccm' } },
+    });
+    const pod = await api.createNamespacedPod({
+      namespace: 'kube-system',
+      body: {
+        metadata: {
+          name: 'ccm-5d9f-abcde',
+          labels: { 'app.kubernetes.io/name': 'ccm', 'app.kubernetes.io/component': 'controller' },
+        },
+        spec: {
+          serviceAccountName: 'ccm',
+          automountServiceAccountToken: false,
+          containers: [{ name: 'ccm', image: 'registry.example.com/ccm:test' }],
+        },
+      },
+    });
+    await api.replaceNamespacedPodStatus({
+      name: 'ccm-5d9f-abcde',
+      namespace: 'kube-system',
+      body: { ...pod, status: { phase: 'Running' } },
+    });
+    const writesBeforeRefusal = await ccmWrites();
+    const refused = await migrate('--rollback');
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stderr.trim()).toBe(
+      'ccm: ccm still runs (Pod kube-system/ccm-5d9f-abcde): stop it first (kubectl -n kube-system scale deployment/ccm --replicas=0), then --rollback, or its service controller would build load balancers of its own',
+    );
+    expect(await ccmWrites()).toBe(writesBeforeRefusal);
+    await api.deleteNamespacedPod({
+      name: 'ccm-5d9f-abcde',
+      namespace: 'kube-system',
+      gracePeriodSeconds: 0,
+    });
+    await until(
+      'the ccm Pod gone',
+      async () =>
+        (
+          await api.listNamespacedPod({
+            namespace: 'kube-system',
+            labelSelector: 'app.kubernetes.io/name=ccm',
+          })
+        ).items.length === 0,
+    );
+
     // --rollback: the annotations exactly as they were, the tags as they were, the backup gone.
     const back = await migrate('--rollback', '-o', 'json');
     expect(back.exitCode).toBe(0);
