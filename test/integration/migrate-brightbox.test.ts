@@ -208,4 +208,74 @@ describe('ccm migrate --provider brightbox', () => {
     expect(JSON.stringify(restored.metadata?.annotations)).toBe(JSON.stringify(before));
     expect(sim.loadBalancers.size).toBe(1);
   }, 120_000);
+
+  it('ccm run --adopt-official finds the official load balancer by <name>.<namespace>.brightbox-k8s and keeps its cloud IP', async () => {
+    const s1 = sim.addServer({ name: 'worker-a' });
+    await createNodes(api, [{ name: 'worker-a', providerID: `brightbox://${s1.id}`, tainted: false }]);
+    const created = await api.createNamespacedService({ namespace: NS, body: lbService('shop') });
+    const nodePort = created.spec?.ports?.[0]?.nodePort as number;
+    const name = `shop.${NS}.${CLUSTER}`;
+    const lbId = 'lba-off02';
+    sim.loadBalancers.set(lbId, {
+      id: lbId,
+      name,
+      status: 'active',
+      locked: false,
+      policy: 'least-connections',
+      httpsRedirect: false,
+      domains: [],
+      acme: {},
+      acmeReadsLeft: 0,
+      listeners: [{ protocol: 'tcp', in: 80, out: nodePort, timeout: 50_000, proxy_protocol: null }],
+      healthcheck: {
+        type: 'tcp',
+        port: nodePort,
+        request: '/',
+        interval: 5000,
+        timeout: 5000,
+        threshold_up: 3,
+        threshold_down: 3,
+      },
+      nodes: [],
+      readsLeft: 0,
+    });
+    const cip = sim.addCloudIP({ name, mappedTo: lbId });
+    const lbsBefore = sim.loadBalancers.size;
+    const cipsBefore = sim.cloudIPs.size;
+    ccm = await startInProcess(
+      runInput(cp.kubeconfigPath, '', {
+        provider: 'brightbox',
+        'cloud-config': undefined,
+        credentialsSecret: 'kube-system/brightbox-credentials',
+        controllerOptions: {
+          concurrency: 4,
+          deletionGracePeriodMs: 0,
+          nodeMonitorPeriodMs: 200,
+          nodeStatusUpdateFrequencyMs: 60_000,
+          cloudListPeriodMs: 500,
+          adoptOfficial: { clusterName: CLUSTER },
+        },
+      }),
+    );
+    await until(
+      'shop handed over, worker-a behind it',
+      async () =>
+        (await api.readNamespacedService({ name: 'shop', namespace: NS })).metadata?.annotations?.[
+          ADOPTED
+        ] === lbId && sim.loadBalancers.get(lbId)?.nodes.includes(s1.id),
+      30_000,
+    );
+    const svc = await until(
+      'shop ingress',
+      async () => {
+        const s = await api.readNamespacedService({ name: 'shop', namespace: NS });
+        return s.status?.loadBalancer?.ingress?.some((i) => i.ip === cip.publicIPv4) ? s : undefined;
+      },
+      30_000,
+    );
+    expect(svc.status?.loadBalancer?.ingress).toContainEqual(expect.objectContaining({ ip: cip.publicIPv4 }));
+    expect(sim.loadBalancers.size).toBe(lbsBefore);
+    expect(sim.cloudIPs.size).toBe(cipsBefore);
+    expect(sim.cloudIPs.get(cip.id)?.mappedTo).toBe(lbId);
+  }, 60_000);
 });

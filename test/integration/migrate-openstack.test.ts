@@ -247,4 +247,62 @@ describe('ccm migrate --provider openstack', () => {
     expect(JSON.stringify(restored.metadata?.annotations)).toBe(JSON.stringify(before));
     expect(sim.octavia.loadBalancers.size).toBe(1);
   }, 120_000);
+
+  it('ccm run --adopt-official finds the official load balancer by kube_service_kubernetes_<ns>_<name> and its tag, and keeps it', async () => {
+    const api1 = await seedOfficial('api', [{ name: 'k8s-worker-1', ip: '10.0.0.11' }]);
+    // Without the load-balancer-id annotation (as a Service whose annotation someone removed): only the
+    // name and the tag can find it.
+    await api.patchNamespacedService(
+      { name: 'api', namespace: NS, body: { metadata: { annotations: { [LB_ID]: null } } } },
+      MERGE_PATCH,
+    );
+    // The same Service in a cluster named "other" (another cluster sharing the project) is not taken.
+    octavia('POST', '/loadbalancers', {
+      loadbalancer: {
+        name: `kube_service_other_${NS}_api`,
+        vip_subnet_id: SUBNET_ID,
+        tags: [`kube_service_other_${NS}_api`],
+      },
+    });
+    const before = sim.octavia.loadBalancers.size;
+    sim.requests.length = 0;
+    ccm = await startInProcess(
+      runInput(cp.kubeconfigPath, '', {
+        provider: 'openstack',
+        'cloud-config': undefined,
+        credentialsSecret: 'kube-system/cloud-config',
+        controllerOptions: {
+          concurrency: 4,
+          deletionGracePeriodMs: 0,
+          nodeMonitorPeriodMs: 200,
+          nodeStatusUpdateFrequencyMs: 60_000,
+          cloudListPeriodMs: 500,
+          adoptOfficial: { clusterName: 'kubernetes' },
+        },
+      }),
+    );
+    await until(
+      'api handed over',
+      async () =>
+        (await api.readNamespacedService({ name: 'api', namespace: NS })).metadata?.annotations?.[ADOPTED] ===
+        api1.id,
+      30_000,
+    );
+    await until(
+      'both Nodes members of the official pool',
+      async () =>
+        sim.octavia
+          .tree(api1.id)[0]
+          ?.members.map((m) => m.address)
+          .sort()
+          .join() === '10.0.0.11,10.0.0.12',
+      30_000,
+    );
+    expect(sim.octavia.loadBalancers.size).toBe(before);
+    expect(
+      cloudWrites().filter((r) => r.method === 'DELETE' || /\/(loadbalancers|floatingips)$/.test(r.path)),
+    ).toEqual([]);
+    const svc = await api.readNamespacedService({ name: 'api', namespace: NS });
+    expect(svc.status?.loadBalancer?.ingress).toEqual([expect.objectContaining({ ip: api1.ip })]);
+  }, 60_000);
 });
