@@ -53,14 +53,10 @@ export function doAdoption(client: DigitalOceanClient): LoadBalancerAdoption {
         signal,
       );
       const byId = new Map(all.map((lb) => [lb.id, lb]));
-      const clusterTag = officialCluster ? `k8s:${officialCluster}` : undefined;
       const found = new Map<string, ForeignLoadBalancer>();
       for (const req of services) {
-        const lb = officialOf(req, all, byId);
-        if (!lb) continue;
-        // With DO_CLUSTER_ID, the official controller tagged every load balancer of its cluster.
-        if (clusterTag && !(lb.tags ?? []).includes(clusterTag)) continue;
-        found.set(req.service.uid, foreign(lb));
+        const lb = officialOf(req, all, byId, officialCluster);
+        if (lb) found.set(req.service.uid, foreign(lb));
       }
       return found;
     },
@@ -80,15 +76,29 @@ export function doAdoption(client: DigitalOceanClient): LoadBalancerAdoption {
   };
 }
 
+/**
+ * With DO_CLUSTER_ID the official controller tags every load balancer `k8s:<it>`; without, it tags
+ * none. A load balancer with another `k8s:` tag is another cluster's, or ccm's own (ccm names load
+ * balancers by the same rule, and tags them `k8s:<its cluster id>`): never the official one.
+ */
+function taggedByOfficial(lb: DoLoadBalancer, officialCluster: string): boolean {
+  const k8sTags = (lb.tags ?? []).filter((t) => t.startsWith('k8s:'));
+  return officialCluster ? k8sTags.includes(`k8s:${officialCluster}`) : k8sTags.length === 0;
+}
+
 function officialOf(
   req: LoadBalancerRequest,
   all: readonly DoLoadBalancer[],
   byId: ReadonlyMap<string, DoLoadBalancer>,
+  officialCluster: string,
 ): DoLoadBalancer | undefined {
   const id = req.adoptedID ?? text(req.service.annotations, LOAD_BALANCER_ID);
-  if (id) return byId.get(id);
+  if (id) {
+    const lb = byId.get(id);
+    return lb && taggedByOfficial(lb, officialCluster) ? lb : undefined;
+  }
   const names = new Set([text(req.service.annotations, NAME) ?? req.name, req.name]);
-  return all.find((lb) => names.has(lb.name));
+  return all.find((lb) => names.has(lb.name) && taggedByOfficial(lb, officialCluster));
 }
 
 function foreign(lb: DoLoadBalancer): ForeignLoadBalancer {
