@@ -20,8 +20,8 @@ const SAID: Record<MigrateResult['mode'], Record<ServiceAction, string>> = {
     mismatch: 'left alone',
   },
   apply: {
-    adopt: 'adopting',
-    adopted: 'adopted',
+    adopt: 'adopted',
+    adopted: 'adopted before',
     restore: 'restored',
     none: 'nothing found',
     mismatch: 'left alone',
@@ -36,9 +36,7 @@ const SAID: Record<MigrateResult['mode'], Record<ServiceAction, string>> = {
 };
 
 export function migrateReport(result: MigrateResult): Report<ServicePlan> {
-  const adopt = result.services.filter(
-    (s) => s.action === 'adopt' || (result.mode === 'apply' && s.action === 'adopted'),
-  );
+  const adopt = result.services.filter((s) => s.action === 'adopt');
   const summary =
     result.mode === 'rollback'
       ? `${plural(result.services.length, ['Service', 'Services'])} given back to ${result.from}`

@@ -177,12 +177,7 @@ export async function runMigrate(input: MigrateInput): Promise<MigrateResult> {
     Object.assign(base, note ? { retagNote: note } : {});
     if (input.mode === 'dry-run') return { ...base, services: plans, untouched, wrote: false };
     const wrote = await apply(http, adoption, plans, services, backup);
-    return {
-      ...base,
-      services: plans.map((p) => (p.action === 'adopt' ? { ...p, action: 'adopted' as const } : p)),
-      untouched,
-      wrote,
-    };
+    return { ...base, services: plans, untouched, wrote };
   } finally {
     await http.close();
   }
