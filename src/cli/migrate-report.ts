@@ -72,6 +72,15 @@ export function migrateReport(result: MigrateResult): Report<ServicePlan> {
       },
       { header: 'IP', value: (s) => (s.loadBalancer?.addresses ?? s.ingress).join(',') || undefined },
       { header: 'TAGS', value: (s) => s.tags.join(',') || undefined, blank: '' },
+      {
+        header: 'OFFICIAL ANNOTATIONS',
+        key: 'official_annotations',
+        value: (s) =>
+          Object.entries(s.officialAnnotations)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(',') || undefined,
+        wide: true,
+      },
       { header: 'NOTE', value: (s) => s.note, blank: '', give: 'first' },
     ],
     summary,
