@@ -46,6 +46,7 @@ export function migrateReport(result: MigrateResult): Report<ServicePlan> {
           ? `${plural(adopt.length, 'load balancer')} of ${result.from} handed to ccm (cluster ${result.clusterID}); --rollback gives them back`
           : `nothing to do: every load balancer of ${result.from} is ccm's already`;
   const found = [
+    `cluster name in its names and tags: ${result.officialCluster ? `"${result.officialCluster}"` : 'none'} (${result.officialClusterFrom})`,
     ...result.workloads.map((w) => `${w.kind} ${w.namespace}/${w.name}: ${plural(w.replicas, 'replica')}`),
     ...result.leases.map((l) => `Lease kube-system/${l.name}${l.holder ? ` held by ${l.holder}` : ''}`),
     ...result.secrets.map(

@@ -78,6 +78,10 @@ export interface FoundWorkload {
   name: string;
   /** Desired replicas (a DaemonSet: scheduled Pods). */
   replicas: number;
+  /** Its --cluster-name, which its load balancers' names and tags carry. */
+  clusterName?: string;
+  /** Its --leader-elect-resource-name, when it elects on a Lease of its own name. */
+  lease?: string;
 }
 
 export interface MigrateResult {
@@ -87,6 +91,8 @@ export interface MigrateResult {
   from: string;
   clusterID: string;
   officialCluster: string;
+  /** Where officialCluster comes from: the flag, the official workload's --cluster-name, or its default. */
+  officialClusterFrom: string;
   workloads: FoundWorkload[];
   leases: { name: string; holder?: string }[];
   secrets: { name: string; exists: boolean; compatible: boolean }[];
@@ -128,11 +134,24 @@ export async function runMigrate(input: MigrateInput): Promise<MigrateResult> {
       throw new UsageError(`the ${definition.name} provider has no load balancers to take over`);
     }
     const clusterID = await clusterIdentity(http, input['cluster-name']);
-    const officialCluster = input['official-cluster-name'] ?? official.defaultClusterName ?? '';
-    const [workloads, leases, secrets, configMaps, services, backup] = await Promise.all([
-      findWorkloads(http, official),
+    const workloads = await findWorkloads(http, official);
+    // The cluster name its names and tags carry: --official-cluster-name, else the one its own
+    // Deployment or DaemonSet passes it, else its default.
+    const fromWorkload = workloads.find((w) => w.clusterName);
+    const officialCluster =
+      input['official-cluster-name'] ?? fromWorkload?.clusterName ?? official.defaultClusterName ?? '';
+    const officialClusterFrom =
+      input['official-cluster-name'] !== undefined
+        ? '--official-cluster-name'
+        : fromWorkload
+          ? `${fromWorkload.kind} ${fromWorkload.namespace}/${fromWorkload.name}`
+          : `${official.id}'s default`;
+    const leaseNames = [
+      ...new Set([...official.leases, ...workloads.flatMap((w) => (w.lease ? [w.lease] : []))]),
+    ];
+    const [leases, secrets, configMaps, services, backup] = await Promise.all([
       Promise.all(
-        official.leases.map(async (name) => {
+        leaseNames.map(async (name) => {
           const lease = await readLease(http, 'kube-system', name);
           return lease
             ? { name, ...(lease.holderIdentity ? { holder: lease.holderIdentity } : {}) }
@@ -161,6 +180,7 @@ export async function runMigrate(input: MigrateInput): Promise<MigrateResult> {
       from: official.id,
       clusterID,
       officialCluster,
+      officialClusterFrom,
       workloads,
       leases: leases.filter((l): l is { name: string; holder?: string } => l !== undefined),
       secrets,
@@ -237,7 +257,30 @@ async function exists(http: KubeTransport, path: string): Promise<boolean> {
 async function findWorkloads(http: KubeTransport, official: OfficialController): Promise<FoundWorkload[]> {
   return (await listWorkloads(http))
     .filter((w) => isOfficial(w, official))
-    .map(({ kind, namespace, name, replicas }) => ({ kind, namespace, name, replicas }));
+    .map(({ kind, namespace, name, replicas, commandLines }) => {
+      const clusterName = flagValue(commandLines, 'cluster-name');
+      const lease = flagValue(commandLines, 'leader-elect-resource-name');
+      return {
+        kind,
+        namespace,
+        name,
+        replicas,
+        ...(clusterName ? { clusterName } : {}),
+        ...(lease ? { lease } : {}),
+      };
+    });
+}
+
+/** A flag's value in a container's command line (`--name=value` or `--name value`), if given. */
+export function flagValue(commandLines: readonly (readonly string[])[], name: string): string | undefined {
+  for (const line of commandLines) {
+    for (let i = 0; i < line.length; i++) {
+      const arg = line[i] as string;
+      if (arg.startsWith(`--${name}=`)) return arg.slice(name.length + 3);
+      if (arg === `--${name}` && i + 1 < line.length) return line[i + 1];
+    }
+  }
+  return undefined;
 }
 
 /** The official controller's workload: by its published name, or by its image under another name. */

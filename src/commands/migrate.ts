@@ -40,7 +40,8 @@ export default class Migrate extends BaseCommand {
         "ccm's identity in its ownership tags, as `ccm run --cluster-name` (default: derived from the kube-system namespace UID)",
     }),
     'official-cluster-name': Flags.string({
-      description: "The --cluster-name the official controller ran with (default: that controller's default)",
+      description:
+        "The --cluster-name the official controller ran with (default: the one its Deployment or DaemonSet passes it, else that controller's default)",
     }),
     'credentials-secret': Flags.string({
       description:

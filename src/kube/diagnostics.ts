@@ -124,11 +124,30 @@ export interface WorkloadInfo {
   /** Desired replicas (a DaemonSet: the Pods it schedules). */
   replicas: number;
   images: string[];
+  /** Each container's command and args, with `$(VAR)` expanded from its literal env values. */
+  commandLines: string[][];
+}
+
+interface RawContainer {
+  image?: string;
+  command?: string[];
+  args?: string[];
+  env?: { name?: string; value?: string }[];
+}
+
+/** `$(VAR)` as the kubelet expands it in command and args, from the container's literal env values. */
+function commandLine(c: RawContainer): string[] {
+  const env = new Map(
+    (c.env ?? []).flatMap((e) => (e.name && e.value !== undefined ? [[e.name, e.value]] : [])),
+  );
+  return [...(c.command ?? []), ...(c.args ?? [])].map((a) =>
+    a.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (whole, name: string) => env.get(name) ?? whole),
+  );
 }
 
 interface RawWorkload {
   metadata?: { namespace?: string; name?: string };
-  spec?: { replicas?: number; template?: { spec?: { containers?: { image?: string }[] } } };
+  spec?: { replicas?: number; template?: { spec?: { containers?: RawContainer[] } } };
   status?: { desiredNumberScheduled?: number };
 }
 
@@ -147,6 +166,7 @@ export async function listWorkloads(http: KubeTransport): Promise<WorkloadInfo[]
         name: w.metadata?.name ?? '',
         replicas: kind === 'Deployment' ? (w.spec?.replicas ?? 1) : (w.status?.desiredNumberScheduled ?? 0),
         images: (w.spec?.template?.spec?.containers ?? []).map((c) => c.image ?? ''),
+        commandLines: (w.spec?.template?.spec?.containers ?? []).map(commandLine),
       });
     }
   }

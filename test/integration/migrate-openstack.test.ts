@@ -21,7 +21,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
+import { AppsV1Api, type CoreV1Api, KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { FLOATING_NETWORK_ID, SUBNET_ID } from '../clouds/openstack/octavia.js';
@@ -54,6 +54,44 @@ beforeAll(async () => {
   [cp, sim] = await Promise.all([startControlPlane(), new OpenStackSimulator().start()]);
   api = fixtureApi(cp.kubeconfigPath);
   await api.createNamespacedSecret({ namespace: 'kube-system', body: cloudConfigSecret() });
+  // The published DaemonSet (manifests/controller-manager/openstack-cloud-controller-manager-ds.yaml):
+  // its cluster name comes from $(CLUSTER_NAME).
+  const kc = new KubeConfig();
+  kc.loadFromFile(cp.kubeconfigPath);
+  kc.setCurrentContext('fixtures');
+  await kc.makeApiClient(AppsV1Api).createNamespacedDaemonSet({
+    namespace: 'kube-system',
+    body: {
+      metadata: { name: 'openstack-cloud-controller-manager' },
+      spec: {
+        selector: { matchLabels: { 'k8s-app': 'openstack-cloud-controller-manager' } },
+        template: {
+          metadata: { labels: { 'k8s-app': 'openstack-cloud-controller-manager' } },
+          spec: {
+            containers: [
+              {
+                name: 'openstack-cloud-controller-manager',
+                image: 'registry.k8s.io/provider-os/openstack-cloud-controller-manager:v1.36.0',
+                args: [
+                  '/bin/openstack-cloud-controller-manager',
+                  '--v=1',
+                  '--cluster-name=$(CLUSTER_NAME)',
+                  '--cloud-config=$(CLOUD_CONFIG)',
+                  '--cloud-provider=openstack',
+                  '--use-service-account-credentials=false',
+                  '--bind-address=127.0.0.1',
+                ],
+                env: [
+                  { name: 'CLOUD_CONFIG', value: '/etc/config/cloud.conf' },
+                  { name: 'CLUSTER_NAME', value: 'kubernetes' },
+                ],
+              },
+            ],
+          },
+        },
+      },
+    },
+  });
 }, 120_000);
 afterAll(async () => {
   await Promise.all([cp?.stop(), sim?.stop()]);
@@ -183,6 +221,14 @@ describe('ccm migrate --provider openstack', () => {
     const plan = JSON.parse(dry.stdout);
     expect(plan.from).toBe('openstack-cloud-controller-manager');
     expect(plan.officialCluster).toBe('kubernetes');
+    expect(plan.officialClusterFrom).toBe('DaemonSet kube-system/openstack-cloud-controller-manager');
+    expect(plan.workloads).toEqual([
+      expect.objectContaining({
+        kind: 'DaemonSet',
+        name: 'openstack-cloud-controller-manager',
+        clusterName: 'kubernetes',
+      }),
+    ]);
     expect(plan.secrets).toEqual([{ name: 'cloud-config', exists: true, compatible: true }]);
     expect(plan.services).toEqual([
       expect.objectContaining({

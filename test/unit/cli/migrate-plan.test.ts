@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { planMigration } from '../../../src/cli/migrate.js';
+import { flagValue, planMigration } from '../../../src/cli/migrate.js';
 import { migrateReport } from '../../../src/cli/migrate-report.js';
 import { slimService } from '../../../src/kube/services.js';
 import type {
@@ -128,6 +128,7 @@ describe('ccm migrate: the plan', () => {
       from: 'official-ccm',
       clusterID: 'abc',
       officialCluster: '',
+      officialClusterFrom: "official-ccm's default",
       workloads: [
         { kind: 'Deployment' as const, namespace: 'kube-system', name: 'official-ccm', replicas: 1 },
       ],
@@ -163,5 +164,19 @@ describe('ccm migrate: the plan', () => {
       services: [{ ...row, tags: [] }],
     });
     expect(untagged.notes).toContain("Re-tagged with ccm's ownership tag: nothing (no tags here)");
+  });
+});
+
+describe("ccm migrate: the official workload's own flags", () => {
+  it('reads --cluster-name and --leader-elect-resource-name as --name=value or --name value, from any container', () => {
+    // brightbox config/cloud-controller.yml passes args ["--cluster-name=brightbox-k8s", ...];
+    // cloud-provider-openstack's DaemonSet "--cluster-name=$(CLUSTER_NAME)" (expanded by listWorkloads).
+    const lines = [
+      ['sidecar', '--cluster-name'],
+      ['/bin/occm', '--cluster-name=brightbox-k8s', '--leader-elect-resource-name', 'occm'],
+    ];
+    expect(flagValue(lines, 'cluster-name')).toBe('brightbox-k8s');
+    expect(flagValue(lines, 'leader-elect-resource-name')).toBe('occm');
+    expect(flagValue(lines, 'leader-elect')).toBeUndefined();
   });
 });
