@@ -350,5 +350,20 @@ describe('ccm migrate --provider openstack', () => {
     ).toEqual([]);
     const svc = await api.readNamespacedService({ name: 'api', namespace: NS });
     expect(svc.status?.loadBalancer?.ingress).toEqual([expect.objectContaining({ ip: api1.ip })]);
+
+    // Deleted later, the Service takes its load balancer with it, and the floating IP the official
+    // controller made for it (as its deleteFIPIfCreatedByProvider would), not the others.
+    const fipOf = (ip: string) =>
+      [...sim.octavia.floatingIps.values()].find((f) => f.floating_ip_address === ip);
+    expect(fipOf(api1.ip)).toBeDefined();
+    const otherFips = sim.octavia.floatingIps.size - 1;
+    await api.deleteNamespacedService({ name: 'api', namespace: NS });
+    await until(
+      'api gone with its load balancer',
+      async () => !sim.octavia.loadBalancers.has(api1.id),
+      30_000,
+    );
+    await until('its floating IP released', async () => fipOf(api1.ip) === undefined, 30_000);
+    expect(sim.octavia.floatingIps.size).toBe(otherFips);
   }, 60_000);
 });

@@ -310,7 +310,8 @@ export class OctaviaLoadBalancers implements LoadBalancers {
   ): Promise<void> {
     const fip = await this.floatingIpOf(lb, signal);
     if (fip) {
-      if (fip.description === fipDescription(lb, req) && !options.keepFloatingIp) {
+      const created = fip.description === fipDescription(lb, req) || officialFloatingIp(fip, req);
+      if (created && !options.keepFloatingIp) {
         await this.call('network', 'DELETE', `v2.0/floatingips/${fip.id}`, undefined, signal, true);
       } else {
         await this.call(
@@ -816,6 +817,22 @@ function tags(req: LoadBalancerRequest): string[] {
 
 function serviceName(req: LoadBalancerRequest): string {
   return `${req.service.namespace}/${req.service.name}`;
+}
+
+/**
+ * The floating IP the official controller created for a load balancer handed to ccm: released with
+ * it, as the official controller would have (pkg/openstack/loadbalancer.go ensureFloatingIP describes
+ * it "Floating IP for Kubernetes external service <ns>/<name> from cluster <cluster>", and
+ * deleteFIPIfCreatedByProvider deletes one so described, unless keep-floatingip says otherwise). One
+ * made by hand, or another Service's, stays.
+ */
+function officialFloatingIp(fip: { description?: string }, req: LoadBalancerRequest): boolean {
+  return (
+    req.adoptedID !== undefined &&
+    (fip.description ?? '').startsWith(
+      `Floating IP for Kubernetes external service ${serviceName(req)} from cluster `,
+    )
+  );
 }
 
 export function fipDescription(lb: { name: string }, req: LoadBalancerRequest): string {
