@@ -6,7 +6,12 @@
 import { planRoutes } from '../controllers/routes.js';
 import type { LeaseInfo, PodInfo, ServerVersion } from '../kube/diagnostics.js';
 import type { SlimNode } from '../kube/slim-node.js';
-import { ANNOTATION_PROVIDED_NODE_IP, TAINT_NOT_READY, TAINT_UNINITIALIZED } from '../kube/well-known.js';
+import {
+  ANNOTATION_PROVIDED_NODE_IP,
+  DEFAULT_LEASE_NAME,
+  TAINT_NOT_READY,
+  TAINT_UNINITIALIZED,
+} from '../kube/well-known.js';
 import { InstanceIndex } from '../providers/instance-index.js';
 import { parseProviderID } from '../providers/provider-id.js';
 import type { CredentialSchema, Instance, Route } from '../providers/types.js';
@@ -492,4 +497,68 @@ export function checkRoutes(nodes: readonly SlimNode[], outcome: RoutesOutcome):
     );
   }
   return pass('routes', `all ${withCIDRs.length} Node(s) with podCIDRs have their routes`);
+}
+
+/** An official controller's workload as doctor found it. */
+export interface OfficialWorkload {
+  controller: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  replicas: number;
+}
+
+/** A Lease that is held and renewed within its duration. */
+function alive(lease: LeaseInfo | undefined, now: Date): boolean {
+  if (!lease?.holderIdentity || !lease.renewTime) return false;
+  return (now.getTime() - Date.parse(lease.renewTime)) / 1000 <= (lease.leaseDurationSeconds ?? 15);
+}
+
+/**
+ * Two cloud controllers at once: ccm (its Pods, or its Lease held) beside an official controller whose
+ * Deployment or DaemonSet still has replicas, or two Leases held at once (each controller electing on
+ * its own name). k8s.io/cloud-provider (options/options.go) names every controller's Lease
+ * `cloud-controller-manager` in kube-system, ccm's too: with the same name they take turns, never run
+ * together, unless one runs with --leader-elect=false (DigitalOcean's published manifest does).
+ */
+export function checkOfficialController(
+  workloads: readonly OfficialWorkload[],
+  leases: readonly { name: string; info: LeaseInfo | undefined }[],
+  ccm: { lease: string; running: boolean },
+  now: Date,
+): CheckResult {
+  const running = workloads.filter((w) => w.replicas > 0);
+  const held = leases.filter((l) => alive(l.info, now)).map((l) => l.name);
+  const ccmLeaseHeld = held.includes(ccm.lease);
+  const otherLeases = held.filter((n) => n !== ccm.lease);
+  const shared = ccm.lease === DEFAULT_LEASE_NAME;
+  const leaseNote = shared
+    ? `ccm and the official controllers elect their leader on the same Lease, kube-system/${DEFAULT_LEASE_NAME} (k8s.io/cloud-provider's default): with leader election on, only its holder runs and the other waits, so they take turns unpredictably; an official controller run with --leader-elect=false (DigitalOcean's manifest) holds no Lease and runs regardless`
+    : `ccm elects on Lease ${ccm.lease}, the official controllers on their own (${DEFAULT_LEASE_NAME} by default): each would lead its own election and both would run`;
+  const switchOver =
+    'scale the official controller to 0 (kubectl -n <namespace> scale deployment/<name> --replicas=0), then `ccm migrate --provider <cloud>` hands its load balancers to ccm';
+  if (running.length > 0 && (ccm.running || ccmLeaseHeld)) {
+    return withItems(
+      warn(
+        'official-controller',
+        `ccm runs beside ${names(running.map((w) => `${w.controller} (${w.kind} ${w.namespace}/${w.name}, ${w.replicas} replica${w.replicas === 1 ? '' : 's'})`))}: two controllers manage the same Nodes and load balancers. ${leaseNote}`,
+        switchOver,
+      ),
+      running.map((w) => `${w.namespace}/${w.name}`),
+    );
+  }
+  if (ccmLeaseHeld && otherLeases.length > 0) {
+    return warn(
+      'official-controller',
+      `two controller Leases are held at once: ${ccm.lease} (ccm) and ${otherLeases.join(', ')}: two controllers run. ${leaseNote}`,
+      switchOver,
+    );
+  }
+  if (running.length > 0) {
+    return pass(
+      'official-controller',
+      `the official controller runs (${names(running.map((w) => `${w.namespace}/${w.name}`))}) and ccm does not: \`ccm migrate\` is the way over`,
+    );
+  }
+  return pass('official-controller', 'no official cloud controller runs beside ccm');
 }

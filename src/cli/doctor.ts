@@ -3,7 +3,9 @@ import { clusterIdentity } from '../kube/cluster-identity.js';
 import { loadKubeConfig } from '../kube/config.js';
 import {
   type AccessRequest,
+  type LeaseInfo,
   listPods,
+  listWorkloads,
   readLease,
   serverVersion,
   serviceAccountMay,
@@ -13,7 +15,7 @@ import { createNodeClient } from '../kube/nodes.js';
 import { readSecret } from '../kube/secrets.js';
 import { KubeTransport } from '../kube/transport.js';
 import { isUnreachable, UnauthorizedError } from '../providers/errors.js';
-import { loadProvider } from '../providers/registry.js';
+import { loadProvider, providerNames } from '../providers/registry.js';
 import type { Provider, ProviderDefinition } from '../providers/types.js';
 import {
   type AccessVerdict,
@@ -29,6 +31,7 @@ import {
   checkKubeletsExternal,
   checkLease,
   checkListing,
+  checkOfficialController,
   checkProviderIDs,
   checkRbacNeeded,
   checkRbacSecrets,
@@ -40,6 +43,7 @@ import {
 import { oneLine } from './errors.js';
 import { transportOptionsFrom } from './kube-flags.js';
 import { clusterRules } from './manifests.js';
+import { isOfficial } from './migrate.js';
 import {
   type ClusterAndCloudFlags,
   parseSecretRef,
@@ -123,6 +127,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
     );
     const leaseCheck = checkLease(lease, leaseRef, now);
     checks.push(leaseCheck, checkControllerPods(ccmPods, input.namespace, leaseCheck.status === 'pass'));
+    checks.push(await officialControllerCheck(http, definition, leaseRef, lease, ccmPods.length > 0, now));
     const saName = `${sa.namespace}/${sa.name}`;
     checks.push(checkRbacNeeded(access.needed, saName), checkRbacSecrets(access.secrets, saName));
     if (!definition) {
@@ -143,6 +148,42 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
   } finally {
     await http.close();
   }
+}
+
+/** The official controllers of the cloud given (else of every cloud) beside ccm. */
+async function officialControllerCheck(
+  http: KubeTransport,
+  definition: ProviderDefinition | undefined,
+  leaseRef: { namespace: string; name: string },
+  ccmLease: LeaseInfo | undefined,
+  ccmPods: boolean,
+  now: Date,
+): Promise<CheckResult> {
+  const definitions = definition ? [definition] : await Promise.all(providerNames.map(loadProvider));
+  const officials = definitions.flatMap((d) => d.officialControllers ?? []);
+  const leaseNames = [...new Set(officials.flatMap((o) => o.leases))].filter((n) => n !== leaseRef.name);
+  const [workloads, leases] = await Promise.all([
+    listWorkloads(http),
+    Promise.all(leaseNames.map(async (name) => ({ name, info: await readLease(http, 'kube-system', name) }))),
+  ]);
+  const found = workloads.flatMap((w) =>
+    officials
+      .filter((o) => isOfficial(w, o))
+      .slice(0, 1)
+      .map((o) => ({
+        controller: o.id,
+        kind: w.kind,
+        namespace: w.namespace,
+        name: w.name,
+        replicas: w.replicas,
+      })),
+  );
+  return checkOfficialController(
+    found,
+    [{ name: leaseRef.name, info: ccmLease }, ...leases],
+    { lease: leaseRef.name, running: ccmPods },
+    now,
+  );
 }
 
 async function readSecretOutcome(

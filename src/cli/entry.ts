@@ -11,6 +11,7 @@ import ClusterPrepare from '../commands/cluster/prepare.js';
 import Doctor from '../commands/doctor.js';
 import Help from '../commands/help.js';
 import Manifests from '../commands/manifests.js';
+import Migrate from '../commands/migrate.js';
 import NodesInit from '../commands/nodes/init.js';
 import NodesList from '../commands/nodes/list.js';
 import Run from '../commands/run.js';
@@ -24,6 +25,7 @@ export const COMMANDS = {
   doctor: Doctor,
   help: Help,
   manifests: Manifests,
+  migrate: Migrate,
   'nodes:init': NodesInit,
   'nodes:list': NodesList,
   run: Run,

@@ -11,6 +11,14 @@ function duration(flag: string, value: string, min = 1): number {
   return ms;
 }
 
+/** The official controller's cluster name: the flag, else that controller's default (DigitalOcean: none). */
+async function officialClusterName(provider: string | undefined, flag: string | undefined): Promise<string> {
+  if (flag !== undefined) return flag;
+  if (!provider) return '';
+  const { loadProvider } = await import('../providers/registry.js');
+  return (await loadProvider(provider)).officialControllers?.[0]?.defaultClusterName ?? '';
+}
+
 export default class Run extends CcmCommand {
   static override summary =
     'Run the cloud controller: node initialisation, node lifecycle, load balancers and Pod routes';
@@ -134,6 +142,15 @@ export default class Run extends CcmCommand {
       description:
         "Cloudlycke: the host's routing table for Pod routes, a name or number (default main; env CLOUDLYCKE_ROUTE_TABLE)",
     }),
+    'adopt-official': Flags.boolean({
+      default: false,
+      description:
+        "Take over the load balancers the cloud's official controller built for this cluster (found by its naming and tags), in place, instead of building new ones; `ccm migrate` does the same once, with a plan and a way back",
+    }),
+    'official-cluster-name': Flags.string({
+      description:
+        "With --adopt-official: the --cluster-name the official controller ran with (its names and tags carry it; default: that controller's own default, e.g. kubernetes)",
+    }),
     'credentials-secret': Flags.string({
       description:
         "Read the provider's credentials from this Secret (namespace/name), re-read on change; default: the flags and environment, else the provider's Secret in kube-system (the one `secret create` writes)",
@@ -177,6 +194,13 @@ export default class Run extends CcmCommand {
           'route-reconciliation-period',
           flags['route-reconciliation-period'],
         ),
+        ...(flags['adopt-official']
+          ? {
+              adoptOfficial: {
+                clusterName: await officialClusterName(flags.provider, flags['official-cluster-name']),
+              },
+            }
+          : {}),
       },
       cloudQps: qps,
       cloudBurst: flags['cloud-burst'],

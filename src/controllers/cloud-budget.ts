@@ -1,6 +1,12 @@
 import { monotonicMs } from '../clock.js';
 import { isProviderError, RetryableError } from '../providers/errors.js';
-import type { LoadBalancerRequest, LoadBalancers, Provider, Routes } from '../providers/types.js';
+import type {
+  LoadBalancerAdoption,
+  LoadBalancerRequest,
+  LoadBalancers,
+  Provider,
+  Routes,
+} from '../providers/types.js';
 import type { Metrics } from './metrics.js';
 
 /**
@@ -107,6 +113,11 @@ export function budgetedProvider(
     }
     return current;
   };
+  const adoptionOf = (p: Provider): LoadBalancerAdoption => {
+    const adoption = p.loadBalancers?.adoption;
+    if (!adoption) throw new Error(`the ${p.name} provider lost its load balancer adoption on a reload`);
+    return adoption;
+  };
   const loadBalancers: LoadBalancers | undefined = lb && {
     get: (req, signal) => call('lb_get', (p) => balancers(p).get(req, signal)),
     ensure: (req, signal) => call('lb_ensure', (p) => balancers(p).ensure(req, signal), true),
@@ -116,6 +127,17 @@ export function budgetedProvider(
       observed = { services, by: holder.current };
       holder.current.loadBalancers?.observe?.(services);
     },
+    ...(lb.adoption
+      ? {
+          adoption: {
+            findOfficial: (services, cluster, signal) =>
+              call('lb_find_official', (p) => adoptionOf(p).findOfficial(services, cluster, signal)),
+            ownershipTags: (found, clusterID) => adoptionOf(holder.current).ownershipTags(found, clusterID),
+            setTags: (found, tags, signal) =>
+              call('lb_set_tags', (p) => adoptionOf(p).setTags(found, tags, signal), true),
+          },
+        }
+      : {}),
   };
   const routes: Routes | undefined = holder.current.routes && {
     list: (clusterID, signal) => call('route_list', (p) => (p.routes as Routes).list(clusterID, signal)),

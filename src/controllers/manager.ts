@@ -49,6 +49,8 @@ export interface ControllerOptions {
   clusterCIDR?: string;
   /** --route-reconciliation-period (upstream default 10 s). */
   routeReconciliationPeriodMs?: number;
+  /** --adopt-official: take over the official controller's load balancers, named for this cluster name. */
+  adoptOfficial?: { clusterName: string };
 }
 
 export interface ControllerContext {

@@ -260,6 +260,7 @@ export function serviceController(): Controller {
       const rules: ServiceRules = {
         clusterID: await clusterIdentity(ctx.transport, ctx.options.clusterName),
         ...(ctx.options.loadBalancerClass ? { loadBalancerClass: ctx.options.loadBalancerClass } : {}),
+        ...(ctx.options.adoptOfficial ? { adoptOfficial: ctx.options.adoptOfficial } : {}),
       };
       const q = new WorkQueue<string>({
         baseDelayMs: 5000,

@@ -1,5 +1,6 @@
 import type { ServiceClient, SlimService } from '../kube/services.js';
 import {
+  ANNOTATION_ADOPTED_LOAD_BALANCER,
   EVENT_DELETED_LOAD_BALANCER,
   EVENT_DELETING_LOAD_BALANCER,
   EVENT_ENSURED_LOAD_BALANCER,
@@ -9,7 +10,7 @@ import {
   FINALIZER_LOAD_BALANCER_CLEANUP,
   SOURCE_SERVICE_CONTROLLER,
 } from '../kube/well-known.js';
-import type { LoadBalancerNode, LoadBalancers } from '../providers/types.js';
+import type { LoadBalancerNode, LoadBalancerRequest, LoadBalancers } from '../providers/types.js';
 import {
   annotationChanges,
   describeRequest,
@@ -90,9 +91,11 @@ export async function syncService(
       event('Warning', EVENT_UNAVAILABLE_LOAD_BALANCER, 'There are no available nodes for LoadBalancer'),
     );
   }
+  const adopted = await adoptOfficial(request, deps);
   const status = await balancers.ensure(request, signal);
-  options.onManagedAnnotations?.(Object.keys(status.annotations ?? {}));
-  const annotations = annotationChanges(svc, status.annotations);
+  const kept = { ...status.annotations, ...adopted };
+  options.onManagedAnnotations?.(Object.keys(kept));
+  const annotations = annotationChanges(svc, kept);
   const ingressChanged = !sameIngress(svc.ingress, status.ingress);
   if (ingressChanged || Object.keys(annotations).length > 0) {
     await client.patchStatus(
@@ -110,8 +113,27 @@ export async function syncService(
   const changed = ingressChanged || Object.keys(annotations).length > 0 || announce;
   return {
     result: changed ? 'ensured' : 'unchanged',
-    managedAnnotations: Object.keys(status.annotations ?? {}),
+    managedAnnotations: Object.keys(kept),
   };
+}
+
+/**
+ * With --adopt-official, a Service that has no load balancer of ccm's and none handed over yet takes
+ * the official controller's (found by its naming and tags): the request then names it, and the
+ * Service records it (the annotation `ccm migrate` writes), so it is looked for only once.
+ */
+async function adoptOfficial(
+  request: LoadBalancerRequest,
+  deps: ServiceSyncDeps,
+): Promise<Record<string, string> | undefined> {
+  const { balancers, rules, signal } = deps;
+  if (!rules.adoptOfficial || !balancers.adoption || request.adoptedID) return undefined;
+  if (await balancers.get(request, signal)) return undefined;
+  const found = await balancers.adoption.findOfficial([request], rules.adoptOfficial.clusterName, signal);
+  const lb = found.get(request.service.uid);
+  if (!lb) return undefined;
+  request.adoptedID = lb.id;
+  return { [ANNOTATION_ADOPTED_LOAD_BALANCER]: lb.id };
 }
 
 /** The load balancer goes first; only then the finalizer and the status (one write). */

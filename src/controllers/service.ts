@@ -1,5 +1,6 @@
 import type { SlimService } from '../kube/services.js';
 import {
+  ANNOTATION_ADOPTED_LOAD_BALANCER,
   FINALIZER_LOAD_BALANCER_CLEANUP,
   LABEL_EXCLUDE_FROM_LOAD_BALANCERS,
   TAINT_TO_BE_DELETED_BY_AUTOSCALER,
@@ -31,6 +32,11 @@ export interface ServiceRules {
   /** `--load-balancer-class`: the class this controller owns besides Services without one. */
   loadBalancerClass?: string;
   clusterID: string;
+  /**
+   * `--adopt-official`: a Service without a load balancer of ccm's takes over the one the official
+   * controller built for it, found by that controller's naming and tags for this cluster name.
+   */
+  adoptOfficial?: { clusterName: string };
 }
 
 /** A Service of type LoadBalancer that is ours: no class, or the class we were told to own. */
@@ -126,6 +132,9 @@ export function describeRequest(
     },
     ports: svc.ports.map(({ name, protocol, port, nodePort }) => ({ name, protocol, port, nodePort })),
     nodes,
+    ...(svc.annotations[ANNOTATION_ADOPTED_LOAD_BALANCER]
+      ? { adoptedID: svc.annotations[ANNOTATION_ADOPTED_LOAD_BALANCER] }
+      : {}),
   };
 }
 

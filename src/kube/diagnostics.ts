@@ -115,3 +115,60 @@ export async function serviceAccountMay(
   });
   return review.status?.allowed === true;
 }
+
+/** A Deployment or DaemonSet, as `migrate` and `doctor` look for a cloud's official controller. */
+export interface WorkloadInfo {
+  kind: 'Deployment' | 'DaemonSet';
+  namespace: string;
+  name: string;
+  /** Desired replicas (a DaemonSet: the Pods it schedules). */
+  replicas: number;
+  images: string[];
+  /** Each container's command and args, with `$(VAR)` expanded from its literal env values. */
+  commandLines: string[][];
+}
+
+interface RawContainer {
+  image?: string;
+  command?: string[];
+  args?: string[];
+  env?: { name?: string; value?: string }[];
+}
+
+/** `$(VAR)` as the kubelet expands it in command and args, from the container's literal env values. */
+function commandLine(c: RawContainer): string[] {
+  const env = new Map(
+    (c.env ?? []).flatMap((e) => (e.name && e.value !== undefined ? [[e.name, e.value]] : [])),
+  );
+  return [...(c.command ?? []), ...(c.args ?? [])].map((a) =>
+    a.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (whole, name: string) => env.get(name) ?? whole),
+  );
+}
+
+interface RawWorkload {
+  metadata?: { namespace?: string; name?: string };
+  spec?: { replicas?: number; template?: { spec?: { containers?: RawContainer[] } } };
+  status?: { desiredNumberScheduled?: number };
+}
+
+/** Every Deployment and DaemonSet of the cluster (two listings). */
+export async function listWorkloads(http: KubeTransport): Promise<WorkloadInfo[]> {
+  const found: WorkloadInfo[] = [];
+  for (const kind of ['Deployment', 'DaemonSet'] as const) {
+    const list = await http.request<{ items?: RawWorkload[] }>({
+      method: 'GET',
+      path: `/apis/apps/v1/${kind === 'Deployment' ? 'deployments' : 'daemonsets'}`,
+    });
+    for (const w of list.items ?? []) {
+      found.push({
+        kind,
+        namespace: w.metadata?.namespace ?? '',
+        name: w.metadata?.name ?? '',
+        replicas: kind === 'Deployment' ? (w.spec?.replicas ?? 1) : (w.status?.desiredNumberScheduled ?? 0),
+        images: (w.spec?.template?.spec?.containers ?? []).map((c) => c.image ?? ''),
+        commandLines: (w.spec?.template?.spec?.containers ?? []).map(commandLine),
+      });
+    }
+  }
+  return found;
+}

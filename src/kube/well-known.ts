@@ -57,3 +57,17 @@ export const EVENT_UNAVAILABLE_LOAD_BALANCER = 'UnAvailableLoadBalancer';
 export const SOURCE_ROUTE_CONTROLLER = 'route_controller';
 export const EVENT_FAILED_TO_CREATE_ROUTE = 'FailedToCreateRoute';
 export const EVENT_FAILED_TO_DELETE_ROUTE = 'FailedToDeleteRoute';
+
+/**
+ * ccm's record that the load balancer with this cloud id, built by the cloud's official controller, is
+ * now this Service's (written by `ccm migrate --yes`, or by `ccm run --adopt-official`): the service
+ * controller updates that one in place, never builds a second.
+ */
+export const ANNOTATION_ADOPTED_LOAD_BALANCER = 'ccm.io/adopted-load-balancer';
+/** The ConfigMap (kube-system) where `ccm migrate --yes` keeps what `--rollback` restores. */
+export const MIGRATION_BACKUP_CONFIGMAP = 'ccm-migrate-backup';
+/**
+ * k8s.io/cloud-provider options/options.go: every controller built on it (the official ones and
+ * ccm) elects its leader on this Lease in kube-system unless told another name.
+ */
+export const DEFAULT_LEASE_NAME = 'cloud-controller-manager';

@@ -81,6 +81,12 @@ export interface LoadBalancerRequest {
   };
   ports: LoadBalancerPort[];
   nodes: LoadBalancerNode[];
+  /**
+   * The cloud id of a load balancer the official controller built for this Service and that was handed
+   * to ccm (by `ccm migrate`, or found with `ccm run --adopt-official`). The provider then uses exactly
+   * that one, under its own name and tags, updated in place: never a second one, never a rename.
+   */
+  adoptedID?: string;
 }
 
 export interface LoadBalancerIngress {
@@ -119,6 +125,67 @@ export interface LoadBalancers {
    * allocations) recovers it from them, never from memory alone.
    */
   observe?(services: readonly LoadBalancerRequest[]): void;
+  /** Taking over the official controller's load balancers; absent where the cloud has nothing to take. */
+  adoption?: LoadBalancerAdoption;
+}
+
+/**
+ * The cloud's official controller, as `ccm migrate` and `ccm doctor` recognise it in a cluster. All
+ * names are the ones its own published manifests and code use (each provider cites them).
+ */
+export interface OfficialController {
+  /** The value of `ccm migrate --from`. */
+  id: string;
+  /** One line: what it is and where it comes from. */
+  description: string;
+  /** Names of its Deployment or DaemonSet (any namespace). */
+  workloads: readonly string[];
+  /** A container image of its workload contains one of these. */
+  images: readonly string[];
+  /** Its leader-election Lease (kube-system), when its manifests turn leader election on. */
+  leases: readonly string[];
+  /** Whether its published manifests run it with --leader-elect=false (then it holds no Lease). */
+  leaderElectOffByDefault: boolean;
+  /** The Secrets and ConfigMaps it reads in kube-system. */
+  secrets: readonly string[];
+  configMaps: readonly string[];
+  /** Whether ccm reads that Secret as it is (same keys, same format). */
+  secretCompatible: boolean;
+  /** Service annotations it writes on the Services it serves. */
+  serviceAnnotations: readonly string[];
+  /** The cluster name its load balancer names and tags carry when it was not given one. */
+  defaultClusterName?: string;
+}
+
+/** A load balancer of the cloud, as `ccm migrate` shows and hands over. */
+export interface ForeignLoadBalancer {
+  id: string;
+  name: string;
+  /** Every address a client reaches it on (the Service's ingress). */
+  addresses: string[];
+  /** The tags as the cloud holds them, in its order (restored byte for byte on rollback). */
+  tags: string[];
+}
+
+export interface LoadBalancerAdoption {
+  /**
+   * The official controller's load balancer of each Service (keyed by Service UID), found by its own
+   * naming and tagging rules and the ids it recorded on the Service. One cloud listing for all.
+   * `officialCluster` is the cluster name it was run with (its --cluster-name).
+   */
+  findOfficial(
+    services: readonly LoadBalancerRequest[],
+    officialCluster: string,
+    signal?: AbortSignal,
+  ): Promise<Map<string, ForeignLoadBalancer>>;
+  /**
+   * The tags ccm adds next to the official ones to mark the load balancer as this cluster's (empty
+   * where the cloud cannot tag an existing load balancer: the adoption is then recorded on the
+   * Service only), and why, in one line.
+   */
+  ownershipTags(lb: ForeignLoadBalancer, clusterID: string): { add: string[]; note?: string };
+  /** Sets the load balancer's tags to exactly these (adds ccm's mark; rollback gives the old list back). */
+  setTags(lb: ForeignLoadBalancer, tags: readonly string[], signal?: AbortSignal): Promise<void>;
 }
 
 /** A Node a route sends traffic to, as the provider needs it: no Kubernetes object crosses this line. */
@@ -252,6 +319,14 @@ export interface ProviderDefinition {
   readonly annotations?: readonly AnnotationDoc[];
   /** What `ccm cluster prepare` sets for this cloud beyond --cloud-provider=external. */
   readonly clusterFlags?: ClusterFlags;
+  /**
+   * The cloud's official controllers (`ccm migrate --from`, `ccm doctor`); the first is the default.
+   * Absent or empty: the cloud has none with load balancers to take over (the provider says why in
+   * `noOfficialController`).
+   */
+  readonly officialControllers?: readonly OfficialController[];
+  /** Why there is nothing to migrate from, when officialControllers is empty. */
+  readonly noOfficialController?: string;
 }
 
 export interface AnnotationDoc {

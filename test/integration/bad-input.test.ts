@@ -91,6 +91,29 @@ describe('bad input gets one line, exit 2, nothing written', () => {
       /no provider given; pass --provider/,
     ],
     [
+      'ccm migrate from a cloud without an official controller with load balancers (Triton)',
+      () => ['migrate', '--provider', 'triton', '--kubeconfig', cp.kubeconfigPath],
+      /^ccm: triton has no official controller with load balancers to migrate from: Joyent publishes none/,
+    ],
+    [
+      'ccm migrate --yes and --rollback at once',
+      () => [
+        'migrate',
+        '--provider',
+        'digitalocean',
+        '--yes',
+        '--rollback',
+        '--kubeconfig',
+        cp.kubeconfigPath,
+      ],
+      /^ccm: --yes and --rollback exclude each other; pass one \(no flag: a dry run\)$/,
+    ],
+    [
+      'ccm migrate --from naming no official controller of the cloud',
+      () => ['migrate', '--provider', 'openstack', '--from', 'occm', '--kubeconfig', cp.kubeconfigPath],
+      /^ccm: --from occm is no official controller of openstack; use one of: openstack-cloud-controller-manager$/,
+    ],
+    [
       'a malformed inventory',
       () => {
         writeFileSync(join(dir, 'inv.yaml'), 'instances:\n  - id: a\n    state: exploded\n');

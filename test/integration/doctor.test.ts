@@ -191,7 +191,7 @@ describe('ccm doctor', () => {
     expect(run.stderr).toBe('');
     const marks = run.lines.filter((l) => /^[✓✗!] /.test(l));
     expect(marks.filter((l) => !l.startsWith('✓'))).toEqual([]);
-    expect(marks.length).toBe(15);
+    expect(marks.length).toBe(16);
     // The rows in the order of the table of checks in docs/troubleshooting.md.
     const page = readFileSync(new URL('../../docs/troubleshooting.md', import.meta.url), 'utf8');
     const table = page.split('| check | what it reads | ✗ when |')[1]?.split('\n\n')[0] ?? '';
@@ -246,6 +246,45 @@ describe('ccm doctor', () => {
       'its holder is stuck',
     );
     expect(run.exitCode).toBe(1);
+  });
+
+  it("DigitalOcean's own controller still running beside ccm: ! with the switch-over and what the shared Lease means, exit 0", async () => {
+    // releases/digitalocean-cloud-controller-manager/v0.1.68.yml (digitalocean-cloud-controller-manager):
+    // its Deployment's name and image, one replica, --leader-elect=false.
+    const official = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'digitalocean-cloud-controller-manager', namespace: NS },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { app: 'digitalocean-cloud-controller-manager' } },
+        template: {
+          metadata: { labels: { app: 'digitalocean-cloud-controller-manager' } },
+          spec: {
+            containers: [
+              {
+                name: 'digitalocean-cloud-controller-manager',
+                image: 'digitalocean/digitalocean-cloud-controller-manager:v0.1.68',
+                command: ['/bin/digitalocean-cloud-controller-manager', '--leader-elect=false'],
+              },
+            ],
+          },
+        },
+      },
+    } as KubernetesObject;
+    await apply(official);
+    try {
+      const run = await doctor();
+      const line = run.lines.find((l) => l.startsWith('!') && l.includes('official-controller')) ?? '';
+      expect(line).toContain(
+        'ccm runs beside digitalocean-cloud-controller-manager (Deployment kube-system/digitalocean-cloud-controller-manager, 1 replica)',
+      );
+      expect(run.stdout).toContain('same Lease, kube-system/cloud-controller-manager');
+      expect(run.stdout).toContain('ccm migrate --provider digitalocean');
+      expect(run.exitCode).toBe(0);
+    } finally {
+      await objects.delete(official);
+    }
   });
 
   it('a Pending ccm Pod because of the uninitialized taint, and the CNI deadlock', async () => {

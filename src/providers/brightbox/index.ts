@@ -1,6 +1,7 @@
 import { encryptedOrLocal } from '../../plain-http.js';
 import { InvalidConfigError } from '../errors.js';
 import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../types.js';
+import { officialController } from './adoption.js';
 import { ANNOTATIONS, type AnnotationSpec } from './annotations.js';
 import { BrightboxClient, type BrightboxClientOptions, DEFAULT_API_URL } from './client.js';
 import { credentials } from './credentials.js';
@@ -20,6 +21,7 @@ export const brightbox: ProviderDefinition = {
   description:
     'Brightbox Cloud: servers, and load balancers with cloud IPs, server groups and firewall policies',
   credentials,
+  officialControllers: [officialController],
   apiUrlField: 'apiUrl',
   create(values: ProviderValues, deps: ProviderDeps): Provider {
     return createBrightbox(clientOptions(values, deps));

@@ -1,12 +1,14 @@
 import { isIP } from 'node:net';
-import { InvalidConfigError, RetryableError } from '../errors.js';
+import { InvalidConfigError, isNotFound, RetryableError } from '../errors.js';
 import { parseProviderID } from '../provider-id.js';
 import type {
+  LoadBalancerAdoption,
   LoadBalancerIngress,
   LoadBalancerRequest,
   LoadBalancerStatus,
   LoadBalancers,
 } from '../types.js';
+import { brightboxAdoption } from './adoption.js';
 import { ANNOTATIONS, type BalancerSettings, parseAnnotations } from './annotations.js';
 import type {
   ApiCloudIP,
@@ -292,7 +294,28 @@ function deletableGroup(group: ApiServerGroup, name: string): boolean {
 }
 
 class BrightboxLoadBalancers implements LoadBalancers {
-  constructor(private readonly client: BrightboxClient) {}
+  readonly adoption: LoadBalancerAdoption;
+
+  constructor(private readonly client: BrightboxClient) {
+    this.adoption = brightboxAdoption(client);
+  }
+
+  /**
+   * The name of everything of this Service: ccm's own, or for a load balancer handed over by
+   * `ccm migrate` the official controller's (its cloud IP, server group and firewall policy carry the
+   * same name), so the walk below finds and updates all four in place. A hand-over whose balancer is
+   * gone falls back to ccm's own name.
+   */
+  private async nameOf(req: LoadBalancerRequest, signal?: AbortSignal): Promise<string> {
+    if (!req.adoptedID) return ownedName(req);
+    try {
+      const lb = await this.client.get<ApiLoadBalancer>(`load_balancers/${req.adoptedID}`, signal);
+      if (lb.name && lb.status !== 'deleted' && lb.status !== 'failed') return lb.name;
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    return ownedName(req);
+  }
 
   /**
    * The Service's balancer; while Brightbox is still deleting it, or a delete left its cloud IP, group
@@ -300,7 +323,7 @@ class BrightboxLoadBalancers implements LoadBalancers {
    * and removes the finalizer once it reports nothing.
    */
   async get(req: LoadBalancerRequest, signal?: AbortSignal): Promise<LoadBalancerStatus | undefined> {
-    const name = ownedName(req);
+    const name = await this.nameOf(req, signal);
     const lb = (await this.balancers(name, signal, true))[0];
     if (lb) return lb.status === 'deleting' ? { ingress: [] } : statusOf(lb);
     return (await this.leftOver(name, signal)) ? { ingress: [] } : undefined;
@@ -308,7 +331,7 @@ class BrightboxLoadBalancers implements LoadBalancers {
 
   async ensure(req: LoadBalancerRequest, signal?: AbortSignal): Promise<LoadBalancerStatus> {
     const plan = planBalancer(req);
-    const name = ownedName(req);
+    const name = await this.nameOf(req, signal);
     const description = describe(req);
     const cloudIPs = await this.client.get<ApiCloudIP[]>('cloud_ips', signal);
     const cip = await this.ensureCloudIP(req, plan, name, cloudIPs, signal);
@@ -344,7 +367,7 @@ class BrightboxLoadBalancers implements LoadBalancers {
   }
 
   async delete(req: LoadBalancerRequest, signal?: AbortSignal): Promise<void> {
-    const name = ownedName(req);
+    const name = await this.nameOf(req, signal);
     const balancers = await this.balancers(name, signal, true);
     const ours = new Set(balancers.map((lb) => lb.id));
     for (const lb of balancers) {

@@ -26,6 +26,9 @@ export const cloudlycke: ProviderDefinition = {
   configFileField: 'inventory',
   // Vagrant machines have no metadata service: the kubelet is told its provider ID (the seeds' way).
   clusterFlags: { kubeletProviderID: true },
+  officialControllers: [],
+  noOfficialController:
+    "Cloudlycke is a local Vagrant cloud that only ccm serves; its load balancers are ccm's own from the start",
   create(values: ProviderValues, deps: ProviderDeps): Provider {
     const inventory = nonEmpty(values.inventory);
     const instances = inventory

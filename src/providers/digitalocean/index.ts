@@ -1,6 +1,7 @@
 import { isObject, unexpectedAnswer } from '../answer.js';
 import { InvalidConfigError } from '../errors.js';
 import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../types.js';
+import { officialController } from './adoption.js';
 import { annotationReference } from './annotations.js';
 import { DigitalOceanClient, type DigitalOceanClientOptions } from './client.js';
 import { credentials, DEFAULT_TIMEOUT_SECONDS } from './credentials.js';
@@ -21,6 +22,7 @@ export const digitalocean: ProviderDefinition = {
   apiUrlField: 'apiUrl',
   // Droplet names do not resolve in DNS: the API server reaches kubelets by IP.
   clusterFlags: { kubeApiserver: { 'kubelet-preferred-address-types': 'InternalIP,ExternalIP,Hostname' } },
+  officialControllers: [officialController],
   create(values: ProviderValues, deps: ProviderDeps): Provider {
     return createDigitalOcean({
       token: values.token ?? '',

@@ -1,6 +1,7 @@
 import { InvalidConfigError, isNotFound, NotFoundError, RetryableError } from '../errors.js';
 import { parseProviderID } from '../provider-id.js';
 import type { LoadBalancerNode, LoadBalancerRequest, LoadBalancerStatus, LoadBalancers } from '../types.js';
+import { doAdoption } from './adoption.js';
 import {
   bool,
   CERTIFICATE_ID,
@@ -389,6 +390,7 @@ function upToDate(lb: DoLoadBalancer, want: Settings, droplets: number[]): boole
  * this cluster's identity is never adopted, changed or deleted.
  */
 export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
+  const adoption = doAdoption(client);
   /** Load balancers named `who.name` with this cluster's tag, the oldest first. */
   async function namesakes(who: Identity, signal?: AbortSignal): Promise<DoLoadBalancer[]> {
     const all = await client.listAll<DoLoadBalancer>(
@@ -411,25 +413,20 @@ export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
     who: Identity,
     foreignById: 'refuse' | 'skip',
     signal?: AbortSignal,
-  ): Promise<{ lb?: DoLoadBalancer; extras: DoLoadBalancer[]; byId?: true }> {
+  ): Promise<{ lb?: DoLoadBalancer; extras: DoLoadBalancer[]; byId?: true; adopted?: true }> {
+    // Handed over by `ccm migrate` (or found by --adopt-official): the official controller's, without
+    // ccm's tag, which DigitalOcean cannot add after creation. It is used as it is, under its name.
+    if (req.adoptedID) {
+      const adopted = await byIdOrNothing(req.adoptedID, signal);
+      if (adopted) return { lb: adopted, extras: [], byId: true, adopted: true };
+    }
     const id = text(req.service.annotations, LOAD_BALANCER_ID);
     if (id) {
-      let lb: DoLoadBalancer | undefined;
-      try {
-        lb = (
-          await client.get<{ load_balancer: DoLoadBalancer }>(
-            `reading load balancer ${id}`,
-            `/v2/load_balancers/${id}`,
-            signal,
-          )
-        ).load_balancer;
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
+      const lb = await byIdOrNothing(id, signal);
       if (lb && owned(lb, who.tag)) return { lb, extras: [], byId: true };
       if (lb && foreignById === 'refuse') {
         throw new InvalidConfigError(
-          `Service annotation ${LOAD_BALANCER_ID} names ${describe(lb)}, which does not carry this cluster's tag ${who.tag}; ccm does not take over load balancers it did not create: remove the annotation to get a new one`,
+          `Service annotation ${LOAD_BALANCER_ID} names ${describe(lb)}, which does not carry this cluster's tag ${who.tag}; ccm takes over a load balancer it did not create only when handed it (ccm migrate --provider digitalocean); remove the annotation to get a new one instead`,
         );
       }
     }
@@ -442,6 +439,21 @@ export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
       );
     }
     return { lb, extras };
+  }
+
+  async function byIdOrNothing(id: string, signal?: AbortSignal): Promise<DoLoadBalancer | undefined> {
+    try {
+      return (
+        await client.get<{ load_balancer: DoLoadBalancer }>(
+          `reading load balancer ${id}`,
+          `/v2/load_balancers/${id}`,
+          signal,
+        )
+      ).load_balancer;
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      return undefined;
+    }
   }
 
   async function remove(lb: DoLoadBalancer, signal?: AbortSignal): Promise<void> {
@@ -485,6 +497,7 @@ export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
   }
 
   return {
+    adoption,
     async get(req, signal) {
       const who = identify(req);
       const { lb } = await find(req, who, 'skip', signal);
@@ -497,7 +510,9 @@ export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
     async ensure(req, signal) {
       const who = identify(req);
       const settings = settingsOf(req);
-      const { lb, extras } = await find(req, who, 'refuse', signal);
+      const { lb, extras, adopted } = await find(req, who, 'refuse', signal);
+      // An adopted load balancer keeps the name the official controller gave it.
+      if (lb && adopted) settings.name = lb.name;
       if (who.disown) {
         if (!lb) {
           throw new InvalidConfigError(

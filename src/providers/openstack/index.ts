@@ -1,5 +1,6 @@
 import { InvalidConfigError } from '../errors.js';
 import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../types.js';
+import { officialController } from './adoption.js';
 import { ANNOTATIONS } from './annotations.js';
 import { Session, type SessionOptions } from './client.js';
 import { defaultCloudsFiles } from './clouds-yaml.js';
@@ -27,6 +28,7 @@ export const openstack: ProviderDefinition = {
     "OpenStack (Keystone v3, Nova, Octavia, Neutron), configured by the official controller's cloud.conf",
   credentials,
   configFileField: CLOUD_CONFIG_PATH,
+  officialControllers: [officialController],
   create(values: ProviderValues, deps: ProviderDeps): Provider {
     return createOpenStack(loadConfig(values), deps);
   },

@@ -2,12 +2,14 @@ import { isIP } from 'node:net';
 import { InvalidConfigError, NotFoundError, RetryableError } from '../errors.js';
 import { httpStatus } from '../http.js';
 import type {
+  LoadBalancerAdoption,
   LoadBalancerNode,
   LoadBalancerPort,
   LoadBalancerRequest,
   LoadBalancerStatus,
   LoadBalancers,
 } from '../types.js';
+import { octaviaAdoption } from './adoption.js';
 import { LOAD_BALANCER_ID, type ServiceOptions, serviceOptions } from './annotations.js';
 import type { ServiceType, Session } from './client.js';
 import type { LoadBalancerConfig } from './config.js';
@@ -166,6 +168,22 @@ const statusAnnotations = (lb: OctaviaLoadBalancer) => ({ [LOAD_BALANCER_ID]: lb
 export class OctaviaLoadBalancers implements LoadBalancers {
   private octavia?: Promise<OctaviaFeatures>;
 
+  /** Taking over cloud-provider-openstack's load balancers (adoption.ts has its rules). */
+  readonly adoption: LoadBalancerAdoption = octaviaAdoption({
+    list: (path, key, signal) => this.list(path, key, signal),
+    floatingIpOf: (lb, signal) => this.floatingIpOf(lb, signal),
+    putTags: async (id, tags, signal) => {
+      await this.call(
+        'load-balancer',
+        'PUT',
+        `v2.0/lbaas/loadbalancers/${id}`,
+        { loadbalancer: { tags } },
+        signal,
+      );
+    },
+    ownershipTag: (clusterID) => clusterTag({ clusterID } as LoadBalancerRequest),
+  });
+
   constructor(
     private readonly session: Session,
     private readonly config: LoadBalancerConfig,
@@ -292,7 +310,8 @@ export class OctaviaLoadBalancers implements LoadBalancers {
   ): Promise<void> {
     const fip = await this.floatingIpOf(lb, signal);
     if (fip) {
-      if (fip.description === fipDescription(lb, req) && !options.keepFloatingIp) {
+      const created = fip.description === fipDescription(lb, req) || officialFloatingIp(fip, req);
+      if (created && !options.keepFloatingIp) {
         await this.call('network', 'DELETE', `v2.0/floatingips/${fip.id}`, undefined, signal, true);
       } else {
         await this.call(
@@ -320,6 +339,19 @@ export class OctaviaLoadBalancers implements LoadBalancers {
     signal: AbortSignal | undefined,
     strict: boolean,
   ): Promise<OctaviaLoadBalancer | undefined> {
+    // Handed over by `ccm migrate` (or found by --adopt-official): the official controller's, used
+    // as it is, under its own name; a hand-over whose load balancer is gone falls back to ccm's own.
+    if (req.adoptedID) {
+      const adopted = await this.call<{ loadbalancer: OctaviaLoadBalancer } | undefined>(
+        'load-balancer',
+        'GET',
+        `v2.0/lbaas/loadbalancers/${encodeURIComponent(req.adoptedID)}`,
+        undefined,
+        signal,
+        true,
+      );
+      if (adopted?.loadbalancer) return adopted.loadbalancer;
+    }
     const name = lbName(req);
     const loadbalancers = await this.list<OctaviaLoadBalancer>(
       `loadbalancers?name=${encodeURIComponent(name)}`,
@@ -593,14 +625,16 @@ export class OctaviaLoadBalancers implements LoadBalancers {
         ...(features.allowedCidrs
           ? { allowed_cidrs: canonicalCidrs(req.service.loadBalancerSourceRanges) }
           : {}),
-        tags: tags(req),
+        // An adopted load balancer's listeners and pools keep the official controller's tags, which
+        // `ccm migrate --rollback` relies on (cloud-provider-openstack tags them with its lb name).
+        ...(req.adoptedID ? {} : { tags: tags(req) }),
       };
       const pool = {
         name,
         protocol,
         lb_algorithm: this.config.lbMethod,
         session_persistence: req.service.sessionAffinity === 'ClientIP' ? { type: 'SOURCE_IP' } : null,
-        tags: tags(req),
+        ...(req.adoptedID ? {} : { tags: tags(req) }),
       };
       const http = local && features.httpMonitor && (port.protocol !== 'UDP' || features.httpMonitorOnUdp);
       const monitor = options.healthMonitor ? healthMonitor(port, options, http) : undefined;
@@ -783,6 +817,22 @@ function tags(req: LoadBalancerRequest): string[] {
 
 function serviceName(req: LoadBalancerRequest): string {
   return `${req.service.namespace}/${req.service.name}`;
+}
+
+/**
+ * The floating IP the official controller created for a load balancer handed to ccm: released with
+ * it, as the official controller would have (pkg/openstack/loadbalancer.go ensureFloatingIP describes
+ * it "Floating IP for Kubernetes external service <ns>/<name> from cluster <cluster>", and
+ * deleteFIPIfCreatedByProvider deletes one so described, unless keep-floatingip says otherwise). One
+ * made by hand, or another Service's, stays.
+ */
+function officialFloatingIp(fip: { description?: string }, req: LoadBalancerRequest): boolean {
+  return (
+    req.adoptedID !== undefined &&
+    (fip.description ?? '').startsWith(
+      `Floating IP for Kubernetes external service ${serviceName(req)} from cluster `,
+    )
+  );
 }
 
 export function fipDescription(lb: { name: string }, req: LoadBalancerRequest): string {

@@ -21,6 +21,13 @@ export const triton: ProviderDefinition = {
   providerIdScheme: SCHEME,
   description: 'Triton DataCenter (Joyent CloudAPI): machines, CNS service load balancing',
   credentials,
+  // joyent/triton-kubernetes (3c701eb, the last commit, 2021) installs clusters through Terraform and
+  // Rancher and ships no cloud controller; the only Triton controller published,
+  // cheapRoc/triton-cloud-controller-manager (triton/triton.go), implements Instances and no
+  // LoadBalancer. Nothing official builds load balancers on Triton, so there is nothing to take over.
+  officialControllers: [],
+  noOfficialController:
+    'Joyent publishes none (joyent/triton-kubernetes installs clusters with Terraform and Rancher, without a cloud controller), and the one community controller (cheapRoc/triton-cloud-controller-manager) has no load balancers; ccm uses Triton CNS, with nothing of anyone else to adopt',
   apiUrlField: 'url',
   create(values: ProviderValues, deps: ProviderDeps): Provider {
     const url = required(values.url, 'the CloudAPI URL', 'TRITON_URL (or --cloud-api-url)');

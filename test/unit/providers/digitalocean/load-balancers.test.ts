@@ -317,7 +317,9 @@ describe('ownership', () => {
       const req = request({ service: { annotations: { [LOAD_BALANCER_ID]: foreign.id as string } } });
       const err = await lbs.ensure(req).catch((e) => e);
       expect(err).toBeInstanceOf(InvalidConfigError);
-      expect(err.message).toContain(`does not carry this cluster's tag ${TAG}; ccm does not take over`);
+      expect(err.message).toContain(
+        `does not carry this cluster's tag ${TAG}; ccm takes over a load balancer it did not create only when handed it (ccm migrate --provider digitalocean)`,
+      );
       await expect(lbs.updateNodes(req)).rejects.toBeInstanceOf(InvalidConfigError);
       await lbs.delete(req);
     }

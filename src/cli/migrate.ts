@@ -1,0 +1,551 @@
+import { describeRequest, wantsLoadBalancer } from '../controllers/service.js';
+import { clusterIdentity } from '../kube/cluster-identity.js';
+import { loadKubeConfig } from '../kube/config.js';
+import { listWorkloads, type PodInfo, readLease, type WorkloadInfo } from '../kube/diagnostics.js';
+import { KubeApiError } from '../kube/errors.js';
+import { type SlimService, serviceKey, slimService } from '../kube/services.js';
+import { KubeTransport } from '../kube/transport.js';
+import {
+  ANNOTATION_ADOPTED_LOAD_BALANCER,
+  FIELD_MANAGER,
+  FINALIZER_LOAD_BALANCER_CLEANUP,
+  MIGRATION_BACKUP_CONFIGMAP,
+} from '../kube/well-known.js';
+import { loadProvider } from '../providers/registry.js';
+import type {
+  ForeignLoadBalancer,
+  LoadBalancerAdoption,
+  OfficialController,
+  ProviderDefinition,
+} from '../providers/types.js';
+import { UsageError } from './errors.js';
+import { transportOptionsFrom } from './kube-flags.js';
+import { type ClusterAndCloudFlags, credentialSource, resolveProviderValues } from './provider-config.js';
+
+/**
+ * `ccm migrate`: takes over what the cloud's official controller left in a cluster. It reads the
+ * cluster (the controller's workload, Lease, Secret, the Services it finalised) and the cloud (its
+ * load balancers, by its own naming and tagging rules), and makes a plan. Only `apply` writes: a
+ * backup first (ConfigMap kube-system/ccm-migrate-backup), then ccm's tags next to the official ones,
+ * then the adoption annotation on each Service. `rollback` puts back the tags and annotations it kept.
+ * Nothing here ever deletes or creates a load balancer, or changes an address.
+ */
+
+export type MigrateMode = 'dry-run' | 'apply' | 'rollback';
+
+export interface MigrateInput extends ClusterAndCloudFlags {
+  mode: MigrateMode;
+  /** --from: the official controller's id (default: the cloud's first). */
+  from?: string;
+  /** --cluster-name: ccm's identity in its tags (default: from the kube-system UID, as `ccm run`). */
+  'cluster-name'?: string;
+  /** --official-cluster-name: the --cluster-name the official controller ran with. */
+  'official-cluster-name'?: string;
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+export type ServiceAction =
+  /** The official controller's load balancer is handed to ccm. */
+  | 'adopt'
+  /** Already handed over (the annotation is there). */
+  | 'adopted'
+  /** Given back by --rollback. */
+  | 'restore'
+  /** Nothing of the official controller's found: ccm builds a load balancer when it runs. */
+  | 'none'
+  /** Found, but the Service shows another address: left alone, a person looks. */
+  | 'mismatch';
+
+export interface ServicePlan {
+  namespace: string;
+  name: string;
+  action: ServiceAction;
+  /** The Service's ingress addresses now. */
+  ingress: string[];
+  /** Whether the official controller finalised it (service.kubernetes.io/load-balancer-cleanup). */
+  finalised: boolean;
+  /** The official controller's annotations found on it. */
+  officialAnnotations: Record<string, string>;
+  loadBalancer?: ForeignLoadBalancer;
+  /** Tags added next to the official ones (apply), or the whole list given back (rollback). */
+  tags: string[];
+  note?: string;
+}
+
+export interface FoundWorkload {
+  kind: 'Deployment' | 'DaemonSet';
+  namespace: string;
+  name: string;
+  /** Desired replicas (a DaemonSet: scheduled Pods). */
+  replicas: number;
+  /** Its --cluster-name, which its load balancers' names and tags carry. */
+  clusterName?: string;
+  /** Its --leader-elect-resource-name, when it elects on a Lease of its own name. */
+  lease?: string;
+}
+
+export interface MigrateResult {
+  provider: string;
+  mode: MigrateMode;
+  /** The official controller migrated from. */
+  from: string;
+  clusterID: string;
+  officialCluster: string;
+  /** Where officialCluster comes from: the flag, the official workload's --cluster-name, or its default. */
+  officialClusterFrom: string;
+  workloads: FoundWorkload[];
+  leases: { name: string; holder?: string }[];
+  secrets: { name: string; exists: boolean; compatible: boolean }[];
+  configMaps: { name: string; exists: boolean }[];
+  services: ServicePlan[];
+  /** What is left alone, one line each. */
+  untouched: string[];
+  /** Why nothing is re-tagged, where the cloud cannot tag a load balancer ccm adopts. */
+  retagNote?: string;
+  /** Whether anything was written (apply, rollback). */
+  wrote: boolean;
+}
+
+/** One record of the backup: what a Service and its load balancer were before `apply`. */
+export interface BackupRecord {
+  namespace: string;
+  name: string;
+  uid: string;
+  annotations: Record<string, string>;
+  loadBalancer: ForeignLoadBalancer;
+}
+
+export async function runMigrate(input: MigrateInput): Promise<MigrateResult> {
+  if (!input.provider) {
+    throw new UsageError('no provider given; pass --provider (e.g. --provider digitalocean)');
+  }
+  const definition = await loadProvider(input.provider);
+  const official = officialOf(definition, input.from);
+  const auth = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
+  const http = new KubeTransport(auth, transportOptionsFrom(input));
+  try {
+    const source = await credentialSource(definition, input, input.env, http);
+    const provider = definition.create(
+      resolveProviderValues(definition, input, input.env, source.secret?.data),
+      {},
+    );
+    const adoption = provider.loadBalancers?.adoption;
+    if (!adoption) {
+      throw new UsageError(`the ${definition.name} provider has no load balancers to take over`);
+    }
+    const clusterID = await clusterIdentity(http, input['cluster-name']);
+    const workloads = await findWorkloads(http, official);
+    // The cluster name its names and tags carry: --official-cluster-name, else the one its own
+    // Deployment or DaemonSet passes it, else its default.
+    const fromWorkload = workloads.find((w) => w.clusterName);
+    const officialCluster =
+      input['official-cluster-name'] ?? fromWorkload?.clusterName ?? official.defaultClusterName ?? '';
+    const officialClusterFrom =
+      input['official-cluster-name'] !== undefined
+        ? '--official-cluster-name'
+        : fromWorkload
+          ? `${fromWorkload.kind} ${fromWorkload.namespace}/${fromWorkload.name}`
+          : `${official.id}'s default`;
+    const leaseNames = [
+      ...new Set([...official.leases, ...workloads.flatMap((w) => (w.lease ? [w.lease] : []))]),
+    ];
+    const [leases, secrets, configMaps, services, backup] = await Promise.all([
+      Promise.all(
+        leaseNames.map(async (name) => {
+          const lease = await readLease(http, 'kube-system', name);
+          return lease
+            ? { name, ...(lease.holderIdentity ? { holder: lease.holderIdentity } : {}) }
+            : undefined;
+        }),
+      ),
+      Promise.all(
+        official.secrets.map(async (name) => ({
+          name,
+          exists: await exists(http, `/api/v1/namespaces/kube-system/secrets/${name}`),
+          compatible: official.secretCompatible,
+        })),
+      ),
+      Promise.all(
+        official.configMaps.map(async (name) => ({
+          name,
+          exists: await exists(http, `/api/v1/namespaces/kube-system/configmaps/${name}`),
+        })),
+      ),
+      listLoadBalancerServices(http),
+      readBackup(http),
+    ]);
+    const base = {
+      provider: definition.name,
+      mode: input.mode,
+      from: official.id,
+      clusterID,
+      officialCluster,
+      officialClusterFrom,
+      workloads,
+      leases: leases.filter((l): l is { name: string; holder?: string } => l !== undefined),
+      secrets,
+      configMaps,
+    };
+    if (input.mode === 'rollback') {
+      await refuseWhileCcmRuns(http);
+      return { ...base, ...(await rollback(http, adoption, services, backup, officialCluster)) };
+    }
+    const plans = await planMigration(services, official, adoption, clusterID, officialCluster);
+    const untouched = untouchedLines(base.workloads, base.leases, base.secrets, plans);
+    const firstFound = plans.find((p) => p.loadBalancer)?.loadBalancer;
+    const note = firstFound && adoption.ownershipTags(firstFound, clusterID).note;
+    Object.assign(base, note ? { retagNote: note } : {});
+    if (input.mode === 'dry-run') return { ...base, services: plans, untouched, wrote: false };
+    const wrote = await apply(http, adoption, plans, services, backup);
+    return { ...base, services: plans, untouched, wrote };
+  } finally {
+    await http.close();
+  }
+}
+
+function officialOf(definition: ProviderDefinition, from: string | undefined): OfficialController {
+  const all = definition.officialControllers ?? [];
+  if (all.length === 0) {
+    throw new UsageError(
+      `${definition.name} has no official controller with load balancers to migrate from: ${definition.noOfficialController ?? 'there is none'}`,
+    );
+  }
+  if (!from) return all[0] as OfficialController;
+  const found = all.find((c) => c.id === from);
+  if (!found) {
+    throw new UsageError(
+      `--from ${from} is no official controller of ${definition.name}; use one of: ${all.map((c) => c.id).join(', ')}`,
+    );
+  }
+  return found;
+}
+
+/** ccm's Pods, as `ccm manifests` labels them (doctor looks for the same). */
+const CCM_POD_SELECTOR = 'app.kubernetes.io/name=ccm,app.kubernetes.io/component=controller';
+
+/**
+ * A rollback under a running ccm would take the hand-over from under its service controller, which
+ * would then build load balancers of its own: refused while a ccm Pod runs.
+ */
+async function refuseWhileCcmRuns(http: KubeTransport): Promise<void> {
+  const list = await http.request<{ items?: PodInfo[] }>({
+    method: 'GET',
+    path: `/api/v1/pods?labelSelector=${encodeURIComponent(CCM_POD_SELECTOR)}`,
+  });
+  const running = (list.items ?? []).filter(
+    (p) => p.status?.phase === 'Running' || p.status?.phase === 'Pending',
+  );
+  const first = running[0]?.metadata;
+  if (first) {
+    throw new UsageError(
+      `ccm still runs (Pod ${first.namespace}/${first.name}${running.length > 1 ? ` and ${running.length - 1} more` : ''}): stop it first (kubectl -n ${first.namespace} scale deployment/ccm --replicas=0), then --rollback, or its service controller would build load balancers of its own`,
+    );
+  }
+}
+
+async function exists(http: KubeTransport, path: string): Promise<boolean> {
+  try {
+    // Only whether it is there: its values are never read here (the provider reads the Secret itself).
+    await http.request({ method: 'GET', path, discardResponse: true });
+    return true;
+  } catch (err) {
+    if (err instanceof KubeApiError && err.status === 404) return false;
+    throw err;
+  }
+}
+
+async function findWorkloads(http: KubeTransport, official: OfficialController): Promise<FoundWorkload[]> {
+  return (await listWorkloads(http))
+    .filter((w) => isOfficial(w, official))
+    .map(({ kind, namespace, name, replicas, commandLines }) => {
+      const clusterName = flagValue(commandLines, 'cluster-name');
+      const lease = flagValue(commandLines, 'leader-elect-resource-name');
+      return {
+        kind,
+        namespace,
+        name,
+        replicas,
+        ...(clusterName ? { clusterName } : {}),
+        ...(lease ? { lease } : {}),
+      };
+    });
+}
+
+/** A flag's value in a container's command line (`--name=value` or `--name value`), if given. */
+export function flagValue(commandLines: readonly (readonly string[])[], name: string): string | undefined {
+  for (const line of commandLines) {
+    for (let i = 0; i < line.length; i++) {
+      const arg = line[i] as string;
+      if (arg.startsWith(`--${name}=`)) return arg.slice(name.length + 3);
+      if (arg === `--${name}` && i + 1 < line.length) return line[i + 1];
+    }
+  }
+  return undefined;
+}
+
+/** The official controller's workload: by its published name, or by its image under another name. */
+export function isOfficial(w: WorkloadInfo, official: OfficialController): boolean {
+  return (
+    official.workloads.includes(w.name) || w.images.some((i) => official.images.some((o) => i.includes(o)))
+  );
+}
+
+async function listLoadBalancerServices(http: KubeTransport): Promise<SlimService[]> {
+  const list = await http.request<{ items?: unknown[] }>({ method: 'GET', path: '/api/v1/services' });
+  return (list.items ?? [])
+    .map(slimService)
+    .filter((s) => s.type === 'LoadBalancer' || s.finalizers.includes(FINALIZER_LOAD_BALANCER_CLEANUP));
+}
+
+const ingressOf = (svc: SlimService) => svc.ingress.map((i) => i.ip ?? i.hostname ?? '').filter(Boolean);
+
+export async function planMigration(
+  services: readonly SlimService[],
+  official: OfficialController,
+  adoption: LoadBalancerAdoption,
+  clusterID: string,
+  officialCluster: string,
+): Promise<ServicePlan[]> {
+  const rules = { clusterID };
+  const ours = services.filter((s) => wantsLoadBalancer(s, rules));
+  const requests = ours.map((s) => describeRequest(s, [], rules));
+  const found = await adoption.findOfficial(requests, officialCluster);
+  return ours.map((svc): ServicePlan => {
+    const common = {
+      namespace: svc.namespace,
+      name: svc.name,
+      ingress: ingressOf(svc),
+      finalised: svc.finalizers.includes(FINALIZER_LOAD_BALANCER_CLEANUP),
+      officialAnnotations: Object.fromEntries(
+        official.serviceAnnotations.flatMap((k) => (svc.annotations[k] ? [[k, svc.annotations[k]]] : [])),
+      ),
+      tags: [] as string[],
+    };
+    const lb = found.get(svc.uid);
+    const handed = svc.annotations[ANNOTATION_ADOPTED_LOAD_BALANCER];
+    if (handed) {
+      return {
+        ...common,
+        action: 'adopted',
+        ...(lb ? { loadBalancer: lb } : {}),
+        note: `already handed to ccm (${ANNOTATION_ADOPTED_LOAD_BALANCER}: ${handed})`,
+      };
+    }
+    if (!lb) {
+      return {
+        ...common,
+        action: 'none',
+        note: `no load balancer of ${official.id} found for it: ccm builds one when it runs`,
+      };
+    }
+    const foreignAddress = common.ingress.filter((ip) => !lb.addresses.includes(ip));
+    if (foreignAddress.length > 0) {
+      return {
+        ...common,
+        action: 'mismatch',
+        loadBalancer: lb,
+        note: `the Service shows ${foreignAddress.join(', ')}, which ${lb.name} (${lb.id}) does not have: left alone; look at both before you migrate it`,
+      };
+    }
+    const tags = adoption.ownershipTags(lb, clusterID).add.filter((t) => !lb.tags.includes(t));
+    return { ...common, action: 'adopt', loadBalancer: lb, tags };
+  });
+}
+
+function untouchedLines(
+  workloads: readonly FoundWorkload[],
+  leases: readonly { name: string; holder?: string }[],
+  secrets: readonly { name: string; exists: boolean; compatible: boolean }[],
+  plans: readonly ServicePlan[],
+): string[] {
+  const lines = [
+    ...workloads.map((w) =>
+      w.replicas === 0
+        ? `${w.kind} ${w.namespace}/${w.name}: scaled to 0 already; keep it so while ccm runs`
+        : `${w.kind} ${w.namespace}/${w.name} (${w.replicas} replica${w.replicas === 1 ? '' : 's'}): stop it yourself before ccm runs${w.kind === 'Deployment' ? ` (kubectl -n ${w.namespace} scale deployment/${w.name} --replicas=0)` : ''}; ccm migrate does not change it`,
+    ),
+    ...leases.map(
+      (l) =>
+        `Lease kube-system/${l.name}: left as it is; ccm elects on the same name by default, so only one of the two leads at a time`,
+    ),
+    ...secrets
+      .filter((s) => s.exists)
+      .map((s) =>
+        s.compatible
+          ? `Secret kube-system/${s.name}: ccm reads it as it is, unchanged`
+          : `Secret kube-system/${s.name}: unchanged; its format differs from ccm's (ccm secret create writes ccm's)`,
+      ),
+    'every load balancer stays (none is created or deleted), with its name, id, addresses, listeners and backends',
+    'finalizers and every other annotation of the Services',
+  ];
+  for (const p of plans) {
+    if (p.action === 'none' || p.action === 'mismatch')
+      lines.push(`Service ${p.namespace}/${p.name}: ${p.note}`);
+  }
+  return lines;
+}
+
+async function readBackup(http: KubeTransport): Promise<Map<string, BackupRecord> | undefined> {
+  try {
+    const cm = await http.request<{ data?: Record<string, string> }>({
+      method: 'GET',
+      path: `/api/v1/namespaces/kube-system/configmaps/${MIGRATION_BACKUP_CONFIGMAP}`,
+    });
+    return new Map(
+      Object.entries(cm.data ?? {}).map(([key, value]) => [key, JSON.parse(value) as BackupRecord]),
+    );
+  } catch (err) {
+    if (err instanceof KubeApiError && err.status === 404) return undefined;
+    throw err;
+  }
+}
+
+/** ConfigMap keys allow [-._a-zA-Z0-9]: namespace and name, which cannot hold "_", joined by one. */
+const backupKey = (svc: { namespace: string; name: string }) => `${svc.namespace}_${svc.name}`;
+
+async function apply(
+  http: KubeTransport,
+  adoption: LoadBalancerAdoption,
+  plans: readonly ServicePlan[],
+  services: readonly SlimService[],
+  backup: Map<string, BackupRecord> | undefined,
+): Promise<boolean> {
+  const todo = plans.filter((p) => p.action === 'adopt' && p.loadBalancer);
+  if (todo.length === 0) return false;
+  const byKey = new Map(services.map((s) => [serviceKey(s), s]));
+  // The backup first: an apply stopped half-way can still be rolled back. A record already there
+  // is the state before the first apply, and is never overwritten.
+  const records: Record<string, string> = {};
+  for (const p of todo) {
+    const svc = byKey.get(serviceKey(p)) as SlimService;
+    if (backup?.has(backupKey(p))) continue;
+    const record: BackupRecord = {
+      namespace: svc.namespace,
+      name: svc.name,
+      uid: svc.uid,
+      annotations: { ...svc.annotations },
+      loadBalancer: p.loadBalancer as ForeignLoadBalancer,
+    };
+    records[backupKey(p)] = JSON.stringify(record);
+  }
+  const path = `/api/v1/namespaces/kube-system/configmaps`;
+  if (!backup) {
+    await http.request({
+      method: 'POST',
+      path: `${path}?fieldManager=${FIELD_MANAGER}`,
+      body: {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: {
+          name: MIGRATION_BACKUP_CONFIGMAP,
+          namespace: 'kube-system',
+          labels: { 'app.kubernetes.io/managed-by': 'ccm' },
+          annotations: { 'ccm.io/purpose': 'what `ccm migrate --rollback` restores' },
+        },
+        data: records,
+      },
+      discardResponse: true,
+    });
+  } else if (Object.keys(records).length > 0) {
+    await http.request({
+      method: 'PATCH',
+      path: `${path}/${MIGRATION_BACKUP_CONFIGMAP}?fieldManager=${FIELD_MANAGER}`,
+      contentType: 'application/merge-patch+json',
+      body: { data: records },
+      discardResponse: true,
+    });
+  }
+  for (const p of todo) {
+    const lb = p.loadBalancer as ForeignLoadBalancer;
+    if (p.tags.length > 0) await adoption.setTags(lb, [...lb.tags, ...p.tags]);
+    const svc = byKey.get(serviceKey(p)) as SlimService;
+    await patchAnnotations(http, svc, { [ANNOTATION_ADOPTED_LOAD_BALANCER]: lb.id });
+  }
+  return true;
+}
+
+async function patchAnnotations(
+  http: KubeTransport,
+  svc: SlimService,
+  annotations: Record<string, string | null>,
+): Promise<void> {
+  await http.request({
+    method: 'PATCH',
+    path: `/api/v1/namespaces/${encodeURIComponent(svc.namespace)}/services/${encodeURIComponent(svc.name)}?fieldManager=${FIELD_MANAGER}`,
+    contentType: 'application/merge-patch+json',
+    // Only if nobody changed the Service since it was read: its annotations are decided on as a whole.
+    body: { metadata: { resourceVersion: svc.resourceVersion, annotations } },
+    discardResponse: true,
+  });
+}
+
+/**
+ * Every Service of the backup gets its annotations back exactly (keys added since are removed), and
+ * its load balancer its tags, in their order. The backup goes last, once all of it is back.
+ */
+async function rollback(
+  http: KubeTransport,
+  adoption: LoadBalancerAdoption,
+  services: readonly SlimService[],
+  backup: Map<string, BackupRecord> | undefined,
+  officialCluster: string,
+): Promise<Pick<MigrateResult, 'services' | 'untouched' | 'wrote'>> {
+  if (!backup || backup.size === 0) {
+    return {
+      services: [],
+      untouched: [`no backup (ConfigMap kube-system/${MIGRATION_BACKUP_CONFIGMAP}): nothing to give back`],
+      wrote: false,
+    };
+  }
+  const byKey = new Map(services.map((s) => [serviceKey(s), s]));
+  const plans: ServicePlan[] = [];
+  const untouched: string[] = [];
+  const present = [...backup.values()].filter((r) => byKey.get(serviceKey(r))?.uid === r.uid);
+  const current = await adoption.findOfficial(
+    present.map((r) => {
+      const svc = byKey.get(serviceKey(r)) as SlimService;
+      // Found again by the id it recorded, whatever the official names say.
+      return { ...describeRequest(svc, [], { clusterID: '' }), adoptedID: r.loadBalancer.id };
+    }),
+    officialCluster,
+  );
+  for (const record of backup.values()) {
+    const svc = byKey.get(serviceKey(record));
+    if (!svc || svc.uid !== record.uid) {
+      untouched.push(
+        `Service ${record.namespace}/${record.name} is gone since the migration: nothing to give back`,
+      );
+      continue;
+    }
+    const lb = current.get(svc.uid) ?? record.loadBalancer;
+    if (JSON.stringify(lb.tags) !== JSON.stringify(record.loadBalancer.tags)) {
+      await adoption.setTags(lb, record.loadBalancer.tags);
+    }
+    const patch: Record<string, string | null> = {};
+    for (const key of Object.keys(svc.annotations)) if (!(key in record.annotations)) patch[key] = null;
+    for (const [key, value] of Object.entries(record.annotations)) {
+      if (svc.annotations[key] !== value) patch[key] = value;
+    }
+    if (Object.keys(patch).length > 0) await patchAnnotations(http, svc, patch);
+    plans.push({
+      namespace: svc.namespace,
+      name: svc.name,
+      action: 'restore',
+      ingress: ingressOf(svc),
+      finalised: svc.finalizers.includes(FINALIZER_LOAD_BALANCER_CLEANUP),
+      officialAnnotations: {},
+      loadBalancer: record.loadBalancer,
+      tags: record.loadBalancer.tags,
+      note: 'tags and annotations as they were before ccm migrate --yes',
+    });
+  }
+  await http.request({
+    method: 'DELETE',
+    path: `/api/v1/namespaces/kube-system/configmaps/${MIGRATION_BACKUP_CONFIGMAP}`,
+    discardResponse: true,
+  });
+  untouched.push(
+    'load balancers, addresses and finalizers: as they are; start the official controller again (scale it back up) once ccm is stopped',
+  );
+  return { services: plans, untouched, wrote: true };
+}

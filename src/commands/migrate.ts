@@ -1,0 +1,80 @@
+import * as Flags from '@oclif/core/flags';
+import { BaseCommand } from '../cli/base-command.js';
+import { UsageError } from '../cli/errors.js';
+import type { ServicePlan } from '../cli/migrate.js';
+import type { Report } from '../cli/output/report.js';
+
+export default class Migrate extends BaseCommand {
+  static override summary =
+    "Take over the official cloud controller's load balancers, in place, with a way back";
+  static override description = [
+    "Finds what the cloud's official controller left in the cluster (its Deployment or DaemonSet, its Lease, its Secret, the Services it finalised and their annotations) and, in the cloud, the load balancer of each Service by that controller's own naming and tagging rules. Prints the plan: the Secret ccm will read, the load balancer ccm adopts for each Service with its IP, the tags it adds next to the official ones, and what it leaves alone.",
+    "By default a dry run that writes nothing. --yes applies (on a terminal the plan is confirmed first): a backup in ConfigMap kube-system/ccm-migrate-backup, ccm's ownership tag where the cloud can tag, and the annotation ccm.io/adopted-load-balancer on each Service; `ccm run` then updates that load balancer in place (same id, name and address). --rollback restores the tags and annotations exactly as they were. No load balancer is ever created or deleted, no address changed.",
+    'Sequence: scale the official controller to 0; `ccm migrate --yes`; deploy ccm (`ccm manifests`). Exit status: 0 done (or nothing to do), 1 the cluster or cloud failed, 2 usage or configuration error.',
+  ].join('\n\n');
+  static override examples = [
+    '<%= config.bin %> migrate --provider digitalocean',
+    '<%= config.bin %> migrate --provider digitalocean --yes',
+    '<%= config.bin %> migrate --provider digitalocean --rollback',
+  ];
+  static override flags = {
+    from: Flags.string({
+      description:
+        "The official controller to take over from, where the cloud has more than one (default: the cloud's own)",
+    }),
+    'dry-run': Flags.boolean({
+      description: 'Print the plan and write nothing (the default)',
+      default: false,
+    }),
+    yes: Flags.boolean({
+      description: 'Apply the plan without asking',
+      default: false,
+    }),
+    rollback: Flags.boolean({
+      description:
+        'Give everything back to the official controller: the tags and annotations as they were before --yes',
+      default: false,
+    }),
+    'cluster-name': Flags.string({
+      description:
+        "ccm's identity in its ownership tags, as `ccm run --cluster-name` (default: derived from the kube-system namespace UID)",
+    }),
+    'official-cluster-name': Flags.string({
+      description:
+        "The --cluster-name the official controller ran with (default: the one its Deployment or DaemonSet passes it, else that controller's default)",
+    }),
+    'credentials-secret': Flags.string({
+      description:
+        "Read the provider's credentials from this Secret (namespace/name); default: the flags and environment, else the official controller's Secret in kube-system",
+    }),
+  };
+
+  async run(): Promise<Report<ServicePlan>> {
+    const { flags } = await this.parse(Migrate);
+    const modes = (['dry-run', 'yes', 'rollback'] as const).filter((m) => flags[m]);
+    if (modes.length > 1) {
+      throw new UsageError(`--${modes.join(' and --')} exclude each other; pass one (no flag: a dry run)`);
+    }
+    const { runMigrate } = await import('../cli/migrate.js');
+    const { migrateReport } = await import('../cli/migrate-report.js');
+    const input = { ...flags, env: process.env };
+    if (flags.rollback) return migrateReport(await runMigrate({ ...input, mode: 'rollback' }));
+    if (flags.yes) return migrateReport(await runMigrate({ ...input, mode: 'apply' }));
+    const plan = await runMigrate({ ...input, mode: 'dry-run' });
+    if (flags['dry-run'] || !this.human || !process.stdin.isTTY || !process.stdout.isTTY)
+      return migrateReport(plan);
+    if (!plan.services.some((s) => s.action === 'adopt')) return migrateReport(plan);
+    this.log(
+      plan.services
+        .filter((s) => s.action === 'adopt')
+        .map(
+          (s) =>
+            `  ${s.namespace}/${s.name} → ${s.loadBalancer?.name} (${s.loadBalancer?.addresses.join(', ')})`,
+        )
+        .join('\n'),
+    );
+    const { confirm } = await import('@inquirer/prompts');
+    const go = await confirm({ message: `Hand these load balancers to ccm?`, default: false });
+    return migrateReport(go ? await runMigrate({ ...input, mode: 'apply' }) : plan);
+  }
+}

@@ -1,0 +1,111 @@
+import { InvalidConfigError } from '../errors.js';
+import type {
+  ForeignLoadBalancer,
+  LoadBalancerAdoption,
+  LoadBalancerRequest,
+  OfficialController,
+} from '../types.js';
+import { LOAD_BALANCER_ID, NAME, text } from './annotations.js';
+import type { DigitalOceanClient } from './client.js';
+import type { DoLoadBalancer } from './load-balancers.js';
+
+/**
+ * DigitalOcean's own controller, digitalocean/digitalocean-cloud-controller-manager:
+ * - releases/digitalocean-cloud-controller-manager/v0.1.68.yml: Deployment
+ *   `digitalocean-cloud-controller-manager` in kube-system, image
+ *   digitalocean/digitalocean-cloud-controller-manager, `--leader-elect=false`, the token from Secret
+ *   `digitalocean` key `access-token` (ccm reads that Secret as it is).
+ * - cloud-controller-manager/do/lb_annotations.go: it records the load balancer's id on the Service as
+ *   `kubernetes.digitalocean.com/load-balancer-id` (and its type as
+ *   `service.beta.kubernetes.io/do-loadbalancer-type`).
+ */
+export const officialController: OfficialController = {
+  id: 'digitalocean-cloud-controller-manager',
+  description:
+    "DigitalOcean's cloud controller (github.com/digitalocean/digitalocean-cloud-controller-manager)",
+  workloads: ['digitalocean-cloud-controller-manager'],
+  images: ['digitalocean-cloud-controller-manager'],
+  // k8s.io/cloud-provider options/options.go: ResourceName "cloud-controller-manager", kube-system.
+  leases: ['cloud-controller-manager'],
+  leaderElectOffByDefault: true,
+  secrets: ['digitalocean'],
+  configMaps: [],
+  secretCompatible: true,
+  serviceAnnotations: [LOAD_BALANCER_ID, 'service.beta.kubernetes.io/do-loadbalancer-type'],
+};
+
+/**
+ * How the official controller names and tags a load balancer (cloud-controller-manager/do/loadbalancers.go):
+ * - getLoadBalancerName: the `service.beta.kubernetes.io/do-loadbalancer-name` annotation, else
+ *   cloudprovider.DefaultLoadBalancerName ("a" + the Service UID without dashes, cut to 32), which is
+ *   the request's `name` here too; findLoadBalancerByName also tries that legacy name.
+ * - retrieveLoadBalancer: by the load-balancer-id annotation first, else by one of those names.
+ * - buildLoadBalancerRequest: tags `k8s:<DO_CLUSTER_ID>` only when DO_CLUSTER_ID is set (DOKS sets it;
+ *   a self-managed cluster usually does not, and its load balancers then carry no tag at all).
+ */
+export function doAdoption(client: DigitalOceanClient): LoadBalancerAdoption {
+  return {
+    async findOfficial(services, officialCluster, signal) {
+      const all = await client.listAll<DoLoadBalancer>(
+        'listing load balancers',
+        '/v2/load_balancers',
+        'load_balancers',
+        signal,
+      );
+      const byId = new Map(all.map((lb) => [lb.id, lb]));
+      const found = new Map<string, ForeignLoadBalancer>();
+      for (const req of services) {
+        const lb = officialOf(req, all, byId, officialCluster);
+        if (lb) found.set(req.service.uid, foreign(lb));
+      }
+      return found;
+    },
+    ownershipTags() {
+      return {
+        add: [],
+        note: "DigitalOcean takes a load balancer's tags at creation only (godo's LoadBalancerRequest; the tags API tags droplets, images and volumes): the adoption is recorded on the Service",
+      };
+    },
+    async setTags(lb, tags) {
+      if (JSON.stringify(tags) !== JSON.stringify(lb.tags)) {
+        throw new InvalidConfigError(
+          `DigitalOcean cannot change the tags of load balancer ${lb.name} (${lb.id}) after its creation; ccm never asked it to`,
+        );
+      }
+    },
+  };
+}
+
+/**
+ * With DO_CLUSTER_ID the official controller tags every load balancer `k8s:<it>`; without, it tags
+ * none. A load balancer with another `k8s:` tag is another cluster's, or ccm's own (ccm names load
+ * balancers by the same rule, and tags them `k8s:<its cluster id>`): never the official one.
+ */
+function taggedByOfficial(lb: DoLoadBalancer, officialCluster: string): boolean {
+  const k8sTags = (lb.tags ?? []).filter((t) => t.startsWith('k8s:'));
+  return officialCluster ? k8sTags.includes(`k8s:${officialCluster}`) : k8sTags.length === 0;
+}
+
+function officialOf(
+  req: LoadBalancerRequest,
+  all: readonly DoLoadBalancer[],
+  byId: ReadonlyMap<string, DoLoadBalancer>,
+  officialCluster: string,
+): DoLoadBalancer | undefined {
+  const id = req.adoptedID ?? text(req.service.annotations, LOAD_BALANCER_ID);
+  if (id) {
+    const lb = byId.get(id);
+    return lb && taggedByOfficial(lb, officialCluster) ? lb : undefined;
+  }
+  const names = new Set([text(req.service.annotations, NAME) ?? req.name, req.name]);
+  return all.find((lb) => names.has(lb.name) && taggedByOfficial(lb, officialCluster));
+}
+
+function foreign(lb: DoLoadBalancer): ForeignLoadBalancer {
+  return {
+    id: lb.id,
+    name: lb.name,
+    addresses: [lb.ip, lb.ipv6].filter((a): a is string => Boolean(a)),
+    tags: [...(lb.tags ?? [])],
+  };
+}

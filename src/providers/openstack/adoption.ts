@@ -1,0 +1,94 @@
+import type {
+  ForeignLoadBalancer,
+  LoadBalancerAdoption,
+  LoadBalancerRequest,
+  OfficialController,
+} from '../types.js';
+import { LOAD_BALANCER_ID } from './annotations.js';
+
+/**
+ * cloud-provider-openstack's openstack-cloud-controller-manager (kubernetes/cloud-provider-openstack):
+ * - manifests/controller-manager/openstack-cloud-controller-manager-ds.yaml: DaemonSet
+ *   kube-system/openstack-cloud-controller-manager, image
+ *   registry.k8s.io/provider-os/openstack-cloud-controller-manager, `--cluster-name=$(CLUSTER_NAME)`
+ *   with CLUSTER_NAME "kubernetes", cloud.conf from Secret kube-system/cloud-config (which ccm reads
+ *   as it is), leader election on (k8s.io/cloud-provider's Lease cloud-controller-manager).
+ * - pkg/openstack/loadbalancer.go: the Service is annotated loadbalancer.openstack.org/load-balancer-id.
+ */
+export const officialController: OfficialController = {
+  id: 'openstack-cloud-controller-manager',
+  description:
+    "cloud-provider-openstack's controller (github.com/kubernetes/cloud-provider-openstack, openstack-cloud-controller-manager)",
+  workloads: ['openstack-cloud-controller-manager'],
+  images: ['openstack-cloud-controller-manager'],
+  leases: ['cloud-controller-manager'],
+  leaderElectOffByDefault: false,
+  secrets: ['cloud-config'],
+  configMaps: [],
+  secretCompatible: true,
+  serviceAnnotations: [LOAD_BALANCER_ID],
+  defaultClusterName: 'kubernetes',
+};
+
+/**
+ * pkg/openstack/loadbalancer.go: GetLoadBalancerName is Sprintf255("%s%s_%s_%s", "kube_service_",
+ * clusterName, namespace, name) (cut to 255 characters); getLoadbalancerByName also accepts the legacy
+ * cloudprovider.DefaultLoadBalancerName ("a" + the UID without dashes, cut to 32).
+ */
+export function officialName(req: LoadBalancerRequest, clusterName: string): string {
+  return `kube_service_${clusterName}_${req.service.namespace}_${req.service.name}`.slice(0, 255);
+}
+
+interface OctaviaLb {
+  provisioning_status: string;
+  id: string;
+  name: string;
+  vip_address: string;
+  vip_port_id: string;
+  tags?: string[];
+}
+
+export interface OctaviaAdoptionDeps {
+  list<T extends { id?: string }>(path: string, key: string, signal?: AbortSignal): Promise<T[]>;
+  floatingIpOf(lb: OctaviaLb, signal?: AbortSignal): Promise<{ floating_ip_address: string } | undefined>;
+  putTags(id: string, tags: readonly string[], signal?: AbortSignal): Promise<void>;
+  ownershipTag(clusterID: string): string;
+}
+
+/**
+ * The official controller's load balancer of a Service: the one its load-balancer-id annotation (or
+ * ccm's hand-over) names, else the one named for it in `clusterName`; by name, only with the tag the
+ * official controller gives it (createOctaviaLoadBalancer: Tags = [lbName] where Octavia supports tags,
+ * v2.5+), so a load balancer someone named like it by hand is not taken.
+ */
+export function octaviaAdoption(deps: OctaviaAdoptionDeps): LoadBalancerAdoption {
+  return {
+    async findOfficial(services, officialCluster, signal) {
+      const all = await deps.list<OctaviaLb>('loadbalancers', 'loadbalancers', signal);
+      const byId = new Map(all.map((lb) => [lb.id, lb]));
+      const found = new Map<string, ForeignLoadBalancer>();
+      for (const req of services) {
+        const id = req.adoptedID ?? req.service.annotations[LOAD_BALANCER_ID];
+        const name = officialName(req, officialCluster);
+        const lb = id
+          ? byId.get(id)
+          : all.find((x) => (x.name === name && (x.tags ?? []).includes(name)) || x.name === req.name);
+        if (!lb) continue;
+        const fip = await deps.floatingIpOf(lb, signal);
+        found.set(req.service.uid, {
+          id: lb.id,
+          name: lb.name,
+          addresses: [fip?.floating_ip_address ?? lb.vip_address],
+          tags: [...(lb.tags ?? [])],
+        });
+      }
+      return found;
+    },
+    ownershipTags(_lb, clusterID) {
+      return { add: [deps.ownershipTag(clusterID)] };
+    },
+    async setTags(lb, tags, signal) {
+      await deps.putTags(lb.id, tags, signal);
+    },
+  };
+}

@@ -1,0 +1,454 @@
+/**
+ * `ccm migrate --provider digitalocean`, then `ccm run`: taking over load balancers that DigitalOcean's
+ * own controller built, against one real kube-apiserver and the DigitalOcean simulator.
+ *
+ * The cluster and the cloud are seeded exactly as digitalocean/digitalocean-cloud-controller-manager
+ * (commit 70d527e) leaves them:
+ * - releases/digitalocean-cloud-controller-manager/v0.1.68.yml: Deployment
+ *   kube-system/digitalocean-cloud-controller-manager (image digitalocean/digitalocean-cloud-controller-manager,
+ *   --leader-elect=false), the token in Secret kube-system/digitalocean key access-token.
+ * - cloud-controller-manager/do/loadbalancers.go: the load balancer is named
+ *   cloudprovider.DefaultLoadBalancerName(service) ("a" + the UID without dashes, cut to 32;
+ *   k8s.io/cloud-provider cloud.go) unless service.beta.kubernetes.io/do-loadbalancer-name names it;
+ *   tags are `k8s:<DO_CLUSTER_ID>` only with DO_CLUSTER_ID set, so none on a self-managed cluster;
+ *   forwarding rules tcp <port> → tcp <nodePort>; the health check http on kube-proxy's port 10256
+ *   /healthz (healthCheckPathAndPort), interval 3 s, timeout 5 s, thresholds 3 and 5 (lb_annotations.go
+ *   defaults); type REGIONAL.
+ * - retrieveAndAnnotateLoadBalancer: the Service is annotated kubernetes.digitalocean.com/load-balancer-id
+ *   (and service.beta.kubernetes.io/do-loadbalancer-type).
+ * - k8s.io/cloud-provider service/helpers/helper.go: the service controller finalises the Service with
+ *   service.kubernetes.io/load-balancer-cleanup, and writes the load balancer's IP as its ingress.
+ */
+import { readFileSync } from 'node:fs';
+import {
+  AppsV1Api,
+  type CoreV1Api,
+  KubeConfig,
+  type V1Secret,
+  type V1Service,
+} from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
+import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
+import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { ccm as cli } from '../helpers/cli.js';
+import { type InProcess, runInput, startInProcess, until } from '../helpers/run.js';
+import { lbService, MERGE_PATCH, removeServices } from '../helpers/services.js';
+import { Terminal } from '../helpers/terminal.js';
+
+const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
+const LB_ID = 'kubernetes.digitalocean.com/load-balancer-id';
+const LB_TYPE = 'service.beta.kubernetes.io/do-loadbalancer-type';
+const ADOPTED = 'ccm.io/adopted-load-balancer';
+const NS = 'default';
+
+let cp: ControlPlane;
+let api: CoreV1Api;
+let apps: AppsV1Api;
+let sim: DigitalOceanSimulator;
+let ccm: InProcess | undefined;
+
+function officialSecret(token: string): V1Secret {
+  const doc = parse(
+    readFileSync(new URL('../fixtures/digitalocean/secret.yaml', import.meta.url), 'utf8'),
+  ) as V1Secret;
+  return {
+    ...doc,
+    metadata: { ...doc.metadata, name: 'digitalocean' },
+    stringData: { 'access-token': token },
+  };
+}
+
+beforeAll(async () => {
+  [cp, sim] = await Promise.all([startControlPlane(), DigitalOceanSimulator.start()]);
+  api = fixtureApi(cp.kubeconfigPath);
+  const kc = new KubeConfig();
+  kc.loadFromFile(cp.kubeconfigPath);
+  kc.setCurrentContext('fixtures');
+  apps = kc.makeApiClient(AppsV1Api);
+  await api.createNamespacedSecret({ namespace: 'kube-system', body: officialSecret(sim.token) });
+  // The official Deployment, already scaled to 0 (the first step of the switch-over).
+  await apps.createNamespacedDeployment({
+    namespace: 'kube-system',
+    body: {
+      metadata: { name: 'digitalocean-cloud-controller-manager' },
+      spec: {
+        replicas: 0,
+        selector: { matchLabels: { app: 'digitalocean-cloud-controller-manager' } },
+        template: {
+          metadata: { labels: { app: 'digitalocean-cloud-controller-manager' } },
+          spec: {
+            containers: [
+              {
+                name: 'digitalocean-cloud-controller-manager',
+                image: 'digitalocean/digitalocean-cloud-controller-manager:v0.1.68',
+                command: ['/bin/digitalocean-cloud-controller-manager', '--leader-elect=false'],
+              },
+            ],
+          },
+        },
+      },
+    },
+  });
+}, 120_000);
+afterAll(async () => {
+  await Promise.all([cp?.stop(), sim?.stop()]);
+});
+beforeEach(async () => {
+  sim.reset();
+  await deleteAllNodes(api);
+  await api
+    .deleteNamespacedConfigMap({ name: 'ccm-migrate-backup', namespace: 'kube-system' })
+    .catch(() => undefined);
+});
+afterEach(async () => {
+  await ccm?.stop();
+  ccm = undefined;
+  await removeServices(api, NS);
+  expect(sim.takeViolations()).toEqual([]);
+});
+
+const env = () => ({ DO_OVERRIDE_URL: sim.url });
+const migrate = (...args: string[]) =>
+  cli(['migrate', '--provider', 'digitalocean', '--kubeconfig', cp.kubeconfigPath, ...args], env());
+
+/** Droplets and initialised Nodes, as the official controller left them. */
+async function seedNodes(): Promise<number[]> {
+  const droplets = sim.addDroplets(
+    { name: 'worker-1', region: 'fra1', privateIP: '10.114.0.2' },
+    { name: 'worker-2', region: 'fra1', privateIP: '10.114.0.3' },
+  );
+  const ids = droplets.map((d) => d.id as number);
+  await createNodes(
+    api,
+    ids.map((id, i) => ({ name: `worker-${i + 1}`, providerID: `digitalocean://${id}`, tainted: false })),
+  );
+  return ids;
+}
+
+/** A LoadBalancer Service and its load balancer, as the official controller builds and records them. */
+async function seedOfficial(
+  name: string,
+  dropletIds: number[],
+  annotations?: Record<string, string>,
+): Promise<{ svc: V1Service; lb: Record<string, unknown> }> {
+  const created = await api.createNamespacedService({
+    namespace: NS,
+    body: lbService(name, NS, annotations),
+  });
+  const uid = created.metadata?.uid as string;
+  const nodePort = created.spec?.ports?.[0]?.nodePort as number;
+  const lb = sim.addLoadBalancer({
+    name:
+      annotations?.['service.beta.kubernetes.io/do-loadbalancer-name'] ??
+      `a${uid.replace(/-/g, '')}`.slice(0, 32),
+    region: 'fra1',
+    type: 'REGIONAL',
+    droplet_ids: dropletIds,
+    forwarding_rules: [
+      { entry_protocol: 'tcp', entry_port: 80, target_protocol: 'tcp', target_port: nodePort },
+    ],
+    health_check: {
+      protocol: 'http',
+      port: 10256,
+      path: '/healthz',
+      check_interval_seconds: 3,
+      response_timeout_seconds: 5,
+      unhealthy_threshold: 3,
+      healthy_threshold: 5,
+    },
+    tags: [],
+  });
+  await api.patchNamespacedService(
+    {
+      name,
+      namespace: NS,
+      body: {
+        metadata: {
+          finalizers: [FINALIZER],
+          annotations: { [LB_ID]: lb.id as string, [LB_TYPE]: 'REGIONAL' },
+        },
+      },
+    },
+    MERGE_PATCH,
+  );
+  await api.patchNamespacedServiceStatus(
+    { name, namespace: NS, body: { status: { loadBalancer: { ingress: [{ ip: lb.ip as string }] } } } },
+    MERGE_PATCH,
+  );
+  return { svc: await api.readNamespacedService({ name, namespace: NS }), lb };
+}
+
+const lbWrites = () => sim.requests.filter((r) => r.method !== 'GET');
+const ccmWrites = async () => (await cp.writes(CCM_USER)).length;
+
+describe('ccm migrate --provider digitalocean', () => {
+  it('plans without writing, adopts with --yes, ccm run updates the same load balancers in place, --rollback gives back every annotation byte for byte', async () => {
+    const [d1, d2] = await seedNodes();
+    const web = await seedOfficial('web', [d1 as number, d2 as number]);
+    const shop = await seedOfficial('shop', [d1 as number], {
+      'service.beta.kubernetes.io/do-loadbalancer-name': 'shop-lb',
+    });
+    const before = {
+      web: structuredClone(web.svc.metadata?.annotations),
+      shop: structuredClone(shop.svc.metadata?.annotations),
+    };
+    const tagsBefore = [...sim.loadBalancers.values()].map((lb) => [lb.id, structuredClone(lb.tags)]);
+
+    // The dry run: the plan, and not one write to either side.
+    const writes0 = await ccmWrites();
+    const dry = await migrate('-o', 'json');
+    expect(dry.stderr).toBe('');
+    expect(dry.exitCode).toBe(0);
+    const plan = JSON.parse(dry.stdout);
+    expect(plan.mode).toBe('dry-run');
+    expect(plan.wrote).toBe(false);
+    expect(plan.from).toBe('digitalocean-cloud-controller-manager');
+    expect(plan.workloads).toEqual([
+      {
+        kind: 'Deployment',
+        namespace: 'kube-system',
+        name: 'digitalocean-cloud-controller-manager',
+        replicas: 0,
+      },
+    ]);
+    expect(plan.secrets).toEqual([{ name: 'digitalocean', exists: true, compatible: true }]);
+    const byName = Object.fromEntries(plan.services.map((s: { name: string }) => [s.name, s]));
+    expect(byName.web).toMatchObject({
+      action: 'adopt',
+      finalised: true,
+      ingress: [web.lb.ip],
+      loadBalancer: { id: web.lb.id, name: web.lb.name, addresses: [web.lb.ip], tags: [] },
+      officialAnnotations: { [LB_ID]: web.lb.id, [LB_TYPE]: 'REGIONAL' },
+    });
+    expect(byName.shop).toMatchObject({ action: 'adopt', loadBalancer: { id: shop.lb.id, name: 'shop-lb' } });
+    expect(await ccmWrites()).toBe(writes0);
+    expect(lbWrites()).toEqual([]);
+    // The human view says it is a dry run.
+    const text = await migrate();
+    expect(text.stdout).toMatch(/dry run, nothing written: 2 load balancers/);
+    expect(await ccmWrites()).toBe(writes0);
+
+    // --yes: the backup, then one annotation per Service; DigitalOcean cannot tag afterwards, so no cloud write.
+    const yes = await migrate('--yes', '-o', 'json');
+    expect(yes.exitCode).toBe(0);
+    expect(JSON.parse(yes.stdout).wrote).toBe(true);
+    expect(lbWrites()).toEqual([]);
+    const adoptedWeb = await api.readNamespacedService({ name: 'web', namespace: NS });
+    expect(adoptedWeb.metadata?.annotations).toEqual({ ...before.web, [ADOPTED]: web.lb.id });
+    const writes = (await cp.writes(CCM_USER)).slice(writes0);
+    expect(writes.map((w) => `${w.verb} ${w.objectRef?.resource}/${w.objectRef?.name}`).sort()).toEqual([
+      'create configmaps/ccm-migrate-backup',
+      'patch services/shop',
+      'patch services/web',
+    ]);
+    // A second --yes has nothing to do.
+    const again = await migrate('--yes', '-o', 'json');
+    expect(JSON.parse(again.stdout).wrote).toBe(false);
+    expect((await cp.writes(CCM_USER)).length).toBe(writes0 + 3);
+
+    // ccm run, with a third Node: the same load balancers, updated in place.
+    const [d3] = sim.addDroplets({ name: 'worker-3', region: 'fra1', privateIP: '10.114.0.4' });
+    await createNodes(api, [{ name: 'worker-3', providerID: `digitalocean://${d3?.id}`, tainted: false }]);
+    ccm = await startInProcess(
+      runInput(cp.kubeconfigPath, '', {
+        provider: 'digitalocean',
+        'cloud-config': undefined,
+        credentialsSecret: 'kube-system/digitalocean',
+        env: env(),
+      }),
+    );
+    const want = [d1, d2, d3?.id as number].sort();
+    for (const lb of [web.lb, shop.lb]) {
+      await until(
+        `${lb.name} balances to all three droplets`,
+        async () =>
+          JSON.stringify(
+            [...((sim.loadBalancers.get(lb.id as string)?.droplet_ids ?? []) as number[])].sort(),
+          ) === JSON.stringify(want),
+        30_000,
+      );
+    }
+    expect(sim.requestsTo('POST', '/v2/load_balancers')).toEqual([]);
+    expect(sim.requestsTo('DELETE', /^\/v2\/load_balancers\/[^/]+$/)).toEqual([]);
+    expect(sim.loadBalancers.size).toBe(2);
+    expect(sim.loadBalancers.get(shop.lb.id as string)?.name).toBe('shop-lb');
+    expect(sim.loadBalancers.get(web.lb.id as string)?.name).toBe(web.lb.name);
+    for (const [name, lb] of [
+      ['web', web.lb],
+      ['shop', shop.lb],
+    ] as const) {
+      const svc = await api.readNamespacedService({ name, namespace: NS });
+      expect(svc.status?.loadBalancer?.ingress).toEqual([expect.objectContaining({ ip: lb.ip })]);
+      expect(sim.loadBalancers.get(lb.id as string)?.ip).toBe(lb.ip);
+    }
+    // Every change went to the adopted load balancers' own paths.
+    expect(
+      lbWrites().every((r) =>
+        [web.lb.id, shop.lb.id].some((id) => r.url.startsWith(`/v2/load_balancers/${id}`)),
+      ),
+    ).toBe(true);
+    await ccm.stop();
+    ccm = undefined;
+
+    // Not while a ccm Pod runs: its service controller would build load balancers of its own.
+    await api.createNamespacedServiceAccount({
+      namespace: 'kube-system',
+      body: { metadata: { name: 'ccm' } },
+    });
+    const pod = await api.createNamespacedPod({
+      namespace: 'kube-system',
+      body: {
+        metadata: {
+          name: 'ccm-5d9f-abcde',
+          labels: { 'app.kubernetes.io/name': 'ccm', 'app.kubernetes.io/component': 'controller' },
+        },
+        spec: {
+          serviceAccountName: 'ccm',
+          automountServiceAccountToken: false,
+          containers: [{ name: 'ccm', image: 'registry.example.com/ccm:test' }],
+        },
+      },
+    });
+    await api.replaceNamespacedPodStatus({
+      name: 'ccm-5d9f-abcde',
+      namespace: 'kube-system',
+      body: { ...pod, status: { phase: 'Running' } },
+    });
+    const writesBeforeRefusal = await ccmWrites();
+    const refused = await migrate('--rollback');
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stderr.trim()).toBe(
+      'ccm: ccm still runs (Pod kube-system/ccm-5d9f-abcde): stop it first (kubectl -n kube-system scale deployment/ccm --replicas=0), then --rollback, or its service controller would build load balancers of its own',
+    );
+    expect(await ccmWrites()).toBe(writesBeforeRefusal);
+    await api.deleteNamespacedPod({
+      name: 'ccm-5d9f-abcde',
+      namespace: 'kube-system',
+      gracePeriodSeconds: 0,
+    });
+    await until(
+      'the ccm Pod gone',
+      async () =>
+        (
+          await api.listNamespacedPod({
+            namespace: 'kube-system',
+            labelSelector: 'app.kubernetes.io/name=ccm',
+          })
+        ).items.length === 0,
+    );
+
+    // --rollback: the annotations exactly as they were, the tags as they were, the backup gone.
+    const back = await migrate('--rollback', '-o', 'json');
+    expect(back.exitCode).toBe(0);
+    expect(JSON.parse(back.stdout).services.map((s: { action: string }) => s.action)).toEqual([
+      'restore',
+      'restore',
+    ]);
+    for (const name of ['web', 'shop'] as const) {
+      const svc = await api.readNamespacedService({ name, namespace: NS });
+      expect(JSON.stringify(svc.metadata?.annotations)).toBe(JSON.stringify(before[name]));
+      expect(svc.metadata?.finalizers).toEqual([FINALIZER]);
+    }
+    expect([...sim.loadBalancers.values()].map((lb) => [lb.id, lb.tags])).toEqual(tagsBefore);
+    await expect(
+      api.readNamespacedConfigMap({ name: 'ccm-migrate-backup', namespace: 'kube-system' }),
+    ).rejects.toThrow();
+  }, 120_000);
+
+  it('on a terminal, without --yes, it shows the plan and asks: no writes nothing, yes applies', async () => {
+    const [d1] = await seedNodes();
+    const web = await seedOfficial('web', [d1 as number]);
+    const ask = async (answer: string) => {
+      const terminal = await Terminal.open(
+        ['migrate', '--provider', 'digitalocean', '--kubeconfig', cp.kubeconfigPath],
+        { width: 200, height: 50, env: env() },
+      );
+      try {
+        await terminal.waitFor('Hand these load balancers to ccm?');
+        expect(await terminal.screen({ joined: true })).toContain(
+          `default/web → ${web.lb.name} (${web.lb.ip})`,
+        );
+        await terminal.type(answer, 'Enter');
+        return { code: await terminal.exit(), screen: await terminal.screen({ joined: true }) };
+      } finally {
+        await terminal.close();
+      }
+    };
+    const writes0 = await ccmWrites();
+    const no = await ask('n');
+    expect(no.code).toBe(0);
+    expect(no.screen).toContain('dry run, nothing written');
+    expect(await ccmWrites()).toBe(writes0);
+    expect(
+      (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations?.[ADOPTED],
+    ).toBeUndefined();
+
+    const yes = await ask('y');
+    expect(yes.code).toBe(0);
+    expect(yes.screen).toContain('1 load balancer of digitalocean-cloud-controller-manager handed to ccm');
+    expect(
+      (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations?.[ADOPTED],
+    ).toBe(web.lb.id);
+    expect(lbWrites()).toEqual([]);
+  }, 120_000);
+
+  it('ccm run --adopt-official takes over the official load balancer of a Service without ccm migrate', async () => {
+    const [d1] = await seedNodes();
+    const web = await seedOfficial('web', [d1 as number]);
+    ccm = await startInProcess(
+      runInput(cp.kubeconfigPath, '', {
+        provider: 'digitalocean',
+        'cloud-config': undefined,
+        credentialsSecret: 'kube-system/digitalocean',
+        env: env(),
+        controllerOptions: {
+          concurrency: 4,
+          deletionGracePeriodMs: 0,
+          nodeMonitorPeriodMs: 200,
+          nodeStatusUpdateFrequencyMs: 60_000,
+          cloudListPeriodMs: 500,
+          adoptOfficial: { clusterName: '' },
+        },
+      }),
+    );
+    const svc = await until(
+      'web adopted',
+      async () => {
+        const s = await api.readNamespacedService({ name: 'web', namespace: NS });
+        return s.metadata?.annotations?.[ADOPTED] === web.lb.id ? s : undefined;
+      },
+      30_000,
+    );
+    await until(
+      'both droplets behind it',
+      async () => ((sim.loadBalancers.get(web.lb.id as string)?.droplet_ids ?? []) as number[]).length === 2,
+      30_000,
+    );
+    expect(svc.status?.loadBalancer?.ingress).toEqual([expect.objectContaining({ ip: web.lb.ip })]);
+    expect(sim.requestsTo('POST', '/v2/load_balancers')).toEqual([]);
+    expect(sim.requestsTo('DELETE', /^\/v2\/load_balancers\/[^/]+$/)).toEqual([]);
+    expect(sim.loadBalancers.size).toBe(1);
+  }, 60_000);
+
+  it('without --adopt-official or ccm migrate, ccm refuses the official load balancer and says how to hand it over', async () => {
+    const [d1] = await seedNodes();
+    await seedOfficial('web', [d1 as number]);
+    ccm = await startInProcess(
+      runInput(cp.kubeconfigPath, '', {
+        provider: 'digitalocean',
+        'cloud-config': undefined,
+        credentialsSecret: 'kube-system/digitalocean',
+        env: env(),
+      }),
+    );
+    await until(
+      'the refusal logged',
+      async () => ccm?.logs.some((l) => /ccm migrate --provider digitalocean/.test(l)),
+      30_000,
+    );
+    expect(sim.requestsTo('POST', '/v2/load_balancers')).toEqual([]);
+    expect(lbWrites()).toEqual([]);
+  }, 60_000);
+});

@@ -1,0 +1,369 @@
+/**
+ * `ccm migrate --provider openstack`, then `ccm run`: taking over the Octavia load balancers of
+ * cloud-provider-openstack's openstack-cloud-controller-manager, against one real kube-apiserver and
+ * the OpenStack simulator.
+ *
+ * The cloud is seeded through the simulator's own Octavia and Neutron API (OctaviaState.route and
+ * .neutron, the handlers its HTTP server calls), with the requests kubernetes/cloud-provider-openstack
+ * (commit c453fb7) sends:
+ * - manifests/controller-manager/openstack-cloud-controller-manager-ds.yaml: DaemonSet
+ *   kube-system/openstack-cloud-controller-manager, --cluster-name=kubernetes, Secret cloud-config.
+ * - pkg/openstack/loadbalancer.go createOctaviaLoadBalancer: one fully populated create, the load
+ *   balancer named kube_service_<cluster>_<namespace>_<name> (lbFormat), described "Kubernetes external
+ *   service <ns>/<name> from cluster <cluster>", tagged [its name]; per port a listener
+ *   listener_<i>_<lb name> (buildListenerCreateOpt: protocol, port, connection_limit -1, tags [lb name])
+ *   with a pool pool_<i>_<lb name> (buildPoolCreateOpt: ROUND_ROBIN, no persistence) whose members are
+ *   the Nodes' InternalIPs on the node port (buildCreateMemberOpts: name, address, protocol_port, subnet).
+ * - ensureFloatingIP: a floating IP on the VIP port of floating-network-id, described "Floating IP for
+ *   Kubernetes external service <ns>/<name> from cluster <cluster>".
+ * - the Service annotated loadbalancer.openstack.org/load-balancer-id, finalised with
+ *   service.kubernetes.io/load-balancer-cleanup (k8s.io/cloud-provider service/helpers/helper.go).
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { AppsV1Api, type CoreV1Api, KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { FLOATING_NETWORK_ID, SUBNET_ID } from '../clouds/openstack/octavia.js';
+import { OpenStackSimulator } from '../clouds/openstack/simulator.js';
+import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
+import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { ccm as cli } from '../helpers/cli.js';
+import { type InProcess, runInput, startInProcess, until } from '../helpers/run.js';
+import { lbService, MERGE_PATCH, removeServices } from '../helpers/services.js';
+
+const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
+const LB_ID = 'loadbalancer.openstack.org/load-balancer-id';
+const ADOPTED = 'ccm.io/adopted-load-balancer';
+const NS = 'default';
+const fixture = (name: string) =>
+  readFileSync(fileURLToPath(new URL(`../fixtures/openstack/${name}`, import.meta.url)), 'utf8');
+
+let cp: ControlPlane;
+let api: CoreV1Api;
+let sim: OpenStackSimulator;
+let ccm: InProcess | undefined;
+
+function cloudConfigSecret(): V1Secret {
+  const doc = parse(fixture('occm-cloud-config-secret.yaml')) as V1Secret;
+  const conf = fixture('occm-cloud-config').replace('http://192.128.1.15:5000/v3', sim.authUrl);
+  return { ...doc, data: { 'cloud.conf': Buffer.from(conf).toString('base64') } };
+}
+
+beforeAll(async () => {
+  [cp, sim] = await Promise.all([startControlPlane(), new OpenStackSimulator().start()]);
+  api = fixtureApi(cp.kubeconfigPath);
+  await api.createNamespacedSecret({ namespace: 'kube-system', body: cloudConfigSecret() });
+  // The published DaemonSet (manifests/controller-manager/openstack-cloud-controller-manager-ds.yaml):
+  // its cluster name comes from $(CLUSTER_NAME).
+  const kc = new KubeConfig();
+  kc.loadFromFile(cp.kubeconfigPath);
+  kc.setCurrentContext('fixtures');
+  await kc.makeApiClient(AppsV1Api).createNamespacedDaemonSet({
+    namespace: 'kube-system',
+    body: {
+      metadata: { name: 'openstack-cloud-controller-manager' },
+      spec: {
+        selector: { matchLabels: { 'k8s-app': 'openstack-cloud-controller-manager' } },
+        template: {
+          metadata: { labels: { 'k8s-app': 'openstack-cloud-controller-manager' } },
+          spec: {
+            containers: [
+              {
+                name: 'openstack-cloud-controller-manager',
+                image: 'registry.k8s.io/provider-os/openstack-cloud-controller-manager:v1.36.0',
+                args: [
+                  '/bin/openstack-cloud-controller-manager',
+                  '--v=1',
+                  '--cluster-name=$(CLUSTER_NAME)',
+                  '--cloud-config=$(CLOUD_CONFIG)',
+                  '--cloud-provider=openstack',
+                  '--use-service-account-credentials=false',
+                  '--bind-address=127.0.0.1',
+                ],
+                env: [
+                  { name: 'CLOUD_CONFIG', value: '/etc/config/cloud.conf' },
+                  { name: 'CLUSTER_NAME', value: 'kubernetes' },
+                ],
+              },
+            ],
+          },
+        },
+      },
+    },
+  });
+}, 120_000);
+afterAll(async () => {
+  await Promise.all([cp?.stop(), sim?.stop()]);
+});
+afterEach(async () => {
+  await ccm?.stop();
+  ccm = undefined;
+  await removeServices(api, NS);
+});
+
+const migrate = (...args: string[]) =>
+  cli([
+    'migrate',
+    '--provider',
+    'openstack',
+    '--kubeconfig',
+    cp.kubeconfigPath,
+    '--credentials-secret',
+    'kube-system/cloud-config',
+    ...args,
+  ]);
+
+/** Octavia and Neutron as the simulator's HTTP server calls them (not logged as requests). */
+function octavia(method: string, path: string, body?: unknown): Record<string, unknown> {
+  const [status, answer] = sim.octavia.route(method, path, new URL(`http://sim${path}`), body);
+  if (status >= 300) throw new Error(`${method} ${path}: ${status}`);
+  return answer as Record<string, unknown>;
+}
+
+/** A Service and its load balancer, as openstack-cloud-controller-manager builds and records them. */
+async function seedOfficial(name: string, nodes: { name: string; ip: string }[]) {
+  const created = await api.createNamespacedService({ namespace: NS, body: lbService(name) });
+  const nodePort = created.spec?.ports?.[0]?.nodePort as number;
+  const lbName = `kube_service_kubernetes_${NS}_${name}`;
+  const { loadbalancer } = octavia('POST', '/loadbalancers', {
+    loadbalancer: {
+      name: lbName,
+      description: `Kubernetes external service ${NS}/${name} from cluster kubernetes`,
+      vip_subnet_id: SUBNET_ID,
+      tags: [lbName],
+      listeners: [
+        {
+          name: `listener_0_${lbName}`,
+          protocol: 'TCP',
+          protocol_port: 80,
+          connection_limit: -1,
+          tags: [lbName],
+          default_pool: {
+            name: `pool_0_${lbName}`,
+            protocol: 'TCP',
+            lb_algorithm: 'ROUND_ROBIN',
+            members: nodes.map((n) => ({
+              name: n.name,
+              address: n.ip,
+              protocol_port: nodePort,
+              subnet_id: SUBNET_ID,
+            })),
+          },
+        },
+      ],
+    },
+  }) as { loadbalancer: Record<string, unknown> };
+  // The create settles on the next read, as Octavia's worker finishes.
+  octavia('GET', `/loadbalancers/${loadbalancer.id}`);
+  const [, fipAnswer] = sim.octavia.neutron(
+    'POST',
+    '/v2.0/floatingips',
+    new URL('http://sim/v2.0/floatingips'),
+    {
+      floatingip: {
+        floating_network_id: FLOATING_NETWORK_ID,
+        port_id: loadbalancer.vip_port_id,
+        description: `Floating IP for Kubernetes external service ${NS}/${name} from cluster kubernetes`,
+      },
+    },
+  );
+  const ip = (fipAnswer as { floatingip: { floating_ip_address: string } }).floatingip.floating_ip_address;
+  await api.patchNamespacedService(
+    {
+      name,
+      namespace: NS,
+      body: { metadata: { finalizers: [FINALIZER], annotations: { [LB_ID]: loadbalancer.id as string } } },
+    },
+    MERGE_PATCH,
+  );
+  await api.patchNamespacedServiceStatus(
+    { name, namespace: NS, body: { status: { loadBalancer: { ingress: [{ ip }] } } } },
+    MERGE_PATCH,
+  );
+  return {
+    id: loadbalancer.id as string,
+    name: lbName,
+    ip,
+    svc: await api.readNamespacedService({ name, namespace: NS }),
+  };
+}
+
+const lbOf = (id: string) => sim.octavia.loadBalancers.get(id)?.lb as Record<string, unknown>;
+const cloudWrites = () => sim.requests.filter((r) => r.method !== 'GET' && !r.path.endsWith('/auth/tokens'));
+
+describe('ccm migrate --provider openstack', () => {
+  it("dry run writes nothing; --yes adds ccm's tag next to the official one; ccm run keeps the load balancer, its name and floating IP and updates its members in place; --rollback restores tags and annotations byte for byte", async () => {
+    const servers = [
+      sim.addServer({ name: 'k8s-worker-1', addresses: { private: [{ addr: '10.0.0.11' }] } }),
+      sim.addServer({ name: 'k8s-worker-2', addresses: { private: [{ addr: '10.0.0.12' }] } }),
+    ];
+    await createNodes(
+      api,
+      servers.map((s, i) => ({
+        name: `k8s-worker-${i + 1}`,
+        providerID: `openstack:///${s.id}`,
+        tainted: false,
+        addresses: [{ type: 'InternalIP', address: `10.0.0.1${i + 1}` }],
+      })),
+    );
+    const web = await seedOfficial('web', [{ name: 'k8s-worker-1', ip: '10.0.0.11' }]);
+    const before = structuredClone(web.svc.metadata?.annotations);
+    const tagsBefore = structuredClone(lbOf(web.id).tags);
+    expect(tagsBefore).toEqual([web.name]);
+
+    // Dry run: nothing written to Kubernetes or to the cloud.
+    sim.requests.length = 0;
+    const writes0 = (await cp.writes(CCM_USER)).length;
+    const dry = await migrate('-o', 'json');
+    expect(dry.stderr).toBe('');
+    expect(dry.exitCode).toBe(0);
+    const plan = JSON.parse(dry.stdout);
+    expect(plan.from).toBe('openstack-cloud-controller-manager');
+    expect(plan.officialCluster).toBe('kubernetes');
+    expect(plan.officialClusterFrom).toBe('DaemonSet kube-system/openstack-cloud-controller-manager');
+    expect(plan.workloads).toEqual([
+      expect.objectContaining({
+        kind: 'DaemonSet',
+        name: 'openstack-cloud-controller-manager',
+        clusterName: 'kubernetes',
+      }),
+    ]);
+    expect(plan.secrets).toEqual([{ name: 'cloud-config', exists: true, compatible: true }]);
+    expect(plan.services).toEqual([
+      expect.objectContaining({
+        name: 'web',
+        action: 'adopt',
+        loadBalancer: { id: web.id, name: web.name, addresses: [web.ip], tags: [web.name] },
+        tags: [`ccm-cluster:${plan.clusterID}`],
+      }),
+    ]);
+    expect((await cp.writes(CCM_USER)).length).toBe(writes0);
+    expect(cloudWrites()).toEqual([]);
+
+    // --yes: ccm's tag beside the official one (one PUT), the hand-over on the Service.
+    const yes = await migrate('--yes', '-o', 'json');
+    expect(yes.exitCode).toBe(0);
+    expect(cloudWrites().map((r) => `${r.method} ${r.path}`)).toEqual([
+      `PUT /load-balancer/v2.0/lbaas/loadbalancers/${web.id}`,
+    ]);
+    expect(lbOf(web.id).tags).toEqual([web.name, `ccm-cluster:${plan.clusterID}`]);
+    const adopted = await api.readNamespacedService({ name: 'web', namespace: NS });
+    expect(adopted.metadata?.annotations).toEqual({ ...before, [ADOPTED]: web.id });
+
+    // ccm run: the second Node joins the same pool; nothing created or deleted.
+    sim.requests.length = 0;
+    ccm = await startInProcess(
+      runInput(cp.kubeconfigPath, '', {
+        provider: 'openstack',
+        'cloud-config': undefined,
+        credentialsSecret: 'kube-system/cloud-config',
+      }),
+    );
+    await until(
+      'both Nodes members of the official pool',
+      async () =>
+        sim.octavia
+          .tree(web.id)[0]
+          ?.members.map((m) => m.address)
+          .sort()
+          .join() === '10.0.0.11,10.0.0.12',
+      30_000,
+    );
+    const created = cloudWrites().filter(
+      (r) => r.method === 'POST' && /\/(loadbalancers|listeners|pools|floatingips)$/.test(r.path),
+    );
+    const deleted = cloudWrites().filter((r) => r.method === 'DELETE');
+    expect(created).toEqual([]);
+    expect(deleted).toEqual([]);
+    expect(sim.octavia.loadBalancers.size).toBe(1);
+    expect(sim.octavia.floatingIps.size).toBe(1);
+    expect(lbOf(web.id).name).toBe(web.name);
+    expect(sim.octavia.tree(web.id)[0]?.listener.name).toBe(`listener_0_${web.name}`);
+    const svc = await api.readNamespacedService({ name: 'web', namespace: NS });
+    expect(svc.status?.loadBalancer?.ingress).toEqual([expect.objectContaining({ ip: web.ip })]);
+    await ccm.stop();
+    ccm = undefined;
+
+    // --rollback: tags and annotations exactly as before.
+    const back = await migrate('--rollback', '-o', 'json');
+    expect(back.exitCode).toBe(0);
+    expect(JSON.stringify(lbOf(web.id).tags)).toBe(JSON.stringify(tagsBefore));
+    const restored = await api.readNamespacedService({ name: 'web', namespace: NS });
+    expect(JSON.stringify(restored.metadata?.annotations)).toBe(JSON.stringify(before));
+    expect(sim.octavia.loadBalancers.size).toBe(1);
+  }, 120_000);
+
+  it('ccm run --adopt-official finds the official load balancer by kube_service_kubernetes_<ns>_<name> and its tag, and keeps it', async () => {
+    const api1 = await seedOfficial('api', [{ name: 'k8s-worker-1', ip: '10.0.0.11' }]);
+    // Without the load-balancer-id annotation (as a Service whose annotation someone removed): only the
+    // name and the tag can find it.
+    await api.patchNamespacedService(
+      { name: 'api', namespace: NS, body: { metadata: { annotations: { [LB_ID]: null } } } },
+      MERGE_PATCH,
+    );
+    // The same Service in a cluster named "other" (another cluster sharing the project) is not taken.
+    octavia('POST', '/loadbalancers', {
+      loadbalancer: {
+        name: `kube_service_other_${NS}_api`,
+        vip_subnet_id: SUBNET_ID,
+        tags: [`kube_service_other_${NS}_api`],
+      },
+    });
+    const before = sim.octavia.loadBalancers.size;
+    sim.requests.length = 0;
+    ccm = await startInProcess(
+      runInput(cp.kubeconfigPath, '', {
+        provider: 'openstack',
+        'cloud-config': undefined,
+        credentialsSecret: 'kube-system/cloud-config',
+        controllerOptions: {
+          concurrency: 4,
+          deletionGracePeriodMs: 0,
+          nodeMonitorPeriodMs: 200,
+          nodeStatusUpdateFrequencyMs: 60_000,
+          cloudListPeriodMs: 500,
+          adoptOfficial: { clusterName: 'kubernetes' },
+        },
+      }),
+    );
+    await until(
+      'api handed over',
+      async () =>
+        (await api.readNamespacedService({ name: 'api', namespace: NS })).metadata?.annotations?.[ADOPTED] ===
+        api1.id,
+      30_000,
+    );
+    await until(
+      'both Nodes members of the official pool',
+      async () =>
+        sim.octavia
+          .tree(api1.id)[0]
+          ?.members.map((m) => m.address)
+          .sort()
+          .join() === '10.0.0.11,10.0.0.12',
+      30_000,
+    );
+    expect(sim.octavia.loadBalancers.size).toBe(before);
+    expect(
+      cloudWrites().filter((r) => r.method === 'DELETE' || /\/(loadbalancers|floatingips)$/.test(r.path)),
+    ).toEqual([]);
+    const svc = await api.readNamespacedService({ name: 'api', namespace: NS });
+    expect(svc.status?.loadBalancer?.ingress).toEqual([expect.objectContaining({ ip: api1.ip })]);
+
+    // Deleted later, the Service takes its load balancer with it, and the floating IP the official
+    // controller made for it (as its deleteFIPIfCreatedByProvider would), not the others.
+    const fipOf = (ip: string) =>
+      [...sim.octavia.floatingIps.values()].find((f) => f.floating_ip_address === ip);
+    expect(fipOf(api1.ip)).toBeDefined();
+    const otherFips = sim.octavia.floatingIps.size - 1;
+    await api.deleteNamespacedService({ name: 'api', namespace: NS });
+    await until(
+      'api gone with its load balancer',
+      async () => !sim.octavia.loadBalancers.has(api1.id),
+      30_000,
+    );
+    await until('its floating IP released', async () => fipOf(api1.ip) === undefined, 30_000);
+    expect(sim.octavia.floatingIps.size).toBe(otherFips);
+  }, 60_000);
+});

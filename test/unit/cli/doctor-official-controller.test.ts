@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { checkOfficialController, type OfficialWorkload } from '../../../src/cli/doctor-checks.js';
+
+const now = new Date('2026-11-25T12:00:00Z');
+const held = (secondsAgo: number) => ({
+  holderIdentity: 'host_1234',
+  leaseDurationSeconds: 15,
+  renewTime: new Date(now.getTime() - secondsAgo * 1000).toISOString(),
+});
+/** DigitalOcean's published Deployment (releases/digitalocean-cloud-controller-manager/v0.1.68.yml). */
+const doDeployment = (replicas: number): OfficialWorkload => ({
+  controller: 'digitalocean-cloud-controller-manager',
+  kind: 'Deployment',
+  namespace: 'kube-system',
+  name: 'digitalocean-cloud-controller-manager',
+  replicas,
+});
+
+describe('doctor: two cloud controllers at once', () => {
+  it('an official Deployment with replicas beside ccm Pods: ! with the switch-over, and why the shared Lease does not save it', () => {
+    const result = checkOfficialController(
+      [doDeployment(1)],
+      [{ name: 'cloud-controller-manager', info: held(2) }],
+      { lease: 'cloud-controller-manager', running: true },
+      now,
+    );
+    expect(result.status).toBe('warn');
+    expect(result.message).toContain(
+      'ccm runs beside digitalocean-cloud-controller-manager (Deployment kube-system/digitalocean-cloud-controller-manager, 1 replica)',
+    );
+    expect(result.message).toContain('same Lease, kube-system/cloud-controller-manager');
+    expect(result.message).toContain('--leader-elect=false');
+    expect(result.fix).toContain('--replicas=0');
+    expect(result.fix).toContain('ccm migrate');
+    expect(result.items).toEqual(['kube-system/digitalocean-cloud-controller-manager']);
+  });
+
+  it('scaled to 0: ✓, whatever ccm does', () => {
+    const result = checkOfficialController(
+      [doDeployment(0)],
+      [{ name: 'cloud-controller-manager', info: held(2) }],
+      { lease: 'cloud-controller-manager', running: true },
+      now,
+    );
+    expect(result.status).toBe('pass');
+  });
+
+  it('two Leases held at once (ccm on its own name, the official on cloud-controller-manager): !', () => {
+    const result = checkOfficialController(
+      [],
+      [
+        { name: 'ccm', info: held(1) },
+        { name: 'cloud-controller-manager', info: held(3) },
+      ],
+      { lease: 'ccm', running: false },
+      now,
+    );
+    expect(result.status).toBe('warn');
+    expect(result.message).toContain(
+      'two controller Leases are held at once: ccm (ccm) and cloud-controller-manager',
+    );
+    expect(result.message).toContain('both would run');
+  });
+
+  it('a second Lease that expired long ago is no second controller: ✓', () => {
+    const result = checkOfficialController(
+      [],
+      [
+        { name: 'ccm', info: held(1) },
+        { name: 'cloud-controller-manager', info: held(3600) },
+      ],
+      { lease: 'ccm', running: true },
+      now,
+    );
+    expect(result.status).toBe('pass');
+  });
+
+  it('the official controller alone, ccm not running: ✓ pointing at ccm migrate', () => {
+    const result = checkOfficialController(
+      [doDeployment(2)],
+      [],
+      { lease: 'cloud-controller-manager', running: false },
+      now,
+    );
+    expect(result).toMatchObject({ status: 'pass' });
+    expect(result.message).toContain('ccm migrate');
+  });
+});

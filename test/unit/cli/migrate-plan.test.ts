@@ -1,0 +1,182 @@
+import { describe, expect, it } from 'vitest';
+import { flagValue, planMigration } from '../../../src/cli/migrate.js';
+import { migrateReport } from '../../../src/cli/migrate-report.js';
+import { slimService } from '../../../src/kube/services.js';
+import type {
+  ForeignLoadBalancer,
+  LoadBalancerAdoption,
+  OfficialController,
+} from '../../../src/providers/types.js';
+
+const official: OfficialController = {
+  id: 'official-ccm',
+  description: 'test',
+  workloads: ['official-ccm'],
+  images: [],
+  leases: ['cloud-controller-manager'],
+  leaderElectOffByDefault: false,
+  secrets: ['creds'],
+  configMaps: [],
+  secretCompatible: true,
+  serviceAnnotations: ['official/load-balancer-id'],
+};
+
+function service(
+  name: string,
+  extra: { annotations?: Record<string, string>; ip?: string; cls?: string } = {},
+) {
+  return slimService({
+    metadata: {
+      namespace: 'default',
+      name,
+      uid: `uid-${name}`,
+      resourceVersion: '1',
+      finalizers: ['service.kubernetes.io/load-balancer-cleanup'],
+      annotations: extra.annotations ?? {},
+    },
+    spec: {
+      type: 'LoadBalancer',
+      ...(extra.cls ? { loadBalancerClass: extra.cls } : {}),
+      ports: [{ name: 'http', protocol: 'TCP', port: 80, nodePort: 30080 }],
+    },
+    status: extra.ip ? { loadBalancer: { ingress: [{ ip: extra.ip }] } } : {},
+  });
+}
+
+/** The official load balancers by Service UID, as a provider's findOfficial answers. */
+function adoption(
+  found: Record<string, ForeignLoadBalancer>,
+  add: string[],
+): LoadBalancerAdoption & { asked: string[] } {
+  const asked: string[] = [];
+  return {
+    asked,
+    async findOfficial(services, cluster) {
+      asked.push(...services.map((s) => `${s.service.name}@${cluster}`));
+      return new Map(Object.entries(found));
+    },
+    ownershipTags: () => ({ add }),
+    async setTags() {
+      throw new Error('a plan never tags');
+    },
+  };
+}
+
+const lb = (id: string, ip: string, tags: string[] = []): ForeignLoadBalancer => ({
+  id,
+  name: `lb-${id}`,
+  addresses: [ip],
+  tags,
+});
+
+describe('ccm migrate: the plan', () => {
+  it('adopts a found load balancer, skips one already handed over, leaves a Service whose address differs, and says when nothing is found', async () => {
+    const provider = adoption(
+      {
+        'uid-web': lb('1', '203.0.113.1', ['kube_service_x']),
+        'uid-api': lb('2', '203.0.113.2'),
+        'uid-moved': lb('3', '203.0.113.3'),
+      },
+      ['ccm-cluster:abc'],
+    );
+    const plans = await planMigration(
+      [
+        service('web', { ip: '203.0.113.1', annotations: { 'official/load-balancer-id': '1', other: 'x' } }),
+        service('api', { ip: '203.0.113.2', annotations: { 'ccm.io/adopted-load-balancer': '2' } }),
+        service('moved', { ip: '198.51.100.9' }),
+        service('new'),
+        service('other-class', { cls: 'example.com/lb' }),
+      ],
+      official,
+      provider,
+      'abc',
+      'kubernetes',
+    );
+    expect(provider.asked).toEqual([
+      'web@kubernetes',
+      'api@kubernetes',
+      'moved@kubernetes',
+      'new@kubernetes',
+    ]);
+    expect(plans.map((p) => [p.name, p.action, p.tags])).toEqual([
+      ['web', 'adopt', ['ccm-cluster:abc']],
+      ['api', 'adopted', []],
+      ['moved', 'mismatch', []],
+      ['new', 'none', []],
+    ]);
+    expect(plans[0]?.officialAnnotations).toEqual({ 'official/load-balancer-id': '1' });
+    expect(plans[2]?.note).toContain('198.51.100.9');
+    expect(plans[3]?.note).toContain('ccm builds one when it runs');
+  });
+
+  it('a tag ccm already put there is not added again', async () => {
+    const plans = await planMigration(
+      [service('web', { ip: '203.0.113.1' })],
+      official,
+      adoption({ 'uid-web': lb('1', '203.0.113.1', ['kube_service_x', 'ccm-cluster:abc']) }, [
+        'ccm-cluster:abc',
+      ]),
+      'abc',
+      'kubernetes',
+    );
+    expect(plans[0]).toMatchObject({ action: 'adopt', tags: [] });
+  });
+
+  it('the report says what is re-tagged, and why nothing is where the cloud cannot tag', () => {
+    const base = {
+      provider: 'digitalocean',
+      from: 'official-ccm',
+      clusterID: 'abc',
+      officialCluster: '',
+      officialClusterFrom: "official-ccm's default",
+      workloads: [
+        { kind: 'Deployment' as const, namespace: 'kube-system', name: 'official-ccm', replicas: 1 },
+      ],
+      leases: [],
+      secrets: [],
+      configMaps: [],
+      untouched: [],
+      wrote: false,
+    };
+    const row = {
+      namespace: 'default',
+      name: 'web',
+      action: 'adopt' as const,
+      ingress: ['203.0.113.1'],
+      finalised: true,
+      officialAnnotations: {},
+      loadBalancer: lb('1', '203.0.113.1'),
+    };
+    const tagged = migrateReport({
+      ...base,
+      mode: 'dry-run',
+      services: [{ ...row, tags: ['ccm-cluster:abc'] }],
+    });
+    expect(tagged.summary).toContain('dry run, nothing written: 1 load balancer of official-ccm');
+    expect(tagged.notes).toContain('  lb-1 (1): + ccm-cluster:abc');
+    expect(tagged.notes?.some((n) => n.startsWith('Warning: kube-system/official-ccm still runs'))).toBe(
+      true,
+    );
+    const untagged = migrateReport({
+      ...base,
+      mode: 'dry-run',
+      retagNote: 'no tags here',
+      services: [{ ...row, tags: [] }],
+    });
+    expect(untagged.notes).toContain("Re-tagged with ccm's ownership tag: nothing (no tags here)");
+  });
+});
+
+describe("ccm migrate: the official workload's own flags", () => {
+  it('reads --cluster-name and --leader-elect-resource-name as --name=value or --name value, from any container', () => {
+    // brightbox config/cloud-controller.yml passes args ["--cluster-name=brightbox-k8s", ...];
+    // cloud-provider-openstack's DaemonSet "--cluster-name=$(CLUSTER_NAME)" (expanded by listWorkloads).
+    const lines = [
+      ['sidecar', '--cluster-name'],
+      ['/bin/occm', '--cluster-name=brightbox-k8s', '--leader-elect-resource-name', 'occm'],
+    ];
+    expect(flagValue(lines, 'cluster-name')).toBe('brightbox-k8s');
+    expect(flagValue(lines, 'leader-elect-resource-name')).toBe('occm');
+    expect(flagValue(lines, 'leader-elect')).toBeUndefined();
+  });
+});

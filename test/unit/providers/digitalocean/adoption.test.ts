@@ -1,0 +1,121 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createDigitalOcean } from '../../../../src/providers/digitalocean/index.js';
+import type {
+  LoadBalancerAdoption,
+  LoadBalancerRequest,
+  LoadBalancers,
+} from '../../../../src/providers/types.js';
+import { DigitalOceanSimulator } from '../../../clouds/digitalocean/server.js';
+
+/**
+ * Finding the load balancers of digitalocean-cloud-controller-manager (do/loadbalancers.go: named
+ * DefaultLoadBalancerName or do-loadbalancer-name, tagged k8s:<DO_CLUSTER_ID> only when that is set,
+ * recorded in kubernetes.digitalocean.com/load-balancer-id), and using one handed over.
+ */
+const UID = '0b5f5a57-1b3c-4d2e-9f60-7c8d9e0f1a2b';
+const NAME = 'a0b5f5a571b3c4d2e9f607c8d9e0f1a2';
+
+let sim: DigitalOceanSimulator;
+let adoption: LoadBalancerAdoption;
+let lbs: LoadBalancers;
+
+beforeAll(async () => {
+  sim = await DigitalOceanSimulator.start();
+});
+afterAll(async () => {
+  await sim?.stop();
+});
+beforeEach(() => {
+  sim.reset();
+  const provider = createDigitalOcean({
+    token: sim.token,
+    baseUrl: sim.url,
+    http: { backoff: { baseMs: 5 } },
+  });
+  lbs = provider.loadBalancers as LoadBalancers;
+  adoption = lbs.adoption as LoadBalancerAdoption;
+});
+afterEach(() => {
+  expect(sim.takeViolations()).toEqual([]);
+});
+
+function request(annotations: Record<string, string> = {}, adoptedID?: string): LoadBalancerRequest {
+  return {
+    name: NAME,
+    clusterID: 'k8s-ccm',
+    ports: [{ name: 'http', protocol: 'TCP', port: 80, nodePort: 30080 }],
+    nodes: [],
+    ...(adoptedID ? { adoptedID } : {}),
+    service: {
+      namespace: 'default',
+      name: 'web',
+      uid: UID,
+      annotations,
+      loadBalancerSourceRanges: [],
+      externalTrafficPolicy: 'Cluster',
+      sessionAffinity: 'None',
+      ipFamilies: ['IPv4'],
+    },
+  };
+}
+
+describe('DigitalOcean: the official controller’s load balancers', () => {
+  it('by name without a k8s: tag on a self-managed cluster; never ccm’s own of the same name, nor another cluster’s', async () => {
+    sim.addLoadBalancer({ name: NAME, tags: ['k8s:k8s-ccm'] });
+    sim.addLoadBalancer({ name: NAME, tags: ['k8s:other-doks-cluster'] });
+    const official = sim.addLoadBalancer({ name: NAME, tags: [] });
+    const found = await adoption.findOfficial([request()], '');
+    expect(found.get(UID)).toEqual({ id: official.id, name: NAME, addresses: [official.ip], tags: [] });
+  });
+
+  it('with DO_CLUSTER_ID (--official-cluster-name): only the one tagged k8s:<it>', async () => {
+    sim.addLoadBalancer({ name: NAME, tags: [] });
+    const official = sim.addLoadBalancer({ name: NAME, tags: ['k8s:doks-1'] });
+    expect((await adoption.findOfficial([request()], 'doks-1')).get(UID)?.id).toBe(official.id);
+    expect((await adoption.findOfficial([request()], 'doks-2')).size).toBe(0);
+  });
+
+  it('by the load-balancer-id annotation first, whatever its name; by do-loadbalancer-name otherwise', async () => {
+    const byId = sim.addLoadBalancer({ name: 'renamed-by-hand', tags: [] });
+    const byName = sim.addLoadBalancer({ name: 'shop-lb', tags: [] });
+    const one = await adoption.findOfficial(
+      [request({ 'kubernetes.digitalocean.com/load-balancer-id': byId.id as string })],
+      '',
+    );
+    expect(one.get(UID)?.id).toBe(byId.id);
+    const two = await adoption.findOfficial(
+      [request({ 'service.beta.kubernetes.io/do-loadbalancer-name': 'shop-lb' })],
+      '',
+    );
+    expect(two.get(UID)?.id).toBe(byName.id);
+  });
+
+  it('no tag is added (DigitalOcean takes tags at creation only), and none can be changed', async () => {
+    const lb = sim.addLoadBalancer({ name: NAME, tags: [] });
+    const found = (await adoption.findOfficial([request()], '')).get(UID);
+    if (!found) throw new Error('not found');
+    expect(adoption.ownershipTags(found, 'k8s-ccm').add).toEqual([]);
+    await adoption.setTags(found, []);
+    await expect(adoption.setTags(found, ['k8s:k8s-ccm'])).rejects.toThrow(/cannot change the tags/);
+    expect(sim.requests.filter((r) => r.method !== 'GET')).toEqual([]);
+    expect(lb.tags).toEqual([]);
+  });
+
+  it('a handed-over load balancer is the Service’s, untagged, under its own name; one that is gone is not', async () => {
+    const lb = sim.addLoadBalancer({ name: 'shop-lb', tags: [] });
+    const handed = request(
+      { 'kubernetes.digitalocean.com/load-balancer-id': lb.id as string },
+      lb.id as string,
+    );
+    expect(await lbs.get(handed)).toEqual({
+      ingress: [{ ip: lb.ip }],
+      annotations: { 'kubernetes.digitalocean.com/load-balancer-id': lb.id },
+    });
+    // Without the hand-over, the official one is not ccm's.
+    expect(
+      await lbs.get(request({ 'kubernetes.digitalocean.com/load-balancer-id': lb.id as string })),
+    ).toBeUndefined();
+    sim.loadBalancers.delete(lb.id as string);
+    expect(await lbs.get(request({}, lb.id as string))).toBeUndefined();
+  });
+});
