@@ -77,7 +77,12 @@ for (const n of runs) {
           '--json',
         ],
         {
-          env: { DO_ACCESS_TOKEN: sim.token, KUBECONFIG: undefined },
+          // BENCH_NODE_OPTIONS: Node flags for the CLI, to compare heap settings.
+          env: {
+            DO_ACCESS_TOKEN: sim.token,
+            KUBECONFIG: undefined,
+            NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS,
+          },
           reject: false,
           stdin: 'ignore',
           timeout: 900_000,
