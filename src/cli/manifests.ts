@@ -463,7 +463,7 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
  * limit is twice it, because a relist (after 410 Gone) parses the new listing while the old cache is
  * still held. Kept above the measured figure by test/unit/templates/cronjob-resources.test.ts.
  */
-const RUN_NODE_OPTIONS = '--max-old-space-size=128 --max-semi-space-size=2';
+export const RUN_NODE_OPTIONS = '--max-old-space-size=128 --max-semi-space-size=2';
 const RUN_RESOURCES = { requests: { cpu: '50m', memory: '256Mi' }, limits: { memory: '512Mi' } };
 /**
  * `nodes init` holds a slim copy of every Node for one pass: measured peaks 107 MB at 1,000 Nodes and

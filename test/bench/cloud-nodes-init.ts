@@ -57,6 +57,8 @@ export async function benchmarkNodesInit<C extends CloudName>(
         bench.beforePass?.(world);
         const run = await world.ccm(['nodes', 'init', '--concurrency', concurrency, '--json'], {
           timeoutMs: 30 * 60_000,
+          // BENCH_NODE_OPTIONS: Node flags for the CLI, to compare heap settings.
+          env: { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS },
         });
         if (run.exitCode !== 0) throw new Error(`nodes init exited ${run.exitCode}: ${run.stderr}`);
         const report = JSON.parse(run.stdout) as Pass['report'];

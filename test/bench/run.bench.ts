@@ -4,24 +4,34 @@
  *
  *   npm run bench:run
  *
- * 1. burst: 1,000 tainted Nodes created at once; time until all are initialised, against a write-only
- *    baseline in the same run: the same creates plus the same writes ccm makes per Node (patch, event),
- *    sent by a plain client at the same concurrency with no ccm running.
+ * 1. burst: 5,000 tainted Nodes (BENCH_BURST_N) created at once; time until all are initialised by
+ *    `ccm run` with its default flags, against a write-only baseline in the same run: the same creates
+ *    plus the same writes ccm makes per Node (patch, event), sent by a plain client at 32 at a time
+ *    with no ccm running (what the API server can take).
  * 2. steady arrival: 50 tainted Nodes a second for 60 s; per Node, creation → taint removed (p50/p99),
  *    seen by the benchmark's own watch.
  * 3. RSS of ccm with 5,000 Nodes cached, all initialised, idle (VmRSS of the process).
  * 4. cloud listings and by-ID lookups with 5,000 Nodes, 0 / 100 / 1,000 of them NotReady, counted by
  *    ccm's own metrics over 60 s with the periods divided by 12 (monitor 5 s → 417 ms, listing 1 m → 5 s),
  *    i.e. 12 minutes of controller time each; per hour = × 5.
+ * 5. peak RSS (VmHWM) of `ccm run --provider digitalocean` against the DigitalOcean simulator (droplets
+ *    of the OpenAPI example's size) at 1,000 and 5,000 Nodes (BENCH_PEAK_SIZES), with default Node
+ *    settings and with the Deployment's NODE_OPTIONS: N tainted Nodes initialised, 60 s steady, then
+ *    10 Nodes NotReady for 60 s (BENCH_PEAK_STEADY_S), as issue 28's outside harness ran it.
+ *
+ * BENCH_ONLY=burst,steady,big,peak picks sections; BENCH_SNAPSHOT_DIR=dir adds a heap snapshot to each peak run; BENCH_CCM_CONCURRENCY passes --concurrency to ccm.
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { RUN_NODE_OPTIONS } from '../../src/cli/manifests.js';
 import { loadKubeConfig } from '../../src/kube/config.js';
 import { createInformer } from '../../src/kube/informer.js';
 import { KubeTransport } from '../../src/kube/transport.js';
-import { fixtureApi, nodeObject } from '../controlplane/fixtures.js';
+import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
+import { createNodes, fixtureApi, nodeObject } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { setReady, spawnCcmRun, until } from '../helpers/run.js';
 import { percentile } from '../helpers/stats.js';
@@ -79,31 +89,47 @@ async function mapLimit<T>(items: T[], limit: number, fn: (item: T, i: number) =
   );
 }
 
-/** ccm run over the inventory at the benchmark's concurrency (test/helpers/run.ts spawnCcmRun). */
-function startCcm(cp: ControlPlane, inv: string, extra: string[] = []) {
+interface CcmCloud {
+  args: string[];
+  env?: Record<string, string>;
+  nodeOptions?: string;
+}
+
+const cloudlycke = (inv: string): CcmCloud => ({ args: ['--provider', 'cloudlycke', '--cloud-config', inv] });
+
+/** ccm run (test/helpers/run.ts spawnCcmRun) with ccm's default flags unless BENCH_CCM_CONCURRENCY is set. */
+function startCcm(cp: ControlPlane, cloud: CcmCloud, extra: string[] = []) {
+  const concurrency = process.env.BENCH_CCM_CONCURRENCY;
   return spawnCcmRun(
     [
-      '--provider',
-      'cloudlycke',
+      ...cloud.args,
       '--kubeconfig',
       cp.kubeconfigPath,
-      '--cloud-config',
-      inv,
-      '--concurrency',
-      String(CONCURRENCY),
+      ...(concurrency ? ['--concurrency', concurrency] : []),
       '--log-level',
       'warn',
       ...extra,
     ],
     // e.g. BENCH_CCM_NODE_OPTIONS="--max-old-space-size=128" to measure ccm with a heap cap
-    { ...process.env, NODE_OPTIONS: process.env.BENCH_CCM_NODE_OPTIONS ?? '' },
+    {
+      ...process.env,
+      ...cloud.env,
+      NODE_OPTIONS: cloud.nodeOptions ?? process.env.BENCH_CCM_NODE_OPTIONS ?? '',
+    },
   );
 }
 
-function rssMb(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024);
+async function stopCcm(child: ChildProcess) {
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
 }
+
+function rssMb(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Math.round(Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024);
+}
+const load1 = () => loadavg()[0]?.toFixed(1) ?? '?';
 
 const IDLE_S = Number(process.env.BENCH_IDLE_S ?? 60);
 
@@ -147,15 +173,17 @@ const say = (line: string) => {
 
 const only = (process.env.BENCH_ONLY ?? 'burst,steady,big').split(',');
 
-// --- 1. burst of 1,000, against a write-only baseline -------------------------------------------
+// --- 1. burst of 5,000, against a write-only baseline -------------------------------------------
+const BURST_N = Number(process.env.BENCH_BURST_N ?? 5000);
 if (only.includes('burst')) {
   const cp = await startControlPlane();
   try {
-    const ids = names('burst', 1000);
+    const ids = names('burst', BURST_N);
     const inv = inventory(ids);
     const http = transportFor(cp, 'fixtures');
     // Baseline: the creates, then per Node the writes ccm makes (merge patch of the Node, one event).
     const t0 = performance.now();
+    let tWrites = t0;
     await mapLimit(ids, CONCURRENCY, async (name, i) => {
       await http.request({
         method: 'POST',
@@ -165,6 +193,7 @@ if (only.includes('burst')) {
         timeoutMs: 120_000,
       });
     });
+    tWrites = performance.now();
     await mapLimit(ids, CONCURRENCY, async (name) => {
       await http.request({
         method: 'PATCH',
@@ -202,14 +231,18 @@ if (only.includes('burst')) {
       });
     });
     const baseline = (performance.now() - t0) / 1000;
-    await fixtureApi(cp.kubeconfigPath).deleteCollectionNode({});
-    await until(
-      'nodes gone',
-      async () => (await fixtureApi(cp.kubeconfigPath).listNode({ limit: 1 })).items.length === 0,
-      60_000,
-    );
+    const baselineWrites = (performance.now() - tWrites) / 1000;
+    const deleteAll = async () => {
+      await fixtureApi(cp.kubeconfigPath).deleteCollectionNode({});
+      await until(
+        'nodes gone',
+        async () => (await fixtureApi(cp.kubeconfigPath).listNode({ limit: 1 })).items.length === 0,
+        60_000,
+      );
+    };
+    await deleteAll();
 
-    const ccm = await startCcm(cp, inv);
+    const { child } = await startCcm(cp, cloudlycke(inv));
     const watch = taintWatch(cp);
     await until('watch synced', async () => watch.informer.hasSynced());
     const t1 = performance.now();
@@ -222,12 +255,36 @@ if (only.includes('burst')) {
         timeoutMs: 120_000,
       });
     });
-    await until('all initialised', async () => ids.every((n) => watch.removedAt.has(n)), 120_000);
+    await until('all initialised', async () => ids.every((n) => watch.removedAt.has(n)), 600_000);
     const withCcm = (Math.max(...ids.map((n) => watch.removedAt.get(n) as number)) - t1) / 1000;
     await watch.informer.stop();
-    await ccm.stop();
+    await stopCcm(child);
+
+    // The same Nodes already registered when ccm starts (a restart, or ccm deployed after the
+    // kubelets): start → all initialised, against the baseline's writes alone.
+    await deleteAll();
+    await mapLimit(ids, CONCURRENCY, async (name, i) => {
+      await http.request({
+        method: 'POST',
+        path: '/api/v1/nodes',
+        body: nodeObject(kubeletNode(name, i)),
+        discardResponse: true,
+        timeoutMs: 120_000,
+      });
+    });
+    const watch2 = taintWatch(cp);
+    await until('watch synced', async () => watch2.informer.hasSynced());
+    const t2 = performance.now();
+    const late = await startCcm(cp, cloudlycke(inv));
+    await until('all initialised', async () => ids.every((n) => watch2.removedAt.has(n)), 600_000);
+    const startToDone = (Math.max(...ids.map((n) => watch2.removedAt.get(n) as number)) - t2) / 1000;
+    await watch2.informer.stop();
+    await stopCcm(late.child);
     say(
-      `| burst of 1,000 tainted Nodes: all initialised | ${withCcm.toFixed(1)} s | write-only baseline ${baseline.toFixed(1)} s → ratio ${(withCcm / baseline).toFixed(2)} (target ≤ 1.25) |`,
+      `| ${BURST_N.toLocaleString('en')} tainted Nodes already there: ccm start → all initialised (--concurrency ${process.env.BENCH_CCM_CONCURRENCY ?? 'default'}) | ${startToDone.toFixed(1)} s | the baseline's writes alone ${baselineWrites.toFixed(1)} s → ratio ${(startToDone / baselineWrites).toFixed(2)}; load ${load1()} |`,
+    );
+    say(
+      `| burst of ${BURST_N.toLocaleString('en')} tainted Nodes: all initialised (ccm's --concurrency ${process.env.BENCH_CCM_CONCURRENCY ?? 'default'}) | ${withCcm.toFixed(1)} s | write-only baseline ${baseline.toFixed(1)} s → ratio ${(withCcm / baseline).toFixed(2)} (target ≤ 1.25); load ${load1()} |`,
     );
   } finally {
     await cp.stop();
@@ -241,7 +298,7 @@ if (only.includes('steady')) {
     const ids = names('steady', 3000);
     const inv = inventory(ids);
     const http = transportFor(cp, 'fixtures');
-    const ccm = await startCcm(cp, inv);
+    const { child } = await startCcm(cp, cloudlycke(inv));
     const watch = taintWatch(cp);
     await until('watch synced', async () => watch.informer.hasSynced());
     const createdAt = new Map<string, number>();
@@ -267,7 +324,7 @@ if (only.includes('steady')) {
     await until('all initialised', async () => ids.every((n) => watch.removedAt.has(n)), 60_000);
     const latencies = ids.map((n) => (watch.removedAt.get(n) as number) - (createdAt.get(n) as number));
     await watch.informer.stop();
-    await ccm.stop();
+    await stopCcm(child);
     say(
       `| steady 50 tainted Nodes/s for 60 s (3,000): creation → taint removed | p50 ${Math.round(percentile(latencies, 50))} ms, p99 ${Math.round(percentile(latencies, 99))} ms, max ${Math.round(Math.max(...latencies))} ms | target p99 ≤ 1 s |`,
     );
@@ -304,19 +361,24 @@ if (only.includes('big')) {
     });
     // Idle at the default periods: after start-up nothing runs but a look at the (all Ready) Nodes
     // every 5 s; the cached listing is refreshed every 5 min.
-    const idle = await startCcm(cp, inv);
+    const idle = await startCcm(cp, cloudlycke(inv));
     const watch = taintWatch(cp);
     await until('all 5,000 initialised', async () => ids.every((n) => watch.removedAt.has(n)), 300_000);
     await watch.informer.stop();
     await sleep(IDLE_S * 1000);
     const rss = rssMb(idle.child.pid as number);
     const heap = await heapUsedMb(idle.url);
-    await idle.stop();
+    await stopCcm(idle.child);
     say(
       `| RSS of ccm run with 5,000 Nodes cached, idle ${IDLE_S} s at default periods | ${rss} MB (V8 heap in use ${heap} MB) | target ≤ 150 MB |`,
     );
 
-    const ccm = await startCcm(cp, inv, ['--node-monitor-period', '417ms', '--cloud-list-period', '5s']);
+    const { child, url } = await startCcm(cp, cloudlycke(inv), [
+      '--node-monitor-period',
+      '417ms',
+      '--cloud-list-period',
+      '5s',
+    ]);
     let down = 0;
     for (const notReady of process.env.BENCH_RSS_ONLY ? [] : [0, 100, 1000]) {
       await mapLimit(ids.slice(down, notReady), 32, async (name) => {
@@ -324,16 +386,96 @@ if (only.includes('big')) {
       });
       down = notReady;
       await sleep(6000);
-      const a = await cloudCounts(ccm.url);
+      const a = await cloudCounts(url);
       await sleep(60_000);
-      const b = await cloudCounts(ccm.url);
+      const b = await cloudCounts(url);
       say(
         `| 5,000 Nodes, ${notReady.toLocaleString('en')} NotReady: cloud calls in 12 min of controller time (periods ÷ 12) | ${b.list - a.list} listings, ${b.get - a.get} lookups | per hour: ${(b.list - a.list) * 5} listings, ${(b.get - a.get) * 5} lookups |`,
       );
     }
-    await ccm.stop();
+    await stopCcm(child);
   } finally {
     await cp.stop();
+  }
+}
+
+// --- 5. peak RSS of `ccm run --provider digitalocean`, default settings and the Deployment's ----------
+if (only.includes('peak')) {
+  const sizes = (process.env.BENCH_PEAK_SIZES ?? '1000,5000').split(',').map(Number);
+  const steadyS = Number(process.env.BENCH_PEAK_STEADY_S ?? 60);
+  // BENCH_SNAPSHOT_DIR: a heap snapshot of ccm at the end of each run, written there.
+  const snapshots = process.env.BENCH_SNAPSHOT_DIR;
+  for (const n of sizes) {
+    const [cp, sim] = await Promise.all([startControlPlane(), DigitalOceanSimulator.start()]);
+    try {
+      const ids = names('do', n);
+      const privateIP = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+      sim.addDroplets(
+        ...ids.map((name, i) => ({
+          name,
+          privateIP: privateIP(i),
+          publicIP: `198.51.${(i >> 8) & 255}.${i & 255}`,
+        })),
+      );
+      const api = fixtureApi(cp.kubeconfigPath);
+      const doCloud = (nodeOptions: string): CcmCloud => ({
+        args: ['--provider', 'digitalocean', '--cloud-api-url', sim.url],
+        env: { DO_ACCESS_TOKEN: sim.token },
+        nodeOptions: snapshots
+          ? `${nodeOptions} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${snapshots}`.trim()
+          : nodeOptions,
+      });
+      for (const [label, nodeOptions] of [
+        ['default Node settings', ''],
+        [`the Deployment's NODE_OPTIONS="${RUN_NODE_OPTIONS}"`, RUN_NODE_OPTIONS],
+      ] as const) {
+        // Kubelets with --cloud-provider=external and --node-ip: matched to droplets by name.
+        await createNodes(
+          api,
+          ids.map((name, i) => ({ name, providedNodeIP: privateIP(i) })),
+          CONCURRENCY,
+        );
+        const watch = taintWatch(cp);
+        const loadBefore = load1();
+        const ccm = await startCcm(cp, doCloud(nodeOptions));
+        const pid = ccm.child.pid as number;
+        // The peak so far at the end of each phase: where the memory was needed.
+        const phases: string[] = [`ready ${rssMb(pid, 'VmHWM')}`];
+        await until(`all ${n} initialised`, async () => ids.every((id) => watch.removedAt.has(id)), 600_000);
+        phases.push(`initialised ${rssMb(pid, 'VmHWM')}`);
+        await watch.informer.stop();
+        await sleep(steadyS * 1000);
+        phases.push(`steady ${rssMb(pid, 'VmHWM')}`);
+        await mapLimit(ids.slice(0, 10), 10, async (name) => {
+          await setReady(api, name, false);
+        });
+        await sleep(steadyS * 1000);
+        const peak = rssMb(pid, 'VmHWM');
+        phases.push(`10 NotReady ${peak}`);
+        const rss = rssMb(pid);
+        const heap = await heapUsedMb(ccm.url);
+        if (snapshots) {
+          // After the figures: writing a snapshot takes memory of its own (heap-summary.mjs reads it).
+          const before = new Set(readdirSync(snapshots));
+          ccm.child.kill('SIGUSR2');
+          await until(
+            'heap snapshot written',
+            async () =>
+              readdirSync(snapshots).some((f) => !before.has(f) && f.endsWith('.heapsnapshot')) &&
+              (await fetch(`${ccm.url}/healthz`).catch(() => undefined))?.ok === true,
+            300_000,
+          );
+        }
+        await stopCcm(ccm.child);
+        say(
+          `| peak RSS (VmHWM) of ccm run --provider digitalocean, ${n.toLocaleString('en')} Nodes, ${label} | **${peak} MiB** (peak after each phase: ${phases.join(', ')}; RSS at the end ${rss} MiB, V8 heap in use ${heap} MB) | target ≤ ${n <= 1000 ? 74 : 115} MiB; load ${loadBefore} → ${load1()} |`,
+        );
+        await api.deleteCollectionNode({});
+        await until('nodes gone', async () => (await api.listNode({ limit: 1 })).items.length === 0, 120_000);
+      }
+    } finally {
+      await Promise.all([cp.stop(), sim.stop()]);
+    }
   }
 }
 

@@ -174,12 +174,15 @@ export class DigitalOceanClient {
    * Offset pages shift when something is created or deleted meanwhile (an item is skipped or seen
    * twice); `meta.total` and the ids tell, and such a sweep is read once more, then refused: a caller
    * may read absence from this listing, so it is either whole or an error.
+   * `slim` reduces each item as its page arrives, so that only what the caller reads is kept, never
+   * every page's full objects (docs/performance.md).
    */
   async listAll<T extends { id: number | string }>(
     what: string,
     path: string,
     key: string,
     signal?: AbortSignal,
+    slim: (item: T) => T = (item) => item,
   ): Promise<T[]> {
     let problem = '';
     for (let sweep = 1; sweep <= 2; sweep++) {
@@ -198,7 +201,7 @@ export class DigitalOceanClient {
         const found = answer?.[key];
         if (!Array.isArray(found))
           throw unexpectedAnswer(`GET ${path}`, `an object with a "${key}" list`, answer);
-        items.push(...(found as T[]));
+        for (const item of found as T[]) items.push(slim(item));
         if (typeof answer.meta?.total === 'number') totals.add(answer.meta.total);
         page = nextPage(answer.links?.pages?.next, page);
       }

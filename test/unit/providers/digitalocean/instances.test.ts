@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { DigitalOceanClientOptions } from '../../../../src/providers/digitalocean/client.js';
 import { createDigitalOcean } from '../../../../src/providers/digitalocean/index.js';
+import { type Droplet, fromDroplet, slimDroplet } from '../../../../src/providers/digitalocean/instances.js';
 import {
   InvalidConfigError,
   NotFoundError,
@@ -81,6 +82,25 @@ describe('listing droplets', () => {
       labels: {},
     });
     expect(sim.requests.every((r) => r.authorization === `Bearer ${sim.token}`)).toBe(true);
+  });
+
+  it('keeps of each listed droplet only what ccm reads: the same instance from a fraction of the object', () => {
+    const [full] = sim.addDroplets({
+      name: 'worker-b',
+      region: 'ams3',
+      privateIP: '10.110.0.8',
+      publicIP: '203.0.113.8',
+      ipv6: '2001:db8::8',
+    }) as unknown as Droplet[];
+    const slim = slimDroplet(full as Droplet);
+    expect(fromDroplet(slim)).toEqual(fromDroplet(full as Droplet));
+    expect(slim.vpc_uuid).toBe((full as Droplet).vpc_uuid);
+    // The OpenAPI example's droplet (image, size, kernel, features…) is ~1.7 KB of JSON.
+    expect(JSON.stringify(slim).length).toBeLessThan(JSON.stringify(full).length / 4);
+    const bare = slimDroplet({ id: 7, name: 'x', status: 'active', size_slug: 's', networks: {} } as Droplet);
+    expect(fromDroplet(bare)).toEqual(
+      fromDroplet({ id: 7, name: 'x', status: 'active', size_slug: 's', networks: {} } as Droplet),
+    );
   });
 
   it("maps only off to stopped, as DigitalOcean's controller does (new, active and archive run)", async () => {
