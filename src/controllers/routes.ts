@@ -107,7 +107,7 @@ export function planRoutes(
   for (const route of routes) {
     const target = targetOf(route, byName, byAddress);
     targets.set(route, target);
-    if (!target) continue;
+    if (!target || route.incomplete) continue;
     const set = existing.get(target) ?? new Set<string>();
     set.add(canonicalCIDR(route.destinationCIDR));
     existing.set(target, set);

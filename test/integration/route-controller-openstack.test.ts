@@ -112,6 +112,22 @@ const routesOf = () => router.routes.map((r) => `${r.destination} via ${r.nextho
 
 const writes = () => sim.requests.filter((r) => r.method !== 'GET' && r.path.startsWith('/network')).length;
 
+/** A Node with one InternalIP and one Pod CIDR (no port of its own: the test makes it, or not). */
+async function nodeWith(name: string, ip: string, podCIDR: string): Promise<void> {
+  const n = nodeObject({ name, tainted: false, addresses: [{ type: 'InternalIP', address: ip }] });
+  await api.createNode({ body: { ...n, spec: { ...n.spec, podCIDR, podCIDRs: [podCIDR] } } });
+}
+const reason = async (name: string) => network(await api.readNode({ name }))?.reason;
+const passes = async (ccm: InProcess) =>
+  (await ccm.handle.metrics.reconciles.get()).values
+    .filter((v) => v.labels.controller === 'route')
+    .reduce((s, v) => s + v.value, 0);
+/** Waits for `n` more route passes: what a pass would do has been done (no waiting on time). */
+const morePasses = async (ccm: InProcess, n: number) => {
+  const seen = await passes(ccm);
+  await until(`${n} more passes`, async () => (await passes(ccm)) >= seen + n, 20_000);
+};
+
 describe('route controller, OpenStack', () => {
   it('Nodes with podCIDRs get their routes (add_extraroutes), address pairs and NetworkUnavailable=False; a restart writes nothing', async () => {
     const p1 = await worker(11);
@@ -230,6 +246,64 @@ describe('route controller, OpenStack', () => {
     expect(network(node)).toEqual({ status: 'False', reason: 'RouteCreated' });
     expect(routesOf()).toEqual(['10.244.11.0/24 via 10.0.0.11']);
   });
+
+  it('a failed address-pair update undoes the route and is retried: no Node is RouteCreated while its port drops Pod traffic, and doctor agrees', async () => {
+    // The port update (allowed_address_pairs) fails; the route itself and the tags succeed.
+    sim.fault({ method: 'PUT', path: /\/v2\.0\/ports\/[^/]+$/, status: 500 });
+    const port = await worker(11);
+    const ccm = await start();
+    await until('the route is on the router', async () =>
+      routesOf().includes('10.244.11.0/24 via 10.0.0.11'),
+    );
+    // The create failed for good (after the client's own retries): a FailedToCreateRoute pass.
+    await until(
+      'a failed create',
+      async () =>
+        ((await ccm.handle.metrics.routeOperations.get()).values.find(
+          (v) => v.labels.operation === 'create' && v.labels.result === 'error',
+        )?.value ?? 0) >= 1,
+      30_000,
+    );
+    // The cloud recovers.
+    sim.clearFaults();
+    await morePasses(ccm, 4);
+    // Upstream (cloud-provider-openstack routes.go CreateRoute) unwinds the route when the pairs update
+    // fails, so the next pass creates both again.
+    const state = { reason: await reason('w11'), pairs: port.allowed_address_pairs.map((p) => p.ip_address) };
+    const file = join(tempDir('ccm-doctor-'), 'cloud.conf');
+    writeFileSync(file, conf());
+    const doctor = (
+      await runDoctor({
+        kubeconfig: cp.kubeconfigPath,
+        provider: 'openstack',
+        'cloud-config': file,
+        namespace: 'kube-system',
+        lease: 'cloud-controller-manager',
+        'service-account': 'ccm',
+        controllers: '*',
+        'cluster-name': CLUSTER,
+        env: {},
+      })
+    ).checks.find((c) => c.id === 'routes');
+    expect(state).not.toEqual({ reason: 'RouteCreated', pairs: [] });
+    expect(state.pairs).toEqual(['10.244.11.0/24']);
+    expect(state.reason).toBe('RouteCreated');
+    expect(doctor?.status).toBe('pass');
+  }, 60_000);
+
+  it('a route whose address pair went missing (a create cut short, then a restart) is made whole again before its Node is RouteCreated', async () => {
+    // What a lost answer between the route call and the pairs call leaves: the tags and the route, no pair.
+    const port = sim.routing.addPort({
+      ip: '10.0.0.11',
+      tags: [`ccm-cluster:${CLUSTER}`, 'ccm-route:10.244.11.0_24'],
+    });
+    router.routes.push({ destination: '10.244.11.0/24', nexthop: '10.0.0.11' });
+    await nodeWith('w11', '10.0.0.11', '10.244.11.0/24');
+    await start();
+    await routeCreated('w11');
+    expect(port.allowed_address_pairs.map((p) => p.ip_address)).toEqual(['10.244.11.0/24']);
+    expect(routesOf()).toEqual(['10.244.11.0/24 via 10.0.0.11']);
+  }, 60_000);
 
   it('dual stack: both Pod CIDRs through the one port keep both tags and both address pairs', async () => {
     router.subnets.push('fd00:10::/64');

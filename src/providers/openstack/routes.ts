@@ -54,6 +54,12 @@ function tagCIDR(tag: string): string | undefined {
   return tag.startsWith('ccm-route:') ? tag.slice('ccm-route:'.length).replace('_', '/') : undefined;
 }
 
+/** Port security on (Neutron's default) and no allowed address pair for the Pod CIDR. */
+function missingPair(port: NeutronPort, cidr: string): boolean {
+  if (port.port_security_enabled === false) return false;
+  return !(port.allowed_address_pairs ?? []).some((p) => p.ip_address === cidr);
+}
+
 export class NeutronRoutes implements Routes {
   private atomic: boolean | undefined;
   /** The last listing's view: ports of this cluster by address, and every route of the router. */
@@ -106,6 +112,9 @@ export class NeutronRoutes implements Routes {
         name: `${r.destination} via ${r.nexthop}`,
         destinationCIDR: r.destination,
         nextHop: r.nexthop,
+        // A route whose address pair is missing (a create cut short between the two calls) drops the
+        // Pods' traffic at the port: it is made again, not counted as done.
+        ...(missingPair(port, r.destination) ? { incomplete: true } : {}),
       });
     }
     return routes;
@@ -131,11 +140,18 @@ export class NeutronRoutes implements Routes {
       // The claim first: a route ccm adds is always one ccm can recognise afterwards.
       const tags = [...new Set([...(port.tags ?? []), clusterTag(clusterID), routeTag(cidr)])];
       if (tags.length !== (port.tags ?? []).length) await this.setTags(port, tags, signal);
-      await this.changeRoutes('add', { destination: cidr, nexthop }, signal);
-      if (port.port_security_enabled === false) return;
-      const pairs = port.allowed_address_pairs ?? [];
-      if (!pairs.some((p) => p.ip_address === cidr)) {
-        await this.setPairs(port, [...pairs, { ip_address: cidr }], signal);
+      const route = { destination: cidr, nexthop };
+      const existed = this.routerRoutes.some((r) => r.destination === cidr && r.nexthop === nexthop);
+      await this.changeRoutes('add', route, signal);
+      if (!missingPair(port, cidr)) return;
+      try {
+        await this.setPairs(port, [...(port.allowed_address_pairs ?? []), { ip_address: cidr }], signal);
+      } catch (err) {
+        // As the official controller's CreateRoute (cloud-provider-openstack pkg/openstack/routes.go,
+        // onFailure/unwind): a route without its address pair is undone, so no Node is RouteCreated
+        // while its port drops the Pods' traffic, and the next pass makes both again.
+        if (!existed) await this.changeRoutes('remove', route, signal).catch(() => undefined);
+        throw err;
       }
     });
   }
