@@ -305,6 +305,36 @@ describe('route controller, OpenStack', () => {
     expect(routesOf()).toEqual(['10.244.11.0/24 via 10.0.0.11']);
   }, 60_000);
 
+  it('a server deleted before its Node (its port gone, then its Node deleted) leaves no route on the router', async () => {
+    const port = await worker(11);
+    const ccm = await start();
+    await routeCreated('w11');
+    // The usual order when a VM is removed: Nova deletes the server and its port, then the
+    // node-lifecycle controller deletes the Node.
+    sim.routing.ports.delete(port.id);
+    await api.deleteNode({ name: 'w11' });
+    await morePasses(ccm, 4);
+    // Upstream ListRoutes returns every route of the router; a next hop with no Node is a Blackhole
+    // route that DeleteRoute removes (cloud-provider-openstack routes.go, route_controller.go).
+    expect(routesOf()).toEqual([]);
+  }, 60_000);
+
+  it('the Pod CIDR of a deleted server, given by node IPAM to a new Node, gets its route to the new Node', async () => {
+    const port = await worker(11);
+    const ccm = await start();
+    await routeCreated('w11');
+    sim.routing.ports.delete(port.id);
+    await api.deleteNode({ name: 'w11' });
+    await morePasses(ccm, 2);
+    // IPAM hands the released 10.244.11.0/24 to a new Node.
+    await worker(12, '10.244.11.0/24');
+    await morePasses(ccm, 4);
+    expect({ reason: await reason('w12'), routes: routesOf() }).toEqual({
+      reason: 'RouteCreated',
+      routes: ['10.244.11.0/24 via 10.0.0.12'],
+    });
+  }, 60_000);
+
   it('dual stack: both Pod CIDRs through the one port keep both tags and both address pairs', async () => {
     router.subnets.push('fd00:10::/64');
     const port = sim.routing.addPort({ ip: '10.0.0.21' });

@@ -15,8 +15,9 @@ import type { Session } from './client.js';
  * port carries it: the tag `ccm-cluster:<cluster>` and one tag `ccm-route:<CIDR>` (the "/" written
  * "_", since a tag is a URL path segment) per route ccm made through it. A router route is this
  * cluster's only when the port holding its next hop has both tags; any other route, on the same
- * router, is never changed or deleted. A Node whose server (and so its port) was deleted leaves its
- * route on the router: without the port nothing proves the route is ccm's (docs/routes.md).
+ * router, is never changed or deleted. A route listed as ccm's stays ccm's when its port is deleted
+ * (its server removed before its Node): the instance keeps that record, and once no port holds the next
+ * hop the route is a blackhole that is deleted like upstream's (docs/routes.md).
  *
  * Calls: `list` is 2 (the router, the cluster's ports); a missing route costs 4 (the port by its
  * address, its tags, the route, its address pairs); a delete 3.
@@ -54,6 +55,10 @@ function tagCIDR(tag: string): string | undefined {
   return tag.startsWith('ccm-route:') ? tag.slice('ccm-route:'.length).replace('_', '/') : undefined;
 }
 
+function routeKey(r: NeutronRoute): string {
+  return `${r.destination} ${r.nexthop}`;
+}
+
 /** Port security on (Neutron's default) and no allowed address pair for the Pod CIDR. */
 function missingPair(port: NeutronPort, cidr: string): boolean {
   if (port.port_security_enabled === false) return false;
@@ -65,6 +70,14 @@ export class NeutronRoutes implements Routes {
   /** The last listing's view: ports of this cluster by address, and every route of the router. */
   private ports = new Map<string, NeutronPort>();
   private routerRoutes: NeutronRoute[] = [];
+  /**
+   * Routes listed as this cluster's (`destination nexthop`), kept from one listing to the next: when
+   * the Node's port is deleted (its server removed before its Node, the usual order) its tags go with
+   * it, and this record is what still proves the route is ccm's (docs/routes.md, "port gone").
+   */
+  private owned = new Set<string>();
+  /** Routes of the record whose next hop no port holds any more: removed without any port change. */
+  private blackholes = new Set<string>();
   /** Changes of one port run one at a time (withPort); writes counted to know a read is stale. */
   private readonly portLocks = new Map<string, Promise<unknown>>();
   private readonly portWrites = new Map<string, number>();
@@ -105,9 +118,29 @@ export class NeutronRoutes implements Routes {
     for (const port of res.body.ports)
       for (const ip of port.fixed_ips ?? []) this.ports.set(ip.ip_address, port);
     const routes: Route[] = [];
+    const owned = new Set<string>();
+    this.blackholes = new Set();
     for (const r of this.routerRoutes) {
       const port = this.ports.get(r.nexthop);
-      if (!port?.tags?.some((t) => tagCIDR(t) === r.destination)) continue;
+      const key = routeKey(r);
+      if (!port?.tags?.some((t) => tagCIDR(t) === r.destination)) {
+        // Upstream's ListRoutes marks a route whose next hop is no Node's a Blackhole, and the route
+        // controller deletes it (k8s.io/cloud-provider controllers/route/route_controller.go reconcile,
+        // `route.Blackhole`; cloud-provider-openstack routes.go DeleteRoute). ccm does so only for a
+        // route it recorded as its own, and only once no Neutron port holds the next hop (one lookup,
+        // for such a route only): a port there now is someone's, tagged or not, and decides.
+        if (this.owned.has(key) && !port && (await this.portsWith(r.nexthop, signal)).length === 0) {
+          owned.add(key);
+          this.blackholes.add(key);
+          routes.push({
+            name: `${r.destination} via ${r.nexthop}`,
+            destinationCIDR: r.destination,
+            nextHop: r.nexthop,
+          });
+        }
+        continue;
+      }
+      owned.add(key);
       routes.push({
         name: `${r.destination} via ${r.nexthop}`,
         destinationCIDR: r.destination,
@@ -117,7 +150,16 @@ export class NeutronRoutes implements Routes {
         ...(missingPair(port, r.destination) ? { incomplete: true } : {}),
       });
     }
+    this.owned = owned;
     return routes;
+  }
+
+  /** The listing's view and the record, once a route is gone from the router. */
+  private forget(route: NeutronRoute): void {
+    const key = routeKey(route);
+    this.owned.delete(key);
+    this.blackholes.delete(key);
+    this.routerRoutes = this.routerRoutes.filter((r) => routeKey(r) !== key);
   }
 
   async create(
@@ -153,6 +195,7 @@ export class NeutronRoutes implements Routes {
         if (!existed) await this.changeRoutes('remove', route, signal).catch(() => undefined);
         throw err;
       }
+      this.owned.add(routeKey(route));
     });
   }
 
@@ -199,6 +242,13 @@ export class NeutronRoutes implements Routes {
 
   async delete(clusterID: string, route: Route, signal?: AbortSignal): Promise<void> {
     const cidr = route.destinationCIDR;
+    const gone = { destination: cidr, nexthop: route.nextHop };
+    if (this.blackholes.has(routeKey(gone))) {
+      // No port to change: as upstream's DeleteRoute for a Blackhole route, only the route goes.
+      await this.changeRoutes('remove', gone, signal);
+      this.forget(gone);
+      return;
+    }
     const listed = this.ports.get(route.nextHop) ?? (await this.portOf(route.nextHop, signal));
     await this.withPort(listed, signal, async (port) => {
       const tags = port.tags ?? [];
@@ -207,7 +257,8 @@ export class NeutronRoutes implements Routes {
           `the route ${cidr} via ${route.nextHop} is not this cluster's (its port has no ${routeTag(cidr)} tag); ccm leaves it`,
         );
       }
-      await this.changeRoutes('remove', { destination: cidr, nexthop: route.nextHop }, signal);
+      await this.changeRoutes('remove', gone, signal);
+      this.forget(gone);
       const pairs = port.allowed_address_pairs ?? [];
       if (pairs.some((p) => p.ip_address === cidr)) {
         await this.setPairs(
@@ -222,13 +273,17 @@ export class NeutronRoutes implements Routes {
     });
   }
 
-  /** The one port holding `address` (the official controller's getPortByIP). */
-  private async portOf(address: string, signal?: AbortSignal): Promise<NeutronPort> {
+  private async portsWith(address: string, signal?: AbortSignal): Promise<NeutronPort[]> {
     const res = await this.session.request<{ ports: NeutronPort[] }>('network', 'GET', 'v2.0/ports', {
       query: { fixed_ips: `ip_address=${address}` },
       signal,
     });
-    const [port, ...more] = res.body.ports;
+    return res.body.ports;
+  }
+
+  /** The one port holding `address` (the official controller's getPortByIP). */
+  private async portOf(address: string, signal?: AbortSignal): Promise<NeutronPort> {
+    const [port, ...more] = await this.portsWith(address, signal);
     if (!port || more.length) {
       throw new InvalidConfigError(
         `Neutron has ${port ? 'several ports' : 'no port'} with the address ${address}; ccm routes a Pod CIDR to the one port of its Node`,
