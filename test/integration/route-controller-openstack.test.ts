@@ -335,6 +335,52 @@ describe('route controller, OpenStack', () => {
     });
   }, 60_000);
 
+  it("a new server given the deleted one's IP and Pod CIDR: the exact route already there is accepted", async () => {
+    const port = await worker(11);
+    const ccm = await start();
+    await routeCreated('w11');
+    sim.routing.ports.delete(port.id);
+    await api.deleteNode({ name: 'w11' });
+    await morePasses(ccm, 2);
+    // Same fixed IP (Neutron reuses freed addresses), same Pod CIDR.
+    sim.routing.addPort({ ip: '10.0.0.11' });
+    await nodeWith('w11b', '10.0.0.11', '10.244.11.0/24');
+    await morePasses(ccm, 4);
+    expect(await reason('w11b')).toBe('RouteCreated');
+  }, 60_000);
+
+  it('switching from the official OpenStack controller: its exact routes are adopted (port tagged), and no Node turns NetworkUnavailable=True', async () => {
+    // What cloud-provider-openstack's route controller left: the route, the address pair, and the
+    // Node condition False/RouteCreated. No ccm tags (the official controller has none).
+    const port = await worker(11);
+    router.routes.push({ destination: '10.244.11.0/24', nexthop: '10.0.0.11' });
+    port.allowed_address_pairs.push({ ip_address: '10.244.11.0/24', mac_address: port.mac_address });
+    const n = await api.readNodeStatus({ name: 'w11' });
+    const conditions = (n.status?.conditions ?? []).filter((c) => c.type !== 'NetworkUnavailable');
+    conditions.push({
+      type: 'NetworkUnavailable',
+      status: 'False',
+      reason: 'RouteCreated',
+      message: 'RouteController created a route',
+      lastHeartbeatTime: new Date(),
+      lastTransitionTime: new Date(),
+    });
+    await api.replaceNodeStatus({ name: 'w11', body: { ...n, status: { ...n.status, conditions } } });
+    const versions: string[] = [];
+    const ccm = await start();
+    await morePasses(ccm, 4);
+    versions.push((await api.readNode({ name: 'w11' })).metadata?.resourceVersion ?? '');
+    // NetworkUnavailable=True makes the node lifecycle controller taint the Node
+    // node.kubernetes.io/network-unavailable:NoSchedule although Pod traffic is routed.
+    expect(network(await api.readNode({ name: 'w11' }))).toEqual({ status: 'False', reason: 'RouteCreated' });
+    expect(routesOf()).toEqual(['10.244.11.0/24 via 10.0.0.11']);
+    expect(port.tags.sort()).toEqual([`ccm-cluster:${CLUSTER}`, 'ccm-route:10.244.11.0_24'].sort());
+    expect(port.allowed_address_pairs.map((p) => p.ip_address)).toEqual(['10.244.11.0/24']);
+    // Adopted once: later passes find it ccm's and write nothing more.
+    await morePasses(ccm, 2);
+    expect((await api.readNode({ name: 'w11' })).metadata?.resourceVersion).toBe(versions[0]);
+  }, 60_000);
+
   it('dual stack: both Pod CIDRs through the one port keep both tags and both address pairs', async () => {
     router.subnets.push('fd00:10::/64');
     const port = sim.routing.addPort({ ip: '10.0.0.21' });

@@ -170,8 +170,14 @@ export class NeutronRoutes implements Routes {
   ): Promise<void> {
     const cidr = route.destinationCIDR;
     const nexthop = nextHopFor(route.targetNode, cidr);
+    // A route exactly as ccm would make it (this CIDR to this Node's address: the official
+    // controller's, after a switch from it, or one whose port was replaced) is adopted, not refused:
+    // it already sends the CIDR where ccm would, and the steps below tag the port and add the pair.
     const foreign = this.routerRoutes.find(
-      (r) => r.destination === cidr && !this.ports.get(r.nexthop)?.tags?.includes(routeTag(cidr)),
+      (r) =>
+        r.destination === cidr &&
+        r.nexthop !== nexthop &&
+        !this.ports.get(r.nexthop)?.tags?.includes(routeTag(cidr)),
     );
     if (foreign) {
       throw new InvalidConfigError(
