@@ -76,7 +76,11 @@ async function worker(n: number): Promise<void> {
 }
 
 /** ccm run --controllers route, its Cloudlycke routes acting on the namespace's tables. */
-async function start(table = 'main', overrides: Partial<RunInput> = {}): Promise<InProcess> {
+async function start(
+  table = 'main',
+  overrides: Partial<RunInput> = {},
+  clusterCIDR = '10.244.0.0/16',
+): Promise<InProcess> {
   const base = runInput(cp.kubeconfigPath, writeInventory([]), { controllers: 'route', ...overrides });
   const inNamespace = (p: Provider): Provider => ({
     ...p,
@@ -95,7 +99,7 @@ async function start(table = 'main', overrides: Partial<RunInput> = {}): Promise
       controllerOptions: {
         ...base.controllerOptions,
         clusterName: CLUSTER,
-        clusterCIDR: '10.244.0.0/16',
+        clusterCIDR,
         routeReconciliationPeriodMs: 300,
       },
     },
@@ -110,7 +114,53 @@ function network(node: V1Node) {
 const routeCreated = (name: string) =>
   until(`${name} RouteCreated`, async () => network(await api.readNode({ name })) === 'RouteCreated');
 
+async function nodeWith(name: string, address: string, podCIDR: string): Promise<void> {
+  const node = nodeObject({ name, tainted: false, addresses: [{ type: 'InternalIP', address }] });
+  await api.createNode({ body: { ...node, spec: { ...node.spec, podCIDR, podCIDRs: [podCIDR] } } });
+}
+const creates = async (c: InProcess) =>
+  (await c.handle.metrics.routeOperations.get()).values.find(
+    (v) => v.labels.operation === 'create' && v.labels.result === 'success',
+  )?.value ?? 0;
+const passes = async (c: InProcess) =>
+  (await c.handle.metrics.reconciles.get()).values
+    .filter((v) => v.labels.controller === 'route')
+    .reduce((s, v) => s + v.value, 0);
+/** Waits for `n` more route passes (conditions, not time). */
+const morePasses = async (c: InProcess, n: number) => {
+  const seen = await passes(c);
+  await until(`${n} more passes`, async () => (await passes(c)) >= seen + n, 20_000);
+};
+
 describe('route controller, Cloudlycke (the host routing table, in a network namespace)', () => {
+  it("dual stack: the IPv6 Pod route is recognised as ccm's (Linux keeps no realm on IPv6 routes), the Node stays RouteCreated, and its route goes with it", async () => {
+    await ip('addr', 'add', 'fd00:56::1/64', 'dev', 'vboxnet0', 'nodad');
+    try {
+      const node = nodeObject({
+        name: 'vm21',
+        tainted: false,
+        addresses: [
+          { type: 'InternalIP', address: '192.168.56.21' },
+          { type: 'InternalIP', address: 'fd00:56::21' },
+        ],
+      });
+      const podCIDRs = ['10.244.21.0/24', 'fd00:10:244:21::/64'];
+      await api.createNode({ body: { ...node, spec: { ...node.spec, podCIDR: podCIDRs[0], podCIDRs } } });
+      const c = await start('main', {}, '10.244.0.0/16,fd00:10:244::/56');
+      await morePasses(c, 4);
+      const first = network(await api.readNode({ name: 'vm21' }));
+      const v6 = await nextHop('fd00:10:244:21::7');
+      await api.deleteNode({ name: 'vm21' });
+      await morePasses(c, 4);
+      const left = await ip('-6', 'route', 'show', 'table', 'main', 'exact', 'fd00:10:244:21::/64');
+      expect({ condition: first, left: left.trim() }).toEqual({ condition: 'RouteCreated', left: '' });
+      expect(v6).toMatchObject({ gateway: 'fd00:56::21' });
+    } finally {
+      await ip('-6', 'route', 'flush', 'proto', 'static').catch(() => '');
+      await ip('addr', 'del', 'fd00:56::1/64', 'dev', 'vboxnet0').catch(() => '');
+    }
+  }, 60_000);
+
   it('routes each Pod CIDR via its Node, tagged proto static and the cluster realm; a packet to a Pod IP leaves by that next hop', async () => {
     await worker(11);
     await worker(12);
