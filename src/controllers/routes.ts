@@ -28,6 +28,8 @@ export interface RoutePlan {
   complete: string[];
   /** Nodes a route points at that hold no Pod CIDR (upstream sets NetworkUnavailable=True on them). */
   withoutCIDRs: string[];
+  /** Pod CIDRs never routed (see refusal): their Node is NoRouteCreated, with an event saying why. */
+  refused: { node: string; destinationCIDR: string; why: string }[];
 }
 
 export type ClusterCIDRs = readonly [ipaddr.IPv4 | ipaddr.IPv6, number][];
@@ -90,6 +92,49 @@ function targetOf(route: Route, byName: Map<string, SlimNode>, byAddress: Map<st
   return byAddress.get(route.nextHop);
 }
 
+/** Whether `cidr` lies wholly inside one of the cluster CIDRs (same family, as long a prefix or longer). */
+function insideClusterCIDR(cidr: string, clusterCIDRs: ClusterCIDRs): boolean {
+  try {
+    const [addr, bits] = ipaddr.parseCIDR(cidr);
+    return clusterCIDRs.some(
+      (range) => range[0].kind() === addr.kind() && bits >= range[1] && addr.match(range),
+    );
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Why a Node's Pod CIDR is not routed, or undefined when it may be. Upstream routes any podCIDR and
+ * bounds only deletes (route_controller.go isResponsibleForRoute); ccm bounds creates too, since anyone
+ * who can create a Node object would otherwise choose what the cloud routes to it: a default route
+ * (0.0.0.0/0), or the Nodes' own network (the host's traffic to other Nodes taken over).
+ */
+export function refusal(
+  cidr: string,
+  clusterCIDRs: ClusterCIDRs,
+  nodeAddresses: readonly string[],
+): string | undefined {
+  let parsed: [ipaddr.IPv4 | ipaddr.IPv6, number];
+  try {
+    parsed = ipaddr.parseCIDR(cidr);
+  } catch {
+    return `${cidr} is not a CIDR`;
+  }
+  if (parsed[1] === 0) return `${cidr} is a default route, never a Pod CIDR`;
+  if (!insideClusterCIDR(cidr, clusterCIDRs)) return `${cidr} lies outside --cluster-cidr`;
+  const node = nodeAddresses.find((a) => {
+    try {
+      const ip = ipaddr.parse(a);
+      return ip.kind() === parsed[0].kind() && ip.match(parsed);
+    } catch {
+      return false;
+    }
+  });
+  if (node) return `${cidr} holds the Node address ${node}`;
+  return undefined;
+}
+
 export function planRoutes(
   nodes: readonly SlimNode[],
   routes: readonly Route[],
@@ -113,7 +158,8 @@ export function planRoutes(
     existing.set(target, set);
   }
 
-  const plan: RoutePlan = { delete: [], create: [], complete: [], withoutCIDRs: [] };
+  const plan: RoutePlan = { delete: [], create: [], complete: [], withoutCIDRs: [], refused: [] };
+  const nodeAddresses = [...byAddress.keys()];
   const wanted = new Map<string, Set<string>>();
   for (const node of nodes) {
     const name = nodeName(node);
@@ -126,6 +172,14 @@ export function planRoutes(
     const have = existing.get(name);
     let complete = true;
     for (const cidr of cidrs) {
+      // Without cluster CIDRs nothing is created anyway (the controller does not start); `ccm doctor`,
+      // which only reads, plans that way to find the missing routes.
+      const why = clusterCIDRs.length ? refusal(cidr, clusterCIDRs, nodeAddresses) : undefined;
+      if (why) {
+        complete = false;
+        plan.refused.push({ node: name, destinationCIDR: cidr, why });
+        continue;
+      }
       if (have?.has(cidr)) continue;
       complete = false;
       plan.create.push({

@@ -133,6 +133,23 @@ const morePasses = async (c: InProcess, n: number) => {
 };
 
 describe('route controller, Cloudlycke (the host routing table, in a network namespace)', () => {
+  it("a Node whose podCIDR lies outside --cluster-cidr (part of the host-only network) does not take over the host's traffic to other Nodes", async () => {
+    await worker(12);
+    // A hostile (or mistaken) Node: its Pod CIDR is the half of the host-only network holding vm12.
+    await nodeWith('evil', '192.168.56.200', '192.168.56.0/25');
+    const c = await start();
+    await routeCreated('vm12');
+    await morePasses(c, 3);
+    const hop = (await nextHop('192.168.56.12'))?.gateway ?? 'direct';
+    const evil = network(await api.readNode({ name: 'evil' }));
+    // And once that Node is deleted, what ccm put in the table for it is gone as well.
+    await api.deleteNode({ name: 'evil' });
+    await morePasses(c, 4);
+    const left = (await routes()).filter((r) => r.startsWith('192.168.56.0/25'));
+    expect({ hostToVm12: hop, left }).toEqual({ hostToVm12: 'direct', left: [] });
+    expect(evil).toBe('NoRouteCreated');
+  }, 60_000);
+
   it("dual stack: the IPv6 Pod route is recognised as ccm's (Linux keeps no realm on IPv6 routes), the Node stays RouteCreated, and its route goes with it", async () => {
     await ip('addr', 'add', 'fd00:56::1/64', 'dev', 'vboxnet0', 'nodad');
     try {

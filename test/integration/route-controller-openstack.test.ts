@@ -381,6 +381,33 @@ describe('route controller, OpenStack', () => {
     expect((await api.readNode({ name: 'w11' })).metadata?.resourceVersion).toBe(versions[0]);
   }, 60_000);
 
+  it('a Node whose podCIDR is 0.0.0.0/0 (outside --cluster-cidr) gets no default route on the router and no 0.0.0.0/0 address pair, but NoRouteCreated and an event', async () => {
+    await worker(11);
+    const hostile = await worker(13, '0.0.0.0/0');
+    const ccm = await start();
+    await routeCreated('w11');
+    await morePasses(ccm, 3);
+    const made = { routes: routesOf(), pairs: hostile.allowed_address_pairs.map((p) => p.ip_address) };
+    const refused = { reason: await reason('w13'), tags: [...hostile.tags] };
+    const events = await until('a FailedToCreateRoute event for w13', async () => {
+      const list = await api.listNamespacedEvent({ namespace: 'default' });
+      const found = list.items.filter(
+        (e) => e.reason === 'FailedToCreateRoute' && e.involvedObject.name === 'w13',
+      );
+      return found.length ? found : undefined;
+    });
+    // And when the Node goes, what ccm made for it goes too (ccm made it, it is tagged as ccm's).
+    await api.deleteNode({ name: 'w13' });
+    await morePasses(ccm, 4);
+    const after = { routes: routesOf(), pairs: hostile.allowed_address_pairs.map((p) => p.ip_address) };
+    expect({ made, after }).toEqual({
+      made: { routes: ['10.244.11.0/24 via 10.0.0.11'], pairs: [] },
+      after: { routes: ['10.244.11.0/24 via 10.0.0.11'], pairs: [] },
+    });
+    expect(refused).toEqual({ reason: 'NoRouteCreated', tags: [] });
+    expect(events[0]?.message).toMatch(/0\.0\.0\.0\/0 .*default route/);
+  }, 60_000);
+
   it('dual stack: both Pod CIDRs through the one port keep both tags and both address pairs', async () => {
     router.subnets.push('fd00:10::/64');
     const port = sim.routing.addPort({ ip: '10.0.0.21' });

@@ -4,6 +4,7 @@ import {
   isResponsibleFor,
   parseClusterCIDRs,
   planRoutes,
+  refusal,
 } from '../../../src/controllers/routes.js';
 import type { SlimNode } from '../../../src/kube/slim-node.js';
 import type { Route } from '../../../src/providers/types.js';
@@ -65,6 +66,30 @@ describe('planRoutes (upstream route_controller reconcile)', () => {
     const plan = planRoutes([n1], [route('10.244.1.0/24', '10.0.0.1')], range);
     expect(plan.delete.map((r) => r.nextHop)).toEqual(['10.0.0.1']);
     expect(plan.create.map((c) => c.destinationCIDR)).toEqual(['10.244.1.0/24']);
+  });
+
+  it('a Pod CIDR outside --cluster-cidr, a default route or one holding a Node address is refused, never created', () => {
+    const hostile = [
+      node(5, ['0.0.0.0/0']),
+      node(6, ['10.0.0.0/25']),
+      node(7, ['10.244.0.0/15']),
+      node(8, ['::/0']),
+      node(9, ['10.244.9.0/24', '192.168.9.0/24']),
+    ];
+    const plan = planRoutes(hostile, [], range);
+    expect(plan.create.map((c) => c.destinationCIDR)).toEqual(['10.244.9.0/24']);
+    expect(plan.complete).toEqual([]);
+    expect(plan.refused.map((r) => [r.node, r.destinationCIDR])).toEqual([
+      ['w5', '0.0.0.0/0'],
+      ['w6', '10.0.0.0/25'],
+      ['w7', '10.244.0.0/15'],
+      ['w8', '::/0'],
+      ['w9', '192.168.9.0/24'],
+    ]);
+    expect(refusal('0.0.0.0/0', parseClusterCIDRs('0.0.0.0/0'), [])).toMatch(/default route/);
+    expect(refusal('10.244.1.0/24', range, ['10.244.1.9'])).toMatch(/holds the Node address 10\.244\.1\.9/);
+    expect(refusal('10.245.1.0/24', range, [])).toMatch(/outside --cluster-cidr/);
+    expect(refusal('10.244.1.0/24', range, ['10.0.0.1'])).toBeUndefined();
   });
 
   it('invalid --cluster-cidr is one line', () => {
