@@ -88,7 +88,7 @@ export async function routePass(
   for (const r of plan.refused) {
     failedNodes.add(r.node);
     result.failed++;
-    const message = `Could not create route ${r.destinationCIDR} for node ${r.node}: ${r.why}; ccm routes only Pod CIDRs inside --cluster-cidr that hold no Node address`;
+    const message = `Could not create route ${r.destinationCIDR} for node ${r.node}: ${r.why}; ccm routes only Pod CIDRs inside --cluster-cidr that hold no Node address, each to one Node`;
     ctx.log.warn({ controller: NAME, node: r.node, cidr: r.destinationCIDR }, message);
     event(byName.get(r.node), EVENT_FAILED_TO_CREATE_ROUTE, message);
   }

@@ -160,6 +160,20 @@ export function planRoutes(
 
   const plan: RoutePlan = { delete: [], create: [], complete: [], withoutCIDRs: [], refused: [] };
   const nodeAddresses = [...byAddress.keys()];
+  // A Pod CIDR two Nodes claim (node IPAM gives none twice; a hand-set podCIDR can) is routed to one
+  // of them only: the Node its route already goes to, else the oldest. Routing it to each in turn
+  // would replace the route every pass (Cloudlycke's `ip route replace`) and flap the next hop.
+  const claims = new Map<string, string[]>();
+  const oldestFirst = [...nodes].sort(
+    (a, b) =>
+      String(a.metadata?.creationTimestamp ?? '').localeCompare(
+        String(b.metadata?.creationTimestamp ?? ''),
+      ) || nodeName(a).localeCompare(nodeName(b)),
+  );
+  for (const node of oldestFirst)
+    for (const cidr of new Set((node.spec?.podCIDRs ?? []).map(canonicalCIDR)))
+      claims.set(cidr, [...(claims.get(cidr) ?? []), nodeName(node)]);
+  const routedTo = (cidr: string, names: string[]) => names.find((n) => existing.get(n)?.has(cidr));
   const wanted = new Map<string, Set<string>>();
   for (const node of nodes) {
     const name = nodeName(node);
@@ -181,6 +195,19 @@ export function planRoutes(
         continue;
       }
       if (have?.has(cidr)) continue;
+      const claimants = claims.get(cidr) ?? [];
+      if (claimants.length > 1) {
+        const owner = routedTo(cidr, claimants) ?? claimants[0];
+        if (owner !== name) {
+          complete = false;
+          plan.refused.push({
+            node: name,
+            destinationCIDR: cidr,
+            why: `${cidr} is also the Pod CIDR of Node ${owner}, which it is routed to`,
+          });
+          continue;
+        }
+      }
       complete = false;
       plan.create.push({
         node: name,

@@ -133,6 +133,29 @@ const morePasses = async (c: InProcess, n: number) => {
 };
 
 describe('route controller, Cloudlycke (the host routing table, in a network namespace)', () => {
+  it('two Nodes claiming one Pod CIDR: the host route settles on one of them (no replace every pass, no flapping next hop), the other is NoRouteCreated', async () => {
+    await nodeWith('vm11', '192.168.56.11', '10.244.11.0/24');
+    await nodeWith('vm12', '192.168.56.12', '10.244.11.0/24');
+    const c = await start();
+    await morePasses(c, 3);
+    const before = await creates(c);
+    const hops = new Set<string>();
+    for (let i = 0; i < 10; i++) {
+      await morePasses(c, 1);
+      hops.add(String((await nextHop('10.244.11.7'))?.gateway));
+    }
+    const after = await creates(c);
+    expect({ replacesIn10Passes: after - before, nextHops: [...hops].sort() }).toEqual({
+      replacesIn10Passes: 0,
+      nextHops: [expect.any(String)],
+    });
+    const reasons = [
+      network(await api.readNode({ name: 'vm11' })),
+      network(await api.readNode({ name: 'vm12' })),
+    ];
+    expect(reasons.sort()).toEqual(['NoRouteCreated', 'RouteCreated']);
+  }, 60_000);
+
   it("a Node whose podCIDR lies outside --cluster-cidr (part of the host-only network) does not take over the host's traffic to other Nodes", async () => {
     await worker(12);
     // A hostile (or mistaken) Node: its Pod CIDR is the half of the host-only network holding vm12.

@@ -92,6 +92,25 @@ describe('planRoutes (upstream route_controller reconcile)', () => {
     expect(refusal('10.244.1.0/24', range, ['10.0.0.1'])).toBeUndefined();
   });
 
+  it('a Pod CIDR two Nodes claim is routed to one: the Node it already goes to, else the oldest', () => {
+    const a = node(1, ['10.244.1.0/24'], {
+      metadata: { name: 'w1', creationTimestamp: '2026-01-02T00:00:00Z' },
+    });
+    const b = node(2, ['10.244.1.0/24'], {
+      metadata: { name: 'w2', creationTimestamp: '2026-01-01T00:00:00Z' },
+    });
+    const fresh = planRoutes([a, b], [], range);
+    expect(fresh.create.map((c) => c.node)).toEqual(['w2']);
+    expect(fresh.refused.map((r) => [r.node, r.why])).toEqual([
+      ['w1', '10.244.1.0/24 is also the Pod CIDR of Node w2, which it is routed to'],
+    ]);
+    const routed = planRoutes([a, b], [route('10.244.1.0/24', '10.0.0.1')], range);
+    expect(routed.create).toEqual([]);
+    expect(routed.delete).toEqual([]);
+    expect(routed.complete).toEqual(['w1']);
+    expect(routed.refused.map((r) => r.node)).toEqual(['w2']);
+  });
+
   it('invalid --cluster-cidr is one line', () => {
     expect(() => parseClusterCIDRs('10.244.0.0/16,nope')).toThrow(/--cluster-cidr: "nope" is not a CIDR/);
   });
