@@ -460,7 +460,7 @@ describe('route controller, OpenStack', () => {
     await routeCreated('w12');
     const file = join(tempDir('ccm-doctor-'), 'cloud.conf');
     writeFileSync(file, conf());
-    const doctor = async () =>
+    const doctor = async (controllers = '*') =>
       (
         await runDoctor({
           kubeconfig: cp.kubeconfigPath,
@@ -469,7 +469,7 @@ describe('route controller, OpenStack', () => {
           namespace: 'kube-system',
           lease: 'cloud-controller-manager',
           'service-account': 'ccm',
-          controllers: '*',
+          controllers,
           'cluster-name': CLUSTER,
           env: {},
         })
@@ -478,6 +478,8 @@ describe('route controller, OpenStack', () => {
     await Promise.all(running.splice(0).map((r) => r.stop()));
     router.routes = router.routes.filter((r) => r.nexthop !== '10.0.0.12');
     expect(await doctor()).toMatchObject({ status: 'fail', items: ['w12 10.244.12.0/24'] });
+    // A cluster whose --controllers leaves the route controller out has no routes to check.
+    expect(await doctor('*,-route')).toBeUndefined();
   });
 
   it('without [Route] router-id, or without --cluster-cidr, --controllers route says so in one line and calls nothing', async () => {
