@@ -408,6 +408,25 @@ describe('route controller, OpenStack', () => {
     expect(events[0]?.message).toMatch(/0\.0\.0\.0\/0 .*default route/);
   }, 60_000);
 
+  it('a route deleted while its address-pair removal fails is put back and deleted again later, pair and tags with it', async () => {
+    const port = await worker(11);
+    const ccm = await start();
+    await routeCreated('w11');
+    sim.fault({ method: 'PUT', path: /\/v2\.0\/ports\/[^/]+$/, status: 500 });
+    await api.deleteNode({ name: 'w11' });
+    await until('the route removed', async () => routesOf().length === 0);
+    await morePasses(ccm, 2);
+    sim.clearFaults();
+    await morePasses(ccm, 4);
+    // The server still exists (the Node was only removed from the cluster): its port must not keep
+    // the 10.244.11.0/24 pair (it could send from the whole Pod CIDR) nor ccm's tags.
+    expect({ pairs: port.allowed_address_pairs.map((p) => p.ip_address), tags: port.tags }).toEqual({
+      pairs: [],
+      tags: [],
+    });
+    expect(routesOf()).toEqual([]);
+  }, 60_000);
+
   it('dual stack: both Pod CIDRs through the one port keep both tags and both address pairs', async () => {
     router.subnets.push('fd00:10::/64');
     const port = sim.routing.addPort({ ip: '10.0.0.21' });

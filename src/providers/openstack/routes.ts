@@ -265,17 +265,26 @@ export class NeutronRoutes implements Routes {
       }
       await this.changeRoutes('remove', gone, signal);
       this.forget(gone);
-      const pairs = port.allowed_address_pairs ?? [];
-      if (pairs.some((p) => p.ip_address === cidr)) {
-        await this.setPairs(
-          port,
-          pairs.filter((p) => p.ip_address !== cidr),
-          signal,
-        );
+      try {
+        const pairs = port.allowed_address_pairs ?? [];
+        if (pairs.some((p) => p.ip_address === cidr)) {
+          await this.setPairs(
+            port,
+            pairs.filter((p) => p.ip_address !== cidr),
+            signal,
+          );
+        }
+        const rest = tags.filter((t) => t !== routeTag(cidr));
+        const left = rest.some((t) => tagCIDR(t) !== undefined);
+        await this.setTags(port, left ? rest : rest.filter((t) => t !== clusterTag(clusterID)), signal);
+      } catch (err) {
+        // As the official controller's DeleteRoute (cloud-provider-openstack pkg/openstack/routes.go,
+        // onFailure/unwind): the route is put back when the port's update fails, so the next listing
+        // finds it, still tagged, and the delete is tried again, pair and tags with it. Without it,
+        // nothing would list the route any more and the pair and tags would stay for good.
+        await this.changeRoutes('add', gone, signal).catch(() => undefined);
+        throw err;
       }
-      const rest = tags.filter((t) => t !== routeTag(cidr));
-      const left = rest.some((t) => tagCIDR(t) !== undefined);
-      await this.setTags(port, left ? rest : rest.filter((t) => t !== clusterTag(clusterID)), signal);
     });
   }
 
