@@ -34,9 +34,13 @@ export interface RoutePlan {
 
 export type ClusterCIDRs = readonly [ipaddr.IPv4 | ipaddr.IPv6, number][];
 
-/** Parses --cluster-cidr (comma list, dual stack); throws one line naming the bad value. */
+/**
+ * Parses --cluster-cidr (comma list, dual stack); throws one line naming the bad value. As upstream's
+ * startRouteController (k8s.io/cloud-provider app/core.go, processCIDRs): at most 2 CIDRs, and 2 only
+ * when dual stack, one of each family.
+ */
 export function parseClusterCIDRs(value: string): ClusterCIDRs {
-  return value
+  const cidrs = value
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean)
@@ -47,6 +51,15 @@ export function parseClusterCIDRs(value: string): ClusterCIDRs {
         throw new Error(`--cluster-cidr: "${cidr}" is not a CIDR such as 10.244.0.0/16`);
       }
     });
+  if (cidrs.length > 2)
+    throw new Error(
+      `--cluster-cidr: ${cidrs.length} CIDRs given, at most 2 (one IPv4 and one IPv6, for dual stack)`,
+    );
+  if (cidrs.length === 2 && cidrs[0]?.[0].kind() === cidrs[1]?.[0].kind())
+    throw new Error(
+      `--cluster-cidr: two ${cidrs[0]?.[0].kind() === 'ipv4' ? 'IPv4' : 'IPv6'} CIDRs given; two are for dual stack only, one IPv4 and one IPv6`,
+    );
+  return cidrs;
 }
 
 /**

@@ -111,6 +111,14 @@ describe('planRoutes (upstream route_controller reconcile)', () => {
     expect(routed.refused.map((r) => r.node)).toEqual(['w2']);
   });
 
+  it('--cluster-cidr as upstream validates it: two CIDRs of one family, or three, are refused in one line', () => {
+    expect(() => parseClusterCIDRs('10.244.0.0/16,10.245.0.0/16')).toThrow();
+    expect(() => parseClusterCIDRs('10.244.0.0/16,fd00:10:244::/56,10.96.0.0/12')).toThrow();
+    expect(() => parseClusterCIDRs('10.244.0.0/16,10.245.0.0/16')).toThrow(/two IPv4 CIDRs given/);
+    expect(() => parseClusterCIDRs('10.244.0.0/16,fd00:10:244::/56,10.96.0.0/12')).toThrow(/at most 2/);
+    expect(parseClusterCIDRs('fd00:10:244::/56, 10.244.0.0/16')).toHaveLength(2);
+  });
+
   it('invalid --cluster-cidr is one line', () => {
     expect(() => parseClusterCIDRs('10.244.0.0/16,nope')).toThrow(/--cluster-cidr: "nope" is not a CIDR/);
   });
