@@ -263,6 +263,24 @@ describe('route controller, Cloudlycke (the host routing table, in a network nam
     expect(await nextHop('10.244.11.7')).toMatchObject({ gateway: '192.168.56.99' });
   });
 
+  it('--cloudlycke-route-table 100: a Node is RouteCreated only when a packet to its Pods actually takes the route (ccm adds the ip rule that looks up table 100)', async () => {
+    try {
+      await worker(11);
+      await start('100');
+      await routeCreated('vm11');
+      const got = await execa('ip', ['-n', NS, '-json', 'route', 'get', '10.244.11.7'], { reject: false });
+      expect(got.exitCode === 0 && JSON.parse(got.stdout)[0]?.gateway).toBe('192.168.56.11');
+      // A rule removed by hand is put back by the next passes.
+      await ip('rule', 'del', 'lookup', '100');
+      await until('the rule back', async () => (await ip('rule', 'show')).includes('lookup 100'));
+      expect(
+        JSON.parse(await ip('-json', 'rule', 'show')).filter((r: { table?: string }) => r.table === '100'),
+      ).toHaveLength(1);
+    } finally {
+      await execa('ip', ['-n', NS, 'rule', 'del', 'lookup', '100'], { reject: false });
+    }
+  }, 60_000);
+
   it("a table of ccm's own (--cloudlycke-route-table 100): the routes go there only", async () => {
     await worker(11);
     await start('100');

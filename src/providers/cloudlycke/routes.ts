@@ -65,6 +65,12 @@ export const runIp: IpRunner = async (args, signal) => {
   throw new RetryableError(`ip ${args.join(' ')}: ${why}`);
 };
 
+/**
+ * The priority of the rule that makes the kernel look up a table of ccm's: just before main's (32766),
+ * so ccm's table is consulted first and a destination it has no route for falls through to main.
+ */
+const RULE_PRIORITY = '32765';
+
 /** A table that holds no route yet does not exist for the kernel: listing it is listing nothing. */
 const NO_TABLE = /FIB table does not exist/;
 
@@ -91,10 +97,24 @@ export class HostRoutes implements Routes {
     return (text.trim() ? JSON.parse(text) : []) as IpRoute[];
   }
 
+  /**
+   * Whether a packet can reach the table: main and default are looked up by the kernel's own rules;
+   * any other table only through an `ip rule` (without one, its routes exist but nothing uses them).
+   */
+  private async looksUp(flag: string, signal?: AbortSignal): Promise<boolean> {
+    if (this.table === 'main' || this.table === 'default') return true;
+    const rules = JSON.parse((await this.ip([flag, '-json', 'rule', 'show'], signal)).trim() || '[]') as {
+      table?: string | number;
+    }[];
+    return rules.some((r) => String(r.table) === this.table);
+  }
+
   async list(clusterID: string, signal?: AbortSignal): Promise<Route[]> {
     const realm = realmOf(clusterID);
     const routes: Route[] = [];
     for (const family of ['-4', '-6']) {
+      // Routes of a table no rule looks up are made again (create adds the rule), not counted as done.
+      const unused = !(await this.looksUp(family, signal));
       const listed = await this.show(
         [family, '-json', 'route', 'show', 'table', this.table, 'proto', 'static'],
         signal,
@@ -102,7 +122,12 @@ export class HostRoutes implements Routes {
       for (const r of listed) {
         if (!isOurs(r, family === '-4' ? 'ipv4' : 'ipv6', realm) || !r.gateway) continue;
         const cidr = r.dst.includes('/') ? r.dst : `${r.dst}/${family === '-4' ? 32 : 128}`;
-        routes.push({ name: cidr, destinationCIDR: cidr, nextHop: r.gateway });
+        routes.push({
+          name: cidr,
+          destinationCIDR: cidr,
+          nextHop: r.gateway,
+          ...(unused ? { incomplete: true } : {}),
+        });
       }
     }
     return routes;
@@ -129,6 +154,8 @@ export class HostRoutes implements Routes {
       throw new InvalidConfigError(
         `table ${this.table} already has a route to ${cidr}${foreign.gateway ? ` via ${foreign.gateway}` : ''} that is not this cluster's; remove it or give the Node another Pod CIDR`,
       );
+    if (!(await this.looksUp(flag, signal)))
+      await this.ip([flag, 'rule', 'add', 'lookup', this.table, 'priority', RULE_PRIORITY], signal);
     await this.ip(
       [
         flag,
