@@ -156,6 +156,40 @@ describe('route controller, Triton (fabric network routes)', () => {
     expect(network.routes).toEqual({ '10.244.11.0/24': '192.168.128.99' });
   });
 
+  it('a machine destroyed before its Node is deleted leaks no route: the route is a blackhole, deleted with the Node, and its CIDR routed to the next Node given it', async () => {
+    const m = await worker(14);
+    await start();
+    await routeCreated('w14');
+    // Scale-down: the machine is destroyed first (CloudAPI keeps it as state "deleted", listed only
+    // with tombstone), then the cloud-node-lifecycle controller deletes its Node.
+    m.state = 'deleted';
+    await api.deleteNode({ name: 'w14' });
+    await until('the dead route deleted', async () => network.routes['10.244.14.0/24'] === undefined);
+    // Node IPAM gives the freed CIDR to a new Node on a new machine.
+    const machine = sim.addMachine({ name: 'w15', ips: ['192.168.128.15'] });
+    const node = nodeObject({
+      name: 'w15',
+      tainted: false,
+      providerID: `triton://${machine.id}`,
+      addresses: [{ type: 'InternalIP', address: '192.168.128.15' }],
+    });
+    await api.createNode({
+      body: { ...node, spec: { ...node.spec, podCIDR: '10.244.14.0/24', podCIDRs: ['10.244.14.0/24'] } },
+    });
+    await routeCreated('w15');
+    expect(network.routes).toEqual({ '10.244.14.0/24': '192.168.128.15' });
+  });
+
+  it("a route whose machine lost the address it points to is ccm's still (listed before), and deleted with its Node", async () => {
+    const m = await worker(16);
+    await start();
+    await routeCreated('w16');
+    m.ips = ['192.168.128.116'];
+    await api.deleteNode({ name: 'w16' });
+    await until('the route deleted', async () => network.routes['10.244.16.0/24'] === undefined);
+    expect(network.routes).toEqual({});
+  });
+
   it('without TRITON_ROUTE_NETWORK the controller says so in one line; a malformed one is refused at start', async () => {
     await worker(11);
     const none = await start({});

@@ -17,6 +17,12 @@ import { SCHEME } from './instances.js';
  * has that tag. AddMachineTags merges and DeleteMachineTag removes one tag, so no tag is ever
  * read-modified-written; the routes object is, one change at a time inside this process.
  *
+ * A machine destroyed before its Node (the usual scale-down order) must not leak its route: the
+ * listing asks for destroyed machines too (`tombstone`), whose record keeps its tags, and the instance
+ * keeps, from one listing to the next, the routes it listed as its own. A route of this cluster whose
+ * gateway no live machine of the cluster holds any more is a *blackhole*, listed so that the
+ * controller deletes it as upstream deletes Blackhole routes (docs/routes.md).
+ *
  * Calls: `list` is 2 (the network, the cluster's machines by tag); a missing route 3 (the tags, the
  * network read, its update); a deleted one 3.
  */
@@ -27,9 +33,25 @@ export function routeTagKey(cidr: string): string {
   return `ccm-route-${cidr.replace('/', '_')}`;
 }
 
+function routeKey(destination: string, gateway: string): string {
+  return `${destination} ${gateway}`;
+}
+
+/** Destroyed (kept as state `deleted` with `tombstone`) or failed: its addresses reach nothing. */
+function gone(machine: Machine): boolean {
+  return machine.state === 'deleted' || machine.state === 'failed';
+}
+
 export class FabricRoutes implements Routes {
-  /** The last listing's machines of this cluster, by address. */
+  /** The last listing's live machines of this cluster, by address. */
   private machines = new Map<string, Machine>();
+  /**
+   * Routes listed as this cluster's (`destination gateway`), kept from one listing to the next: what
+   * still proves a route is ccm's once its machine lost the address or its tombstone expired.
+   */
+  private owned = new Set<string>();
+  /** Routes of this cluster whose gateway no live machine of it holds: deleted without a tag change. */
+  private blackholes = new Set<string>();
   private lock: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -40,14 +62,36 @@ export class FabricRoutes implements Routes {
 
   async list(clusterID: string, signal?: AbortSignal): Promise<Route[]> {
     const network = await this.client.getFabricNetwork(this.vlan, this.networkID, signal);
-    const machines = await this.client.listMachines(signal, { tags: { [CLUSTER_TAG]: clusterID } });
-    this.machines = new Map();
-    for (const m of machines) for (const ip of m.ips ?? []) this.machines.set(ip, m);
+    const machines = await this.client.listMachines(signal, {
+      tags: { [CLUSTER_TAG]: clusterID },
+      tombstone: true,
+    });
+    const live = new Map<string, Machine>();
+    const dead = new Map<string, Machine>();
+    for (const m of machines) for (const ip of m.ips ?? []) (gone(m) ? dead : live).set(ip, m);
+    this.machines = live;
     const routes: Route[] = [];
+    const owned = new Set<string>();
+    this.blackholes = new Set();
     for (const [destination, gateway] of Object.entries(network.routes ?? {})) {
-      if (this.machines.get(gateway)?.tags?.[routeTagKey(destination)] !== clusterID) continue;
+      const key = routeKey(destination, gateway);
+      const tag = routeTagKey(destination);
+      const holder = live.get(gateway);
+      if (holder) {
+        // A live machine of this cluster holds the gateway: its tag alone decides.
+        if (holder.tags?.[tag] !== clusterID) continue;
+      } else {
+        // Upstream's route controller deletes a route whose next hop is no Node's (k8s.io/cloud-provider
+        // controllers/route/route_controller.go reconcile: `route.Blackhole`, deleted with the routes
+        // of Nodes it no longer knows). ccm does so only for a route proven its own: the destroyed
+        // machine that held the gateway carries the route's tag, or this instance listed it before.
+        if (dead.get(gateway)?.tags?.[tag] !== clusterID && !this.owned.has(key)) continue;
+        this.blackholes.add(key);
+      }
+      owned.add(key);
       routes.push({ name: destination, destinationCIDR: destination, nextHop: gateway });
     }
+    this.owned = owned;
     return routes;
   }
 
@@ -81,11 +125,28 @@ export class FabricRoutes implements Routes {
         routes[cidr] = gateway;
         await this.client.setFabricNetworkRoutes(this.vlan, this.networkID, routes, signal);
       }
+      this.owned.add(routeKey(cidr, gateway));
     });
   }
 
   async delete(clusterID: string, route: Route, signal?: AbortSignal): Promise<void> {
     const cidr = route.destinationCIDR;
+    const key = routeKey(cidr, route.nextHop);
+    if (this.blackholes.has(key)) {
+      // No live machine to untag: as upstream's DeleteRoute for a Blackhole route, only the route goes.
+      await this.serial(async () => {
+        const routes = {
+          ...((await this.client.getFabricNetwork(this.vlan, this.networkID, signal)).routes ?? {}),
+        };
+        if (routes[cidr] === route.nextHop) {
+          delete routes[cidr];
+          await this.client.setFabricNetworkRoutes(this.vlan, this.networkID, routes, signal);
+        }
+        this.owned.delete(key);
+        this.blackholes.delete(key);
+      });
+      return;
+    }
     const machine = this.machines.get(route.nextHop);
     if (machine?.tags?.[routeTagKey(cidr)] !== clusterID) {
       throw new InvalidConfigError(
@@ -100,6 +161,7 @@ export class FabricRoutes implements Routes {
         delete routes[cidr];
         await this.client.setFabricNetworkRoutes(this.vlan, this.networkID, routes, signal);
       }
+      this.owned.delete(key);
       await this.client.deleteMachineTag(machine.id, routeTagKey(cidr), signal);
     });
   }
