@@ -5,7 +5,7 @@
 import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { credentials } from '../../src/providers/triton/credentials.js';
-import type { SimFabricNetwork } from '../clouds/triton/fabric-networks.js';
+import { FabricNetworks, type SimFabricNetwork } from '../clouds/triton/fabric-networks.js';
 import { KeyFolder, type TestKey } from '../clouds/triton/keys.js';
 import { TritonSim } from '../clouds/triton/server.js';
 import { fixtureApi, nodeObject } from '../controlplane/fixtures.js';
@@ -53,7 +53,10 @@ afterEach(async () => {
   ccm = undefined;
 });
 
-async function start(env: Record<string, string> = { TRITON_ROUTE_NETWORK: `2/${network.id}` }) {
+async function start(
+  env: Record<string, string> = { TRITON_ROUTE_NETWORK: `2/${network.id}` },
+  clusterCIDR = '10.244.0.0/16',
+) {
   const base = runInput(cp.kubeconfigPath, '', {
     provider: 'triton',
     'cloud-config': undefined,
@@ -66,7 +69,7 @@ async function start(env: Record<string, string> = { TRITON_ROUTE_NETWORK: `2/${
     controllerOptions: {
       ...base.controllerOptions,
       clusterName: CLUSTER,
-      clusterCIDR: '10.244.0.0/16',
+      clusterCIDR,
       routeReconciliationPeriodMs: 300,
     },
   });
@@ -190,6 +193,42 @@ describe('route controller, Triton (fabric network routes)', () => {
     expect(network.routes).toEqual({});
   });
 
+  it('dual stack: the IPv6 Pod CIDR is refused in one line (Triton routes are IPv4 only) with no tag or network write, the IPv4 one is routed', async () => {
+    const machine = sim.addMachine({ name: 'w17', ips: ['192.168.128.17', 'fd00::17'] });
+    const node = nodeObject({
+      name: 'w17',
+      tainted: false,
+      providerID: `triton://${machine.id}`,
+      addresses: [
+        { type: 'InternalIP', address: '192.168.128.17' },
+        { type: 'InternalIP', address: 'fd00::17' },
+      ],
+    });
+    const podCIDRs = ['10.244.17.0/24', 'fd00:10:244:17::/64'];
+    await api.createNode({ body: { ...node, spec: { ...node.spec, podCIDR: podCIDRs[0], podCIDRs } } });
+    const run = await start(undefined, '10.244.0.0/16,fd00:10:244::/56');
+    await until(
+      'NoRouteCreated',
+      async () => reason(await api.readNode({ name: 'w17' })) === 'NoRouteCreated',
+    );
+    await until('the event', async () =>
+      (await api.listNamespacedEvent({ namespace: 'default' })).items.some(
+        (e) => e.reason === 'FailedToCreateRoute' && e.message?.includes('IPv4 only'),
+      ),
+    );
+    await until('the IPv4 route', async () => network.routes['10.244.17.0/24'] === '192.168.128.17');
+    const tagPosts = () => sim.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/tags')).length;
+    const posts = tagPosts();
+    const lines = () =>
+      run.logs.filter((l) => l.includes('fd00:10:244:17::/64') && l.includes('IPv4 only')).length;
+    const seen = lines();
+    await until('two more passes', async () => lines() >= seen + 2);
+    expect(tagPosts()).toBe(posts);
+    expect(machine.tags).toEqual({ 'ccm-cluster': CLUSTER, 'ccm-route-10.244.17.0_24': CLUSTER });
+    expect(network.routes).toEqual({ '10.244.17.0/24': '192.168.128.17' });
+    expect(sim.requests.filter((r) => r.method === 'PUT' && r.path.includes('/fabrics/'))).toHaveLength(1);
+  });
+
   it('without TRITON_ROUTE_NETWORK the controller says so in one line; a malformed one is refused at start', async () => {
     await worker(11);
     const none = await start({});
@@ -204,5 +243,37 @@ describe('route controller, Triton (fabric network routes)', () => {
     await expect(start({ TRITON_ROUTE_NETWORK: network.id })).rejects.toThrow(
       /TRITON_ROUTE_NETWORK ".*" is not VLAN\/NETWORK-UUID/,
     );
+  });
+});
+
+describe('simulator: UpdateFabricNetwork routes as strict as NAPI', () => {
+  const fail = (status: number, code: string, message: string) =>
+    Object.assign(new Error(message), { status, code });
+  const put = (routes: unknown, allowLinklocal = false) => {
+    const fabrics = new FabricNetworks();
+    fabrics.allowLinklocal = allowLinklocal;
+    const n = fabrics.add({ vlan: 2, subnet: '192.168.128.0/22' });
+    const r = fabrics.handle('PUT', 2, n.id, JSON.stringify({ routes }), () => undefined, fail);
+    return (r.payload as { routes: Record<string, string> }).routes;
+  };
+
+  it('refuses an IPv6 route on an IPv4 fabric network, and a destination and next hop of different families', () => {
+    expect(() => put({ 'fd00:10:244:1::/64': 'fd00::11' })).toThrow(/invalid route/);
+    expect(() => put({ 'fd00::1': 'fd00::11' })).toThrow(/should match subnet type \(ipv4\)/);
+    expect(() => put({ '10.244.1.0/24': 'fd00::11' })).toThrow(/address family of route and next-hop/);
+  });
+
+  it('refuses prefixes shorter than /8 (0.0.0.0/0 included) and stores a destination with host bits masked', () => {
+    expect(() => put({ '0.0.0.0/0': '192.168.128.5' })).toThrow(/invalid route/);
+    expect(() => put({ '10.0.0.0/4': '192.168.128.5' })).toThrow(/invalid route/);
+    expect(put({ '10.244.1.5/24': '192.168.128.11', '10.0.0.0/8': '192.168.128.5' })).toEqual({
+      '10.244.1.0/24': '192.168.128.11',
+      '10.0.0.0/8': '192.168.128.5',
+    });
+  });
+
+  it('stores a "linklocal" gateway where NAPI allows it, and refuses it where it does not', () => {
+    expect(put({ '169.254.169.254': 'linklocal' }, true)).toEqual({ '169.254.169.254': 'linklocal' });
+    expect(() => put({ '169.254.169.254': 'linklocal' })).toThrow(/invalid route/);
   });
 });

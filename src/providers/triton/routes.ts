@@ -1,8 +1,9 @@
+import ipaddr from 'ipaddr.js';
 import { InvalidConfigError } from '../errors.js';
 import { nextHopFor } from '../next-hop.js';
 import { parseProviderID } from '../provider-id.js';
 import type { Route, Routes, RouteTarget } from '../types.js';
-import type { Machine, TritonClient } from './client.js';
+import type { FabricNetwork, Machine, TritonClient } from './client.js';
 import { SCHEME } from './instances.js';
 
 /**
@@ -105,9 +106,9 @@ export class FabricRoutes implements Routes {
     const gateway = nextHopFor(route.targetNode, cidr);
     const machineID = machineOf(route.targetNode);
     await this.serial(async () => {
-      const routes = {
-        ...((await this.client.getFabricNetwork(this.vlan, this.networkID, signal)).routes ?? {}),
-      };
+      const network = await this.client.getFabricNetwork(this.vlan, this.networkID, signal);
+      refuseFamily(network, cidr);
+      const routes = { ...(network.routes ?? {}) };
       const present = routes[cidr];
       // Present via this very Node: a route of ccm's whose tag CloudAPI (asynchronous) does not show yet.
       if (present !== undefined && present !== gateway) {
@@ -171,6 +172,24 @@ export class FabricRoutes implements Routes {
     const run = this.lock.then(fn);
     this.lock = run.catch(() => undefined);
     return run;
+  }
+}
+
+/**
+ * A fabric network routes only its own family: NAPI refuses a destination of another family than the
+ * network's subnet (sdc-napi lib/models/network.js validateAddressFamily, SUBNET_ROUTE_DST_MISMATCH),
+ * and any prefix longer than /32 (lib/util/ip.js toSubnet), so an IPv6 Pod CIDR can never be routed
+ * on an IPv4 fabric network. Said before any tag is written, so a dual-stack Node's IPv6 CIDR costs
+ * no cloud write, only the one line of its event.
+ */
+function refuseFamily(network: FabricNetwork, cidr: string): void {
+  const kind = ipaddr.parseCIDR(cidr)[0].kind();
+  const subnet = network.subnet && ipaddr.isValidCIDR(network.subnet) ? network.subnet : undefined;
+  const networkKind = subnet ? ipaddr.parseCIDR(subnet)[0].kind() : 'ipv4';
+  if (kind !== networkKind) {
+    throw new InvalidConfigError(
+      `Triton fabric network routes are ${networkKind === 'ipv4' ? 'IPv4' : 'IPv6'} only (NAPI refuses a route of another family than the network's subnet ${network.subnet ?? ''}): ${cidr} is not routed in the cloud; route it with the CNI (an overlay) instead`,
+    );
   }
 }
 
