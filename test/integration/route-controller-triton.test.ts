@@ -229,6 +229,49 @@ describe('route controller, Triton (fabric network routes)', () => {
     expect(sim.requests.filter((r) => r.method === 'PUT' && r.path.includes('/fabrics/'))).toHaveLength(1);
   });
 
+  it("a Node whose first InternalIP is on another network is routed via its address inside the network's subnet; one with none there is NoRouteCreated with an event", async () => {
+    const m = sim.addMachine({ name: 'w18', ips: ['10.10.0.5', '192.168.128.18'] });
+    const node = nodeObject({
+      name: 'w18',
+      tainted: false,
+      providerID: `triton://${m.id}`,
+      addresses: [
+        { type: 'InternalIP', address: '10.10.0.5' },
+        { type: 'InternalIP', address: '192.168.128.18' },
+      ],
+    });
+    await api.createNode({
+      body: { ...node, spec: { ...node.spec, podCIDR: '10.244.18.0/24', podCIDRs: ['10.244.18.0/24'] } },
+    });
+    const off = sim.addMachine({ name: 'w19', ips: ['10.10.0.6'] });
+    const offNode = nodeObject({
+      name: 'w19',
+      tainted: false,
+      providerID: `triton://${off.id}`,
+      addresses: [{ type: 'InternalIP', address: '10.10.0.6' }],
+    });
+    await api.createNode({
+      body: {
+        ...offNode,
+        spec: { ...offNode.spec, podCIDR: '10.244.19.0/24', podCIDRs: ['10.244.19.0/24'] },
+      },
+    });
+    await start();
+    await routeCreated('w18');
+    await until(
+      'w19 NoRouteCreated',
+      async () => reason(await api.readNode({ name: 'w19' })) === 'NoRouteCreated',
+    );
+    await until('the event', async () =>
+      (await api.listNamespacedEvent({ namespace: 'default' })).items.some(
+        (e) =>
+          e.reason === 'FailedToCreateRoute' && e.message?.includes('no InternalIP inside fabric network'),
+      ),
+    );
+    expect(network.routes).toEqual({ '10.244.18.0/24': '192.168.128.18' });
+    expect(off.tags).toEqual({});
+  });
+
   it('without TRITON_ROUTE_NETWORK the controller says so in one line; a malformed one is refused at start', async () => {
     await worker(11);
     const none = await start({});

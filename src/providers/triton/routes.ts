@@ -1,6 +1,5 @@
 import ipaddr from 'ipaddr.js';
 import { InvalidConfigError } from '../errors.js';
-import { nextHopFor } from '../next-hop.js';
 import { parseProviderID } from '../provider-id.js';
 import type { Route, Routes, RouteTarget } from '../types.js';
 import type { FabricNetwork, Machine, TritonClient } from './client.js';
@@ -103,11 +102,11 @@ export class FabricRoutes implements Routes {
     signal?: AbortSignal,
   ): Promise<void> {
     const cidr = route.destinationCIDR;
-    const gateway = nextHopFor(route.targetNode, cidr);
     const machineID = machineOf(route.targetNode);
     await this.serial(async () => {
       const network = await this.client.getFabricNetwork(this.vlan, this.networkID, signal);
       refuseFamily(network, cidr);
+      const gateway = gatewayOn(network, route.targetNode);
       const routes = { ...(network.routes ?? {}) };
       const present = routes[cidr];
       // Present via this very Node: a route of ccm's whose tag CloudAPI (asynchronous) does not show yet.
@@ -191,6 +190,28 @@ function refuseFamily(network: FabricNetwork, cidr: string): void {
       `Triton fabric network routes are ${networkKind === 'ipv4' ? 'IPv4' : 'IPv6'} only (NAPI refuses a route of another family than the network's subnet ${network.subnet ?? ''}): ${cidr} is not routed in the cloud; route it with the CNI (an overlay) instead`,
     );
   }
+}
+
+/**
+ * The Node's InternalIP inside the fabric network's subnet: the route's gateway must be reachable on
+ * that network, and NAPI does not check it (lib/models/network.js validateRoutes checks only the
+ * family). Triton lists a machine's primary IP first, which may be on another network, so the first
+ * InternalIP is not enough. A Node with none there is refused in one line (NoRouteCreated).
+ */
+function gatewayOn(network: FabricNetwork, target: RouteTarget): string {
+  const subnet =
+    network.subnet && ipaddr.isValidCIDR(network.subnet) ? ipaddr.parseCIDR(network.subnet) : undefined;
+  const inside = target.addresses.find((a) => {
+    if (a.type !== 'InternalIP' || !ipaddr.isValid(a.address) || !subnet) return false;
+    const ip = ipaddr.parse(a.address);
+    return ip.kind() === subnet[0].kind() && ip.match(subnet);
+  });
+  if (!inside) {
+    throw new InvalidConfigError(
+      `Node ${target.name} has no InternalIP inside fabric network ${network.id}'s subnet ${network.subnet ?? '(none listed)'} (it has ${target.addresses.map((a) => a.address).join(', ') || 'none'}); a route's gateway must be on that network: attach the Node's machine to it`,
+    );
+  }
+  return inside.address;
 }
 
 function machineOf(target: RouteTarget): string {
