@@ -272,6 +272,37 @@ describe('route controller, Triton (fabric network routes)', () => {
     expect(off.tags).toEqual({});
   });
 
+  it("a Node whose InternalIP is another machine's address is NoRouteCreated with an event: no route, no tag", async () => {
+    const stranger = sim.addMachine({ name: 'stranger', ips: ['192.168.128.99'] });
+    const m = sim.addMachine({ name: 'w20', ips: ['192.168.128.20'] });
+    const node = nodeObject({
+      name: 'w20',
+      tainted: false,
+      providerID: `triton://${m.id}`,
+      addresses: [{ type: 'InternalIP', address: '192.168.128.99' }],
+    });
+    await api.createNode({
+      body: { ...node, spec: { ...node.spec, podCIDR: '10.244.20.0/24', podCIDRs: ['10.244.20.0/24'] } },
+    });
+    const run = await start();
+    await until(
+      'NoRouteCreated',
+      async () => reason(await api.readNode({ name: 'w20' })) === 'NoRouteCreated',
+    );
+    await until('the event', async () =>
+      (await api.listNamespacedEvent({ namespace: 'default' })).items.some(
+        (e) => e.reason === 'FailedToCreateRoute' && e.message?.includes('is not an address of its machine'),
+      ),
+    );
+    const lines = () => run.logs.filter((l) => l.includes('is not an address of its machine')).length;
+    const seen = lines();
+    await until('two more passes', async () => lines() >= seen + 2);
+    expect(network.routes).toEqual({});
+    expect(m.tags).toEqual({});
+    expect(stranger.tags).toEqual({});
+    expect(sim.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/tags'))).toHaveLength(0);
+  });
+
   it('without TRITON_ROUTE_NETWORK the controller says so in one line; a malformed one is refused at start', async () => {
     await worker(11);
     const none = await start({});

@@ -107,6 +107,14 @@ export class FabricRoutes implements Routes {
       const network = await this.client.getFabricNetwork(this.vlan, this.networkID, signal);
       refuseFamily(network, cidr);
       const gateway = gatewayOn(network, route.targetNode);
+      // The tag goes on the machine the provider ID names; a gateway that is another machine's address
+      // would make a route no listing ever proves ccm's (re-tagged every pass, left behind for good).
+      const machine = await this.client.getMachine(machineID, signal);
+      if (!(machine.ips ?? []).includes(gateway)) {
+        throw new InvalidConfigError(
+          `Node ${route.targetNode.name}'s InternalIP ${gateway} is not an address of its machine ${machineID} (${(machine.ips ?? []).join(', ') || 'none'}); ccm routes a Pod CIDR only to the Node's own machine: correct the Node's addresses`,
+        );
+      }
       const routes = { ...(network.routes ?? {}) };
       const present = routes[cidr];
       // Present via this very Node: a route of ccm's whose tag CloudAPI (asynchronous) does not show yet.
