@@ -44,6 +44,7 @@ beforeEach(async () => {
   await api.deleteCollectionNode({});
   sim.machines.clear();
   sim.fabrics.networks.clear();
+  sim.fabrics.beforeUpdate = undefined;
   sim.requests.length = 0;
   sim.tagDelayMs = 0;
   network = sim.fabrics.add({ vlan: 2, subnet: '192.168.128.0/22' });
@@ -301,6 +302,38 @@ describe('route controller, Triton (fabric network routes)', () => {
     expect(m.tags).toEqual({});
     expect(stranger.tags).toEqual({});
     expect(sim.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/tags'))).toHaveLength(0);
+  });
+
+  it("a failed UpdateFabricNetwork is never resent with its stale body: ccm reads the network again, so an operator's route written meanwhile stays", async () => {
+    let first = true;
+    sim.fabrics.beforeUpdate = (n) => {
+      if (!first) return undefined;
+      first = false;
+      // An operator's route lands between ccm's read and its write, whose answer is a 503.
+      n.routes = { ...n.routes, '172.16.0.0/16': '192.168.128.1' };
+      return { status: 503, code: 'ServiceUnavailable', message: 'try again' };
+    };
+    await worker(21);
+    await start();
+    await routeCreated('w21');
+    expect(network.routes).toEqual({ '172.16.0.0/16': '192.168.128.1', '10.244.21.0/24': '192.168.128.21' });
+    const puts = sim.requests.filter((r) => r.method === 'PUT' && r.path.includes('/fabrics/'));
+    expect(puts.map((r) => r.status)).toEqual([503, 200]);
+    expect(JSON.parse(puts[1]?.body ?? '{}').routes).toEqual(network.routes);
+  });
+
+  it('an UpdateFabricNetwork applied but answered with a failure is not made twice: the read before a second attempt finds it', async () => {
+    let first = true;
+    sim.fabrics.beforeUpdate = () => {
+      if (!first) return undefined;
+      first = false;
+      return { status: 503, code: 'ServiceUnavailable', message: 'lost answer', applied: true };
+    };
+    await worker(22);
+    await start();
+    await routeCreated('w22');
+    expect(network.routes).toEqual({ '10.244.22.0/24': '192.168.128.22' });
+    expect(sim.requests.filter((r) => r.method === 'PUT' && r.path.includes('/fabrics/'))).toHaveLength(1);
   });
 
   it('without TRITON_ROUTE_NETWORK the controller says so in one line; a malformed one is refused at start', async () => {

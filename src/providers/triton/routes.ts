@@ -1,5 +1,5 @@
 import ipaddr from 'ipaddr.js';
-import { InvalidConfigError } from '../errors.js';
+import { InvalidConfigError, RetryableError } from '../errors.js';
 import { parseProviderID } from '../provider-id.js';
 import type { Route, Routes, RouteTarget } from '../types.js';
 import type { FabricNetwork, Machine, TritonClient } from './client.js';
@@ -23,8 +23,8 @@ import { SCHEME } from './instances.js';
  * gateway no live machine of the cluster holds any more is a *blackhole*, listed so that the
  * controller deletes it as upstream deletes Blackhole routes (docs/routes.md).
  *
- * Calls: `list` is 2 (the network, the cluster's machines by tag); a missing route 3 (the tags, the
- * network read, its update); a deleted one 3.
+ * Calls: `list` is 2 (the network, the cluster's machines by tag, destroyed ones too); a missing route
+ * 4 (the machine, the tags, the network read right before its update, the update); a deleted one 3.
  */
 
 export const CLUSTER_TAG = 'ccm-cluster';
@@ -52,6 +52,8 @@ export class FabricRoutes implements Routes {
   private owned = new Set<string>();
   /** Routes of this cluster whose gateway no live machine of it holds: deleted without a tag change. */
   private blackholes = new Set<string>();
+  /** The last listing's network (its subnet; its routes only as a first look). */
+  private network: FabricNetwork | undefined;
   private lock: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -62,6 +64,7 @@ export class FabricRoutes implements Routes {
 
   async list(clusterID: string, signal?: AbortSignal): Promise<Route[]> {
     const network = await this.client.getFabricNetwork(this.vlan, this.networkID, signal);
+    this.network = network;
     const machines = await this.client.listMachines(signal, {
       tags: { [CLUSTER_TAG]: clusterID },
       tombstone: true,
@@ -104,7 +107,8 @@ export class FabricRoutes implements Routes {
     const cidr = route.destinationCIDR;
     const machineID = machineOf(route.targetNode);
     await this.serial(async () => {
-      const network = await this.client.getFabricNetwork(this.vlan, this.networkID, signal);
+      // The last listing's network gives the subnet; the routes are read again right before the write.
+      const network = this.network ?? (await this.client.getFabricNetwork(this.vlan, this.networkID, signal));
       refuseFamily(network, cidr);
       const gateway = gatewayOn(network, route.targetNode);
       // The tag goes on the machine the provider ID names; a gateway that is another machine's address
@@ -115,24 +119,14 @@ export class FabricRoutes implements Routes {
           `Node ${route.targetNode.name}'s InternalIP ${gateway} is not an address of its machine ${machineID} (${(machine.ips ?? []).join(', ') || 'none'}); ccm routes a Pod CIDR only to the Node's own machine: correct the Node's addresses`,
         );
       }
-      const routes = { ...(network.routes ?? {}) };
-      const present = routes[cidr];
-      // Present via this very Node: a route of ccm's whose tag CloudAPI (asynchronous) does not show yet.
-      if (present !== undefined && present !== gateway) {
-        throw new InvalidConfigError(
-          `fabric network ${this.networkID} already routes ${cidr} via ${present}; ccm takes over no route: remove it, or give the Node another Pod CIDR`,
-        );
-      }
+      this.refuseForeign(cidr, network.routes?.[cidr], gateway);
       // The claim first: a route ccm adds is always one it can recognise afterwards.
       await this.client.addMachineTags(
         machineID,
         { [CLUSTER_TAG]: clusterID, [routeTagKey(cidr)]: clusterID },
         signal,
       );
-      if (present === undefined) {
-        routes[cidr] = gateway;
-        await this.client.setFabricNetworkRoutes(this.vlan, this.networkID, routes, signal);
-      }
+      await this.writeRoute(cidr, gateway, signal);
       this.owned.add(routeKey(cidr, gateway));
     });
   }
@@ -143,13 +137,7 @@ export class FabricRoutes implements Routes {
     if (this.blackholes.has(key)) {
       // No live machine to untag: as upstream's DeleteRoute for a Blackhole route, only the route goes.
       await this.serial(async () => {
-        const routes = {
-          ...((await this.client.getFabricNetwork(this.vlan, this.networkID, signal)).routes ?? {}),
-        };
-        if (routes[cidr] === route.nextHop) {
-          delete routes[cidr];
-          await this.client.setFabricNetworkRoutes(this.vlan, this.networkID, routes, signal);
-        }
+        await this.writeRoute(cidr, undefined, signal, route.nextHop);
         this.owned.delete(key);
         this.blackholes.delete(key);
       });
@@ -162,16 +150,53 @@ export class FabricRoutes implements Routes {
       );
     }
     await this.serial(async () => {
-      const routes = {
-        ...((await this.client.getFabricNetwork(this.vlan, this.networkID, signal)).routes ?? {}),
-      };
-      if (routes[cidr] === route.nextHop) {
-        delete routes[cidr];
-        await this.client.setFabricNetworkRoutes(this.vlan, this.networkID, routes, signal);
-      }
+      await this.writeRoute(cidr, undefined, signal, route.nextHop);
       this.owned.delete(key);
       await this.client.deleteMachineTag(machine.id, routeTagKey(cidr), signal);
     });
+  }
+
+  private refuseForeign(cidr: string, present: string | undefined, gateway: string): void {
+    // Present via this very Node: a route of ccm's whose tag CloudAPI (asynchronous) does not show yet.
+    if (present !== undefined && present !== gateway) {
+      throw new InvalidConfigError(
+        `fabric network ${this.networkID} already routes ${cidr} via ${present}; ccm takes over no route: remove it, or give the Node another Pod CIDR`,
+      );
+    }
+  }
+
+  /**
+   * Adds `cidr` via `gateway`, or removes it (only while it still goes via `removing`), changing no
+   * other key. CloudAPI has no compare-and-set for the routes object (NAPI's updateNetwork is a Moray
+   * put without etag, sdc-napi lib/models/network.js), so the window in which another writer's change
+   * is lost is kept to one GET and one PUT back to back; a failed PUT is never resent as it was (its
+   * body is stale by then, and it may have been applied): the network is read again and the change
+   * made again only if it is still missing. Two attempts; then the pass fails and the next one retries.
+   */
+  private async writeRoute(
+    cidr: string,
+    gateway: string | undefined,
+    signal?: AbortSignal,
+    removing?: string,
+  ): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const network = await this.client.getFabricNetwork(this.vlan, this.networkID, signal);
+      const routes = { ...(network.routes ?? {}) };
+      if (gateway === undefined) {
+        if (routes[cidr] !== removing) return;
+        delete routes[cidr];
+      } else {
+        this.refuseForeign(cidr, routes[cidr], gateway);
+        if (routes[cidr] === gateway) return;
+        routes[cidr] = gateway;
+      }
+      try {
+        await this.client.setFabricNetworkRoutes(this.vlan, this.networkID, routes, signal);
+        return;
+      } catch (err) {
+        if (!(err instanceof RetryableError) || attempt >= 2 || signal?.aborted) throw err;
+      }
+    }
   }
 
   /** Changes of the network's routes, one at a time (each replaces the whole object). */

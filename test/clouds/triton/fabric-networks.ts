@@ -29,6 +29,14 @@ export class FabricNetworks {
   readonly networks = new Map<string, SimFabricNetwork>();
   /** NAPI's `allowLinklocal` (sapi_manifests/napi/template NAPI_ALLOW_LINKLOCAL; off unless set). */
   allowLinklocal = false;
+  /**
+   * Test hook, run on each UpdateFabricNetwork before it is applied: it may change the network
+   * (another writer's update landing first) and answer with a failure, before or after the update is
+   * applied (an answer lost after the change was made).
+   */
+  beforeUpdate?: (
+    network: SimFabricNetwork,
+  ) => { status: number; code: string; message: string; applied?: boolean } | undefined;
 
   add(spec: { vlan: number; subnet: string; routes?: Record<string, string> }): SimFabricNetwork {
     const [base] = ipaddr.parseCIDR(spec.subnet);
@@ -73,10 +81,13 @@ export class FabricNetworks {
     for (const key of Object.keys(input)) {
       if (!UPDATABLE.includes(key)) throw fail(409, 'InvalidArgument', `property "${key}": unknown property`);
     }
+    const failure = this.beforeUpdate?.(network);
+    if (failure && !failure.applied) throw fail(failure.status, failure.code, failure.message);
     if (input.routes !== undefined) {
       const kind = ipaddr.parseCIDR(network.subnet)[0].kind();
       network.routes = validRoutes(input.routes, kind, this.allowLinklocal, fail);
     }
+    if (failure) throw fail(failure.status, failure.code, failure.message);
     return { status: 200, payload: structuredClone(network) };
   }
 }
