@@ -336,6 +336,30 @@ describe('route controller, Triton (fabric network routes)', () => {
     expect(sim.requests.filter((r) => r.method === 'PUT' && r.path.includes('/fabrics/'))).toHaveLength(1);
   });
 
+  it("a route ccm deleted that another writer's stale update puts back is ccm's still: deleted again, and its CIDR routed to the next Node given it", async () => {
+    const m = await worker(23);
+    await start();
+    await routeCreated('w23');
+    await api.deleteNode({ name: 'w23' });
+    await until('its tag removed', async () => m.tags['ccm-route-10.244.23.0_24'] === undefined);
+    expect(network.routes).toEqual({});
+    // Another writer read the routes before ccm's delete and writes them back after it (no etag).
+    network.routes = { '10.244.23.0/24': '192.168.128.23' };
+    await until('deleted again', async () => network.routes['10.244.23.0/24'] === undefined);
+    const machine = sim.addMachine({ name: 'w24', ips: ['192.168.128.24'] });
+    const node = nodeObject({
+      name: 'w24',
+      tainted: false,
+      providerID: `triton://${machine.id}`,
+      addresses: [{ type: 'InternalIP', address: '192.168.128.24' }],
+    });
+    await api.createNode({
+      body: { ...node, spec: { ...node.spec, podCIDR: '10.244.23.0/24', podCIDRs: ['10.244.23.0/24'] } },
+    });
+    await routeCreated('w24');
+    expect(network.routes).toEqual({ '10.244.23.0/24': '192.168.128.24' });
+  });
+
   it('without TRITON_ROUTE_NETWORK the controller says so in one line; a malformed one is refused at start', async () => {
     await worker(11);
     const none = await start({});

@@ -33,6 +33,9 @@ export function routeTagKey(cidr: string): string {
   return `ccm-route-${cidr.replace('/', '_')}`;
 }
 
+/** How many deleted routes are remembered (a few hundred bytes each). */
+const REMOVED_KEPT = 4096;
+
 function routeKey(destination: string, gateway: string): string {
   return `${destination} ${gateway}`;
 }
@@ -50,6 +53,12 @@ export class FabricRoutes implements Routes {
    * still proves a route is ccm's once its machine lost the address or its tombstone expired.
    */
   private owned = new Set<string>();
+  /**
+   * Routes this instance deleted (`destination gateway`, the latest REMOVED_KEPT): one back afterwards
+   * is another writer's stale routes object put back over ccm's delete (CloudAPI has no
+   * compare-and-set), so it is ccm's still, and deleted again instead of blocking its CIDR for good.
+   */
+  private removed = new Set<string>();
   /** Routes of this cluster whose gateway no live machine of it holds: deleted without a tag change. */
   private blackholes = new Set<string>();
   /** The last listing's network (its subnet; its routes only as a first look). */
@@ -80,7 +89,10 @@ export class FabricRoutes implements Routes {
       const key = routeKey(destination, gateway);
       const tag = routeTagKey(destination);
       const holder = live.get(gateway);
-      if (holder) {
+      if (this.removed.has(key) && holder?.tags?.[tag] === undefined) {
+        // Deleted by ccm, then brought back by a stale write of someone else's: remove it again.
+        this.blackholes.add(key);
+      } else if (holder) {
         // A live machine of this cluster holds the gateway: its tag alone decides.
         if (holder.tags?.[tag] !== clusterID) continue;
       } else {
@@ -128,6 +140,7 @@ export class FabricRoutes implements Routes {
       );
       await this.writeRoute(cidr, gateway, signal);
       this.owned.add(routeKey(cidr, gateway));
+      this.removed.delete(routeKey(cidr, gateway));
     });
   }
 
@@ -140,6 +153,7 @@ export class FabricRoutes implements Routes {
         await this.writeRoute(cidr, undefined, signal, route.nextHop);
         this.owned.delete(key);
         this.blackholes.delete(key);
+        this.remember(key);
       });
       return;
     }
@@ -152,8 +166,15 @@ export class FabricRoutes implements Routes {
     await this.serial(async () => {
       await this.writeRoute(cidr, undefined, signal, route.nextHop);
       this.owned.delete(key);
+      this.remember(key);
       await this.client.deleteMachineTag(machine.id, routeTagKey(cidr), signal);
     });
+  }
+
+  private remember(key: string): void {
+    this.removed.delete(key);
+    this.removed.add(key);
+    if (this.removed.size > REMOVED_KEPT) this.removed.delete(this.removed.values().next().value as string);
   }
 
   private refuseForeign(cidr: string, present: string | undefined, gateway: string): void {
