@@ -360,6 +360,18 @@ describe('route controller, Triton (fabric network routes)', () => {
     expect(network.routes).toEqual({ '10.244.23.0/24': '192.168.128.24' });
   });
 
+  it("a route exactly as ccm would make it (the Node's CIDR via its own address) is adopted as on OpenStack: tagged, not rewritten, RouteCreated, deleted with its Node", async () => {
+    network.routes = { '10.244.25.0/24': '192.168.128.25' }; // written before ccm ran
+    const m = await worker(25);
+    await start();
+    await routeCreated('w25');
+    expect(m.tags).toEqual({ 'ccm-cluster': CLUSTER, 'ccm-route-10.244.25.0_24': CLUSTER });
+    expect(sim.requests.filter((r) => r.method === 'PUT' && r.path.includes('/fabrics/'))).toHaveLength(0);
+    await api.deleteNode({ name: 'w25' });
+    await until('the adopted route deleted', async () => network.routes['10.244.25.0/24'] === undefined);
+    expect(network.routes).toEqual({});
+  });
+
   it('without TRITON_ROUTE_NETWORK the controller says so in one line; a malformed one is refused at start', async () => {
     await worker(11);
     const none = await start({});

@@ -178,7 +178,9 @@ export class FabricRoutes implements Routes {
   }
 
   private refuseForeign(cidr: string, present: string | undefined, gateway: string): void {
-    // Present via this very Node: a route of ccm's whose tag CloudAPI (asynchronous) does not show yet.
+    // Present via this very Node's gateway: a route of ccm's whose tag CloudAPI (asynchronous) does not
+    // show yet, or one exactly as ccm would make it (hand-made, or another controller's), which is
+    // adopted as on OpenStack: it already sends the CIDR where ccm would, and the tags make it ccm's.
     if (present !== undefined && present !== gateway) {
       throw new InvalidConfigError(
         `fabric network ${this.networkID} already routes ${cidr} via ${present}; ccm takes over no route: remove it, or give the Node another Pod CIDR`,
