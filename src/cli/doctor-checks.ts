@@ -461,6 +461,26 @@ export function checkRoutes(nodes: readonly SlimNode[], outcome: RoutesOutcome):
       unavailable,
     );
   }
+  // A cluster whose CNI routes Pod traffic itself (an overlay, BGP) has Nodes with podCIDRs too: its
+  // CNI sets NetworkUnavailable=False with a reason of its own (FlannelIsUp, CalicoIsUp). With no route
+  // of this cluster in the cloud, the route controller is not in use there, and nothing is missing.
+  const cniReasons = [
+    ...new Set(
+      withCIDRs.map(
+        (n) =>
+          n.status?.conditions?.find(
+            (c) => c.type === 'NetworkUnavailable' && c.status === 'False' && c.reason !== 'RouteCreated',
+          )?.reason,
+      ),
+    ),
+  ];
+  const cniManaged = withCIDRs.length > 0 && cniReasons.every((r) => r !== undefined);
+  if (cniManaged && ('error' in outcome || outcome.routes.length === 0)) {
+    return pass(
+      'routes',
+      `the route controller is not in use: no route of this cluster in the cloud, and the CNI sets up every Node's Pod network (${cniReasons.join(', ')})`,
+    );
+  }
   if ('error' in outcome) {
     return fail(
       'routes',

@@ -85,6 +85,13 @@ export async function routePass(
   });
 
   const failedNodes = new Set<string>();
+  for (const r of plan.refused) {
+    failedNodes.add(r.node);
+    result.failed++;
+    const message = `Could not create route ${r.destinationCIDR} for node ${r.node}: ${r.why}; ccm routes only Pod CIDRs inside --cluster-cidr that hold no Node address, each to one Node`;
+    ctx.log.warn({ controller: NAME, node: r.node, cidr: r.destinationCIDR }, message);
+    event(byName.get(r.node), EVENT_FAILED_TO_CREATE_ROUTE, message);
+  }
   await mapLimit(plan.create, MAX_ROUTE_OPERATIONS, async (c) => {
     try {
       await routes.create(
@@ -115,6 +122,9 @@ export async function routePass(
   for (const c of plan.create)
     if (!conditions.some((x) => nodeName(x.node) === c.node))
       conditions.push({ node: byName.get(c.node) as SlimNode, created: !failedNodes.has(c.node) });
+  for (const r of plan.refused)
+    if (!conditions.some((x) => nodeName(x.node) === r.node))
+      conditions.push({ node: byName.get(r.node) as SlimNode, created: false });
   for (const name of plan.withoutCIDRs)
     conditions.push({ node: byName.get(name) as SlimNode, created: false });
   const changes = conditions.flatMap(({ node, created }) => {

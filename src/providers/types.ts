@@ -204,6 +204,11 @@ export interface Route {
   nextHop: string;
   /** The Node's name, where the cloud records it; else the controller finds it by `nextHop`. */
   targetNode?: string;
+  /**
+   * The route exists but what must come with it does not (OpenStack: the Pod CIDR is missing from the
+   * port's allowed address pairs): the controller creates it again, and its Node is not RouteCreated.
+   */
+  incomplete?: boolean;
 }
 
 /**

@@ -251,6 +251,11 @@ describe('`ccm run`: bad input gets one line, exit 2, nothing written', () => {
       /--cluster-cidr: "10\.300\.0\.0\/16" is not a CIDR such as 10\.244\.0\.0\/16/,
     ],
     [
+      'a --cluster-cidr of two IPv4 ranges (two are for dual stack only, as upstream)',
+      () => [...run, ...kc(), '--cloud-config', inventory, '--cluster-cidr', '10.244.0.0/16,10.245.0.0/16'],
+      /--cluster-cidr: two IPv4 CIDRs given; two are for dual stack only/,
+    ],
+    [
       'a malformed credentials Secret reference',
       () => [...run, ...kc(), '--credentials-secret', 'just-a-name'],
       /--credentials-secret "just-a-name" is not namespace\/name/,

@@ -83,7 +83,11 @@ async function worker(n: number): Promise<void> {
 }
 
 /** ccm run --controllers route, its Cloudlycke routes acting on the namespace's tables. */
-async function start(table = 'main', overrides: Partial<RunInput> = {}): Promise<InProcess> {
+async function start(
+  table = 'main',
+  overrides: Partial<RunInput> = {},
+  clusterCIDR = '10.244.0.0/16',
+): Promise<InProcess> {
   const base = runInput(cp.kubeconfigPath, writeInventory([]), { controllers: 'route', ...overrides });
   const inNamespace = (p: Provider): Provider => ({
     ...p,
@@ -103,7 +107,7 @@ async function start(table = 'main', overrides: Partial<RunInput> = {}): Promise
       controllerOptions: {
         ...base.controllerOptions,
         clusterName: CLUSTER,
-        clusterCIDR: '10.244.0.0/16',
+        clusterCIDR,
         routeReconciliationPeriodMs: 300,
       },
     },
@@ -118,7 +122,93 @@ function network(node: V1Node) {
 const routeCreated = (name: string) =>
   until(`${name} RouteCreated`, async () => network(await api.readNode({ name })) === 'RouteCreated');
 
+async function nodeWith(name: string, address: string, podCIDR: string): Promise<void> {
+  const node = nodeObject({ name, tainted: false, addresses: [{ type: 'InternalIP', address }] });
+  await api.createNode({ body: { ...node, spec: { ...node.spec, podCIDR, podCIDRs: [podCIDR] } } });
+}
+const creates = async (c: InProcess) =>
+  (await c.handle.metrics.routeOperations.get()).values.find(
+    (v) => v.labels.operation === 'create' && v.labels.result === 'success',
+  )?.value ?? 0;
+const passes = async (c: InProcess) =>
+  (await c.handle.metrics.reconciles.get()).values
+    .filter((v) => v.labels.controller === 'route')
+    .reduce((s, v) => s + v.value, 0);
+/** Waits for `n` more route passes (conditions, not time). */
+const morePasses = async (c: InProcess, n: number) => {
+  const seen = await passes(c);
+  await until(`${n} more passes`, async () => (await passes(c)) >= seen + n, 20_000);
+};
+
 describe('route controller, Cloudlycke (the host routing table, in a network namespace)', () => {
+  it('two Nodes claiming one Pod CIDR: the host route settles on one of them (no replace every pass, no flapping next hop), the other is NoRouteCreated', async () => {
+    await nodeWith('vm11', '192.168.56.11', '10.244.11.0/24');
+    await nodeWith('vm12', '192.168.56.12', '10.244.11.0/24');
+    const c = await start();
+    await morePasses(c, 3);
+    const before = await creates(c);
+    const hops = new Set<string>();
+    for (let i = 0; i < 10; i++) {
+      await morePasses(c, 1);
+      hops.add(String((await nextHop('10.244.11.7'))?.gateway));
+    }
+    const after = await creates(c);
+    expect({ replacesIn10Passes: after - before, nextHops: [...hops].sort() }).toEqual({
+      replacesIn10Passes: 0,
+      nextHops: [expect.any(String)],
+    });
+    const reasons = [
+      network(await api.readNode({ name: 'vm11' })),
+      network(await api.readNode({ name: 'vm12' })),
+    ];
+    expect(reasons.sort()).toEqual(['NoRouteCreated', 'RouteCreated']);
+  }, 60_000);
+
+  it("a Node whose podCIDR lies outside --cluster-cidr (part of the host-only network) does not take over the host's traffic to other Nodes", async () => {
+    await worker(12);
+    // A hostile (or mistaken) Node: its Pod CIDR is the half of the host-only network holding vm12.
+    await nodeWith('evil', '192.168.56.200', '192.168.56.0/25');
+    const c = await start();
+    await routeCreated('vm12');
+    await morePasses(c, 3);
+    const hop = (await nextHop('192.168.56.12'))?.gateway ?? 'direct';
+    const evil = network(await api.readNode({ name: 'evil' }));
+    // And once that Node is deleted, what ccm put in the table for it is gone as well.
+    await api.deleteNode({ name: 'evil' });
+    await morePasses(c, 4);
+    const left = (await routes()).filter((r) => r.startsWith('192.168.56.0/25'));
+    expect({ hostToVm12: hop, left }).toEqual({ hostToVm12: 'direct', left: [] });
+    expect(evil).toBe('NoRouteCreated');
+  }, 60_000);
+
+  it("dual stack: the IPv6 Pod route is recognised as ccm's (Linux keeps no realm on IPv6 routes), the Node stays RouteCreated, and its route goes with it", async () => {
+    await ip('addr', 'add', 'fd00:56::1/64', 'dev', 'vboxnet0', 'nodad');
+    try {
+      const node = nodeObject({
+        name: 'vm21',
+        tainted: false,
+        addresses: [
+          { type: 'InternalIP', address: '192.168.56.21' },
+          { type: 'InternalIP', address: 'fd00:56::21' },
+        ],
+      });
+      const podCIDRs = ['10.244.21.0/24', 'fd00:10:244:21::/64'];
+      await api.createNode({ body: { ...node, spec: { ...node.spec, podCIDR: podCIDRs[0], podCIDRs } } });
+      const c = await start('main', {}, '10.244.0.0/16,fd00:10:244::/56');
+      await morePasses(c, 4);
+      const first = network(await api.readNode({ name: 'vm21' }));
+      const v6 = await nextHop('fd00:10:244:21::7');
+      await api.deleteNode({ name: 'vm21' });
+      await morePasses(c, 4);
+      const left = await ip('-6', 'route', 'show', 'table', 'main', 'exact', 'fd00:10:244:21::/64');
+      expect({ condition: first, left: left.trim() }).toEqual({ condition: 'RouteCreated', left: '' });
+      expect(v6).toMatchObject({ gateway: 'fd00:56::21' });
+    } finally {
+      await ip('-6', 'route', 'flush', 'proto', 'static').catch(() => '');
+      await ip('addr', 'del', 'fd00:56::1/64', 'dev', 'vboxnet0').catch(() => '');
+    }
+  }, 60_000);
+
   it('routes each Pod CIDR via its Node, tagged proto static and the cluster realm; a packet to a Pod IP leaves by that next hop', async () => {
     await worker(11);
     await worker(12);
@@ -201,6 +291,24 @@ describe('route controller, Cloudlycke (the host routing table, in a network nam
     );
     expect(await nextHop('10.244.11.7')).toMatchObject({ gateway: '192.168.56.99' });
   });
+
+  it('--cloudlycke-route-table 100: a Node is RouteCreated only when a packet to its Pods actually takes the route (ccm adds the ip rule that looks up table 100)', async () => {
+    try {
+      await worker(11);
+      await start('100');
+      await routeCreated('vm11');
+      const got = await execa('ip', ['-n', NS, '-json', 'route', 'get', '10.244.11.7'], { reject: false });
+      expect(got.exitCode === 0 && JSON.parse(got.stdout)[0]?.gateway).toBe('192.168.56.11');
+      // A rule removed by hand is put back by the next passes.
+      await ip('rule', 'del', 'lookup', '100');
+      await until('the rule back', async () => (await ip('rule', 'show')).includes('lookup 100'));
+      expect(
+        JSON.parse(await ip('-json', 'rule', 'show')).filter((r: { table?: string }) => r.table === '100'),
+      ).toHaveLength(1);
+    } finally {
+      await execa('ip', ['-n', NS, 'rule', 'del', 'lookup', '100'], { reject: false });
+    }
+  }, 60_000);
 
   it("a table of ccm's own (--cloudlycke-route-table 100): the routes go there only", async () => {
     await worker(11);

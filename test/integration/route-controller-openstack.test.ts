@@ -112,6 +112,22 @@ const routesOf = () => router.routes.map((r) => `${r.destination} via ${r.nextho
 
 const writes = () => sim.requests.filter((r) => r.method !== 'GET' && r.path.startsWith('/network')).length;
 
+/** A Node with one InternalIP and one Pod CIDR (no port of its own: the test makes it, or not). */
+async function nodeWith(name: string, ip: string, podCIDR: string): Promise<void> {
+  const n = nodeObject({ name, tainted: false, addresses: [{ type: 'InternalIP', address: ip }] });
+  await api.createNode({ body: { ...n, spec: { ...n.spec, podCIDR, podCIDRs: [podCIDR] } } });
+}
+const reason = async (name: string) => network(await api.readNode({ name }))?.reason;
+const passes = async (ccm: InProcess) =>
+  (await ccm.handle.metrics.reconciles.get()).values
+    .filter((v) => v.labels.controller === 'route')
+    .reduce((s, v) => s + v.value, 0);
+/** Waits for `n` more route passes: what a pass would do has been done (no waiting on time). */
+const morePasses = async (ccm: InProcess, n: number) => {
+  const seen = await passes(ccm);
+  await until(`${n} more passes`, async () => (await passes(ccm)) >= seen + n, 20_000);
+};
+
 describe('route controller, OpenStack', () => {
   it('Nodes with podCIDRs get their routes (add_extraroutes), address pairs and NetworkUnavailable=False; a restart writes nothing', async () => {
     const p1 = await worker(11);
@@ -233,6 +249,186 @@ describe('route controller, OpenStack', () => {
     expect(routesOf()).toEqual(['10.244.11.0/24 via 10.0.0.11']);
   });
 
+  it('a failed address-pair update undoes the route and is retried: no Node is RouteCreated while its port drops Pod traffic, and doctor agrees', async () => {
+    // The port update (allowed_address_pairs) fails; the route itself and the tags succeed.
+    sim.fault({ method: 'PUT', path: /\/v2\.0\/ports\/[^/]+$/, status: 500 });
+    const port = await worker(11);
+    const ccm = await start();
+    await until('the route is on the router', async () =>
+      routesOf().includes('10.244.11.0/24 via 10.0.0.11'),
+    );
+    // The create failed for good (after the client's own retries): a FailedToCreateRoute pass.
+    await until(
+      'a failed create',
+      async () =>
+        ((await ccm.handle.metrics.routeOperations.get()).values.find(
+          (v) => v.labels.operation === 'create' && v.labels.result === 'error',
+        )?.value ?? 0) >= 1,
+      30_000,
+    );
+    // The cloud recovers.
+    sim.clearFaults();
+    await morePasses(ccm, 4);
+    // Upstream (cloud-provider-openstack routes.go CreateRoute) unwinds the route when the pairs update
+    // fails, so the next pass creates both again.
+    const state = { reason: await reason('w11'), pairs: port.allowed_address_pairs.map((p) => p.ip_address) };
+    const file = join(tempDir('ccm-doctor-'), 'cloud.conf');
+    writeFileSync(file, conf());
+    const doctor = (
+      await runDoctor({
+        kubeconfig: cp.kubeconfigPath,
+        provider: 'openstack',
+        'cloud-config': file,
+        namespace: 'kube-system',
+        lease: 'cloud-controller-manager',
+        'service-account': 'ccm',
+        controllers: '*',
+        'cluster-name': CLUSTER,
+        env: {},
+      })
+    ).checks.find((c) => c.id === 'routes');
+    expect(state).not.toEqual({ reason: 'RouteCreated', pairs: [] });
+    expect(state.pairs).toEqual(['10.244.11.0/24']);
+    expect(state.reason).toBe('RouteCreated');
+    expect(doctor?.status).toBe('pass');
+  }, 60_000);
+
+  it('a route whose address pair went missing (a create cut short, then a restart) is made whole again before its Node is RouteCreated', async () => {
+    // What a lost answer between the route call and the pairs call leaves: the tags and the route, no pair.
+    const port = sim.routing.addPort({
+      ip: '10.0.0.11',
+      tags: [`ccm-cluster:${CLUSTER}`, 'ccm-route:10.244.11.0_24'],
+    });
+    router.routes.push({ destination: '10.244.11.0/24', nexthop: '10.0.0.11' });
+    await nodeWith('w11', '10.0.0.11', '10.244.11.0/24');
+    await start();
+    await routeCreated('w11');
+    expect(port.allowed_address_pairs.map((p) => p.ip_address)).toEqual(['10.244.11.0/24']);
+    expect(routesOf()).toEqual(['10.244.11.0/24 via 10.0.0.11']);
+  }, 60_000);
+
+  it('a server deleted before its Node (its port gone, then its Node deleted) leaves no route on the router', async () => {
+    const port = await worker(11);
+    const ccm = await start();
+    await routeCreated('w11');
+    // The usual order when a VM is removed: Nova deletes the server and its port, then the
+    // node-lifecycle controller deletes the Node.
+    sim.routing.ports.delete(port.id);
+    await api.deleteNode({ name: 'w11' });
+    await morePasses(ccm, 4);
+    // Upstream ListRoutes returns every route of the router; a next hop with no Node is a Blackhole
+    // route that DeleteRoute removes (cloud-provider-openstack routes.go, route_controller.go).
+    expect(routesOf()).toEqual([]);
+  }, 60_000);
+
+  it('the Pod CIDR of a deleted server, given by node IPAM to a new Node, gets its route to the new Node', async () => {
+    const port = await worker(11);
+    const ccm = await start();
+    await routeCreated('w11');
+    sim.routing.ports.delete(port.id);
+    await api.deleteNode({ name: 'w11' });
+    await morePasses(ccm, 2);
+    // IPAM hands the released 10.244.11.0/24 to a new Node.
+    await worker(12, '10.244.11.0/24');
+    await morePasses(ccm, 4);
+    expect({ reason: await reason('w12'), routes: routesOf() }).toEqual({
+      reason: 'RouteCreated',
+      routes: ['10.244.11.0/24 via 10.0.0.12'],
+    });
+  }, 60_000);
+
+  it("a new server given the deleted one's IP and Pod CIDR: the exact route already there is accepted", async () => {
+    const port = await worker(11);
+    const ccm = await start();
+    await routeCreated('w11');
+    sim.routing.ports.delete(port.id);
+    await api.deleteNode({ name: 'w11' });
+    await morePasses(ccm, 2);
+    // Same fixed IP (Neutron reuses freed addresses), same Pod CIDR.
+    sim.routing.addPort({ ip: '10.0.0.11' });
+    await nodeWith('w11b', '10.0.0.11', '10.244.11.0/24');
+    await morePasses(ccm, 4);
+    expect(await reason('w11b')).toBe('RouteCreated');
+  }, 60_000);
+
+  it('switching from the official OpenStack controller: its exact routes are adopted (port tagged), and no Node turns NetworkUnavailable=True', async () => {
+    // What cloud-provider-openstack's route controller left: the route, the address pair, and the
+    // Node condition False/RouteCreated. No ccm tags (the official controller has none).
+    const port = await worker(11);
+    router.routes.push({ destination: '10.244.11.0/24', nexthop: '10.0.0.11' });
+    port.allowed_address_pairs.push({ ip_address: '10.244.11.0/24', mac_address: port.mac_address });
+    const n = await api.readNodeStatus({ name: 'w11' });
+    const conditions = (n.status?.conditions ?? []).filter((c) => c.type !== 'NetworkUnavailable');
+    conditions.push({
+      type: 'NetworkUnavailable',
+      status: 'False',
+      reason: 'RouteCreated',
+      message: 'RouteController created a route',
+      lastHeartbeatTime: new Date(),
+      lastTransitionTime: new Date(),
+    });
+    await api.replaceNodeStatus({ name: 'w11', body: { ...n, status: { ...n.status, conditions } } });
+    const versions: string[] = [];
+    const ccm = await start();
+    await morePasses(ccm, 4);
+    versions.push((await api.readNode({ name: 'w11' })).metadata?.resourceVersion ?? '');
+    // NetworkUnavailable=True makes the node lifecycle controller taint the Node
+    // node.kubernetes.io/network-unavailable:NoSchedule although Pod traffic is routed.
+    expect(network(await api.readNode({ name: 'w11' }))).toEqual({ status: 'False', reason: 'RouteCreated' });
+    expect(routesOf()).toEqual(['10.244.11.0/24 via 10.0.0.11']);
+    expect(port.tags.sort()).toEqual([`ccm-cluster:${CLUSTER}`, 'ccm-route:10.244.11.0_24'].sort());
+    expect(port.allowed_address_pairs.map((p) => p.ip_address)).toEqual(['10.244.11.0/24']);
+    // Adopted once: later passes find it ccm's and write nothing more.
+    await morePasses(ccm, 2);
+    expect((await api.readNode({ name: 'w11' })).metadata?.resourceVersion).toBe(versions[0]);
+  }, 60_000);
+
+  it('a Node whose podCIDR is 0.0.0.0/0 (outside --cluster-cidr) gets no default route on the router and no 0.0.0.0/0 address pair, but NoRouteCreated and an event', async () => {
+    await worker(11);
+    const hostile = await worker(13, '0.0.0.0/0');
+    const ccm = await start();
+    await routeCreated('w11');
+    await morePasses(ccm, 3);
+    const made = { routes: routesOf(), pairs: hostile.allowed_address_pairs.map((p) => p.ip_address) };
+    const refused = { reason: await reason('w13'), tags: [...hostile.tags] };
+    const events = await until('a FailedToCreateRoute event for w13', async () => {
+      const list = await api.listNamespacedEvent({ namespace: 'default' });
+      const found = list.items.filter(
+        (e) => e.reason === 'FailedToCreateRoute' && e.involvedObject.name === 'w13',
+      );
+      return found.length ? found : undefined;
+    });
+    // And when the Node goes, what ccm made for it goes too (ccm made it, it is tagged as ccm's).
+    await api.deleteNode({ name: 'w13' });
+    await morePasses(ccm, 4);
+    const after = { routes: routesOf(), pairs: hostile.allowed_address_pairs.map((p) => p.ip_address) };
+    expect({ made, after }).toEqual({
+      made: { routes: ['10.244.11.0/24 via 10.0.0.11'], pairs: [] },
+      after: { routes: ['10.244.11.0/24 via 10.0.0.11'], pairs: [] },
+    });
+    expect(refused).toEqual({ reason: 'NoRouteCreated', tags: [] });
+    expect(events[0]?.message).toMatch(/0\.0\.0\.0\/0 .*default route/);
+  }, 60_000);
+
+  it('a route deleted while its address-pair removal fails is put back and deleted again later, pair and tags with it', async () => {
+    const port = await worker(11);
+    const ccm = await start();
+    await routeCreated('w11');
+    sim.fault({ method: 'PUT', path: /\/v2\.0\/ports\/[^/]+$/, status: 500 });
+    await api.deleteNode({ name: 'w11' });
+    await until('the route removed', async () => routesOf().length === 0);
+    await morePasses(ccm, 2);
+    sim.clearFaults();
+    await morePasses(ccm, 4);
+    // The server still exists (the Node was only removed from the cluster): its port must not keep
+    // the 10.244.11.0/24 pair (it could send from the whole Pod CIDR) nor ccm's tags.
+    expect({ pairs: port.allowed_address_pairs.map((p) => p.ip_address), tags: port.tags }).toEqual({
+      pairs: [],
+      tags: [],
+    });
+    expect(routesOf()).toEqual([]);
+  }, 60_000);
+
   it('dual stack: both Pod CIDRs through the one port keep both tags and both address pairs', async () => {
     router.subnets.push('fd00:10::/64');
     const port = sim.routing.addPort({ ip: '10.0.0.21' });
@@ -285,7 +481,7 @@ describe('route controller, OpenStack', () => {
     await routeCreated('w12');
     const file = join(tempDir('ccm-doctor-'), 'cloud.conf');
     writeFileSync(file, conf());
-    const doctor = async () =>
+    const doctor = async (controllers = '*') =>
       (
         await runDoctor({
           kubeconfig: cp.kubeconfigPath,
@@ -294,7 +490,7 @@ describe('route controller, OpenStack', () => {
           namespace: 'kube-system',
           lease: 'cloud-controller-manager',
           'service-account': 'ccm',
-          controllers: '*',
+          controllers,
           'cluster-name': CLUSTER,
           env: {},
         })
@@ -303,6 +499,8 @@ describe('route controller, OpenStack', () => {
     await Promise.all(running.splice(0).map((r) => r.stop()));
     router.routes = router.routes.filter((r) => r.nexthop !== '10.0.0.12');
     expect(await doctor()).toMatchObject({ status: 'fail', items: ['w12 10.244.12.0/24'] });
+    // A cluster whose --controllers leaves the route controller out has no routes to check.
+    expect(await doctor('*,-route')).toBeUndefined();
   });
 
   it('without [Route] router-id, or without --cluster-cidr, --controllers route says so in one line and calls nothing', async () => {

@@ -5,7 +5,7 @@
 import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { credentials } from '../../src/providers/triton/credentials.js';
-import type { SimFabricNetwork } from '../clouds/triton/fabric-networks.js';
+import { FabricNetworks, type SimFabricNetwork } from '../clouds/triton/fabric-networks.js';
 import { KeyFolder, type TestKey } from '../clouds/triton/keys.js';
 import { TritonSim } from '../clouds/triton/server.js';
 import { fixtureApi, nodeObject } from '../controlplane/fixtures.js';
@@ -44,6 +44,7 @@ beforeEach(async () => {
   await api.deleteCollectionNode({});
   sim.machines.clear();
   sim.fabrics.networks.clear();
+  sim.fabrics.beforeUpdate = undefined;
   sim.requests.length = 0;
   sim.tagDelayMs = 0;
   network = sim.fabrics.add({ vlan: 2, subnet: '192.168.128.0/22' });
@@ -53,7 +54,10 @@ afterEach(async () => {
   ccm = undefined;
 });
 
-async function start(env: Record<string, string> = { TRITON_ROUTE_NETWORK: `2/${network.id}` }) {
+async function start(
+  env: Record<string, string> = { TRITON_ROUTE_NETWORK: `2/${network.id}` },
+  clusterCIDR = '10.244.0.0/16',
+) {
   const base = runInput(cp.kubeconfigPath, '', {
     provider: 'triton',
     'cloud-config': undefined,
@@ -66,7 +70,7 @@ async function start(env: Record<string, string> = { TRITON_ROUTE_NETWORK: `2/${
     controllerOptions: {
       ...base.controllerOptions,
       clusterName: CLUSTER,
-      clusterCIDR: '10.244.0.0/16',
+      clusterCIDR,
       routeReconciliationPeriodMs: 300,
     },
   });
@@ -156,6 +160,218 @@ describe('route controller, Triton (fabric network routes)', () => {
     expect(network.routes).toEqual({ '10.244.11.0/24': '192.168.128.99' });
   });
 
+  it('a machine destroyed before its Node is deleted leaks no route: the route is a blackhole, deleted with the Node, and its CIDR routed to the next Node given it', async () => {
+    const m = await worker(14);
+    await start();
+    await routeCreated('w14');
+    // Scale-down: the machine is destroyed first (CloudAPI keeps it as state "deleted", listed only
+    // with tombstone), then the cloud-node-lifecycle controller deletes its Node.
+    m.state = 'deleted';
+    await api.deleteNode({ name: 'w14' });
+    await until('the dead route deleted', async () => network.routes['10.244.14.0/24'] === undefined);
+    // Node IPAM gives the freed CIDR to a new Node on a new machine.
+    const machine = sim.addMachine({ name: 'w15', ips: ['192.168.128.15'] });
+    const node = nodeObject({
+      name: 'w15',
+      tainted: false,
+      providerID: `triton://${machine.id}`,
+      addresses: [{ type: 'InternalIP', address: '192.168.128.15' }],
+    });
+    await api.createNode({
+      body: { ...node, spec: { ...node.spec, podCIDR: '10.244.14.0/24', podCIDRs: ['10.244.14.0/24'] } },
+    });
+    await routeCreated('w15');
+    expect(network.routes).toEqual({ '10.244.14.0/24': '192.168.128.15' });
+  });
+
+  it("a route whose machine lost the address it points to is ccm's still (listed before), and deleted with its Node", async () => {
+    const m = await worker(16);
+    await start();
+    await routeCreated('w16');
+    m.ips = ['192.168.128.116'];
+    await api.deleteNode({ name: 'w16' });
+    await until('the route deleted', async () => network.routes['10.244.16.0/24'] === undefined);
+    expect(network.routes).toEqual({});
+  });
+
+  it('dual stack: the IPv6 Pod CIDR is refused in one line (Triton routes are IPv4 only) with no tag or network write, the IPv4 one is routed', async () => {
+    const machine = sim.addMachine({ name: 'w17', ips: ['192.168.128.17', 'fd00::17'] });
+    const node = nodeObject({
+      name: 'w17',
+      tainted: false,
+      providerID: `triton://${machine.id}`,
+      addresses: [
+        { type: 'InternalIP', address: '192.168.128.17' },
+        { type: 'InternalIP', address: 'fd00::17' },
+      ],
+    });
+    const podCIDRs = ['10.244.17.0/24', 'fd00:10:244:17::/64'];
+    await api.createNode({ body: { ...node, spec: { ...node.spec, podCIDR: podCIDRs[0], podCIDRs } } });
+    const run = await start(undefined, '10.244.0.0/16,fd00:10:244::/56');
+    await until(
+      'NoRouteCreated',
+      async () => reason(await api.readNode({ name: 'w17' })) === 'NoRouteCreated',
+    );
+    await until('the event', async () =>
+      (await api.listNamespacedEvent({ namespace: 'default' })).items.some(
+        (e) => e.reason === 'FailedToCreateRoute' && e.message?.includes('IPv4 only'),
+      ),
+    );
+    await until('the IPv4 route', async () => network.routes['10.244.17.0/24'] === '192.168.128.17');
+    const tagPosts = () => sim.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/tags')).length;
+    const posts = tagPosts();
+    const lines = () =>
+      run.logs.filter((l) => l.includes('fd00:10:244:17::/64') && l.includes('IPv4 only')).length;
+    const seen = lines();
+    await until('two more passes', async () => lines() >= seen + 2);
+    expect(tagPosts()).toBe(posts);
+    expect(machine.tags).toEqual({ 'ccm-cluster': CLUSTER, 'ccm-route-10.244.17.0_24': CLUSTER });
+    expect(network.routes).toEqual({ '10.244.17.0/24': '192.168.128.17' });
+    expect(sim.requests.filter((r) => r.method === 'PUT' && r.path.includes('/fabrics/'))).toHaveLength(1);
+  });
+
+  it("a Node whose first InternalIP is on another network is routed via its address inside the network's subnet; one with none there is NoRouteCreated with an event", async () => {
+    const m = sim.addMachine({ name: 'w18', ips: ['10.10.0.5', '192.168.128.18'] });
+    const node = nodeObject({
+      name: 'w18',
+      tainted: false,
+      providerID: `triton://${m.id}`,
+      addresses: [
+        { type: 'InternalIP', address: '10.10.0.5' },
+        { type: 'InternalIP', address: '192.168.128.18' },
+      ],
+    });
+    await api.createNode({
+      body: { ...node, spec: { ...node.spec, podCIDR: '10.244.18.0/24', podCIDRs: ['10.244.18.0/24'] } },
+    });
+    const off = sim.addMachine({ name: 'w19', ips: ['10.10.0.6'] });
+    const offNode = nodeObject({
+      name: 'w19',
+      tainted: false,
+      providerID: `triton://${off.id}`,
+      addresses: [{ type: 'InternalIP', address: '10.10.0.6' }],
+    });
+    await api.createNode({
+      body: {
+        ...offNode,
+        spec: { ...offNode.spec, podCIDR: '10.244.19.0/24', podCIDRs: ['10.244.19.0/24'] },
+      },
+    });
+    await start();
+    await routeCreated('w18');
+    await until(
+      'w19 NoRouteCreated',
+      async () => reason(await api.readNode({ name: 'w19' })) === 'NoRouteCreated',
+    );
+    await until('the event', async () =>
+      (await api.listNamespacedEvent({ namespace: 'default' })).items.some(
+        (e) =>
+          e.reason === 'FailedToCreateRoute' && e.message?.includes('no InternalIP inside fabric network'),
+      ),
+    );
+    expect(network.routes).toEqual({ '10.244.18.0/24': '192.168.128.18' });
+    expect(off.tags).toEqual({});
+  });
+
+  it("a Node whose InternalIP is another machine's address is NoRouteCreated with an event: no route, no tag", async () => {
+    const stranger = sim.addMachine({ name: 'stranger', ips: ['192.168.128.99'] });
+    const m = sim.addMachine({ name: 'w20', ips: ['192.168.128.20'] });
+    const node = nodeObject({
+      name: 'w20',
+      tainted: false,
+      providerID: `triton://${m.id}`,
+      addresses: [{ type: 'InternalIP', address: '192.168.128.99' }],
+    });
+    await api.createNode({
+      body: { ...node, spec: { ...node.spec, podCIDR: '10.244.20.0/24', podCIDRs: ['10.244.20.0/24'] } },
+    });
+    const run = await start();
+    await until(
+      'NoRouteCreated',
+      async () => reason(await api.readNode({ name: 'w20' })) === 'NoRouteCreated',
+    );
+    await until('the event', async () =>
+      (await api.listNamespacedEvent({ namespace: 'default' })).items.some(
+        (e) => e.reason === 'FailedToCreateRoute' && e.message?.includes('is not an address of its machine'),
+      ),
+    );
+    const lines = () => run.logs.filter((l) => l.includes('is not an address of its machine')).length;
+    const seen = lines();
+    await until('two more passes', async () => lines() >= seen + 2);
+    expect(network.routes).toEqual({});
+    expect(m.tags).toEqual({});
+    expect(stranger.tags).toEqual({});
+    expect(sim.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/tags'))).toHaveLength(0);
+  });
+
+  it("a failed UpdateFabricNetwork is never resent with its stale body: ccm reads the network again, so an operator's route written meanwhile stays", async () => {
+    let first = true;
+    sim.fabrics.beforeUpdate = (n) => {
+      if (!first) return undefined;
+      first = false;
+      // An operator's route lands between ccm's read and its write, whose answer is a 503.
+      n.routes = { ...n.routes, '172.16.0.0/16': '192.168.128.1' };
+      return { status: 503, code: 'ServiceUnavailable', message: 'try again' };
+    };
+    await worker(21);
+    await start();
+    await routeCreated('w21');
+    expect(network.routes).toEqual({ '172.16.0.0/16': '192.168.128.1', '10.244.21.0/24': '192.168.128.21' });
+    const puts = sim.requests.filter((r) => r.method === 'PUT' && r.path.includes('/fabrics/'));
+    expect(puts.map((r) => r.status)).toEqual([503, 200]);
+    expect(JSON.parse(puts[1]?.body ?? '{}').routes).toEqual(network.routes);
+  });
+
+  it('an UpdateFabricNetwork applied but answered with a failure is not made twice: the read before a second attempt finds it', async () => {
+    let first = true;
+    sim.fabrics.beforeUpdate = () => {
+      if (!first) return undefined;
+      first = false;
+      return { status: 503, code: 'ServiceUnavailable', message: 'lost answer', applied: true };
+    };
+    await worker(22);
+    await start();
+    await routeCreated('w22');
+    expect(network.routes).toEqual({ '10.244.22.0/24': '192.168.128.22' });
+    expect(sim.requests.filter((r) => r.method === 'PUT' && r.path.includes('/fabrics/'))).toHaveLength(1);
+  });
+
+  it("a route ccm deleted that another writer's stale update puts back is ccm's still: deleted again, and its CIDR routed to the next Node given it", async () => {
+    const m = await worker(23);
+    await start();
+    await routeCreated('w23');
+    await api.deleteNode({ name: 'w23' });
+    await until('its tag removed', async () => m.tags['ccm-route-10.244.23.0_24'] === undefined);
+    expect(network.routes).toEqual({});
+    // Another writer read the routes before ccm's delete and writes them back after it (no etag).
+    network.routes = { '10.244.23.0/24': '192.168.128.23' };
+    await until('deleted again', async () => network.routes['10.244.23.0/24'] === undefined);
+    const machine = sim.addMachine({ name: 'w24', ips: ['192.168.128.24'] });
+    const node = nodeObject({
+      name: 'w24',
+      tainted: false,
+      providerID: `triton://${machine.id}`,
+      addresses: [{ type: 'InternalIP', address: '192.168.128.24' }],
+    });
+    await api.createNode({
+      body: { ...node, spec: { ...node.spec, podCIDR: '10.244.23.0/24', podCIDRs: ['10.244.23.0/24'] } },
+    });
+    await routeCreated('w24');
+    expect(network.routes).toEqual({ '10.244.23.0/24': '192.168.128.24' });
+  });
+
+  it("a route exactly as ccm would make it (the Node's CIDR via its own address) is adopted as on OpenStack: tagged, not rewritten, RouteCreated, deleted with its Node", async () => {
+    network.routes = { '10.244.25.0/24': '192.168.128.25' }; // written before ccm ran
+    const m = await worker(25);
+    await start();
+    await routeCreated('w25');
+    expect(m.tags).toEqual({ 'ccm-cluster': CLUSTER, 'ccm-route-10.244.25.0_24': CLUSTER });
+    expect(sim.requests.filter((r) => r.method === 'PUT' && r.path.includes('/fabrics/'))).toHaveLength(0);
+    await api.deleteNode({ name: 'w25' });
+    await until('the adopted route deleted', async () => network.routes['10.244.25.0/24'] === undefined);
+    expect(network.routes).toEqual({});
+  });
+
   it('without TRITON_ROUTE_NETWORK the controller says so in one line; a malformed one is refused at start', async () => {
     await worker(11);
     const none = await start({});
@@ -170,5 +386,37 @@ describe('route controller, Triton (fabric network routes)', () => {
     await expect(start({ TRITON_ROUTE_NETWORK: network.id })).rejects.toThrow(
       /TRITON_ROUTE_NETWORK ".*" is not VLAN\/NETWORK-UUID/,
     );
+  });
+});
+
+describe('simulator: UpdateFabricNetwork routes as strict as NAPI', () => {
+  const fail = (status: number, code: string, message: string) =>
+    Object.assign(new Error(message), { status, code });
+  const put = (routes: unknown, allowLinklocal = false) => {
+    const fabrics = new FabricNetworks();
+    fabrics.allowLinklocal = allowLinklocal;
+    const n = fabrics.add({ vlan: 2, subnet: '192.168.128.0/22' });
+    const r = fabrics.handle('PUT', 2, n.id, JSON.stringify({ routes }), () => undefined, fail);
+    return (r.payload as { routes: Record<string, string> }).routes;
+  };
+
+  it('refuses an IPv6 route on an IPv4 fabric network, and a destination and next hop of different families', () => {
+    expect(() => put({ 'fd00:10:244:1::/64': 'fd00::11' })).toThrow(/invalid route/);
+    expect(() => put({ 'fd00::1': 'fd00::11' })).toThrow(/should match subnet type \(ipv4\)/);
+    expect(() => put({ '10.244.1.0/24': 'fd00::11' })).toThrow(/address family of route and next-hop/);
+  });
+
+  it('refuses prefixes shorter than /8 (0.0.0.0/0 included) and stores a destination with host bits masked', () => {
+    expect(() => put({ '0.0.0.0/0': '192.168.128.5' })).toThrow(/invalid route/);
+    expect(() => put({ '10.0.0.0/4': '192.168.128.5' })).toThrow(/invalid route/);
+    expect(put({ '10.244.1.5/24': '192.168.128.11', '10.0.0.0/8': '192.168.128.5' })).toEqual({
+      '10.244.1.0/24': '192.168.128.11',
+      '10.0.0.0/8': '192.168.128.5',
+    });
+  });
+
+  it('stores a "linklocal" gateway where NAPI allows it, and refuses it where it does not', () => {
+    expect(put({ '169.254.169.254': 'linklocal' }, true)).toEqual({ '169.254.169.254': 'linklocal' });
+    expect(() => put({ '169.254.169.254': 'linklocal' })).toThrow(/invalid route/);
   });
 });

@@ -7,8 +7,8 @@ import type { Route, Routes, RouteTarget } from '../types.js';
  * Pod routes in the host's own routing table: a Vagrant lab's Pod network is routed by the host the
  * VMs run on. A route is `ip route replace <podCIDR> via <Node InternalIP> table <table> proto static
  * realm <realm>`, the realm (1–65535) derived from the cluster identity: the routes of this cluster are
- * the static routes of ccm's table with this realm, and no other route of the table, the host's own
- * or another cluster's, is listed, changed or deleted.
+ * the static routes of ccm's table with this realm (IPv6: this metric, see isOurs), and no other route
+ * of the table, the host's own or another cluster's, is listed, changed or deleted.
  *
  * iproute2's `ip -json` through execa: the one npm netlink binding (`netlink` 0.3.0, native) is not
  * maintained, and `ip` is on every Linux host. Root (CAP_NET_ADMIN) is needed to change routes.
@@ -21,6 +21,21 @@ interface IpRoute {
   gateway?: string;
   dev?: string;
   flow?: { to?: string };
+  metric?: number;
+}
+
+/**
+ * Linux keeps a realm on IPv4 routes only (`RTA_FLOW`, the realm, is an IPv4 FIB attribute; the IPv6
+ * FIB has none, so `ip -6 route replace … realm N` stores no realm, as the dual-stack test shows). An IPv6 route of ccm's carries the realm as its metric instead: IPv6 routes to one
+ * destination with different metrics are distinct routes, so `replace` and `del` with that metric touch
+ * only ccm's.
+ */
+function isOurs(r: IpRoute, family: 'ipv4' | 'ipv6', realm: number): boolean {
+  return family === 'ipv4' ? r.flow?.to === String(realm) : r.metric === realm;
+}
+
+function marker(family: 'ipv4' | 'ipv6', realm: number): string[] {
+  return family === 'ipv4' ? ['realm', String(realm)] : ['metric', String(realm)];
 }
 
 /** The realm of a cluster: FNV-1a of its identity, folded into 1…65535 (0 is "no realm"). */
@@ -50,6 +65,12 @@ export const runIp: IpRunner = async (args, signal) => {
   throw new RetryableError(`ip ${args.join(' ')}: ${why}`);
 };
 
+/**
+ * The priority of the rule that makes the kernel look up a table of ccm's: just before main's (32766),
+ * so ccm's table is consulted first and a destination it has no route for falls through to main.
+ */
+const RULE_PRIORITY = '32765';
+
 /** A table that holds no route yet does not exist for the kernel: listing it is listing nothing. */
 const NO_TABLE = /FIB table does not exist/;
 
@@ -76,18 +97,37 @@ export class HostRoutes implements Routes {
     return (text.trim() ? JSON.parse(text) : []) as IpRoute[];
   }
 
+  /**
+   * Whether a packet can reach the table: main and default are looked up by the kernel's own rules;
+   * any other table only through an `ip rule` (without one, its routes exist but nothing uses them).
+   */
+  private async looksUp(flag: string, signal?: AbortSignal): Promise<boolean> {
+    if (this.table === 'main' || this.table === 'default') return true;
+    const rules = JSON.parse((await this.ip([flag, '-json', 'rule', 'show'], signal)).trim() || '[]') as {
+      table?: string | number;
+    }[];
+    return rules.some((r) => String(r.table) === this.table);
+  }
+
   async list(clusterID: string, signal?: AbortSignal): Promise<Route[]> {
-    const realm = String(realmOf(clusterID));
+    const realm = realmOf(clusterID);
     const routes: Route[] = [];
     for (const family of ['-4', '-6']) {
+      // Routes of a table no rule looks up are made again (create adds the rule), not counted as done.
+      const unused = !(await this.looksUp(family, signal));
       const listed = await this.show(
         [family, '-json', 'route', 'show', 'table', this.table, 'proto', 'static'],
         signal,
       );
       for (const r of listed) {
-        if (r.flow?.to !== realm || !r.gateway) continue;
+        if (!isOurs(r, family === '-4' ? 'ipv4' : 'ipv6', realm) || !r.gateway) continue;
         const cidr = r.dst.includes('/') ? r.dst : `${r.dst}/${family === '-4' ? 32 : 128}`;
-        routes.push({ name: cidr, destinationCIDR: cidr, nextHop: r.gateway });
+        routes.push({
+          name: cidr,
+          destinationCIDR: cidr,
+          nextHop: r.gateway,
+          ...(unused ? { incomplete: true } : {}),
+        });
       }
     }
     return routes;
@@ -108,21 +148,35 @@ export class HostRoutes implements Routes {
       [flag, '-json', 'route', 'show', 'table', this.table, 'exact', cidr],
       signal,
     );
-    const realm = String(realmOf(clusterID));
-    const foreign = existing.find((r) => r.flow?.to !== realm);
+    const realm = realmOf(clusterID);
+    const foreign = existing.find((r) => !isOurs(r, family, realm));
     if (foreign)
       throw new InvalidConfigError(
         `table ${this.table} already has a route to ${cidr}${foreign.gateway ? ` via ${foreign.gateway}` : ''} that is not this cluster's; remove it or give the Node another Pod CIDR`,
       );
+    if (!(await this.looksUp(flag, signal)))
+      await this.ip([flag, 'rule', 'add', 'lookup', this.table, 'priority', RULE_PRIORITY], signal);
     await this.ip(
-      ['route', 'replace', cidr, 'via', hop.address, 'table', this.table, 'proto', 'static', 'realm', realm],
+      [
+        flag,
+        'route',
+        'replace',
+        cidr,
+        'via',
+        hop.address,
+        'table',
+        this.table,
+        'proto',
+        'static',
+        ...marker(family, realm),
+      ],
       signal,
     );
   }
 
   async delete(clusterID: string, route: Route, signal?: AbortSignal): Promise<void> {
-    const realm = String(realmOf(clusterID));
-    const flag = ipaddr.parseCIDR(route.destinationCIDR)[0].kind() === 'ipv4' ? '-4' : '-6';
+    const family = ipaddr.parseCIDR(route.destinationCIDR)[0].kind();
+    const flag = family === 'ipv4' ? '-4' : '-6';
     // Deleting by destination, gateway, protocol and realm: the kernel removes only that route.
     await this.ip(
       [
@@ -136,8 +190,7 @@ export class HostRoutes implements Routes {
         this.table,
         'proto',
         'static',
-        'realm',
-        realm,
+        ...marker(family, realmOf(clusterID)),
       ],
       signal,
     ).catch((err: unknown) => {

@@ -15,8 +15,9 @@ import type { Session } from './client.js';
  * port carries it: the tag `ccm-cluster:<cluster>` and one tag `ccm-route:<CIDR>` (the "/" written
  * "_", since a tag is a URL path segment) per route ccm made through it. A router route is this
  * cluster's only when the port holding its next hop has both tags; any other route, on the same
- * router, is never changed or deleted. A Node whose server (and so its port) was deleted leaves its
- * route on the router: without the port nothing proves the route is ccm's (docs/routes.md).
+ * router, is never changed or deleted. A route listed as ccm's stays ccm's when its port is deleted
+ * (its server removed before its Node): the instance keeps that record, and once no port holds the next
+ * hop the route is a blackhole that is deleted like upstream's (docs/routes.md).
  *
  * Calls: `list` is 2 (the router, the cluster's ports); a missing route costs 4 (the port by its
  * address, its tags, the route, its address pairs); a delete 3.
@@ -54,12 +55,30 @@ function tagCIDR(tag: string): string | undefined {
   return tag.startsWith('ccm-route:') ? tag.slice('ccm-route:'.length).replace('_', '/') : undefined;
 }
 
+function routeKey(r: NeutronRoute): string {
+  return `${r.destination} ${r.nexthop}`;
+}
+
+/** Port security on (Neutron's default) and no allowed address pair for the Pod CIDR. */
+function missingPair(port: NeutronPort, cidr: string): boolean {
+  if (port.port_security_enabled === false) return false;
+  return !(port.allowed_address_pairs ?? []).some((p) => p.ip_address === cidr);
+}
+
 export class NeutronRoutes implements Routes {
   /** Whether Neutron lists extraroute-atomic: asked once, by the first change (a failure asks again). */
   private atomic: Promise<boolean> | undefined;
   /** The last listing's view: ports of this cluster by address, and every route of the router. */
   private ports = new Map<string, NeutronPort>();
   private routerRoutes: NeutronRoute[] = [];
+  /**
+   * Routes listed as this cluster's (`destination nexthop`), kept from one listing to the next: when
+   * the Node's port is deleted (its server removed before its Node, the usual order) its tags go with
+   * it, and this record is what still proves the route is ccm's (docs/routes.md, "port gone").
+   */
+  private owned = new Set<string>();
+  /** Routes of the record whose next hop no port holds any more: removed without any port change. */
+  private blackholes = new Set<string>();
   /** Changes of one port run one at a time (withPort); writes counted to know a read is stale. */
   private readonly portLocks = new Map<string, Promise<unknown>>();
   private readonly portWrites = new Map<string, number>();
@@ -100,16 +119,48 @@ export class NeutronRoutes implements Routes {
     for (const port of res.body.ports)
       for (const ip of port.fixed_ips ?? []) this.ports.set(ip.ip_address, port);
     const routes: Route[] = [];
+    const owned = new Set<string>();
+    this.blackholes = new Set();
     for (const r of this.routerRoutes) {
       const port = this.ports.get(r.nexthop);
-      if (!port?.tags?.some((t) => tagCIDR(t) === r.destination)) continue;
+      const key = routeKey(r);
+      if (!port?.tags?.some((t) => tagCIDR(t) === r.destination)) {
+        // Upstream's ListRoutes marks a route whose next hop is no Node's a Blackhole, and the route
+        // controller deletes it (k8s.io/cloud-provider controllers/route/route_controller.go reconcile,
+        // `route.Blackhole`; cloud-provider-openstack routes.go DeleteRoute). ccm does so only for a
+        // route it recorded as its own, and only once no Neutron port holds the next hop (one lookup,
+        // for such a route only): a port there now is someone's, tagged or not, and decides.
+        if (this.owned.has(key) && !port && (await this.portsWith(r.nexthop, signal)).length === 0) {
+          owned.add(key);
+          this.blackholes.add(key);
+          routes.push({
+            name: `${r.destination} via ${r.nexthop}`,
+            destinationCIDR: r.destination,
+            nextHop: r.nexthop,
+          });
+        }
+        continue;
+      }
+      owned.add(key);
       routes.push({
         name: `${r.destination} via ${r.nexthop}`,
         destinationCIDR: r.destination,
         nextHop: r.nexthop,
+        // A route whose address pair is missing (a create cut short between the two calls) drops the
+        // Pods' traffic at the port: it is made again, not counted as done.
+        ...(missingPair(port, r.destination) ? { incomplete: true } : {}),
       });
     }
+    this.owned = owned;
     return routes;
+  }
+
+  /** The listing's view and the record, once a route is gone from the router. */
+  private forget(route: NeutronRoute): void {
+    const key = routeKey(route);
+    this.owned.delete(key);
+    this.blackholes.delete(key);
+    this.routerRoutes = this.routerRoutes.filter((r) => routeKey(r) !== key);
   }
 
   async create(
@@ -120,8 +171,14 @@ export class NeutronRoutes implements Routes {
   ): Promise<void> {
     const cidr = route.destinationCIDR;
     const nexthop = nextHopFor(route.targetNode, cidr);
+    // A route exactly as ccm would make it (this CIDR to this Node's address: the official
+    // controller's, after a switch from it, or one whose port was replaced) is adopted, not refused:
+    // it already sends the CIDR where ccm would, and the steps below tag the port and add the pair.
     const foreign = this.routerRoutes.find(
-      (r) => r.destination === cidr && !this.ports.get(r.nexthop)?.tags?.includes(routeTag(cidr)),
+      (r) =>
+        r.destination === cidr &&
+        r.nexthop !== nexthop &&
+        !this.ports.get(r.nexthop)?.tags?.includes(routeTag(cidr)),
     );
     if (foreign) {
       throw new InvalidConfigError(
@@ -132,12 +189,20 @@ export class NeutronRoutes implements Routes {
       // The claim first: a route ccm adds is always one ccm can recognise afterwards.
       const tags = [...new Set([...(port.tags ?? []), clusterTag(clusterID), routeTag(cidr)])];
       if (tags.length !== (port.tags ?? []).length) await this.setTags(port, tags, signal);
-      await this.changeRoutes('add', { destination: cidr, nexthop }, signal);
-      if (port.port_security_enabled === false) return;
-      const pairs = port.allowed_address_pairs ?? [];
-      if (!pairs.some((p) => p.ip_address === cidr)) {
-        await this.setPairs(port, [...pairs, { ip_address: cidr }], signal);
+      const route = { destination: cidr, nexthop };
+      const existed = this.routerRoutes.some((r) => r.destination === cidr && r.nexthop === nexthop);
+      await this.changeRoutes('add', route, signal);
+      if (!missingPair(port, cidr)) return;
+      try {
+        await this.setPairs(port, [...(port.allowed_address_pairs ?? []), { ip_address: cidr }], signal);
+      } catch (err) {
+        // As the official controller's CreateRoute (cloud-provider-openstack pkg/openstack/routes.go,
+        // onFailure/unwind): a route without its address pair is undone, so no Node is RouteCreated
+        // while its port drops the Pods' traffic, and the next pass makes both again.
+        if (!existed) await this.changeRoutes('remove', route, signal).catch(() => undefined);
+        throw err;
       }
+      this.owned.add(routeKey(route));
     });
   }
 
@@ -184,6 +249,13 @@ export class NeutronRoutes implements Routes {
 
   async delete(clusterID: string, route: Route, signal?: AbortSignal): Promise<void> {
     const cidr = route.destinationCIDR;
+    const gone = { destination: cidr, nexthop: route.nextHop };
+    if (this.blackholes.has(routeKey(gone))) {
+      // No port to change: as upstream's DeleteRoute for a Blackhole route, only the route goes.
+      await this.changeRoutes('remove', gone, signal);
+      this.forget(gone);
+      return;
+    }
     const listed = this.ports.get(route.nextHop) ?? (await this.portOf(route.nextHop, signal));
     await this.withPort(listed, signal, async (port) => {
       const tags = port.tags ?? [];
@@ -192,28 +264,42 @@ export class NeutronRoutes implements Routes {
           `the route ${cidr} via ${route.nextHop} is not this cluster's (its port has no ${routeTag(cidr)} tag); ccm leaves it`,
         );
       }
-      await this.changeRoutes('remove', { destination: cidr, nexthop: route.nextHop }, signal);
-      const pairs = port.allowed_address_pairs ?? [];
-      if (pairs.some((p) => p.ip_address === cidr)) {
-        await this.setPairs(
-          port,
-          pairs.filter((p) => p.ip_address !== cidr),
-          signal,
-        );
+      await this.changeRoutes('remove', gone, signal);
+      this.forget(gone);
+      try {
+        const pairs = port.allowed_address_pairs ?? [];
+        if (pairs.some((p) => p.ip_address === cidr)) {
+          await this.setPairs(
+            port,
+            pairs.filter((p) => p.ip_address !== cidr),
+            signal,
+          );
+        }
+        const rest = tags.filter((t) => t !== routeTag(cidr));
+        const left = rest.some((t) => tagCIDR(t) !== undefined);
+        await this.setTags(port, left ? rest : rest.filter((t) => t !== clusterTag(clusterID)), signal);
+      } catch (err) {
+        // As the official controller's DeleteRoute (cloud-provider-openstack pkg/openstack/routes.go,
+        // onFailure/unwind): the route is put back when the port's update fails, so the next listing
+        // finds it, still tagged, and the delete is tried again, pair and tags with it. Without it,
+        // nothing would list the route any more and the pair and tags would stay for good.
+        await this.changeRoutes('add', gone, signal).catch(() => undefined);
+        throw err;
       }
-      const rest = tags.filter((t) => t !== routeTag(cidr));
-      const left = rest.some((t) => tagCIDR(t) !== undefined);
-      await this.setTags(port, left ? rest : rest.filter((t) => t !== clusterTag(clusterID)), signal);
     });
   }
 
-  /** The one port holding `address` (the official controller's getPortByIP). */
-  private async portOf(address: string, signal?: AbortSignal): Promise<NeutronPort> {
+  private async portsWith(address: string, signal?: AbortSignal): Promise<NeutronPort[]> {
     const res = await this.session.request<{ ports: NeutronPort[] }>('network', 'GET', 'v2.0/ports', {
       query: { fixed_ips: `ip_address=${address}` },
       signal,
     });
-    const [port, ...more] = res.body.ports;
+    return res.body.ports;
+  }
+
+  /** The one port holding `address` (the official controller's getPortByIP). */
+  private async portOf(address: string, signal?: AbortSignal): Promise<NeutronPort> {
+    const [port, ...more] = await this.portsWith(address, signal);
     if (!port || more.length) {
       throw new InvalidConfigError(
         `Neutron has ${port ? 'several ports' : 'no port'} with the address ${address}; ccm routes a Pod CIDR to the one port of its Node`,

@@ -78,6 +78,11 @@ const SWEEPS = 3;
 
 export class TritonClient {
   private readonly http: HttpClient;
+  /**
+   * The same client without retries, for a write whose body is only right at the moment it was read
+   * (UpdateFabricNetwork's whole routes object): its caller reads again before any second attempt.
+   */
+  private readonly once: HttpClient;
   private readonly login: string;
   private readonly pageSize: number;
 
@@ -92,7 +97,7 @@ export class TritonClient {
     let server: { ms: number; mono: number } | undefined;
     const skew = () => (server ? server.ms + (performance.now() - server.mono) - clock() : undefined);
     const send = options.http?.fetch ?? globalThis.fetch;
-    this.http = new HttpClient({
+    const httpOptions: HttpClientOptions = {
       baseUrl: options.url,
       userAgent: 'ccm (triton)',
       // 420 "Slow Down" is CloudAPI's throttling answer, 429 its newer one: both are rate limits.
@@ -128,7 +133,9 @@ export class TritonClient {
         if (!Number.isNaN(date)) server = { ms: date + 500, mono: performance.now() };
         return res;
       },
-    });
+    };
+    this.http = new HttpClient(httpOptions);
+    this.once = new HttpClient({ ...httpOptions, retries: 0 });
   }
 
   /** GetAccount: the cheap call that proves the credentials, and the account UUID CNS names use. */
@@ -244,14 +251,18 @@ export class TritonClient {
     return body;
   }
 
-  /** UpdateFabricNetwork with `routes`: the network's whole routes object is replaced. */
+  /**
+   * UpdateFabricNetwork with `routes`: the network's whole routes object is replaced. Sent once, never
+   * retried here: a retry would send the same body again, stale by then (another writer's change since
+   * the read would be erased); the caller reads the network again and decides.
+   */
   async setFabricNetworkRoutes(
     vlan: number,
     id: string,
     routes: Record<string, string>,
     signal?: AbortSignal,
   ): Promise<void> {
-    await this.http.request('PUT', this.fabricNetworkPath(vlan, id), { body: { routes }, signal });
+    await this.once.request('PUT', this.fabricNetworkPath(vlan, id), { body: { routes }, signal });
   }
 
   /** DeleteMachineTag: one tag; a tag that is already gone is fine. */

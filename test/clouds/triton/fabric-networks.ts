@@ -27,6 +27,16 @@ const UPDATABLE = ['name', 'description', 'provision_start_ip', 'provision_end_i
 
 export class FabricNetworks {
   readonly networks = new Map<string, SimFabricNetwork>();
+  /** NAPI's `allowLinklocal` (sapi_manifests/napi/template NAPI_ALLOW_LINKLOCAL; off unless set). */
+  allowLinklocal = false;
+  /**
+   * Test hook, run on each UpdateFabricNetwork before it is applied: it may change the network
+   * (another writer's update landing first) and answer with a failure, before or after the update is
+   * applied (an answer lost after the change was made).
+   */
+  beforeUpdate?: (
+    network: SimFabricNetwork,
+  ) => { status: number; code: string; message: string; applied?: boolean } | undefined;
 
   add(spec: { vlan: number; subnet: string; routes?: Record<string, string> }): SimFabricNetwork {
     const [base] = ipaddr.parseCIDR(spec.subnet);
@@ -71,32 +81,95 @@ export class FabricNetworks {
     for (const key of Object.keys(input)) {
       if (!UPDATABLE.includes(key)) throw fail(409, 'InvalidArgument', `property "${key}": unknown property`);
     }
-    if (input.routes !== undefined) network.routes = validRoutes(input.routes, fail);
+    const failure = this.beforeUpdate?.(network);
+    if (failure && !failure.applied) throw fail(failure.status, failure.code, failure.message);
+    if (input.routes !== undefined) {
+      const kind = ipaddr.parseCIDR(network.subnet)[0].kind();
+      network.routes = validRoutes(input.routes, kind, this.allowLinklocal, fail);
+    }
+    if (failure) throw fail(failure.status, failure.code, failure.message);
     return { status: 200, payload: structuredClone(network) };
   }
 }
 
-/** A routes object: destination (IP or CIDR) → gateway IP, as docs/index.md's examples show. */
-function validRoutes(value: unknown, fail: Fail): Record<string, string> {
+/** An address as sdc-napi lib/util/ip.js toIPAddr reads it (all digits: an address as a number). */
+function toIPAddr(text: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
+  try {
+    if (/^[0-9]+$/.test(text)) return ipaddr.fromByteArray(numberBytes(Number(text)));
+    return ipaddr.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+function numberBytes(n: number): number[] {
+  if (!Number.isSafeInteger(n) || n < 0 || n > 0xffffffff) throw new Error('not an IPv4 number');
+  return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255];
+}
+
+/**
+ * sdc-napi lib/util/ip.js toSubnet: "address/bits" with bits from SUBNET_MIN_IPV4/6 (8,
+ * lib/util/constants.js) to 32 for either family (an IPv6 /64 is no subnet to it), and the host
+ * bits masked (ip6addr.createCIDR): the key NAPI stores is the network address.
+ */
+function toSubnet(text: string): { kind: string; key: string } | null {
+  const parts = text.split('/');
+  if (parts.length !== 2) return null;
+  const start = toIPAddr(parts[0] as string);
+  const bits = Number(parts[1]);
+  if (start === null || Number.isNaN(bits) || bits < 8 || bits > 32) return null;
+  const network =
+    start.kind() === 'ipv4'
+      ? ipaddr.IPv4.networkAddressFromCIDR(`${start.toString()}/${bits}`)
+      : ipaddr.IPv6.networkAddressFromCIDR(`${start.toString()}/${bits}`);
+  return { kind: start.kind(), key: `${network.toString()}/${bits}` };
+}
+
+/**
+ * A routes object as NAPI validates it on UpdateNetwork (sdc-napi lib/models/network.js
+ * validateRoutes, then validateAddressFamily): each destination a subnet (toSubnet) or an address,
+ * each gateway an address or, where NAPI's allowLinklocal is set, "linklocal"; a gateway of another
+ * family than its destination is SUBNET_ROUTE_DST_NEXTHOP_MISMATCH, a destination of another family
+ * than the network's subnet SUBNET_ROUTE_DST_MISMATCH. The stored key is the masked subnet.
+ */
+function validRoutes(
+  value: unknown,
+  subnetKind: string,
+  allowLinklocal: boolean,
+  fail: Fail,
+): Record<string, string> {
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw fail(409, 'InvalidArgument', 'property "routes": must be an object');
   const routes: Record<string, string> = {};
+  const invalid: string[] = [];
+  const wrongFamily: string[] = [];
   for (const [destination, gateway] of Object.entries(value)) {
-    const isCIDR = (() => {
-      try {
-        ipaddr.parseCIDR(destination);
-        return true;
-      } catch {
-        return false;
-      }
-    })();
-    if (!(isCIDR || ipaddr.isValid(destination)) || typeof gateway !== 'string' || !ipaddr.isValid(gateway))
-      throw fail(
-        409,
-        'InvalidArgument',
-        `property "routes": invalid route ${destination} → ${String(gateway)}`,
-      );
-    routes[destination] = gateway;
+    const subnet = toSubnet(destination);
+    const address = subnet ? null : toIPAddr(destination);
+    const dst = subnet ?? (address ? { kind: address.kind(), key: address.toString() } : null);
+    const linklocal = allowLinklocal && gateway === 'linklocal';
+    const hop = linklocal || typeof gateway !== 'string' ? null : toIPAddr(gateway);
+    const bad = [...(dst ? [] : [destination]), ...(linklocal || hop ? [] : [String(gateway)])];
+    if (bad.length || !dst) {
+      invalid.push(...bad);
+      continue;
+    }
+    if (hop && hop.kind() !== dst.kind)
+      throw fail(409, 'InvalidArgument', 'address family of route and next-hop address should match');
+    if (dst.kind !== subnetKind) wrongFamily.push(destination);
+    routes[dst.key] = linklocal ? 'linklocal' : (hop as ipaddr.IPv4 | ipaddr.IPv6).toString();
   }
+  if (invalid.length)
+    throw fail(
+      409,
+      'InvalidArgument',
+      `invalid route${invalid.length === 1 ? '' : 's'}: ${invalid.join(', ')}`,
+    );
+  if (wrongFamily.length)
+    throw fail(
+      409,
+      'InvalidArgument',
+      `addresses used for routing should match subnet type (${subnetKind}): ${wrongFamily.join(', ')}`,
+    );
   return routes;
 }

@@ -4,6 +4,7 @@ import {
   isResponsibleFor,
   parseClusterCIDRs,
   planRoutes,
+  refusal,
 } from '../../../src/controllers/routes.js';
 import type { SlimNode } from '../../../src/kube/slim-node.js';
 import type { Route } from '../../../src/providers/types.js';
@@ -65,6 +66,57 @@ describe('planRoutes (upstream route_controller reconcile)', () => {
     const plan = planRoutes([n1], [route('10.244.1.0/24', '10.0.0.1')], range);
     expect(plan.delete.map((r) => r.nextHop)).toEqual(['10.0.0.1']);
     expect(plan.create.map((c) => c.destinationCIDR)).toEqual(['10.244.1.0/24']);
+  });
+
+  it('a Pod CIDR outside --cluster-cidr, a default route or one holding a Node address is refused, never created', () => {
+    const hostile = [
+      node(5, ['0.0.0.0/0']),
+      node(6, ['10.0.0.0/25']),
+      node(7, ['10.244.0.0/15']),
+      node(8, ['::/0']),
+      node(9, ['10.244.9.0/24', '192.168.9.0/24']),
+    ];
+    const plan = planRoutes(hostile, [], range);
+    expect(plan.create.map((c) => c.destinationCIDR)).toEqual(['10.244.9.0/24']);
+    expect(plan.complete).toEqual([]);
+    expect(plan.refused.map((r) => [r.node, r.destinationCIDR])).toEqual([
+      ['w5', '0.0.0.0/0'],
+      ['w6', '10.0.0.0/25'],
+      ['w7', '10.244.0.0/15'],
+      ['w8', '::/0'],
+      ['w9', '192.168.9.0/24'],
+    ]);
+    expect(refusal('0.0.0.0/0', parseClusterCIDRs('0.0.0.0/0'), [])).toMatch(/default route/);
+    expect(refusal('10.244.1.0/24', range, ['10.244.1.9'])).toMatch(/holds the Node address 10\.244\.1\.9/);
+    expect(refusal('10.245.1.0/24', range, [])).toMatch(/outside --cluster-cidr/);
+    expect(refusal('10.244.1.0/24', range, ['10.0.0.1'])).toBeUndefined();
+  });
+
+  it('a Pod CIDR two Nodes claim is routed to one: the Node it already goes to, else the oldest', () => {
+    const a = node(1, ['10.244.1.0/24'], {
+      metadata: { name: 'w1', creationTimestamp: '2026-01-02T00:00:00Z' },
+    });
+    const b = node(2, ['10.244.1.0/24'], {
+      metadata: { name: 'w2', creationTimestamp: '2026-01-01T00:00:00Z' },
+    });
+    const fresh = planRoutes([a, b], [], range);
+    expect(fresh.create.map((c) => c.node)).toEqual(['w2']);
+    expect(fresh.refused.map((r) => [r.node, r.why])).toEqual([
+      ['w1', '10.244.1.0/24 is also the Pod CIDR of Node w2, which it is routed to'],
+    ]);
+    const routed = planRoutes([a, b], [route('10.244.1.0/24', '10.0.0.1')], range);
+    expect(routed.create).toEqual([]);
+    expect(routed.delete).toEqual([]);
+    expect(routed.complete).toEqual(['w1']);
+    expect(routed.refused.map((r) => r.node)).toEqual(['w2']);
+  });
+
+  it('--cluster-cidr as upstream validates it: two CIDRs of one family, or three, are refused in one line', () => {
+    expect(() => parseClusterCIDRs('10.244.0.0/16,10.245.0.0/16')).toThrow();
+    expect(() => parseClusterCIDRs('10.244.0.0/16,fd00:10:244::/56,10.96.0.0/12')).toThrow();
+    expect(() => parseClusterCIDRs('10.244.0.0/16,10.245.0.0/16')).toThrow(/two IPv4 CIDRs given/);
+    expect(() => parseClusterCIDRs('10.244.0.0/16,fd00:10:244::/56,10.96.0.0/12')).toThrow(/at most 2/);
+    expect(parseClusterCIDRs('fd00:10:244::/56, 10.244.0.0/16')).toHaveLength(2);
   });
 
   it('invalid --cluster-cidr is one line', () => {
