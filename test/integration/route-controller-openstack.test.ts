@@ -427,6 +427,24 @@ describe('route controller, OpenStack', () => {
     expect(routesOf()).toEqual([]);
   }, 60_000);
 
+  it('the shared budget (--cloud-qps 1 --cloud-burst 1) bounds the Neutron requests, one token per request (4 a route, as docs/routes.md counts them)', async () => {
+    for (let n = 11; n <= 20; n++) await worker(n);
+    const ccm = await start({ cloudQps: 1, cloudBurst: 1 });
+    const t0 = Date.now();
+    const neutronRequests = () => sim.requests.filter((r) => r.path.startsWith('/network')).length;
+    // Waits for requests, not for time: at 1 a second, 8 of them take at least 6 s.
+    await until('8 Neutron requests', async () => neutronRequests() >= 8, 30_000);
+    const seconds = (Date.now() - t0) / 1000;
+    const neutron = neutronRequests();
+    const waited = (await ccm.handle.metrics.cloudBudgetWaitSeconds.get()).values.reduce(
+      (a, v) => a + v.value,
+      0,
+    );
+    // One token a second (plus the burst of 1).
+    expect(neutron).toBeLessThanOrEqual(Math.ceil(seconds) + 2);
+    expect(waited).toBeGreaterThan(0);
+  }, 60_000);
+
   it('dual stack: both Pod CIDRs through the one port keep both tags and both address pairs', async () => {
     router.subnets.push('fd00:10::/64');
     const port = sim.routing.addPort({ ip: '10.0.0.21' });
