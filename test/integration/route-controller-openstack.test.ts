@@ -445,6 +445,61 @@ describe('route controller, OpenStack', () => {
     expect(waited).toBeGreaterThan(0);
   }, 60_000);
 
+  it("without extraroute-atomic, a route someone else adds between ccm's read and its write survives (If-Match: revision_number)", async () => {
+    sim.routing.extensions.delete('extraroute-atomic');
+    const handle = sim.routing.handle.bind(sim.routing);
+    let gets = 0;
+    // Another tool adds its route right after ccm read the router in its read-modify-write (the 2nd GET
+    // of the router: the 1st is the pass's listing).
+    sim.routing.handle = (method, path, url, body) => {
+      const answer = handle(method, path, url, body);
+      if (method === 'GET' && path === `/v2.0/routers/${router.id}` && ++gets === 2)
+        router.routes.push({ destination: '172.16.0.0/16', nexthop: '10.0.0.99' });
+      return answer;
+    };
+    try {
+      await worker(11);
+      await start();
+      await routeCreated('w11');
+      expect(routesOf()).toContain('172.16.0.0/16 via 10.0.0.99');
+      expect(routesOf()).toContain('10.244.11.0/24 via 10.0.0.11');
+      expect(
+        sim.requests.some(
+          (r) => r.method === 'PUT' && r.path.endsWith(`/routers/${router.id}`) && r.status === 412,
+        ),
+      ).toBe(true);
+    } finally {
+      sim.routing.handle = handle;
+    }
+  }, 60_000);
+
+  it("an address pair another tool adds to the Node's port while ccm creates a route survives (e.g. a kube-vip VIP), and so do its tags", async () => {
+    const port = await worker(11);
+    port.tags.push('kube-vip');
+    const handle = sim.routing.handle.bind(sim.routing);
+    // The other tool adds its VIP right after ccm looked the port up by its address.
+    sim.routing.handle = (method, path, url, body) => {
+      const answer = handle(method, path, url, body);
+      if (method === 'GET' && path === '/v2.0/ports' && url.searchParams.has('fixed_ips'))
+        if (!port.allowed_address_pairs.some((p) => p.ip_address === '10.0.0.250'))
+          port.allowed_address_pairs.push({ ip_address: '10.0.0.250', mac_address: port.mac_address });
+      return answer;
+    };
+    try {
+      await start();
+      await routeCreated('w11');
+      expect(port.allowed_address_pairs.map((p) => p.ip_address).sort()).toEqual([
+        '10.0.0.250',
+        '10.244.11.0/24',
+      ]);
+      expect(port.tags.sort()).toEqual(
+        [`ccm-cluster:${CLUSTER}`, 'ccm-route:10.244.11.0_24', 'kube-vip'].sort(),
+      );
+    } finally {
+      sim.routing.handle = handle;
+    }
+  }, 60_000);
+
   it('dual stack: both Pod CIDRs through the one port keep both tags and both address pairs', async () => {
     router.subnets.push('fd00:10::/64');
     const port = sim.routing.addPort({ ip: '10.0.0.21' });
