@@ -73,7 +73,7 @@ function missingPair(port: NeutronPort, cidr: string): boolean {
 }
 
 export class NeutronRoutes implements Routes {
-  private extensions: Set<string> | undefined;
+  private extensions: Promise<Set<string>> | undefined;
   /** The last listing's view: ports of this cluster by address, and every route of the router. */
   private ports = new Map<string, NeutronPort>();
   private routerRoutes: NeutronRoute[] = [];
@@ -273,6 +273,9 @@ export class NeutronRoutes implements Routes {
       if (!(method === 'DELETE' && httpStatus(err) === 404)) throw err;
     }
     port.tags = method === 'PUT' ? [...(port.tags ?? []), tag] : (port.tags ?? []).filter((t) => t !== tag);
+    // A tag change bumps the port's revision_number by one (neutron's test_revision_plugin.py
+    // test_net_tag_bumps_net_revision): the next If-Match write uses it rather than meet a 412.
+    if (port.revision_number !== undefined) port.revision_number++;
   }
 
   async delete(clusterID: string, route: Route, signal?: AbortSignal): Promise<void> {
@@ -387,16 +390,14 @@ export class NeutronRoutes implements Routes {
   }
 
   private async supports(alias: string, signal?: AbortSignal): Promise<boolean> {
-    if (this.extensions === undefined) {
-      const res = await this.session.request<{ extensions: { alias: string }[] }>(
-        'network',
-        'GET',
-        'v2.0/extensions',
-        { signal },
-      );
-      this.extensions = new Set(res.body.extensions.map((e) => e.alias));
-    }
-    return this.extensions.has(alias);
+    // One read per process, shared by the creates that run at once (a failed read is tried again).
+    this.extensions ??= this.session
+      .request<{ extensions: { alias: string }[] }>('network', 'GET', 'v2.0/extensions', { signal })
+      .then((res) => new Set(res.body.extensions.map((e) => e.alias)));
+    this.extensions.catch(() => {
+      this.extensions = undefined;
+    });
+    return (await this.extensions).has(alias);
   }
 
   private supportsAtomic(signal?: AbortSignal): Promise<boolean> {

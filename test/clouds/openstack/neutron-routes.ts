@@ -87,6 +87,13 @@ export class NeutronRouting {
     return known.n;
   }
 
+  /** One update through the API: one bump of revision_number (a change made before it counts apart). */
+  private update(resource: SimPort | SimRouter, change: () => unknown): void {
+    this.revisionOf(resource);
+    change();
+    this.revisionOf(resource);
+  }
+
   /**
    * If-Match: revision_number=N on an update (neutron/api/api_common.py
    * check_request_for_revision_constraint; revision_plugin.py _enforce_if_match_constraints raises
@@ -215,12 +222,12 @@ export class NeutronRouting {
         action === 'add_extraroutes'
           ? [...router.routes, ...given.filter((g) => !router.routes.some((r) => key(r) === key(g)))]
           : router.routes.filter((r) => !given.some((g) => key(g) === key(r)));
-      this.setRoutes(router, next);
+      this.update(router, () => this.setRoutes(router, next));
       return [200, { router: this.routerView(router) }];
     }
     this.enforceIfMatch(router);
     if (routes === undefined) return [200, { router: this.routerView(router) }];
-    this.setRoutes(router, validRoutes(routes));
+    this.update(router, () => this.setRoutes(router, validRoutes(routes)));
     return [200, { router: this.routerView(router) }];
   }
 
@@ -291,14 +298,16 @@ export class NeutronRouting {
             'BadRequest',
             `The number of tags exceed the per-resource limit of ${MAX_TAGS_COUNT}`,
           );
-        port.tags.push(tag);
+        this.update(port, () => port.tags.push(tag));
       }
       return [201, null];
     }
     if (method === 'DELETE') {
       // TagNotFound (404) for a tag the resource does not have.
       if (!port.tags.includes(tag)) throw neutronError(404, 'TagNotFound', `Tag ${tag} could not be found.`);
-      port.tags = port.tags.filter((t) => t !== tag);
+      this.update(port, () => {
+        port.tags = port.tags.filter((t) => t !== tag);
+      });
       return [204, null];
     }
     throw neutronError(405, 'HTTPMethodNotAllowed', `${method} not allowed`);
@@ -324,7 +333,9 @@ export class NeutronRouting {
           'BadRequest',
           `The number of tags exceed the per-resource limit of ${MAX_TAGS_COUNT}`,
         );
-      port.tags = [...(given as string[])];
+      this.update(port, () => {
+        port.tags = [...(given as string[])];
+      });
       return [200, { tags: [...port.tags] }];
     }
     if (method === 'GET') return [200, { port: this.portView(port) }];
@@ -371,7 +382,9 @@ export class NeutronRouting {
         seen.add(key);
         return { ip_address: ip, mac_address: mac };
       });
-      port.allowed_address_pairs = next;
+      this.update(port, () => {
+        port.allowed_address_pairs = next;
+      });
     }
     return [200, { port: this.portView(port) }];
   }
