@@ -500,6 +500,39 @@ describe('route controller, OpenStack', () => {
     }
   }, 60_000);
 
+  it('NetworkUnavailable=False/CalicoIsUp is rewritten to RouteCreated once, as upstream does (status and reason compared)', async () => {
+    await worker(11);
+    const n = await api.readNodeStatus({ name: 'w11' });
+    const conditions = (n.status?.conditions ?? []).filter((c) => c.type !== 'NetworkUnavailable');
+    conditions.push({
+      type: 'NetworkUnavailable',
+      status: 'False',
+      reason: 'CalicoIsUp',
+      message: 'Calico is running on this node',
+      lastHeartbeatTime: new Date(),
+      lastTransitionTime: new Date(),
+    });
+    await api.replaceNodeStatus({ name: 'w11', body: { ...n, status: { ...n.status, conditions } } });
+    const ccm = await start();
+    await morePasses(ccm, 3);
+    // Upstream updateNetworkingCondition (route_controller.go) compares status and reason too.
+    expect(await reason('w11')).toBe('RouteCreated');
+  }, 60_000);
+
+  it('a Node re-registered under its name with a new podCIDR: old route, pair and tag go, new ones come', async () => {
+    const port = await worker(11);
+    const ccm = await start();
+    await routeCreated('w11');
+    await api.deleteNode({ name: 'w11' });
+    await nodeWith('w11', '10.0.0.11', '10.244.99.0/24');
+    await until('the new route only', async () => routesOf().join() === '10.244.99.0/24 via 10.0.0.11');
+    await morePasses(ccm, 3);
+    expect(routesOf()).toEqual(['10.244.99.0/24 via 10.0.0.11']);
+    expect(port.allowed_address_pairs.map((p) => p.ip_address)).toEqual(['10.244.99.0/24']);
+    expect(port.tags.sort()).toEqual([`ccm-cluster:${CLUSTER}`, 'ccm-route:10.244.99.0_24'].sort());
+    expect(await reason('w11')).toBe('RouteCreated');
+  }, 60_000);
+
   it('dual stack: both Pod CIDRs through the one port keep both tags and both address pairs', async () => {
     router.subnets.push('fd00:10::/64');
     const port = sim.routing.addPort({ ip: '10.0.0.21' });
