@@ -20,8 +20,9 @@ import type { Session } from './client.js';
  * (its server removed before its Node): the instance keeps that record, and once no port holds the next
  * hop the route is a blackhole that is deleted like upstream's (docs/routes.md).
  *
- * Calls: `list` is 2 (the router, the cluster's ports); a missing route costs 4 (the port by its
- * address, its tags, the route, its address pairs); a delete 3.
+ * Calls: `list` is 2 (the router, the cluster's ports); a missing route costs 5 on a port without
+ * ccm's tags (the port by its address, 2 single tags, the route, its address pairs), 4 with the cluster
+ * tag there; a delete 3 or 4.
  */
 
 interface NeutronRoute {
