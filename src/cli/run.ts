@@ -211,16 +211,23 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     name: credentials.secret.name,
   };
   let secret: SecretData | undefined = credentials.secret;
+  const budget = new TokenBucket(input.cloudQps, input.cloudBurst);
+  let budgetWaitSeconds: { inc(seconds: number): void } | undefined;
+  // One token per request the provider's API client sends (ProviderDeps.takeToken), not per operation.
+  const takeToken = async () => {
+    const waited = await budget.take();
+    budgetWaitSeconds?.inc(waited / 1000);
+  };
   const makeProvider = (): Provider => {
     const values = resolveProviderValues(definition, input, input.env, secret?.data);
-    const provider = definition.create(values, { mayWrite });
+    const provider = definition.create(values, { mayWrite, takeToken });
     return deps.wrapProvider ? deps.wrapProvider(provider) : provider;
   };
   const holder: ProviderHolder = { current: makeProvider() };
   // prom-client (with @opentelemetry/api, 150 KB) is loaded once the configuration has been accepted.
   const { createMetrics } = await import('../controllers/metrics.js');
   const metrics = createMetrics();
-  const budget = new TokenBucket(input.cloudQps, input.cloudBurst);
+  budgetWaitSeconds = metrics.cloudBudgetWaitSeconds;
   const provider = budgetedProvider(holder, budget, metrics, mayWrite);
 
   let nodes: Informer<SlimNode> | undefined;

@@ -83,8 +83,11 @@ export function budgetedProvider(
   mayWrite: () => boolean = () => true,
 ): Provider {
   const call = async <T>(operation: string, fn: (p: Provider) => Promise<T>, writes = false): Promise<T> => {
-    const waited = await bucket.take();
-    metrics?.cloudBudgetWaitSeconds.inc(waited / 1000);
+    // A provider whose client takes a token per request (OpenStack) is not charged per operation too.
+    if (!holder.current.requestBudgeted) {
+      const waited = await bucket.take();
+      metrics?.cloudBudgetWaitSeconds.inc(waited / 1000);
+    }
     if (writes && !mayWrite()) {
       throw new RetryableError(`${operation} refused: this replica is not the leader`);
     }

@@ -70,6 +70,8 @@ export interface HttpClientOptions {
    * GET or HEAD, after `authorize` (which may have waited for a token); false refuses it unsent.
    */
   mayWrite?: () => boolean;
+  /** The shared request budget (ProviderDeps.takeToken): waited for before each attempt. */
+  takeToken?: () => Promise<void>;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   fetch?: typeof fetch;
   now?: () => number;
@@ -200,6 +202,8 @@ export class HttpClient {
       if (!headers.has('accept')) headers.set('accept', 'application/json');
       if (contentType && !headers.has('content-type')) headers.set('content-type', contentType);
       headers.set('user-agent', this.options.userAgent ?? 'ccm');
+      // The budget first: the leader gate below is asked after any wait for it.
+      await this.options.takeToken?.();
       try {
         await this.options.authorize?.({ method, url, headers, body });
       } catch (err) {

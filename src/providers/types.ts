@@ -298,6 +298,8 @@ export interface Provider {
   readonly routes?: Routes;
   /** Where `routes` is absent: why the cloud cannot hold a Pod route, in one line citing its API. */
   readonly noRoutesReason?: string;
+  /** Its API client takes a token of the shared budget per request (ProviderDeps.takeToken). */
+  readonly requestBudgeted?: boolean;
   /**
    * One cheap call that proves the credentials work (`secret create`, `doctor`); resolves to a line
    * naming who they belong to (account, project), throws UnauthorizedError / InvalidConfigError.
@@ -363,4 +365,10 @@ export interface ProviderDeps {
    * unsent. Pass it to the API's HttpClient (`mayWrite`), not to a token endpoint's.
    */
   mayWrite?: () => boolean;
+  /**
+   * The shared request budget (`ccm run`): waited for before every request the provider's API client
+   * sends, retries included. A provider that uses it says so with `requestBudgeted`, and the budgeted
+   * wrapper then takes no token per operation (an operation is several requests).
+   */
+  takeToken?: () => Promise<void>;
 }

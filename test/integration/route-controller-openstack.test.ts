@@ -429,6 +429,112 @@ describe('route controller, OpenStack', () => {
     expect(routesOf()).toEqual([]);
   }, 60_000);
 
+  it('the shared budget (--cloud-qps 1 --cloud-burst 1) bounds the Neutron requests, one token per request (4 a route, as docs/routes.md counts them)', async () => {
+    for (let n = 11; n <= 20; n++) await worker(n);
+    const ccm = await start({ cloudQps: 1, cloudBurst: 1 });
+    const t0 = Date.now();
+    const neutronRequests = () => sim.requests.filter((r) => r.path.startsWith('/network')).length;
+    // Waits for requests, not for time: at 1 a second, 8 of them take at least 6 s.
+    await until('8 Neutron requests', async () => neutronRequests() >= 8, 30_000);
+    const seconds = (Date.now() - t0) / 1000;
+    const neutron = neutronRequests();
+    const waited = (await ccm.handle.metrics.cloudBudgetWaitSeconds.get()).values.reduce(
+      (a, v) => a + v.value,
+      0,
+    );
+    // One token a second (plus the burst of 1).
+    expect(neutron).toBeLessThanOrEqual(Math.ceil(seconds) + 2);
+    expect(waited).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("without extraroute-atomic, a route someone else adds between ccm's read and its write survives (If-Match: revision_number)", async () => {
+    sim.routing.extensions.delete('extraroute-atomic');
+    const handle = sim.routing.handle.bind(sim.routing);
+    let gets = 0;
+    // Another tool adds its route right after ccm read the router in its read-modify-write (the 2nd GET
+    // of the router: the 1st is the pass's listing).
+    sim.routing.handle = (method, path, url, body) => {
+      const answer = handle(method, path, url, body);
+      if (method === 'GET' && path === `/v2.0/routers/${router.id}` && ++gets === 2)
+        router.routes.push({ destination: '172.16.0.0/16', nexthop: '10.0.0.99' });
+      return answer;
+    };
+    try {
+      await worker(11);
+      await start();
+      await routeCreated('w11');
+      expect(routesOf()).toContain('172.16.0.0/16 via 10.0.0.99');
+      expect(routesOf()).toContain('10.244.11.0/24 via 10.0.0.11');
+      expect(
+        sim.requests.some(
+          (r) => r.method === 'PUT' && r.path.endsWith(`/routers/${router.id}`) && r.status === 412,
+        ),
+      ).toBe(true);
+    } finally {
+      sim.routing.handle = handle;
+    }
+  }, 60_000);
+
+  it("an address pair another tool adds to the Node's port while ccm creates a route survives (e.g. a kube-vip VIP), and so do its tags", async () => {
+    const port = await worker(11);
+    port.tags.push('kube-vip');
+    const handle = sim.routing.handle.bind(sim.routing);
+    // The other tool adds its VIP right after ccm looked the port up by its address.
+    sim.routing.handle = (method, path, url, body) => {
+      const answer = handle(method, path, url, body);
+      if (method === 'GET' && path === '/v2.0/ports' && url.searchParams.has('fixed_ips'))
+        if (!port.allowed_address_pairs.some((p) => p.ip_address === '10.0.0.250'))
+          port.allowed_address_pairs.push({ ip_address: '10.0.0.250', mac_address: port.mac_address });
+      return answer;
+    };
+    try {
+      await start();
+      await routeCreated('w11');
+      expect(port.allowed_address_pairs.map((p) => p.ip_address).sort()).toEqual([
+        '10.0.0.250',
+        '10.244.11.0/24',
+      ]);
+      expect(port.tags.sort()).toEqual(
+        [`ccm-cluster:${CLUSTER}`, 'ccm-route:10.244.11.0_24', 'kube-vip'].sort(),
+      );
+    } finally {
+      sim.routing.handle = handle;
+    }
+  }, 60_000);
+
+  it('NetworkUnavailable=False/CalicoIsUp is rewritten to RouteCreated once, as upstream does (status and reason compared)', async () => {
+    await worker(11);
+    const n = await api.readNodeStatus({ name: 'w11' });
+    const conditions = (n.status?.conditions ?? []).filter((c) => c.type !== 'NetworkUnavailable');
+    conditions.push({
+      type: 'NetworkUnavailable',
+      status: 'False',
+      reason: 'CalicoIsUp',
+      message: 'Calico is running on this node',
+      lastHeartbeatTime: new Date(),
+      lastTransitionTime: new Date(),
+    });
+    await api.replaceNodeStatus({ name: 'w11', body: { ...n, status: { ...n.status, conditions } } });
+    const ccm = await start();
+    await morePasses(ccm, 3);
+    // Upstream updateNetworkingCondition (route_controller.go) compares status and reason too.
+    expect(await reason('w11')).toBe('RouteCreated');
+  }, 60_000);
+
+  it('a Node re-registered under its name with a new podCIDR: old route, pair and tag go, new ones come', async () => {
+    const port = await worker(11);
+    const ccm = await start();
+    await routeCreated('w11');
+    await api.deleteNode({ name: 'w11' });
+    await nodeWith('w11', '10.0.0.11', '10.244.99.0/24');
+    await until('the new route only', async () => routesOf().join() === '10.244.99.0/24 via 10.0.0.11');
+    await morePasses(ccm, 3);
+    expect(routesOf()).toEqual(['10.244.99.0/24 via 10.0.0.11']);
+    expect(port.allowed_address_pairs.map((p) => p.ip_address)).toEqual(['10.244.99.0/24']);
+    expect(port.tags.sort()).toEqual([`ccm-cluster:${CLUSTER}`, 'ccm-route:10.244.99.0_24'].sort());
+    expect(await reason('w11')).toBe('RouteCreated');
+  }, 60_000);
+
   it('dual stack: both Pod CIDRs through the one port keep both tags and both address pairs', async () => {
     router.subnets.push('fd00:10::/64');
     const port = sim.routing.addPort({ ip: '10.0.0.21' });

@@ -104,6 +104,7 @@ export class Session {
       secrets: () => this.keystone.secrets(),
       isNotFound: NOT_FOUND[type],
       ...(this.deps.mayWrite ? { mayWrite: this.deps.mayWrite } : {}),
+      ...(this.deps.takeToken ? { takeToken: this.deps.takeToken } : {}),
     });
     const entry = { http, region: endpoint.region };
     this.services.set(type, entry);

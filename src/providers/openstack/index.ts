@@ -58,6 +58,7 @@ export function createOpenStack(
   return {
     name: 'openstack',
     providerIdScheme: SCHEME,
+    ...(deps.takeToken ? { requestBudgeted: true } : {}),
     instances: new NovaInstances(session, config.networking),
     ...(config.loadBalancer.enabled
       ? { loadBalancers: new OctaviaLoadBalancers(session, config.loadBalancer) }

@@ -1,4 +1,5 @@
 import { InvalidConfigError } from '../errors.js';
+import { httpStatus } from '../http.js';
 import { nextHopFor } from '../next-hop.js';
 import type { Route, Routes, RouteTarget } from '../types.js';
 import type { Session } from './client.js';
@@ -19,8 +20,9 @@ import type { Session } from './client.js';
  * (its server removed before its Node): the instance keeps that record, and once no port holds the next
  * hop the route is a blackhole that is deleted like upstream's (docs/routes.md).
  *
- * Calls: `list` is 2 (the router, the cluster's ports); a missing route costs 4 (the port by its
- * address, its tags, the route, its address pairs); a delete 3.
+ * Calls: `list` is 2 (the router, the cluster's ports); a missing route costs 5 on a port without
+ * ccm's tags (the port by its address, 2 single tags, the route, its address pairs), 4 with the cluster
+ * tag there; a delete 3 or 4.
  */
 
 interface NeutronRoute {
@@ -31,6 +33,7 @@ interface NeutronRoute {
 interface NeutronRouter {
   id: string;
   routes?: NeutronRoute[];
+  revision_number?: number;
 }
 
 interface NeutronPort {
@@ -39,9 +42,14 @@ interface NeutronPort {
   allowed_address_pairs?: { ip_address: string; mac_address?: string }[];
   port_security_enabled?: boolean;
   tags?: string[];
+  revision_number?: number;
 }
 
 const ATOMIC = 'extraroute-atomic';
+/** neutron/extensions/revisionifmatch.py: updates constrained with `If-Match: revision_number=N`. */
+const IF_MATCH = 'revision-if-match';
+/** Tries of a read-modify-write whose resource changed under it (HTTP 412) before giving up. */
+const CONFLICT_TRIES = 5;
 
 export function clusterTag(clusterID: string): string {
   return `ccm-cluster:${clusterID}`;
@@ -66,8 +74,7 @@ function missingPair(port: NeutronPort, cidr: string): boolean {
 }
 
 export class NeutronRoutes implements Routes {
-  /** Whether Neutron lists extraroute-atomic: asked once, by the first change (a failure asks again). */
-  private atomic: Promise<boolean> | undefined;
+  private extensions: Promise<Set<string>> | undefined;
   /** The last listing's view: ports of this cluster by address, and every route of the router. */
   private ports = new Map<string, NeutronPort>();
   private routerRoutes: NeutronRoute[] = [];
@@ -187,14 +194,19 @@ export class NeutronRoutes implements Routes {
     }
     await this.withPort(await this.portOf(nexthop, signal), signal, async (port) => {
       // The claim first: a route ccm adds is always one ccm can recognise afterwards.
-      const tags = [...new Set([...(port.tags ?? []), clusterTag(clusterID), routeTag(cidr)])];
-      if (tags.length !== (port.tags ?? []).length) await this.setTags(port, tags, signal);
+      for (const tag of [clusterTag(clusterID), routeTag(cidr)])
+        if (!(port.tags ?? []).includes(tag)) await this.tag(port, 'PUT', tag, signal);
       const route = { destination: cidr, nexthop };
       const existed = this.routerRoutes.some((r) => r.destination === cidr && r.nexthop === nexthop);
       await this.changeRoutes('add', route, signal);
       if (!missingPair(port, cidr)) return;
       try {
-        await this.setPairs(port, [...(port.allowed_address_pairs ?? []), { ip_address: cidr }], signal);
+        await this.changePairs(
+          port,
+          (pairs) =>
+            pairs.some((p) => p.ip_address === cidr) ? undefined : [...pairs, { ip_address: cidr }],
+          signal,
+        );
       } catch (err) {
         // As the official controller's CreateRoute (cloud-provider-openstack pkg/openstack/routes.go,
         // onFailure/unwind): a route without its address pair is undone, so no Node is RouteCreated
@@ -241,10 +253,30 @@ export class NeutronRoutes implements Routes {
     }
   }
 
-  private async setTags(port: NeutronPort, tags: string[], signal?: AbortSignal): Promise<void> {
+  /**
+   * Adds (PUT) or removes (DELETE) one tag of the port, no other tag touched: Neutron's single-tag
+   * calls (neutron/extensions/tagging.py TaggingController update / delete), not a replace of the whole
+   * list that would wipe a tag another client added meanwhile.
+   */
+  private async tag(
+    port: NeutronPort,
+    method: 'PUT' | 'DELETE',
+    tag: string,
+    signal?: AbortSignal,
+  ): Promise<void> {
     this.portWrites.set(port.id, (this.portWrites.get(port.id) ?? 0) + 1);
-    await this.session.request('network', 'PUT', `v2.0/ports/${port.id}/tags`, { body: { tags }, signal });
-    port.tags = tags;
+    try {
+      await this.session.request('network', method, `v2.0/ports/${port.id}/tags/${encodeURIComponent(tag)}`, {
+        signal,
+      });
+    } catch (err) {
+      // TagNotFound: already removed.
+      if (!(method === 'DELETE' && httpStatus(err) === 404)) throw err;
+    }
+    port.tags = method === 'PUT' ? [...(port.tags ?? []), tag] : (port.tags ?? []).filter((t) => t !== tag);
+    // A tag change bumps the port's revision_number by one (neutron's test_revision_plugin.py
+    // test_net_tag_bumps_net_revision): the next If-Match write uses it rather than meet a 412.
+    if (port.revision_number !== undefined) port.revision_number++;
   }
 
   async delete(clusterID: string, route: Route, signal?: AbortSignal): Promise<void> {
@@ -267,17 +299,15 @@ export class NeutronRoutes implements Routes {
       await this.changeRoutes('remove', gone, signal);
       this.forget(gone);
       try {
-        const pairs = port.allowed_address_pairs ?? [];
-        if (pairs.some((p) => p.ip_address === cidr)) {
-          await this.setPairs(
-            port,
-            pairs.filter((p) => p.ip_address !== cidr),
-            signal,
-          );
-        }
-        const rest = tags.filter((t) => t !== routeTag(cidr));
-        const left = rest.some((t) => tagCIDR(t) !== undefined);
-        await this.setTags(port, left ? rest : rest.filter((t) => t !== clusterTag(clusterID)), signal);
+        await this.changePairs(
+          port,
+          (pairs) =>
+            pairs.some((p) => p.ip_address === cidr) ? pairs.filter((p) => p.ip_address !== cidr) : undefined,
+          signal,
+        );
+        await this.tag(port, 'DELETE', routeTag(cidr), signal);
+        if (!(port.tags ?? []).some((t) => tagCIDR(t) !== undefined))
+          await this.tag(port, 'DELETE', clusterTag(clusterID), signal);
       } catch (err) {
         // As the official controller's DeleteRoute (cloud-provider-openstack pkg/openstack/routes.go,
         // onFailure/unwind): the route is put back when the port's update fails, so the next listing
@@ -308,27 +338,71 @@ export class NeutronRoutes implements Routes {
     return port;
   }
 
-  private async setPairs(
+  /**
+   * The port's allowed address pairs, changed by `change` (undefined: nothing to do). A
+   * read-modify-write, as the official controller's; where Neutron lists `revision-if-match`, the write
+   * carries `If-Match: revision_number=<the revision read>` and a 412 (the port changed meanwhile:
+   * neutron/services/revisions/revision_plugin.py RevisionNumberConstraintFailed) reads the port again
+   * and retries, so a pair another client added (a kube-vip VIP) is never lost.
+   */
+  private async changePairs(
     port: NeutronPort,
-    pairs: NonNullable<NeutronPort['allowed_address_pairs']>,
+    change: (
+      pairs: NonNullable<NeutronPort['allowed_address_pairs']>,
+    ) => NeutronPort['allowed_address_pairs'],
     signal?: AbortSignal,
   ): Promise<void> {
-    this.portWrites.set(port.id, (this.portWrites.get(port.id) ?? 0) + 1);
-    const res = await this.session.request<{ port: NeutronPort }>('network', 'PUT', `v2.0/ports/${port.id}`, {
-      body: { port: { allowed_address_pairs: pairs } },
-      signal,
+    const ifMatch = await this.supports(IF_MATCH, signal);
+    let current = port;
+    for (let attempt = 1; ; attempt++) {
+      const pairs = change(current.allowed_address_pairs ?? []);
+      if (!pairs) break;
+      this.portWrites.set(port.id, (this.portWrites.get(port.id) ?? 0) + 1);
+      try {
+        const res = await this.session.request<{ port: NeutronPort }>(
+          'network',
+          'PUT',
+          `v2.0/ports/${port.id}`,
+          {
+            body: { port: { allowed_address_pairs: pairs } },
+            ...(ifMatch && current.revision_number !== undefined
+              ? { headers: { 'if-match': `revision_number=${current.revision_number}` } }
+              : {}),
+            signal,
+          },
+        );
+        current = {
+          ...current,
+          ...res.body.port,
+          allowed_address_pairs: res.body.port.allowed_address_pairs ?? pairs,
+        };
+        break;
+      } catch (err) {
+        if (!ifMatch || httpStatus(err) !== 412 || attempt >= CONFLICT_TRIES) throw err;
+        current = (
+          await this.session.request<{ port: NeutronPort }>('network', 'GET', `v2.0/ports/${port.id}`, {
+            signal,
+          })
+        ).body.port;
+      }
+    }
+    port.allowed_address_pairs = current.allowed_address_pairs;
+    port.revision_number = current.revision_number;
+  }
+
+  private async supports(alias: string, signal?: AbortSignal): Promise<boolean> {
+    // One read per process, shared by the creates that run at once (a failed read is tried again).
+    this.extensions ??= this.session
+      .request<{ extensions: { alias: string }[] }>('network', 'GET', 'v2.0/extensions', { signal })
+      .then((res) => new Set(res.body.extensions.map((e) => e.alias)));
+    this.extensions.catch(() => {
+      this.extensions = undefined;
     });
-    port.allowed_address_pairs = res.body.port.allowed_address_pairs ?? pairs;
+    return (await this.extensions).has(alias);
   }
 
   private supportsAtomic(signal?: AbortSignal): Promise<boolean> {
-    this.atomic ??= this.session
-      .request<{ extensions: { alias: string }[] }>('network', 'GET', 'v2.0/extensions', { signal })
-      .then((res) => res.body.extensions.some((e) => e.alias === ATOMIC));
-    this.atomic.catch(() => {
-      this.atomic = undefined;
-    });
-    return this.atomic;
+    return this.supports(ATOMIC, signal);
   }
 
   private async changeRoutes(op: 'add' | 'remove', route: NeutronRoute, signal?: AbortSignal): Promise<void> {
@@ -339,13 +413,31 @@ export class NeutronRoutes implements Routes {
       });
       return;
     }
+    // A read-modify-write of the whole list, as the official controller's updateRoutes; with
+    // `revision-if-match`, constrained to the revision read, and read again on a 412, so a route another
+    // client added between the read and the write is kept.
+    const ifMatch = await this.supports(IF_MATCH, signal);
     const run = this.routerLock.then(async () => {
-      const current = (await this.router(signal)).routes ?? [];
-      const same = (r: NeutronRoute) => r.destination === route.destination && r.nexthop === route.nexthop;
-      if (op === 'add' && current.some(same)) return;
-      if (op === 'remove' && !current.some(same)) return;
-      const routes = op === 'add' ? [...current, route] : current.filter((r) => !same(r));
-      await this.session.request('network', 'PUT', this.routerPath, { body: { router: { routes } }, signal });
+      for (let attempt = 1; ; attempt++) {
+        const router = await this.router(signal);
+        const current = router.routes ?? [];
+        const same = (r: NeutronRoute) => r.destination === route.destination && r.nexthop === route.nexthop;
+        if (op === 'add' && current.some(same)) return;
+        if (op === 'remove' && !current.some(same)) return;
+        const routes = op === 'add' ? [...current, route] : current.filter((r) => !same(r));
+        try {
+          await this.session.request('network', 'PUT', this.routerPath, {
+            body: { router: { routes } },
+            ...(ifMatch && router.revision_number !== undefined
+              ? { headers: { 'if-match': `revision_number=${router.revision_number}` } }
+              : {}),
+            signal,
+          });
+          return;
+        } catch (err) {
+          if (!ifMatch || httpStatus(err) !== 412 || attempt >= CONFLICT_TRIES) throw err;
+        }
+      }
     });
     this.routerLock = run.catch(() => undefined);
     await run;

@@ -57,7 +57,65 @@ export class NeutronRouting {
     'extraroute-atomic',
     'allowed-address-pairs',
     'standard-attr-tag',
+    'standard-attr-revisions',
+    'revision-if-match',
   ]);
+  /**
+   * The If-Match header of the request being handled (the simulator's server sets it before
+   * `handle`, so a test's wrapper of `handle` keeps it).
+   */
+  ifMatch: string | undefined;
+  /** revision_number of each port and router, and the state it numbers (see revisionOf). */
+  private readonly revisions = new WeakMap<object, { n: number; state: string }>();
+
+  /**
+   * A resource's revision_number: neutron/db/standard_attr.py bumps it on every update
+   * (neutron/services/revisions/revision_plugin.py bump_revisions). Here any change of the resource,
+   * through the API or made by a test standing in for another client, is an update.
+   */
+  private revisionOf(resource: SimPort | SimRouter): number {
+    const state = JSON.stringify(resource);
+    const known = this.revisions.get(resource);
+    if (!known) {
+      this.revisions.set(resource, { n: 1, state });
+      return 1;
+    }
+    if (known.state !== state) {
+      known.n++;
+      known.state = state;
+    }
+    return known.n;
+  }
+
+  /** One update through the API: one bump of revision_number (a change made before it counts apart). */
+  private update(resource: SimPort | SimRouter, change: () => unknown): void {
+    this.revisionOf(resource);
+    change();
+    this.revisionOf(resource);
+  }
+
+  /**
+   * If-Match: revision_number=N on an update (neutron/api/api_common.py
+   * check_request_for_revision_constraint; revision_plugin.py _enforce_if_match_constraints raises
+   * RevisionNumberConstraintFailed, an HTTP 412, when the resource is at another revision).
+   */
+  private enforceIfMatch(resource: SimPort | SimRouter): void {
+    const m = /revision_number=(\d+)/.exec(this.ifMatch ?? '');
+    if (!m) return;
+    if (!this.extensions.has('revision-if-match'))
+      throw neutronError(
+        400,
+        'BadRequest',
+        'This server does not support constraining operations based on revision numbers',
+      );
+    const current = this.revisionOf(resource);
+    if (current !== Number(m[1]))
+      throw neutronError(
+        412,
+        'HTTPPreconditionFailed',
+        `Constrained to ${m[1]}, but current revision is ${current}`,
+      );
+  }
   /**
    * Routes per router: neutron/conf/quota.py quota_router_route (DEFAULT_QUOTA_ROUTER_ROUTE = 30),
    * formerly [DEFAULT] max_routes, also 30.
@@ -116,6 +174,8 @@ export class NeutronRouting {
     let m = /^\/v2\.0\/routers\/([^/]+)(?:\/(add_extraroutes|remove_extraroutes|tags))?$/.exec(path);
     if (m) return this.router(method, m[1] as string, m[2], body);
     if (path === '/v2.0/ports' && method === 'GET') return [200, { ports: this.listPorts(url) }];
+    m = /^\/v2\.0\/ports\/([^/]+)\/tags\/([^/]+)$/.exec(path);
+    if (m) return this.portTag(method, m[1] as string, decodeURIComponent(m[2] as string));
     m = /^\/v2\.0\/ports\/([^/]+)(\/tags)?$/.exec(path);
     if (m) return this.port(method, m[1] as string, Boolean(m[2]), body);
     return undefined;
@@ -140,6 +200,7 @@ export class NeutronRouting {
       distributed: false,
       routes: r.routes.map((x) => ({ ...x })),
       tags: [...r.tags],
+      revision_number: this.revisionOf(r),
     };
   }
 
@@ -161,11 +222,12 @@ export class NeutronRouting {
         action === 'add_extraroutes'
           ? [...router.routes, ...given.filter((g) => !router.routes.some((r) => key(r) === key(g)))]
           : router.routes.filter((r) => !given.some((g) => key(g) === key(r)));
-      this.setRoutes(router, next);
+      this.update(router, () => this.setRoutes(router, next));
       return [200, { router: this.routerView(router) }];
     }
+    this.enforceIfMatch(router);
     if (routes === undefined) return [200, { router: this.routerView(router) }];
-    this.setRoutes(router, validRoutes(routes));
+    this.update(router, () => this.setRoutes(router, validRoutes(routes)));
     return [200, { router: this.routerView(router) }];
   }
 
@@ -198,7 +260,7 @@ export class NeutronRouting {
     router.routes = routes;
   }
 
-  private listPorts(url: URL): SimPort[] {
+  private listPorts(url: URL): Obj[] {
     const q = url.searchParams;
     let ports = [...this.ports.values()];
     // fixed_ips=ip_address=… (gophercloud ports.ListOpts FixedIPs), tags=… (all of them must match)
@@ -212,7 +274,43 @@ export class NeutronRouting {
       const v = q.get(key);
       if (v !== null) ports = ports.filter((p) => p[key] === v);
     }
-    return ports.map((p) => structuredClone(p));
+    return ports.map((p) => this.portView(p));
+  }
+
+  private portView(p: SimPort): Obj {
+    return { ...structuredClone(p), revision_number: this.revisionOf(p) };
+  }
+
+  /**
+   * One tag: PUT adds it, DELETE removes it (neutron/extensions/tagging.py TaggingController update /
+   * delete; gophercloud networking/v2/extensions/attributestags Add / Delete), no other tag touched.
+   */
+  private portTag(method: string, id: string, tag: string): [number, unknown] {
+    const port = this.ports.get(id);
+    if (!port) throw neutronError(404, 'PortNotFound', `Port ${id} could not be found.`);
+    if (tag.length > MAX_TAG_LEN)
+      throw neutronError(400, 'InvalidInput', 'Invalid input for operation: Invalid tag.');
+    if (method === 'PUT') {
+      if (!port.tags.includes(tag)) {
+        if (port.tags.length + 1 > MAX_TAGS_COUNT)
+          throw neutronError(
+            400,
+            'BadRequest',
+            `The number of tags exceed the per-resource limit of ${MAX_TAGS_COUNT}`,
+          );
+        this.update(port, () => port.tags.push(tag));
+      }
+      return [201, null];
+    }
+    if (method === 'DELETE') {
+      // TagNotFound (404) for a tag the resource does not have.
+      if (!port.tags.includes(tag)) throw neutronError(404, 'TagNotFound', `Tag ${tag} could not be found.`);
+      this.update(port, () => {
+        port.tags = port.tags.filter((t) => t !== tag);
+      });
+      return [204, null];
+    }
+    throw neutronError(405, 'HTTPMethodNotAllowed', `${method} not allowed`);
   }
 
   private port(method: string, id: string, tags: boolean, body: unknown): [number, unknown] {
@@ -235,11 +333,14 @@ export class NeutronRouting {
           'BadRequest',
           `The number of tags exceed the per-resource limit of ${MAX_TAGS_COUNT}`,
         );
-      port.tags = [...(given as string[])];
+      this.update(port, () => {
+        port.tags = [...(given as string[])];
+      });
       return [200, { tags: [...port.tags] }];
     }
-    if (method === 'GET') return [200, { port: structuredClone(port) }];
+    if (method === 'GET') return [200, { port: this.portView(port) }];
     if (method !== 'PUT') throw neutronError(405, 'HTTPMethodNotAllowed', `${method} not allowed`);
+    this.enforceIfMatch(port);
     const spec = (body as { port?: Obj })?.port;
     if (!spec || typeof spec !== 'object')
       throw neutronError(400, 'HTTPBadRequest', 'Resource body required');
@@ -281,9 +382,11 @@ export class NeutronRouting {
         seen.add(key);
         return { ip_address: ip, mac_address: mac };
       });
-      port.allowed_address_pairs = next;
+      this.update(port, () => {
+        port.allowed_address_pairs = next;
+      });
     }
-    return [200, { port: structuredClone(port) }];
+    return [200, { port: this.portView(port) }];
   }
 }
 

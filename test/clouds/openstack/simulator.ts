@@ -344,6 +344,17 @@ export class OpenStackSimulator {
     res.end(text);
   }
 
+  /** Neutron's handler sees the request's If-Match header (revision_number constraints). */
+  private routingWith<T>(req: IncomingMessage, fn: () => T): T {
+    const ifMatch = req.headers['if-match'];
+    this.routing.ifMatch = Array.isArray(ifMatch) ? ifMatch.join(',') : ifMatch;
+    try {
+      return fn();
+    } finally {
+      this.routing.ifMatch = undefined;
+    }
+  }
+
   private route(
     method: string,
     url: URL,
@@ -363,7 +374,7 @@ export class OpenStackSimulator {
       return this.nova(method, path.slice('/compute/v2.1'.length), url, req);
     if (path.startsWith('/network/v2.0/'))
       return (
-        this.routing.handle(method, path.slice('/network'.length), url, body) ??
+        this.routingWith(req, () => this.routing.handle(method, path.slice('/network'.length), url, body)) ??
         this.octavia.neutron(method, path.slice('/network'.length), url, body)
       );
     // Octavia's API is /v2.0 (every release) and, since Rocky, /v2 too (octaviaV2Alias).
