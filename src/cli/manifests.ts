@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { selectControllers } from '../controllers/manager.js';
 import {
   LABEL_CONTROL_PLANE,
+  MIGRATION_BACKUP_CONFIGMAP,
   TAINT_CONTROL_PLANE,
   TAINT_NOT_READY,
   TAINT_UNINITIALIZED,
@@ -251,6 +252,25 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
     },
     binding('RoleBinding', 'ccm:leader-election', ns),
   );
+  if (enabled.includes('service')) {
+    objects.push(
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: meta('ccm:migration-record', 'controller', 'kube-system'),
+        // The hand-overs of `ccm migrate --yes` (src/kube/hand-overs.ts): get on this one ConfigMap.
+        rules: [
+          {
+            apiGroups: [''],
+            resources: ['configmaps'],
+            verbs: ['get'],
+            resourceNames: [MIGRATION_BACKUP_CONFIGMAP],
+          },
+        ],
+      },
+      binding('RoleBinding', 'ccm:migration-record', 'kube-system'),
+    );
+  }
   if (secretRef) {
     objects.push(
       {

@@ -10,6 +10,7 @@ import {
   FINALIZER_LOAD_BALANCER_CLEANUP,
   SOURCE_SERVICE_CONTROLLER,
 } from '../kube/well-known.js';
+import { InvalidConfigError } from '../providers/errors.js';
 import type { LoadBalancerNode, LoadBalancerRequest, LoadBalancers } from '../providers/types.js';
 import {
   annotationChanges,
@@ -71,7 +72,8 @@ export async function syncService(
     return { result: 'ignored', managedAnnotations: [] };
 
   const { client, balancers, rules, signal } = deps;
-  const request = describeRequest(svc, backends, rules);
+  const { request, refused } = await checkHandOver(describeRequest(svc, backends, rules), deps);
+  if (refused) throw new InvalidConfigError(refused);
   // Quiet only for a Service that already has everything: a new one is always announced.
   const announce = options.announce || !hasCleanupFinalizer(svc) || svc.ingress.length === 0;
   if (announce) {
@@ -118,6 +120,33 @@ export async function syncService(
 }
 
 /**
+ * The annotation `ccm.io/adopted-load-balancer` alone hands nothing over: anyone who may edit the
+ * Service can write it. ccm acts on the load balancer it names only when `ccm migrate --yes` recorded
+ * that hand-over for this very Service in kube-system (hand-overs.ts), or, with --adopt-official, when
+ * the official controller's naming and this cluster's identity find that same load balancer for it.
+ * Otherwise the request goes on without it (ccm then sees only load balancers with its own tag), and
+ * `refused` says why in one line.
+ */
+async function checkHandOver(
+  request: LoadBalancerRequest,
+  deps: ServiceSyncDeps,
+): Promise<{ request: LoadBalancerRequest; refused?: string }> {
+  const id = request.adoptedID;
+  if (!id) return { request };
+  if ((await deps.client.handOvers()).get(request.service.uid) === id) return { request };
+  const { balancers, rules, signal } = deps;
+  const { adoptedID: _, ...unadopted } = request;
+  if (rules.adoptOfficial && balancers.adoption) {
+    const found = await balancers.adoption.findOfficial([unadopted], rules.adoptOfficial.clusterName, signal);
+    if (found.get(request.service.uid)?.id === id) return { request };
+  }
+  return {
+    request: unadopted,
+    refused: `Service annotation ${ANNOTATION_ADOPTED_LOAD_BALANCER}=${id} names a load balancer that was not handed to ccm for this Service (ccm migrate --yes records each hand-over in kube-system${rules.adoptOfficial ? '; --adopt-official did not find it by the official naming for this cluster' : ''}): ccm neither changes nor deletes it; remove the annotation`,
+  };
+}
+
+/**
  * With --adopt-official, a Service that has no load balancer of ccm's and none handed over yet takes
  * the official controller's (found by its naming and tags): the request then names it, and the
  * Service records it (the annotation `ccm migrate` writes), so it is looked for only once.
@@ -139,7 +168,7 @@ async function adoptOfficial(
 /** The load balancer goes first; only then the finalizer and the status (one write). */
 async function cleanUp(svc: SlimService, deps: ServiceSyncDeps): Promise<ServiceSyncResult> {
   const { client, balancers, rules, signal } = deps;
-  const request = describeRequest(svc, [], rules);
+  const { request } = await checkHandOver(describeRequest(svc, [], rules), deps);
   const existing = await balancers.get(request, signal);
   if (existing) {
     await client.recordEvent(svc, event('Normal', EVENT_DELETING_LOAD_BALANCER, 'Deleting load balancer'));
@@ -163,7 +192,8 @@ export async function syncBackends(
   backends: LoadBalancerNode[],
   deps: ServiceSyncDeps,
 ): Promise<void> {
-  await deps.balancers.updateNodes(describeRequest(svc, backends, deps.rules), deps.signal);
+  const { request } = await checkHandOver(describeRequest(svc, backends, deps.rules), deps);
+  await deps.balancers.updateNodes(request, deps.signal);
   await deps.client.recordEvent(
     svc,
     event('Normal', EVENT_UPDATED_LOAD_BALANCER, 'Updated load balancer with new hosts'),
@@ -175,6 +205,6 @@ export async function syncBackends(
  * still deleted, from the last state we saw, with nothing to write to Kubernetes.
  */
 export async function deleteOrphaned(svc: SlimService, deps: ServiceSyncDeps): Promise<void> {
-  const request = describeRequest(svc, [], deps.rules);
+  const { request } = await checkHandOver(describeRequest(svc, [], deps.rules), deps);
   if (await deps.balancers.get(request, deps.signal)) await deps.balancers.delete(request, deps.signal);
 }

@@ -180,6 +180,51 @@ async function seedOfficial(
   return { svc: await api.readNamespacedService({ name, namespace: NS }), lb };
 }
 
+/** Another cluster's load balancer in the same account (a DOKS cluster: tagged k8s:<its id>). */
+function otherClustersLb(name = 'a0123456789abcdef0123456789abcde') {
+  return sim.addLoadBalancer({
+    name,
+    region: 'fra1',
+    type: 'REGIONAL',
+    droplet_ids: [999001, 999002],
+    forwarding_rules: [
+      { entry_protocol: 'tcp', entry_port: 443, target_protocol: 'tcp', target_port: 31443 },
+    ],
+    tags: ['k8s:11111111-2222-3333-4444-555555555555'],
+  });
+}
+
+function startCcm(adoptOfficial?: { clusterName: string }) {
+  return startInProcess(
+    runInput(cp.kubeconfigPath, '', {
+      provider: 'digitalocean',
+      'cloud-config': undefined,
+      credentialsSecret: 'kube-system/digitalocean',
+      env: env(),
+      ...(adoptOfficial
+        ? {
+            controllerOptions: {
+              concurrency: 4,
+              deletionGracePeriodMs: 0,
+              nodeMonitorPeriodMs: 200,
+              nodeStatusUpdateFrequencyMs: 60_000,
+              cloudListPeriodMs: 500,
+              adoptOfficial,
+            },
+          }
+        : {}),
+    }),
+  );
+}
+
+/** Until the Service's sync failed with the hand-over refusal (ccm has looked at it, and said why). */
+const refusedHandOver = (name: string) =>
+  until(
+    `the hand-over of ${name} refused`,
+    async () => ccm?.logs.some((l) => l.includes(name) && /not handed to ccm for this Service/.test(l)),
+    30_000,
+  );
+
 const lbWrites = () => sim.requests.filter((r) => r.method !== 'GET');
 const ccmWrites = async () => (await cp.writes(CCM_USER)).length;
 
@@ -450,5 +495,38 @@ describe('ccm migrate --provider digitalocean', () => {
     );
     expect(sim.requestsTo('POST', '/v2/load_balancers')).toEqual([]);
     expect(lbWrites()).toEqual([]);
+  }, 60_000);
+
+  it("the ccm.io/adopted-load-balancer annotation alone (no ccm migrate) hands nothing over: plain ccm run neither rewires another cluster's load balancer nor deletes it with the Service", async () => {
+    await seedNodes();
+    const victim = otherClustersLb();
+    const before = structuredClone(victim);
+    // Anyone who may edit a Service in any namespace writes one annotation.
+    await api.createNamespacedService({
+      namespace: NS,
+      body: lbService('evil', NS, { [ADOPTED]: victim.id as string }),
+    });
+    ccm = await startCcm();
+    await refusedHandOver('evil');
+    const now = sim.loadBalancers.get(victim.id as string);
+    const writes = sim.requests.filter((r) => r.method !== 'GET' && r.url.includes(victim.id as string));
+    // Then the Service is deleted: ccm's cleanup must not take "its" load balancer with it.
+    const seen = sim.requests.length;
+    await api.deleteNamespacedService({ name: 'evil', namespace: NS });
+    // ccm's cleanup of the deleted Service looks for its load balancer (one listing): it is done then.
+    await until(
+      'the cleanup looked',
+      async () =>
+        sim.requests.slice(seen).some((r) => r.method === 'GET' && r.url.startsWith('/v2/load_balancers')),
+      30_000,
+    );
+    const deletes = sim.requestsTo('DELETE', `/v2/load_balancers/${victim.id}`);
+    expect({ droplets: now?.droplet_ids, rules: now?.forwarding_rules }).toEqual({
+      droplets: before.droplet_ids,
+      rules: before.forwarding_rules,
+    });
+    expect(writes).toEqual([]);
+    expect(deletes).toEqual([]);
+    expect(sim.loadBalancers.has(victim.id as string)).toBe(true);
   }, 60_000);
 });

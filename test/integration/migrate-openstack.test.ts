@@ -154,6 +154,52 @@ async function seedOfficial(name: string, nodes: { name: string; ip: string }[])
 const lbOf = (id: string) => sim.octavia.loadBalancers.get(id)?.lb as Record<string, unknown>;
 const cloudWrites = () => sim.requests.filter((r) => r.method !== 'GET' && !r.path.endsWith('/auth/tokens'));
 
+/** Advances Octavia's provisioning worker until the load balancer is ACTIVE again. */
+const settle = (id: string) => {
+  for (let i = 0; i < 4; i++) octavia('GET', `/loadbalancers/${id}`);
+};
+
+function listener(lbName: string, port: number, nodePort: number, i = 0, address = '10.0.0.11') {
+  return {
+    name: `listener_${i}_${lbName}`,
+    protocol: 'TCP',
+    protocol_port: port,
+    connection_limit: -1,
+    tags: [lbName],
+    default_pool: {
+      name: `pool_${i}_${lbName}`,
+      protocol: 'TCP',
+      lb_algorithm: 'ROUND_ROBIN',
+      members: [{ name: 'k8s-worker-1', address, protocol_port: nodePort, subnet_id: SUBNET_ID }],
+    },
+  };
+}
+
+function startCcm() {
+  return startInProcess(
+    runInput(cp.kubeconfigPath, '', {
+      provider: 'openstack',
+      'cloud-config': undefined,
+      credentialsSecret: 'kube-system/cloud-config',
+    }),
+  );
+}
+
+/** A worker Node of this cluster (10.0.0.11), made once for the tests that need one. */
+async function ensureWorker(): Promise<void> {
+  const nodes = await api.listNode();
+  if (nodes.items.some((n) => n.metadata?.name === 'k8s-worker-1')) return;
+  const server = sim.addServer({ name: 'k8s-worker-1', addresses: { private: [{ addr: '10.0.0.11' }] } });
+  await createNodes(api, [
+    {
+      name: 'k8s-worker-1',
+      providerID: `openstack:///${server.id}`,
+      tainted: false,
+      addresses: [{ type: 'InternalIP', address: '10.0.0.11' }],
+    },
+  ]);
+}
+
 describe('ccm migrate --provider openstack', () => {
   it("dry run writes nothing; --yes adds ccm's tag next to the official one; ccm run keeps the load balancer, its name and floating IP and updates its members in place; --rollback restores tags and annotations byte for byte", async () => {
     const servers = [
@@ -305,4 +351,43 @@ describe('ccm migrate --provider openstack', () => {
     const svc = await api.readNamespacedService({ name: 'api', namespace: NS });
     expect(svc.status?.loadBalancer?.ingress).toEqual([expect.objectContaining({ ip: api1.ip })]);
   }, 60_000);
+
+  it("the ccm.io/adopted-load-balancer annotation alone hands nothing over: plain ccm run neither rewires another cluster's load balancer nor deletes it (cascade) with the Service", async () => {
+    await ensureWorker();
+    const other = 'kube_service_prod_shop_api';
+    const { loadbalancer } = octavia('POST', '/loadbalancers', {
+      loadbalancer: {
+        name: other,
+        vip_subnet_id: SUBNET_ID,
+        tags: [other],
+        listeners: [listener(other, 443, 31443, 0, '10.9.9.9')],
+      },
+    }) as { loadbalancer: Record<string, unknown> };
+    const id = loadbalancer.id as string;
+    settle(id);
+    await api.createNamespacedService({
+      namespace: NS,
+      body: lbService('evil', NS, { [ADOPTED]: id }),
+    });
+    ccm = await startCcm();
+    await until(
+      'the hand-over refused',
+      async () => ccm?.logs.some((l) => l.includes('evil') && /not handed to ccm for this Service/.test(l)),
+      30_000,
+    );
+    const tree = sim.octavia
+      .tree(id)
+      .map((t) => `${t.listener.protocol_port}:${t.members.map((m) => m.address).join(',')}`);
+    const seen = sim.requests.length;
+    await api.deleteNamespacedService({ name: 'evil', namespace: NS });
+    // ccm's cleanup of the deleted Service looks for its load balancer (one listing): it is done then.
+    await until(
+      'the cleanup looked',
+      async () =>
+        sim.requests.slice(seen).some((r) => r.method === 'GET' && /lbaas\/loadbalancers/.test(r.path)),
+      30_000,
+    );
+    expect(tree).toEqual(['443:10.9.9.9']);
+    expect(sim.octavia.loadBalancers.has(id)).toBe(true);
+  }, 90_000);
 });
