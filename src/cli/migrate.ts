@@ -53,7 +53,10 @@ export type ServiceAction =
   | 'restore'
   /** Nothing of the official controller's found: ccm builds a load balancer when it runs. */
   | 'none'
-  /** Found, but the Service shows another address: left alone, a person looks. */
+  /**
+   * Found, but not to be handed over (the Service shows another address; the load balancer is shared,
+   * or not the official controller's own): left alone, a person looks.
+   */
   | 'mismatch';
 
 export interface ServicePlan {
@@ -267,6 +270,13 @@ export async function planMigration(
   const ours = services.filter((s) => wantsLoadBalancer(s, rules));
   const requests = ours.map((s) => describeRequest(s, [], rules));
   const found = await adoption.findOfficial(requests, officialCluster);
+  // One load balancer named by several Services is shared: ccm manages a load balancer as a whole,
+  // for one Service, so it is handed to none of them.
+  const users = new Map<string, string[]>();
+  for (const svc of ours) {
+    const id = found.get(svc.uid)?.id;
+    if (id) users.set(id, [...(users.get(id) ?? []), `${svc.namespace}/${svc.name}`]);
+  }
   return ours.map((svc): ServicePlan => {
     const common = {
       namespace: svc.namespace,
@@ -293,6 +303,20 @@ export async function planMigration(
         ...common,
         action: 'none',
         note: `no load balancer of ${official.id} found for it: ccm builds one when it runs`,
+      };
+    }
+    const sharers = (users.get(lb.id) ?? []).filter((k) => k !== `${svc.namespace}/${svc.name}`);
+    const refusal =
+      lb.refusal ??
+      (sharers.length > 0
+        ? `${lb.name} (${lb.id}) is shared with ${sharers.join(', ')}; ccm does not share a load balancer between Services, and leaves it alone`
+        : undefined);
+    if (refusal) {
+      return {
+        ...common,
+        action: 'mismatch',
+        loadBalancer: lb,
+        note: `${refusal}; ccm run builds a load balancer of its own for the Service (a new address)`,
       };
     }
     const foreignAddress = common.ingress.filter((ip) => !lb.addresses.includes(ip));

@@ -138,7 +138,8 @@ async function checkHandOver(
   const { adoptedID: _, ...unadopted } = request;
   if (rules.adoptOfficial && balancers.adoption) {
     const found = await balancers.adoption.findOfficial([unadopted], rules.adoptOfficial.clusterName, signal);
-    if (found.get(request.service.uid)?.id === id) return { request };
+    const lb = found.get(request.service.uid);
+    if (lb?.id === id && !lb.refusal) return { request };
   }
   return {
     request: unadopted,
@@ -160,7 +161,7 @@ async function adoptOfficial(
   if (await balancers.get(request, signal)) return undefined;
   const found = await balancers.adoption.findOfficial([request], rules.adoptOfficial.clusterName, signal);
   const lb = found.get(request.service.uid);
-  if (!lb) return undefined;
+  if (!lb || lb.refusal) return undefined;
   request.adoptedID = lb.id;
   return { [ANNOTATION_ADOPTED_LOAD_BALANCER]: lb.id };
 }

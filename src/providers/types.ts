@@ -165,6 +165,11 @@ export interface ForeignLoadBalancer {
   addresses: string[];
   /** The tags as the cloud holds them, in its order (restored byte for byte on rollback). */
   tags: string[];
+  /**
+   * Why it is found but never handed to ccm (shared by several Services, or not built by the official
+   * controller), in one line; absent when it may be.
+   */
+  refusal?: string;
 }
 
 export interface LoadBalancerAdoption {

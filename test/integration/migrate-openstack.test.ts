@@ -185,6 +185,25 @@ function startCcm() {
   );
 }
 
+/** The official controller's record of a Service it serves: its load balancer and its address. */
+async function markServed(name: string, lbId: string, ip: string) {
+  await api.patchNamespacedService(
+    { name, namespace: NS, body: { metadata: { finalizers: [FINALIZER], annotations: { [LB_ID]: lbId } } } },
+    MERGE_PATCH,
+  );
+  await api.patchNamespacedServiceStatus(
+    { name, namespace: NS, body: { status: { loadBalancer: { ingress: [{ ip }] } } } },
+    MERGE_PATCH,
+  );
+}
+
+function fipFor(lb: Record<string, unknown>, description: string): string {
+  const [, a] = sim.octavia.neutron('POST', '/v2.0/floatingips', new URL('http://sim/v2.0/floatingips'), {
+    floatingip: { floating_network_id: FLOATING_NETWORK_ID, port_id: lb.vip_port_id, description },
+  });
+  return (a as { floatingip: { floating_ip_address: string } }).floatingip.floating_ip_address;
+}
+
 /** A worker Node of this cluster (10.0.0.11), made once for the tests that need one. */
 async function ensureWorker(): Promise<void> {
   const nodes = await api.listNode();
@@ -390,4 +409,68 @@ describe('ccm migrate --provider openstack', () => {
     expect(tree).toEqual(['443:10.9.9.9']);
     expect(sim.octavia.loadBalancers.has(id)).toBe(true);
   }, 90_000);
+
+  it('a load balancer shared by two Services (upstream loadbalancer.go: each manages only the listeners tagged with its name) is handed to neither: --yes succeeds, and ccm run leaves both listeners', async () => {
+    await ensureWorker();
+    const web = await api.createNamespacedService({ namespace: NS, body: lbService('web') });
+    const web2 = await api.createNamespacedService({
+      namespace: NS,
+      body: lbService('web2', NS, undefined, [{ name: 'alt', port: 8080 }]),
+    });
+    const n1 = web.spec?.ports?.[0]?.nodePort as number;
+    const n2 = web2.spec?.ports?.[0]?.nodePort as number;
+    const name1 = `kube_service_kubernetes_${NS}_web`;
+    const name2 = `kube_service_kubernetes_${NS}_web2`;
+    const { loadbalancer } = octavia('POST', '/loadbalancers', {
+      loadbalancer: {
+        name: name1,
+        vip_subnet_id: SUBNET_ID,
+        tags: [name1],
+        listeners: [listener(name1, 80, n1)],
+      },
+    }) as { loadbalancer: Record<string, unknown> };
+    const id = loadbalancer.id as string;
+    settle(id);
+    // web2 attaches (annotation): the official controller adds its listener, tagged with web2's load
+    // balancer name, and tags the load balancer with that name too (ensureOctaviaLoadBalancer).
+    octavia('POST', '/listeners', { listener: { ...listener(name2, 8080, n2), loadbalancer_id: id } });
+    settle(id);
+    octavia('PUT', `/loadbalancers/${id}`, { loadbalancer: { tags: [name1, name2] } });
+    settle(id);
+    const ip = fipFor(
+      loadbalancer,
+      `Floating IP for Kubernetes external service ${NS}/web from cluster kubernetes`,
+    );
+    await markServed('web', id, ip);
+    await markServed('web2', id, ip);
+
+    const plan = JSON.parse((await migrate('-o', 'json')).stdout);
+    const adopting = plan.services.filter((s: { action: string }) => s.action === 'adopt');
+    const shared = plan.services.filter((s: { note?: string }) => /shared/.test(s.note ?? ''));
+    expect(shared.map((s: { name: string }) => s.name).sort()).toEqual(['web', 'web2']);
+    const yes = await migrate('--yes');
+    ccm = await startCcm();
+    // ccm gives each Service a load balancer of its own (the shared one is not handed over).
+    await until(
+      'both Services synced by ccm',
+      async () => {
+        const svcs = await Promise.all(
+          ['web', 'web2'].map((n) => api.readNamespacedService({ name: n, namespace: NS })),
+        );
+        return svcs.every((s) => {
+          const lbId = s.metadata?.annotations?.[LB_ID];
+          return lbId !== undefined && lbId !== id;
+        });
+      },
+      60_000,
+    );
+    const ports = sim.octavia
+      .tree(id)
+      .map((t) => t.listener.protocol_port)
+      .sort();
+    expect(yes.exitCode).toBe(0);
+    expect(ports).toEqual([80, 8080]);
+    expect(adopting.length).toBeLessThan(2);
+    expect(sim.octavia.loadBalancers.has(id)).toBe(true);
+  }, 120_000);
 });
