@@ -356,7 +356,7 @@ function untouchedLines(
           ? `Secret kube-system/${s.name}: ccm reads it as it is, unchanged`
           : `Secret kube-system/${s.name}: unchanged; its format differs from ccm's (ccm secret create writes ccm's)`,
       ),
-    'every load balancer stays (none is created or deleted), with its name, id, addresses, listeners and backends',
+    'every load balancer stays (ccm migrate creates and deletes none), with its name, id, addresses, listeners and backends',
     'finalizers and every other annotation of the Services',
   ];
   for (const p of plans) {

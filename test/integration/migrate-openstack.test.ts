@@ -473,4 +473,45 @@ describe('ccm migrate --provider openstack', () => {
     expect(adopting.length).toBeLessThan(2);
     expect(sim.octavia.loadBalancers.has(id)).toBe(true);
   }, 120_000);
+
+  it('a load balancer the official controller did not create (not named kube_service_…, e.g. made by Terraform) that a Service points at is never handed over, and outlives the Service under ccm run', async () => {
+    await ensureWorker();
+    const svc = await api.createNamespacedService({ namespace: NS, body: lbService('byo') });
+    const np = svc.spec?.ports?.[0]?.nodePort as number;
+    const { loadbalancer } = octavia('POST', '/loadbalancers', {
+      loadbalancer: {
+        name: 'shared-edge-lb-made-by-terraform',
+        vip_subnet_id: SUBNET_ID,
+        tags: ['terraform'],
+        listeners: [listener(`kube_service_kubernetes_${NS}_byo`, 80, np)],
+      },
+    }) as { loadbalancer: Record<string, unknown> };
+    const id = loadbalancer.id as string;
+    settle(id);
+    const ip = fipFor(loadbalancer, 'made by terraform');
+    await markServed('byo', id, ip);
+    const plan = JSON.parse((await migrate('-o', 'json')).stdout);
+    const byo = plan.services.find((s: { name: string }) => s.name === 'byo');
+    expect(byo.action).toBe('mismatch');
+    expect(byo.note).toMatch(/not created by openstack-cloud-controller-manager/);
+    expect((await migrate('--yes')).exitCode).toBe(0);
+    ccm = await startCcm();
+    await until(
+      'byo synced by ccm',
+      async () => {
+        const s = await api.readNamespacedService({ name: 'byo', namespace: NS });
+        const lbId = s.metadata?.annotations?.[LB_ID];
+        return lbId !== undefined && lbId !== id;
+      },
+      60_000,
+    );
+    await api.deleteNamespacedService({ name: 'byo', namespace: NS });
+    await until(
+      'byo gone (ccm cleaned up and removed its finalizer)',
+      async () =>
+        !(await api.listNamespacedService({ namespace: NS })).items.some((s) => s.metadata?.name === 'byo'),
+      60_000,
+    );
+    expect(sim.octavia.loadBalancers.has(id)).toBe(true);
+  }, 120_000);
 });

@@ -68,6 +68,9 @@ const SERVICE_PREFIX = 'kube_service_';
  * and deleteOctaviaListeners). ccm manages a load balancer as a whole, so it takes neither.
  */
 export function notHandedOver(lb: { name: string; tags?: string[] }, ownName: string): string | undefined {
+  if (!lb.name.startsWith(SERVICE_PREFIX)) {
+    return `${lb.name} was not created by openstack-cloud-controller-manager (its name does not start with ${SERVICE_PREFIX}), which never deletes it; ccm leaves it alone`;
+  }
   const others = (lb.tags ?? []).filter((t) => t.startsWith(SERVICE_PREFIX) && t !== lb.name);
   if (others.length > 0) {
     return `${lb.name} is shared with ${others.join(', ')} (each manages its own listeners); ccm does not share a load balancer between Services, and leaves it alone`;
