@@ -11,7 +11,13 @@ import {
   SOURCE_SERVICE_CONTROLLER,
 } from '../kube/well-known.js';
 import { InvalidConfigError } from '../providers/errors.js';
-import type { LoadBalancerNode, LoadBalancerRequest, LoadBalancers } from '../providers/types.js';
+import { parseProviderID } from '../providers/provider-id.js';
+import type {
+  ForeignLoadBalancer,
+  LoadBalancerNode,
+  LoadBalancerRequest,
+  LoadBalancers,
+} from '../providers/types.js';
 import {
   annotationChanges,
   describeRequest,
@@ -67,7 +73,7 @@ export async function syncService(
   deps: ServiceSyncDeps,
   options: ServiceSyncOptions,
 ): Promise<ServiceSyncResult> {
-  if (needsCleanup(svc, deps.rules)) return cleanUp(svc, deps);
+  if (needsCleanup(svc, deps.rules)) return cleanUp(svc, backends, deps);
   if (!wantsLoadBalancer(svc, deps.rules) || svc.deleting)
     return { result: 'ignored', managedAnnotations: [] };
 
@@ -137,14 +143,38 @@ async function checkHandOver(
   const { balancers, rules, signal } = deps;
   const { adoptedID: _, ...unadopted } = request;
   if (rules.adoptOfficial && balancers.adoption) {
-    const found = await balancers.adoption.findOfficial([unadopted], rules.adoptOfficial.clusterName, signal);
+    const found = await balancers.adoption.findOfficial(
+      [unadopted],
+      rules.adoptOfficial.clusterName,
+      signal,
+      {
+        withBackends: true,
+      },
+    );
     const lb = found.get(request.service.uid);
-    if (lb?.id === id && !lb.refusal) return { request };
+    if (lb?.id === id && adoptable(lb, request.nodes)) return { request };
   }
   return {
     request: unadopted,
     refused: `Service annotation ${ANNOTATION_ADOPTED_LOAD_BALANCER}=${id} names a load balancer that was not handed to ccm for this Service (ccm migrate --yes records each hand-over in kube-system${rules.adoptOfficial ? '; --adopt-official did not find it by the official naming for this cluster' : ''}): ccm neither changes nor deletes it; remove the annotation`,
   };
+}
+
+/**
+ * What --adopt-official may take besides the official naming: an official name is no identity (every
+ * cluster run with the official default --cluster-name, "kubernetes" or "brightbox-k8s", makes the
+ * same names, and a do-loadbalancer-name is whatever a Service asks), and Brightbox has no tags. So the
+ * load balancer must also balance to this cluster only: at least one backend, and every backend one
+ * of this cluster's Nodes (by provider ID, or by address where the cloud balances to addresses).
+ */
+function adoptable(lb: ForeignLoadBalancer, nodes: readonly LoadBalancerNode[]): boolean {
+  if (lb.refusal || !lb.backends || lb.backends.length === 0) return false;
+  const key = (value: string) => {
+    const id = parseProviderID(value);
+    return id ? `${id.scheme}://${id.id}` : value;
+  };
+  const ours = new Set(nodes.flatMap((n) => [key(n.providerID), ...n.addresses.map((a) => a.address)]));
+  return lb.backends.every((b) => ours.has(key(b)));
 }
 
 /**
@@ -159,17 +189,24 @@ async function adoptOfficial(
   const { balancers, rules, signal } = deps;
   if (!rules.adoptOfficial || !balancers.adoption || request.adoptedID) return undefined;
   if (await balancers.get(request, signal)) return undefined;
-  const found = await balancers.adoption.findOfficial([request], rules.adoptOfficial.clusterName, signal);
+  const found = await balancers.adoption.findOfficial([request], rules.adoptOfficial.clusterName, signal, {
+    withBackends: true,
+  });
   const lb = found.get(request.service.uid);
-  if (!lb || lb.refusal) return undefined;
+  if (!lb || !adoptable(lb, request.nodes)) return undefined;
   request.adoptedID = lb.id;
   return { [ANNOTATION_ADOPTED_LOAD_BALANCER]: lb.id };
 }
 
 /** The load balancer goes first; only then the finalizer and the status (one write). */
-async function cleanUp(svc: SlimService, deps: ServiceSyncDeps): Promise<ServiceSyncResult> {
+async function cleanUp(
+  svc: SlimService,
+  backends: LoadBalancerNode[],
+  deps: ServiceSyncDeps,
+): Promise<ServiceSyncResult> {
   const { client, balancers, rules, signal } = deps;
-  const { request } = await checkHandOver(describeRequest(svc, [], rules), deps);
+  // The backends only tell an --adopt-official load balancer apart; the cloud is not asked to change them.
+  const { request } = await checkHandOver(describeRequest(svc, backends, rules), deps);
   const existing = await balancers.get(request, signal);
   if (existing) {
     await client.recordEvent(svc, event('Normal', EVENT_DELETING_LOAD_BALANCER, 'Deleting load balancer'));
@@ -205,7 +242,11 @@ export async function syncBackends(
  * A Service that vanished without our finalizer (someone removed it by hand): its load balancer is
  * still deleted, from the last state we saw, with nothing to write to Kubernetes.
  */
-export async function deleteOrphaned(svc: SlimService, deps: ServiceSyncDeps): Promise<void> {
-  const { request } = await checkHandOver(describeRequest(svc, [], deps.rules), deps);
+export async function deleteOrphaned(
+  svc: SlimService,
+  backends: LoadBalancerNode[],
+  deps: ServiceSyncDeps,
+): Promise<void> {
+  const { request } = await checkHandOver(describeRequest(svc, backends, deps.rules), deps);
   if (await deps.balancers.get(request, deps.signal)) await deps.balancers.delete(request, deps.signal);
 }

@@ -170,6 +170,11 @@ export interface ForeignLoadBalancer {
    * controller), in one line; absent when it may be.
    */
   refusal?: string;
+  /**
+   * Its backends, each as a provider ID (DigitalOcean, Brightbox) or an address (OpenStack's members),
+   * when asked for (`withBackends`): --adopt-official takes it only when all are this cluster's Nodes.
+   */
+  backends?: string[];
 }
 
 export interface LoadBalancerAdoption {
@@ -182,6 +187,7 @@ export interface LoadBalancerAdoption {
     services: readonly LoadBalancerRequest[],
     officialCluster: string,
     signal?: AbortSignal,
+    options?: { withBackends?: boolean },
   ): Promise<Map<string, ForeignLoadBalancer>>;
   /**
    * The tags ccm adds next to the official ones to mark the load balancer as this cluster's (empty

@@ -296,7 +296,9 @@ describe('ccm migrate --provider brightbox', () => {
         threshold_up: 3,
         threshold_down: 3,
       },
-      nodes: [],
+      // The official controller balanced to this cluster's server (--adopt-official takes a load
+      // balancer only when every backend is one of this cluster's Nodes).
+      nodes: [s1.id],
       readsLeft: 0,
     });
     const cip = sim.addCloudIP({ name, mappedTo: lbId });
@@ -368,4 +370,23 @@ describe('ccm migrate --provider brightbox', () => {
     expect(sim.loadBalancers.get('lba-other2')?.status).toBe('active');
     expect(sim.cloudIPs.has(cip.id)).toBe(true);
   }, 60_000);
+
+  it("ccm run --adopt-official does not take another cluster's web.default.brightbox-k8s (the official default cluster name): its backends are not this cluster's servers", async () => {
+    await ensureWorker();
+    // Named for a Service that no earlier test of this file gave an official load balancer.
+    const { theirs } = otherClustersBalancer('lba-other1', `storefront.${NS}.brightbox-k8s`);
+    await api.createNamespacedService({ namespace: NS, body: lbService('storefront') });
+    ccm = await startCcm({ clusterName: 'brightbox-k8s' });
+    // ccm builds this Service a load balancer of its own instead, and reports its address.
+    const svc = await until(
+      'storefront served by a load balancer of ccm',
+      async () => {
+        const s = await api.readNamespacedService({ name: 'storefront', namespace: NS });
+        return (s.status?.loadBalancer?.ingress?.length ?? 0) > 0 ? s : undefined;
+      },
+      60_000,
+    );
+    expect(sim.loadBalancers.get('lba-other1')?.nodes).toEqual([theirs.id]);
+    expect(svc.metadata?.annotations?.[ADOPTED]).toBeUndefined();
+  }, 90_000);
 });

@@ -529,4 +529,58 @@ describe('ccm migrate --provider digitalocean', () => {
     expect(deletes).toEqual([]);
     expect(sim.loadBalancers.has(victim.id as string)).toBe(true);
   }, 60_000);
+
+  it("ccm run --adopt-official does not take another cluster's load balancer that merely has the name a do-loadbalancer-name annotation asks for", async () => {
+    await seedNodes();
+    const victim = otherClustersLb('ingress');
+    await api.createNamespacedService({
+      namespace: NS,
+      body: lbService('web', NS, { 'service.beta.kubernetes.io/do-loadbalancer-name': 'ingress' }),
+    });
+    ccm = await startCcm({ clusterName: '' });
+    // ccm builds this Service a load balancer of its own instead, and records its id.
+    const svc = await until(
+      'web synced with a load balancer of ccm',
+      async () => {
+        const s = await api.readNamespacedService({ name: 'web', namespace: NS });
+        const id = s.metadata?.annotations?.[LB_ID];
+        return id && id !== victim.id ? s : undefined;
+      },
+      60_000,
+    );
+    expect(svc.metadata?.annotations?.[ADOPTED]).toBeUndefined();
+    expect(sim.loadBalancers.get(victim.id as string)?.droplet_ids).toEqual([999001, 999002]);
+  }, 90_000);
+
+  it("ccm run --adopt-official does not take an untagged load balancer by the official name when its droplets are not this cluster's", async () => {
+    await seedNodes();
+    const created = await api.createNamespacedService({ namespace: NS, body: lbService('web', NS) });
+    const uid = created.metadata?.uid as string;
+    // Named for this Service, untagged (a self-managed cluster's official controller), but balancing
+    // to droplets this cluster does not have.
+    const stray = sim.addLoadBalancer({
+      name: `a${uid.replace(/-/g, '')}`.slice(0, 32),
+      region: 'fra1',
+      type: 'REGIONAL',
+      droplet_ids: [999001],
+      forwarding_rules: [
+        { entry_protocol: 'tcp', entry_port: 80, target_protocol: 'tcp', target_port: 31080 },
+      ],
+      tags: [],
+    });
+    ccm = await startCcm({ clusterName: '' });
+    // ccm builds this Service a load balancer of its own instead, and records its id.
+    const svc = await until(
+      'web synced with a load balancer of ccm',
+      async () => {
+        const s = await api.readNamespacedService({ name: 'web', namespace: NS });
+        const id = s.metadata?.annotations?.[LB_ID];
+        return id && id !== stray.id ? s : undefined;
+      },
+      60_000,
+    );
+    expect(svc.metadata?.annotations?.[ADOPTED]).toBeUndefined();
+    expect(sim.loadBalancers.get(stray.id as string)?.droplet_ids).toEqual([999001]);
+    expect(lbWrites().filter((r) => r.url.includes(stray.id as string))).toEqual([]);
+  }, 60_000);
 });

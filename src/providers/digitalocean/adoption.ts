@@ -45,7 +45,7 @@ export const officialController: OfficialController = {
  */
 export function doAdoption(client: DigitalOceanClient): LoadBalancerAdoption {
   return {
-    async findOfficial(services, officialCluster, signal) {
+    async findOfficial(services, officialCluster, signal, options) {
       const all = await client.listAll<DoLoadBalancer>(
         'listing load balancers',
         '/v2/load_balancers',
@@ -56,7 +56,7 @@ export function doAdoption(client: DigitalOceanClient): LoadBalancerAdoption {
       const found = new Map<string, ForeignLoadBalancer>();
       for (const req of services) {
         const lb = officialOf(req, all, byId, officialCluster);
-        if (lb) found.set(req.service.uid, foreign(lb));
+        if (lb) found.set(req.service.uid, foreign(lb, options?.withBackends));
       }
       return found;
     },
@@ -101,11 +101,12 @@ function officialOf(
   return all.find((lb) => names.has(lb.name) && taggedByOfficial(lb, officialCluster));
 }
 
-function foreign(lb: DoLoadBalancer): ForeignLoadBalancer {
+function foreign(lb: DoLoadBalancer, withBackends?: boolean): ForeignLoadBalancer {
   return {
     id: lb.id,
     name: lb.name,
     addresses: [lb.ip, lb.ipv6].filter((a): a is string => Boolean(a)),
     tags: [...(lb.tags ?? [])],
+    ...(withBackends ? { backends: (lb.droplet_ids ?? []).map((id) => `digitalocean://${id}`) } : {}),
   };
 }

@@ -55,6 +55,15 @@ export interface OctaviaAdoptionDeps {
   ownershipTag(clusterID: string): string;
 }
 
+/** The addresses of every member of every pool of the load balancer. */
+async function membersOf(deps: OctaviaAdoptionDeps, id: string, signal?: AbortSignal): Promise<string[]> {
+  const pools = await deps.list<{ id: string }>(`pools?loadbalancer_id=${id}`, 'pools', signal);
+  const members = await Promise.all(
+    pools.map((p) => deps.list<{ id: string; address: string }>(`pools/${p.id}/members`, 'members', signal)),
+  );
+  return members.flat().map((m) => m.address);
+}
+
 /** pkg/openstack/loadbalancer.go servicePrefix: every name and tag the official controller gives. */
 const SERVICE_PREFIX = 'kube_service_';
 
@@ -90,7 +99,7 @@ export function notHandedOver(lb: { name: string; tags?: string[] }, ownName: st
  */
 export function octaviaAdoption(deps: OctaviaAdoptionDeps): LoadBalancerAdoption {
   return {
-    async findOfficial(services, officialCluster, signal) {
+    async findOfficial(services, officialCluster, signal, options) {
       const all = await deps.list<OctaviaLb>('loadbalancers', 'loadbalancers', signal);
       const byId = new Map(all.map((lb) => [lb.id, lb]));
       const found = new Map<string, ForeignLoadBalancer>();
@@ -109,6 +118,7 @@ export function octaviaAdoption(deps: OctaviaAdoptionDeps): LoadBalancerAdoption
           addresses: [fip?.floating_ip_address ?? lb.vip_address],
           tags: [...(lb.tags ?? [])],
           ...(refusal ? { refusal } : {}),
+          ...(options?.withBackends ? { backends: await membersOf(deps, lb.id, signal) } : {}),
         });
       }
       return found;
