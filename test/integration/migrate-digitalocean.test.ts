@@ -583,4 +583,17 @@ describe('ccm migrate --provider digitalocean', () => {
     expect(sim.loadBalancers.get(stray.id as string)?.droplet_ids).toEqual([999001]);
     expect(lbWrites().filter((r) => r.url.includes(stray.id as string))).toEqual([]);
   }, 60_000);
+
+  it("migrate does not plan to adopt a load balancer tagged for another cluster (k8s:<other id>) that a Service's load-balancer-id annotation names", async () => {
+    await seedNodes();
+    const victim = otherClustersLb();
+    await api.createNamespacedService({
+      namespace: NS,
+      body: lbService('evil', NS, { [LB_ID]: victim.id as string }),
+    });
+    const dry = await migrate('-o', 'json');
+    const plan = JSON.parse(dry.stdout);
+    const evil = plan.services.find((s: { name: string }) => s.name === 'evil');
+    expect(evil.action).not.toBe('adopt');
+  }, 60_000);
 });
