@@ -596,4 +596,42 @@ describe('ccm migrate --provider digitalocean', () => {
     const evil = plan.services.find((s: { name: string }) => s.name === 'evil');
     expect(evil.action).not.toBe('adopt');
   }, 60_000);
+
+  it('a Service the official controller serves with do-loadbalancer-hostname (ingress = that hostname, upstream loadbalancers.go getHostname) is adopted, not "mismatch"', async () => {
+    const [d1] = await seedNodes();
+    const created = await api.createNamespacedService({
+      namespace: NS,
+      body: lbService('web', NS, {
+        'service.beta.kubernetes.io/do-loadbalancer-hostname': 'web.example.com',
+      }),
+    });
+    const uid = created.metadata?.uid as string;
+    const lb = sim.addLoadBalancer({
+      name: `a${uid.replace(/-/g, '')}`.slice(0, 32),
+      region: 'fra1',
+      type: 'REGIONAL',
+      droplet_ids: [d1],
+      forwarding_rules: [],
+      tags: [],
+    });
+    await api.patchNamespacedService(
+      {
+        name: 'web',
+        namespace: NS,
+        body: { metadata: { finalizers: [FINALIZER], annotations: { [LB_ID]: lb.id as string } } },
+      },
+      MERGE_PATCH,
+    );
+    await api.patchNamespacedServiceStatus(
+      {
+        name: 'web',
+        namespace: NS,
+        body: { status: { loadBalancer: { ingress: [{ hostname: 'web.example.com' }] } } },
+      },
+      MERGE_PATCH,
+    );
+    const plan = JSON.parse((await migrate('-o', 'json')).stdout);
+    const web = plan.services.find((s: { name: string }) => s.name === 'web');
+    expect(web.action).toBe('adopt');
+  }, 60_000);
 });
