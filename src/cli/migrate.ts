@@ -381,6 +381,9 @@ async function readBackup(http: KubeTransport): Promise<Map<string, BackupRecord
   }
 }
 
+/** The Service annotations `apply` writes, and so the only ones `rollback` gives back. */
+const MIGRATE_WRITES = [ANNOTATION_ADOPTED_LOAD_BALANCER] as const;
+
 /** ConfigMap keys allow [-._a-zA-Z0-9]: namespace and name, which cannot hold "_", joined by one. */
 const backupKey = (svc: { namespace: string; name: string }) => `${svc.namespace}_${svc.name}`;
 
@@ -461,8 +464,9 @@ async function patchAnnotations(
 }
 
 /**
- * Every Service of the backup gets its annotations back exactly (keys added since are removed), and
- * its load balancer its tags, in their order. The backup goes last, once all of it is back.
+ * Every Service of the backup gets back exactly what `apply` changed (the annotations it wrote, as they
+ * were before; edits a person made since stay), and its load balancer its tags, in their order. The
+ * backup goes last, once all of it is back.
  */
 async function rollback(
   http: KubeTransport,
@@ -502,10 +506,12 @@ async function rollback(
     if (JSON.stringify(lb.tags) !== JSON.stringify(record.loadBalancer.tags)) {
       await adoption.setTags(lb, record.loadBalancer.tags);
     }
+    // Only what --yes wrote: every other annotation is the Service owner's, edited since or not.
     const patch: Record<string, string | null> = {};
-    for (const key of Object.keys(svc.annotations)) if (!(key in record.annotations)) patch[key] = null;
-    for (const [key, value] of Object.entries(record.annotations)) {
-      if (svc.annotations[key] !== value) patch[key] = value;
+    for (const key of MIGRATE_WRITES) {
+      const was = record.annotations[key];
+      if (was === undefined && key in svc.annotations) patch[key] = null;
+      else if (was !== undefined && svc.annotations[key] !== was) patch[key] = was;
     }
     if (Object.keys(patch).length > 0) await patchAnnotations(http, svc, patch);
     plans.push({

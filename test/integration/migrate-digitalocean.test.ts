@@ -634,4 +634,60 @@ describe('ccm migrate --provider digitalocean', () => {
     const web = plan.services.find((s: { name: string }) => s.name === 'web');
     expect(web.action).toBe('adopt');
   }, 60_000);
+
+  it('--rollback gives back only what --yes changed: annotation edits a person made after the migration stay', async () => {
+    const [d1] = await seedNodes();
+    const created = await api.createNamespacedService({
+      namespace: NS,
+      body: lbService('web', NS, { 'service.beta.kubernetes.io/do-loadbalancer-size-unit': '1' }),
+    });
+    const uid = created.metadata?.uid as string;
+    const lb = sim.addLoadBalancer({
+      name: `a${uid.replace(/-/g, '')}`.slice(0, 32),
+      region: 'fra1',
+      type: 'REGIONAL',
+      droplet_ids: [d1],
+      forwarding_rules: [],
+      tags: [],
+    });
+    await api.patchNamespacedService(
+      {
+        name: 'web',
+        namespace: NS,
+        body: { metadata: { finalizers: [FINALIZER], annotations: { [LB_ID]: lb.id as string } } },
+      },
+      MERGE_PATCH,
+    );
+    await api.patchNamespacedServiceStatus(
+      {
+        name: 'web',
+        namespace: NS,
+        body: { status: { loadBalancer: { ingress: [{ ip: lb.ip as string }] } } },
+      },
+      MERGE_PATCH,
+    );
+    expect((await migrate('--yes')).exitCode).toBe(0);
+    // While ccm runs, the owner scales the load balancer up and adds a new setting.
+    await api.patchNamespacedService(
+      {
+        name: 'web',
+        namespace: NS,
+        body: {
+          metadata: {
+            annotations: {
+              'service.beta.kubernetes.io/do-loadbalancer-size-unit': '4',
+              'service.beta.kubernetes.io/do-loadbalancer-enable-proxy-protocol': 'true',
+            },
+          },
+        },
+      },
+      MERGE_PATCH,
+    );
+    const back = await migrate('--rollback');
+    expect(back.exitCode).toBe(0);
+    const ann = (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations ?? {};
+    expect(ann[ADOPTED]).toBeUndefined();
+    expect(ann['service.beta.kubernetes.io/do-loadbalancer-size-unit']).toBe('4');
+    expect(ann['service.beta.kubernetes.io/do-loadbalancer-enable-proxy-protocol']).toBe('true');
+  }, 60_000);
 });
