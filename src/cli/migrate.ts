@@ -103,7 +103,11 @@ export interface MigrateResult {
   wrote: boolean;
 }
 
-/** One record of the backup: what a Service and its load balancer were before `apply`. */
+/**
+ * One record of the backup: what `apply` changes of a Service and its load balancer, as it was before.
+ * Only the annotations apply writes (absent: the Service did not have it), never a copy of all of them,
+ * so a record stays a few hundred bytes whatever the Service carries.
+ */
 export interface BackupRecord {
   namespace: string;
   name: string;
@@ -381,6 +385,9 @@ async function readBackup(http: KubeTransport): Promise<Map<string, BackupRecord
   }
 }
 
+/** What the backup may take of the 1 MiB (etcd's and the API server's limit) an object holds. */
+const BACKUP_LIMIT = 900 * 1024;
+
 /** The Service annotations `apply` writes, and so the only ones `rollback` gives back. */
 const MIGRATE_WRITES = [ANNOTATION_ADOPTED_LOAD_BALANCER] as const;
 
@@ -407,10 +414,21 @@ async function apply(
       namespace: svc.namespace,
       name: svc.name,
       uid: svc.uid,
-      annotations: { ...svc.annotations },
+      annotations: Object.fromEntries(
+        MIGRATE_WRITES.flatMap((k) => (svc.annotations[k] !== undefined ? [[k, svc.annotations[k]]] : [])),
+      ),
       loadBalancer: p.loadBalancer as ForeignLoadBalancer,
     };
     records[backupKey(p)] = JSON.stringify(record);
+  }
+  const size = [...(backup?.entries() ?? [])]
+    .map(([k, r]) => k.length + JSON.stringify(r).length)
+    .concat(Object.entries(records).map(([k, v]) => k.length + v.length))
+    .reduce((a, b) => a + b, 0);
+  if (size > BACKUP_LIMIT) {
+    throw new UsageError(
+      `the backup of ${todo.length} Services would take ${size} bytes, more than one ConfigMap holds (1 MiB); nothing was written: hand them over with ccm run --adopt-official instead`,
+    );
   }
   const path = `/api/v1/namespaces/kube-system/configmaps`;
   if (!backup) {

@@ -690,4 +690,23 @@ describe('ccm migrate --provider digitalocean', () => {
     expect(ann['service.beta.kubernetes.io/do-loadbalancer-size-unit']).toBe('4');
     expect(ann['service.beta.kubernetes.io/do-loadbalancer-enable-proxy-protocol']).toBe('true');
   }, 60_000);
+
+  it('the backup keeps only what --yes changes: Services with large annotations (last-applied-configuration) do not push it past the 1 MiB of one ConfigMap', async () => {
+    const [d1] = await seedNodes();
+    // 6 Services with a large (but legal: < 256 KiB per object) last-applied-configuration each.
+    const big = JSON.stringify({ spec: { padding: 'x'.repeat(200_000) } });
+    for (let i = 0; i < 6; i++) {
+      await seedOfficial(`svc${i}`, [d1 as number], {
+        'kubectl.kubernetes.io/last-applied-configuration': big,
+      });
+    }
+    const yes = await migrate('--yes');
+    expect(yes.exitCode).toBe(0);
+    const backup = await api.readNamespacedConfigMap({
+      name: 'ccm-migrate-backup',
+      namespace: 'kube-system',
+    });
+    expect(Object.keys(backup.data ?? {})).toHaveLength(6);
+    expect(JSON.stringify(backup.data).length).toBeLessThan(10_000);
+  }, 120_000);
 });
