@@ -183,6 +183,7 @@ export async function runMigrate(input: MigrateInput): Promise<MigrateResult> {
     const note = firstFound && adoption.ownershipTags(firstFound, clusterID).note;
     Object.assign(base, note ? { retagNote: note } : {});
     if (input.mode === 'dry-run') return { ...base, services: plans, untouched, wrote: false };
+    refuseWhileOfficialRuns(workloads);
     const wrote = await apply(http, adoption, plans, services, backup);
     return { ...base, services: plans, untouched, wrote };
   } finally {
@@ -228,6 +229,23 @@ async function refuseWhileCcmRuns(http: KubeTransport): Promise<void> {
       `ccm still runs (Pod ${first.namespace}/${first.name}${running.length > 1 ? ` and ${running.length - 1} more` : ''}): stop it first (kubectl -n ${first.namespace} scale deployment/ccm --replicas=0), then --rollback, or its service controller would build load balancers of its own`,
     );
   }
+}
+
+/**
+ * A hand-over while the official controller still runs leaves two controllers on the same load
+ * balancers, each undoing the other: refused, as --rollback is while ccm runs.
+ */
+function refuseWhileOfficialRuns(workloads: readonly FoundWorkload[]): void {
+  const running = workloads.find((w) => w.replicas > 0);
+  if (!running) return;
+  const { kind, namespace, name, replicas } = running;
+  const stop =
+    kind === 'Deployment'
+      ? `kubectl -n ${namespace} scale deployment/${name} --replicas=0`
+      : `give daemonset/${name} a nodeSelector no Node has, see docs/migrate.md`;
+  throw new UsageError(
+    `the official controller still runs (${kind} ${namespace}/${name}, ${replicas} replica${replicas === 1 ? '' : 's'}): stop it first (${stop}), then --yes, or both controllers would change the same load balancers`,
+  );
 }
 
 async function exists(http: KubeTransport, path: string): Promise<boolean> {

@@ -709,4 +709,35 @@ describe('ccm migrate --provider digitalocean', () => {
     expect(Object.keys(backup.data ?? {})).toHaveLength(6);
     expect(JSON.stringify(backup.data).length).toBeLessThan(10_000);
   }, 120_000);
+
+  it('--yes refuses while the official controller still runs (its Deployment at 1 replica), as --rollback refuses while ccm runs', async () => {
+    // The official Deployment of beforeAll (at 0) is scaled back up, and down again afterwards.
+    const scale = (replicas: number) =>
+      apps.patchNamespacedDeployment(
+        {
+          name: 'digitalocean-cloud-controller-manager',
+          namespace: 'kube-system',
+          body: { spec: { replicas } },
+        },
+        MERGE_PATCH,
+      );
+    await scale(1);
+    try {
+      const [d1] = await seedNodes();
+      await seedOfficial('web', [d1 as number]);
+      const yes = await migrate('--yes');
+      const svc = await api.readNamespacedService({ name: 'web', namespace: NS });
+      expect(svc.metadata?.annotations?.[ADOPTED]).toBeUndefined();
+      expect(yes.exitCode).not.toBe(0);
+      expect(yes.stderr.trim().split('\n')).toHaveLength(1);
+      expect(yes.stderr).toMatch(
+        /official controller still runs .*kubectl -n kube-system scale deployment\/digitalocean-cloud-controller-manager --replicas=0/,
+      );
+      await expect(
+        api.readNamespacedConfigMap({ name: 'ccm-migrate-backup', namespace: 'kube-system' }),
+      ).rejects.toThrow();
+    } finally {
+      await scale(0);
+    }
+  }, 60_000);
 });
