@@ -484,6 +484,23 @@ async function apply(
   return true;
 }
 
+async function readService(
+  http: KubeTransport,
+  ref: { namespace: string; name: string },
+): Promise<SlimService | undefined> {
+  try {
+    return slimService(
+      await http.request({
+        method: 'GET',
+        path: `/api/v1/namespaces/${encodeURIComponent(ref.namespace)}/services/${encodeURIComponent(ref.name)}`,
+      }),
+    );
+  } catch (err) {
+    if (err instanceof KubeApiError && err.status === 404) return undefined;
+    throw err;
+  }
+}
+
 async function patchAnnotations(
   http: KubeTransport,
   svc: SlimService,
@@ -519,6 +536,13 @@ async function rollback(
     };
   }
   const byKey = new Map(services.map((s) => [serviceKey(s), s]));
+  // A Service made ClusterIP since (ccm then deleted its load balancer and finalizer) is no longer in
+  // the listing of LoadBalancer Services, but still carries the annotation --yes wrote: read it.
+  for (const record of backup.values()) {
+    if (byKey.has(serviceKey(record))) continue;
+    const svc = await readService(http, record);
+    if (svc) byKey.set(serviceKey(svc), svc);
+  }
   const plans: ServicePlan[] = [];
   const untouched: string[] = [];
   const present = [...backup.values()].filter((r) => byKey.get(serviceKey(r))?.uid === r.uid);
@@ -538,8 +562,12 @@ async function rollback(
       );
       continue;
     }
-    const lb = current.get(svc.uid) ?? record.loadBalancer;
-    if (JSON.stringify(lb.tags) !== JSON.stringify(record.loadBalancer.tags)) {
+    const lb = current.get(svc.uid);
+    if (!lb) {
+      untouched.push(
+        `load balancer ${record.loadBalancer.name} (${record.loadBalancer.id}) of Service ${svc.namespace}/${svc.name} is gone: its annotation is given back, there are no tags to give back`,
+      );
+    } else if (JSON.stringify(lb.tags) !== JSON.stringify(record.loadBalancer.tags)) {
       await adoption.setTags(lb, record.loadBalancer.tags);
     }
     // Only what --yes wrote: every other annotation is the Service owner's, edited since or not.

@@ -740,4 +740,42 @@ describe('ccm migrate --provider digitalocean', () => {
       await scale(0);
     }
   }, 60_000);
+
+  it('--rollback of a Service that ccm later made ClusterIP (load balancer deleted, finalizer removed) gives its annotations back byte for byte', async () => {
+    const [d1] = await seedNodes();
+    const { lb } = await seedOfficial('web', [d1 as number]);
+    const before = structuredClone(
+      (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations,
+    );
+    expect((await migrate('--yes')).exitCode).toBe(0);
+    ccm = await startCcm();
+    await until(
+      'adopted lb in use',
+      async () => sim.requests.some((r) => r.url.includes(lb.id as string)),
+      30_000,
+    );
+    await api.patchNamespacedService(
+      {
+        name: 'web',
+        namespace: NS,
+        body: {
+          spec: { type: 'ClusterIP', ports: [{ name: 'http', port: 80, targetPort: 8080, nodePort: null }] },
+        },
+      },
+      MERGE_PATCH,
+    );
+    await until(
+      'cleaned up',
+      async () =>
+        !(await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.finalizers?.length,
+      30_000,
+    );
+    await ccm.stop();
+    ccm = undefined;
+    const back = await migrate('--rollback');
+    expect(back.exitCode).toBe(0);
+    expect(back.stdout).not.toMatch(/Service default\/web is gone since the migration/);
+    const ann = (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations;
+    expect(JSON.stringify(ann)).toBe(JSON.stringify(before));
+  }, 90_000);
 });
