@@ -41,6 +41,11 @@ export interface MigrateInput extends ClusterAndCloudFlags {
   'cluster-name'?: string;
   /** --official-cluster-name: the --cluster-name the official controller ran with. */
   'official-cluster-name'?: string;
+  /**
+   * `apply` after a person confirmed a plan: that plan's hand-overs (planKeys). Anything else found
+   * when applying (the cluster or cloud changed meanwhile) writes nothing.
+   */
+  confirmed?: readonly string[];
   env: Readonly<Record<string, string | undefined>>;
 }
 
@@ -184,6 +189,7 @@ export async function runMigrate(input: MigrateInput): Promise<MigrateResult> {
     Object.assign(base, note ? { retagNote: note } : {});
     if (input.mode === 'dry-run') return { ...base, services: plans, untouched, wrote: false };
     refuseWhileOfficialRuns(workloads);
+    if (input.confirmed) refuseIfChanged(input.confirmed, planKeys(plans));
     const wrote = await apply(http, adoption, plans, services, backup);
     return { ...base, services: plans, untouched, wrote };
   } finally {
@@ -229,6 +235,23 @@ async function refuseWhileCcmRuns(http: KubeTransport): Promise<void> {
       `ccm still runs (Pod ${first.namespace}/${first.name}${running.length > 1 ? ` and ${running.length - 1} more` : ''}): stop it first (kubectl -n ${first.namespace} scale deployment/ccm --replicas=0), then --rollback, or its service controller would build load balancers of its own`,
     );
   }
+}
+
+/** The hand-overs of a plan, one `namespace/name=load balancer id` each, sorted. */
+export function planKeys(plans: readonly ServicePlan[]): string[] {
+  return plans
+    .filter((p) => p.action === 'adopt' && p.loadBalancer)
+    .map((p) => `${p.namespace}/${p.name}=${p.loadBalancer?.id}`)
+    .sort();
+}
+
+function refuseIfChanged(confirmed: readonly string[], now: readonly string[]): void {
+  const added = now.filter((k) => !confirmed.includes(k));
+  const gone = confirmed.filter((k) => !now.includes(k));
+  if (added.length === 0 && gone.length === 0) return;
+  throw new UsageError(
+    `the plan changed since it was shown (${[...added.map((k) => `now ${k}`), ...gone.map((k) => `no longer ${k}`)].join('; ')}): nothing was written; run ccm migrate again and confirm the new plan`,
+  );
 }
 
 /**

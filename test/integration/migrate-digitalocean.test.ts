@@ -778,4 +778,35 @@ describe('ccm migrate --provider digitalocean', () => {
     const ann = (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations;
     expect(JSON.stringify(ann)).toBe(JSON.stringify(before));
   }, 90_000);
+
+  it('on a terminal, the plan applied is the plan confirmed: a Service that became adoptable while the question was asked is not handed over, and nothing is written', async () => {
+    const [d1] = await seedNodes();
+    const web = await seedOfficial('web', [d1 as number]);
+    const terminal = await Terminal.open(
+      ['migrate', '--provider', 'digitalocean', '--kubeconfig', cp.kubeconfigPath],
+      { width: 200, height: 50, env: env() },
+    );
+    try {
+      await terminal.waitFor('Hand these load balancers to ccm?');
+      expect(await terminal.screen({ joined: true })).toContain(
+        `default/web → ${web.lb.name} (${web.lb.ip})`,
+      );
+      // Meanwhile the official controller serves one more Service.
+      const shop = await seedOfficial('shop', [d1 as number]);
+      const writes0 = await ccmWrites();
+      await terminal.type('y', 'Enter');
+      const code = await terminal.exit();
+      const screen = await terminal.screen({ joined: true });
+      expect(code).toBe(2);
+      expect(screen).toContain(`the plan changed since it was shown (now default/shop=${shop.lb.id})`);
+      expect(await ccmWrites()).toBe(writes0);
+      for (const name of ['web', 'shop']) {
+        expect(
+          (await api.readNamespacedService({ name, namespace: NS })).metadata?.annotations?.[ADOPTED],
+        ).toBeUndefined();
+      }
+    } finally {
+      await terminal.close();
+    }
+  }, 120_000);
 });
