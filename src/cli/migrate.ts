@@ -182,7 +182,8 @@ export async function runMigrate(input: MigrateInput): Promise<MigrateResult> {
       await refuseWhileCcmRuns(http);
       return { ...base, ...(await rollback(http, adoption, services, backup, officialCluster)) };
     }
-    const plans = await planMigration(services, official, adoption, clusterID, officialCluster);
+    const handOvers = new Map([...(backup?.values() ?? [])].map((r) => [r.uid, r.loadBalancer.id]));
+    const plans = await planMigration(services, official, adoption, clusterID, officialCluster, handOvers);
     const untouched = untouchedLines(base.workloads, base.leases, base.secrets, plans);
     const firstFound = plans.find((p) => p.loadBalancer)?.loadBalancer;
     const note = firstFound && adoption.ownershipTags(firstFound, clusterID).note;
@@ -310,10 +311,20 @@ export async function planMigration(
   adoption: LoadBalancerAdoption,
   clusterID: string,
   officialCluster: string,
+  /** Service UID → load balancer id of the hand-overs a previous --yes recorded (hand-overs.ts). */
+  handOvers: ReadonlyMap<string, string>,
 ): Promise<ServicePlan[]> {
   const rules = { clusterID };
   const ours = services.filter((s) => wantsLoadBalancer(s, rules));
-  const requests = ours.map((s) => describeRequest(s, [], rules));
+  const recorded = (svc: SlimService) =>
+    svc.annotations[ANNOTATION_ADOPTED_LOAD_BALANCER] !== undefined &&
+    handOvers.get(svc.uid) === svc.annotations[ANNOTATION_ADOPTED_LOAD_BALANCER];
+  // An annotation no --yes recorded is no hand-over (anyone who may edit the Service can write it):
+  // the official load balancer is looked for as if it were not there.
+  const requests = ours.map((s) => {
+    const { adoptedID: _, ...request } = describeRequest(s, [], rules);
+    return recorded(s) ? { ...request, adoptedID: s.annotations[ANNOTATION_ADOPTED_LOAD_BALANCER] } : request;
+  });
   const found = await adoption.findOfficial(requests, officialCluster);
   // One load balancer named by several Services is shared: ccm manages a load balancer as a whole,
   // for one Service, so it is handed to none of them.
@@ -335,7 +346,15 @@ export async function planMigration(
     };
     const lb = found.get(svc.uid);
     const handed = svc.annotations[ANNOTATION_ADOPTED_LOAD_BALANCER];
-    if (handed) {
+    if (handed && !recorded(svc) && lb?.id !== handed) {
+      return {
+        ...common,
+        action: 'mismatch',
+        ...(lb ? { loadBalancer: lb } : {}),
+        note: `carries ${ANNOTATION_ADOPTED_LOAD_BALANCER}: ${handed}, which no ccm migrate --yes recorded${lb ? ` (the official load balancer is ${lb.name}, ${lb.id})` : ''}: ccm ignores that annotation; remove it`,
+      };
+    }
+    if (handed && recorded(svc)) {
       return {
         ...common,
         action: 'adopted',

@@ -809,4 +809,26 @@ describe('ccm migrate --provider digitalocean', () => {
       await terminal.close();
     }
   }, 120_000);
+
+  it('migrate does not call a ccm.io/adopted-load-balancer annotation that no --yes recorded "already handed over", and --yes does not record it', async () => {
+    const [d1] = await seedNodes();
+    const victim = otherClustersLb();
+    const web = await seedOfficial('web', [d1 as number]);
+    // A tenant points web's annotation at another cluster's load balancer.
+    await api.patchNamespacedService(
+      { name: 'web', namespace: NS, body: { metadata: { annotations: { [ADOPTED]: victim.id as string } } } },
+      MERGE_PATCH,
+    );
+    const plan = JSON.parse((await migrate('-o', 'json')).stdout);
+    const row = plan.services.find((s: { name: string }) => s.name === 'web');
+    expect(row.action).toBe('mismatch');
+    expect(row.note).toContain(`the official load balancer is ${web.lb.name}, ${web.lb.id}`);
+    expect((await migrate('--yes')).exitCode).toBe(0);
+    await expect(
+      api.readNamespacedConfigMap({ name: 'ccm-migrate-backup', namespace: 'kube-system' }),
+    ).rejects.toThrow();
+    expect(
+      (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations?.[ADOPTED],
+    ).toBe(victim.id);
+  }, 60_000);
 });
