@@ -514,4 +514,19 @@ describe('ccm migrate --provider openstack', () => {
     );
     expect(sim.octavia.loadBalancers.has(id)).toBe(true);
   }, 120_000);
+
+  it('--yes waits for a load balancer that Octavia is still updating (PENDING_UPDATE answers a change with 409) instead of failing half-way', async () => {
+    await ensureWorker();
+    const web = await seedOfficial('tagme', [{ name: 'k8s-worker-1', ip: '10.0.0.11' }]);
+    // The official controller's last change is still being applied.
+    octavia('PUT', `/loadbalancers/${web.id}`, { loadbalancer: { description: 'changed just now' } });
+    expect(lbOf(web.id).provisioning_status).toBe('PENDING_UPDATE');
+    const yes = await migrate('--yes');
+    expect(yes.stderr).toBe('');
+    expect(yes.exitCode).toBe(0);
+    expect(lbOf(web.id).tags).toEqual([web.name, expect.stringMatching(/^ccm-cluster:/)]);
+    expect(
+      (await api.readNamespacedService({ name: 'tagme', namespace: NS })).metadata?.annotations?.[ADOPTED],
+    ).toBe(web.id);
+  }, 60_000);
 });

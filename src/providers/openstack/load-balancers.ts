@@ -173,6 +173,10 @@ export class OctaviaLoadBalancers implements LoadBalancers {
     list: (path, key, signal) => this.list(path, key, signal),
     floatingIpOf: (lb, signal) => this.floatingIpOf(lb, signal),
     putTags: async (id, tags, signal) => {
+      // Octavia answers a change to a PENDING_* load balancer with 409 (immutable): wait until it is
+      // ACTIVE, as before any change here, and until the new tags are in, so the next one finds it so.
+      const pending = { id, name: id, provisioning_status: 'PENDING_UPDATE' } as OctaviaLoadBalancer;
+      const lb = await this.settle(pending, signal, 'waiting to tag it');
       await this.call(
         'load-balancer',
         'PUT',
@@ -180,6 +184,7 @@ export class OctaviaLoadBalancers implements LoadBalancers {
         { loadbalancer: { tags } },
         signal,
       );
+      await this.settle(lb, signal, 'tagging it');
     },
     ownershipTag: (clusterID) => clusterTag({ clusterID } as LoadBalancerRequest),
   });
