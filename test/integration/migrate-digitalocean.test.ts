@@ -831,4 +831,16 @@ describe('ccm migrate --provider digitalocean', () => {
       (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations?.[ADOPTED],
     ).toBe(victim.id);
   }, 60_000);
+
+  it('the token never shows in the output of a dry run (json, yaml), --yes or --rollback', async () => {
+    const [d1] = await seedNodes();
+    await seedOfficial('web', [d1 as number]);
+    const outs = [
+      await migrate('-o', 'json'),
+      await migrate('-o', 'yaml'),
+      await migrate('--yes'),
+      await migrate('--rollback'),
+    ];
+    for (const o of outs) expect(`${o.stdout}${o.stderr}`).not.toContain(sim.token);
+  }, 60_000);
 });
