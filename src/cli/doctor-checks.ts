@@ -549,9 +549,11 @@ export function checkOfficialController(
 ): CheckResult {
   const running = workloads.filter((w) => w.replicas > 0);
   const held = leases.filter((l) => alive(l.info, now)).map((l) => l.name);
-  const ccmLeaseHeld = held.includes(ccm.lease);
-  const otherLeases = held.filter((n) => n !== ccm.lease);
   const shared = ccm.lease === DEFAULT_LEASE_NAME;
+  // On the shared Lease, with no ccm Pod and an official controller running, the holder is that
+  // controller (both write hostname_uuid identities, so the holder cannot tell): not a sign of ccm.
+  const ccmLeaseHeld = held.includes(ccm.lease) && !(shared && !ccm.running && running.length > 0);
+  const otherLeases = held.filter((n) => n !== ccm.lease);
   const leaseNote = shared
     ? `ccm and the official controllers elect their leader on the same Lease, kube-system/${DEFAULT_LEASE_NAME} (k8s.io/cloud-provider's default): with leader election on, only its holder runs and the other waits, so they take turns unpredictably; an official controller run with --leader-elect=false (DigitalOcean's manifest) holds no Lease and runs regardless`
     : `ccm elects on Lease ${ccm.lease}, the official controllers on their own (${DEFAULT_LEASE_NAME} by default): each would lead its own election and both would run`;

@@ -3,6 +3,7 @@ import { selectControllers } from '../controllers/manager.js';
 import { parseClusterCIDRs } from '../controllers/routes.js';
 import {
   LABEL_CONTROL_PLANE,
+  MIGRATION_BACKUP_CONFIGMAP,
   TAINT_CONTROL_PLANE,
   TAINT_NOT_READY,
   TAINT_UNINITIALIZED,
@@ -270,6 +271,25 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
     },
     binding('RoleBinding', 'ccm:leader-election', ns),
   );
+  if (enabled.includes('service')) {
+    objects.push(
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: meta('ccm:migration-record', 'controller', 'kube-system'),
+        // The hand-overs of `ccm migrate --yes` (src/kube/hand-overs.ts): get on this one ConfigMap.
+        rules: [
+          {
+            apiGroups: [''],
+            resources: ['configmaps'],
+            verbs: ['get'],
+            resourceNames: [MIGRATION_BACKUP_CONFIGMAP],
+          },
+        ],
+      },
+      binding('RoleBinding', 'ccm:migration-record', 'kube-system'),
+    );
+  }
   if (secretRef) {
     objects.push(
       {

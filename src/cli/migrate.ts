@@ -41,6 +41,11 @@ export interface MigrateInput extends ClusterAndCloudFlags {
   'cluster-name'?: string;
   /** --official-cluster-name: the --cluster-name the official controller ran with. */
   'official-cluster-name'?: string;
+  /**
+   * `apply` after a person confirmed a plan: that plan's hand-overs (planKeys). Anything else found
+   * when applying (the cluster or cloud changed meanwhile) writes nothing.
+   */
+  confirmed?: readonly string[];
   env: Readonly<Record<string, string | undefined>>;
 }
 
@@ -53,7 +58,10 @@ export type ServiceAction =
   | 'restore'
   /** Nothing of the official controller's found: ccm builds a load balancer when it runs. */
   | 'none'
-  /** Found, but the Service shows another address: left alone, a person looks. */
+  /**
+   * Found, but not to be handed over (the Service shows another address; the load balancer is shared,
+   * or not the official controller's own): left alone, a person looks.
+   */
   | 'mismatch';
 
 export interface ServicePlan {
@@ -106,7 +114,11 @@ export interface MigrateResult {
   wrote: boolean;
 }
 
-/** One record of the backup: what a Service and its load balancer were before `apply`. */
+/**
+ * One record of the backup: what `apply` changes of a Service and its load balancer, as it was before.
+ * Only the annotations apply writes (absent: the Service did not have it), never a copy of all of them,
+ * so a record stays a few hundred bytes whatever the Service carries.
+ */
 export interface BackupRecord {
   namespace: string;
   name: string;
@@ -190,12 +202,15 @@ export async function runMigrate(input: MigrateInput): Promise<MigrateResult> {
       await refuseWhileCcmRuns(http);
       return { ...base, ...(await rollback(http, adoption, services, backup, officialCluster)) };
     }
-    const plans = await planMigration(services, official, adoption, clusterID, officialCluster);
+    const handOvers = new Map([...(backup?.values() ?? [])].map((r) => [r.uid, r.loadBalancer.id]));
+    const plans = await planMigration(services, official, adoption, clusterID, officialCluster, handOvers);
     const untouched = untouchedLines(base.workloads, base.leases, base.secrets, plans);
     const firstFound = plans.find((p) => p.loadBalancer)?.loadBalancer;
     const note = firstFound && adoption.ownershipTags(firstFound, clusterID).note;
     Object.assign(base, note ? { retagNote: note } : {});
     if (input.mode === 'dry-run') return { ...base, services: plans, untouched, wrote: false };
+    refuseWhileOfficialRuns(workloads);
+    if (input.confirmed) refuseIfChanged(input.confirmed, planKeys(plans));
     const wrote = await apply(http, adoption, plans, services, backup);
     return { ...base, services: plans, untouched, wrote };
   } finally {
@@ -241,6 +256,40 @@ async function refuseWhileCcmRuns(http: KubeTransport): Promise<void> {
       `ccm still runs (Pod ${first.namespace}/${first.name}${running.length > 1 ? ` and ${running.length - 1} more` : ''}): stop it first (kubectl -n ${first.namespace} scale deployment/ccm --replicas=0), then --rollback, or its service controller would build load balancers of its own`,
     );
   }
+}
+
+/** The hand-overs of a plan, one `namespace/name=load balancer id` each, sorted. */
+export function planKeys(plans: readonly ServicePlan[]): string[] {
+  return plans
+    .filter((p) => p.action === 'adopt' && p.loadBalancer)
+    .map((p) => `${p.namespace}/${p.name}=${p.loadBalancer?.id}`)
+    .sort();
+}
+
+function refuseIfChanged(confirmed: readonly string[], now: readonly string[]): void {
+  const added = now.filter((k) => !confirmed.includes(k));
+  const gone = confirmed.filter((k) => !now.includes(k));
+  if (added.length === 0 && gone.length === 0) return;
+  throw new UsageError(
+    `the plan changed since it was shown (${[...added.map((k) => `now ${k}`), ...gone.map((k) => `no longer ${k}`)].join('; ')}): nothing was written; run ccm migrate again and confirm the new plan`,
+  );
+}
+
+/**
+ * A hand-over while the official controller still runs leaves two controllers on the same load
+ * balancers, each undoing the other: refused, as --rollback is while ccm runs.
+ */
+function refuseWhileOfficialRuns(workloads: readonly FoundWorkload[]): void {
+  const running = workloads.find((w) => w.replicas > 0);
+  if (!running) return;
+  const { kind, namespace, name, replicas } = running;
+  const stop =
+    kind === 'Deployment'
+      ? `kubectl -n ${namespace} scale deployment/${name} --replicas=0`
+      : `give daemonset/${name} a nodeSelector no Node has, see docs/migrate.md`;
+  throw new UsageError(
+    `the official controller still runs (${kind} ${namespace}/${name}, ${replicas} replica${replicas === 1 ? '' : 's'}): stop it first (${stop}), then --yes, or both controllers would change the same load balancers`,
+  );
 }
 
 async function exists(http: KubeTransport, path: string): Promise<boolean> {
@@ -305,11 +354,28 @@ export async function planMigration(
   adoption: LoadBalancerAdoption,
   clusterID: string,
   officialCluster: string,
+  /** Service UID → load balancer id of the hand-overs a previous --yes recorded (hand-overs.ts). */
+  handOvers: ReadonlyMap<string, string>,
 ): Promise<ServicePlan[]> {
   const rules = { clusterID };
   const ours = services.filter((s) => wantsLoadBalancer(s, rules));
-  const requests = ours.map((s) => describeRequest(s, [], rules));
+  const recorded = (svc: SlimService) =>
+    svc.annotations[ANNOTATION_ADOPTED_LOAD_BALANCER] !== undefined &&
+    handOvers.get(svc.uid) === svc.annotations[ANNOTATION_ADOPTED_LOAD_BALANCER];
+  // An annotation no --yes recorded is no hand-over (anyone who may edit the Service can write it):
+  // the official load balancer is looked for as if it were not there.
+  const requests = ours.map((s) => {
+    const { adoptedID: _, ...request } = describeRequest(s, [], rules);
+    return recorded(s) ? { ...request, adoptedID: s.annotations[ANNOTATION_ADOPTED_LOAD_BALANCER] } : request;
+  });
   const found = await adoption.findOfficial(requests, officialCluster);
+  // One load balancer named by several Services is shared: ccm manages a load balancer as a whole,
+  // for one Service, so it is handed to none of them.
+  const users = new Map<string, string[]>();
+  for (const svc of ours) {
+    const id = found.get(svc.uid)?.id;
+    if (id) users.set(id, [...(users.get(id) ?? []), `${svc.namespace}/${svc.name}`]);
+  }
   return ours.map((svc): ServicePlan => {
     const common = {
       namespace: svc.namespace,
@@ -323,7 +389,15 @@ export async function planMigration(
     };
     const lb = found.get(svc.uid);
     const handed = svc.annotations[ANNOTATION_ADOPTED_LOAD_BALANCER];
-    if (handed) {
+    if (handed && !recorded(svc) && lb?.id !== handed) {
+      return {
+        ...common,
+        action: 'mismatch',
+        ...(lb ? { loadBalancer: lb } : {}),
+        note: `carries ${ANNOTATION_ADOPTED_LOAD_BALANCER}: ${handed}, which no ccm migrate --yes recorded${lb ? ` (the official load balancer is ${lb.name}, ${lb.id})` : ''}: ccm ignores that annotation; remove it`,
+      };
+    }
+    if (handed && recorded(svc)) {
       return {
         ...common,
         action: 'adopted',
@@ -336,6 +410,20 @@ export async function planMigration(
         ...common,
         action: 'none',
         note: `no load balancer of ${official.id} found for it: ccm builds one when it runs`,
+      };
+    }
+    const sharers = (users.get(lb.id) ?? []).filter((k) => k !== `${svc.namespace}/${svc.name}`);
+    const refusal =
+      lb.refusal ??
+      (sharers.length > 0
+        ? `${lb.name} (${lb.id}) is shared with ${sharers.join(', ')}; ccm does not share a load balancer between Services, and leaves it alone`
+        : undefined);
+    if (refusal) {
+      return {
+        ...common,
+        action: 'mismatch',
+        loadBalancer: lb,
+        note: `${refusal}; ccm run builds a load balancer of its own for the Service (a new address)`,
       };
     }
     const foreignAddress = common.ingress.filter((ip) => !lb.addresses.includes(ip));
@@ -375,7 +463,7 @@ function untouchedLines(
           ? `Secret kube-system/${s.name}: ccm reads it as it is, unchanged`
           : `Secret kube-system/${s.name}: unchanged; its format differs from ccm's (ccm secret create writes ccm's)`,
       ),
-    'every load balancer stays (none is created or deleted), with its name, id, addresses, listeners and backends',
+    'every load balancer stays (ccm migrate creates and deletes none), with its name, id, addresses, listeners and backends',
     'finalizers and every other annotation of the Services',
   ];
   for (const p of plans) {
@@ -400,6 +488,12 @@ async function readBackup(http: KubeTransport): Promise<Map<string, BackupRecord
   }
 }
 
+/** What the backup may take of the 1 MiB (etcd's and the API server's limit) an object holds. */
+const BACKUP_LIMIT = 900 * 1024;
+
+/** The Service annotations `apply` writes, and so the only ones `rollback` gives back. */
+const MIGRATE_WRITES = [ANNOTATION_ADOPTED_LOAD_BALANCER] as const;
+
 /** ConfigMap keys allow [-._a-zA-Z0-9]: namespace and name, which cannot hold "_", joined by one. */
 const backupKey = (svc: { namespace: string; name: string }) => `${svc.namespace}_${svc.name}`;
 
@@ -423,10 +517,21 @@ async function apply(
       namespace: svc.namespace,
       name: svc.name,
       uid: svc.uid,
-      annotations: { ...svc.annotations },
+      annotations: Object.fromEntries(
+        MIGRATE_WRITES.flatMap((k) => (svc.annotations[k] !== undefined ? [[k, svc.annotations[k]]] : [])),
+      ),
       loadBalancer: p.loadBalancer as ForeignLoadBalancer,
     };
     records[backupKey(p)] = JSON.stringify(record);
+  }
+  const size = [...(backup?.entries() ?? [])]
+    .map(([k, r]) => k.length + JSON.stringify(r).length)
+    .concat(Object.entries(records).map(([k, v]) => k.length + v.length))
+    .reduce((a, b) => a + b, 0);
+  if (size > BACKUP_LIMIT) {
+    throw new UsageError(
+      `the backup of ${todo.length} Services would take ${size} bytes, more than one ConfigMap holds (1 MiB); nothing was written: hand them over with ccm run --adopt-official instead`,
+    );
   }
   const path = `/api/v1/namespaces/kube-system/configmaps`;
   if (!backup) {
@@ -464,6 +569,23 @@ async function apply(
   return true;
 }
 
+async function readService(
+  http: KubeTransport,
+  ref: { namespace: string; name: string },
+): Promise<SlimService | undefined> {
+  try {
+    return slimService(
+      await http.request({
+        method: 'GET',
+        path: `/api/v1/namespaces/${encodeURIComponent(ref.namespace)}/services/${encodeURIComponent(ref.name)}`,
+      }),
+    );
+  } catch (err) {
+    if (err instanceof KubeApiError && err.status === 404) return undefined;
+    throw err;
+  }
+}
+
 async function patchAnnotations(
   http: KubeTransport,
   svc: SlimService,
@@ -480,8 +602,9 @@ async function patchAnnotations(
 }
 
 /**
- * Every Service of the backup gets its annotations back exactly (keys added since are removed), and
- * its load balancer its tags, in their order. The backup goes last, once all of it is back.
+ * Every Service of the backup gets back exactly what `apply` changed (the annotations it wrote, as they
+ * were before; edits a person made since stay), and its load balancer its tags, in their order. The
+ * backup goes last, once all of it is back.
  */
 async function rollback(
   http: KubeTransport,
@@ -498,6 +621,13 @@ async function rollback(
     };
   }
   const byKey = new Map(services.map((s) => [serviceKey(s), s]));
+  // A Service made ClusterIP since (ccm then deleted its load balancer and finalizer) is no longer in
+  // the listing of LoadBalancer Services, but still carries the annotation --yes wrote: read it.
+  for (const record of backup.values()) {
+    if (byKey.has(serviceKey(record))) continue;
+    const svc = await readService(http, record);
+    if (svc) byKey.set(serviceKey(svc), svc);
+  }
   const plans: ServicePlan[] = [];
   const untouched: string[] = [];
   const present = [...backup.values()].filter((r) => byKey.get(serviceKey(r))?.uid === r.uid);
@@ -517,14 +647,20 @@ async function rollback(
       );
       continue;
     }
-    const lb = current.get(svc.uid) ?? record.loadBalancer;
-    if (JSON.stringify(lb.tags) !== JSON.stringify(record.loadBalancer.tags)) {
+    const lb = current.get(svc.uid);
+    if (!lb) {
+      untouched.push(
+        `load balancer ${record.loadBalancer.name} (${record.loadBalancer.id}) of Service ${svc.namespace}/${svc.name} is gone: its annotation is given back, there are no tags to give back`,
+      );
+    } else if (JSON.stringify(lb.tags) !== JSON.stringify(record.loadBalancer.tags)) {
       await adoption.setTags(lb, record.loadBalancer.tags);
     }
+    // Only what --yes wrote: every other annotation is the Service owner's, edited since or not.
     const patch: Record<string, string | null> = {};
-    for (const key of Object.keys(svc.annotations)) if (!(key in record.annotations)) patch[key] = null;
-    for (const [key, value] of Object.entries(record.annotations)) {
-      if (svc.annotations[key] !== value) patch[key] = value;
+    for (const key of MIGRATE_WRITES) {
+      const was = record.annotations[key];
+      if (was === undefined && key in svc.annotations) patch[key] = null;
+      else if (was !== undefined && svc.annotations[key] !== was) patch[key] = was;
     }
     if (Object.keys(patch).length > 0) await patchAnnotations(http, svc, patch);
     plans.push({

@@ -55,7 +55,7 @@ export default class Migrate extends BaseCommand {
     if (modes.length > 1) {
       throw new UsageError(`--${modes.join(' and --')} exclude each other; pass one (no flag: a dry run)`);
     }
-    const { runMigrate } = await import('../cli/migrate.js');
+    const { planKeys, runMigrate } = await import('../cli/migrate.js');
     const { migrateReport } = await import('../cli/migrate-report.js');
     const input = { ...flags, env: process.env };
     if (flags.rollback) return migrateReport(await runMigrate({ ...input, mode: 'rollback' }));
@@ -75,6 +75,8 @@ export default class Migrate extends BaseCommand {
     );
     const { confirm } = await import('@inquirer/prompts');
     const go = await confirm({ message: `Hand these load balancers to ccm?`, default: false });
-    return migrateReport(go ? await runMigrate({ ...input, mode: 'apply' }) : plan);
+    if (!go) return migrateReport(plan);
+    // Exactly the plan confirmed: applying refuses if the cluster or the cloud changed it meanwhile.
+    return migrateReport(await runMigrate({ ...input, mode: 'apply', confirmed: planKeys(plan.services) }));
   }
 }

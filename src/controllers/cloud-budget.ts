@@ -133,8 +133,8 @@ export function budgetedProvider(
     ...(lb.adoption
       ? {
           adoption: {
-            findOfficial: (services, cluster, signal) =>
-              call('lb_find_official', (p) => adoptionOf(p).findOfficial(services, cluster, signal)),
+            findOfficial: (services, cluster, signal, options) =>
+              call('lb_find_official', (p) => adoptionOf(p).findOfficial(services, cluster, signal, options)),
             ownershipTags: (found, clusterID) => adoptionOf(holder.current).ownershipTags(found, clusterID),
             setTags: (found, tags, signal) =>
               call('lb_set_tags', (p) => adoptionOf(p).setTags(found, tags, signal), true),

@@ -138,7 +138,7 @@ export class ServiceController {
     try {
       if (!svc) {
         const last = this.tombstones.get(key);
-        if (last) await deleteOrphaned(last, sync);
+        if (last) await deleteOrphaned(last, backendNodes(this.deps.nodes.list()), sync);
         this.forgetService(key);
         this.deps.queue.forget(key);
         return;

@@ -10,7 +10,14 @@ import {
   FINALIZER_LOAD_BALANCER_CLEANUP,
   SOURCE_SERVICE_CONTROLLER,
 } from '../kube/well-known.js';
-import type { LoadBalancerNode, LoadBalancerRequest, LoadBalancers } from '../providers/types.js';
+import { InvalidConfigError } from '../providers/errors.js';
+import { parseProviderID } from '../providers/provider-id.js';
+import type {
+  ForeignLoadBalancer,
+  LoadBalancerNode,
+  LoadBalancerRequest,
+  LoadBalancers,
+} from '../providers/types.js';
 import {
   annotationChanges,
   describeRequest,
@@ -66,12 +73,13 @@ export async function syncService(
   deps: ServiceSyncDeps,
   options: ServiceSyncOptions,
 ): Promise<ServiceSyncResult> {
-  if (needsCleanup(svc, deps.rules)) return cleanUp(svc, deps);
+  if (needsCleanup(svc, deps.rules)) return cleanUp(svc, backends, deps);
   if (!wantsLoadBalancer(svc, deps.rules) || svc.deleting)
     return { result: 'ignored', managedAnnotations: [] };
 
   const { client, balancers, rules, signal } = deps;
-  const request = describeRequest(svc, backends, rules);
+  const { request, refused } = await checkHandOver(describeRequest(svc, backends, rules), deps);
+  if (refused) throw new InvalidConfigError(refused);
   // Quiet only for a Service that already has everything: a new one is always announced.
   const announce = options.announce || !hasCleanupFinalizer(svc) || svc.ingress.length === 0;
   if (announce) {
@@ -118,6 +126,58 @@ export async function syncService(
 }
 
 /**
+ * The annotation `ccm.io/adopted-load-balancer` alone hands nothing over: anyone who may edit the
+ * Service can write it. ccm acts on the load balancer it names only when `ccm migrate --yes` recorded
+ * that hand-over for this very Service in kube-system (hand-overs.ts), or, with --adopt-official, when
+ * the official controller's naming and this cluster's identity find that same load balancer for it.
+ * Otherwise the request goes on without it (ccm then sees only load balancers with its own tag), and
+ * `refused` says why in one line.
+ */
+async function checkHandOver(
+  request: LoadBalancerRequest,
+  deps: ServiceSyncDeps,
+): Promise<{ request: LoadBalancerRequest; refused?: string }> {
+  const id = request.adoptedID;
+  if (!id) return { request };
+  if ((await deps.client.handOvers()).get(request.service.uid) === id) return { request };
+  const { balancers, rules, signal } = deps;
+  const { adoptedID: _, ...unadopted } = request;
+  if (rules.adoptOfficial && balancers.adoption) {
+    const found = await balancers.adoption.findOfficial(
+      [unadopted],
+      rules.adoptOfficial.clusterName,
+      signal,
+      {
+        withBackends: true,
+      },
+    );
+    const lb = found.get(request.service.uid);
+    if (lb?.id === id && adoptable(lb, request.nodes)) return { request };
+  }
+  return {
+    request: unadopted,
+    refused: `Service annotation ${ANNOTATION_ADOPTED_LOAD_BALANCER}=${id} names a load balancer that was not handed to ccm for this Service (ccm migrate --yes records each hand-over in kube-system${rules.adoptOfficial ? '; --adopt-official did not find it by the official naming for this cluster' : ''}): ccm neither changes nor deletes it; remove the annotation`,
+  };
+}
+
+/**
+ * What --adopt-official may take besides the official naming: an official name is no identity (every
+ * cluster run with the official default --cluster-name, "kubernetes" or "brightbox-k8s", makes the
+ * same names, and a do-loadbalancer-name is whatever a Service asks), and Brightbox has no tags. So the
+ * load balancer must also balance to this cluster only: at least one backend, and every backend one
+ * of this cluster's Nodes (by provider ID, or by address where the cloud balances to addresses).
+ */
+function adoptable(lb: ForeignLoadBalancer, nodes: readonly LoadBalancerNode[]): boolean {
+  if (lb.refusal || !lb.backends || lb.backends.length === 0) return false;
+  const key = (value: string) => {
+    const id = parseProviderID(value);
+    return id ? `${id.scheme}://${id.id}` : value;
+  };
+  const ours = new Set(nodes.flatMap((n) => [key(n.providerID), ...n.addresses.map((a) => a.address)]));
+  return lb.backends.every((b) => ours.has(key(b)));
+}
+
+/**
  * With --adopt-official, a Service that has no load balancer of ccm's and none handed over yet takes
  * the official controller's (found by its naming and tags): the request then names it, and the
  * Service records it (the annotation `ccm migrate` writes), so it is looked for only once.
@@ -129,17 +189,24 @@ async function adoptOfficial(
   const { balancers, rules, signal } = deps;
   if (!rules.adoptOfficial || !balancers.adoption || request.adoptedID) return undefined;
   if (await balancers.get(request, signal)) return undefined;
-  const found = await balancers.adoption.findOfficial([request], rules.adoptOfficial.clusterName, signal);
+  const found = await balancers.adoption.findOfficial([request], rules.adoptOfficial.clusterName, signal, {
+    withBackends: true,
+  });
   const lb = found.get(request.service.uid);
-  if (!lb) return undefined;
+  if (!lb || !adoptable(lb, request.nodes)) return undefined;
   request.adoptedID = lb.id;
   return { [ANNOTATION_ADOPTED_LOAD_BALANCER]: lb.id };
 }
 
 /** The load balancer goes first; only then the finalizer and the status (one write). */
-async function cleanUp(svc: SlimService, deps: ServiceSyncDeps): Promise<ServiceSyncResult> {
+async function cleanUp(
+  svc: SlimService,
+  backends: LoadBalancerNode[],
+  deps: ServiceSyncDeps,
+): Promise<ServiceSyncResult> {
   const { client, balancers, rules, signal } = deps;
-  const request = describeRequest(svc, [], rules);
+  // The backends only tell an --adopt-official load balancer apart; the cloud is not asked to change them.
+  const { request } = await checkHandOver(describeRequest(svc, backends, rules), deps);
   const existing = await balancers.get(request, signal);
   if (existing) {
     await client.recordEvent(svc, event('Normal', EVENT_DELETING_LOAD_BALANCER, 'Deleting load balancer'));
@@ -163,7 +230,8 @@ export async function syncBackends(
   backends: LoadBalancerNode[],
   deps: ServiceSyncDeps,
 ): Promise<void> {
-  await deps.balancers.updateNodes(describeRequest(svc, backends, deps.rules), deps.signal);
+  const { request } = await checkHandOver(describeRequest(svc, backends, deps.rules), deps);
+  await deps.balancers.updateNodes(request, deps.signal);
   await deps.client.recordEvent(
     svc,
     event('Normal', EVENT_UPDATED_LOAD_BALANCER, 'Updated load balancer with new hosts'),
@@ -174,7 +242,11 @@ export async function syncBackends(
  * A Service that vanished without our finalizer (someone removed it by hand): its load balancer is
  * still deleted, from the last state we saw, with nothing to write to Kubernetes.
  */
-export async function deleteOrphaned(svc: SlimService, deps: ServiceSyncDeps): Promise<void> {
-  const request = describeRequest(svc, [], deps.rules);
+export async function deleteOrphaned(
+  svc: SlimService,
+  backends: LoadBalancerNode[],
+  deps: ServiceSyncDeps,
+): Promise<void> {
+  const { request } = await checkHandOver(describeRequest(svc, backends, deps.rules), deps);
   if (await deps.balancers.get(request, deps.signal)) await deps.balancers.delete(request, deps.signal);
 }

@@ -1,5 +1,6 @@
 import { eventRecorder } from './event-recorder.js';
 import type { EventSpec } from './events.js';
+import { readHandOvers } from './hand-overs.js';
 import type { KubeTransport } from './transport.js';
 import { FIELD_MANAGER } from './well-known.js';
 
@@ -125,6 +126,8 @@ export interface ServiceClient {
   ): Promise<void>;
   /** Queued for the process's event recorder (event-recorder.ts): never waits for the API server, never fails. */
   recordEvent(service: SlimService, event: EventSpec): Promise<void>;
+  /** Service UID → the load balancer `ccm migrate --yes` handed to ccm for it (hand-overs.ts). */
+  handOvers(): Promise<Map<string, string>>;
   /** Write requests sent so far. */
   readonly writes: number;
 }
@@ -158,5 +161,6 @@ export function createServiceClient(http: KubeTransport): ServiceClient {
       };
       if (eventRecorder(http).record(about, event)) writes++;
     },
+    handOvers: () => readHandOvers(http),
   };
 }

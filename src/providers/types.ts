@@ -165,6 +165,16 @@ export interface ForeignLoadBalancer {
   addresses: string[];
   /** The tags as the cloud holds them, in its order (restored byte for byte on rollback). */
   tags: string[];
+  /**
+   * Why it is found but never handed to ccm (shared by several Services, or not built by the official
+   * controller), in one line; absent when it may be.
+   */
+  refusal?: string;
+  /**
+   * Its backends, each as a provider ID (DigitalOcean, Brightbox) or an address (OpenStack's members),
+   * when asked for (`withBackends`): --adopt-official takes it only when all are this cluster's Nodes.
+   */
+  backends?: string[];
 }
 
 export interface LoadBalancerAdoption {
@@ -177,6 +187,7 @@ export interface LoadBalancerAdoption {
     services: readonly LoadBalancerRequest[],
     officialCluster: string,
     signal?: AbortSignal,
+    options?: { withBackends?: boolean },
   ): Promise<Map<string, ForeignLoadBalancer>>;
   /**
    * The tags ccm adds next to the official ones to mark the load balancer as this cluster's (empty

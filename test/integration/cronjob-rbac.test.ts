@@ -169,6 +169,8 @@ describe('the generated CronJob', () => {
       'ClusterRoleBinding /system:ccm',
       'Role kube-system/ccm:leader-election',
       'RoleBinding kube-system/ccm:leader-election',
+      'Role kube-system/ccm:migration-record',
+      'RoleBinding kube-system/ccm:migration-record',
       `ClusterRole /${ROLE}`,
       `ClusterRoleBinding /${ROLE}`,
       'Deployment kube-system/ccm',

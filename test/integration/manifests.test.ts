@@ -276,6 +276,16 @@ describe('ccm run with the RBAC of its manifests', () => {
         spec: { type: 'LoadBalancer', ports: [{ port: 80 }], selector: { a: 'b' } },
       },
     });
+    // A Service that says it was handed a load balancer: ccm checks the hand-over in kube-system.
+    await core
+      .createNamespacedService({
+        namespace: 'default',
+        body: {
+          metadata: { name: 'handed', annotations: { 'ccm.io/adopted-load-balancer': 'lb-1' } },
+          spec: { type: 'LoadBalancer', ports: [{ port: 80 }], selector: { a: 'b' } },
+        },
+      })
+      .catch(() => undefined);
     const before = (await cp.requests(SA_USER)).length;
     child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     log = '';

@@ -67,6 +67,66 @@ const migrate = (...args: string[]) =>
 
 const writes = () => sim.requests.filter((r) => r.method !== 'GET' && !r.path.startsWith('/token'));
 
+/** A worker Node of this cluster, made once for the tests that need one. */
+async function ensureWorker(): Promise<void> {
+  const nodes = await api.listNode();
+  if (nodes.items.some((n) => n.metadata?.name === 'my-worker-1')) return;
+  const mine = sim.addServer({ name: 'my-worker-1' });
+  await createNodes(api, [{ name: 'my-worker-1', providerID: `brightbox://${mine.id}`, tainted: false }]);
+}
+
+/** Another cluster's balancer and its cloud IP, on that cluster's own server. */
+function otherClustersBalancer(id: string, name: string) {
+  const theirs = sim.addServer({ name: `their-worker-${id}` });
+  sim.loadBalancers.set(id, {
+    id,
+    name,
+    status: 'active',
+    locked: false,
+    policy: 'least-connections',
+    httpsRedirect: false,
+    domains: [],
+    acme: {},
+    acmeReadsLeft: 0,
+    listeners: [{ protocol: 'tcp', in: 443, out: 31443, timeout: 50_000, proxy_protocol: null }],
+    healthcheck: {
+      type: 'tcp',
+      port: 31443,
+      request: '/',
+      interval: 5000,
+      timeout: 5000,
+      threshold_up: 3,
+      threshold_down: 3,
+    },
+    nodes: [theirs.id],
+    readsLeft: 0,
+  });
+  const cip = sim.addCloudIP({ name, mappedTo: id });
+  return { theirs, cip };
+}
+
+function startCcm(adoptOfficial?: { clusterName: string }) {
+  return startInProcess(
+    runInput(cp.kubeconfigPath, '', {
+      provider: 'brightbox',
+      'cloud-config': undefined,
+      credentialsSecret: 'kube-system/brightbox-credentials',
+      ...(adoptOfficial
+        ? {
+            controllerOptions: {
+              concurrency: 4,
+              deletionGracePeriodMs: 0,
+              nodeMonitorPeriodMs: 200,
+              nodeStatusUpdateFrequencyMs: 60_000,
+              cloudListPeriodMs: 500,
+              adoptOfficial,
+            },
+          }
+        : {}),
+    }),
+  );
+}
+
 describe('ccm migrate --provider brightbox', () => {
   it('adopts the official load balancer, cloud IP, server group and firewall policy by their name; ccm run adds the new server in place and creates or deletes nothing; --rollback restores the annotations', async () => {
     const s1 = sim.addServer({ name: 'worker-1' });
@@ -236,7 +296,9 @@ describe('ccm migrate --provider brightbox', () => {
         threshold_up: 3,
         threshold_down: 3,
       },
-      nodes: [],
+      // The official controller balanced to this cluster's server (--adopt-official takes a load
+      // balancer only when every backend is one of this cluster's Nodes).
+      nodes: [s1.id],
       readsLeft: 0,
     });
     const cip = sim.addCloudIP({ name, mappedTo: lbId });
@@ -278,4 +340,53 @@ describe('ccm migrate --provider brightbox', () => {
     expect(sim.cloudIPs.size).toBe(cipsBefore);
     expect(sim.cloudIPs.get(cip.id)?.mappedTo).toBe(lbId);
   }, 60_000);
+
+  it("the ccm.io/adopted-load-balancer annotation alone hands nothing over: plain ccm run neither takes another cluster's balancer nor deletes it (or its cloud IP) with the Service", async () => {
+    await ensureWorker();
+    const { theirs, cip } = otherClustersBalancer('lba-other2', 'api.prod.other-cluster');
+    await api.createNamespacedService({
+      namespace: NS,
+      body: lbService('evil', NS, { [ADOPTED]: 'lba-other2' }),
+    });
+    ccm = await startCcm();
+    await until(
+      'the hand-over refused',
+      async () => ccm?.logs.some((l) => l.includes('evil') && /not handed to ccm for this Service/.test(l)),
+      30_000,
+    );
+    const nodes = sim.loadBalancers.get('lba-other2')?.nodes;
+    const seen = sim.requests.length;
+    await api.deleteNamespacedService({ name: 'evil', namespace: NS });
+    // ccm's cleanup of the deleted Service looks for its load balancer: it is done then.
+    await until(
+      'the cleanup looked',
+      async () =>
+        sim.requests.slice(seen).some((r) => r.method === 'GET' && r.path.includes('load_balancers')),
+      30_000,
+    );
+    const deletes = sim.requests.filter((r) => r.method === 'DELETE').map((r) => r.path);
+    expect(nodes).toEqual([theirs.id]);
+    expect(deletes).toEqual([]);
+    expect(sim.loadBalancers.get('lba-other2')?.status).toBe('active');
+    expect(sim.cloudIPs.has(cip.id)).toBe(true);
+  }, 60_000);
+
+  it("ccm run --adopt-official does not take another cluster's web.default.brightbox-k8s (the official default cluster name): its backends are not this cluster's servers", async () => {
+    await ensureWorker();
+    // Named for a Service that no earlier test of this file gave an official load balancer.
+    const { theirs } = otherClustersBalancer('lba-other1', `storefront.${NS}.brightbox-k8s`);
+    await api.createNamespacedService({ namespace: NS, body: lbService('storefront') });
+    ccm = await startCcm({ clusterName: 'brightbox-k8s' });
+    // ccm builds this Service a load balancer of its own instead, and reports its address.
+    const svc = await until(
+      'storefront served by a load balancer of ccm',
+      async () => {
+        const s = await api.readNamespacedService({ name: 'storefront', namespace: NS });
+        return (s.status?.loadBalancer?.ingress?.length ?? 0) > 0 ? s : undefined;
+      },
+      60_000,
+    );
+    expect(sim.loadBalancers.get('lba-other1')?.nodes).toEqual([theirs.id]);
+    expect(svc.metadata?.annotations?.[ADOPTED]).toBeUndefined();
+  }, 90_000);
 });

@@ -180,6 +180,51 @@ async function seedOfficial(
   return { svc: await api.readNamespacedService({ name, namespace: NS }), lb };
 }
 
+/** Another cluster's load balancer in the same account (a DOKS cluster: tagged k8s:<its id>). */
+function otherClustersLb(name = 'a0123456789abcdef0123456789abcde') {
+  return sim.addLoadBalancer({
+    name,
+    region: 'fra1',
+    type: 'REGIONAL',
+    droplet_ids: [999001, 999002],
+    forwarding_rules: [
+      { entry_protocol: 'tcp', entry_port: 443, target_protocol: 'tcp', target_port: 31443 },
+    ],
+    tags: ['k8s:11111111-2222-3333-4444-555555555555'],
+  });
+}
+
+function startCcm(adoptOfficial?: { clusterName: string }) {
+  return startInProcess(
+    runInput(cp.kubeconfigPath, '', {
+      provider: 'digitalocean',
+      'cloud-config': undefined,
+      credentialsSecret: 'kube-system/digitalocean',
+      env: env(),
+      ...(adoptOfficial
+        ? {
+            controllerOptions: {
+              concurrency: 4,
+              deletionGracePeriodMs: 0,
+              nodeMonitorPeriodMs: 200,
+              nodeStatusUpdateFrequencyMs: 60_000,
+              cloudListPeriodMs: 500,
+              adoptOfficial,
+            },
+          }
+        : {}),
+    }),
+  );
+}
+
+/** Until the Service's sync failed with the hand-over refusal (ccm has looked at it, and said why). */
+const refusedHandOver = (name: string) =>
+  until(
+    `the hand-over of ${name} refused`,
+    async () => ccm?.logs.some((l) => l.includes(name) && /not handed to ccm for this Service/.test(l)),
+    30_000,
+  );
+
 const lbWrites = () => sim.requests.filter((r) => r.method !== 'GET');
 const ccmWrites = async () => (await cp.writes(CCM_USER)).length;
 
@@ -450,5 +495,352 @@ describe('ccm migrate --provider digitalocean', () => {
     );
     expect(sim.requestsTo('POST', '/v2/load_balancers')).toEqual([]);
     expect(lbWrites()).toEqual([]);
+  }, 60_000);
+
+  it("the ccm.io/adopted-load-balancer annotation alone (no ccm migrate) hands nothing over: plain ccm run neither rewires another cluster's load balancer nor deletes it with the Service", async () => {
+    await seedNodes();
+    const victim = otherClustersLb();
+    const before = structuredClone(victim);
+    // Anyone who may edit a Service in any namespace writes one annotation.
+    await api.createNamespacedService({
+      namespace: NS,
+      body: lbService('evil', NS, { [ADOPTED]: victim.id as string }),
+    });
+    ccm = await startCcm();
+    await refusedHandOver('evil');
+    const now = sim.loadBalancers.get(victim.id as string);
+    const writes = sim.requests.filter((r) => r.method !== 'GET' && r.url.includes(victim.id as string));
+    // Then the Service is deleted: ccm's cleanup must not take "its" load balancer with it.
+    const seen = sim.requests.length;
+    await api.deleteNamespacedService({ name: 'evil', namespace: NS });
+    // ccm's cleanup of the deleted Service looks for its load balancer (one listing): it is done then.
+    await until(
+      'the cleanup looked',
+      async () =>
+        sim.requests.slice(seen).some((r) => r.method === 'GET' && r.url.startsWith('/v2/load_balancers')),
+      30_000,
+    );
+    const deletes = sim.requestsTo('DELETE', `/v2/load_balancers/${victim.id}`);
+    expect({ droplets: now?.droplet_ids, rules: now?.forwarding_rules }).toEqual({
+      droplets: before.droplet_ids,
+      rules: before.forwarding_rules,
+    });
+    expect(writes).toEqual([]);
+    expect(deletes).toEqual([]);
+    expect(sim.loadBalancers.has(victim.id as string)).toBe(true);
+  }, 60_000);
+
+  it("ccm run --adopt-official does not take another cluster's load balancer that merely has the name a do-loadbalancer-name annotation asks for", async () => {
+    await seedNodes();
+    const victim = otherClustersLb('ingress');
+    await api.createNamespacedService({
+      namespace: NS,
+      body: lbService('web', NS, { 'service.beta.kubernetes.io/do-loadbalancer-name': 'ingress' }),
+    });
+    ccm = await startCcm({ clusterName: '' });
+    // ccm builds this Service a load balancer of its own instead, and records its id.
+    const svc = await until(
+      'web synced with a load balancer of ccm',
+      async () => {
+        const s = await api.readNamespacedService({ name: 'web', namespace: NS });
+        const id = s.metadata?.annotations?.[LB_ID];
+        return id && id !== victim.id ? s : undefined;
+      },
+      60_000,
+    );
+    expect(svc.metadata?.annotations?.[ADOPTED]).toBeUndefined();
+    expect(sim.loadBalancers.get(victim.id as string)?.droplet_ids).toEqual([999001, 999002]);
+  }, 90_000);
+
+  it("ccm run --adopt-official does not take an untagged load balancer by the official name when its droplets are not this cluster's", async () => {
+    await seedNodes();
+    const created = await api.createNamespacedService({ namespace: NS, body: lbService('web', NS) });
+    const uid = created.metadata?.uid as string;
+    // Named for this Service, untagged (a self-managed cluster's official controller), but balancing
+    // to droplets this cluster does not have.
+    const stray = sim.addLoadBalancer({
+      name: `a${uid.replace(/-/g, '')}`.slice(0, 32),
+      region: 'fra1',
+      type: 'REGIONAL',
+      droplet_ids: [999001],
+      forwarding_rules: [
+        { entry_protocol: 'tcp', entry_port: 80, target_protocol: 'tcp', target_port: 31080 },
+      ],
+      tags: [],
+    });
+    ccm = await startCcm({ clusterName: '' });
+    // ccm builds this Service a load balancer of its own instead, and records its id.
+    const svc = await until(
+      'web synced with a load balancer of ccm',
+      async () => {
+        const s = await api.readNamespacedService({ name: 'web', namespace: NS });
+        const id = s.metadata?.annotations?.[LB_ID];
+        return id && id !== stray.id ? s : undefined;
+      },
+      60_000,
+    );
+    expect(svc.metadata?.annotations?.[ADOPTED]).toBeUndefined();
+    expect(sim.loadBalancers.get(stray.id as string)?.droplet_ids).toEqual([999001]);
+    expect(lbWrites().filter((r) => r.url.includes(stray.id as string))).toEqual([]);
+  }, 60_000);
+
+  it("migrate does not plan to adopt a load balancer tagged for another cluster (k8s:<other id>) that a Service's load-balancer-id annotation names", async () => {
+    await seedNodes();
+    const victim = otherClustersLb();
+    await api.createNamespacedService({
+      namespace: NS,
+      body: lbService('evil', NS, { [LB_ID]: victim.id as string }),
+    });
+    const dry = await migrate('-o', 'json');
+    const plan = JSON.parse(dry.stdout);
+    const evil = plan.services.find((s: { name: string }) => s.name === 'evil');
+    expect(evil.action).not.toBe('adopt');
+  }, 60_000);
+
+  it('a Service the official controller serves with do-loadbalancer-hostname (ingress = that hostname, upstream loadbalancers.go getHostname) is adopted, not "mismatch"', async () => {
+    const [d1] = await seedNodes();
+    const created = await api.createNamespacedService({
+      namespace: NS,
+      body: lbService('web', NS, {
+        'service.beta.kubernetes.io/do-loadbalancer-hostname': 'web.example.com',
+      }),
+    });
+    const uid = created.metadata?.uid as string;
+    const lb = sim.addLoadBalancer({
+      name: `a${uid.replace(/-/g, '')}`.slice(0, 32),
+      region: 'fra1',
+      type: 'REGIONAL',
+      droplet_ids: [d1],
+      forwarding_rules: [],
+      tags: [],
+    });
+    await api.patchNamespacedService(
+      {
+        name: 'web',
+        namespace: NS,
+        body: { metadata: { finalizers: [FINALIZER], annotations: { [LB_ID]: lb.id as string } } },
+      },
+      MERGE_PATCH,
+    );
+    await api.patchNamespacedServiceStatus(
+      {
+        name: 'web',
+        namespace: NS,
+        body: { status: { loadBalancer: { ingress: [{ hostname: 'web.example.com' }] } } },
+      },
+      MERGE_PATCH,
+    );
+    const plan = JSON.parse((await migrate('-o', 'json')).stdout);
+    const web = plan.services.find((s: { name: string }) => s.name === 'web');
+    expect(web.action).toBe('adopt');
+  }, 60_000);
+
+  it('--rollback gives back only what --yes changed: annotation edits a person made after the migration stay', async () => {
+    const [d1] = await seedNodes();
+    const created = await api.createNamespacedService({
+      namespace: NS,
+      body: lbService('web', NS, { 'service.beta.kubernetes.io/do-loadbalancer-size-unit': '1' }),
+    });
+    const uid = created.metadata?.uid as string;
+    const lb = sim.addLoadBalancer({
+      name: `a${uid.replace(/-/g, '')}`.slice(0, 32),
+      region: 'fra1',
+      type: 'REGIONAL',
+      droplet_ids: [d1],
+      forwarding_rules: [],
+      tags: [],
+    });
+    await api.patchNamespacedService(
+      {
+        name: 'web',
+        namespace: NS,
+        body: { metadata: { finalizers: [FINALIZER], annotations: { [LB_ID]: lb.id as string } } },
+      },
+      MERGE_PATCH,
+    );
+    await api.patchNamespacedServiceStatus(
+      {
+        name: 'web',
+        namespace: NS,
+        body: { status: { loadBalancer: { ingress: [{ ip: lb.ip as string }] } } },
+      },
+      MERGE_PATCH,
+    );
+    expect((await migrate('--yes')).exitCode).toBe(0);
+    // While ccm runs, the owner scales the load balancer up and adds a new setting.
+    await api.patchNamespacedService(
+      {
+        name: 'web',
+        namespace: NS,
+        body: {
+          metadata: {
+            annotations: {
+              'service.beta.kubernetes.io/do-loadbalancer-size-unit': '4',
+              'service.beta.kubernetes.io/do-loadbalancer-enable-proxy-protocol': 'true',
+            },
+          },
+        },
+      },
+      MERGE_PATCH,
+    );
+    const back = await migrate('--rollback');
+    expect(back.exitCode).toBe(0);
+    const ann = (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations ?? {};
+    expect(ann[ADOPTED]).toBeUndefined();
+    expect(ann['service.beta.kubernetes.io/do-loadbalancer-size-unit']).toBe('4');
+    expect(ann['service.beta.kubernetes.io/do-loadbalancer-enable-proxy-protocol']).toBe('true');
+  }, 60_000);
+
+  it('the backup keeps only what --yes changes: Services with large annotations (last-applied-configuration) do not push it past the 1 MiB of one ConfigMap', async () => {
+    const [d1] = await seedNodes();
+    // 6 Services with a large (but legal: < 256 KiB per object) last-applied-configuration each.
+    const big = JSON.stringify({ spec: { padding: 'x'.repeat(200_000) } });
+    for (let i = 0; i < 6; i++) {
+      await seedOfficial(`svc${i}`, [d1 as number], {
+        'kubectl.kubernetes.io/last-applied-configuration': big,
+      });
+    }
+    const yes = await migrate('--yes');
+    expect(yes.exitCode).toBe(0);
+    const backup = await api.readNamespacedConfigMap({
+      name: 'ccm-migrate-backup',
+      namespace: 'kube-system',
+    });
+    expect(Object.keys(backup.data ?? {})).toHaveLength(6);
+    expect(JSON.stringify(backup.data).length).toBeLessThan(10_000);
+  }, 120_000);
+
+  it('--yes refuses while the official controller still runs (its Deployment at 1 replica), as --rollback refuses while ccm runs', async () => {
+    // The official Deployment of beforeAll (at 0) is scaled back up, and down again afterwards.
+    const scale = (replicas: number) =>
+      apps.patchNamespacedDeployment(
+        {
+          name: 'digitalocean-cloud-controller-manager',
+          namespace: 'kube-system',
+          body: { spec: { replicas } },
+        },
+        MERGE_PATCH,
+      );
+    await scale(1);
+    try {
+      const [d1] = await seedNodes();
+      await seedOfficial('web', [d1 as number]);
+      const yes = await migrate('--yes');
+      const svc = await api.readNamespacedService({ name: 'web', namespace: NS });
+      expect(svc.metadata?.annotations?.[ADOPTED]).toBeUndefined();
+      expect(yes.exitCode).not.toBe(0);
+      expect(yes.stderr.trim().split('\n')).toHaveLength(1);
+      expect(yes.stderr).toMatch(
+        /official controller still runs .*kubectl -n kube-system scale deployment\/digitalocean-cloud-controller-manager --replicas=0/,
+      );
+      await expect(
+        api.readNamespacedConfigMap({ name: 'ccm-migrate-backup', namespace: 'kube-system' }),
+      ).rejects.toThrow();
+    } finally {
+      await scale(0);
+    }
+  }, 60_000);
+
+  it('--rollback of a Service that ccm later made ClusterIP (load balancer deleted, finalizer removed) gives its annotations back byte for byte', async () => {
+    const [d1] = await seedNodes();
+    const { lb } = await seedOfficial('web', [d1 as number]);
+    const before = structuredClone(
+      (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations,
+    );
+    expect((await migrate('--yes')).exitCode).toBe(0);
+    ccm = await startCcm();
+    await until(
+      'adopted lb in use',
+      async () => sim.requests.some((r) => r.url.includes(lb.id as string)),
+      30_000,
+    );
+    await api.patchNamespacedService(
+      {
+        name: 'web',
+        namespace: NS,
+        body: {
+          spec: { type: 'ClusterIP', ports: [{ name: 'http', port: 80, targetPort: 8080, nodePort: null }] },
+        },
+      },
+      MERGE_PATCH,
+    );
+    await until(
+      'cleaned up',
+      async () =>
+        !(await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.finalizers?.length,
+      30_000,
+    );
+    await ccm.stop();
+    ccm = undefined;
+    const back = await migrate('--rollback');
+    expect(back.exitCode).toBe(0);
+    expect(back.stdout).not.toMatch(/Service default\/web is gone since the migration/);
+    const ann = (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations;
+    expect(JSON.stringify(ann)).toBe(JSON.stringify(before));
+  }, 90_000);
+
+  it('on a terminal, the plan applied is the plan confirmed: a Service that became adoptable while the question was asked is not handed over, and nothing is written', async () => {
+    const [d1] = await seedNodes();
+    const web = await seedOfficial('web', [d1 as number]);
+    const terminal = await Terminal.open(
+      ['migrate', '--provider', 'digitalocean', '--kubeconfig', cp.kubeconfigPath],
+      { width: 200, height: 50, env: env() },
+    );
+    try {
+      await terminal.waitFor('Hand these load balancers to ccm?');
+      expect(await terminal.screen({ joined: true })).toContain(
+        `default/web → ${web.lb.name} (${web.lb.ip})`,
+      );
+      // Meanwhile the official controller serves one more Service.
+      const shop = await seedOfficial('shop', [d1 as number]);
+      const writes0 = await ccmWrites();
+      await terminal.type('y', 'Enter');
+      const code = await terminal.exit();
+      const screen = await terminal.screen({ joined: true });
+      expect(code).toBe(2);
+      expect(screen).toContain(`the plan changed since it was shown (now default/shop=${shop.lb.id})`);
+      expect(await ccmWrites()).toBe(writes0);
+      for (const name of ['web', 'shop']) {
+        expect(
+          (await api.readNamespacedService({ name, namespace: NS })).metadata?.annotations?.[ADOPTED],
+        ).toBeUndefined();
+      }
+    } finally {
+      await terminal.close();
+    }
+  }, 120_000);
+
+  it('migrate does not call a ccm.io/adopted-load-balancer annotation that no --yes recorded "already handed over", and --yes does not record it', async () => {
+    const [d1] = await seedNodes();
+    const victim = otherClustersLb();
+    const web = await seedOfficial('web', [d1 as number]);
+    // A tenant points web's annotation at another cluster's load balancer.
+    await api.patchNamespacedService(
+      { name: 'web', namespace: NS, body: { metadata: { annotations: { [ADOPTED]: victim.id as string } } } },
+      MERGE_PATCH,
+    );
+    const plan = JSON.parse((await migrate('-o', 'json')).stdout);
+    const row = plan.services.find((s: { name: string }) => s.name === 'web');
+    expect(row.action).toBe('mismatch');
+    expect(row.note).toContain(`the official load balancer is ${web.lb.name}, ${web.lb.id}`);
+    expect((await migrate('--yes')).exitCode).toBe(0);
+    await expect(
+      api.readNamespacedConfigMap({ name: 'ccm-migrate-backup', namespace: 'kube-system' }),
+    ).rejects.toThrow();
+    expect(
+      (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations?.[ADOPTED],
+    ).toBe(victim.id);
+  }, 60_000);
+
+  it('the token never shows in the output of a dry run (json, yaml), --yes or --rollback', async () => {
+    const [d1] = await seedNodes();
+    await seedOfficial('web', [d1 as number]);
+    const outs = [
+      await migrate('-o', 'json'),
+      await migrate('-o', 'yaml'),
+      await migrate('--yes'),
+      await migrate('--rollback'),
+    ];
+    for (const o of outs) expect(`${o.stdout}${o.stderr}`).not.toContain(sim.token);
   }, 60_000);
 });

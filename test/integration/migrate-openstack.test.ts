@@ -192,6 +192,71 @@ async function seedOfficial(name: string, nodes: { name: string; ip: string }[])
 const lbOf = (id: string) => sim.octavia.loadBalancers.get(id)?.lb as Record<string, unknown>;
 const cloudWrites = () => sim.requests.filter((r) => r.method !== 'GET' && !r.path.endsWith('/auth/tokens'));
 
+/** Advances Octavia's provisioning worker until the load balancer is ACTIVE again. */
+const settle = (id: string) => {
+  for (let i = 0; i < 4; i++) octavia('GET', `/loadbalancers/${id}`);
+};
+
+function listener(lbName: string, port: number, nodePort: number, i = 0, address = '10.0.0.11') {
+  return {
+    name: `listener_${i}_${lbName}`,
+    protocol: 'TCP',
+    protocol_port: port,
+    connection_limit: -1,
+    tags: [lbName],
+    default_pool: {
+      name: `pool_${i}_${lbName}`,
+      protocol: 'TCP',
+      lb_algorithm: 'ROUND_ROBIN',
+      members: [{ name: 'k8s-worker-1', address, protocol_port: nodePort, subnet_id: SUBNET_ID }],
+    },
+  };
+}
+
+function startCcm() {
+  return startInProcess(
+    runInput(cp.kubeconfigPath, '', {
+      provider: 'openstack',
+      'cloud-config': undefined,
+      credentialsSecret: 'kube-system/cloud-config',
+    }),
+  );
+}
+
+/** The official controller's record of a Service it serves: its load balancer and its address. */
+async function markServed(name: string, lbId: string, ip: string) {
+  await api.patchNamespacedService(
+    { name, namespace: NS, body: { metadata: { finalizers: [FINALIZER], annotations: { [LB_ID]: lbId } } } },
+    MERGE_PATCH,
+  );
+  await api.patchNamespacedServiceStatus(
+    { name, namespace: NS, body: { status: { loadBalancer: { ingress: [{ ip }] } } } },
+    MERGE_PATCH,
+  );
+}
+
+function fipFor(lb: Record<string, unknown>, description: string): string {
+  const [, a] = sim.octavia.neutron('POST', '/v2.0/floatingips', new URL('http://sim/v2.0/floatingips'), {
+    floatingip: { floating_network_id: FLOATING_NETWORK_ID, port_id: lb.vip_port_id, description },
+  });
+  return (a as { floatingip: { floating_ip_address: string } }).floatingip.floating_ip_address;
+}
+
+/** A worker Node of this cluster (10.0.0.11), made once for the tests that need one. */
+async function ensureWorker(): Promise<void> {
+  const nodes = await api.listNode();
+  if (nodes.items.some((n) => n.metadata?.name === 'k8s-worker-1')) return;
+  const server = sim.addServer({ name: 'k8s-worker-1', addresses: { private: [{ addr: '10.0.0.11' }] } });
+  await createNodes(api, [
+    {
+      name: 'k8s-worker-1',
+      providerID: `openstack:///${server.id}`,
+      tainted: false,
+      addresses: [{ type: 'InternalIP', address: '10.0.0.11' }],
+    },
+  ]);
+}
+
 describe('ccm migrate --provider openstack', () => {
   it("dry run writes nothing; --yes adds ccm's tag next to the official one; ccm run keeps the load balancer, its name and floating IP and updates its members in place; --rollback restores tags and annotations byte for byte", async () => {
     const servers = [
@@ -365,5 +430,164 @@ describe('ccm migrate --provider openstack', () => {
     );
     await until('its floating IP released', async () => fipOf(api1.ip) === undefined, 30_000);
     expect(sim.octavia.floatingIps.size).toBe(otherFips);
+  }, 60_000);
+
+  it("the ccm.io/adopted-load-balancer annotation alone hands nothing over: plain ccm run neither rewires another cluster's load balancer nor deletes it (cascade) with the Service", async () => {
+    await ensureWorker();
+    const other = 'kube_service_prod_shop_api';
+    const { loadbalancer } = octavia('POST', '/loadbalancers', {
+      loadbalancer: {
+        name: other,
+        vip_subnet_id: SUBNET_ID,
+        tags: [other],
+        listeners: [listener(other, 443, 31443, 0, '10.9.9.9')],
+      },
+    }) as { loadbalancer: Record<string, unknown> };
+    const id = loadbalancer.id as string;
+    settle(id);
+    await api.createNamespacedService({
+      namespace: NS,
+      body: lbService('evil', NS, { [ADOPTED]: id }),
+    });
+    ccm = await startCcm();
+    await until(
+      'the hand-over refused',
+      async () => ccm?.logs.some((l) => l.includes('evil') && /not handed to ccm for this Service/.test(l)),
+      30_000,
+    );
+    const tree = sim.octavia
+      .tree(id)
+      .map((t) => `${t.listener.protocol_port}:${t.members.map((m) => m.address).join(',')}`);
+    const seen = sim.requests.length;
+    await api.deleteNamespacedService({ name: 'evil', namespace: NS });
+    // ccm's cleanup of the deleted Service looks for its load balancer (one listing): it is done then.
+    await until(
+      'the cleanup looked',
+      async () =>
+        sim.requests.slice(seen).some((r) => r.method === 'GET' && /lbaas\/loadbalancers/.test(r.path)),
+      30_000,
+    );
+    expect(tree).toEqual(['443:10.9.9.9']);
+    expect(sim.octavia.loadBalancers.has(id)).toBe(true);
+  }, 90_000);
+
+  it('a load balancer shared by two Services (upstream loadbalancer.go: each manages only the listeners tagged with its name) is handed to neither: --yes succeeds, and ccm run leaves both listeners', async () => {
+    await ensureWorker();
+    const web = await api.createNamespacedService({ namespace: NS, body: lbService('web') });
+    const web2 = await api.createNamespacedService({
+      namespace: NS,
+      body: lbService('web2', NS, undefined, [{ name: 'alt', port: 8080 }]),
+    });
+    const n1 = web.spec?.ports?.[0]?.nodePort as number;
+    const n2 = web2.spec?.ports?.[0]?.nodePort as number;
+    const name1 = `kube_service_kubernetes_${NS}_web`;
+    const name2 = `kube_service_kubernetes_${NS}_web2`;
+    const { loadbalancer } = octavia('POST', '/loadbalancers', {
+      loadbalancer: {
+        name: name1,
+        vip_subnet_id: SUBNET_ID,
+        tags: [name1],
+        listeners: [listener(name1, 80, n1)],
+      },
+    }) as { loadbalancer: Record<string, unknown> };
+    const id = loadbalancer.id as string;
+    settle(id);
+    // web2 attaches (annotation): the official controller adds its listener, tagged with web2's load
+    // balancer name, and tags the load balancer with that name too (ensureOctaviaLoadBalancer).
+    octavia('POST', '/listeners', { listener: { ...listener(name2, 8080, n2), loadbalancer_id: id } });
+    settle(id);
+    octavia('PUT', `/loadbalancers/${id}`, { loadbalancer: { tags: [name1, name2] } });
+    settle(id);
+    const ip = fipFor(
+      loadbalancer,
+      `Floating IP for Kubernetes external service ${NS}/web from cluster kubernetes`,
+    );
+    await markServed('web', id, ip);
+    await markServed('web2', id, ip);
+
+    const plan = JSON.parse((await migrate('-o', 'json')).stdout);
+    const adopting = plan.services.filter((s: { action: string }) => s.action === 'adopt');
+    const shared = plan.services.filter((s: { note?: string }) => /shared/.test(s.note ?? ''));
+    expect(shared.map((s: { name: string }) => s.name).sort()).toEqual(['web', 'web2']);
+    const yes = await migrate('--yes');
+    ccm = await startCcm();
+    // ccm gives each Service a load balancer of its own (the shared one is not handed over).
+    await until(
+      'both Services synced by ccm',
+      async () => {
+        const svcs = await Promise.all(
+          ['web', 'web2'].map((n) => api.readNamespacedService({ name: n, namespace: NS })),
+        );
+        return svcs.every((s) => {
+          const lbId = s.metadata?.annotations?.[LB_ID];
+          return lbId !== undefined && lbId !== id;
+        });
+      },
+      60_000,
+    );
+    const ports = sim.octavia
+      .tree(id)
+      .map((t) => t.listener.protocol_port)
+      .sort();
+    expect(yes.exitCode).toBe(0);
+    expect(ports).toEqual([80, 8080]);
+    expect(adopting.length).toBeLessThan(2);
+    expect(sim.octavia.loadBalancers.has(id)).toBe(true);
+  }, 120_000);
+
+  it('a load balancer the official controller did not create (not named kube_service_…, e.g. made by Terraform) that a Service points at is never handed over, and outlives the Service under ccm run', async () => {
+    await ensureWorker();
+    const svc = await api.createNamespacedService({ namespace: NS, body: lbService('byo') });
+    const np = svc.spec?.ports?.[0]?.nodePort as number;
+    const { loadbalancer } = octavia('POST', '/loadbalancers', {
+      loadbalancer: {
+        name: 'shared-edge-lb-made-by-terraform',
+        vip_subnet_id: SUBNET_ID,
+        tags: ['terraform'],
+        listeners: [listener(`kube_service_kubernetes_${NS}_byo`, 80, np)],
+      },
+    }) as { loadbalancer: Record<string, unknown> };
+    const id = loadbalancer.id as string;
+    settle(id);
+    const ip = fipFor(loadbalancer, 'made by terraform');
+    await markServed('byo', id, ip);
+    const plan = JSON.parse((await migrate('-o', 'json')).stdout);
+    const byo = plan.services.find((s: { name: string }) => s.name === 'byo');
+    expect(byo.action).toBe('mismatch');
+    expect(byo.note).toMatch(/not created by openstack-cloud-controller-manager/);
+    expect((await migrate('--yes')).exitCode).toBe(0);
+    ccm = await startCcm();
+    await until(
+      'byo synced by ccm',
+      async () => {
+        const s = await api.readNamespacedService({ name: 'byo', namespace: NS });
+        const lbId = s.metadata?.annotations?.[LB_ID];
+        return lbId !== undefined && lbId !== id;
+      },
+      60_000,
+    );
+    await api.deleteNamespacedService({ name: 'byo', namespace: NS });
+    await until(
+      'byo gone (ccm cleaned up and removed its finalizer)',
+      async () =>
+        !(await api.listNamespacedService({ namespace: NS })).items.some((s) => s.metadata?.name === 'byo'),
+      60_000,
+    );
+    expect(sim.octavia.loadBalancers.has(id)).toBe(true);
+  }, 120_000);
+
+  it('--yes waits for a load balancer that Octavia is still updating (PENDING_UPDATE answers a change with 409) instead of failing half-way', async () => {
+    await ensureWorker();
+    const web = await seedOfficial('tagme', [{ name: 'k8s-worker-1', ip: '10.0.0.11' }]);
+    // The official controller's last change is still being applied.
+    octavia('PUT', `/loadbalancers/${web.id}`, { loadbalancer: { description: 'changed just now' } });
+    expect(lbOf(web.id).provisioning_status).toBe('PENDING_UPDATE');
+    const yes = await migrate('--yes');
+    expect(yes.stderr).toBe('');
+    expect(yes.exitCode).toBe(0);
+    expect(lbOf(web.id).tags).toEqual([web.name, expect.stringMatching(/^ccm-cluster:/)]);
+    expect(
+      (await api.readNamespacedService({ name: 'tagme', namespace: NS })).metadata?.annotations?.[ADOPTED],
+    ).toBe(web.id);
   }, 60_000);
 });

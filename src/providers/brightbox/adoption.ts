@@ -45,7 +45,7 @@ const alive = (lb: ApiLoadBalancer) =>
 
 export function brightboxAdoption(client: BrightboxClient): LoadBalancerAdoption {
   return {
-    async findOfficial(services, officialCluster, signal) {
+    async findOfficial(services, officialCluster, signal, options) {
       const all = (await client.get<ApiLoadBalancer[]>('load_balancers', signal)).filter(alive);
       const found = new Map<string, ForeignLoadBalancer>();
       for (const req of services) {
@@ -63,6 +63,7 @@ export function brightboxAdoption(client: BrightboxClient): LoadBalancerAdoption
             ),
           ),
           tags: [],
+          ...(options?.withBackends ? { backends: (lb.nodes ?? []).map((n) => `brightbox://${n.id}`) } : {}),
         });
       }
       return found;

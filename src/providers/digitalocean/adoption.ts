@@ -5,7 +5,7 @@ import type {
   LoadBalancerRequest,
   OfficialController,
 } from '../types.js';
-import { LOAD_BALANCER_ID, NAME, text } from './annotations.js';
+import { HOSTNAME, LOAD_BALANCER_ID, NAME, text } from './annotations.js';
 import type { DigitalOceanClient } from './client.js';
 import type { DoLoadBalancer } from './load-balancers.js';
 
@@ -45,7 +45,7 @@ export const officialController: OfficialController = {
  */
 export function doAdoption(client: DigitalOceanClient): LoadBalancerAdoption {
   return {
-    async findOfficial(services, officialCluster, signal) {
+    async findOfficial(services, officialCluster, signal, options) {
       const all = await client.listAll<DoLoadBalancer>(
         'listing load balancers',
         '/v2/load_balancers',
@@ -56,7 +56,7 @@ export function doAdoption(client: DigitalOceanClient): LoadBalancerAdoption {
       const found = new Map<string, ForeignLoadBalancer>();
       for (const req of services) {
         const lb = officialOf(req, all, byId, officialCluster);
-        if (lb) found.set(req.service.uid, foreign(lb));
+        if (lb) found.set(req.service.uid, foreign(lb, req, options?.withBackends));
       }
       return found;
     },
@@ -101,11 +101,19 @@ function officialOf(
   return all.find((lb) => names.has(lb.name) && taggedByOfficial(lb, officialCluster));
 }
 
-function foreign(lb: DoLoadBalancer): ForeignLoadBalancer {
+/**
+ * Its addresses include the Service's do-loadbalancer-hostname: the official controller then reports
+ * that hostname as the ingress in place of the IP (cloud-controller-manager/do/loadbalancers.go
+ * EnsureLoadBalancer, getHostname), and so does ccm.
+ */
+function foreign(lb: DoLoadBalancer, req: LoadBalancerRequest, withBackends?: boolean): ForeignLoadBalancer {
   return {
     id: lb.id,
     name: lb.name,
-    addresses: [lb.ip, lb.ipv6].filter((a): a is string => Boolean(a)),
+    addresses: [lb.ip, lb.ipv6, text(req.service.annotations, HOSTNAME)].filter((a): a is string =>
+      Boolean(a),
+    ),
     tags: [...(lb.tags ?? [])],
+    ...(withBackends ? { backends: (lb.droplet_ids ?? []).map((id) => `digitalocean://${id}`) } : {}),
   };
 }

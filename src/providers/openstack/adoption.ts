@@ -55,15 +55,51 @@ export interface OctaviaAdoptionDeps {
   ownershipTag(clusterID: string): string;
 }
 
+/** The addresses of every member of every pool of the load balancer. */
+async function membersOf(deps: OctaviaAdoptionDeps, id: string, signal?: AbortSignal): Promise<string[]> {
+  const pools = await deps.list<{ id: string }>(`pools?loadbalancer_id=${id}`, 'pools', signal);
+  const members = await Promise.all(
+    pools.map((p) => deps.list<{ id: string; address: string }>(`pools/${p.id}/members`, 'members', signal)),
+  );
+  return members.flat().map((m) => m.address);
+}
+
+/** pkg/openstack/loadbalancer.go servicePrefix: every name and tag the official controller gives. */
+const SERVICE_PREFIX = 'kube_service_';
+
+/**
+ * Why the official controller would never delete this load balancer along with the Service named
+ * `ownName`, as pkg/openstack/loadbalancer.go ensureLoadBalancerDeleted decides
+ * (needDeleteLB := !isSharedLB && isCreatedByOCCM): it was not created by it (its name does not start
+ * with kube_service_: a load balancer someone made and pointed the Service at), or it is shared (another
+ * Service's kube_service_ name among its tags; ensureOctaviaLoadBalancer tags a load balancer with the
+ * name of every Service that attaches to it, and each manages only its own listeners, checkListenerPorts
+ * and deleteOctaviaListeners). ccm manages a load balancer as a whole, so it takes neither.
+ */
+export function notHandedOver(lb: { name: string; tags?: string[] }, ownName: string): string | undefined {
+  if (!lb.name.startsWith(SERVICE_PREFIX)) {
+    return `${lb.name} was not created by openstack-cloud-controller-manager (its name does not start with ${SERVICE_PREFIX}), which never deletes it; ccm leaves it alone`;
+  }
+  const others = (lb.tags ?? []).filter((t) => t.startsWith(SERVICE_PREFIX) && t !== lb.name);
+  if (others.length > 0) {
+    return `${lb.name} is shared with ${others.join(', ')} (each manages its own listeners); ccm does not share a load balancer between Services, and leaves it alone`;
+  }
+  if (lb.name !== ownName) {
+    return `${lb.name} is named for another Service (this one's would be ${ownName}): it attached to it, and ccm leaves it alone`;
+  }
+  return undefined;
+}
+
 /**
  * The official controller's load balancer of a Service: the one its load-balancer-id annotation (or
  * ccm's hand-over) names, else the one named for it in `clusterName`; by name, only with the tag the
  * official controller gives it (createOctaviaLoadBalancer: Tags = [lbName] where Octavia supports tags,
- * v2.5+), so a load balancer someone named like it by hand is not taken.
+ * v2.5+), so a load balancer someone named like it by hand is not taken. One found by id that the
+ * official controller would not delete with the Service (notHandedOver) is returned with its refusal.
  */
 export function octaviaAdoption(deps: OctaviaAdoptionDeps): LoadBalancerAdoption {
   return {
-    async findOfficial(services, officialCluster, signal) {
+    async findOfficial(services, officialCluster, signal, options) {
       const all = await deps.list<OctaviaLb>('loadbalancers', 'loadbalancers', signal);
       const byId = new Map(all.map((lb) => [lb.id, lb]));
       const found = new Map<string, ForeignLoadBalancer>();
@@ -75,11 +111,14 @@ export function octaviaAdoption(deps: OctaviaAdoptionDeps): LoadBalancerAdoption
           : all.find((x) => (x.name === name && (x.tags ?? []).includes(name)) || x.name === req.name);
         if (!lb) continue;
         const fip = await deps.floatingIpOf(lb, signal);
+        const refusal = notHandedOver(lb, name);
         found.set(req.service.uid, {
           id: lb.id,
           name: lb.name,
           addresses: [fip?.floating_ip_address ?? lb.vip_address],
           tags: [...(lb.tags ?? [])],
+          ...(refusal ? { refusal } : {}),
+          ...(options?.withBackends ? { backends: await membersOf(deps, lb.id, signal) } : {}),
         });
       }
       return found;

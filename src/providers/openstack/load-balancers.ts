@@ -9,7 +9,7 @@ import type {
   LoadBalancerStatus,
   LoadBalancers,
 } from '../types.js';
-import { octaviaAdoption } from './adoption.js';
+import { notHandedOver, octaviaAdoption } from './adoption.js';
 import { LOAD_BALANCER_ID, type ServiceOptions, serviceOptions } from './annotations.js';
 import type { ServiceType, Session } from './client.js';
 import type { LoadBalancerConfig } from './config.js';
@@ -173,6 +173,10 @@ export class OctaviaLoadBalancers implements LoadBalancers {
     list: (path, key, signal) => this.list(path, key, signal),
     floatingIpOf: (lb, signal) => this.floatingIpOf(lb, signal),
     putTags: async (id, tags, signal) => {
+      // Octavia answers a change to a PENDING_* load balancer with 409 (immutable): wait until it is
+      // ACTIVE, as before any change here, and until the new tags are in, so the next one finds it so.
+      const pending = { id, name: id, provisioning_status: 'PENDING_UPDATE' } as OctaviaLoadBalancer;
+      const lb = await this.settle(pending, signal, 'waiting to tag it');
       await this.call(
         'load-balancer',
         'PUT',
@@ -180,6 +184,7 @@ export class OctaviaLoadBalancers implements LoadBalancers {
         { loadbalancer: { tags } },
         signal,
       );
+      await this.settle(lb, signal, 'tagging it');
     },
     ownershipTag: (clusterID) => clusterTag({ clusterID } as LoadBalancerRequest),
   });
@@ -286,6 +291,9 @@ export class OctaviaLoadBalancers implements LoadBalancers {
     const options = serviceOptions(req.service.annotations, this.config);
     const found = await this.find(req, signal, false);
     if (!found) return;
+    // An adopted one that the official controller would not delete either (shared, or not its own):
+    // left as it is (ccm migrate never hands such a one over; this holds whatever the hand-over said).
+    if (req.adoptedID === found.id && notHandedOver(found, found.name)) return;
     if (found.provisioning_status !== 'PENDING_DELETE' && found.provisioning_status !== 'DELETED') {
       // A change in flight is waited for; ERROR is deleted like ACTIVE.
       const lb = await this.untilSettled(found, signal);

@@ -85,4 +85,33 @@ describe('doctor: two cloud controllers at once', () => {
     expect(result).toMatchObject({ status: 'pass' });
     expect(result.message).toContain('ccm migrate');
   });
+
+  it('before the switch (no ccm Pod), the official controller holding the shared Lease cloud-controller-manager is not "ccm runs beside"', () => {
+    const result = checkOfficialController(
+      [
+        {
+          controller: 'openstack-cloud-controller-manager',
+          kind: 'DaemonSet',
+          namespace: 'kube-system',
+          name: 'openstack-cloud-controller-manager',
+          replicas: 1,
+        },
+      ],
+      [
+        {
+          name: 'cloud-controller-manager',
+          info: {
+            holderIdentity: 'control-plane-1_6f1c7c1e-openstack-cloud-controller-manager',
+            leaseDurationSeconds: 15,
+            renewTime: new Date(now.getTime() - 2000).toISOString(),
+          },
+        },
+      ],
+      { lease: 'cloud-controller-manager', running: false },
+      now,
+    );
+    expect(result.message).not.toMatch(/^ccm runs beside/);
+    expect(result.status).toBe('pass');
+    expect(result.message).toContain('and ccm does not');
+  });
 });

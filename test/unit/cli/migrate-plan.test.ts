@@ -91,6 +91,8 @@ describe('ccm migrate: the plan', () => {
       provider,
       'abc',
       'kubernetes',
+      // api's hand-over, as a previous --yes recorded it.
+      new Map([['uid-api', '2']]),
     );
     expect(provider.asked).toEqual([
       'web@kubernetes',
@@ -118,6 +120,7 @@ describe('ccm migrate: the plan', () => {
       ]),
       'abc',
       'kubernetes',
+      new Map(),
     );
     expect(plans[0]).toMatchObject({ action: 'adopt', tags: [] });
   });
