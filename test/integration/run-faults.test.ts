@@ -147,15 +147,22 @@ describe('cloud calls do not grow with the cluster', () => {
         cloudListPeriodMs: 1000,
       },
     });
+    const url = ccm.url;
     const counts: Record<string, { list: number; get: number }> = {};
     let down = 0;
     for (const notReady of [0, 1, 100]) {
       await Promise.all(names.slice(down, notReady).map((name) => setReady(world.api, name, false)));
       down = notReady;
       await sleep(1100);
-      const start = await cloudRequests(ccm.url);
-      await sleep(4000); // 20 monitor periods
-      const end = await cloudRequests(ccm.url);
+      // The window opens right after a listing and closes half a period before the fourth is due, so a
+      // loaded machine's timer jitter (up to half a period) moves no listing in or out of it.
+      const before = await cloudRequests(url);
+      const start = await until('a listing', async () => {
+        const now = await cloudRequests(url);
+        return now.list > before.list && now;
+      });
+      await sleep(3500); // 17 monitor periods, 3 list periods
+      const end = await cloudRequests(url);
       counts[notReady] = { list: end.list - start.list, get: end.get - start.get };
     }
     for (const c of Object.values(counts)) {
