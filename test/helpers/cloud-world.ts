@@ -408,7 +408,7 @@ export async function cloudWorld<C extends CloudName>(
 
 /**
  * A vitest file's world: started before its first test, reset before each (`fresh`: a new simulator
- * each time), runs stopped after each (then its Services removed with `services`, then
+ * each time; `keep`: none), runs stopped after each (then its Services removed with `services`, then
  * `afterEachTest`), all stopped after the last. Its fields
  * are read through the returned object, which is filled in by beforeAll.
  */
@@ -416,6 +416,11 @@ export function useCloudWorld<C extends CloudName>(
   cloud: C,
   options: WorldOptions & {
     fresh?: boolean;
+    /**
+     * The file's tests build on one state: no reset between them (Nodes, simulator and its files
+     * stay as the previous test left them); runs are still stopped after each.
+     */
+    keep?: boolean;
     /** After each test (its runs stopped): every Service of namespace `default` removed. */
     services?: boolean;
     afterEachTest?: (world: CloudWorld<C>) => Promise<void> | void;
@@ -429,7 +434,7 @@ export function useCloudWorld<C extends CloudName>(
     await current?.cleanup();
   });
   beforeEach(async () => {
-    await current?.reset({ fresh: options.fresh });
+    if (!options.keep) await current?.reset({ fresh: options.fresh });
   });
   afterEach(async () => {
     await current?.stopRuns();
