@@ -118,7 +118,8 @@ interface Adapter<S> {
 const fixture = (path: string) =>
   readFileSync(fileURLToPath(new URL(`../fixtures/${path}`, import.meta.url)), 'utf8');
 
-function ip(i: number): string {
+/** The address of the i-th instance `options.instances` seeds (DigitalOcean's private one). */
+export function instanceIp(i: number): string {
   return `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
 }
 
@@ -170,7 +171,9 @@ const ADAPTERS: { [C in CloudName]: Adapter<Simulators[C]> } = {
     runProvider: async (sim) => ({ provider: 'cloudlycke', 'cloud-config': sim.path }),
     seed: (sim, n) => {
       const ids = Array.from({ length: n }, (_, i) => padded(i));
-      sim.path = sim.write(ids.map((id, i) => ({ id, addresses: [{ type: 'InternalIP', address: ip(i) }] })));
+      sim.path = sim.write(
+        ids.map((id, i) => ({ id, addresses: [{ type: 'InternalIP', address: instanceIp(i) }] })),
+      );
       return registered(ids);
     },
   },
@@ -192,7 +195,7 @@ const ADAPTERS: { [C in CloudName]: Adapter<Simulators[C]> } = {
       sim.addDroplets(
         ...names.map((name, i) => ({
           name,
-          privateIP: ip(i),
+          privateIP: instanceIp(i),
           publicIP: `198.51.${(i >> 8) & 255}.${i & 255}`,
         })),
       );
@@ -222,7 +225,7 @@ const ADAPTERS: { [C in CloudName]: Adapter<Simulators[C]> } = {
     seed: (sim, n) => {
       const names = Array.from({ length: n }, (_, i) => padded(i));
       names.forEach((name, i) => {
-        sim.addServer({ name, addresses: { private: [{ addr: ip(i) }] } });
+        sim.addServer({ name, addresses: { private: [{ addr: instanceIp(i) }] } });
       });
       return registered(names);
     },
@@ -308,7 +311,7 @@ const ADAPTERS: { [C in CloudName]: Adapter<Simulators[C]> } = {
     seed: (sim, n) => {
       const names = Array.from({ length: n }, (_, i) => padded(i));
       names.forEach((name, i) => {
-        sim.addMachine({ name, ips: [ip(i)], primaryIp: ip(i) });
+        sim.addMachine({ name, ips: [instanceIp(i)], primaryIp: instanceIp(i) });
       });
       return registered(names);
     },
