@@ -61,10 +61,27 @@ async function clusterConfiguration(cp: ControlPlane): Promise<Record<string, un
   const kc = new KubeConfig();
   kc.loadFromFile(cp.kubeconfigPath);
   kc.setCurrentContext('fixtures');
-  const cm = await kc
-    .makeApiClient(CoreV1Api)
-    .readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
+  const cm = await kubeadmConfig(kc.makeApiClient(CoreV1Api));
   return parse(cm.data?.ClusterConfiguration ?? '') as Record<string, unknown>;
+}
+
+/** `ccm cluster prepare` of the node at `root`, against `cp`, without restarting its kubelet. */
+function prepareRoot(root: string, cp: ControlPlane, ...extra: string[]) {
+  return ccm([
+    'cluster',
+    'prepare',
+    '--root',
+    root,
+    '--kubeconfig',
+    cp.kubeconfigPath,
+    '--no-restart',
+    ...extra,
+  ]);
+}
+
+/** kubeadm's record of the cluster, the ConfigMap kube-system/kubeadm-config. */
+function kubeadmConfig(api: CoreV1Api) {
+  return api.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
 }
 
 describe.each([
@@ -95,8 +112,7 @@ describe.each([
     await cp?.stop();
   });
 
-  const prepare = (...extra: string[]) =>
-    ccm(['cluster', 'prepare', '--root', root, '--kubeconfig', cp.kubeconfigPath, '--no-restart', ...extra]);
+  const prepare = (...extra: string[]) => prepareRoot(root, cp, ...extra);
 
   it('previews a diff with --dry-run and writes nothing', async () => {
     const run = await prepare('--dry-run');
@@ -326,24 +342,14 @@ describe('rolling back after a `kubeadm upgrade` (issue 6, item 2)', () => {
   it("keeps the upgrade (image, kubernetesVersion) and undoes only ccm's flags", async () => {
     const root = copyRoot('kubeadm-v1.36.3');
     const original = snapshot(root);
-    const prepare = (...extra: string[]) =>
-      ccm([
-        'cluster',
-        'prepare',
-        '--root',
-        root,
-        '--kubeconfig',
-        cp.kubeconfigPath,
-        '--no-restart',
-        ...extra,
-      ]);
+    const prepare = (...extra: string[]) => prepareRoot(root, cp, ...extra);
     expect((await prepare('--yes')).exitCode).toBe(0);
 
     // what `kubeadm upgrade apply v1.36.4` changes: the manifests' images and kubeadm's record
     const kcm = join(root, FILES[1] as string);
     writeFileSync(kcm, readFileSync(kcm, 'utf8').replace(':v1.36.3', ':v1.36.4'));
     const api = fixtureApi(cp.kubeconfigPath);
-    const cm = await api.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
+    const cm = await kubeadmConfig(api);
     const upgraded = (cm.data?.ClusterConfiguration ?? '').replace(
       /kubernetesVersion: v1\.36\.3/,
       'kubernetesVersion: v1.36.4',
@@ -369,20 +375,10 @@ describe('rolling back after a `kubeadm upgrade` (issue 6, item 2)', () => {
 
   it("undoes kubeadm-config from the cluster's own record, not from a host's, which anyone with root there can forge", async () => {
     const root = copyRoot('kubeadm-v1.36.3');
-    const prepare = (...extra: string[]) =>
-      ccm([
-        'cluster',
-        'prepare',
-        '--root',
-        root,
-        '--kubeconfig',
-        cp.kubeconfigPath,
-        '--no-restart',
-        ...extra,
-      ]);
+    const prepare = (...extra: string[]) => prepareRoot(root, cp, ...extra);
     expect((await prepare('--yes')).exitCode).toBe(0);
     const api = fixtureApi(cp.kubeconfigPath);
-    const cm = await api.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
+    const cm = await kubeadmConfig(api);
     expect(
       JSON.parse(cm.metadata?.annotations?.['ccm.io/prepare-record'] ?? '{}').changes.length,
     ).toBeGreaterThan(0);
@@ -414,7 +410,7 @@ describe('rolling back after a `kubeadm upgrade` (issue 6, item 2)', () => {
     writeFileSync(set, JSON.stringify(manifest));
 
     expect((await prepare('--rollback', '--yes')).exitCode).toBe(0);
-    const after = await api.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
+    const after = await kubeadmConfig(api);
     expect(after.data?.ClusterConfiguration).not.toContain('AlwaysAllow');
     expect(after.data?.ClusterConfiguration).not.toContain('cloud-provider');
     expect(after.metadata?.annotations?.['ccm.io/prepare-record']).toBeUndefined();

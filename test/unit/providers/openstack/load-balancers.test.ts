@@ -8,6 +8,7 @@ import { createOpenStack } from '../../../../src/providers/openstack/index.js';
 import type { LoadBalancerRequest, LoadBalancers } from '../../../../src/providers/types.js';
 import { FLOATING_NETWORK_ID, SUBNET_ID } from '../../../clouds/openstack/octavia.js';
 import { OpenStackSimulator } from '../../../clouds/openstack/simulator.js';
+import { requestService } from '../../../helpers/lb-request.js';
 
 const fixture = (name: string) =>
   readFileSync(fileURLToPath(new URL(`../../../fixtures/openstack/${name}`, import.meta.url)), 'utf8');
@@ -42,17 +43,12 @@ function request(
   return {
     name: 'a1b2c3d4e5f60718293a4b5c6d7e8f90',
     clusterID: 'c0ffee00-1111-2222-3333-444455556666',
-    service: {
+    service: requestService({
       namespace: 'default',
       name: 'web',
       uid: '1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901',
-      annotations: {},
-      loadBalancerSourceRanges: [],
-      externalTrafficPolicy: 'Cluster',
-      sessionAffinity: 'None',
-      ipFamilies: ['IPv4'],
       ...service,
-    },
+    }),
     ports: [{ name: 'http', protocol: 'TCP', port: 80, nodePort: 30080 }],
     nodes: [node('w1', '10.0.0.11'), node('w2', '10.0.0.12')],
     ...overrides,

@@ -10,6 +10,7 @@ import { createSigner } from '../../../../src/providers/triton/signer.js';
 import type { LoadBalancerRequest } from '../../../../src/providers/types.js';
 import { KeyFolder, type TestKey } from '../../../clouds/triton/keys.js';
 import { type SimMachine, TritonSim } from '../../../clouds/triton/server.js';
+import { requestService } from '../../../helpers/lb-request.js';
 import { rejection as error } from '../../../helpers/rejection.js';
 
 const CLUSTER = 'c0ffee00-1111-4222-8333-444455556666';
@@ -70,16 +71,12 @@ function request(
   return {
     name: `a${uid.replace(/-/g, '')}`.slice(0, 32),
     clusterID: CLUSTER,
-    service: {
+    service: requestService({
       namespace: 'default',
       name: `svc-${uid.slice(0, 4)}`,
       uid,
       annotations: annotations ?? {},
-      loadBalancerSourceRanges: [],
-      externalTrafficPolicy: 'Cluster',
-      sessionAffinity: 'None',
-      ipFamilies: ['IPv4'],
-    },
+    }),
     ports: [{ name: 'http', protocol: 'TCP', port: 80, nodePort: 30080 }],
     nodes: nodes.map((m, i) => ({
       name: m.name,
