@@ -96,19 +96,7 @@ for (const scenario of scenarios)
       for (const pass of ['first', 'second']) {
         const before = (await cp.writes(CCM_USER)).length;
         const started = performance.now();
-        const run = await ccm([
-          'nodes',
-          'init',
-          '--provider',
-          'cloudlycke',
-          '--kubeconfig',
-          world.kubeconfig,
-          '--cloud-config',
-          world.sim.path,
-          '--concurrency',
-          concurrency,
-          '--json',
-        ]);
+        const run = await ccm(world.args(['nodes', 'init', '--concurrency', concurrency, '--json']));
         const seconds = (performance.now() - started) / 1000;
         if (run.exitCode !== 0) throw new Error(`nodes init exited ${run.exitCode}: ${run.stderr}`);
         const report = JSON.parse(run.stdout);

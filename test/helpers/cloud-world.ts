@@ -91,7 +91,9 @@ export interface CloudWorld<C extends CloudName = CloudName> {
   nodes: NodeSpec[];
   /** The cloud's env for the CLI (credentials, endpoint). */
   env(): Record<string, string | undefined>;
-  /** The built CLI: `args` + --provider, --kubeconfig and the cloud's flags, with the writes it made. */
+  /** `args` + --provider, --kubeconfig and the cloud's flags (or `cloudFlags`): a CLI call on this world. */
+  args(args: string[], cloudFlags?: string[]): string[];
+  /** The built CLI on `args(args)`, with the cloud's env and the writes it made. */
   ccm(args: string[], options?: CliOptions): Promise<CliRun>;
   /** `ccm run`'s cloud part (provider, credentials Secret, env); creates the Secret on first use. */
   runProvider(): Promise<Partial<RunInput>>;
@@ -337,12 +339,20 @@ export async function cloudWorld<C extends CloudName>(
     key: undefined as unknown as TestKey,
     nodes: [],
     env: () => adapter.cli(world.sim, world).env,
+    args: (args, cloudFlags) => [
+      ...args,
+      '--provider',
+      cloud,
+      '--kubeconfig',
+      world.kubeconfig,
+      ...(cloudFlags ?? adapter.cli(world.sim, world).flags),
+    ],
     async ccm(args, opts = {}) {
       const own = adapter.cli(world.sim, world);
       const before = (await world.cp.writes(CCM_USER)).length;
       const started = performance.now();
       const result = await cli(
-        [...args, '--provider', cloud, '--kubeconfig', world.kubeconfig, ...(opts.cloudFlags ?? own.flags)],
+        world.args(args, opts.cloudFlags ?? own.flags),
         { ...own.env, ...opts.env },
         opts.timeoutMs,
       );

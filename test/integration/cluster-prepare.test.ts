@@ -258,17 +258,7 @@ describe('applying on the local machine', () => {
       '--dry-run',
     ]);
     expect(hint.stdout).toContain('--initialize-existing');
-    const run = await ccm([
-      'cluster',
-      'prepare',
-      '--root',
-      root,
-      '--kubeconfig',
-      cp.kubeconfigPath,
-      '--yes',
-      '--no-restart',
-      '--initialize-existing',
-    ]);
+    const run = await prepareRoot(root, cp, '--yes', '--initialize-existing');
     expect(run.exitCode).toBe(0);
     const taints = async (name: string) =>
       ((await api.readNode({ name })).spec?.taints ?? []).map((t) => t.key);

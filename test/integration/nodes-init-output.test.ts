@@ -61,19 +61,7 @@ async function mixedCluster(): Promise<string> {
 }
 
 function args(inv: string, ...extra: string[]): string[] {
-  return [
-    'nodes',
-    'init',
-    '--provider',
-    'cloudlycke',
-    '--kubeconfig',
-    world.kubeconfig,
-    '--cloud-config',
-    inv,
-    '--deletion-grace-period',
-    '0s',
-    ...extra,
-  ];
+  return world.args(['nodes', 'init', '--deletion-grace-period', '0s', ...extra], ['--cloud-config', inv]);
 }
 
 const withoutTime = (text: string) => text.replace(/, \d+\.\ds$/m, ', <time>');

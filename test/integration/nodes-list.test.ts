@@ -47,16 +47,7 @@ beforeAll(async () => {
 });
 
 /** The CLI against the world, without reading the audit log around it (as `world.ccm` does). */
-const list = (args: string[]) =>
-  ccm([
-    ...args,
-    '--provider',
-    'cloudlycke',
-    '--kubeconfig',
-    world.kubeconfig,
-    '--cloud-config',
-    world.sim.path,
-  ]);
+const list = (args: string[]) => ccm(world.args(args));
 
 describe('ccm nodes list', () => {
   it('shows each Node beside its instance, with the reason and the fix of each one not as it should be', async () => {
