@@ -140,7 +140,7 @@ export function digitalOceanSecret(token: string, name = 'digitalocean'): V1Secr
 
 /** An official example cloud.conf, unchanged but for its auth-url, which names the simulator. */
 export function openStackCloudConf(sim: OpenStackSimulator, name = 'occm-cloud-config'): string {
-  return fixture(`openstack/${name}`).replace('http://192.128.1.15:5000/v3', sim.authUrl);
+  return sim.cloudConf(name);
 }
 
 /** The Secret ccm's Triton credential schema describes, with its own keys. */

@@ -23,6 +23,9 @@ const FIXTURES = fileURLToPath(new URL('../../fixtures/openstack/', import.meta.
 const fixture = (name: string) => JSON.parse(readFileSync(`${FIXTURES}${name}`, 'utf8'));
 const SERVER_SAMPLE = fixture('nova-servers-details-v2.47.json').servers[0] as Record<string, unknown>;
 
+/** The auth-url of the official example cloud.conf files. */
+const EXAMPLE_AUTH_URL = 'http://192.128.1.15:5000/v3';
+
 export const REGION = 'RegionOne';
 /** The project of the Keystone samples; also the user's default project (for unscoped requests). */
 export const PROJECT = {
@@ -237,6 +240,14 @@ export class OpenStackSimulator {
 
   get authUrl(): string {
     return `${this.url}/identity/v3`;
+  }
+
+  /**
+   * An official example cloud.conf (test/fixtures/openstack/<name>), unchanged but for its auth-url,
+   * which names `authUrl` (by default this simulator's Keystone v3).
+   */
+  cloudConf(name = 'occm-cloud-config', authUrl = this.authUrl): string {
+    return readFileSync(`${FIXTURES}${name}`, 'utf8').replace(EXAMPLE_AUTH_URL, authUrl);
   }
 
   /** Listens on 127.0.0.1; with `tls` (PEM key and certificate) over HTTPS. */

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { InvalidConfigError, RetryableError } from '../../../../src/providers/errors.js';
 import { ANNOTATIONS } from '../../../../src/providers/openstack/annotations.js';
 import { parseCloudConfig } from '../../../../src/providers/openstack/config.js';
@@ -9,22 +9,15 @@ import type { LoadBalancerRequest, LoadBalancers } from '../../../../src/provide
 import { FLOATING_NETWORK_ID, SUBNET_ID } from '../../../clouds/openstack/octavia.js';
 import { OpenStackSimulator } from '../../../clouds/openstack/simulator.js';
 import { requestService } from '../../../helpers/lb-request.js';
+import { useSimulator } from '../../../helpers/use-simulator.js';
 
 const fixture = (name: string) =>
   readFileSync(fileURLToPath(new URL(`../../../fixtures/openstack/${name}`, import.meta.url)), 'utf8');
 
-let sim: OpenStackSimulator;
-beforeEach(async () => {
-  sim = await new OpenStackSimulator().start();
-});
-afterEach(async () => {
-  await sim.stop();
-});
+const sim = useSimulator(() => new OpenStackSimulator().start(), { each: true });
 
 function lbs(extra = ''): LoadBalancers {
-  const text = fixture('occm-cloud-config')
-    .replace('http://192.128.1.15:5000/v3', sim.authUrl)
-    .replace('[BlockStorage]', `${extra}\n[BlockStorage]`);
+  const text = sim.cloudConf('occm-cloud-config').replace('[BlockStorage]', `${extra}\n[BlockStorage]`);
   const provider = createOpenStack(parseCloudConfig(text), {}, { sleep: async () => {}, retries: 1 });
   if (!provider.loadBalancers) throw new Error('no load balancers');
   return provider.loadBalancers;
