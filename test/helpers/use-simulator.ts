@@ -1,5 +1,7 @@
 /** A cloud simulator for a vitest file, with its hooks. */
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
+import { KeyFolder, type KeyOptions, type TestKey } from '../clouds/triton/keys.js';
+import { TritonSim, type TritonSimOptions } from '../clouds/triton/server.js';
 
 /**
  * Starts a simulator before each test (`each`) or once before the file's first, and stops it after.
@@ -34,4 +36,37 @@ export function useSimulator<S extends object & { stop(): Promise<void> }>(
     },
     set: (_, key, value) => Reflect.set(now(), key, value),
   });
+}
+
+/**
+ * A Triton simulator for the file, with one account key (`keyOptions`, ECDSA P-256 by default)
+ * registered; `keys` makes more. The keys' folder is removed after the file.
+ */
+export function useTritonSim(
+  options: TritonSimOptions,
+  keyOptions: KeyOptions = { type: 'ecdsa', bits: 256 },
+): { sim: TritonSim; readonly key: TestKey; readonly keys: KeyFolder } {
+  let keys: KeyFolder | undefined;
+  let key: TestKey | undefined;
+  const sim = useSimulator(async () => {
+    keys = new KeyFolder();
+    key = keys.make(keyOptions);
+    const started = await new TritonSim(options).start();
+    started.addKey(key.publicKey);
+    return started;
+  });
+  afterAll(() => keys?.remove());
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('the Triton simulator is used before its hook started it');
+    return value;
+  };
+  return {
+    sim,
+    get key() {
+      return started(key);
+    },
+    get keys() {
+      return started(keys);
+    },
+  };
 }
