@@ -16,6 +16,8 @@ import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { parse, stringify } from 'yaml';
 import type { RunDeps, RunInput } from '../../src/cli/run.js';
+import { loadKubeConfig } from '../../src/kube/config.js';
+import { KubeTransport } from '../../src/kube/transport.js';
 import { credentials as tritonCredentials } from '../../src/providers/triton/credentials.js';
 import { BrightboxSimulator, SIM_CLIENT } from '../clouds/brightbox/simulator.js';
 import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
@@ -91,6 +93,8 @@ export interface CloudWorld<C extends CloudName = CloudName> {
   nodes: NodeSpec[];
   /** The cloud's env for the CLI (credentials, endpoint). */
   env(): Record<string, string | undefined>;
+  /** ccm's own Kubernetes transport on this world's kubeconfig: made on first use, closed by cleanup. */
+  transport(): KubeTransport;
   /** `args` + --provider, --kubeconfig and the cloud's flags (or `cloudFlags`): a CLI call on this world. */
   args(args: string[], cloudFlags?: string[]): string[];
   /** The built CLI on `args(args)`, with the cloud's env and the writes it made. */
@@ -327,6 +331,7 @@ export async function cloudWorld<C extends CloudName>(
 ): Promise<CloudWorld<C>> {
   const adapter = ADAPTERS[cloud] as unknown as Adapter<Simulators[C]>;
   const runs = new Set<InProcess>();
+  let transport: KubeTransport | undefined;
   const keys = new KeyFolder();
   const world: CloudWorld<C> = {
     cloud,
@@ -339,6 +344,10 @@ export async function cloudWorld<C extends CloudName>(
     key: undefined as unknown as TestKey,
     nodes: [],
     env: () => adapter.cli(world.sim, world).env,
+    transport: () => {
+      transport ??= new KubeTransport(loadKubeConfig({ kubeconfig: world.kubeconfig, env: {} }));
+      return transport;
+    },
     args: (args, cloudFlags) => [
       ...args,
       '--provider',
@@ -395,6 +404,7 @@ export async function cloudWorld<C extends CloudName>(
     },
     async cleanup() {
       await world.stopRuns();
+      await transport?.close();
       await Promise.all([world.cp?.stop(), world.sim && adapter.stop(world.sim)]);
       keys.remove();
       rmSync(world.dir, { recursive: true, force: true });
