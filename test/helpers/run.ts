@@ -276,3 +276,17 @@ export async function expectTwoReadyReplicas(kubeconfig: string, input: Partial<
     for (const { started } of standbyFirst) await started.stop();
   }
 }
+
+/** Whether `ccm run` has ended on its own so far: the returned function reads it at any time. */
+export function exitWatch(ccm: InProcess): () => boolean {
+  let exited = false;
+  void ccm.handle.done.then(() => {
+    exited = true;
+  });
+  return () => exited;
+}
+
+/** A Lease in kube-system with timings short enough for a test to lose and regain it in seconds. */
+export function testLease(name: string, durationMs: number, renewDeadlineMs: number, retryPeriodMs: number) {
+  return { durationMs, renewDeadlineMs, retryPeriodMs, name, namespace: 'kube-system' };
+}
