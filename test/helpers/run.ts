@@ -1,10 +1,10 @@
 /** Runs `ccm run` in this process (so a test can wrap the provider) and collects its JSON log lines. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
 import { type RunDeps, type RunHandle, type RunInput, startRun } from '../../src/cli/run.js';
+import { freePort } from '../controlplane/harness.js';
 
 export interface InProcess {
   handle: RunHandle;
@@ -13,16 +13,7 @@ export interface InProcess {
   stop(): Promise<number>;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      srv.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
+export { freePort };
 
 export function runInput(kubeconfig: string, inventory: string, overrides: Partial<RunInput> = {}): RunInput {
   return {
