@@ -65,18 +65,14 @@ async function clusterConfiguration(cp: ControlPlane): Promise<Record<string, un
   return parse(cm.data?.ClusterConfiguration ?? '') as Record<string, unknown>;
 }
 
-/** `ccm cluster prepare` of the node at `root`, against `cp`, without restarting its kubelet. */
+/** `ccm cluster prepare` of the node at `root`, against `cp`. */
+function clusterPrepare(root: string, cp: ControlPlane, ...flags: string[]) {
+  return ccm(['cluster', 'prepare', '--root', root, '--kubeconfig', cp.kubeconfigPath, ...flags]);
+}
+
+/** The same without restarting the node's kubelet (there is none here). */
 function prepareRoot(root: string, cp: ControlPlane, ...extra: string[]) {
-  return ccm([
-    'cluster',
-    'prepare',
-    '--root',
-    root,
-    '--kubeconfig',
-    cp.kubeconfigPath,
-    '--no-restart',
-    ...extra,
-  ]);
+  return clusterPrepare(root, cp, '--no-restart', ...extra);
 }
 
 /** kubeadm's record of the cluster, the ConfigMap kube-system/kubeadm-config. */
@@ -248,15 +244,7 @@ describe('applying on the local machine', () => {
       { name: 'old-2', tainted: false, providerID: 'cloudlycke://old-2' },
     ]);
     const root = copyRoot('kubeadm-v1.36.3');
-    const hint = await ccm([
-      'cluster',
-      'prepare',
-      '--root',
-      root,
-      '--kubeconfig',
-      cp.kubeconfigPath,
-      '--dry-run',
-    ]);
+    const hint = await clusterPrepare(root, cp, '--dry-run');
     expect(hint.stdout).toContain('--initialize-existing');
     const run = await prepareRoot(root, cp, '--yes', '--initialize-existing');
     expect(run.exitCode).toBe(0);
