@@ -278,6 +278,6 @@ export function exitWatch(ccm: InProcess): () => boolean {
 }
 
 /** A Lease in kube-system with timings short enough for a test to lose and regain it in seconds. */
-export function testLease(name: string, durationMs: number, renewDeadlineMs: number, retryPeriodMs: number) {
+export function shortLease(name: string, durationMs: number, renewDeadlineMs: number, retryPeriodMs: number) {
   return { durationMs, renewDeadlineMs, retryPeriodMs, name, namespace: 'kube-system' };
 }

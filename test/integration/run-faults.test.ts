@@ -23,8 +23,8 @@ import {
   type InProcess,
   runInput,
   setReady,
+  shortLease,
   startInProcess,
-  testLease,
   until,
 } from '../helpers/run.js';
 
@@ -302,7 +302,7 @@ describe('losing the Lease', () => {
     ccm = await world.run({
       'cloud-config': inventory,
       leaderElect: true,
-      lease: testLease('ccm-steal-test', 2000, 1500, 300),
+      lease: shortLease('ccm-steal-test', 2000, 1500, 300),
     });
     const exited = exitWatch(ccm);
     const verbose = async () => await (await fetch(`${ccm?.url}/readyz?verbose`)).text();
@@ -435,7 +435,7 @@ describe('an API error while becoming leader', () => {
         kubeconfig: proxy.kubeconfigPath,
         'cloud-config': inventory,
         leaderElect: true,
-        lease: testLease('ccm-start-503', 4000, 3000, 500),
+        lease: shortLease('ccm-start-503', 4000, 3000, 500),
       });
       const exited = exitWatch(ccm);
       const logged = (msg: string) =>
@@ -459,7 +459,7 @@ describe('an API error while becoming leader', () => {
     ccm = await world.run({
       'cloud-config': inventory,
       leaderElect: true,
-      lease: testLease('ccm-fail', 4000, 3000, 500),
+      lease: shortLease('ccm-fail', 4000, 3000, 500),
     });
     await until('leading', async () =>
       (await (await fetch(`${ccm?.url}/readyz?verbose`)).text()).includes('leading'),
