@@ -13,14 +13,12 @@
  *   without --node-ip: no addresses yet, so every Node needs a status write (3 writes per Node);
  *   with --node-ip:    InternalIP + Hostname already equal to the cloud's (2 writes per Node).
  */
-import { writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
-import { stringify } from 'yaml';
-import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { CCM_USER, startControlPlane } from '../controlplane/harness.js';
+import { createNodes } from '../controlplane/fixtures.js';
+import { CCM_USER } from '../controlplane/harness.js';
+import { cloudWorld, instanceIp as ip } from '../helpers/cloud-world.js';
 
 const sizes = process.argv
   .slice(2)
@@ -53,10 +51,6 @@ async function ccm(args: string[]) {
   };
 }
 
-function ip(i: number): string {
-  return `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
-}
-
 const scenarios = [
   { name: 'kubelet without --node-ip', kubeletAddresses: false },
   { name: 'kubelet with --node-ip', kubeletAddresses: true },
@@ -78,13 +72,14 @@ interface Row {
 const rows: Row[] = [];
 for (const scenario of scenarios)
   for (const n of runs) {
-    const cp = await startControlPlane();
+    // N instances in the inventory (named node-00000 …, addresses instanceIp(i)) and their Nodes.
+    const world = await cloudWorld('cloudlycke', { instances: n });
+    const { cp } = world;
     try {
-      const names = Array.from({ length: n }, (_, i) => `node-${String(i).padStart(5, '0')}`);
       process.stderr.write(`creating ${n} tainted Nodes...\n`);
       await createNodes(
-        fixtureApi(cp.kubeconfigPath),
-        names.map((name, i) =>
+        world.api,
+        world.nodes.map(({ name }, i) =>
           scenario.kubeletAddresses
             ? {
                 name,
@@ -98,30 +93,10 @@ for (const scenario of scenarios)
         ),
         64,
       );
-      const inventory = join(tmpdir(), `ccm-bench-inventory-${n}.yaml`);
-      writeFileSync(
-        inventory,
-        stringify({
-          defaults: { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'virtualbox' },
-          instances: names.map((id, i) => ({ id, addresses: [{ type: 'InternalIP', address: ip(i) }] })),
-        }),
-      );
       for (const pass of ['first', 'second']) {
         const before = (await cp.writes(CCM_USER)).length;
         const started = performance.now();
-        const run = await ccm([
-          'nodes',
-          'init',
-          '--provider',
-          'cloudlycke',
-          '--kubeconfig',
-          cp.kubeconfigPath,
-          '--cloud-config',
-          inventory,
-          '--concurrency',
-          concurrency,
-          '--json',
-        ]);
+        const run = await ccm(world.args(['nodes', 'init', '--concurrency', concurrency, '--json']));
         const seconds = (performance.now() - started) / 1000;
         if (run.exitCode !== 0) throw new Error(`nodes init exited ${run.exitCode}: ${run.stderr}`);
         const report = JSON.parse(run.stdout);
@@ -143,7 +118,7 @@ for (const scenario of scenarios)
         );
       }
     } finally {
-      await cp.stop();
+      await world.cleanup();
     }
   }
 

@@ -27,6 +27,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { RUN_NODE_OPTIONS } from '../../src/cli/manifests.js';
+import { mapLimit } from '../../src/controllers/concurrency.js';
 import { loadKubeConfig } from '../../src/kube/config.js';
 import { createInformer } from '../../src/kube/informer.js';
 import { KubeTransport } from '../../src/kube/transport.js';
@@ -75,18 +76,6 @@ function kubeletNode(name: string, i: number) {
 
 function transportFor(cp: ControlPlane, context: string): KubeTransport {
   return new KubeTransport(loadKubeConfig({ kubeconfig: cp.kubeconfigPath, context, env: {} }));
-}
-
-async function mapLimit<T>(items: T[], limit: number, fn: (item: T, i: number) => Promise<void>) {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: limit }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        await fn(items[i] as T, i);
-      }
-    }),
-  );
 }
 
 interface CcmCloud {

@@ -1,7 +1,8 @@
 /**
  * The HTTP core the cloud simulators share: listening on loopback and stopping, reading a body,
- * and fault injection (which request fails, how often, after how many). What a cloud answers —
- * its routes, its error shapes, its request log's fields — stays in its own folder.
+ * fault injection (which request fails, how often, after how many) and the route table each
+ * simulator declares its API in. What a cloud answers — its handlers, its error shapes, its request
+ * log's fields — stays in its own folder.
  */
 import { createServer, type IncomingMessage, type RequestListener, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -89,4 +90,29 @@ export class FaultList<F extends FaultRule> {
     }
     return undefined;
   }
+}
+
+/**
+ * One row of a simulator's route table: the method it answers (every method when absent: the handler
+ * then answers a wrong one itself, in the order the real API checks it) and the whole path it
+ * matches. `H` is the cloud's handler signature.
+ */
+export interface Route<H> {
+  method?: string;
+  path: RegExp;
+  handle: H;
+}
+
+/** The first row of `routes` whose method and path match, with the path's match; none: undefined. */
+export function findRoute<R extends Route<unknown>>(
+  routes: readonly R[],
+  method: string,
+  path: string,
+): { route: R; match: RegExpExecArray } | undefined {
+  for (const route of routes) {
+    if (route.method !== undefined && route.method !== method) continue;
+    const match = route.path.exec(path);
+    if (match) return { route, match };
+  }
+  return undefined;
 }

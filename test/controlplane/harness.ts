@@ -66,7 +66,8 @@ export interface ControlPlane {
 export const CCM_USER = 'ccm-operator';
 export const FIXTURE_USER = 'fixture-admin';
 
-async function freePort(): Promise<number> {
+/** A port free on 127.0.0.1 right now (the kernel's pick). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.unref();

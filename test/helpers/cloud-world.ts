@@ -16,6 +16,8 @@ import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { parse, stringify } from 'yaml';
 import type { RunDeps, RunInput } from '../../src/cli/run.js';
+import { loadKubeConfig } from '../../src/kube/config.js';
+import { KubeTransport } from '../../src/kube/transport.js';
 import { credentials as tritonCredentials } from '../../src/providers/triton/credentials.js';
 import { BrightboxSimulator, SIM_CLIENT } from '../clouds/brightbox/simulator.js';
 import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
@@ -91,7 +93,11 @@ export interface CloudWorld<C extends CloudName = CloudName> {
   nodes: NodeSpec[];
   /** The cloud's env for the CLI (credentials, endpoint). */
   env(): Record<string, string | undefined>;
-  /** The built CLI: `args` + --provider, --kubeconfig and the cloud's flags, with the writes it made. */
+  /** ccm's own Kubernetes transport on this world's kubeconfig: made on first use, closed by cleanup. */
+  transport(): KubeTransport;
+  /** `args` + --provider, --kubeconfig and the cloud's flags (or `cloudFlags`): a CLI call on this world. */
+  args(args: string[], cloudFlags?: string[]): string[];
+  /** The built CLI on `args(args)`, with the cloud's env and the writes it made. */
   ccm(args: string[], options?: CliOptions): Promise<CliRun>;
   /** `ccm run`'s cloud part (provider, credentials Secret, env); creates the Secret on first use. */
   runProvider(): Promise<Partial<RunInput>>;
@@ -118,7 +124,8 @@ interface Adapter<S> {
 const fixture = (path: string) =>
   readFileSync(fileURLToPath(new URL(`../fixtures/${path}`, import.meta.url)), 'utf8');
 
-function ip(i: number): string {
+/** The address of the i-th instance `options.instances` seeds (DigitalOcean's private one). */
+export function instanceIp(i: number): string {
   return `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
 }
 
@@ -137,7 +144,7 @@ export function digitalOceanSecret(token: string, name = 'digitalocean'): V1Secr
 
 /** An official example cloud.conf, unchanged but for its auth-url, which names the simulator. */
 export function openStackCloudConf(sim: OpenStackSimulator, name = 'occm-cloud-config'): string {
-  return fixture(`openstack/${name}`).replace('http://192.128.1.15:5000/v3', sim.authUrl);
+  return sim.cloudConf(name);
 }
 
 /** The Secret ccm's Triton credential schema describes, with its own keys. */
@@ -170,7 +177,9 @@ const ADAPTERS: { [C in CloudName]: Adapter<Simulators[C]> } = {
     runProvider: async (sim) => ({ provider: 'cloudlycke', 'cloud-config': sim.path }),
     seed: (sim, n) => {
       const ids = Array.from({ length: n }, (_, i) => padded(i));
-      sim.path = sim.write(ids.map((id, i) => ({ id, addresses: [{ type: 'InternalIP', address: ip(i) }] })));
+      sim.path = sim.write(
+        ids.map((id, i) => ({ id, addresses: [{ type: 'InternalIP', address: instanceIp(i) }] })),
+      );
       return registered(ids);
     },
   },
@@ -192,7 +201,7 @@ const ADAPTERS: { [C in CloudName]: Adapter<Simulators[C]> } = {
       sim.addDroplets(
         ...names.map((name, i) => ({
           name,
-          privateIP: ip(i),
+          privateIP: instanceIp(i),
           publicIP: `198.51.${(i >> 8) & 255}.${i & 255}`,
         })),
       );
@@ -222,7 +231,7 @@ const ADAPTERS: { [C in CloudName]: Adapter<Simulators[C]> } = {
     seed: (sim, n) => {
       const names = Array.from({ length: n }, (_, i) => padded(i));
       names.forEach((name, i) => {
-        sim.addServer({ name, addresses: { private: [{ addr: ip(i) }] } });
+        sim.addServer({ name, addresses: { private: [{ addr: instanceIp(i) }] } });
       });
       return registered(names);
     },
@@ -308,7 +317,7 @@ const ADAPTERS: { [C in CloudName]: Adapter<Simulators[C]> } = {
     seed: (sim, n) => {
       const names = Array.from({ length: n }, (_, i) => padded(i));
       names.forEach((name, i) => {
-        sim.addMachine({ name, ips: [ip(i)], primaryIp: ip(i) });
+        sim.addMachine({ name, ips: [instanceIp(i)], primaryIp: instanceIp(i) });
       });
       return registered(names);
     },
@@ -322,6 +331,7 @@ export async function cloudWorld<C extends CloudName>(
 ): Promise<CloudWorld<C>> {
   const adapter = ADAPTERS[cloud] as unknown as Adapter<Simulators[C]>;
   const runs = new Set<InProcess>();
+  let transport: KubeTransport | undefined;
   const keys = new KeyFolder();
   const world: CloudWorld<C> = {
     cloud,
@@ -334,12 +344,24 @@ export async function cloudWorld<C extends CloudName>(
     key: undefined as unknown as TestKey,
     nodes: [],
     env: () => adapter.cli(world.sim, world).env,
+    transport: () => {
+      transport ??= new KubeTransport(loadKubeConfig({ kubeconfig: world.kubeconfig, env: {} }));
+      return transport;
+    },
+    args: (args, cloudFlags) => [
+      ...args,
+      '--provider',
+      cloud,
+      '--kubeconfig',
+      world.kubeconfig,
+      ...(cloudFlags ?? adapter.cli(world.sim, world).flags),
+    ],
     async ccm(args, opts = {}) {
       const own = adapter.cli(world.sim, world);
       const before = (await world.cp.writes(CCM_USER)).length;
       const started = performance.now();
       const result = await cli(
-        [...args, '--provider', cloud, '--kubeconfig', world.kubeconfig, ...(opts.cloudFlags ?? own.flags)],
+        world.args(args, opts.cloudFlags ?? own.flags),
         { ...own.env, ...opts.env },
         opts.timeoutMs,
       );
@@ -382,6 +404,7 @@ export async function cloudWorld<C extends CloudName>(
     },
     async cleanup() {
       await world.stopRuns();
+      await transport?.close();
       await Promise.all([world.cp?.stop(), world.sim && adapter.stop(world.sim)]);
       keys.remove();
       rmSync(world.dir, { recursive: true, force: true });
@@ -408,7 +431,7 @@ export async function cloudWorld<C extends CloudName>(
 
 /**
  * A vitest file's world: started before its first test, reset before each (`fresh`: a new simulator
- * each time), runs stopped after each (then its Services removed with `services`, then
+ * each time; `keep`: none), runs stopped after each (then its Services removed with `services`, then
  * `afterEachTest`), all stopped after the last. Its fields
  * are read through the returned object, which is filled in by beforeAll.
  */
@@ -416,6 +439,11 @@ export function useCloudWorld<C extends CloudName>(
   cloud: C,
   options: WorldOptions & {
     fresh?: boolean;
+    /**
+     * The file's tests build on one state: no reset between them (Nodes, simulator and its files
+     * stay as the previous test left them); runs are still stopped after each.
+     */
+    keep?: boolean;
     /** After each test (its runs stopped): every Service of namespace `default` removed. */
     services?: boolean;
     afterEachTest?: (world: CloudWorld<C>) => Promise<void> | void;
@@ -429,7 +457,7 @@ export function useCloudWorld<C extends CloudName>(
     await current?.cleanup();
   });
   beforeEach(async () => {
-    await current?.reset({ fresh: options.fresh });
+    if (!options.keep) await current?.reset({ fresh: options.fresh });
   });
   afterEach(async () => {
     await current?.stopRuns();

@@ -1,36 +1,54 @@
 /**
  * The clouds' official Go SDKs, as evidence that no one here wrote:
  * - `buildSdkProgram(cloud)` builds test/sdk/<cloud> (our own program, on the SDK pinned by its go.mod)
- *   once per content hash into ~/.cache/ccm-sdk, and `runSdkProgram` runs it against a simulator;
+ *   with test/sdk/shared/*.go added to its package, once per content hash into ~/.cache/ccm-sdk, and
+ *   `runSdkProgram` runs it against a simulator;
  * - `goModuleDir(module, version)` is where the Go module cache keeps a pinned module, so a test can
  *   read the SDK's own test fixtures at test time (nothing of them is copied into this repository).
  * Go is already required by the tests (test/controlplane); modules come from the Go module proxy.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 
 const SDK_ROOT = fileURLToPath(new URL('../sdk/', import.meta.url));
+/** Go files every program's package gets at build time (each program is a module of its own). */
+const SHARED = join(SDK_ROOT, 'shared');
 const CACHE = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'ccm-sdk');
 
-/** Builds test/sdk/<cloud> unless a binary of the same sources is cached; resolves to its path. */
+/**
+ * Builds test/sdk/<cloud>, with the shared files added by `go build -overlay` (nothing is written
+ * into the program's folder), unless a binary of the same sources is cached; resolves to its path.
+ */
 export async function buildSdkProgram(cloud: string): Promise<string> {
   const dir = join(SDK_ROOT, cloud);
   const hash = createHash('sha256');
-  for (const name of readdirSync(dir).sort()) {
-    if (name === 'go.mod' || name === 'go.sum' || name.endsWith('.go')) {
-      hash.update(name).update(readFileSync(join(dir, name)));
-    }
-  }
+  const sources = (folder: string) =>
+    readdirSync(folder)
+      .sort()
+      .filter((name) => name === 'go.mod' || name === 'go.sum' || name.endsWith('.go'));
+  for (const name of sources(dir)) hash.update(name).update(readFileSync(join(dir, name)));
+  const shared = sources(SHARED);
+  for (const name of shared) hash.update(`shared/${name}`).update(readFileSync(join(SHARED, name)));
   const bin = join(CACHE, `${cloud}-${hash.digest('hex').slice(0, 16)}`);
   if (existsSync(bin)) return bin;
   mkdirSync(CACHE, { recursive: true });
   const partial = `${bin}.${process.pid}.partial`;
-  // -mod=readonly: go.sum is committed, so a build never rewrites it (or fetches what it does not pin).
-  await execa('go', ['build', '-mod=readonly', '-o', partial, '.'], { cwd: dir, timeout: 15 * 60_000 });
+  const overlay = `${partial}.overlay.json`;
+  const replace = Object.fromEntries(shared.map((name) => [join(dir, `shared_${name}`), join(SHARED, name)]));
+  writeFileSync(overlay, JSON.stringify({ Replace: replace }));
+  try {
+    // -mod=readonly: go.sum is committed, so a build never rewrites it (or fetches what it does not pin).
+    await execa('go', ['build', '-mod=readonly', `-overlay=${overlay}`, '-o', partial, '.'], {
+      cwd: dir,
+      timeout: 15 * 60_000,
+    });
+  } finally {
+    rmSync(overlay, { force: true });
+  }
   renameSync(partial, bin);
   return bin;
 }

@@ -1,10 +1,10 @@
 /** Runs `ccm run` in this process (so a test can wrap the provider) and collects its JSON log lines. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
 import { type RunDeps, type RunHandle, type RunInput, startRun } from '../../src/cli/run.js';
+import { freePort } from '../controlplane/harness.js';
 
 export interface InProcess {
   handle: RunHandle;
@@ -13,16 +13,7 @@ export interface InProcess {
   stop(): Promise<number>;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      srv.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
+export { freePort };
 
 export function runInput(kubeconfig: string, inventory: string, overrides: Partial<RunInput> = {}): RunInput {
   return {
@@ -275,4 +266,18 @@ export async function expectTwoReadyReplicas(kubeconfig: string, input: Partial<
     // leader releases and start its controllers while it shuts down.
     for (const { started } of standbyFirst) await started.stop();
   }
+}
+
+/** Whether `ccm run` has ended on its own so far: the returned function reads it at any time. */
+export function exitWatch(ccm: InProcess): () => boolean {
+  let exited = false;
+  void ccm.handle.done.then(() => {
+    exited = true;
+  });
+  return () => exited;
+}
+
+/** A Lease in kube-system with timings short enough for a test to lose and regain it in seconds. */
+export function shortLease(name: string, durationMs: number, renewDeadlineMs: number, retryPeriodMs: number) {
+  return { durationMs, renewDeadlineMs, retryPeriodMs, name, namespace: 'kube-system' };
 }

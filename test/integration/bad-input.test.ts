@@ -7,26 +7,24 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createNodes } from '../controlplane/fixtures.js';
+import { CCM_USER } from '../controlplane/harness.js';
 import { ccm } from '../helpers/cli.js';
+import { useCloudWorld } from '../helpers/cloud-world.js';
 import { writeInventory } from '../helpers/inventory.js';
 import { loadedModules } from '../helpers/loaded-modules.js';
 import { tempDir } from '../helpers/tmp.js';
 
-let cp: ControlPlane;
+// Bad input changes nothing: one Node and one inventory serve every test.
+const world = useCloudWorld('cloudlycke', { keep: true });
 let inventory: string;
 let dir: string;
 
 beforeAll(async () => {
   dir = tempDir('ccm-bad-input-');
-  cp = await startControlPlane();
-  await createNodes(fixtureApi(cp.kubeconfigPath), [{ name: 'n1' }]);
+  await createNodes(world.api, [{ name: 'n1' }]);
   inventory = writeInventory([{ id: 'n1', addresses: [{ type: 'InternalIP', address: '192.168.56.5' }] }]);
-});
-afterAll(async () => {
-  await cp?.stop();
 });
 
 async function closedPort(): Promise<number> {
@@ -72,27 +70,27 @@ describe('bad input gets one line, exit 2, nothing written', () => {
     ],
     [
       'an unknown context',
-      () => [...init, '--kubeconfig', cp.kubeconfigPath, '--context', 'prod', '--cloud-config', inventory],
+      () => [...init, '--kubeconfig', world.kubeconfig, '--context', 'prod', '--cloud-config', inventory],
       /context "prod" is not in the kubeconfig; use one of: ccm, fixtures/,
     ],
     [
       'a concurrency out of range (issue 6, item 11)',
-      () => [...init, '--kubeconfig', cp.kubeconfigPath, '--cloud-config', inventory, '--concurrency', '0'],
+      () => [...init, '--kubeconfig', world.kubeconfig, '--cloud-config', inventory, '--concurrency', '0'],
       /^ccm: --concurrency: expected a whole number from 1 to 256, got "0"$/,
     ],
     [
       'an unknown provider',
-      () => ['nodes', 'init', '--provider', 'aws', '--kubeconfig', cp.kubeconfigPath],
+      () => ['nodes', 'init', '--provider', 'aws', '--kubeconfig', world.kubeconfig],
       /unknown provider "aws"; use one of: .*cloudlycke/,
     ],
     [
       'no provider',
-      () => ['nodes', 'init', '--kubeconfig', cp.kubeconfigPath],
+      () => ['nodes', 'init', '--kubeconfig', world.kubeconfig],
       /no provider given; pass --provider/,
     ],
     [
       'ccm migrate from a cloud without an official controller with load balancers (Triton)',
-      () => ['migrate', '--provider', 'triton', '--kubeconfig', cp.kubeconfigPath],
+      () => ['migrate', '--provider', 'triton', '--kubeconfig', world.kubeconfig],
       /^ccm: triton has no official controller with load balancers to migrate from: Joyent publishes none/,
     ],
     [
@@ -104,26 +102,26 @@ describe('bad input gets one line, exit 2, nothing written', () => {
         '--yes',
         '--rollback',
         '--kubeconfig',
-        cp.kubeconfigPath,
+        world.kubeconfig,
       ],
       /^ccm: --yes and --rollback exclude each other; pass one \(no flag: a dry run\)$/,
     ],
     [
       'ccm migrate --from naming no official controller of the cloud',
-      () => ['migrate', '--provider', 'openstack', '--from', 'occm', '--kubeconfig', cp.kubeconfigPath],
+      () => ['migrate', '--provider', 'openstack', '--from', 'occm', '--kubeconfig', world.kubeconfig],
       /^ccm: --from occm is no official controller of openstack; use one of: openstack-cloud-controller-manager$/,
     ],
     [
       'a malformed inventory',
       () => {
         writeFileSync(join(dir, 'inv.yaml'), 'instances:\n  - id: a\n    state: exploded\n');
-        return [...init, '--kubeconfig', cp.kubeconfigPath, '--cloud-config', join(dir, 'inv.yaml')];
+        return [...init, '--kubeconfig', world.kubeconfig, '--cloud-config', join(dir, 'inv.yaml')];
       },
       /instances\[0\]\.state must be "running" or "stopped", got "exploded"/,
     ],
     [
       'a missing inventory',
-      () => [...init, '--kubeconfig', cp.kubeconfigPath, '--cloud-config', join(dir, 'none.yaml')],
+      () => [...init, '--kubeconfig', world.kubeconfig, '--cloud-config', join(dir, 'none.yaml')],
       /file not found/,
     ],
     [
@@ -131,7 +129,7 @@ describe('bad input gets one line, exit 2, nothing written', () => {
       () => [
         ...init,
         '--kubeconfig',
-        cp.kubeconfigPath,
+        world.kubeconfig,
         '--cloud-config',
         inventory,
         '--deletion-grace-period',
@@ -142,7 +140,7 @@ describe('bad input gets one line, exit 2, nothing written', () => {
     [
       'a kubeconfig with a proxy-url',
       () => {
-        const text = readFileSync(cp.kubeconfigPath, 'utf8').replace(
+        const text = readFileSync(world.kubeconfig, 'utf8').replace(
           /(server: https:\/\/127\.0\.0\.1:\d+)/,
           '$1\n      proxy-url: http://127.0.0.1:3128',
         );
@@ -153,15 +151,15 @@ describe('bad input gets one line, exit 2, nothing written', () => {
     ],
     [
       'an unknown flag',
-      () => [...init, '--kubeconfig', cp.kubeconfigPath, '--frobnicate'],
+      () => [...init, '--kubeconfig', world.kubeconfig, '--frobnicate'],
       /Nonexistent flag: --frobnicate/,
     ],
   ])('%s', async (_what, args, pattern) => {
-    const before = (await cp.writes(CCM_USER)).length;
+    const before = (await world.cp.writes(CCM_USER)).length;
     // HOME without ~/.kube/config, so only the flags decide which kubeconfig is used
     const run = await ccm(args(), { HOME: dir });
     expectOneLine(run, pattern);
-    expect((await cp.writes(CCM_USER)).length).toBe(before);
+    expect((await world.cp.writes(CCM_USER)).length).toBe(before);
   });
 
   it('KUBECONFIG naming only files that do not exist (one missing among others is skipped, as kubectl does)', async () => {
@@ -172,7 +170,7 @@ describe('bad input gets one line, exit 2, nothing written', () => {
       /KUBECONFIG names .*gone-1, .*gone-2, which cannot be read; fix KUBECONFIG or pass --kubeconfig/,
     );
     const some = await ccm([...init, '--cloud-config', inventory, '--dry-run'], {
-      KUBECONFIG: [missing[0], cp.kubeconfigPath].join(':'),
+      KUBECONFIG: [missing[0], world.kubeconfig].join(':'),
     });
     expect(some.exitCode, some.stderr).toBe(0);
   });
@@ -182,7 +180,7 @@ describe('bad input gets one line, exit 2, nothing written', () => {
     const kubeconfig = join(dir, 'unreachable-q');
     writeFileSync(
       kubeconfig,
-      readFileSync(cp.kubeconfigPath, 'utf8').replace(cp.server, `https://127.0.0.1:${port}`),
+      readFileSync(world.kubeconfig, 'utf8').replace(world.cp.server, `https://127.0.0.1:${port}`),
     );
     const loud = await ccm([...init, '--kubeconfig', kubeconfig, '--cloud-config', inventory]);
     const quiet = await ccm([...init, '--kubeconfig', kubeconfig, '--cloud-config', inventory, '-q']);
@@ -191,7 +189,7 @@ describe('bad input gets one line, exit 2, nothing written', () => {
     const fine = await ccm([
       ...init,
       '--kubeconfig',
-      cp.kubeconfigPath,
+      world.kubeconfig,
       '--cloud-config',
       inventory,
       '--dry-run',
@@ -205,7 +203,7 @@ describe('bad input gets one line, exit 2, nothing written', () => {
     const kubeconfig = join(dir, 'unreachable');
     writeFileSync(
       kubeconfig,
-      readFileSync(cp.kubeconfigPath, 'utf8').replace(cp.server, `https://127.0.0.1:${port}`),
+      readFileSync(world.kubeconfig, 'utf8').replace(world.cp.server, `https://127.0.0.1:${port}`),
     );
     const run = await ccm([...init, '--kubeconfig', kubeconfig, '--cloud-config', inventory]);
     expectOneLine(
@@ -217,7 +215,7 @@ describe('bad input gets one line, exit 2, nothing written', () => {
 
 describe('`ccm run`: bad input gets one line, exit 2, nothing written', () => {
   const run = ['run', '--provider', 'cloudlycke', '--secure-port=-1'];
-  const kc = () => ['--kubeconfig', cp.kubeconfigPath];
+  const kc = () => ['--kubeconfig', world.kubeconfig];
 
   it.each([
     [
@@ -288,10 +286,10 @@ describe('`ccm run`: bad input gets one line, exit 2, nothing written', () => {
     ['--json', () => [...run, ...kc(), '--cloud-config', inventory, '--json'], /Nonexistent flag: --json/],
     ['-o', () => [...run, ...kc(), '--cloud-config', inventory, '-o', 'json'], /Nonexistent flag: -o/],
   ])('%s', async (_what, args, pattern) => {
-    const before = (await cp.writes(CCM_USER)).length;
+    const before = (await world.cp.writes(CCM_USER)).length;
     const result = await ccm(args(), { HOME: dir });
     expectOneLine(result, pattern);
-    expect((await cp.writes(CCM_USER)).length).toBe(before);
+    expect((await world.cp.writes(CCM_USER)).length).toBe(before);
   });
 
   it('a port already in use', async () => {
@@ -347,7 +345,7 @@ describe('one wording across commands', () => {
       'abc',
     ],
   ])('%s: "--flag: expected …, got …", exit 2', async (args, flag, expected, value) => {
-    const run = await ccm([...args, '--provider', 'cloudlycke', '--kubeconfig', cp.kubeconfigPath]);
+    const run = await ccm([...args, '--provider', 'cloudlycke', '--kubeconfig', world.kubeconfig]);
     expect({ exitCode: run.exitCode, stderr: run.stderr.trim() }).toEqual({
       exitCode: 2,
       stderr: `ccm: --${flag}: expected ${expected}, got "${value}"`,
@@ -379,15 +377,7 @@ describe('start-up', () => {
         '--import',
         tracer,
         bin,
-        'run',
-        '--provider',
-        'cloudlycke',
-        '--kubeconfig',
-        cp.kubeconfigPath,
-        '--cloud-config',
-        inventory,
-        '--leader-elect=false',
-        '--secure-port=-1',
+        ...world.args(['run', '--leader-elect=false', '--secure-port=-1'], ['--cloud-config', inventory]),
       ],
       { env: { TRACE_IMPORTS_FILE: trace }, reject: false, buffer: false },
     );

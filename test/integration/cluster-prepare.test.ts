@@ -61,10 +61,23 @@ async function clusterConfiguration(cp: ControlPlane): Promise<Record<string, un
   const kc = new KubeConfig();
   kc.loadFromFile(cp.kubeconfigPath);
   kc.setCurrentContext('fixtures');
-  const cm = await kc
-    .makeApiClient(CoreV1Api)
-    .readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
+  const cm = await kubeadmConfig(kc.makeApiClient(CoreV1Api));
   return parse(cm.data?.ClusterConfiguration ?? '') as Record<string, unknown>;
+}
+
+/** `ccm cluster prepare` of the node at `root`, against `cp`. */
+function clusterPrepare(root: string, cp: ControlPlane, ...flags: string[]) {
+  return ccm(['cluster', 'prepare', '--root', root, '--kubeconfig', cp.kubeconfigPath, ...flags]);
+}
+
+/** The same without restarting the node's kubelet (there is none here). */
+function prepareRoot(root: string, cp: ControlPlane, ...extra: string[]) {
+  return clusterPrepare(root, cp, '--no-restart', ...extra);
+}
+
+/** kubeadm's record of the cluster, the ConfigMap kube-system/kubeadm-config. */
+function kubeadmConfig(api: CoreV1Api) {
+  return api.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
 }
 
 describe.each([
@@ -95,8 +108,7 @@ describe.each([
     await cp?.stop();
   });
 
-  const prepare = (...extra: string[]) =>
-    ccm(['cluster', 'prepare', '--root', root, '--kubeconfig', cp.kubeconfigPath, '--no-restart', ...extra]);
+  const prepare = (...extra: string[]) => prepareRoot(root, cp, ...extra);
 
   it('previews a diff with --dry-run and writes nothing', async () => {
     const run = await prepare('--dry-run');
@@ -232,27 +244,9 @@ describe('applying on the local machine', () => {
       { name: 'old-2', tainted: false, providerID: 'cloudlycke://old-2' },
     ]);
     const root = copyRoot('kubeadm-v1.36.3');
-    const hint = await ccm([
-      'cluster',
-      'prepare',
-      '--root',
-      root,
-      '--kubeconfig',
-      cp.kubeconfigPath,
-      '--dry-run',
-    ]);
+    const hint = await clusterPrepare(root, cp, '--dry-run');
     expect(hint.stdout).toContain('--initialize-existing');
-    const run = await ccm([
-      'cluster',
-      'prepare',
-      '--root',
-      root,
-      '--kubeconfig',
-      cp.kubeconfigPath,
-      '--yes',
-      '--no-restart',
-      '--initialize-existing',
-    ]);
+    const run = await prepareRoot(root, cp, '--yes', '--initialize-existing');
     expect(run.exitCode).toBe(0);
     const taints = async (name: string) =>
       ((await api.readNode({ name })).spec?.taints ?? []).map((t) => t.key);
@@ -326,24 +320,14 @@ describe('rolling back after a `kubeadm upgrade` (issue 6, item 2)', () => {
   it("keeps the upgrade (image, kubernetesVersion) and undoes only ccm's flags", async () => {
     const root = copyRoot('kubeadm-v1.36.3');
     const original = snapshot(root);
-    const prepare = (...extra: string[]) =>
-      ccm([
-        'cluster',
-        'prepare',
-        '--root',
-        root,
-        '--kubeconfig',
-        cp.kubeconfigPath,
-        '--no-restart',
-        ...extra,
-      ]);
+    const prepare = (...extra: string[]) => prepareRoot(root, cp, ...extra);
     expect((await prepare('--yes')).exitCode).toBe(0);
 
     // what `kubeadm upgrade apply v1.36.4` changes: the manifests' images and kubeadm's record
     const kcm = join(root, FILES[1] as string);
     writeFileSync(kcm, readFileSync(kcm, 'utf8').replace(':v1.36.3', ':v1.36.4'));
     const api = fixtureApi(cp.kubeconfigPath);
-    const cm = await api.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
+    const cm = await kubeadmConfig(api);
     const upgraded = (cm.data?.ClusterConfiguration ?? '').replace(
       /kubernetesVersion: v1\.36\.3/,
       'kubernetesVersion: v1.36.4',
@@ -369,20 +353,10 @@ describe('rolling back after a `kubeadm upgrade` (issue 6, item 2)', () => {
 
   it("undoes kubeadm-config from the cluster's own record, not from a host's, which anyone with root there can forge", async () => {
     const root = copyRoot('kubeadm-v1.36.3');
-    const prepare = (...extra: string[]) =>
-      ccm([
-        'cluster',
-        'prepare',
-        '--root',
-        root,
-        '--kubeconfig',
-        cp.kubeconfigPath,
-        '--no-restart',
-        ...extra,
-      ]);
+    const prepare = (...extra: string[]) => prepareRoot(root, cp, ...extra);
     expect((await prepare('--yes')).exitCode).toBe(0);
     const api = fixtureApi(cp.kubeconfigPath);
-    const cm = await api.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
+    const cm = await kubeadmConfig(api);
     expect(
       JSON.parse(cm.metadata?.annotations?.['ccm.io/prepare-record'] ?? '{}').changes.length,
     ).toBeGreaterThan(0);
@@ -414,7 +388,7 @@ describe('rolling back after a `kubeadm upgrade` (issue 6, item 2)', () => {
     writeFileSync(set, JSON.stringify(manifest));
 
     expect((await prepare('--rollback', '--yes')).exitCode).toBe(0);
-    const after = await api.readNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' });
+    const after = await kubeadmConfig(api);
     expect(after.data?.ClusterConfiguration).not.toContain('AlwaysAllow');
     expect(after.data?.ClusterConfiguration).not.toContain('cloud-provider');
     expect(after.metadata?.annotations?.['ccm.io/prepare-record']).toBeUndefined();

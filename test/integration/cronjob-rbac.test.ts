@@ -23,12 +23,13 @@ import {
   type V1Taint,
   type V1Toleration,
 } from '@kubernetes/client-node';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { renderManifests } from '../../src/cli/manifests.js';
 import { loadProvider } from '../../src/providers/registry.js';
 import { createNodes, deleteAllNodes, UNINITIALIZED } from '../controlplane/fixtures.js';
-import { type AuditEvent, CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { type AuditEvent, CCM_USER } from '../controlplane/harness.js';
 import { ccm } from '../helpers/cli.js';
+import { useCloudWorld } from '../helpers/cloud-world.js';
 import { writeInventory } from '../helpers/inventory.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -45,7 +46,8 @@ const FIELD_MANAGER = 'ccm-test';
 const DEFAULTS = { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'virtualbox' };
 const gone = { ready: false, tainted: false } as const;
 
-let cp: ControlPlane;
+// The CronJob's objects are applied once; Nodes are deleted where a describe says so.
+const world = useCloudWorld('cloudlycke', { keep: true });
 let kc: KubeConfig;
 let core: CoreV1Api;
 let objects: KubernetesObjectApi;
@@ -98,8 +100,8 @@ kind: Config
 clusters:
   - name: test
     cluster:
-      server: ${cp.server}
-      certificate-authority-data: ${cp.caData}
+      server: ${world.cp.server}
+      certificate-authority-data: ${world.cp.caData}
 users:
   - name: ${name}
     user:
@@ -115,7 +117,7 @@ current-context: ${name}
 }
 
 async function nodesInitAs(user: string, kubeconfig: string, inventory: string, ...extra: string[]) {
-  const before = (await cp.writes(user)).length;
+  const before = (await world.cp.writes(user)).length;
   const result = await ccm([
     'nodes',
     'init',
@@ -127,7 +129,7 @@ async function nodesInitAs(user: string, kubeconfig: string, inventory: string, 
     inventory,
     ...extra,
   ]);
-  const writes = (await cp.writes(user)).slice(before);
+  const writes = (await world.cp.writes(user)).slice(before);
   return { ...result, writes };
 }
 
@@ -141,9 +143,8 @@ async function nodeExists(name: string): Promise<boolean> {
 const uninitialized = (n: V1Node) => (n.spec?.taints ?? []).some((t) => t.key === UNINITIALIZED.key);
 
 beforeAll(async () => {
-  cp = await startControlPlane();
   kc = new KubeConfig();
-  kc.loadFromFile(cp.kubeconfigPath);
+  kc.loadFromFile(world.kubeconfig);
   kc.setCurrentContext('fixtures');
   core = kc.makeApiClient(CoreV1Api);
   objects = KubernetesObjectApi.makeApiClient(kc);
@@ -155,9 +156,6 @@ beforeAll(async () => {
     namespace: NAMESPACE,
     body: { metadata: { name: CONFIG_MAP }, data: { config: readFileSync(EXAMPLE_INVENTORY, 'utf8') } },
   });
-});
-afterAll(async () => {
-  await cp?.stop();
 });
 
 describe('the generated CronJob', () => {
@@ -338,7 +336,7 @@ describe('`ccm nodes init` as the CronJob ServiceAccount', () => {
       { name: 'gone', providerID: 'cloudlycke://gone', ...gone },
     ]);
     const kubeconfig = await serviceAccountKubeconfig(SA);
-    const operatorWritesBefore = (await cp.writes(CCM_USER)).length;
+    const operatorWritesBefore = (await world.cp.writes(CCM_USER)).length;
 
     const run = await nodesInitAs(SA_USER, kubeconfig, inventory, '--deletion-grace-period', '0s', '--json');
     expect(run.stdout).not.toMatch(/forbidden/i);
@@ -357,7 +355,7 @@ describe('`ccm nodes init` as the CronJob ServiceAccount', () => {
     expect(await nodeExists('alive')).toBe(true);
 
     // The writes were made as the ServiceAccount (not the harness's system:masters identity)...
-    expect((await cp.writes(CCM_USER)).length).toBe(operatorWritesBefore);
+    expect((await world.cp.writes(CCM_USER)).length).toBe(operatorWritesBefore);
     expect(new Set(run.writes.map(describeWrite))).toEqual(
       new Set(['patch nodes', 'patch nodes/status', 'create events', 'delete nodes']),
     );

@@ -99,12 +99,7 @@ async function healthy(): Promise<void> {
   sim.reset();
   await deleteAllNodes(core);
   for (const obj of manifests) await apply(structuredClone(obj));
-  await apply({
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: { name: 'digitalocean', namespace: NS },
-    stringData: { 'access-token': sim.token },
-  } as KubernetesObject);
+  await applyTokenSecret(sim.token);
   await renewLease();
   await podWithStatus(pod('ccm-5d9f-abcde', CCM_LABELS, ['ccm', 'run']), running);
   await podWithStatus(
@@ -184,6 +179,16 @@ beforeEach(healthy);
 afterEach(() => {
   expect(sim.takeViolations()).toEqual([]);
 });
+
+/** The Secret kube-system/digitalocean as the getting-started guide makes it, with `token`. */
+function applyTokenSecret(token: string) {
+  return apply({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'digitalocean', namespace: NS },
+    stringData: { 'access-token': token },
+  } as KubernetesObject);
+}
 
 describe('ccm doctor', () => {
   it('passes every check on a healthy cluster, exit 0', async () => {
@@ -332,12 +337,7 @@ describe('ccm doctor', () => {
   });
 
   it('wrong credentials: the simulator refuses the token', async () => {
-    await apply({
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: 'digitalocean', namespace: NS },
-      stringData: { 'access-token': 'dop_v1_notthetoken' },
-    } as KubernetesObject);
+    await applyTokenSecret('dop_v1_notthetoken');
     const run = await doctor();
     const { line, fix } = failure(run.lines, 'the cloud refuses the credentials');
     expect(fix).toContain('put valid credentials in Secret kube-system/digitalocean');
@@ -347,12 +347,7 @@ describe('ccm doctor', () => {
   });
 
   it("a token in the environment is what is checked, not the default Secret's", async () => {
-    await apply({
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: 'digitalocean', namespace: NS },
-      stringData: { 'access-token': 'dop_v1_notthetoken' },
-    } as KubernetesObject);
+    await applyTokenSecret('dop_v1_notthetoken');
     const run = await ccm([...doctorArgs(), '-o', 'json'], { DO_ACCESS_TOKEN: sim.token });
     const checks = JSON.parse(run.stdout).checks as { id: string; status: string }[];
     expect(

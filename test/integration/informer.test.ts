@@ -13,28 +13,18 @@ import { slimNode } from '../../src/kube/slim-node.js';
 import { type KubeRequest, KubeTransport } from '../../src/kube/transport.js';
 import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { useCloudWorld } from '../helpers/cloud-world.js';
 import { until } from '../helpers/run.js';
 
-let cp: ControlPlane;
-let api: CoreV1Api;
-let transport: KubeTransport;
-
-beforeAll(async () => {
-  cp = await startControlPlane();
-  api = fixtureApi(cp.kubeconfigPath);
-  transport = new KubeTransport(loadKubeConfig({ kubeconfig: cp.kubeconfigPath, env: {} }));
-});
-afterAll(async () => {
-  await transport?.close();
-  await cp?.stop();
-});
+// One cluster for the file; each test makes and removes what it watches.
+const world = useCloudWorld('cloudlycke', { keep: true });
 
 it('lists, then follows adds, updates and deletes; re-watches when the server ends a watch', async () => {
-  await createNodes(api, [{ name: 'a' }, { name: 'b' }]);
+  await createNodes(world.api, [{ name: 'a' }, { name: 'b' }]);
   const seen: string[] = [];
   const restarts: RestartReason[] = [];
   const nodes = createInformer({
-    transport,
+    transport: world.transport(),
     path: '/api/v1/nodes',
     resource: 'nodes',
     slim: slimNode,
@@ -56,15 +46,15 @@ it('lists, then follows adds, updates and deletes; re-watches when the server en
   ).toEqual(['a', 'b']);
   // the server ends each watch after 1 s; events after that still arrive
   await new Promise((r) => setTimeout(r, 2500));
-  await api.replaceNode({
+  await world.api.replaceNode({
     name: 'a',
     body: {
-      ...(await api.readNode({ name: 'a' })),
-      metadata: { ...(await api.readNode({ name: 'a' })).metadata, labels: { color: 'red' } },
+      ...(await world.api.readNode({ name: 'a' })),
+      metadata: { ...(await world.api.readNode({ name: 'a' })).metadata, labels: { color: 'red' } },
     },
   });
-  await createNodes(api, [{ name: 'c' }]);
-  await api.deleteNode({ name: 'b' });
+  await createNodes(world.api, [{ name: 'c' }]);
+  await world.api.deleteNode({ name: 'b' });
   await until(
     'events',
     async () => seen.includes('delete b') && seen.includes('add c') && seen.includes('update a red'),
@@ -74,13 +64,13 @@ it('lists, then follows adds, updates and deletes; re-watches when the server en
   expect(nodes.size).toBe(2);
   expect(restarts).toEqual([]);
   await nodes.stop();
-  await api.deleteCollectionNode({});
+  await world.api.deleteCollectionNode({});
 });
 
 it('restarts a watch that goes silent (stall watchdog), and serves any resource path', async () => {
   const restarts: RestartReason[] = [];
   const services = createInformer({
-    transport,
+    transport: world.transport(),
     path: '/api/v1/services',
     resource: 'services',
     slim: (raw) => (raw as { metadata: { name: string; namespace: string } }).metadata,
@@ -92,7 +82,7 @@ it('restarts a watch that goes silent (stall watchdog), and serves any resource 
   await until('synced', async () => services.hasSynced());
   expect(services.get('default/kubernetes')?.name).toBe('kubernetes');
   await until('a stall restart', async () => restarts.includes('stall'), 5000);
-  await api.createNamespacedService({
+  await world.api.createNamespacedService({
     namespace: 'default',
     body: { metadata: { name: 'web' }, spec: { ports: [{ port: 80 }] } },
   });
@@ -127,7 +117,7 @@ function gate() {
   };
 }
 
-/** The real transport, with the requests the informer makes passed through the test's hooks first. */
+/** The real world.transport(), with the requests the informer makes passed through the test's hooks first. */
 function intercepted(
   base: KubeTransport,
   hooks: {
@@ -154,7 +144,7 @@ it('watches again after "too large resource version", and lists afresh after thr
   const calls: string[] = [];
   const restarts: RestartReason[] = [];
   const nodes = createInformer({
-    transport: intercepted(transport, {
+    transport: intercepted(world.transport(), {
       list: async (req) => {
         if (!req.path.includes('continue=')) calls.push('list');
       },

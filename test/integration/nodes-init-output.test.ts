@@ -5,32 +5,22 @@
  */
 import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { CoreV1Api } from '@kubernetes/client-node';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { createNodes } from '../controlplane/fixtures.js';
 import { ccm } from '../helpers/cli.js';
+import { CLOUDLYCKE_DEFAULTS as DEFAULTS, useCloudWorld } from '../helpers/cloud-world.js';
 import { writeInventory } from '../helpers/inventory.js';
 import { runInTerminal } from '../helpers/terminal.js';
 
-const DEFAULTS = { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'virtualbox' };
 const ESC = '\u001b[';
 
-let cp: ControlPlane;
-let api: CoreV1Api;
+// Every Node deleted before each test.
+const world = useCloudWorld('cloudlycke');
 const made: string[] = [];
 
-beforeAll(async () => {
-  cp = await startControlPlane();
-  api = fixtureApi(cp.kubeconfigPath);
-});
-afterAll(async () => {
-  await cp?.stop();
+afterAll(() => {
   for (const path of made) rmSync(path, { recursive: true, force: true });
-});
-beforeEach(async () => {
-  await deleteAllNodes(api);
 });
 
 function inventory(...args: Parameters<typeof writeInventory>): string {
@@ -42,7 +32,7 @@ function inventory(...args: Parameters<typeof writeInventory>): string {
 /** One Node of each result; names whose text order differs from their natural order. */
 async function mixedCluster(): Promise<string> {
   const ip = (n: number) => `192.168.56.${n}`;
-  await createNodes(api, [
+  await createNodes(world.api, [
     { name: 'node-1' },
     {
       name: 'node-2',
@@ -71,19 +61,7 @@ async function mixedCluster(): Promise<string> {
 }
 
 function args(inv: string, ...extra: string[]): string[] {
-  return [
-    'nodes',
-    'init',
-    '--provider',
-    'cloudlycke',
-    '--kubeconfig',
-    cp.kubeconfigPath,
-    '--cloud-config',
-    inv,
-    '--deletion-grace-period',
-    '0s',
-    ...extra,
-  ];
+  return world.args(['nodes', 'init', '--deletion-grace-period', '0s', ...extra], ['--cloud-config', inv]);
 }
 
 const withoutTime = (text: string) => text.replace(/, \d+\.\ds$/m, ', <time>');
@@ -172,7 +150,7 @@ describe('in a real terminal', () => {
   it('300 Nodes initialised: a screenful at most, the rest counted, no spinner left behind', async () => {
     const names = Array.from({ length: 300 }, (_, i) => `node-${i + 1}`);
     await createNodes(
-      api,
+      world.api,
       names.map((name) => ({ name, addresses: [] })),
       64,
     );

@@ -6,18 +6,15 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import type { CoreV1Api } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { createNodes } from '../controlplane/fixtures.js';
 import { ccm } from '../helpers/cli.js';
-import { writeInventory } from '../helpers/inventory.js';
+import { CLOUDLYCKE_DEFAULTS, useCloudWorld } from '../helpers/cloud-world.js';
 import { tempDir } from '../helpers/tmp.js';
 
-let cp: ControlPlane;
-let api: CoreV1Api;
-let inventory: string;
+// The tests read one cluster, set up once.
+const world = useCloudWorld('cloudlycke', { keep: true });
 
 interface Row {
   name: string;
@@ -31,45 +28,30 @@ interface Row {
 }
 
 beforeAll(async () => {
-  cp = await startControlPlane();
-  api = fixtureApi(cp.kubeconfigPath);
-  inventory = writeInventory(
+  world.sim.path = world.sim.write(
     [
       { id: 'ok-1', addresses: [{ type: 'InternalIP', address: '192.168.56.11' }] },
       { id: 'new-1', addresses: [{ type: 'InternalIP', address: '192.168.56.12' }] },
       { id: 'spare-1', state: 'stopped', addresses: [{ type: 'InternalIP', address: '192.168.56.13' }] },
     ],
-    { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'zone-a' },
+    { ...CLOUDLYCKE_DEFAULTS, zone: 'zone-a' },
   );
   // ok-1: initialised, as `nodes init` leaves it; then three Nodes registered after that pass.
-  await createNodes(api, [{ name: 'ok-1' }]);
+  await createNodes(world.api, [{ name: 'ok-1' }]);
   expect((await list(['nodes', 'init'])).exitCode).toBe(0);
-  await createNodes(api, [
+  await createNodes(world.api, [
     { name: 'new-1' },
     { name: 'lost-1' },
     { name: 'aws-1', providerID: 'aws:///eu-west-1a/i-0123', tainted: false },
   ]);
 });
-afterAll(async () => {
-  await cp?.stop();
-});
 
-function list(args: string[]) {
-  return ccm([
-    ...args,
-    '--provider',
-    'cloudlycke',
-    '--kubeconfig',
-    cp.kubeconfigPath,
-    '--cloud-config',
-    inventory,
-  ]);
-}
+/** The CLI against the world, without reading the audit log around it (as `world.ccm` does). */
+const list = (args: string[]) => ccm(world.args(args));
 
 describe('ccm nodes list', () => {
   it('shows each Node beside its instance, with the reason and the fix of each one not as it should be', async () => {
-    const before = (await cp.writes(CCM_USER)).length;
-    const run = await list(['nodes', 'list', '--json', '--show-orphans']);
+    const run = await world.ccm(['nodes', 'list', '--json', '--show-orphans']);
     expect(run.stderr).toBe('');
     expect(run.exitCode).toBe(0);
     const report = JSON.parse(run.stdout) as {
@@ -102,7 +84,7 @@ describe('ccm nodes list', () => {
     expect(report.orphans.map((o) => `${o.name}:${o.state}`)).toEqual(['spare-1:stopped']);
     // One Node listing (one page) and nothing written.
     expect(report.kubeReads).toBe(1);
-    expect((await cp.writes(CCM_USER)).slice(before)).toEqual([]);
+    expect(run.writes).toEqual([]);
   });
 
   it('agrees with `nodes init --dry-run` on which Nodes fail and why', async () => {
@@ -146,8 +128,8 @@ describe('ccm nodes list against a server that is not Kubernetes', () => {
       const kubeconfig = join(tempDir('ccm-not-kube-'), 'kubeconfig');
       writeFileSync(
         kubeconfig,
-        readFileSync(cp.kubeconfigPath, 'utf8')
-          .replace(cp.server, url)
+        readFileSync(world.kubeconfig, 'utf8')
+          .replace(world.cp.server, url)
           .replace(/certificate-authority-data: .*\n/g, ''),
       );
       const run = await ccm([
@@ -158,7 +140,7 @@ describe('ccm nodes list against a server that is not Kubernetes', () => {
         '--kubeconfig',
         kubeconfig,
         '--cloud-config',
-        inventory,
+        world.sim.path,
       ]);
       expect(run.exitCode).toBe(2);
       expect(run.stderr.trim()).toBe(

@@ -160,12 +160,7 @@ describe('ccm nodes init --provider openstack', () => {
 
   it('refuses wrong credentials in one line without the password, exit 2', async () => {
     const path = join(world.dir, 'wrong.conf');
-    writeFileSync(
-      path,
-      fixture('occm-cloud-config')
-        .replace('http://192.128.1.15:5000/v3', world.sim.authUrl)
-        .replace('passw0rd', 'Wr0ngPassw0rd'),
-    );
+    writeFileSync(path, world.sim.cloudConf().replace('passw0rd', 'Wr0ngPassw0rd'));
     await createNodes(world.api, [{ name: 'n1' }]);
     const run = await nodesInit(path);
     expect(run.exitCode).toBe(2);

@@ -11,36 +11,22 @@
  */
 import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { CoreV1Api } from '@kubernetes/client-node';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { budgetedProvider, type ProviderHolder, TokenBucket } from '../../src/controllers/cloud-budget.js';
 import { InstanceCache } from '../../src/controllers/instance-cache.js';
 import type { ControllerContext } from '../../src/controllers/manager.js';
 import { reconcileNode } from '../../src/controllers/node-reconcile.js';
-import { loadKubeConfig } from '../../src/kube/config.js';
 import { createNodeClient } from '../../src/kube/nodes.js';
 import { type SlimNode, slimNode } from '../../src/kube/slim-node.js';
-import { KubeTransport } from '../../src/kube/transport.js';
 import { cloudlycke } from '../../src/providers/cloudlycke/index.js';
-import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { createNodes } from '../controlplane/fixtures.js';
+import { CLOUDLYCKE_DEFAULTS as DEFAULTS, useCloudWorld } from '../helpers/cloud-world.js';
 import { writeInventory } from '../helpers/inventory.js';
 
-const DEFAULTS = { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'virtualbox' };
-
-let cp: ControlPlane;
-let api: CoreV1Api;
-let transport: KubeTransport;
+const world = useCloudWorld('cloudlycke');
 const inventories: string[] = [];
 
-beforeAll(async () => {
-  cp = await startControlPlane();
-  api = fixtureApi(cp.kubeconfigPath);
-  transport = new KubeTransport(loadKubeConfig({ kubeconfig: cp.kubeconfigPath, env: {} }));
-});
-afterAll(async () => {
-  await transport?.close();
-  await cp?.stop();
+afterAll(() => {
   for (const path of inventories) rmSync(dirname(path), { recursive: true, force: true });
 });
 
@@ -49,18 +35,18 @@ it('a lookup made with reloaded credentials does not confirm a deletion from the
   const ours = writeInventory([{ id: 'w1' }], DEFAULTS);
   const theirs = writeInventory([{ id: 'elsewhere' }], DEFAULTS);
   inventories.push(ours, theirs);
-  await createNodes(api, [
+  await createNodes(world.api, [
     { name: 'w1', providerID: 'cloudlycke://w1', tainted: false },
     { name: 'gone-1', providerID: 'cloudlycke://gone-1', tainted: false, ready: false },
   ]);
-  const nodes = async (): Promise<SlimNode[]> => (await api.listNode()).items.map(slimNode);
+  const nodes = async (): Promise<SlimNode[]> => (await world.api.listNode()).items.map(slimNode);
   let known = await nodes();
 
   const holder: ProviderHolder = { current: cloudlycke.create({ inventory: ours }, {}) };
   const provider = budgetedProvider(holder, new TokenBucket(100, 100));
   const cloud = new InstanceCache({ list: () => provider.instances.list(), nodes: () => known });
   const ctx = {
-    kube: createNodeClient(transport),
+    kube: createNodeClient(world.transport()),
     provider,
     cloud,
     options: { deletionGracePeriodMs: 0 },
@@ -70,12 +56,12 @@ it('a lookup made with reloaded credentials does not confirm a deletion from the
     return cloud.invalidate('credentials changed (test)');
   };
   const reconcile = async (view = cloud.view()) =>
-    reconcileNode(ctx, slimNode(await api.readNode({ name: 'gone-1' })), view, {
+    reconcileNode(ctx, slimNode(await world.api.readNode({ name: 'gone-1' })), view, {
       cloudNode: false,
       lifecycle: true,
     });
   const exists = async (name: string) =>
-    (await api.listNode({ fieldSelector: `metadata.name=${name}` })).items.length === 1;
+    (await world.api.listNode({ fieldSelector: `metadata.name=${name}` })).items.length === 1;
 
   const before = await cloud.refreshIfOlderThan(0);
   expect(before.listingKnowsCluster).toBe(true);

@@ -18,7 +18,15 @@ import { CLOUDLYCKE_DEFAULTS as DEFAULTS, useCloudWorld } from '../helpers/cloud
 import { writeInventory } from '../helpers/inventory.js';
 import { adminRequest } from '../helpers/kube-admin.js';
 import { faultProxy } from '../helpers/kube-fault-proxy.js';
-import { type InProcess, runInput, setReady, startInProcess, until } from '../helpers/run.js';
+import {
+  exitWatch,
+  type InProcess,
+  runInput,
+  setReady,
+  shortLease,
+  startInProcess,
+  until,
+} from '../helpers/run.js';
 
 // Each test writes its own inventory; a `ccm run` it starts with world.run is stopped after it.
 const world = useCloudWorld('cloudlycke');
@@ -301,18 +309,9 @@ describe('losing the Lease', () => {
     ccm = await world.run({
       'cloud-config': inventory,
       leaderElect: true,
-      lease: {
-        durationMs: 2000,
-        renewDeadlineMs: 1500,
-        retryPeriodMs: 300,
-        name: 'ccm-steal-test',
-        namespace: 'kube-system',
-      },
+      lease: shortLease('ccm-steal-test', 2000, 1500, 300),
     });
-    let exited = false;
-    void ccm.handle.done.then(() => {
-      exited = true;
-    });
+    const exited = exitWatch(ccm);
     const verbose = async () => await (await fetch(`${ccm?.url}/readyz?verbose`)).text();
     await until('leading', async () => (await verbose()).includes('leading'));
     const path = '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/ccm-steal-test';
@@ -326,7 +325,7 @@ describe('losing the Lease', () => {
     await sleep(1500);
     expect(await tainted('x')).toBe(true);
     expect((await world.cp.writes(CCM_USER)).slice(before)).toEqual([]);
-    expect(exited).toBe(false);
+    expect(exited()).toBe(false);
     expect(ccm.logs.join('\n')).toContain('lost the leader Lease: stopped writing and the controllers');
     // Ready as a standby (a rolling update goes on); then the thief lets go and this replica leads again.
     expect((await fetch(`${ccm.url}/readyz`)).status).toBe(200);
@@ -335,7 +334,7 @@ describe('losing the Lease', () => {
       spec: { ...(lease.spec as object), holderIdentity: '', leaseDurationSeconds: 1 },
     }));
     await until('x initialised', async () => !(await tainted('x')), 15_000);
-    expect(exited).toBe(false);
+    expect(exited()).toBe(false);
   });
 });
 
@@ -443,23 +442,14 @@ describe('an API error while becoming leader', () => {
         kubeconfig: proxy.kubeconfigPath,
         'cloud-config': inventory,
         leaderElect: true,
-        lease: {
-          durationMs: 4000,
-          renewDeadlineMs: 3000,
-          retryPeriodMs: 500,
-          name: 'ccm-start-503',
-          namespace: 'kube-system',
-        },
+        lease: shortLease('ccm-start-503', 4000, 3000, 500),
       });
-      let exited = false;
-      void ccm.handle.done.then(() => {
-        exited = true;
-      });
+      const exited = exitWatch(ccm);
       const logged = (msg: string) =>
         ccm?.logs.some((l) => (JSON.parse(l) as { msg: string }).msg.includes(msg));
       await until('service started after all', async () => logged('started after all'), 20_000);
       expect(refused).toBe(2);
-      expect(exited).toBe(false);
+      expect(exited()).toBe(false);
       const warnings = ccm.logs.filter((l) => l.includes('could not start') && l.includes('"level":40'));
       expect(warnings).toHaveLength(1); // the same failure again is not warned about again
       await createNodes(world.api, [{ name: 'y' }]);
@@ -476,13 +466,7 @@ describe('an API error while becoming leader', () => {
     ccm = await world.run({
       'cloud-config': inventory,
       leaderElect: true,
-      lease: {
-        durationMs: 4000,
-        renewDeadlineMs: 3000,
-        retryPeriodMs: 500,
-        name: 'ccm-fail',
-        namespace: 'kube-system',
-      },
+      lease: shortLease('ccm-fail', 4000, 3000, 500),
     });
     await until('leading', async () =>
       (await (await fetch(`${ccm?.url}/readyz?verbose`)).text()).includes('leading'),

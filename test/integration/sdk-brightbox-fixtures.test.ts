@@ -21,6 +21,7 @@ import { ownedName } from '../../src/providers/brightbox/load-balancers.js';
 import { NotFoundError, UnauthorizedError } from '../../src/providers/errors.js';
 import type { LoadBalancerRequest } from '../../src/providers/types.js';
 import { goModuleDir } from '../helpers/go-sdk.js';
+import { requestService } from '../helpers/lb-request.js';
 
 const GOBRIGHTBOX = ['github.com/brightbox/gobrightbox/v2', 'v2.2.2'] as const;
 const CLIENT = { id: 'cli-fixtr', secret: 'fixture-secret' };
@@ -30,16 +31,7 @@ const REQ: LoadBalancerRequest = {
   clusterID: '5d3f0a2e-4b1c-4e8a-9f6d-2c7b8a9e0f11',
   ports: [{ name: 'http', protocol: 'TCP', port: 80, nodePort: 30080 }],
   nodes: [{ name: 'srv-lv426', providerID: 'brightbox://srv-lv426', addresses: [] }],
-  service: {
-    namespace: 'shop',
-    name: 'web',
-    uid: '6f1c1e7c-2b3d-4e5f-6071-8293a4b5c6d7',
-    annotations: {},
-    loadBalancerSourceRanges: [],
-    externalTrafficPolicy: 'Cluster',
-    sessionAffinity: 'None',
-    ipFamilies: ['IPv4'],
-  },
+  service: requestService({ namespace: 'shop', name: 'web', uid: '6f1c1e7c-2b3d-4e5f-6071-8293a4b5c6d7' }),
 };
 
 let testdata: (name: string) => unknown;

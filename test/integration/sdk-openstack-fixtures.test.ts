@@ -22,6 +22,7 @@ import { createOpenStack } from '../../src/providers/openstack/index.js';
 import { endpointFor, identityV3, Keystone } from '../../src/providers/openstack/keystone.js';
 import type { LoadBalancerRequest } from '../../src/providers/types.js';
 import { goSource } from '../helpers/go-fixtures.js';
+import { requestService } from '../helpers/lb-request.js';
 
 const GOPHERCLOUD = ['github.com/gophercloud/gophercloud/v2', 'v2.15.0'] as const;
 const SUBJECT_TOKEN = '130f6c17-420e-4a0b-97b0-0c9cf2a05f30';
@@ -174,16 +175,11 @@ describe("gophercloud's payloads, read by ccm", () => {
     const req: LoadBalancerRequest = {
       name: 'a1b2c3d4e5f60718293a4b5c6d7e8f90',
       clusterID: 'c0ffee00-1111-2222-3333-444455556666',
-      service: {
+      service: requestService({
         namespace: 'default',
         name: 'web',
         uid: '1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901',
-        annotations: {},
-        loadBalancerSourceRanges: [],
-        externalTrafficPolicy: 'Cluster',
-        sessionAffinity: 'None',
-        ipFamilies: ['IPv4'],
-      },
+      }),
       ports: [{ name: 'http', protocol: 'TCP', port: 80, nodePort: 30080 }],
       nodes: [],
     };

@@ -4,27 +4,18 @@
  * SDK's own ResourceNotFound for a missing one, and the CNS tag operations ccm's load balancing
  * makes. The simulator verifies triton-go's signatures as it verifies ccm's.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { KeyFolder, type TestKey } from '../clouds/triton/keys.js';
-import { TritonSim } from '../clouds/triton/server.js';
+import { beforeAll, expect, it } from 'vitest';
 import { buildSdkProgram, runSdkProgram } from '../helpers/go-sdk.js';
+import { useTritonSim } from '../helpers/use-simulator.js';
 
-let keys: KeyFolder;
-let key: TestKey;
-let sim: TritonSim;
+// triton-go's PrivateKeySigner reads a PKCS#1 PEM RSA key only.
+const tsim = useTritonSim({ login: 'demo' }, { type: 'rsa', bits: 2048, pem: true });
+const { sim } = tsim;
 let program: string;
 
 beforeAll(async () => {
-  keys = new KeyFolder();
-  // triton-go's PrivateKeySigner reads a PKCS#1 PEM RSA key only.
-  key = keys.make({ type: 'rsa', bits: 2048, pem: true });
-  [sim, program] = await Promise.all([new TritonSim({ login: 'demo' }).start(), buildSdkProgram('triton')]);
-  sim.addKey(key.publicKey);
+  program = await buildSdkProgram('triton');
 }, 900_000);
-afterAll(async () => {
-  await sim?.stop();
-  keys?.remove();
-});
 
 it('triton-go lists, counts, reads, misses and tags machines as against the real CloudAPI', async () => {
   const machines = Array.from({ length: 5 }, (_, i) =>
@@ -33,8 +24,8 @@ it('triton-go lists, counts, reads, misses and tags machines as against the real
   const run = await runSdkProgram(program, [], {
     SIM_URL: sim.url,
     SIM_ACCOUNT: 'demo',
-    SIM_KEY_ID: key.fingerprint,
-    SIM_KEY_FILE: key.path,
+    SIM_KEY_ID: tsim.key.fingerprint,
+    SIM_KEY_FILE: tsim.key.path,
     SIM_MACHINES: String(machines.length),
     SIM_MACHINE_ID: String(machines[0]?.id),
   });

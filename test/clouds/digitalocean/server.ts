@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Operation } from 'openapi-backend';
-import { FaultList, type Listening, listen, readBody } from '../http-core.js';
+import { FaultList, findRoute, type Listening, listen, type Route, readBody } from '../http-core.js';
 import { SpecChecker, specViolations } from './openapi.js';
 
 const fixture = (name: string) =>
@@ -17,26 +17,15 @@ const fixture = (name: string) =>
 const DROPLET_TEMPLATE = fixture('droplet.json');
 const LB_TEMPLATE = fixture('load-balancer.json');
 
-/**
- * The operations the simulator answers, by method and path, with their operationId in the OpenAPI
- * document (its `paths`: /v2/account, /v2/droplets, /v2/droplets/{droplet_id}, /v2/load_balancers,
- * /v2/load_balancers/{lb_id}, /v2/load_balancers/{lb_id}/droplets). Any other request is a violation.
- */
-export const OPERATIONS: readonly (readonly [method: string, path: RegExp, operationId: string])[] = [
-  ['GET', /^\/v2\/account$/, 'account_get'],
-  ['GET', /^\/v2\/droplets$/, 'droplets_list'],
-  ['GET', /^\/v2\/droplets\/[^/]+$/, 'droplets_get'],
-  ['GET', /^\/v2\/load_balancers$/, 'loadBalancers_list'],
-  ['POST', /^\/v2\/load_balancers$/, 'loadBalancers_create'],
-  ['GET', /^\/v2\/load_balancers\/[^/]+$/, 'loadBalancers_get'],
-  ['PUT', /^\/v2\/load_balancers\/[^/]+$/, 'loadBalancers_update'],
-  ['DELETE', /^\/v2\/load_balancers\/[^/]+$/, 'loadBalancers_delete'],
-  ['POST', /^\/v2\/load_balancers\/[^/]+\/droplets$/, 'loadBalancers_add_droplets'],
-  ['DELETE', /^\/v2\/load_balancers\/[^/]+\/droplets$/, 'loadBalancers_remove_droplets'],
-];
-
-function operationOf(method: string, pathname: string): string | undefined {
-  return OPERATIONS.find(([m, path]) => m === method && path.test(pathname))?.[2];
+/** One operation the simulator answers: its row in the route table, with its OpenAPI operationId. */
+export interface OperationRow extends Route<(sim: DigitalOceanSimulator, call: OperationCall) => Answer> {
+  method: string;
+  operationId: string;
+}
+interface OperationCall {
+  url: URL;
+  body: unknown;
+  match: RegExpExecArray;
 }
 
 export interface DropletInput {
@@ -160,7 +149,7 @@ export class DigitalOceanSimulator {
 
   static async start(options: SimulatorOptions = {}): Promise<DigitalOceanSimulator> {
     const spec = await SpecChecker.load();
-    spec?.warm(OPERATIONS.map(([, , id]) => id));
+    spec?.warm(DigitalOceanSimulator.OPERATIONS.map((row) => row.operationId));
     const sim = new DigitalOceanSimulator(spec, options);
     sim.listening = await listen((req, res) => {
       sim.handle(req, res).catch((err) => {
@@ -288,8 +277,8 @@ export class DigitalOceanSimulator {
     const headers = Object.fromEntries(
       Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : (v ?? '')]),
     );
-    const operationId = operationOf(record.method, url.pathname);
-    if (!operationId) {
+    const found = findRoute(DigitalOceanSimulator.OPERATIONS, record.method, url.pathname);
+    if (!found) {
       this.violations.push(`${record.method} ${url.pathname} is no operation the simulator answers`);
     }
     const checked = this.spec?.checkRequest({
@@ -338,11 +327,11 @@ export class DigitalOceanSimulator {
       }
     }
 
-    const answer: Answer = !operationId
+    const answer: Answer = !found
       ? { status: 404, body: errorBody(404) }
       : checked?.errors.length
         ? { status: 422, body: errorBody(422, checked.errors[0]) }
-        : this.route(operationId, url, body);
+        : found.route.handle(this, { url, body, match: found.match });
     this.send(res, record, checked?.operation, answer);
     fault?.after?.(this);
   }
@@ -392,77 +381,126 @@ export class DigitalOceanSimulator {
     return Math.max(1, Math.ceil((oldest + 60_000 - now) / 1000));
   }
 
-  private route(operationId: string, url: URL, body: unknown): Answer {
-    const parts = url.pathname.split('/').filter(Boolean);
-    switch (operationId) {
-      case 'account_get':
-        return {
-          status: 200,
-          body: {
-            account: {
-              droplet_limit: 25,
-              floating_ip_limit: 5,
-              email: 'sammy@digitalocean.com',
-              name: 'Sammy the Shark',
-              uuid: 'b6fr89dbf6d9156cace5f3c78dc9851d957381ef',
-              email_verified: true,
-              status: 'active',
-              status_message: ' ',
-              team: { uuid: '5df3e3004a17e242b7c20ca6c9fc25b701a47ece', name: 'My Team' },
-            },
+  /**
+   * The operations the simulator answers, by method and path, with their operationId in the OpenAPI
+   * document (its `paths`: /v2/account, /v2/droplets, /v2/droplets/{droplet_id}, /v2/load_balancers,
+   * /v2/load_balancers/{lb_id}, /v2/load_balancers/{lb_id}/droplets). Any other request is a violation.
+   */
+  static readonly OPERATIONS: readonly OperationRow[] = [
+    {
+      method: 'GET',
+      path: /^\/v2\/account$/,
+      operationId: 'account_get',
+      handle: () => ({
+        status: 200,
+        body: {
+          account: {
+            droplet_limit: 25,
+            floating_ip_limit: 5,
+            email: 'sammy@digitalocean.com',
+            name: 'Sammy the Shark',
+            uuid: 'b6fr89dbf6d9156cace5f3c78dc9851d957381ef',
+            email_verified: true,
+            status: 'active',
+            status_message: ' ',
+            team: { uuid: '5df3e3004a17e242b7c20ca6c9fc25b701a47ece', name: 'My Team' },
           },
-        };
-      case 'droplets_list': {
+        },
+      }),
+    },
+    {
+      method: 'GET',
+      path: /^\/v2\/droplets$/,
+      operationId: 'droplets_list',
+      handle: (sim, { url }) => {
         const name = url.searchParams.get('name')?.toLowerCase();
-        const all = [...this.droplets.values()]
+        const all = [...sim.droplets.values()]
           .filter((d) => name === undefined || String(d.name).toLowerCase() === name)
           .sort((a, b) => Number(a.id) - Number(b.id));
-        return { status: 200, body: this.page(url, 'droplets', all) };
-      }
-      case 'droplets_get': {
-        const droplet = this.droplets.get(Number(parts[2]));
+        return { status: 200, body: sim.page(url, 'droplets', all) };
+      },
+    },
+    {
+      method: 'GET',
+      path: /^\/v2\/droplets\/([^/]+)$/,
+      operationId: 'droplets_get',
+      handle: (sim, { match }) => {
+        const droplet = sim.droplets.get(Number(match[1]));
         return droplet ? { status: 200, body: { droplet } } : { status: 404, body: errorBody(404) };
-      }
-      case 'loadBalancers_list': {
-        const all = [...this.loadBalancers.values()].map((lb) => this.observe(lb));
-        return { status: 200, body: this.page(url, 'load_balancers', all) };
-      }
-      case 'loadBalancers_create':
-        return this.createLoadBalancer(body as Json);
-      case 'loadBalancers_get': {
-        const lb = this.loadBalancers.get(parts[2] ?? '');
+      },
+    },
+    {
+      method: 'GET',
+      path: /^\/v2\/load_balancers$/,
+      operationId: 'loadBalancers_list',
+      handle: (sim, { url }) => {
+        const all = [...sim.loadBalancers.values()].map((lb) => sim.observe(lb));
+        return { status: 200, body: sim.page(url, 'load_balancers', all) };
+      },
+    },
+    {
+      method: 'POST',
+      path: /^\/v2\/load_balancers$/,
+      operationId: 'loadBalancers_create',
+      handle: (sim, { body }) => sim.createLoadBalancer(body as Json),
+    },
+    {
+      method: 'GET',
+      path: /^\/v2\/load_balancers\/([^/]+)$/,
+      operationId: 'loadBalancers_get',
+      handle: (sim, { match }) => {
+        const lb = sim.loadBalancers.get(match[1] as string);
         return lb
-          ? { status: 200, body: { load_balancer: this.observe(lb) } }
+          ? { status: 200, body: { load_balancer: sim.observe(lb) } }
           : { status: 404, body: errorBody(404) };
-      }
-      case 'loadBalancers_update':
-        return this.busy(parts[2] ?? '') ?? this.updateLoadBalancer(parts[2] ?? '', body as Json);
-      case 'loadBalancers_delete':
-        this.changedAt.delete(parts[2] ?? '');
-        return this.loadBalancers.delete(parts[2] ?? '')
-          ? { status: 204 }
-          : { status: 404, body: errorBody(404) };
-      case 'loadBalancers_add_droplets':
-      case 'loadBalancers_remove_droplets': {
-        const lb = this.loadBalancers.get(parts[2] ?? '');
-        if (!lb) return { status: 404, body: errorBody(404) };
-        const busy = this.busy(lb.id as string);
-        if (busy) return busy;
-        const ids = (body as { droplet_ids: number[] }).droplet_ids;
-        const missing = this.missingDroplets(ids, lb);
-        if (missing) return missing;
-        const current = new Set(lb.droplet_ids as number[]);
-        for (const id of ids) {
-          if (operationId === 'loadBalancers_add_droplets') current.add(id);
-          else current.delete(id);
-        }
-        lb.droplet_ids = [...current].sort((a, b) => a - b);
-        this.changedAt.set(lb.id as string, Date.now());
-        return { status: 204 };
-      }
-      default:
-        throw new Error(`OPERATIONS names ${operationId}, which route() does not answer`);
+      },
+    },
+    {
+      method: 'PUT',
+      path: /^\/v2\/load_balancers\/([^/]+)$/,
+      operationId: 'loadBalancers_update',
+      handle: (sim, { match: [, id = ''], body }) => sim.busy(id) ?? sim.updateLoadBalancer(id, body as Json),
+    },
+    {
+      method: 'DELETE',
+      path: /^\/v2\/load_balancers\/([^/]+)$/,
+      operationId: 'loadBalancers_delete',
+      handle: (sim, { match: [, id = ''] }) => {
+        sim.changedAt.delete(id);
+        return sim.loadBalancers.delete(id) ? { status: 204 } : { status: 404, body: errorBody(404) };
+      },
+    },
+    {
+      method: 'POST',
+      path: /^\/v2\/load_balancers\/([^/]+)\/droplets$/,
+      operationId: 'loadBalancers_add_droplets',
+      handle: (sim, { match: [, id = ''], body }) => sim.changeMembers(id, body, 'add'),
+    },
+    {
+      method: 'DELETE',
+      path: /^\/v2\/load_balancers\/([^/]+)\/droplets$/,
+      operationId: 'loadBalancers_remove_droplets',
+      handle: (sim, { match: [, id = ''], body }) => sim.changeMembers(id, body, 'remove'),
+    },
+  ];
+
+  /** loadBalancers_add_droplets and loadBalancers_remove_droplets. */
+  private changeMembers(id: string, body: unknown, change: 'add' | 'remove'): Answer {
+    const lb = this.loadBalancers.get(id);
+    if (!lb) return { status: 404, body: errorBody(404) };
+    const busy = this.busy(lb.id as string);
+    if (busy) return busy;
+    const ids = (body as { droplet_ids: number[] }).droplet_ids;
+    const missing = this.missingDroplets(ids, lb);
+    if (missing) return missing;
+    const current = new Set(lb.droplet_ids as number[]);
+    for (const droplet of ids) {
+      if (change === 'add') current.add(droplet);
+      else current.delete(droplet);
     }
+    lb.droplet_ids = [...current].sort((a, b) => a - b);
+    this.changedAt.set(lb.id as string, Date.now());
+    return { status: 204 };
   }
 
   /** One page, as the API pages: per_page (default 20, at most 200), links.pages, meta.total. */
@@ -630,3 +668,5 @@ export class DigitalOceanSimulator {
     return { status: 200, body: { load_balancer: lb } };
   }
 }
+
+export const OPERATIONS = DigitalOceanSimulator.OPERATIONS;

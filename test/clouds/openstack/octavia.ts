@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { findRoute, type Route } from '../http-core.js';
 import { HttpError } from './http-error.js';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/openstack/', import.meta.url));
@@ -158,6 +159,17 @@ const notFound = (resource: string, id: unknown) => fault(404, `${resource} ${St
 const neutronError = (status: number, type: string, message: string) =>
   new HttpError(status, { NeutronError: { type, message, detail: '' } });
 
+/** A request as an Octavia or Neutron floating IP row sees it (path below the API version). */
+interface OctaviaCall {
+  method: string;
+  path: string;
+  url: URL;
+  q: URLSearchParams;
+  body: unknown;
+  match: RegExpExecArray;
+}
+type Handler = (o: OctaviaState, call: OctaviaCall) => [number, unknown];
+
 export class OctaviaState {
   readonly loadBalancers = new Map<string, LbRecord>();
   readonly listeners = new Map<string, Obj>();
@@ -190,229 +202,275 @@ export class OctaviaState {
 
   // ---- Octavia ---------------------------------------------------------------------------------
 
-  route(method: string, path: string, url: URL, body: unknown): [number, unknown] {
-    const q = url.searchParams;
-    let m: RegExpExecArray | null;
-    if (path === '/loadbalancers' && method === 'GET') {
-      const list = [...this.loadBalancers.values()]
-        .map((r) => this.read(r))
-        .filter((lb): lb is Obj => lb !== undefined);
-      return [
-        200,
-        this.page(
-          'loadbalancers',
-          list.filter((lb) => matches(lb, q, ['name', 'id'])),
-          url,
-        ),
-      ];
-    }
-    if (path === '/loadbalancers' && method === 'POST')
-      return [201, { loadbalancer: this.createLoadBalancer(body) }];
-    m = /^\/loadbalancers\/([^/]+)$/.exec(path);
-    if (m) {
-      const record = this.loadBalancers.get(m[1] as string);
-      const lb = record && this.read(record);
-      if (!record || !lb) throw notFound('Load Balancer', m[1]);
-      if (method === 'GET') return [200, { loadbalancer: lb }];
-      if (method === 'PUT') {
-        // load_balancer.py put: status_code=200, the load balancer PENDING_UPDATE while it applies.
-        this.mutable(record);
-        const spec = objectField(body, 'loadbalancer');
-        this.allow(
-          spec,
-          ['name', 'description', 'admin_state_up', 'vip_qos_policy_id', 'tags'],
-          'loadbalancer',
-        );
-        Object.assign(lb, spec, { updated_at: new Date().toISOString().slice(0, 19) });
-        this.pending(record, 'PENDING_UPDATE');
-        return [200, { loadbalancer: lb }];
-      }
-      if (method === 'DELETE') {
-        this.mutable(record, true);
-        const children = (lb.listeners as unknown[]).length + (lb.pools as unknown[]).length;
-        if (children > 0 && q.get('cascade') !== 'true') {
-          // load_balancer.py delete: ValidationException ('Validation failure: %(detail)s').
-          throw fault(400, `Validation failure: Cannot delete Load Balancer ${lb.id} - it has children`);
-        }
-        this.pending(record, 'PENDING_DELETE', 'DELETED');
-        return [204, undefined];
-      }
-    }
-    if (path === '/listeners' && method === 'GET') {
-      const list = [...this.listeners.values()].filter((l) => lbOf(l) === q.get('loadbalancer_id'));
-      return [200, this.page('listeners', list, url)];
-    }
-    if (path === '/listeners' && method === 'POST') {
-      const spec = objectField(body, 'listener');
-      const record = this.ownerOf(spec.loadbalancer_id);
-      this.mutable(record);
-      const listener = this.addListener(record.lb, spec);
-      this.childChange(record, 'PENDING_CREATE', [listener]);
-      return [201, { listener }];
-    }
-    m = /^\/listeners\/([^/]+)$/.exec(path);
-    if (m) {
-      const listener = this.listeners.get(m[1] as string);
-      if (!listener) throw notFound('Listener', m[1]);
-      const record = this.ownerOf(lbOf(listener));
-      if (method === 'PUT') {
-        this.mutable(record);
-        const spec = objectField(body, 'listener');
-        this.allow(
-          spec,
-          LISTENER_FIELDS.filter(
-            (f) => !['protocol', 'protocol_port', 'loadbalancer_id', 'default_pool'].includes(f),
+  private static readonly ROUTES: readonly Route<Handler>[] = [
+    {
+      method: 'GET',
+      path: /^\/loadbalancers$/,
+      handle: (o, { url, q }) => {
+        const list = [...o.loadBalancers.values()]
+          .map((r) => o.read(r))
+          .filter((lb): lb is Obj => lb !== undefined);
+        return [
+          200,
+          o.page(
+            'loadbalancers',
+            list.filter((lb) => matches(lb, q, ['name', 'id'])),
+            url,
           ),
-          'listener',
-        );
-        Object.assign(
-          listener,
-          spec,
-          'allowed_cidrs' in spec ? { allowed_cidrs: cidrsView(spec.allowed_cidrs) } : {},
-        );
-        this.childChange(record, 'PENDING_UPDATE', [listener]);
-        // listener.py put: status_code=200 (pool.py and health_monitor.py put too; only the member
-        // batch update is 202).
-        return [200, { listener }];
-      }
-      if (method === 'DELETE') {
-        this.mutable(record);
-        this.childChange(record, 'PENDING_DELETE', [listener], () => {
-          this.listeners.delete(listener.id as string);
-          record.lb.listeners = (record.lb.listeners as Obj[]).filter((l) => l.id !== listener.id);
-        });
-        return [204, undefined];
-      }
-    }
-    if (path === '/pools' && method === 'GET') {
-      const list = [...this.pools.values()].filter((p) => lbOf(p) === q.get('loadbalancer_id'));
-      return [200, this.page('pools', list, url)];
-    }
-    if (path === '/pools' && method === 'POST') {
-      const spec = objectField(body, 'pool');
-      const listener = this.listeners.get(String(spec.listener_id));
-      if (!listener) throw notFound('Listener', String(spec.listener_id));
-      // exceptions.py DuplicatePoolEntry.
-      if (listener.default_pool_id) throw fault(409, 'This listener already has a default pool');
-      const record = this.ownerOf(lbOf(listener));
-      this.mutable(record);
-      const { listener_id: _l, ...rest } = spec;
-      const pool = this.addPool(record.lb, rest, listener);
-      this.childChange(record, 'PENDING_CREATE', [pool]);
-      return [201, { pool }];
-    }
-    m = /^\/pools\/([^/]+)\/members$/.exec(path);
-    if (m) {
-      const pool = this.pools.get(m[1] as string);
-      if (!pool) throw notFound('Pool', m[1]);
-      if (method === 'GET')
-        return [200, this.page('members', this.members.get(pool.id as string) ?? [], url)];
-      if (method === 'PUT') {
-        const record = this.ownerOf(lbOf(pool));
-        poolMutable(pool);
-        this.mutable(record);
-        const specs = (body as { members?: unknown })?.members;
-        if (!Array.isArray(specs)) throw fault(400, 'Invalid input for field/attribute members.');
-        // octavia/api/v2/controllers/member.py MembersController.put: a member matched by address
-        // and protocol_port is updated (PENDING_UPDATE, same id), a new one created (PENDING_CREATE),
-        // one left out deleted (PENDING_DELETE, gone once the flow ends).
-        const key = (m: Obj) => `${String(m.address)}|${String(m.protocol_port)}`;
-        const old = this.members.get(pool.id as string) ?? [];
-        const wanted = specs.map((s) => this.member(s as Obj));
-        const kept = wanted.map((m) => {
-          const was = old.find((o) => key(o) === key(m));
-          return was
-            ? Object.assign(was, m, { id: was.id, provisioning_status: 'PENDING_UPDATE' })
-            : { ...m, provisioning_status: 'PENDING_CREATE' };
-        });
-        const dropped = old.filter((o) => !wanted.some((m) => key(m) === key(o)));
-        for (const d of dropped) d.provisioning_status = 'PENDING_DELETE';
-        this.members.set(pool.id as string, [...kept, ...dropped]);
-        this.pending(record, 'PENDING_UPDATE', undefined, {
-          objects: [...kept, ...dropped],
-          done: () => this.members.set(pool.id as string, kept),
-        });
-        return [202, undefined];
-      }
-    }
-    m = /^\/pools\/([^/]+)$/.exec(path);
-    if (m) {
-      const pool = this.pools.get(m[1] as string);
-      if (!pool) throw notFound('Pool', m[1]);
-      const record = this.ownerOf(lbOf(pool));
-      if (method === 'PUT') {
-        this.mutable(record);
-        const spec = objectField(body, 'pool');
-        this.allow(
-          spec,
-          ['name', 'description', 'admin_state_up', 'lb_algorithm', 'session_persistence', 'tags'],
-          'pool',
-        );
-        if (spec.lb_algorithm !== undefined && !ALGORITHMS.includes(String(spec.lb_algorithm))) {
-          throw fault(
-            400,
-            `Invalid input for field/attribute lb_algorithm. Value: '${String(spec.lb_algorithm)}'.`,
+        ];
+      },
+    },
+    {
+      method: 'POST',
+      path: /^\/loadbalancers$/,
+      handle: (o, { body }) => {
+        return [201, { loadbalancer: o.createLoadBalancer(body) }];
+      },
+    },
+    {
+      path: /^\/loadbalancers\/([^/]+)$/,
+      handle: (o, { method, path, q, body, match: m }) => {
+        const record = o.loadBalancers.get(m[1] as string);
+        const lb = record && o.read(record);
+        if (!record || !lb) throw notFound('Load Balancer', m[1]);
+        if (method === 'GET') return [200, { loadbalancer: lb }];
+        if (method === 'PUT') {
+          // load_balancer.py put: status_code=200, the load balancer PENDING_UPDATE while it applies.
+          o.mutable(record);
+          const spec = objectField(body, 'loadbalancer');
+          o.allow(
+            spec,
+            ['name', 'description', 'admin_state_up', 'vip_qos_policy_id', 'tags'],
+            'loadbalancer',
           );
+          Object.assign(lb, spec, { updated_at: new Date().toISOString().slice(0, 19) });
+          o.pending(record, 'PENDING_UPDATE');
+          return [200, { loadbalancer: lb }];
         }
-        Object.assign(
-          pool,
-          spec,
-          'session_persistence' in spec
-            ? { session_persistence: persistenceView(spec.session_persistence) }
-            : {},
-        );
-        this.childChange(record, 'PENDING_UPDATE', [pool]);
-        return [200, { pool }];
-      }
-      if (method === 'DELETE') {
-        this.mutable(record);
-        this.childChange(record, 'PENDING_DELETE', [pool], () => this.removePool(record.lb, pool));
-        return [204, undefined];
-      }
-    }
-    if (path === '/healthmonitors' && method === 'POST') {
-      const spec = objectField(body, 'healthmonitor');
-      const pool = this.pools.get(String(spec.pool_id));
-      if (!pool) throw notFound('Pool', String(spec.pool_id));
-      // exceptions.py DuplicateHealthMonitor.
-      if (pool.healthmonitor_id) throw fault(409, 'This pool already has a health monitor');
-      const record = this.ownerOf(lbOf(pool));
-      poolMutable(pool);
-      this.mutable(record);
-      const { pool_id: _p, ...rest } = spec;
-      const monitor = this.monitor(rest, pool);
-      this.childChange(record, 'PENDING_CREATE', [monitor]);
-      return [201, { healthmonitor: monitor }];
-    }
-    m = /^\/healthmonitors\/([^/]+)$/.exec(path);
-    if (m) {
-      const monitor = this.monitors.get(m[1] as string);
-      if (!monitor) throw notFound('Health Monitor', m[1]);
-      const pool = this.pools.get(String((monitor.pools as Obj[])[0]?.id)) as Obj;
-      if (method === 'GET') return [200, { healthmonitor: monitor }];
-      const record = this.ownerOf(lbOf(pool));
-      poolMutable(pool);
-      this.mutable(record);
-      if (method === 'PUT') {
+        if (method === 'DELETE') {
+          o.mutable(record, true);
+          const children = (lb.listeners as unknown[]).length + (lb.pools as unknown[]).length;
+          if (children > 0 && q.get('cascade') !== 'true') {
+            // load_balancer.py delete: ValidationException ('Validation failure: %(detail)s').
+            throw fault(400, `Validation failure: Cannot delete Load Balancer ${lb.id} - it has children`);
+          }
+          o.pending(record, 'PENDING_DELETE', 'DELETED');
+          return [204, undefined];
+        }
+        throw fault(404, `no route ${method} ${path}`);
+      },
+    },
+    {
+      method: 'GET',
+      path: /^\/listeners$/,
+      handle: (o, { url, q }) => {
+        const list = [...o.listeners.values()].filter((l) => lbOf(l) === q.get('loadbalancer_id'));
+        return [200, o.page('listeners', list, url)];
+      },
+    },
+    {
+      method: 'POST',
+      path: /^\/listeners$/,
+      handle: (o, { body }) => {
+        const spec = objectField(body, 'listener');
+        const record = o.ownerOf(spec.loadbalancer_id);
+        o.mutable(record);
+        const listener = o.addListener(record.lb, spec);
+        o.childChange(record, 'PENDING_CREATE', [listener]);
+        return [201, { listener }];
+      },
+    },
+    {
+      path: /^\/listeners\/([^/]+)$/,
+      handle: (o, { method, path, body, match: m }) => {
+        const listener = o.listeners.get(m[1] as string);
+        if (!listener) throw notFound('Listener', m[1]);
+        const record = o.ownerOf(lbOf(listener));
+        if (method === 'PUT') {
+          o.mutable(record);
+          const spec = objectField(body, 'listener');
+          o.allow(
+            spec,
+            LISTENER_FIELDS.filter(
+              (f) => !['protocol', 'protocol_port', 'loadbalancer_id', 'default_pool'].includes(f),
+            ),
+            'listener',
+          );
+          Object.assign(
+            listener,
+            spec,
+            'allowed_cidrs' in spec ? { allowed_cidrs: cidrsView(spec.allowed_cidrs) } : {},
+          );
+          o.childChange(record, 'PENDING_UPDATE', [listener]);
+          // listener.py put: status_code=200 (pool.py and health_monitor.py put too; only the member
+          // batch update is 202).
+          return [200, { listener }];
+        }
+        if (method === 'DELETE') {
+          o.mutable(record);
+          o.childChange(record, 'PENDING_DELETE', [listener], () => {
+            o.listeners.delete(listener.id as string);
+            record.lb.listeners = (record.lb.listeners as Obj[]).filter((l) => l.id !== listener.id);
+          });
+          return [204, undefined];
+        }
+        throw fault(404, `no route ${method} ${path}`);
+      },
+    },
+    {
+      method: 'GET',
+      path: /^\/pools$/,
+      handle: (o, { url, q }) => {
+        const list = [...o.pools.values()].filter((p) => lbOf(p) === q.get('loadbalancer_id'));
+        return [200, o.page('pools', list, url)];
+      },
+    },
+    {
+      method: 'POST',
+      path: /^\/pools$/,
+      handle: (o, { body }) => {
+        const spec = objectField(body, 'pool');
+        const listener = o.listeners.get(String(spec.listener_id));
+        if (!listener) throw notFound('Listener', String(spec.listener_id));
+        // exceptions.py DuplicatePoolEntry.
+        if (listener.default_pool_id) throw fault(409, 'This listener already has a default pool');
+        const record = o.ownerOf(lbOf(listener));
+        o.mutable(record);
+        const { listener_id: _l, ...rest } = spec;
+        const pool = o.addPool(record.lb, rest, listener);
+        o.childChange(record, 'PENDING_CREATE', [pool]);
+        return [201, { pool }];
+      },
+    },
+    {
+      path: /^\/pools\/([^/]+)\/members$/,
+      handle: (o, { method, path, url, body, match: m }) => {
+        const pool = o.pools.get(m[1] as string);
+        if (!pool) throw notFound('Pool', m[1]);
+        if (method === 'GET') return [200, o.page('members', o.members.get(pool.id as string) ?? [], url)];
+        if (method === 'PUT') {
+          const record = o.ownerOf(lbOf(pool));
+          poolMutable(pool);
+          o.mutable(record);
+          const specs = (body as { members?: unknown })?.members;
+          if (!Array.isArray(specs)) throw fault(400, 'Invalid input for field/attribute members.');
+          // octavia/api/v2/controllers/member.py MembersController.put: a member matched by address
+          // and protocol_port is updated (PENDING_UPDATE, same id), a new one created (PENDING_CREATE),
+          // one left out deleted (PENDING_DELETE, gone once the flow ends).
+          const key = (m: Obj) => `${String(m.address)}|${String(m.protocol_port)}`;
+          const old = o.members.get(pool.id as string) ?? [];
+          const wanted = specs.map((s) => o.member(s as Obj));
+          const kept = wanted.map((m) => {
+            const was = old.find((o) => key(o) === key(m));
+            return was
+              ? Object.assign(was, m, { id: was.id, provisioning_status: 'PENDING_UPDATE' })
+              : { ...m, provisioning_status: 'PENDING_CREATE' };
+          });
+          const dropped = old.filter((o) => !wanted.some((m) => key(m) === key(o)));
+          for (const d of dropped) d.provisioning_status = 'PENDING_DELETE';
+          o.members.set(pool.id as string, [...kept, ...dropped]);
+          o.pending(record, 'PENDING_UPDATE', undefined, {
+            objects: [...kept, ...dropped],
+            done: () => o.members.set(pool.id as string, kept),
+          });
+          return [202, undefined];
+        }
+        throw fault(404, `no route ${method} ${path}`);
+      },
+    },
+    {
+      path: /^\/pools\/([^/]+)$/,
+      handle: (o, { method, path, body, match: m }) => {
+        const pool = o.pools.get(m[1] as string);
+        if (!pool) throw notFound('Pool', m[1]);
+        const record = o.ownerOf(lbOf(pool));
+        if (method === 'PUT') {
+          o.mutable(record);
+          const spec = objectField(body, 'pool');
+          o.allow(
+            spec,
+            ['name', 'description', 'admin_state_up', 'lb_algorithm', 'session_persistence', 'tags'],
+            'pool',
+          );
+          if (spec.lb_algorithm !== undefined && !ALGORITHMS.includes(String(spec.lb_algorithm))) {
+            throw fault(
+              400,
+              `Invalid input for field/attribute lb_algorithm. Value: '${String(spec.lb_algorithm)}'.`,
+            );
+          }
+          Object.assign(
+            pool,
+            spec,
+            'session_persistence' in spec
+              ? { session_persistence: persistenceView(spec.session_persistence) }
+              : {},
+          );
+          o.childChange(record, 'PENDING_UPDATE', [pool]);
+          return [200, { pool }];
+        }
+        if (method === 'DELETE') {
+          o.mutable(record);
+          o.childChange(record, 'PENDING_DELETE', [pool], () => o.removePool(record.lb, pool));
+          return [204, undefined];
+        }
+        throw fault(404, `no route ${method} ${path}`);
+      },
+    },
+    {
+      method: 'POST',
+      path: /^\/healthmonitors$/,
+      handle: (o, { body }) => {
         const spec = objectField(body, 'healthmonitor');
-        this.allow(
-          spec,
-          MONITOR_FIELDS.filter((f) => f !== 'type' && f !== 'pool_id'),
-          'healthmonitor',
-        );
-        Object.assign(monitor, spec);
-        this.childChange(record, 'PENDING_UPDATE', [monitor]);
-        return [200, { healthmonitor: monitor }];
-      }
-      if (method === 'DELETE') {
-        this.childChange(record, 'PENDING_DELETE', [monitor], () => {
-          this.monitors.delete(monitor.id as string);
-          pool.healthmonitor_id = null;
-        });
-        return [204, undefined];
-      }
-    }
-    throw fault(404, `no route ${method} ${path}`);
+        const pool = o.pools.get(String(spec.pool_id));
+        if (!pool) throw notFound('Pool', String(spec.pool_id));
+        // exceptions.py DuplicateHealthMonitor.
+        if (pool.healthmonitor_id) throw fault(409, 'This pool already has a health monitor');
+        const record = o.ownerOf(lbOf(pool));
+        poolMutable(pool);
+        o.mutable(record);
+        const { pool_id: _p, ...rest } = spec;
+        const monitor = o.monitor(rest, pool);
+        o.childChange(record, 'PENDING_CREATE', [monitor]);
+        return [201, { healthmonitor: monitor }];
+      },
+    },
+    {
+      path: /^\/healthmonitors\/([^/]+)$/,
+      handle: (o, { method, path, body, match: m }) => {
+        const monitor = o.monitors.get(m[1] as string);
+        if (!monitor) throw notFound('Health Monitor', m[1]);
+        const pool = o.pools.get(String((monitor.pools as Obj[])[0]?.id)) as Obj;
+        if (method === 'GET') return [200, { healthmonitor: monitor }];
+        const record = o.ownerOf(lbOf(pool));
+        poolMutable(pool);
+        o.mutable(record);
+        if (method === 'PUT') {
+          const spec = objectField(body, 'healthmonitor');
+          o.allow(
+            spec,
+            MONITOR_FIELDS.filter((f) => f !== 'type' && f !== 'pool_id'),
+            'healthmonitor',
+          );
+          Object.assign(monitor, spec);
+          o.childChange(record, 'PENDING_UPDATE', [monitor]);
+          return [200, { healthmonitor: monitor }];
+        }
+        if (method === 'DELETE') {
+          o.childChange(record, 'PENDING_DELETE', [monitor], () => {
+            o.monitors.delete(monitor.id as string);
+            pool.healthmonitor_id = null;
+          });
+          return [204, undefined];
+        }
+        throw fault(404, `no route ${method} ${path}`);
+      },
+    },
+  ];
+
+  route(method: string, path: string, url: URL, body: unknown): [number, unknown] {
+    const found = findRoute(OctaviaState.ROUTES, method, path);
+    if (!found) throw fault(404, `no route ${method} ${path}`);
+    return found.route.handle(this, { method, path, url, q: url.searchParams, body, match: found.match });
   }
 
   /**
@@ -831,98 +889,113 @@ export class OctaviaState {
 
   // ---- Neutron floating IPs ----------------------------------------------------------------------
 
-  neutron(method: string, path: string, url: URL, body: unknown): [number, unknown] {
-    const q = url.searchParams;
-    if (path === '/v2.0/floatingips' && method === 'GET') {
-      const list = [...this.floatingIps.values()].filter((f) =>
-        matches(f, q, ['port_id', 'floating_ip_address', 'description', 'floating_network_id']),
-      );
-      return [200, { floatingips: list }];
-    }
-    if (path === '/v2.0/floatingips' && method === 'POST') {
-      const spec = (body as { floatingip?: Obj })?.floatingip;
-      if (!spec || typeof spec !== 'object')
-        throw neutronError(400, 'HTTPBadRequest', 'Resource body required');
-      for (const key of Object.keys(spec)) {
-        if (!FIP_FIELDS.includes(key))
-          throw neutronError(400, 'HTTPBadRequest', `Unrecognized attribute(s) '${key}'`);
-      }
-      // neutron/conf/policies/floatingip.py: create_floatingip:floating_ip_address is
-      // ADMIN_OR_PROJECT_MANAGER; a POST that fails a policy check is 403
-      // (neutron/pecan_wsgi/hooks/policy_enforcement.py). The message is the simulator's own.
-      if (
-        spec.floating_ip_address !== undefined &&
-        !this.roles.some((r) => r === 'admin' || r === 'manager')
-      ) {
-        throw neutronError(
-          403,
-          'PolicyNotAuthorized',
-          'rule:create_floatingip:floating_ip_address is disallowed by policy',
+  private static readonly NEUTRON_ROUTES: readonly Route<Handler>[] = [
+    {
+      method: 'GET',
+      path: /^\/v2\.0\/floatingips$/,
+      handle: (o, { q }) => {
+        const list = [...o.floatingIps.values()].filter((f) =>
+          matches(f, q, ['port_id', 'floating_ip_address', 'description', 'floating_network_id']),
         );
-      }
-      const network = String(spec.floating_network_id ?? '');
-      if (!this.externalNetworks.has(network)) {
-        throw neutronError(404, 'NetworkNotFound', `Network ${network} could not be found.`);
-      }
-      const address = spec.floating_ip_address
-        ? String(spec.floating_ip_address)
-        : `172.24.4.${this.nextFloatingIp++}`;
-      if ([...this.floatingIps.values()].some((f) => f.floating_ip_address === address)) {
-        throw neutronError(
-          409,
-          'IpAddressAlreadyAllocated',
-          `IP address ${address} already allocated in subnet`,
-        );
-      }
-      const fip: Obj = {
-        ...structuredClone(FIP_SAMPLE),
-        id: randomUUID(),
-        floating_ip_address: address,
-        floating_network_id: network,
-        port_id: spec.port_id ?? null,
-        fixed_ip_address: spec.port_id ? '10.0.0.100' : null,
-        router_id: spec.port_id ? FIP_SAMPLE.router_id : null,
-        status: spec.port_id ? 'ACTIVE' : 'DOWN',
-        description: spec.description ?? '',
-        dns_domain: '',
-        dns_name: '',
-        port_details: null,
-        tags: [],
-        project_id: PROJECT_ID,
-        tenant_id: PROJECT_ID,
-      };
-      this.floatingIps.set(fip.id as string, fip);
-      return [201, { floatingip: fip }];
-    }
-    const m = /^\/v2\.0\/floatingips\/([^/]+)$/.exec(path);
-    if (m) {
-      const fip = this.floatingIps.get(m[1] as string);
-      if (!fip) throw neutronError(404, 'FloatingIPNotFound', `Floating IP ${m[1]} could not be found`);
-      if (method === 'GET') return [200, { floatingip: fip }];
-      if (method === 'DELETE') {
-        this.floatingIps.delete(fip.id as string);
-        return [204, undefined];
-      }
-      if (method === 'PUT') {
+        return [200, { floatingips: list }];
+      },
+    },
+    {
+      method: 'POST',
+      path: /^\/v2\.0\/floatingips$/,
+      handle: (o, { body }) => {
         const spec = (body as { floatingip?: Obj })?.floatingip;
-        if (!spec) throw neutronError(400, 'HTTPBadRequest', 'Resource body required');
+        if (!spec || typeof spec !== 'object')
+          throw neutronError(400, 'HTTPBadRequest', 'Resource body required');
         for (const key of Object.keys(spec)) {
-          if (!['port_id', 'fixed_ip_address', 'description', 'qos_policy_id'].includes(key)) {
-            throw neutronError(400, 'HTTPBadRequest', `Cannot update read-only attribute ${key}`);
-          }
+          if (!FIP_FIELDS.includes(key))
+            throw neutronError(400, 'HTTPBadRequest', `Unrecognized attribute(s) '${key}'`);
         }
-        if (spec.port_id && fip.port_id && fip.port_id !== spec.port_id) {
+        // neutron/conf/policies/floatingip.py: create_floatingip:floating_ip_address is
+        // ADMIN_OR_PROJECT_MANAGER; a POST that fails a policy check is 403
+        // (neutron/pecan_wsgi/hooks/policy_enforcement.py). The message is the simulator's own.
+        if (
+          spec.floating_ip_address !== undefined &&
+          !o.roles.some((r) => r === 'admin' || r === 'manager')
+        ) {
           throw neutronError(
-            409,
-            'FloatingIPPortAlreadyAssociated',
-            `Cannot associate floating IP ${String(fip.floating_ip_address)}: already associated`,
+            403,
+            'PolicyNotAuthorized',
+            'rule:create_floatingip:floating_ip_address is disallowed by policy',
           );
         }
-        Object.assign(fip, spec, { status: spec.port_id ? 'ACTIVE' : 'DOWN' });
-        return [200, { floatingip: fip }];
-      }
-    }
-    throw neutronError(404, 'HTTPNotFound', `The resource could not be found: ${method} ${path}`);
+        const network = String(spec.floating_network_id ?? '');
+        if (!o.externalNetworks.has(network)) {
+          throw neutronError(404, 'NetworkNotFound', `Network ${network} could not be found.`);
+        }
+        const address = spec.floating_ip_address
+          ? String(spec.floating_ip_address)
+          : `172.24.4.${o.nextFloatingIp++}`;
+        if ([...o.floatingIps.values()].some((f) => f.floating_ip_address === address)) {
+          throw neutronError(
+            409,
+            'IpAddressAlreadyAllocated',
+            `IP address ${address} already allocated in subnet`,
+          );
+        }
+        const fip: Obj = {
+          ...structuredClone(FIP_SAMPLE),
+          id: randomUUID(),
+          floating_ip_address: address,
+          floating_network_id: network,
+          port_id: spec.port_id ?? null,
+          fixed_ip_address: spec.port_id ? '10.0.0.100' : null,
+          router_id: spec.port_id ? FIP_SAMPLE.router_id : null,
+          status: spec.port_id ? 'ACTIVE' : 'DOWN',
+          description: spec.description ?? '',
+          dns_domain: '',
+          dns_name: '',
+          port_details: null,
+          tags: [],
+          project_id: PROJECT_ID,
+          tenant_id: PROJECT_ID,
+        };
+        o.floatingIps.set(fip.id as string, fip);
+        return [201, { floatingip: fip }];
+      },
+    },
+    {
+      path: /^\/v2\.0\/floatingips\/([^/]+)$/,
+      handle: (o, { method, path, body, match: m }) => {
+        const fip = o.floatingIps.get(m[1] as string);
+        if (!fip) throw neutronError(404, 'FloatingIPNotFound', `Floating IP ${m[1]} could not be found`);
+        if (method === 'GET') return [200, { floatingip: fip }];
+        if (method === 'DELETE') {
+          o.floatingIps.delete(fip.id as string);
+          return [204, undefined];
+        }
+        if (method === 'PUT') {
+          const spec = (body as { floatingip?: Obj })?.floatingip;
+          if (!spec) throw neutronError(400, 'HTTPBadRequest', 'Resource body required');
+          for (const key of Object.keys(spec)) {
+            if (!['port_id', 'fixed_ip_address', 'description', 'qos_policy_id'].includes(key)) {
+              throw neutronError(400, 'HTTPBadRequest', `Cannot update read-only attribute ${key}`);
+            }
+          }
+          if (spec.port_id && fip.port_id && fip.port_id !== spec.port_id) {
+            throw neutronError(
+              409,
+              'FloatingIPPortAlreadyAssociated',
+              `Cannot associate floating IP ${String(fip.floating_ip_address)}: already associated`,
+            );
+          }
+          Object.assign(fip, spec, { status: spec.port_id ? 'ACTIVE' : 'DOWN' });
+          return [200, { floatingip: fip }];
+        }
+        throw neutronError(404, 'HTTPNotFound', `The resource could not be found: ${method} ${path}`);
+      },
+    },
+  ];
+
+  neutron(method: string, path: string, url: URL, body: unknown): [number, unknown] {
+    const found = findRoute(OctaviaState.NEUTRON_ROUTES, method, path);
+    if (!found) throw neutronError(404, 'HTTPNotFound', `The resource could not be found: ${method} ${path}`);
+    return found.route.handle(this, { method, path, url, q: url.searchParams, body, match: found.match });
   }
 }
 

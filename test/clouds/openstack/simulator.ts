@@ -12,7 +12,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { FaultList, type Listening, listen, readBody } from '../http-core.js';
+import { FaultList, findRoute, type Listening, listen, type Route, readBody } from '../http-core.js';
 import { HttpError } from './http-error.js';
 import { NeutronRouting } from './neutron-routes.js';
 import { OctaviaState } from './octavia.js';
@@ -22,6 +22,9 @@ export { HttpError };
 const FIXTURES = fileURLToPath(new URL('../../fixtures/openstack/', import.meta.url));
 const fixture = (name: string) => JSON.parse(readFileSync(`${FIXTURES}${name}`, 'utf8'));
 const SERVER_SAMPLE = fixture('nova-servers-details-v2.47.json').servers[0] as Record<string, unknown>;
+
+/** The auth-url of the official example cloud.conf files. */
+const EXAMPLE_AUTH_URL = 'http://192.128.1.15:5000/v3';
 
 export const REGION = 'RegionOne';
 /** The project of the Keystone samples; also the user's default project (for unscoped requests). */
@@ -139,6 +142,52 @@ const OCTAVIA_VERSIONS = [
   ['v2.30', '2025-02-26'],
 ].map(([id, day]) => [id, `${day}${(day as string).includes('T') ? ':00:00Z' : 'T00:00:00Z'}`] as const);
 
+/** A request as a built-in route row sees it. */
+interface OpenStackCall {
+  method: string;
+  url: URL;
+  req: IncomingMessage;
+  body: unknown;
+  match: RegExpExecArray;
+}
+type Reply = [number, unknown, Record<string, string>?];
+type Handler = (sim: OpenStackSimulator, call: OpenStackCall) => Reply;
+
+/** pecan's answer (Octavia) to a path no controller serves. */
+function pecanNotFound(): HttpError {
+  return new HttpError(404, {
+    faultcode: 'Client',
+    faultstring: 'The resource could not be found.',
+    debuginfo: null,
+  });
+}
+
+/**
+ * A Nova row: the microversion is negotiated first (406 before any 404), and every answer carries
+ * the version headers; `view` shows a server as that microversion does.
+ */
+function nova(
+  answer: (
+    sim: OpenStackSimulator,
+    call: OpenStackCall,
+    view: (server: Record<string, unknown>) => Record<string, unknown>,
+    headers: Record<string, string>,
+    version: string,
+  ) => Reply,
+): Handler {
+  return (sim, call) => {
+    const version = sim.microversion(call.req);
+    const headers = {
+      'OpenStack-API-Version': `compute ${version}`,
+      'X-OpenStack-Nova-API-Version': version,
+      Vary: 'OpenStack-API-Version, X-OpenStack-Nova-API-Version',
+    };
+    const view = (server: Record<string, unknown>) =>
+      serverView(server, version, (name) => sim.flavorId(name), sim.url);
+    return answer(sim, call, view, headers, version);
+  };
+}
+
 export class OpenStackSimulator {
   url = '';
   readonly requests: LoggedRequest[] = [];
@@ -191,6 +240,14 @@ export class OpenStackSimulator {
 
   get authUrl(): string {
     return `${this.url}/identity/v3`;
+  }
+
+  /**
+   * An official example cloud.conf (test/fixtures/openstack/<name>), unchanged but for its auth-url,
+   * which names `authUrl` (by default this simulator's Keystone v3).
+   */
+  cloudConf(name = 'occm-cloud-config', authUrl = this.authUrl): string {
+    return readFileSync(`${FIXTURES}${name}`, 'utf8').replace(EXAMPLE_AUTH_URL, authUrl);
   }
 
   /** Listens on 127.0.0.1; with `tls` (PEM key and certificate) over HTTPS. */
@@ -345,7 +402,7 @@ export class OpenStackSimulator {
   }
 
   /** Neutron's handler sees the request's If-Match header (revision_number constraints). */
-  private routingWith<T>(req: IncomingMessage, fn: () => T): T {
+  routingWith<T>(req: IncomingMessage, fn: () => T): T {
     const ifMatch = req.headers['if-match'];
     this.routing.ifMatch = Array.isArray(ifMatch) ? ifMatch.join(',') : ifMatch;
     try {
@@ -355,49 +412,10 @@ export class OpenStackSimulator {
     }
   }
 
-  private route(
-    method: string,
-    url: URL,
-    req: IncomingMessage,
-    body: unknown,
-  ): [number, unknown, Record<string, string>?] {
-    const path = url.pathname;
-    if (path === '/identity/v3/auth/tokens' && method === 'POST') return this.issueToken(body);
-    const versions = method === 'GET' ? this.versionDocument(path, req) : undefined;
-    if (versions) return versions;
-    this.authenticate(req);
-    for (const row of OPENSTACK_ROUTES) {
-      const match = row.method === method ? row.path.exec(path) : null;
-      if (match) return row.handle(this, match, url, body);
-    }
-    if (path.startsWith('/compute/v2.1/'))
-      return this.nova(method, path.slice('/compute/v2.1'.length), url, req);
-    if (path.startsWith('/network/v2.0/'))
-      return (
-        this.routingWith(req, () => this.routing.handle(method, path.slice('/network'.length), url, body)) ??
-        this.octavia.neutron(method, path.slice('/network'.length), url, body)
-      );
-    // Octavia's API is /v2.0 (every release) and, since Rocky, /v2 too (octaviaV2Alias).
-    const lbaas = /^\/load-balancer\/(v2\.0|v2)\/lbaas(\/.*)$/.exec(path);
-    if (lbaas && (lbaas[1] === 'v2.0' || this.octaviaV2Alias)) {
-      return this.octavia.route(method, lbaas[2] as string, url, body);
-    }
-    if (path === '/load-balancer' && method === 'GET')
-      return this.versionDocument('/load-balancer/', req) as [number, unknown];
-    if (path.startsWith('/load-balancer/')) {
-      // pecan's answer to a path no controller serves.
-      throw new HttpError(404, {
-        faultcode: 'Client',
-        faultstring: 'The resource could not be found.',
-        debuginfo: null,
-      });
-    }
-    throw new HttpError(404, { error: { message: `no route ${method} ${path}` } });
-  }
-
   /**
-   * The version documents each service serves at its root without a token (the services' own
-   * discovery; gophercloud's utils.ChooseVersion and apiversions packages read them):
+   * The routes answered without a token: Keystone's token request and each service's version
+   * document (the services' own discovery; gophercloud's utils.ChooseVersion and apiversions
+   * packages read them):
    * - Keystone, keystone/api/discovery.py: GET / → 300 {"versions": {"values": [v3]}} with a
    *   Location header, GET /v3 → 200 {"version": v3}; v3's self link is base_url() + "/", i.e. …/v3/;
    * - Octavia, octavia/api/root_controller.py `index`: {"versions": [v2.0 … v2.30]}, each with a self
@@ -407,14 +425,177 @@ export class OpenStackSimulator {
    *   neutron/api/views/versions.py: {"versions": [{"id": "v2.0", "status": "CURRENT", "links":
    *   [{"rel": "self", "href": …/v2.0/}]}]}.
    */
-  private versionDocument(
-    path: string,
+  private static readonly PUBLIC_ROUTES: readonly Route<Handler>[] = [
+    {
+      method: 'POST',
+      path: /^\/identity\/v3\/auth\/tokens$/,
+      handle: (sim, { body }) => sim.issueToken(body),
+    },
+    {
+      method: 'GET',
+      path: /^\/identity\/?$/,
+      handle: (sim, { req }) => {
+        const v3 = sim.keystoneV3(req);
+        return [300, { versions: { values: [v3] } }, { Location: String(v3.links[0]?.href) }];
+      },
+    },
+    {
+      method: 'GET',
+      path: /^\/identity\/v3\/?$/,
+      handle: (sim, { req }) => [200, { version: sim.keystoneV3(req) }],
+    },
+    {
+      method: 'GET',
+      path: /^\/network\/?$/,
+      handle: (sim, { req }) => [
+        200,
+        {
+          versions: [
+            {
+              id: 'v2.0',
+              status: 'CURRENT',
+              links: [{ rel: 'self', href: sim.linkAsAsked(req, '/network/v2.0/') }],
+            },
+          ],
+        },
+      ],
+    },
+    // Only "/load-balancer/" (trailing slash) is let through without a token
+    // (octavia/common/keystone.py _NOAUTH_PATHS); the route below serves "/load-balancer" to a token.
+    { method: 'GET', path: /^\/load-balancer\/$/, handle: (sim, { req }) => sim.octaviaVersions(req) },
+  ];
+
+  /** The routes that want a valid token, after the rows of OPENSTACK_ROUTES; first match answers. */
+  private static readonly ROUTES: readonly Route<Handler>[] = [
+    {
+      method: 'GET',
+      path: /^\/compute\/v2\.1\/servers\/detail$/,
+      handle: nova((sim, { url }, view, headers) => {
+        const limitText = url.searchParams.get('limit');
+        if (limitText !== null && !/^\d+$/.test(limitText)) {
+          throw new HttpError(400, {
+            badRequest: {
+              code: 400,
+              message: `Invalid input for query parameters limit. Value: ${limitText}.`,
+            },
+          });
+        }
+        const limit = Math.min(limitText === null ? sim.maxLimit : Number(limitText), sim.maxLimit);
+        const all = [...sim.servers.values()];
+        let start = 0;
+        const marker = url.searchParams.get('marker');
+        if (marker !== null) {
+          const at = all.findIndex((s) => s.id === marker);
+          if (at < 0)
+            throw new HttpError(400, { badRequest: { code: 400, message: `marker [${marker}] not found` } });
+          start = at + 1;
+        }
+        const page = all.slice(start, start + limit);
+        // nova/api/openstack/common.py ViewBuilder._get_collection_links / _get_next_link: a next link
+        // when the page is full, the request's own query (limit and all) with marker= the last item,
+        // on the link prefix.
+        const next = new URLSearchParams(url.searchParams);
+        next.set('marker', String(page.at(-1)?.id));
+        next.sort();
+        const links =
+          page.length === limit && limit > 0
+            ? [
+                {
+                  href: `${sim.novaLinkPrefix ?? sim.url}/compute/v2.1/servers/detail?${next}`,
+                  rel: 'next',
+                },
+              ]
+            : undefined;
+        return [200, { servers: page.map(view), ...(links ? { servers_links: links } : {}) }, headers];
+      }),
+    },
+    {
+      method: 'GET',
+      path: /^\/compute\/v2\.1\/flavors\/([^/]+)$/,
+      handle: nova((sim, { match }, _view, headers, version) => {
+        // nova/api/openstack/compute/flavors.py show: by flavorid only (never by name).
+        const id = decodeURIComponent(match[1] as string);
+        const name = sim.flavors.get(id);
+        if (name === undefined) {
+          throw new HttpError(404, {
+            itemNotFound: { code: 404, message: `Flavor ${id} could not be found.` },
+          });
+        }
+        return [200, { flavor: flavorView(id, name, sim.url, version) }, headers];
+      }),
+    },
+    {
+      method: 'GET',
+      path: /^\/compute\/v2\.1\/servers\/([^/]+)$/,
+      handle: nova((sim, { match }, view, headers) => {
+        const server = sim.servers.get(decodeURIComponent(match[1] as string));
+        if (!server) {
+          throw new HttpError(404, {
+            itemNotFound: { code: 404, message: `Instance ${match[1]} could not be found.` },
+          });
+        }
+        return [200, { server: view(server) }, headers];
+      }),
+    },
+    {
+      path: /^\/compute\/v2\.1\//,
+      handle: nova(() => {
+        throw new HttpError(404, {
+          itemNotFound: { code: 404, message: 'The resource could not be found.' },
+        });
+      }),
+    },
+    {
+      path: /^\/network(\/v2\.0\/.*)$/,
+      handle: (sim, { method, url, body, match, req }) =>
+        sim.routingWith(req, () => sim.routing.handle(method, match[1] as string, url, body)) ??
+        sim.octavia.neutron(method, match[1] as string, url, body),
+    },
+    {
+      // Octavia's API is /v2.0 (every release) and, since Rocky, /v2 too (octaviaV2Alias); an older
+      // Octavia has no /v2: pecan's 404, as below.
+      path: /^\/load-balancer\/(v2\.0|v2)\/lbaas(\/.*)$/,
+      handle: (sim, { method, url, body, match }) => {
+        if (match[1] !== 'v2.0' && !sim.octaviaV2Alias) throw pecanNotFound();
+        return sim.octavia.route(method, match[2] as string, url, body);
+      },
+    },
+    { method: 'GET', path: /^\/load-balancer$/, handle: (sim, { req }) => sim.octaviaVersions(req) },
+    {
+      // pecan's answer to a path no controller serves.
+      path: /^\/load-balancer\//,
+      handle: () => {
+        throw pecanNotFound();
+      },
+    },
+  ];
+
+  private route(
+    method: string,
+    url: URL,
     req: IncomingMessage,
-  ): [number, unknown, Record<string, string>?] | undefined {
-    // Links name the URL asked, through the interface it was asked on.
+    body: unknown,
+  ): [number, unknown, Record<string, string>?] {
+    const path = url.pathname;
+    const open = findRoute(OpenStackSimulator.PUBLIC_ROUTES, method, path);
+    if (open) return open.route.handle(this, { method, url, req, body, match: open.match });
+    this.authenticate(req);
+    const added = findRoute(OPENSTACK_ROUTES, method, path);
+    if (added) return added.route.handle(this, added.match, url, body);
+    const found = findRoute(OpenStackSimulator.ROUTES, method, path);
+    if (found) return found.route.handle(this, { method, url, req, body, match: found.match });
+    throw new HttpError(404, { error: { message: `no route ${method} ${path}` } });
+  }
+
+  /** A link to `path` on the URL asked, through the interface it was asked on. */
+  private linkAsAsked(req: IncomingMessage, path: string): string {
     const used = (req as IncomingMessage & { iface?: string }).iface;
-    const iface = (p: string) => `${this.url}${used && used !== 'public' ? `/${used}` : ''}${p}`;
-    const v3 = {
+    return `${this.url}${used && used !== 'public' ? `/${used}` : ''}${path}`;
+  }
+
+  /** Keystone v3's version entry; its self link names public_endpoint when that is set. */
+  private keystoneV3(req: IncomingMessage) {
+    return {
       id: 'v3.14',
       status: 'stable',
       updated: '2020-04-07T00:00:00Z',
@@ -423,33 +604,16 @@ export class OpenStackSimulator {
           rel: 'self',
           href: this.keystonePublicEndpoint
             ? `${this.keystonePublicEndpoint.replace(/\/+$/, '')}/v3/`
-            : iface('/identity/v3/'),
+            : this.linkAsAsked(req, '/identity/v3/'),
         },
       ],
       'media-types': [{ base: 'application/json', type: 'application/vnd.openstack.identity-v3+json' }],
     };
-    if (path === '/identity' || path === '/identity/') {
-      return [300, { versions: { values: [v3] } }, { Location: String(v3.links[0]?.href) }];
-    }
-    if (path === '/identity/v3' || path === '/identity/v3/') return [200, { version: v3 }];
-    if (path === '/network' || path === '/network/') {
-      return [
-        200,
-        {
-          versions: [
-            { id: 'v2.0', status: 'CURRENT', links: [{ rel: 'self', href: iface('/network/v2.0/') }] },
-          ],
-        },
-      ];
-    }
-    // Only "/load-balancer/" (trailing slash) is let through without a token
-    // (octavia/common/keystone.py _NOAUTH_PATHS); the route below serves "/load-balancer" to a token.
-    if (path === '/load-balancer/') return this.octaviaVersions(iface);
-    return undefined;
   }
 
   /** Octavia's version document, as the release apiMinor stands for serves it. */
-  private octaviaVersions(iface: (p: string) => string): [number, unknown] {
+  private octaviaVersions(req: IncomingMessage): [number, unknown] {
+    const iface = (p: string) => this.linkAsAsked(req, p);
     if (!this.octaviaV2Alias) {
       // Octavia before 87fca27 (tag queens-eol, root_controller.py get): v2.0 only, its link
       // path_url + 'v2.0' (v1 too where api_v1_enabled, off by default).
@@ -606,84 +770,7 @@ export class OpenStackSimulator {
 
   // ---- Nova ----------------------------------------------------------------------------------
 
-  private nova(
-    method: string,
-    path: string,
-    url: URL,
-    req: IncomingMessage,
-  ): [number, unknown, Record<string, string>] {
-    const version = this.microversion(req);
-    const headers = {
-      'OpenStack-API-Version': `compute ${version}`,
-      'X-OpenStack-Nova-API-Version': version,
-      Vary: 'OpenStack-API-Version, X-OpenStack-Nova-API-Version',
-    };
-    const view = (server: Record<string, unknown>) =>
-      serverView(server, version, (name) => this.flavorId(name), this.url);
-    if (method === 'GET' && path === '/servers/detail') {
-      const limitText = url.searchParams.get('limit');
-      if (limitText !== null && !/^\d+$/.test(limitText)) {
-        throw new HttpError(400, {
-          badRequest: {
-            code: 400,
-            message: `Invalid input for query parameters limit. Value: ${limitText}.`,
-          },
-        });
-      }
-      const limit = Math.min(limitText === null ? this.maxLimit : Number(limitText), this.maxLimit);
-      const all = [...this.servers.values()];
-      let start = 0;
-      const marker = url.searchParams.get('marker');
-      if (marker !== null) {
-        const at = all.findIndex((s) => s.id === marker);
-        if (at < 0)
-          throw new HttpError(400, { badRequest: { code: 400, message: `marker [${marker}] not found` } });
-        start = at + 1;
-      }
-      const page = all.slice(start, start + limit);
-      // nova/api/openstack/common.py ViewBuilder._get_collection_links / _get_next_link: a next link
-      // when the page is full, the request's own query (limit and all) with marker= the last item,
-      // on the link prefix.
-      const next = new URLSearchParams(url.searchParams);
-      next.set('marker', String(page.at(-1)?.id));
-      next.sort();
-      const links =
-        page.length === limit && limit > 0
-          ? [
-              {
-                href: `${this.novaLinkPrefix ?? this.url}/compute/v2.1/servers/detail?${next}`,
-                rel: 'next',
-              },
-            ]
-          : undefined;
-      return [200, { servers: page.map(view), ...(links ? { servers_links: links } : {}) }, headers];
-    }
-    const flavor = /^\/flavors\/([^/]+)$/.exec(path);
-    if (method === 'GET' && flavor) {
-      // nova/api/openstack/compute/flavors.py show: by flavorid only (never by name).
-      const id = decodeURIComponent(flavor[1] as string);
-      const name = this.flavors.get(id);
-      if (name === undefined) {
-        throw new HttpError(404, {
-          itemNotFound: { code: 404, message: `Flavor ${id} could not be found.` },
-        });
-      }
-      return [200, { flavor: flavorView(id, name, this.url, version) }, headers];
-    }
-    const one = /^\/servers\/([^/]+)$/.exec(path);
-    if (method === 'GET' && one) {
-      const server = this.servers.get(decodeURIComponent(one[1] as string));
-      if (!server) {
-        throw new HttpError(404, {
-          itemNotFound: { code: 404, message: `Instance ${one[1]} could not be found.` },
-        });
-      }
-      return [200, { server: view(server) }, headers];
-    }
-    throw new HttpError(404, { itemNotFound: { code: 404, message: 'The resource could not be found.' } });
-  }
-
-  private microversion(req: IncomingMessage): string {
+  microversion(req: IncomingMessage): string {
     const legacy = req.headers['x-openstack-nova-api-version'];
     const modern = req.headers['openstack-api-version'];
     let asked: string | undefined = typeof legacy === 'string' ? legacy : undefined;

@@ -17,7 +17,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import sshpk from 'sshpk';
-import { FaultList, type Listening, listen, readBody } from '../http-core.js';
+import { FaultList, findRoute, type Listening, listen, type Route, readBody } from '../http-core.js';
 import { FabricNetworks } from './fabric-networks.js';
 
 interface ParsedSignature {
@@ -140,6 +140,25 @@ class ApiError extends Error {
   ) {
     super(message);
   }
+}
+
+/** What a route answers. */
+interface Answer {
+  status: number;
+  payload?: unknown;
+  headers?: Record<string, string>;
+}
+
+/** A request as a route row sees it: its path's captures are decoded. */
+interface TritonCall {
+  method: string;
+  url: URL;
+  body: string;
+  /** Refuses (403) a sub-user whose roles do not allow the action (see TritonSim.authorize). */
+  authorize: (action: string) => void;
+  params: (string | undefined)[];
+  /** The path's match as it stands (not decoded). */
+  match: RegExpExecArray;
 }
 
 export class TritonSim {
@@ -407,73 +426,106 @@ export class TritonSim {
     throw new ApiError(403, 'NotAuthorized', `You do not have permission to access ${path} (${action})`);
   }
 
-  private route(
-    method: string,
-    url: URL,
-    body: string,
-    authorize: (action: string) => void,
-  ): { status: number; payload?: unknown; headers?: Record<string, string> } {
-    const fabric = /^\/[^/]+\/fabrics\/default\/vlans\/(\d+)\/networks\/([^/]+)$/.exec(url.pathname);
-    if (fabric) {
-      const fail = (status: number, code: string, message: string) => new ApiError(status, code, message);
-      return this.fabrics.handle(method, Number(fabric[1]), fabric[2] as string, body, authorize, fail);
-    }
-    const [, , collection, id, sub, tag, ...rest] = url.pathname.split('/').map(decodeURIComponent);
-    if (rest.length > 0) throw new ApiError(404, 'ResourceNotFound', `${url.pathname} does not exist`);
-    if (collection === undefined || collection === '') {
-      if (method !== 'GET') throw new ApiError(405, 'BadMethod', `${method} is not allowed`);
-      authorize('getaccount'); // lib/account.js: GetAccount
-      const a = this.account;
-      return {
-        status: 200,
-        payload: {
-          id: a.id,
-          login: a.login,
-          email: `${a.login}@example.com`,
-          created: '2026-01-01T00:00:00.000Z',
-          updated: '2026-01-01T00:00:00.000Z',
-          triton_cns_enabled: a.cnsEnabled,
-        },
-      };
-    }
-    if (collection === 'datacenters' && id === undefined && method === 'GET') {
-      authorize('listdatacenters'); // lib/datacenters.js: ListDatacenters
-      return {
-        status: 200,
-        payload: { [this.datacenter]: this.url, 'us-other-1': 'https://us-other-1.api.example.com' },
-      };
-    }
-    if (collection !== 'machines')
-      throw new ApiError(404, 'ResourceNotFound', `${url.pathname} does not exist`);
-    if (id === undefined) return this.listMachines(method, url, authorize);
-    const machine = this.machines.get(id);
-    if (!machine) throw new ApiError(404, 'ResourceNotFound', `VM not found`);
-    if (sub === undefined) {
-      if (method !== 'GET') throw new ApiError(405, 'BadMethod', `${method} is not allowed`);
-      authorize('getmachine'); // lib/machines.js: GetMachine
-      // A destroyed machine whose history is kept: 410 with the record (state "deleted").
-      return { status: machine.state === 'deleted' ? 410 : 200, payload: machine };
-    }
-    if (sub !== 'tags') throw new ApiError(404, 'ResourceNotFound', `${url.pathname} does not exist`);
-    // No state check for tags: sdc-cloudapi lib/machines.js loadMachine (l.1141) loads a destroyed
-    // machine like any other, and lib/tags.js hands every tag call to VMAPI, whose
-    // lib/interceptors.js loadVm and lib/endpoints/metadata.js check none either. What VMAPI's
-    // update job then does to a destroyed machine no upstream file here shows: the simulator
-    // applies the write.
-    // lib/tags.js mount: the routes' names.
-    const action =
-      tag === undefined
-        ? {
-            GET: 'listmachinetags',
-            HEAD: 'headmachinetags',
-            POST: 'addmachinetags',
-            PUT: 'replacemachinetags',
-            DELETE: 'deletemachinetags',
-          }[method]
-        : { GET: 'getmachinetag', HEAD: 'headmachinetag', DELETE: 'deletemachinetag' }[method];
-    if (action === undefined) throw new ApiError(405, 'BadMethod', `${method} is not allowed`);
-    authorize(action);
-    return this.tags(method, machine, tag, body);
+  /**
+   * CloudAPI's routes (sdc-cloudapi lib/app.js mounts them; lib/account.js, lib/datacenters.js,
+   * lib/machines.js, lib/tags.js), /<login>/…, first match answers; a path no row matches is 404
+   * ResourceNotFound. Rows without a method answer a wrong one themselves (405 BadMethod), after
+   * the checks CloudAPI makes first.
+   */
+  private static readonly ROUTES: readonly Route<(sim: TritonSim, call: TritonCall) => Answer>[] = [
+    {
+      path: /^\/[^/]+\/fabrics\/default\/vlans\/(\d+)\/networks\/([^/]+)$/,
+      handle: (sim, { method, match, body, authorize }) =>
+        sim.fabrics.handle(
+          method,
+          Number(match[1]),
+          match[2] as string,
+          body,
+          authorize,
+          (status, code, message) => new ApiError(status, code, message),
+        ),
+    },
+    {
+      // "/<login>" and "/<login>/": GetAccount.
+      path: /^\/[^/]*\/?$/,
+      handle: (sim, { method, authorize }) => {
+        if (method !== 'GET') throw new ApiError(405, 'BadMethod', `${method} is not allowed`);
+        authorize('getaccount'); // lib/account.js: GetAccount
+        const a = sim.account;
+        return {
+          status: 200,
+          payload: {
+            id: a.id,
+            login: a.login,
+            email: `${a.login}@example.com`,
+            created: '2026-01-01T00:00:00.000Z',
+            updated: '2026-01-01T00:00:00.000Z',
+            triton_cns_enabled: a.cnsEnabled,
+          },
+        };
+      },
+    },
+    {
+      method: 'GET',
+      path: /^\/[^/]+\/datacenters$/,
+      handle: (sim, { authorize }) => {
+        authorize('listdatacenters'); // lib/datacenters.js: ListDatacenters
+        return {
+          status: 200,
+          payload: { [sim.datacenter]: sim.url, 'us-other-1': 'https://us-other-1.api.example.com' },
+        };
+      },
+    },
+    {
+      path: /^\/[^/]+\/machines$/,
+      handle: (sim, { method, url, authorize }) => sim.listMachines(method, url, authorize),
+    },
+    {
+      path: /^\/[^/]+\/machines\/([^/]*)$/,
+      handle: (sim, { method, params: [id], authorize }) => {
+        const machine = sim.machines.get(id as string);
+        if (!machine) throw new ApiError(404, 'ResourceNotFound', `VM not found`);
+        if (method !== 'GET') throw new ApiError(405, 'BadMethod', `${method} is not allowed`);
+        authorize('getmachine'); // lib/machines.js: GetMachine
+        // A destroyed machine whose history is kept: 410 with the record (state "deleted").
+        return { status: machine.state === 'deleted' ? 410 : 200, payload: machine };
+      },
+    },
+    {
+      // /<login>/machines/<id>/tags[/<tag>]; the machine is looked up before the rest is checked.
+      path: /^\/[^/]+\/machines\/([^/]*)\/([^/]*)(?:\/([^/]*))?$/,
+      handle: (sim, { method, url, body, params: [id, sub, tag], authorize }) => {
+        const machine = sim.machines.get(id as string);
+        if (!machine) throw new ApiError(404, 'ResourceNotFound', `VM not found`);
+        if (sub !== 'tags') throw new ApiError(404, 'ResourceNotFound', `${url.pathname} does not exist`);
+        // No state check for tags: sdc-cloudapi lib/machines.js loadMachine (l.1141) loads a destroyed
+        // machine like any other, and lib/tags.js hands every tag call to VMAPI, whose
+        // lib/interceptors.js loadVm and lib/endpoints/metadata.js check none either. What VMAPI's
+        // update job then does to a destroyed machine no upstream file here shows: the simulator
+        // applies the write.
+        // lib/tags.js mount: the routes' names.
+        const action =
+          tag === undefined
+            ? {
+                GET: 'listmachinetags',
+                HEAD: 'headmachinetags',
+                POST: 'addmachinetags',
+                PUT: 'replacemachinetags',
+                DELETE: 'deletemachinetags',
+              }[method]
+            : { GET: 'getmachinetag', HEAD: 'headmachinetag', DELETE: 'deletemachinetag' }[method];
+        if (action === undefined) throw new ApiError(405, 'BadMethod', `${method} is not allowed`);
+        authorize(action);
+        return sim.tags(method, machine, tag, body);
+      },
+    },
+  ];
+
+  private route(method: string, url: URL, body: string, authorize: (action: string) => void): Answer {
+    const found = findRoute(TritonSim.ROUTES, method, url.pathname);
+    if (!found) throw new ApiError(404, 'ResourceNotFound', `${url.pathname} does not exist`);
+    const params = found.match.slice(1).map((p) => (p === undefined ? p : decodeURIComponent(p)));
+    return found.route.handle(this, { method, url, body, authorize, params, match: found.match });
   }
 
   private listMachines(method: string, url: URL, authorize: (action: string) => void) {

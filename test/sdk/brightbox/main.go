@@ -24,19 +24,8 @@ import (
 	"github.com/brightbox/gobrightbox/v2/enums/proxyprotocol"
 )
 
-var failed bool
-
-func check(op string, err error) {
-	if err != nil {
-		failed = true
-		fmt.Printf("FAIL %s: %v\n", op, err)
-		return
-	}
-	fmt.Printf("ok %s\n", op)
-}
-
 func main() {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := deadline()
 	defer cancel()
 	conf := &clientcredentials.Config{
 		ID:     os.Getenv("SIM_CLIENT"),
@@ -58,9 +47,7 @@ func main() {
 	check("server group: create, add and remove servers", serverGroup(ctx, client, first, second))
 	check("firewall policy and rule: create, update, remove, apply_to, delete", firewall(ctx, client))
 	check("load balancer: create, wait, update, nodes, listeners, lock, delete", loadBalancer(ctx, client, first, second))
-	if failed {
-		os.Exit(1)
-	}
+	exitIfFailed()
 }
 
 func listServers(ctx context.Context, client *brightbox.Client, want int) error {

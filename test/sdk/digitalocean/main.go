@@ -19,19 +19,8 @@ import (
 	"github.com/digitalocean/godo"
 )
 
-var failed bool
-
-func check(op string, err error) {
-	if err != nil {
-		failed = true
-		fmt.Printf("FAIL %s: %v\n", op, err)
-		return
-	}
-	fmt.Printf("ok %s\n", op)
-}
-
 func main() {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := deadline()
 	defer cancel()
 	client := godo.NewFromToken(os.Getenv("SIM_TOKEN"))
 	base, err := url.Parse(os.Getenv("SIM_URL") + "/")
@@ -47,9 +36,7 @@ func main() {
 	check("get droplet", getDroplet(ctx, client, dropletID))
 	check("get a missing droplet: godo's 404 ErrorResponse", missingDroplet(ctx, client))
 	check("load balancer: create, wait, update, delete", loadBalancer(ctx, client, dropletID))
-	if failed {
-		os.Exit(1)
-	}
+	exitIfFailed()
 }
 
 func listDroplets(ctx context.Context, client *godo.Client, want int) error {

@@ -30,19 +30,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2/pagination"
 )
 
-var failed bool
-
-func check(op string, err error) {
-	if err != nil {
-		failed = true
-		fmt.Printf("FAIL %s: %v\n", op, err)
-		return
-	}
-	fmt.Printf("ok %s\n", op)
-}
-
 func main() {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := deadline()
 	defer cancel()
 	url := os.Getenv("SIM_URL")
 	endpoint := gophercloud.EndpointOpts{Region: os.Getenv("SIM_REGION")}
@@ -93,9 +82,7 @@ func main() {
 	check("get server, and its flavor by the id Nova 2.1 shows", getServer(ctx, compute))
 	check("get a missing server: gophercloud's 404", missingServer(ctx, compute))
 	check("load balancer: create, wait, update, update its listener, delete", loadBalancer(ctx, lb))
-	if failed {
-		os.Exit(1)
-	}
+	exitIfFailed()
 }
 
 func appCredential(ctx context.Context, opts gophercloud.AuthOptions) error {

@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	triton "github.com/joyent/triton-go/v2"
 	"github.com/joyent/triton-go/v2/account"
@@ -22,19 +21,8 @@ import (
 	tritonerrors "github.com/joyent/triton-go/v2/errors"
 )
 
-var failed bool
-
-func check(op string, err error) {
-	if err != nil {
-		failed = true
-		fmt.Printf("FAIL %s: %v\n", op, err)
-		return
-	}
-	fmt.Printf("ok %s\n", op)
-}
-
 func main() {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := deadline()
 	defer cancel()
 	login := os.Getenv("SIM_ACCOUNT")
 	pem, err := os.ReadFile(os.Getenv("SIM_KEY_FILE"))
@@ -76,9 +64,7 @@ func main() {
 	check("get machine", getMachine(ctx, machines, id))
 	check("get a missing machine: triton-go's ResourceNotFound", missingMachine(ctx, machines))
 	check("CNS tags: add, list, read back as CNS services, delete", cnsTags(ctx, machines, id))
-	if failed {
-		os.Exit(1)
-	}
+	exitIfFailed()
 }
 
 func getAccount(ctx context.Context, c *account.AccountClient, login string) error {

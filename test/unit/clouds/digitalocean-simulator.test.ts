@@ -74,11 +74,11 @@ describe('DigitalOcean simulator', () => {
   });
 
   withDigitalOceanOpenApi('names each operation it answers as the document does', (spec) => {
-    for (const [method, path, operationId] of OPERATIONS) {
+    for (const { method, path, operationId } of OPERATIONS) {
       const example = path.source
         .replace(/^\^|\$$/g, '')
         .replaceAll('\\/', '/')
-        .replaceAll('[^/]+', '1');
+        .replaceAll('([^/]+)', '1');
       const { operation } = spec.checkRequest({ method, path: example, query: {}, headers: {} });
       expect(`${method} ${example} ${operation?.operationId}`).toBe(`${method} ${example} ${operationId}`);
     }

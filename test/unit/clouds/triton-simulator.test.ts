@@ -4,31 +4,20 @@
  * validation by triton-tags with VMAPI's error shape, the tag endpoints' lack of a state check,
  * `primaryIp` only with NICs, and sub-users refused by role.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createSigner, type RequestSigner } from '../../../src/providers/triton/signer.js';
-import { KeyFolder, type TestKey } from '../../clouds/triton/keys.js';
-import { TritonSim } from '../../clouds/triton/server.js';
+import { useTritonSim } from '../../helpers/use-simulator.js';
 
-let keys: KeyFolder;
-let key: TestKey;
-let userKey: TestKey;
-let sim: TritonSim;
+const tsim = useTritonSim({ login: 'demo' });
+const { sim } = tsim;
 let account: RequestSigner;
 let user: RequestSigner;
 
-beforeAll(async () => {
-  keys = new KeyFolder();
-  key = keys.make({ type: 'ecdsa', bits: 256 });
-  userKey = keys.make({ type: 'ecdsa', bits: 256 });
-  sim = await new TritonSim({ login: 'demo' }).start();
-  sim.addKey(key.publicKey);
+beforeAll(() => {
+  const userKey = tsim.keys.make({ type: 'ecdsa', bits: 256 });
   sim.addKey(userKey.publicKey, 'ccm');
-  account = createSigner({ account: 'demo', keyMaterial: key.privateKey });
+  account = createSigner({ account: 'demo', keyMaterial: tsim.key.privateKey });
   user = createSigner({ account: 'demo', user: 'ccm', keyMaterial: userKey.privateKey });
-});
-afterAll(async () => {
-  await sim?.stop();
-  keys?.remove();
 });
 beforeEach(() => {
   sim.machines.clear();

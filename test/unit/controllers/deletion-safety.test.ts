@@ -6,7 +6,7 @@
  * proves the baseline does delete.
  */
 import { describe, expect, it } from 'vitest';
-import { type PassOptions, runNodesPass } from '../../../src/controllers/nodes-pass.js';
+import { runNodesPass } from '../../../src/controllers/nodes-pass.js';
 import { LABEL_EXCLUDE_FROM_LIFECYCLE } from '../../../src/kube/well-known.js';
 import { NotFoundError, RetryableError, UnauthorizedError } from '../../../src/providers/errors.js';
 import type { Instance } from '../../../src/providers/types.js';
@@ -18,14 +18,10 @@ import {
   makeProvider,
   NOW,
   type NodeOptions,
+  passOptions,
 } from './fixtures.js';
 
-const options: PassOptions = {
-  dryRun: false,
-  concurrency: 2,
-  deletionGracePeriodMs: GRACE_MS,
-  now: () => NOW,
-};
+const options = passOptions(2);
 
 /** A Ready Node whose instance is listed: the listing is non-empty and knows the cluster. */
 const anchor = makeNode({ name: 'anchor', providerID: 'cloudlycke://i-1', ready: true });

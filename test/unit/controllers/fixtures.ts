@@ -1,3 +1,4 @@
+import type { PassOptions } from '../../../src/controllers/nodes-pass.js';
 import type { NodePlan } from '../../../src/controllers/plan.js';
 import { KubeApiError } from '../../../src/kube/errors.js';
 import type { NodeClient, NodeConditionSpec, NodeEventSpec } from '../../../src/kube/nodes.js';
@@ -14,6 +15,11 @@ import type { Instance, Provider } from '../../../src/providers/types.js';
 export const NOW = new Date('2025-06-01T12:00:00Z');
 export const LONG_AGO = new Date('2025-01-01T00:00:00Z');
 export const GRACE_MS = 5 * 60_000;
+
+/** A pass that writes (not --dry-run), at NOW, with GRACE_MS, `concurrency` Nodes at a time. */
+export function passOptions(concurrency: number): PassOptions {
+  return { dryRun: false, concurrency, deletionGracePeriodMs: GRACE_MS, now: () => NOW };
+}
 
 export const uninitializedTaint: SlimTaint = {
   key: TAINT_UNINITIALIZED,

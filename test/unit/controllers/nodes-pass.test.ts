@@ -5,7 +5,6 @@ import {
   buildReport,
   type ClusterState,
   confirmDeletions,
-  type PassOptions,
   planNode,
   planPass,
   readState,
@@ -27,22 +26,17 @@ import type { Instance } from '../../../src/providers/types.js';
 import {
   applyPlanToNode,
   FakeNodeClient,
-  GRACE_MS,
   makeInstance,
   makeNode,
   makeProvider,
   NOW,
+  passOptions,
   providedIP,
   shutdownTaintOnNode,
   uninitializedTaint,
 } from './fixtures.js';
 
-const options: PassOptions = {
-  dryRun: false,
-  concurrency: 4,
-  deletionGracePeriodMs: GRACE_MS,
-  now: () => NOW,
-};
+const options = passOptions(4);
 
 /** A ClusterState as readState builds it (listingKnowsCluster computed the same way). */
 function clusterState(nodes: SlimNode[], instances: Instance[], listingError?: string): ClusterState {

@@ -1,25 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { viewOf } from '../../../src/controllers/cloud-view.js';
-import { type PassOptions, planNode } from '../../../src/controllers/nodes-pass.js';
+import { planNode } from '../../../src/controllers/nodes-pass.js';
 import { slimNode } from '../../../src/kube/slim-node.js';
 import { ANNOTATION_PROVIDED_NODE_IP } from '../../../src/kube/well-known.js';
 import {
-  GRACE_MS,
   makeInstance,
   makeNode,
   makeProvider,
-  NOW,
+  passOptions,
   providedIP,
   shutdownTaintOnNode,
   uninitializedTaint,
 } from '../controllers/fixtures.js';
 
-const options: PassOptions = {
-  dryRun: false,
-  concurrency: 1,
-  deletionGracePeriodMs: GRACE_MS,
-  now: () => NOW,
-};
+const options = passOptions(1);
 
 /** A Node as the API server sends it: lots the plans never read. */
 function apiNode(node: ReturnType<typeof makeNode>) {

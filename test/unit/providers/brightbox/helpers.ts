@@ -3,6 +3,7 @@ import { createBrightbox } from '../../../../src/providers/brightbox/index.js';
 import type { LoadBalancerRequest, Provider } from '../../../../src/providers/types.js';
 import type { BrightboxSimulator } from '../../../clouds/brightbox/simulator.js';
 import { SIM_CLIENT } from '../../../clouds/brightbox/simulator.js';
+import { requestService } from '../../../helpers/lb-request.js';
 
 /** Options for a client of the simulator: no retries or sleeps, so each fault is seen once. */
 export function options(
@@ -44,16 +45,11 @@ export function lbRequest(
     ports: [{ name: 'http', protocol: 'TCP', port: 80, nodePort: 30080 }],
     nodes: nodes.map((id) => ({ name: id, providerID: `brightbox://${id}`, addresses: [] })),
     ...rest,
-    service: {
+    service: requestService({
       namespace: 'shop',
       name: 'web',
       uid: '6f1c1e7c-2b3d-4e5f-6071-8293a4b5c6d7',
-      annotations: {},
-      loadBalancerSourceRanges: [],
-      externalTrafficPolicy: 'Cluster',
-      sessionAffinity: 'None',
-      ipFamilies: ['IPv4'],
       ...service,
-    },
+    }),
   };
 }

@@ -3,6 +3,7 @@ import { AddressPool } from '../../../../src/providers/cloudlycke/address-pool.j
 import { CloudlyckeLoadBalancers } from '../../../../src/providers/cloudlycke/load-balancers.js';
 import { InvalidConfigError, RetryableError } from '../../../../src/providers/errors.js';
 import type { LoadBalancerRequest } from '../../../../src/providers/types.js';
+import { requestService } from '../../../helpers/lb-request.js';
 
 function req(
   name: string,
@@ -12,17 +13,7 @@ function req(
   return {
     name: `a${name}`,
     clusterID: cluster,
-    service: {
-      namespace: 'ns',
-      name,
-      uid: `uid-${name}`,
-      annotations: {},
-      loadBalancerSourceRanges: [],
-      externalTrafficPolicy: 'Cluster',
-      sessionAffinity: 'None',
-      ipFamilies: ['IPv4'],
-      ...over,
-    },
+    service: requestService({ namespace: 'ns', name, uid: `uid-${name}`, ...over }),
     ports: [{ name: 'http', protocol: 'TCP', port: 80, nodePort: 30080 }],
     nodes: [],
   };

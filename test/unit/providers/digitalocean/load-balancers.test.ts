@@ -4,6 +4,7 @@ import { createDigitalOcean } from '../../../../src/providers/digitalocean/index
 import { InvalidConfigError, RetryableError } from '../../../../src/providers/errors.js';
 import type { LoadBalancerRequest, LoadBalancers } from '../../../../src/providers/types.js';
 import { DigitalOceanSimulator } from '../../../clouds/digitalocean/server.js';
+import { requestService } from '../../../helpers/lb-request.js';
 import { conformsToDigitalOceanOpenApi } from '../../../helpers/openapi.js';
 
 const CLUSTER = '6f1c2b9e-3d4a-4c5b-9e8f-0a1b2c3d4e5f';
@@ -59,17 +60,7 @@ function request(
       addresses: [],
     })),
     ...change,
-    service: {
-      namespace: 'default',
-      name: 'web',
-      uid: UID,
-      annotations: {},
-      loadBalancerSourceRanges: [],
-      externalTrafficPolicy: 'Cluster',
-      sessionAffinity: 'None',
-      ipFamilies: ['IPv4'],
-      ...change.service,
-    },
+    service: requestService({ namespace: 'default', name: 'web', uid: UID, ...change.service }),
   };
 }
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   InvalidConfigError,
   NotFoundError,
@@ -13,21 +13,16 @@ import { createOpenStack } from '../../../../src/providers/openstack/index.js';
 import { serverAddresses, serverState } from '../../../../src/providers/openstack/instances.js';
 import type { Provider } from '../../../../src/providers/types.js';
 import { APP_CREDENTIAL, OpenStackSimulator, PASSWORD } from '../../../clouds/openstack/simulator.js';
+import { useSimulator } from '../../../helpers/use-simulator.js';
 
 const fixture = (name: string) =>
   readFileSync(fileURLToPath(new URL(`../../../fixtures/openstack/${name}`, import.meta.url)), 'utf8');
 
-let sim: OpenStackSimulator;
-beforeEach(async () => {
-  sim = await new OpenStackSimulator().start();
-});
-afterEach(async () => {
-  await sim.stop();
-});
+const sim = useSimulator(() => new OpenStackSimulator().start(), { each: true });
 
 /** An official example cloud.conf, unchanged but for the auth-url that points at the simulator. */
 function officialConfig(name = 'occm-cloud-config'): CloudConfig {
-  return parseCloudConfig(fixture(name).replace('http://192.128.1.15:5000/v3', sim.authUrl));
+  return parseCloudConfig(sim.cloudConf(name));
 }
 
 function provider(config = officialConfig(), calls: string[] = [], now?: () => number): Provider {
@@ -73,11 +68,7 @@ describe('Keystone', () => {
   });
 
   it('refuses wrong credentials in one line without the password', async () => {
-    const config = parseCloudConfig(
-      fixture('occm-cloud-config')
-        .replace('http://192.128.1.15:5000/v3', sim.authUrl)
-        .replace('passw0rd', 'wrong-pw-123'),
-    );
+    const config = parseCloudConfig(sim.cloudConf('occm-cloud-config').replace('passw0rd', 'wrong-pw-123'));
     const err = await provider(config)
       .instances.list()
       .catch((e: unknown) => e as Error);
@@ -122,9 +113,7 @@ describe('Keystone', () => {
     for (const iface of ['internal', 'admin'] as const) {
       sim.requests.length = 0;
       const config = parseCloudConfig(
-        fixture('occm-cloud-config')
-          .replace('http://192.128.1.15:5000/v3', sim.authUrl)
-          .replace('[Global]', `[Global]\nos-endpoint-type=${iface}URL`),
+        sim.cloudConf('occm-cloud-config').replace('[Global]', `[Global]\nos-endpoint-type=${iface}URL`),
       );
       await provider(config).instances.list();
       const [listing] = sim.requestsTo(/servers\/detail/);
@@ -134,9 +123,7 @@ describe('Keystone', () => {
   });
 
   it('discovers the v3 URL from an auth-url without a version: the version document, then the token', async () => {
-    const config = parseCloudConfig(
-      fixture('occm-cloud-config').replace('http://192.128.1.15:5000/v3', `${sim.url}/identity`),
-    );
+    const config = parseCloudConfig(sim.cloudConf('occm-cloud-config', `${sim.url}/identity`));
     expect(await provider(config).verifyCredentials?.()).toMatch(/^Keystone issued a token/);
     expect(sim.requests.map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual([
       'GET /identity/ 300',
@@ -148,9 +135,7 @@ describe('Keystone', () => {
   it('a version document answered 200 is read like a 300 (gophercloud ChooseVersion: OkCodes 200, 300)', async () => {
     const v3 = { id: 'v3.14', status: 'stable', links: [{ rel: 'self', href: `${sim.url}/identity/v3/` }] };
     sim.fault({ method: 'GET', path: /^\/identity\/$/, status: 200, body: { versions: { values: [v3] } } });
-    const config = parseCloudConfig(
-      fixture('occm-cloud-config').replace('http://192.128.1.15:5000/v3', `${sim.url}/identity`),
-    );
+    const config = parseCloudConfig(sim.cloudConf('occm-cloud-config', `${sim.url}/identity`));
     await provider(config).verifyCredentials?.();
     expect(sim.requests.map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual([
       'GET /identity/ 200',
@@ -160,9 +145,7 @@ describe('Keystone', () => {
 
   it("a version document whose link names another host: its path, on auth-url's own host", async () => {
     sim.keystonePublicEndpoint = 'http://keystone.internal.invalid:5000/identity';
-    const config = parseCloudConfig(
-      fixture('occm-cloud-config').replace('http://192.128.1.15:5000/v3', `${sim.url}/identity/`),
-    );
+    const config = parseCloudConfig(sim.cloudConf('occm-cloud-config', `${sim.url}/identity/`));
     await provider(config).verifyCredentials?.();
     expect(sim.requests.map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual([
       'GET /identity/ 300',
@@ -178,9 +161,7 @@ describe('Keystone', () => {
         /its version document offers no usable Keystone v3 with a link \(it offers: v2\.0 \(CURRENT\)\)/,
       ],
     ] as const) {
-      const config = parseCloudConfig(
-        fixture('occm-cloud-config').replace('http://192.128.1.15:5000/v3', url),
-      );
+      const config = parseCloudConfig(sim.cloudConf('occm-cloud-config', url));
       const err = await provider(config)
         .instances.list()
         .catch((e: unknown) => e as Error);
@@ -190,11 +171,7 @@ describe('Keystone', () => {
   });
 
   it('says which catalog entry is missing for a wrong region', async () => {
-    const config = parseCloudConfig(
-      fixture('occm-cloud-config')
-        .replace('http://192.128.1.15:5000/v3', sim.authUrl)
-        .replace('RegionOne', 'RegionTwo'),
-    );
+    const config = parseCloudConfig(sim.cloudConf('occm-cloud-config').replace('RegionOne', 'RegionTwo'));
     await expect(provider(config).instances.list()).rejects.toThrow(
       'the Keystone catalog has no public "compute" endpoint in region "RegionTwo" (it has: RegionOne); check [Global] region and os-endpoint-type',
     );

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { InvalidConfigError, RetryableError } from '../../../../src/providers/errors.js';
 import { ANNOTATIONS } from '../../../../src/providers/openstack/annotations.js';
 import { parseCloudConfig } from '../../../../src/providers/openstack/config.js';
@@ -8,22 +8,16 @@ import { createOpenStack } from '../../../../src/providers/openstack/index.js';
 import type { LoadBalancerRequest, LoadBalancers } from '../../../../src/providers/types.js';
 import { FLOATING_NETWORK_ID, SUBNET_ID } from '../../../clouds/openstack/octavia.js';
 import { OpenStackSimulator } from '../../../clouds/openstack/simulator.js';
+import { requestService } from '../../../helpers/lb-request.js';
+import { useSimulator } from '../../../helpers/use-simulator.js';
 
 const fixture = (name: string) =>
   readFileSync(fileURLToPath(new URL(`../../../fixtures/openstack/${name}`, import.meta.url)), 'utf8');
 
-let sim: OpenStackSimulator;
-beforeEach(async () => {
-  sim = await new OpenStackSimulator().start();
-});
-afterEach(async () => {
-  await sim.stop();
-});
+const sim = useSimulator(() => new OpenStackSimulator().start(), { each: true });
 
 function lbs(extra = ''): LoadBalancers {
-  const text = fixture('occm-cloud-config')
-    .replace('http://192.128.1.15:5000/v3', sim.authUrl)
-    .replace('[BlockStorage]', `${extra}\n[BlockStorage]`);
+  const text = sim.cloudConf('occm-cloud-config').replace('[BlockStorage]', `${extra}\n[BlockStorage]`);
   const provider = createOpenStack(parseCloudConfig(text), {}, { sleep: async () => {}, retries: 1 });
   if (!provider.loadBalancers) throw new Error('no load balancers');
   return provider.loadBalancers;
@@ -42,17 +36,12 @@ function request(
   return {
     name: 'a1b2c3d4e5f60718293a4b5c6d7e8f90',
     clusterID: 'c0ffee00-1111-2222-3333-444455556666',
-    service: {
+    service: requestService({
       namespace: 'default',
       name: 'web',
       uid: '1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901',
-      annotations: {},
-      loadBalancerSourceRanges: [],
-      externalTrafficPolicy: 'Cluster',
-      sessionAffinity: 'None',
-      ipFamilies: ['IPv4'],
       ...service,
-    },
+    }),
     ports: [{ name: 'http', protocol: 'TCP', port: 80, nodePort: 30080 }],
     nodes: [node('w1', '10.0.0.11'), node('w2', '10.0.0.12')],
     ...overrides,

@@ -1,5 +1,5 @@
 /** Triton machines as instances, against the simulator: pagination, states, addresses, errors. */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { resolveProviderValues } from '../../../../src/cli/provider-config.js';
 import {
   InvalidConfigError,
@@ -12,24 +12,11 @@ import { triton } from '../../../../src/providers/triton/index.js';
 import { addresses, tritonInstances } from '../../../../src/providers/triton/instances.js';
 import { createSigner } from '../../../../src/providers/triton/signer.js';
 import type { Provider } from '../../../../src/providers/types.js';
-import { KeyFolder, type TestKey } from '../../../clouds/triton/keys.js';
-import { TritonSim } from '../../../clouds/triton/server.js';
 import { rejection as error } from '../../../helpers/rejection.js';
+import { useTritonSim } from '../../../helpers/use-simulator.js';
 
-let keys: KeyFolder;
-let key: TestKey;
-let sim: TritonSim;
-
-beforeAll(async () => {
-  keys = new KeyFolder();
-  key = keys.make({ type: 'ecdsa', bits: 256 });
-  sim = await new TritonSim({ login: 'demo', datacenter: 'eu-ams-1' }).start();
-  sim.addKey(key.publicKey);
-});
-afterAll(async () => {
-  await sim?.stop();
-  keys?.remove();
-});
+const tsim = useTritonSim({ login: 'demo', datacenter: 'eu-ams-1' });
+const { sim } = tsim;
 beforeEach(() => {
   sim.machines.clear();
   sim.requests.length = 0;
@@ -38,12 +25,12 @@ beforeEach(() => {
 
 /** A provider whose ListMachines pages hold `pageSize` machines, with no waiting between retries. */
 function provider(pageSize = 1000, extra: Record<string, string> = {}): Provider {
-  const signer = createSigner({ account: 'demo', keyMaterial: key.privateKey });
+  const signer = createSigner({ account: 'demo', keyMaterial: tsim.key.privateKey });
   const client = new TritonClient({
     url: sim.url,
     account: 'demo',
     signer,
-    secrets: [key.privateKey],
+    secrets: [tsim.key.privateKey],
     pageSize,
     http: { sleep: async () => {}, retries: 2 },
   });
@@ -160,7 +147,7 @@ describe('list', () => {
     });
     sim.addMachine({ name: 'sleepy', state: 'stopped', ips: ['172.16.0.9'] });
     sim.addMachine({ name: 'booting', state: 'provisioning' });
-    const p = triton.create({ url: sim.url, account: 'demo', keyMaterial: key.privateKey }, {});
+    const p = triton.create({ url: sim.url, account: 'demo', keyMaterial: tsim.key.privateKey }, {});
     const list = await p.instances.list();
     expect(list.find((i) => i.name === 'worker-1')).toEqual({
       providerID: `triton://${running.id}`,
@@ -190,14 +177,14 @@ describe('list', () => {
   it('TRITON_DATACENTER wins; a URL no data centre has is a configuration error', async () => {
     machines(1);
     const configured = triton.create(
-      { url: sim.url, account: 'demo', keyMaterial: key.privateKey, datacenter: 'home-1' },
+      { url: sim.url, account: 'demo', keyMaterial: tsim.key.privateKey, datacenter: 'home-1' },
       {},
     );
     expect((await configured.instances.list())[0]?.region).toBe('home-1');
     expect(sim.requests.some((r) => r.path === '/demo/datacenters')).toBe(false);
 
     const other = triton.create(
-      { url: sim.url.replace('127.0.0.1', 'localhost'), account: 'demo', keyMaterial: key.privateKey },
+      { url: sim.url.replace('127.0.0.1', 'localhost'), account: 'demo', keyMaterial: tsim.key.privateKey },
       {},
     );
     const err = await error(other.instances.list());
@@ -369,14 +356,17 @@ describe('configuration', () => {
   });
 
   it('needs a URL and an account, and https except on loopback', () => {
-    expect(() => triton.create({ account: 'demo', keyMaterial: key.privateKey }, {})).toThrow(
+    expect(() => triton.create({ account: 'demo', keyMaterial: tsim.key.privateKey }, {})).toThrow(
       'the CloudAPI URL is not set; set TRITON_URL (or --cloud-api-url)',
     );
-    expect(() => triton.create({ url: sim.url, keyMaterial: key.privateKey }, {})).toThrow(
+    expect(() => triton.create({ url: sim.url, keyMaterial: tsim.key.privateKey }, {})).toThrow(
       'the account is not set; set TRITON_ACCOUNT',
     );
     expect(() =>
-      triton.create({ url: 'http://cloudapi.example.com', account: 'demo', keyMaterial: key.privateKey }, {}),
+      triton.create(
+        { url: 'http://cloudapi.example.com', account: 'demo', keyMaterial: tsim.key.privateKey },
+        {},
+      ),
     ).toThrow('the CloudAPI URL http://cloudapi.example.com must use https');
   });
 });

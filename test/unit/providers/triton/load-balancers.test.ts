@@ -2,43 +2,35 @@
  * CNS service load balancing against the simulator: the `triton.cns.services` tag on exactly the
  * backend machines, merged with what others put there, and only ccm's entries ever removed.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { InvalidConfigError, RetryableError } from '../../../../src/providers/errors.js';
 import { TritonClient } from '../../../../src/providers/triton/client.js';
 import { CnsLoadBalancers } from '../../../../src/providers/triton/load-balancers.js';
 import { createSigner } from '../../../../src/providers/triton/signer.js';
 import type { LoadBalancerRequest } from '../../../../src/providers/types.js';
-import { KeyFolder, type TestKey } from '../../../clouds/triton/keys.js';
-import { type SimMachine, TritonSim } from '../../../clouds/triton/server.js';
+import type { SimMachine } from '../../../clouds/triton/server.js';
+import { requestService } from '../../../helpers/lb-request.js';
 import { rejection as error } from '../../../helpers/rejection.js';
+import { useTritonSim } from '../../../helpers/use-simulator.js';
 
 const CLUSTER = 'c0ffee00-1111-4222-8333-444455556666';
 const SERVICES = 'triton.cns.services';
 
-let keys: KeyFolder;
-let key: TestKey;
-let sim: TritonSim;
+const tsim = useTritonSim({ login: 'demo', accountId: 'b89d9dd3-62ce-4f6f-eb0d-f78e57d515d9' });
+const { sim } = tsim;
 let client: TritonClient;
 let m1: SimMachine;
 let m2: SimMachine;
 let m3: SimMachine;
 
-beforeAll(async () => {
-  keys = new KeyFolder();
-  key = keys.make({ type: 'ecdsa', bits: 256 });
-  sim = await new TritonSim({ login: 'demo', accountId: 'b89d9dd3-62ce-4f6f-eb0d-f78e57d515d9' }).start();
-  sim.addKey(key.publicKey);
+beforeAll(() => {
   client = new TritonClient({
     url: sim.url,
     account: 'demo',
-    signer: createSigner({ account: 'demo', keyMaterial: key.privateKey }),
+    signer: createSigner({ account: 'demo', keyMaterial: tsim.key.privateKey }),
     secrets: [],
     http: { sleep: async () => {}, retries: 1 },
   });
-});
-afterAll(async () => {
-  await sim?.stop();
-  keys?.remove();
 });
 beforeEach(() => {
   sim.machines.clear();
@@ -70,16 +62,12 @@ function request(
   return {
     name: `a${uid.replace(/-/g, '')}`.slice(0, 32),
     clusterID: CLUSTER,
-    service: {
+    service: requestService({
       namespace: 'default',
       name: `svc-${uid.slice(0, 4)}`,
       uid,
       annotations: annotations ?? {},
-      loadBalancerSourceRanges: [],
-      externalTrafficPolicy: 'Cluster',
-      sessionAffinity: 'None',
-      ipFamilies: ['IPv4'],
-    },
+    }),
     ports: [{ name: 'http', protocol: 'TCP', port: 80, nodePort: 30080 }],
     nodes: nodes.map((m, i) => ({
       name: m.name,
@@ -334,7 +322,7 @@ describe('a listing that moves while it is read', () => {
     const paged = new TritonClient({
       url: sim.url,
       account: 'demo',
-      signer: createSigner({ account: 'demo', keyMaterial: key.privateKey }),
+      signer: createSigner({ account: 'demo', keyMaterial: tsim.key.privateKey }),
       secrets: [],
       pageSize: 2,
       http: { sleep: async () => {}, retries: 1 },
