@@ -15,7 +15,8 @@
  * (handlers see the difference as add/update/delete, once the whole listing is in: a relist that
  * fails half-way changes nothing). "Too large resource version" → the same watch again, and a relist
  * after a few. Any other failure → the same again after the backoff (0.8 s doubling to 10 s, afresh
- * after a watch that lasted). A watch silent for longer than `stallMs` is presumed dead and restarted.
+ * after a watch that lasted or a wake). wake() (the API server answers again) ends the current or next
+ * wait at once. A watch silent for longer than `stallMs` is presumed dead and restarted.
  * Each restart is counted by reason (`onRestart`); failures are logged once per change of state.
  */
 import { setTimeout as delay } from 'node:timers/promises';
@@ -276,6 +277,19 @@ export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
     let rv: string | undefined;
     let delay = backoff.initialMs;
     let tooLarge = 0;
+    /**
+     * The backoff, ended early by stop() or wake() (one controller for both, so no combined signal per
+     * wait). A wake that came while a request was out (a watch woken open, then answered 410 by the
+     * restarted server) ends the next wait at once: otherwise that wait is the backoff the outage grew,
+     * up to maxMs after the server is back. Woken, the backoff starts afresh.
+     */
+    const wait = async () => {
+      await sleep(delay, waking.signal);
+      if (waking.signal.aborted && !stopper.signal.aborted) {
+        waking = new AbortController();
+        delay = backoff.initialMs;
+      } else delay = Math.min(delay * 2, backoff.maxMs);
+    };
     while (!stopper.signal.aborted) {
       try {
         if (rv === undefined) {
@@ -300,8 +314,7 @@ export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
             `${options.resource}: ${err.message}; listing again`,
           );
           rv = undefined;
-          await sleep(delay, stopper.signal);
-          delay = Math.min(delay * 2, backoff.maxMs);
+          await wait();
           continue;
         }
         tooLarge = err instanceof TooLargeError ? tooLarge + 1 : 0;
@@ -328,12 +341,7 @@ export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
           );
           failing = message;
         }
-        // Ended early by stop() or wake(); one controller for both, so no combined signal per wait.
-        await sleep(delay, waking.signal);
-        if (waking.signal.aborted && !stopper.signal.aborted) {
-          waking = new AbortController();
-          delay = backoff.initialMs;
-        } else delay = Math.min(delay * 2, backoff.maxMs);
+        await wait();
       }
     }
   }

@@ -230,6 +230,54 @@ describe('a watch the server answers with 410 Gone', () => {
     expect(lists.slice(1, 4).map((i) => calls[i - 1])).toEqual(['sleep 800', 'sleep 1600', 'sleep 3200']);
   });
 
+  it('woken while a watch is open, lists again at once after its 410, not at the end of the backoff the outage grew', async () => {
+    const calls: string[] = [];
+    const watches = gate();
+    let watch = 0;
+    const nodes = createInformer({
+      transport: intercepted(base, {
+        list: async (req) => {
+          if (!req.path.includes('continue=')) calls.push('list');
+        },
+        watch: async (path, signal) => {
+          watch++;
+          calls.push('watch');
+          // The outage: three watches the server refuses (a path it does not serve) grow the backoff.
+          if (watch <= 3) return path.replace('/api/v1/nodes?', '/api/v1/nodez?');
+          // The API server is back while this watch waits: the test wakes the informer.
+          if (watch === 4) await watches.pass(signal);
+          // The server restarted: what the informer last saw is compacted away.
+          return compacted(path);
+        },
+      }),
+      path: '/api/v1/nodes',
+      resource: 'nodes',
+      slim: slimNode,
+      // Recorded, not waited; a wait whose signal has already ended it is no wait.
+      sleep: async (ms, signal) => {
+        calls.push(signal.aborted ? 'no wait' : `sleep ${ms}`);
+      },
+    });
+    nodes.start();
+    await watches.arrived();
+    nodes.wake();
+    await until('a second list', async () => calls.filter((c) => c === 'list').length >= 2, 30_000);
+    await nodes.stop();
+    expect(calls.slice(0, 10)).toEqual([
+      'list',
+      'watch',
+      'sleep 800',
+      'watch',
+      'sleep 1600',
+      'watch',
+      'sleep 3200',
+      'watch', // woken while open: watched again from its resourceVersion
+      'watch', // 410
+      'no wait',
+    ]);
+    expect(calls[10]).toBe('list');
+  });
+
   it('a relist changes the store and tells the handlers only once the whole listing is in', async () => {
     await createNodes(compactingApi, [{ name: 'a' }, { name: 'b' }, { name: 'c' }]);
     const watches = gate();
