@@ -117,18 +117,15 @@ export async function routePass(
   ctx.metrics.routes.set({ state: 'missing' }, result.failed);
   if (ctx.signal.aborted) return result;
 
-  const conditions: { node: SlimNode; created: boolean }[] = [];
-  for (const name of plan.complete) conditions.push({ node: byName.get(name) as SlimNode, created: true });
-  for (const c of plan.create)
-    if (!conditions.some((x) => nodeName(x.node) === c.node))
-      conditions.push({ node: byName.get(c.node) as SlimNode, created: !failedNodes.has(c.node) });
-  for (const r of plan.refused)
-    if (!conditions.some((x) => nodeName(x.node) === r.node))
-      conditions.push({ node: byName.get(r.node) as SlimNode, created: false });
-  for (const name of plan.withoutCIDRs)
-    conditions.push({ node: byName.get(name) as SlimNode, created: false });
-  const changes = conditions.flatMap(({ node, created }) => {
-    const change = conditionChange(node, created);
+  // Each Node's verdict, the first that names it (a Map, so 5,000 Nodes cost no quadratic search).
+  const created = new Map<string, boolean>();
+  for (const name of plan.complete) created.set(name, true);
+  for (const c of plan.create) if (!created.has(c.node)) created.set(c.node, !failedNodes.has(c.node));
+  for (const r of plan.refused) if (!created.has(r.node)) created.set(r.node, false);
+  for (const name of plan.withoutCIDRs) created.set(name, false);
+  const changes = [...created].flatMap(([name, ok]) => {
+    const node = byName.get(name) as SlimNode;
+    const change = conditionChange(node, ok);
     return change ? [{ node, change }] : [];
   });
   await mapLimit(changes, ctx.options.concurrency, async ({ node, change }) => {
