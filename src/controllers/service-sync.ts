@@ -14,6 +14,7 @@ import { InvalidConfigError } from '../providers/errors.js';
 import { parseProviderID } from '../providers/provider-id.js';
 import type {
   ForeignLoadBalancer,
+  LoadBalancerClaims,
   LoadBalancerNode,
   LoadBalancerRequest,
   LoadBalancers,
@@ -38,6 +39,8 @@ export interface ServiceSyncDeps {
   balancers: LoadBalancers;
   rules: ServiceRules;
   signal?: AbortSignal;
+  /** Every Service of the cluster as last seen (the informer's store): who else claims a load balancer. */
+  services?: () => Iterable<SlimService>;
 }
 
 export interface ServiceSyncResult {
@@ -137,9 +140,11 @@ async function checkHandOver(
   request: LoadBalancerRequest,
   deps: ServiceSyncDeps,
 ): Promise<{ request: LoadBalancerRequest; refused?: string }> {
+  const handOvers = await deps.client.handOvers();
+  request.claims = claimsOf(request, handOvers, deps.services);
   const id = request.adoptedID;
   if (!id) return { request };
-  if ((await deps.client.handOvers()).get(request.service.uid) === id) return { request };
+  if (handOvers.get(request.service.uid) === id) return { request };
   const { balancers, rules, signal } = deps;
   const { adoptedID: _, ...unadopted } = request;
   if (rules.adoptOfficial && balancers.adoption) {
@@ -157,6 +162,33 @@ async function checkHandOver(
   return {
     request: unadopted,
     refused: `Service annotation ${ANNOTATION_ADOPTED_LOAD_BALANCER}=${id} names a load balancer that was not handed to ccm for this Service (ccm migrate --yes records each hand-over in kube-system${rules.adoptOfficial ? '; --adopt-official did not find it by the official naming for this cluster' : ''}): ccm neither changes nor deletes it; remove the annotation`,
+  };
+}
+
+const addresses = (ingress: SlimService['ingress']) =>
+  ingress.flatMap((i) => [i.ip, i.hostname].filter((a): a is string => Boolean(a)));
+
+function claimsOf(
+  request: LoadBalancerRequest,
+  handOvers: ReadonlyMap<string, string>,
+  services: ServiceSyncDeps['services'],
+): LoadBalancerClaims {
+  const all = [...(services?.() ?? [])];
+  const own = all.find((s) => s.uid === request.service.uid);
+  return {
+    ownIngress: own ? addresses(own.ingress) : [],
+    others: all
+      .filter((s) => s.uid !== request.service.uid)
+      .map((s) => {
+        const handedOver = handOvers.get(s.uid);
+        return {
+          service: `${s.namespace}/${s.name}`,
+          uid: s.uid,
+          annotations: s.annotations,
+          ingress: addresses(s.ingress),
+          ...(handedOver ? { handedOver } : {}),
+        };
+      }),
   };
 }
 

@@ -42,6 +42,7 @@ const LB_ID = 'kubernetes.digitalocean.com/load-balancer-id';
 const LB_TYPE = 'service.beta.kubernetes.io/do-loadbalancer-type';
 const ADOPTED = 'ccm.io/adopted-load-balancer';
 const NS = 'default';
+const TENANT = 'tenant';
 
 let cp: ControlPlane;
 let api: CoreV1Api;
@@ -68,6 +69,7 @@ beforeAll(async () => {
   kc.setCurrentContext('fixtures');
   apps = kc.makeApiClient(AppsV1Api);
   await api.createNamespacedSecret({ namespace: 'kube-system', body: officialSecret(sim.token) });
+  await api.createNamespace({ body: { metadata: { name: TENANT } } });
   // The official Deployment, already scaled to 0 (the first step of the switch-over).
   await apps.createNamespacedDeployment({
     namespace: 'kube-system',
@@ -106,6 +108,7 @@ afterEach(async () => {
   await ccm?.stop();
   ccm = undefined;
   await removeServices(api, NS);
+  await removeServices(api, TENANT);
   expect(sim.takeViolations()).toEqual([]);
 });
 
@@ -843,4 +846,109 @@ describe('ccm migrate --provider digitalocean', () => {
     ];
     for (const o of outs) expect(`${o.stdout}${o.stderr}`).not.toContain(sim.token);
   }, 60_000);
+});
+
+describe("a tenant Service naming another Service's load balancer by kubernetes.digitalocean.com/load-balancer-id", () => {
+  /**
+   * Until ccm logged its refusal of the tenant's Service (it has looked at it, and said why): not
+   * named for it, claimed by another Service, or (an official one) not of this cluster's tag.
+   */
+  const refusedClaim = (name: string) =>
+    until(
+      `the claim of ${name} refused`,
+      async () =>
+        ccm?.logs.some(
+          (l) =>
+            l.includes(name) && /neither changes nor deletes it|does not carry this cluster's tag/.test(l),
+        ),
+      30_000,
+    );
+
+  it("--adopt-official: the tenant's Service does not take over the victim's official load balancer, never rewires it, and deleting the tenant's Service leaves it (review 2, R2-1)", async () => {
+    const [d1, d2] = await seedNodes();
+    const web = await seedOfficial('web', [d1 as number, d2 as number]);
+    // The tenant only edits Services in its own namespace; it writes the id of web's load balancer
+    // (known from an earlier dump, a ticket, a screenshot: UUIDs are no secret) and asks for port 9999.
+    await api.createNamespacedService({
+      namespace: TENANT,
+      body: lbService('evil', TENANT, { [LB_ID]: web.lb.id as string }, [{ name: 'x', port: 9999 }]),
+    });
+    ccm = await startCcm({ clusterName: '' });
+    await refusedClaim('evil');
+    // web itself is adopted in place, as before.
+    await until(
+      'web adopted its own load balancer',
+      async () =>
+        (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations?.[ADOPTED] ===
+        web.lb.id,
+      30_000,
+    );
+    const evil = await api.readNamespacedService({ name: 'evil', namespace: TENANT });
+    expect(evil.metadata?.annotations?.[ADOPTED]).toBeUndefined();
+    expect(evil.status?.loadBalancer?.ingress ?? []).not.toEqual([
+      expect.objectContaining({ ip: web.lb.ip }),
+    ]);
+    // web's load balancer never got the tenant's forwarding rule.
+    const puts = sim.requestsTo('PUT', `/v2/load_balancers/${web.lb.id}`);
+    expect(puts.some((r) => JSON.stringify(r.body ?? '').includes('9999'))).toBe(false);
+    expect(
+      ((sim.loadBalancers.get(web.lb.id as string)?.forwarding_rules ?? []) as { entry_port: number }[]).some(
+        (r) => r.entry_port === 9999,
+      ),
+    ).toBe(false);
+    // Deleting the tenant's Service leaves web's load balancer (and web's address).
+    await api.deleteNamespacedService({ name: 'evil', namespace: TENANT });
+    await until(
+      'evil gone',
+      async () =>
+        !(await api.listNamespacedService({ namespace: TENANT })).items.some(
+          (s) => s.metadata?.name === 'evil',
+        ),
+      30_000,
+    );
+    expect(sim.requestsTo('DELETE', `/v2/load_balancers/${web.lb.id}`)).toEqual([]);
+    expect(sim.loadBalancers.has(web.lb.id as string)).toBe(true);
+  }, 90_000);
+
+  it("plain ccm run: the tenant's Service does not add its port to another namespace's ccm-built load balancer, and deleting it leaves that load balancer (review 2, R2-6)", async () => {
+    await seedNodes();
+    await api.createNamespacedService({ namespace: NS, body: lbService('web', NS) });
+    ccm = await startCcm();
+    const webId = await until(
+      'web has a load balancer of ccm',
+      async () =>
+        (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations?.[LB_ID],
+      30_000,
+    );
+    await until(
+      'web has its ingress',
+      async () =>
+        (
+          (await api.readNamespacedService({ name: 'web', namespace: NS })).status?.loadBalancer?.ingress ??
+          []
+        ).length > 0,
+      30_000,
+    );
+    await api.createNamespacedService({
+      namespace: TENANT,
+      body: lbService('evil', TENANT, { [LB_ID]: webId as string }, [{ name: 'x', port: 9999 }]),
+    });
+    await refusedClaim('evil');
+    expect(
+      ((sim.loadBalancers.get(webId as string)?.forwarding_rules ?? []) as { entry_port: number }[]).some(
+        (r) => r.entry_port === 9999,
+      ),
+    ).toBe(false);
+    await api.deleteNamespacedService({ name: 'evil', namespace: TENANT });
+    await until(
+      'evil gone',
+      async () =>
+        !(await api.listNamespacedService({ namespace: TENANT })).items.some(
+          (s) => s.metadata?.name === 'evil',
+        ),
+      30_000,
+    );
+    expect(sim.requestsTo('DELETE', `/v2/load_balancers/${webId}`)).toEqual([]);
+    expect(sim.loadBalancers.has(webId as string)).toBe(true);
+  }, 90_000);
 });
