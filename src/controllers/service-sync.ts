@@ -199,7 +199,7 @@ function claimsOf(
  * load balancer must also balance to this cluster only: at least one backend, and every backend one
  * of this cluster's Nodes (by provider ID, or by address where the cloud balances to addresses).
  */
-function adoptable(lb: ForeignLoadBalancer, nodes: readonly LoadBalancerNode[]): boolean {
+export function adoptable(lb: ForeignLoadBalancer, nodes: readonly LoadBalancerNode[]): boolean {
   if (lb.refusal || !lb.backends || lb.backends.length === 0) return false;
   const key = (value: string) => {
     const id = parseProviderID(value);

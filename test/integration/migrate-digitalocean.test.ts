@@ -952,3 +952,59 @@ describe("a tenant Service naming another Service's load balancer by kubernetes.
     expect(sim.loadBalancers.has(webId as string)).toBe(true);
   }, 90_000);
 });
+
+describe('ccm migrate --provider digitalocean, another cluster in the account', () => {
+  it("a tenant Service whose do-loadbalancer-name is another self-managed cluster's untagged load balancer is left alone (its droplets are not this cluster's): --yes records nothing, ccm run never rewires it nor deletes it with the Service (review 2, R2-2)", async () => {
+    const [d1] = await seedNodes();
+    // Another self-managed cluster in the same account: its official controller tags nothing.
+    const other = sim.addLoadBalancer({
+      name: 'shop',
+      region: 'fra1',
+      type: 'REGIONAL',
+      droplet_ids: [999001, 999002],
+      forwarding_rules: [
+        { entry_protocol: 'tcp', entry_port: 443, target_protocol: 'tcp', target_port: 31443 },
+      ],
+      tags: [],
+    });
+    // A tenant creates a Service while the official controller is scaled to 0 (no ingress yet).
+    await api.createNamespacedService({
+      namespace: TENANT,
+      body: lbService('shop', TENANT, { 'service.beta.kubernetes.io/do-loadbalancer-name': 'shop' }),
+    });
+    const dry = await migrate('-o', 'json');
+    const plan = JSON.parse(dry.stdout);
+    const shopPlan = plan.services.find((s: { name: string }) => s.name === 'shop');
+    expect(shopPlan).toMatchObject({ action: 'mismatch', loadBalancer: { id: other.id } });
+    expect(shopPlan.note).toMatch(/does not balance to this cluster's Nodes alone .*left alone/);
+    expect((await migrate()).stdout).toMatch(/left alone/);
+    const yes = await migrate('--yes', '-o', 'json');
+    expect(yes.exitCode).toBe(0);
+    const recorded = await api.readNamespacedService({ name: 'shop', namespace: TENANT });
+    expect(recorded.metadata?.annotations?.[ADOPTED]).toBeUndefined();
+    ccm = await startCcm();
+    await until(
+      'tenant/shop served by a load balancer of its own',
+      async () =>
+        (
+          (await api.readNamespacedService({ name: 'shop', namespace: TENANT })).status?.loadBalancer
+            ?.ingress ?? []
+        ).length > 0,
+      30_000,
+    );
+    expect((sim.loadBalancers.get(other.id as string)?.droplet_ids ?? []) as number[]).not.toContain(d1);
+    expect((sim.loadBalancers.get(other.id as string)?.droplet_ids ?? []) as number[]).toContain(999001);
+    expect(sim.requestsTo('PUT', `/v2/load_balancers/${other.id}`)).toEqual([]);
+    await api.deleteNamespacedService({ name: 'shop', namespace: TENANT });
+    await until(
+      'tenant/shop gone',
+      async () =>
+        !(await api.listNamespacedService({ namespace: TENANT })).items.some(
+          (s) => s.metadata?.name === 'shop',
+        ),
+      30_000,
+    );
+    expect(sim.requestsTo('DELETE', `/v2/load_balancers/${other.id}`)).toEqual([]);
+    expect(sim.loadBalancers.has(other.id as string)).toBe(true);
+  }, 90_000);
+});
