@@ -1,5 +1,5 @@
 import { describeRequest, wantsLoadBalancer } from '../controllers/service.js';
-import { adoptable } from '../controllers/service-sync.js';
+import { adoptable, claimsOf } from '../controllers/service-sync.js';
 import { clusterIdentity } from '../kube/cluster-identity.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { listWorkloads, type PodInfo, readLease, type WorkloadInfo } from '../kube/diagnostics.js';
@@ -392,8 +392,11 @@ export async function planMigration(
     handOvers.get(svc.uid) === svc.annotations[ANNOTATION_ADOPTED_LOAD_BALANCER];
   // An annotation no --yes recorded is no hand-over (anyone who may edit the Service can write it):
   // the official load balancer is looked for as if it were not there.
+  // With what the other Services claim (their ingress, hand-over records, id annotations): a Service
+  // naming another's load balancer is not matched to it (DigitalOcean's claimRefusal).
   const requests = ours.map((s) => {
-    const { adoptedID: _, ...request } = describeRequest(s, [], rules);
+    const { adoptedID: _, ...described } = describeRequest(s, [], rules);
+    const request = { ...described, claims: claimsOf(described, handOvers, () => services) };
     return recorded(s) ? { ...request, adoptedID: s.annotations[ANNOTATION_ADOPTED_LOAD_BALANCER] } : request;
   });
   const found = await adoption.findOfficial(
@@ -412,8 +415,9 @@ export async function planMigration(
   // for one Service, so it is handed to none of them.
   const users = new Map<string, string[]>();
   for (const svc of ours) {
-    const id = found.get(svc.uid)?.id;
-    if (id) users.set(id, [...(users.get(id) ?? []), `${svc.namespace}/${svc.name}`]);
+    const lb = found.get(svc.uid);
+    // A Service whose own match was refused does not share it: it is not handed that load balancer.
+    if (lb && !lb.refusal) users.set(lb.id, [...(users.get(lb.id) ?? []), `${svc.namespace}/${svc.name}`]);
   }
   return ours.map((svc): ServicePlan => {
     const common = {

@@ -168,7 +168,7 @@ async function checkHandOver(
 const addresses = (ingress: SlimService['ingress']) =>
   ingress.flatMap((i) => [i.ip, i.hostname].filter((a): a is string => Boolean(a)));
 
-function claimsOf(
+export function claimsOf(
   request: LoadBalancerRequest,
   handOvers: ReadonlyMap<string, string>,
   services: ServiceSyncDeps['services'],

@@ -1008,3 +1008,17 @@ describe('ccm migrate --provider digitalocean, another cluster in the account', 
     expect(sim.loadBalancers.has(other.id as string)).toBe(true);
   }, 90_000);
 });
+
+describe("ccm migrate --provider digitalocean, a tenant Service naming another's load balancer id", () => {
+  it('does not make the victim\'s load balancer "shared": the victim is still planned adopt (review 2, R2-3)', async () => {
+    const [d1] = await seedNodes();
+    const web = await seedOfficial('web', [d1 as number]);
+    await api.createNamespacedService({
+      namespace: TENANT,
+      body: lbService('evil', TENANT, { [LB_ID]: web.lb.id as string }),
+    });
+    const plan = JSON.parse((await migrate('-o', 'json')).stdout);
+    const webPlan = plan.services.find((s: { name: string }) => s.name === 'web');
+    expect(webPlan.action).toBe('adopt');
+  }, 60_000);
+});
