@@ -1,9 +1,11 @@
 import { describeRequest, wantsLoadBalancer } from '../controllers/service.js';
+import { adoptable, claimsOf } from '../controllers/service-sync.js';
 import { clusterIdentity } from '../kube/cluster-identity.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { listWorkloads, type PodInfo, readLease, type WorkloadInfo } from '../kube/diagnostics.js';
 import { KubeApiError } from '../kube/errors.js';
 import { type SlimService, serviceKey, slimService } from '../kube/services.js';
+import { slimNode } from '../kube/slim-node.js';
 import { KubeTransport } from '../kube/transport.js';
 import {
   ANNOTATION_ADOPTED_LOAD_BALANCER,
@@ -15,6 +17,7 @@ import { loadProvider } from '../providers/registry.js';
 import type {
   ForeignLoadBalancer,
   LoadBalancerAdoption,
+  LoadBalancerNode,
   OfficialController,
   ProviderDefinition,
 } from '../providers/types.js';
@@ -203,7 +206,16 @@ export async function runMigrate(input: MigrateInput): Promise<MigrateResult> {
       return { ...base, ...(await rollback(http, adoption, services, backup, officialCluster)) };
     }
     const handOvers = new Map([...(backup?.values() ?? [])].map((r) => [r.uid, r.loadBalancer.id]));
-    const plans = await planMigration(services, official, adoption, clusterID, officialCluster, handOvers);
+    const nodes = await listClusterNodes(http);
+    const plans = await planMigration(
+      services,
+      official,
+      adoption,
+      clusterID,
+      officialCluster,
+      handOvers,
+      nodes,
+    );
     const untouched = untouchedLines(base.workloads, base.leases, base.secrets, plans);
     const firstFound = plans.find((p) => p.loadBalancer)?.loadBalancer;
     const note = firstFound && adoption.ownershipTags(firstFound, clusterID).note;
@@ -346,6 +358,16 @@ async function listLoadBalancerServices(http: KubeTransport): Promise<SlimServic
     .filter((s) => s.type === 'LoadBalancer' || s.finalizers.includes(FINALIZER_LOAD_BALANCER_CLEANUP));
 }
 
+/** Every Node of this cluster, as a load balancer backend would be matched against it. */
+async function listClusterNodes(http: KubeTransport): Promise<LoadBalancerNode[]> {
+  const list = await http.request<{ items?: unknown[] }>({ method: 'GET', path: '/api/v1/nodes' });
+  return (list.items ?? []).map(slimNode).map((node) => ({
+    name: node.metadata?.name ?? '',
+    providerID: node.spec?.providerID ?? '',
+    addresses: (node.status?.addresses ?? []) as LoadBalancerNode['addresses'],
+  }));
+}
+
 const ingressOf = (svc: SlimService) => svc.ingress.map((i) => i.ip ?? i.hostname ?? '').filter(Boolean);
 
 export async function planMigration(
@@ -356,6 +378,12 @@ export async function planMigration(
   officialCluster: string,
   /** Service UID → load balancer id of the hand-overs a previous --yes recorded (hand-overs.ts). */
   handOvers: ReadonlyMap<string, string>,
+  /**
+   * This cluster's Nodes: a load balancer is planned `adopt` only if it balances to them alone (at
+   * least one backend, every one of them), the check of --adopt-official (service-sync.ts adoptable):
+   * an official name or a do-loadbalancer-name is no identity.
+   */
+  nodes?: readonly LoadBalancerNode[],
 ): Promise<ServicePlan[]> {
   const rules = { clusterID };
   const ours = services.filter((s) => wantsLoadBalancer(s, rules));
@@ -364,17 +392,32 @@ export async function planMigration(
     handOvers.get(svc.uid) === svc.annotations[ANNOTATION_ADOPTED_LOAD_BALANCER];
   // An annotation no --yes recorded is no hand-over (anyone who may edit the Service can write it):
   // the official load balancer is looked for as if it were not there.
+  // With what the other Services claim (their ingress, hand-over records, id annotations): a Service
+  // naming another's load balancer is not matched to it (DigitalOcean's claimRefusal).
   const requests = ours.map((s) => {
-    const { adoptedID: _, ...request } = describeRequest(s, [], rules);
+    const { adoptedID: _, ...described } = describeRequest(s, [], rules);
+    const request = { ...described, claims: claimsOf(described, handOvers, () => services) };
     return recorded(s) ? { ...request, adoptedID: s.annotations[ANNOTATION_ADOPTED_LOAD_BALANCER] } : request;
   });
-  const found = await adoption.findOfficial(requests, officialCluster);
+  const found = await adoption.findOfficial(
+    requests,
+    officialCluster,
+    undefined,
+    nodes ? { withBackends: true } : undefined,
+  );
+  // The backends decide below; the plan does not show them.
+  const backendsOf = new Map<string, string[]>();
+  for (const [uid, lb] of found) {
+    if (lb.backends) backendsOf.set(uid, lb.backends);
+    delete lb.backends;
+  }
   // One load balancer named by several Services is shared: ccm manages a load balancer as a whole,
   // for one Service, so it is handed to none of them.
   const users = new Map<string, string[]>();
   for (const svc of ours) {
-    const id = found.get(svc.uid)?.id;
-    if (id) users.set(id, [...(users.get(id) ?? []), `${svc.namespace}/${svc.name}`]);
+    const lb = found.get(svc.uid);
+    // A Service whose own match was refused does not share it: it is not handed that load balancer.
+    if (lb && !lb.refusal) users.set(lb.id, [...(users.get(lb.id) ?? []), `${svc.namespace}/${svc.name}`]);
   }
   return ours.map((svc): ServicePlan => {
     const common = {
@@ -433,6 +476,15 @@ export async function planMigration(
         action: 'mismatch',
         loadBalancer: lb,
         note: `the Service shows ${foreignAddress.join(', ')}, which ${lb.name} (${lb.id}) does not have: left alone; look at both before you migrate it`,
+      };
+    }
+    const backends = backendsOf.get(svc.uid) ?? [];
+    if (nodes && !adoptable({ ...lb, backends }, nodes)) {
+      return {
+        ...common,
+        action: 'mismatch',
+        loadBalancer: lb,
+        note: `${lb.name} (${lb.id}) does not balance to this cluster's Nodes alone (${backends.length === 0 ? 'no backends' : `backends ${backends.join(', ')}`}): left alone, it may be another cluster's; ccm run builds a load balancer of its own for the Service (a new address)`,
       };
     }
     const tags = adoption.ownershipTags(lb, clusterID).add.filter((t) => !lb.tags.includes(t));

@@ -134,7 +134,13 @@ export class ServiceController {
     this.reasons.delete(key);
     if (this.observeDue && this.deps.balancers.observe) this.observe();
     const svc = this.deps.services.get(key);
-    const sync = { client: this.deps.client, balancers: this.deps.balancers, rules: this.deps.rules, signal };
+    const sync = {
+      client: this.deps.client,
+      balancers: this.deps.balancers,
+      rules: this.deps.rules,
+      signal,
+      services: () => this.deps.services.list(),
+    };
     try {
       if (!svc) {
         const last = this.tombstones.get(key);

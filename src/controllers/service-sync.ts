@@ -14,6 +14,7 @@ import { InvalidConfigError } from '../providers/errors.js';
 import { parseProviderID } from '../providers/provider-id.js';
 import type {
   ForeignLoadBalancer,
+  LoadBalancerClaims,
   LoadBalancerNode,
   LoadBalancerRequest,
   LoadBalancers,
@@ -38,6 +39,8 @@ export interface ServiceSyncDeps {
   balancers: LoadBalancers;
   rules: ServiceRules;
   signal?: AbortSignal;
+  /** Every Service of the cluster as last seen (the informer's store): who else claims a load balancer. */
+  services?: () => Iterable<SlimService>;
 }
 
 export interface ServiceSyncResult {
@@ -137,9 +140,11 @@ async function checkHandOver(
   request: LoadBalancerRequest,
   deps: ServiceSyncDeps,
 ): Promise<{ request: LoadBalancerRequest; refused?: string }> {
+  const handOvers = await deps.client.handOvers();
+  request.claims = claimsOf(request, handOvers, deps.services);
   const id = request.adoptedID;
   if (!id) return { request };
-  if ((await deps.client.handOvers()).get(request.service.uid) === id) return { request };
+  if (handOvers.get(request.service.uid) === id) return { request };
   const { balancers, rules, signal } = deps;
   const { adoptedID: _, ...unadopted } = request;
   if (rules.adoptOfficial && balancers.adoption) {
@@ -160,6 +165,33 @@ async function checkHandOver(
   };
 }
 
+const addresses = (ingress: SlimService['ingress']) =>
+  ingress.flatMap((i) => [i.ip, i.hostname].filter((a): a is string => Boolean(a)));
+
+export function claimsOf(
+  request: LoadBalancerRequest,
+  handOvers: ReadonlyMap<string, string>,
+  services: ServiceSyncDeps['services'],
+): LoadBalancerClaims {
+  const all = [...(services?.() ?? [])];
+  const own = all.find((s) => s.uid === request.service.uid);
+  return {
+    ownIngress: own ? addresses(own.ingress) : [],
+    others: all
+      .filter((s) => s.uid !== request.service.uid)
+      .map((s) => {
+        const handedOver = handOvers.get(s.uid);
+        return {
+          service: `${s.namespace}/${s.name}`,
+          uid: s.uid,
+          annotations: s.annotations,
+          ingress: addresses(s.ingress),
+          ...(handedOver ? { handedOver } : {}),
+        };
+      }),
+  };
+}
+
 /**
  * What --adopt-official may take besides the official naming: an official name is no identity (every
  * cluster run with the official default --cluster-name, "kubernetes" or "brightbox-k8s", makes the
@@ -167,7 +199,7 @@ async function checkHandOver(
  * load balancer must also balance to this cluster only: at least one backend, and every backend one
  * of this cluster's Nodes (by provider ID, or by address where the cloud balances to addresses).
  */
-function adoptable(lb: ForeignLoadBalancer, nodes: readonly LoadBalancerNode[]): boolean {
+export function adoptable(lb: ForeignLoadBalancer, nodes: readonly LoadBalancerNode[]): boolean {
   if (lb.refusal || !lb.backends || lb.backends.length === 0) return false;
   const key = (value: string) => {
     const id = parseProviderID(value);

@@ -87,6 +87,23 @@ export interface LoadBalancerRequest {
    * that one, under its own name and tags, updated in place: never a second one, never a rename.
    */
   adoptedID?: string;
+  /**
+   * What the cluster's Services say about load balancers: this Service's ingress addresses, and each
+   * other Service's annotations, ingress and hand-over record. A provider that lets a Service name its
+   * load balancer by id (DigitalOcean) takes it only when no other Service claims it.
+   */
+  claims?: LoadBalancerClaims;
+}
+
+export interface LoadBalancerClaims {
+  ownIngress: string[];
+  others: {
+    service: string;
+    uid: string;
+    annotations: Readonly<Record<string, string>>;
+    ingress: string[];
+    handedOver?: string;
+  }[];
 }
 
 export interface LoadBalancerIngress {

@@ -390,3 +390,79 @@ describe('ccm migrate --provider brightbox', () => {
     expect(svc.metadata?.annotations?.[ADOPTED]).toBeUndefined();
   }, 90_000);
 });
+
+describe('ccm migrate --provider brightbox, another cluster with the same official names', () => {
+  it("after ccm migrate --yes hands over lba-mine7, ccm run acts on it by its id: deleting the Service deletes it, never another cluster's store.default.brightbox-k8s or its cloud IP (review 2, R2-7)", async () => {
+    const mine = sim.addServer({ name: 'mine-1' });
+    await createNodes(api, [{ name: 'mine-1', providerID: `brightbox://${mine.id}`, tainted: false }]);
+    const created = await api.createNamespacedService({ namespace: NS, body: lbService('store') });
+    const nodePort = created.spec?.ports?.[0]?.nodePort as number;
+    // Named `store`, ids lba-*7: the earlier tests' balancers (lba-other1 among them) stay in the simulator.
+    const name = `store.${NS}.${CLUSTER}`;
+    sim.loadBalancers.set('lba-mine7', {
+      id: 'lba-mine7',
+      name,
+      status: 'active',
+      locked: false,
+      policy: 'least-connections',
+      httpsRedirect: false,
+      domains: [],
+      acme: {},
+      acmeReadsLeft: 0,
+      listeners: [{ protocol: 'tcp', in: 80, out: nodePort, timeout: 50_000, proxy_protocol: null }],
+      healthcheck: {
+        type: 'tcp',
+        port: nodePort,
+        request: '/',
+        interval: 5000,
+        timeout: 5000,
+        threshold_up: 3,
+        threshold_down: 3,
+      },
+      nodes: [mine.id],
+      readsLeft: 0,
+    });
+    const cip = sim.addCloudIP({ name, mappedTo: 'lba-mine7' });
+    // Another cluster in the account, also run with the official default cluster name (the case the
+    // --adopt-official backend check is there for), also with a Service default/store.
+    const other = otherClustersBalancer('lba-other7', name);
+    await api.patchNamespacedService(
+      { name: 'store', namespace: NS, body: { metadata: { finalizers: [FINALIZER] } } },
+      MERGE_PATCH,
+    );
+    await api.patchNamespacedServiceStatus(
+      {
+        name: 'store',
+        namespace: NS,
+        body: { status: { loadBalancer: { ingress: [{ hostname: cip.reverseDNS }] } } },
+      },
+      MERGE_PATCH,
+    );
+    const plan = JSON.parse((await migrate('-o', 'json')).stdout);
+    expect(plan.services[0]).toMatchObject({ action: 'adopt', loadBalancer: { id: 'lba-mine7' } });
+    expect((await migrate('--yes')).exitCode).toBe(0);
+    ccm = await startCcm();
+    await until(
+      'store served',
+      async () =>
+        (
+          await api.readNamespacedService({ name: 'store', namespace: NS })
+        ).status?.loadBalancer?.ingress?.some((i) => i.ip === cip.publicIPv4),
+      30_000,
+    );
+    await api.deleteNamespacedService({ name: 'store', namespace: NS });
+    await until(
+      'lba-mine7 deleted',
+      async () =>
+        !sim.loadBalancers.has('lba-mine7') || sim.loadBalancers.get('lba-mine7')?.status === 'deleted',
+      30_000,
+    );
+    await new Promise((r) => setTimeout(r, 3000));
+    const deletes = writes()
+      .filter((r) => r.method === 'DELETE')
+      .map((r) => r.path);
+    console.log('R2-7 deletes', JSON.stringify(deletes));
+    expect(deletes).not.toContain('/1.0/load_balancers/lba-other7');
+    expect(deletes).not.toContain(`/1.0/cloud_ips/${other.cip.id}`);
+  }, 90_000);
+});

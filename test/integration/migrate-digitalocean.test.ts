@@ -42,6 +42,7 @@ const LB_ID = 'kubernetes.digitalocean.com/load-balancer-id';
 const LB_TYPE = 'service.beta.kubernetes.io/do-loadbalancer-type';
 const ADOPTED = 'ccm.io/adopted-load-balancer';
 const NS = 'default';
+const TENANT = 'tenant';
 
 let cp: ControlPlane;
 let api: CoreV1Api;
@@ -68,6 +69,7 @@ beforeAll(async () => {
   kc.setCurrentContext('fixtures');
   apps = kc.makeApiClient(AppsV1Api);
   await api.createNamespacedSecret({ namespace: 'kube-system', body: officialSecret(sim.token) });
+  await api.createNamespace({ body: { metadata: { name: TENANT } } });
   // The official Deployment, already scaled to 0 (the first step of the switch-over).
   await apps.createNamespacedDeployment({
     namespace: 'kube-system',
@@ -106,6 +108,7 @@ afterEach(async () => {
   await ccm?.stop();
   ccm = undefined;
   await removeServices(api, NS);
+  await removeServices(api, TENANT);
   expect(sim.takeViolations()).toEqual([]);
 });
 
@@ -842,5 +845,180 @@ describe('ccm migrate --provider digitalocean', () => {
       await migrate('--rollback'),
     ];
     for (const o of outs) expect(`${o.stdout}${o.stderr}`).not.toContain(sim.token);
+  }, 60_000);
+});
+
+describe("a tenant Service naming another Service's load balancer by kubernetes.digitalocean.com/load-balancer-id", () => {
+  /**
+   * Until ccm logged its refusal of the tenant's Service (it has looked at it, and said why): not
+   * named for it, claimed by another Service, or (an official one) not of this cluster's tag.
+   */
+  const refusedClaim = (name: string) =>
+    until(
+      `the claim of ${name} refused`,
+      async () =>
+        ccm?.logs.some(
+          (l) =>
+            l.includes(name) && /neither changes nor deletes it|does not carry this cluster's tag/.test(l),
+        ),
+      30_000,
+    );
+
+  it("--adopt-official: the tenant's Service does not take over the victim's official load balancer, never rewires it, and deleting the tenant's Service leaves it (review 2, R2-1)", async () => {
+    const [d1, d2] = await seedNodes();
+    const web = await seedOfficial('web', [d1 as number, d2 as number]);
+    // The tenant only edits Services in its own namespace; it writes the id of web's load balancer
+    // (known from an earlier dump, a ticket, a screenshot: UUIDs are no secret) and asks for port 9999.
+    await api.createNamespacedService({
+      namespace: TENANT,
+      body: lbService('evil', TENANT, { [LB_ID]: web.lb.id as string }, [{ name: 'x', port: 9999 }]),
+    });
+    ccm = await startCcm({ clusterName: '' });
+    await refusedClaim('evil');
+    // web itself is adopted in place, as before.
+    await until(
+      'web adopted its own load balancer',
+      async () =>
+        (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations?.[ADOPTED] ===
+        web.lb.id,
+      30_000,
+    );
+    const evil = await api.readNamespacedService({ name: 'evil', namespace: TENANT });
+    expect(evil.metadata?.annotations?.[ADOPTED]).toBeUndefined();
+    expect(evil.status?.loadBalancer?.ingress ?? []).not.toEqual([
+      expect.objectContaining({ ip: web.lb.ip }),
+    ]);
+    // web's load balancer never got the tenant's forwarding rule.
+    const puts = sim.requestsTo('PUT', `/v2/load_balancers/${web.lb.id}`);
+    expect(puts.some((r) => JSON.stringify(r.body ?? '').includes('9999'))).toBe(false);
+    expect(
+      ((sim.loadBalancers.get(web.lb.id as string)?.forwarding_rules ?? []) as { entry_port: number }[]).some(
+        (r) => r.entry_port === 9999,
+      ),
+    ).toBe(false);
+    // Deleting the tenant's Service leaves web's load balancer (and web's address).
+    await api.deleteNamespacedService({ name: 'evil', namespace: TENANT });
+    await until(
+      'evil gone',
+      async () =>
+        !(await api.listNamespacedService({ namespace: TENANT })).items.some(
+          (s) => s.metadata?.name === 'evil',
+        ),
+      30_000,
+    );
+    expect(sim.requestsTo('DELETE', `/v2/load_balancers/${web.lb.id}`)).toEqual([]);
+    expect(sim.loadBalancers.has(web.lb.id as string)).toBe(true);
+  }, 90_000);
+
+  it("plain ccm run: the tenant's Service does not add its port to another namespace's ccm-built load balancer, and deleting it leaves that load balancer (review 2, R2-6)", async () => {
+    await seedNodes();
+    await api.createNamespacedService({ namespace: NS, body: lbService('web', NS) });
+    ccm = await startCcm();
+    const webId = await until(
+      'web has a load balancer of ccm',
+      async () =>
+        (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations?.[LB_ID],
+      30_000,
+    );
+    await until(
+      'web has its ingress',
+      async () =>
+        (
+          (await api.readNamespacedService({ name: 'web', namespace: NS })).status?.loadBalancer?.ingress ??
+          []
+        ).length > 0,
+      30_000,
+    );
+    await api.createNamespacedService({
+      namespace: TENANT,
+      body: lbService('evil', TENANT, { [LB_ID]: webId as string }, [{ name: 'x', port: 9999 }]),
+    });
+    await refusedClaim('evil');
+    expect(
+      ((sim.loadBalancers.get(webId as string)?.forwarding_rules ?? []) as { entry_port: number }[]).some(
+        (r) => r.entry_port === 9999,
+      ),
+    ).toBe(false);
+    await api.deleteNamespacedService({ name: 'evil', namespace: TENANT });
+    await until(
+      'evil gone',
+      async () =>
+        !(await api.listNamespacedService({ namespace: TENANT })).items.some(
+          (s) => s.metadata?.name === 'evil',
+        ),
+      30_000,
+    );
+    expect(sim.requestsTo('DELETE', `/v2/load_balancers/${webId}`)).toEqual([]);
+    expect(sim.loadBalancers.has(webId as string)).toBe(true);
+  }, 90_000);
+});
+
+describe('ccm migrate --provider digitalocean, another cluster in the account', () => {
+  it("a tenant Service whose do-loadbalancer-name is another self-managed cluster's untagged load balancer is left alone (its droplets are not this cluster's): --yes records nothing, ccm run never rewires it nor deletes it with the Service (review 2, R2-2)", async () => {
+    const [d1] = await seedNodes();
+    // Another self-managed cluster in the same account: its official controller tags nothing.
+    const other = sim.addLoadBalancer({
+      name: 'shop',
+      region: 'fra1',
+      type: 'REGIONAL',
+      droplet_ids: [999001, 999002],
+      forwarding_rules: [
+        { entry_protocol: 'tcp', entry_port: 443, target_protocol: 'tcp', target_port: 31443 },
+      ],
+      tags: [],
+    });
+    // A tenant creates a Service while the official controller is scaled to 0 (no ingress yet).
+    await api.createNamespacedService({
+      namespace: TENANT,
+      body: lbService('shop', TENANT, { 'service.beta.kubernetes.io/do-loadbalancer-name': 'shop' }),
+    });
+    const dry = await migrate('-o', 'json');
+    const plan = JSON.parse(dry.stdout);
+    const shopPlan = plan.services.find((s: { name: string }) => s.name === 'shop');
+    expect(shopPlan).toMatchObject({ action: 'mismatch', loadBalancer: { id: other.id } });
+    expect(shopPlan.note).toMatch(/does not balance to this cluster's Nodes alone .*left alone/);
+    expect((await migrate()).stdout).toMatch(/left alone/);
+    const yes = await migrate('--yes', '-o', 'json');
+    expect(yes.exitCode).toBe(0);
+    const recorded = await api.readNamespacedService({ name: 'shop', namespace: TENANT });
+    expect(recorded.metadata?.annotations?.[ADOPTED]).toBeUndefined();
+    ccm = await startCcm();
+    await until(
+      'tenant/shop served by a load balancer of its own',
+      async () =>
+        (
+          (await api.readNamespacedService({ name: 'shop', namespace: TENANT })).status?.loadBalancer
+            ?.ingress ?? []
+        ).length > 0,
+      30_000,
+    );
+    expect((sim.loadBalancers.get(other.id as string)?.droplet_ids ?? []) as number[]).not.toContain(d1);
+    expect((sim.loadBalancers.get(other.id as string)?.droplet_ids ?? []) as number[]).toContain(999001);
+    expect(sim.requestsTo('PUT', `/v2/load_balancers/${other.id}`)).toEqual([]);
+    await api.deleteNamespacedService({ name: 'shop', namespace: TENANT });
+    await until(
+      'tenant/shop gone',
+      async () =>
+        !(await api.listNamespacedService({ namespace: TENANT })).items.some(
+          (s) => s.metadata?.name === 'shop',
+        ),
+      30_000,
+    );
+    expect(sim.requestsTo('DELETE', `/v2/load_balancers/${other.id}`)).toEqual([]);
+    expect(sim.loadBalancers.has(other.id as string)).toBe(true);
+  }, 90_000);
+});
+
+describe("ccm migrate --provider digitalocean, a tenant Service naming another's load balancer id", () => {
+  it('does not make the victim\'s load balancer "shared": the victim is still planned adopt (review 2, R2-3)', async () => {
+    const [d1] = await seedNodes();
+    const web = await seedOfficial('web', [d1 as number]);
+    await api.createNamespacedService({
+      namespace: TENANT,
+      body: lbService('evil', TENANT, { [LB_ID]: web.lb.id as string }),
+    });
+    const plan = JSON.parse((await migrate('-o', 'json')).stdout);
+    const webPlan = plan.services.find((s: { name: string }) => s.name === 'web');
+    expect(webPlan.action).toBe('adopt');
   }, 60_000);
 });

@@ -591,3 +591,13 @@ describe('ccm migrate --provider openstack', () => {
     ).toBe(web.id);
   }, 60_000);
 });
+
+describe("ccm migrate --provider openstack, a Service naming another's load balancer", () => {
+  it('a tenant Service that names the victim\'s load balancer in loadbalancer.openstack.org/load-balancer-id does not make it "shared": the victim is still handed over (review 2, R2-5)', async () => {
+    const web = await seedOfficial('web', [{ name: 'k8s-worker-1', ip: '10.0.0.11' }]);
+    await api.createNamespacedService({ namespace: NS, body: lbService('evil', NS, { [LB_ID]: web.id }) });
+    const plan = JSON.parse((await migrate('-o', 'json')).stdout);
+    const webPlan = plan.services.find((s: { name: string }) => s.name === 'web');
+    expect(webPlan.action).toBe('adopt');
+  }, 60_000);
+});

@@ -293,6 +293,31 @@ function deletableGroup(group: ApiServerGroup, name: string): boolean {
   return group.name === name && !group.default;
 }
 
+/**
+ * What a sync acts on. ccm's own resources: everything named `name` (ccm's naming is its ownership
+ * marker). A balancer handed over by `ccm migrate` (`adoptedID`): the official name is shared by every
+ * cluster run with the same --cluster-name (brightbox/load_balancer_cloud.go GetLoadBalancerName), so
+ * only that balancer by its id, the cloud IPs mapped to it, the server group of that name holding only
+ * its backends or this cluster's, and the firewall policy of that name applied to that group are
+ * taken; anything ccm has to make for it is named `own`, ccm's own name.
+ */
+interface Scope {
+  name: string;
+  adoptedID?: string;
+  own: string;
+}
+
+/** A server group of the official name that belongs to the handed-over balancer: its servers all ours. */
+function adoptedGroup(group: ApiServerGroup, scope: Scope, servers: ReadonlySet<string>): boolean {
+  const members = (group.servers ?? []).map((s) => s.id);
+  return (
+    group.name === scope.name &&
+    !group.default &&
+    members.length > 0 &&
+    members.every((id) => servers.has(id))
+  );
+}
+
 class BrightboxLoadBalancers implements LoadBalancers {
   readonly adoption: LoadBalancerAdoption;
 
@@ -306,15 +331,18 @@ class BrightboxLoadBalancers implements LoadBalancers {
    * same name), so the walk below finds and updates all four in place. A hand-over whose balancer is
    * gone falls back to ccm's own name.
    */
-  private async nameOf(req: LoadBalancerRequest, signal?: AbortSignal): Promise<string> {
-    if (!req.adoptedID) return ownedName(req);
+  private async scopeOf(req: LoadBalancerRequest, signal?: AbortSignal): Promise<Scope> {
+    const own = ownedName(req);
+    if (!req.adoptedID) return { name: own, own };
     try {
       const lb = await this.client.get<ApiLoadBalancer>(`load_balancers/${req.adoptedID}`, signal);
-      if (lb.name && lb.status !== 'deleted' && lb.status !== 'failed') return lb.name;
+      if (lb.name && lb.status !== 'deleted' && lb.status !== 'failed') {
+        return { name: lb.name, adoptedID: lb.id, own };
+      }
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
-    return ownedName(req);
+    return { name: own, own };
   }
 
   /**
@@ -323,22 +351,30 @@ class BrightboxLoadBalancers implements LoadBalancers {
    * and removes the finalizer once it reports nothing.
    */
   async get(req: LoadBalancerRequest, signal?: AbortSignal): Promise<LoadBalancerStatus | undefined> {
-    const name = await this.nameOf(req, signal);
-    const lb = (await this.balancers(name, signal, true))[0];
+    const scope = await this.scopeOf(req, signal);
+    const lb = (await this.balancers(scope, signal, true))[0];
     if (lb) return lb.status === 'deleting' ? { ingress: [] } : statusOf(lb);
-    return (await this.leftOver(name, signal)) ? { ingress: [] } : undefined;
+    return (await this.leftOver(scope.own, signal)) ? { ingress: [] } : undefined;
   }
 
   async ensure(req: LoadBalancerRequest, signal?: AbortSignal): Promise<LoadBalancerStatus> {
     const plan = planBalancer(req);
-    const name = await this.nameOf(req, signal);
+    const scope = await this.scopeOf(req, signal);
+    const adopted = scope.adoptedID ? (await this.balancers(scope, signal))[0] : undefined;
+    if (scope.adoptedID && !adopted) {
+      throw new RetryableError(
+        `handed-over load balancer ${scope.adoptedID} is being deleted in Brightbox`,
+        BUILDING_RETRY_MS,
+      );
+    }
     const description = describe(req);
     const cloudIPs = await this.client.get<ApiCloudIP[]>('cloud_ips', signal);
-    const cip = await this.ensureCloudIP(req, plan, name, cloudIPs, signal);
-    const group = await this.ensureServerGroup(name, description, plan.serverIDs, signal);
-    const policy = await this.ensureFirewallPolicy(name, description, group, signal);
+    const cip = await this.ensureCloudIP(req, plan, scope, cloudIPs, signal);
+    const servers = new Set([...plan.serverIDs, ...(adopted?.nodes ?? []).map((n) => n.id)]);
+    const group = await this.ensureServerGroup(scope, servers, description, plan.serverIDs, signal);
+    const policy = await this.ensureFirewallPolicy(scope, description, group, signal);
     await this.ensureFirewallRule(policy, description, plan.firewallPorts, signal);
-    const lb = await this.ensureBalancer(name, plan, cip, signal);
+    const lb = await this.ensureBalancer(scope, plan, cip, signal);
     await this.ensureMapped(cip, lb, signal);
     for (const other of lb.cloud_ips ?? []) {
       if (other.id !== cip.id) await this.client.post(`cloud_ips/${other.id}/unmap`, undefined, signal);
@@ -346,7 +382,9 @@ class BrightboxLoadBalancers implements LoadBalancers {
     // A cloud IP ccm allocated earlier, replaced since by one named in the Service: released.
     for (const old of cloudIPs) {
       const wasOnOurs = (lb.cloud_ips ?? []).some((c) => c.id === old.id);
-      if (old.name === name && old.id !== cip.id && (old.status !== 'mapped' || wasOnOurs)) {
+      // Of a handed-over balancer's official name, only one that was on it is ours.
+      const named = old.name === scope.own || (old.name === scope.name && (!scope.adoptedID || wasOnOurs));
+      if (named && old.id !== cip.id && (old.status !== 'mapped' || wasOnOurs)) {
         await this.client.delete(`cloud_ips/${old.id}`, signal);
       }
     }
@@ -367,8 +405,10 @@ class BrightboxLoadBalancers implements LoadBalancers {
   }
 
   async delete(req: LoadBalancerRequest, signal?: AbortSignal): Promise<void> {
-    const name = await this.nameOf(req, signal);
-    const balancers = await this.balancers(name, signal, true);
+    const scope = await this.scopeOf(req, signal);
+    if (scope.adoptedID) await this.releaseAdopted(req, scope, signal);
+    const name = scope.own;
+    const balancers = await this.balancers(scope, signal, true);
     const ours = new Set(balancers.map((lb) => lb.id));
     for (const lb of balancers) {
       for (const cip of lb.cloud_ips ?? [])
@@ -380,7 +420,7 @@ class BrightboxLoadBalancers implements LoadBalancers {
     // that ends `failed` counts as erased, as for the official controller (k8ssdk ErrorIfNotErased).
     // Its cloud IP, group and policy go once it has.
     if (balancers.length > 0) {
-      const left = await this.balancers(name, signal, true);
+      const left = await this.balancers(scope, signal, true);
       if (left.length > 0) {
         throw new RetryableError(
           `Brightbox is still deleting load balancer ${left.map((lb) => lb.id).join(', ')}`,
@@ -406,6 +446,37 @@ class BrightboxLoadBalancers implements LoadBalancers {
     }
   }
 
+  /**
+   * Of a handed-over balancer, what belongs to it goes first, while the balancer still shows it: the
+   * cloud IPs mapped to it, the firewall policy of its name on its server group, that group (see
+   * adoptedGroup). Then the balancer by its id alone: upstream deletes one balancer of the name
+   * (brightbox/load_balancer.go ensureLoadBalancerDeletedByName), never all of them.
+   */
+  private async releaseAdopted(req: LoadBalancerRequest, scope: Scope, signal?: AbortSignal) {
+    const lb = (await this.balancers(scope, signal))[0];
+    if (!lb) return;
+    for (const cip of lb.cloud_ips ?? []) {
+      await this.client.post(`cloud_ips/${cip.id}/unmap`, undefined, signal);
+      if (cip.name === scope.name || cip.name === scope.own) {
+        await this.client.delete(`cloud_ips/${cip.id}`, signal);
+      }
+    }
+    const servers = new Set([...backendServers(req), ...(lb.nodes ?? []).map((n) => n.id)]);
+    const groups = (await this.client.get<ApiServerGroup[]>('server_groups', signal)).filter((g) =>
+      adoptedGroup(g, scope, servers),
+    );
+    for (const policy of await this.client.get<ApiFirewallPolicy[]>('firewall_policies', signal)) {
+      if (policy.name === scope.name && groups.some((g) => g.id === policy.server_group?.id)) {
+        await this.client.delete(`firewall_policies/${policy.id}`, signal);
+      }
+    }
+    for (const group of groups) {
+      const members = (group.servers ?? []).map((s) => ({ server: s.id }));
+      await this.client.post(`server_groups/${group.id}/remove_servers`, { servers: members }, signal);
+      await this.client.delete(`server_groups/${group.id}`, signal);
+    }
+  }
+
   /** Whether delete would still remove something of this Service, with no balancer left. */
   private async leftOver(name: string, signal?: AbortSignal): Promise<boolean> {
     const cloudIPs = await this.client.get<ApiCloudIP[]>('cloud_ips', signal);
@@ -423,14 +494,15 @@ class BrightboxLoadBalancers implements LoadBalancers {
    * only active or creating ones) and l.575 (ErrorIfNotErased: one not alive is erased).
    */
   private async balancers(
-    name: string,
+    scope: Scope,
     signal?: AbortSignal,
     withDeleting = false,
   ): Promise<ApiLoadBalancer[]> {
     const all = await this.client.get<ApiLoadBalancer[]>('load_balancers', signal);
     return all.filter(
       (lb) =>
-        lb.name === name &&
+        lb.name === scope.name &&
+        (!scope.adoptedID || lb.id === scope.adoptedID) &&
         lb.status !== 'deleted' &&
         lb.status !== 'failed' &&
         (withDeleting || lb.status !== 'deleting'),
@@ -440,7 +512,7 @@ class BrightboxLoadBalancers implements LoadBalancers {
   private async ensureCloudIP(
     req: LoadBalancerRequest,
     plan: Plan,
-    name: string,
+    scope: Scope,
     cloudIPs: ApiCloudIP[],
     signal?: AbortSignal,
   ): Promise<ApiCloudIP> {
@@ -468,19 +540,27 @@ class BrightboxLoadBalancers implements LoadBalancers {
     }
     // Two of ccm's with this name (a create that landed late, after a Lease handover): the one mapped
     // is the Service's address in use, whatever the listing's order; the other one is released below.
-    const namesakes = cloudIPs.filter((c) => c.name === name);
+    // A handed-over balancer's: the one mapped to it (another cluster's of the same name is not).
+    const onAdopted = scope.adoptedID
+      ? cloudIPs.find((c) => c.name === scope.name && c.load_balancer?.id === scope.adoptedID)
+      : undefined;
+    if (onAdopted) return onAdopted;
+    const namesakes = cloudIPs.filter((c) => c.name === scope.own);
     const ours = namesakes.find((c) => c.status === 'mapped') ?? namesakes[0];
-    return ours ?? this.client.post<ApiCloudIP>('cloud_ips', { name }, signal);
+    return ours ?? this.client.post<ApiCloudIP>('cloud_ips', { name: scope.own }, signal);
   }
 
   private async ensureServerGroup(
-    name: string,
+    scope: Scope,
+    servers: ReadonlySet<string>,
     description: string,
     serverIDs: string[],
     signal?: AbortSignal,
   ): Promise<ApiServerGroup> {
     const groups = await this.client.get<ApiServerGroup[]>('server_groups', signal);
+    const name = scope.own;
     const group =
+      (scope.adoptedID ? groups.find((g) => adoptedGroup(g, scope, servers)) : undefined) ??
       groups.find((g) => g.name === name && !g.default) ??
       (await this.client.post<ApiServerGroup>('server_groups', { name, description }, signal));
     const members = new Set((group.servers ?? []).map((s) => s.id));
@@ -495,12 +575,17 @@ class BrightboxLoadBalancers implements LoadBalancers {
   }
 
   private async ensureFirewallPolicy(
-    name: string,
+    scope: Scope,
     description: string,
     group: ApiServerGroup,
     signal?: AbortSignal,
   ): Promise<ApiFirewallPolicy> {
     const policies = await this.client.get<ApiFirewallPolicy[]>('firewall_policies', signal);
+    const name = scope.own;
+    const onAdopted = scope.adoptedID
+      ? policies.find((p) => p.name === scope.name && p.server_group?.id === group.id)
+      : undefined;
+    if (onAdopted) return onAdopted;
     const policy = policies.find((p) => p.name === name);
     if (!policy) {
       return this.client.post<ApiFirewallPolicy>(
@@ -555,13 +640,13 @@ class BrightboxLoadBalancers implements LoadBalancers {
   }
 
   private async ensureBalancer(
-    name: string,
+    scope: Scope,
     plan: Plan,
     cip: ApiCloudIP,
     signal?: AbortSignal,
   ): Promise<ApiLoadBalancer> {
-    const want = balancerOptions(name, plan, cip);
-    let lb = (await this.balancers(name, signal))[0];
+    const want = balancerOptions(scope.name, plan, cip);
+    let lb = (await this.balancers(scope, signal))[0];
     if (!lb) {
       lb = await this.client.post<ApiLoadBalancer>('load_balancers', want, signal);
     } else if (lb.status === 'active' && !sameBalancer(lb, want)) {

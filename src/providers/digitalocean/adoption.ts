@@ -86,6 +86,43 @@ function taggedByOfficial(lb: DoLoadBalancer, officialCluster: string): boolean 
   return officialCluster ? k8sTags.includes(`k8s:${officialCluster}`) : k8sTags.length === 0;
 }
 
+/**
+ * A load balancer named by a Service's id annotation (anyone who may edit the Service can write it) is
+ * that Service's only if it is named for it (`a`+UID, the reference's default name, or its
+ * do-loadbalancer-name, the name ccm derives too) or `ccm migrate --yes` recorded it for this
+ * Service's UID, and no other Service of the cluster claims it: by its ingress showing the address, by
+ * a hand-over record, or by its own id annotation (unless this Service's ingress already shows the
+ * address: a newcomer's annotation does not take an established load balancer away). Upstream
+ * believes the id annotation alone (cloud-controller-manager/do/loadbalancers.go retrieveLoadBalancer).
+ * Returns why not, in one line, or undefined.
+ */
+export function claimRefusal(
+  lb: DoLoadBalancer,
+  req: LoadBalancerRequest,
+  handedOver: boolean,
+): string | undefined {
+  // Only the service controller sees the cluster's Services; `ccm migrate` shows its plan to the
+  // operator, who confirms each hand-over.
+  const claims = req.claims;
+  if (!claims) return undefined;
+  const svc = `Service ${req.service.namespace}/${req.service.name}`;
+  const addresses = [lb.ip, lb.ipv6].filter((a): a is string => Boolean(a));
+  // This Service's ingress already shows it: its own, renamed since by a new do-loadbalancer-name.
+  const established = claims.ownIngress.some((a) => addresses.includes(a));
+  const namedFor = lb.name === req.name || lb.name === text(req.service.annotations, NAME);
+  if (!namedFor && !handedOver && !established) {
+    return `${svc} names load balancer ${lb.name} (${lb.id}), which is not named for it (${req.name} or its ${NAME}) nor handed to it by ccm migrate --yes: ccm neither changes nor deletes it; remove the ${LOAD_BALANCER_ID} annotation`;
+  }
+  const other = claims.others.find(
+    (o) =>
+      o.ingress.some((a) => addresses.includes(a)) ||
+      o.handedOver === lb.id ||
+      (!established && text(o.annotations, LOAD_BALANCER_ID) === lb.id),
+  );
+  if (!other) return undefined;
+  return `${svc} names load balancer ${lb.name} (${lb.id}), which Service ${other.service} claims: ccm neither changes nor deletes it; remove the ${LOAD_BALANCER_ID} annotation from the Service it is not for`;
+}
+
 function officialOf(
   req: LoadBalancerRequest,
   all: readonly DoLoadBalancer[],
@@ -95,7 +132,10 @@ function officialOf(
   const id = req.adoptedID ?? text(req.service.annotations, LOAD_BALANCER_ID);
   if (id) {
     const lb = byId.get(id);
-    return lb && taggedByOfficial(lb, officialCluster) ? lb : undefined;
+    // A hand-over was checked against the record before (service-sync.ts checkHandOver).
+    return lb && taggedByOfficial(lb, officialCluster) && !claimRefusal(lb, req, req.adoptedID !== undefined)
+      ? lb
+      : undefined;
   }
   const names = new Set([text(req.service.annotations, NAME) ?? req.name, req.name]);
   return all.find((lb) => names.has(lb.name) && taggedByOfficial(lb, officialCluster));

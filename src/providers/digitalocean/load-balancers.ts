@@ -1,7 +1,7 @@
 import { InvalidConfigError, isNotFound, NotFoundError, RetryableError } from '../errors.js';
 import { parseProviderID } from '../provider-id.js';
 import type { LoadBalancerNode, LoadBalancerRequest, LoadBalancerStatus, LoadBalancers } from '../types.js';
-import { doAdoption } from './adoption.js';
+import { claimRefusal, doAdoption } from './adoption.js';
 import {
   bool,
   CERTIFICATE_ID,
@@ -418,12 +418,17 @@ export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
     // ccm's tag, which DigitalOcean cannot add after creation. It is used as it is, under its name.
     if (req.adoptedID) {
       const adopted = await byIdOrNothing(req.adoptedID, signal);
-      if (adopted) return { lb: adopted, extras: [], byId: true, adopted: true };
+      const refused = adopted && claimRefusal(adopted, req, true);
+      if (refused && foreignById === 'refuse') throw new InvalidConfigError(refused);
+      if (adopted && !refused) return { lb: adopted, extras: [], byId: true, adopted: true };
     }
     const id = text(req.service.annotations, LOAD_BALANCER_ID);
     if (id) {
       const lb = await byIdOrNothing(id, signal);
-      if (lb && owned(lb, who.tag)) return { lb, extras: [], byId: true };
+      // Our tag names the cluster, not the Service: another Service's load balancer carries it too.
+      const refused = lb && owned(lb, who.tag) && claimRefusal(lb, req, false);
+      if (refused && foreignById === 'refuse') throw new InvalidConfigError(refused);
+      if (lb && owned(lb, who.tag) && !refused) return { lb, extras: [], byId: true };
       if (lb && foreignById === 'refuse') {
         throw new InvalidConfigError(
           `Service annotation ${LOAD_BALANCER_ID} names ${describe(lb)}, which does not carry this cluster's tag ${who.tag}; ccm takes over a load balancer it did not create only when handed it (ccm migrate --provider digitalocean); remove the annotation to get a new one instead`,
