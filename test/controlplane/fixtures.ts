@@ -1,5 +1,12 @@
 /** Arranges Nodes on the test control plane as the `fixture-admin` identity (never as the CLI's). */
-import { CoreV1Api, KubeConfig, type V1Node, type V1Taint } from '@kubernetes/client-node';
+import {
+  type ApiConstructor,
+  type ApiType,
+  CoreV1Api,
+  KubeConfig,
+  type V1Node,
+  type V1Taint,
+} from '@kubernetes/client-node';
 
 export const UNINITIALIZED: V1Taint = {
   key: 'node.cloudprovider.kubernetes.io/uninitialized',
@@ -50,11 +57,21 @@ export function nodeObject(spec: NodeSpec): V1Node {
   };
 }
 
-export function fixtureApi(kubeconfigPath: string): CoreV1Api {
+/** The control plane's kubeconfig on its `fixtures` context: the admin the tests arrange the cluster as. */
+export function fixtureKubeConfig(kubeconfigPath: string): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfigPath);
   kc.setCurrentContext('fixtures');
-  return kc.makeApiClient(CoreV1Api);
+  return kc;
+}
+
+/** A client of any API group (AppsV1Api, RbacAuthorizationV1Api …) as the fixtures admin. */
+export function fixtureClient<T extends ApiType>(kubeconfigPath: string, api: ApiConstructor<T>): T {
+  return fixtureKubeConfig(kubeconfigPath).makeApiClient(api);
+}
+
+export function fixtureApi(kubeconfigPath: string): CoreV1Api {
+  return fixtureClient(kubeconfigPath, CoreV1Api);
 }
 
 /** Creates the Nodes, `concurrency` at a time. */

@@ -15,6 +15,20 @@ export interface InProcess {
 
 export { freePort };
 
+/** The controllers' timings of every test run: short periods, no deletion grace. */
+export const TEST_CONTROLLER_OPTIONS: RunInput['controllerOptions'] = {
+  concurrency: 4,
+  deletionGracePeriodMs: 0,
+  nodeMonitorPeriodMs: 200,
+  nodeStatusUpdateFrequencyMs: 60_000,
+  cloudListPeriodMs: 500,
+};
+
+/** `ccm run --adopt-official --cluster-name <clusterName>`'s part of a run input. */
+export function adoptingOfficial(clusterName: string): Partial<RunInput> {
+  return { controllerOptions: { ...TEST_CONTROLLER_OPTIONS, adoptOfficial: { clusterName } } };
+}
+
 export function runInput(kubeconfig: string, inventory: string, overrides: Partial<RunInput> = {}): RunInput {
   return {
     kubeconfig,
@@ -22,13 +36,7 @@ export function runInput(kubeconfig: string, inventory: string, overrides: Parti
     'cloud-config': inventory,
     logLevel: 'debug',
     controllers: '*',
-    controllerOptions: {
-      concurrency: 4,
-      deletionGracePeriodMs: 0,
-      nodeMonitorPeriodMs: 200,
-      nodeStatusUpdateFrequencyMs: 60_000,
-      cloudListPeriodMs: 500,
-    },
+    controllerOptions: { ...TEST_CONTROLLER_OPTIONS },
     cloudQps: 100,
     cloudBurst: 100,
     leaderElect: false,

@@ -22,6 +22,7 @@ import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
 import { createNodes, deleteAllNodes } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { ccm } from '../helpers/cli.js';
+import { officialDigitalOceanDeployment } from '../helpers/official-controllers.js';
 import { conformsToDigitalOceanOpenApi } from '../helpers/openapi.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -254,29 +255,8 @@ describe('ccm doctor', () => {
   });
 
   it("DigitalOcean's own controller still running beside ccm: ! with the switch-over and what the shared Lease means, exit 0", async () => {
-    // releases/digitalocean-cloud-controller-manager/v0.1.68.yml (digitalocean-cloud-controller-manager):
-    // its Deployment's name and image, one replica, --leader-elect=false.
-    const official = {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: 'digitalocean-cloud-controller-manager', namespace: NS },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: { app: 'digitalocean-cloud-controller-manager' } },
-        template: {
-          metadata: { labels: { app: 'digitalocean-cloud-controller-manager' } },
-          spec: {
-            containers: [
-              {
-                name: 'digitalocean-cloud-controller-manager',
-                image: 'digitalocean/digitalocean-cloud-controller-manager:v0.1.68',
-                command: ['/bin/digitalocean-cloud-controller-manager', '--leader-elect=false'],
-              },
-            ],
-          },
-        },
-      },
-    } as KubernetesObject;
+    // Its Deployment with one replica.
+    const official = officialDigitalOceanDeployment(1) as KubernetesObject;
     await apply(official);
     try {
       const run = await doctor();

@@ -14,70 +14,64 @@
  * - toLoadBalancerStatus: the Service's ingress is the cloud IP's reverse DNS name; no annotation.
  * - k8s.io/cloud-provider service/helpers/helper.go: the finalizer service.kubernetes.io/load-balancer-cleanup.
  */
-import type { CoreV1Api } from '@kubernetes/client-node';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type BrightboxSimulator,
-  SIM_CLIENT,
-  startBrightboxSimulator,
-} from '../clouds/brightbox/simulator.js';
-import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { ccm as cli } from '../helpers/cli.js';
-import { type InProcess, runInput, startInProcess, until } from '../helpers/run.js';
-import { lbService, MERGE_PATCH, removeServices } from '../helpers/services.js';
 
-const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
-const ADOPTED = 'ccm.io/adopted-load-balancer';
+import type { CoreV1Api } from '@kubernetes/client-node';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { BrightboxSimulator, SimServer } from '../clouds/brightbox/simulator.js';
+import { createNodes } from '../controlplane/fixtures.js';
+import type { ControlPlane } from '../controlplane/harness.js';
+import { ccm as cli } from '../helpers/cli.js';
+import { useCloudWorld } from '../helpers/cloud-world.js';
+import {
+  ADOPTED,
+  deleteUntilCleanupLooked,
+  expectCleanDryRun,
+  recordServedByOfficial,
+  untilHandOverRefused,
+} from '../helpers/official-controllers.js';
+import { adoptingOfficial, until } from '../helpers/run.js';
+import { lbService } from '../helpers/services.js';
+
 const NS = 'default';
 const CLUSTER = 'brightbox-k8s';
 
+// The tests build on one another's cloud: the earlier tests' balancers stay in the simulator.
+const world = useCloudWorld('brightbox', { keep: true, services: true });
+// The world's parts, by their short names.
 let cp: ControlPlane;
 let api: CoreV1Api;
 let sim: BrightboxSimulator;
-let ccm: InProcess | undefined;
-
 beforeAll(async () => {
-  [cp, sim] = await Promise.all([startControlPlane(), startBrightboxSimulator()]);
-  api = fixtureApi(cp.kubeconfigPath);
-  await api.createNamespacedSecret({
-    namespace: 'kube-system',
-    body: {
-      metadata: { name: 'brightbox-credentials', namespace: 'kube-system' },
-      type: 'Opaque',
-      stringData: {
-        'controller-client': SIM_CLIENT.id,
-        'controller-client-secret': SIM_CLIENT.secret,
-        apiurl: sim.url,
-      },
-    },
-  });
-}, 120_000);
-afterAll(async () => {
-  await Promise.all([cp?.stop(), sim?.close()]);
-});
-afterEach(async () => {
-  await ccm?.stop();
-  ccm = undefined;
-  await removeServices(api, NS);
+  ({ cp, api, sim } = world);
+  // The official controller's Secret brightbox-credentials (which migrate reads too), as ccm run's own.
+  await world.runProvider();
 });
 
-const migrate = (...args: string[]) =>
-  cli(['migrate', '--provider', 'brightbox', '--kubeconfig', cp.kubeconfigPath, ...args]);
+const migrate = (...args: string[]) => cli(world.args(['migrate', ...args], []));
 
 const writes = () => sim.requests.filter((r) => r.method !== 'GET' && !r.path.startsWith('/token'));
+
+/** Servers of this cluster, and their initialised Nodes (named as the servers). */
+async function workers<N extends string[]>(...names: N): Promise<{ [K in keyof N]: SimServer }> {
+  const servers = names.map((name) => sim.addServer({ name })) as { [K in keyof N]: SimServer };
+  await createNodes(
+    api,
+    servers.map((s) => ({ name: s.name, providerID: `brightbox://${s.id}`, tainted: false })),
+  );
+  return servers;
+}
 
 /** A worker Node of this cluster, made once for the tests that need one. */
 async function ensureWorker(): Promise<void> {
   const nodes = await api.listNode();
-  if (nodes.items.some((n) => n.metadata?.name === 'my-worker-1')) return;
-  const mine = sim.addServer({ name: 'my-worker-1' });
-  await createNodes(api, [{ name: 'my-worker-1', providerID: `brightbox://${mine.id}`, tainted: false }]);
+  if (!nodes.items.some((n) => n.metadata?.name === 'my-worker-1')) await workers('my-worker-1');
 }
 
-/** Another cluster's balancer and its cloud IP, on that cluster's own server. */
-function otherClustersBalancer(id: string, name: string) {
-  const theirs = sim.addServer({ name: `their-worker-${id}` });
+/**
+ * A load balancer as the official controller builds it (buildLoadBalancerOptions): one tcp listener
+ * `port` → `nodePort`, health-checked on the node port, balancing to `nodes`.
+ */
+function officialBalancer(id: string, name: string, port: number, nodePort: number, nodes: string[]) {
   sim.loadBalancers.set(id, {
     id,
     name,
@@ -88,56 +82,67 @@ function otherClustersBalancer(id: string, name: string) {
     domains: [],
     acme: {},
     acmeReadsLeft: 0,
-    listeners: [{ protocol: 'tcp', in: 443, out: 31443, timeout: 50_000, proxy_protocol: null }],
+    listeners: [{ protocol: 'tcp', in: port, out: nodePort, timeout: 50_000, proxy_protocol: null }],
     healthcheck: {
       type: 'tcp',
-      port: 31443,
+      port: nodePort,
       request: '/',
       interval: 5000,
       timeout: 5000,
       threshold_up: 3,
       threshold_down: 3,
     },
-    nodes: [theirs.id],
+    nodes,
     readsLeft: 0,
   });
+}
+
+/** Another cluster's balancer and its cloud IP, on that cluster's own server. */
+function otherClustersBalancer(id: string, name: string) {
+  const theirs = sim.addServer({ name: `their-worker-${id}` });
+  officialBalancer(id, name, 443, 31443, [theirs.id]);
   const cip = sim.addCloudIP({ name, mappedTo: id });
   return { theirs, cip };
 }
 
-function startCcm(adoptOfficial?: { clusterName: string }) {
-  return startInProcess(
-    runInput(cp.kubeconfigPath, '', {
-      provider: 'brightbox',
-      'cloud-config': undefined,
-      credentialsSecret: 'kube-system/brightbox-credentials',
-      ...(adoptOfficial
-        ? {
-            controllerOptions: {
-              concurrency: 4,
-              deletionGracePeriodMs: 0,
-              nodeMonitorPeriodMs: 200,
-              nodeStatusUpdateFrequencyMs: 60_000,
-              cloudListPeriodMs: 500,
-              adoptOfficial,
-            },
-          }
-        : {}),
-    }),
+/**
+ * A LoadBalancer Service and what the official controller built for it: balancer `lbId` named
+ * `<service>.<namespace>.<cluster>` to `servers`, its cloud IP mapped; with `recorded`, the Service
+ * finalised and its ingress the cloud IP's reverse DNS name.
+ */
+async function seedOfficial(service: string, lbId: string, servers: { id: string }[], recorded = true) {
+  const created = await api.createNamespacedService({ namespace: NS, body: lbService(service) });
+  const nodePort = created.spec?.ports?.[0]?.nodePort as number;
+  const name = `${service}.${NS}.${CLUSTER}`;
+  officialBalancer(
+    lbId,
+    name,
+    80,
+    nodePort,
+    servers.map((s) => s.id),
   );
+  const cip = sim.addCloudIP({ name, mappedTo: lbId });
+  if (recorded) await recordServedByOfficial(api, service, { ingress: { hostname: cip.reverseDNS } });
+  return { name, nodePort, cip };
 }
+
+/** Until Service `service` has the cloud IP as its ingress; returns it. */
+const untilServedBy = (service: string, cip: { publicIPv4: string }) =>
+  until(
+    `${service} ingress with the cloud IP`,
+    async () => {
+      const s = await api.readNamespacedService({ name: service, namespace: NS });
+      return s.status?.loadBalancer?.ingress?.some((i) => i.ip === cip.publicIPv4) ? s : undefined;
+    },
+    30_000,
+  );
 
 describe('ccm migrate --provider brightbox', () => {
   it('adopts the official load balancer, cloud IP, server group and firewall policy by their name; ccm run adds the new server in place and creates or deletes nothing; --rollback restores the annotations', async () => {
-    const s1 = sim.addServer({ name: 'worker-1' });
-    const s2 = sim.addServer({ name: 'worker-2' });
-    await createNodes(api, [
-      { name: 'worker-1', providerID: `brightbox://${s1.id}`, tainted: false },
-      { name: 'worker-2', providerID: `brightbox://${s2.id}`, tainted: false },
-    ]);
-    const created = await api.createNamespacedService({ namespace: NS, body: lbService('web') });
-    const nodePort = created.spec?.ports?.[0]?.nodePort as number;
-    const name = `web.${NS}.${CLUSTER}`;
+    const [s1, s2] = await workers('worker-1', 'worker-2');
+    const lbId = 'lba-off01';
+    // Balancing to worker-1 alone: worker-2 joined the cluster after the official controller stopped.
+    const { name, nodePort, cip } = await seedOfficial('web', lbId, [s1]);
     const group = sim.addServerGroup({ name, description: name, servers: [s1.id] });
     const policy = sim.addFirewallPolicy({ name, description: name, serverGroup: group.id });
     sim.firewallRules.set('fwr-off01', {
@@ -151,54 +156,13 @@ describe('ccm migrate --provider brightbox', () => {
       icmpTypeName: null,
       description: name,
     });
-    const lbId = 'lba-off01';
-    sim.loadBalancers.set(lbId, {
-      id: lbId,
-      name,
-      status: 'active',
-      locked: false,
-      policy: 'least-connections',
-      httpsRedirect: false,
-      domains: [],
-      acme: {},
-      acmeReadsLeft: 0,
-      listeners: [{ protocol: 'tcp', in: 80, out: nodePort, timeout: 50_000, proxy_protocol: null }],
-      healthcheck: {
-        type: 'tcp',
-        port: nodePort,
-        request: '/',
-        interval: 5000,
-        timeout: 5000,
-        threshold_up: 3,
-        threshold_down: 3,
-      },
-      nodes: [s1.id],
-      readsLeft: 0,
-    });
-    const cip = sim.addCloudIP({ name, mappedTo: lbId });
-    await api.patchNamespacedService(
-      { name: 'web', namespace: NS, body: { metadata: { finalizers: [FINALIZER] } } },
-      MERGE_PATCH,
-    );
-    await api.patchNamespacedServiceStatus(
-      {
-        name: 'web',
-        namespace: NS,
-        body: { status: { loadBalancer: { ingress: [{ hostname: cip.reverseDNS }] } } },
-      },
-      MERGE_PATCH,
-    );
     const before = structuredClone(
       (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations,
     );
 
     // The dry run.
     sim.requests.length = 0;
-    const writes0 = (await cp.writes(CCM_USER)).length;
-    const dry = await migrate('-o', 'json');
-    expect(dry.stderr).toBe('');
-    expect(dry.exitCode).toBe(0);
-    const plan = JSON.parse(dry.stdout);
+    const { plan } = await expectCleanDryRun(migrate, cp);
     expect(plan.officialCluster).toBe(CLUSTER);
     expect(plan.configMaps).toEqual([{ name: 'brightbox-cloud-controller-manager', exists: false }]);
     expect(plan.services).toEqual([
@@ -212,7 +176,6 @@ describe('ccm migrate --provider brightbox', () => {
     ]);
     expect(plan.services[0].loadBalancer.addresses).toContain(cip.publicIPv4);
     expect(writes()).toEqual([]);
-    expect((await cp.writes(CCM_USER)).length).toBe(writes0);
 
     // --yes: nothing to tag on Brightbox; the Service records the hand-over.
     const yes = await migrate('--yes', '-o', 'json');
@@ -224,13 +187,7 @@ describe('ccm migrate --provider brightbox', () => {
     });
 
     // ccm run: worker-2 joins the official group and balancer; the same cloud IP stays mapped.
-    ccm = await startInProcess(
-      runInput(cp.kubeconfigPath, '', {
-        provider: 'brightbox',
-        'cloud-config': undefined,
-        credentialsSecret: 'kube-system/brightbox-credentials',
-      }),
-    );
+    const ccm = await world.run();
     await until(
       'worker-2 behind the official balancer and in its server group',
       async () =>
@@ -238,14 +195,7 @@ describe('ccm migrate --provider brightbox', () => {
         sim.serverGroups.get(group.id)?.servers.includes(s2.id),
       30_000,
     );
-    const svc = await until(
-      'web ingress with the cloud IP',
-      async () => {
-        const s = await api.readNamespacedService({ name: 'web', namespace: NS });
-        return s.status?.loadBalancer?.ingress?.some((i) => i.ip === cip.publicIPv4) ? s : undefined;
-      },
-      30_000,
-    );
+    const svc = await untilServedBy('web', cip);
     expect(svc.status?.loadBalancer?.ingress).toContainEqual(expect.objectContaining({ ip: cip.publicIPv4 }));
     const posts = writes().filter(
       (r) =>
@@ -260,7 +210,6 @@ describe('ccm migrate --provider brightbox', () => {
     expect(sim.serverGroups.size).toBe(1);
     expect(sim.firewallPolicies.size).toBe(1);
     await ccm.stop();
-    ccm = undefined;
 
     const back = await migrate('--rollback', '-o', 'json');
     expect(back.exitCode).toBe(0);
@@ -270,55 +219,14 @@ describe('ccm migrate --provider brightbox', () => {
   }, 120_000);
 
   it('ccm run --adopt-official finds the official load balancer by <name>.<namespace>.brightbox-k8s and keeps its cloud IP', async () => {
-    const s1 = sim.addServer({ name: 'worker-a' });
-    await createNodes(api, [{ name: 'worker-a', providerID: `brightbox://${s1.id}`, tainted: false }]);
-    const created = await api.createNamespacedService({ namespace: NS, body: lbService('shop') });
-    const nodePort = created.spec?.ports?.[0]?.nodePort as number;
-    const name = `shop.${NS}.${CLUSTER}`;
+    const [s1] = await workers('worker-a');
     const lbId = 'lba-off02';
-    sim.loadBalancers.set(lbId, {
-      id: lbId,
-      name,
-      status: 'active',
-      locked: false,
-      policy: 'least-connections',
-      httpsRedirect: false,
-      domains: [],
-      acme: {},
-      acmeReadsLeft: 0,
-      listeners: [{ protocol: 'tcp', in: 80, out: nodePort, timeout: 50_000, proxy_protocol: null }],
-      healthcheck: {
-        type: 'tcp',
-        port: nodePort,
-        request: '/',
-        interval: 5000,
-        timeout: 5000,
-        threshold_up: 3,
-        threshold_down: 3,
-      },
-      // The official controller balanced to this cluster's server (--adopt-official takes a load
-      // balancer only when every backend is one of this cluster's Nodes).
-      nodes: [s1.id],
-      readsLeft: 0,
-    });
-    const cip = sim.addCloudIP({ name, mappedTo: lbId });
+    // The official controller balanced to this cluster's server (--adopt-official takes a load
+    // balancer only when every backend is one of this cluster's Nodes); not yet recorded on the Service.
+    const { cip } = await seedOfficial('shop', lbId, [s1], false);
     const lbsBefore = sim.loadBalancers.size;
     const cipsBefore = sim.cloudIPs.size;
-    ccm = await startInProcess(
-      runInput(cp.kubeconfigPath, '', {
-        provider: 'brightbox',
-        'cloud-config': undefined,
-        credentialsSecret: 'kube-system/brightbox-credentials',
-        controllerOptions: {
-          concurrency: 4,
-          deletionGracePeriodMs: 0,
-          nodeMonitorPeriodMs: 200,
-          nodeStatusUpdateFrequencyMs: 60_000,
-          cloudListPeriodMs: 500,
-          adoptOfficial: { clusterName: CLUSTER },
-        },
-      }),
-    );
+    await world.run(adoptingOfficial(CLUSTER));
     await until(
       'shop handed over, worker-a behind it',
       async () =>
@@ -327,14 +235,7 @@ describe('ccm migrate --provider brightbox', () => {
         ] === lbId && sim.loadBalancers.get(lbId)?.nodes.includes(s1.id),
       30_000,
     );
-    const svc = await until(
-      'shop ingress',
-      async () => {
-        const s = await api.readNamespacedService({ name: 'shop', namespace: NS });
-        return s.status?.loadBalancer?.ingress?.some((i) => i.ip === cip.publicIPv4) ? s : undefined;
-      },
-      30_000,
-    );
+    const svc = await untilServedBy('shop', cip);
     expect(svc.status?.loadBalancer?.ingress).toContainEqual(expect.objectContaining({ ip: cip.publicIPv4 }));
     expect(sim.loadBalancers.size).toBe(lbsBefore);
     expect(sim.cloudIPs.size).toBe(cipsBefore);
@@ -348,21 +249,13 @@ describe('ccm migrate --provider brightbox', () => {
       namespace: NS,
       body: lbService('evil', NS, { [ADOPTED]: 'lba-other2' }),
     });
-    ccm = await startCcm();
-    await until(
-      'the hand-over refused',
-      async () => ccm?.logs.some((l) => l.includes('evil') && /not handed to ccm for this Service/.test(l)),
-      30_000,
-    );
+    await untilHandOverRefused(await world.run(), 'evil');
     const nodes = sim.loadBalancers.get('lba-other2')?.nodes;
-    const seen = sim.requests.length;
-    await api.deleteNamespacedService({ name: 'evil', namespace: NS });
-    // ccm's cleanup of the deleted Service looks for its load balancer: it is done then.
-    await until(
-      'the cleanup looked',
-      async () =>
-        sim.requests.slice(seen).some((r) => r.method === 'GET' && r.path.includes('load_balancers')),
-      30_000,
+    await deleteUntilCleanupLooked(
+      api,
+      'evil',
+      sim.requests,
+      (r) => r.method === 'GET' && r.path.includes('load_balancers'),
     );
     const deletes = sim.requests.filter((r) => r.method === 'DELETE').map((r) => r.path);
     expect(nodes).toEqual([theirs.id]);
@@ -376,7 +269,7 @@ describe('ccm migrate --provider brightbox', () => {
     // Named for a Service that no earlier test of this file gave an official load balancer.
     const { theirs } = otherClustersBalancer('lba-other1', `storefront.${NS}.brightbox-k8s`);
     await api.createNamespacedService({ namespace: NS, body: lbService('storefront') });
-    ccm = await startCcm({ clusterName: 'brightbox-k8s' });
+    await world.run(adoptingOfficial('brightbox-k8s'));
     // ccm builds this Service a load balancer of its own instead, and reports its address.
     const svc = await until(
       'storefront served by a load balancer of ccm',
@@ -393,63 +286,16 @@ describe('ccm migrate --provider brightbox', () => {
 
 describe('ccm migrate --provider brightbox, another cluster with the same official names', () => {
   it("after ccm migrate --yes hands over lba-mine7, ccm run acts on it by its id: deleting the Service deletes it, never another cluster's store.default.brightbox-k8s or its cloud IP (review 2, R2-7)", async () => {
-    const mine = sim.addServer({ name: 'mine-1' });
-    await createNodes(api, [{ name: 'mine-1', providerID: `brightbox://${mine.id}`, tainted: false }]);
-    const created = await api.createNamespacedService({ namespace: NS, body: lbService('store') });
-    const nodePort = created.spec?.ports?.[0]?.nodePort as number;
     // Named `store`, ids lba-*7: the earlier tests' balancers (lba-other1 among them) stay in the simulator.
-    const name = `store.${NS}.${CLUSTER}`;
-    sim.loadBalancers.set('lba-mine7', {
-      id: 'lba-mine7',
-      name,
-      status: 'active',
-      locked: false,
-      policy: 'least-connections',
-      httpsRedirect: false,
-      domains: [],
-      acme: {},
-      acmeReadsLeft: 0,
-      listeners: [{ protocol: 'tcp', in: 80, out: nodePort, timeout: 50_000, proxy_protocol: null }],
-      healthcheck: {
-        type: 'tcp',
-        port: nodePort,
-        request: '/',
-        interval: 5000,
-        timeout: 5000,
-        threshold_up: 3,
-        threshold_down: 3,
-      },
-      nodes: [mine.id],
-      readsLeft: 0,
-    });
-    const cip = sim.addCloudIP({ name, mappedTo: 'lba-mine7' });
+    const { name, cip } = await seedOfficial('store', 'lba-mine7', await workers('mine-1'));
     // Another cluster in the account, also run with the official default cluster name (the case the
     // --adopt-official backend check is there for), also with a Service default/store.
     const other = otherClustersBalancer('lba-other7', name);
-    await api.patchNamespacedService(
-      { name: 'store', namespace: NS, body: { metadata: { finalizers: [FINALIZER] } } },
-      MERGE_PATCH,
-    );
-    await api.patchNamespacedServiceStatus(
-      {
-        name: 'store',
-        namespace: NS,
-        body: { status: { loadBalancer: { ingress: [{ hostname: cip.reverseDNS }] } } },
-      },
-      MERGE_PATCH,
-    );
     const plan = JSON.parse((await migrate('-o', 'json')).stdout);
     expect(plan.services[0]).toMatchObject({ action: 'adopt', loadBalancer: { id: 'lba-mine7' } });
     expect((await migrate('--yes')).exitCode).toBe(0);
-    ccm = await startCcm();
-    await until(
-      'store served',
-      async () =>
-        (
-          await api.readNamespacedService({ name: 'store', namespace: NS })
-        ).status?.loadBalancer?.ingress?.some((i) => i.ip === cip.publicIPv4),
-      30_000,
-    );
+    await world.run();
+    await untilServedBy('store', cip);
     await api.deleteNamespacedService({ name: 'store', namespace: NS });
     await until(
       'lba-mine7 deleted',

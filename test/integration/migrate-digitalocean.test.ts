@@ -19,102 +19,70 @@
  * - k8s.io/cloud-provider service/helpers/helper.go: the service controller finalises the Service with
  *   service.kubernetes.io/load-balancer-cleanup, and writes the load balancer's IP as its ingress.
  */
-import { readFileSync } from 'node:fs';
 import {
   AppsV1Api,
   type CoreV1Api,
-  KubeConfig,
-  type V1Secret,
+  type V1LoadBalancerIngress,
   type V1Service,
 } from '@kubernetes/client-node';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
-import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
-import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
+import { createNodes, fixtureClient } from '../controlplane/fixtures.js';
+import { CCM_USER, type ControlPlane } from '../controlplane/harness.js';
 import { ccm as cli } from '../helpers/cli.js';
-import { type InProcess, runInput, startInProcess, until } from '../helpers/run.js';
-import { lbService, MERGE_PATCH, removeServices } from '../helpers/services.js';
+import { useCloudWorld } from '../helpers/cloud-world.js';
+import {
+  ADOPTED,
+  deleteUntilCleanupLooked,
+  expectCleanDryRun,
+  LB_FINALIZER as FINALIZER,
+  officialDigitalOceanDeployment,
+  recordServedByOfficial,
+  untilHandOverRefused,
+} from '../helpers/official-controllers.js';
+import { adoptingOfficial, type InProcess, until } from '../helpers/run.js';
+import { lbService, MERGE_PATCH, removeServices, serviceGone } from '../helpers/services.js';
 import { Terminal } from '../helpers/terminal.js';
 
-const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
 const LB_ID = 'kubernetes.digitalocean.com/load-balancer-id';
 const LB_TYPE = 'service.beta.kubernetes.io/do-loadbalancer-type';
-const ADOPTED = 'ccm.io/adopted-load-balancer';
 const NS = 'default';
 const TENANT = 'tenant';
 
+const world = useCloudWorld('digitalocean', {
+  services: true,
+  afterEachTest: async ({ api, sim }) => {
+    await removeServices(api, TENANT);
+    expect(sim.takeViolations()).toEqual([]);
+  },
+});
+// The world's parts, by their short names.
 let cp: ControlPlane;
 let api: CoreV1Api;
 let apps: AppsV1Api;
 let sim: DigitalOceanSimulator;
-let ccm: InProcess | undefined;
-
-function officialSecret(token: string): V1Secret {
-  const doc = parse(
-    readFileSync(new URL('../fixtures/digitalocean/secret.yaml', import.meta.url), 'utf8'),
-  ) as V1Secret;
-  return {
-    ...doc,
-    metadata: { ...doc.metadata, name: 'digitalocean' },
-    stringData: { 'access-token': token },
-  };
-}
 
 beforeAll(async () => {
-  [cp, sim] = await Promise.all([startControlPlane(), DigitalOceanSimulator.start()]);
-  api = fixtureApi(cp.kubeconfigPath);
-  const kc = new KubeConfig();
-  kc.loadFromFile(cp.kubeconfigPath);
-  kc.setCurrentContext('fixtures');
-  apps = kc.makeApiClient(AppsV1Api);
-  await api.createNamespacedSecret({ namespace: 'kube-system', body: officialSecret(sim.token) });
+  ({ cp, api, sim } = world);
+  apps = fixtureClient(cp.kubeconfigPath, AppsV1Api);
+  // The official Secret digitalocean (which migrate reads too), as ccm run's own.
+  await world.runProvider();
   await api.createNamespace({ body: { metadata: { name: TENANT } } });
   // The official Deployment, already scaled to 0 (the first step of the switch-over).
   await apps.createNamespacedDeployment({
     namespace: 'kube-system',
-    body: {
-      metadata: { name: 'digitalocean-cloud-controller-manager' },
-      spec: {
-        replicas: 0,
-        selector: { matchLabels: { app: 'digitalocean-cloud-controller-manager' } },
-        template: {
-          metadata: { labels: { app: 'digitalocean-cloud-controller-manager' } },
-          spec: {
-            containers: [
-              {
-                name: 'digitalocean-cloud-controller-manager',
-                image: 'digitalocean/digitalocean-cloud-controller-manager:v0.1.68',
-                command: ['/bin/digitalocean-cloud-controller-manager', '--leader-elect=false'],
-              },
-            ],
-          },
-        },
-      },
-    },
+    body: officialDigitalOceanDeployment(0),
   });
-}, 120_000);
-afterAll(async () => {
-  await Promise.all([cp?.stop(), sim?.stop()]);
 });
 beforeEach(async () => {
-  sim.reset();
-  await deleteAllNodes(api);
   await api
     .deleteNamespacedConfigMap({ name: 'ccm-migrate-backup', namespace: 'kube-system' })
     .catch(() => undefined);
 });
-afterEach(async () => {
-  await ccm?.stop();
-  ccm = undefined;
-  await removeServices(api, NS);
-  await removeServices(api, TENANT);
-  expect(sim.takeViolations()).toEqual([]);
-});
 
 const env = () => ({ DO_OVERRIDE_URL: sim.url });
-const migrate = (...args: string[]) =>
-  cli(['migrate', '--provider', 'digitalocean', '--kubeconfig', cp.kubeconfigPath, ...args], env());
+const migrateArgs = (...args: string[]) => world.args(['migrate', ...args], []);
+const migrate = (...args: string[]) => cli(migrateArgs(...args), env());
 
 /** Droplets and initialised Nodes, as the official controller left them. */
 async function seedNodes(): Promise<number[]> {
@@ -130,22 +98,26 @@ async function seedNodes(): Promise<number[]> {
   return ids;
 }
 
-/** A LoadBalancer Service and its load balancer, as the official controller builds and records them. */
+/** The official controller's name of a Service's load balancer (cloudprovider.DefaultLoadBalancerName). */
+const defaultLbName = (svc: V1Service) => `a${(svc.metadata?.uid ?? '').replace(/-/g, '')}`.slice(0, 32);
+
+/**
+ * A LoadBalancer Service and its load balancer, as the official controller builds and records them
+ * (its ingress the load balancer's IP, unless `ingress` says otherwise).
+ */
 async function seedOfficial(
   name: string,
   dropletIds: number[],
   annotations?: Record<string, string>,
+  ingress?: V1LoadBalancerIngress,
 ): Promise<{ svc: V1Service; lb: Record<string, unknown> }> {
   const created = await api.createNamespacedService({
     namespace: NS,
     body: lbService(name, NS, annotations),
   });
-  const uid = created.metadata?.uid as string;
   const nodePort = created.spec?.ports?.[0]?.nodePort as number;
   const lb = sim.addLoadBalancer({
-    name:
-      annotations?.['service.beta.kubernetes.io/do-loadbalancer-name'] ??
-      `a${uid.replace(/-/g, '')}`.slice(0, 32),
+    name: annotations?.['service.beta.kubernetes.io/do-loadbalancer-name'] ?? defaultLbName(created),
     region: 'fra1',
     type: 'REGIONAL',
     droplet_ids: dropletIds,
@@ -163,73 +135,70 @@ async function seedOfficial(
     },
     tags: [],
   });
-  await api.patchNamespacedService(
-    {
-      name,
-      namespace: NS,
-      body: {
-        metadata: {
-          finalizers: [FINALIZER],
-          annotations: { [LB_ID]: lb.id as string, [LB_TYPE]: 'REGIONAL' },
-        },
-      },
-    },
-    MERGE_PATCH,
-  );
-  await api.patchNamespacedServiceStatus(
-    { name, namespace: NS, body: { status: { loadBalancer: { ingress: [{ ip: lb.ip as string }] } } } },
-    MERGE_PATCH,
-  );
+  await recordServedByOfficial(api, name, {
+    annotations: { [LB_ID]: lb.id as string, [LB_TYPE]: 'REGIONAL' },
+    ingress: ingress ?? { ip: lb.ip as string },
+  });
   return { svc: await api.readNamespacedService({ name, namespace: NS }), lb };
 }
 
-/** Another cluster's load balancer in the same account (a DOKS cluster: tagged k8s:<its id>). */
-function otherClustersLb(name = 'a0123456789abcdef0123456789abcde') {
+/**
+ * A load balancer of another cluster in the same account, balancing tcp `entryPort` to its own
+ * droplets; by default a DOKS cluster's (tagged k8s:<its id>).
+ */
+function otherClustersLb(
+  name = 'a0123456789abcdef0123456789abcde',
+  tags = ['k8s:11111111-2222-3333-4444-555555555555'],
+  dropletIds = [999001, 999002],
+  [entryPort, targetPort] = [443, 31443],
+) {
   return sim.addLoadBalancer({
     name,
     region: 'fra1',
     type: 'REGIONAL',
-    droplet_ids: [999001, 999002],
+    droplet_ids: dropletIds,
     forwarding_rules: [
-      { entry_protocol: 'tcp', entry_port: 443, target_protocol: 'tcp', target_port: 31443 },
+      { entry_protocol: 'tcp', entry_port: entryPort, target_protocol: 'tcp', target_port: targetPort },
     ],
-    tags: ['k8s:11111111-2222-3333-4444-555555555555'],
+    tags,
   });
 }
 
-function startCcm(adoptOfficial?: { clusterName: string }) {
-  return startInProcess(
-    runInput(cp.kubeconfigPath, '', {
-      provider: 'digitalocean',
-      'cloud-config': undefined,
-      credentialsSecret: 'kube-system/digitalocean',
-      env: env(),
-      ...(adoptOfficial
-        ? {
-            controllerOptions: {
-              concurrency: 4,
-              deletionGracePeriodMs: 0,
-              nodeMonitorPeriodMs: 200,
-              nodeStatusUpdateFrequencyMs: 60_000,
-              cloudListPeriodMs: 500,
-              adoptOfficial,
-            },
-          }
-        : {}),
-    }),
-  );
-}
-
-/** Until the Service's sync failed with the hand-over refusal (ccm has looked at it, and said why). */
-const refusedHandOver = (name: string) =>
-  until(
-    `the hand-over of ${name} refused`,
-    async () => ccm?.logs.some((l) => l.includes(name) && /not handed to ccm for this Service/.test(l)),
-    30_000,
-  );
-
 const lbWrites = () => sim.requests.filter((r) => r.method !== 'GET');
 const ccmWrites = async () => (await cp.writes(CCM_USER)).length;
+const adoptedOf = async (name: string, namespace = NS) =>
+  (await api.readNamespacedService({ name, namespace })).metadata?.annotations?.[ADOPTED];
+const expectNoBackup = () =>
+  expect(
+    api.readNamespacedConfigMap({ name: 'ccm-migrate-backup', namespace: 'kube-system' }),
+  ).rejects.toThrow();
+const untilGone = (name: string, namespace: string, timeoutMs = 30_000) =>
+  until(`${namespace}/${name} gone`, () => serviceGone(api, namespace, name), timeoutMs);
+
+/** Until ccm built Service `name` a load balancer of its own (not `notId`) and recorded its id; returns it. */
+const untilOwnLoadBalancer = (name: string, notId: string) =>
+  until(
+    `${name} synced with a load balancer of ccm`,
+    async () => {
+      const s = await api.readNamespacedService({ name, namespace: NS });
+      const id = s.metadata?.annotations?.[LB_ID];
+      return id && id !== notId ? s : undefined;
+    },
+    60_000,
+  );
+
+/** The terminal of `ccm migrate` (no --yes) once it asks, showing web's hand-over. */
+async function askingTerminal(web: { lb: Record<string, unknown> }): Promise<Terminal> {
+  const terminal = await Terminal.open(migrateArgs(), { width: 200, height: 50, env: env() });
+  try {
+    await terminal.waitFor('Hand these load balancers to ccm?');
+    expect(await terminal.screen({ joined: true })).toContain(`default/web → ${web.lb.name} (${web.lb.ip})`);
+    return terminal;
+  } catch (err) {
+    await terminal.close();
+    throw err;
+  }
+}
 
 describe('ccm migrate --provider digitalocean', () => {
   it('plans without writing, adopts with --yes, ccm run updates the same load balancers in place, --rollback gives back every annotation byte for byte', async () => {
@@ -245,11 +214,7 @@ describe('ccm migrate --provider digitalocean', () => {
     const tagsBefore = [...sim.loadBalancers.values()].map((lb) => [lb.id, structuredClone(lb.tags)]);
 
     // The dry run: the plan, and not one write to either side.
-    const writes0 = await ccmWrites();
-    const dry = await migrate('-o', 'json');
-    expect(dry.stderr).toBe('');
-    expect(dry.exitCode).toBe(0);
-    const plan = JSON.parse(dry.stdout);
+    const { plan, writes: writes0 } = await expectCleanDryRun(migrate, cp);
     expect(plan.mode).toBe('dry-run');
     expect(plan.wrote).toBe(false);
     expect(plan.from).toBe('digitalocean-cloud-controller-manager');
@@ -271,7 +236,6 @@ describe('ccm migrate --provider digitalocean', () => {
       officialAnnotations: { [LB_ID]: web.lb.id, [LB_TYPE]: 'REGIONAL' },
     });
     expect(byName.shop).toMatchObject({ action: 'adopt', loadBalancer: { id: shop.lb.id, name: 'shop-lb' } });
-    expect(await ccmWrites()).toBe(writes0);
     expect(lbWrites()).toEqual([]);
     // The human view says it is a dry run.
     const text = await migrate();
@@ -299,14 +263,7 @@ describe('ccm migrate --provider digitalocean', () => {
     // ccm run, with a third Node: the same load balancers, updated in place.
     const [d3] = sim.addDroplets({ name: 'worker-3', region: 'fra1', privateIP: '10.114.0.4' });
     await createNodes(api, [{ name: 'worker-3', providerID: `digitalocean://${d3?.id}`, tainted: false }]);
-    ccm = await startInProcess(
-      runInput(cp.kubeconfigPath, '', {
-        provider: 'digitalocean',
-        'cloud-config': undefined,
-        credentialsSecret: 'kube-system/digitalocean',
-        env: env(),
-      }),
-    );
+    const ccm = await world.run();
     const want = [d1, d2, d3?.id as number].sort();
     for (const lb of [web.lb, shop.lb]) {
       await until(
@@ -338,7 +295,6 @@ describe('ccm migrate --provider digitalocean', () => {
       ),
     ).toBe(true);
     await ccm.stop();
-    ccm = undefined;
 
     // Not while a ccm Pod runs: its service controller would build load balancers of its own.
     await api.createNamespacedServiceAccount({
@@ -400,24 +356,15 @@ describe('ccm migrate --provider digitalocean', () => {
       expect(svc.metadata?.finalizers).toEqual([FINALIZER]);
     }
     expect([...sim.loadBalancers.values()].map((lb) => [lb.id, lb.tags])).toEqual(tagsBefore);
-    await expect(
-      api.readNamespacedConfigMap({ name: 'ccm-migrate-backup', namespace: 'kube-system' }),
-    ).rejects.toThrow();
+    await expectNoBackup();
   }, 120_000);
 
   it('on a terminal, without --yes, it shows the plan and asks: no writes nothing, yes applies', async () => {
     const [d1] = await seedNodes();
     const web = await seedOfficial('web', [d1 as number]);
     const ask = async (answer: string) => {
-      const terminal = await Terminal.open(
-        ['migrate', '--provider', 'digitalocean', '--kubeconfig', cp.kubeconfigPath],
-        { width: 200, height: 50, env: env() },
-      );
+      const terminal = await askingTerminal(web);
       try {
-        await terminal.waitFor('Hand these load balancers to ccm?');
-        expect(await terminal.screen({ joined: true })).toContain(
-          `default/web → ${web.lb.name} (${web.lb.ip})`,
-        );
         await terminal.type(answer, 'Enter');
         return { code: await terminal.exit(), screen: await terminal.screen({ joined: true }) };
       } finally {
@@ -429,38 +376,19 @@ describe('ccm migrate --provider digitalocean', () => {
     expect(no.code).toBe(0);
     expect(no.screen).toContain('dry run, nothing written');
     expect(await ccmWrites()).toBe(writes0);
-    expect(
-      (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations?.[ADOPTED],
-    ).toBeUndefined();
+    expect(await adoptedOf('web')).toBeUndefined();
 
     const yes = await ask('y');
     expect(yes.code).toBe(0);
     expect(yes.screen).toContain('1 load balancer of digitalocean-cloud-controller-manager handed to ccm');
-    expect(
-      (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations?.[ADOPTED],
-    ).toBe(web.lb.id);
+    expect(await adoptedOf('web')).toBe(web.lb.id);
     expect(lbWrites()).toEqual([]);
   }, 120_000);
 
   it('ccm run --adopt-official takes over the official load balancer of a Service without ccm migrate', async () => {
     const [d1] = await seedNodes();
     const web = await seedOfficial('web', [d1 as number]);
-    ccm = await startInProcess(
-      runInput(cp.kubeconfigPath, '', {
-        provider: 'digitalocean',
-        'cloud-config': undefined,
-        credentialsSecret: 'kube-system/digitalocean',
-        env: env(),
-        controllerOptions: {
-          concurrency: 4,
-          deletionGracePeriodMs: 0,
-          nodeMonitorPeriodMs: 200,
-          nodeStatusUpdateFrequencyMs: 60_000,
-          cloudListPeriodMs: 500,
-          adoptOfficial: { clusterName: '' },
-        },
-      }),
-    );
+    await world.run(adoptingOfficial(''));
     const svc = await until(
       'web adopted',
       async () => {
@@ -483,17 +411,10 @@ describe('ccm migrate --provider digitalocean', () => {
   it('without --adopt-official or ccm migrate, ccm refuses the official load balancer and says how to hand it over', async () => {
     const [d1] = await seedNodes();
     await seedOfficial('web', [d1 as number]);
-    ccm = await startInProcess(
-      runInput(cp.kubeconfigPath, '', {
-        provider: 'digitalocean',
-        'cloud-config': undefined,
-        credentialsSecret: 'kube-system/digitalocean',
-        env: env(),
-      }),
-    );
+    const ccm = await world.run();
     await until(
       'the refusal logged',
-      async () => ccm?.logs.some((l) => /ccm migrate --provider digitalocean/.test(l)),
+      async () => ccm.logs.some((l) => /ccm migrate --provider digitalocean/.test(l)),
       30_000,
     );
     expect(sim.requestsTo('POST', '/v2/load_balancers')).toEqual([]);
@@ -509,19 +430,16 @@ describe('ccm migrate --provider digitalocean', () => {
       namespace: NS,
       body: lbService('evil', NS, { [ADOPTED]: victim.id as string }),
     });
-    ccm = await startCcm();
-    await refusedHandOver('evil');
+    await untilHandOverRefused(await world.run(), 'evil');
     const now = sim.loadBalancers.get(victim.id as string);
     const writes = sim.requests.filter((r) => r.method !== 'GET' && r.url.includes(victim.id as string));
-    // Then the Service is deleted: ccm's cleanup must not take "its" load balancer with it.
-    const seen = sim.requests.length;
-    await api.deleteNamespacedService({ name: 'evil', namespace: NS });
-    // ccm's cleanup of the deleted Service looks for its load balancer (one listing): it is done then.
-    await until(
-      'the cleanup looked',
-      async () =>
-        sim.requests.slice(seen).some((r) => r.method === 'GET' && r.url.startsWith('/v2/load_balancers')),
-      30_000,
+    // Then the Service is deleted: ccm's cleanup must not take "its" load balancer with it. It looks
+    // for its load balancer (one listing).
+    await deleteUntilCleanupLooked(
+      api,
+      'evil',
+      sim.requests,
+      (r) => r.method === 'GET' && r.url.startsWith('/v2/load_balancers'),
     );
     const deletes = sim.requestsTo('DELETE', `/v2/load_balancers/${victim.id}`);
     expect({ droplets: now?.droplet_ids, rules: now?.forwarding_rules }).toEqual({
@@ -540,17 +458,8 @@ describe('ccm migrate --provider digitalocean', () => {
       namespace: NS,
       body: lbService('web', NS, { 'service.beta.kubernetes.io/do-loadbalancer-name': 'ingress' }),
     });
-    ccm = await startCcm({ clusterName: '' });
-    // ccm builds this Service a load balancer of its own instead, and records its id.
-    const svc = await until(
-      'web synced with a load balancer of ccm',
-      async () => {
-        const s = await api.readNamespacedService({ name: 'web', namespace: NS });
-        const id = s.metadata?.annotations?.[LB_ID];
-        return id && id !== victim.id ? s : undefined;
-      },
-      60_000,
-    );
+    await world.run(adoptingOfficial(''));
+    const svc = await untilOwnLoadBalancer('web', victim.id as string);
     expect(svc.metadata?.annotations?.[ADOPTED]).toBeUndefined();
     expect(sim.loadBalancers.get(victim.id as string)?.droplet_ids).toEqual([999001, 999002]);
   }, 90_000);
@@ -558,30 +467,11 @@ describe('ccm migrate --provider digitalocean', () => {
   it("ccm run --adopt-official does not take an untagged load balancer by the official name when its droplets are not this cluster's", async () => {
     await seedNodes();
     const created = await api.createNamespacedService({ namespace: NS, body: lbService('web', NS) });
-    const uid = created.metadata?.uid as string;
     // Named for this Service, untagged (a self-managed cluster's official controller), but balancing
     // to droplets this cluster does not have.
-    const stray = sim.addLoadBalancer({
-      name: `a${uid.replace(/-/g, '')}`.slice(0, 32),
-      region: 'fra1',
-      type: 'REGIONAL',
-      droplet_ids: [999001],
-      forwarding_rules: [
-        { entry_protocol: 'tcp', entry_port: 80, target_protocol: 'tcp', target_port: 31080 },
-      ],
-      tags: [],
-    });
-    ccm = await startCcm({ clusterName: '' });
-    // ccm builds this Service a load balancer of its own instead, and records its id.
-    const svc = await until(
-      'web synced with a load balancer of ccm',
-      async () => {
-        const s = await api.readNamespacedService({ name: 'web', namespace: NS });
-        const id = s.metadata?.annotations?.[LB_ID];
-        return id && id !== stray.id ? s : undefined;
-      },
-      60_000,
-    );
+    const stray = otherClustersLb(defaultLbName(created), [], [999001], [80, 31080]);
+    await world.run(adoptingOfficial(''));
+    const svc = await untilOwnLoadBalancer('web', stray.id as string);
     expect(svc.metadata?.annotations?.[ADOPTED]).toBeUndefined();
     expect(sim.loadBalancers.get(stray.id as string)?.droplet_ids).toEqual([999001]);
     expect(lbWrites().filter((r) => r.url.includes(stray.id as string))).toEqual([]);
@@ -602,36 +492,11 @@ describe('ccm migrate --provider digitalocean', () => {
 
   it('a Service the official controller serves with do-loadbalancer-hostname (ingress = that hostname, upstream loadbalancers.go getHostname) is adopted, not "mismatch"', async () => {
     const [d1] = await seedNodes();
-    const created = await api.createNamespacedService({
-      namespace: NS,
-      body: lbService('web', NS, {
-        'service.beta.kubernetes.io/do-loadbalancer-hostname': 'web.example.com',
-      }),
-    });
-    const uid = created.metadata?.uid as string;
-    const lb = sim.addLoadBalancer({
-      name: `a${uid.replace(/-/g, '')}`.slice(0, 32),
-      region: 'fra1',
-      type: 'REGIONAL',
-      droplet_ids: [d1],
-      forwarding_rules: [],
-      tags: [],
-    });
-    await api.patchNamespacedService(
-      {
-        name: 'web',
-        namespace: NS,
-        body: { metadata: { finalizers: [FINALIZER], annotations: { [LB_ID]: lb.id as string } } },
-      },
-      MERGE_PATCH,
-    );
-    await api.patchNamespacedServiceStatus(
-      {
-        name: 'web',
-        namespace: NS,
-        body: { status: { loadBalancer: { ingress: [{ hostname: 'web.example.com' }] } } },
-      },
-      MERGE_PATCH,
+    await seedOfficial(
+      'web',
+      [d1 as number],
+      { 'service.beta.kubernetes.io/do-loadbalancer-hostname': 'web.example.com' },
+      { hostname: 'web.example.com' },
     );
     const plan = JSON.parse((await migrate('-o', 'json')).stdout);
     const web = plan.services.find((s: { name: string }) => s.name === 'web');
@@ -640,35 +505,9 @@ describe('ccm migrate --provider digitalocean', () => {
 
   it('--rollback gives back only what --yes changed: annotation edits a person made after the migration stay', async () => {
     const [d1] = await seedNodes();
-    const created = await api.createNamespacedService({
-      namespace: NS,
-      body: lbService('web', NS, { 'service.beta.kubernetes.io/do-loadbalancer-size-unit': '1' }),
+    await seedOfficial('web', [d1 as number], {
+      'service.beta.kubernetes.io/do-loadbalancer-size-unit': '1',
     });
-    const uid = created.metadata?.uid as string;
-    const lb = sim.addLoadBalancer({
-      name: `a${uid.replace(/-/g, '')}`.slice(0, 32),
-      region: 'fra1',
-      type: 'REGIONAL',
-      droplet_ids: [d1],
-      forwarding_rules: [],
-      tags: [],
-    });
-    await api.patchNamespacedService(
-      {
-        name: 'web',
-        namespace: NS,
-        body: { metadata: { finalizers: [FINALIZER], annotations: { [LB_ID]: lb.id as string } } },
-      },
-      MERGE_PATCH,
-    );
-    await api.patchNamespacedServiceStatus(
-      {
-        name: 'web',
-        namespace: NS,
-        body: { status: { loadBalancer: { ingress: [{ ip: lb.ip as string }] } } },
-      },
-      MERGE_PATCH,
-    );
     expect((await migrate('--yes')).exitCode).toBe(0);
     // While ccm runs, the owner scales the load balancer up and adds a new setting.
     await api.patchNamespacedService(
@@ -729,16 +568,13 @@ describe('ccm migrate --provider digitalocean', () => {
       const [d1] = await seedNodes();
       await seedOfficial('web', [d1 as number]);
       const yes = await migrate('--yes');
-      const svc = await api.readNamespacedService({ name: 'web', namespace: NS });
-      expect(svc.metadata?.annotations?.[ADOPTED]).toBeUndefined();
+      expect(await adoptedOf('web')).toBeUndefined();
       expect(yes.exitCode).not.toBe(0);
       expect(yes.stderr.trim().split('\n')).toHaveLength(1);
       expect(yes.stderr).toMatch(
         /official controller still runs .*kubectl -n kube-system scale deployment\/digitalocean-cloud-controller-manager --replicas=0/,
       );
-      await expect(
-        api.readNamespacedConfigMap({ name: 'ccm-migrate-backup', namespace: 'kube-system' }),
-      ).rejects.toThrow();
+      await expectNoBackup();
     } finally {
       await scale(0);
     }
@@ -751,7 +587,7 @@ describe('ccm migrate --provider digitalocean', () => {
       (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations,
     );
     expect((await migrate('--yes')).exitCode).toBe(0);
-    ccm = await startCcm();
+    const ccm = await world.run();
     await until(
       'adopted lb in use',
       async () => sim.requests.some((r) => r.url.includes(lb.id as string)),
@@ -774,7 +610,6 @@ describe('ccm migrate --provider digitalocean', () => {
       30_000,
     );
     await ccm.stop();
-    ccm = undefined;
     const back = await migrate('--rollback');
     expect(back.exitCode).toBe(0);
     expect(back.stdout).not.toMatch(/Service default\/web is gone since the migration/);
@@ -785,15 +620,8 @@ describe('ccm migrate --provider digitalocean', () => {
   it('on a terminal, the plan applied is the plan confirmed: a Service that became adoptable while the question was asked is not handed over, and nothing is written', async () => {
     const [d1] = await seedNodes();
     const web = await seedOfficial('web', [d1 as number]);
-    const terminal = await Terminal.open(
-      ['migrate', '--provider', 'digitalocean', '--kubeconfig', cp.kubeconfigPath],
-      { width: 200, height: 50, env: env() },
-    );
+    const terminal = await askingTerminal(web);
     try {
-      await terminal.waitFor('Hand these load balancers to ccm?');
-      expect(await terminal.screen({ joined: true })).toContain(
-        `default/web → ${web.lb.name} (${web.lb.ip})`,
-      );
       // Meanwhile the official controller serves one more Service.
       const shop = await seedOfficial('shop', [d1 as number]);
       const writes0 = await ccmWrites();
@@ -803,11 +631,7 @@ describe('ccm migrate --provider digitalocean', () => {
       expect(code).toBe(2);
       expect(screen).toContain(`the plan changed since it was shown (now default/shop=${shop.lb.id})`);
       expect(await ccmWrites()).toBe(writes0);
-      for (const name of ['web', 'shop']) {
-        expect(
-          (await api.readNamespacedService({ name, namespace: NS })).metadata?.annotations?.[ADOPTED],
-        ).toBeUndefined();
-      }
+      for (const name of ['web', 'shop']) expect(await adoptedOf(name)).toBeUndefined();
     } finally {
       await terminal.close();
     }
@@ -827,12 +651,8 @@ describe('ccm migrate --provider digitalocean', () => {
     expect(row.action).toBe('mismatch');
     expect(row.note).toContain(`the official load balancer is ${web.lb.name}, ${web.lb.id}`);
     expect((await migrate('--yes')).exitCode).toBe(0);
-    await expect(
-      api.readNamespacedConfigMap({ name: 'ccm-migrate-backup', namespace: 'kube-system' }),
-    ).rejects.toThrow();
-    expect(
-      (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations?.[ADOPTED],
-    ).toBe(victim.id);
+    await expectNoBackup();
+    expect(await adoptedOf('web')).toBe(victim.id);
   }, 60_000);
 
   it('the token never shows in the output of a dry run (json, yaml), --yes or --rollback', async () => {
@@ -853,11 +673,11 @@ describe("a tenant Service naming another Service's load balancer by kubernetes.
    * Until ccm logged its refusal of the tenant's Service (it has looked at it, and said why): not
    * named for it, claimed by another Service, or (an official one) not of this cluster's tag.
    */
-  const refusedClaim = (name: string) =>
+  const refusedClaim = (ccm: InProcess, name: string) =>
     until(
       `the claim of ${name} refused`,
       async () =>
-        ccm?.logs.some(
+        ccm.logs.some(
           (l) =>
             l.includes(name) && /neither changes nor deletes it|does not carry this cluster's tag/.test(l),
         ),
@@ -873,14 +693,11 @@ describe("a tenant Service naming another Service's load balancer by kubernetes.
       namespace: TENANT,
       body: lbService('evil', TENANT, { [LB_ID]: web.lb.id as string }, [{ name: 'x', port: 9999 }]),
     });
-    ccm = await startCcm({ clusterName: '' });
-    await refusedClaim('evil');
+    await refusedClaim(await world.run(adoptingOfficial('')), 'evil');
     // web itself is adopted in place, as before.
     await until(
       'web adopted its own load balancer',
-      async () =>
-        (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations?.[ADOPTED] ===
-        web.lb.id,
+      async () => (await adoptedOf('web')) === web.lb.id,
       30_000,
     );
     const evil = await api.readNamespacedService({ name: 'evil', namespace: TENANT });
@@ -898,14 +715,7 @@ describe("a tenant Service naming another Service's load balancer by kubernetes.
     ).toBe(false);
     // Deleting the tenant's Service leaves web's load balancer (and web's address).
     await api.deleteNamespacedService({ name: 'evil', namespace: TENANT });
-    await until(
-      'evil gone',
-      async () =>
-        !(await api.listNamespacedService({ namespace: TENANT })).items.some(
-          (s) => s.metadata?.name === 'evil',
-        ),
-      30_000,
-    );
+    await untilGone('evil', TENANT);
     expect(sim.requestsTo('DELETE', `/v2/load_balancers/${web.lb.id}`)).toEqual([]);
     expect(sim.loadBalancers.has(web.lb.id as string)).toBe(true);
   }, 90_000);
@@ -913,7 +723,7 @@ describe("a tenant Service naming another Service's load balancer by kubernetes.
   it("plain ccm run: the tenant's Service does not add its port to another namespace's ccm-built load balancer, and deleting it leaves that load balancer (review 2, R2-6)", async () => {
     await seedNodes();
     await api.createNamespacedService({ namespace: NS, body: lbService('web', NS) });
-    ccm = await startCcm();
+    const ccm = await world.run();
     const webId = await until(
       'web has a load balancer of ccm',
       async () =>
@@ -933,21 +743,14 @@ describe("a tenant Service naming another Service's load balancer by kubernetes.
       namespace: TENANT,
       body: lbService('evil', TENANT, { [LB_ID]: webId as string }, [{ name: 'x', port: 9999 }]),
     });
-    await refusedClaim('evil');
+    await refusedClaim(ccm, 'evil');
     expect(
       ((sim.loadBalancers.get(webId as string)?.forwarding_rules ?? []) as { entry_port: number }[]).some(
         (r) => r.entry_port === 9999,
       ),
     ).toBe(false);
     await api.deleteNamespacedService({ name: 'evil', namespace: TENANT });
-    await until(
-      'evil gone',
-      async () =>
-        !(await api.listNamespacedService({ namespace: TENANT })).items.some(
-          (s) => s.metadata?.name === 'evil',
-        ),
-      30_000,
-    );
+    await untilGone('evil', TENANT);
     expect(sim.requestsTo('DELETE', `/v2/load_balancers/${webId}`)).toEqual([]);
     expect(sim.loadBalancers.has(webId as string)).toBe(true);
   }, 90_000);
@@ -957,16 +760,7 @@ describe('ccm migrate --provider digitalocean, another cluster in the account', 
   it("a tenant Service whose do-loadbalancer-name is another self-managed cluster's untagged load balancer is left alone (its droplets are not this cluster's): --yes records nothing, ccm run never rewires it nor deletes it with the Service (review 2, R2-2)", async () => {
     const [d1] = await seedNodes();
     // Another self-managed cluster in the same account: its official controller tags nothing.
-    const other = sim.addLoadBalancer({
-      name: 'shop',
-      region: 'fra1',
-      type: 'REGIONAL',
-      droplet_ids: [999001, 999002],
-      forwarding_rules: [
-        { entry_protocol: 'tcp', entry_port: 443, target_protocol: 'tcp', target_port: 31443 },
-      ],
-      tags: [],
-    });
+    const other = otherClustersLb('shop', []);
     // A tenant creates a Service while the official controller is scaled to 0 (no ingress yet).
     await api.createNamespacedService({
       namespace: TENANT,
@@ -980,9 +774,8 @@ describe('ccm migrate --provider digitalocean, another cluster in the account', 
     expect((await migrate()).stdout).toMatch(/left alone/);
     const yes = await migrate('--yes', '-o', 'json');
     expect(yes.exitCode).toBe(0);
-    const recorded = await api.readNamespacedService({ name: 'shop', namespace: TENANT });
-    expect(recorded.metadata?.annotations?.[ADOPTED]).toBeUndefined();
-    ccm = await startCcm();
+    expect(await adoptedOf('shop', TENANT)).toBeUndefined();
+    await world.run();
     await until(
       'tenant/shop served by a load balancer of its own',
       async () =>
@@ -996,14 +789,7 @@ describe('ccm migrate --provider digitalocean, another cluster in the account', 
     expect((sim.loadBalancers.get(other.id as string)?.droplet_ids ?? []) as number[]).toContain(999001);
     expect(sim.requestsTo('PUT', `/v2/load_balancers/${other.id}`)).toEqual([]);
     await api.deleteNamespacedService({ name: 'shop', namespace: TENANT });
-    await until(
-      'tenant/shop gone',
-      async () =>
-        !(await api.listNamespacedService({ namespace: TENANT })).items.some(
-          (s) => s.metadata?.name === 'shop',
-        ),
-      30_000,
-    );
+    await untilGone('shop', TENANT);
     expect(sim.requestsTo('DELETE', `/v2/load_balancers/${other.id}`)).toEqual([]);
     expect(sim.loadBalancers.has(other.id as string)).toBe(true);
   }, 90_000);

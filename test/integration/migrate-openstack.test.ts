@@ -19,100 +19,46 @@
  * - the Service annotated loadbalancer.openstack.org/load-balancer-id, finalised with
  *   service.kubernetes.io/load-balancer-cleanup (k8s.io/cloud-provider service/helpers/helper.go).
  */
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { AppsV1Api, type CoreV1Api, KubeConfig, type V1Secret } from '@kubernetes/client-node';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { AppsV1Api, type CoreV1Api } from '@kubernetes/client-node';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { FLOATING_NETWORK_ID, SUBNET_ID } from '../clouds/openstack/octavia.js';
-import { OpenStackSimulator } from '../clouds/openstack/simulator.js';
-import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import type { OpenStackSimulator } from '../clouds/openstack/simulator.js';
+import { createNodes, fixtureClient } from '../controlplane/fixtures.js';
+import type { ControlPlane } from '../controlplane/harness.js';
 import { ccm as cli } from '../helpers/cli.js';
-import { type InProcess, runInput, startInProcess, until } from '../helpers/run.js';
-import { lbService, MERGE_PATCH, removeServices } from '../helpers/services.js';
+import { useCloudWorld } from '../helpers/cloud-world.js';
+import {
+  ADOPTED,
+  deleteUntilCleanupLooked,
+  expectCleanDryRun,
+  officialOpenStackDaemonSet,
+  recordServedByOfficial,
+  untilHandOverRefused,
+} from '../helpers/official-controllers.js';
+import { adoptingOfficial, until } from '../helpers/run.js';
+import { lbService, MERGE_PATCH } from '../helpers/services.js';
 
-const FINALIZER = 'service.kubernetes.io/load-balancer-cleanup';
 const LB_ID = 'loadbalancer.openstack.org/load-balancer-id';
-const ADOPTED = 'ccm.io/adopted-load-balancer';
 const NS = 'default';
-const fixture = (name: string) =>
-  readFileSync(fileURLToPath(new URL(`../fixtures/openstack/${name}`, import.meta.url)), 'utf8');
 
+// The tests build on one another's cluster: the Nodes of the first stay for the next.
+const world = useCloudWorld('openstack', { keep: true, services: true });
+// The world's parts, by their short names.
 let cp: ControlPlane;
 let api: CoreV1Api;
 let sim: OpenStackSimulator;
-let ccm: InProcess | undefined;
-
-function cloudConfigSecret(): V1Secret {
-  const doc = parse(fixture('occm-cloud-config-secret.yaml')) as V1Secret;
-  const conf = fixture('occm-cloud-config').replace('http://192.128.1.15:5000/v3', sim.authUrl);
-  return { ...doc, data: { 'cloud.conf': Buffer.from(conf).toString('base64') } };
-}
-
 beforeAll(async () => {
-  [cp, sim] = await Promise.all([startControlPlane(), new OpenStackSimulator().start()]);
-  api = fixtureApi(cp.kubeconfigPath);
-  await api.createNamespacedSecret({ namespace: 'kube-system', body: cloudConfigSecret() });
-  // The published DaemonSet (manifests/controller-manager/openstack-cloud-controller-manager-ds.yaml):
-  // its cluster name comes from $(CLUSTER_NAME).
-  const kc = new KubeConfig();
-  kc.loadFromFile(cp.kubeconfigPath);
-  kc.setCurrentContext('fixtures');
-  await kc.makeApiClient(AppsV1Api).createNamespacedDaemonSet({
+  ({ cp, api, sim } = world);
+  // The official Secret cloud-config (which migrate reads too), as ccm run's own.
+  await world.runProvider();
+  await fixtureClient(world.kubeconfig, AppsV1Api).createNamespacedDaemonSet({
     namespace: 'kube-system',
-    body: {
-      metadata: { name: 'openstack-cloud-controller-manager' },
-      spec: {
-        selector: { matchLabels: { 'k8s-app': 'openstack-cloud-controller-manager' } },
-        template: {
-          metadata: { labels: { 'k8s-app': 'openstack-cloud-controller-manager' } },
-          spec: {
-            containers: [
-              {
-                name: 'openstack-cloud-controller-manager',
-                image: 'registry.k8s.io/provider-os/openstack-cloud-controller-manager:v1.36.0',
-                args: [
-                  '/bin/openstack-cloud-controller-manager',
-                  '--v=1',
-                  '--cluster-name=$(CLUSTER_NAME)',
-                  '--cloud-config=$(CLOUD_CONFIG)',
-                  '--cloud-provider=openstack',
-                  '--use-service-account-credentials=false',
-                  '--bind-address=127.0.0.1',
-                ],
-                env: [
-                  { name: 'CLOUD_CONFIG', value: '/etc/config/cloud.conf' },
-                  { name: 'CLUSTER_NAME', value: 'kubernetes' },
-                ],
-              },
-            ],
-          },
-        },
-      },
-    },
+    body: officialOpenStackDaemonSet(),
   });
-}, 120_000);
-afterAll(async () => {
-  await Promise.all([cp?.stop(), sim?.stop()]);
-});
-afterEach(async () => {
-  await ccm?.stop();
-  ccm = undefined;
-  await removeServices(api, NS);
 });
 
 const migrate = (...args: string[]) =>
-  cli([
-    'migrate',
-    '--provider',
-    'openstack',
-    '--kubeconfig',
-    cp.kubeconfigPath,
-    '--credentials-secret',
-    'kube-system/cloud-config',
-    ...args,
-  ]);
+  cli(world.args(['migrate', '--credentials-secret', 'kube-system/cloud-config', ...args], []));
 
 /** Octavia and Neutron as the simulator's HTTP server calls them (not logged as requests). */
 function octavia(method: string, path: string, body?: unknown): Record<string, unknown> {
@@ -121,66 +67,75 @@ function octavia(method: string, path: string, body?: unknown): Record<string, u
   return answer as Record<string, unknown>;
 }
 
+/** Advances Octavia's provisioning worker until the load balancer is ACTIVE again. */
+const settle = (id: string) => {
+  for (let i = 0; i < 4; i++) octavia('GET', `/loadbalancers/${id}`);
+};
+
+/** Creates a load balancer (as one fully populated create) and waits until Octavia's worker finished it. */
+function createLoadBalancer(loadbalancer: Record<string, unknown>): Record<string, unknown> {
+  const answer = octavia('POST', '/loadbalancers', { loadbalancer }) as {
+    loadbalancer: Record<string, unknown>;
+  };
+  settle(answer.loadbalancer.id as string);
+  return answer.loadbalancer;
+}
+
+/** The official controller's listener `i` and its pool: the members are `nodes` on the node port. */
+function listener(
+  lbName: string,
+  port: number,
+  nodePort: number,
+  i = 0,
+  nodes = [{ name: 'k8s-worker-1', ip: '10.0.0.11' }],
+) {
+  return {
+    name: `listener_${i}_${lbName}`,
+    protocol: 'TCP',
+    protocol_port: port,
+    connection_limit: -1,
+    tags: [lbName],
+    default_pool: {
+      name: `pool_${i}_${lbName}`,
+      protocol: 'TCP',
+      lb_algorithm: 'ROUND_ROBIN',
+      members: nodes.map((n) => ({
+        name: n.name,
+        address: n.ip,
+        protocol_port: nodePort,
+        subnet_id: SUBNET_ID,
+      })),
+    },
+  };
+}
+
+/** A floating IP on the load balancer's VIP port (ensureFloatingIP); returns its address. */
+function fipFor(lb: Record<string, unknown>, description: string): string {
+  const [, a] = sim.octavia.neutron('POST', '/v2.0/floatingips', new URL('http://sim/v2.0/floatingips'), {
+    floatingip: { floating_network_id: FLOATING_NETWORK_ID, port_id: lb.vip_port_id, description },
+  });
+  return (a as { floatingip: { floating_ip_address: string } }).floatingip.floating_ip_address;
+}
+
+/** The official controller's record of a Service it serves: its load balancer and its address. */
+const markServed = (name: string, lbId: string, ip: string) =>
+  recordServedByOfficial(api, name, { annotations: { [LB_ID]: lbId }, ingress: { ip } });
+
 /** A Service and its load balancer, as openstack-cloud-controller-manager builds and records them. */
 async function seedOfficial(name: string, nodes: { name: string; ip: string }[]) {
   const created = await api.createNamespacedService({ namespace: NS, body: lbService(name) });
   const nodePort = created.spec?.ports?.[0]?.nodePort as number;
   const lbName = `kube_service_kubernetes_${NS}_${name}`;
-  const { loadbalancer } = octavia('POST', '/loadbalancers', {
-    loadbalancer: {
-      name: lbName,
-      description: `Kubernetes external service ${NS}/${name} from cluster kubernetes`,
-      vip_subnet_id: SUBNET_ID,
-      tags: [lbName],
-      listeners: [
-        {
-          name: `listener_0_${lbName}`,
-          protocol: 'TCP',
-          protocol_port: 80,
-          connection_limit: -1,
-          tags: [lbName],
-          default_pool: {
-            name: `pool_0_${lbName}`,
-            protocol: 'TCP',
-            lb_algorithm: 'ROUND_ROBIN',
-            members: nodes.map((n) => ({
-              name: n.name,
-              address: n.ip,
-              protocol_port: nodePort,
-              subnet_id: SUBNET_ID,
-            })),
-          },
-        },
-      ],
-    },
-  }) as { loadbalancer: Record<string, unknown> };
-  // The create settles on the next read, as Octavia's worker finishes.
-  octavia('GET', `/loadbalancers/${loadbalancer.id}`);
-  const [, fipAnswer] = sim.octavia.neutron(
-    'POST',
-    '/v2.0/floatingips',
-    new URL('http://sim/v2.0/floatingips'),
-    {
-      floatingip: {
-        floating_network_id: FLOATING_NETWORK_ID,
-        port_id: loadbalancer.vip_port_id,
-        description: `Floating IP for Kubernetes external service ${NS}/${name} from cluster kubernetes`,
-      },
-    },
-  );
-  const ip = (fipAnswer as { floatingip: { floating_ip_address: string } }).floatingip.floating_ip_address;
-  await api.patchNamespacedService(
-    {
-      name,
-      namespace: NS,
-      body: { metadata: { finalizers: [FINALIZER], annotations: { [LB_ID]: loadbalancer.id as string } } },
-    },
-    MERGE_PATCH,
-  );
-  await api.patchNamespacedServiceStatus(
-    { name, namespace: NS, body: { status: { loadBalancer: { ingress: [{ ip }] } } } },
-    MERGE_PATCH,
-  );
+  const from = `Kubernetes external service ${NS}/${name} from cluster kubernetes`;
+  const loadbalancer = createLoadBalancer({
+    name: lbName,
+    description: from,
+    vip_subnet_id: SUBNET_ID,
+    tags: [lbName],
+    listeners: [listener(lbName, 80, nodePort, 0, nodes)],
+  });
+  const ip = fipFor(loadbalancer, `Floating IP for ${from}`);
+  await markServed(name, loadbalancer.id as string, ip);
   return {
     id: loadbalancer.id as string,
     name: lbName,
@@ -192,86 +147,47 @@ async function seedOfficial(name: string, nodes: { name: string; ip: string }[])
 const lbOf = (id: string) => sim.octavia.loadBalancers.get(id)?.lb as Record<string, unknown>;
 const cloudWrites = () => sim.requests.filter((r) => r.method !== 'GET' && !r.path.endsWith('/auth/tokens'));
 
-/** Advances Octavia's provisioning worker until the load balancer is ACTIVE again. */
-const settle = (id: string) => {
-  for (let i = 0; i < 4; i++) octavia('GET', `/loadbalancers/${id}`);
-};
+/** Until the pool of the load balancer's first listener has exactly the members at `addresses`. */
+const untilMembers = (id: string, addresses: string) =>
+  until(
+    `${addresses} the members of the official pool`,
+    async () =>
+      sim.octavia
+        .tree(id)[0]
+        ?.members.map((m) => m.address)
+        .sort()
+        .join() === addresses,
+    30_000,
+  );
 
-function listener(lbName: string, port: number, nodePort: number, i = 0, address = '10.0.0.11') {
-  return {
-    name: `listener_${i}_${lbName}`,
-    protocol: 'TCP',
-    protocol_port: port,
-    connection_limit: -1,
-    tags: [lbName],
-    default_pool: {
-      name: `pool_${i}_${lbName}`,
-      protocol: 'TCP',
-      lb_algorithm: 'ROUND_ROBIN',
-      members: [{ name: 'k8s-worker-1', address, protocol_port: nodePort, subnet_id: SUBNET_ID }],
-    },
-  };
-}
-
-function startCcm() {
-  return startInProcess(
-    runInput(cp.kubeconfigPath, '', {
-      provider: 'openstack',
-      'cloud-config': undefined,
-      credentialsSecret: 'kube-system/cloud-config',
+/** Workers k8s-worker-1, -2 … of this cluster at 10.0.0.11, .12 …: their servers and initialised Nodes. */
+async function addWorkers(count: number): Promise<void> {
+  const servers = Array.from({ length: count }, (_, i) =>
+    sim.addServer({
+      name: `k8s-worker-${i + 1}`,
+      addresses: { private: [{ addr: `10.0.0.1${i + 1}` }] },
     }),
   );
-}
-
-/** The official controller's record of a Service it serves: its load balancer and its address. */
-async function markServed(name: string, lbId: string, ip: string) {
-  await api.patchNamespacedService(
-    { name, namespace: NS, body: { metadata: { finalizers: [FINALIZER], annotations: { [LB_ID]: lbId } } } },
-    MERGE_PATCH,
+  await createNodes(
+    api,
+    servers.map((s, i) => ({
+      name: `k8s-worker-${i + 1}`,
+      providerID: `openstack:///${s.id}`,
+      tainted: false,
+      addresses: [{ type: 'InternalIP', address: `10.0.0.1${i + 1}` }],
+    })),
   );
-  await api.patchNamespacedServiceStatus(
-    { name, namespace: NS, body: { status: { loadBalancer: { ingress: [{ ip }] } } } },
-    MERGE_PATCH,
-  );
-}
-
-function fipFor(lb: Record<string, unknown>, description: string): string {
-  const [, a] = sim.octavia.neutron('POST', '/v2.0/floatingips', new URL('http://sim/v2.0/floatingips'), {
-    floatingip: { floating_network_id: FLOATING_NETWORK_ID, port_id: lb.vip_port_id, description },
-  });
-  return (a as { floatingip: { floating_ip_address: string } }).floatingip.floating_ip_address;
 }
 
 /** A worker Node of this cluster (10.0.0.11), made once for the tests that need one. */
 async function ensureWorker(): Promise<void> {
   const nodes = await api.listNode();
-  if (nodes.items.some((n) => n.metadata?.name === 'k8s-worker-1')) return;
-  const server = sim.addServer({ name: 'k8s-worker-1', addresses: { private: [{ addr: '10.0.0.11' }] } });
-  await createNodes(api, [
-    {
-      name: 'k8s-worker-1',
-      providerID: `openstack:///${server.id}`,
-      tainted: false,
-      addresses: [{ type: 'InternalIP', address: '10.0.0.11' }],
-    },
-  ]);
+  if (!nodes.items.some((n) => n.metadata?.name === 'k8s-worker-1')) await addWorkers(1);
 }
 
 describe('ccm migrate --provider openstack', () => {
   it("dry run writes nothing; --yes adds ccm's tag next to the official one; ccm run keeps the load balancer, its name and floating IP and updates its members in place; --rollback restores tags and annotations byte for byte", async () => {
-    const servers = [
-      sim.addServer({ name: 'k8s-worker-1', addresses: { private: [{ addr: '10.0.0.11' }] } }),
-      sim.addServer({ name: 'k8s-worker-2', addresses: { private: [{ addr: '10.0.0.12' }] } }),
-    ];
-    await createNodes(
-      api,
-      servers.map((s, i) => ({
-        name: `k8s-worker-${i + 1}`,
-        providerID: `openstack:///${s.id}`,
-        tainted: false,
-        addresses: [{ type: 'InternalIP', address: `10.0.0.1${i + 1}` }],
-      })),
-    );
+    await addWorkers(2);
     const web = await seedOfficial('web', [{ name: 'k8s-worker-1', ip: '10.0.0.11' }]);
     const before = structuredClone(web.svc.metadata?.annotations);
     const tagsBefore = structuredClone(lbOf(web.id).tags);
@@ -279,11 +195,7 @@ describe('ccm migrate --provider openstack', () => {
 
     // Dry run: nothing written to Kubernetes or to the cloud.
     sim.requests.length = 0;
-    const writes0 = (await cp.writes(CCM_USER)).length;
-    const dry = await migrate('-o', 'json');
-    expect(dry.stderr).toBe('');
-    expect(dry.exitCode).toBe(0);
-    const plan = JSON.parse(dry.stdout);
+    const { plan } = await expectCleanDryRun(migrate, cp);
     expect(plan.from).toBe('openstack-cloud-controller-manager');
     expect(plan.officialCluster).toBe('kubernetes');
     expect(plan.officialClusterFrom).toBe('DaemonSet kube-system/openstack-cloud-controller-manager');
@@ -303,7 +215,6 @@ describe('ccm migrate --provider openstack', () => {
         tags: [`ccm-cluster:${plan.clusterID}`],
       }),
     ]);
-    expect((await cp.writes(CCM_USER)).length).toBe(writes0);
     expect(cloudWrites()).toEqual([]);
 
     // --yes: ccm's tag beside the official one (one PUT), the hand-over on the Service.
@@ -318,23 +229,8 @@ describe('ccm migrate --provider openstack', () => {
 
     // ccm run: the second Node joins the same pool; nothing created or deleted.
     sim.requests.length = 0;
-    ccm = await startInProcess(
-      runInput(cp.kubeconfigPath, '', {
-        provider: 'openstack',
-        'cloud-config': undefined,
-        credentialsSecret: 'kube-system/cloud-config',
-      }),
-    );
-    await until(
-      'both Nodes members of the official pool',
-      async () =>
-        sim.octavia
-          .tree(web.id)[0]
-          ?.members.map((m) => m.address)
-          .sort()
-          .join() === '10.0.0.11,10.0.0.12',
-      30_000,
-    );
+    const ccm = await world.run();
+    await untilMembers(web.id, '10.0.0.11,10.0.0.12');
     const created = cloudWrites().filter(
       (r) => r.method === 'POST' && /\/(loadbalancers|listeners|pools|floatingips)$/.test(r.path),
     );
@@ -348,7 +244,6 @@ describe('ccm migrate --provider openstack', () => {
     const svc = await api.readNamespacedService({ name: 'web', namespace: NS });
     expect(svc.status?.loadBalancer?.ingress).toEqual([expect.objectContaining({ ip: web.ip })]);
     await ccm.stop();
-    ccm = undefined;
 
     // --rollback: tags and annotations exactly as before.
     const back = await migrate('--rollback', '-o', 'json');
@@ -377,21 +272,7 @@ describe('ccm migrate --provider openstack', () => {
     });
     const before = sim.octavia.loadBalancers.size;
     sim.requests.length = 0;
-    ccm = await startInProcess(
-      runInput(cp.kubeconfigPath, '', {
-        provider: 'openstack',
-        'cloud-config': undefined,
-        credentialsSecret: 'kube-system/cloud-config',
-        controllerOptions: {
-          concurrency: 4,
-          deletionGracePeriodMs: 0,
-          nodeMonitorPeriodMs: 200,
-          nodeStatusUpdateFrequencyMs: 60_000,
-          cloudListPeriodMs: 500,
-          adoptOfficial: { clusterName: 'kubernetes' },
-        },
-      }),
-    );
+    await world.run(adoptingOfficial('kubernetes'));
     await until(
       'api handed over',
       async () =>
@@ -399,16 +280,7 @@ describe('ccm migrate --provider openstack', () => {
         api1.id,
       30_000,
     );
-    await until(
-      'both Nodes members of the official pool',
-      async () =>
-        sim.octavia
-          .tree(api1.id)[0]
-          ?.members.map((m) => m.address)
-          .sort()
-          .join() === '10.0.0.11,10.0.0.12',
-      30_000,
-    );
+    await untilMembers(api1.id, '10.0.0.11,10.0.0.12');
     expect(sim.octavia.loadBalancers.size).toBe(before);
     expect(
       cloudWrites().filter((r) => r.method === 'DELETE' || /\/(loadbalancers|floatingips)$/.test(r.path)),
@@ -435,37 +307,26 @@ describe('ccm migrate --provider openstack', () => {
   it("the ccm.io/adopted-load-balancer annotation alone hands nothing over: plain ccm run neither rewires another cluster's load balancer nor deletes it (cascade) with the Service", async () => {
     await ensureWorker();
     const other = 'kube_service_prod_shop_api';
-    const { loadbalancer } = octavia('POST', '/loadbalancers', {
-      loadbalancer: {
-        name: other,
-        vip_subnet_id: SUBNET_ID,
-        tags: [other],
-        listeners: [listener(other, 443, 31443, 0, '10.9.9.9')],
-      },
-    }) as { loadbalancer: Record<string, unknown> };
-    const id = loadbalancer.id as string;
-    settle(id);
+    const id = createLoadBalancer({
+      name: other,
+      vip_subnet_id: SUBNET_ID,
+      tags: [other],
+      listeners: [listener(other, 443, 31443, 0, [{ name: 'k8s-worker-1', ip: '10.9.9.9' }])],
+    }).id as string;
     await api.createNamespacedService({
       namespace: NS,
       body: lbService('evil', NS, { [ADOPTED]: id }),
     });
-    ccm = await startCcm();
-    await until(
-      'the hand-over refused',
-      async () => ccm?.logs.some((l) => l.includes('evil') && /not handed to ccm for this Service/.test(l)),
-      30_000,
-    );
+    await untilHandOverRefused(await world.run(), 'evil');
     const tree = sim.octavia
       .tree(id)
       .map((t) => `${t.listener.protocol_port}:${t.members.map((m) => m.address).join(',')}`);
-    const seen = sim.requests.length;
-    await api.deleteNamespacedService({ name: 'evil', namespace: NS });
-    // ccm's cleanup of the deleted Service looks for its load balancer (one listing): it is done then.
-    await until(
-      'the cleanup looked',
-      async () =>
-        sim.requests.slice(seen).some((r) => r.method === 'GET' && /lbaas\/loadbalancers/.test(r.path)),
-      30_000,
+    // ccm's cleanup of the deleted Service looks for its load balancer (one listing).
+    await deleteUntilCleanupLooked(
+      api,
+      'evil',
+      sim.requests,
+      (r) => r.method === 'GET' && /lbaas\/loadbalancers/.test(r.path),
     );
     expect(tree).toEqual(['443:10.9.9.9']);
     expect(sim.octavia.loadBalancers.has(id)).toBe(true);
@@ -482,16 +343,13 @@ describe('ccm migrate --provider openstack', () => {
     const n2 = web2.spec?.ports?.[0]?.nodePort as number;
     const name1 = `kube_service_kubernetes_${NS}_web`;
     const name2 = `kube_service_kubernetes_${NS}_web2`;
-    const { loadbalancer } = octavia('POST', '/loadbalancers', {
-      loadbalancer: {
-        name: name1,
-        vip_subnet_id: SUBNET_ID,
-        tags: [name1],
-        listeners: [listener(name1, 80, n1)],
-      },
-    }) as { loadbalancer: Record<string, unknown> };
+    const loadbalancer = createLoadBalancer({
+      name: name1,
+      vip_subnet_id: SUBNET_ID,
+      tags: [name1],
+      listeners: [listener(name1, 80, n1)],
+    });
     const id = loadbalancer.id as string;
-    settle(id);
     // web2 attaches (annotation): the official controller adds its listener, tagged with web2's load
     // balancer name, and tags the load balancer with that name too (ensureOctaviaLoadBalancer).
     octavia('POST', '/listeners', { listener: { ...listener(name2, 8080, n2), loadbalancer_id: id } });
@@ -510,7 +368,7 @@ describe('ccm migrate --provider openstack', () => {
     const shared = plan.services.filter((s: { note?: string }) => /shared/.test(s.note ?? ''));
     expect(shared.map((s: { name: string }) => s.name).sort()).toEqual(['web', 'web2']);
     const yes = await migrate('--yes');
-    ccm = await startCcm();
+    await world.run();
     // ccm gives each Service a load balancer of its own (the shared one is not handed over).
     await until(
       'both Services synced by ccm',
@@ -539,16 +397,13 @@ describe('ccm migrate --provider openstack', () => {
     await ensureWorker();
     const svc = await api.createNamespacedService({ namespace: NS, body: lbService('byo') });
     const np = svc.spec?.ports?.[0]?.nodePort as number;
-    const { loadbalancer } = octavia('POST', '/loadbalancers', {
-      loadbalancer: {
-        name: 'shared-edge-lb-made-by-terraform',
-        vip_subnet_id: SUBNET_ID,
-        tags: ['terraform'],
-        listeners: [listener(`kube_service_kubernetes_${NS}_byo`, 80, np)],
-      },
-    }) as { loadbalancer: Record<string, unknown> };
+    const loadbalancer = createLoadBalancer({
+      name: 'shared-edge-lb-made-by-terraform',
+      vip_subnet_id: SUBNET_ID,
+      tags: ['terraform'],
+      listeners: [listener(`kube_service_kubernetes_${NS}_byo`, 80, np)],
+    });
     const id = loadbalancer.id as string;
-    settle(id);
     const ip = fipFor(loadbalancer, 'made by terraform');
     await markServed('byo', id, ip);
     const plan = JSON.parse((await migrate('-o', 'json')).stdout);
@@ -556,7 +411,7 @@ describe('ccm migrate --provider openstack', () => {
     expect(byo.action).toBe('mismatch');
     expect(byo.note).toMatch(/not created by openstack-cloud-controller-manager/);
     expect((await migrate('--yes')).exitCode).toBe(0);
-    ccm = await startCcm();
+    await world.run();
     await until(
       'byo synced by ccm',
       async () => {
@@ -595,7 +450,10 @@ describe('ccm migrate --provider openstack', () => {
 describe("ccm migrate --provider openstack, a Service naming another's load balancer", () => {
   it('a tenant Service that names the victim\'s load balancer in loadbalancer.openstack.org/load-balancer-id does not make it "shared": the victim is still handed over (review 2, R2-5)', async () => {
     const web = await seedOfficial('web', [{ name: 'k8s-worker-1', ip: '10.0.0.11' }]);
-    await api.createNamespacedService({ namespace: NS, body: lbService('evil', NS, { [LB_ID]: web.id }) });
+    await api.createNamespacedService({
+      namespace: NS,
+      body: lbService('evil', NS, { [LB_ID]: web.id }),
+    });
     const plan = JSON.parse((await migrate('-o', 'json')).stdout);
     const webPlan = plan.services.find((s: { name: string }) => s.name === 'web');
     expect(webPlan.action).toBe('adopt');
