@@ -4,6 +4,9 @@ import {
   type ApiType,
   CoreV1Api,
   KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  PatchStrategy,
   type V1Node,
   type V1Taint,
 } from '@kubernetes/client-node';
@@ -68,6 +71,13 @@ export function fixtureKubeConfig(kubeconfigPath: string): KubeConfig {
 /** A client of any API group (AppsV1Api, RbacAuthorizationV1Api …) as the fixtures admin. */
 export function fixtureClient<T extends ApiType>(kubeconfigPath: string, api: ApiConstructor<T>): T {
   return fixtureKubeConfig(kubeconfigPath).makeApiClient(api);
+}
+
+/** Server-side apply as the fixtures admin (field manager ccm-test), as `kubectl apply --server-side`. */
+export function fixtureApply(kubeconfigPath: string) {
+  const objects = KubernetesObjectApi.makeApiClient(fixtureKubeConfig(kubeconfigPath));
+  return <T extends KubernetesObject>(obj: T) =>
+    objects.patch(obj, undefined, undefined, 'ccm-test', true, PatchStrategy.ServerSideApply);
 }
 
 export function fixtureApi(kubeconfigPath: string): CoreV1Api {

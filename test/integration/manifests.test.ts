@@ -4,21 +4,10 @@
  * TokenRequest token of those manifests' ServiceAccount does every job with zero 403s in the audit
  * log; and every RBAC rule is needed: with any one removed, the same run meets a 403.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import {
-  CoordinationV1Api,
-  CoreV1Api,
-  KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  PatchStrategy,
-  setHeaderOptions,
-} from '@kubernetes/client-node';
-import { Agent, fetch } from 'undici';
+import { type KubernetesObject, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
 import { type PolicyRule, renderManifests } from '../../src/cli/manifests.js';
@@ -27,56 +16,30 @@ import { createNodes, deleteAllNodes, UNINITIALIZED } from '../controlplane/fixt
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { ccm } from '../helpers/cli.js';
 import { until } from '../helpers/run.js';
+import { type ManifestDoc, ServiceAccountRun } from '../helpers/service-account-run.js';
 
-const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 const NS = 'kube-system';
-const SA_USER = `system:serviceaccount:${NS}:ccm`;
 const LEASE = 'cloud-controller-manager';
 const SECRET = 'ccm-test-credentials';
 const IMAGE_ARGS = ['manifests', '--provider', 'digitalocean', '--image', 'registry.example.com/ccm:0.1.0'];
 
 let cp: ControlPlane;
-let core: CoreV1Api;
-let leases: CoordinationV1Api;
-let objects: KubernetesObjectApi;
 let dir: string;
-let child: ChildProcess | undefined;
-/** What the running ccm printed, for the failure message. */
-let log = '';
-let args: string[] = [];
-let scraperToken = '';
-
-const apply = <T extends KubernetesObject>(obj: T) =>
-  objects.patch(obj, undefined, undefined, 'ccm-test', true, PatchStrategy.ServerSideApply);
+/** ccm run as the manifests' ServiceAccount, and the fixtures admin's clients (core, leases, apply). */
+let run: ServiceAccountRun;
 
 beforeAll(async () => {
   cp = await startControlPlane();
-  const kc = new KubeConfig();
-  kc.loadFromFile(cp.kubeconfigPath);
-  kc.setCurrentContext('fixtures');
-  core = kc.makeApiClient(CoreV1Api);
-  leases = kc.makeApiClient(CoordinationV1Api);
-  objects = KubernetesObjectApi.makeApiClient(kc);
+  run = new ServiceAccountRun(cp, NS);
   dir = mkdtempSync(join(tmpdir(), 'ccm-manifests-'));
 });
 afterAll(async () => {
   await cp?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
-/** SIGTERM and wait, unless it has already exited on its own (a missing permission can end it). */
-async function stopChild(): Promise<void> {
-  const running = child;
-  child = undefined;
-  if (!running || running.exitCode !== null || running.signalCode !== null) return;
-  const exited = new Promise((r) => running.once('exit', r));
-  running.kill('SIGTERM');
-  await exited;
-}
-
 afterEach(async (ctx) => {
-  if (ctx.task.result?.state === 'fail')
-    console.error(`ccm run (${args?.join(' ')}) printed:\n${log.slice(-4000)}`);
-  await stopChild();
+  run.printIfFailed(ctx);
+  await run.stop();
 });
 
 async function render(provider: string, extra: { credentialsSecret?: string } = {}) {
@@ -87,13 +50,13 @@ async function render(provider: string, extra: { credentialsSecret?: string } = 
     cronjob: true,
     leaseName: LEASE,
     ...extra,
-  }) as unknown as (KubernetesObject & Record<string, unknown>)[];
+  }) as unknown as ManifestDoc[];
 }
 
 describe('ccm manifests', () => {
   it.each(providerNames)('%s: every object is accepted by server-side apply', async (provider) => {
     const docs = await render(provider);
-    for (const doc of docs) await apply(doc);
+    for (const doc of docs) await run.apply(doc);
     const kinds = docs.map((d) => d.kind);
     expect(kinds).toEqual(
       expect.arrayContaining([
@@ -137,13 +100,13 @@ describe('the built CLI', () => {
   });
 
   it('`ccm manifests` off a terminal prints YAML that server-side apply takes as it is; -o name lists it', async () => {
-    const run = await ccm(IMAGE_ARGS);
-    expect(run.stderr).toBe('');
-    expect(run.exitCode).toBe(0);
-    const docs = parseAllDocuments(run.stdout).map((d) => d.toJS() as KubernetesObject);
+    const out = await ccm(IMAGE_ARGS);
+    expect(out.stderr).toBe('');
+    expect(out.exitCode).toBe(0);
+    const docs = parseAllDocuments(out.stdout).map((d) => d.toJS() as KubernetesObject);
     expect(docs.length).toBeGreaterThan(5);
-    for (const doc of docs) await apply(doc);
-    const account = await core.readNamespacedServiceAccount({ name: 'ccm', namespace: NS });
+    for (const doc of docs) await run.apply(doc);
+    const account = await run.core.readNamespacedServiceAccount({ name: 'ccm', namespace: NS });
     expect(account.metadata?.name).toBe('ccm');
 
     const names = await ccm([...IMAGE_ARGS, '-o', 'name']);
@@ -156,71 +119,16 @@ describe('the built CLI', () => {
   });
 });
 
-/** A token allowed `get /metrics` and nothing else, as a Prometheus has. */
-async function metricsScraperToken(): Promise<string> {
-  await apply({
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'ClusterRole',
-    metadata: { name: 'ccm-test-metrics-reader' },
-    rules: [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }],
-  } as KubernetesObject);
-  await apply({
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'ClusterRoleBinding',
-    metadata: { name: 'ccm-test-metrics-reader' },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'ccm-test-metrics-reader' },
-    subjects: [{ kind: 'ServiceAccount', name: 'prometheus', namespace: 'default' }],
-  } as KubernetesObject);
-  await apply({
-    apiVersion: 'v1',
-    kind: 'ServiceAccount',
-    metadata: { name: 'prometheus', namespace: 'default' },
-  });
-  const request = await core.createNamespacedServiceAccountToken({
-    name: 'prometheus',
-    namespace: 'default',
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
-  });
-  return request.status?.token ?? '';
-}
-
-/** A kubeconfig whose only user is a TokenRequest token of the manifests' ServiceAccount. */
-async function serviceAccountKubeconfig(): Promise<string> {
-  const request = await core.createNamespacedServiceAccountToken({
-    name: 'ccm',
-    namespace: NS,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
-  });
-  const path = join(dir, 'sa-kubeconfig');
-  writeFileSync(
-    path,
-    stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'test', cluster: { server: cp.server, 'certificate-authority-data': cp.caData } }],
-      users: [{ name: 'ccm', user: { token: request.status?.token } }],
-      contexts: [{ name: 'ccm', context: { cluster: 'test', user: 'ccm' } }],
-      'current-context': 'ccm',
-    }),
-    { mode: 0o600 },
-  );
-  return path;
-}
-
 describe('ccm run with the RBAC of its manifests', () => {
-  let docs: (KubernetesObject & Record<string, unknown>)[];
-  let kubeconfig: string;
+  let docs: ManifestDoc[];
   const inventory = () => join(dir, 'inventory.yaml');
 
   beforeAll(async () => {
     docs = await render('cloudlycke', { credentialsSecret: `${NS}/${SECRET}` });
-    for (const doc of docs) await apply(doc);
-    await core.createNamespacedSecret({
+    await run.core.createNamespacedSecret({
       namespace: NS,
       body: { metadata: { name: SECRET }, stringData: { x: 'y' } },
     });
-    kubeconfig = await serviceAccountKubeconfig();
-    scraperToken = await metricsScraperToken();
     writeFileSync(
       inventory(),
       stringify({
@@ -229,47 +137,38 @@ describe('ccm run with the RBAC of its manifests', () => {
         instances: [{ id: 'w1', addresses: [{ type: 'InternalIP', address: '192.168.56.11' }] }],
       }),
     );
-    const deployment = docs.find((d) => d.kind === 'Deployment') as unknown as {
-      spec: { template: { spec: { containers: { args: string[] }[] } } };
-    };
     // The Deployment's own arguments, pointed at this machine: the cloud file, a local port.
-    args = [
-      ...(deployment.spec.template.spec.containers[0]?.args ?? []).filter(
-        (a) => !a.startsWith('--secure-port'),
-      ),
-      `--kubeconfig=${kubeconfig}`,
+    await run.install(docs, dir, [
       `--cloud-config=${inventory()}`,
-      '--secure-port=0',
-      '--bind-address=127.0.0.1',
       '--deletion-grace-period=0s',
       '--node-monitor-period=200ms',
       '--cloud-list-period=500ms',
-    ];
+    ]);
   });
 
   /** Nodes, a Service and no Lease, then ccm run as the ServiceAccount. */
   async function scenario() {
-    await deleteAllNodes(core);
-    await createNodes(core, [
+    await deleteAllNodes(run.core);
+    await createNodes(run.core, [
       { name: 'w1' },
       { name: 'gone1', providerID: 'cloudlycke://gone1', tainted: false, ready: false },
     ]);
     // The previous run was stopped with its finalizer on the Service: remove it by hand.
-    await core
+    await run.core
       .patchNamespacedService(
         { name: 'web', namespace: 'default', body: { metadata: { finalizers: null } } },
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
       )
       .catch(() => undefined);
-    await core.deleteNamespacedService({ name: 'web', namespace: 'default' }).catch(() => undefined);
+    await run.core.deleteNamespacedService({ name: 'web', namespace: 'default' }).catch(() => undefined);
     await until(
       'web gone',
       async () =>
-        (await core.listNamespacedService({ namespace: 'default', fieldSelector: 'metadata.name=web' })).items
-          .length === 0,
+        (await run.core.listNamespacedService({ namespace: 'default', fieldSelector: 'metadata.name=web' }))
+          .items.length === 0,
     );
-    await leases.deleteNamespacedLease({ name: LEASE, namespace: NS }).catch(() => undefined);
-    await core.createNamespacedService({
+    await run.leases.deleteNamespacedLease({ name: LEASE, namespace: NS }).catch(() => undefined);
+    await run.core.createNamespacedService({
       namespace: 'default',
       body: {
         metadata: { name: 'web' },
@@ -277,7 +176,7 @@ describe('ccm run with the RBAC of its manifests', () => {
       },
     });
     // A Service that says it was handed a load balancer: ccm checks the hand-over in kube-system.
-    await core
+    await run.core
       .createNamespacedService({
         namespace: 'default',
         body: {
@@ -286,58 +185,26 @@ describe('ccm run with the RBAC of its manifests', () => {
         },
       })
       .catch(() => undefined);
-    const before = (await cp.requests(SA_USER)).length;
-    child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    log = '';
-    child.stdout?.on('data', (d) => {
-      log += d;
-    });
-    child.stderr?.on('data', (d) => {
-      log += d;
-    });
-    void scrapeMetrics(child);
-    return async () => (await cp.requests(SA_USER)).slice(before);
+    return run.start();
   }
-
-  /** A Prometheus: reads /metrics with its own token every 300 ms while this ccm runs. */
-  async function scrapeMetrics(running: ChildProcess) {
-    const insecure = new Agent({ connect: { rejectUnauthorized: false } });
-    while (running.exitCode === null && running.signalCode === null) {
-      const url = /serving \/healthz, \/readyz and \/metrics on (https:\/\/[^\s"]+)/.exec(log)?.[1];
-      if (url) {
-        await fetch(`${url}/metrics`, {
-          dispatcher: insecure,
-          headers: { authorization: `Bearer ${scraperToken}` },
-        }).then(
-          (res) => res.arrayBuffer(),
-          () => undefined,
-        );
-      }
-      await new Promise((r) => setTimeout(r, 300));
-    }
-    await insecure.close();
-  }
-
-  const forbidden = (events: Awaited<ReturnType<ControlPlane['requests']>>) =>
-    events.filter((e) => e.responseStatus?.code === 403);
 
   it('initialises and deletes Nodes, holds the Lease, gives the Service its address, records events: zero 403s', async () => {
     const seen = await scenario();
     await until(
       'w1 initialised',
       async () =>
-        !(await core.readNode({ name: 'w1' })).spec?.taints?.some((t) => t.key === UNINITIALIZED.key),
+        !(await run.core.readNode({ name: 'w1' })).spec?.taints?.some((t) => t.key === UNINITIALIZED.key),
       30_000,
     );
     await until(
       'gone1 deleted',
-      async () => (await core.listNode({ fieldSelector: 'metadata.name=gone1' })).items.length === 0,
+      async () => (await run.core.listNode({ fieldSelector: 'metadata.name=gone1' })).items.length === 0,
       30_000,
     );
     await until(
       'web ingress',
       async () =>
-        (await core.readNamespacedService({ name: 'web', namespace: 'default' })).status?.loadBalancer
+        (await run.core.readNamespacedService({ name: 'web', namespace: 'default' })).status?.loadBalancer
           ?.ingress?.length,
       30_000,
     );
@@ -347,20 +214,13 @@ describe('ccm run with the RBAC of its manifests', () => {
       async () => (await seen()).some((e) => e.objectRef?.resource === 'tokenreviews'),
       30_000,
     );
-    const lease = await leases.readNamespacedLease({
+    const lease = await run.leases.readNamespacedLease({
       name: LEASE,
       namespace: NS,
     });
     expect(lease.spec?.holderIdentity).toBeTruthy();
     const requests = await seen();
-    expect(forbidden(requests)).toEqual([]);
-    const resources = new Set(
-      requests.map(
-        (e) =>
-          `${e.verb} ${e.objectRef?.resource}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}`,
-      ),
-    );
-    for (const needed of [
+    run.expectAllowed(requests, [
       'create tokenreviews',
       'create subjectaccessreviews',
       'patch nodes',
@@ -370,43 +230,12 @@ describe('ccm run with the RBAC of its manifests', () => {
       'patch services/status',
       'get secrets',
       'get namespaces',
-    ]) {
-      expect(resources, needed).toContain(needed);
-    }
+    ]);
   }, 90_000);
 
   it('needs every rule: with any one removed, the same run meets a 403', async () => {
-    const roles = docs.filter((d) => d.kind === 'ClusterRole' || d.kind === 'Role');
-    const controllerRoles = roles.filter(
-      (r) =>
-        (r.metadata?.labels as Record<string, string> | undefined)?.['app.kubernetes.io/component'] ===
-        'controller',
-    );
-    let checked = 0;
-    for (const role of controllerRoles) {
-      const rules = role.rules as PolicyRule[];
-      for (const [i, rule] of rules.entries()) {
-        const reduced = { ...role, rules: rules.filter((_, j) => j !== i) };
-        await apply(reduced);
-        const seen = await scenario();
-        const hit = await until(
-          `a 403 without ${role.kind} ${role.metadata?.name} rule ${JSON.stringify(rule)}`,
-          async () => {
-            const denied = forbidden(await seen());
-            return denied.find((e) =>
-              rule.resources.includes(
-                `${e.objectRef?.resource}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}`,
-              ),
-            );
-          },
-          30_000,
-        );
-        expect(rule.verbs).toContain(hit.verb === 'watch' ? 'watch' : hit.verb);
-        checked++;
-        await stopChild();
-        await apply(role);
-      }
-    }
+    // The roles of the controller (app.kubernetes.io/component=controller), not the CronJob's.
+    const checked = await run.expectEveryRuleNeeded(docs, scenario, 'controller');
     expect(checked).toBeGreaterThanOrEqual(10);
   }, 600_000);
 });

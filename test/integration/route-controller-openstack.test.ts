@@ -128,6 +128,44 @@ const morePasses = async (ccm: InProcess, n: number) => {
   await until(`${n} more passes`, async () => (await passes(ccm)) >= seen + n, 20_000);
 };
 
+/** `ccm doctor`'s routes check of this cluster, with `--controllers controllers`. */
+async function doctorRoutes(controllers = '*') {
+  const file = join(tempDir('ccm-doctor-'), 'cloud.conf');
+  writeFileSync(file, conf());
+  const report = await runDoctor({
+    kubeconfig: cp.kubeconfigPath,
+    provider: 'openstack',
+    'cloud-config': file,
+    namespace: 'kube-system',
+    lease: 'cloud-controller-manager',
+    'service-account': 'ccm',
+    controllers,
+    'cluster-name': CLUSTER,
+    env: {},
+  });
+  return report.checks.find((c) => c.id === 'routes');
+}
+
+/** w11 (worker 11) and ccm run, once w11 is RouteCreated. */
+async function routedW11(): Promise<{ port: SimPort; ccm: InProcess }> {
+  const port = await worker(11);
+  const ccm = await start();
+  await routeCreated('w11');
+  return { port, ccm };
+}
+
+/**
+ * w11 routed, then removed in the usual order of a VM's removal: Nova deletes the server and its
+ * port, then the node-lifecycle controller deletes the Node; then `n` more route passes.
+ */
+async function serverThenNodeDeleted(n: number): Promise<InProcess> {
+  const { port, ccm } = await routedW11();
+  sim.routing.ports.delete(port.id);
+  await api.deleteNode({ name: 'w11' });
+  await morePasses(ccm, n);
+  return ccm;
+}
+
 describe('route controller, OpenStack', () => {
   it('Nodes with podCIDRs get their routes (add_extraroutes), address pairs and NetworkUnavailable=False; a restart writes nothing', async () => {
     const p1 = await worker(11);
@@ -272,21 +310,7 @@ describe('route controller, OpenStack', () => {
     // Upstream (cloud-provider-openstack routes.go CreateRoute) unwinds the route when the pairs update
     // fails, so the next pass creates both again.
     const state = { reason: await reason('w11'), pairs: port.allowed_address_pairs.map((p) => p.ip_address) };
-    const file = join(tempDir('ccm-doctor-'), 'cloud.conf');
-    writeFileSync(file, conf());
-    const doctor = (
-      await runDoctor({
-        kubeconfig: cp.kubeconfigPath,
-        provider: 'openstack',
-        'cloud-config': file,
-        namespace: 'kube-system',
-        lease: 'cloud-controller-manager',
-        'service-account': 'ccm',
-        controllers: '*',
-        'cluster-name': CLUSTER,
-        env: {},
-      })
-    ).checks.find((c) => c.id === 'routes');
+    const doctor = await doctorRoutes();
     expect(state).not.toEqual({ reason: 'RouteCreated', pairs: [] });
     expect(state.pairs).toEqual(['10.244.11.0/24']);
     expect(state.reason).toBe('RouteCreated');
@@ -308,26 +332,14 @@ describe('route controller, OpenStack', () => {
   }, 60_000);
 
   it('a server deleted before its Node (its port gone, then its Node deleted) leaves no route on the router', async () => {
-    const port = await worker(11);
-    const ccm = await start();
-    await routeCreated('w11');
-    // The usual order when a VM is removed: Nova deletes the server and its port, then the
-    // node-lifecycle controller deletes the Node.
-    sim.routing.ports.delete(port.id);
-    await api.deleteNode({ name: 'w11' });
-    await morePasses(ccm, 4);
+    await serverThenNodeDeleted(4);
     // Upstream ListRoutes returns every route of the router; a next hop with no Node is a Blackhole
     // route that DeleteRoute removes (cloud-provider-openstack routes.go, route_controller.go).
     expect(routesOf()).toEqual([]);
   }, 60_000);
 
   it('the Pod CIDR of a deleted server, given by node IPAM to a new Node, gets its route to the new Node', async () => {
-    const port = await worker(11);
-    const ccm = await start();
-    await routeCreated('w11');
-    sim.routing.ports.delete(port.id);
-    await api.deleteNode({ name: 'w11' });
-    await morePasses(ccm, 2);
+    const ccm = await serverThenNodeDeleted(2);
     // IPAM hands the released 10.244.11.0/24 to a new Node.
     await worker(12, '10.244.11.0/24');
     await morePasses(ccm, 4);
@@ -338,12 +350,7 @@ describe('route controller, OpenStack', () => {
   }, 60_000);
 
   it("a new server given the deleted one's IP and Pod CIDR: the exact route already there is accepted", async () => {
-    const port = await worker(11);
-    const ccm = await start();
-    await routeCreated('w11');
-    sim.routing.ports.delete(port.id);
-    await api.deleteNode({ name: 'w11' });
-    await morePasses(ccm, 2);
+    const ccm = await serverThenNodeDeleted(2);
     // Same fixed IP (Neutron reuses freed addresses), same Pod CIDR.
     sim.routing.addPort({ ip: '10.0.0.11' });
     await nodeWith('w11b', '10.0.0.11', '10.244.11.0/24');
@@ -411,9 +418,7 @@ describe('route controller, OpenStack', () => {
   }, 60_000);
 
   it('a route deleted while its address-pair removal fails is put back and deleted again later, pair and tags with it', async () => {
-    const port = await worker(11);
-    const ccm = await start();
-    await routeCreated('w11');
+    const { port, ccm } = await routedW11();
     sim.fault({ method: 'PUT', path: /\/v2\.0\/ports\/[^/]+$/, status: 500 });
     await api.deleteNode({ name: 'w11' });
     await until('the route removed', async () => routesOf().length === 0);
@@ -522,9 +527,7 @@ describe('route controller, OpenStack', () => {
   }, 60_000);
 
   it('a Node re-registered under its name with a new podCIDR: old route, pair and tag go, new ones come', async () => {
-    const port = await worker(11);
-    const ccm = await start();
-    await routeCreated('w11');
+    const { port, ccm } = await routedW11();
     await api.deleteNode({ name: 'w11' });
     await nodeWith('w11', '10.0.0.11', '10.244.99.0/24');
     await until('the new route only', async () => routesOf().join() === '10.244.99.0/24 via 10.0.0.11');
@@ -585,22 +588,7 @@ describe('route controller, OpenStack', () => {
     await start();
     await routeCreated('w11');
     await routeCreated('w12');
-    const file = join(tempDir('ccm-doctor-'), 'cloud.conf');
-    writeFileSync(file, conf());
-    const doctor = async (controllers = '*') =>
-      (
-        await runDoctor({
-          kubeconfig: cp.kubeconfigPath,
-          provider: 'openstack',
-          'cloud-config': file,
-          namespace: 'kube-system',
-          lease: 'cloud-controller-manager',
-          'service-account': 'ccm',
-          controllers,
-          'cluster-name': CLUSTER,
-          env: {},
-        })
-      ).checks.find((c) => c.id === 'routes');
+    const doctor = doctorRoutes;
     expect(await doctor()).toMatchObject({ status: 'pass' });
     await Promise.all(running.splice(0).map((r) => r.stop()));
     router.routes = router.routes.filter((r) => r.nexthop !== '10.0.0.12');
