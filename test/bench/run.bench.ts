@@ -34,6 +34,7 @@ import { KubeTransport } from '../../src/kube/transport.js';
 import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
 import { createNodes, fixtureApi, nodeObject } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { CLOUDLYCKE_LABELS } from '../helpers/cloud-world.js';
 import { setReady, spawnCcmRun, until } from '../helpers/run.js';
 import { percentile } from '../helpers/stats.js';
 
@@ -72,6 +73,22 @@ function kubeletNode(name: string, i: number) {
       { type: 'Hostname', address: name },
     ],
   };
+}
+
+/** Registers the i-th Node as its kubelet does, straight through the transport. */
+function register(http: KubeTransport, name: string, i: number) {
+  return http.request({
+    method: 'POST',
+    path: '/api/v1/nodes',
+    body: nodeObject(kubeletNode(name, i)),
+    discardResponse: true,
+    timeoutMs: 120_000,
+  });
+}
+
+/** Registers every Node, CONCURRENCY at a time. */
+function registerAll(http: KubeTransport, ids: string[]) {
+  return mapLimit(ids, CONCURRENCY, (name, i) => register(http, name, i));
 }
 
 function transportFor(cp: ControlPlane, context: string): KubeTransport {
@@ -154,6 +171,13 @@ function taintWatch(cp: ControlPlane) {
   return { removedAt, informer };
 }
 
+/** A taintWatch whose first listing is done: every later taint removal is timed. */
+async function syncedTaintWatch(cp: ControlPlane) {
+  const watch = taintWatch(cp);
+  await until('watch synced', async () => watch.informer.hasSynced());
+  return watch;
+}
+
 const out: string[] = [];
 const say = (line: string) => {
   out.push(line);
@@ -173,15 +197,7 @@ if (only.includes('burst')) {
     // Baseline: the creates, then per Node the writes ccm makes (merge patch of the Node, one event).
     const t0 = performance.now();
     let tWrites = t0;
-    await mapLimit(ids, CONCURRENCY, async (name, i) => {
-      await http.request({
-        method: 'POST',
-        path: '/api/v1/nodes',
-        body: nodeObject(kubeletNode(name, i)),
-        discardResponse: true,
-        timeoutMs: 120_000,
-      });
-    });
+    await registerAll(http, ids);
     tWrites = performance.now();
     await mapLimit(ids, CONCURRENCY, async (name) => {
       await http.request({
@@ -189,16 +205,7 @@ if (only.includes('burst')) {
         path: `/api/v1/nodes/${name}`,
         contentType: 'application/merge-patch+json',
         body: {
-          metadata: {
-            labels: {
-              'node.kubernetes.io/instance-type': 'vbox.vm.1g.2cpu',
-              'beta.kubernetes.io/instance-type': 'vbox.vm.1g.2cpu',
-              'topology.kubernetes.io/zone': 'virtualbox',
-              'failure-domain.beta.kubernetes.io/zone': 'virtualbox',
-              'topology.kubernetes.io/region': 'virtualbox',
-              'failure-domain.beta.kubernetes.io/region': 'virtualbox',
-            },
-          },
+          metadata: { labels: CLOUDLYCKE_LABELS },
           spec: { providerID: `cloudlycke://${name}`, taints: [] },
         },
         discardResponse: true,
@@ -232,18 +239,9 @@ if (only.includes('burst')) {
     await deleteAll();
 
     const { child } = await startCcm(cp, cloudlycke(inv));
-    const watch = taintWatch(cp);
-    await until('watch synced', async () => watch.informer.hasSynced());
+    const watch = await syncedTaintWatch(cp);
     const t1 = performance.now();
-    await mapLimit(ids, CONCURRENCY, async (name, i) => {
-      await http.request({
-        method: 'POST',
-        path: '/api/v1/nodes',
-        body: nodeObject(kubeletNode(name, i)),
-        discardResponse: true,
-        timeoutMs: 120_000,
-      });
-    });
+    await registerAll(http, ids);
     await until('all initialised', async () => ids.every((n) => watch.removedAt.has(n)), 600_000);
     const withCcm = (Math.max(...ids.map((n) => watch.removedAt.get(n) as number)) - t1) / 1000;
     await watch.informer.stop();
@@ -252,17 +250,8 @@ if (only.includes('burst')) {
     // The same Nodes already registered when ccm starts (a restart, or ccm deployed after the
     // kubelets): start → all initialised, against the baseline's writes alone.
     await deleteAll();
-    await mapLimit(ids, CONCURRENCY, async (name, i) => {
-      await http.request({
-        method: 'POST',
-        path: '/api/v1/nodes',
-        body: nodeObject(kubeletNode(name, i)),
-        discardResponse: true,
-        timeoutMs: 120_000,
-      });
-    });
-    const watch2 = taintWatch(cp);
-    await until('watch synced', async () => watch2.informer.hasSynced());
+    await registerAll(http, ids);
+    const watch2 = await syncedTaintWatch(cp);
     const t2 = performance.now();
     const late = await startCcm(cp, cloudlycke(inv));
     await until('all initialised', async () => ids.every((n) => watch2.removedAt.has(n)), 600_000);
@@ -288,8 +277,7 @@ if (only.includes('steady')) {
     const inv = inventory(ids);
     const http = transportFor(cp, 'fixtures');
     const { child } = await startCcm(cp, cloudlycke(inv));
-    const watch = taintWatch(cp);
-    await until('watch synced', async () => watch.informer.hasSynced());
+    const watch = await syncedTaintWatch(cp);
     const createdAt = new Map<string, number>();
     const start = performance.now();
     const pending: Promise<unknown>[] = [];
@@ -299,15 +287,7 @@ if (only.includes('steady')) {
       if (wait > 0) await sleep(wait);
       const name = ids[i] as string;
       createdAt.set(name, performance.now());
-      pending.push(
-        http.request({
-          method: 'POST',
-          path: '/api/v1/nodes',
-          body: nodeObject(kubeletNode(name, i)),
-          discardResponse: true,
-          timeoutMs: 120_000,
-        }),
-      );
+      pending.push(register(http, name, i));
     }
     await Promise.all(pending);
     await until('all initialised', async () => ids.every((n) => watch.removedAt.has(n)), 60_000);
@@ -333,13 +313,7 @@ if (only.includes('big')) {
     await mapLimit(ids, CONCURRENCY, async (name, i) => {
       for (let attempt = 0; ; attempt++) {
         try {
-          await http.request({
-            method: 'POST',
-            path: '/api/v1/nodes',
-            body: nodeObject(kubeletNode(name, i)),
-            discardResponse: true,
-            timeoutMs: 120_000,
-          });
+          await register(http, name, i);
           return;
         } catch (err) {
           // 409: an earlier attempt went through

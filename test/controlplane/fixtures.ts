@@ -26,6 +26,8 @@ export interface NodeSpec {
   labels?: Record<string, string>;
   taints?: V1Taint[];
   addresses?: { type: string; address: string }[];
+  /** spec.podCIDR and spec.podCIDRs, as node IPAM sets them. */
+  podCIDR?: string;
 }
 
 export function nodeObject(spec: NodeSpec): V1Node {
@@ -43,6 +45,7 @@ export function nodeObject(spec: NodeSpec): V1Node {
     spec: {
       ...(spec.providerID ? { providerID: spec.providerID } : {}),
       ...(taints.length ? { taints } : {}),
+      ...(spec.podCIDR ? { podCIDR: spec.podCIDR, podCIDRs: [spec.podCIDR] } : {}),
     },
     status: {
       addresses: spec.addresses ?? [{ type: 'Hostname', address: spec.name }],

@@ -34,6 +34,16 @@ import { removeServices } from './services.js';
 /** Instance type, region and zone of every Cloudlycke machine the tests make. */
 export const CLOUDLYCKE_DEFAULTS = { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'virtualbox' };
 
+/** The well-known labels (GA and beta) ccm gives the Node of a machine of CLOUDLYCKE_DEFAULTS. */
+export const CLOUDLYCKE_LABELS = {
+  'node.kubernetes.io/instance-type': 'vbox.vm.1g.2cpu',
+  'beta.kubernetes.io/instance-type': 'vbox.vm.1g.2cpu',
+  'topology.kubernetes.io/zone': 'virtualbox',
+  'failure-domain.beta.kubernetes.io/zone': 'virtualbox',
+  'topology.kubernetes.io/region': 'virtualbox',
+  'failure-domain.beta.kubernetes.io/region': 'virtualbox',
+};
+
 /** Cloudlycke's "simulator": its inventory file, which tests rewrite as Vagrant would. */
 export class CloudlyckeInventory {
   path = '';

@@ -29,6 +29,22 @@ export function adoptingOfficial(clusterName: string): Partial<RunInput> {
   return { controllerOptions: { ...TEST_CONTROLLER_OPTIONS, adoptOfficial: { clusterName } } };
 }
 
+/** `ccm run --controllers route` with the cluster's name and CIDRs, a route pass every 300 ms. */
+export function routeControllerInput(
+  clusterName: string,
+  clusterCIDR: string | undefined,
+): Partial<RunInput> {
+  return {
+    controllers: 'route',
+    controllerOptions: {
+      ...TEST_CONTROLLER_OPTIONS,
+      clusterName,
+      clusterCIDR,
+      routeReconciliationPeriodMs: 300,
+    },
+  };
+}
+
 export function runInput(kubeconfig: string, inventory: string, overrides: Partial<RunInput> = {}): RunInput {
   return {
     kubeconfig,

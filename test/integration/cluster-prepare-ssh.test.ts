@@ -6,15 +6,17 @@ import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { startControlPlane } from '../controlplane/harness.js';
+import { createNodes } from '../controlplane/fixtures.js';
 import { type Sshd, startSshd } from '../controlplane/sshd.js';
 import { ccm } from '../helpers/cli.js';
+import { useCloudWorld } from '../helpers/cloud-world.js';
 import { writeInventory } from '../helpers/inventory.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const fixture = fileURLToPath(new URL('../fixtures/cluster/kubeadm-v1.36.3', import.meta.url));
 let sshd: Sshd;
+// The --ssh-from-nodes tests read the Nodes of its API server.
+const world = useCloudWorld('cloudlycke');
 
 /** How the CLI reaches the test sshd: its port and client key, no host key checks. */
 const sshFlags = () => [
@@ -28,6 +30,16 @@ const sshFlags = () => [
   'UserKnownHostsFile=/dev/null',
 ];
 
+/** `ccm cluster prepare` with `args`, over the test sshd. */
+const prepare = (...args: string[]) => ccm(['cluster', 'prepare', ...args, ...sshFlags()]);
+
+/** A node's root: a copy of the kubeadm fixture in a fresh folder, and its kubelet flags file. */
+function nodeRoot(prefix = 'ccm-node-') {
+  const root = tempDir(prefix);
+  cpSync(fixture, root, { recursive: true });
+  return { root, kubeletEnv: join(root, 'var/lib/kubelet/kubeadm-flags.env') };
+}
+
 beforeAll(async () => {
   sshd = await startSshd(['127.0.0.1', '127.0.0.2']);
 });
@@ -37,22 +49,17 @@ afterAll(async () => {
 
 describe('preparing several nodes over ssh', () => {
   it('prepares the good node, reports the failing ones, and exits 1', async () => {
-    const good = tempDir('ccm-node-good-');
-    cpSync(fixture, good, { recursive: true });
+    const { root: good, kubeletEnv } = nodeRoot('ccm-node-good-');
     const empty = tempDir('ccm-node-empty-');
-    const kubeletEnv = join(good, 'var/lib/kubelet/kubeadm-flags.env');
     const before = readFileSync(kubeletEnv, 'utf8');
 
-    const run = await ccm([
-      'cluster',
-      'prepare',
+    const run = await prepare(
       '--ssh',
       'root@127.0.0.1',
       '--ssh',
       'root@127.0.0.2',
       '--ssh',
       'root@127.0.0.3', // nothing listens there
-      ...sshFlags(),
       '--ssh-option',
       'LogLevel=ERROR',
       '--remote-root',
@@ -68,7 +75,7 @@ describe('preparing several nodes over ssh', () => {
       '--no-restart',
       '-o',
       'table',
-    ]);
+    );
     expect(run.exitCode).toBe(1);
     expect(run.stderr).toBe('');
     const table = run.stdout.split('\n').filter((l) => /^root@127\.0\.0\.\d /.test(l));
@@ -88,33 +95,25 @@ describe('preparing several nodes over ssh', () => {
     expect(manifest).toContain('    - --cloud-provider=external\n');
 
     // and back, byte for byte, over ssh
-    const rollback = await ccm([
-      'cluster',
-      'prepare',
+    const rollback = await prepare(
       '--rollback',
       '--ssh',
       'root@127.0.0.1',
-      ...sshFlags(),
       '--remote-root',
       good,
       '--no-restart',
       '--yes',
-    ]);
+    );
     expect(rollback.exitCode).toBe(0);
     expect(readFileSync(kubeletEnv, 'utf8')).toBe(before);
   });
 
   it('refuses a node whose instance the cloud listing cannot name, writing nothing (issue 6, item 4)', async () => {
-    const root = tempDir('ccm-node-');
-    cpSync(fixture, root, { recursive: true });
-    const kubeletEnv = join(root, 'var/lib/kubelet/kubeadm-flags.env');
+    const { root, kubeletEnv } = nodeRoot();
     const before = readFileSync(kubeletEnv, 'utf8');
-    const run = await ccm([
-      'cluster',
-      'prepare',
+    const run = await prepare(
       '--ssh',
       'root@127.0.0.1',
-      ...sshFlags(),
       '--remote-root',
       root,
       '--provider',
@@ -123,7 +122,7 @@ describe('preparing several nodes over ssh', () => {
       writeInventory([{ id: 'k8s-node-1', addresses: [{ type: 'InternalIP', address: '10.0.0.99' }] }]),
       '--yes',
       '--no-restart',
-    ]);
+    );
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toMatch(
       /cannot tell which cloudlycke instance this host is \(no instance is named "cp-1"; no instance has --node-ip 10\.0\.0\.10 among 1 listed\); pass --provider-id/,
@@ -132,86 +131,59 @@ describe('preparing several nodes over ssh', () => {
   });
 
   it('--ssh-from-nodes reaches every Node by its InternalIP', async () => {
-    const cp = await startControlPlane();
-    try {
-      await createNodes(fixtureApi(cp.kubeconfigPath), [
-        { name: 'cp-1', tainted: false, addresses: [{ type: 'InternalIP', address: '127.0.0.1' }] },
-        { name: 'worker-1', tainted: false, addresses: [{ type: 'InternalIP', address: '127.0.0.2' }] },
-      ]);
-      const root = tempDir('ccm-node-');
-      cpSync(fixture, root, { recursive: true });
-      const run = await ccm([
-        'cluster',
-        'prepare',
-        '--kubeconfig',
-        cp.kubeconfigPath,
-        '--ssh-from-nodes',
-        ...sshFlags(),
-        '--remote-root',
-        root,
-        '--dry-run',
-      ]);
-      expect(run.exitCode).toBe(0);
-      expect(run.stdout).toContain(
-        "hosts from the Nodes' InternalIP (--ssh-from-nodes): cp-1 root@127.0.0.1, worker-1 root@127.0.0.2",
-      );
-      expect(run.stdout).toContain('root@127.0.0.1: kubeadm');
-      expect(run.stdout).toContain('root@127.0.0.2: kubeadm');
-      expect(run.stdout).toContain('Dry run: nothing written.');
-    } finally {
-      await cp.stop();
-    }
+    await createNodes(world.api, [
+      { name: 'cp-1', tainted: false, addresses: [{ type: 'InternalIP', address: '127.0.0.1' }] },
+      { name: 'worker-1', tainted: false, addresses: [{ type: 'InternalIP', address: '127.0.0.2' }] },
+    ]);
+    const { root } = nodeRoot();
+    const run = await prepare(
+      '--kubeconfig',
+      world.kubeconfig,
+      '--ssh-from-nodes',
+      '--remote-root',
+      root,
+      '--dry-run',
+    );
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain(
+      "hosts from the Nodes' InternalIP (--ssh-from-nodes): cp-1 root@127.0.0.1, worker-1 root@127.0.0.2",
+    );
+    expect(run.stdout).toContain('root@127.0.0.1: kubeadm');
+    expect(run.stdout).toContain('root@127.0.0.2: kubeadm');
+    expect(run.stdout).toContain('Dry run: nothing written.');
   });
 
   it('--ssh-from-nodes connects to nothing when a Node reports an InternalIP that is no IP address', async () => {
-    const cp = await startControlPlane();
-    try {
-      const marker = join(tempDir('ccm-node-marker-'), 'ran');
-      await createNodes(fixtureApi(cp.kubeconfigPath), [
-        { name: 'cp-1', tainted: false, addresses: [{ type: 'InternalIP', address: '127.0.0.1' }] },
-        {
-          name: 'worker-1',
-          tainted: false,
-          addresses: [{ type: 'InternalIP', address: `-oProxyCommand=touch ${marker}` }],
-        },
-      ]);
-      const run = await ccm([
-        'cluster',
-        'prepare',
-        '--kubeconfig',
-        cp.kubeconfigPath,
-        '--ssh-from-nodes',
-        ...sshFlags(),
-        '--dry-run',
-      ]);
-      expect(run.exitCode).toBe(2);
-      expect(run.stderr.trim()).toBe(
-        `ccm: Node worker-1 reports InternalIP "-oProxyCommand=touch ${marker}", which is no IP address; fix its status or name the hosts with --ssh`,
-      );
-      expect(existsSync(marker)).toBe(false);
-    } finally {
-      await cp.stop();
-    }
+    const marker = join(tempDir('ccm-node-marker-'), 'ran');
+    await createNodes(world.api, [
+      { name: 'cp-1', tainted: false, addresses: [{ type: 'InternalIP', address: '127.0.0.1' }] },
+      {
+        name: 'worker-1',
+        tainted: false,
+        addresses: [{ type: 'InternalIP', address: `-oProxyCommand=touch ${marker}` }],
+      },
+    ]);
+    const run = await prepare('--kubeconfig', world.kubeconfig, '--ssh-from-nodes', '--dry-run');
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr.trim()).toBe(
+      `ccm: Node worker-1 reports InternalIP "-oProxyCommand=touch ${marker}", which is no IP address; fix its status or name the hosts with --ssh`,
+    );
+    expect(existsSync(marker)).toBe(false);
   });
 
   it("prints a node's files without the terminal escapes they hold", async () => {
-    const root = tempDir('ccm-node-escapes-');
-    cpSync(fixture, root, { recursive: true });
-    const env = join(root, 'var/lib/kubelet/kubeadm-flags.env');
+    const { root, kubeletEnv } = nodeRoot('ccm-node-escapes-');
     // A title change and a screen clear in a comment beside the line prepare changes.
-    writeFileSync(env, `# \x1b]0;owned\x07\x1b[2Jhello\n${readFileSync(env, 'utf8')}`);
-    const run = await ccm([
-      'cluster',
-      'prepare',
+    writeFileSync(kubeletEnv, `# \x1b]0;owned\x07\x1b[2Jhello\n${readFileSync(kubeletEnv, 'utf8')}`);
+    const run = await prepare(
       '--ssh',
       'root@127.0.0.1',
-      ...sshFlags(),
       '--remote-root',
       root,
       '--provider-id',
       'cloudlycke://cp-1',
       '--dry-run',
-    ]);
+    );
     expect(run.stdout).toContain(' # hello\n');
     expect([...run.stdout].filter((c) => c === '\x1b' || c === '\x07')).toEqual([]);
   });

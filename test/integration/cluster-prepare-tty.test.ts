@@ -11,9 +11,12 @@ import { tempDir } from '../helpers/tmp.js';
 const fixture = fileURLToPath(new URL('../fixtures/cluster/kubeadm-v1.36.3', import.meta.url));
 const KCM = 'etc/kubernetes/manifests/kube-controller-manager.yaml';
 
-/** Runs `cluster prepare` in a terminal, answers the prompt with `answer`, returns exit status and screen. */
-async function answerPrompt(answer: string) {
-  const root = tempDir('ccm-tty-root-');
+/**
+ * Runs `cluster prepare` on a copy of the fixture in a terminal; once it asks, `atPrompt` answers
+ * (the terminal is closed after).
+ */
+async function atPrompt<T>(rootPrefix: string, answer: (terminal: Terminal, root: string) => Promise<T>) {
+  const root = tempDir(rootPrefix);
   cpSync(fixture, root, { recursive: true });
   const terminal = await Terminal.open(['cluster', 'prepare', '--root', root, '--no-restart'], {
     width: 160,
@@ -21,13 +24,19 @@ async function answerPrompt(answer: string) {
   });
   try {
     await terminal.waitFor('Apply these changes?');
-    await terminal.type(answer, 'Enter');
-    const code = await terminal.exit();
-    return { code, screen: await terminal.screen(), root };
+    return await answer(terminal, root);
   } finally {
     await terminal.close();
   }
 }
+
+/** Answers the prompt with `answer`; returns the exit status, the screen and the root. */
+const answerPrompt = (answer: string) =>
+  atPrompt('ccm-tty-root-', async (terminal, root) => {
+    await terminal.type(answer, 'Enter');
+    const code = await terminal.exit();
+    return { code, screen: await terminal.screen(), root };
+  });
 
 describe('confirming in a terminal', () => {
   it('applies when the person answers yes', async () => {
@@ -53,14 +62,7 @@ describe('confirming in a terminal', () => {
   });
 
   it('holds its credentials with core dumps off: RLIMIT_CORE 0, soft and hard', async () => {
-    const root = tempDir('ccm-tty-core-');
-    cpSync(fixture, root, { recursive: true });
-    const terminal = await Terminal.open(['cluster', 'prepare', '--root', root, '--no-restart'], {
-      width: 160,
-      height: 60,
-    });
-    try {
-      await terminal.waitFor('Apply these changes?');
+    await atPrompt('ccm-tty-core-', async (terminal, root) => {
       // The Node process whose arguments name this root (not the shell that started it).
       const pid = readdirSync('/proc').find((p) => {
         if (!/^\d+$/.test(p)) return false;
@@ -72,8 +74,6 @@ describe('confirming in a terminal', () => {
       expect(limits).toMatch(/^Max core file size\s+0\s+0\s+bytes\s*$/m);
       await terminal.type('n', 'Enter');
       expect(await terminal.exit()).toBe(2);
-    } finally {
-      await terminal.close();
-    }
+    });
   });
 });

@@ -70,9 +70,9 @@ async function scenario() {
       name: `w${n}`,
       tainted: false,
       addresses: [{ type: 'InternalIP', address: `10.0.0.${n}` }],
+      podCIDR: `10.244.${n}.0/24`,
     });
-    const podCIDR = `10.244.${n}.0/24`;
-    await run.core.createNode({ body: { ...node, spec: { ...node.spec, podCIDR, podCIDRs: [podCIDR] } } });
+    await run.core.createNode({ body: node });
   }
   await run.leases.deleteNamespacedLease({ name: LEASE, namespace: NS }).catch(() => undefined);
   return run.start();

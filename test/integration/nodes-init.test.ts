@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import type { V1Node } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { createNodes, UNINITIALIZED } from '../controlplane/fixtures.js';
-import { CLOUDLYCKE_DEFAULTS as DEFAULTS, useCloudWorld } from '../helpers/cloud-world.js';
+import { CLOUDLYCKE_LABELS, CLOUDLYCKE_DEFAULTS as DEFAULTS, useCloudWorld } from '../helpers/cloud-world.js';
 import { writeInventory } from '../helpers/inventory.js';
 
 const standin = fileURLToPath(new URL('../fixtures/cloudlycke/vagrant-standin', import.meta.url));
@@ -85,12 +85,7 @@ describe('initialising tainted Nodes', () => {
     const w1 = await node('w1');
     expect(w1.spec?.providerID).toBe('cloudlycke://w1');
     expect(w1.metadata?.labels).toMatchObject({
-      'node.kubernetes.io/instance-type': 'vbox.vm.1g.2cpu',
-      'beta.kubernetes.io/instance-type': 'vbox.vm.1g.2cpu',
-      'topology.kubernetes.io/zone': 'virtualbox',
-      'failure-domain.beta.kubernetes.io/zone': 'virtualbox',
-      'topology.kubernetes.io/region': 'virtualbox',
-      'failure-domain.beta.kubernetes.io/region': 'virtualbox',
+      ...CLOUDLYCKE_LABELS,
       // additional labels never overwrite existing keys
       'cloudlycke.example.com/pool': 'set-by-admin',
     });
@@ -205,20 +200,6 @@ describe('deleting Nodes only when the cloud positively says the instance is gon
     ]);
   });
 
-  it('deletes nothing on an empty listing', async () => {
-    const inventory = writeInventory([], DEFAULTS);
-    await createNodes(world.api, [
-      { name: 'a', providerID: 'cloudlycke://a', ...gone },
-      { name: 'b', providerID: 'cloudlycke://b', ...gone },
-    ]);
-    const run = await nodesInit(inventory, '--deletion-grace-period', '0s');
-    expect(run.exitCode).toBe(0);
-    expect(await nodeExists('a')).toBe(true);
-    expect(await nodeExists('b')).toBe(true);
-    expect(run.writes.filter((w) => w.verb === 'delete')).toEqual([]);
-    expect(run.stdout).toContain('no Node is deleted on an empty listing');
-  });
-
   it('deletes nothing when the cloud listing fails (vagrant errors), exit 1', async () => {
     await createNodes(world.api, [{ name: 'cp-1', providerID: 'cloudlycke://cp-1', ...gone }]);
     const run = await vagrantNodesInit('broken', '--deletion-grace-period', '0s', '--json');
@@ -257,8 +238,20 @@ describe('deleting Nodes only when the cloud positively says the instance is gon
     });
   });
 
-  it('deletes nothing when the listing holds none of the cluster’s instances (wrong project or Vagrantfile)', async () => {
-    const inventory = writeInventory([{ id: 'someone-elses-1' }, { id: 'someone-elses-2' }], DEFAULTS);
+  it.each([
+    {
+      title: 'deletes nothing on an empty listing',
+      instances: [],
+      says: 'no Node is deleted on an empty listing',
+    },
+    {
+      title:
+        'deletes nothing when the listing holds none of the cluster’s instances (wrong project or Vagrantfile)',
+      instances: [{ id: 'someone-elses-1' }, { id: 'someone-elses-2' }],
+      says: "holds none of this cluster's instances",
+    },
+  ])('$title', async ({ instances, says }) => {
+    const inventory = writeInventory(instances, DEFAULTS);
     await createNodes(world.api, [
       { name: 'a', providerID: 'cloudlycke://a', ...gone },
       { name: 'b', providerID: 'cloudlycke://b', ...gone },
@@ -267,8 +260,9 @@ describe('deleting Nodes only when the cloud positively says the instance is gon
     expect(run.exitCode).toBe(0);
     expect(await nodeExists('a')).toBe(true);
     expect(await nodeExists('b')).toBe(true);
+    expect(run.writes.filter((w) => w.verb === 'delete')).toEqual([]);
     expect(run.writes).toEqual([]);
-    expect(run.stdout).toContain("holds none of this cluster's instances");
+    expect(run.stdout).toContain(says);
   });
 
   it('does not delete a Node inside its grace period', async () => {

@@ -15,7 +15,7 @@ import type { Provider } from '../../src/providers/types.js';
 import { fixtureApi, nodeObject } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { writeInventory } from '../helpers/inventory.js';
-import { type InProcess, runInput, startInProcess, until } from '../helpers/run.js';
+import { type InProcess, routeControllerInput, runInput, startInProcess, until } from '../helpers/run.js';
 
 // Unique on a machine shared with other sessions' tests: the pid alone may repeat.
 const NS = `ccm-rt-${process.pid}-${randomBytes(3).toString('hex')}`;
@@ -73,13 +73,7 @@ beforeEach(async () => {
 });
 
 async function worker(n: number): Promise<void> {
-  const podCIDR = `10.244.${n}.0/24`;
-  const node = nodeObject({
-    name: `vm${n}`,
-    tainted: false,
-    addresses: [{ type: 'InternalIP', address: `192.168.56.${n}` }],
-  });
-  await api.createNode({ body: { ...node, spec: { ...node.spec, podCIDR, podCIDRs: [podCIDR] } } });
+  await nodeWith(`vm${n}`, `192.168.56.${n}`, `10.244.${n}.0/24`);
 }
 
 /** ccm run --controllers route, its Cloudlycke routes acting on the namespace's tables. */
@@ -88,7 +82,10 @@ async function start(
   overrides: Partial<RunInput> = {},
   clusterCIDR = '10.244.0.0/16',
 ): Promise<InProcess> {
-  const base = runInput(cp.kubeconfigPath, writeInventory([]), { controllers: 'route', ...overrides });
+  const input = runInput(cp.kubeconfigPath, writeInventory([]), {
+    ...routeControllerInput(CLUSTER, clusterCIDR),
+    ...overrides,
+  });
   const inNamespace = (p: Provider): Provider => ({
     ...p,
     routes: new HostRoutes(table, async (args, signal) => {
@@ -101,18 +98,7 @@ async function start(
       return String(r.stdout);
     }),
   });
-  ccm = await startInProcess(
-    {
-      ...base,
-      controllerOptions: {
-        ...base.controllerOptions,
-        clusterName: CLUSTER,
-        clusterCIDR,
-        routeReconciliationPeriodMs: 300,
-      },
-    },
-    { wrapProvider: inNamespace },
-  );
+  ccm = await startInProcess(input, { wrapProvider: inNamespace });
   return ccm;
 }
 
@@ -123,8 +109,9 @@ const routeCreated = (name: string) =>
   until(`${name} RouteCreated`, async () => network(await api.readNode({ name })) === 'RouteCreated');
 
 async function nodeWith(name: string, address: string, podCIDR: string): Promise<void> {
-  const node = nodeObject({ name, tainted: false, addresses: [{ type: 'InternalIP', address }] });
-  await api.createNode({ body: { ...node, spec: { ...node.spec, podCIDR, podCIDRs: [podCIDR] } } });
+  await api.createNode({
+    body: nodeObject({ name, tainted: false, addresses: [{ type: 'InternalIP', address }], podCIDR }),
+  });
 }
 const creates = async (c: InProcess) =>
   (await c.handle.metrics.routeOperations.get()).values.find(

@@ -16,7 +16,15 @@ import type { SimPort, SimRouter } from '../clouds/openstack/neutron-routes.js';
 import { OpenStackSimulator } from '../clouds/openstack/simulator.js';
 import { fixtureApi, nodeObject } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { freePort, type InProcess, leaderElection, runInput, startInProcess, until } from '../helpers/run.js';
+import {
+  freePort,
+  type InProcess,
+  leaderElection,
+  routeControllerInput,
+  runInput,
+  startInProcess,
+  until,
+} from '../helpers/run.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const CLUSTER = 'routes-test';
@@ -55,18 +63,16 @@ afterEach(async () => {
 function input(overrides: Partial<RunInput> = {}): RunInput {
   const file = join(tempDir('ccm-routes-'), 'cloud.conf');
   writeFileSync(file, conf());
-  const base = runInput(cp.kubeconfigPath, file, { provider: 'openstack', controllers: 'route' });
-  return {
-    ...base,
+  const route = routeControllerInput(CLUSTER, CLUSTER_CIDR);
+  return runInput(cp.kubeconfigPath, file, {
+    provider: 'openstack',
+    ...route,
     ...overrides,
     controllerOptions: {
-      ...base.controllerOptions,
-      clusterName: CLUSTER,
-      clusterCIDR: CLUSTER_CIDR,
-      routeReconciliationPeriodMs: 300,
+      ...route.controllerOptions,
       ...overrides.controllerOptions,
-    },
-  };
+    } as RunInput['controllerOptions'],
+  });
 }
 
 async function start(
@@ -81,15 +87,11 @@ async function start(
 /** A worker: its Neutron port at 10.0.0.<n>, its Node with that InternalIP and Pod CIDR 10.244.<n>.0/24. */
 async function worker(n: number, podCIDR = `10.244.${n}.0/24`): Promise<SimPort> {
   const port = sim.routing.addPort({ ip: `10.0.0.${n}` });
-  const node = nodeObject({
-    name: `w${n}`,
-    tainted: false,
-    addresses: [
-      { type: 'InternalIP', address: `10.0.0.${n}` },
-      { type: 'Hostname', address: `w${n}` },
-    ],
-  });
-  await api.createNode({ body: { ...node, spec: { ...node.spec, podCIDR, podCIDRs: [podCIDR] } } });
+  const addresses = [
+    { type: 'InternalIP', address: `10.0.0.${n}` },
+    { type: 'Hostname', address: `w${n}` },
+  ];
+  await api.createNode({ body: nodeObject({ name: `w${n}`, tainted: false, addresses, podCIDR }) });
   return port;
 }
 
@@ -114,8 +116,9 @@ const writes = () => sim.requests.filter((r) => r.method !== 'GET' && r.path.sta
 
 /** A Node with one InternalIP and one Pod CIDR (no port of its own: the test makes it, or not). */
 async function nodeWith(name: string, ip: string, podCIDR: string): Promise<void> {
-  const n = nodeObject({ name, tainted: false, addresses: [{ type: 'InternalIP', address: ip }] });
-  await api.createNode({ body: { ...n, spec: { ...n.spec, podCIDR, podCIDRs: [podCIDR] } } });
+  await api.createNode({
+    body: nodeObject({ name, tainted: false, addresses: [{ type: 'InternalIP', address: ip }], podCIDR }),
+  });
 }
 const reason = async (name: string) => network(await api.readNode({ name }))?.reason;
 const passes = async (ccm: InProcess) =>

@@ -10,7 +10,7 @@ import { KeyFolder, type TestKey } from '../clouds/triton/keys.js';
 import { TritonSim } from '../clouds/triton/server.js';
 import { fixtureApi, nodeObject } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { type InProcess, runInput, startInProcess, until } from '../helpers/run.js';
+import { type InProcess, routeControllerInput, runInput, startInProcess, until } from '../helpers/run.js';
 
 const CLUSTER = 'triton-routes';
 let cp: ControlPlane;
@@ -58,36 +58,29 @@ async function start(
   env: Record<string, string> = { TRITON_ROUTE_NETWORK: `2/${network.id}` },
   clusterCIDR = '10.244.0.0/16',
 ) {
-  const base = runInput(cp.kubeconfigPath, '', {
-    provider: 'triton',
-    'cloud-config': undefined,
-    credentialsSecret: 'kube-system/triton',
-    controllers: 'route',
-    env,
-  });
-  ccm = await startInProcess({
-    ...base,
-    controllerOptions: {
-      ...base.controllerOptions,
-      clusterName: CLUSTER,
-      clusterCIDR,
-      routeReconciliationPeriodMs: 300,
-    },
-  });
+  ccm = await startInProcess(
+    runInput(cp.kubeconfigPath, '', {
+      provider: 'triton',
+      'cloud-config': undefined,
+      credentialsSecret: 'kube-system/triton',
+      ...routeControllerInput(CLUSTER, clusterCIDR),
+      env,
+    }),
+  );
   return ccm;
 }
 
 /** A worker machine at 192.168.128.<n> and its Node, provider ID set, Pod CIDR 10.244.<n>.0/24. */
 async function worker(n: number) {
   const machine = sim.addMachine({ name: `w${n}`, ips: [`192.168.128.${n}`] });
-  const podCIDR = `10.244.${n}.0/24`;
   const node = nodeObject({
     name: `w${n}`,
     tainted: false,
     providerID: `triton://${machine.id}`,
     addresses: [{ type: 'InternalIP', address: `192.168.128.${n}` }],
+    podCIDR: `10.244.${n}.0/24`,
   });
-  await api.createNode({ body: { ...node, spec: { ...node.spec, podCIDR, podCIDRs: [podCIDR] } } });
+  await api.createNode({ body: node });
   return machine;
 }
 
