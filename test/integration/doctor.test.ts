@@ -156,6 +156,14 @@ function failure(lines: string[], text: string): { line: string; fix: string } {
   return { line: lines[at] as string, fix: under.join(' ').replace(/^fix: /, '') };
 }
 
+/** `ccm doctor` that exits 1 with a ✗ row containing `text`: that row, its fix and the run. */
+async function doctorFails(text: string) {
+  const run = await doctor();
+  const found = failure(run.lines, text);
+  expect(run.exitCode).toBe(1);
+  return { ...found, run };
+}
+
 beforeAll(async () => {
   [cp, sim] = await Promise.all([startControlPlane(), DigitalOceanSimulator.start()]);
   const kc = new KubeConfig();
@@ -228,12 +236,10 @@ describe('ccm doctor', () => {
       kind: 'Lease',
       metadata: { name: 'cloud-controller-manager', namespace: NS },
     });
-    const run = await doctor();
-    const { line, fix } = failure(run.lines, 'no Lease kube-system/cloud-controller-manager');
+    const { line, fix } = await doctorFails('no Lease kube-system/cloud-controller-manager');
     expect(line).toContain('no cloud controller has ever run here');
     // --provider was given: the fix names it, not a placeholder.
     expect(fix).toContain('ccm manifests --provider digitalocean --image');
-    expect(run.exitCode).toBe(1);
   });
 
   it('a Lease its holder stopped renewing', async () => {
@@ -318,12 +324,10 @@ describe('ccm doctor', () => {
 
   it('wrong credentials: the simulator refuses the token', async () => {
     await applyTokenSecret('dop_v1_notthetoken');
-    const run = await doctor();
-    const { line, fix } = failure(run.lines, 'the cloud refuses the credentials');
+    const { line, fix, run } = await doctorFails('the cloud refuses the credentials');
     expect(fix).toContain('put valid credentials in Secret kube-system/digitalocean');
     expect(line).not.toContain('dop_v1_notthetoken');
     expect(run.stdout).not.toContain('dop_v1_notthetoken');
-    expect(run.exitCode).toBe(1);
   });
 
   it("a token in the environment is what is checked, not the default Secret's", async () => {
@@ -363,13 +367,11 @@ describe('ccm doctor', () => {
     };
     role.rules = role.rules.filter((r) => !r.resources.includes('nodes/status'));
     await apply(role);
-    const run = await doctor();
-    const { line, fix } = failure(run.lines, 'ServiceAccount kube-system/ccm may not: patch nodes/status');
+    const { line, fix } = await doctorFails('ServiceAccount kube-system/ccm may not: patch nodes/status');
     expect(line).not.toContain('patch nodes,');
     // Nodes have no namespace: nothing is said of namespaces.
     expect(line).not.toContain('(all namespaces)');
     expect(fix).toContain('ClusterRole system:ccm');
-    expect(run.exitCode).toBe(1);
   });
 
   it('a ServiceAccount that may read every Secret', async () => {
@@ -399,11 +401,9 @@ describe('ccm doctor', () => {
   it("a listing of another project: none of the cluster's instances", async () => {
     sim.reset();
     sim.addDroplets({ name: 'someone-else-1', privateIP: '10.9.0.2' }, { name: 'someone-else-2' });
-    const run = await doctor();
-    const { line, fix } = failure(run.lines, 'contains none of the 2 Node(s)');
+    const { line, fix } = await doctorFails('contains none of the 2 Node(s)');
     expect(line).toContain('another project, region or account');
     expect(fix).toContain("cluster's own project");
-    expect(run.exitCode).toBe(1);
   });
 
   it('an unreachable API server: one ✗ line with the fix, exit 1', async () => {

@@ -88,6 +88,31 @@ async function deleteSecret(name: string) {
   await api.deleteNamespacedSecret({ name, namespace: 'kube-system' }).catch(() => undefined);
 }
 
+/**
+ * `ccm nodes init --provider <provider>` with the Secret alone (and `flags`): it runs clean and
+ * gives Node `node` its provider ID.
+ */
+async function expectInitFromSecret(
+  provider: string,
+  secret: string,
+  node: string,
+  providerID: string,
+  flags: string[] = [],
+) {
+  const init = await ccm([
+    'nodes',
+    'init',
+    '--provider',
+    provider,
+    ...flags,
+    '--credentials-secret',
+    `kube-system/${secret}`,
+  ]);
+  expect(init.stderr).toBe('');
+  expect(init.exitCode).toBe(0);
+  expect((await api.readNode({ name: node })).spec?.providerID).toBe(providerID);
+}
+
 beforeAll(async () => {
   keys = new KeyFolder();
   tritonKey = keys.make({ type: 'rsa', bits: 2048, passphrase: 'tr1ton passphrase never shown' });
@@ -137,19 +162,10 @@ describe('ccm secret create, scripted', { timeout: 240_000 }, () => {
     expect(again.stdout).toContain('unchanged');
     expect(again.writes).toEqual([]);
 
-    const init = await ccm([
-      'nodes',
-      'init',
-      '--provider',
-      'digitalocean',
+    await expectInitFromSecret('digitalocean', 'digitalocean', 'do-w1', `digitalocean://${droplet?.id}`, [
       '--cloud-api-url',
       sim.url,
-      '--credentials-secret',
-      'kube-system/digitalocean',
     ]);
-    expect(init.stderr).toBe('');
-    expect(init.exitCode).toBe(0);
-    expect((await api.readNode({ name: 'do-w1' })).spec?.providerID).toBe(`digitalocean://${droplet?.id}`);
   });
 
   it('DigitalOcean: a changed token updates the Secret and names the key; a token on argv warns', async () => {
@@ -275,17 +291,7 @@ describe('ccm secret create, scripted, every other provider', { timeout: 240_000
         'key-material': tritonKey.privateKey,
         'key-passphrase': tritonKey.passphrase,
       });
-      const init = await ccm([
-        'nodes',
-        'init',
-        '--provider',
-        'triton',
-        '--credentials-secret',
-        'kube-system/triton',
-      ]);
-      expect(init.stderr).toBe('');
-      expect(init.exitCode).toBe(0);
-      expect((await api.readNode({ name: 'tw1' })).spec?.providerID).toBe(`triton://${machine.id}`);
+      await expectInitFromSecret('triton', 'triton', 'tw1', `triton://${machine.id}`);
     } finally {
       await sim.stop();
       await deleteSecret('triton');
@@ -314,17 +320,7 @@ describe('ccm secret create, scripted, every other provider', { timeout: 240_000
         'controller-client-secret': SIM_CLIENT.secret,
         apiurl: sim.url,
       });
-      const init = await ccm([
-        'nodes',
-        'init',
-        '--provider',
-        'brightbox',
-        '--credentials-secret',
-        'kube-system/brightbox-credentials',
-      ]);
-      expect(init.stderr).toBe('');
-      expect(init.exitCode).toBe(0);
-      expect((await api.readNode({ name: 'bb-w1' })).spec?.providerID).toBe('brightbox://srv-bbbbb');
+      await expectInitFromSecret('brightbox', 'brightbox-credentials', 'bb-w1', 'brightbox://srv-bbbbb');
     } finally {
       await sim.close();
       await deleteSecret('brightbox-credentials');
@@ -353,17 +349,7 @@ describe('ccm secret create, scripted, every other provider', { timeout: 240_000
       expect(run.exitCode).toBe(0);
       expect(run.stdout).not.toContain('passw0rd');
       expect(decoded(await readSecret('cloud-config'))).toEqual({ 'cloud.conf': conf });
-      const init = await ccm([
-        'nodes',
-        'init',
-        '--provider',
-        'openstack',
-        '--credentials-secret',
-        'kube-system/cloud-config',
-      ]);
-      expect(init.stderr).toBe('');
-      expect(init.exitCode).toBe(0);
-      expect((await api.readNode({ name: 'os-w1' })).spec?.providerID).toBe(`openstack:///${server.id}`);
+      await expectInitFromSecret('openstack', 'cloud-config', 'os-w1', `openstack:///${server.id}`);
     } finally {
       await sim.stop();
       await deleteSecret('cloud-config');
