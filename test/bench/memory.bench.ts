@@ -6,13 +6,13 @@
  *   bash .ci/node tsx test/bench/memory.bench.ts 5000 /path/to/other/build # compare another build
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { stringify } from 'yaml';
 import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { startControlPlane } from '../controlplane/harness.js';
+import { writeFleetInventory } from '../helpers/inventory.js';
 
 const n = Number(process.argv[2] ?? 5000);
 const roots = process.argv.slice(3).map((r) => resolve(r));
@@ -27,14 +27,7 @@ const mb = (bytes: number) => (bytes / 1e6).toFixed(1);
 const tmp = mkdtempSync(join(tmpdir(), 'ccm-memory-bench-'));
 try {
   const names = Array.from({ length: n }, (_, i) => `node-${String(i).padStart(5, '0')}`);
-  const inventory = join(tmp, 'inventory.yaml');
-  writeFileSync(
-    inventory,
-    stringify({
-      defaults: { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'virtualbox' },
-      instances: names.map((id, i) => ({ id, addresses: [{ type: 'InternalIP', address: ip(i) }] })),
-    }),
-  );
+  const inventory = writeFleetInventory(join(tmp, 'inventory.yaml'), names, ip);
   for (const root of roots) {
     const cp = await startControlPlane();
     try {

@@ -6,13 +6,13 @@
  *
  *   bash .ci/node tsx test/bench/nodes-list.bench.ts [nodes...]
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { stringify } from 'yaml';
 import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { startControlPlane } from '../controlplane/harness.js';
 import { ccm } from '../helpers/cli.js';
+import { writeFleetInventory } from '../helpers/inventory.js';
 
 const sizes = process.argv
   .slice(2)
@@ -26,14 +26,7 @@ for (const n of sizes.length > 0 ? sizes : [5000]) {
   const dir = mkdtempSync(join(tmpdir(), 'ccm-bench-list-'));
   try {
     const names = Array.from({ length: n }, (_, i) => `node-${String(i).padStart(5, '0')}`);
-    const inventory = join(dir, 'inventory.yaml');
-    writeFileSync(
-      inventory,
-      stringify({
-        defaults: { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'virtualbox' },
-        instances: names.map((id, i) => ({ id, addresses: [{ type: 'InternalIP', address: ip(i) }] })),
-      }),
-    );
+    const inventory = writeFleetInventory(join(dir, 'inventory.yaml'), names, ip);
     process.stderr.write(`creating ${n} Nodes...\n`);
     await createNodes(
       fixtureApi(cp.kubeconfigPath),

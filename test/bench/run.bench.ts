@@ -22,10 +22,9 @@
  * BENCH_ONLY=burst,steady,big,peak picks sections; BENCH_SNAPSHOT_DIR=dir adds a heap snapshot to each peak run; BENCH_CCM_CONCURRENCY passes --concurrency to ccm.
  */
 import type { ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { stringify } from 'yaml';
 import { RUN_NODE_OPTIONS } from '../../src/cli/manifests.js';
 import { mapLimit } from '../../src/controllers/concurrency.js';
 import { loadKubeConfig } from '../../src/kube/config.js';
@@ -35,6 +34,7 @@ import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
 import { createNodes, fixtureApi, nodeObject } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { CLOUDLYCKE_LABELS } from '../helpers/cloud-world.js';
+import { writeFleetInventory } from '../helpers/inventory.js';
 import { setReady, spawnCcmRun, until } from '../helpers/run.js';
 import { percentile } from '../helpers/stats.js';
 
@@ -53,14 +53,7 @@ process.on('exit', () => {
 function inventory(ids: string[]): string {
   const path = join(tmpdir(), `ccm-run-bench-${ids.length}-${process.pid}.yaml`);
   files.add(path);
-  writeFileSync(
-    path,
-    stringify({
-      defaults: { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'virtualbox' },
-      instances: ids.map((id, i) => ({ id, addresses: [{ type: 'InternalIP', address: ip(i) }] })),
-    }),
-  );
-  return path;
+  return writeFleetInventory(path, ids, ip);
 }
 
 /** Tainted Nodes as a kubelet with --node-ip registers them: addresses already equal to the cloud's. */
@@ -186,181 +179,176 @@ const say = (line: string) => {
 
 const only = (process.env.BENCH_ONLY ?? 'burst,steady,big').split(',');
 
+/**
+ * Runs section `name` when BENCH_ONLY picks it, on a control plane of its own (stopped after): `n`
+ * Node names `<name>-NNNNN`, their Cloudlycke inventory and a transport as the fixtures admin.
+ */
+async function section(
+  name: string,
+  n: number,
+  run: (s: { cp: ControlPlane; ids: string[]; inv: string; http: KubeTransport }) => Promise<void>,
+): Promise<void> {
+  if (!only.includes(name)) return;
+  const cp = await startControlPlane();
+  try {
+    const ids = names(name, n);
+    await run({ cp, ids, inv: inventory(ids), http: transportFor(cp, 'fixtures') });
+  } finally {
+    await cp.stop();
+  }
+}
+
 // --- 1. burst of 5,000, against a write-only baseline -------------------------------------------
 const BURST_N = Number(process.env.BENCH_BURST_N ?? 5000);
-if (only.includes('burst')) {
-  const cp = await startControlPlane();
-  try {
-    const ids = names('burst', BURST_N);
-    const inv = inventory(ids);
-    const http = transportFor(cp, 'fixtures');
-    // Baseline: the creates, then per Node the writes ccm makes (merge patch of the Node, one event).
-    const t0 = performance.now();
-    let tWrites = t0;
-    await registerAll(http, ids);
-    tWrites = performance.now();
-    await mapLimit(ids, CONCURRENCY, async (name) => {
-      await http.request({
-        method: 'PATCH',
-        path: `/api/v1/nodes/${name}`,
-        contentType: 'application/merge-patch+json',
-        body: {
-          metadata: { labels: CLOUDLYCKE_LABELS },
-          spec: { providerID: `cloudlycke://${name}`, taints: [] },
-        },
-        discardResponse: true,
-        timeoutMs: 120_000,
-      });
-      await http.request({
-        method: 'POST',
-        path: '/api/v1/namespaces/default/events',
-        body: {
-          metadata: { generateName: `${name}.` },
-          involvedObject: { kind: 'Node', name },
-          type: 'Normal',
-          reason: 'Synced',
-          message: 'baseline',
-          source: { component: 'bench' },
-        },
-        discardResponse: true,
-        timeoutMs: 120_000,
-      });
+await section('burst', BURST_N, async ({ cp, ids, inv, http }) => {
+  // Baseline: the creates, then per Node the writes ccm makes (merge patch of the Node, one event).
+  const t0 = performance.now();
+  let tWrites = t0;
+  await registerAll(http, ids);
+  tWrites = performance.now();
+  await mapLimit(ids, CONCURRENCY, async (name) => {
+    await http.request({
+      method: 'PATCH',
+      path: `/api/v1/nodes/${name}`,
+      contentType: 'application/merge-patch+json',
+      body: {
+        metadata: { labels: CLOUDLYCKE_LABELS },
+        spec: { providerID: `cloudlycke://${name}`, taints: [] },
+      },
+      discardResponse: true,
+      timeoutMs: 120_000,
     });
-    const baseline = (performance.now() - t0) / 1000;
-    const baselineWrites = (performance.now() - tWrites) / 1000;
-    const deleteAll = async () => {
-      await fixtureApi(cp.kubeconfigPath).deleteCollectionNode({});
-      await until(
-        'nodes gone',
-        async () => (await fixtureApi(cp.kubeconfigPath).listNode({ limit: 1 })).items.length === 0,
-        60_000,
-      );
-    };
-    await deleteAll();
-
-    const { child } = await startCcm(cp, cloudlycke(inv));
-    const watch = await syncedTaintWatch(cp);
-    const t1 = performance.now();
-    await registerAll(http, ids);
-    await until('all initialised', async () => ids.every((n) => watch.removedAt.has(n)), 600_000);
-    const withCcm = (Math.max(...ids.map((n) => watch.removedAt.get(n) as number)) - t1) / 1000;
-    await watch.informer.stop();
-    await stopCcm(child);
-
-    // The same Nodes already registered when ccm starts (a restart, or ccm deployed after the
-    // kubelets): start → all initialised, against the baseline's writes alone.
-    await deleteAll();
-    await registerAll(http, ids);
-    const watch2 = await syncedTaintWatch(cp);
-    const t2 = performance.now();
-    const late = await startCcm(cp, cloudlycke(inv));
-    await until('all initialised', async () => ids.every((n) => watch2.removedAt.has(n)), 600_000);
-    const startToDone = (Math.max(...ids.map((n) => watch2.removedAt.get(n) as number)) - t2) / 1000;
-    await watch2.informer.stop();
-    await stopCcm(late.child);
-    say(
-      `| ${BURST_N.toLocaleString('en')} tainted Nodes already there: ccm start → all initialised (--concurrency ${process.env.BENCH_CCM_CONCURRENCY ?? 'default'}) | ${startToDone.toFixed(1)} s | the baseline's writes alone ${baselineWrites.toFixed(1)} s → ratio ${(startToDone / baselineWrites).toFixed(2)}; load ${load1()} |`,
+    await http.request({
+      method: 'POST',
+      path: '/api/v1/namespaces/default/events',
+      body: {
+        metadata: { generateName: `${name}.` },
+        involvedObject: { kind: 'Node', name },
+        type: 'Normal',
+        reason: 'Synced',
+        message: 'baseline',
+        source: { component: 'bench' },
+      },
+      discardResponse: true,
+      timeoutMs: 120_000,
+    });
+  });
+  const baseline = (performance.now() - t0) / 1000;
+  const baselineWrites = (performance.now() - tWrites) / 1000;
+  const deleteAll = async () => {
+    await fixtureApi(cp.kubeconfigPath).deleteCollectionNode({});
+    await until(
+      'nodes gone',
+      async () => (await fixtureApi(cp.kubeconfigPath).listNode({ limit: 1 })).items.length === 0,
+      60_000,
     );
-    say(
-      `| burst of ${BURST_N.toLocaleString('en')} tainted Nodes: all initialised (ccm's --concurrency ${process.env.BENCH_CCM_CONCURRENCY ?? 'default'}) | ${withCcm.toFixed(1)} s | write-only baseline ${baseline.toFixed(1)} s → ratio ${(withCcm / baseline).toFixed(2)} (target ≤ 1.25); load ${load1()} |`,
-    );
-  } finally {
-    await cp.stop();
-  }
-}
+  };
+  await deleteAll();
+
+  const { child } = await startCcm(cp, cloudlycke(inv));
+  const watch = await syncedTaintWatch(cp);
+  const t1 = performance.now();
+  await registerAll(http, ids);
+  await until('all initialised', async () => ids.every((n) => watch.removedAt.has(n)), 600_000);
+  const withCcm = (Math.max(...ids.map((n) => watch.removedAt.get(n) as number)) - t1) / 1000;
+  await watch.informer.stop();
+  await stopCcm(child);
+
+  // The same Nodes already registered when ccm starts (a restart, or ccm deployed after the
+  // kubelets): start → all initialised, against the baseline's writes alone.
+  await deleteAll();
+  await registerAll(http, ids);
+  const watch2 = await syncedTaintWatch(cp);
+  const t2 = performance.now();
+  const late = await startCcm(cp, cloudlycke(inv));
+  await until('all initialised', async () => ids.every((n) => watch2.removedAt.has(n)), 600_000);
+  const startToDone = (Math.max(...ids.map((n) => watch2.removedAt.get(n) as number)) - t2) / 1000;
+  await watch2.informer.stop();
+  await stopCcm(late.child);
+  say(
+    `| ${BURST_N.toLocaleString('en')} tainted Nodes already there: ccm start → all initialised (--concurrency ${process.env.BENCH_CCM_CONCURRENCY ?? 'default'}) | ${startToDone.toFixed(1)} s | the baseline's writes alone ${baselineWrites.toFixed(1)} s → ratio ${(startToDone / baselineWrites).toFixed(2)}; load ${load1()} |`,
+  );
+  say(
+    `| burst of ${BURST_N.toLocaleString('en')} tainted Nodes: all initialised (ccm's --concurrency ${process.env.BENCH_CCM_CONCURRENCY ?? 'default'}) | ${withCcm.toFixed(1)} s | write-only baseline ${baseline.toFixed(1)} s → ratio ${(withCcm / baseline).toFixed(2)} (target ≤ 1.25); load ${load1()} |`,
+  );
+});
 
 // --- 2. steady arrival: 50 Nodes/s for 60 s -----------------------------------------------------
-if (only.includes('steady')) {
-  const cp = await startControlPlane();
-  try {
-    const ids = names('steady', 3000);
-    const inv = inventory(ids);
-    const http = transportFor(cp, 'fixtures');
-    const { child } = await startCcm(cp, cloudlycke(inv));
-    const watch = await syncedTaintWatch(cp);
-    const createdAt = new Map<string, number>();
-    const start = performance.now();
-    const pending: Promise<unknown>[] = [];
-    for (let i = 0; i < ids.length; i++) {
-      const due = start + i * 20;
-      const wait = due - performance.now();
-      if (wait > 0) await sleep(wait);
-      const name = ids[i] as string;
-      createdAt.set(name, performance.now());
-      pending.push(register(http, name, i));
-    }
-    await Promise.all(pending);
-    await until('all initialised', async () => ids.every((n) => watch.removedAt.has(n)), 60_000);
-    const latencies = ids.map((n) => (watch.removedAt.get(n) as number) - (createdAt.get(n) as number));
-    await watch.informer.stop();
-    await stopCcm(child);
-    say(
-      `| steady 50 tainted Nodes/s for 60 s (3,000): creation → taint removed | p50 ${Math.round(percentile(latencies, 50))} ms, p99 ${Math.round(percentile(latencies, 99))} ms, max ${Math.round(Math.max(...latencies))} ms | target p99 ≤ 1 s |`,
-    );
-  } finally {
-    await cp.stop();
+await section('steady', 3000, async ({ cp, ids, inv, http }) => {
+  const { child } = await startCcm(cp, cloudlycke(inv));
+  const watch = await syncedTaintWatch(cp);
+  const createdAt = new Map<string, number>();
+  const start = performance.now();
+  const pending: Promise<unknown>[] = [];
+  for (let i = 0; i < ids.length; i++) {
+    const due = start + i * 20;
+    const wait = due - performance.now();
+    if (wait > 0) await sleep(wait);
+    const name = ids[i] as string;
+    createdAt.set(name, performance.now());
+    pending.push(register(http, name, i));
   }
-}
+  await Promise.all(pending);
+  await until('all initialised', async () => ids.every((n) => watch.removedAt.has(n)), 60_000);
+  const latencies = ids.map((n) => (watch.removedAt.get(n) as number) - (createdAt.get(n) as number));
+  await watch.informer.stop();
+  await stopCcm(child);
+  say(
+    `| steady 50 tainted Nodes/s for 60 s (3,000): creation → taint removed | p50 ${Math.round(percentile(latencies, 50))} ms, p99 ${Math.round(percentile(latencies, 99))} ms, max ${Math.round(Math.max(...latencies))} ms | target p99 ≤ 1 s |`,
+  );
+});
 
 // --- 3 + 4. 5,000 Nodes: RSS idle; cloud calls with 0 / 100 / 1,000 NotReady ---------------------
-if (only.includes('big')) {
-  const cp = await startControlPlane();
-  try {
-    const ids = names('big', 5000);
-    const inv = inventory(ids);
-    const api = fixtureApi(cp.kubeconfigPath);
-    const http = transportFor(cp, 'fixtures');
-    await mapLimit(ids, CONCURRENCY, async (name, i) => {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          await register(http, name, i);
-          return;
-        } catch (err) {
-          // 409: an earlier attempt went through
-          if ((err as { status?: number }).status === 409) return;
-          if (attempt >= 3) throw err;
-        }
+await section('big', 5000, async ({ cp, ids, inv, http }) => {
+  const api = fixtureApi(cp.kubeconfigPath);
+  await mapLimit(ids, CONCURRENCY, async (name, i) => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await register(http, name, i);
+        return;
+      } catch (err) {
+        // 409: an earlier attempt went through
+        if ((err as { status?: number }).status === 409) return;
+        if (attempt >= 3) throw err;
       }
-    });
-    // Idle at the default periods: after start-up nothing runs but a look at the (all Ready) Nodes
-    // every 5 s; the cached listing is refreshed every 5 min.
-    const idle = await startCcm(cp, cloudlycke(inv));
-    const watch = taintWatch(cp);
-    await until('all 5,000 initialised', async () => ids.every((n) => watch.removedAt.has(n)), 300_000);
-    await watch.informer.stop();
-    await sleep(IDLE_S * 1000);
-    const rss = rssMb(idle.child.pid as number);
-    const heap = await heapUsedMb(idle.url);
-    await stopCcm(idle.child);
-    say(
-      `| RSS of ccm run with 5,000 Nodes cached, idle ${IDLE_S} s at default periods | ${rss} MB (V8 heap in use ${heap} MB) | target ≤ 150 MB |`,
-    );
-
-    const { child, url } = await startCcm(cp, cloudlycke(inv), [
-      '--node-monitor-period',
-      '417ms',
-      '--cloud-list-period',
-      '5s',
-    ]);
-    let down = 0;
-    for (const notReady of process.env.BENCH_RSS_ONLY ? [] : [0, 100, 1000]) {
-      await mapLimit(ids.slice(down, notReady), 32, async (name) => {
-        await setReady(api, name, false);
-      });
-      down = notReady;
-      await sleep(6000);
-      const a = await cloudCounts(url);
-      await sleep(60_000);
-      const b = await cloudCounts(url);
-      say(
-        `| 5,000 Nodes, ${notReady.toLocaleString('en')} NotReady: cloud calls in 12 min of controller time (periods ÷ 12) | ${b.list - a.list} listings, ${b.get - a.get} lookups | per hour: ${(b.list - a.list) * 5} listings, ${(b.get - a.get) * 5} lookups |`,
-      );
     }
-    await stopCcm(child);
-  } finally {
-    await cp.stop();
+  });
+  // Idle at the default periods: after start-up nothing runs but a look at the (all Ready) Nodes
+  // every 5 s; the cached listing is refreshed every 5 min.
+  const idle = await startCcm(cp, cloudlycke(inv));
+  const watch = taintWatch(cp);
+  await until('all 5,000 initialised', async () => ids.every((n) => watch.removedAt.has(n)), 300_000);
+  await watch.informer.stop();
+  await sleep(IDLE_S * 1000);
+  const rss = rssMb(idle.child.pid as number);
+  const heap = await heapUsedMb(idle.url);
+  await stopCcm(idle.child);
+  say(
+    `| RSS of ccm run with 5,000 Nodes cached, idle ${IDLE_S} s at default periods | ${rss} MB (V8 heap in use ${heap} MB) | target ≤ 150 MB |`,
+  );
+
+  const { child, url } = await startCcm(cp, cloudlycke(inv), [
+    '--node-monitor-period',
+    '417ms',
+    '--cloud-list-period',
+    '5s',
+  ]);
+  let down = 0;
+  for (const notReady of process.env.BENCH_RSS_ONLY ? [] : [0, 100, 1000]) {
+    await mapLimit(ids.slice(down, notReady), 32, async (name) => {
+      await setReady(api, name, false);
+    });
+    down = notReady;
+    await sleep(6000);
+    const a = await cloudCounts(url);
+    await sleep(60_000);
+    const b = await cloudCounts(url);
+    say(
+      `| 5,000 Nodes, ${notReady.toLocaleString('en')} NotReady: cloud calls in 12 min of controller time (periods ÷ 12) | ${b.list - a.list} listings, ${b.get - a.get} lookups | per hour: ${(b.list - a.list) * 5} listings, ${(b.get - a.get) * 5} lookups |`,
+    );
   }
-}
+  await stopCcm(child);
+});
 
 // --- 5. peak RSS of `ccm run --provider digitalocean`, default settings and the Deployment's ----------
 if (only.includes('peak')) {

@@ -26,12 +26,16 @@ export interface NodeSpec {
   labels?: Record<string, string>;
   taints?: V1Taint[];
   addresses?: { type: string; address: string }[];
-  /** spec.podCIDR and spec.podCIDRs, as node IPAM sets them. */
-  podCIDR?: string;
+  /** spec.podCIDRs (and spec.podCIDR, the first), as node IPAM sets them: one CIDR, or one per family. */
+  podCIDR?: string | string[];
 }
+
+/** The InternalIP addresses of a Node's status, in order. */
+export const internalIPs = (...ips: string[]) => ips.map((address) => ({ type: 'InternalIP', address }));
 
 export function nodeObject(spec: NodeSpec): V1Node {
   const taints = [...(spec.tainted === false ? [] : [UNINITIALIZED]), ...(spec.taints ?? [])];
+  const podCIDRs = [spec.podCIDR ?? []].flat();
   return {
     apiVersion: 'v1',
     kind: 'Node',
@@ -45,7 +49,7 @@ export function nodeObject(spec: NodeSpec): V1Node {
     spec: {
       ...(spec.providerID ? { providerID: spec.providerID } : {}),
       ...(taints.length ? { taints } : {}),
-      ...(spec.podCIDR ? { podCIDR: spec.podCIDR, podCIDRs: [spec.podCIDR] } : {}),
+      ...(podCIDRs.length ? { podCIDR: podCIDRs[0], podCIDRs } : {}),
     },
     status: {
       addresses: spec.addresses ?? [{ type: 'Hostname', address: spec.name }],

@@ -28,7 +28,7 @@ import { deleteAllNodes, fixtureApi, type NodeSpec } from '../controlplane/fixtu
 import { type AuditEvent, CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { type CliResult, ccm as cli } from './cli.js';
 import { type InventoryInstance, writeInventory } from './inventory.js';
-import { type InProcess, runInput, startInProcess } from './run.js';
+import { expectTwoReadyReplicas, type InProcess, runInput, startInProcess } from './run.js';
 import { removeServices } from './services.js';
 
 /** Instance type, region and zone of every Cloudlycke machine the tests make. */
@@ -111,6 +111,11 @@ export interface CloudWorld<C extends CloudName = CloudName> {
   ccm(args: string[], options?: CliOptions): Promise<CliRun>;
   /** `ccm run`'s cloud part (provider, credentials Secret, env); creates the Secret on first use. */
   runProvider(): Promise<Partial<RunInput>>;
+  /**
+   * Two replicas of `ccm run` on this world, one Lease: both Ready within 10 s, the standby (which
+   * never lists) too (test/helpers/run.ts expectTwoReadyReplicas).
+   */
+  expectTwoReadyReplicas(): Promise<void>;
   /** `ccm run` in this process against this world; stopped by `stopRuns` (after each test). */
   run(overrides?: Partial<RunInput>, deps?: RunDeps): Promise<InProcess>;
   stopRuns(): Promise<void>;
@@ -380,6 +385,9 @@ export async function cloudWorld<C extends CloudName>(
     },
     async runProvider() {
       return { provider: cloud, 'cloud-config': undefined, ...(await adapter.runProvider(world.sim, world)) };
+    },
+    async expectTwoReadyReplicas() {
+      await expectTwoReadyReplicas(world.kubeconfig, await world.runProvider());
     },
     async run(overrides = {}, deps = {}) {
       const provider = await world.runProvider();

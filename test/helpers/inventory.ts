@@ -14,6 +14,17 @@ export interface InventoryInstance {
   labels?: Record<string, string>;
 }
 
+/**
+ * Writes at `path` the inventory of a fleet for the benchmarks: the machines `ids` of one type
+ * (vbox.vm.1g.2cpu in virtualbox), the i-th at InternalIP `ip(i)`. Returns `path`.
+ */
+export function writeFleetInventory(path: string, ids: string[], ip: (i: number) => string): string {
+  const defaults = { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'virtualbox' };
+  const instances = ids.map((id, i) => ({ id, addresses: [{ type: 'InternalIP', address: ip(i) }] }));
+  writeFileSync(path, stringify({ defaults, instances }));
+  return path;
+}
+
 /** Writes a Cloudlycke inventory file and returns its path. */
 export function writeInventory(instances: InventoryInstance[], defaults?: Record<string, string>): string {
   const dir = tempDir('ccm-inventory-');

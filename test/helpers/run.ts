@@ -172,6 +172,22 @@ export async function reconcileErrors(ccm: InProcess | undefined, controller: st
   );
 }
 
+/**
+ * How many route passes ccm made so far (its reconcile metric). Counted at once: prom-client hands
+ * out its own value objects, which later passes change.
+ */
+export async function routePasses(ccm: InProcess): Promise<number> {
+  return (await ccm.handle.metrics.reconciles.get()).values
+    .filter((v) => v.labels.controller === 'route')
+    .reduce((s, v) => s + v.value, 0);
+}
+
+/** Waits for `n` more route passes: what a pass would do has been done (no waiting on time). */
+export async function moreRoutePasses(ccm: InProcess, n: number): Promise<void> {
+  const seen = await routePasses(ccm);
+  await until(`${n} more passes`, async () => (await routePasses(ccm)) >= seen + n, 20_000);
+}
+
 /** The replica's leader-election check on /readyz?verbose: 'leading' or 'standby (leader: …)'. */
 export async function leaderElection(replica: InProcess): Promise<string> {
   const text = await (await fetch(`${replica.url}/readyz?verbose`)).text();

@@ -1,5 +1,6 @@
 /** LoadBalancer Services and their Events on the test control plane, for the `ccm run` cloud tests. */
 import { type CoreV1Api, PatchStrategy, setHeaderOptions, type V1Service } from '@kubernetes/client-node';
+import { expect } from 'vitest';
 import { SOURCE_SERVICE_CONTROLLER } from '../../src/kube/well-known.js';
 import { until } from './run.js';
 
@@ -76,6 +77,33 @@ export async function removeServices(api: CoreV1Api, namespace: string): Promise
     await api.deleteNamespacedService({ name, namespace }).catch(() => {});
   }
   await api.deleteCollectionNamespacedEvent({ namespace });
+}
+
+/** Waits until the service controller recorded EnsuredLoadBalancer for the Service, EnsuringLoadBalancer before it. */
+export async function expectLoadBalancerEnsuredEvents(api: CoreV1Api, namespace: string, name: string) {
+  await until('EnsuredLoadBalancer', async () =>
+    (await eventReasons(api, namespace, name)).includes('EnsuredLoadBalancer'),
+  );
+  expect(await eventReasons(api, namespace, name)).toContain('EnsuringLoadBalancer');
+}
+
+/** Waits until the Service is gone (its finalizer removed, by ccm once it has cleaned up). */
+export function untilServiceGone(api: CoreV1Api, namespace: string, name: string, timeoutMs?: number) {
+  return until(`${name} gone`, () => serviceGone(api, namespace, name), timeoutMs);
+}
+
+/**
+ * Waits until the service controller recorded DeletedLoadBalancer for the Service, and expects
+ * DeletingLoadBalancer before it. DeletedLoadBalancer follows the finalizer's removal (the
+ * reference order): the Service may be gone first.
+ */
+export async function expectLoadBalancerDeletedEvents(api: CoreV1Api, namespace: string, name: string) {
+  await until('DeletedLoadBalancer recorded', async () =>
+    (await eventReasons(api, namespace, name)).includes('DeletedLoadBalancer'),
+  );
+  expect(await eventReasons(api, namespace, name)).toEqual(
+    expect.arrayContaining(['DeletingLoadBalancer', 'DeletedLoadBalancer']),
+  );
 }
 
 /** Waits until the Service's first ingress has an `ip` (or a `hostname`: Triton's CNS name); returns it. */

@@ -36,6 +36,26 @@ async function closedPort(): Promise<number> {
   });
 }
 
+/** A copy of the world's kubeconfig (file `name`) whose server is `port`, closed, on this machine. */
+async function unreachableKubeconfig(name: string): Promise<{ kubeconfig: string; port: number }> {
+  const port = await closedPort();
+  const kubeconfig = join(dir, name);
+  writeFileSync(
+    kubeconfig,
+    readFileSync(world.kubeconfig, 'utf8').replace(world.cp.server, `https://127.0.0.1:${port}`),
+  );
+  return { kubeconfig, port };
+}
+
+/** `ccm args` refused in one line that matches `pattern`, and nothing written to Kubernetes. */
+async function expectRefusedWritingNothing(args: string[], pattern: RegExp) {
+  const before = (await world.cp.writes(CCM_USER)).length;
+  // HOME without ~/.kube/config, so only the flags decide which kubeconfig is used
+  const run = await ccm(args, { HOME: dir });
+  expectOneLine(run, pattern);
+  expect((await world.cp.writes(CCM_USER)).length).toBe(before);
+}
+
 function expectOneLine(run: { exitCode: number; stdout: string; stderr: string }, pattern: RegExp) {
   expect(run.exitCode).toBe(2);
   const lines = run.stderr.trim().split('\n');
@@ -155,11 +175,7 @@ describe('bad input gets one line, exit 2, nothing written', () => {
       /Nonexistent flag: --frobnicate/,
     ],
   ])('%s', async (_what, args, pattern) => {
-    const before = (await world.cp.writes(CCM_USER)).length;
-    // HOME without ~/.kube/config, so only the flags decide which kubeconfig is used
-    const run = await ccm(args(), { HOME: dir });
-    expectOneLine(run, pattern);
-    expect((await world.cp.writes(CCM_USER)).length).toBe(before);
+    await expectRefusedWritingNothing(args(), pattern);
   });
 
   it('KUBECONFIG naming only files that do not exist (one missing among others is skipped, as kubectl does)', async () => {
@@ -176,12 +192,7 @@ describe('bad input gets one line, exit 2, nothing written', () => {
   });
 
   it('-q prints only failures and keeps the exit status', async () => {
-    const port = await closedPort();
-    const kubeconfig = join(dir, 'unreachable-q');
-    writeFileSync(
-      kubeconfig,
-      readFileSync(world.kubeconfig, 'utf8').replace(world.cp.server, `https://127.0.0.1:${port}`),
-    );
+    const { kubeconfig } = await unreachableKubeconfig('unreachable-q');
     const loud = await ccm([...init, '--kubeconfig', kubeconfig, '--cloud-config', inventory]);
     const quiet = await ccm([...init, '--kubeconfig', kubeconfig, '--cloud-config', inventory, '-q']);
     expect(quiet.exitCode).toBe(loud.exitCode);
@@ -199,12 +210,7 @@ describe('bad input gets one line, exit 2, nothing written', () => {
   });
 
   it('an unreachable API server', async () => {
-    const port = await closedPort();
-    const kubeconfig = join(dir, 'unreachable');
-    writeFileSync(
-      kubeconfig,
-      readFileSync(world.kubeconfig, 'utf8').replace(world.cp.server, `https://127.0.0.1:${port}`),
-    );
+    const { kubeconfig, port } = await unreachableKubeconfig('unreachable');
     const run = await ccm([...init, '--kubeconfig', kubeconfig, '--cloud-config', inventory]);
     expectOneLine(
       run,
@@ -286,10 +292,7 @@ describe('`ccm run`: bad input gets one line, exit 2, nothing written', () => {
     ['--json', () => [...run, ...kc(), '--cloud-config', inventory, '--json'], /Nonexistent flag: --json/],
     ['-o', () => [...run, ...kc(), '--cloud-config', inventory, '-o', 'json'], /Nonexistent flag: -o/],
   ])('%s', async (_what, args, pattern) => {
-    const before = (await world.cp.writes(CCM_USER)).length;
-    const result = await ccm(args(), { HOME: dir });
-    expectOneLine(result, pattern);
-    expect((await world.cp.writes(CCM_USER)).length).toBe(before);
+    await expectRefusedWritingNothing(args(), pattern);
   });
 
   it('a port already in use', async () => {

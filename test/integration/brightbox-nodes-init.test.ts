@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { SIM_CLIENT } from '../clouds/brightbox/simulator.js';
 import { createNodes, UNINITIALIZED } from '../controlplane/fixtures.js';
+import { addBrightboxWorkers, expectCloudNode } from '../helpers/cloud-nodes.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
 
 // A new simulator for each test, as each test starts from an empty cloud and an empty token cache.
@@ -25,20 +26,7 @@ const gone = { tainted: false, ready: false } as const;
 
 describe('ccm nodes init --provider brightbox', () => {
   it('initialises Nodes named after the server id, or after the server name', async () => {
-    const a = world.sim.addServer({
-      id: 'srv-aaaaa',
-      name: 'k8s worker',
-      zone: 'gb1-a',
-      serverType: '2gb.ssd',
-      ipv4: '10.241.0.10',
-    });
-    world.sim.addServer({
-      id: 'srv-bbbbb',
-      name: 'worker-b',
-      zone: 'gb1-b',
-      serverType: '4gb.ssd',
-      ipv4: '10.241.0.11',
-    });
+    const [a] = addBrightboxWorkers(world.sim);
     const cip = world.sim.addCloudIP({ mappedTo: a.interfaces[0]?.id, publicIPv4: '109.107.39.1' });
     await createNodes(api(), [{ name: 'srv-aaaaa', providedNodeIP: '10.241.0.10' }, { name: 'worker-b' }]);
 
@@ -48,19 +36,21 @@ describe('ccm nodes init --provider brightbox', () => {
     expect(JSON.parse(run.stdout).summary).toMatchObject({ total: 2, initialized: 2, failed: 0 });
 
     const first = await api().readNode({ name: 'srv-aaaaa' });
-    expect(first.spec?.providerID).toBe('brightbox://srv-aaaaa');
     expect(first.spec?.taints ?? []).not.toContainEqual(UNINITIALIZED);
-    expect(first.metadata?.labels).toMatchObject({
-      'node.kubernetes.io/instance-type': '2gb.ssd',
-      'topology.kubernetes.io/zone': 'gb1-a',
-      'topology.kubernetes.io/region': 'gb1',
+    expectCloudNode(first, {
+      providerID: 'brightbox://srv-aaaaa',
+      labels: {
+        'node.kubernetes.io/instance-type': '2gb.ssd',
+        'topology.kubernetes.io/zone': 'gb1-a',
+        'topology.kubernetes.io/region': 'gb1',
+      },
+      addresses: [
+        { type: 'ExternalIP', address: '10.241.0.10' },
+        { type: 'Hostname', address: 'srv-aaaaa' },
+        { type: 'ExternalDNS', address: 'srv-aaaaa.gb1.brightbox.com' },
+        { type: 'ExternalDNS', address: `${cip.id}.gb1.brightbox.com` },
+      ],
     });
-    expect(first.status?.addresses).toEqual([
-      { type: 'ExternalIP', address: '10.241.0.10' },
-      { type: 'Hostname', address: 'srv-aaaaa' },
-      { type: 'ExternalDNS', address: 'srv-aaaaa.gb1.brightbox.com' },
-      { type: 'ExternalDNS', address: `${cip.id}.gb1.brightbox.com` },
-    ]);
     const second = await api().readNode({ name: 'worker-b' });
     expect(second.spec?.providerID).toBe('brightbox://srv-bbbbb');
     expect(second.metadata?.labels?.['topology.kubernetes.io/zone']).toBe('gb1-b');

@@ -6,6 +6,7 @@
 import type { V1Node } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createNodes } from '../controlplane/fixtures.js';
+import { DIGITALOCEAN_WORKER_1 } from '../helpers/cloud-nodes.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
 import { conformsToDigitalOceanOpenApi } from '../helpers/openapi.js';
 
@@ -40,14 +41,7 @@ function fleet(n: number, prefix = 'pool-') {
 describe('ccm nodes init --provider digitalocean', () => {
   it('initialises tainted Nodes from droplets, by provider ID and by droplet name', async () => {
     const [w1, w2] = world.sim.addDroplets(
-      {
-        name: 'worker-1',
-        size: 's-4vcpu-8gb',
-        region: 'fra1',
-        privateIP: '10.114.0.2',
-        publicIP: '203.0.113.21',
-        ipv6: '2001:db8::21',
-      },
+      { ...DIGITALOCEAN_WORKER_1, ipv6: '2001:db8::21' },
       { name: 'Worker-2', region: 'fra1', privateIP: '10.114.0.3' },
     );
     await createNodes(world.api, [

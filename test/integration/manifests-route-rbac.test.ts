@@ -5,35 +5,28 @@
  * a FailedToCreateRoute event and answers a metrics scraper with zero 403s; with any one rule removed,
  * the same run meets a 403 (as test/integration/manifests.test.ts proves for every controller).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { renderManifests } from '../../src/cli/manifests.js';
 import { loadProvider } from '../../src/providers/registry.js';
 import type { SimRouter } from '../clouds/openstack/neutron-routes.js';
-import { OpenStackSimulator } from '../clouds/openstack/simulator.js';
 import { nodeObject } from '../controlplane/fixtures.js';
-import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { useCloudWorld } from '../helpers/cloud-world.js';
 import { until } from '../helpers/run.js';
 import { type ManifestDoc, ServiceAccountRun } from '../helpers/service-account-run.js';
 
 const NS = 'kube-system';
 const LEASE = 'ccm-route-rbac';
 
-let cp: ControlPlane;
-let sim: OpenStackSimulator;
+// One cluster and one router for both tests: the scenario resets the Nodes and the routes itself.
+const world = useCloudWorld('openstack', { keep: true });
 let router: SimRouter;
-let dir: string;
 let run: ServiceAccountRun;
 let docs: ManifestDoc[] = [];
 
 beforeAll(async () => {
-  [cp, sim] = await Promise.all([startControlPlane(), new OpenStackSimulator().start()]);
-  run = new ServiceAccountRun(cp, NS);
-  dir = mkdtempSync(join(tmpdir(), 'ccm-route-rbac-'));
-  router = sim.routing.addRouter({ subnets: ['10.0.0.0/24'], ips: ['10.0.0.1'] });
-  sim.routing.addPort({ ip: '10.0.0.11' });
+  run = new ServiceAccountRun(world.cp, NS);
+  router = world.sim.routing.addRouter({ subnets: ['10.0.0.0/24'], ips: ['10.0.0.1'] });
+  world.sim.routing.addPort({ ip: '10.0.0.11' });
 
   docs = renderManifests(await loadProvider('openstack'), {
     image: 'registry.example.com/ccm:test',
@@ -43,8 +36,8 @@ beforeAll(async () => {
     cronjob: false,
     leaseName: LEASE,
   }) as unknown as ManifestDoc[];
-  const conf = `[Global]\nauth-url=${sim.authUrl}\nusername=admin\npassword=passw0rd\nregion=RegionOne\n[Route]\nrouter-id=${router.id}\n`;
-  await run.install(docs, dir, ['--route-reconciliation-period=300ms']);
+  const conf = `[Global]\nauth-url=${world.sim.authUrl}\nusername=admin\npassword=passw0rd\nregion=RegionOne\n[Route]\nrouter-id=${router.id}\n`;
+  await run.install(docs, world.dir, ['--route-reconciliation-period=300ms']);
   await run.core.createNamespacedSecret({
     namespace: NS,
     body: { metadata: { name: 'cloud-config' }, stringData: { 'cloud.conf': conf } },
@@ -53,8 +46,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await run?.stop();
-  await Promise.all([cp?.stop(), sim?.stop()]);
-  rmSync(dir, { recursive: true, force: true });
 });
 afterEach(async (ctx) => {
   run.printIfFailed(ctx);

@@ -15,11 +15,9 @@
  * - k8s.io/cloud-provider service/helpers/helper.go: the finalizer service.kubernetes.io/load-balancer-cleanup.
  */
 
-import type { CoreV1Api } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { BrightboxSimulator, SimServer } from '../clouds/brightbox/simulator.js';
+import type { SimServer } from '../clouds/brightbox/simulator.js';
 import { createNodes } from '../controlplane/fixtures.js';
-import type { ControlPlane } from '../controlplane/harness.js';
 import { ccm as cli } from '../helpers/cli.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
 import {
@@ -37,25 +35,18 @@ const CLUSTER = 'brightbox-k8s';
 
 // The tests build on one another's cloud: the earlier tests' balancers stay in the simulator.
 const world = useCloudWorld('brightbox', { keep: true, services: true });
-// The world's parts, by their short names.
-let cp: ControlPlane;
-let api: CoreV1Api;
-let sim: BrightboxSimulator;
-beforeAll(async () => {
-  ({ cp, api, sim } = world);
-  // The official controller's Secret brightbox-credentials (which migrate reads too), as ccm run's own.
-  await world.runProvider();
-});
+// The official controller's Secret brightbox-credentials (which migrate reads too), as ccm run's own.
+beforeAll(() => world.runProvider());
 
 const migrate = (...args: string[]) => cli(world.args(['migrate', ...args], []));
 
-const writes = () => sim.requests.filter((r) => r.method !== 'GET' && !r.path.startsWith('/token'));
+const writes = () => world.sim.requests.filter((r) => r.method !== 'GET' && !r.path.startsWith('/token'));
 
 /** Servers of this cluster, and their initialised Nodes (named as the servers). */
 async function workers<N extends string[]>(...names: N): Promise<{ [K in keyof N]: SimServer }> {
-  const servers = names.map((name) => sim.addServer({ name })) as { [K in keyof N]: SimServer };
+  const servers = names.map((name) => world.sim.addServer({ name })) as { [K in keyof N]: SimServer };
   await createNodes(
-    api,
+    world.api,
     servers.map((s) => ({ name: s.name, providerID: `brightbox://${s.id}`, tainted: false })),
   );
   return servers;
@@ -63,7 +54,7 @@ async function workers<N extends string[]>(...names: N): Promise<{ [K in keyof N
 
 /** A worker Node of this cluster, made once for the tests that need one. */
 async function ensureWorker(): Promise<void> {
-  const nodes = await api.listNode();
+  const nodes = await world.api.listNode();
   if (!nodes.items.some((n) => n.metadata?.name === 'my-worker-1')) await workers('my-worker-1');
 }
 
@@ -72,7 +63,7 @@ async function ensureWorker(): Promise<void> {
  * `port` → `nodePort`, health-checked on the node port, balancing to `nodes`.
  */
 function officialBalancer(id: string, name: string, port: number, nodePort: number, nodes: string[]) {
-  sim.loadBalancers.set(id, {
+  world.sim.loadBalancers.set(id, {
     id,
     name,
     status: 'active',
@@ -99,9 +90,9 @@ function officialBalancer(id: string, name: string, port: number, nodePort: numb
 
 /** Another cluster's balancer and its cloud IP, on that cluster's own server. */
 function otherClustersBalancer(id: string, name: string) {
-  const theirs = sim.addServer({ name: `their-worker-${id}` });
+  const theirs = world.sim.addServer({ name: `their-worker-${id}` });
   officialBalancer(id, name, 443, 31443, [theirs.id]);
-  const cip = sim.addCloudIP({ name, mappedTo: id });
+  const cip = world.sim.addCloudIP({ name, mappedTo: id });
   return { theirs, cip };
 }
 
@@ -111,7 +102,7 @@ function otherClustersBalancer(id: string, name: string) {
  * finalised and its ingress the cloud IP's reverse DNS name.
  */
 async function seedOfficial(service: string, lbId: string, servers: { id: string }[], recorded = true) {
-  const created = await api.createNamespacedService({ namespace: NS, body: lbService(service) });
+  const created = await world.api.createNamespacedService({ namespace: NS, body: lbService(service) });
   const nodePort = created.spec?.ports?.[0]?.nodePort as number;
   const name = `${service}.${NS}.${CLUSTER}`;
   officialBalancer(
@@ -121,8 +112,8 @@ async function seedOfficial(service: string, lbId: string, servers: { id: string
     nodePort,
     servers.map((s) => s.id),
   );
-  const cip = sim.addCloudIP({ name, mappedTo: lbId });
-  if (recorded) await recordServedByOfficial(api, service, { ingress: { hostname: cip.reverseDNS } });
+  const cip = world.sim.addCloudIP({ name, mappedTo: lbId });
+  if (recorded) await recordServedByOfficial(world.api, service, { ingress: { hostname: cip.reverseDNS } });
   return { name, nodePort, cip };
 }
 
@@ -131,7 +122,7 @@ const untilServedBy = (service: string, cip: { publicIPv4: string }) =>
   until(
     `${service} ingress with the cloud IP`,
     async () => {
-      const s = await api.readNamespacedService({ name: service, namespace: NS });
+      const s = await world.api.readNamespacedService({ name: service, namespace: NS });
       return s.status?.loadBalancer?.ingress?.some((i) => i.ip === cip.publicIPv4) ? s : undefined;
     },
     30_000,
@@ -143,9 +134,9 @@ describe('ccm migrate --provider brightbox', () => {
     const lbId = 'lba-off01';
     // Balancing to worker-1 alone: worker-2 joined the cluster after the official controller stopped.
     const { name, nodePort, cip } = await seedOfficial('web', lbId, [s1]);
-    const group = sim.addServerGroup({ name, description: name, servers: [s1.id] });
-    const policy = sim.addFirewallPolicy({ name, description: name, serverGroup: group.id });
-    sim.firewallRules.set('fwr-off01', {
+    const group = world.sim.addServerGroup({ name, description: name, servers: [s1.id] });
+    const policy = world.sim.addFirewallPolicy({ name, description: name, serverGroup: group.id });
+    world.sim.firewallRules.set('fwr-off01', {
       id: 'fwr-off01',
       policy: policy.id,
       protocol: 'tcp',
@@ -157,12 +148,12 @@ describe('ccm migrate --provider brightbox', () => {
       description: name,
     });
     const before = structuredClone(
-      (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations,
+      (await world.api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations,
     );
 
     // The dry run.
-    sim.requests.length = 0;
-    const { plan } = await expectCleanDryRun(migrate, cp);
+    world.sim.requests.length = 0;
+    const { plan } = await expectCleanDryRun(migrate, world.cp);
     expect(plan.officialCluster).toBe(CLUSTER);
     expect(plan.configMaps).toEqual([{ name: 'brightbox-cloud-controller-manager', exists: false }]);
     expect(plan.services).toEqual([
@@ -181,7 +172,9 @@ describe('ccm migrate --provider brightbox', () => {
     const yes = await migrate('--yes', '-o', 'json');
     expect(yes.exitCode).toBe(0);
     expect(writes()).toEqual([]);
-    expect((await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations).toEqual({
+    expect(
+      (await world.api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations,
+    ).toEqual({
       ...(before ?? {}),
       [ADOPTED]: lbId,
     });
@@ -191,8 +184,8 @@ describe('ccm migrate --provider brightbox', () => {
     await until(
       'worker-2 behind the official balancer and in its server group',
       async () =>
-        sim.loadBalancers.get(lbId)?.nodes.includes(s2.id) &&
-        sim.serverGroups.get(group.id)?.servers.includes(s2.id),
+        world.sim.loadBalancers.get(lbId)?.nodes.includes(s2.id) &&
+        world.sim.serverGroups.get(group.id)?.servers.includes(s2.id),
       30_000,
     );
     const svc = await untilServedBy('web', cip);
@@ -204,18 +197,18 @@ describe('ccm migrate --provider brightbox', () => {
     );
     expect(posts).toEqual([]);
     expect(writes().filter((r) => r.method === 'DELETE')).toEqual([]);
-    expect(sim.loadBalancers.size).toBe(1);
-    expect(sim.loadBalancers.get(lbId)?.name).toBe(name);
-    expect([...sim.cloudIPs.values()].map((c) => [c.id, c.mappedTo])).toEqual([[cip.id, lbId]]);
-    expect(sim.serverGroups.size).toBe(1);
-    expect(sim.firewallPolicies.size).toBe(1);
+    expect(world.sim.loadBalancers.size).toBe(1);
+    expect(world.sim.loadBalancers.get(lbId)?.name).toBe(name);
+    expect([...world.sim.cloudIPs.values()].map((c) => [c.id, c.mappedTo])).toEqual([[cip.id, lbId]]);
+    expect(world.sim.serverGroups.size).toBe(1);
+    expect(world.sim.firewallPolicies.size).toBe(1);
     await ccm.stop();
 
     const back = await migrate('--rollback', '-o', 'json');
     expect(back.exitCode).toBe(0);
-    const restored = await api.readNamespacedService({ name: 'web', namespace: NS });
+    const restored = await world.api.readNamespacedService({ name: 'web', namespace: NS });
     expect(JSON.stringify(restored.metadata?.annotations)).toBe(JSON.stringify(before));
-    expect(sim.loadBalancers.size).toBe(1);
+    expect(world.sim.loadBalancers.size).toBe(1);
   }, 120_000);
 
   it('ccm run --adopt-official finds the official load balancer by <name>.<namespace>.brightbox-k8s and keeps its cloud IP', async () => {
@@ -224,62 +217,62 @@ describe('ccm migrate --provider brightbox', () => {
     // The official controller balanced to this cluster's server (--adopt-official takes a load
     // balancer only when every backend is one of this cluster's Nodes); not yet recorded on the Service.
     const { cip } = await seedOfficial('shop', lbId, [s1], false);
-    const lbsBefore = sim.loadBalancers.size;
-    const cipsBefore = sim.cloudIPs.size;
+    const lbsBefore = world.sim.loadBalancers.size;
+    const cipsBefore = world.sim.cloudIPs.size;
     await world.run(adoptingOfficial(CLUSTER));
     await until(
       'shop handed over, worker-a behind it',
       async () =>
-        (await api.readNamespacedService({ name: 'shop', namespace: NS })).metadata?.annotations?.[
+        (await world.api.readNamespacedService({ name: 'shop', namespace: NS })).metadata?.annotations?.[
           ADOPTED
-        ] === lbId && sim.loadBalancers.get(lbId)?.nodes.includes(s1.id),
+        ] === lbId && world.sim.loadBalancers.get(lbId)?.nodes.includes(s1.id),
       30_000,
     );
     const svc = await untilServedBy('shop', cip);
     expect(svc.status?.loadBalancer?.ingress).toContainEqual(expect.objectContaining({ ip: cip.publicIPv4 }));
-    expect(sim.loadBalancers.size).toBe(lbsBefore);
-    expect(sim.cloudIPs.size).toBe(cipsBefore);
-    expect(sim.cloudIPs.get(cip.id)?.mappedTo).toBe(lbId);
+    expect(world.sim.loadBalancers.size).toBe(lbsBefore);
+    expect(world.sim.cloudIPs.size).toBe(cipsBefore);
+    expect(world.sim.cloudIPs.get(cip.id)?.mappedTo).toBe(lbId);
   }, 60_000);
 
   it("the ccm.io/adopted-load-balancer annotation alone hands nothing over: plain ccm run neither takes another cluster's balancer nor deletes it (or its cloud IP) with the Service", async () => {
     await ensureWorker();
-    const { theirs, cip } = otherClustersBalancer('lba-other2', 'api.prod.other-cluster');
-    await api.createNamespacedService({
+    const { theirs, cip } = otherClustersBalancer('lba-other2', 'world.api.prod.other-cluster');
+    await world.api.createNamespacedService({
       namespace: NS,
       body: lbService('evil', NS, { [ADOPTED]: 'lba-other2' }),
     });
     await untilHandOverRefused(await world.run(), 'evil');
-    const nodes = sim.loadBalancers.get('lba-other2')?.nodes;
+    const nodes = world.sim.loadBalancers.get('lba-other2')?.nodes;
     await deleteUntilCleanupLooked(
-      api,
+      world.api,
       'evil',
-      sim.requests,
+      world.sim.requests,
       (r) => r.method === 'GET' && r.path.includes('load_balancers'),
     );
-    const deletes = sim.requests.filter((r) => r.method === 'DELETE').map((r) => r.path);
+    const deletes = world.sim.requests.filter((r) => r.method === 'DELETE').map((r) => r.path);
     expect(nodes).toEqual([theirs.id]);
     expect(deletes).toEqual([]);
-    expect(sim.loadBalancers.get('lba-other2')?.status).toBe('active');
-    expect(sim.cloudIPs.has(cip.id)).toBe(true);
+    expect(world.sim.loadBalancers.get('lba-other2')?.status).toBe('active');
+    expect(world.sim.cloudIPs.has(cip.id)).toBe(true);
   }, 60_000);
 
   it("ccm run --adopt-official does not take another cluster's web.default.brightbox-k8s (the official default cluster name): its backends are not this cluster's servers", async () => {
     await ensureWorker();
     // Named for a Service that no earlier test of this file gave an official load balancer.
     const { theirs } = otherClustersBalancer('lba-other1', `storefront.${NS}.brightbox-k8s`);
-    await api.createNamespacedService({ namespace: NS, body: lbService('storefront') });
+    await world.api.createNamespacedService({ namespace: NS, body: lbService('storefront') });
     await world.run(adoptingOfficial('brightbox-k8s'));
     // ccm builds this Service a load balancer of its own instead, and reports its address.
     const svc = await until(
       'storefront served by a load balancer of ccm',
       async () => {
-        const s = await api.readNamespacedService({ name: 'storefront', namespace: NS });
+        const s = await world.api.readNamespacedService({ name: 'storefront', namespace: NS });
         return (s.status?.loadBalancer?.ingress?.length ?? 0) > 0 ? s : undefined;
       },
       60_000,
     );
-    expect(sim.loadBalancers.get('lba-other1')?.nodes).toEqual([theirs.id]);
+    expect(world.sim.loadBalancers.get('lba-other1')?.nodes).toEqual([theirs.id]);
     expect(svc.metadata?.annotations?.[ADOPTED]).toBeUndefined();
   }, 90_000);
 });
@@ -296,11 +289,12 @@ describe('ccm migrate --provider brightbox, another cluster with the same offici
     expect((await migrate('--yes')).exitCode).toBe(0);
     await world.run();
     await untilServedBy('store', cip);
-    await api.deleteNamespacedService({ name: 'store', namespace: NS });
+    await world.api.deleteNamespacedService({ name: 'store', namespace: NS });
     await until(
       'lba-mine7 deleted',
       async () =>
-        !sim.loadBalancers.has('lba-mine7') || sim.loadBalancers.get('lba-mine7')?.status === 'deleted',
+        !world.sim.loadBalancers.has('lba-mine7') ||
+        world.sim.loadBalancers.get('lba-mine7')?.status === 'deleted',
       30_000,
     );
     await new Promise((r) => setTimeout(r, 3000));

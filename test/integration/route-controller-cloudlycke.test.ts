@@ -12,10 +12,18 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { RunInput } from '../../src/cli/run.js';
 import { HostRoutes, realmOf } from '../../src/providers/cloudlycke/routes.js';
 import type { Provider } from '../../src/providers/types.js';
-import { fixtureApi, nodeObject } from '../controlplane/fixtures.js';
+import { fixtureApi, internalIPs, nodeObject } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { writeInventory } from '../helpers/inventory.js';
-import { type InProcess, routeControllerInput, runInput, startInProcess, until } from '../helpers/run.js';
+import {
+  type InProcess,
+  moreRoutePasses,
+  routeControllerInput,
+  routePasses,
+  runInput,
+  startInProcess,
+  until,
+} from '../helpers/run.js';
 
 // Unique on a machine shared with other sessions' tests: the pid alone may repeat.
 const NS = `ccm-rt-${process.pid}-${randomBytes(3).toString('hex')}`;
@@ -102,6 +110,15 @@ async function start(
   return ccm;
 }
 
+/** vm11 and vm12, and ccm run once both are RouteCreated. */
+async function twoRoutedWorkers(): Promise<void> {
+  await worker(11);
+  await worker(12);
+  await start();
+  await routeCreated('vm11');
+  await routeCreated('vm12');
+}
+
 function network(node: V1Node) {
   return node.status?.conditions?.find((c) => c.type === 'NetworkUnavailable')?.reason;
 }
@@ -117,15 +134,7 @@ const creates = async (c: InProcess) =>
   (await c.handle.metrics.routeOperations.get()).values.find(
     (v) => v.labels.operation === 'create' && v.labels.result === 'success',
   )?.value ?? 0;
-const passes = async (c: InProcess) =>
-  (await c.handle.metrics.reconciles.get()).values
-    .filter((v) => v.labels.controller === 'route')
-    .reduce((s, v) => s + v.value, 0);
-/** Waits for `n` more route passes (conditions, not time). */
-const morePasses = async (c: InProcess, n: number) => {
-  const seen = await passes(c);
-  await until(`${n} more passes`, async () => (await passes(c)) >= seen + n, 20_000);
-};
+const morePasses = moreRoutePasses;
 
 describe('route controller, Cloudlycke (the host routing table, in a network namespace)', () => {
   it('two Nodes claiming one Pod CIDR: the host route settles on one of them (no replace every pass, no flapping next hop), the other is NoRouteCreated', async () => {
@@ -174,13 +183,10 @@ describe('route controller, Cloudlycke (the host routing table, in a network nam
       const node = nodeObject({
         name: 'vm21',
         tainted: false,
-        addresses: [
-          { type: 'InternalIP', address: '192.168.56.21' },
-          { type: 'InternalIP', address: 'fd00:56::21' },
-        ],
+        addresses: internalIPs('192.168.56.21', 'fd00:56::21'),
+        podCIDR: ['10.244.21.0/24', 'fd00:10:244:21::/64'],
       });
-      const podCIDRs = ['10.244.21.0/24', 'fd00:10:244:21::/64'];
-      await api.createNode({ body: { ...node, spec: { ...node.spec, podCIDR: podCIDRs[0], podCIDRs } } });
+      await api.createNode({ body: node });
       const c = await start('main', {}, '10.244.0.0/16,fd00:10:244::/56');
       await morePasses(c, 4);
       const first = network(await api.readNode({ name: 'vm21' }));
@@ -197,11 +203,7 @@ describe('route controller, Cloudlycke (the host routing table, in a network nam
   }, 60_000);
 
   it('routes each Pod CIDR via its Node, tagged proto static and the cluster realm; a packet to a Pod IP leaves by that next hop', async () => {
-    await worker(11);
-    await worker(12);
-    await start();
-    await routeCreated('vm11');
-    await routeCreated('vm12');
+    await twoRoutedWorkers();
     expect(await routes()).toEqual([
       `10.244.11.0/24 via 192.168.56.11 realm ${REALM}`,
       `10.244.12.0/24 via 192.168.56.12 realm ${REALM}`,
@@ -211,21 +213,13 @@ describe('route controller, Cloudlycke (the host routing table, in a network nam
   });
 
   it('a restart over an unchanged lab changes no route and writes nothing to the Nodes', async () => {
-    await worker(11);
-    await worker(12);
-    await start();
-    await routeCreated('vm11');
-    await routeCreated('vm12');
+    await twoRoutedWorkers();
     await ccm?.stop();
     const versions = (await api.listNode()).items.map((n) => n.metadata?.resourceVersion);
     const before = await routes();
     ipCalls.length = 0;
     const again = await start();
-    const passes = async () =>
-      ((await again.handle.metrics.reconciles.get()).values ?? [])
-        .filter((v) => v.labels.controller === 'route')
-        .reduce((n, v) => n + v.value, 0);
-    await until('three passes', async () => (await passes()) >= 3);
+    await until('three passes', async () => (await routePasses(again)) >= 3);
     expect(ipCalls.filter((a) => a.includes('replace') || a.includes('del'))).toEqual([]);
     expect(await routes()).toEqual(before);
     expect((await api.listNode()).items.map((n) => n.metadata?.resourceVersion)).toEqual(versions);
@@ -245,11 +239,7 @@ describe('route controller, Cloudlycke (the host routing table, in a network nam
       String(realmOf('other')),
     );
     await ip('route', 'add', '172.20.0.0/16', 'via', '192.168.56.60', 'proto', 'static', 'realm', REALM);
-    await worker(11);
-    await worker(12);
-    await start();
-    await routeCreated('vm11');
-    await routeCreated('vm12');
+    await twoRoutedWorkers();
     await api.deleteNode({ name: 'vm11' });
     await until(
       'the route of vm11 deleted',

@@ -14,12 +14,13 @@ import type { RunInput } from '../../src/cli/run.js';
 import type { Provider } from '../../src/providers/types.js';
 import type { SimPort, SimRouter } from '../clouds/openstack/neutron-routes.js';
 import { OpenStackSimulator } from '../clouds/openstack/simulator.js';
-import { fixtureApi, nodeObject } from '../controlplane/fixtures.js';
+import { fixtureApi, internalIPs, nodeObject } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import {
   freePort,
   type InProcess,
   leaderElection,
+  moreRoutePasses,
   routeControllerInput,
   runInput,
   startInProcess,
@@ -121,15 +122,23 @@ async function nodeWith(name: string, ip: string, podCIDR: string): Promise<void
   });
 }
 const reason = async (name: string) => network(await api.readNode({ name }))?.reason;
-const passes = async (ccm: InProcess) =>
-  (await ccm.handle.metrics.reconciles.get()).values
-    .filter((v) => v.labels.controller === 'route')
-    .reduce((s, v) => s + v.value, 0);
-/** Waits for `n` more route passes: what a pass would do has been done (no waiting on time). */
-const morePasses = async (ccm: InProcess, n: number) => {
-  const seen = await passes(ccm);
-  await until(`${n} more passes`, async () => (await passes(ccm)) >= seen + n, 20_000);
-};
+const morePasses = moreRoutePasses;
+
+/** Sets the Node's NetworkUnavailable=False with `reason`, as a CNI or another route controller would. */
+async function networkAvailable(name: string, reason: string, message: string): Promise<void> {
+  const n = await api.readNodeStatus({ name });
+  const conditions = (n.status?.conditions ?? []).filter((c) => c.type !== 'NetworkUnavailable');
+  const now = new Date();
+  conditions.push({
+    type: 'NetworkUnavailable',
+    status: 'False',
+    reason,
+    message,
+    lastHeartbeatTime: now,
+    lastTransitionTime: now,
+  });
+  await api.replaceNodeStatus({ name, body: { ...n, status: { ...n.status, conditions } } });
+}
 
 /** `ccm doctor`'s routes check of this cluster, with `--controllers controllers`. */
 async function doctorRoutes(controllers = '*') {
@@ -367,17 +376,7 @@ describe('route controller, OpenStack', () => {
     const port = await worker(11);
     router.routes.push({ destination: '10.244.11.0/24', nexthop: '10.0.0.11' });
     port.allowed_address_pairs.push({ ip_address: '10.244.11.0/24', mac_address: port.mac_address });
-    const n = await api.readNodeStatus({ name: 'w11' });
-    const conditions = (n.status?.conditions ?? []).filter((c) => c.type !== 'NetworkUnavailable');
-    conditions.push({
-      type: 'NetworkUnavailable',
-      status: 'False',
-      reason: 'RouteCreated',
-      message: 'RouteController created a route',
-      lastHeartbeatTime: new Date(),
-      lastTransitionTime: new Date(),
-    });
-    await api.replaceNodeStatus({ name: 'w11', body: { ...n, status: { ...n.status, conditions } } });
+    await networkAvailable('w11', 'RouteCreated', 'RouteController created a route');
     const versions: string[] = [];
     const ccm = await start();
     await morePasses(ccm, 4);
@@ -512,17 +511,7 @@ describe('route controller, OpenStack', () => {
 
   it('NetworkUnavailable=False/CalicoIsUp is rewritten to RouteCreated once, as upstream does (status and reason compared)', async () => {
     await worker(11);
-    const n = await api.readNodeStatus({ name: 'w11' });
-    const conditions = (n.status?.conditions ?? []).filter((c) => c.type !== 'NetworkUnavailable');
-    conditions.push({
-      type: 'NetworkUnavailable',
-      status: 'False',
-      reason: 'CalicoIsUp',
-      message: 'Calico is running on this node',
-      lastHeartbeatTime: new Date(),
-      lastTransitionTime: new Date(),
-    });
-    await api.replaceNodeStatus({ name: 'w11', body: { ...n, status: { ...n.status, conditions } } });
+    await networkAvailable('w11', 'CalicoIsUp', 'Calico is running on this node');
     const ccm = await start();
     await morePasses(ccm, 3);
     // Upstream updateNetworkingCondition (route_controller.go) compares status and reason too.
@@ -545,16 +534,14 @@ describe('route controller, OpenStack', () => {
     router.subnets.push('fd00:10::/64');
     const port = sim.routing.addPort({ ip: '10.0.0.21' });
     port.fixed_ips.push({ subnet_id: 'ipv6-subnet', ip_address: 'fd00:10::21' });
+    const podCIDRs = ['10.244.21.0/24', 'fd00:10:244:21::/64'];
     const node = nodeObject({
       name: 'w21',
       tainted: false,
-      addresses: [
-        { type: 'InternalIP', address: '10.0.0.21' },
-        { type: 'InternalIP', address: 'fd00:10::21' },
-      ],
+      addresses: internalIPs('10.0.0.21', 'fd00:10::21'),
+      podCIDR: podCIDRs,
     });
-    const podCIDRs = ['10.244.21.0/24', 'fd00:10:244:21::/64'];
-    await api.createNode({ body: { ...node, spec: { ...node.spec, podCIDR: podCIDRs[0], podCIDRs } } });
+    await api.createNode({ body: node });
     await start({
       controllerOptions: { ...input().controllerOptions, clusterCIDR: '10.244.0.0/16,fd00:10:244::/56' },
     });

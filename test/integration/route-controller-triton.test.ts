@@ -8,9 +8,16 @@ import { credentials } from '../../src/providers/triton/credentials.js';
 import { FabricNetworks, type SimFabricNetwork } from '../clouds/triton/fabric-networks.js';
 import { KeyFolder, type TestKey } from '../clouds/triton/keys.js';
 import { TritonSim } from '../clouds/triton/server.js';
-import { fixtureApi, nodeObject } from '../controlplane/fixtures.js';
+import { fixtureApi, internalIPs, nodeObject } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { type InProcess, routeControllerInput, runInput, startInProcess, until } from '../helpers/run.js';
+import {
+  type InProcess,
+  moreRoutePasses,
+  routeControllerInput,
+  runInput,
+  startInProcess,
+  until,
+} from '../helpers/run.js';
 
 const CLUSTER = 'triton-routes';
 let cp: ControlPlane;
@@ -71,16 +78,41 @@ async function start(
 }
 
 /** A worker machine at 192.168.128.<n> and its Node, provider ID set, Pod CIDR 10.244.<n>.0/24. */
-async function worker(n: number) {
-  const machine = sim.addMachine({ name: `w${n}`, ips: [`192.168.128.${n}`] });
+async function worker(
+  n: number,
+  podCIDR: string | string[] = `10.244.${n}.0/24`,
+  ips = [`192.168.128.${n}`],
+) {
+  const machine = sim.addMachine({ name: `w${n}`, ips });
   const node = nodeObject({
     name: `w${n}`,
     tainted: false,
     providerID: `triton://${machine.id}`,
-    addresses: [{ type: 'InternalIP', address: `192.168.128.${n}` }],
-    podCIDR: `10.244.${n}.0/24`,
+    addresses: internalIPs(...ips),
+    podCIDR,
   });
   await api.createNode({ body: node });
+  return machine;
+}
+
+/** Until Node `name` is NoRouteCreated and a FailedToCreateRoute event says `why`. */
+async function untilNoRoute(name: string, why: string): Promise<void> {
+  await until(
+    `${name} NoRouteCreated`,
+    async () => reason(await api.readNode({ name })) === 'NoRouteCreated',
+  );
+  await until('the event', async () =>
+    (await api.listNamespacedEvent({ namespace: 'default' })).items.some(
+      (e) => e.reason === 'FailedToCreateRoute' && e.message?.includes(why),
+    ),
+  );
+}
+
+/** Worker `n` and ccm run, once its Node is RouteCreated. */
+async function routedWorker(n: number) {
+  const machine = await worker(n);
+  await start();
+  await routeCreated(`w${n}`);
   return machine;
 }
 
@@ -127,16 +159,10 @@ describe('route controller, Triton (fabric network routes)', () => {
   it('tags that CloudAPI applies late: the route is claimed again, not refused, and no route is written twice', async () => {
     sim.tagDelayMs = 700;
     await worker(11);
-    await start();
+    const run = await start();
     await routeCreated('w11');
     await until('the tag shows', async () => [...sim.machines.values()][0]?.tags['ccm-cluster'] === CLUSTER);
-    // Counted at once: prom-client hands out its own value objects, which later passes change.
-    const passes = async () =>
-      ((await ccm?.handle.metrics.reconciles.get())?.values ?? [])
-        .filter((v) => v.labels.controller === 'route')
-        .reduce((n, v) => n + v.value, 0);
-    const before = await passes();
-    await until('two more passes', async () => (await passes()) >= before + 2);
+    await moreRoutePasses(run, 2);
     expect(network.routes).toEqual({ '10.244.11.0/24': '192.168.128.11' });
     expect(sim.requests.filter((r) => r.method === 'PUT' && r.path.includes('/fabrics/'))).toHaveLength(1);
     expect(reason(await api.readNode({ name: 'w11' }))).toBe('RouteCreated');
@@ -154,33 +180,20 @@ describe('route controller, Triton (fabric network routes)', () => {
   });
 
   it('a machine destroyed before its Node is deleted leaks no route: the route is a blackhole, deleted with the Node, and its CIDR routed to the next Node given it', async () => {
-    const m = await worker(14);
-    await start();
-    await routeCreated('w14');
+    const m = await routedWorker(14);
     // Scale-down: the machine is destroyed first (CloudAPI keeps it as state "deleted", listed only
     // with tombstone), then the cloud-node-lifecycle controller deletes its Node.
     m.state = 'deleted';
     await api.deleteNode({ name: 'w14' });
     await until('the dead route deleted', async () => network.routes['10.244.14.0/24'] === undefined);
     // Node IPAM gives the freed CIDR to a new Node on a new machine.
-    const machine = sim.addMachine({ name: 'w15', ips: ['192.168.128.15'] });
-    const node = nodeObject({
-      name: 'w15',
-      tainted: false,
-      providerID: `triton://${machine.id}`,
-      addresses: [{ type: 'InternalIP', address: '192.168.128.15' }],
-    });
-    await api.createNode({
-      body: { ...node, spec: { ...node.spec, podCIDR: '10.244.14.0/24', podCIDRs: ['10.244.14.0/24'] } },
-    });
+    await worker(15, '10.244.14.0/24');
     await routeCreated('w15');
     expect(network.routes).toEqual({ '10.244.14.0/24': '192.168.128.15' });
   });
 
   it("a route whose machine lost the address it points to is ccm's still (listed before), and deleted with its Node", async () => {
-    const m = await worker(16);
-    await start();
-    await routeCreated('w16');
+    const m = await routedWorker(16);
     m.ips = ['192.168.128.116'];
     await api.deleteNode({ name: 'w16' });
     await until('the route deleted', async () => network.routes['10.244.16.0/24'] === undefined);
@@ -188,28 +201,13 @@ describe('route controller, Triton (fabric network routes)', () => {
   });
 
   it('dual stack: the IPv6 Pod CIDR is refused in one line (Triton routes are IPv4 only) with no tag or network write, the IPv4 one is routed', async () => {
-    const machine = sim.addMachine({ name: 'w17', ips: ['192.168.128.17', 'fd00::17'] });
-    const node = nodeObject({
-      name: 'w17',
-      tainted: false,
-      providerID: `triton://${machine.id}`,
-      addresses: [
-        { type: 'InternalIP', address: '192.168.128.17' },
-        { type: 'InternalIP', address: 'fd00::17' },
-      ],
-    });
-    const podCIDRs = ['10.244.17.0/24', 'fd00:10:244:17::/64'];
-    await api.createNode({ body: { ...node, spec: { ...node.spec, podCIDR: podCIDRs[0], podCIDRs } } });
+    const machine = await worker(
+      17,
+      ['10.244.17.0/24', 'fd00:10:244:17::/64'],
+      ['192.168.128.17', 'fd00::17'],
+    );
     const run = await start(undefined, '10.244.0.0/16,fd00:10:244::/56');
-    await until(
-      'NoRouteCreated',
-      async () => reason(await api.readNode({ name: 'w17' })) === 'NoRouteCreated',
-    );
-    await until('the event', async () =>
-      (await api.listNamespacedEvent({ namespace: 'default' })).items.some(
-        (e) => e.reason === 'FailedToCreateRoute' && e.message?.includes('IPv4 only'),
-      ),
-    );
+    await untilNoRoute('w17', 'IPv4 only');
     await until('the IPv4 route', async () => network.routes['10.244.17.0/24'] === '192.168.128.17');
     const tagPosts = () => sim.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/tags')).length;
     const posts = tagPosts();
@@ -224,44 +222,11 @@ describe('route controller, Triton (fabric network routes)', () => {
   });
 
   it("a Node whose first InternalIP is on another network is routed via its address inside the network's subnet; one with none there is NoRouteCreated with an event", async () => {
-    const m = sim.addMachine({ name: 'w18', ips: ['10.10.0.5', '192.168.128.18'] });
-    const node = nodeObject({
-      name: 'w18',
-      tainted: false,
-      providerID: `triton://${m.id}`,
-      addresses: [
-        { type: 'InternalIP', address: '10.10.0.5' },
-        { type: 'InternalIP', address: '192.168.128.18' },
-      ],
-    });
-    await api.createNode({
-      body: { ...node, spec: { ...node.spec, podCIDR: '10.244.18.0/24', podCIDRs: ['10.244.18.0/24'] } },
-    });
-    const off = sim.addMachine({ name: 'w19', ips: ['10.10.0.6'] });
-    const offNode = nodeObject({
-      name: 'w19',
-      tainted: false,
-      providerID: `triton://${off.id}`,
-      addresses: [{ type: 'InternalIP', address: '10.10.0.6' }],
-    });
-    await api.createNode({
-      body: {
-        ...offNode,
-        spec: { ...offNode.spec, podCIDR: '10.244.19.0/24', podCIDRs: ['10.244.19.0/24'] },
-      },
-    });
+    await worker(18, undefined, ['10.10.0.5', '192.168.128.18']);
+    const off = await worker(19, undefined, ['10.10.0.6']);
     await start();
     await routeCreated('w18');
-    await until(
-      'w19 NoRouteCreated',
-      async () => reason(await api.readNode({ name: 'w19' })) === 'NoRouteCreated',
-    );
-    await until('the event', async () =>
-      (await api.listNamespacedEvent({ namespace: 'default' })).items.some(
-        (e) =>
-          e.reason === 'FailedToCreateRoute' && e.message?.includes('no InternalIP inside fabric network'),
-      ),
-    );
+    await untilNoRoute('w19', 'no InternalIP inside fabric network');
     expect(network.routes).toEqual({ '10.244.18.0/24': '192.168.128.18' });
     expect(off.tags).toEqual({});
   });
@@ -279,15 +244,7 @@ describe('route controller, Triton (fabric network routes)', () => {
       body: { ...node, spec: { ...node.spec, podCIDR: '10.244.20.0/24', podCIDRs: ['10.244.20.0/24'] } },
     });
     const run = await start();
-    await until(
-      'NoRouteCreated',
-      async () => reason(await api.readNode({ name: 'w20' })) === 'NoRouteCreated',
-    );
-    await until('the event', async () =>
-      (await api.listNamespacedEvent({ namespace: 'default' })).items.some(
-        (e) => e.reason === 'FailedToCreateRoute' && e.message?.includes('is not an address of its machine'),
-      ),
-    );
+    await untilNoRoute('w20', 'is not an address of its machine');
     const lines = () => run.logs.filter((l) => l.includes('is not an address of its machine')).length;
     const seen = lines();
     await until('two more passes', async () => lines() >= seen + 2);
@@ -330,34 +287,21 @@ describe('route controller, Triton (fabric network routes)', () => {
   });
 
   it("a route ccm deleted that another writer's stale update puts back is ccm's still: deleted again, and its CIDR routed to the next Node given it", async () => {
-    const m = await worker(23);
-    await start();
-    await routeCreated('w23');
+    const m = await routedWorker(23);
     await api.deleteNode({ name: 'w23' });
     await until('its tag removed', async () => m.tags['ccm-route-10.244.23.0_24'] === undefined);
     expect(network.routes).toEqual({});
     // Another writer read the routes before ccm's delete and writes them back after it (no etag).
     network.routes = { '10.244.23.0/24': '192.168.128.23' };
     await until('deleted again', async () => network.routes['10.244.23.0/24'] === undefined);
-    const machine = sim.addMachine({ name: 'w24', ips: ['192.168.128.24'] });
-    const node = nodeObject({
-      name: 'w24',
-      tainted: false,
-      providerID: `triton://${machine.id}`,
-      addresses: [{ type: 'InternalIP', address: '192.168.128.24' }],
-    });
-    await api.createNode({
-      body: { ...node, spec: { ...node.spec, podCIDR: '10.244.23.0/24', podCIDRs: ['10.244.23.0/24'] } },
-    });
+    await worker(24, '10.244.23.0/24');
     await routeCreated('w24');
     expect(network.routes).toEqual({ '10.244.23.0/24': '192.168.128.24' });
   });
 
   it("a route exactly as ccm would make it (the Node's CIDR via its own address) is adopted as on OpenStack: tagged, not rewritten, RouteCreated, deleted with its Node", async () => {
     network.routes = { '10.244.25.0/24': '192.168.128.25' }; // written before ccm ran
-    const m = await worker(25);
-    await start();
-    await routeCreated('w25');
+    const m = await routedWorker(25);
     expect(m.tags).toEqual({ 'ccm-cluster': CLUSTER, 'ccm-route-10.244.25.0_24': CLUSTER });
     expect(sim.requests.filter((r) => r.method === 'PUT' && r.path.includes('/fabrics/'))).toHaveLength(0);
     await api.deleteNode({ name: 'w25' });

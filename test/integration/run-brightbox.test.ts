@@ -7,15 +7,17 @@ import { describe, expect, it } from 'vitest';
 import { FINALIZER_LOAD_BALANCER_CLEANUP } from '../../src/kube/well-known.js';
 import { SIM_CLIENT } from '../clouds/brightbox/simulator.js';
 import { createNodes } from '../controlplane/fixtures.js';
+import { addBrightboxWorkers } from '../helpers/cloud-nodes.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
+import { type InProcess, reconcileErrors, until, untilInitialised } from '../helpers/run.js';
 import {
-  expectTwoReadyReplicas,
-  type InProcess,
-  reconcileErrors,
-  until,
-  untilInitialised,
-} from '../helpers/run.js';
-import { eventMessages, eventReasons, lbService, serviceGone, untilIngress } from '../helpers/services.js';
+  eventMessages,
+  expectLoadBalancerDeletedEvents,
+  expectLoadBalancerEnsuredEvents,
+  lbService,
+  untilIngress,
+  untilServiceGone,
+} from '../helpers/services.js';
 
 const NS = 'default';
 
@@ -39,25 +41,11 @@ const counts = () => ({
 });
 
 describe('ccm run --provider brightbox', () => {
-  it('two replicas: the standby, which never lists, is Ready within 10 s as the leader is (issue 23, item 2)', async () => {
-    await expectTwoReadyReplicas(world.kubeconfig, await world.runProvider());
-  });
+  it('two replicas: the standby, which never lists, is Ready within 10 s as the leader is (issue 23, item 2)', () =>
+    world.expectTwoReadyReplicas());
 
   it('initialises new Nodes; a LoadBalancer Service gets LB + mapped cloud IP + group + rule through an expired token; delete removes all', async () => {
-    world.sim.addServer({
-      id: 'srv-aaaaa',
-      name: 'k8s worker',
-      zone: 'gb1-a',
-      serverType: '2gb.ssd',
-      ipv4: '10.241.0.10',
-    });
-    world.sim.addServer({
-      id: 'srv-bbbbb',
-      name: 'worker-b',
-      zone: 'gb1-b',
-      serverType: '4gb.ssd',
-      ipv4: '10.241.0.11',
-    });
+    addBrightboxWorkers(world.sim);
     // Someone else's resources beside ours: never touched.
     world.sim.addCloudIP({ name: 'hand-made' });
     world.sim.addServerGroup({ name: 'hand-made' });
@@ -107,10 +95,7 @@ describe('ccm run --provider brightbox', () => {
     const group = [...world.sim.serverGroups.values()].find((g) => g.name !== 'hand-made');
     expect([...(group?.servers ?? [])].sort()).toEqual(['srv-aaaaa', 'srv-bbbbb']);
     expect([...(lb?.nodes ?? [])].sort()).toEqual(['srv-aaaaa', 'srv-bbbbb']);
-    await until('EnsuredLoadBalancer', async () =>
-      (await eventReasons(world.api, NS, 'web')).includes('EnsuredLoadBalancer'),
-    );
-    expect(await eventReasons(world.api, NS, 'web')).toContain('EnsuringLoadBalancer');
+    await expectLoadBalancerEnsuredEvents(world.api, NS, 'web');
 
     // The expiry cost one 401 and one new token; no warning is about it.
     expect(world.sim.count('POST', /^\/token\/?$/)).toBe(tokens + 1);
@@ -130,17 +115,11 @@ describe('ccm run --provider brightbox', () => {
     expect(await errors('service')).toBe(failedBefore);
 
     await world.api.deleteNamespacedService({ name: 'web', namespace: NS });
-    await until('web gone', () => serviceGone(world.api, NS, 'web'), 30_000);
+    await untilServiceGone(world.api, NS, 'web', 30_000);
     expect(counts()).toEqual(baseline);
     expect(world.sim.count('DELETE', `/1.0/load_balancers/${lb?.id}`)).toBe(1);
     expect([...world.sim.cloudIPs.values()].map((c) => c.name)).toEqual(['hand-made']);
-    // DeletedLoadBalancer follows the finalizer's removal (the reference order): the Service may go first.
-    await until('DeletedLoadBalancer recorded', async () =>
-      (await eventReasons(world.api, NS, 'web')).includes('DeletedLoadBalancer'),
-    );
-    expect(await eventReasons(world.api, NS, 'web')).toEqual(
-      expect.arrayContaining(['DeletingLoadBalancer', 'DeletedLoadBalancer']),
-    );
+    await expectLoadBalancerDeletedEvents(world.api, NS, 'web');
     for (const secret of [SIM_CLIENT.secret, ...world.sim.issuedTokens]) {
       expect(ccm?.logs.join('\n')).not.toContain(secret);
     }

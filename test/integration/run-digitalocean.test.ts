@@ -8,24 +8,19 @@ import { describe, expect, it } from 'vitest';
 import { FINALIZER_LOAD_BALANCER_CLEANUP } from '../../src/kube/well-known.js';
 import { createNodes, deleteAllNodes } from '../controlplane/fixtures.js';
 import { CCM_USER } from '../controlplane/harness.js';
+import { DIGITALOCEAN_WORKER_1, expectCloudNode } from '../helpers/cloud-nodes.js';
 import { digitalOceanSecret, useCloudWorld } from '../helpers/cloud-world.js';
 import { setLeaseHolder } from '../helpers/kube-admin.js';
 import { conformsToDigitalOceanOpenApi } from '../helpers/openapi.js';
-import {
-  expectTwoReadyReplicas,
-  type InProcess,
-  leaderElection,
-  until,
-  untilInitialised,
-  untilLeading,
-} from '../helpers/run.js';
+import { type InProcess, leaderElection, until, untilInitialised, untilLeading } from '../helpers/run.js';
 import {
   eventReasons,
+  expectLoadBalancerDeletedEvents,
   lbService,
   MERGE_PATCH,
   serviceControllerEvents,
-  serviceGone,
   untilIngress,
+  untilServiceGone,
 } from '../helpers/services.js';
 
 const LB_ID_ANNOTATION = 'kubernetes.digitalocean.com/load-balancer-id';
@@ -49,9 +44,8 @@ const tainted = (n: V1Node) =>
   (n.spec?.taints ?? []).some((t) => t.key === 'node.cloudprovider.kubernetes.io/uninitialized');
 
 describe('ccm run --provider digitalocean', () => {
-  it('two replicas: the standby, which never lists, is Ready within 10 s as the leader is', async () => {
-    await expectTwoReadyReplicas(world.kubeconfig, await world.runProvider());
-  });
+  it('two replicas: the standby, which never lists, is Ready within 10 s as the leader is', () =>
+    world.expectTwoReadyReplicas());
 
   it("gives a Node whose droplet was recreated under the same name the new droplet's identity, not the cached listing's (issue 23, item 5)", async () => {
     const [old] = world.sim.addDroplets({ name: 'worker-1', privateIP: '10.114.0.21' });
@@ -96,16 +90,12 @@ describe('ccm run --provider digitalocean', () => {
   });
 
   it('initialises new Nodes, gives a LoadBalancer Service the LB IP once active, and deletes the LB with the Service', async () => {
-    const [w1, w2] = world.sim.addDroplets(
-      {
-        name: 'worker-1',
-        size: 's-4vcpu-8gb',
-        region: 'fra1',
-        privateIP: '10.114.0.2',
-        publicIP: '203.0.113.21',
-      },
-      { name: 'worker-2', size: 's-2vcpu-4gb', region: 'fra1', privateIP: '10.114.0.3' },
-    );
+    const [w1, w2] = world.sim.addDroplets(DIGITALOCEAN_WORKER_1, {
+      name: 'worker-2',
+      size: 's-2vcpu-4gb',
+      region: 'fra1',
+      privateIP: '10.114.0.3',
+    });
     await start();
     const t0 = Date.now();
     // Created after start: the watch shows them, no provider ID yet (matched by droplet name).
@@ -113,22 +103,26 @@ describe('ccm run --provider digitalocean', () => {
     const one = await untilInitialised(world.api, 'worker-1');
     const two = await untilInitialised(world.api, 'worker-2');
     const initialisedMs = Date.now() - t0;
-    expect(one.spec?.providerID).toBe(`digitalocean://${w1?.id}`);
-    expect(two.spec?.providerID).toBe(`digitalocean://${w2?.id}`);
-    expect(one.metadata?.labels).toMatchObject({
-      'node.kubernetes.io/instance-type': 's-4vcpu-8gb',
-      'beta.kubernetes.io/instance-type': 's-4vcpu-8gb',
-      'topology.kubernetes.io/region': 'fra1',
+    expectCloudNode(one, {
+      providerID: `digitalocean://${w1?.id}`,
+      labels: {
+        'node.kubernetes.io/instance-type': 's-4vcpu-8gb',
+        'beta.kubernetes.io/instance-type': 's-4vcpu-8gb',
+        'topology.kubernetes.io/region': 'fra1',
+      },
+      addresses: [
+        { type: 'InternalIP', address: '10.114.0.2' },
+        { type: 'ExternalIP', address: '203.0.113.21' },
+        { type: 'Hostname', address: 'worker-1' },
+      ],
     });
-    expect(one.status?.addresses).toEqual([
-      { type: 'InternalIP', address: '10.114.0.2' },
-      { type: 'ExternalIP', address: '203.0.113.21' },
-      { type: 'Hostname', address: 'worker-1' },
-    ]);
-    expect(two.status?.addresses).toEqual([
-      { type: 'InternalIP', address: '10.114.0.3' },
-      { type: 'Hostname', address: 'worker-2' },
-    ]);
+    expectCloudNode(two, {
+      providerID: `digitalocean://${w2?.id}`,
+      addresses: [
+        { type: 'InternalIP', address: '10.114.0.3' },
+        { type: 'Hostname', address: 'worker-2' },
+      ],
+    });
     // Every call carried the Secret's token.
     expect(world.sim.requests.every((r) => r.authorization === `Bearer ${world.sim.token}`)).toBe(true);
 
@@ -163,16 +157,10 @@ describe('ccm run --provider digitalocean', () => {
     ).toEqual([]);
 
     await world.api.deleteNamespacedService({ name: 'web', namespace: NS });
-    await until('web gone', () => serviceGone(world.api, NS, 'web'), 20_000);
+    await untilServiceGone(world.api, NS, 'web', 20_000);
     expect(world.sim.loadBalancers.size).toBe(0);
     expect(world.sim.requestsTo('DELETE', `/v2/load_balancers/${lb?.id}`)).toHaveLength(1);
-    // DeletedLoadBalancer follows the finalizer's removal (the reference order): the Service may go first.
-    await until('DeletedLoadBalancer recorded', async () =>
-      (await eventReasons(world.api, NS, 'web')).includes('DeletedLoadBalancer'),
-    );
-    expect(await eventReasons(world.api, NS, 'web')).toEqual(
-      expect.arrayContaining(['DeletingLoadBalancer', 'DeletedLoadBalancer']),
-    );
+    await expectLoadBalancerDeletedEvents(world.api, NS, 'web');
     console.log(`digitalocean: Nodes initialised in ${initialisedMs} ms, ingress in ${ingressMs} ms`);
   }, 50_000);
 
@@ -220,7 +208,7 @@ describe('ccm run --provider digitalocean', () => {
       ]);
 
       await world.api.deleteNamespacedService({ name: 'web', namespace: NS });
-      await until('web gone', () => serviceGone(world.api, NS, 'web'), 30_000);
+      await untilServiceGone(world.api, NS, 'web', 30_000);
       expect(world.sim.loadBalancers.size).toBe(0);
     } finally {
       // The standby first: stopped after the leader, it would take the released Lease meanwhile.

@@ -9,6 +9,7 @@ import { writeFileSync } from 'node:fs';
 import type { V1Node } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import type { RunInput } from '../../src/cli/run.js';
 import { cloudlycke } from '../../src/providers/cloudlycke/index.js';
 import { RetryableError, UnauthorizedError } from '../../src/providers/errors.js';
 import type { Instance, Provider, ProviderDefinition } from '../../src/providers/types.js';
@@ -303,14 +304,13 @@ describe('credentials from a Secret', () => {
   });
 });
 
+/** ccm run with leader election on `lease`, over an inventory of the one instance `id`. */
+const runLeading = (id: string, lease: RunInput['lease']) =>
+  world.run({ 'cloud-config': writeInventory([{ id }], DEFAULTS), leaderElect: true, lease });
+
 describe('losing the Lease', () => {
   it('stops writing and the controllers at once, not the process; the replica stays a candidate and leads again when it can', async () => {
-    const inventory = writeInventory([{ id: 'x' }], DEFAULTS);
-    ccm = await world.run({
-      'cloud-config': inventory,
-      leaderElect: true,
-      lease: shortLease('ccm-steal-test', 2000, 1500, 300),
-    });
+    ccm = await runLeading('x', shortLease('ccm-steal-test', 2000, 1500, 300));
     const exited = exitWatch(ccm);
     const verbose = async () => await (await fetch(`${ccm?.url}/readyz?verbose`)).text();
     await until('leading', async () => (await verbose()).includes('leading'));
@@ -462,12 +462,7 @@ describe('an API error while becoming leader', () => {
   }, 60_000);
 
   it('an error nothing else handled is one logged line and an orderly exit 1 with the Lease released', async () => {
-    const inventory = writeInventory([{ id: 'z' }], DEFAULTS);
-    ccm = await world.run({
-      'cloud-config': inventory,
-      leaderElect: true,
-      lease: shortLease('ccm-fail', 4000, 3000, 500),
-    });
+    ccm = await runLeading('z', shortLease('ccm-fail', 4000, 3000, 500));
     await until('leading', async () =>
       (await (await fetch(`${ccm?.url}/readyz?verbose`)).text()).includes('leading'),
     );

@@ -7,14 +7,15 @@ import { describe, expect, it } from 'vitest';
 import { FINALIZER_LOAD_BALANCER_CLEANUP } from '../../src/kube/well-known.js';
 import { createNodes } from '../controlplane/fixtures.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
+import { type InProcess, reconcileErrors, until, untilInitialised } from '../helpers/run.js';
 import {
-  expectTwoReadyReplicas,
-  type InProcess,
-  reconcileErrors,
-  until,
-  untilInitialised,
-} from '../helpers/run.js';
-import { eventMessages, eventReasons, lbService, serviceGone, untilIngress } from '../helpers/services.js';
+  eventMessages,
+  eventReasons,
+  expectLoadBalancerDeletedEvents,
+  lbService,
+  untilIngress,
+  untilServiceGone,
+} from '../helpers/services.js';
 
 const NS = 'default';
 
@@ -42,9 +43,8 @@ function octaviaCounts() {
 }
 
 describe('ccm run --provider openstack', () => {
-  it('two replicas: the standby, which never lists, is Ready within 10 s as the leader is (issue 23, item 2)', async () => {
-    await expectTwoReadyReplicas(world.kubeconfig, await world.runProvider());
-  });
+  it('two replicas: the standby, which never lists, is Ready within 10 s as the leader is (issue 23, item 2)', () =>
+    world.expectTwoReadyReplicas());
 
   it('initialises new Nodes; a LoadBalancer Service gets its floating IP through an expired token; delete removes it all', async () => {
     const w1 = world.sim.addServer({
@@ -137,7 +137,7 @@ describe('ccm run --provider openstack', () => {
     expect(await eventMessages(world.api, NS, 'web', 'UpdateLoadBalancerFailed')).toEqual([]);
 
     await world.api.deleteNamespacedService({ name: 'web', namespace: NS });
-    await until('web gone', () => serviceGone(world.api, NS, 'web'), 30_000);
+    await untilServiceGone(world.api, NS, 'web', 30_000);
     // One cascade delete, waited for: the finalizer went only once Octavia had removed the load
     // balancer with its listeners and pools; the floating IP ccm created is released.
     expect(
@@ -150,13 +150,7 @@ describe('ccm run --provider openstack', () => {
       monitors: 0,
       floatingIps: 0,
     });
-    // DeletedLoadBalancer follows the finalizer's removal (the reference order): the Service may go first.
-    await until('DeletedLoadBalancer recorded', async () =>
-      (await eventReasons(world.api, NS, 'web')).includes('DeletedLoadBalancer'),
-    );
-    expect(await eventReasons(world.api, NS, 'web')).toEqual(
-      expect.arrayContaining(['DeletingLoadBalancer', 'DeletedLoadBalancer']),
-    );
+    await expectLoadBalancerDeletedEvents(world.api, NS, 'web');
     console.log(`openstack: Nodes initialised in ${initialisedMs} ms, ingress in ${ingressMs} ms`);
   }, 60_000);
 

@@ -7,9 +7,16 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { FINALIZER_LOAD_BALANCER_CLEANUP } from '../../src/kube/well-known.js';
 import type { SimMachine } from '../clouds/triton/server.js';
 import { createNodes } from '../controlplane/fixtures.js';
+import { expectCloudNode, tritonWorker } from '../helpers/cloud-nodes.js';
 import { tritonSecret, useCloudWorld } from '../helpers/cloud-world.js';
-import { expectTwoReadyReplicas, type InProcess, until, untilInitialised } from '../helpers/run.js';
-import { eventReasons, lbService, serviceGone, untilIngress } from '../helpers/services.js';
+import { type InProcess, until, untilInitialised } from '../helpers/run.js';
+import {
+  expectLoadBalancerDeletedEvents,
+  expectLoadBalancerEnsuredEvents,
+  lbService,
+  untilIngress,
+  untilServiceGone,
+} from '../helpers/services.js';
 
 const SERVICES = 'triton.cns.services';
 const NAME_ANNOTATION = 'triton.ccm.io/cns-service-name';
@@ -38,18 +45,11 @@ const services = (m: SimMachine) => m.tags[SERVICES];
 const ownerTags = (m: SimMachine) => Object.keys(m.tags).filter((k) => k.startsWith('ccm.cns.'));
 
 describe('ccm run --provider triton', () => {
-  it('two replicas: the standby, which never lists, is Ready within 10 s as the leader is (issue 23, item 2)', async () => {
-    await expectTwoReadyReplicas(world.kubeconfig, await world.runProvider());
-  });
+  it('two replicas: the standby, which never lists, is Ready within 10 s as the leader is (issue 23, item 2)', () =>
+    world.expectTwoReadyReplicas());
 
   it('initialises new Nodes; Services tag exactly their machines, get the CNS host name, share a machine and leave the rest on delete', async () => {
-    const m1 = world.sim.addMachine({
-      name: 'worker-1',
-      package: 'k8s-8g',
-      ips: ['10.10.0.11', '165.225.130.11'],
-      primaryIp: '165.225.130.11',
-      tags: { [SERVICES]: 'manual:8080', role: 'web' },
-    });
+    const m1 = world.sim.addMachine(tritonWorker('worker-1', { [SERVICES]: 'manual:8080', role: 'web' }));
     const m2 = world.sim.addMachine({ name: 'worker-2', ips: ['10.10.0.12'] });
     // A machine of the account that is no Node of this cluster.
     const m3 = world.sim.addMachine({ name: 'db', ips: ['10.10.0.13'], tags: { [SERVICES]: 'db:5432' } });
@@ -60,17 +60,16 @@ describe('ccm run --provider triton', () => {
     await createNodes(world.api, [{ name: 'worker-1' }, { name: 'worker-2' }]);
     const [one, two] = [await initialised('worker-1'), await initialised('worker-2')];
     const initialisedMs = Date.now() - t0;
-    expect(one.spec?.providerID).toBe(`triton://${m1.id}`);
     expect(two.spec?.providerID).toBe(`triton://${m2.id}`);
-    expect(one.metadata?.labels).toMatchObject({
-      'node.kubernetes.io/instance-type': 'k8s-8g',
-      'topology.kubernetes.io/region': 'us-test-1',
+    expectCloudNode(one, {
+      providerID: `triton://${m1.id}`,
+      labels: { 'node.kubernetes.io/instance-type': 'k8s-8g', 'topology.kubernetes.io/region': 'us-test-1' },
+      addresses: [
+        { type: 'InternalIP', address: '10.10.0.11' },
+        { type: 'ExternalIP', address: '165.225.130.11' },
+        { type: 'Hostname', address: 'worker-1' },
+      ],
     });
-    expect(one.status?.addresses).toEqual([
-      { type: 'InternalIP', address: '10.10.0.11' },
-      { type: 'ExternalIP', address: '165.225.130.11' },
-      { type: 'Hostname', address: 'worker-1' },
-    ]);
 
     const t1 = Date.now();
     await world.api.createNamespacedService({
@@ -87,10 +86,7 @@ describe('ccm run --provider triton', () => {
     await until('web entries on both machines', async () => services(m2) === `web:${webPort}`);
     expect(services(m1)).toBe(`manual:8080,web:${webPort}`);
     expect(m3.tags).toEqual(untouched);
-    await until('EnsuredLoadBalancer', async () =>
-      (await eventReasons(world.api, NS, 'web')).includes('EnsuredLoadBalancer'),
-    );
-    expect(await eventReasons(world.api, NS, 'web')).toContain('EnsuringLoadBalancer');
+    await expectLoadBalancerEnsuredEvents(world.api, NS, 'web');
 
     // A second Service on the same machines: both entries stay.
     await world.api.createNamespacedService({
@@ -108,23 +104,17 @@ describe('ccm run --provider triton', () => {
 
     // Deleting one leaves the other's entries, the person's entry and every other tag.
     await world.api.deleteNamespacedService({ name: 'web', namespace: NS });
-    await until('web gone', () => serviceGone(world.api, NS, 'web'), 20_000);
+    await untilServiceGone(world.api, NS, 'web', 20_000);
     expect(services(m1)).toBe(`manual:8080,api:${apiPort}`);
     expect(services(m2)).toBe(`api:${apiPort}`);
     expect(ownerTags(m1)).toHaveLength(1);
     expect(m1.tags.role).toBe('web');
     expect(m3.tags).toEqual(untouched);
-    // DeletedLoadBalancer follows the finalizer's removal (the reference order): the Service may go first.
-    await until('DeletedLoadBalancer recorded', async () =>
-      (await eventReasons(world.api, NS, 'web')).includes('DeletedLoadBalancer'),
-    );
-    expect(await eventReasons(world.api, NS, 'web')).toEqual(
-      expect.arrayContaining(['DeletingLoadBalancer', 'DeletedLoadBalancer']),
-    );
+    await expectLoadBalancerDeletedEvents(world.api, NS, 'web');
 
     // The last one gone: what ccm put on the machines is gone, nothing else.
     await world.api.deleteNamespacedService({ name: 'api', namespace: NS });
-    await until('api gone', () => serviceGone(world.api, NS, 'api'), 20_000);
+    await untilServiceGone(world.api, NS, 'api', 20_000);
     expect(m1.tags).toEqual({ [SERVICES]: 'manual:8080', role: 'web' });
     expect(ownerTags(m2)).toEqual([]);
     expect(services(m2) ?? '').toBe('');

@@ -6,6 +6,7 @@ import type { V1Node } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { TestKey } from '../clouds/triton/keys.js';
 import { createNodes, UNINITIALIZED } from '../controlplane/fixtures.js';
+import { expectCloudNode, tritonWorker } from '../helpers/cloud-nodes.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
 
 const world = useCloudWorld('triton', {
@@ -44,12 +45,7 @@ function keyFragments(k: TestKey): string[] {
 
 describe('ccm nodes init --provider triton', () => {
   it('initialises tainted Nodes from the machines: provider ID, package, data centre, addresses', async () => {
-    const w1 = world.sim.addMachine({
-      name: 'w1',
-      package: 'k8s-8g',
-      ips: ['10.10.0.11', '165.225.130.11'],
-      primaryIp: '165.225.130.11',
-    });
+    const w1 = world.sim.addMachine(tritonWorker('w1'));
     const w2 = world.sim.addMachine({ name: 'w2', ips: ['10.10.0.12'] });
     await createNodes(world.api, [
       { name: 'w1', providedNodeIP: '10.10.0.11' },
@@ -65,18 +61,17 @@ describe('ccm nodes init --provider triton', () => {
     expect(report.cloudCalls).toBe(2);
 
     const n1 = await node('w1');
-    expect(n1.spec?.providerID).toBe(`triton://${w1.id}`);
-    expect(n1.metadata?.labels).toMatchObject({
-      'node.kubernetes.io/instance-type': 'k8s-8g',
-      'topology.kubernetes.io/region': 'us-test-1',
-    });
     expect(n1.metadata?.labels?.['topology.kubernetes.io/zone']).toBeUndefined();
     expect(n1.spec?.taints ?? []).not.toContainEqual(UNINITIALIZED);
-    expect(n1.status?.addresses).toEqual([
-      { type: 'InternalIP', address: '10.10.0.11' },
-      { type: 'ExternalIP', address: '165.225.130.11' },
-      { type: 'Hostname', address: 'w1' },
-    ]);
+    expectCloudNode(n1, {
+      providerID: `triton://${w1.id}`,
+      labels: { 'node.kubernetes.io/instance-type': 'k8s-8g', 'topology.kubernetes.io/region': 'us-test-1' },
+      addresses: [
+        { type: 'InternalIP', address: '10.10.0.11' },
+        { type: 'ExternalIP', address: '165.225.130.11' },
+        { type: 'Hostname', address: 'w1' },
+      ],
+    });
     expect((await node('w2')).metadata?.labels?.['node.kubernetes.io/instance-type']).toBe('k8s-4g');
 
     // every request was signed with the encrypted key and verified
