@@ -8,7 +8,7 @@
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadKubeConfig } from '../../src/kube/config.js';
-import { createInformer, type RestartReason } from '../../src/kube/informer.js';
+import { createInformer, type InformerOptions, type RestartReason } from '../../src/kube/informer.js';
 import { slimNode } from '../../src/kube/slim-node.js';
 import { type KubeRequest, KubeTransport } from '../../src/kube/transport.js';
 import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
@@ -23,11 +23,8 @@ it('lists, then follows adds, updates and deletes; re-watches when the server en
   await createNodes(world.api, [{ name: 'a' }, { name: 'b' }]);
   const seen: string[] = [];
   const restarts: RestartReason[] = [];
-  const nodes = createInformer({
+  const nodes = nodesInformer({
     transport: world.transport(),
-    path: '/api/v1/nodes',
-    resource: 'nodes',
-    slim: slimNode,
     pageSize: 1, // pagination too
     watchTimeoutSeconds: () => 1,
     onRestart: (r) => restarts.push(r),
@@ -118,6 +115,18 @@ function gate() {
 }
 
 /** The real world.transport(), with the requests the informer makes passed through the test's hooks first. */
+/** The Nodes' informer (slim Nodes) on `options.transport`, with the rest of `options`. */
+function nodesInformer(
+  options: Omit<InformerOptions<ReturnType<typeof slimNode>>, 'path' | 'resource' | 'slim'>,
+) {
+  return createInformer({ path: '/api/v1/nodes', resource: 'nodes', slim: slimNode, ...options });
+}
+
+/** A list hook that records 'list' in `calls` for each first page (a listing, not its next pages). */
+const recordFirstPages = (calls: string[]) => async (req: KubeRequest) => {
+  if (!req.path.includes('continue=')) calls.push('list');
+};
+
 function intercepted(
   base: KubeTransport,
   hooks: {
@@ -143,19 +152,14 @@ const fromTheFuture = (path: string) =>
 it('watches again after "too large resource version", and lists afresh after three in a row', async () => {
   const calls: string[] = [];
   const restarts: RestartReason[] = [];
-  const nodes = createInformer({
+  const nodes = nodesInformer({
     transport: intercepted(world.transport(), {
-      list: async (req) => {
-        if (!req.path.includes('continue=')) calls.push('list');
-      },
+      list: recordFirstPages(calls),
       watch: async (path) => {
         calls.push('watch');
         return fromTheFuture(path);
       },
     }),
-    path: '/api/v1/nodes',
-    resource: 'nodes',
-    slim: slimNode,
     onRestart: (r) => restarts.push(r),
     sleep: async () => {},
   });
@@ -203,19 +207,14 @@ describe('a watch the server answers with 410 Gone', () => {
 
   it('after a 410 lists again only after the backoff: a server that answers 410 to every watch makes no hot loop', async () => {
     const calls: string[] = [];
-    const nodes = createInformer({
+    const nodes = nodesInformer({
       transport: intercepted(base, {
-        list: async (req) => {
-          if (!req.path.includes('continue=')) calls.push('list');
-        },
+        list: recordFirstPages(calls),
         watch: async (path) => {
           calls.push('watch');
           return compacted(path);
         },
       }),
-      path: '/api/v1/nodes',
-      resource: 'nodes',
-      slim: slimNode,
       // The waits are recorded, not waited: what matters is that there is one before each list.
       sleep: async (ms) => {
         calls.push(`sleep ${ms}`);
@@ -234,11 +233,9 @@ describe('a watch the server answers with 410 Gone', () => {
     const calls: string[] = [];
     const watches = gate();
     let watch = 0;
-    const nodes = createInformer({
+    const nodes = nodesInformer({
       transport: intercepted(base, {
-        list: async (req) => {
-          if (!req.path.includes('continue=')) calls.push('list');
-        },
+        list: recordFirstPages(calls),
         watch: async (path, signal) => {
           watch++;
           calls.push('watch');
@@ -250,9 +247,6 @@ describe('a watch the server answers with 410 Gone', () => {
           return compacted(path);
         },
       }),
-      path: '/api/v1/nodes',
-      resource: 'nodes',
-      slim: slimNode,
       // Recorded, not waited; a wait whose signal has already ended it is no wait.
       sleep: async (ms, signal) => {
         calls.push(signal.aborted ? 'no wait' : `sleep ${ms}`);
@@ -285,7 +279,7 @@ describe('a watch the server answers with 410 Gone', () => {
     pages.open();
     let gone = false;
     const seen: string[] = [];
-    const nodes = createInformer({
+    const nodes = nodesInformer({
       transport: intercepted(base, {
         list: (req) => (req.path.includes('continue=') ? pages.pass(req.signal) : Promise.resolve()),
         watch: async (path, signal) => {
@@ -293,9 +287,6 @@ describe('a watch the server answers with 410 Gone', () => {
           return gone ? compacted(path) : path;
         },
       }),
-      path: '/api/v1/nodes',
-      resource: 'nodes',
-      slim: slimNode,
       pageSize: 1,
       sleep: async () => {},
     });

@@ -3,49 +3,22 @@
  * owned through tags on the Nodes' machines, against a real kube-apiserver and the CloudAPI simulator.
  */
 import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { credentials } from '../../src/providers/triton/credentials.js';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FabricNetworks, type SimFabricNetwork } from '../clouds/triton/fabric-networks.js';
-import { KeyFolder, type TestKey } from '../clouds/triton/keys.js';
-import { TritonSim } from '../clouds/triton/server.js';
-import { fixtureApi, internalIPs, nodeObject } from '../controlplane/fixtures.js';
-import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import {
-  type InProcess,
-  moreRoutePasses,
-  routeControllerInput,
-  runInput,
-  startInProcess,
-  until,
-} from '../helpers/run.js';
+import type { TritonSim } from '../clouds/triton/server.js';
+import { internalIPs, nodeObject } from '../controlplane/fixtures.js';
+import { useCloudWorld } from '../helpers/cloud-world.js';
+import { moreRoutePasses, routeControllerInput, until } from '../helpers/run.js';
 
 const CLUSTER = 'triton-routes';
-let cp: ControlPlane;
+// The credentials Secret kube-system/triton of `ccm run`, signed with an ECDSA key without passphrase.
+const world = useCloudWorld('triton', { keep: true, key: { type: 'ecdsa', bits: 256 } });
 let api: CoreV1Api;
 let sim: TritonSim;
-let keys: KeyFolder;
-let key: TestKey;
 let network: SimFabricNetwork;
-let ccm: InProcess | undefined;
 
-beforeAll(async () => {
-  keys = new KeyFolder();
-  key = keys.make({ type: 'ecdsa', bits: 256 });
-  [cp, sim] = await Promise.all([startControlPlane(), new TritonSim({ login: 'demo' }).start()]);
-  sim.addKey(key.publicKey);
-  api = fixtureApi(cp.kubeconfigPath);
-  const stringData: Record<string, string> = {};
-  const values: Record<string, string> = { url: sim.url, account: 'demo', keyMaterial: key.privateKey };
-  for (const field of credentials.fields)
-    if (field.secretKey && values[field.key]) stringData[field.secretKey] = values[field.key] as string;
-  await api.createNamespacedSecret({
-    namespace: 'kube-system',
-    body: { metadata: { name: credentials.secretName }, stringData },
-  });
-});
-afterAll(async () => {
-  await Promise.all([cp?.stop(), sim?.stop()]);
-  keys?.remove();
+beforeAll(() => {
+  ({ api, sim } = world);
 });
 beforeEach(async () => {
   await api.deleteCollectionNode({});
@@ -56,25 +29,13 @@ beforeEach(async () => {
   sim.tagDelayMs = 0;
   network = sim.fabrics.add({ vlan: 2, subnet: '192.168.128.0/22' });
 });
-afterEach(async () => {
-  await ccm?.stop();
-  ccm = undefined;
-});
 
-async function start(
+/** ccm run --controllers route on the world's Secret, the route network from TRITON_ROUTE_NETWORK. */
+function start(
   env: Record<string, string> = { TRITON_ROUTE_NETWORK: `2/${network.id}` },
   clusterCIDR = '10.244.0.0/16',
 ) {
-  ccm = await startInProcess(
-    runInput(cp.kubeconfigPath, '', {
-      provider: 'triton',
-      'cloud-config': undefined,
-      credentialsSecret: 'kube-system/triton',
-      ...routeControllerInput(CLUSTER, clusterCIDR),
-      env,
-    }),
-  );
-  return ccm;
+  return world.run({ ...routeControllerInput(CLUSTER, clusterCIDR), env });
 }
 
 /** A worker machine at 192.168.128.<n> and its Node, provider ID set, Pod CIDR 10.244.<n>.0/24. */
@@ -318,8 +279,7 @@ describe('route controller, Triton (fabric network routes)', () => {
     );
     // Nothing lists the cloud here: no warning that a listing failed.
     expect(none.logs.filter((l) => l.includes('"level":40'))).toEqual([]);
-    await ccm?.stop();
-    ccm = undefined;
+    await none.stop();
     await expect(start({ TRITON_ROUTE_NETWORK: network.id })).rejects.toThrow(
       /TRITON_ROUTE_NETWORK ".*" is not VLAN\/NETWORK-UUID/,
     );
