@@ -22,6 +22,7 @@ import { NotFoundError, UnauthorizedError } from '../../src/providers/errors.js'
 import type { LoadBalancerRequest } from '../../src/providers/types.js';
 import { goModuleDir } from '../helpers/go-sdk.js';
 import { requestService } from '../helpers/lb-request.js';
+import { externalDNS, externalIPs, hostname } from '../unit/helpers/addresses.js';
 
 const GOBRIGHTBOX = ['github.com/brightbox/gobrightbox/v2', 'v2.2.2'] as const;
 const CLIENT = { id: 'cli-fixtr', secret: 'fixture-secret' };
@@ -95,11 +96,10 @@ const LV426 = {
   zone: 'gb1',
   region: 'gb1',
   addresses: [
-    { type: 'Hostname', address: 'srv-lv426' },
-    { type: 'ExternalDNS', address: 'srv-lv426.gb1.brightbox.com' },
-    { type: 'ExternalIP', address: '81.15.16.17' },
-    { type: 'ExternalIP', address: '109.107.50.0' },
-    { type: 'ExternalDNS', address: 'cip-k4a25.gb1.brightbox.com' },
+    hostname('srv-lv426'),
+    externalDNS('srv-lv426.gb1.brightbox.com'),
+    ...externalIPs('81.15.16.17', '109.107.50.0'),
+    externalDNS('cip-k4a25.gb1.brightbox.com'),
   ],
   labels: {},
 };

@@ -14,6 +14,7 @@ import { createDigitalOcean } from '../../src/providers/digitalocean/index.js';
 import { type DoLoadBalancer, owned, statusOf } from '../../src/providers/digitalocean/load-balancers.js';
 import { RetryableError } from '../../src/providers/errors.js';
 import { type GoSource, goSource } from '../helpers/go-fixtures.js';
+import { externalIPs, hostname, internalIPs } from '../unit/helpers/addresses.js';
 
 const GODO = ['github.com/digitalocean/godo', 'v1.236.0'] as const;
 const TOKEN = 'dop_v1_fixture0123456789';
@@ -69,10 +70,9 @@ describe("godo's payloads, read by ccm", () => {
       region: 'nyc1',
       zone: '',
       addresses: [
-        { type: 'InternalIP', address: '10.0.0.19' },
-        { type: 'ExternalIP', address: '127.0.0.19' },
-        { type: 'ExternalIP', address: '2001::13' },
-        { type: 'Hostname', address: 'test.example.com' },
+        ...internalIPs('10.0.0.19'),
+        ...externalIPs('127.0.0.19', '2001::13'),
+        hostname('test.example.com'),
       ],
       labels: {},
     });

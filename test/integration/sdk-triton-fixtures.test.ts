@@ -19,6 +19,7 @@ import { triton } from '../../src/providers/triton/index.js';
 import { createSigner } from '../../src/providers/triton/signer.js';
 import { KeyFolder, type TestKey } from '../clouds/triton/keys.js';
 import { type GoSource, goSource } from '../helpers/go-fixtures.js';
+import { internalIPs } from '../unit/helpers/addresses.js';
 
 interface HttpSignature {
   parseRequest(req: IncomingMessage): unknown;
@@ -117,10 +118,7 @@ describe("triton-go's payloads, read by ccm", () => {
       type: 'sdc_128',
       region: 'us-east-1',
       zone: '',
-      addresses: [
-        { type: 'InternalIP', address: '10.88.88.26' },
-        { type: 'InternalIP', address: '192.168.128.5' },
-      ],
+      addresses: internalIPs('10.88.88.26', '192.168.128.5'),
       labels: {},
     });
   });

@@ -10,6 +10,7 @@ import {
 } from '../../../../src/providers/errors.js';
 import { DigitalOceanSimulator } from '../../../clouds/digitalocean/server.js';
 import { conformsToDigitalOceanOpenApi } from '../../../helpers/openapi.js';
+import { externalIPs, hostname, internalIPs } from '../../helpers/addresses.js';
 
 let sim: DigitalOceanSimulator;
 beforeAll(async () => {
@@ -74,10 +75,9 @@ describe('listing droplets', () => {
       region: 'fra1',
       zone: '',
       addresses: [
-        { type: 'InternalIP', address: '10.110.0.7' },
-        { type: 'ExternalIP', address: '203.0.113.7' },
-        { type: 'ExternalIP', address: '2001:db8::7' },
-        { type: 'Hostname', address: 'worker-a' },
+        ...internalIPs('10.110.0.7'),
+        ...externalIPs('203.0.113.7', '2001:db8::7'),
+        hostname('worker-a'),
       ],
       labels: {},
     });

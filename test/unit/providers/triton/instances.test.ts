@@ -14,6 +14,7 @@ import { createSigner } from '../../../../src/providers/triton/signer.js';
 import type { Provider } from '../../../../src/providers/types.js';
 import { rejection as error } from '../../../helpers/rejection.js';
 import { useTritonSim } from '../../../helpers/use-simulator.js';
+import { externalIPs, internalIPs } from '../../helpers/addresses.js';
 
 const tsim = useTritonSim({ login: 'demo', datacenter: 'eu-ams-1' });
 const { sim } = tsim;
@@ -157,11 +158,7 @@ describe('list', () => {
       // from ListDatacenters: the entry whose URL is the configured one
       region: 'eu-ams-1',
       zone: '',
-      addresses: [
-        { type: 'InternalIP', address: '10.88.88.26' },
-        { type: 'InternalIP', address: '192.168.128.5' },
-        { type: 'ExternalIP', address: '165.225.1.10' },
-      ],
+      addresses: [...internalIPs('10.88.88.26', '192.168.128.5'), ...externalIPs('165.225.1.10')],
       labels: {},
     });
     expect(Object.fromEntries(list.map((i) => [i.name, i.state]))).toEqual({
@@ -326,13 +323,8 @@ describe('addresses', () => {
         primaryIp: '8.8.4.4',
       }),
     ).toEqual([
-      { type: 'InternalIP', address: '100.64.1.1' },
-      { type: 'InternalIP', address: 'fd00::1' },
-      { type: 'InternalIP', address: '172.31.255.1' },
-      { type: 'ExternalIP', address: '8.8.4.4' },
-      { type: 'ExternalIP', address: '8.8.8.8' },
-      { type: 'ExternalIP', address: '172.32.0.1' },
-      { type: 'ExternalIP', address: '2001:db8::1' },
+      ...internalIPs('100.64.1.1', 'fd00::1', '172.31.255.1'),
+      ...externalIPs('8.8.4.4', '8.8.8.8', '172.32.0.1', '2001:db8::1'),
     ]);
   });
 });
