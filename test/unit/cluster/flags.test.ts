@@ -6,10 +6,7 @@ import {
   parseArgs,
   planArgEdits,
 } from '../../../src/cluster/flags.js';
-import type { FlagChange } from '../../../src/cluster/types.js';
-
-const set = (flag: string, value: string): FlagChange => ({ flag, value, reason: 'test' });
-const remove = (flag: string): FlagChange => ({ flag, reason: 'test' });
+import { remove, set } from './support.js';
 
 describe('flag lists', () => {
   it('reads the =, separate and bare forms, normalising names', () => {
