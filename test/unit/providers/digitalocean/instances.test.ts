@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { DigitalOceanClientOptions } from '../../../../src/providers/digitalocean/client.js';
 import { createDigitalOcean } from '../../../../src/providers/digitalocean/index.js';
 import { type Droplet, fromDroplet, slimDroplet } from '../../../../src/providers/digitalocean/instances.js';
@@ -11,18 +11,9 @@ import {
 import { DigitalOceanSimulator } from '../../../clouds/digitalocean/server.js';
 import { conformsToDigitalOceanOpenApi } from '../../../helpers/openapi.js';
 import { externalIPs, hostname, internalIPs } from '../../helpers/addresses.js';
+import { useDigitalOceanSim } from './helpers.js';
 
-let sim: DigitalOceanSimulator;
-beforeAll(async () => {
-  sim = await DigitalOceanSimulator.start();
-});
-afterAll(async () => {
-  await sim?.stop();
-});
-beforeEach(() => sim.reset());
-afterEach(() => {
-  expect(sim.takeViolations()).toEqual([]);
-});
+const sim = useDigitalOceanSim();
 
 function provider(overrides: Partial<DigitalOceanClientOptions> = {}) {
   return createDigitalOcean({
