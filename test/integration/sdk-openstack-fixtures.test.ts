@@ -18,10 +18,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCloudConfig } from '../../src/providers/openstack/config.js';
 import { createOpenStack } from '../../src/providers/openstack/index.js';
 import { endpointFor, identityV3, Keystone } from '../../src/providers/openstack/keystone.js';
-import type { LoadBalancerRequest } from '../../src/providers/types.js';
 import { goSource } from '../helpers/go-fixtures.js';
-import { requestService } from '../helpers/lb-request.js';
 import { type FixtureServer, serveFixtures } from '../sdk/fixture-server.js';
+import { request } from '../unit/providers/openstack/lb-request.js';
 
 const GOPHERCLOUD = ['github.com/gophercloud/gophercloud/v2', 'v2.15.0'] as const;
 const SUBJECT_TOKEN = '130f6c17-420e-4a0b-97b0-0c9cf2a05f30';
@@ -167,17 +166,7 @@ describe("gophercloud's payloads, read by ccm", () => {
   it('load balancers named as ccm asks but without its tag: never adopted, on /v2.0', async () => {
     fixtures.seen.length = 0;
     const provider = createOpenStack(config(), {}, { now: NOW, retries: 0 });
-    const req: LoadBalancerRequest = {
-      name: 'a1b2c3d4e5f60718293a4b5c6d7e8f90',
-      clusterID: 'c0ffee00-1111-2222-3333-444455556666',
-      service: requestService({
-        namespace: 'default',
-        name: 'web',
-        uid: '1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901',
-      }),
-      ports: [{ name: 'http', protocol: 'TCP', port: 80, nodePort: 30080 }],
-      nodes: [],
-    };
+    const req = request({ nodes: [] });
     expect(await provider.loadBalancers?.get(req)).toBeUndefined();
     await expect(provider.loadBalancers?.ensure(req)).rejects.toThrow(
       'a load balancer named ccm_a1b2c3d4e5f60718293a4b5c6d7e8f90 exists in Octavia without the tag ccm-cluster:c0ffee00-1111-2222-3333-444455556666: ccm never adopts it; delete or rename it',

@@ -9,6 +9,7 @@ import {
 import type { Instances } from '../../../../src/providers/types.js';
 import { type BrightboxSimulator, startBrightboxSimulator } from '../../../clouds/brightbox/simulator.js';
 import { externalDNS, externalIPs, hostname } from '../../helpers/addresses.js';
+import { expectRefusedProviderIDs } from '../../helpers/provider-ids.js';
 import { provider } from './helpers.js';
 
 let sim: BrightboxSimulator;
@@ -119,14 +120,12 @@ describe('Brightbox instances', () => {
   });
 
   it('refuses a provider ID that is not brightbox://srv-xxxxx, without calling the API', async () => {
-    for (const id of [
+    await expectRefusedProviderIDs(instances, [
       'digitalocean://123',
       'brightbox://lba-abcde',
       'brightbox://x/srv-abcde',
       'brightbox://srv-ABCDE',
-    ]) {
-      await expect(instances.get(id)).rejects.toBeInstanceOf(InvalidConfigError);
-    }
+    ]);
     expect(sim.requests).toEqual([]);
   });
 
