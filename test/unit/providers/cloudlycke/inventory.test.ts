@@ -8,6 +8,7 @@ import { inventoryInstances } from '../../../../src/providers/cloudlycke/instanc
 import { parseInventory, readInventory } from '../../../../src/providers/cloudlycke/inventory.js';
 import { InvalidConfigError, NotFoundError } from '../../../../src/providers/errors.js';
 import { rejection } from '../../../helpers/rejection.js';
+import { invalidConfigMessage } from '../../helpers/invalid-config.js';
 
 const FIXTURE = fileURLToPath(new URL('../../../fixtures/cloudlycke/inventory.yaml', import.meta.url));
 const FILE = '/x/inv.yaml';
@@ -30,17 +31,7 @@ function sampleFields(name: string, internalIP: string, externalIP?: string) {
 }
 
 /** The one-line InvalidConfigError message that parsing `yaml` produces. */
-function problem(yaml: string): string {
-  try {
-    parseInventory(yaml, FILE);
-  } catch (err) {
-    expect(err).toBeInstanceOf(InvalidConfigError);
-    const message = (err as Error).message;
-    expect(message).not.toMatch(/[\r\n]/);
-    return message;
-  }
-  throw new Error('expected the inventory to be refused');
-}
+const problem = (yaml: string) => invalidConfigMessage(() => parseInventory(yaml, FILE), 'the inventory');
 
 describe('parseInventory', () => {
   it('reads loadBalancerPool as one entry or a list, and refuses a non-string entry', () => {
