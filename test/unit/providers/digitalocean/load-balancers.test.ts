@@ -594,10 +594,14 @@ describe('a name chosen by annotation, shared by two Services of one cluster', (
   const shop = (a: Record<string, string> = {}) =>
     service('11111111-1b3c-4d2e-9f60-7c8d9e0f1a2b', 'shop', { [NAMED]: 'web', ...a });
   const blog = (a: Record<string, string>) => service('22222222-1b3c-4d2e-9f60-7c8d9e0f1a2b', 'blog', a);
+  /** The load balancers of shop (named web) and blog (named web-blog), both created. */
+  const shopAndBlog = async () => ({
+    shopId: (await created(shop())).lbId,
+    blogId: (await created(blog({ [NAMED]: 'web-blog' }))).lbId,
+  });
 
   it("deleting one Service never deletes the other's load balancer, renamed to the same name", async () => {
-    const { lbId: shopId } = await created(shop());
-    const { lbId: blogId } = await created(blog({ [NAMED]: 'web-blog' }));
+    const { shopId, blogId } = await shopAndBlog();
     await lbs.ensure(blog({ [NAMED]: 'web', [LOAD_BALANCER_ID]: blogId }));
     expect(sim.loadBalancers.get(blogId)?.name).toBe('web');
     await lbs.delete(shop({ [LOAD_BALANCER_ID]: shopId }));
@@ -606,16 +610,14 @@ describe('a name chosen by annotation, shared by two Services of one cluster', (
   });
 
   it("a Service whose annotation was just edited to another's name deletes only its own", async () => {
-    const { lbId: shopId } = await created(shop());
-    const { lbId: blogId } = await created(blog({ [NAMED]: 'web-blog' }));
+    const { shopId, blogId } = await shopAndBlog();
     await lbs.delete(blog({ [NAMED]: 'web', [LOAD_BALANCER_ID]: blogId }));
     expect(sim.loadBalancers.has(shopId)).toBe(true);
     expect(sim.loadBalancers.has(blogId)).toBe(false);
   });
 
   it('a third Service of that name deletes neither of the two in use: one line says what to do', async () => {
-    const { lbId: shopId } = await created(shop());
-    const { lbId: blogId } = await created(blog({ [NAMED]: 'web-blog' }));
+    const { shopId, blogId } = await shopAndBlog();
     await lbs.ensure(blog({ [NAMED]: 'web', [LOAD_BALANCER_ID]: blogId }));
     const err = await lbs
       .ensure(service('33333333-1b3c-4d2e-9f60-7c8d9e0f1a2b', 'wiki', { [NAMED]: 'web' }))

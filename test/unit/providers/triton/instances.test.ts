@@ -49,6 +49,12 @@ function machines(n: number) {
   );
 }
 
+/** CloudAPI's answer to a client that calls too often. */
+const THROTTLED = { code: 'RequestThrottled', message: 'slow down' };
+/** A fault on the machine listing, GET /demo/machines. */
+const listingFault = (fault: Omit<Parameters<typeof sim.fault>[0], 'path'>) =>
+  sim.fault({ path: /^\/demo\/machines$/, ...fault });
+
 describe('list', () => {
   it('pages with offset/limit until a short page, each page starting at the last machine of the one before', async () => {
     const made = machines(5);
@@ -193,12 +199,7 @@ describe('list', () => {
 
   it('a failed page fails the whole listing: never a partial one', async () => {
     machines(5);
-    sim.fault({
-      path: /^\/demo\/machines$/,
-      status: 503,
-      body: { code: 'InternalError', message: 'moray down' },
-      after: 1,
-    });
+    listingFault({ status: 503, body: { code: 'InternalError', message: 'moray down' }, after: 1 });
     const err = await error(provider(2).instances.list());
     expect(err).toBeInstanceOf(RetryableError);
     expect(err.message).toContain('503');
@@ -206,19 +207,8 @@ describe('list', () => {
 
   it('throttling (420 and 429, RequestThrottled) is retried like a rate limit', async () => {
     machines(1);
-    sim.fault({
-      path: /^\/demo\/machines$/,
-      status: 420,
-      body: { code: 'RequestThrottled', message: 'slow down' },
-      times: 1,
-    });
-    sim.fault({
-      path: /^\/demo\/machines$/,
-      status: 429,
-      body: { code: 'RequestThrottled', message: 'slow down' },
-      times: 1,
-      headers: { 'retry-after': '1' },
-    });
+    listingFault({ status: 420, body: THROTTLED, times: 1 });
+    listingFault({ status: 429, body: THROTTLED, times: 1, headers: { 'retry-after': '1' } });
     expect(await provider().instances.list()).toHaveLength(1);
     expect(sim.requests.filter((r) => r.path === '/demo/machines').map((r) => r.status)).toEqual([
       420, 429, 200,
@@ -226,21 +216,13 @@ describe('list', () => {
   });
 
   it('throttling that does not stop is a RetryableError', async () => {
-    sim.fault({
-      path: /^\/demo\/machines$/,
-      status: 420,
-      body: { code: 'RequestThrottled', message: 'slow down' },
-    });
+    listingFault({ status: 420, body: THROTTLED });
     const err = await error(provider().instances.list());
     expect(err).toBeInstanceOf(RetryableError);
   });
 
   it('401 is Unauthorized, never an empty listing', async () => {
-    sim.fault({
-      path: /^\/demo\/machines$/,
-      status: 403,
-      body: { code: 'NotAuthorized', message: 'You do not have permission' },
-    });
+    listingFault({ status: 403, body: { code: 'NotAuthorized', message: 'You do not have permission' } });
     expect(await error(provider().instances.list())).toBeInstanceOf(UnauthorizedError);
   });
 });
