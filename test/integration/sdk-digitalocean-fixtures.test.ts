@@ -18,18 +18,18 @@ import { externalIPs, hostname, internalIPs } from '../unit/helpers/addresses.js
 const GODO = ['github.com/digitalocean/godo', 'v1.236.0'] as const;
 const TOKEN = 'dop_v1_fixture0123456789';
 
-let tags: GoSource;
-let links: GoSource;
+/** load_balancers_test.go, which the tests read; the other files serve the fixture server only. */
 let balancers: GoSource;
 let fixtures: FixtureServer;
 let droplet: Record<string, unknown>;
 
 beforeAll(async () => {
-  [tags, links, balancers] = await Promise.all([
+  const [tags, links, lbSource] = await Promise.all([
     goSource(...GODO, 'tags_test.go'),
     goSource(...GODO, 'links_test.go'),
     goSource(...GODO, 'load_balancers_test.go'),
   ]);
+  balancers = lbSource;
   droplet = JSON.parse(tags.variable('getJSON')).tag.resources.droplets.last_tagged;
   const pages = ['firstPageLinksJSONBlob', 'otherPageLinksJSONBlob', 'lastPageLinksJSONBlob'].map(
     (name) => JSON.parse(links.variable(name)).links,

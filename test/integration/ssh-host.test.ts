@@ -12,17 +12,18 @@ import { freePort, type Sshd, startSshd } from '../controlplane/sshd.js';
 import { tempDir } from '../helpers/tmp.js';
 
 let sshd: Sshd;
-let rootA: string;
-let rootB: string;
-let nodeA: Host;
-let nodeB: Host;
-
 beforeAll(async () => {
   sshd = await startSshd();
 });
 afterAll(async () => {
   await sshd?.stop();
 });
+
+/** Two nodes, each a fresh root folder on this machine reached through the sshd. */
+let rootA: string;
+let rootB: string;
+let nodeA: Host;
+let nodeB: Host;
 beforeEach(() => {
   rootA = tempDir('ccm-node-a-');
   rootB = tempDir('ccm-node-b-');
