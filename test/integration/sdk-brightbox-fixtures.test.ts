@@ -11,8 +11,6 @@
  * - cloud_ip.json: the body DELETE answers.
  */
 import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BrightboxClient } from '../../src/providers/brightbox/client.js';
@@ -22,6 +20,8 @@ import { NotFoundError, UnauthorizedError } from '../../src/providers/errors.js'
 import type { LoadBalancerRequest } from '../../src/providers/types.js';
 import { goModuleDir } from '../helpers/go-sdk.js';
 import { requestService } from '../helpers/lb-request.js';
+import { type FixtureServer, serveFixtures } from '../sdk/fixture-server.js';
+import { externalDNS, externalIPs, hostname } from '../unit/helpers/addresses.js';
 
 const GOBRIGHTBOX = ['github.com/brightbox/gobrightbox/v2', 'v2.2.2'] as const;
 const CLIENT = { id: 'cli-fixtr', secret: 'fixture-secret' };
@@ -38,9 +38,7 @@ let testdata: (name: string) => unknown;
 let serverStatuses: string[];
 /** The status the served server fixtures carry, when a test sets one. */
 let status: string | undefined;
-let server: Server;
-let url = '';
-const seen: string[] = [];
+let fixtures: FixtureServer;
 
 beforeAll(async () => {
   const dir = join(await goModuleDir(...GOBRIGHTBOX), 'testdata');
@@ -63,25 +61,22 @@ beforeAll(async () => {
     'GET /1.0/server_groups': () => [200, testdata('server_groups')],
     'DELETE /1.0/cloud_ips/cip-k4a25': () => [202, testdata('cloud_ip')],
   };
-  server = createServer((req, res) => {
+  fixtures = await serveFixtures((req, res) => {
     const key = `${req.method} ${new URL(req.url ?? '/', 'http://fixture').pathname}`;
-    seen.push(key);
     const route = routes[key];
     const [status, body] = route
       ? route()
       : [404, { error_name: 'not_found', errors: [`Simulated: no fixture for ${key}`] }];
     res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }, 600_000);
 
 afterAll(async () => {
-  await new Promise((resolve) => server?.close(resolve));
+  await fixtures?.close();
 });
 
 const options = () => ({
-  apiUrl: url,
+  apiUrl: fixtures.url,
   clientId: CLIENT.id,
   clientSecret: CLIENT.secret,
   http: { retries: 0, sleep: async () => {} },
@@ -95,11 +90,10 @@ const LV426 = {
   zone: 'gb1',
   region: 'gb1',
   addresses: [
-    { type: 'Hostname', address: 'srv-lv426' },
-    { type: 'ExternalDNS', address: 'srv-lv426.gb1.brightbox.com' },
-    { type: 'ExternalIP', address: '81.15.16.17' },
-    { type: 'ExternalIP', address: '109.107.50.0' },
-    { type: 'ExternalDNS', address: 'cip-k4a25.gb1.brightbox.com' },
+    hostname('srv-lv426'),
+    externalDNS('srv-lv426.gb1.brightbox.com'),
+    ...externalIPs('81.15.16.17', '109.107.50.0'),
+    externalDNS('cip-k4a25.gb1.brightbox.com'),
   ],
   labels: {},
 };
@@ -155,9 +149,9 @@ describe("gobrightbox's payloads, read by ccm", () => {
   it("an account's cloud IPs, default group and default policy are nothing of a Service's", async () => {
     const { loadBalancers } = createBrightbox(options());
     const other = { ...REQ, service: { ...REQ.service, name: 'api' } };
-    seen.length = 0;
+    fixtures.seen.length = 0;
     expect(await loadBalancers?.get(other)).toBeUndefined();
-    expect(seen.filter((call) => call !== 'POST /token/')).toEqual([
+    expect(fixtures.seen.filter((call) => call !== 'POST /token/')).toEqual([
       'GET /1.0/load_balancers',
       'GET /1.0/cloud_ips',
       'GET /1.0/firewall_policies',

@@ -4,25 +4,15 @@
  * server group, firewall policy and rule, cloud IP and load balancer operations ccm uses, plus the
  * actions the SDK's services offer. The SDK refuses unknown fields here, as in its own tests.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import {
-  type BrightboxSimulator,
-  SIM_CLIENT,
-  startBrightboxSimulator,
-} from '../clouds/brightbox/simulator.js';
-import { buildSdkProgram, runSdkProgram } from '../helpers/go-sdk.js';
+import { expect, it } from 'vitest';
+import { SIM_CLIENT, startBrightboxSimulator } from '../clouds/brightbox/simulator.js';
+import { runSdkProgram } from '../helpers/go-sdk.js';
+import { expectChecks, useSdkProgram } from '../sdk/harness.js';
 
-let sim: BrightboxSimulator;
-let program: string;
-
-beforeAll(async () => {
-  [sim, program] = await Promise.all([startBrightboxSimulator(), buildSdkProgram('brightbox')]);
-}, 900_000);
-afterAll(async () => {
-  await sim?.close();
-});
+const world = useSdkProgram('brightbox', startBrightboxSimulator, (sim) => sim.close());
 
 it('gobrightbox lists, reads, misses and manages a load balancer and its companions as against the real API', async () => {
+  const { sim, program } = world;
   const servers = Array.from({ length: 3 }, (_, i) => sim.addServer({ name: `sdk-${i}` }));
   const [first, second] = servers;
   const run = await runSdkProgram(program, [], {
@@ -33,7 +23,7 @@ it('gobrightbox lists, reads, misses and manages a load balancer and its compani
     SIM_SERVER_ID: first?.id ?? '',
     SIM_SERVER_ID2: second?.id ?? '',
   });
-  expect(run.stdout.split('\n').filter(Boolean)).toEqual([
+  expectChecks(run, [
     'ok list servers',
     'ok get server',
     "ok get a missing server: gobrightbox's 404 APIError",
@@ -41,7 +31,6 @@ it('gobrightbox lists, reads, misses and manages a load balancer and its compani
     'ok firewall policy and rule: create, update, remove, apply_to, delete',
     'ok load balancer: create, wait, update, nodes, listeners, lock, delete',
   ]);
-  expect(run.exitCode).toBe(0);
   // The SDK asked for the infrastructure scope, and left nothing behind (a deleted balancer stays
   // listed with status deleted, as the real listing keeps it).
   expect(sim.tokenScopes).toEqual(['infrastructure']);

@@ -6,38 +6,35 @@
  *   https://api.digitalocean.com links, as a three-page droplet listing;
  * - load_balancers_test.go: an active load balancer (get) and a new one (create).
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DigitalOceanClient } from '../../src/providers/digitalocean/client.js';
 import { createDigitalOcean } from '../../src/providers/digitalocean/index.js';
 import { type DoLoadBalancer, owned, statusOf } from '../../src/providers/digitalocean/load-balancers.js';
 import { RetryableError } from '../../src/providers/errors.js';
 import { type GoSource, goSource } from '../helpers/go-fixtures.js';
+import { type FixtureServer, serveFixtures } from '../sdk/fixture-server.js';
+import { externalIPs, hostname, internalIPs } from '../unit/helpers/addresses.js';
 
 const GODO = ['github.com/digitalocean/godo', 'v1.236.0'] as const;
 const TOKEN = 'dop_v1_fixture0123456789';
 
-let tags: GoSource;
-let links: GoSource;
+/** load_balancers_test.go, which the tests read; the other files serve the fixture server only. */
 let balancers: GoSource;
-let server: Server;
-let url = '';
-const seen: string[] = [];
+let fixtures: FixtureServer;
 let droplet: Record<string, unknown>;
 
 beforeAll(async () => {
-  [tags, links, balancers] = await Promise.all([
+  const [tags, links, lbSource] = await Promise.all([
     goSource(...GODO, 'tags_test.go'),
     goSource(...GODO, 'links_test.go'),
     goSource(...GODO, 'load_balancers_test.go'),
   ]);
+  balancers = lbSource;
   droplet = JSON.parse(tags.variable('getJSON')).tag.resources.droplets.last_tagged;
   const pages = ['firstPageLinksJSONBlob', 'otherPageLinksJSONBlob', 'lastPageLinksJSONBlob'].map(
     (name) => JSON.parse(links.variable(name)).links,
   );
-  server = createServer((req, res) => {
-    seen.push(`${req.method} ${req.url}`);
+  fixtures = await serveFixtures((req, res) => {
     if (req.headers.authorization !== `Bearer ${TOKEN}`) return void res.writeHead(401).end();
     const u = new URL(req.url ?? '/', 'http://fixture');
     const send = (body: unknown) =>
@@ -50,17 +47,15 @@ beforeAll(async () => {
     if (u.pathname === `/v2/droplets/${droplet.id}`) return send({ droplet });
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"id":"not_found","message":"x"}');
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }, 600_000);
 
 afterAll(async () => {
-  await new Promise((resolve) => server?.close(resolve));
+  await fixtures?.close();
 });
 
 describe("godo's payloads, read by ccm", () => {
   it('a droplet: addresses by network type, size, region, running', async () => {
-    const provider = createDigitalOcean({ token: TOKEN, baseUrl: url });
+    const provider = createDigitalOcean({ token: TOKEN, baseUrl: fixtures.url });
     expect(await provider.instances.get(`digitalocean://${droplet.id}`)).toEqual({
       providerID: 'digitalocean://1',
       name: 'test.example.com',
@@ -69,25 +64,24 @@ describe("godo's payloads, read by ccm", () => {
       region: 'nyc1',
       zone: '',
       addresses: [
-        { type: 'InternalIP', address: '10.0.0.19' },
-        { type: 'ExternalIP', address: '127.0.0.19' },
-        { type: 'ExternalIP', address: '2001::13' },
-        { type: 'Hostname', address: 'test.example.com' },
+        ...internalIPs('10.0.0.19'),
+        ...externalIPs('127.0.0.19', '2001::13'),
+        hostname('test.example.com'),
       ],
       labels: {},
     });
   });
 
   it('a three-page listing whose links name api.digitalocean.com: pages by number, on the configured URL', async () => {
-    seen.length = 0;
-    const provider = createDigitalOcean({ token: TOKEN, baseUrl: url });
+    fixtures.seen.length = 0;
+    const provider = createDigitalOcean({ token: TOKEN, baseUrl: fixtures.url });
     const listed = await provider.instances.list();
     expect(listed.map((i) => i.providerID)).toEqual([
       'digitalocean://1',
       'digitalocean://2',
       'digitalocean://3',
     ]);
-    expect(seen).toEqual([
+    expect(fixtures.seen).toEqual([
       'GET /v2/droplets?per_page=200',
       'GET /v2/droplets?page=2&per_page=200',
       'GET /v2/droplets?page=3&per_page=200',
@@ -111,18 +105,14 @@ describe("godo's payloads, read by ccm", () => {
 
   it('the client reads a listing fixture as DigitalOcean pages it', async () => {
     const list = JSON.parse(balancers.variable('lbListJSONResponse'));
-    const one = createServer((req, res) => {
+    const one = await serveFixtures((req, res) => {
       const page = new URL(req.url ?? '/', 'http://x').searchParams.get('page');
       // The fixture is page 1 of 3 at per_page=1 (its links say so); pages 2 and 3 are not in it.
       const body = page === null ? list : { ...list, load_balancers: [], links: {} };
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     });
-    await new Promise<void>((resolve) => one.listen(0, '127.0.0.1', resolve));
     try {
-      const client = new DigitalOceanClient({
-        token: TOKEN,
-        baseUrl: `http://127.0.0.1:${(one.address() as AddressInfo).port}`,
-      });
+      const client = new DigitalOceanClient({ token: TOKEN, baseUrl: one.url });
       // meta.total says 3 while the pages hold 1: ccm refuses a listing that does not add up.
       await expect(
         client.listAll('listing load balancers', '/v2/load_balancers', 'load_balancers'),
@@ -130,7 +120,7 @@ describe("godo's payloads, read by ccm", () => {
         /the listing changed while it was read, twice \(read 1 items \(1 distinct\) while the API counted 3\)/,
       );
     } finally {
-      await new Promise((resolve) => one.close(resolve));
+      await one.close();
     }
   });
 });

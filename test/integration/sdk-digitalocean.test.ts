@@ -4,22 +4,20 @@
  * (through the API's refusal while it applies the creation) and deleted. The simulator checks godo's
  * requests against DigitalOcean's OpenAPI document as it checks ccm's.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
-import { buildSdkProgram, runSdkProgram } from '../helpers/go-sdk.js';
+import { runSdkProgram } from '../helpers/go-sdk.js';
 import { conformsToDigitalOceanOpenApi } from '../helpers/openapi.js';
+import { expectChecks, useSdkProgram } from '../sdk/harness.js';
 
-let sim: DigitalOceanSimulator;
-let program: string;
-
-beforeAll(async () => {
-  [sim, program] = await Promise.all([DigitalOceanSimulator.start(), buildSdkProgram('digitalocean')]);
-}, 900_000);
-afterAll(async () => {
-  await sim?.stop();
-});
+const world = useSdkProgram(
+  'digitalocean',
+  () => DigitalOceanSimulator.start(),
+  (sim) => sim.stop(),
+);
 
 it('godo lists, reads, misses and manages a load balancer as against the real API', async () => {
+  const { sim, program } = world;
   const droplets = sim.addDroplets(
     ...Array.from({ length: 5 }, (_, i) => ({ name: `sdk-${i}`, privateIP: `10.110.0.${i + 2}` })),
   );
@@ -29,13 +27,12 @@ it('godo lists, reads, misses and manages a load balancer as against the real AP
     SIM_DROPLETS: String(droplets.length),
     SIM_DROPLET_ID: String(droplets[0]?.id),
   });
-  expect(run.stdout.split('\n').filter(Boolean)).toEqual([
+  expectChecks(run, [
     'ok list droplets, two a page',
     'ok get droplet',
     "ok get a missing droplet: godo's 404 ErrorResponse",
     'ok load balancer: create, wait, update, delete',
   ]);
-  expect(run.exitCode).toBe(0);
   // Three pages of two: godo pages by number through links.pages.
   expect(sim.requestsTo('GET', '/v2/droplets').map((r) => r.url)).toEqual([
     '/v2/droplets?page=1&per_page=2',

@@ -14,15 +14,13 @@
  * - openstack/loadbalancer/v2/apiversions/testing/fixture.go `OctaviaAllAPIVersionsResponse`:
  *   Octavia's version document, which ccm reads to know what that Octavia accepts.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCloudConfig } from '../../src/providers/openstack/config.js';
 import { createOpenStack } from '../../src/providers/openstack/index.js';
 import { endpointFor, identityV3, Keystone } from '../../src/providers/openstack/keystone.js';
-import type { LoadBalancerRequest } from '../../src/providers/types.js';
 import { goSource } from '../helpers/go-fixtures.js';
-import { requestService } from '../helpers/lb-request.js';
+import { type FixtureServer, serveFixtures } from '../sdk/fixture-server.js';
+import { request } from '../unit/providers/openstack/lb-request.js';
 
 const GOPHERCLOUD = ['github.com/gophercloud/gophercloud/v2', 'v2.15.0'] as const;
 const SUBJECT_TOKEN = '130f6c17-420e-4a0b-97b0-0c9cf2a05f30';
@@ -35,9 +33,7 @@ let serverList: unknown;
 let flavor: unknown;
 let balancers: { loadbalancers: Record<string, unknown>[] };
 let octaviaVersions: unknown;
-let server: Server;
-let url = '';
-const seen: string[] = [];
+let fixtures: FixtureServer;
 
 beforeAll(async () => {
   const [utils, tokens, servers, flavors, lbs, lbVersions] = await Promise.all([
@@ -48,8 +44,7 @@ beforeAll(async () => {
     goSource(...GOPHERCLOUD, 'openstack/loadbalancer/v2/loadbalancers/testing/fixtures_test.go'),
     goSource(...GOPHERCLOUD, 'openstack/loadbalancer/v2/apiversions/testing/fixture.go'),
   ]);
-  server = createServer((req, res) => {
-    seen.push(`${req.method} ${req.url}`);
+  fixtures = await serveFixtures((req, res) => {
     const send = (status: number, body: unknown, headers: Record<string, string> = {}) =>
       res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
     const path = new URL(req.url ?? '/', 'http://fixture').pathname;
@@ -73,8 +68,7 @@ beforeAll(async () => {
     }
     send(404, { itemNotFound: { code: 404, message: 'not in the fixtures' } });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const { url } = fixtures;
 
   versions = utils.inFunction('setupMultiServiceVersionHandler')[0] ?? '';
   const tokenText = tokens
@@ -98,17 +92,17 @@ beforeAll(async () => {
 }, 600_000);
 
 afterAll(async () => {
-  await new Promise((resolve) => server?.close(resolve));
+  await fixtures?.close();
 });
 
 const config = () =>
   parseCloudConfig(
-    `[Global]\nauth-url=${url}/identity\nregion=RegionOne\nusername=admin\npassword=secret\ndomain-id=default\ntenant-id=a99e9b4e620e4db09a2dfb6e42a01e66\n`,
+    `[Global]\nauth-url=${fixtures.url}/identity\nregion=RegionOne\nusername=admin\npassword=secret\ndomain-id=default\ntenant-id=a99e9b4e620e4db09a2dfb6e42a01e66\n`,
   );
 
 describe("gophercloud's payloads, read by ccm", () => {
   it("Keystone's version document leads from an unversioned auth-url to its v3", async () => {
-    expect(await identityV3(`${url}/identity`)).toBe(`${url}/identity/v3`);
+    expect(await identityV3(`${fixtures.url}/identity`)).toBe(`${fixtures.url}/identity/v3`);
   });
 
   it('a token: its project, user and catalog endpoint for each interface', async () => {
@@ -119,15 +113,15 @@ describe("gophercloud's payloads, read by ccm", () => {
     expect(t.expiresAt).toBe(Date.parse('2017-06-03T02:19:49Z'));
     for (const iface of ['public', 'internal', 'admin'] as const) {
       expect(endpointFor(t, 'compute', iface, 'RegionOne')).toEqual({
-        url: `${url}/compute/v2.1/a99e9b4e620e4db09a2dfb6e42a01e66`,
+        url: `${fixtures.url}/compute/v2.1/a99e9b4e620e4db09a2dfb6e42a01e66`,
         region: 'RegionOne',
       });
     }
-    expect(endpointFor(t, 'identity', 'admin', '').url).toBe(`${url}/identity/v3`);
+    expect(endpointFor(t, 'identity', 'admin', '').url).toBe(`${fixtures.url}/identity/v3`);
   });
 
   it('servers as Nova 2.1 lists them: the flavor by its id, asked once, addresses, zone', async () => {
-    seen.length = 0;
+    fixtures.seen.length = 0;
     const provider = createOpenStack(config(), {}, { now: NOW, retries: 0 });
     const listed = await provider.instances.list();
     expect(listed.map((i) => [i.providerID, i.name, i.state, i.type, i.region, i.zone])).toEqual([
@@ -161,7 +155,7 @@ describe("gophercloud's payloads, read by ccm", () => {
       [{ type: 'InternalIP', address: '10.0.0.31' }],
       [{ type: 'InternalIP', address: '10.0.0.31' }],
     ]);
-    expect(seen).toEqual([
+    expect(fixtures.seen).toEqual([
       'GET /identity/',
       'POST /identity/v3/auth/tokens',
       'GET /compute/v2.1/a99e9b4e620e4db09a2dfb6e42a01e66/servers/detail?limit=1000',
@@ -170,35 +164,25 @@ describe("gophercloud's payloads, read by ccm", () => {
   });
 
   it('load balancers named as ccm asks but without its tag: never adopted, on /v2.0', async () => {
-    seen.length = 0;
+    fixtures.seen.length = 0;
     const provider = createOpenStack(config(), {}, { now: NOW, retries: 0 });
-    const req: LoadBalancerRequest = {
-      name: 'a1b2c3d4e5f60718293a4b5c6d7e8f90',
-      clusterID: 'c0ffee00-1111-2222-3333-444455556666',
-      service: requestService({
-        namespace: 'default',
-        name: 'web',
-        uid: '1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901',
-      }),
-      ports: [{ name: 'http', protocol: 'TCP', port: 80, nodePort: 30080 }],
-      nodes: [],
-    };
+    const req = request({ nodes: [] });
     expect(await provider.loadBalancers?.get(req)).toBeUndefined();
     await expect(provider.loadBalancers?.ensure(req)).rejects.toThrow(
       'a load balancer named ccm_a1b2c3d4e5f60718293a4b5c6d7e8f90 exists in Octavia without the tag ccm-cluster:c0ffee00-1111-2222-3333-444455556666: ccm never adopts it; delete or rename it',
     );
-    expect(seen.filter((s) => s.includes('load-balancer'))).toEqual([
+    expect(fixtures.seen.filter((s) => s.includes('load-balancer'))).toEqual([
       'GET /load-balancer/v2.0/lbaas/loadbalancers?name=ccm_a1b2c3d4e5f60718293a4b5c6d7e8f90',
       'GET /load-balancer/v2.0/lbaas/loadbalancers?name=ccm_a1b2c3d4e5f60718293a4b5c6d7e8f90',
     ]);
 
     // Where none is named so, the version document decides: this one's newest is v2.2 (Rocky),
     // before tags (2.5), so ccm refuses before any change.
-    seen.length = 0;
+    fixtures.seen.length = 0;
     await expect(provider.loadBalancers?.ensure({ ...req, name: 'free' })).rejects.toThrow(
       'Service default/web: ccm tags its load balancers to know them, which needs Octavia API v2.5 (Stein); this Octavia serves v2.2',
     );
-    expect(seen.filter((s) => s.includes('load-balancer'))).toEqual([
+    expect(fixtures.seen.filter((s) => s.includes('load-balancer'))).toEqual([
       'GET /load-balancer/v2.0/lbaas/loadbalancers?name=ccm_free',
       'GET /load-balancer/',
     ]);

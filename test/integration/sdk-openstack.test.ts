@@ -5,7 +5,7 @@
  * servers_links; a server and its flavor by the id Nova 2.1 shows; gophercloud's own 404; and a load
  * balancer created, waited for, updated (itself and its listener) and deleted on Octavia's /v2.0.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { SUBNET_ID } from '../clouds/openstack/octavia.js';
 import {
   APP_CREDENTIAL,
@@ -15,20 +15,21 @@ import {
   REGION,
   USER,
 } from '../clouds/openstack/simulator.js';
-import { buildSdkProgram, runSdkProgram } from '../helpers/go-sdk.js';
+import { runSdkProgram } from '../helpers/go-sdk.js';
+import { useSdkProgram } from '../sdk/harness.js';
 
-let sim: OpenStackSimulator;
-let program: string;
-
-beforeAll(async () => {
-  [sim, program] = await Promise.all([new OpenStackSimulator().start(), buildSdkProgram('openstack')]);
-  sim.octavia.settleAfterReads = 2;
-}, 900_000);
-afterAll(async () => {
-  await sim?.stop();
-});
+const world = useSdkProgram(
+  'openstack',
+  async () => {
+    const sim = await new OpenStackSimulator().start();
+    sim.octavia.settleAfterReads = 2;
+    return sim;
+  },
+  (sim) => sim.stop(),
+);
 
 it('gophercloud authenticates, discovers, lists, reads, misses and manages a load balancer', async () => {
+  const { sim, program } = world;
   const servers = Array.from({ length: 5 }, (_, i) =>
     sim.addServer({
       name: `sdk-${i}`,

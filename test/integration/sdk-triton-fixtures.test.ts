@@ -8,9 +8,8 @@
  * - account/account_test.go: the account (getAccountSuccess), without `triton_cns_enabled`;
  * - compute/datacenters_test.go: ListDatacenters (listDataCentersSuccess).
  */
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
 import sshpk from 'sshpk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidConfigError, isProviderError, NotFoundError } from '../../src/providers/errors.js';
@@ -19,6 +18,8 @@ import { triton } from '../../src/providers/triton/index.js';
 import { createSigner } from '../../src/providers/triton/signer.js';
 import { KeyFolder, type TestKey } from '../clouds/triton/keys.js';
 import { type GoSource, goSource } from '../helpers/go-fixtures.js';
+import { type FixtureServer, serveFixtures } from '../sdk/fixture-server.js';
+import { internalIPs } from '../unit/helpers/addresses.js';
 
 interface HttpSignature {
   parseRequest(req: IncomingMessage): unknown;
@@ -34,11 +35,9 @@ let accounts: GoSource;
 let datacenters: GoSource;
 let keys: KeyFolder;
 let key: TestKey;
-let server: Server;
-let url = '';
+let fixtures: FixtureServer;
 /** The fixture GetMachine serves: the good one, or the one with trailing commas. */
 let machineFixture = 'getMachineSuccess';
-const seen: string[] = [];
 
 /** The one raw string (the payload) a triton-go test responder function returns. */
 function payload(source: GoSource, responder: string): string {
@@ -56,8 +55,7 @@ beforeAll(async () => {
   keys = new KeyFolder();
   key = keys.make({ type: 'ecdsa', bits: 256 });
   const publicKey = sshpk.parseKey(key.publicKey, 'ssh');
-  server = createServer((req, res) => {
-    seen.push(`${req.method} ${req.url}`);
+  fixtures = await serveFixtures((req, res) => {
     let verified = false;
     try {
       verified = httpSignature.verifySignature(httpSignature.parseRequest(req), publicKey);
@@ -85,18 +83,21 @@ beforeAll(async () => {
     }
     res.writeHead(200, { 'content-type': 'application/json' }).end(send());
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }, 600_000);
 
 afterAll(async () => {
-  await new Promise((resolve) => server?.close(resolve));
+  await fixtures?.close();
   keys?.remove();
 });
 
 function provider(datacenter?: string) {
   return triton.create(
-    { url, account: 'barbar', keyMaterial: key.privateKey, ...(datacenter ? { datacenter } : {}) },
+    {
+      url: fixtures.url,
+      account: 'barbar',
+      keyMaterial: key.privateKey,
+      ...(datacenter ? { datacenter } : {}),
+    },
     {},
   );
 }
@@ -104,7 +105,7 @@ function provider(datacenter?: string) {
 describe("triton-go's payloads, read by ccm", () => {
   it('the account: login and id, and the credentials that reached it', async () => {
     expect(await provider().verifyCredentials?.()).toBe(
-      `Triton account barbar (b89d9dd3-62ce-4f6f-eb0d-f78e57d515d9) at ${url}`,
+      `Triton account barbar (b89d9dd3-62ce-4f6f-eb0d-f78e57d515d9) at ${fixtures.url}`,
     );
   });
 
@@ -117,19 +118,16 @@ describe("triton-go's payloads, read by ccm", () => {
       type: 'sdc_128',
       region: 'us-east-1',
       zone: '',
-      addresses: [
-        { type: 'InternalIP', address: '10.88.88.26' },
-        { type: 'InternalIP', address: '192.168.128.5' },
-      ],
+      addresses: internalIPs('10.88.88.26', '192.168.128.5'),
       labels: {},
     });
   });
 
   it('a listing of one: one page, shorter than the limit, so the last', async () => {
-    seen.length = 0;
+    fixtures.seen.length = 0;
     const listed = await provider('us-east-1').instances.list();
     expect(listed.map((i) => [i.providerID, i.name])).toEqual([[`triton://${MACHINE}`, 'test']]);
-    expect(seen).toEqual(['GET /barbar/machines?offset=0&limit=1000']);
+    expect(fixtures.seen).toEqual(['GET /barbar/machines?offset=0&limit=1000']);
   });
 
   it('a machine that is not JSON (trailing commas): an error naming the call, never "gone"', async () => {
@@ -152,14 +150,14 @@ describe("triton-go's payloads, read by ccm", () => {
   it('ListDatacenters: names and URLs; none is this URL, so ccm asks for TRITON_DATACENTER', async () => {
     await expect(provider().instances.list()).rejects.toThrow(
       new InvalidConfigError(
-        `none of the data centres CloudAPI lists (us-east-1, us-west-1, us-sw-1, eu-ams-1, us-east-2, us-east-3) has the URL ${url}; set TRITON_DATACENTER`,
+        `none of the data centres CloudAPI lists (us-east-1, us-west-1, us-sw-1, eu-ams-1, us-east-2, us-east-3) has the URL ${fixtures.url}; set TRITON_DATACENTER`,
       ),
     );
   });
 
   it('machine tags as ListMachineTags answers them', async () => {
     const client = new TritonClient({
-      url,
+      url: fixtures.url,
       account: 'barbar',
       signer: createSigner({ account: 'barbar', keyMaterial: key.privateKey }),
       secrets: [],

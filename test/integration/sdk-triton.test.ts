@@ -7,6 +7,7 @@
 import { beforeAll, expect, it } from 'vitest';
 import { buildSdkProgram, runSdkProgram } from '../helpers/go-sdk.js';
 import { useTritonSim } from '../helpers/use-simulator.js';
+import { expectChecks } from '../sdk/harness.js';
 
 // triton-go's PrivateKeySigner reads a PKCS#1 PEM RSA key only.
 const tsim = useTritonSim({ login: 'demo' }, { type: 'rsa', bits: 2048, pem: true });
@@ -29,7 +30,7 @@ it('triton-go lists, counts, reads, misses and tags machines as against the real
     SIM_MACHINES: String(machines.length),
     SIM_MACHINE_ID: String(machines[0]?.id),
   });
-  expect(run.stdout.split('\n').filter(Boolean)).toEqual([
+  expectChecks(run, [
     'ok get account',
     'ok list datacenters',
     'ok list machines, two a page',
@@ -38,7 +39,6 @@ it('triton-go lists, counts, reads, misses and tags machines as against the real
     "ok get a missing machine: triton-go's ResourceNotFound",
     'ok CNS tags: add, list, read back as CNS services, delete',
   ]);
-  expect(run.exitCode).toBe(0);
   expect(
     sim.requests.filter((r) => r.method === 'GET' && r.path === '/demo/machines').map((r) => r.query),
   ).toEqual(['?limit=2&offset=0', '?limit=2&offset=2', '?limit=2&offset=4']);

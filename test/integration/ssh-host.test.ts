@@ -2,17 +2,7 @@
  * sshHost against a real OpenSSH server on loopback (test/controlplane/sshd.ts), with two fake node
  * roots on the same machine standing for two nodes.
  */
-import {
-  chmodSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createBackup, latestBackup, restoreBackup } from '../../src/cluster/backup.js';
@@ -22,26 +12,23 @@ import { freePort, type Sshd, startSshd } from '../controlplane/sshd.js';
 import { tempDir } from '../helpers/tmp.js';
 
 let sshd: Sshd;
-let rootA: string;
-let rootB: string;
-let nodeA: Host;
-let nodeB: Host;
-
 beforeAll(async () => {
   sshd = await startSshd();
 });
 afterAll(async () => {
   await sshd?.stop();
 });
+
+/** Two nodes, each a fresh root folder on this machine reached through the sshd. */
+let rootA: string;
+let rootB: string;
+let nodeA: Host;
+let nodeB: Host;
 beforeEach(() => {
-  rootA = mkdtempSync(join(tmpdir(), 'ccm-node-a-'));
-  rootB = mkdtempSync(join(tmpdir(), 'ccm-node-b-'));
+  rootA = tempDir('ccm-node-a-');
+  rootB = tempDir('ccm-node-b-');
   nodeA = sshHost(sshd.target, { root: rootA, sshArgs: sshd.sshArgs });
   nodeB = sshHost(sshd.target, { root: rootB, sshArgs: sshd.sshArgs });
-  return () => {
-    rmSync(rootA, { recursive: true, force: true });
-    rmSync(rootB, { recursive: true, force: true });
-  };
 });
 
 const BINARY = Buffer.from([...Array.from({ length: 256 }, (_, i) => 255 - i), 13, 10, 13, 10, 10, 0, 10]);

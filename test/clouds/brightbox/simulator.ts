@@ -464,9 +464,7 @@ export class BrightboxSimulator {
 
   private account() {
     return {
-      id: this.accountId,
-      resource_type: 'account',
-      url: this.href('accounts', this.accountId),
+      ...this.ref('account', this.accountId),
       name: 'ccm',
       status: 'active',
     };
@@ -476,11 +474,14 @@ export class BrightboxSimulator {
     return `${this.url}/1.0/${collection}/${id}`;
   }
 
+  /** The three fields every gobrightbox resource starts with: its id, its resource_type and its URL. */
+  private ref(resourceType: string, id: string, collection = `${resourceType}s`) {
+    return { id, resource_type: resourceType, url: this.href(collection, id) };
+  }
+
   private serverRef(s: SimServer) {
     return {
-      id: s.id,
-      resource_type: 'server',
-      url: this.href('servers', s.id),
+      ...this.ref('server', s.id),
       name: s.name,
       status: s.status,
       locked: false,
@@ -492,11 +493,17 @@ export class BrightboxSimulator {
     };
   }
 
+  /** The servers of `ids` that still exist, as references. */
+  private serverRefs(ids: string[]) {
+    return ids.flatMap((id) => {
+      const s = this.servers.get(id);
+      return s ? [this.serverRef(s)] : [];
+    });
+  }
+
   private cloudIPRef(c: SimCloudIP) {
     return {
-      id: c.id,
-      resource_type: 'cloud_ip',
-      url: this.href('cloud_ips', c.id),
+      ...this.ref('cloud_ip', c.id),
       status: c.mappedTo ? 'mapped' : 'unmapped',
       public_ip: c.publicIPv4,
       public_ipv4: c.publicIPv4,
@@ -543,9 +550,7 @@ export class BrightboxSimulator {
         .filter((c) => c.mappedTo && interfaceIDs.has(c.mappedTo))
         .map((c) => this.cloudIPRef(c)),
       interfaces: s.interfaces.map((i) => ({
-        id: i.id,
-        resource_type: 'interface',
-        url: this.href('interfaces', i.id),
+        ...this.ref('interface', i.id),
         mac_address: '02:24:19:00:00:ee',
         ipv4_address: i.ipv4,
         ...(i.ipv6 ? { ipv6_address: i.ipv6 } : {}),
@@ -580,9 +585,7 @@ export class BrightboxSimulator {
 
   private renderLoadBalancer(lb: SimLoadBalancer) {
     return {
-      id: lb.id,
-      resource_type: 'load_balancer',
-      url: this.href('load_balancers', lb.id),
+      ...this.ref('load_balancer', lb.id),
       name: lb.name,
       status: lb.status,
       locked: lb.locked,
@@ -607,18 +610,13 @@ export class BrightboxSimulator {
       cloud_ips: [...this.cloudIPs.values()]
         .filter((c) => c.mappedTo === lb.id)
         .map((c) => this.cloudIPRef(c)),
-      nodes: lb.nodes.flatMap((id) => {
-        const s = this.servers.get(id);
-        return s ? [this.serverRef(s)] : [];
-      }),
+      nodes: this.serverRefs(lb.nodes),
     };
   }
 
   private groupRef(g: SimServerGroup) {
     return {
-      id: g.id,
-      resource_type: 'server_group',
-      url: this.href('server_groups', g.id),
+      ...this.ref('server_group', g.id),
       name: g.name,
       description: g.description || null,
       created_at: '2026-01-01T00:00:00Z',
@@ -633,18 +631,13 @@ export class BrightboxSimulator {
       fqdn: `${g.id}.gb1.brightbox.com`,
       account: this.account(),
       firewall_policy: policy ? this.policyRef(policy) : null,
-      servers: g.servers.flatMap((id) => {
-        const s = this.servers.get(id);
-        return s ? [this.serverRef(s)] : [];
-      }),
+      servers: this.serverRefs(g.servers),
     };
   }
 
   private policyRef(p: SimFirewallPolicy) {
     return {
-      id: p.id,
-      resource_type: 'firewall_policy',
-      url: this.href('firewall_policies', p.id),
+      ...this.ref('firewall_policy', p.id, 'firewall_policies'),
       default: false,
       name: p.name,
       created_at: '2026-01-01T00:00:00Z',
@@ -664,9 +657,7 @@ export class BrightboxSimulator {
 
   private ruleRef(r: SimFirewallRule) {
     return {
-      id: r.id,
-      resource_type: 'firewall_rule',
-      url: this.href('firewall_rules', r.id),
+      ...this.ref('firewall_rule', r.id),
       source: r.source,
       source_port: r.sourcePort,
       destination: r.destination,
@@ -887,37 +878,31 @@ export class BrightboxSimulator {
         // `serve` answers every DELETE so.
       },
       actions: {
-        map: {
-          method: 'POST',
-          run: (cip, raw) => {
-            const body = objectBody(raw);
-            allowOnly(body, ['destination']);
-            const destination = requiredString(body, 'destination');
-            if (cip.mappedTo) throw invalid(`Cloud IP ${cip.id} is already mapped; unmap it first`);
-            if (destination.startsWith('lba-')) {
-              const lb = this.find(this.loadBalancers, destination, 'load balancer');
-              if (lb.status === 'deleting' || lb.status === 'deleted')
-                throw invalid(`Load balancer ${lb.id} is ${lb.status}`);
-              cip.mappedTo = destination;
-            } else if (destination.startsWith('int-') || destination.startsWith('srv-')) {
-              const server = destination.startsWith('srv-')
-                ? this.find(this.servers, destination, 'server')
-                : [...this.servers.values()].find((s) => s.interfaces.some((i) => i.id === destination));
-              if (!server?.interfaces[0]) throw missing(`interface ${destination}`);
-              cip.mappedTo = destination.startsWith('srv-') ? server.interfaces[0].id : destination;
-            } else {
-              throw invalid(`${destination} cannot receive a cloud IP`);
-            }
-          },
-        },
-        unmap: {
-          method: 'POST',
-          run: (cip, raw) => {
-            allowOnly(objectBody(raw), []);
-            if (!cip.mappedTo) throw invalid(`Cloud IP ${cip.id} is not mapped`);
-            cip.mappedTo = undefined;
-          },
-        },
+        map: post((cip, raw) => {
+          const body = objectBody(raw);
+          allowOnly(body, ['destination']);
+          const destination = requiredString(body, 'destination');
+          if (cip.mappedTo) throw invalid(`Cloud IP ${cip.id} is already mapped; unmap it first`);
+          if (destination.startsWith('lba-')) {
+            const lb = this.find(this.loadBalancers, destination, 'load balancer');
+            if (lb.status === 'deleting' || lb.status === 'deleted')
+              throw invalid(`Load balancer ${lb.id} is ${lb.status}`);
+            cip.mappedTo = destination;
+          } else if (destination.startsWith('int-') || destination.startsWith('srv-')) {
+            const server = destination.startsWith('srv-')
+              ? this.find(this.servers, destination, 'server')
+              : [...this.servers.values()].find((s) => s.interfaces.some((i) => i.id === destination));
+            if (!server?.interfaces[0]) throw missing(`interface ${destination}`);
+            cip.mappedTo = destination.startsWith('srv-') ? server.interfaces[0].id : destination;
+          } else {
+            throw invalid(`${destination} cannot receive a cloud IP`);
+          }
+        }),
+        unmap: post((cip, raw) => {
+          allowOnly(objectBody(raw), []);
+          if (!cip.mappedTo) throw invalid(`Cloud IP ${cip.id} is not mapped`);
+          cip.mappedTo = undefined;
+        }),
       },
     }),
     load_balancers: row<SimLoadBalancer>({
@@ -956,13 +941,10 @@ export class BrightboxSimulator {
       actions: {
         lock_resource: { method: 'PUT', status: 200, run: (lb, raw) => this.lock(lb, raw, true) },
         unlock_resource: { method: 'PUT', status: 200, run: (lb, raw) => this.lock(lb, raw, false) },
-        add_nodes: { method: 'POST', run: (lb, raw) => this.changeNodes(lb, raw, 'add_nodes') },
-        remove_nodes: { method: 'POST', run: (lb, raw) => this.changeNodes(lb, raw, 'remove_nodes') },
-        add_listeners: { method: 'POST', run: (lb, raw) => this.changeListeners(lb, raw, 'add_listeners') },
-        remove_listeners: {
-          method: 'POST',
-          run: (lb, raw) => this.changeListeners(lb, raw, 'remove_listeners'),
-        },
+        add_nodes: post((lb, raw) => this.changeNodes(lb, raw, 'add_nodes')),
+        remove_nodes: post((lb, raw) => this.changeNodes(lb, raw, 'remove_nodes')),
+        add_listeners: post((lb, raw) => this.changeListeners(lb, raw, 'add_listeners')),
+        remove_listeners: post((lb, raw) => this.changeListeners(lb, raw, 'remove_listeners')),
       },
     }),
     server_groups: row<SimServerGroup>({
@@ -971,17 +953,11 @@ export class BrightboxSimulator {
       render: (g) => this.renderGroup(g),
       create: (body) => {
         allowOnly(body, ['name', 'description']);
-        return this.addServerGroup({
-          name: optionalString(body, 'name') ?? '',
-          description: optionalString(body, 'description') ?? '',
-        });
+        return this.addServerGroup(nameAndDescription(body));
       },
       update: (group, body) => {
         allowOnly(body, ['name', 'description']);
-        const name = optionalString(body, 'name');
-        const description = optionalString(body, 'description');
-        if (name !== undefined) group.name = name;
-        if (description !== undefined) group.description = description;
+        updateNameAndDescription(group, body);
         return group;
       },
       destroy: (group) => {
@@ -996,11 +972,8 @@ export class BrightboxSimulator {
         // As for cloud IPs: DELETE answers the group (gobrightbox server_groups_default_test.go).
       },
       actions: {
-        add_servers: { method: 'POST', run: (group, raw) => this.changeMembers(group, raw, 'add_servers') },
-        remove_servers: {
-          method: 'POST',
-          run: (group, raw) => this.changeMembers(group, raw, 'remove_servers'),
-        },
+        add_servers: post((group, raw) => this.changeMembers(group, raw, 'add_servers')),
+        remove_servers: post((group, raw) => this.changeMembers(group, raw, 'remove_servers')),
       },
     }),
     firewall_policies: row<SimFirewallPolicy>({
@@ -1012,8 +985,7 @@ export class BrightboxSimulator {
         const serverGroup = optionalString(body, 'server_group');
         this.checkGroup(serverGroup);
         return this.addFirewallPolicy({
-          name: optionalString(body, 'name') ?? '',
-          description: optionalString(body, 'description') ?? '',
+          ...nameAndDescription(body),
           ...(serverGroup ? { serverGroup } : {}),
         });
       },
@@ -1021,10 +993,7 @@ export class BrightboxSimulator {
         allowOnly(body, ['name', 'description', 'server_group']);
         const serverGroup = optionalString(body, 'server_group');
         this.checkGroup(serverGroup, policy.id);
-        const name = optionalString(body, 'name');
-        const description = optionalString(body, 'description');
-        if (name !== undefined) policy.name = name;
-        if (description !== undefined) policy.description = description;
+        updateNameAndDescription(policy, body);
         if (serverGroup !== undefined) policy.serverGroup = serverGroup;
         return policy;
       },
@@ -1037,8 +1006,8 @@ export class BrightboxSimulator {
       // {"server_group": "grp-…"} and answer the policy; terraform-provider-brightbox
       // resource_brightbox_firewall_policy.go re-points a policy by remove, then apply_to.
       actions: {
-        apply_to: { method: 'POST', run: (policy, raw) => this.applyPolicy(policy, raw, 'apply_to') },
-        remove: { method: 'POST', run: (policy, raw) => this.applyPolicy(policy, raw, 'remove') },
+        apply_to: post((policy, raw) => this.applyPolicy(policy, raw, 'apply_to')),
+        remove: post((policy, raw) => this.applyPolicy(policy, raw, 'remove')),
       },
     }),
     firewall_rules: row<SimFirewallRule>({
@@ -1241,8 +1210,17 @@ interface Collection<T> {
   destroy?(item: T): 'keep' | undefined;
   /** DELETE's clean-up after the item is gone. */
   destroyed?(item: T): void;
-  actions?: Record<string, { method: 'POST' | 'PUT'; status?: number; run(item: T, raw: RawBody): void }>;
+  actions?: Record<string, Action<T>>;
 }
+
+/** An action, POST /1.0/<collection>/<id>/<action>, or a PUT that answers 200 (lock_resource). */
+interface Action<T> {
+  method: 'POST' | 'PUT';
+  status?: number;
+  run(item: T, raw: RawBody): void;
+}
+
+const post = <T>(run: Action<T>['run']): Action<T> => ({ method: 'POST', run });
 
 const row = <T>(c: Collection<T>) => c as unknown as Collection<unknown>;
 
@@ -1322,6 +1300,22 @@ function optionalString(body: Record<string, unknown>, key: string): string | un
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'string') throw invalid(`${key} must be a string`);
   return value;
+}
+
+/** A new server group's or firewall policy's name and description (gobrightbox ServerGroupOptions, FirewallPolicyOptions): empty when left out. */
+function nameAndDescription(body: Record<string, unknown>): { name: string; description: string } {
+  return { name: optionalString(body, 'name') ?? '', description: optionalString(body, 'description') ?? '' };
+}
+
+/** An update changes the name and description it names, once both are valid. */
+function updateNameAndDescription(
+  target: { name: string; description: string },
+  body: Record<string, unknown>,
+): void {
+  const name = optionalString(body, 'name');
+  const description = optionalString(body, 'description');
+  if (name !== undefined) target.name = name;
+  if (description !== undefined) target.description = description;
 }
 
 function requiredString(body: Record<string, unknown>, key: string): string {

@@ -263,10 +263,7 @@ export class OctaviaState {
     {
       method: 'GET',
       path: /^\/listeners$/,
-      handle: (o, { url, q }) => {
-        const list = [...o.listeners.values()].filter((l) => lbOf(l) === q.get('loadbalancer_id'));
-        return [200, o.page('listeners', list, url)];
-      },
+      handle: (o, { url, q }) => o.pageOfLoadBalancer('listeners', o.listeners, url, q),
     },
     {
       method: 'POST',
@@ -288,23 +285,11 @@ export class OctaviaState {
         const record = o.ownerOf(lbOf(listener));
         if (method === 'PUT') {
           o.mutable(record);
-          const spec = objectField(body, 'listener');
-          o.allow(
-            spec,
-            LISTENER_FIELDS.filter(
-              (f) => !['protocol', 'protocol_port', 'loadbalancer_id', 'default_pool'].includes(f),
-            ),
-            'listener',
-          );
-          Object.assign(
-            listener,
-            spec,
-            'allowed_cidrs' in spec ? { allowed_cidrs: cidrsView(spec.allowed_cidrs) } : {},
-          );
-          o.childChange(record, 'PENDING_UPDATE', [listener]);
-          // listener.py put: status_code=200 (pool.py and health_monitor.py put too; only the member
-          // batch update is 202).
-          return [200, { listener }];
+          const fixed = ['protocol', 'protocol_port', 'loadbalancer_id', 'default_pool'];
+          return o.updateChild(record, listener, body, 'listener', {
+            allowed: LISTENER_FIELDS.filter((f) => !fixed.includes(f)),
+            view: (spec) => ('allowed_cidrs' in spec ? { allowed_cidrs: cidrsView(spec.allowed_cidrs) } : {}),
+          });
         }
         if (method === 'DELETE') {
           o.mutable(record);
@@ -320,10 +305,7 @@ export class OctaviaState {
     {
       method: 'GET',
       path: /^\/pools$/,
-      handle: (o, { url, q }) => {
-        const list = [...o.pools.values()].filter((p) => lbOf(p) === q.get('loadbalancer_id'));
-        return [200, o.page('pools', list, url)];
-      },
+      handle: (o, { url, q }) => o.pageOfLoadBalancer('pools', o.pools, url, q),
     },
     {
       method: 'POST',
@@ -386,27 +368,20 @@ export class OctaviaState {
         const record = o.ownerOf(lbOf(pool));
         if (method === 'PUT') {
           o.mutable(record);
-          const spec = objectField(body, 'pool');
-          o.allow(
-            spec,
-            ['name', 'description', 'admin_state_up', 'lb_algorithm', 'session_persistence', 'tags'],
-            'pool',
-          );
-          if (spec.lb_algorithm !== undefined && !ALGORITHMS.includes(String(spec.lb_algorithm))) {
-            throw fault(
-              400,
-              `Invalid input for field/attribute lb_algorithm. Value: '${String(spec.lb_algorithm)}'.`,
-            );
-          }
-          Object.assign(
-            pool,
-            spec,
-            'session_persistence' in spec
-              ? { session_persistence: persistenceView(spec.session_persistence) }
-              : {},
-          );
-          o.childChange(record, 'PENDING_UPDATE', [pool]);
-          return [200, { pool }];
+          return o.updateChild(record, pool, body, 'pool', {
+            allowed: ['name', 'description', 'admin_state_up', 'lb_algorithm', 'session_persistence', 'tags'],
+            view: (spec) => {
+              if (spec.lb_algorithm !== undefined && !ALGORITHMS.includes(String(spec.lb_algorithm))) {
+                throw fault(
+                  400,
+                  `Invalid input for field/attribute lb_algorithm. Value: '${String(spec.lb_algorithm)}'.`,
+                );
+              }
+              return 'session_persistence' in spec
+                ? { session_persistence: persistenceView(spec.session_persistence) }
+                : {};
+            },
+          });
         }
         if (method === 'DELETE') {
           o.mutable(record);
@@ -445,15 +420,9 @@ export class OctaviaState {
         poolMutable(pool);
         o.mutable(record);
         if (method === 'PUT') {
-          const spec = objectField(body, 'healthmonitor');
-          o.allow(
-            spec,
-            MONITOR_FIELDS.filter((f) => f !== 'type' && f !== 'pool_id'),
-            'healthmonitor',
-          );
-          Object.assign(monitor, spec);
-          o.childChange(record, 'PENDING_UPDATE', [monitor]);
-          return [200, { healthmonitor: monitor }];
+          return o.updateChild(record, monitor, body, 'healthmonitor', {
+            allowed: MONITOR_FIELDS.filter((f) => f !== 'type' && f !== 'pool_id'),
+          });
         }
         if (method === 'DELETE') {
           o.childChange(record, 'PENDING_DELETE', [monitor], () => {
@@ -821,6 +790,37 @@ export class OctaviaState {
   private childChange(record: LbRecord, status: string, objects: Obj[], done?: () => void): void {
     for (const o of objects) o.provisioning_status = status;
     this.pending(record, 'PENDING_UPDATE', undefined, { objects, ...(done ? { done } : {}) });
+  }
+
+  /** GET /listeners or /pools: a page of the ones of the load balancer `loadbalancer_id` names. */
+  private pageOfLoadBalancer(
+    key: string,
+    items: Map<string, Obj>,
+    url: URL,
+    q: URLSearchParams,
+  ): [number, unknown] {
+    const list = [...items.values()].filter((item) => lbOf(item) === q.get('loadbalancer_id'));
+    return [200, this.page(key, list, url)];
+  }
+
+  /**
+   * The PUT of a listener, pool or health monitor, once its load balancer is mutable: only the
+   * `allowed` fields of body[key], applied with their stored `view` (which may refuse a value), the
+   * object PENDING_UPDATE with its load balancer. listener.py, pool.py and health_monitor.py put:
+   * status_code=200 (only the member batch update is 202).
+   */
+  private updateChild(
+    record: LbRecord,
+    target: Obj,
+    body: unknown,
+    key: string,
+    { allowed, view = () => ({}) }: { allowed: readonly string[]; view?: (spec: Obj) => Obj },
+  ): [number, unknown] {
+    const spec = objectField(body, key);
+    this.allow(spec, allowed, key);
+    Object.assign(target, spec, view(spec));
+    this.childChange(record, 'PENDING_UPDATE', [target]);
+    return [200, { [key]: target }];
   }
 
   /** Reads the load balancer; a pending one settles after `settleAfterReads` reads. */

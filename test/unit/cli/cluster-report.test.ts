@@ -14,18 +14,13 @@ import { localHost } from '../../../src/cluster/host.js';
 import { applyHost, planCluster } from '../../../src/cluster/prepare.js';
 import { applyRollback, planRollback } from '../../../src/cluster/rollback.js';
 import type { Host } from '../../../src/cluster/types.js';
+import { pipe } from './pipe.js';
 
 const fixture = fileURLToPath(new URL('../../fixtures/cluster/kubeadm-v1.36.3', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'ccm-cluster-report-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const terminal: Terminal = { tty: true, width: 120, height: 40, colour: 0 };
-const pipe: Terminal = {
-  ...terminal,
-  tty: false,
-  width: Number.POSITIVE_INFINITY,
-  height: Number.POSITIVE_INFINITY,
-};
 const snapshot = (name: string) => `./__snapshots__/cluster-prepare/${name}`;
 
 /** Three ssh-like hosts: two kubeadm nodes, one machine where nothing is installed. */

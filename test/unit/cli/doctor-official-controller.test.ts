@@ -7,6 +7,11 @@ const held = (secondsAgo: number) => ({
   leaseDurationSeconds: 15,
   renewTime: new Date(now.getTime() - secondsAgo * 1000).toISOString(),
 });
+const lease = (name: string, secondsAgo: number) => ({ name, info: held(secondsAgo) });
+type Args = Parameters<typeof checkOfficialController>;
+/** The check as doctor makes it, at `now`. */
+const check = (workloads: Args[0], leases: Args[1], self: Args[2]) =>
+  checkOfficialController(workloads, leases, self, now);
 /** DigitalOcean's published Deployment (releases/digitalocean-cloud-controller-manager/v0.1.68.yml). */
 const doDeployment = (replicas: number): OfficialWorkload => ({
   controller: 'digitalocean-cloud-controller-manager',
@@ -18,12 +23,10 @@ const doDeployment = (replicas: number): OfficialWorkload => ({
 
 describe('doctor: two cloud controllers at once', () => {
   it('an official Deployment with replicas beside ccm Pods: ! with the switch-over, and why the shared Lease does not save it', () => {
-    const result = checkOfficialController(
-      [doDeployment(1)],
-      [{ name: 'cloud-controller-manager', info: held(2) }],
-      { lease: 'cloud-controller-manager', running: true },
-      now,
-    );
+    const result = check([doDeployment(1)], [lease('cloud-controller-manager', 2)], {
+      lease: 'cloud-controller-manager',
+      running: true,
+    });
     expect(result.status).toBe('warn');
     expect(result.message).toContain(
       'ccm runs beside digitalocean-cloud-controller-manager (Deployment kube-system/digitalocean-cloud-controller-manager, 1 replica)',
@@ -36,25 +39,18 @@ describe('doctor: two cloud controllers at once', () => {
   });
 
   it('scaled to 0: ✓, whatever ccm does', () => {
-    const result = checkOfficialController(
-      [doDeployment(0)],
-      [{ name: 'cloud-controller-manager', info: held(2) }],
-      { lease: 'cloud-controller-manager', running: true },
-      now,
-    );
+    const result = check([doDeployment(0)], [lease('cloud-controller-manager', 2)], {
+      lease: 'cloud-controller-manager',
+      running: true,
+    });
     expect(result.status).toBe('pass');
   });
 
   it('two Leases held at once (ccm on its own name, the official on cloud-controller-manager): !', () => {
-    const result = checkOfficialController(
-      [],
-      [
-        { name: 'ccm', info: held(1) },
-        { name: 'cloud-controller-manager', info: held(3) },
-      ],
-      { lease: 'ccm', running: false },
-      now,
-    );
+    const result = check([], [lease('ccm', 1), lease('cloud-controller-manager', 3)], {
+      lease: 'ccm',
+      running: false,
+    });
     expect(result.status).toBe('warn');
     expect(result.message).toContain(
       'two controller Leases are held at once: ccm (ccm) and cloud-controller-manager',
@@ -63,31 +59,21 @@ describe('doctor: two cloud controllers at once', () => {
   });
 
   it('a second Lease that expired long ago is no second controller: ✓', () => {
-    const result = checkOfficialController(
-      [],
-      [
-        { name: 'ccm', info: held(1) },
-        { name: 'cloud-controller-manager', info: held(3600) },
-      ],
-      { lease: 'ccm', running: true },
-      now,
-    );
+    const result = check([], [lease('ccm', 1), lease('cloud-controller-manager', 3600)], {
+      lease: 'ccm',
+      running: true,
+    });
     expect(result.status).toBe('pass');
   });
 
   it('the official controller alone, ccm not running: ✓ pointing at ccm migrate', () => {
-    const result = checkOfficialController(
-      [doDeployment(2)],
-      [],
-      { lease: 'cloud-controller-manager', running: false },
-      now,
-    );
+    const result = check([doDeployment(2)], [], { lease: 'cloud-controller-manager', running: false });
     expect(result).toMatchObject({ status: 'pass' });
     expect(result.message).toContain('ccm migrate');
   });
 
   it('before the switch (no ccm Pod), the official controller holding the shared Lease cloud-controller-manager is not "ccm runs beside"', () => {
-    const result = checkOfficialController(
+    const result = check(
       [
         {
           controller: 'openstack-cloud-controller-manager',
@@ -108,7 +94,6 @@ describe('doctor: two cloud controllers at once', () => {
         },
       ],
       { lease: 'cloud-controller-manager', running: false },
-      now,
     );
     expect(result.message).not.toMatch(/^ccm runs beside/);
     expect(result.status).toBe('pass');

@@ -15,6 +15,12 @@ import {
   UnauthorizedError,
 } from '../../../src/providers/errors.js';
 
+/** A row's error has the name it says, and exits with `code`. */
+const expectExit = (code: number) => (name: string, error: Error) => {
+  expect(error.name).toBe(name);
+  expect(exitCodeFor(error)).toBe(code);
+};
+
 describe('exit codes', () => {
   it('are 0, 1 and 2', () => {
     expect([EXIT_OK, EXIT_FAILED, EXIT_USAGE]).toEqual([0, 1, 2]);
@@ -28,10 +34,7 @@ describe('exitCodeFor', () => {
     ['KubeUnreachableError', new KubeUnreachableError('refused')],
     ['InvalidConfigError', new InvalidConfigError('bad region')],
     ['UnauthorizedError', new UnauthorizedError('401')],
-  ])('gives a %s exit 2', (name, error) => {
-    expect(error.name).toBe(name);
-    expect(exitCodeFor(error)).toBe(EXIT_USAGE);
-  });
+  ])('gives a %s exit 2', expectExit(EXIT_USAGE));
 
   it.each([
     ['KubeApiError', new KubeApiError('conflict', 409)],
@@ -39,10 +42,7 @@ describe('exitCodeFor', () => {
     ['RetryableError', new RetryableError('503')],
     ['Error', new Error('boom')],
     ['TypeError', new TypeError('x is undefined')],
-  ])('gives a %s exit 1', (name, error) => {
-    expect(error.name).toBe(name);
-    expect(exitCodeFor(error)).toBe(EXIT_FAILED);
-  });
+  ])('gives a %s exit 1', expectExit(EXIT_FAILED));
 
   it("uses oclif's exit code when the error carries one", () => {
     expect(exitCodeFor(Object.assign(new Error('exit'), { oclif: { exit: 0 } }))).toBe(0);

@@ -12,14 +12,9 @@ import type { View } from '../../../src/cli/output/flags.js';
 import { render, type Terminal } from '../../../src/cli/output/render.js';
 import { loadProvider } from '../../../src/providers/registry.js';
 import { tempDir } from '../../helpers/tmp.js';
+import { pipe } from './pipe.js';
 
 const terminal: Terminal = { tty: true, width: 80, height: 24, colour: 0 };
-const pipe: Terminal = {
-  tty: false,
-  width: Number.POSITIVE_INFINITY,
-  height: Number.POSITIVE_INFINITY,
-  colour: 0,
-};
 
 async function objects() {
   return renderManifests(await loadProvider('cloudlycke'), {

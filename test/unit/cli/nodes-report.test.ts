@@ -8,14 +8,9 @@ import type { View } from '../../../src/cli/output/flags.js';
 import { render, type Terminal } from '../../../src/cli/output/render.js';
 import { widthOf } from '../../../src/cli/output/text.js';
 import { mixedPass } from './mixed-pass.js';
+import { pipe } from './pipe.js';
 
 const terminal: Terminal = { tty: true, width: 120, height: 40, colour: 0 };
-const pipe: Terminal = {
-  tty: false,
-  width: Number.POSITIVE_INFINITY,
-  height: Number.POSITIVE_INFINITY,
-  colour: 0,
-};
 const ESC = '\u001b[';
 
 async function show(view: View, where: Terminal = terminal, dryRun = false) {

@@ -41,42 +41,35 @@ async function token(): Promise<string> {
 }
 
 async function settled(t: string, id: string): Promise<void> {
-  while (
-    (await call('GET', `/load-balancer/v2.0/lbaas/loadbalancers/${id}`, undefined, t)).body.loadbalancer
-      .provisioning_status !== 'ACTIVE'
-  );
+  while ((await lbaas(t, 'GET', `loadbalancers/${id}`)).body.loadbalancer.provisioning_status !== 'ACTIVE');
 }
 
+/** A request to Octavia's v2.0 lbaas API with token `t`. */
+const lbaas = (t: string, method: string, path: string, body?: unknown) =>
+  call(method, `/load-balancer/v2.0/lbaas/${path}`, body, t);
+
 async function activeLoadBalancer(t: string): Promise<{ id: string; listener: string; pool: string }> {
-  const created = await call(
-    'POST',
-    '/load-balancer/v2.0/lbaas/loadbalancers',
-    {
-      loadbalancer: {
-        name: 'lb',
-        vip_subnet_id: SUBNET_ID,
-        listeners: [
-          {
-            name: 'l',
+  const created = await lbaas(t, 'POST', 'loadbalancers', {
+    loadbalancer: {
+      name: 'lb',
+      vip_subnet_id: SUBNET_ID,
+      listeners: [
+        {
+          name: 'l',
+          protocol: 'TCP',
+          protocol_port: 80,
+          default_pool: {
+            name: 'p',
             protocol: 'TCP',
-            protocol_port: 80,
-            default_pool: {
-              name: 'p',
-              protocol: 'TCP',
-              lb_algorithm: 'ROUND_ROBIN',
-              members: [{ address: '10.0.0.11', protocol_port: 30080 }],
-            },
+            lb_algorithm: 'ROUND_ROBIN',
+            members: [{ address: '10.0.0.11', protocol_port: 30080 }],
           },
-        ],
-      },
+        },
+      ],
     },
-    t,
-  );
+  });
   const id = created.body.loadbalancer.id as string;
-  while (
-    (await call('GET', `/load-balancer/v2.0/lbaas/loadbalancers/${id}`, undefined, t)).body.loadbalancer
-      .provisioning_status !== 'ACTIVE'
-  );
+  while ((await lbaas(t, 'GET', `loadbalancers/${id}`)).body.loadbalancer.provisioning_status !== 'ACTIVE');
   const [tree] = sim.octavia.tree(id);
   return { id, listener: String(tree?.listener.id), pool: String(tree?.pool?.id) };
 }
@@ -228,24 +221,17 @@ describe('Octavia', () => {
   it('PUT on a listener, pool or health monitor is 200; a missing one is "<resource> <id> not found."', async () => {
     const t = await token();
     const lb = await activeLoadBalancer(t);
-    const put = await call(
-      'PUT',
-      `/load-balancer/v2.0/lbaas/listeners/${lb.listener}`,
-      { listener: { connection_limit: 10 } },
-      t,
-    );
+    const put = await lbaas(t, 'PUT', `listeners/${lb.listener}`, { listener: { connection_limit: 10 } });
     expect(put.status).toBe(200);
     expect(put.body.listener.provisioning_status).toBe('PENDING_UPDATE');
-    const missing = await call('GET', '/load-balancer/v2.0/lbaas/healthmonitors/nope', undefined, t);
+    const missing = await lbaas(t, 'GET', 'healthmonitors/nope');
     expect(missing.status).toBe(404);
     expect(missing.body).toEqual({
       faultcode: 'Client',
       faultstring: 'Health Monitor nope not found.',
       debuginfo: null,
     });
-    expect(
-      (await call('GET', '/load-balancer/v2.0/lbaas/loadbalancers/x', undefined, t)).body.faultstring,
-    ).toBe('Load Balancer x not found.');
+    expect((await lbaas(t, 'GET', 'loadbalancers/x')).body.faultstring).toBe('Load Balancer x not found.');
   });
 
   it('a load balancer in ERROR takes no change (409) but can be deleted', async () => {
@@ -253,20 +239,12 @@ describe('Octavia', () => {
     const lb = await activeLoadBalancer(t);
     const [record] = sim.octavia.loadBalancers.values();
     if (record) record.lb.provisioning_status = 'ERROR';
-    const put = await call(
-      'PUT',
-      `/load-balancer/v2.0/lbaas/pools/${lb.pool}/members`,
-      { members: [{ address: '10.0.0.12', protocol_port: 30080 }] },
-      t,
-    );
+    const put = await lbaas(t, 'PUT', `pools/${lb.pool}/members`, {
+      members: [{ address: '10.0.0.12', protocol_port: 30080 }],
+    });
     expect(put.status).toBe(409);
     expect(put.body.faultstring).toBe(`Load Balancer ${lb.id} is immutable and cannot be updated.`);
-    const del = await call(
-      'DELETE',
-      `/load-balancer/v2.0/lbaas/loadbalancers/${lb.id}?cascade=true`,
-      undefined,
-      t,
-    );
+    const del = await lbaas(t, 'DELETE', `loadbalancers/${lb.id}?cascade=true`);
     expect(del.status).toBe(204);
   });
 
@@ -274,26 +252,23 @@ describe('Octavia', () => {
     const t = await token();
     const lb = await activeLoadBalancer(t);
     sim.octavia.failNextProvisioning = true;
-    const put = await call(
-      'PUT',
-      `/load-balancer/v2.0/lbaas/pools/${lb.pool}/members`,
-      { members: [{ address: '10.0.0.12', protocol_port: 30080 }] },
-      t,
-    );
+    const put = await lbaas(t, 'PUT', `pools/${lb.pool}/members`, {
+      members: [{ address: '10.0.0.12', protocol_port: 30080 }],
+    });
     expect(put.status).toBe(202);
-    const during = await call('GET', `/load-balancer/v2.0/lbaas/pools/${lb.pool}/members`, undefined, t);
+    const during = await lbaas(t, 'GET', `pools/${lb.pool}/members`);
     expect(during.body.members.map((m: { provisioning_status: string }) => m.provisioning_status)).toEqual([
       'PENDING_CREATE',
       'PENDING_DELETE',
     ]);
     const statuses: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const read = await call('GET', `/load-balancer/v2.0/lbaas/loadbalancers/${lb.id}`, undefined, t);
+      const read = await lbaas(t, 'GET', `loadbalancers/${lb.id}`);
       statuses.push(read.body.loadbalancer.provisioning_status);
     }
     // PENDING_UPDATE while the batch runs; then ACTIVE, never ERROR.
     expect(statuses).toEqual(['PENDING_UPDATE', 'ACTIVE', 'ACTIVE']);
-    const members = await call('GET', `/load-balancer/v2.0/lbaas/pools/${lb.pool}/members`, undefined, t);
+    const members = await lbaas(t, 'GET', `pools/${lb.pool}/members`);
     expect(
       members.body.members.map((m: { address: string; provisioning_status: string }) => [
         m.address,
@@ -310,21 +285,15 @@ describe('Octavia, as its database and validation leave things', () => {
   it('allowed_cidrs: canonical (host bits cleared), each once, in the key order; a bad one is 400', async () => {
     const t = await token();
     const lb = await activeLoadBalancer(t);
-    const put = await call(
-      'PUT',
-      `/load-balancer/v2.0/lbaas/listeners/${lb.listener}`,
-      { listener: { allowed_cidrs: ['192.168.0.0/16', '10.0.0.1/8', '10.0.0.0/8', '2001:DB8:0:0:1::1/64'] } },
-      t,
-    );
+    const put = await lbaas(t, 'PUT', `listeners/${lb.listener}`, {
+      listener: { allowed_cidrs: ['192.168.0.0/16', '10.0.0.1/8', '10.0.0.0/8', '2001:DB8:0:0:1::1/64'] },
+    });
     expect(put.status).toBe(200);
     expect(put.body.listener.allowed_cidrs).toEqual(['10.0.0.0/8', '192.168.0.0/16', '2001:db8::/64']);
     await settled(t, lb.id);
-    const bad = await call(
-      'PUT',
-      `/load-balancer/v2.0/lbaas/listeners/${lb.listener}`,
-      { listener: { allowed_cidrs: ['10.0.0.0/33'] } },
-      t,
-    );
+    const bad = await lbaas(t, 'PUT', `listeners/${lb.listener}`, {
+      listener: { allowed_cidrs: ['10.0.0.0/33'] },
+    });
     expect(bad.status).toBe(400);
   });
 
@@ -337,9 +306,7 @@ describe('Octavia, as its database and validation leave things', () => {
       address: `10.0.0.${20 + i}`,
       protocol_port: 30080,
     }));
-    expect(
-      (await call('PUT', `/load-balancer/v2.0/lbaas/pools/${lb.pool}/members`, { members }, t)).status,
-    ).toBe(202);
+    expect((await lbaas(t, 'PUT', `pools/${lb.pool}/members`, { members })).status).toBe(202);
     await settled(t, lb.id);
     const path = `/load-balancer/v2.0/lbaas/pools/${lb.pool}/members`;
     const first = await call('GET', path, undefined, t);
@@ -363,27 +330,16 @@ describe('Octavia, as its database and validation leave things', () => {
     const lb = await activeLoadBalancer(t);
     const pool = sim.octavia.pools.get(lb.pool);
     if (pool) pool.provisioning_status = 'ERROR';
-    const members = await call(
-      'PUT',
-      `/load-balancer/v2.0/lbaas/pools/${lb.pool}/members`,
-      { members: [{ address: '10.0.0.12', protocol_port: 30080 }] },
-      t,
-    );
+    const members = await lbaas(t, 'PUT', `pools/${lb.pool}/members`, {
+      members: [{ address: '10.0.0.12', protocol_port: 30080 }],
+    });
     expect(members.status).toBe(409);
     expect(members.body.faultstring).toBe(`Pool ${lb.pool} is immutable and cannot be updated.`);
-    const monitor = await call(
-      'POST',
-      '/load-balancer/v2.0/lbaas/healthmonitors',
-      { healthmonitor: { pool_id: lb.pool, type: 'TCP', delay: 5, timeout: 5, max_retries: 3 } },
-      t,
-    );
+    const monitor = await lbaas(t, 'POST', 'healthmonitors', {
+      healthmonitor: { pool_id: lb.pool, type: 'TCP', delay: 5, timeout: 5, max_retries: 3 },
+    });
     expect(monitor.status).toBe(409);
-    const repair = await call(
-      'PUT',
-      `/load-balancer/v2.0/lbaas/pools/${lb.pool}`,
-      { pool: { lb_algorithm: 'ROUND_ROBIN' } },
-      t,
-    );
+    const repair = await lbaas(t, 'PUT', `pools/${lb.pool}`, { pool: { lb_algorithm: 'ROUND_ROBIN' } });
     expect(repair.status).toBe(200);
   });
 });
@@ -392,24 +348,18 @@ describe("Octavia's texts", () => {
   it('a duplicate listener, a second default pool or monitor, a delete without cascade: exceptions.py texts', async () => {
     const t = await token();
     const lb = await activeLoadBalancer(t);
-    const listener = await call(
-      'POST',
-      '/load-balancer/v2.0/lbaas/listeners',
-      { listener: { loadbalancer_id: lb.id, protocol: 'HTTP', protocol_port: 80 } },
-      t,
-    );
+    const listener = await lbaas(t, 'POST', 'listeners', {
+      listener: { loadbalancer_id: lb.id, protocol: 'HTTP', protocol_port: 80 },
+    });
     expect([listener.status, listener.body.faultstring]).toEqual([
       409,
       'Another Listener on this Load Balancer is already using protocol HTTP and protocol_port 80',
     ]);
-    const pool = await call(
-      'POST',
-      '/load-balancer/v2.0/lbaas/pools',
-      { pool: { listener_id: lb.listener, protocol: 'TCP', lb_algorithm: 'ROUND_ROBIN' } },
-      t,
-    );
+    const pool = await lbaas(t, 'POST', 'pools', {
+      pool: { listener_id: lb.listener, protocol: 'TCP', lb_algorithm: 'ROUND_ROBIN' },
+    });
     expect([pool.status, pool.body.faultstring]).toEqual([409, 'This listener already has a default pool']);
-    const del = await call('DELETE', `/load-balancer/v2.0/lbaas/loadbalancers/${lb.id}`, undefined, t);
+    const del = await lbaas(t, 'DELETE', `loadbalancers/${lb.id}`);
     expect([del.status, del.body.faultstring]).toEqual([
       400,
       `Validation failure: Cannot delete Load Balancer ${lb.id} - it has children`,
@@ -421,12 +371,7 @@ describe('Octavia by API version', () => {
   it('an attribute newer than the API version is 400 Unknown attribute: tags (2.5), allowed_cidrs (2.12)', async () => {
     const t = await token();
     const create = (extra: Record<string, unknown>) =>
-      call(
-        'POST',
-        '/load-balancer/v2.0/lbaas/loadbalancers',
-        { loadbalancer: { vip_subnet_id: SUBNET_ID, ...extra } },
-        t,
-      );
+      lbaas(t, 'POST', 'loadbalancers', { loadbalancer: { vip_subnet_id: SUBNET_ID, ...extra } });
     sim.octaviaV2Alias = false;
     const queens = await create({ tags: ['a'] });
     expect(queens.status).toBe(400);
@@ -445,29 +390,24 @@ describe('Octavia by API version', () => {
   it('a UDP pool: HTTP and TCP monitors only from 2.16, UDP-CONNECT delay at least 3; timeout may exceed delay', async () => {
     const t = await token();
     const udp = (monitor: Record<string, unknown>) =>
-      call(
-        'POST',
-        '/load-balancer/v2.0/lbaas/loadbalancers',
-        {
-          loadbalancer: {
-            vip_subnet_id: SUBNET_ID,
-            listeners: [
-              {
-                name: 'l',
+      lbaas(t, 'POST', 'loadbalancers', {
+        loadbalancer: {
+          vip_subnet_id: SUBNET_ID,
+          listeners: [
+            {
+              name: 'l',
+              protocol: 'UDP',
+              protocol_port: 53,
+              default_pool: {
+                name: 'p',
                 protocol: 'UDP',
-                protocol_port: 53,
-                default_pool: {
-                  name: 'p',
-                  protocol: 'UDP',
-                  lb_algorithm: 'ROUND_ROBIN',
-                  healthmonitor: monitor,
-                },
+                lb_algorithm: 'ROUND_ROBIN',
+                healthmonitor: monitor,
               },
-            ],
-          },
+            },
+          ],
         },
-        t,
-      );
+      });
     const timing = { delay: 5, timeout: 3, max_retries: 3 };
     sim.octavia.apiMinor = 15;
     expect((await udp({ type: 'HTTP', ...timing })).body.faultstring).toBe(

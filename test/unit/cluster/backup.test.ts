@@ -1,8 +1,7 @@
 /** Backup sets on a temp root: exact copies, manifest last, byte-for-byte restore. */
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import {
   BACKUP_DIR,
   createBackup,
@@ -12,13 +11,11 @@ import {
   sha256,
 } from '../../../src/cluster/backup.js';
 import { localHost } from '../../../src/cluster/host.js';
+import { tempDir } from '../../helpers/tmp.js';
 
 let root: string;
 beforeEach(() => {
-  root = mkdtempSync(join(tmpdir(), 'ccm-backup-'));
-});
-afterEach(() => {
-  rmSync(root, { recursive: true, force: true });
+  root = tempDir('ccm-backup-');
 });
 
 const MANIFEST = '/etc/kubernetes/manifests/kube-controller-manager.yaml';

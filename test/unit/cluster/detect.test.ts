@@ -4,6 +4,23 @@ import { describeVersion, detect, NotDetectedError } from '../../../src/cluster/
 import { FIXTURES, fixture, folderHost, memoryHost } from './support.js';
 
 const root = (name: string) => join(FIXTURES, name);
+const staticPod = (component: string) => ({
+  component,
+  kind: 'static-pod',
+  path: `/etc/kubernetes/manifests/${component}.yaml`,
+});
+const systemdUnit = (component: string) => ({
+  component,
+  kind: 'systemd-unit',
+  path: `/etc/systemd/system/${component}.service`,
+});
+const envFile = (path: string, variable: string) => ({
+  component: 'kubelet',
+  kind: 'env-file',
+  path,
+  variable,
+});
+const KUBEADM_FLAGS = envFile('/var/lib/kubelet/kubeadm-flags.env', 'KUBELET_KUBEADM_ARGS');
 
 describe('detect', () => {
   it('kubeadm 1.30 control plane (Debian packages): manifests, flags file, /etc/default/kubelet, versions', async () => {
@@ -11,28 +28,10 @@ describe('detect', () => {
     const d = await detect(host);
     expect(d.layout).toBe('kubeadm');
     expect(d.files).toEqual([
-      {
-        component: 'kube-apiserver',
-        kind: 'static-pod',
-        path: '/etc/kubernetes/manifests/kube-apiserver.yaml',
-      },
-      {
-        component: 'kube-controller-manager',
-        kind: 'static-pod',
-        path: '/etc/kubernetes/manifests/kube-controller-manager.yaml',
-      },
-      {
-        component: 'kubelet',
-        kind: 'env-file',
-        path: '/var/lib/kubelet/kubeadm-flags.env',
-        variable: 'KUBELET_KUBEADM_ARGS',
-      },
-      {
-        component: 'kubelet',
-        kind: 'env-file',
-        path: '/etc/default/kubelet',
-        variable: 'KUBELET_EXTRA_ARGS',
-      },
+      staticPod('kube-apiserver'),
+      staticPod('kube-controller-manager'),
+      KUBEADM_FLAGS,
+      envFile('/etc/default/kubelet', 'KUBELET_EXTRA_ARGS'),
     ]);
     expect(d.versions).toEqual({
       'kube-apiserver': { major: 1, minor: 30, patch: 14 },
@@ -66,14 +65,7 @@ describe('detect', () => {
     });
     const d = await detect(host);
     expect(d.layout).toBe('kubeadm');
-    expect(d.files).toEqual([
-      {
-        component: 'kubelet',
-        kind: 'env-file',
-        path: '/var/lib/kubelet/kubeadm-flags.env',
-        variable: 'KUBELET_KUBEADM_ARGS',
-      },
-    ]);
+    expect(d.files).toEqual([KUBEADM_FLAGS]);
     expect(d.versions).toEqual({});
     expect(describeVersion(d, 'kubelet')).toBe('kubelet version unknown');
   });
@@ -116,17 +108,9 @@ describe('detect', () => {
     const d = await detect(host);
     expect(d.layout).toBe('hard-way');
     expect(d.files).toEqual([
-      {
-        component: 'kube-apiserver',
-        kind: 'systemd-unit',
-        path: '/etc/systemd/system/kube-apiserver.service',
-      },
-      {
-        component: 'kube-controller-manager',
-        kind: 'systemd-unit',
-        path: '/etc/systemd/system/kube-controller-manager.service',
-      },
-      { component: 'kubelet', kind: 'systemd-unit', path: '/etc/systemd/system/kubelet.service' },
+      systemdUnit('kube-apiserver'),
+      systemdUnit('kube-controller-manager'),
+      systemdUnit('kubelet'),
     ]);
     expect(d.versions['kube-apiserver']).toEqual({ major: 1, minor: 32, patch: 4 });
     expect(d.versionSources['kube-apiserver']).toBe('/usr/local/bin/kube-apiserver --version');

@@ -1,13 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { edit, readArgs } from '../../../src/cluster/env-file.js';
 import { EditError } from '../../../src/cluster/text.js';
-import type { FlagChange } from '../../../src/cluster/types.js';
-import { changed, crlf, fixture } from './support.js';
+import { changed, crlf, external, fixture, remove, set } from './support.js';
 
-const set = (flag: string, value: string): FlagChange => ({ flag, value, reason: 'test' });
-const remove = (flag: string): FlagChange => ({ flag, reason: 'test' });
 const VAR = 'KUBELET_KUBEADM_ARGS';
-const external = [set('cloud-provider', 'external'), remove('cloud-config')];
 
 const ENV_130 = fixture('kubeadm-v1.30.14', 'var/lib/kubelet/kubeadm-flags.env');
 const ENV_136 = fixture('kubeadm-v1.36.3', 'var/lib/kubelet/kubeadm-flags.env');

@@ -1,32 +1,23 @@
 import { describe, expect, it } from 'vitest';
-import {
-  applyFlagChanges,
-  effectiveChanges,
-  getFlag,
-  parseArgs,
-  planArgEdits,
-} from '../../../src/cluster/flags.js';
-import type { FlagChange } from '../../../src/cluster/types.js';
-
-const set = (flag: string, value: string): FlagChange => ({ flag, value, reason: 'test' });
-const remove = (flag: string): FlagChange => ({ flag, reason: 'test' });
+import * as flags from '../../../src/cluster/flags.js';
+import { remove, set } from './support.js';
 
 describe('flag lists', () => {
   it('reads the =, separate and bare forms, normalising names', () => {
     const args = ['kube-apiserver', '--a=1', '--b', '2', '--c', '--d_e=3', '$VAR', '--f'];
-    expect(parseArgs(args).map((f) => [f.name, f.value, f.form])).toEqual([
+    expect(flags.parseArgs(args).map((f) => [f.name, f.value, f.form])).toEqual([
       ['a', '1', 'equals'],
       ['b', '2', 'separate'],
       ['c', undefined, 'bare'],
       ['d-e', '3', 'equals'],
       ['f', undefined, 'bare'],
     ]);
-    expect(getFlag(args, 'd-e')).toBe('3');
-    expect(getFlag(['--v=1', '--v=4'], 'v')).toBe('4'); // the last one counts
+    expect(flags.getFlag(args, 'd-e')).toBe('3');
+    expect(flags.getFlag(['--v=1', '--v=4'], 'v')).toBe('4'); // the last one counts
   });
 
   it('appends a new flag at the end and keeps the order of the others', () => {
-    expect(applyFlagChanges(['prog', '--a=1', '--b=2'], [set('cloud-provider', 'external')])).toEqual([
+    expect(flags.applyFlagChanges(['prog', '--a=1', '--b=2'], [set('cloud-provider', 'external')])).toEqual([
       'prog',
       '--a=1',
       '--b=2',
@@ -36,19 +27,22 @@ describe('flag lists', () => {
 
   it('replaces a value in place, keeping its form', () => {
     expect(
-      applyFlagChanges(['--a=1', '--cloud-provider=aws', '--b=2'], [set('cloud-provider', 'external')]),
+      flags.applyFlagChanges(['--a=1', '--cloud-provider=aws', '--b=2'], [set('cloud-provider', 'external')]),
     ).toEqual(['--a=1', '--cloud-provider=external', '--b=2']);
     expect(
-      applyFlagChanges(['--a=1', '--cloud-provider', 'aws', '--b=2'], [set('cloud-provider', 'external')]),
+      flags.applyFlagChanges(
+        ['--a=1', '--cloud-provider', 'aws', '--b=2'],
+        [set('cloud-provider', 'external')],
+      ),
     ).toEqual(['--a=1', '--cloud-provider', 'external', '--b=2']);
-    expect(applyFlagChanges(['--cloud_provider=aws'], [set('cloud-provider', 'external')])).toEqual([
+    expect(flags.applyFlagChanges(['--cloud_provider=aws'], [set('cloud-provider', 'external')])).toEqual([
       '--cloud_provider=external',
     ]);
   });
 
   it('keeps one occurrence of a duplicated flag (the first place, the new value)', () => {
     expect(
-      applyFlagChanges(
+      flags.applyFlagChanges(
         ['--cloud-provider=aws', '--x=1', '--cloud-provider=gce'],
         [set('cloud-provider', 'external')],
       ),
@@ -57,7 +51,7 @@ describe('flag lists', () => {
 
   it('removes every occurrence in every form', () => {
     expect(
-      applyFlagChanges(
+      flags.applyFlagChanges(
         ['p', '--cloud-config=/a', '--x=1', '--cloud-config', '/b', '--cloud_config=/c'],
         [remove('cloud-config')],
       ),
@@ -66,20 +60,20 @@ describe('flag lists', () => {
 
   it('is idempotent: a second pass plans nothing', () => {
     const changes = [set('cloud-provider', 'external'), set('provider-id', 'do://1'), remove('cloud-config')];
-    const once = applyFlagChanges(['kubelet', '--cloud-config=/x', '--cloud-provider=aws'], changes);
-    expect(planArgEdits(once, changes)).toEqual([]);
-    expect(effectiveChanges(once, changes)).toEqual([]);
-    expect(applyFlagChanges(once, changes)).toEqual(once);
+    const once = flags.applyFlagChanges(['kubelet', '--cloud-config=/x', '--cloud-provider=aws'], changes);
+    expect(flags.planArgEdits(once, changes)).toEqual([]);
+    expect(flags.effectiveChanges(once, changes)).toEqual([]);
+    expect(flags.applyFlagChanges(once, changes)).toEqual(once);
   });
 
   it('reports only the changes not yet in effect', () => {
     const changes = [set('cloud-provider', 'external'), remove('cloud-config'), set('v', '2')];
-    expect(effectiveChanges(['--cloud-provider=external', '--v=4'], changes).map((c) => c.flag)).toEqual([
-      'v',
-    ]);
+    expect(
+      flags.effectiveChanges(['--cloud-provider=external', '--v=4'], changes).map((c) => c.flag),
+    ).toEqual(['v']);
   });
 
   it('a later change to the same flag wins', () => {
-    expect(applyFlagChanges(['--a=1'], [set('b', '1'), set('b', '2')])).toEqual(['--a=1', '--b=2']);
+    expect(flags.applyFlagChanges(['--a=1'], [set('b', '1'), set('b', '2')])).toEqual(['--a=1', '--b=2']);
   });
 });

@@ -3,27 +3,15 @@
  * ssh sends to a node), including the fallback for nodes without GNU `chmod --reference`.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import {
-  chmodSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { isTempFile, localHost, REMOTE_SCRIPTS, resolveUnder, shQuote } from '../../../src/cluster/host.js';
+import { tempDir } from '../../helpers/tmp.js';
 
 let root: string;
 beforeEach(() => {
-  root = mkdtempSync(join(tmpdir(), 'ccm-host-'));
-});
-afterEach(() => {
-  rmSync(root, { recursive: true, force: true });
+  root = tempDir('ccm-host-');
 });
 
 const BINARY = Buffer.from([...Array.from({ length: 256 }, (_, i) => i), 13, 10, 13, 10, 0]);

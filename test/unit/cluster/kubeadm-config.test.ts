@@ -6,12 +6,7 @@ import {
   readKubernetesVersion,
 } from '../../../src/cluster/kubeadm-config.js';
 import { EditError } from '../../../src/cluster/text.js';
-import type { FlagChange } from '../../../src/cluster/types.js';
-import { changed, fixture } from './support.js';
-
-const set = (flag: string, value: string): FlagChange => ({ flag, value, reason: 'test' });
-const remove = (flag: string): FlagChange => ({ flag, reason: 'test' });
-const external = [set('cloud-provider', 'external'), remove('cloud-config')];
+import { changed, external, fixture, remove, set } from './support.js';
 
 const V1BETA3 = fixture('kubeadm-v1.30.14', 'cluster-configuration.yaml').toString();
 const V1BETA4 = fixture('kubeadm-v1.36.3', 'cluster-configuration.yaml').toString();

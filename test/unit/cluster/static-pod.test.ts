@@ -1,12 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { edit, readArgs, readImage } from '../../../src/cluster/static-pod.js';
 import { EditError } from '../../../src/cluster/text.js';
-import type { FlagChange } from '../../../src/cluster/types.js';
-import { changed, crlf, fixture } from './support.js';
-
-const set = (flag: string, value: string): FlagChange => ({ flag, value, reason: 'test' });
-const remove = (flag: string): FlagChange => ({ flag, reason: 'test' });
-const external = [set('cloud-provider', 'external'), remove('cloud-config')];
+import { changed, crlf, external, fixture, remove, set } from './support.js';
 
 const KCM_130 = fixture('kubeadm-v1.30.14', 'etc/kubernetes/manifests/kube-controller-manager.yaml');
 const API_136 = fixture('kubeadm-v1.36.3', 'etc/kubernetes/manifests/kube-apiserver.yaml');

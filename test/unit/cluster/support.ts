@@ -1,5 +1,5 @@
 /**
- * Test support for the cluster editors: fixture paths, a line diff, and two tiny Hosts (a fixture
+ * Test support for the cluster editors: flag changes, fixture paths, a line diff, and two tiny Hosts (a fixture
  * folder read as a machine's root; an in-memory one) that answer `<binary> --version` from a table.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -8,7 +8,13 @@ import { fileURLToPath } from 'node:url';
 import { diffLines } from 'diff';
 import { readArgs as readEnvArgs } from '../../../src/cluster/env-file.js';
 import { readExecStart } from '../../../src/cluster/systemd-unit.js';
-import type { ExecResult, Host } from '../../../src/cluster/types.js';
+import type { ExecResult, FlagChange, Host } from '../../../src/cluster/types.js';
+
+/** A flag change as a plan makes it (its reason does not matter to an editor). */
+export const set = (flag: string, value: string): FlagChange => ({ flag, value, reason: 'test' });
+export const remove = (flag: string): FlagChange => ({ flag, reason: 'test' });
+/** What preparing a control plane for an external cloud controller asks of each component. */
+export const external = [set('cloud-provider', 'external'), remove('cloud-config')];
 
 export const FIXTURES = fileURLToPath(new URL('../../fixtures/cluster/', import.meta.url));
 

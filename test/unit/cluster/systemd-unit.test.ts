@@ -1,12 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { edit, readArgs, readExecStart } from '../../../src/cluster/systemd-unit.js';
 import { EditError } from '../../../src/cluster/text.js';
-import type { FlagChange } from '../../../src/cluster/types.js';
-import { changed, crlf, fixture } from './support.js';
-
-const set = (flag: string, value: string): FlagChange => ({ flag, value, reason: 'test' });
-const remove = (flag: string): FlagChange => ({ flag, reason: 'test' });
-const external = [set('cloud-provider', 'external'), remove('cloud-config')];
+import { changed, crlf, external, fixture, remove, set } from './support.js';
 
 const APISERVER = fixture('hard-way', 'etc/systemd/system/kube-apiserver.service');
 const KUBELET = fixture('hard-way', 'etc/systemd/system/kubelet.service');

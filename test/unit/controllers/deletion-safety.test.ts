@@ -43,6 +43,12 @@ async function pass(
   return { kube, provider, row, deleted: !kube.nodes.has('victim') };
 }
 
+/** The pass kept the Node without asking the cloud about its instance. */
+function expectKeptWithoutLookup({ deleted, provider }: Awaited<ReturnType<typeof pass>>): void {
+  expect(deleted).toBe(false);
+  expect(provider.getCalls).toEqual([]);
+}
+
 describe('deletion safety: each rule alone keeps its Node', () => {
   it('baseline: an unlisted NotReady Node the cloud says is not found IS deleted', async () => {
     const { deleted, row, provider } = await pass({});
@@ -67,21 +73,15 @@ describe('deletion safety: each rule alone keeps its Node', () => {
   });
 
   it('a Node without a provider ID is never deleted', async () => {
-    const { deleted, provider } = await pass({ providerID: '' });
-    expect(deleted).toBe(false);
-    expect(provider.getCalls).toEqual([]);
+    expectKeptWithoutLookup(await pass({ providerID: '' }));
   });
 
   it('the exclude label keeps the Node', async () => {
-    const { deleted, provider } = await pass({ labels: { [LABEL_EXCLUDE_FROM_LIFECYCLE]: 'true' } });
-    expect(deleted).toBe(false);
-    expect(provider.getCalls).toEqual([]);
+    expectKeptWithoutLookup(await pass({ labels: { [LABEL_EXCLUDE_FROM_LIFECYCLE]: 'true' } }));
   });
 
   it('a Ready Node is never deleted', async () => {
-    const { deleted, provider } = await pass({ ready: true });
-    expect(deleted).toBe(false);
-    expect(provider.getCalls).toEqual([]);
+    expectKeptWithoutLookup(await pass({ ready: true }));
   });
 
   it('a Node whose instance is listed (running or stopped) is not a candidate', async () => {
@@ -102,15 +102,11 @@ describe('deletion safety: each rule alone keeps its Node', () => {
   });
 
   it('a Node inside its deletion grace period is kept', async () => {
-    const { deleted, provider } = await pass({ created: new Date(NOW.getTime() - GRACE_MS + 1000) });
-    expect(deleted).toBe(false);
-    expect(provider.getCalls).toEqual([]);
+    expectKeptWithoutLookup(await pass({ created: new Date(NOW.getTime() - GRACE_MS + 1000) }));
   });
 
   it('a Node without a creationTimestamp is kept', async () => {
-    const { deleted, provider } = await pass({ created: null });
-    expect(deleted).toBe(false);
-    expect(provider.getCalls).toEqual([]);
+    expectKeptWithoutLookup(await pass({ created: null }));
   });
 
   it('a confirming lookup that fails in any way other than "not found" keeps the Node', async () => {

@@ -8,6 +8,7 @@ import {
   sameAddresses,
 } from '../../../src/controllers/node-addresses.js';
 import type { NodeAddress } from '../../../src/providers/types.js';
+import { externalIPs, hostname, internalIPs } from '../helpers/addresses.js';
 import { makeNode, providedIP } from './fixtures.js';
 
 describe('canonicalIP', () => {
@@ -82,14 +83,10 @@ describe('providedNodeIPs', () => {
 });
 
 describe('desiredAddresses', () => {
-  const cloud: NodeAddress[] = [
-    { type: 'InternalIP', address: '10.0.0.11' },
-    { type: 'InternalIP', address: '10.0.0.12' },
-    { type: 'ExternalIP', address: '203.0.113.5' },
-  ];
+  const cloud: NodeAddress[] = [...internalIPs('10.0.0.11', '10.0.0.12'), ...externalIPs('203.0.113.5')];
 
   it('is undefined when the cloud reports no addresses (the Node is left as it is)', () => {
-    const node = makeNode({ addresses: [{ type: 'Hostname', address: 'worker-1' }] });
+    const node = makeNode({ addresses: [hostname('worker-1')] });
     expect(desiredAddresses(node, [])).toBeUndefined();
   });
 
@@ -101,16 +98,13 @@ describe('desiredAddresses', () => {
 
   it("appends the kubelet's Hostname address when the cloud has none", () => {
     const node = makeNode({
-      addresses: [
-        { type: 'InternalIP', address: '192.168.99.1' },
-        { type: 'Hostname', address: 'worker-1' },
-      ],
+      addresses: [...internalIPs('192.168.99.1'), hostname('worker-1')],
     });
     expect(desiredAddresses(node, cloud)).toEqual([...cloud, { type: 'Hostname', address: 'worker-1' }]);
   });
 
   it("does not keep the Node's Hostname when the cloud has one", () => {
-    const node = makeNode({ addresses: [{ type: 'Hostname', address: 'worker-1' }] });
+    const node = makeNode({ addresses: [hostname('worker-1')] });
     const withHostname: NodeAddress[] = [...cloud, { type: 'Hostname', address: 'worker-1.cloud.example' }];
     expect(desiredAddresses(node, withHostname)).toEqual(withHostname);
   });
@@ -118,59 +112,50 @@ describe('desiredAddresses', () => {
   it('puts the provided IP first and drops other addresses of the same type', () => {
     const node = makeNode({
       annotations: providedIP('10.0.0.12'),
-      addresses: [{ type: 'Hostname', address: 'worker-1' }],
+      addresses: [hostname('worker-1')],
     });
     expect(desiredAddresses(node, cloud)).toEqual([
-      { type: 'InternalIP', address: '10.0.0.12' },
-      { type: 'ExternalIP', address: '203.0.113.5' },
-      { type: 'Hostname', address: 'worker-1' },
+      ...internalIPs('10.0.0.12'),
+      ...externalIPs('203.0.113.5'),
+      hostname('worker-1'),
     ]);
   });
 
   it('matches a provided IPv6 address written differently from the cloud', () => {
     const node = makeNode({ annotations: providedIP('2001:0db8:0:0::0011') });
-    const v6cloud: NodeAddress[] = [
-      { type: 'InternalIP', address: '10.0.0.11' },
-      { type: 'InternalIP', address: '2001:db8::11' },
-      { type: 'InternalIP', address: '2001:db8::12' },
-    ];
-    expect(desiredAddresses(node, v6cloud)).toEqual([{ type: 'InternalIP', address: '2001:db8::11' }]);
+    const v6cloud: NodeAddress[] = internalIPs('10.0.0.11', '2001:db8::11', '2001:db8::12');
+    expect(desiredAddresses(node, v6cloud)).toEqual(internalIPs('2001:db8::11'));
   });
 
   it('orders a dual-stack pair as the annotation does, each first of its type', () => {
     const dual: NodeAddress[] = [
-      { type: 'InternalIP', address: '2001:db8::11' },
-      { type: 'InternalIP', address: '10.0.0.11' },
-      { type: 'InternalIP', address: '10.0.0.12' },
-      { type: 'ExternalIP', address: '203.0.113.5' },
+      ...internalIPs('2001:db8::11', '10.0.0.11', '10.0.0.12'),
+      ...externalIPs('203.0.113.5'),
     ];
     const v4first = makeNode({ annotations: providedIP('10.0.0.11,2001:db8::11') });
     expect(desiredAddresses(v4first, dual)).toEqual([
-      { type: 'InternalIP', address: '10.0.0.11' },
-      { type: 'InternalIP', address: '2001:db8::11' },
-      { type: 'ExternalIP', address: '203.0.113.5' },
+      ...internalIPs('10.0.0.11', '2001:db8::11'),
+      ...externalIPs('203.0.113.5'),
     ]);
     const v6first = makeNode({ annotations: providedIP('2001:db8::11,10.0.0.11') });
     expect(desiredAddresses(v6first, dual)).toEqual([
-      { type: 'InternalIP', address: '2001:db8::11' },
-      { type: 'InternalIP', address: '10.0.0.11' },
-      { type: 'ExternalIP', address: '203.0.113.5' },
+      ...internalIPs('2001:db8::11', '10.0.0.11'),
+      ...externalIPs('203.0.113.5'),
     ]);
   });
 
   it('keeps every address of the other type when the provided IP is external', () => {
     const node = makeNode({ annotations: providedIP('203.0.113.5') });
     expect(desiredAddresses(node, cloud)).toEqual([
-      { type: 'ExternalIP', address: '203.0.113.5' },
-      { type: 'InternalIP', address: '10.0.0.11' },
-      { type: 'InternalIP', address: '10.0.0.12' },
+      ...externalIPs('203.0.113.5'),
+      ...internalIPs('10.0.0.11', '10.0.0.12'),
     ]);
   });
 
   it('throws AddressMismatchError, one line, when the provided IP is not an address of the instance', () => {
     const node = makeNode({
       annotations: providedIP('10.9.9.9'),
-      addresses: [{ type: 'Hostname', address: 'worker-1' }],
+      addresses: [hostname('worker-1')],
     });
     let error: unknown;
     try {
@@ -234,7 +219,7 @@ describe('checkProvidedIPs (before initialisation)', () => {
   });
 
   it('passes when the cloud has the provided IP, and without an annotation', () => {
-    const cloud: NodeAddress[] = [{ type: 'InternalIP', address: '192.168.56.11' }];
+    const cloud: NodeAddress[] = internalIPs('192.168.56.11');
     expect(() =>
       checkProvidedIPs(makeNode({ annotations: providedIP('192.168.56.11') }), cloud),
     ).not.toThrow();

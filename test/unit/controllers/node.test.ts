@@ -9,12 +9,13 @@ import {
 import { TAINT_UNINITIALIZED } from '../../../src/kube/well-known.js';
 import { makeInstance, makeNode, providedIP, uninitializedTaint } from './fixtures.js';
 
-const GA_TYPE = 'node.kubernetes.io/instance-type';
-const BETA_TYPE = 'beta.kubernetes.io/instance-type';
-const GA_ZONE = 'topology.kubernetes.io/zone';
-const BETA_ZONE = 'failure-domain.beta.kubernetes.io/zone';
-const GA_REGION = 'topology.kubernetes.io/region';
-const BETA_REGION = 'failure-domain.beta.kubernetes.io/region';
+// Each label pair, GA then beta, written out (not imported from src) so that a misspelt name fails here.
+const [GA_TYPE, BETA_TYPE] = ['node.kubernetes.io/instance-type', 'beta.kubernetes.io/instance-type'];
+const [GA_ZONE, BETA_ZONE] = ['topology.kubernetes.io/zone', 'failure-domain.beta.kubernetes.io/zone'];
+const [GA_REGION, BETA_REGION] = [
+  'topology.kubernetes.io/region',
+  'failure-domain.beta.kubernetes.io/region',
+];
 
 describe('isUninitialized', () => {
   it('is true only with the uninitialized taint', () => {

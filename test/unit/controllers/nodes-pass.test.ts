@@ -531,6 +531,17 @@ describe('applyPlans', () => {
     return { instance, node, state, provider, plans };
   }
 
+  /** Applies the plans of initScenario while every `op` call to the API server fails with `error`. */
+  async function applyFailing(op: string, error: Error) {
+    const { node, state, provider, plans } = initScenario();
+    const kube = new FakeNodeClient([node]);
+    kube.failWith = (call) => {
+      if (call.op === op) throw error;
+    };
+    const applied = await applyPlans(plans, state, kube, provider, options);
+    return { kube, applied };
+  }
+
   it('patches the Node conditionally on its resourceVersion, then status, then records events', async () => {
     const { node, state, provider, plans } = initScenario();
     const kube = new FakeNodeClient([node]);
@@ -578,12 +589,7 @@ describe('applyPlans', () => {
   });
 
   it('gives up after a bounded number of conflicts, failing only that Node', async () => {
-    const { node, state, provider, plans } = initScenario();
-    const kube = new FakeNodeClient([node]);
-    kube.failWith = (call) => {
-      if (call.op === 'patchNode') throw new KubeApiError('conflict', 409);
-    };
-    const applied = await applyPlans(plans, state, kube, provider, options);
+    const { kube, applied } = await applyFailing('patchNode', new KubeApiError('conflict', 409));
     const patchCount = kube.ops().filter((op) => op === 'patchNode').length;
     expect(patchCount).toBeGreaterThan(1);
     expect(patchCount).toBeLessThanOrEqual(5);
@@ -592,12 +598,10 @@ describe('applyPlans', () => {
   });
 
   it('does not retry on other API errors', async () => {
-    const { node, state, provider, plans } = initScenario();
-    const kube = new FakeNodeClient([node]);
-    kube.failWith = (call) => {
-      if (call.op === 'patchNode') throw new KubeApiError('patch node worker-1: forbidden', 403);
-    };
-    const applied = await applyPlans(plans, state, kube, provider, options);
+    const { kube, applied } = await applyFailing(
+      'patchNode',
+      new KubeApiError('patch node worker-1: forbidden', 403),
+    );
     expect(kube.ops()).toEqual(['patchNode']);
     expect(applied[0]?.error).toContain('forbidden');
   });
@@ -691,12 +695,10 @@ describe('applyPlans', () => {
   });
 
   it('does not let a failed event block the change itself', async () => {
-    const { node, state, provider, plans } = initScenario();
-    const kube = new FakeNodeClient([node]);
-    kube.failWith = (call) => {
-      if (call.op === 'createEvent') throw new KubeApiError('create event: forbidden', 403);
-    };
-    const applied = await applyPlans(plans, state, kube, provider, options);
+    const { kube, applied } = await applyFailing(
+      'createEvent',
+      new KubeApiError('create event: forbidden', 403),
+    );
     expect(kube.ops()).toEqual(['patchNode', 'patchNodeStatus', 'createEvent']);
     expect(applied[0]?.error).toBeUndefined();
     expect(applied[0]?.notes.join()).toContain('event Synced not recorded');

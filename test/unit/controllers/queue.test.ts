@@ -7,6 +7,16 @@ async function eventually(check: () => boolean, ms = 3000) {
   while (!check() && Date.now() < deadline) await tick(5);
 }
 
+/** A queue with one worker that records each key it is given, in order. */
+function recordingQueue() {
+  const q = new WorkQueue<string>();
+  const seen: string[] = [];
+  const run = q.run(1, async (k) => {
+    seen.push(k);
+  });
+  return { q, seen, run };
+}
+
 describe('WorkQueue', () => {
   it('de-duplicates a key added while it waits', async () => {
     const q = new WorkQueue<string>();
@@ -89,11 +99,7 @@ describe('WorkQueue', () => {
   });
 
   it('addAfter delays a key; shutDown drops waiting keys and ends the workers', async () => {
-    const q = new WorkQueue<string>();
-    const seen: string[] = [];
-    const run = q.run(1, async (k) => {
-      seen.push(k);
-    });
+    const { q, seen, run } = recordingQueue();
     q.addAfter('later', 30);
     await tick(10);
     expect(seen).toEqual([]);
@@ -107,11 +113,7 @@ describe('WorkQueue', () => {
   });
 
   it('addAfter keeps the earliest pending delay of a key, not the first one given', async () => {
-    const q = new WorkQueue<string>();
-    const seen: string[] = [];
-    const run = q.run(1, async (k) => {
-      seen.push(k);
-    });
+    const { q, seen, run } = recordingQueue();
     q.addAfter('sooner-second', 600_000);
     q.addAfter('sooner-second', 1);
     q.addAfter('sooner-first', 1);

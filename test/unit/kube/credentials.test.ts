@@ -13,6 +13,11 @@ function options(user: KubeconfigUser, extra: Partial<CredentialOptions> = {}): 
   return { userName: 'u', user, cluster: { server: 'https://k' }, env: {}, interactive: false, ...extra };
 }
 
+/** A user whose credential comes from the exec plugin `command`: no args, no env, no cluster info, unless `exec` says. */
+function execUser(command: string, exec: Partial<NonNullable<KubeconfigUser['exec']>> = {}): KubeconfigUser {
+  return { exec: { command, args: [], env: [], provideClusterInfo: false, ...exec } };
+}
+
 function jwt(exp: number): string {
   const part = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
   return `${part({ alg: 'none' })}.${part({ exp })}.sig`;
@@ -86,12 +91,7 @@ describe('credentials', () => {
   it('an exec credential is kept until it expires, then fetched once for all concurrent callers', async () => {
     let now = Date.parse('2030-01-01T00:00:00Z');
     const p = plugin(cred({ token: 'tok', expirationTimestamp: '2030-01-01T00:01:00Z' }));
-    const c = createCredentials(
-      options(
-        { exec: { command: p.command, args: [], env: [], provideClusterInfo: false } },
-        { now: () => now },
-      ),
-    );
+    const c = createCredentials(options(execUser(p.command), { now: () => now }));
     const all = await Promise.all(Array.from({ length: 10 }, () => c.current()));
     expect(new Set(all.map((x) => x.headers.authorization))).toEqual(new Set(['Bearer tok']));
     expect(p.runs()).toBe(1);
@@ -105,9 +105,7 @@ describe('credentials', () => {
 
   it('a rejected exec credential is fetched again once, even when many requests were rejected', async () => {
     const p = plugin(cred({ token: 'tok' }));
-    const c = createCredentials(
-      options({ exec: { command: p.command, args: [], env: [], provideClusterInfo: false } }),
-    );
+    const c = createCredentials(options(execUser(p.command)));
     const used = await c.current();
     const answers = await Promise.all(Array.from({ length: 8 }, () => c.rejected(used)));
     expect(p.runs()).toBe(2);
@@ -139,24 +137,12 @@ describe('credentials', () => {
     ['a failure', '', 3, /exited with status 3: plugin says no/],
   ])('an exec plugin printing %s fails with one line', async (_what, output, exit, message) => {
     const p = plugin(output, exit);
-    const c = createCredentials(
-      options({ exec: { command: p.command, args: [], env: [], provideClusterInfo: false } }),
-    );
+    const c = createCredentials(options(execUser(p.command)));
     await expect(c.current()).rejects.toThrow(message);
   });
 
   it('an exec plugin that is not installed: the install hint', async () => {
-    const c = createCredentials(
-      options({
-        exec: {
-          command: 'ccm-no-such-plugin',
-          args: [],
-          env: [],
-          provideClusterInfo: false,
-          installHint: 'brew install it',
-        },
-      }),
-    );
+    const c = createCredentials(options(execUser('ccm-no-such-plugin', { installHint: 'brew install it' })));
     await expect(c.current()).rejects.toThrow(/could not be started \(ENOENT\): brew install it/);
   });
 
@@ -165,12 +151,7 @@ describe('credentials', () => {
     // It starts a helper of its own, records both process ids, and waits for ever.
     writeFileSync(`${base}.sh`, `#!/bin/bash\nsleep 600 &\necho "$$ $!" > "${base}.pids"\nsleep 600\n`);
     chmodSync(`${base}.sh`, 0o755);
-    const c = createCredentials(
-      options(
-        { exec: { command: `${base}.sh`, args: [], env: [], provideClusterInfo: false } },
-        { execTimeoutMs: 3000 },
-      ),
-    );
+    const c = createCredentials(options(execUser(`${base}.sh`), { execTimeoutMs: 3000 }));
     await expect(c.current()).rejects.toThrow(
       /^the exec credential plugin ".*hang-\w+\.sh" of user u did not finish within 3 s and was stopped; run it by hand to see what it waits for$/,
     );
@@ -199,17 +180,9 @@ describe('credentials', () => {
     chmodSync(`${base}.sh`, 0o755);
     const env = Object.fromEntries(hidden.map((name) => [name, `secret-of-${name}`]));
     const c = createCredentials(
-      options(
-        {
-          exec: {
-            command: `${base}.sh`,
-            args: [],
-            env: [{ name: 'PLUGIN_TOKEN', value: 'given-by-the-kubeconfig' }],
-            provideClusterInfo: false,
-          },
-        },
-        { env: { ...env, PATH: process.env.PATH, KEEP_ME: 'kept' } },
-      ),
+      options(execUser(`${base}.sh`, { env: [{ name: 'PLUGIN_TOKEN', value: 'given-by-the-kubeconfig' }] }), {
+        env: { ...env, PATH: process.env.PATH, KEEP_ME: 'kept' },
+      }),
     );
     expect((await c.current()).headers.authorization).toBe('Bearer t');
     const seen = readFileSync(`${base}.env`, 'utf8');
@@ -224,25 +197,13 @@ describe('credentials', () => {
     writeFileSync(`${base}.err`, `${hostile}\n`);
     writeFileSync(`${base}.sh`, `#!/bin/bash\ncat "${base}.err" >&2\nexit 1\n`);
     chmodSync(`${base}.sh`, 0o755);
-    const failing = createCredentials(
-      options({ exec: { command: `${base}.sh`, args: [], env: [], provideClusterInfo: false } }),
-    );
+    const failing = createCredentials(options(execUser(`${base}.sh`)));
     const err = await failing.current().then(
       () => undefined,
       (e: Error) => e,
     );
     expect(err?.message).toMatch(/exited with status 1: bad thingX!$/);
-    const missing = createCredentials(
-      options({
-        exec: {
-          command: 'ccm-no-such-plugin',
-          args: [],
-          env: [],
-          provideClusterInfo: false,
-          installHint: hostile,
-        },
-      }),
-    );
+    const missing = createCredentials(options(execUser('ccm-no-such-plugin', { installHint: hostile })));
     const hint = await missing.current().then(
       () => undefined,
       (e: Error) => e,
@@ -256,11 +217,7 @@ describe('credentials', () => {
   });
 
   it('interactiveMode Always without a terminal is refused', async () => {
-    const c = createCredentials(
-      options({
-        exec: { command: 'true', args: [], env: [], provideClusterInfo: false, interactiveMode: 'Always' },
-      }),
-    );
+    const c = createCredentials(options(execUser('true', { interactiveMode: 'Always' })));
     await expect(c.current()).rejects.toThrow(/needs a terminal/);
   });
 

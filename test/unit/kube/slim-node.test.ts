@@ -105,16 +105,21 @@ describe('plan parts', () => {
   });
 });
 
+/** The metadata of the Node below that slimNode keeps as it is. */
+const KEPT_METADATA = {
+  name: 'worker-1',
+  uid: 'b3f0',
+  resourceVersion: '4711',
+  creationTimestamp: '2025-06-01T12:00:00Z',
+  labels: { 'kubernetes.io/hostname': 'worker-1', 'kubernetes.io/os': 'linux' },
+};
+
 /** A Node as a kubelet registers it, trimmed to a readable size but with every kind of field. */
 const RAW = {
   apiVersion: 'v1',
   kind: 'Node',
   metadata: {
-    name: 'worker-1',
-    uid: 'b3f0',
-    resourceVersion: '4711',
-    creationTimestamp: '2025-06-01T12:00:00Z',
-    labels: { 'kubernetes.io/hostname': 'worker-1', 'kubernetes.io/os': 'linux' },
+    ...KEPT_METADATA,
     annotations: {
       [ANNOTATION_PROVIDED_NODE_IP]: '10.0.0.5',
       'node.alpha.kubernetes.io/ttl': '0',
@@ -144,14 +149,7 @@ const RAW = {
 describe('slimNode', () => {
   it('keeps what the plans read, in the API shape, and nothing else', () => {
     expect(slimNode(RAW)).toEqual({
-      metadata: {
-        name: 'worker-1',
-        uid: 'b3f0',
-        resourceVersion: '4711',
-        creationTimestamp: '2025-06-01T12:00:00Z',
-        labels: { 'kubernetes.io/hostname': 'worker-1', 'kubernetes.io/os': 'linux' },
-        annotations: { [ANNOTATION_PROVIDED_NODE_IP]: '10.0.0.5' },
-      },
+      metadata: { ...KEPT_METADATA, annotations: { [ANNOTATION_PROVIDED_NODE_IP]: '10.0.0.5' } },
       spec: {
         taints: [
           { key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' },

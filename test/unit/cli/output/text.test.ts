@@ -1,17 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import {
-  fitWidths,
-  groupNotes,
-  logfmtValue,
-  naturalCompare,
-  plural,
-  truncate,
-  widthOf,
-} from '../../../../src/cli/output/text.js';
+import * as text from '../../../../src/cli/output/text.js';
 
 describe('text helpers', () => {
   it('sorts as people count: node-2 before node-10', () => {
-    expect(['node-10', 'node-2', 'node-1', 'node-100', 'a-node'].sort(naturalCompare)).toEqual([
+    expect(['node-10', 'node-2', 'node-1', 'node-100', 'a-node'].sort(text.naturalCompare)).toEqual([
       'a-node',
       'node-1',
       'node-2',
@@ -21,34 +13,38 @@ describe('text helpers', () => {
   });
 
   it('says 1 Node, 0 Nodes, 5,000 Nodes', () => {
-    expect(plural(1, ['Node', 'Nodes'])).toBe('1 Node');
-    expect(plural(0, ['Node', 'Nodes'])).toBe('0 Nodes');
-    expect(plural(5000, ['Node', 'Nodes'])).toBe('5,000 Nodes');
-    expect(plural(1, 'cloud call')).toBe('1 cloud call');
-    expect(plural(2, 'cloud call')).toBe('2 cloud calls');
+    expect(text.plural(1, ['Node', 'Nodes'])).toBe('1 Node');
+    expect(text.plural(0, ['Node', 'Nodes'])).toBe('0 Nodes');
+    expect(text.plural(5000, ['Node', 'Nodes'])).toBe('5,000 Nodes');
+    expect(text.plural(1, 'cloud call')).toBe('1 cloud call');
+    expect(text.plural(2, 'cloud call')).toBe('2 cloud calls');
   });
 
   it('cuts prose after a whole word and tokens where the room ends, always with an ellipsis', () => {
-    expect(truncate('no cloud instance is named node-20', 40)).toBe('no cloud instance is named node-20');
-    expect(truncate('no cloud instance is named node-20', 20)).toBe('no cloud instance…');
-    expect(truncate('cloudlycke://a-very-long-instance-id', 16)).toBe('cloudlycke://a-…');
-    expect(widthOf(truncate('cloudlycke://a-very-long-instance-id', 16))).toBe(16);
-    expect(truncate('anything', 1)).toBe('…');
-    expect(truncate('anything', 0)).toBe('');
+    expect(text.truncate('no cloud instance is named node-20', 40)).toBe(
+      'no cloud instance is named node-20',
+    );
+    expect(text.truncate('no cloud instance is named node-20', 20)).toBe('no cloud instance…');
+    expect(text.truncate('cloudlycke://a-very-long-instance-id', 16)).toBe('cloudlycke://a-…');
+    expect(text.widthOf(text.truncate('cloudlycke://a-very-long-instance-id', 16))).toBe(16);
+    expect(text.truncate('anything', 1)).toBe('…');
+    expect(text.truncate('anything', 0)).toBe('');
   });
 
   it('fits columns: free text gives first, names last, narrow columns keep their width', () => {
-    expect(fitWidths([5, 10, 50], 100)).toEqual([5, 10, 50]);
-    expect(fitWidths([7, 11, 20, 100], 60, ['last', 'last', 'normal', 'first'])).toEqual([7, 11, 20, 22]);
-    const tight = fitWidths([7, 11, 20, 100], 40, ['last', 'last', 'normal', 'first']);
+    expect(text.fitWidths([5, 10, 50], 100)).toEqual([5, 10, 50]);
+    expect(text.fitWidths([7, 11, 20, 100], 60, ['last', 'last', 'normal', 'first'])).toEqual([
+      7, 11, 20, 22,
+    ]);
+    const tight = text.fitWidths([7, 11, 20, 100], 40, ['last', 'last', 'normal', 'first']);
     expect(tight.slice(0, 2)).toEqual([7, 11]);
     expect(tight.reduce((a, b) => a + b)).toBeLessThanOrEqual(40);
   });
 
   it('writes logfmt values bare when it can, quoted when it must', () => {
-    expect(logfmtValue('cloudlycke://node-1')).toBe('cloudlycke://node-1');
-    expect(logfmtValue('no instance "x"')).toBe('"no instance \\"x\\""');
-    expect(logfmtValue('a=b')).toBe('"a=b"');
+    expect(text.logfmtValue('cloudlycke://node-1')).toBe('cloudlycke://node-1');
+    expect(text.logfmtValue('no instance "x"')).toBe('"no instance \\"x\\""');
+    expect(text.logfmtValue('a=b')).toBe('"a=b"');
   });
 
   it('groups a note many rows share into one line with their count, and caps the lines', () => {
@@ -59,12 +55,12 @@ describe('text helpers', () => {
       })),
       { name: 'n-7', note: 'event Synced not recorded' },
     ];
-    expect(groupNotes(entries, ['Node', 'Nodes'])).toEqual([
+    expect(text.groupNotes(entries, ['Node', 'Nodes'])).toEqual([
       'note (5,000 Nodes): no Node is deleted on an empty listing',
       'note: n-7: event Synced not recorded',
     ]);
     const many = Array.from({ length: 9 }, (_, i) => ({ name: `n-${i}`, note: `note ${i}` }));
-    const lines = groupNotes(many, ['Node', 'Nodes'], 5);
+    const lines = text.groupNotes(many, ['Node', 'Nodes'], 5);
     expect(lines).toHaveLength(6);
     expect(lines[5]).toBe('… 4 more notes');
   });

@@ -8,6 +8,8 @@ import {
 } from '../../../../src/providers/errors.js';
 import type { Instances } from '../../../../src/providers/types.js';
 import { type BrightboxSimulator, startBrightboxSimulator } from '../../../clouds/brightbox/simulator.js';
+import { externalDNS, externalIPs, hostname } from '../../helpers/addresses.js';
+import { expectRefusedProviderIDs } from '../../helpers/provider-ids.js';
 import { provider } from './helpers.js';
 
 let sim: BrightboxSimulator;
@@ -48,12 +50,10 @@ describe('Brightbox instances', () => {
       zone: 'gb1-b',
       region: 'gb1',
       addresses: [
-        { type: 'Hostname', address: 'srv-web01' },
-        { type: 'ExternalDNS', address: 'srv-web01.gb1.brightbox.com' },
-        { type: 'ExternalIP', address: '10.240.0.5' },
-        { type: 'ExternalIP', address: '2a02:1348:17c:1::5' },
-        { type: 'ExternalIP', address: '109.107.35.1' },
-        { type: 'ExternalDNS', address: `${cip.id}.gb1.brightbox.com` },
+        hostname('srv-web01'),
+        externalDNS('srv-web01.gb1.brightbox.com'),
+        ...externalIPs('10.240.0.5', '2a02:1348:17c:1::5', '109.107.35.1'),
+        externalDNS(`${cip.id}.gb1.brightbox.com`),
       ],
       labels: {},
     });
@@ -120,14 +120,12 @@ describe('Brightbox instances', () => {
   });
 
   it('refuses a provider ID that is not brightbox://srv-xxxxx, without calling the API', async () => {
-    for (const id of [
+    await expectRefusedProviderIDs(instances, [
       'digitalocean://123',
       'brightbox://lba-abcde',
       'brightbox://x/srv-abcde',
       'brightbox://srv-ABCDE',
-    ]) {
-      await expect(instances.get(id)).rejects.toBeInstanceOf(InvalidConfigError);
-    }
+    ]);
     expect(sim.requests).toEqual([]);
   });
 

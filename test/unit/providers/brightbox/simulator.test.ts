@@ -98,6 +98,18 @@ describe('the Brightbox simulator answers as gobrightbox expects', () => {
     };
   }
 
+  /** Creates a balancer of `node` with one listener, 80 to 30080, and reads it once (it is then active); its id. */
+  async function activeBalancer(node: string, protocol: 'tcp' | 'http'): Promise<string> {
+    const created = await call('POST', 'load_balancers', {
+      nodes: [{ node }],
+      listeners: [{ protocol, in: 80, out: 30080 }],
+      healthcheck: { type: protocol, port: 30080 },
+    });
+    const id = created.json.id as string;
+    await call('GET', `load_balancers/${id}`);
+    return id;
+  }
+
   it('DELETE of a cloud IP, firewall rule, firewall policy and server group answers the resource', async () => {
     const cip = sim.addCloudIP({ name: 'spare' });
     const group = sim.addServerGroup({ name: 'g' });
@@ -138,13 +150,7 @@ describe('the Brightbox simulator answers as gobrightbox expects', () => {
 
   it('keeps a deleted load balancer in the listing and its GET, with status deleted', async () => {
     const server = sim.addServer();
-    const created = await call('POST', 'load_balancers', {
-      nodes: [{ node: server.id }],
-      listeners: [{ protocol: 'tcp', in: 80, out: 30080 }],
-      healthcheck: { type: 'tcp', port: 30080 },
-    });
-    const id = created.json.id as string;
-    await call('GET', `load_balancers/${id}`);
+    const id = await activeBalancer(server.id, 'tcp');
     expect((await call('DELETE', `load_balancers/${id}`)).json).toMatchObject({ status: 'deleting' });
     const seen: string[] = [];
     for (let i = 0; i < 3; i++) {
@@ -157,13 +163,7 @@ describe('the Brightbox simulator answers as gobrightbox expects', () => {
 
   it('load balancer actions take JSON arrays as the SDK sends them, and lock and unlock', async () => {
     const [a, b] = [sim.addServer(), sim.addServer()];
-    const created = await call('POST', 'load_balancers', {
-      nodes: [{ node: a.id }],
-      listeners: [{ protocol: 'http', in: 80, out: 30080 }],
-      healthcheck: { type: 'http', port: 30080 },
-    });
-    const lb = created.json.id as string;
-    await call('GET', `load_balancers/${lb}`);
+    const lb = await activeBalancer(a.id, 'http');
     const added = await call('POST', `load_balancers/${lb}/add_nodes`, [{ node: b.id }]);
     expect(added.json.nodes.map((n: { id: string }) => n.id)).toEqual([a.id, b.id]);
     const removed = await call('POST', `load_balancers/${lb}/remove_nodes`, [{ node: a.id }]);

@@ -8,22 +8,30 @@ import { inventoryInstances } from '../../../../src/providers/cloudlycke/instanc
 import { parseInventory, readInventory } from '../../../../src/providers/cloudlycke/inventory.js';
 import { InvalidConfigError, NotFoundError } from '../../../../src/providers/errors.js';
 import { rejection } from '../../../helpers/rejection.js';
+import { invalidConfigMessage } from '../../helpers/invalid-config.js';
 
 const FIXTURE = fileURLToPath(new URL('../../../fixtures/cloudlycke/inventory.yaml', import.meta.url));
 const FILE = '/x/inv.yaml';
 
-/** The one-line InvalidConfigError message that parsing `yaml` produces. */
-function problem(yaml: string): string {
-  try {
-    parseInventory(yaml, FILE);
-  } catch (err) {
-    expect(err).toBeInstanceOf(InvalidConfigError);
-    const message = (err as Error).message;
-    expect(message).not.toMatch(/[\r\n]/);
-    return message;
-  }
-  throw new Error('expected the inventory to be refused');
+/** An instance of the sample inventory (test/fixtures/cloudlycke/inventory.yaml) as read, its defaults applied. */
+function sampleFields(name: string, internalIP: string, externalIP?: string) {
+  return {
+    name,
+    state: 'running',
+    type: 'vbox.vm.1g.2cpu',
+    region: 'virtualbox',
+    zone: 'virtualbox',
+    addresses: [
+      { type: 'InternalIP', address: internalIP },
+      ...(externalIP ? [{ type: 'ExternalIP', address: externalIP }] : []),
+      { type: 'Hostname', address: name },
+    ],
+    labels: {},
+  };
 }
+
+/** The one-line InvalidConfigError message that parsing `yaml` produces. */
+const problem = (yaml: string) => invalidConfigMessage(() => parseInventory(yaml, FILE), 'the inventory');
 
 describe('parseInventory', () => {
   it('reads loadBalancerPool as one entry or a list, and refuses a non-string entry', () => {
@@ -45,44 +53,11 @@ describe('parseInventory', () => {
     expect(inventory.instances).toEqual([
       {
         id: 'cp-1',
-        name: 'cp-1',
-        state: 'running',
-        type: 'vbox.vm.1g.2cpu',
-        region: 'virtualbox',
-        zone: 'virtualbox',
-        addresses: [
-          { type: 'InternalIP', address: '192.168.56.10' },
-          { type: 'Hostname', address: 'cp-1' },
-        ],
+        ...sampleFields('cp-1', '192.168.56.10'),
         labels: { 'cloudlycke.example.com/role': 'control-plane' },
       },
-      {
-        id: 'worker-1',
-        name: 'worker-1',
-        state: 'running',
-        type: 'vbox.vm.1g.2cpu',
-        region: 'virtualbox',
-        zone: 'virtualbox',
-        addresses: [
-          { type: 'InternalIP', address: '192.168.56.11' },
-          { type: 'Hostname', address: 'worker-1' },
-        ],
-        labels: {},
-      },
-      {
-        id: 'worker-2',
-        name: 'worker-2',
-        state: 'running',
-        type: 'vbox.vm.1g.2cpu',
-        region: 'virtualbox',
-        zone: 'virtualbox',
-        addresses: [
-          { type: 'InternalIP', address: '192.168.56.12' },
-          { type: 'ExternalIP', address: '203.0.113.12' },
-          { type: 'Hostname', address: 'worker-2' },
-        ],
-        labels: {},
-      },
+      { id: 'worker-1', ...sampleFields('worker-1', '192.168.56.11') },
+      { id: 'worker-2', ...sampleFields('worker-2', '192.168.56.12', '203.0.113.12') },
     ]);
   });
 
@@ -371,17 +346,7 @@ describe('readInventory and the inventory Instances', () => {
     const instance = await inventoryInstances(file).get('cloudlycke://worker-2');
     expect(instance).toEqual({
       providerID: 'cloudlycke://worker-2',
-      name: 'worker-2',
-      state: 'running',
-      type: 'vbox.vm.1g.2cpu',
-      region: 'virtualbox',
-      zone: 'virtualbox',
-      addresses: [
-        { type: 'InternalIP', address: '192.168.56.12' },
-        { type: 'ExternalIP', address: '203.0.113.12' },
-        { type: 'Hostname', address: 'worker-2' },
-      ],
-      labels: {},
+      ...sampleFields('worker-2', '192.168.56.12', '203.0.113.12'),
     });
   });
 

@@ -17,6 +17,7 @@ import {
 } from '../../../../src/providers/cloudlycke/vagrant.js';
 import { InvalidConfigError, isNotFound, RetryableError } from '../../../../src/providers/errors.js';
 import { rejection } from '../../../helpers/rejection.js';
+import { hostname, internalIPs } from '../../helpers/addresses.js';
 
 /** The folder holding the stand-in `vagrant` script and its scenarios of canned output. */
 const STANDIN = fileURLToPath(new URL('../../../fixtures/cloudlycke/vagrant-standin', import.meta.url));
@@ -150,11 +151,7 @@ describe('vagrant mode against a stand-in vagrant', () => {
         zone: 'virtualbox',
         // ssh-config says HostName 127.0.0.1 (VirtualBox NAT): the addresses come from the guest, its
         // private network adapter only (not the NAT adapter 10.0.2.15, nor cni0, flannel.1, docker0).
-        addresses: [
-          { type: 'InternalIP', address: '192.168.56.10' },
-          { type: 'InternalIP', address: 'fd00:56::10' },
-          { type: 'Hostname', address: 'cp-1' },
-        ],
+        addresses: [...internalIPs('192.168.56.10', 'fd00:56::10'), hostname('cp-1')],
         labels: {},
       },
       {
@@ -185,11 +182,7 @@ describe('vagrant mode against a stand-in vagrant', () => {
         'vagrant.libvirt',
         'libvirt',
         'libvirt',
-        [
-          { type: 'InternalIP', address: '192.168.121.23' },
-          { type: 'InternalIP', address: '192.168.56.20' },
-          { type: 'Hostname', address: 'k8s-cp' },
-        ],
+        [...internalIPs('192.168.121.23', '192.168.56.20'), hostname('k8s-cp')],
       ],
       [
         'cloudlycke://k8s-node',
@@ -197,10 +190,7 @@ describe('vagrant mode against a stand-in vagrant', () => {
         'vagrant.libvirt',
         'libvirt',
         'libvirt',
-        [
-          { type: 'InternalIP', address: '192.168.121.87' },
-          { type: 'Hostname', address: 'k8s-node' },
-        ],
+        [...internalIPs('192.168.121.87'), hostname('k8s-node')],
       ],
     ]);
     expect(invocations().slice(0, 2)).toEqual([
@@ -221,10 +211,7 @@ describe('vagrant mode against a stand-in vagrant', () => {
   it('gets a running machine: status of that machine, its ssh-config, then its guest', async () => {
     const instance = await instancesFor('libvirt').get('cloudlycke://k8s-node');
     expect(instance.state).toBe('running');
-    expect(instance.addresses).toEqual([
-      { type: 'InternalIP', address: '192.168.121.87' },
-      { type: 'Hostname', address: 'k8s-node' },
-    ]);
+    expect(instance.addresses).toEqual([...internalIPs('192.168.121.87'), hostname('k8s-node')]);
     expect(invocations()).toEqual([
       [work, 'status', 'k8s-node', '--machine-readable'],
       [work, 'ssh-config', 'k8s-node'],

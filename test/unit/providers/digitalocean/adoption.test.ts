@@ -1,11 +1,10 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createDigitalOcean } from '../../../../src/providers/digitalocean/index.js';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type {
   LoadBalancerAdoption,
   LoadBalancerRequest,
   LoadBalancers,
 } from '../../../../src/providers/types.js';
-import { DigitalOceanSimulator } from '../../../clouds/digitalocean/server.js';
+import { quickProvider, useDigitalOceanSim } from './helpers.js';
 
 /**
  * Finding the load balancers of digitalocean-cloud-controller-manager (do/loadbalancers.go: named
@@ -15,28 +14,14 @@ import { DigitalOceanSimulator } from '../../../clouds/digitalocean/server.js';
 const UID = '0b5f5a57-1b3c-4d2e-9f60-7c8d9e0f1a2b';
 const NAME = 'a0b5f5a571b3c4d2e9f607c8d9e0f1a2';
 
-let sim: DigitalOceanSimulator;
+const sim = useDigitalOceanSim();
 let adoption: LoadBalancerAdoption;
 let lbs: LoadBalancers;
 
-beforeAll(async () => {
-  sim = await DigitalOceanSimulator.start();
-});
-afterAll(async () => {
-  await sim?.stop();
-});
 beforeEach(() => {
-  sim.reset();
-  const provider = createDigitalOcean({
-    token: sim.token,
-    baseUrl: sim.url,
-    http: { backoff: { baseMs: 5 } },
-  });
+  const provider = quickProvider(sim);
   lbs = provider.loadBalancers as LoadBalancers;
   adoption = lbs.adoption as LoadBalancerAdoption;
-});
-afterEach(() => {
-  expect(sim.takeViolations()).toEqual([]);
 });
 
 function request(annotations: Record<string, string> = {}, adoptedID?: string): LoadBalancerRequest {

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { DigitalOceanClientOptions } from '../../../../src/providers/digitalocean/client.js';
 import { createDigitalOcean } from '../../../../src/providers/digitalocean/index.js';
 import { type Droplet, fromDroplet, slimDroplet } from '../../../../src/providers/digitalocean/instances.js';
@@ -10,18 +10,11 @@ import {
 } from '../../../../src/providers/errors.js';
 import { DigitalOceanSimulator } from '../../../clouds/digitalocean/server.js';
 import { conformsToDigitalOceanOpenApi } from '../../../helpers/openapi.js';
+import { externalIPs, hostname, internalIPs } from '../../helpers/addresses.js';
+import { expectRefusedProviderIDs } from '../../helpers/provider-ids.js';
+import { useDigitalOceanSim } from './helpers.js';
 
-let sim: DigitalOceanSimulator;
-beforeAll(async () => {
-  sim = await DigitalOceanSimulator.start();
-});
-afterAll(async () => {
-  await sim?.stop();
-});
-beforeEach(() => sim.reset());
-afterEach(() => {
-  expect(sim.takeViolations()).toEqual([]);
-});
+const sim = useDigitalOceanSim();
 
 function provider(overrides: Partial<DigitalOceanClientOptions> = {}) {
   return createDigitalOcean({
@@ -74,10 +67,9 @@ describe('listing droplets', () => {
       region: 'fra1',
       zone: '',
       addresses: [
-        { type: 'InternalIP', address: '10.110.0.7' },
-        { type: 'ExternalIP', address: '203.0.113.7' },
-        { type: 'ExternalIP', address: '2001:db8::7' },
-        { type: 'Hostname', address: 'worker-a' },
+        ...internalIPs('10.110.0.7'),
+        ...externalIPs('203.0.113.7', '2001:db8::7'),
+        hostname('worker-a'),
       ],
       labels: {},
     });
@@ -257,14 +249,12 @@ describe('one droplet by provider ID', () => {
   });
 
   it('never calls the cloud for a provider ID that is not a droplet', async () => {
-    for (const id of [
+    await expectRefusedProviderIDs(provider().instances, [
       'openstack:///abc',
       'digitalocean://abc',
       'digitalocean://region/12',
       'digitalocean://0',
-    ]) {
-      await expect(provider().instances.get(id)).rejects.toBeInstanceOf(InvalidConfigError);
-    }
+    ]);
     expect(sim.requests).toHaveLength(0);
   });
 });

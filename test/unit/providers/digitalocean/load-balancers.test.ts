@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { LOAD_BALANCER_ID } from '../../../../src/providers/digitalocean/annotations.js';
 import { createDigitalOcean } from '../../../../src/providers/digitalocean/index.js';
 import { InvalidConfigError, RetryableError } from '../../../../src/providers/errors.js';
@@ -6,39 +6,26 @@ import type { LoadBalancerRequest, LoadBalancers } from '../../../../src/provide
 import { DigitalOceanSimulator } from '../../../clouds/digitalocean/server.js';
 import { requestService } from '../../../helpers/lb-request.js';
 import { conformsToDigitalOceanOpenApi } from '../../../helpers/openapi.js';
+import { quickProvider, useDigitalOceanSim } from './helpers.js';
 
 const CLUSTER = '6f1c2b9e-3d4a-4c5b-9e8f-0a1b2c3d4e5f';
 const TAG = `k8s:${CLUSTER}`;
 const UID = '0b5f5a57-1b3c-4d2e-9f60-7c8d9e0f1a2b';
 const NAME = 'a0b5f5a571b3c4d2e9f607c8d9e0f1a2';
 
-let sim: DigitalOceanSimulator;
+const sim = useDigitalOceanSim();
 let lbs: LoadBalancers;
 let droplets: Record<string, unknown>[];
 
-beforeAll(async () => {
-  sim = await DigitalOceanSimulator.start();
-});
-afterAll(async () => {
-  await sim?.stop();
-});
 beforeEach(() => {
-  sim.reset();
   droplets = sim.addDroplets(
     { name: 'w1', privateIP: '10.110.0.2', vpc: '5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d' },
     { name: 'w2', privateIP: '10.110.0.3' },
     { name: 'w3', privateIP: '10.110.0.4' },
   );
-  const provider = createDigitalOcean({
-    token: sim.token,
-    baseUrl: sim.url,
-    http: { backoff: { baseMs: 5 } },
-  });
+  const provider = quickProvider(sim);
   if (!provider.loadBalancers) throw new Error('no load balancers');
   lbs = provider.loadBalancers;
-});
-afterEach(() => {
-  expect(sim.takeViolations()).toEqual([]);
 });
 
 function id(i: number): number {
@@ -607,10 +594,14 @@ describe('a name chosen by annotation, shared by two Services of one cluster', (
   const shop = (a: Record<string, string> = {}) =>
     service('11111111-1b3c-4d2e-9f60-7c8d9e0f1a2b', 'shop', { [NAMED]: 'web', ...a });
   const blog = (a: Record<string, string>) => service('22222222-1b3c-4d2e-9f60-7c8d9e0f1a2b', 'blog', a);
+  /** The load balancers of shop (named web) and blog (named web-blog), both created. */
+  const shopAndBlog = async () => ({
+    shopId: (await created(shop())).lbId,
+    blogId: (await created(blog({ [NAMED]: 'web-blog' }))).lbId,
+  });
 
   it("deleting one Service never deletes the other's load balancer, renamed to the same name", async () => {
-    const { lbId: shopId } = await created(shop());
-    const { lbId: blogId } = await created(blog({ [NAMED]: 'web-blog' }));
+    const { shopId, blogId } = await shopAndBlog();
     await lbs.ensure(blog({ [NAMED]: 'web', [LOAD_BALANCER_ID]: blogId }));
     expect(sim.loadBalancers.get(blogId)?.name).toBe('web');
     await lbs.delete(shop({ [LOAD_BALANCER_ID]: shopId }));
@@ -619,16 +610,14 @@ describe('a name chosen by annotation, shared by two Services of one cluster', (
   });
 
   it("a Service whose annotation was just edited to another's name deletes only its own", async () => {
-    const { lbId: shopId } = await created(shop());
-    const { lbId: blogId } = await created(blog({ [NAMED]: 'web-blog' }));
+    const { shopId, blogId } = await shopAndBlog();
     await lbs.delete(blog({ [NAMED]: 'web', [LOAD_BALANCER_ID]: blogId }));
     expect(sim.loadBalancers.has(shopId)).toBe(true);
     expect(sim.loadBalancers.has(blogId)).toBe(false);
   });
 
   it('a third Service of that name deletes neither of the two in use: one line says what to do', async () => {
-    const { lbId: shopId } = await created(shop());
-    const { lbId: blogId } = await created(blog({ [NAMED]: 'web-blog' }));
+    const { shopId, blogId } = await shopAndBlog();
     await lbs.ensure(blog({ [NAMED]: 'web', [LOAD_BALANCER_ID]: blogId }));
     const err = await lbs
       .ensure(service('33333333-1b3c-4d2e-9f60-7c8d9e0f1a2b', 'wiki', { [NAMED]: 'web' }))

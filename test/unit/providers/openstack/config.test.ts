@@ -4,25 +4,16 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { InvalidConfigError } from '../../../../src/providers/errors.js';
 import { parseCloudConfig, readCloudConfig } from '../../../../src/providers/openstack/config.js';
 import { credentials } from '../../../../src/providers/openstack/credentials.js';
 import { loadConfig } from '../../../../src/providers/openstack/index.js';
+import { invalidConfigMessage } from '../../helpers/invalid-config.js';
 
 const fixture = (name: string) =>
   fileURLToPath(new URL(`../../../fixtures/openstack/${name}`, import.meta.url));
 
-function refusal(text: string): string {
-  try {
-    parseCloudConfig(text);
-  } catch (err) {
-    expect(err).toBeInstanceOf(InvalidConfigError);
-    const message = (err as Error).message;
-    expect(message).not.toMatch(/[\r\n]/);
-    return message;
-  }
-  throw new Error('expected the cloud.conf to be refused');
-}
+/** The one-line InvalidConfigError message that parsing `text` produces. */
+const refusal = (text: string) => invalidConfigMessage(() => parseCloudConfig(text), 'the cloud.conf');
 
 const GLOBAL =
   '[Global]\nauth-url=https://keystone.example.com:5000/v3\nregion=RegionOne\nusername=u\npassword=p\n';

@@ -14,6 +14,7 @@ import { serverAddresses, serverState } from '../../../../src/providers/openstac
 import type { Provider } from '../../../../src/providers/types.js';
 import { APP_CREDENTIAL, OpenStackSimulator, PASSWORD } from '../../../clouds/openstack/simulator.js';
 import { useSimulator } from '../../../helpers/use-simulator.js';
+import { externalIPs, internalIPs } from '../../helpers/addresses.js';
 
 const fixture = (name: string) =>
   readFileSync(fileURLToPath(new URL(`../../../fixtures/openstack/${name}`, import.meta.url)), 'utf8');
@@ -258,11 +259,7 @@ describe('Nova instances', () => {
       type: 'm1.tiny.specs',
       region: 'RegionOne',
       zone: 'az-1',
-      addresses: [
-        { type: 'InternalIP', address: '192.168.0.3' },
-        { type: 'InternalIP', address: 'fd00::3' },
-        { type: 'ExternalIP', address: '172.24.4.9' },
-      ],
+      addresses: [...internalIPs('192.168.0.3', 'fd00::3'), ...externalIPs('172.24.4.9')],
       labels: {},
     });
   });
@@ -427,16 +424,13 @@ describe('server state and addresses', () => {
         internalNetworkNames: ['private'],
       }),
     ).toEqual([
-      { type: 'ExternalIP', address: '203.0.113.7' },
-      { type: 'ExternalIP', address: '2001:db8::7' },
-      { type: 'InternalIP', address: '10.0.0.2' },
-      { type: 'ExternalIP', address: '198.51.100.2' },
+      ...externalIPs('203.0.113.7', '2001:db8::7'),
+      ...internalIPs('10.0.0.2'),
+      ...externalIPs('198.51.100.2'),
     ]);
     expect(serverAddresses(server, { ...NETWORKING, ipv6SupportDisabled: true })).toEqual([
-      { type: 'ExternalIP', address: '203.0.113.7' },
-      { type: 'InternalIP', address: '10.0.0.2' },
-      { type: 'InternalIP', address: '198.51.100.2' },
-      { type: 'InternalIP', address: '10.9.0.2' },
+      ...externalIPs('203.0.113.7'),
+      ...internalIPs('10.0.0.2', '198.51.100.2', '10.9.0.2'),
     ]);
     // an access IP that is also on an excluded network is dropped with it, as the official controller does
     expect(
@@ -444,6 +438,6 @@ describe('server state and addresses', () => {
         { ...server, accessIPv4: '10.9.0.2', accessIPv6: '' },
         { ...NETWORKING, internalNetworkNames: ['private'] },
       ),
-    ).toEqual([{ type: 'InternalIP', address: '10.0.0.2' }]);
+    ).toEqual(internalIPs('10.0.0.2'));
   });
 });

@@ -5,11 +5,11 @@ import { InvalidConfigError, RetryableError } from '../../../../src/providers/er
 import { ANNOTATIONS } from '../../../../src/providers/openstack/annotations.js';
 import { parseCloudConfig } from '../../../../src/providers/openstack/config.js';
 import { createOpenStack } from '../../../../src/providers/openstack/index.js';
-import type { LoadBalancerRequest, LoadBalancers } from '../../../../src/providers/types.js';
+import type { LoadBalancers } from '../../../../src/providers/types.js';
 import { FLOATING_NETWORK_ID, SUBNET_ID } from '../../../clouds/openstack/octavia.js';
 import { OpenStackSimulator } from '../../../clouds/openstack/simulator.js';
-import { requestService } from '../../../helpers/lb-request.js';
 import { useSimulator } from '../../../helpers/use-simulator.js';
+import { node, request } from './lb-request.js';
 
 const fixture = (name: string) =>
   readFileSync(fileURLToPath(new URL(`../../../fixtures/openstack/${name}`, import.meta.url)), 'utf8');
@@ -21,31 +21,6 @@ function lbs(extra = ''): LoadBalancers {
   const provider = createOpenStack(parseCloudConfig(text), {}, { sleep: async () => {}, retries: 1 });
   if (!provider.loadBalancers) throw new Error('no load balancers');
   return provider.loadBalancers;
-}
-
-const node = (name: string, ip: string) => ({
-  name,
-  providerID: '',
-  addresses: [{ type: 'InternalIP' as const, address: ip }],
-});
-
-function request(
-  overrides: Partial<LoadBalancerRequest> = {},
-  service: Partial<LoadBalancerRequest['service']> = {},
-): LoadBalancerRequest {
-  return {
-    name: 'a1b2c3d4e5f60718293a4b5c6d7e8f90',
-    clusterID: 'c0ffee00-1111-2222-3333-444455556666',
-    service: requestService({
-      namespace: 'default',
-      name: 'web',
-      uid: '1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901',
-      ...service,
-    }),
-    ports: [{ name: 'http', protocol: 'TCP', port: 80, nodePort: 30080 }],
-    nodes: [node('w1', '10.0.0.11'), node('w2', '10.0.0.12')],
-    ...overrides,
-  };
 }
 
 /** Calls `step` the way the service controller does: again after each RetryableError. */

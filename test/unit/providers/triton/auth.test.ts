@@ -57,6 +57,23 @@ function provider(values: ProviderValues): Provider {
   return triton.create({ url: sim.url, account: 'demo', datacenter: 'us-test-1', ...values }, {});
 }
 
+/** Why `p` fails to verify its credentials. */
+const verifyFailure = (p: Provider) => error(p.verifyCredentials?.() as Promise<string>);
+
+/** A GET of `path` signed by hand, as a CloudAPI client signs: rsa-sha256 over the date header, by `key`. */
+async function signedFetch(path: string, keyId: string, key: sshpk.PrivateKey): Promise<Response> {
+  const date = new Date().toUTCString();
+  const signer = key.createSign('sha256');
+  signer.update(`date: ${date}`);
+  return fetch(`${sim.url}${path}`, {
+    headers: {
+      'accept-version': '~8',
+      date,
+      authorization: `Signature keyId="${keyId}",algorithm="rsa-sha256",headers="date",signature="${signer.sign().toString()}"`,
+    },
+  });
+}
+
 describe('requests signed with the account key are accepted by the verifying simulator', () => {
   it.each([
     ['RSA, PEM', () => rsaPem, 'RSA-SHA256'],
@@ -104,7 +121,7 @@ describe('requests signed with the account key are accepted by the verifying sim
 
   it("a sub-user whose roles do not allow an action: CloudAPI's 403, named as a permission to grant", async () => {
     const norole = provider({ keyMaterial: subUserKey.privateKey, user: 'norole' });
-    const err = await error(norole.verifyCredentials?.() as Promise<string>);
+    const err = await verifyFailure(norole);
     expect(err).toBeInstanceOf(UnauthorizedError);
     expect(err.message).toBe(
       `CloudAPI refused action "getaccount" to user norole of account demo (403 NotAuthorized: You do not have permission to access /demo (getaccount)): the credentials are valid, but no policy of the user's default roles allows it; give user norole a default role whose policy says "CAN getaccount" (ccm needs getaccount, listmachines, getmachine, listdatacenters unless TRITON_DATACENTER is set, and for CNS load balancing listmachinetags, addmachinetags, deletemachinetag)`,
@@ -173,9 +190,7 @@ describe('refused keys: one clear line, no secret', () => {
   // CloudAPI answers all three with the one 401 "Invalid authorization credentials supplied"
   // (sdc-cloudapi lib/auth.js INVALID_CREDS): ccm cannot tell them apart, and says what to check.
   it('a key that is not registered for the account', async () => {
-    const err = await error(
-      provider({ keyMaterial: stranger.privateKey }).verifyCredentials?.() as Promise<string>,
-    );
+    const err = await verifyFailure(provider({ keyMaterial: stranger.privateKey }));
     expect(err).toBeInstanceOf(UnauthorizedError);
     expect(err.message).toBe(
       `CloudAPI refused key ${stranger.fingerprint} for account demo (401 InvalidCredentials): it knows no such account, or the key is not registered for it; check TRITON_URL, TRITON_ACCOUNT and the key (triton key list)`,
@@ -184,10 +199,8 @@ describe('refused keys: one clear line, no secret', () => {
   });
 
   it('an account CloudAPI does not know', async () => {
-    const err = await error(
-      triton
-        .create({ url: sim.url, account: 'nobody', datacenter: 'x', keyMaterial: rsaPem.privateKey }, {})
-        .verifyCredentials?.() as Promise<string>,
+    const err = await verifyFailure(
+      triton.create({ url: sim.url, account: 'nobody', datacenter: 'x', keyMaterial: rsaPem.privateKey }, {}),
     );
     expect(err).toBeInstanceOf(UnauthorizedError);
     expect(err.message).toBe(
@@ -197,9 +210,7 @@ describe('refused keys: one clear line, no secret', () => {
 
   it('an account key used as a sub-user key, and a sub-user CloudAPI does not know', async () => {
     for (const user of ['ops', 'alice']) {
-      const err = await error(
-        provider({ keyMaterial: rsaPem.privateKey, user }).verifyCredentials?.() as Promise<string>,
-      );
+      const err = await verifyFailure(provider({ keyMaterial: rsaPem.privateKey, user }));
       expect(err.message).toBe(
         `CloudAPI refused key ${rsaPem.fingerprint} for account demo (user ${user}) (401 InvalidCredentials): it knows no such account or user, or the key is not registered for it; check TRITON_URL, TRITON_ACCOUNT, TRITON_USER and the key (triton key list)`,
       );
@@ -209,16 +220,7 @@ describe('refused keys: one clear line, no secret', () => {
   it('the simulator answers an unknown account, sub-user or key and a bad signature as CloudAPI does, with one 401', async () => {
     const key = sshpk.parsePrivateKey(rsaPem.privateKey, 'auto');
     const send = async (keyId: string, by = key) => {
-      const date = new Date().toUTCString();
-      const signer = by.createSign('sha256');
-      signer.update(`date: ${date}`);
-      const res = await fetch(`${sim.url}/my`, {
-        headers: {
-          'accept-version': '~8',
-          date,
-          authorization: `Signature keyId="${keyId}",algorithm="rsa-sha256",headers="date",signature="${signer.sign().toString()}"`,
-        },
-      });
+      const res = await signedFetch('/my', keyId, by);
       return { status: res.status, body: await res.json() };
     };
     const refused = {
@@ -261,10 +263,11 @@ describe('refused keys: one clear line, no secret', () => {
     const old = await new TritonSim({ login: 'demo', ed25519: false }).start();
     try {
       old.addKey(ed25519.publicKey);
-      const err = await error(
-        triton
-          .create({ url: old.url, account: 'demo', datacenter: 'x', keyMaterial: ed25519.privateKey }, {})
-          .verifyCredentials?.() as Promise<string>,
+      const err = await verifyFailure(
+        triton.create(
+          { url: old.url, account: 'demo', datacenter: 'x', keyMaterial: ed25519.privateKey },
+          {},
+        ),
       );
       expect(err).toBeInstanceOf(UnauthorizedError);
       expect(err.message).toBe(
@@ -357,16 +360,7 @@ describe('refused keys: one clear line, no secret', () => {
 
   it('a signature by another key under a registered key id is refused', async () => {
     const key = sshpk.parsePrivateKey(stranger.privateKey, 'auto');
-    const date = new Date().toUTCString();
-    const signer = key.createSign('sha256');
-    signer.update(`date: ${date}`);
-    const res = await fetch(`${sim.url}/demo`, {
-      headers: {
-        'accept-version': '~8',
-        date,
-        authorization: `Signature keyId="/demo/keys/${rsaPem.fingerprint}",algorithm="rsa-sha256",headers="date",signature="${signer.sign().toString()}"`,
-      },
-    });
+    const res = await signedFetch('/demo', `/demo/keys/${rsaPem.fingerprint}`, key);
     expect(res.status).toBe(401);
     expect(((await res.json()) as { message: string }).message).toBe(
       'Invalid authorization credentials supplied',
@@ -416,9 +410,7 @@ describe('signing through an ssh-agent (SSH_AUTH_SOCK)', () => {
   });
 
   it('a key the agent does not hold', async () => {
-    const err = await error(
-      provider({ sshAuthSock: socket, keyId: stranger.fingerprint }).verifyCredentials?.() as Promise<string>,
-    );
+    const err = await verifyFailure(provider({ sshAuthSock: socket, keyId: stranger.fingerprint }));
     expect(err).toBeInstanceOf(InvalidConfigError);
     expect(err.message).toBe(
       `the ssh-agent holds no key with fingerprint ${stranger.fingerprint}; ssh-add it or set TRITON_KEY_MATERIAL`,
@@ -432,11 +424,8 @@ describe('signing through an ssh-agent (SSH_AUTH_SOCK)', () => {
 
   it('a socket nobody listens on (a stale SSH_AUTH_SOCK): one configuration error, no crash, no hang', async () => {
     const started = Date.now();
-    const err = await error(
-      provider({
-        sshAuthSock: join(keys.dir, 'gone.sock'),
-        keyId: ecdsa.fingerprint,
-      }).verifyCredentials?.() as Promise<string>,
+    const err = await verifyFailure(
+      provider({ sshAuthSock: join(keys.dir, 'gone.sock'), keyId: ecdsa.fingerprint }),
     );
     expect(err).toBeInstanceOf(InvalidConfigError);
     expect(err.message).toMatch(
@@ -461,7 +450,7 @@ describe('signing through an ssh-agent (SSH_AUTH_SOCK)', () => {
     agent.kill();
     await new Promise((r) => agent.once('exit', r));
     rmSync(own, { force: true });
-    const err = await error(p.verifyCredentials?.() as Promise<string>);
+    const err = await verifyFailure(p);
     expect(err).toBeInstanceOf(InvalidConfigError);
     agent = await start();
     try {

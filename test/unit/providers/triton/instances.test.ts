@@ -14,6 +14,7 @@ import { createSigner } from '../../../../src/providers/triton/signer.js';
 import type { Provider } from '../../../../src/providers/types.js';
 import { rejection as error } from '../../../helpers/rejection.js';
 import { useTritonSim } from '../../../helpers/use-simulator.js';
+import { externalIPs, internalIPs } from '../../helpers/addresses.js';
 
 const tsim = useTritonSim({ login: 'demo', datacenter: 'eu-ams-1' });
 const { sim } = tsim;
@@ -47,6 +48,12 @@ function machines(n: number) {
     sim.addMachine({ name: `node-${i}`, ips: [`10.1.0.${i + 1}`], primaryIp: `10.1.0.${i + 1}` }),
   );
 }
+
+/** CloudAPI's answer to a client that calls too often. */
+const THROTTLED = { code: 'RequestThrottled', message: 'slow down' };
+/** A fault on the machine listing, GET /demo/machines. */
+const listingFault = (fault: Omit<Parameters<typeof sim.fault>[0], 'path'>) =>
+  sim.fault({ path: /^\/demo\/machines$/, ...fault });
 
 describe('list', () => {
   it('pages with offset/limit until a short page, each page starting at the last machine of the one before', async () => {
@@ -157,11 +164,7 @@ describe('list', () => {
       // from ListDatacenters: the entry whose URL is the configured one
       region: 'eu-ams-1',
       zone: '',
-      addresses: [
-        { type: 'InternalIP', address: '10.88.88.26' },
-        { type: 'InternalIP', address: '192.168.128.5' },
-        { type: 'ExternalIP', address: '165.225.1.10' },
-      ],
+      addresses: [...internalIPs('10.88.88.26', '192.168.128.5'), ...externalIPs('165.225.1.10')],
       labels: {},
     });
     expect(Object.fromEntries(list.map((i) => [i.name, i.state]))).toEqual({
@@ -196,12 +199,7 @@ describe('list', () => {
 
   it('a failed page fails the whole listing: never a partial one', async () => {
     machines(5);
-    sim.fault({
-      path: /^\/demo\/machines$/,
-      status: 503,
-      body: { code: 'InternalError', message: 'moray down' },
-      after: 1,
-    });
+    listingFault({ status: 503, body: { code: 'InternalError', message: 'moray down' }, after: 1 });
     const err = await error(provider(2).instances.list());
     expect(err).toBeInstanceOf(RetryableError);
     expect(err.message).toContain('503');
@@ -209,19 +207,8 @@ describe('list', () => {
 
   it('throttling (420 and 429, RequestThrottled) is retried like a rate limit', async () => {
     machines(1);
-    sim.fault({
-      path: /^\/demo\/machines$/,
-      status: 420,
-      body: { code: 'RequestThrottled', message: 'slow down' },
-      times: 1,
-    });
-    sim.fault({
-      path: /^\/demo\/machines$/,
-      status: 429,
-      body: { code: 'RequestThrottled', message: 'slow down' },
-      times: 1,
-      headers: { 'retry-after': '1' },
-    });
+    listingFault({ status: 420, body: THROTTLED, times: 1 });
+    listingFault({ status: 429, body: THROTTLED, times: 1, headers: { 'retry-after': '1' } });
     expect(await provider().instances.list()).toHaveLength(1);
     expect(sim.requests.filter((r) => r.path === '/demo/machines').map((r) => r.status)).toEqual([
       420, 429, 200,
@@ -229,21 +216,13 @@ describe('list', () => {
   });
 
   it('throttling that does not stop is a RetryableError', async () => {
-    sim.fault({
-      path: /^\/demo\/machines$/,
-      status: 420,
-      body: { code: 'RequestThrottled', message: 'slow down' },
-    });
+    listingFault({ status: 420, body: THROTTLED });
     const err = await error(provider().instances.list());
     expect(err).toBeInstanceOf(RetryableError);
   });
 
   it('401 is Unauthorized, never an empty listing', async () => {
-    sim.fault({
-      path: /^\/demo\/machines$/,
-      status: 403,
-      body: { code: 'NotAuthorized', message: 'You do not have permission' },
-    });
+    listingFault({ status: 403, body: { code: 'NotAuthorized', message: 'You do not have permission' } });
     expect(await error(provider().instances.list())).toBeInstanceOf(UnauthorizedError);
   });
 });
@@ -326,13 +305,8 @@ describe('addresses', () => {
         primaryIp: '8.8.4.4',
       }),
     ).toEqual([
-      { type: 'InternalIP', address: '100.64.1.1' },
-      { type: 'InternalIP', address: 'fd00::1' },
-      { type: 'InternalIP', address: '172.31.255.1' },
-      { type: 'ExternalIP', address: '8.8.4.4' },
-      { type: 'ExternalIP', address: '8.8.8.8' },
-      { type: 'ExternalIP', address: '172.32.0.1' },
-      { type: 'ExternalIP', address: '2001:db8::1' },
+      ...internalIPs('100.64.1.1', 'fd00::1', '172.31.255.1'),
+      ...externalIPs('8.8.4.4', '8.8.8.8', '172.32.0.1', '2001:db8::1'),
     ]);
   });
 });
