@@ -9,8 +9,8 @@ import { build } from 'esbuild';
 
 const pjson = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
 // In the bundle: oclif, what the commands print with (diff, chalk, yaml), what `ccm run` starts with
-// (pino, prom-client), small parsers. Left in node_modules: what is loaded only when used (undici,
-// client-node, execa, @inquirer, listr2, sshpk, selfsigned).
+// (pino, prom-client), small parsers. Left in node_modules: what is loaded only when used
+// (client-node, execa, @inquirer, listr2, sshpk, selfsigned).
 const bundled = new Set([
   '@oclif/core',
   'chalk',

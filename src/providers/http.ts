@@ -10,6 +10,15 @@ import {
   UnauthorizedError,
   UnreachableError,
 } from './errors.js';
+import {
+  defaultTransport,
+  fetchTransport,
+  HeaderMap,
+  type RequestHeaders,
+  ResponseTooLarge,
+  type Transport,
+  type TransportResponse,
+} from './http-transport.js';
 
 /**
  * The one HTTP client every cloud provider uses: JSON in and out, a timeout per attempt, retries with
@@ -20,7 +29,7 @@ export interface AuthorizeRequest {
   method: string;
   url: URL;
   /** This attempt's headers: set the auth headers here. */
-  headers: Headers;
+  headers: RequestHeaders;
   body?: string;
 }
 
@@ -56,7 +65,7 @@ export interface HttpClientOptions {
    * base path or a proxy's 404. Only then is it a NotFoundError, which callers may read as "gone";
    * without this option no 404 ever is.
    */
-  isNotFound?: (body: unknown, res: Response) => boolean;
+  isNotFound?: (body: unknown, res: TransportResponse) => boolean;
   /**
    * Maps an error answer of this API (status and parsed body) to a typed error with a clearer
    * message, e.g. a "key not registered" 401 or a 410 for a destroyed resource; undefined keeps the
@@ -73,6 +82,9 @@ export interface HttpClientOptions {
   /** The shared request budget (ProviderDeps.takeToken): waited for before each attempt. */
   takeToken?: () => Promise<void>;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** How requests are sent; default: one node:https keep-alive pool for the process. */
+  transport?: Transport;
+  /** Tests: a fetch (a stub, or one with its own dispatcher) instead of the transport. */
   fetch?: typeof fetch;
   now?: () => number;
 }
@@ -92,7 +104,7 @@ export interface RequestOptions {
 
 export interface HttpResponse<T> {
   status: number;
-  headers: Headers;
+  headers: TransportResponse['headers'];
   /** Parsed JSON; undefined for an empty body. */
   body: T;
 }
@@ -153,7 +165,7 @@ export class HttpClient {
   private readonly retryStatuses: readonly number[];
   private readonly maxRetryAfterMs: number;
   private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
-  private readonly fetch: typeof fetch;
+  private readonly transport: Transport;
   private readonly now: () => number;
 
   constructor(private readonly options: HttpClientOptions) {
@@ -168,7 +180,9 @@ export class HttpClient {
     this.retryStatuses = options.retryStatuses ?? [429, 500, 502, 503, 504];
     this.maxRetryAfterMs = options.maxRetryAfterMs ?? 60_000;
     this.sleep = options.sleep ?? ((ms, signal) => delay(ms, undefined, { signal }));
-    this.fetch = options.fetch ?? globalThis.fetch;
+    this.transport = options.fetch
+      ? fetchTransport(options.fetch)
+      : (options.transport ?? defaultTransport());
     this.now = options.now ?? Date.now;
   }
 
@@ -198,7 +212,7 @@ export class HttpClient {
     const { body, contentType } = encodeBody(opts.body);
     const caller = opts.signal;
     for (let attempt = 1; ; attempt++) {
-      const headers = new Headers(opts.headers);
+      const headers = new HeaderMap(opts.headers);
       if (!headers.has('accept')) headers.set('accept', 'application/json');
       if (contentType && !headers.has('content-type')) headers.set('content-type', contentType);
       headers.set('user-agent', this.options.userAgent ?? 'ccm');
@@ -226,7 +240,7 @@ export class HttpClient {
       if (error !== undefined && !isTransportError(error)) {
         throw this.unusable(error, `${method} ${shown}`, headers);
       }
-      if (res && (res.ok || opts.okStatuses?.includes(res.status))) {
+      if (res && ((res.status >= 200 && res.status < 300) || opts.okStatuses?.includes(res.status))) {
         return { status: res.status, headers: res.headers, body: parse<T>(`${method} ${shown}`, res, text) };
       }
 
@@ -265,13 +279,12 @@ export class HttpClient {
 
   private async send(
     url: URL,
-    init: RequestInit,
-  ): Promise<{ res?: Response; text: string; error?: unknown }> {
-    let res: Response | undefined;
+    init: { method: string; headers: HeaderMap; body?: string; signal: AbortSignal },
+  ): Promise<{ res?: TransportResponse; text: string; error?: unknown }> {
     try {
-      // Redirects are not followed: fetch would carry X-Auth-Token along to another host.
-      res = await this.fetch(url, { ...init, redirect: 'manual' });
-      return { res, text: await readCapped(res) };
+      // Redirects are not followed: they would carry X-Auth-Token along to another host.
+      const res = await this.transport(url, init, MAX_RESPONSE_BYTES);
+      return { res, text: res.text };
     } catch (error) {
       if (error instanceof ResponseTooLarge) {
         return {
@@ -314,20 +327,20 @@ export class HttpClient {
   }
 
   /** This client's secrets plus the credentials in this attempt's request and response headers. */
-  private secrets(headers: Headers, res?: Response): string[] {
+  private secrets(headers: RequestHeaders, res?: TransportResponse): string[] {
     const values = SECRET_HEADERS.flatMap((name) => [headers.get(name), res?.headers.get(name)]);
     return [...(this.options.secrets?.() ?? []), ...values.flatMap(headerSecrets)];
   }
 
   /** A request that could not be built or sent (a failed authorize, a bad header value): no retry. */
-  private unusable(err: unknown, where: string, headers: Headers): Error {
+  private unusable(err: unknown, where: string, headers: RequestHeaders): Error {
     if (isProviderError(err)) return err;
     const reason = err instanceof Error ? err.message : String(err);
     return new InvalidConfigError(redact(`${where}: ${reason}`, this.secrets(headers)));
   }
 
   /** Server-requested wait: Retry-After (seconds or HTTP-date), else DigitalOcean's ratelimit-reset on a 429. */
-  private retryAfter(res: Response): number | undefined {
+  private retryAfter(res: TransportResponse): number | undefined {
     const header = res.headers.get('retry-after')?.trim();
     if (header && /^\d+$/.test(header)) return Number(header) * 1000;
     if (header && !Number.isNaN(Date.parse(header))) return Math.max(0, Date.parse(header) - this.now());
@@ -338,7 +351,7 @@ export class HttpClient {
     return ms > 0 ? ms : undefined;
   }
 
-  private isOwnNotFound(res: Response, text: string): boolean {
+  private isOwnNotFound(res: TransportResponse, text: string): boolean {
     if (res.status !== 404 || !this.options.isNotFound) return false;
     let body: unknown;
     try {
@@ -349,7 +362,7 @@ export class HttpClient {
     return this.options.isNotFound(body, res);
   }
 
-  private described(res: Response, text: string, secrets: string[]): ProviderError | undefined {
+  private described(res: TransportResponse, text: string, secrets: string[]): ProviderError | undefined {
     if (!this.options.describeError) return undefined;
     let body: unknown;
     try {
@@ -403,32 +416,6 @@ export class HttpClient {
   }
 }
 
-class ResponseTooLarge extends Error {}
-
-/** The body as text, or ResponseTooLarge as soon as it passes MAX_RESPONSE_BYTES (the rest is not read). */
-async function readCapped(res: Response): Promise<string> {
-  if (!res.body) return '';
-  const declared = Number(res.headers.get('content-length'));
-  if (declared > MAX_RESPONSE_BYTES) {
-    await res.body.cancel().catch(() => {});
-    throw new ResponseTooLarge();
-  }
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_RESPONSE_BYTES) {
-      await reader.cancel().catch(() => {});
-      throw new ResponseTooLarge();
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
 function encodeBody(body: unknown): { body?: string; contentType?: string } {
   if (body === undefined) return {};
   if (typeof body === 'string') return { body };
@@ -437,7 +424,7 @@ function encodeBody(body: unknown): { body?: string; contentType?: string } {
   return { body: JSON.stringify(body), contentType: 'application/json' };
 }
 
-function parse<T>(where: string, res: Response, text: string): T {
+function parse<T>(where: string, res: TransportResponse, text: string): T {
   if (text.trim() === '') return undefined as T;
   try {
     return JSON.parse(text) as T;
@@ -456,7 +443,7 @@ function headerSecrets(value: string | null | undefined): string[] {
   return space > 0 ? [value, value.slice(space + 1)] : [value];
 }
 
-/** Timeouts and lost connections (fetch's TypeError with a cause); anything else is a bug or bad input. */
+/** Timeouts and lost connections (a TypeError with a cause, as the transports report them); anything else is a bug or bad input. */
 function isTransportError(err: unknown): boolean {
   return (
     err instanceof Error &&
@@ -478,7 +465,7 @@ function describeFailure(err: unknown, timeoutMs: number): string {
 }
 
 /** `503 Service Unavailable (the cloud's own words)`, or `301 Moved Permanently to <location>`. */
-function describeResponse(res: Response, text: string, secrets: string[]): string {
+function describeResponse(res: TransportResponse, text: string, secrets: string[]): string {
   const line = `${res.status} ${nodeHttp().STATUS_CODES[res.status] ?? res.statusText}`.trim();
   const location = res.headers.get('location');
   if (res.status >= 300 && res.status < 400) return `${line} to ${location ?? 'elsewhere'}`;

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
-import { Agent, fetch as undiciFetch } from 'undici';
 import { InvalidConfigError } from '../errors.js';
 import { HttpClient, type HttpResponse, httpStatus, type RequestOptions } from '../http.js';
+import { nodeTransport, type Transport } from '../http-transport.js';
 import type { ProviderDeps } from '../types.js';
 import type { GlobalConfig } from './config.js';
 import { endpointFor, Keystone, type Token } from './keystone.js';
@@ -55,13 +55,15 @@ export class Session {
   readonly keystone: Keystone;
   private readonly services = new Map<ServiceType, { http: HttpClient; region: string }>();
   private readonly fetch: typeof fetch | undefined;
+  private readonly transport: Transport | undefined;
 
   constructor(
     readonly config: GlobalConfig,
     private readonly deps: ProviderDeps,
     private readonly options: SessionOptions = {},
   ) {
-    this.fetch = options.fetch ?? tlsFetch(config);
+    this.fetch = options.fetch;
+    this.transport = options.fetch ? undefined : tlsTransport(config);
     this.keystone = new Keystone(config, this.httpOptions('identity'), options.now);
   }
 
@@ -115,6 +117,7 @@ export class Session {
     const { onCloudCall } = this.deps;
     return {
       ...(this.fetch ? { fetch: this.fetch } : {}),
+      ...(this.transport ? { transport: this.transport } : {}),
       ...(this.options.sleep ? { sleep: this.options.sleep } : {}),
       ...(this.options.now ? { now: this.options.now } : {}),
       ...(this.options.timeoutMs !== undefined ? { timeoutMs: this.options.timeoutMs } : {}),
@@ -130,8 +133,8 @@ export class Session {
   }
 }
 
-/** A fetch honouring ca-file, cert-file/key-file and tls-insecure; undefined when none is set. */
-function tlsFetch(config: GlobalConfig): typeof fetch | undefined {
+/** A transport honouring ca-file, cert-file/key-file and tls-insecure; undefined when none is set. */
+function tlsTransport(config: GlobalConfig): Transport | undefined {
   if (!config.caFile && !config.certFile && !config.keyFile && !config.tlsInsecure) return undefined;
   if (Boolean(config.certFile) !== Boolean(config.keyFile)) {
     throw new InvalidConfigError(
@@ -151,16 +154,12 @@ function tlsFetch(config: GlobalConfig): typeof fetch | undefined {
   const ca = read('ca-file', config.caFile);
   const cert = read('cert-file', config.certFile);
   const key = read('key-file', config.keyFile);
-  const dispatcher = new Agent({
-    connect: {
-      ...(ca ? { ca } : {}),
-      ...(cert ? { cert } : {}),
-      ...(key ? { key } : {}),
-      rejectUnauthorized: !config.tlsInsecure,
-    },
+  return nodeTransport({
+    ...(ca ? { ca } : {}),
+    ...(cert ? { cert } : {}),
+    ...(key ? { key } : {}),
+    rejectUnauthorized: !config.tlsInsecure,
   });
-  return ((input: string | URL | Request, init?: RequestInit) =>
-    undiciFetch(input as string, { ...(init as object), dispatcher })) as unknown as typeof fetch;
 }
 
 /**

@@ -1,0 +1,223 @@
+import type { Agent, IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { nodeHttp, nodeHttps, nodeTls } from '../node-modules.js';
+
+/**
+ * How the cloud clients' requests reach the wire: node:http/node:https with one keep-alive pool, the
+ * same stack as ccm's Kubernetes transport. `fetch` would load Node's bundled undici beside it, with
+ * its llhttp compiled from WebAssembly: +35 MiB of peak RSS on Node 24 for the first few requests
+ * (docs/performance.md, "One HTTP stack"), more than all of ccm's caches at 1,000 Nodes.
+ */
+
+/** Request headers, case-insensitive; `fetch`'s Headers fits it too. */
+export interface RequestHeaders {
+  get(name: string): string | null;
+  set(name: string, value: string): void;
+  has(name: string): boolean;
+}
+
+/** What is read of an answer's headers. */
+export interface ResponseHeaders {
+  get(name: string): string | null;
+}
+
+export interface TransportRequest {
+  method: string;
+  headers: RequestHeaders & { forEach(fn: (value: string, name: string) => void): void };
+  body?: string;
+  signal: AbortSignal;
+}
+
+export interface TransportResponse {
+  status: number;
+  statusText: string;
+  headers: ResponseHeaders;
+  /** The whole body as text. */
+  text: string;
+}
+
+/**
+ * Sends one request, never following a redirect. Rejects with the signal's reason once it aborts, with
+ * ResponseTooLarge past `maxBytes`, and with a TypeError whose cause is the socket's error when the
+ * connection fails (as fetch does, so that one classification serves both).
+ */
+export type Transport = (url: URL, req: TransportRequest, maxBytes: number) => Promise<TransportResponse>;
+
+export class ResponseTooLarge extends Error {}
+
+/** A case-insensitive header map with the part of fetch's Headers the clients use. */
+export class HeaderMap implements RequestHeaders {
+  private readonly values = new Map<string, string>();
+  constructor(init?: Record<string, string>) {
+    for (const [name, value] of Object.entries(init ?? {})) this.set(name, value);
+  }
+  get(name: string): string | null {
+    return this.values.get(name.toLowerCase()) ?? null;
+  }
+  set(name: string, value: string): void {
+    if (/[\r\n\0]/.test(value)) throw new TypeError(`invalid value for header ${name}`);
+    this.values.set(name.toLowerCase(), value);
+  }
+  has(name: string): boolean {
+    return this.values.has(name.toLowerCase());
+  }
+  forEach(fn: (value: string, name: string) => void): void {
+    for (const [name, value] of this.values) fn(value, name);
+  }
+}
+
+export interface TlsOptions {
+  /** PEM: replaces the system's CAs, as OpenStack's ca-file does. */
+  ca?: string;
+  cert?: string;
+  key?: string;
+  rejectUnauthorized?: boolean;
+}
+
+/** A transport with its own connection pool (and TLS settings); `defaultTransport` for the usual case. */
+export function nodeTransport(tls: TlsOptions = {}): Transport {
+  let https: Agent | undefined;
+  let http: Agent | undefined;
+  const common = { keepAlive: true, scheduling: 'lifo' as const };
+  const agentFor = (url: URL): Agent => {
+    if (url.protocol === 'http:') {
+      http ??= new (nodeHttp().Agent)(common);
+      return http;
+    }
+    https ??= new (nodeHttps().Agent)({
+      ...common,
+      // One TLS context (CA store, client certificate) shared by every connection, not one each.
+      secureContext: nodeTls().createSecureContext({
+        ...(tls.ca ? { ca: tls.ca } : {}),
+        ...(tls.cert ? { cert: tls.cert } : {}),
+        ...(tls.key ? { key: tls.key } : {}),
+      }),
+      rejectUnauthorized: tls.rejectUnauthorized ?? true,
+    });
+    return https;
+  };
+  return (url, req, maxBytes) => send(url, req, maxBytes, agentFor(url));
+}
+
+let shared: Transport | undefined;
+/** One pool for every client without TLS settings of its own. */
+export function defaultTransport(): Transport {
+  shared ??= nodeTransport();
+  return shared;
+}
+
+function send(url: URL, req: TransportRequest, maxBytes: number, agent: Agent): Promise<TransportResponse> {
+  const { signal } = req;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = {};
+    req.headers.forEach((value, name) => {
+      headers[name] = value;
+    });
+    if (req.body !== undefined) headers['content-length'] = String(Buffer.byteLength(req.body));
+    const request = (url.protocol === 'http:' ? nodeHttp() : nodeHttps()).request;
+    let settled = false;
+    const finish = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
+      signal.removeEventListener('abort', onAbort);
+      fn();
+    };
+    const fail = (err: unknown) => finish(() => reject(err));
+    const onAbort = () => {
+      fail(signal.reason);
+      outgoing.destroy();
+    };
+    const outgoing = request(url, { method: req.method, headers, agent }, (res: IncomingMessage) => {
+      const declared = Number(res.headers['content-length']);
+      if (declared > maxBytes) {
+        res.destroy();
+        fail(new ResponseTooLarge());
+        return;
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > maxBytes) {
+          res.destroy();
+          fail(new ResponseTooLarge());
+          return;
+        }
+        chunks.push(chunk);
+      });
+      res.on('end', () =>
+        finish(() =>
+          resolve({
+            status: res.statusCode ?? 0,
+            statusText: res.statusMessage ?? '',
+            headers: incomingHeaders(res.headers),
+            text: Buffer.concat(chunks).toString('utf8'),
+          }),
+        ),
+      );
+      res.on('error', (err) => fail(new TypeError('request failed', { cause: err })));
+      // A connection closed before the whole answer arrived.
+      res.on('close', () =>
+        fail(new TypeError('request failed', { cause: new Error('the answer was cut short') })),
+      );
+    });
+    outgoing.on('error', (err) => fail(new TypeError('request failed', { cause: err })));
+    signal.addEventListener('abort', onAbort, { once: true });
+    outgoing.end(req.body);
+  });
+}
+
+function incomingHeaders(raw: IncomingHttpHeaders): ResponseHeaders {
+  return {
+    get(name) {
+      const value = raw[name.toLowerCase()];
+      if (value === undefined) return null;
+      return Array.isArray(value) ? value.join(', ') : value;
+    },
+  };
+}
+
+/** An injected fetch (tests) as a transport: the body read with the same cap. */
+export function fetchTransport(fetchFn: typeof fetch): Transport {
+  return async (url, req, maxBytes) => {
+    const headers: Record<string, string> = {};
+    req.headers.forEach((value, name) => {
+      headers[name] = value;
+    });
+    const res = await fetchFn(url, {
+      method: req.method,
+      headers,
+      signal: req.signal,
+      redirect: 'manual',
+      ...(req.body !== undefined ? { body: req.body } : {}),
+    });
+    return {
+      status: res.status,
+      statusText: res.statusText,
+      headers: res.headers,
+      text: await readCapped(res, maxBytes),
+    };
+  };
+}
+
+async function readCapped(res: Response, maxBytes: number): Promise<string> {
+  if (!res.body) return '';
+  if (Number(res.headers.get('content-length')) > maxBytes) {
+    await res.body.cancel().catch(() => {});
+    throw new ResponseTooLarge();
+  }
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw new ResponseTooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
