@@ -77,7 +77,9 @@ export interface TlsOptions {
 export function nodeTransport(tls: TlsOptions = {}): Transport {
   let https: Agent | undefined;
   let http: Agent | undefined;
-  const common = { keepAlive: true, scheduling: 'lifo' as const };
+  // An idle connection is closed after 4 s, as fetch's (undici's keepAliveTimeout) was, or sooner where
+  // the server's Keep-Alive header says so: a request is not sent down a socket the server is closing.
+  const common = { keepAlive: true, scheduling: 'lifo' as const, timeout: 4_000 };
   const agentFor = (url: URL): Agent => {
     if (url.protocol === 'http:') {
       http ??= new (nodeHttp().Agent)(common);

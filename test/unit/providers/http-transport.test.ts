@@ -28,6 +28,9 @@ const routes: Record<string, (req: IncomingMessage, res: ServerResponse) => void
     res.end();
   },
   '/silent': () => {},
+  '/slow': (_req, res) => {
+    setTimeout(() => res.end('late'), 4_500);
+  },
   '/declared-large': (_req, res) => {
     res.writeHead(200, { 'content-length': String(10_000) });
     res.write('x');
@@ -95,6 +98,11 @@ describe('nodeTransport', () => {
     await get('/ok');
     await get('/ok');
     expect(connections.length - before).toBeLessThanOrEqual(1);
+  });
+
+  it('waits for an answer slower than the idle timeout of its pooled connections', async () => {
+    const res = await get('/slow', AbortSignal.timeout(10_000));
+    expect(res.text).toBe('late');
   });
 
   it('never follows a redirect: the 302 is the answer', async () => {
