@@ -1,6 +1,6 @@
 /**
- * node:http, node:https, node:tls, node:crypto, node:child_process and node:util through require(), each
- * loaded on first use.
+ * node:http, node:https, node:tls, node:zlib, node:crypto, node:child_process and node:util through
+ * require(), each loaded on first use.
  *
  * An ESM `import … from 'node:http'` makes Node build a facade that reads every export, and the
  * getter of `http.WebSocket` loads Node's bundled undici: 35 ms of start-up on Node 24 for a
@@ -25,6 +25,7 @@ function onFirstUse<T>(id: string): () => T {
 export const nodeHttp = onFirstUse<typeof import('node:http')>('node:http');
 export const nodeHttps = onFirstUse<typeof import('node:https')>('node:https');
 export const nodeTls = onFirstUse<typeof import('node:tls')>('node:tls');
+export const nodeZlib = onFirstUse<typeof import('node:zlib')>('node:zlib');
 export const nodeCrypto = onFirstUse<typeof import('node:crypto')>('node:crypto');
 export const nodeChildProcess = onFirstUse<typeof import('node:child_process')>('node:child_process');
 /** Its ESM facade would load worker_threads at start. */

@@ -1,6 +1,7 @@
 import { isObject, unexpectedAnswer } from '../answer.js';
 import { InvalidConfigError, NotFoundError, RetryableError, UnauthorizedError } from '../errors.js';
 import { HttpClient, type HttpClientOptions } from '../http.js';
+import { defaultTransport, fetchTransport } from '../http-transport.js';
 import type { RequestSigner } from './signer.js';
 
 /**
@@ -96,7 +97,8 @@ export class TritonClient {
     // estimate survives this machine's wall clock being set right (or wrong) in between.
     let server: { ms: number; mono: number } | undefined;
     const skew = () => (server ? server.ms + (performance.now() - server.mono) - clock() : undefined);
-    const send = options.http?.fetch ?? globalThis.fetch;
+    const { fetch: injected, transport, ...http } = options.http ?? {};
+    const send = injected ? fetchTransport(injected) : (transport ?? defaultTransport());
     const httpOptions: HttpClientOptions = {
       baseUrl: options.url,
       userAgent: 'ccm (triton)',
@@ -125,9 +127,9 @@ export class TritonClient {
           `Signature keyId="${signer.keyId}",algorithm="${algorithm}",headers="date",signature="${signature}"`,
         );
       },
-      ...options.http,
-      fetch: async (input, init) => {
-        const res = await send(input, init);
+      ...http,
+      transport: async (url, req, maxBytes) => {
+        const res = await send(url, req, maxBytes);
         const date = Date.parse(res.headers.get('date') ?? '');
         // The Date header has whole seconds: the middle of its second is the best estimate.
         if (!Number.isNaN(date)) server = { ms: date + 500, mono: performance.now() };

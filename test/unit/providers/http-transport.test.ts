@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HeaderMap, nodeTransport, ResponseTooLarge } from '../../../src/providers/http-transport.js';
 
@@ -28,6 +29,10 @@ const routes: Record<string, (req: IncomingMessage, res: ServerResponse) => void
     res.end();
   },
   '/silent': () => {},
+  '/gzip-bomb': (_req, res) => {
+    res.writeHead(200, { 'content-encoding': 'gzip' });
+    res.end(gzipSync('z'.repeat(100_000)));
+  },
   '/slow': (_req, res) => {
     setTimeout(() => res.end('late'), 4_500);
   },
@@ -120,6 +125,9 @@ describe('nodeTransport', () => {
     await expect(get('/declared-large')).rejects.toBeInstanceOf(ResponseTooLarge);
     await expect(get('/streamed-large')).rejects.toBeInstanceOf(ResponseTooLarge);
     await expect(get('/streamed-large', undefined, 50_000)).resolves.toMatchObject({ status: 200 });
+    // Counted as unpacked: 100 KB of gzip-compressed answer is not 5 KB.
+    await expect(get('/gzip-bomb')).rejects.toBeInstanceOf(ResponseTooLarge);
+    expect(seen.at(-1)?.headers['accept-encoding']).toBe('gzip, deflate');
   });
 
   it('reports a refused connection and a cut-short answer as a TypeError with the cause', async () => {
