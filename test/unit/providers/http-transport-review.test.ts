@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { HttpClient } from '../../../src/providers/http.js';
 import { HeaderMap, nodeTransport } from '../../../src/providers/http-transport.js';
 import { TritonClient } from '../../../src/providers/triton/client.js';
+import { selfSigned } from '../helpers/self-signed.js';
 
 /** The outside review of the node:http(s) cloud transport, kept: each test asserts what fetch (or Go's SDKs) did. */
 
@@ -20,21 +21,7 @@ const pem = (name: string) => readFileSync(join(dir, name), 'utf8');
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'ccm-rv-transport-'));
   const run = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
-  run([
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=ca',
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.pem',
-  ]);
+  selfSigned(dir, 'ca', 'ca');
   for (const [name, san] of [
     ['good', 'IP:127.0.0.1,IP:::1'],
     ['wrongname', 'DNS:other.example'],

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCloudConfig } from '../../../../src/providers/openstack/config.js';
 import { createOpenStack } from '../../../../src/providers/openstack/index.js';
 import { OpenStackSimulator, PASSWORD } from '../../../clouds/openstack/simulator.js';
+import { selfSigned } from '../../helpers/self-signed.js';
 
 /** [Global] ca-file and tls-insecure against the simulator served over HTTPS with a fresh certificate. */
 let dir: string;
@@ -13,29 +13,9 @@ let sim: OpenStackSimulator;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'ccm-os-tls-'));
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-      '-keyout',
-      join(dir, 'key.pem'),
-      '-out',
-      join(dir, 'ca.pem'),
-    ],
-    { stdio: 'ignore' },
-  );
+  selfSigned(dir, 'ca', '127.0.0.1', 'IP:127.0.0.1');
   sim = await new OpenStackSimulator().start({
-    key: readFileSync(join(dir, 'key.pem'), 'utf8'),
+    key: readFileSync(join(dir, 'ca.key'), 'utf8'),
     cert: readFileSync(join(dir, 'ca.pem'), 'utf8'),
   });
 });
