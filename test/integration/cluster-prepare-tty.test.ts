@@ -66,7 +66,12 @@ describe('confirming in a terminal', () => {
       // The Node process whose arguments name this root (not the shell that started it).
       const pid = readdirSync('/proc').find((p) => {
         if (!/^\d+$/.test(p)) return false;
-        const argv = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
+        let argv: string[];
+        try {
+          argv = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
+        } catch {
+          return false; // a process that ended while /proc was read
+        }
         return argv[0] === process.execPath && argv.includes(root);
       });
       expect(pid).toBeDefined();
