@@ -128,7 +128,7 @@ function send(url: URL, req: TransportRequest, maxBytes: number, agent: Agent): 
     });
     if (req.body !== undefined) headers['content-length'] = String(Buffer.byteLength(req.body));
     // Asked for, as fetch and Go's transport ask: a listing of 1,000 servers crosses the wire a tenth
-    // the size. Node's zlib is already loaded by then (prom-client needs it).
+    // the size.
     headers['accept-encoding'] ??= 'gzip, deflate';
     const request = (url.protocol === 'http:' ? nodeHttp() : nodeHttps()).request;
     let settled = false;
@@ -151,7 +151,10 @@ function send(url: URL, req: TransportRequest, maxBytes: number, agent: Agent): 
         return;
       }
       // The cap counts what is decoded: a small compressed answer may unpack to any size.
-      const body = decoded(res, fail);
+      const body = decoded(res, (err) => {
+        res.destroy();
+        fail(new TypeError('request failed', { cause: err }));
+      });
       const chunks: Buffer[] = [];
       let size = 0;
       body.on('data', (chunk: Buffer) => {
@@ -187,10 +190,11 @@ function send(url: URL, req: TransportRequest, maxBytes: number, agent: Agent): 
 }
 
 /** The answer's body as sent, or unpacked where its Content-Encoding says it is compressed. */
-function decoded(res: IncomingMessage, fail: (err: unknown) => void): Readable {
+function decoded(res: IncomingMessage, onError: (err: Error) => void): Readable {
   const encoding = String(res.headers['content-encoding'] ?? '')
     .trim()
     .toLowerCase();
+  if (encoding === '' || encoding === 'identity') return res;
   const zlib = nodeZlib();
   const decoder =
     encoding === 'gzip' || encoding === 'x-gzip'
@@ -201,7 +205,7 @@ function decoded(res: IncomingMessage, fail: (err: unknown) => void): Readable {
           ? zlib.createBrotliDecompress()
           : undefined;
   if (!decoder) return res;
-  decoder.on('error', (err) => fail(new TypeError('request failed', { cause: err })));
+  decoder.on('error', onError);
   return res.pipe(decoder);
 }
 

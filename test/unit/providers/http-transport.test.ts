@@ -29,6 +29,10 @@ const routes: Record<string, (req: IncomingMessage, res: ServerResponse) => void
     res.end();
   },
   '/silent': () => {},
+  '/bad-gzip': (_req, res) => {
+    res.writeHead(200, { 'content-encoding': 'gzip' });
+    res.end('not gzip at all');
+  },
   '/gzip-bomb': (_req, res) => {
     res.writeHead(200, { 'content-encoding': 'gzip' });
     res.end(gzipSync('z'.repeat(100_000)));
@@ -130,7 +134,7 @@ describe('nodeTransport', () => {
     expect(seen.at(-1)?.headers['accept-encoding']).toBe('gzip, deflate');
   });
 
-  it('reports a refused connection and a cut-short answer as a TypeError with the cause', async () => {
+  it('reports a refused connection, a corrupt compressed answer and a cut-short answer as a TypeError with the cause', async () => {
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const port = (closed.address() as AddressInfo).port;
@@ -142,6 +146,10 @@ describe('nodeTransport', () => {
     ).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(TypeError);
     expect(((refused as Error).cause as NodeJS.ErrnoException).code).toBe('ECONNREFUSED');
+
+    const corrupt = await get('/bad-gzip').catch((e: unknown) => e);
+    expect(corrupt).toBeInstanceOf(TypeError);
+    expect(((corrupt as Error).cause as NodeJS.ErrnoException).code).toBe('Z_DATA_ERROR');
 
     const cut = await get('/cut-short').catch((e: unknown) => e);
     expect(cut).toBeInstanceOf(TypeError);
