@@ -212,7 +212,13 @@ export class HttpClient {
     const { body, contentType } = encodeBody(opts.body);
     const caller = opts.signal;
     for (let attempt = 1; ; attempt++) {
-      const headers = new HeaderMap(opts.headers);
+      let headers: HeaderMap;
+      try {
+        headers = new HeaderMap(opts.headers);
+      } catch (err) {
+        // A line break in a header value would start another header: nothing is sent.
+        throw new InvalidConfigError(`${method} ${url.pathname}: ${(err as Error).message}`);
+      }
       if (!headers.has('accept')) headers.set('accept', 'application/json');
       if (contentType && !headers.has('content-type')) headers.set('content-type', contentType);
       headers.set('user-agent', this.options.userAgent ?? 'ccm');

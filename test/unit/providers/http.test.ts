@@ -682,6 +682,19 @@ describe('HttpClient: ids from Nodes and Services in the path', () => {
   });
 });
 
+describe('HttpClient: header values', () => {
+  it('refuses a value with a line break in one line naming the header, not its value, sending nothing', async () => {
+    handler = (_req, res) => json(res, 200, {});
+    const { http } = client();
+    const err = await failure(
+      http.get('/v2/account', { headers: { 'if-match': 'revision_number=1\r\nx-evil: 1' } }),
+    );
+    expect(err).toBeInstanceOf(InvalidConfigError);
+    expect(err.message).toBe('GET /v2/account: invalid value for header if-match');
+    expect(seen).toEqual([]);
+  });
+});
+
 describe('HttpClient: plain http', () => {
   it('is refused to another machine, taken to loopback', () => {
     for (const url of ['http://api.digitalocean.com', 'http://10.0.0.5:8774/v2.1', 'http://[fd00::1]:5000']) {
