@@ -63,26 +63,12 @@ async function ensureWorker(): Promise<void> {
  * `port` → `nodePort`, health-checked on the node port, balancing to `nodes`.
  */
 function officialBalancer(id: string, name: string, port: number, nodePort: number, nodes: string[]) {
-  world.sim.loadBalancers.set(id, {
+  world.sim.addLoadBalancer({
     id,
     name,
     status: 'active',
-    locked: false,
-    policy: 'least-connections',
-    httpsRedirect: false,
-    domains: [],
-    acme: {},
-    acmeReadsLeft: 0,
     listeners: [{ protocol: 'tcp', in: port, out: nodePort, timeout: 50_000, proxy_protocol: null }],
-    healthcheck: {
-      type: 'tcp',
-      port: nodePort,
-      request: '/',
-      interval: 5000,
-      timeout: 5000,
-      threshold_up: 3,
-      threshold_down: 3,
-    },
+    healthcheck: { port: nodePort },
     nodes,
     readsLeft: 0,
   });

@@ -265,6 +265,50 @@ export class BrightboxSimulator {
     return cip;
   }
 
+  /**
+   * A load balancer already there (e.g. one another controller made), with what the API gives one it
+   * creates (newLoadBalancer) where `spec` leaves it out; its health check's fields one by one.
+   */
+  addLoadBalancer(
+    spec: Partial<Omit<SimLoadBalancer, 'healthcheck'>> & { healthcheck?: Partial<SimHealthcheck> } = {},
+  ): SimLoadBalancer {
+    const fresh = this.newLoadBalancer(spec.id);
+    const lb: SimLoadBalancer = {
+      ...fresh,
+      ...spec,
+      healthcheck: { ...fresh.healthcheck, ...spec.healthcheck },
+    };
+    this.loadBalancers.set(lb.id, lb);
+    return lb;
+  }
+
+  /** A load balancer as POST /1.0/load_balancers starts it, before the body's fields are applied. */
+  private newLoadBalancer(id = this.nextID('lba')): SimLoadBalancer {
+    return {
+      id,
+      name: '',
+      status: 'creating',
+      locked: false,
+      policy: 'least-connections',
+      httpsRedirect: false,
+      domains: [],
+      acme: {},
+      acmeReadsLeft: 0,
+      listeners: [],
+      healthcheck: {
+        type: 'tcp',
+        port: 0,
+        request: '/',
+        interval: 5000,
+        timeout: 5000,
+        threshold_up: 3,
+        threshold_down: 3,
+      },
+      nodes: [],
+      readsLeft: this.lbCreatingReads,
+    };
+  }
+
   addServerGroup(spec: Partial<SimServerGroup> = {}): SimServerGroup {
     const group: SimServerGroup = {
       id: spec.id ?? this.nextID('grp'),
@@ -742,31 +786,7 @@ export class BrightboxSimulator {
       'https_redirect',
       'buffer_size',
     ]);
-    const lb: SimLoadBalancer = current
-      ? { ...current }
-      : {
-          id: this.nextID('lba'),
-          name: '',
-          status: 'creating',
-          locked: false,
-          policy: 'least-connections',
-          httpsRedirect: false,
-          domains: [],
-          acme: {},
-          acmeReadsLeft: 0,
-          listeners: [],
-          healthcheck: {
-            type: 'tcp',
-            port: 0,
-            request: '/',
-            interval: 5000,
-            timeout: 5000,
-            threshold_up: 3,
-            threshold_down: 3,
-          },
-          nodes: [],
-          readsLeft: this.lbCreatingReads,
-        };
+    const lb: SimLoadBalancer = current ? { ...current } : this.newLoadBalancer();
     const name = optionalString(body, 'name');
     if (name !== undefined) lb.name = name;
     if (body.policy !== undefined) lb.policy = oneOf(body.policy, POLICIES, 'policy');
