@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 import { InvalidConfigError } from '../errors.js';
 import { HttpClient, type HttpResponse, httpStatus, type RequestOptions } from '../http.js';
-import { nodeTransport, type Transport } from '../http-transport.js';
+import { fetchTransport, nodeTransport, type Transport } from '../http-transport.js';
 import type { ProviderDeps } from '../types.js';
 import type { GlobalConfig } from './config.js';
 import { endpointFor, Keystone, type Token } from './keystone.js';
@@ -54,7 +54,6 @@ const NOT_FOUND: Record<ServiceType, (body: unknown) => boolean> = {
 export class Session {
   readonly keystone: Keystone;
   private readonly services = new Map<ServiceType, { http: HttpClient; region: string }>();
-  private readonly fetch: typeof fetch | undefined;
   private readonly transport: Transport | undefined;
 
   constructor(
@@ -62,8 +61,7 @@ export class Session {
     private readonly deps: ProviderDeps,
     private readonly options: SessionOptions = {},
   ) {
-    this.fetch = options.fetch;
-    this.transport = options.fetch ? undefined : tlsTransport(config);
+    this.transport = options.fetch ? fetchTransport(options.fetch) : tlsTransport(config);
     this.keystone = new Keystone(config, this.httpOptions('identity'), options.now);
   }
 
@@ -116,7 +114,6 @@ export class Session {
   private httpOptions(type: ServiceType | 'identity') {
     const { onCloudCall } = this.deps;
     return {
-      ...(this.fetch ? { fetch: this.fetch } : {}),
       ...(this.transport ? { transport: this.transport } : {}),
       ...(this.options.sleep ? { sleep: this.options.sleep } : {}),
       ...(this.options.now ? { now: this.options.now } : {}),
