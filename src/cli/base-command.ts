@@ -2,6 +2,7 @@ import type { Interfaces } from '@oclif/core';
 import { Command } from '@oclif/core/command';
 import * as Flags from '@oclif/core/flags';
 import { providerNames } from '../providers/registry.js';
+import { endProcess } from './end-process.js';
 import {
   EXIT_FAILED,
   EXIT_INTERRUPTED,
@@ -177,7 +178,7 @@ export abstract class BaseCommand extends CcmCommand {
         const text = await render(result, this.view, stdoutTerminal());
         if (text !== '') process.stdout.write(`${text}\n`);
       }
-      if (result.failed) this.exit(EXIT_FAILED);
+      if (result.failed) endProcess(EXIT_FAILED);
     }
     return result;
   }

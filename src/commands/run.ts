@@ -1,6 +1,7 @@
 import * as Flags from '@oclif/core/flags';
 import { CcmCommand } from '../cli/base-command.js';
 import { parseDuration } from '../cli/duration.js';
+import { endProcess } from '../cli/end-process.js';
 import { flagValueError } from '../cli/errors.js';
 
 function duration(flag: string, value: string, min = 1): number {
@@ -247,7 +248,6 @@ export default class Run extends CcmCommand {
     };
     process.on('unhandledRejection', onUnexpected);
     process.on('uncaughtException', onUnexpected);
-    const code = await handle.done;
-    process.exit(code);
+    endProcess(await handle.done);
   }
 }
