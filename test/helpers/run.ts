@@ -129,13 +129,28 @@ export async function spawnCcmRun(args: string[], env: NodeJS.ProcessEnv = proce
   return {
     child,
     url,
-    stop: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
-    },
+    stop: () => terminate(child, 'ccm run'),
   };
+}
+
+/**
+ * SIGTERM, then the exit within 15 s (ccm's own backstop is 9.5 s); past that, SIGKILL and an error
+ * that says so, rather than a test that waits for its own timeout.
+ */
+export async function terminate(child: ChildProcess, what: string): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<boolean>((r) => child.once('exit', () => r(true)));
+  child.kill('SIGTERM');
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((r) => {
+    timer = setTimeout(() => r(false), 15_000);
+  });
+  const inTime = await Promise.race([exited, late]);
+  clearTimeout(timer);
+  if (inTime) return;
+  child.kill('SIGKILL');
+  await exited;
+  throw new Error(`${what} (pid ${child.pid}) did not exit within 15 s of SIGTERM`);
 }
 
 export async function startInProcess(input: RunInput, deps: RunDeps = {}): Promise<InProcess> {

@@ -15,7 +15,7 @@ import { stringify } from 'yaml';
 import type { PolicyRule } from '../../src/cli/manifests.js';
 import { fixtureApi, fixtureApply, fixtureClient } from '../controlplane/fixtures.js';
 import type { AuditEvent, ControlPlane } from '../controlplane/harness.js';
-import { until } from './run.js';
+import { terminate, until } from './run.js';
 
 const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 
@@ -183,10 +183,7 @@ export class ServiceAccountRun {
   async stop(): Promise<void> {
     const running = this.child;
     this.child = undefined;
-    if (!running || running.exitCode !== null || running.signalCode !== null) return;
-    const exited = new Promise((r) => running.once('exit', r));
-    running.kill('SIGTERM');
-    await exited;
+    if (running) await terminate(running, 'ccm run');
   }
 
   /** After a failed test: what ccm printed last. */
