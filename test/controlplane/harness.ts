@@ -119,16 +119,10 @@ function get(url: string, token: string, ca: string | undefined): Promise<{ stat
   });
 }
 
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
-}
-
-/** SIGKILL to the binary the watchdog runs (its child), then wait for the watchdog to notice and exit. */
+/**
+ * SIGKILL to the binary the watchdog runs (its child), then to the watchdog itself, which would
+ * otherwise notice only at its next one-second poll.
+ */
 async function killHard(watchdog: ChildProcess): Promise<void> {
   if (watchdog.exitCode !== null || watchdog.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => watchdog.once('exit', () => resolve()));
@@ -142,6 +136,7 @@ async function killHard(watchdog: ChildProcess): Promise<void> {
       // the process went away meanwhile
     }
   }
+  watchdog.kill('SIGKILL');
   await exited;
 }
 
@@ -248,8 +243,10 @@ async function startOnFreePorts(options: StartOptions): Promise<ControlPlane> {
   const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
   const dir = mkdtempSync(join(base, 'ccm-controlplane-'));
   const children: ChildProcess[] = [];
+  // Killed, not terminated: a graceful kube-apiserver shutdown takes a second, and nothing of a
+  // stopped control plane is read again (its directory is removed).
   const stop = async () => {
-    for (const child of children.reverse()) await stopProcess(child);
+    for (const child of children.reverse()) await killHard(child);
     rmSync(dir, { recursive: true, force: true });
   };
   try {
