@@ -54,7 +54,7 @@ export class Terminal {
     // The shell outlives a Ctrl-C typed into the terminal (its trap), to write the CLI's exit status.
     const node = quote(options.node ?? process.execPath);
     const command = `trap true INT; env ${envArgs.join(' ')} ${node} ${quote(bin)} ${args.map(quote).join(' ')}; echo $? > ${quote(status)}; sleep 3600`;
-    await execa('tmux', [
+    await tmux(dir, [
       'new-session',
       '-d',
       '-s',
@@ -71,7 +71,7 @@ export class Terminal {
   /** The screen and what scrolled past; `joined` reads a wrapped line as one, as the person saw it. */
   async screen(flags: { joined?: boolean; coloured?: boolean } = {}): Promise<string> {
     const extra = [...(flags.joined ? ['-J'] : []), ...(flags.coloured ? ['-e'] : [])];
-    const { stdout } = await execa('tmux', ['capture-pane', '-p', ...extra, '-t', this.session, '-S', '-']);
+    const { stdout } = await tmux(this.dir, ['capture-pane', '-p', ...extra, '-t', this.session, '-S', '-']);
     return stdout.replace(/\n+$/, '');
   }
 
@@ -89,7 +89,7 @@ export class Terminal {
   async type(...keys: string[]): Promise<void> {
     for (const key of keys) {
       const literal = !(key.length > 1 && /^[A-Z]/.test(key));
-      await execa('tmux', ['send-keys', '-t', this.session, ...(literal ? ['-l', key] : [key])]);
+      await tmux(this.dir, ['send-keys', '-t', this.session, ...(literal ? ['-l', key] : [key])]);
     }
   }
 
@@ -102,9 +102,18 @@ export class Terminal {
   }
 
   async close(): Promise<void> {
-    await execa('tmux', ['kill-session', '-t', this.session], { reject: false });
+    await tmux(this.dir, ['kill-server'], { reject: false });
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Each terminal is its own tmux server, its socket in the terminal's temp folder: on the one default
+ * server, a session started while another test's last session ended met a server that was exiting
+ * ("server exited unexpectedly"), with six test files at a time.
+ */
+function tmux(dir: string, args: string[], options: { reject?: boolean } = {}) {
+  return execa('tmux', ['-S', join(dir, 'tmux.sock'), ...args], options);
 }
 
 /** Runs the CLI to its end in a terminal of this size and reads the screen back. */
