@@ -75,4 +75,29 @@ describe('EventRecorder', () => {
     expect(posted.at(-1)?.name).toBe('svc-1499');
     expect(recorder.dropped).toBe(499);
   });
+
+  it('forgets what its windows no longer need, oldest first, however many objects it saw', async () => {
+    let now = 0;
+    const { http } = transport(async () => {});
+    const recorder = new EventRecorder(http, { now: () => now });
+    const sizes = () => {
+      const maps = recorder as unknown as { sent: Map<string, number>; buckets: Map<string, unknown> };
+      return [maps.sent.size, maps.buckets.size];
+    };
+    for (let i = 0; i < 5000; i++) recorder.record(about(`node-${i}`), spec('Synced'));
+    now += 6 * 60_000;
+    for (let i = 0; i < 10; i++) recorder.record(about(`late-${i}`), spec('Synced'));
+    // node-7 again, then 10 minutes after its first Event: sent again, and the 4,999 others forgotten.
+    recorder.record(about('node-7'), spec('Synced'));
+    now += 4 * 60_000;
+    expect(recorder.record(about('node-7'), spec('Synced'))).toBe(true);
+    expect(sizes()).toEqual([11, 5010]);
+    // The late ones are still repeats for their 10 minutes.
+    expect(recorder.record(about('late-3'), spec('Synced'))).toBe(false);
+    // The spam filter's buckets go once they would be full again (25 × 5 minutes).
+    now += 125 * 60_000;
+    recorder.record(about('last'), spec('Synced'));
+    expect(sizes()).toEqual([1, 1]);
+    await recorder.flush(5000);
+  });
 });
