@@ -104,17 +104,21 @@ export abstract class CcmCommand extends Command {
   protected override async catch(err: Error & { exitCode?: number }): Promise<void> {
     // oclif's own exit() throws an ExitError; let it through untouched.
     if ((err as { code?: string }).code === 'EEXIT') throw err;
+    // The error's line says it all: without this, oclif adds a warning (with NODE_ENV=development or
+    // test) that a command refused while parsing did not parse.
+    this.parsed = true;
     // Ctrl-C at a prompt (inquirer's ExitPromptError): what a shell reports for SIGINT, not its text.
     if (err.name === 'ExitPromptError') {
       process.stderr.write('ccm: cancelled at the prompt (Ctrl-C); nothing was written\n');
-      process.exit(EXIT_INTERRUPTED);
+      return endProcess(EXIT_INTERRUPTED);
     }
     const debug =
       this.argv.includes('--log-level=debug') || this.argv.join(' ').includes('--log-level debug');
     process.stderr.write(`ccm: ${oneLine(err)}\n`);
     if (debug && err.stack) process.stderr.write(`${err.stack}\n`);
-    const code = err.name === 'CLIError' || isParseError(err) ? EXIT_USAGE : exitCodeFor(err);
-    process.exit(code);
+    // Ended by its loop running dry, as a success is (end-process.ts): work still under way when the
+    // error came gets the backstop's second at most.
+    endProcess(err.name === 'CLIError' || isParseError(err) ? EXIT_USAGE : exitCodeFor(err));
   }
 }
 

@@ -7,7 +7,7 @@
  * thread to collect garbage at that moment waits forever, and so does the join: the process never
  * ends (nodejs/node#54918 and #64274, open for Node 24 and 26). `ccm run` hung that way after SIGTERM
  * in this project's test suite. A natural exit tears V8 down first, which releases such a waiter.
- * Measured with V8's `--stress-concurrent-allocation` (test/integration/end-process.test.ts).
+ * Measured with V8's `--stress-concurrent-allocation` (test/unit/cli/end-process.test.ts).
  *
  * `graceMs` is the backstop for a handle that keeps the loop alive after all: then `process.exit()`.
  */

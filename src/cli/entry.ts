@@ -16,6 +16,7 @@ import NodesInit from '../commands/nodes/init.js';
 import NodesList from '../commands/nodes/list.js';
 import Run from '../commands/run.js';
 import SecretCreate from '../commands/secret/create.js';
+import { endProcess } from './end-process.js';
 
 export { commandNotFound } from './command-not-found.js';
 export { CcmHelp } from './help.js';
@@ -46,11 +47,13 @@ export async function start(bin: string): Promise<void> {
   // otherwise register tsx to run src/ (loading child_process, crypto and workers to start).
   settings.enableAutoTranspile = false;
   // A reader that stops reading (`ccm help run | head -1`) ends ccm quietly, with the status a
-  // SIGPIPE would give; otherwise the pending write leaves oclif's promise unsettled and Node
-  // prints a warning about bin/run.js's top-level await.
+  // SIGPIPE would give. stdout is destroyed, which fails the writes still pending (a pending write
+  // would leave oclif's promise unsettled), and the process ends as every other (end-process.ts).
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-    if (error.code === 'EPIPE') process.exit(128 + 13);
-    throw error;
+    if (error.code === 'ERR_STREAM_DESTROYED') return;
+    if (error.code !== 'EPIPE') throw error;
+    process.stdout.destroy();
+    endProcess(128 + 13);
   });
   // No user or dev plugins: oclif would run what $XDG_DATA_HOME/ccm/package.json lists, as root under sudo.
   await execute({

@@ -27,6 +27,7 @@ import { readSecret, type SecretData } from '../kube/secrets.js';
 import { type SlimNode, slimNode } from '../kube/slim-node.js';
 import { KubeTransport } from '../kube/transport.js';
 import { nodeCrypto } from '../node-modules.js';
+import { closeCloudConnections } from '../providers/http-transport.js';
 import { loadProvider } from '../providers/registry.js';
 import type { Provider, ProviderDefinition } from '../providers/types.js';
 import { UsageError } from './errors.js';
@@ -241,8 +242,10 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     } else if (listingFailure) log.info('the cloud listing works again');
     listingFailure = view.listingError;
   };
+  // Aborted by the shutdown: a listing the cloud does not answer must not outlive it.
+  const listing = new AbortController();
   const cloud = new InstanceCache({
-    list: () => provider.instances.list(),
+    list: () => provider.instances.list(listing.signal),
     nodes: () => nodes?.list() ?? [],
     onRefresh: (view) => {
       metrics.cachedInstances.set(view.index.size);
@@ -507,6 +510,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
       stopping = true;
       clearInterval(reloadTimer);
       stopper.abort();
+      listing.abort();
       const bounded = <T>(p: Promise<T>, ms: number) =>
         Promise.race([p, new Promise<void>((r) => setTimeout(r, ms).unref())]);
       await bounded(stopControllers(), SHUTDOWN_BUDGET_MS - 3500);
@@ -517,6 +521,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
       await bounded(Promise.all(Object.values(informers).map((i) => i.stop())), 1000);
       await serving?.close();
       await transport.close().catch(() => {});
+      closeCloudConnections();
       metrics.leader.set(0);
       resolveDone(code);
       return code;

@@ -1,5 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Registry } from 'prom-client';
 import { nodeHttp, nodeHttps } from '../node-modules.js';
 import type { Authorize } from './delegated-auth.js';
@@ -88,6 +88,13 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     server = nodeHttps().createServer({ cert: tls.cert, key: tls.key }, handler);
   }
   server.keepAliveTimeout = 5000;
+  // Every TCP connection, TLS handshake done or not: closeAllConnections() knows only those that
+  // completed it, and one that never does would keep close() (and the process) waiting.
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.bindAddress, () => {
@@ -103,6 +110,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
+        for (const socket of sockets) socket.destroy();
       }),
   };
 }

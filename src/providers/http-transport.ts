@@ -75,6 +75,17 @@ export interface TlsOptions {
 }
 
 /** A transport with its own connection pool (and TLS settings); `defaultTransport` for the usual case. */
+const pools = new Set<Agent>();
+
+/**
+ * Ends every cloud connection, a request in flight included (it fails): at the end of `ccm run`'s
+ * shutdown, so that a cloud that does not answer keeps no socket, and so the process, alive. A pool
+ * stays usable after (it opens new connections).
+ */
+export function closeCloudConnections(): void {
+  for (const pool of pools) pool.destroy();
+}
+
 export function nodeTransport(tls: TlsOptions = {}): Transport {
   let https: Agent | undefined;
   let http: Agent | undefined;
@@ -83,23 +94,30 @@ export function nodeTransport(tls: TlsOptions = {}): Transport {
   const common = { keepAlive: true, scheduling: 'lifo' as const, timeout: 4_000 };
   const agentFor = (url: URL): Agent => {
     if (url.protocol === 'http:') {
-      http ??= new (nodeHttp().Agent)({ ...common, ...envProxy(nodeHttp().globalAgent) });
+      http ??= pooled(new (nodeHttp().Agent)({ ...common, ...envProxy(nodeHttp().globalAgent) }));
       return http;
     }
-    https ??= new (nodeHttps().Agent)({
-      ...common,
-      ...envProxy(nodeHttps().globalAgent),
-      // One TLS context (CA store, client certificate) shared by every connection, not one each.
-      secureContext: nodeTls().createSecureContext({
-        ...(tls.ca ? { ca: tls.ca } : {}),
-        ...(tls.cert ? { cert: tls.cert } : {}),
-        ...(tls.key ? { key: tls.key } : {}),
+    https ??= pooled(
+      new (nodeHttps().Agent)({
+        ...common,
+        ...envProxy(nodeHttps().globalAgent),
+        // One TLS context (CA store, client certificate) shared by every connection, not one each.
+        secureContext: nodeTls().createSecureContext({
+          ...(tls.ca ? { ca: tls.ca } : {}),
+          ...(tls.cert ? { cert: tls.cert } : {}),
+          ...(tls.key ? { key: tls.key } : {}),
+        }),
+        rejectUnauthorized: tls.rejectUnauthorized ?? true,
       }),
-      rejectUnauthorized: tls.rejectUnauthorized ?? true,
-    });
+    );
     return https;
   };
   return (url, req, maxBytes) => send(url, req, maxBytes, agentFor(url));
+}
+
+function pooled(agent: Agent): Agent {
+  pools.add(agent);
+  return agent;
 }
 
 /**
