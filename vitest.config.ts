@@ -7,7 +7,7 @@ export default defineConfig({
     setupFiles: ['test/helpers/cleanup.ts'],
     // Integration tests each start their own etcd + kube-apiserver and then mostly wait (for a Lease
     // to run out, a period to pass): two workers kept two cores 46% busy (8.4 CPU-minutes in a 9-minute
-    // suite), and the files took no longer with six at once (README, "Testing").
+    // suite), and the files took no longer with six at once (README, "Test").
     maxWorkers: 6,
     testTimeout: 60_000,
     hookTimeout: 120_000,

@@ -74,8 +74,8 @@ export interface TlsOptions {
   rejectUnauthorized?: boolean;
 }
 
-/** A transport with its own connection pool (and TLS settings); `defaultTransport` for the usual case. */
-const pools = new Set<Agent>();
+/** Every pool made, held weakly: a reloaded OpenStack cloud.conf makes a new one and drops the old. */
+let pools: WeakRef<Agent>[] = [];
 
 /**
  * Ends every cloud connection, a request in flight included (it fails): at the end of `ccm run`'s
@@ -83,9 +83,10 @@ const pools = new Set<Agent>();
  * stays usable after (it opens new connections).
  */
 export function closeCloudConnections(): void {
-  for (const pool of pools) pool.destroy();
+  for (const pool of pools) pool.deref()?.destroy();
 }
 
+/** A transport with its own connection pool (and TLS settings); `defaultTransport` for the usual case. */
 export function nodeTransport(tls: TlsOptions = {}): Transport {
   let https: Agent | undefined;
   let http: Agent | undefined;
@@ -116,7 +117,8 @@ export function nodeTransport(tls: TlsOptions = {}): Transport {
 }
 
 function pooled(agent: Agent): Agent {
-  pools.add(agent);
+  pools = pools.filter((pool) => pool.deref() !== undefined);
+  pools.push(new WeakRef(agent));
   return agent;
 }
 
