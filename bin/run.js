@@ -21,11 +21,19 @@ if (major < NEEDED) {
     );
     process.exit(2);
   }
-  const child = spawn(node24, [process.argv[1], ...process.argv.slice(2)], { stdio: 'inherit' });
+  const child = spawn(node24, [process.argv[1], ...process.argv.slice(2)], {
+    stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, CCM_SIGNALS_BY_IPC: '1' },
+  });
   // Passed on for a signal sent to this process alone; a terminal's Ctrl-C reaches both, which the
-  // commands take as one.
+  // commands take as one. Passed as a message, not as a signal: one that arrived while the command
+  // was ending (its handlers gone) would kill it, and turn its exit 0 into 130.
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'];
-  for (const signal of signals) process.on(signal, () => child.kill(signal));
+  for (const signal of signals) {
+    process.on(signal, () => {
+      if (child.connected) child.send({ signal }, () => {});
+    });
+  }
   child.on('exit', (code, signal) => {
     if (code !== null) process.exit(code);
     // Ended by a signal: end the same way, so that the shell sees what it would without this wrapper.
@@ -34,6 +42,18 @@ if (major < NEEDED) {
     setTimeout(() => process.exit(1), 1000);
   });
 } else {
+  if (process.env.CCM_SIGNALS_BY_IPC && process.send) {
+    // Started by the wrapper above: a signal it was sent is handled as if this process had been sent
+    // it, by the command's handler or else as the signal would (it ends the process).
+    delete process.env.CCM_SIGNALS_BY_IPC;
+    process.on('message', (message) => {
+      const signal = message?.signal;
+      if (!['SIGINT', 'SIGTERM', 'SIGHUP'].includes(signal)) return;
+      if (process.listenerCount(signal) > 0) process.emit(signal, signal);
+      else process.kill(process.pid, signal);
+    });
+    process.channel?.unref();
+  }
   // V8's compiled code for the bundle, so that a second start skips compiling it (docs/benchmarks.md, Start-up).
   // Node's default folder is in the shared temp folder, where another local user can plant code for
   // root's next `sudo ccm`: only a folder of our own is used, or none. NODE_DISABLE_COMPILE_CACHE=1
