@@ -264,7 +264,7 @@ describe('a replica whose old term still has work in flight', () => {
 });
 
 describe('a network partition', () => {
-  it('after it heals, a Node created then is initialised within 10 s, not after the 150 s stall watchdog', async () => {
+  it('after it heals, a Node created then is initialised well before the 150 s stall watchdog', async () => {
     const proxy = await partitionProxy(world.cp);
     const name = 'partition';
     let ccm: InProcess | undefined;
@@ -297,13 +297,14 @@ describe('a network partition', () => {
       await createNodes(world.api, [{ name: 'p1' }]);
       const created = Date.now();
       // Before the fix: 120 s (the node watch sat on its dead connection until the stall watchdog).
-      await untilInitialised(world.api, 'p1', 'InternalIP', 30_000);
+      // A quiet machine takes 1-3 s; test:stress (load 13-16, six files at a time) took 17 s once.
+      await untilInitialised(world.api, 'p1', 'InternalIP', 90_000);
       const ms = Date.now() - created;
       console.log(`p1 initialised ${ms} ms after it was created, after the partition healed`);
-      expect(ms).toBeLessThan(10_000);
+      expect(ms).toBeLessThan(60_000);
     } finally {
       await ccm?.stop();
       await proxy.close();
     }
-  }, 150_000);
+  }, 240_000);
 });
