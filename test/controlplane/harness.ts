@@ -121,23 +121,39 @@ function get(url: string, token: string, ca: string | undefined): Promise<{ stat
 
 /**
  * SIGKILL to the binary the watchdog runs (its child), then to the watchdog itself, which would
- * otherwise notice only at its next one-second poll.
+ * otherwise notice only at its next one-second poll; returns once the binary is dead (gone or a
+ * zombie), so that its ports and data directory are free for resume().
  */
 async function killHard(watchdog: ChildProcess): Promise<void> {
   if (watchdog.exitCode !== null || watchdog.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => watchdog.once('exit', () => resolve()));
+  const killed: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === watchdog.pid) process.kill(Number(entry), 'SIGKILL');
+      if (ppid === watchdog.pid) {
+        process.kill(Number(entry), 'SIGKILL');
+        killed.push(Number(entry));
+      }
     } catch {
       // the process went away meanwhile
     }
   }
   watchdog.kill('SIGKILL');
   await exited;
+  const dead = (pid: number) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z';
+    } catch {
+      return true;
+    }
+  };
+  for (const deadline = Date.now() + 10_000; !killed.every(dead) && Date.now() < deadline; ) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
