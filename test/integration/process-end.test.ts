@@ -74,11 +74,10 @@ function summary(endings: Ending[]) {
   };
 }
 
-/** The built `ccm run` (DigitalOcean simulator, credentials from the Secret) on a free port. */
-async function startRun(options: { tls?: boolean; stress?: boolean } = {}) {
+/** The built `ccm run` (DigitalOcean simulator, credentials from `secret`) on `port`, stderr piped. */
+async function spawnRun(port: number, options: { tls?: boolean; stress?: boolean; secret?: string } = {}) {
   const provider = await world.runProvider();
-  const port = await freePort();
-  const child = spawn(
+  return spawn(
     process.execPath,
     [
       ...(options.stress ? ['--stress-concurrent-allocation'] : []),
@@ -90,7 +89,7 @@ async function startRun(options: { tls?: boolean; stress?: boolean } = {}) {
       '--kubeconfig',
       world.kubeconfig,
       '--credentials-secret',
-      'kube-system/digitalocean',
+      `kube-system/${options.secret ?? 'digitalocean'}`,
       '--leader-elect=false',
       ...(options.tls ? [] : ['--plain-http']),
       '--bind-address',
@@ -103,6 +102,12 @@ async function startRun(options: { tls?: boolean; stress?: boolean } = {}) {
       env: { ...process.env, KUBECONFIG: '', ...(provider.env as NodeJS.ProcessEnv) },
     },
   );
+}
+
+/** `spawnRun` on a free port, once it is ready. */
+async function startRun(options: { tls?: boolean; stress?: boolean } = {}) {
+  const port = await freePort();
+  const child = await spawnRun(port, options);
   const ready = async () => {
     if (!options.tls) {
       return (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200;
@@ -158,33 +163,9 @@ describe('bad input (exit 2): the loop run dry', () => {
       namespace: 'kube-system',
       body: digitalOceanSecret('dop_v1_refused0000000000000000000000', 'do-refused'),
     });
-    const provider = await world.runProvider();
     const endings: Ending[] = [];
     for (let i = 0; i < 10; i++) {
-      const port = await freePort();
-      const child = spawn(
-        process.execPath,
-        [
-          '--stress-concurrent-allocation',
-          '--trace-exit',
-          bin,
-          'run',
-          '--provider',
-          'digitalocean',
-          '--kubeconfig',
-          world.kubeconfig,
-          '--credentials-secret',
-          'kube-system/do-refused',
-          '--leader-elect=false',
-          '--plain-http',
-          '--secure-port',
-          String(port),
-        ],
-        {
-          stdio: ['ignore', 'ignore', 'pipe'],
-          env: { ...process.env, KUBECONFIG: '', ...(provider.env as NodeJS.ProcessEnv) },
-        },
-      );
+      const child = await spawnRun(await freePort(), { stress: true, secret: 'do-refused' });
       endings.push(await ending(child, 10_000));
     }
     console.log('ccm run, credentials refused, stress:', summary(endings), endings[0]?.stderr.slice(0, 300));
