@@ -67,3 +67,41 @@ describe('InstanceIndex, a Node named after its instance id', () => {
     expect(index.byNodeName('srv-zzzzz')).toBe(other);
   });
 });
+
+describe('InstanceIndex, namesakes and records of deleted instances', () => {
+  const gone = (providerID: string, name: string): Instance => ({ ...instance(providerID, name), state: 'gone' });
+
+  it('finds the one live instance among records of deleted namesakes, however many', () => {
+    const live = instance('triton:///c1', 'web');
+    const index = new InstanceIndex([gone('triton:///a1', 'web'), live, gone('triton:///b1', 'WEB')]);
+    expect(index.byNodeName('web')).toBe(live);
+    expect(index.nameIsAmbiguous('web')).toBe(false);
+  });
+
+  it('finds nothing when two of three namesakes are live, and nothing when all are deleted but two', () => {
+    const index = new InstanceIndex([
+      instance('triton:///a2', 'db'),
+      gone('triton:///b2', 'db'),
+      instance('triton:///c2', 'db'),
+      gone('triton:///d2', 'cache'),
+      gone('triton:///e2', 'cache'),
+    ]);
+    expect(index.byNodeName('db')).toBeUndefined();
+    expect(index.nameIsAmbiguous('db')).toBe(true);
+    expect(index.byNodeName('cache')).toBeUndefined();
+    expect(index.nameIsAmbiguous('cache')).toBe(true);
+  });
+
+  it('a single deleted record is still found by name (the lifecycle reads its state)', () => {
+    const record = gone('triton:///f2', 'old');
+    expect(new InstanceIndex([record]).byNodeName('old')).toBe(record);
+  });
+
+  it('of one id listed under several locations, matches the one a location-less provider ID names', () => {
+    const one = instance('openstack://RegionOne/9a', 'n1');
+    const two = instance('openstack://RegionTwo/9a', 'n2');
+    const index = new InstanceIndex([one, two]);
+    expect(index.byProviderID('openstack:///9a')).toBe(one);
+    expect(index.byProviderID('openstack://RegionTwo/9a')).toBe(two);
+  });
+});
