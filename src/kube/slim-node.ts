@@ -1,4 +1,5 @@
-import { ANNOTATION_PROVIDED_NODE_IP } from './well-known.js';
+import { intern } from '../intern.js';
+import { ANNOTATION_PROVIDED_NODE_IP, LABEL_HOSTNAME } from './well-known.js';
 
 /**
  * A Node as ccm holds it in memory: only what the plans read, in the API object's own shape (so
@@ -78,7 +79,14 @@ export function slimNode(raw: unknown): SlimNode {
   if (created !== undefined) meta.creationTimestamp = created;
   const deleting = timestamp(metadata.deletionTimestamp);
   if (deleting !== undefined) meta.deletionTimestamp = deleting;
-  if (metadata.labels) meta.labels = { ...metadata.labels };
+  if (metadata.labels) {
+    const labels: Record<string, string> = {};
+    // The hostname label is the Node's own name: unique, nothing to share.
+    for (const [key, value] of Object.entries(metadata.labels)) {
+      labels[key] = key === LABEL_HOSTNAME ? value : intern(value);
+    }
+    meta.labels = labels;
+  }
   for (const key of SLIM_ANNOTATIONS) {
     const value = metadata.annotations?.[key];
     if (value !== undefined) meta.annotations = { ...meta.annotations, [key]: value };
@@ -88,8 +96,8 @@ export function slimNode(raw: unknown): SlimNode {
   if (spec.providerID !== undefined) slimSpec.providerID = spec.providerID;
   if (spec.taints) {
     slimSpec.taints = spec.taints.map((t) => {
-      const taint: SlimTaint = { key: t.key, effect: t.effect };
-      if (t.value !== undefined) taint.value = t.value;
+      const taint: SlimTaint = { key: intern(t.key), effect: intern(t.effect) };
+      if (t.value !== undefined) taint.value = intern(t.value);
       const added = timestamp(t.timeAdded);
       if (added !== undefined) taint.timeAdded = added;
       return taint;
@@ -100,18 +108,18 @@ export function slimNode(raw: unknown): SlimNode {
 
   const slimStatus: NonNullable<SlimNode['status']> = {};
   if (status.addresses) {
-    slimStatus.addresses = status.addresses.map((a) => ({ type: a.type, address: a.address }));
+    slimStatus.addresses = status.addresses.map((a) => ({ type: intern(a.type), address: a.address }));
   }
   const conditions: NonNullable<NonNullable<SlimNode['status']>['conditions']> = [];
   const ready = status.conditions?.find((c) => c.type === 'Ready');
-  if (ready) conditions.push({ type: 'Ready', status: ready.status });
+  if (ready) conditions.push({ type: 'Ready', status: intern(ready.status) });
   // The route controller writes NetworkUnavailable only when it changes: it keeps what it compares.
   const network = status.conditions?.find((c) => c.type === 'NetworkUnavailable');
   if (network) {
     conditions.push({
       type: 'NetworkUnavailable',
-      status: network.status,
-      ...(network.reason !== undefined ? { reason: network.reason } : {}),
+      status: intern(network.status),
+      ...(network.reason !== undefined ? { reason: intern(network.reason) } : {}),
     });
   }
   if (conditions.length) slimStatus.conditions = conditions;

@@ -7,6 +7,9 @@ export const TAINT_CONTROL_PLANE = 'node-role.kubernetes.io/control-plane';
 /** kubeadm labels (and taints) its control-plane Nodes with this key, value empty. */
 export const LABEL_CONTROL_PLANE = 'node-role.kubernetes.io/control-plane';
 
+/** Set by the kubelet to the Node's own name. */
+export const LABEL_HOSTNAME = 'kubernetes.io/hostname';
+
 /** Set by the kubelet from `--node-ip`: one IP or a dual-stack pair, comma-separated. */
 export const ANNOTATION_PROVIDED_NODE_IP = 'alpha.kubernetes.io/provided-node-ip';
 
