@@ -4,7 +4,7 @@ import type { NodePlan } from '../controllers/plan.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { createNodeClient } from '../kube/nodes.js';
 import type { SlimNode } from '../kube/slim-node.js';
-import { KubeTransport } from '../kube/transport.js';
+import { KubeTransport, type ListMeta } from '../kube/transport.js';
 import { TAINT_UNINITIALIZED } from '../kube/well-known.js';
 import { parseProviderID } from '../providers/provider-id.js';
 import type { Instance, Provider } from '../providers/types.js';
@@ -67,7 +67,7 @@ class CountingTransport extends KubeTransport {
     if (req.method === 'GET') this.reads++;
     return super.request<T>(req);
   }
-  override async listPage(...args: Parameters<KubeTransport['listPage']>): Promise<string> {
+  override async listPage(...args: Parameters<KubeTransport['listPage']>): Promise<ListMeta> {
     this.reads++;
     return super.listPage(...args);
   }

@@ -165,23 +165,20 @@ export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
     let cont = '';
     let rv = '';
     do {
-      const page = await options.transport.request<{
-        items: RawMeta[];
-        metadata?: { continue?: string; resourceVersion?: string };
-      }>({
-        method: 'GET',
-        path: `${options.path}?${query([`limit=${pageSize}`, ...(cont ? [`continue=${encodeURIComponent(cont)}`] : [])])}`,
-        timeoutMs: 60_000,
-        signal: stopper.signal,
-      });
-      for (const item of page.items) {
-        const key = keyOf(item);
-        const itemRv = item.metadata?.resourceVersion ?? '';
-        const old = store.get(key);
-        next.set(key, old && old.rv === itemRv ? old : { obj: options.slim(item), rv: itemRv });
-      }
-      cont = page.metadata?.continue ?? '';
-      rv = page.metadata?.resourceVersion ?? rv;
+      // Streamed: each full object is dropped once its slim copy is made, never a whole page of them.
+      const page = await options.transport.listPage(
+        `${options.path}?${query([`limit=${pageSize}`, ...(cont ? [`continue=${encodeURIComponent(cont)}`] : [])])}`,
+        (raw) => {
+          const item = raw as RawMeta;
+          const key = keyOf(item);
+          const itemRv = item.metadata?.resourceVersion ?? '';
+          const old = store.get(key);
+          next.set(key, old && old.rv === itemRv ? old : { obj: options.slim(item), rv: itemRv });
+        },
+        { signal: stopper.signal, timeoutMs: 60_000 },
+      );
+      cont = page.continue;
+      rv = page.resourceVersion || rv;
     } while (cont);
     const previous = store;
     store = next;

@@ -73,7 +73,7 @@ export function createNodeClient(source: ClusterAccess | KubeTransport): NodeCli
       do {
         const query = `limit=${LIST_PAGE}${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`;
         // Each full Node is dropped as soon as its slim copy is made.
-        cont = await http
+        const page = await http
           .listPage(`/api/v1/nodes?${query}`, (item) => {
             nodes.push(slimNode(item as RawNode));
           })
@@ -86,6 +86,7 @@ export function createNodeClient(source: ClusterAccess | KubeTransport): NodeCli
             }
             throw err;
           });
+        cont = page.continue;
       } while (cont);
       return nodes;
     },

@@ -30,6 +30,12 @@ export interface KubeRequest {
   signal?: AbortSignal;
 }
 
+/** A list's own metadata, read from one page. */
+export interface ListMeta {
+  continue: string;
+  resourceVersion: string;
+}
+
 export interface TransportOptions {
   /** Sent as User-Agent, so the audit log tells replicas apart. Default "ccm". */
   userAgent?: string;
@@ -159,10 +165,15 @@ export class KubeTransport {
 
   /**
    * GETs one page of a list and hands each item to `onItem` while the body streams in
-   * (list-stream.ts); returns the list's `metadata.continue`, empty on the last page.
+   * (list-stream.ts); returns the list's metadata: `continue` (empty on the last page) and
+   * `resourceVersion`.
    */
-  async listPage(path: string, onItem: (item: unknown) => void, signal?: AbortSignal): Promise<string> {
-    const req: KubeRequest = { method: 'GET', path, ...(signal ? { signal } : {}) };
+  async listPage(
+    path: string,
+    onItem: (item: unknown) => void,
+    options: { signal?: AbortSignal; timeoutMs?: number } = {},
+  ): Promise<ListMeta> {
+    const req: KubeRequest = { method: 'GET', path, ...options };
     let parser: ListStreamParser<void> | undefined;
     const { status, body } = await this.exchange(req, {
       kind: 'list',
@@ -172,7 +183,8 @@ export class KubeTransport {
       },
     });
     if (status < 200 || status >= 300 || !parser) throw this.apiError(req, status, body);
-    return parser.end<{ metadata?: { continue?: string } }>().metadata?.continue ?? '';
+    const { metadata } = parser.end<{ metadata?: { continue?: string; resourceVersion?: string } }>();
+    return { continue: metadata?.continue ?? '', resourceVersion: metadata?.resourceVersion ?? '' };
   }
 
   /**
