@@ -67,13 +67,20 @@ const MAX_CONNECTIONS = 64;
  */
 export const MAX_BODY_BYTES = 64 * 1024 * 1024;
 export const MAX_LINE_BYTES = 16 * 1024 * 1024;
+/**
+ * The most read of one unpaginated list (listAll's fallback when a `continue` token expired): a whole
+ * cluster's Nodes in one answer, ~15 KB each with their images. A page (`limit` 500) is held to
+ * MAX_BODY_BYTES like any answer: its items are parsed one by one, but the caller keeps a copy of each,
+ * so an endpoint sending items without end must fail too.
+ */
+export const MAX_FULL_LIST_BYTES = 256 * 1024 * 1024;
 const MiB = 1024 * 1024;
 
 /** How the response body is consumed. */
 type BodyMode =
   | { kind: 'buffer' }
   | { kind: 'discard' }
-  | { kind: 'list'; parser: () => ListStreamParser<void> }
+  | { kind: 'list'; parser: () => ListStreamParser<void>; maxBytes: number }
   | { kind: 'lines'; onLine: (line: string) => void };
 
 interface Response {
@@ -171,19 +178,34 @@ export class KubeTransport {
   async listPage(
     path: string,
     onItem: (item: unknown) => void,
-    options: { signal?: AbortSignal; timeoutMs?: number } = {},
+    options: { signal?: AbortSignal; timeoutMs?: number; maxBytes?: number } = {},
   ): Promise<ListMeta> {
-    const req: KubeRequest = { method: 'GET', path, ...options };
+    const { maxBytes = MAX_BODY_BYTES, ...rest } = options;
+    const req: KubeRequest = { method: 'GET', path, ...rest };
     let parser: ListStreamParser<void> | undefined;
     const { status, body } = await this.exchange(req, {
       kind: 'list',
+      maxBytes,
       parser: () => {
         parser = new ListStreamParser(onItem);
         return parser;
       },
     });
     if (status < 200 || status >= 300 || !parser) throw this.apiError(req, status, body);
-    const { metadata } = parser.end<{ metadata?: { continue?: string; resourceVersion?: string } }>();
+    const list = parser.end<{
+      kind?: string;
+      items?: unknown;
+      code?: number;
+      message?: string;
+      metadata?: { continue?: string; resourceVersion?: string };
+    }>();
+    if (!Array.isArray(list?.items)) {
+      // A 200 that is no list (a Status, `{}`, a proxy's own answer) is not an empty last page: read as
+      // one, it would tell an informer that everything on the pages not read was deleted.
+      const what = list?.kind ? `a ${list.kind}${list.message ? ` (${list.message})` : ''}` : 'no list';
+      throw new KubeApiError(`GET ${path.split('?')[0]}: the answer is ${what}`, list?.code ?? 0);
+    }
+    const { metadata } = list;
     return { continue: metadata?.continue ?? '', resourceVersion: metadata?.resourceVersion ?? '' };
   }
 
@@ -334,6 +356,7 @@ export class KubeTransport {
             const parser = mode.parser();
             let sinceItem = 0;
             let items = 0;
+            let size = 0;
             res.on('data', (c: Buffer) => {
               try {
                 parser.write(c);
@@ -342,7 +365,11 @@ export class KubeTransport {
               }
               sinceItem = parser.items === items ? sinceItem + c.length : 0;
               items = parser.items;
+              size += c.length;
               if (sinceItem > MAX_BODY_BYTES) tooLarge('an item of the list', MAX_BODY_BYTES);
+              // sinceItem lags by the chunk an item ended in: most of the answer since then is one item.
+              else if (size > mode.maxBytes)
+                tooLarge(sinceItem > size / 2 ? 'an item of the list' : 'the list', mode.maxBytes);
             });
             res.on('end', () => succeed({ status, contentType, streamed: true }));
             return;

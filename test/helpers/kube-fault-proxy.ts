@@ -56,6 +56,11 @@ export async function faultProxy(
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
+        // The API server gone mid-answer (a watch when it is killed): the client's connection ends
+        // too, as through a real proxy, instead of staying open with nothing behind it.
+        answer.on('close', () => {
+          if (!answer.complete) res.destroy();
+        });
       },
     );
     upstream.on('error', () => res.destroy());

@@ -1,8 +1,8 @@
 /**
  * A broken endpoint behind the kubeconfig's server (a proxy, a wrong port) that answers without end:
- * the transport stops reading at 64 MiB of an answer (or between two items of a streamed list) and at
- * 16 MiB of one watch line, and fails that request with one clear line, instead of growing the heap
- * until the controller is killed, restarted and killed again.
+ * the transport stops reading at 64 MiB of an answer (a streamed list's page too, however small its
+ * items) and at 16 MiB of one watch line, and fails that request with one clear line, instead of
+ * growing the heap until the controller is killed, restarted and killed again.
  */
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -78,6 +78,36 @@ describe('KubeTransport against an endless answer', () => {
     expect(items).toEqual([{ a: 1 }]);
     expect(err).toBeInstanceOf(KubeResponseTooLargeError);
     expect(err.message).toMatch(/^GET \/api\/v1\/nodes: an item of the list is larger than 64 MiB/);
+  });
+
+  it('a streamed list of small items without end: fails past 64 MiB of the page', async () => {
+    const item = `{"metadata":{"name":"${'n'.repeat(1000)}"}},`;
+    handler = (res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const chunk = Buffer.from(item.repeat(Math.floor((1024 * 1024) / item.length)));
+      let bytes = 0;
+      const pump = () => {
+        while (!res.destroyed) {
+          bytes += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+      };
+      res.on('close', () => sent.push(bytes));
+      res.write('{"kind":"NodeList","metadata":{},"items":[');
+      pump();
+    };
+    let items = 0;
+    const started = sent.length;
+    const err = await rejection(
+      transport.listPage('/api/v1/nodes?limit=500', () => {
+        items++;
+      }),
+    );
+    expect(err).toBeInstanceOf(KubeResponseTooLargeError);
+    expect(err.message).toMatch(/^GET \/api\/v1\/nodes: the list is larger than 64 MiB/);
+    expect(items).toBeGreaterThan(60_000);
+    await expect.poll(() => sent.length).toBe(started + 1);
+    expect(sent.at(-1)).toBeLessThan(MAX_BODY_BYTES + 64 * 1024 * 1024);
   });
 
   it('a watch: the events before an endless line are delivered, then it fails past 16 MiB', async () => {
