@@ -22,6 +22,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { KubeApiError } from './errors.js';
+import { listAll } from './list-all.js';
 import type { KubeTransport } from './transport.js';
 
 export type InformerEvent = 'add' | 'update' | 'delete';
@@ -161,25 +162,28 @@ export function createInformer<T>(options: InformerOptions<T>): Informer<T> {
    * a listing that fails half-way leaves the store and the handlers as they were.
    */
   async function relist(): Promise<string> {
-    const next = new Map<string, { obj: T; rv: string }>();
-    let cont = '';
-    let rv = '';
-    do {
-      // Streamed: each full object is dropped once its slim copy is made, never a whole page of them.
-      const page = await options.transport.listPage(
-        `${options.path}?${query([`limit=${pageSize}`, ...(cont ? [`continue=${encodeURIComponent(cont)}`] : [])])}`,
-        (raw) => {
-          const item = raw as RawMeta;
-          const key = keyOf(item);
-          const itemRv = item.metadata?.resourceVersion ?? '';
-          const old = store.get(key);
-          next.set(key, old && old.rv === itemRv ? old : { obj: options.slim(item), rv: itemRv });
+    let next = new Map<string, { obj: T; rv: string }>();
+    // Streamed: each full object is dropped once its slim copy is made, never a whole page of them.
+    const rv = await listAll(
+      options.transport,
+      options.path,
+      (raw) => {
+        const item = raw as RawMeta;
+        const key = keyOf(item);
+        const itemRv = item.metadata?.resourceVersion ?? '';
+        const old = store.get(key);
+        next.set(key, old && old.rv === itemRv ? old : { obj: options.slim(item), rv: itemRv });
+      },
+      {
+        pageSize,
+        query: selectors,
+        signal: stopper.signal,
+        timeoutMs: 60_000,
+        onRestart: () => {
+          next = new Map();
         },
-        { signal: stopper.signal, timeoutMs: 60_000 },
-      );
-      cont = page.continue;
-      rv = page.resourceVersion || rv;
-    } while (cont);
+      },
+    );
     const previous = store;
     store = next;
     synced = true;

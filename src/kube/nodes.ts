@@ -1,6 +1,7 @@
 import type { ClusterAccess } from './config.js';
 import { KubeApiError, KubeConfigError } from './errors.js';
 import { eventRecorder } from './event-recorder.js';
+import { listAll } from './list-all.js';
 import { type SlimNode, slimNode } from './slim-node.js';
 import { type KubeRequest, KubeTransport } from './transport.js';
 import { FIELD_MANAGER } from './well-known.js';
@@ -68,26 +69,22 @@ export function createNodeClient(source: ClusterAccess | KubeTransport): NodeCli
       return writes;
     },
     async listNodes() {
-      const nodes: SlimNode[] = [];
-      let cont = '';
-      do {
-        const query = `limit=${LIST_PAGE}${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`;
-        // Each full Node is dropped as soon as its slim copy is made.
-        const page = await http
-          .listPage(`/api/v1/nodes?${query}`, (item) => {
-            nodes.push(slimNode(item as RawNode));
-          })
-          .catch((err: unknown) => {
-            // Every Kubernetes API server has Nodes: a 404 here is some other server.
-            if (err instanceof KubeApiError && err.status === 404) {
-              throw new KubeConfigError(
-                `${http.server} answered 404 to GET /api/v1/nodes: it is not a Kubernetes API server; check --kubeconfig and --context`,
-              );
-            }
-            throw err;
-          });
-        cont = page.continue;
-      } while (cont);
+      let nodes: SlimNode[] = [];
+      // Each full Node is dropped as soon as its slim copy is made.
+      await listAll(http, '/api/v1/nodes', (item) => nodes.push(slimNode(item as RawNode)), {
+        pageSize: LIST_PAGE,
+        onRestart: () => {
+          nodes = [];
+        },
+      }).catch((err: unknown) => {
+        // Every Kubernetes API server has Nodes: a 404 here is some other server.
+        if (err instanceof KubeApiError && err.status === 404) {
+          throw new KubeConfigError(
+            `${http.server} answered 404 to GET /api/v1/nodes: it is not a Kubernetes API server; check --kubeconfig and --context`,
+          );
+        }
+        throw err;
+      });
       return nodes;
     },
     getNode: async (name) => slimNode(await http.request<RawNode>({ method: 'GET', path: nodePath(name) })),

@@ -139,6 +139,10 @@ function intercepted(
       await hooks.list?.(req);
       return base.request<T>(req);
     },
+    listPage: async (...[path, onItem, options]: Parameters<KubeTransport['listPage']>) => {
+      await hooks.list?.({ method: 'GET', path, ...(options?.signal ? { signal: options.signal } : {}) });
+      return base.listPage(path, onItem, options);
+    },
     stream: async (path: string, signal: AbortSignal, onLine: (line: string) => void) =>
       base.stream((await hooks.watch?.(path, signal)) ?? path, signal, onLine),
   } as unknown as KubeTransport;
