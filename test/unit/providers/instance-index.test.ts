@@ -69,7 +69,10 @@ describe('InstanceIndex, a Node named after its instance id', () => {
 });
 
 describe('InstanceIndex, namesakes and records of deleted instances', () => {
-  const gone = (providerID: string, name: string): Instance => ({ ...instance(providerID, name), state: 'gone' });
+  const gone = (providerID: string, name: string): Instance => ({
+    ...instance(providerID, name),
+    state: 'gone',
+  });
 
   it('finds the one live instance among records of deleted namesakes, however many', () => {
     const live = instance('triton:///c1', 'web');
