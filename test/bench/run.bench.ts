@@ -19,13 +19,14 @@
  *    settings and with the Deployment's NODE_OPTIONS: N tainted Nodes initialised, 60 s steady, then
  *    10 Nodes NotReady for 60 s (BENCH_PEAK_STEADY_S), as issue 28's outside harness ran it.
  *
- * BENCH_ONLY=burst,steady,big,peak picks sections; BENCH_SNAPSHOT_DIR=dir adds a heap snapshot to each peak run; BENCH_CCM_CONCURRENCY passes --concurrency to ccm.
+ * BENCH_ONLY=burst,steady,big,peak picks sections; BENCH_SNAPSHOT_DIR=dir adds a heap snapshot to each peak run; BENCH_CCM_CONCURRENCY passes --concurrency to ccm;
+ * BENCH_CCM_AS_DEPLOYED=1 runs ccm with the Deployment's environment (sections 1–4).
  */
 import type { ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RUN_NODE_OPTIONS } from '../../src/cli/manifests.js';
+import { RUN_ENV } from '../../src/cli/manifests.js';
 import { mapLimit } from '../../src/controllers/concurrency.js';
 import { loadKubeConfig } from '../../src/kube/config.js';
 import { createInformer } from '../../src/kube/informer.js';
@@ -96,6 +97,13 @@ interface CcmCloud {
 
 const cloudlycke = (inv: string): CcmCloud => ({ args: ['--provider', 'cloudlycke', '--cloud-config', inv] });
 
+const asDeployed: Readonly<Record<string, string>> = process.env.BENCH_CCM_AS_DEPLOYED ? RUN_ENV : {};
+const settings = process.env.BENCH_CCM_AS_DEPLOYED
+  ? `the Deployment's ${Object.entries(RUN_ENV)
+      .map(([k, v]) => `\`${k}="${v}"\``)
+      .join(' ')}`
+  : 'default Node/V8 settings';
+
 /** ccm run (test/helpers/run.ts spawnCcmRun) with ccm's default flags unless BENCH_CCM_CONCURRENCY is set. */
 function startCcm(cp: ControlPlane, cloud: CcmCloud, extra: string[] = []) {
   const concurrency = process.env.BENCH_CCM_CONCURRENCY;
@@ -109,11 +117,13 @@ function startCcm(cp: ControlPlane, cloud: CcmCloud, extra: string[] = []) {
       'warn',
       ...extra,
     ],
-    // e.g. BENCH_CCM_NODE_OPTIONS="--max-old-space-size=128" to measure ccm with a heap cap
+    // e.g. BENCH_CCM_NODE_OPTIONS="--max-old-space-size=128" to measure ccm with a heap cap;
+    // BENCH_CCM_AS_DEPLOYED=1 with the Deployment's environment (NODE_OPTIONS, MALLOC_ARENA_MAX)
     {
       ...process.env,
+      ...asDeployed,
       ...cloud.env,
-      NODE_OPTIONS: cloud.nodeOptions ?? process.env.BENCH_CCM_NODE_OPTIONS ?? '',
+      NODE_OPTIONS: cloud.nodeOptions ?? process.env.BENCH_CCM_NODE_OPTIONS ?? asDeployed.NODE_OPTIONS ?? '',
     },
   );
 }
@@ -324,7 +334,7 @@ await section('big', 5000, async ({ cp, ids, inv, http }) => {
   const heap = await heapUsedMb(idle.url);
   await stopCcm(idle.child);
   say(
-    `| RSS of ccm run with 5,000 Nodes cached, idle ${IDLE_S} s at default periods | ${rss} MB (V8 heap in use ${heap} MB) | target ≤ 150 MB |`,
+    `| RSS of \`ccm run\` with 5,000 Nodes cached, idle ${IDLE_S} s, ${settings} | ${rss} MB (V8 heap in use ${heap} MB) | target ≤ 150 MB |`,
   );
 
   const { child, url } = await startCcm(cp, cloudlycke(inv), [
@@ -369,16 +379,22 @@ if (only.includes('peak')) {
         })),
       );
       const api = fixtureApi(cp.kubeconfigPath);
-      const doCloud = (nodeOptions: string): CcmCloud => ({
-        args: ['--provider', 'digitalocean', '--cloud-api-url', sim.url],
-        env: { DO_ACCESS_TOKEN: sim.token },
-        nodeOptions: snapshots
-          ? `${nodeOptions} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${snapshots}`.trim()
-          : nodeOptions,
-      });
-      for (const [label, nodeOptions] of [
-        ['default Node settings', ''],
-        [`the Deployment's NODE_OPTIONS="${RUN_NODE_OPTIONS}"`, RUN_NODE_OPTIONS],
+      const doCloud = (deployment: Readonly<Record<string, string>>): CcmCloud => {
+        const { NODE_OPTIONS: nodeOptions = '', ...env } = deployment;
+        return {
+          args: ['--provider', 'digitalocean', '--cloud-api-url', sim.url],
+          env: { DO_ACCESS_TOKEN: sim.token, ...env },
+          nodeOptions: snapshots
+            ? `${nodeOptions} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${snapshots}`.trim()
+            : nodeOptions,
+        };
+      };
+      const deploymentEnv = Object.entries(RUN_ENV)
+        .map(([k, v]) => `${k}="${v}"`)
+        .join(' ');
+      for (const [label, environment] of [
+        ['default Node settings', {}],
+        [`the Deployment's ${deploymentEnv}`, RUN_ENV],
       ] as const) {
         // Kubelets with --cloud-provider=external and --node-ip: matched to droplets by name.
         await createNodes(
@@ -388,7 +404,7 @@ if (only.includes('peak')) {
         );
         const watch = taintWatch(cp);
         const loadBefore = load1();
-        const ccm = await startCcm(cp, doCloud(nodeOptions));
+        const ccm = await startCcm(cp, doCloud(environment));
         const pid = ccm.child.pid as number;
         // The peak so far at the end of each phase: where the memory was needed.
         const phases: string[] = [`ready ${rssMb(pid, 'VmHWM')}`];
