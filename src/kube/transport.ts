@@ -199,7 +199,8 @@ export class KubeTransport {
       message?: string;
       metadata?: { continue?: string; resourceVersion?: string };
     }>();
-    if (!Array.isArray(list?.items)) {
+    // Go writes an empty list's nil slice as null: that is an empty page, not a refusal.
+    if (!Array.isArray(list?.items) && !(list?.items === null && list.kind !== 'Status')) {
       // A 200 that is no list (a Status, `{}`, a proxy's own answer) is not an empty last page: read as
       // one, it would tell an informer that everything on the pages not read was deleted.
       const what = list?.kind ? `a ${list.kind}${list.message ? ` (${list.message})` : ''}` : 'no list';

@@ -133,3 +133,34 @@ it.each<Fault>(['cut-mid-item', 'html', 'json-not-a-list', 'clean-short'])(
     ).toEqual(['a', 'c', 'd']);
   },
 );
+
+it('a list whose items are null (an empty list as Go may write it) is an empty listing, not a failure', async () => {
+  let lists = 0;
+  onList = (_url, res) => {
+    lists++;
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":null}');
+  };
+  let watchedFrom = '';
+  onWatch = (url, res) => {
+    watchedFrom = url.searchParams.get('resourceVersion') ?? '';
+    res.writeHead(200, { 'content-type': 'application/json' });
+  };
+  const restarts: string[] = [];
+  const inf = createInformer({
+    transport,
+    path: '/api/v1/nodes',
+    resource: 'nodes',
+    slim: (raw) => raw,
+    onRestart: (r) => restarts.push(r),
+    sleep: async () => {},
+  });
+  inf.start();
+  await expect.poll(() => watchedFrom, { timeout: 10_000 }).toBe('5');
+  await inf.stop();
+  for (const res of open) res.destroy();
+  expect(inf.hasSynced()).toBe(true);
+  expect(inf.size).toBe(0);
+  expect(lists).toBe(1);
+  expect(restarts).toEqual([]);
+});
