@@ -4,6 +4,7 @@ import { clusterIdentity } from '../kube/cluster-identity.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { listWorkloads, type PodInfo, readLease, type WorkloadInfo } from '../kube/diagnostics.js';
 import { KubeApiError } from '../kube/errors.js';
+import { itemsOf } from '../kube/list-all.js';
 import { type SlimService, serviceKey, slimService } from '../kube/services.js';
 import { slimNode } from '../kube/slim-node.js';
 import { KubeTransport } from '../kube/transport.js';
@@ -259,7 +260,7 @@ async function refuseWhileCcmRuns(http: KubeTransport): Promise<void> {
     method: 'GET',
     path: `/api/v1/pods?labelSelector=${encodeURIComponent(CCM_POD_SELECTOR)}`,
   });
-  const running = (list.items ?? []).filter(
+  const running = itemsOf(list, '/api/v1/pods').filter(
     (p) => p.status?.phase === 'Running' || p.status?.phase === 'Pending',
   );
   const first = running[0]?.metadata;
@@ -353,7 +354,7 @@ export function isOfficial(w: WorkloadInfo, official: OfficialController): boole
 
 async function listLoadBalancerServices(http: KubeTransport): Promise<SlimService[]> {
   const list = await http.request<{ items?: unknown[] }>({ method: 'GET', path: '/api/v1/services' });
-  return (list.items ?? [])
+  return itemsOf(list, '/api/v1/services')
     .map(slimService)
     .filter((s) => s.type === 'LoadBalancer' || s.finalizers.includes(FINALIZER_LOAD_BALANCER_CLEANUP));
 }
@@ -361,11 +362,13 @@ async function listLoadBalancerServices(http: KubeTransport): Promise<SlimServic
 /** Every Node of this cluster, as a load balancer backend would be matched against it. */
 async function listClusterNodes(http: KubeTransport): Promise<LoadBalancerNode[]> {
   const list = await http.request<{ items?: unknown[] }>({ method: 'GET', path: '/api/v1/nodes' });
-  return (list.items ?? []).map(slimNode).map((node) => ({
-    name: node.metadata?.name ?? '',
-    providerID: node.spec?.providerID ?? '',
-    addresses: (node.status?.addresses ?? []) as LoadBalancerNode['addresses'],
-  }));
+  return itemsOf(list, '/api/v1/nodes')
+    .map(slimNode)
+    .map((node) => ({
+      name: node.metadata?.name ?? '',
+      providerID: node.spec?.providerID ?? '',
+      addresses: (node.status?.addresses ?? []) as LoadBalancerNode['addresses'],
+    }));
 }
 
 const ingressOf = (svc: SlimService) => svc.ingress.map((i) => i.ip ?? i.hostname ?? '').filter(Boolean);

@@ -26,7 +26,10 @@ export async function listAll(
   options: ListAllOptions,
 ): Promise<string> {
   const { signal, timeoutMs } = options;
-  const url = (extra: string[]) => `${path}?${[...(options.query ?? []), ...extra].join('&')}`;
+  const url = (extra: string[]) => {
+    const query = [...(options.query ?? []), ...extra];
+    return query.length > 0 ? `${path}?${query.join('&')}` : path;
+  };
   let cont = '';
   let rv = '';
   do {
@@ -44,4 +47,15 @@ export async function listAll(
     rv = page.resourceVersion || rv;
   } while (cont);
   return rv;
+}
+
+/**
+ * The items of a list read whole (`request`), for the few reads that are not paginated. A 200 that is
+ * no list (a Status, `{}`) fails instead of reading as "none": a migration that saw no Nodes or no
+ * Services would plan to adopt nothing. `null` is Go's empty list.
+ */
+export function itemsOf<T>(list: { kind?: string; items?: T[] | null } | undefined, what: string): T[] {
+  if (Array.isArray(list?.items)) return list.items;
+  if (list?.items === null && list.kind !== 'Status') return [];
+  throw new KubeApiError(`GET ${what}: the answer is ${list?.kind ? `a ${list.kind}` : 'no list'}`, 0);
 }
