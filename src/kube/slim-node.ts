@@ -80,12 +80,13 @@ export function slimNode(raw: unknown): SlimNode {
   const deleting = timestamp(metadata.deletionTimestamp);
   if (deleting !== undefined) meta.deletionTimestamp = deleting;
   if (metadata.labels) {
-    const labels: Record<string, string> = {};
     // The hostname label is the Node's own name: unique, nothing to share.
-    for (const [key, value] of Object.entries(metadata.labels)) {
-      labels[key] = key === LABEL_HOSTNAME ? value : intern(value);
-    }
-    meta.labels = labels;
+    meta.labels = Object.fromEntries(
+      Object.entries(metadata.labels).map(([key, value]) => [
+        key,
+        key === LABEL_HOSTNAME ? value : intern(value),
+      ]),
+    );
   }
   for (const key of SLIM_ANNOTATIONS) {
     const value = metadata.annotations?.[key];
