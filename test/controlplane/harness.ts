@@ -237,14 +237,18 @@ function issueClientCert(dir: string, user: string, groups: string[]): { cert: s
 
 /**
  * A free port is found by listening on port 0 and closing it; on a busy machine another process may
- * take it before etcd or kube-apiserver binds it. That start is thrown away and tried on new ports.
+ * take it before etcd or kube-apiserver binds it. That start is thrown away and tried on new ports,
+ * as is one whose etcd did not come up.
  */
 export async function startControlPlane(options: StartOptions = {}): Promise<ControlPlane> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await startOnFreePorts(options);
     } catch (err) {
-      if (attempt >= 3 || !/address already in use/.test(String(err))) throw err;
+      // A port taken first, or an etcd that did not listen in time (kube-apiserver gives up on it
+      // after 15 s, which a loaded machine starting six control planes at once has seen): new ports.
+      if (attempt >= 3 || !/address already in use|etcd exited|connect: connection refused/.test(String(err)))
+        throw err;
     }
   }
 }
@@ -343,6 +347,11 @@ async function startOnFreePorts(options: StartOptions): Promise<ControlPlane> {
     const waitReady = async () => {
       const deadline = Date.now() + 90_000;
       for (;;) {
+        if (etcd.exitCode !== null) {
+          throw new Error(
+            `etcd exited with ${etcd.exitCode}: ${(etcd as unknown as { logTail: string }).logTail}`,
+          );
+        }
         if (apiserver.exitCode !== null) {
           throw new Error(
             `kube-apiserver exited with ${apiserver.exitCode}: ${(apiserver as unknown as { logTail: string }).logTail}`,
