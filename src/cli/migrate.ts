@@ -4,10 +4,9 @@ import { clusterIdentity } from '../kube/cluster-identity.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { listWorkloads, type PodInfo, readLease, type WorkloadInfo } from '../kube/diagnostics.js';
 import { KubeApiError } from '../kube/errors.js';
-import { itemsOf } from '../kube/list-all.js';
 import { type SlimService, serviceKey, slimService } from '../kube/services.js';
 import { slimNode } from '../kube/slim-node.js';
-import { KubeTransport } from '../kube/transport.js';
+import { itemsOf, KubeTransport } from '../kube/transport.js';
 import {
   ANNOTATION_ADOPTED_LOAD_BALANCER,
   FIELD_MANAGER,

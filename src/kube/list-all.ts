@@ -48,14 +48,3 @@ export async function listAll(
   } while (cont);
   return rv;
 }
-
-/**
- * The items of a list read whole (`request`), for the few reads that are not paginated. A 200 that is
- * no list (a Status, `{}`) fails instead of reading as "none": a migration that saw no Nodes or no
- * Services would plan to adopt nothing. `null` is Go's empty list.
- */
-export function itemsOf<T>(list: { kind?: string; items?: T[] | null } | undefined, what: string): T[] {
-  if (Array.isArray(list?.items)) return list.items;
-  if (list?.items === null && list.kind !== 'Status') return [];
-  throw new KubeApiError(`GET ${what}: the answer is ${list?.kind ? `a ${list.kind}` : 'no list'}`, 0);
-}

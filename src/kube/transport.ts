@@ -30,6 +30,25 @@ export interface KubeRequest {
   signal?: AbortSignal;
 }
 
+/** A list as the API server answers it, or whatever else came with a 200. */
+export interface ListAnswer<T> {
+  kind?: string;
+  items?: T[] | null;
+  code?: number;
+  message?: string;
+}
+
+/**
+ * The items of a list. A 200 that is no list (a Status, `{}`, a proxy's own answer) fails instead of
+ * reading as "none"; `null` is how Go writes an empty list.
+ */
+export function itemsOf<T>(list: ListAnswer<T> | undefined, path: string): T[] {
+  if (Array.isArray(list?.items)) return list.items;
+  if (list?.items === null && list.kind !== 'Status') return [];
+  const what = list?.kind ? `a ${list.kind}${list.message ? ` (${list.message})` : ''}` : 'no list';
+  throw new KubeApiError(`GET ${path}: the answer is ${what}`, list?.code ?? 0);
+}
+
 /** A list's own metadata, read from one page. */
 export interface ListMeta {
   continue: string;
@@ -192,20 +211,12 @@ export class KubeTransport {
       },
     });
     if (status < 200 || status >= 300 || !parser) throw this.apiError(req, status, body);
-    const list = parser.end<{
-      kind?: string;
-      items?: unknown;
-      code?: number;
-      message?: string;
-      metadata?: { continue?: string; resourceVersion?: string };
-    }>();
-    // Go writes an empty list's nil slice as null: that is an empty page, not a refusal.
-    if (!Array.isArray(list?.items) && !(list?.items === null && list.kind !== 'Status')) {
-      // A 200 that is no list (a Status, `{}`, a proxy's own answer) is not an empty last page: read as
-      // one, it would tell an informer that everything on the pages not read was deleted.
-      const what = list?.kind ? `a ${list.kind}${list.message ? ` (${list.message})` : ''}` : 'no list';
-      throw new KubeApiError(`GET ${path.split('?')[0]}: the answer is ${what}`, list?.code ?? 0);
-    }
+    const list = parser.end<
+      ListAnswer<unknown> & { metadata?: { continue?: string; resourceVersion?: string } }
+    >();
+    // A 200 that is no list is not an empty last page: read as one, it would tell an informer that
+    // everything on the pages not read was deleted.
+    itemsOf(list, path.split('?')[0] as string);
     const { metadata } = list;
     return { continue: metadata?.continue ?? '', resourceVersion: metadata?.resourceVersion ?? '' };
   }

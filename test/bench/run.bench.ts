@@ -16,7 +16,7 @@
  *    i.e. 12 minutes of controller time each; per hour = × 5.
  * 5. peak RSS (VmHWM) of `ccm run --provider digitalocean` against the DigitalOcean simulator (droplets
  *    of the OpenAPI example's size) at 1,000 and 5,000 Nodes (BENCH_PEAK_SIZES), with default Node
- *    settings and with the Deployment's NODE_OPTIONS: N tainted Nodes initialised, 60 s steady, then
+ *    settings and with the Deployment's environment: N tainted Nodes initialised, 60 s steady, then
  *    10 Nodes NotReady for 60 s (BENCH_PEAK_STEADY_S), as issue 28's outside harness ran it.
  *
  * BENCH_ONLY=burst,steady,big,peak picks sections; BENCH_SNAPSHOT_DIR=dir adds a heap snapshot to each peak run; BENCH_CCM_CONCURRENCY passes --concurrency to ccm;
@@ -98,11 +98,11 @@ interface CcmCloud {
 const cloudlycke = (inv: string): CcmCloud => ({ args: ['--provider', 'cloudlycke', '--cloud-config', inv] });
 
 const asDeployed: Readonly<Record<string, string>> = process.env.BENCH_CCM_AS_DEPLOYED ? RUN_ENV : {};
-const settings = process.env.BENCH_CCM_AS_DEPLOYED
-  ? `the Deployment's ${Object.entries(RUN_ENV)
-      .map(([k, v]) => `\`${k}="${v}"\``)
-      .join(' ')}`
-  : 'default Node/V8 settings';
+/** How a row names the Deployment's environment (cronjob-resources.test.ts reads it back). */
+const DEPLOYMENT_ENV = `the Deployment's ${Object.entries(RUN_ENV)
+  .map(([k, v]) => `\`${k}="${v}"\``)
+  .join(' ')}`;
+const settings = process.env.BENCH_CCM_AS_DEPLOYED ? DEPLOYMENT_ENV : 'default Node/V8 settings';
 
 /** ccm run (test/helpers/run.ts spawnCcmRun) with ccm's default flags unless BENCH_CCM_CONCURRENCY is set. */
 function startCcm(cp: ControlPlane, cloud: CcmCloud, extra: string[] = []) {
@@ -389,12 +389,9 @@ if (only.includes('peak')) {
             : nodeOptions,
         };
       };
-      const deploymentEnv = Object.entries(RUN_ENV)
-        .map(([k, v]) => `${k}="${v}"`)
-        .join(' ');
       for (const [label, environment] of [
         ['default Node settings', {}],
-        [`the Deployment's ${deploymentEnv}`, RUN_ENV],
+        [DEPLOYMENT_ENV, RUN_ENV],
       ] as const) {
         // Kubelets with --cloud-provider=external and --node-ip: matched to droplets by name.
         await createNodes(

@@ -3,41 +3,28 @@
  * off mid-item, a non-JSON page, a page ending cleanly but short, a page whose metadata follows its
  * items. A relist that fails half-way must change nothing; handlers see the difference once.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { ClusterAccess } from '../../../src/kube/config.js';
 import { createInformer } from '../../../src/kube/informer.js';
-import { KubeTransport } from '../../../src/kube/transport.js';
+import type { KubeTransport } from '../../../src/kube/transport.js';
+import { plainKubeServer } from '../../helpers/plain-kube-server.js';
 
-let server: Server;
 let transport: KubeTransport;
+let close: () => Promise<void>;
 let onList: (url: URL, res: ServerResponse) => void;
 let onWatch: (url: URL, res: ServerResponse) => void;
 const open = new Set<ServerResponse>();
 
 beforeAll(async () => {
-  server = createServer((req: IncomingMessage, res) => {
+  ({ transport, close } = await plainKubeServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     open.add(res);
     res.on('close', () => open.delete(res));
     if (url.searchParams.get('watch')) onWatch(url, res);
     else onList(url, res);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const access: ClusterAccess = {
-    server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    context: 'fake',
-    tls: { rejectUnauthorized: true },
-    credentials: { current: async () => ({ headers: {} }), rejected: async () => false },
-  };
-  transport = new KubeTransport(access);
+  }));
 });
-afterAll(async () => {
-  await transport.close();
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-});
+afterAll(() => close());
 
 const node = (name: string, rv: string) => ({ metadata: { name, resourceVersion: rv }, spec: {} });
 const page = (items: unknown[], cont: string, rv = '100', metadataLast = false) => {

@@ -4,25 +4,24 @@
  * items) and at 16 MiB of one watch line, and fails that request with one clear line, instead of
  * growing the heap until the controller is killed, restarted and killed again.
  */
-import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClusterAccess } from '../../../src/kube/config.js';
 import { KubeResponseTooLargeError } from '../../../src/kube/errors.js';
-import { KubeTransport, MAX_BODY_BYTES, MAX_LINE_BYTES } from '../../../src/kube/transport.js';
+import { type KubeTransport, MAX_BODY_BYTES, MAX_LINE_BYTES } from '../../../src/kube/transport.js';
+import { plainKubeServer } from '../../helpers/plain-kube-server.js';
 import { rejection } from '../../helpers/rejection.js';
 
-let server: Server;
 let transport: KubeTransport;
+let close: () => Promise<void>;
 let handler: (res: ServerResponse) => void;
 /** Bytes each answer had sent when the client hung up. */
 const sent: number[] = [];
 
-/** Writes `head`, then `fill` in 1 MiB chunks until the client hangs up. */
-function endless(head: string, fill: number, status = 200) {
+/** Writes `head`, then `fill` (a byte, or a chunk of its own) in 1 MiB chunks until the client hangs up. */
+function endless(head: string, fill: number | Buffer, status = 200) {
   return (res: ServerResponse) => {
     res.writeHead(status, { 'content-type': 'application/json' });
-    const chunk = Buffer.alloc(1024 * 1024, fill);
+    const chunk = typeof fill === 'number' ? Buffer.alloc(1024 * 1024, fill) : fill;
     let bytes = 0;
     const pump = () => {
       while (!res.destroyed) {
@@ -37,21 +36,9 @@ function endless(head: string, fill: number, status = 200) {
 }
 
 beforeAll(async () => {
-  server = createServer((_req, res) => handler(res));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const access: ClusterAccess = {
-    server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    context: 'broken',
-    tls: { rejectUnauthorized: true },
-    credentials: { current: async () => ({ headers: {} }), rejected: async () => false },
-  };
-  transport = new KubeTransport(access);
+  ({ transport, close } = await plainKubeServer((_req, res) => handler(res)));
 });
-afterAll(async () => {
-  await transport.close();
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-});
+afterAll(() => close());
 
 describe('KubeTransport against an endless answer', () => {
   it('a plain request: fails past 64 MiB, the connection closed', async () => {
@@ -82,20 +69,10 @@ describe('KubeTransport against an endless answer', () => {
 
   it('a streamed list of small items without end: fails past 64 MiB of the page', async () => {
     const item = `{"metadata":{"name":"${'n'.repeat(1000)}"}},`;
-    handler = (res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      const chunk = Buffer.from(item.repeat(Math.floor((1024 * 1024) / item.length)));
-      let bytes = 0;
-      const pump = () => {
-        while (!res.destroyed) {
-          bytes += chunk.length;
-          if (!res.write(chunk)) return void res.once('drain', pump);
-        }
-      };
-      res.on('close', () => sent.push(bytes));
-      res.write('{"kind":"NodeList","metadata":{},"items":[');
-      pump();
-    };
+    handler = endless(
+      '{"kind":"NodeList","metadata":{},"items":[',
+      Buffer.from(item.repeat(Math.floor((1024 * 1024) / item.length))),
+    );
     let items = 0;
     const started = sent.length;
     const err = await rejection(

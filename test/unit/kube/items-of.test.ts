@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { KubeApiError } from '../../../src/kube/errors.js';
-import { itemsOf } from '../../../src/kube/list-all.js';
+import { itemsOf } from '../../../src/kube/transport.js';
 
 describe('itemsOf', () => {
   it("gives a list's items, and none for Go's null", () => {
