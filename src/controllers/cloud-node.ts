@@ -2,6 +2,7 @@ import { monotonicMs } from '../clock.js';
 import { nodeName, type SlimNode } from '../kube/slim-node.js';
 import { LABEL_PAIRS } from '../kube/well-known.js';
 import type { CloudView } from './cloud-view.js';
+import { FirstSeen } from './first-seen.js';
 import type { Controller, ControllerContext } from './manager.js';
 import { isUninitialized } from './node.js';
 import { reconcileNode, reportReconcile } from './node-reconcile.js';
@@ -17,21 +18,14 @@ function labelsChanged(a: SlimNode, b: SlimNode): boolean {
 }
 
 /**
- * The Node's creationTimestamp has whole seconds and comes from the API server's clock, not ours:
- * a listing started less than this after it may be older than the Node.
- */
-const CREATION_MARGIN_MS = 5000;
-
-/**
  * Whether the listing may be older than the Node. Then what it shows under the Node's name may be
  * an instance deleted and recreated since (the listing can be minutes old), and initialising from it
  * would give the new Node the old instance's provider ID (never changed afterwards), addresses and
- * labels.
+ * labels. A listing started after this process first saw the Node started after the Node was created;
+ * both times are this process's own monotonic clock, so no clock skew and no margin enter.
  */
-function mayPredate(view: CloudView, node: SlimNode): boolean {
-  const created = Date.parse(node.metadata?.creationTimestamp ?? '');
-  if (Number.isNaN(created) || view.listedAt === undefined) return true;
-  return view.listedAt < created + CREATION_MARGIN_MS;
+function mayPredate(view: CloudView, seenAt: number): boolean {
+  return view.listedAt === undefined || view.listedAt < seenAt;
 }
 
 /**
@@ -57,13 +51,25 @@ export function cloudNodeController(): Controller {
       });
       queue = q;
       const nodes = ctx.informers.nodes;
-      nodes.on('add', (n) => q.add(nodeName(n)));
+      const seen = new FirstSeen();
+      const note = (n: SlimNode) => (isUninitialized(n) ? seen.at(n) : seen.forget(n));
+      nodes.on('add', (n) => {
+        note(n);
+        q.add(nodeName(n));
+      });
       nodes.on('update', (old, n) => {
+        note(n);
         if (isUninitialized(n) || labelsChanged(old, n) || old.spec?.providerID !== n.spec?.providerID)
           q.add(nodeName(n));
       });
-      nodes.on('delete', (n) => lastErrors.delete(nodeName(n)));
-      for (const n of nodes.list()) q.add(nodeName(n));
+      nodes.on('delete', (n) => {
+        seen.forget(n);
+        lastErrors.delete(nodeName(n));
+      });
+      for (const n of nodes.list()) {
+        note(n);
+        q.add(nodeName(n));
+      }
 
       const refreshAddresses = async () => {
         await ctx.cloud.refreshIfOlderThan(ctx.options.nodeStatusUpdateFrequencyMs);
@@ -88,7 +94,7 @@ export function cloudNodeController(): Controller {
               ctx.cloud.listedAt < started
             ) {
               view = await ctx.cloud.requestRefresh();
-            } else if (isUninitialized(node) && mayPredate(view, node)) {
+            } else if (isUninitialized(node) && mayPredate(view, seen.at(node))) {
               view = await ctx.cloud.requestRefresh();
             }
             const current = nodes.get(key) ?? node;

@@ -13,7 +13,7 @@ export interface CloudView {
   listingError?: string;
   /** Whether any Node's provider ID appears in the listing (see LifecycleInput.listingKnowsCluster). */
   listingKnowsCluster: boolean;
-  /** Wall-clock time (ms) the listing was started, where a cache keeps it (instance-cache.ts). */
+  /** When the listing was started (monotonicMs() time), where a cache keeps it (instance-cache.ts). */
   listedAt?: number;
 }
 

@@ -109,9 +109,8 @@ export class InstanceCache {
 
   private start(): Promise<CloudView> {
     const generation = this.generation;
-    this.lastStart = this.now();
-    // Wall clock: compared with Nodes' creationTimestamp (cloud-node.ts).
-    const listedAt = Date.now();
+    const listedAt = this.now();
+    this.lastStart = listedAt;
     const listing: Promise<CloudView> = this.options
       .list()
       .then(
