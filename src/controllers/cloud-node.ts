@@ -18,14 +18,27 @@ function labelsChanged(a: SlimNode, b: SlimNode): boolean {
 }
 
 /**
- * Whether the listing may be older than the Node. Then what it shows under the Node's name may be
- * an instance deleted and recreated since (the listing can be minutes old), and initialising from it
- * would give the new Node the old instance's provider ID (never changed afterwards), addresses and
- * labels. A listing started after this process first saw the Node started after the Node was created;
- * both times are this process's own monotonic clock, so no clock skew and no margin enter.
+ * When the listing a tainted Node is initialised from must have started, if `view`'s will not do.
+ * - A listing older than the Node may show, under its name, an instance deleted and recreated since
+ *   (the listing can be minutes old): the new Node would get the old instance's provider ID (never
+ *   changed afterwards), addresses and labels. A listing started after this process first saw the
+ *   Node started after the Node was created; both times are this process's own monotonic clock, so
+ *   no clock skew and no margin enter.
+ * - A Node the listing does not show (or a failed listing) is worth one listing started after this
+ *   attempt, not more: a missing instance is then retried with backoff.
  */
-function mayPredate(view: CloudView, seenAt: number): boolean {
-  return view.listedAt === undefined || view.listedAt < seenAt;
+function listingNeededSince(
+  node: SlimNode,
+  view: CloudView,
+  seen: FirstSeen,
+  started: number,
+): number | undefined {
+  if (!isUninitialized(node)) return undefined;
+  const listedAt = view.listedAt ?? Number.NEGATIVE_INFINITY;
+  const seenAt = seen.at(node);
+  if (listedAt < seenAt) return seenAt;
+  if ((view.listingError || !findInstance(node, view.index)) && listedAt < started) return started;
+  return undefined;
 }
 
 /**
@@ -81,24 +94,29 @@ export function cloudNodeController(): Controller {
       workers = q.run(
         ctx.options.concurrency,
         async (key) => {
-          const node = nodes.get(key);
-          if (!node) return;
+          let node = nodes.get(key);
+          if (!node) {
+            lastErrors.delete(key);
+            return;
+          }
           const started = monotonicMs();
           const end = ctx.metrics.reconcileSeconds.startTimer({ controller: NAME });
           try {
-            if (!ctx.cloud.hasListed) await ctx.cloud.requestRefresh();
-            let view = ctx.cloud.view();
-            if (
-              isUninitialized(node) &&
-              (view.listingError || !findInstance(node, view.index)) &&
-              ctx.cloud.listedAt < started
-            ) {
-              view = await ctx.cloud.requestRefresh();
-            } else if (isUninitialized(node) && mayPredate(view, seen.at(node))) {
-              view = await ctx.cloud.requestRefresh();
+            let view = ctx.cloud.hasListed ? ctx.cloud.view() : await ctx.cloud.requestRefresh();
+            // The Node is read again after every wait: it may have been replaced by a namesake (a new
+            // UID, first seen later) while the listing was out, and then needs a listing of its own.
+            for (;;) {
+              const current = nodes.get(key);
+              if (!current) {
+                lastErrors.delete(key);
+                return;
+              }
+              node = current;
+              const since = listingNeededSince(node, view, seen, started);
+              if (since === undefined) break;
+              view = await ctx.cloud.viewSince(since);
             }
-            const current = nodes.get(key) ?? node;
-            const { plan, result } = await reconcileNode(ctx, current, view, {
+            const { plan, result } = await reconcileNode(ctx, node, view, {
               cloudNode: true,
               lifecycle: false,
             });

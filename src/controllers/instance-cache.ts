@@ -25,6 +25,8 @@ export class InstanceCache {
   private inFlight?: Promise<CloudView>;
   private pending?: Promise<CloudView>;
   private lastStart = Number.NEGATIVE_INFINITY;
+  /** When requestRefresh() was last called. */
+  private lastAsked = Number.NEGATIVE_INFINITY;
   private failures = 0;
   private completed = 0;
   /** Bumped by invalidate(): a listing started before it is dropped when it lands. */
@@ -67,8 +69,22 @@ export class InstanceCache {
     return this.start();
   }
 
-  /** A refresh for a cache miss: coalesced, and never more than one per `minIntervalMs`. */
+  /**
+   * A view whose listing started at `since` (monotonicMs() time) or later: the current one, the one
+   * in flight, or a refresh.
+   */
+  viewSince(since: number): Promise<CloudView> {
+    if ((this.current.listedAt ?? Number.NEGATIVE_INFINITY) >= since) return Promise.resolve(this.current);
+    if (this.inFlight && this.lastStart >= since) return this.inFlight;
+    return this.requestRefresh();
+  }
+
+  /**
+   * A refresh for a cache miss: a listing started after the call, coalesced, and never more than one
+   * per `minIntervalMs`.
+   */
   requestRefresh(): Promise<CloudView> {
+    this.lastAsked = this.now();
     if (this.pending) return this.pending;
     let pending: Promise<CloudView> | undefined;
     pending = (async () => {
@@ -78,6 +94,10 @@ export class InstanceCache {
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       // From here on, a new request waits for the next listing, not this one.
       if (this.pending === pending) this.pending = undefined;
+      const askedUntil = this.lastAsked;
+      // A listing started during the wait (a reload, a periodic refresh) serves only if it started
+      // after the last of these callers asked; else it is let finish and a new one started.
+      if (this.inFlight && this.lastStart < askedUntil) await this.inFlight;
       return this.inFlight ?? this.start();
     })();
     this.pending = pending;

@@ -262,12 +262,20 @@ export async function applyPlans(
           plan.error = (err as Error).message;
           break;
         }
+        let fresh: SlimNode;
         try {
-          node = await kube.getNode(plan.name);
+          fresh = await kube.getNode(plan.name);
         } catch (readErr) {
           plan.error = `changed concurrently, then could not be read again: ${(readErr as Error).message}`;
           break;
         }
+        // Another Node of the same name (deleted and created again): the listing may predate it and
+        // show the deleted one's instance, so it is not planned from this one.
+        if (fresh.metadata?.uid !== node.metadata?.uid) {
+          plan.error = `replaced by a new Node of the same name (UID ${fresh.metadata?.uid}) while it was written; not planned from a listing that may predate it`;
+          break;
+        }
+        node = fresh;
         plan = replan(plan, node, state, provider, options);
       }
     }
