@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
+import { isDeepStrictEqual } from 'node:util';
 import { monotonicMs } from '../clock.js';
 import { budgetedProvider, type ProviderHolder, TokenBucket } from '../controllers/cloud-budget.js';
 import { type CloudView, isFatalCloudError } from '../controllers/cloud-view.js';
@@ -245,7 +246,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   // Aborted by the shutdown: a listing the cloud does not answer must not outlive it.
   const listing = new AbortController();
   const cloud = new InstanceCache({
-    list: () => provider.instances.list(listing.signal),
+    list: (dropped) => provider.instances.list(AbortSignal.any([listing.signal, dropped])),
     nodes: () => nodes?.list() ?? [],
     onRefresh: (view) => {
       metrics.cachedInstances.set(view.index.size);
@@ -469,10 +470,11 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
       let changed: string | undefined;
       if (secretRef) {
         const fresh = await readSecret(transport, secretRef.namespace, secretRef.name);
-        if (fresh.resourceVersion !== secret?.resourceVersion) {
-          secret = fresh;
+        // A label or annotation written on the Secret changes its resourceVersion, not the credentials.
+        if (!isDeepStrictEqual(fresh.data, secret?.data)) {
           changed = `credentials from Secret ${secretRef.namespace}/${secretRef.name}`;
         }
+        secret = fresh;
       }
       if (input['cloud-config']) {
         const hash = await fileHash(input['cloud-config']);

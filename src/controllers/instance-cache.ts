@@ -4,7 +4,8 @@ import type { Instance } from '../providers/types.js';
 import { type CloudView, type ListingOutcome, viewOf } from './cloud-view.js';
 
 export interface InstanceCacheOptions {
-  list: () => Promise<Instance[]>;
+  /** One listing; `signal` is aborted when the listing is dropped (invalidate). */
+  list: (signal: AbortSignal) => Promise<Instance[]>;
   /** The Nodes the listing is checked against (listingKnowsCluster). */
   nodes: () => readonly SlimNode[];
   /** At most one listing per this interval for refreshes asked by cache misses. Default 2 s. */
@@ -23,6 +24,8 @@ export interface InstanceCacheOptions {
 export class InstanceCache {
   private current: CloudView;
   private inFlight?: Promise<CloudView>;
+  /** Drops the listing in flight: aborts it, and hands its waiters the given one instead. */
+  private dropInFlight?: (instead: Promise<CloudView>) => void;
   private pending?: Promise<CloudView>;
   private lastStart = Number.NEGATIVE_INFINITY;
   /** When requestRefresh() was last called. */
@@ -113,8 +116,11 @@ export class InstanceCache {
     this.generation++;
     this.failures = 0;
     this.current = viewOf({ error: new Error(reason) }, []);
+    const drop = this.dropInFlight;
     this.inFlight = undefined;
-    return this.start();
+    const next = this.start();
+    drop?.(next);
+    return next;
   }
 
   /**
@@ -131,8 +137,18 @@ export class InstanceCache {
     const generation = this.generation;
     const listedAt = this.now();
     this.lastStart = listedAt;
+    const abort = new AbortController();
+    let replace!: (instead: Promise<CloudView>) => void;
+    // Whoever waits for this listing when it is dropped gets the listing that replaced it.
+    const replaced = new Promise<CloudView>((resolve) => {
+      replace = resolve;
+    });
+    const drop = (instead: Promise<CloudView>) => {
+      abort.abort();
+      replace(instead);
+    };
     const listing: Promise<CloudView> = this.options
-      .list()
+      .list(abort.signal)
       .then(
         (instances): ListingOutcome => ({ instances }),
         (error: unknown): ListingOutcome => ({ error }),
@@ -145,10 +161,13 @@ export class InstanceCache {
         this.current = { ...viewOf(outcome, this.options.nodes()), listedAt };
         this.generationOf.set(this.current, generation);
         this.inFlight = undefined;
+        if (this.dropInFlight === drop) this.dropInFlight = undefined;
         this.options.onRefresh?.(this.current);
         return this.current;
       });
-    this.inFlight = listing;
-    return listing;
+    const settled = Promise.race([listing, replaced]);
+    this.inFlight = settled;
+    this.dropInFlight = drop;
+    return settled;
   }
 }

@@ -64,15 +64,17 @@ export interface PassReport {
   listingError?: string;
 }
 
-/** Reads Nodes and the cloud listing in parallel. Credential or configuration errors abort the pass. */
+/**
+ * Reads the Nodes, then the cloud listing. Credential or configuration errors abort the pass. Not in
+ * parallel: a tainted Node is initialised only from a listing started after the Node existed, and
+ * one listed from the cloud before it may show a deleted instance of the same name.
+ */
 export async function readState(kube: NodeClient, provider: Provider): Promise<ClusterState> {
-  const [nodes, listing] = await Promise.all([
-    kube.listNodes(),
-    provider.instances.list().then(
-      (instances): ListingOutcome => ({ instances }),
-      (error: unknown): ListingOutcome => ({ error }),
-    ),
-  ]);
+  const nodes = await kube.listNodes();
+  const listing = await provider.instances.list().then(
+    (instances): ListingOutcome => ({ instances }),
+    (error: unknown): ListingOutcome => ({ error }),
+  );
   if ('error' in listing && isFatalCloudError(listing.error)) throw listing.error;
   return { nodes, ...viewOf(listing, nodes) };
 }
