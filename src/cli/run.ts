@@ -28,6 +28,7 @@ import { readSecret, type SecretData } from '../kube/secrets.js';
 import { type SlimNode, slimNode } from '../kube/slim-node.js';
 import { KubeTransport } from '../kube/transport.js';
 import { nodeCrypto } from '../node-modules.js';
+import { filesReadBy } from '../providers/config-files.js';
 import { closeCloudConnections } from '../providers/http-transport.js';
 import { loadProvider } from '../providers/registry.js';
 import type { Provider, ProviderDefinition } from '../providers/types.js';
@@ -225,7 +226,8 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     const provider = definition.create(values, { mayWrite, takeToken });
     return deps.wrapProvider ? deps.wrapProvider(provider) : provider;
   };
-  const holder: ProviderHolder = { current: makeProvider() };
+  const { value: firstProvider, files: builtFiles } = filesReadBy(makeProvider);
+  const holder: ProviderHolder = { current: firstProvider };
   // prom-client (with @opentelemetry/api, 150 KB) is loaded once the configuration has been accepted.
   const { createMetrics } = await import('../controllers/metrics.js');
   const metrics = createMetrics();
@@ -463,31 +465,50 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   };
 
   // --- credentials and cloud config, re-read on change --------------------------------------------
+  const hashOf = async (files: readonly string[]) => (await Promise.all(files.map(fileHash))).join(',');
   let configHash = input['cloud-config'] ? await fileHash(input['cloud-config']).catch(() => '') : '';
+  let providerFiles = builtFiles;
+  let filesHash = await hashOf(providerFiles).catch(() => '');
   let reloadFailing = false;
+  let reloading = false;
   const reload = async () => {
+    // One at a time: a slow read answered after a newer one would bring old credentials back.
+    if (reloading) return;
+    reloading = true;
     try {
-      let changed: string | undefined;
-      if (secretRef) {
-        const fresh = await readSecret(transport, secretRef.namespace, secretRef.name);
-        // A label or annotation written on the Secret changes its resourceVersion, not the credentials.
-        if (!isDeepStrictEqual(fresh.data, secret?.data)) {
-          changed = `credentials from Secret ${secretRef.namespace}/${secretRef.name}`;
-        }
-        secret = fresh;
+      const fresh = secretRef ? await readSecret(transport, secretRef.namespace, secretRef.name) : undefined;
+      const hash = input['cloud-config'] ? await fileHash(input['cloud-config']) : '';
+      const files = await hashOf(providerFiles);
+      const changed: string[] = [];
+      // The data, not the resourceVersion: a label or annotation written on the Secret changes nothing.
+      if (secretRef && !isDeepStrictEqual(fresh?.encoded, secret?.encoded)) {
+        changed.push(`credentials from Secret ${secretRef.namespace}/${secretRef.name}`);
       }
-      if (input['cloud-config']) {
-        const hash = await fileHash(input['cloud-config']);
-        if (hash !== configHash) {
-          configHash = hash;
-          changed = changed ? `${changed} and --cloud-config` : `--cloud-config ${input['cloud-config']}`;
-        }
+      if (hash !== configHash) changed.push(`--cloud-config ${input['cloud-config']}`);
+      if (files !== filesHash) {
+        const named = providerFiles.filter((f) => f !== input['cloud-config']);
+        changed.push(named.length > 0 ? named.join(', ') : 'the files it names');
       }
-      if (changed) {
-        holder.current = makeProvider();
-        log.info(`${changed} changed; using them from now on`);
+      if (changed.length > 0) {
+        // Nothing is taken as seen until a provider is built from it: a file unreadable or a Secret
+        // without its token now is tried again at the next reload, and warned about until then.
+        const previous = secret;
+        secret = fresh ?? secret;
+        let built: { value: Provider; files: string[] };
+        try {
+          built = filesReadBy(makeProvider);
+        } catch (err) {
+          secret = previous;
+          throw err;
+        }
+        holder.current = built.value;
+        providerFiles = built.files;
+        filesHash = await hashOf(providerFiles).catch(() => '');
+        configHash = hash;
+        const what = changed.join(' and ');
+        log.info(`${what} changed; using them from now on`);
         // Nothing listed with the old ones (maybe another account) may initialise or keep a Node.
-        void cloud.invalidate(`${changed} changed; listing the cloud again with them`);
+        void cloud.invalidate(`${what} changed; listing the cloud again with them`);
       }
       if (reloadFailing) log.info('credentials and cloud config readable again');
       reloadFailing = false;
@@ -497,6 +518,8 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
           `re-reading credentials or cloud config failed: ${(err as Error).message}; keeping the current ones`,
         );
       reloadFailing = true;
+    } finally {
+      reloading = false;
     }
   };
   const reloadTimer = setInterval(() => void reload(), input.reloadPeriodMs);

@@ -92,16 +92,27 @@ export class InstanceCache {
     let pending: Promise<CloudView> | undefined;
     pending = (async () => {
       await Promise.resolve();
-      if (this.inFlight) await this.inFlight;
+      if (this.inFlight) {
+        const view = await this.inFlight;
+        // It was dropped for one started after every caller asked (a reload): that one serves.
+        if ((view.listedAt ?? Number.NEGATIVE_INFINITY) >= this.lastAsked) {
+          if (this.pending === pending) this.pending = undefined;
+          return view;
+        }
+      }
       const wait = this.lastStart + this.minIntervalMs - this.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       // From here on, a new request waits for the next listing, not this one.
       if (this.pending === pending) this.pending = undefined;
       const askedUntil = this.lastAsked;
-      // A listing started during the wait (a reload, a periodic refresh) serves only if it started
-      // after the last of these callers asked; else it is let finish and a new one started.
-      if (this.inFlight && this.lastStart < askedUntil) await this.inFlight;
-      return this.inFlight ?? this.start();
+      // A listing started during the wait (a reload, a periodic refresh) serves if it started after
+      // the last of these callers asked; one started before is let finish, and a new one started.
+      for (;;) {
+        if ((this.current.listedAt ?? Number.NEGATIVE_INFINITY) >= askedUntil) return this.current;
+        if (!this.inFlight) return this.start();
+        if (this.lastStart >= askedUntil) return this.inFlight;
+        await this.inFlight;
+      }
     })();
     this.pending = pending;
     return pending as Promise<CloudView>;

@@ -4,6 +4,8 @@ import type { KubeTransport } from './transport.js';
 export interface SecretData {
   resourceVersion: string;
   data: Record<string, string>;
+  /** The values as the API server sent them (base64): decoding binary ones as UTF-8 may merge two. */
+  encoded?: Record<string, string>;
 }
 
 /**
@@ -23,7 +25,7 @@ export async function readSecret(http: KubeTransport, namespace: string, name: s
     const data: Record<string, string> = {};
     for (const [key, value] of Object.entries(secret.data ?? {}))
       data[key] = Buffer.from(value, 'base64').toString('utf8');
-    return { resourceVersion: secret.metadata?.resourceVersion ?? '', data };
+    return { resourceVersion: secret.metadata?.resourceVersion ?? '', data, encoded: secret.data ?? {} };
   } catch (err) {
     if (err instanceof KubeApiError && err.status === 404) {
       throw new KubeApiError(

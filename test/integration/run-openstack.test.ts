@@ -3,7 +3,10 @@
  * (Keystone, Nova, Neutron, Octavia), and the official controller's cloud.conf read from the Secret
  * `kube-system/cloud-config` key `cloud.conf`, the layout of the official controller's docs.
  */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import { FINALIZER_LOAD_BALANCER_CLEANUP } from '../../src/kube/well-known.js';
 import { createNodes } from '../controlplane/fixtures.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
@@ -16,6 +19,7 @@ import {
   untilIngress,
   untilServiceGone,
 } from '../helpers/services.js';
+import { tempDir } from '../helpers/tmp.js';
 
 const NS = 'default';
 
@@ -187,5 +191,46 @@ describe('ccm run --provider openstack', () => {
     );
     expect(octaviaCounts().loadBalancers).toBe(1);
     expect(await eventReasons(world.api, NS, 'broken')).toContain('EnsuredLoadBalancer');
+  }, 60_000);
+});
+
+// An outside review's reproduction (RV-4, failed on 3644dc2): files the cloud config names are
+// watched as the config itself is.
+describe('credentials in clouds.yaml', () => {
+  it('RV-4: a rotated clouds.yaml (use-clouds=true, clouds-file) is picked up like a rotated Secret', async () => {
+    const dir = tempDir('ccm-rv4-');
+    const cloudsFile = join(dir, 'clouds.yaml');
+    const clouds = (password: string) =>
+      stringify({
+        clouds: {
+          rv4: {
+            auth: { auth_url: world.sim.authUrl, username: 'admin', password, domain_id: 'default' },
+            region_name: 'RegionOne',
+          },
+        },
+      });
+    writeFileSync(cloudsFile, clouds('passw0rd'));
+    const conf = `[Global]\nuse-clouds=true\nclouds-file=${cloudsFile}\ncloud=rv4\n`;
+    const secret = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'cloud-config-rv4', namespace: 'kube-system' },
+      data: { 'cloud.conf': Buffer.from(conf).toString('base64') },
+    };
+    await world.api.createNamespacedSecret({ namespace: 'kube-system', body: secret }).catch(() => {});
+    world.sim.addServer({ name: 'rv4-a', addresses: { private: [{ addr: '10.0.0.41' }] } });
+    ccm = await world.run({ credentialsSecret: 'kube-system/cloud-config-rv4' });
+    await createNodes(world.api, [{ name: 'rv4-a' }]);
+    await untilInitialised(world.api, 'rv4-a');
+
+    // The operator rotates the password: clouds.yaml (a mounted Secret) gets the new one.
+    writeFileSync(cloudsFile, clouds('rotated-pw'));
+    await new Promise((r) => setTimeout(r, 3000)); // ten reload periods (300 ms)
+    const reloaded = ccm.logs.some((l) => l.includes('changed; using them from now on'));
+    const triedNew = world.sim.requests.some((r) => JSON.stringify(r.body ?? '').includes('rotated-pw'));
+    expect({ reloaded, triedNew }, 'the rotated clouds.yaml was never read again').toEqual({
+      reloaded: true,
+      triedNew: true,
+    });
   }, 60_000);
 });

@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
+import { readConfigFile } from '../config-files.js';
 import { InvalidConfigError } from '../errors.js';
 import { HttpClient, type HttpResponse, httpStatus, type RequestOptions } from '../http.js';
 import { fetchTransport, nodeTransport, type Transport } from '../http-transport.js';
@@ -141,7 +141,7 @@ function tlsTransport(config: GlobalConfig): Transport | undefined {
   const read = (key: string, path: string | undefined) => {
     if (!path) return undefined;
     try {
-      return readFileSync(path, 'utf8');
+      return readConfigFile(path);
     } catch (err) {
       throw new InvalidConfigError(
         `cloud.conf: [Global] ${key}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,

@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { readConfigFile } from '../config-files.js';
 import { InvalidConfigError } from '../errors.js';
 
 /**
@@ -51,7 +51,7 @@ export function cloudsYamlGlobal(files: readonly string[], name: string | undefi
   for (const file of files) {
     let text: string;
     try {
-      text = readFileSync(file, 'utf8');
+      text = readConfigFile(file);
     } catch (err) {
       errors.push(`${file} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`);
       continue;

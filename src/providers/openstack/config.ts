@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { decode } from 'ini';
+import { readConfigFile } from '../config-files.js';
 import { InvalidConfigError } from '../errors.js';
 import { cloudsYamlGlobal, defaultCloudsFiles } from './clouds-yaml.js';
 
@@ -161,7 +161,7 @@ const FOREIGN_SECTIONS = new Set(['blockstorage', 'metadata']);
 export function readCloudConfig(path: string, options: ParseOptions = {}): CloudConfig {
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = readConfigFile(path);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     throw new InvalidConfigError(

@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import sshpk from 'sshpk';
 import { connectAgent, type SshAgent } from '../../ssh-agent.js';
+import { readConfigFile } from '../config-files.js';
 import { InvalidConfigError } from '../errors.js';
 
 /**
@@ -91,7 +91,7 @@ function readMaterial(value: string): string {
   if (value.includes('-----BEGIN')) return value;
   const path = value.trim().replace(/^~(?=\/)/, homedir());
   try {
-    return readFileSync(path, 'utf8');
+    return readConfigFile(path);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
     throw new InvalidConfigError(

@@ -1,7 +1,7 @@
 /**
  * What a credentials or cloud-config reload (InstanceCache.invalidate) does to Nodes waiting for a
- * listing. R9-S1 is an outside review's reproduction (it failed on 4a6b18f). The harness:
- * cloud-node-harness.ts.
+ * listing. R9-S1 and RV-5 are outside reviews' reproductions (they failed on 4a6b18f and 3644dc2).
+ * The harness: cloud-node-harness.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { cloudNodeController } from '../../../src/controllers/cloud-node.js';
@@ -53,4 +53,34 @@ describe('a listing dropped by invalidate()', () => {
       'cloudlycke://new-B',
     );
   });
+});
+
+describe('a Node waiting when the credentials are reloaded', () => {
+  it("RV-5: is initialised from the reload's listing, not from one more listing after it", async () => {
+    const h = harness(); // min interval 2 s, as in ccm run
+    cleanupCloud = h.cloud;
+    h.cloud.instances = [NEW];
+    h.cloud.autoMs = 0;
+    await h.cache.refreshIfOlderThan(0);
+    await sleep(2100);
+    h.cloud.autoMs = undefined;
+    running = cloudNodeController();
+    await running.start(h.ctx);
+    void h.cache.refreshIfOlderThan(0); // a periodic listing with the old credentials, hung
+    await sleep(10);
+    h.createNode(tainted('w1', 'uid-1')); // its worker: viewSince -> requestRefresh, awaiting the hung one
+    await sleep(20);
+    h.cloud.autoMs = 1000; // every listing from now on takes 1 s
+    const t0 = performance.now();
+    void h.cache.invalidate('credentials changed'); // L1, started after w1 was seen
+    let at: number | undefined;
+    for (let i = 0; i < 800 && at === undefined; i++) {
+      if (h.kube.nodes.get('w1')?.spec?.providerID) at = performance.now() - t0;
+      else await sleep(10);
+    }
+    expect(
+      { listingsAfterReload: h.cloud.listings.length - 2, initialisedWithin1900ms: (at ?? 1e9) < 1900 },
+      `initialised ${Math.round(at ?? -1)} ms after the reload`,
+    ).toEqual({ listingsAfterReload: 1, initialisedWithin1900ms: true });
+  }, 20_000);
 });

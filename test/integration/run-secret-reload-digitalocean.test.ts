@@ -3,8 +3,9 @@
  * kubectl annotate, a GitOps tool's tracking label, a backup tool) is not new credentials: the
  * provider and the cached listing stay. Before, the resourceVersion alone counted, and such writes
  * faster than a listing took kept a tainted Node whose droplet exists from ever being initialised.
- * Both cases are an outside review's reproductions (they failed on 4a6b18f). Real kube-apiserver,
- * DigitalOcean simulator, `ccm run` in process.
+ * Both cases are an outside review's reproductions (they failed on 4a6b18f). And a Secret whose new
+ * data cannot build a provider is warned about until it can (RV-6, failed on 3644dc2). Real
+ * kube-apiserver, DigitalOcean simulator, `ccm run` in process.
  */
 import { describe, expect, it } from 'vitest';
 import type { Provider } from '../../src/providers/types.js';
@@ -102,5 +103,37 @@ describe('the credentials Secret touched, not changed', () => {
     expect(providerID, `${listings} listings started, ${landed} answered, none used`).toBe(
       `digitalocean://${droplet?.id}`,
     );
+  }, 60_000);
+});
+
+describe('the credentials Secret loses its token key', () => {
+  it('RV-6: ccm keeps saying so while it runs on a token the Secret no longer has', async () => {
+    ccm = await world.run();
+    await sleep(1000);
+    const before = (await world.api.readNamespacedSecret({ name: 'digitalocean', namespace: 'kube-system' }))
+      .data;
+    try {
+      await world.api.patchNamespacedSecret(
+        { name: 'digitalocean', namespace: 'kube-system', body: { data: { 'access-token': null } } },
+        MERGE_PATCH,
+      );
+      await until(
+        'the failed reload is logged',
+        async () => ccm?.logs.some((l) => l.includes('keeping the current ones')) ?? false,
+        5000,
+      );
+      await sleep(1500); // five more reload ticks
+      const after = ccm.logs.slice(ccm.logs.findIndex((l) => l.includes('keeping the current ones')));
+      const allClear = after.some((l) => l.includes('credentials and cloud config readable again'));
+      expect(
+        allClear,
+        `the Secret still lacks its token, yet the next tick says all is well and nothing is retried:\n${after.filter((l) => l.includes('re-reading') || l.includes('readable again')).join('\n')}`,
+      ).toBe(false);
+    } finally {
+      await world.api.patchNamespacedSecret(
+        { name: 'digitalocean', namespace: 'kube-system', body: { data: before } },
+        MERGE_PATCH,
+      );
+    }
   }, 60_000);
 });
