@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
-import { isDeepStrictEqual } from 'node:util';
 import { monotonicMs } from '../clock.js';
 import { budgetedProvider, type ProviderHolder, TokenBucket } from '../controllers/cloud-budget.js';
 import { type CloudView, isFatalCloudError } from '../controllers/cloud-view.js';
@@ -24,7 +23,7 @@ import { eventRecorder } from '../kube/event-recorder.js';
 import { createInformer, type Informer, type InformerOptions } from '../kube/informer.js';
 import { LeaderElector } from '../kube/lease.js';
 import { createNodeClient } from '../kube/nodes.js';
-import { readSecret, type SecretData } from '../kube/secrets.js';
+import { readSecret, type SecretData, sameValues } from '../kube/secrets.js';
 import { type SlimNode, slimNode } from '../kube/slim-node.js';
 import { KubeTransport } from '../kube/transport.js';
 import { nodeCrypto } from '../node-modules.js';
@@ -481,7 +480,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
       const files = await hashOf(providerFiles);
       const changed: string[] = [];
       // The data, not the resourceVersion: a label or annotation written on the Secret changes nothing.
-      if (secretRef && !isDeepStrictEqual(fresh?.encoded, secret?.encoded)) {
+      if (secretRef && !sameValues(fresh, secret)) {
         changed.push(`credentials from Secret ${secretRef.namespace}/${secretRef.name}`);
       }
       if (hash !== configHash) changed.push(`--cloud-config ${input['cloud-config']}`);

@@ -9,6 +9,22 @@ export interface SecretData {
 }
 
 /**
+ * Whether two Secrets hold the same values, as the API server sent them. (node:util's
+ * isDeepStrictEqual would do, but importing it by name loads worker_threads at every start.)
+ */
+export function sameValues(a: SecretData | undefined, b: SecretData | undefined): boolean {
+  const x = a?.encoded ?? {};
+  const y = b?.encoded ?? {};
+  const keys = Object.keys(x);
+  return (
+    a !== undefined &&
+    b !== undefined &&
+    keys.length === Object.keys(y).length &&
+    keys.every((k) => Object.hasOwn(y, k) && x[k] === y[k])
+  );
+}
+
+/**
  * One Secret, read by name (RBAC: `get` on that one Secret; never list or watch). Values are
  * decoded; they are credentials and must never reach a log line or an error message.
  */

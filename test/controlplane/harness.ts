@@ -378,10 +378,22 @@ async function startOnFreePorts(options: StartOptions): Promise<ControlPlane> {
       await killHard(etcd);
     };
     const resume = async () => {
-      etcd = startEtcd();
-      apiserver = startApiserver();
-      children.push(etcd, apiserver);
-      await waitReady();
+      for (let attempt = 1; ; attempt++) {
+        etcd = startEtcd();
+        apiserver = startApiserver();
+        children.push(etcd, apiserver);
+        try {
+          await waitReady();
+          return;
+        } catch (err) {
+          // The ports are the cluster's address and cannot change. One taken while it was down (the
+          // local end of another process's connection, on a busy machine) is free again soon.
+          if (attempt >= 10 || !/address already in use/.test(String(err))) throw err;
+          await killHard(apiserver);
+          await killHard(etcd);
+          await new Promise((r) => setTimeout(r, 1000));
+        }
+      }
     };
     const caData = readFileSync(join(dir, 'pki', 'apiserver.crt')).toString('base64');
     const kubeconfigPath = join(dir, 'kubeconfig');
