@@ -94,6 +94,8 @@ export interface RunHandle {
 const SHUTDOWN_BUDGET_MS = 8000;
 /** How long a start waits for an API server that does not answer yet (upstream: 10 s). */
 const API_SERVER_WAIT_MS = 10_000;
+/** How long one re-read of the credentials and the files the provider read may take. */
+const RELOAD_DEADLINE_MS = 10_000;
 
 function checkLeaseTimings(lease: RunInput['lease']): void {
   if (!(lease.durationMs > lease.renewDeadlineMs)) {
@@ -105,13 +107,6 @@ function checkLeaseTimings(lease: RunInput['lease']): void {
     );
   }
   if (lease.durationMs < 1000) throw new UsageError('--leader-elect-lease-duration must be at least 1s');
-}
-
-async function fileHash(path: string): Promise<string> {
-  return nodeCrypto()
-    .createHash('sha256')
-    .update(await readFile(path))
-    .digest('hex');
 }
 
 /**
@@ -464,36 +459,48 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   };
 
   // --- credentials and cloud config, re-read on change --------------------------------------------
-  const hashOf = async (files: readonly string[]) => (await Promise.all(files.map(fileHash))).join(',');
-  let configHash = input['cloud-config'] ? await fileHash(input['cloud-config']).catch(() => '') : '';
   let providerFiles = builtFiles;
-  let filesHash = await hashOf(providerFiles).catch(() => '');
   let reloadFailing = false;
   let reloading = false;
   const reload = async () => {
-    // One at a time: a slow read answered after a newer one would bring old credentials back.
+    // One at a time: a slow read answered after a newer one would bring old credentials back. Each
+    // has a deadline, so one that hangs does not stop the next.
     if (reloading) return;
     reloading = true;
+    const deadline = AbortSignal.timeout(RELOAD_DEADLINE_MS);
     try {
-      const fresh = secretRef ? await readSecret(transport, secretRef.namespace, secretRef.name) : undefined;
-      const hash = input['cloud-config'] ? await fileHash(input['cloud-config']) : '';
-      const files = await hashOf(providerFiles);
+      const reading = (async () => {
+        const fresh = secretRef
+          ? await readSecret(transport, secretRef.namespace, secretRef.name, deadline)
+          : undefined;
+        // What the provider read when it was built, against the file now. One gone or unreadable
+        // counts as changed: the new config may no longer name it.
+        const changedFiles: string[] = [];
+        for (const [path, text] of providerFiles) {
+          if ((await readFile(path, 'utf8').catch(() => undefined)) !== text) changedFiles.push(path);
+        }
+        return { fresh, changedFiles };
+      })();
+      const late = new Promise<never>((_, reject) =>
+        deadline.addEventListener(
+          'abort',
+          () => reject(new Error(`they could not be read within ${RELOAD_DEADLINE_MS / 1000} s`)),
+          { once: true },
+        ),
+      );
+      const { fresh, changedFiles } = await Promise.race([reading, late]);
       const changed: string[] = [];
       // The data, not the resourceVersion: a label or annotation written on the Secret changes nothing.
       if (secretRef && !sameValues(fresh, secret)) {
         changed.push(`credentials from Secret ${secretRef.namespace}/${secretRef.name}`);
       }
-      if (hash !== configHash) changed.push(`--cloud-config ${input['cloud-config']}`);
-      if (files !== filesHash) {
-        const named = providerFiles.filter((f) => f !== input['cloud-config']);
-        changed.push(named.length > 0 ? named.join(', ') : 'the files it names');
-      }
+      if (changedFiles.length > 0) changed.push(changedFiles.join(', '));
       if (changed.length > 0) {
         // Nothing is taken as seen until a provider is built from it: a file unreadable or a Secret
         // without its token now is tried again at the next reload, and warned about until then.
         const previous = secret;
         secret = fresh ?? secret;
-        let built: { value: Provider; files: string[] };
+        let built: { value: Provider; files: ReadonlyMap<string, string> };
         try {
           built = filesReadBy(makeProvider);
         } catch (err) {
@@ -502,8 +509,6 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
         }
         holder.current = built.value;
         providerFiles = built.files;
-        filesHash = await hashOf(providerFiles).catch(() => '');
-        configHash = hash;
         const what = changed.join(' and ');
         log.info(`${what} changed; using them from now on`);
         // Nothing listed with the old ones (maybe another account) may initialise or keep a Node.

@@ -28,7 +28,12 @@ export function sameValues(a: SecretData | undefined, b: SecretData | undefined)
  * One Secret, read by name (RBAC: `get` on that one Secret; never list or watch). Values are
  * decoded; they are credentials and must never reach a log line or an error message.
  */
-export async function readSecret(http: KubeTransport, namespace: string, name: string): Promise<SecretData> {
+export async function readSecret(
+  http: KubeTransport,
+  namespace: string,
+  name: string,
+  signal?: AbortSignal,
+): Promise<SecretData> {
   try {
     const secret = await http.request<{
       metadata?: { resourceVersion?: string };
@@ -37,6 +42,7 @@ export async function readSecret(http: KubeTransport, namespace: string, name: s
       method: 'GET',
       path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(name)}`,
       timeoutMs: 10_000,
+      signal,
     });
     const data: Record<string, string> = {};
     for (const [key, value] of Object.entries(secret.data ?? {}))

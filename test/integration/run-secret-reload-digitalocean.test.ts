@@ -5,7 +5,8 @@
  * faster than a listing took kept a tainted Node whose droplet exists from ever being initialised.
  * Both cases are an outside review's reproductions (they failed on 4a6b18f). And a Secret whose new
  * data cannot build a provider is warned about until it can (RV-6, failed on 3644dc2). Real
- * kube-apiserver, DigitalOcean simulator, `ccm run` in process.
+ * kube-apiserver, DigitalOcean simulator, `ccm run` in process. R4-6 (failed on b7eebaf): a
+ * --cloud-config the provider never reads, missing, stopped every Secret rotation.
  */
 import { describe, expect, it } from 'vitest';
 import type { Provider } from '../../src/providers/types.js';
@@ -136,4 +137,43 @@ describe('the credentials Secret loses its token key', () => {
       );
     }
   }, 60_000);
+});
+
+describe('R4-6: --cloud-config the provider does not read, and does not exist', () => {
+  const scenario = (cloudConfig: string | undefined) => async () => {
+    ccm = await world.run(cloudConfig ? { 'cloud-config': cloudConfig } : {});
+    await sleep(1000);
+    const before = (await world.api.readNamespacedSecret({ name: 'digitalocean', namespace: 'kube-system' }))
+      .data;
+    try {
+      await world.api.patchNamespacedSecret(
+        {
+          name: 'digitalocean',
+          namespace: 'kube-system',
+          body: { data: { 'access-token': Buffer.from('dop_v1_rotated0123456789').toString('base64') } },
+        },
+        MERGE_PATCH,
+      );
+      await sleep(3000); // ten reload periods
+      const applied = ccm.logs.some((l) => l.includes('changed; using them from now on'));
+      const warned = ccm.logs.filter((l) => l.includes('keeping the current ones'));
+      expect({ applied, warned }, 'the rotated token was never looked at').toEqual({
+        applied: true,
+        warned: [],
+      });
+    } finally {
+      await world.api.patchNamespacedSecret(
+        { name: 'digitalocean', namespace: 'kube-system', body: { data: before } },
+        MERGE_PATCH,
+      );
+      await ccm.stop();
+      ccm = undefined;
+    }
+  };
+  it('control: no --cloud-config, the rotated token is applied', scenario(undefined), 60_000);
+  it(
+    '--cloud-config /nonexistent: the rotated token is applied all the same',
+    scenario('/nonexistent/cloud.conf'),
+    60_000,
+  );
 });

@@ -68,9 +68,16 @@ function fromDocument(text: string, file: string, wanted: string | undefined): R
   // `yaml` costs ~14 MB to load: required only when a clouds.yaml is read, not with the credential schema.
   const { parse } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
   try {
-    doc = parse(text);
+    // Warnings off: `yaml` prints them to stderr quoting the line, which may hold a password.
+    doc = parse(text, { logLevel: 'error' });
   } catch (err) {
-    throw new InvalidConfigError(`${file}: not YAML (${(err as Error).message.split('\n')[0]})`);
+    // Its message quotes the text too (an unquoted password starting with `*` reads as an alias):
+    // only the kind of error and where.
+    const { code, linePos } = err as { code?: string; linePos?: [{ line: number; col: number }] };
+    const where = linePos ? ` at line ${linePos[0].line}, column ${linePos[0].col}` : '';
+    throw new InvalidConfigError(
+      `${file}: not YAML (${code ?? 'unreadable'}${where}); quote values that start with * ! & or %`,
+    );
   }
   const clouds = (doc as { clouds?: Record<string, unknown> } | null)?.clouds;
   const known = Object.keys(clouds ?? {});

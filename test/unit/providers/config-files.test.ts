@@ -5,7 +5,7 @@ import { filesReadBy, readConfigFile } from '../../../src/providers/config-files
 import { tempDir } from '../../helpers/tmp.js';
 
 describe('files a provider reads while it is built', () => {
-  it('are named for that build only, nested builds apart, and a failed read names nothing', () => {
+  it('are named with what was read, for that build only, nested builds apart; a failed read names nothing', () => {
     const dir = tempDir('ccm-config-files-');
     const a = join(dir, 'a');
     const b = join(dir, 'b');
@@ -14,12 +14,17 @@ describe('files a provider reads while it is built', () => {
     const outer = filesReadBy(() => {
       readConfigFile(b);
       const inner = filesReadBy(() => readConfigFile(a));
-      expect(inner).toEqual({ value: 'A', files: [a] });
+      expect(inner.value).toBe('A');
+      expect([...inner.files]).toEqual([[a, 'A']]);
       expect(() => readConfigFile(join(dir, 'missing'))).toThrow();
       return readConfigFile(a);
     });
-    expect(outer).toEqual({ value: 'A', files: [a, b] });
+    expect(outer.value).toBe('A');
+    expect([...outer.files].sort()).toEqual([
+      [a, 'A'],
+      [b, 'B'],
+    ]);
     expect(readConfigFile(b)).toBe('B'); // outside any build: read, noted nowhere
-    expect(filesReadBy(() => 1)).toEqual({ value: 1, files: [] });
+    expect(filesReadBy(() => 1).files.size).toBe(0);
   });
 });

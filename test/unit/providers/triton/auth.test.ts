@@ -441,8 +441,16 @@ describe('signing through an ssh-agent (SSH_AUTH_SOCK)', () => {
     const start = async () => {
       const agent = spawn('ssh-agent', ['-D', '-a', own], { stdio: 'ignore' });
       for (let i = 0; i < 50 && !existsSync(own); i++) await new Promise((r) => setTimeout(r, 100));
-      execFileSync('ssh-add', [ecdsa.path], { env: { SSH_AUTH_SOCK: own }, stdio: 'ignore' });
-      return agent;
+      // The socket can exist a moment before the agent answers on it (seen on a loaded machine).
+      for (let attempt = 1; ; attempt++) {
+        try {
+          execFileSync('ssh-add', [ecdsa.path], { env: { SSH_AUTH_SOCK: own }, stdio: 'ignore' });
+          return agent;
+        } catch (err) {
+          if (attempt >= 20) throw err;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
     };
     let agent = await start();
     const p = provider({ sshAuthSock: own, keyId: ecdsa.fingerprint });
