@@ -1,4 +1,5 @@
-import { readFile } from 'node:fs/promises';
+import { constants as fsConstants } from 'node:fs';
+import { open, readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { monotonicMs } from '../clock.js';
@@ -27,7 +28,7 @@ import { readSecret, type SecretData, sameValues } from '../kube/secrets.js';
 import { type SlimNode, slimNode } from '../kube/slim-node.js';
 import { KubeTransport } from '../kube/transport.js';
 import { nodeCrypto } from '../node-modules.js';
-import { filesReadBy } from '../providers/config-files.js';
+import { FileNotRead, type FilesRead, filesReadBy } from '../providers/config-files.js';
 import { closeCloudConnections } from '../providers/http-transport.js';
 import { loadProvider } from '../providers/registry.js';
 import type { Provider, ProviderDefinition } from '../providers/types.js';
@@ -96,6 +97,8 @@ const SHUTDOWN_BUDGET_MS = 8000;
 const API_SERVER_WAIT_MS = 10_000;
 /** How long one re-read of the credentials and the files the provider read may take. */
 const RELOAD_DEADLINE_MS = 10_000;
+/** Reads of the provider's files a reload may have out at once (see `readNow`). */
+const MAX_RELOAD_READS = 2;
 
 function checkLeaseTimings(lease: RunInput['lease']): void {
   if (!(lease.durationMs > lease.renewDeadlineMs)) {
@@ -215,12 +218,12 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     const waited = await budget.take();
     budgetWaitSeconds?.inc(waited / 1000);
   };
-  const makeProvider = (): Provider => {
-    const values = resolveProviderValues(definition, input, input.env, secret?.data);
+  const makeProvider = (data = secret?.data): Provider => {
+    const values = resolveProviderValues(definition, input, input.env, data);
     const provider = definition.create(values, { mayWrite, takeToken });
     return deps.wrapProvider ? deps.wrapProvider(provider) : provider;
   };
-  const { value: firstProvider, files: builtFiles } = filesReadBy(makeProvider);
+  const { value: firstProvider, files: builtFiles } = filesReadBy(() => makeProvider());
   const holder: ProviderHolder = { current: firstProvider };
   // prom-client (with @opentelemetry/api, 150 KB) is loaded once the configuration has been accepted.
   const { createMetrics } = await import('../controllers/metrics.js');
@@ -459,28 +462,68 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   };
 
   // --- credentials and cloud config, re-read on change --------------------------------------------
-  let providerFiles = builtFiles;
-  let reloadFailing = false;
+  let providerFiles: FilesRead = builtFiles;
+  let reloadFailure: string | undefined;
   let reloading = false;
+  // A read that hangs (a dead mount) holds one of libuv's 4 threads, which DNS lookups and every
+  // other file read share: never more than two of them for reloads.
+  let readsOut = 0;
+  const readNow = async (path: string): Promise<string | Error> => {
+    if (readsOut >= MAX_RELOAD_READS) return new Error(`earlier reads have not returned (a hung mount?)`);
+    readsOut++;
+    try {
+      // Non-blocking: a FIFO or socket put in a file's place answers at once instead of waiting.
+      const file = await open(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+      try {
+        return await file.readFile('utf8');
+      } finally {
+        await file.close();
+      }
+    } catch (err) {
+      return err as Error;
+    } finally {
+      readsOut--;
+    }
+  };
+  /** What changed, and a provider built from it; nothing is applied here. */
+  const check = async (deadline: AbortSignal) => {
+    const fresh = secretRef
+      ? await readSecret(transport, secretRef.namespace, secretRef.name, deadline)
+      : undefined;
+    const changed: string[] = [];
+    // The data, not the resourceVersion: a label or annotation written on the Secret changes nothing.
+    if (secretRef && !sameValues(fresh, secret)) {
+      changed.push(`credentials from Secret ${secretRef.namespace}/${secretRef.name}`);
+    }
+    // What the provider read when it was built, against the files now; one gone, or one that was
+    // missing and is there now, counts as changed.
+    const files = new Map<string, string | Error>();
+    const changedFiles: string[] = [];
+    for (const [path, was] of providerFiles) {
+      const now = await readNow(path);
+      files.set(path, now);
+      if ((typeof now === 'string' ? now : null) !== was) changedFiles.push(path);
+    }
+    if (changedFiles.length > 0) changed.push(changedFiles.join(', '));
+    if (changed.length === 0) return undefined;
+    // Built from files read here, never synchronously: one the new config names is read, then the
+    // build is tried again.
+    for (let tries = 1; ; tries++) {
+      try {
+        return { changed, fresh, built: filesReadBy(() => makeProvider((fresh ?? secret)?.data), files) };
+      } catch (err) {
+        if (!(err instanceof FileNotRead) || tries >= 16) throw err;
+        files.set(err.path, await readNow(err.path));
+      }
+    }
+  };
   const reload = async () => {
     // One at a time: a slow read answered after a newer one would bring old credentials back. Each
-    // has a deadline, so one that hangs does not stop the next.
+    // has a deadline, so one that hangs does not stop the next, and its result is never applied.
     if (reloading) return;
     reloading = true;
     const deadline = AbortSignal.timeout(RELOAD_DEADLINE_MS);
     try {
-      const reading = (async () => {
-        const fresh = secretRef
-          ? await readSecret(transport, secretRef.namespace, secretRef.name, deadline)
-          : undefined;
-        // What the provider read when it was built, against the file now. One gone or unreadable
-        // counts as changed: the new config may no longer name it.
-        const changedFiles: string[] = [];
-        for (const [path, text] of providerFiles) {
-          if ((await readFile(path, 'utf8').catch(() => undefined)) !== text) changedFiles.push(path);
-        }
-        return { fresh, changedFiles };
-      })();
       const late = new Promise<never>((_, reject) =>
         deadline.addEventListener(
           'abort',
@@ -488,40 +531,25 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
           { once: true },
         ),
       );
-      const { fresh, changedFiles } = await Promise.race([reading, late]);
-      const changed: string[] = [];
-      // The data, not the resourceVersion: a label or annotation written on the Secret changes nothing.
-      if (secretRef && !sameValues(fresh, secret)) {
-        changed.push(`credentials from Secret ${secretRef.namespace}/${secretRef.name}`);
-      }
-      if (changedFiles.length > 0) changed.push(changedFiles.join(', '));
-      if (changed.length > 0) {
-        // Nothing is taken as seen until a provider is built from it: a file unreadable or a Secret
-        // without its token now is tried again at the next reload, and warned about until then.
-        const previous = secret;
-        secret = fresh ?? secret;
-        let built: { value: Provider; files: ReadonlyMap<string, string> };
-        try {
-          built = filesReadBy(makeProvider);
-        } catch (err) {
-          secret = previous;
-          throw err;
-        }
-        holder.current = built.value;
-        providerFiles = built.files;
-        const what = changed.join(' and ');
+      const outcome = await Promise.race([check(deadline), late]);
+      // Taken as seen only now, once a provider is built from it: a file unreadable or a Secret
+      // without its token is tried again at the next reload, and warned about until then.
+      if (outcome) {
+        secret = outcome.fresh ?? secret;
+        holder.current = outcome.built.value;
+        providerFiles = outcome.built.files;
+        const what = outcome.changed.join(' and ');
         log.info(`${what} changed; using them from now on`);
         // Nothing listed with the old ones (maybe another account) may initialise or keep a Node.
         void cloud.invalidate(`${what} changed; listing the cloud again with them`);
       }
-      if (reloadFailing) log.info('credentials and cloud config readable again');
-      reloadFailing = false;
+      if (reloadFailure !== undefined) log.info('credentials and cloud config readable again');
+      reloadFailure = undefined;
     } catch (err) {
-      if (!reloadFailing)
-        log.warn(
-          `re-reading credentials or cloud config failed: ${(err as Error).message}; keeping the current ones`,
-        );
-      reloadFailing = true;
+      const message = (err as Error).message;
+      if (message !== reloadFailure)
+        log.warn(`re-reading credentials or cloud config failed: ${message}; keeping the current ones`);
+      reloadFailure = message;
     } finally {
       reloading = false;
     }

@@ -142,7 +142,9 @@ describe('ccm nodes init --provider openstack', () => {
     const run = await nodesInit(path);
     expect(run.exitCode).toBe(2);
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
-    expect(run.stderr).toContain('[Networking] public-network: unknown key');
+    expect(run.stderr).toContain(
+      '[Networking] has a key ccm does not know; the keys of [Networking] are public-network-name',
+    );
     expect(run.writes).toEqual([]);
     expect(world.sim.requests).toEqual([]);
   });

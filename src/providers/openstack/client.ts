@@ -1,5 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { readConfigFile } from '../config-files.js';
+import { FileNotRead, readConfigFile } from '../config-files.js';
 import { InvalidConfigError } from '../errors.js';
 import { HttpClient, type HttpResponse, httpStatus, type RequestOptions } from '../http.js';
 import { fetchTransport, nodeTransport, type Transport } from '../http-transport.js';
@@ -143,6 +143,7 @@ function tlsTransport(config: GlobalConfig): Transport | undefined {
     try {
       return readConfigFile(path);
     } catch (err) {
+      if (err instanceof FileNotRead) throw err;
       throw new InvalidConfigError(
         `cloud.conf: [Global] ${key}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
       );

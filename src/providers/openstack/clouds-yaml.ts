@@ -1,7 +1,8 @@
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { readConfigFile } from '../config-files.js';
+import { closest } from '../../closest.js';
+import { FileNotRead, readConfigFile } from '../config-files.js';
 import { InvalidConfigError } from '../errors.js';
 
 /**
@@ -53,6 +54,7 @@ export function cloudsYamlGlobal(files: readonly string[], name: string | undefi
     try {
       text = readConfigFile(file);
     } catch (err) {
+      if (err instanceof FileNotRead) throw err;
       errors.push(`${file} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`);
       continue;
     }
@@ -104,8 +106,10 @@ function fromDocument(text: string, file: string, wanted: string | undefined): R
   for (const [key, value] of Object.entries(auth)) {
     const target = AUTH_KEYS[key];
     if (!target) {
+      // Not repeated: a bare value in a flow mapping (`{username: u, s3cret}`) reads as a key.
+      const near = closest(key, Object.keys(AUTH_KEYS));
       throw new InvalidConfigError(
-        `${file}: clouds.${name}.auth.${key} is not supported; the keys are ${Object.keys(AUTH_KEYS).join(', ')}`,
+        `${file}: clouds.${name}.auth has a key ccm does not support${near ? ` (did you mean ${near}?)` : ''}; the keys are ${Object.keys(AUTH_KEYS).join(', ')}`,
       );
     }
     if (value !== null && value !== undefined && value !== '') out[target] = String(value);

@@ -1,5 +1,6 @@
 import { decode } from 'ini';
-import { readConfigFile } from '../config-files.js';
+import { closest } from '../../closest.js';
+import { FileNotRead, readConfigFile } from '../config-files.js';
 import { InvalidConfigError } from '../errors.js';
 import { cloudsYamlGlobal, defaultCloudsFiles } from './clouds-yaml.js';
 
@@ -163,6 +164,7 @@ export function readCloudConfig(path: string, options: ParseOptions = {}): Cloud
   try {
     text = readConfigFile(path);
   } catch (err) {
+    if (err instanceof FileNotRead) throw err;
     const code = (err as NodeJS.ErrnoException).code;
     throw new InvalidConfigError(
       `cannot read the cloud config ${path} (${code ?? (err as Error).message}); pass the path of the official controller's cloud.conf with --cloud-config`,
@@ -415,7 +417,7 @@ function readSections(text: string, source: string): Record<string, Raw> {
   for (const [name, body] of Object.entries(parsed)) {
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       throw new InvalidConfigError(
-        `${source}: "${name}" is outside any section; put it under [Global], [LoadBalancer] or [Networking]`,
+        `${source}: a key is outside any section; put it under [Global], [LoadBalancer] or [Networking]`,
       );
     }
     const raw: Raw = {};
@@ -452,8 +454,11 @@ function section(
       continue;
     }
     if (!known.includes(key)) {
+      // Not repeated: a password written on a line of its own, or after `:` instead of `=`, reads
+      // as a key. A known key it is a typo of is safe to name.
+      const near = closest(key, known);
       throw new InvalidConfigError(
-        `${source}: [${name}] ${key}: unknown key; the keys of [${name}] are ${known.join(', ')}`,
+        `${source}: [${name}] has a key ccm does not know${near ? ` (did you mean ${near}?)` : ''}; the keys of [${name}] are ${known.join(', ')}; write each as key = value`,
       );
     }
   }

@@ -1,7 +1,7 @@
 import { homedir } from 'node:os';
 import sshpk from 'sshpk';
 import { connectAgent, type SshAgent } from '../../ssh-agent.js';
-import { readConfigFile } from '../config-files.js';
+import { FileNotRead, readConfigFile } from '../config-files.js';
 import { InvalidConfigError } from '../errors.js';
 
 /**
@@ -93,6 +93,7 @@ function readMaterial(value: string): string {
   try {
     return readConfigFile(path);
   } catch (err) {
+    if (err instanceof FileNotRead) throw err;
     const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
     throw new InvalidConfigError(
       `the private key is neither PEM/OpenSSH text nor a readable file (${code}); set TRITON_KEY_MATERIAL to the key or its path`,
