@@ -1,5 +1,9 @@
+const MAX_TYPED = 64;
+
 /** The candidate at the smallest edit distance, if it is close enough to be a typo of it. */
 export function closest(typed: string, commands: readonly string[]): string | undefined {
+  // The distance costs length × length: nothing longer than a name is worth a suggestion.
+  if (typed.length > MAX_TYPED) return undefined;
   let best: { command: string; distance: number } | undefined;
   for (const command of commands) {
     const distance = editDistance(typed, command);

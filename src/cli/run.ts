@@ -1,5 +1,4 @@
-import { constants as fsConstants } from 'node:fs';
-import { open, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { monotonicMs } from '../clock.js';
@@ -28,7 +27,7 @@ import { readSecret, type SecretData, sameValues } from '../kube/secrets.js';
 import { type SlimNode, slimNode } from '../kube/slim-node.js';
 import { KubeTransport } from '../kube/transport.js';
 import { nodeCrypto } from '../node-modules.js';
-import { FileNotRead, type FilesRead, filesReadBy } from '../providers/config-files.js';
+import { FileNotRead, type FilesRead, filesReadBy, readConfigFileNow } from '../providers/config-files.js';
 import { closeCloudConnections } from '../providers/http-transport.js';
 import { loadProvider } from '../providers/registry.js';
 import type { Provider, ProviderDefinition } from '../providers/types.js';
@@ -472,13 +471,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     if (readsOut >= MAX_RELOAD_READS) return new Error(`earlier reads have not returned (a hung mount?)`);
     readsOut++;
     try {
-      // Non-blocking: a FIFO or socket put in a file's place answers at once instead of waiting.
-      const file = await open(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
-      try {
-        return await file.readFile('utf8');
-      } finally {
-        await file.close();
-      }
+      return await readConfigFileNow(path);
     } catch (err) {
       return err as Error;
     } finally {

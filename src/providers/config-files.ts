@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, constants, openSync, readSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 
 /**
  * Files a provider reads while it is built (cloud.conf, clouds.yaml, a CA or client certificate, a
@@ -6,6 +7,54 @@ import { readFileSync } from 'node:fs';
  * files on every reload, so that rotating one, or creating one that was missing, is noticed.
  */
 export type FilesRead = ReadonlyMap<string, string | null>;
+
+/** Larger than any cloud.conf, clouds.yaml, CA bundle or key: /dev/zero named as one is refused. */
+export const MAX_CONFIG_FILE_BYTES = 4 * 1024 * 1024;
+
+const tooLarge = (path: string) =>
+  Object.assign(new Error(`${path} is larger than ${MAX_CONFIG_FILE_BYTES / 1048576} MiB`), {
+    code: 'EFBIG',
+  });
+
+function readCappedSync(path: string): string {
+  const fd = openSync(path, constants.O_RDONLY);
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    const buf = Buffer.allocUnsafe(64 * 1024);
+    for (;;) {
+      const n = readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) return Buffer.concat(chunks).toString('utf8');
+      total += n;
+      if (total > MAX_CONFIG_FILE_BYTES) throw tooLarge(path);
+      chunks.push(Buffer.from(buf.subarray(0, n)));
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The same, asynchronously and without blocking (a FIFO or socket in a file's place answers at
+ * once instead of waiting for a writer): what a reload reads before it builds.
+ */
+export async function readConfigFileNow(path: string): Promise<string> {
+  const file = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    const buf = Buffer.allocUnsafe(64 * 1024);
+    for (;;) {
+      const { bytesRead } = await file.read(buf, 0, buf.length, null);
+      if (bytesRead === 0) return Buffer.concat(chunks).toString('utf8');
+      total += bytesRead;
+      if (total > MAX_CONFIG_FILE_BYTES) throw tooLarge(path);
+      chunks.push(Buffer.from(buf.subarray(0, bytesRead)));
+    }
+  } finally {
+    await file.close();
+  }
+}
 
 /** A build asked for a file that `given` does not hold: read it, add it, build again. */
 export class FileNotRead extends Error {
@@ -27,7 +76,7 @@ export function readConfigFile(path: string): string {
     return known;
   }
   try {
-    const text = readFileSync(path, 'utf8');
+    const text = readCappedSync(path);
     build?.files.set(path, text);
     return text;
   } catch (err) {

@@ -1,4 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
+import { nodeTls } from '../../node-modules.js';
 import { FileNotRead, readConfigFile } from '../config-files.js';
 import { InvalidConfigError } from '../errors.js';
 import { HttpClient, type HttpResponse, httpStatus, type RequestOptions } from '../http.js';
@@ -152,6 +153,25 @@ function tlsTransport(config: GlobalConfig): Transport | undefined {
   const ca = read('ca-file', config.caFile);
   const cert = read('cert-file', config.certFile);
   const key = read('key-file', config.keyFile);
+  // Checked now, as the official controller does (cert.NewPool, tls.LoadX509KeyPair), not at the first
+  // request: a bad file refuses the config, and a reload keeps the provider it has.
+  for (const [name, path, text] of [
+    ['ca-file', config.caFile, ca],
+    ['cert-file', config.certFile, cert],
+    ['key-file', config.keyFile, key],
+  ] as const) {
+    if (path && !text?.includes('-----BEGIN')) {
+      throw new InvalidConfigError(`cloud.conf: [Global] ${name}: ${path} holds no PEM block`);
+    }
+  }
+  try {
+    nodeTls().createSecureContext({ ...(ca ? { ca } : {}), ...(cert ? { cert, key } : {}) });
+  } catch (err) {
+    // OpenSSL's code only: its message may quote the file.
+    throw new InvalidConfigError(
+      `cloud.conf: [Global] ca-file, cert-file or key-file not usable (${(err as NodeJS.ErrnoException).code ?? 'unreadable'}); check that they are PEM and that the key is the certificate's`,
+    );
+  }
   return nodeTransport({
     ...(ca ? { ca } : {}),
     ...(cert ? { cert } : {}),

@@ -55,7 +55,15 @@ export function cloudsYamlGlobal(files: readonly string[], name: string | undefi
       text = readConfigFile(file);
     } catch (err) {
       if (err instanceof FileNotRead) throw err;
-      errors.push(`${file} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`);
+      const code = (err as NodeJS.ErrnoException).code;
+      // Only a file that is not there passes to the next: one that failed to read (a dead mount)
+      // must not switch ccm to another clouds.yaml, maybe another account.
+      if (code !== 'ENOENT') {
+        throw new InvalidConfigError(
+          `cannot read ${file} (${code ?? 'unreadable'}); keeping to it rather than the next clouds.yaml`,
+        );
+      }
+      errors.push(`${file} (${code})`);
       continue;
     }
     return fromDocument(text, file, name);
@@ -82,7 +90,11 @@ function fromDocument(text: string, file: string, wanted: string | undefined): R
     );
   }
   const clouds = (doc as { clouds?: Record<string, unknown> } | null)?.clouds;
-  const known = Object.keys(clouds ?? {});
+  // Names of entries that are clouds: a bare value in a flow mapping (`{a: {…}, s3cret}`) is a key
+  // too, and must not be quoted.
+  const known = Object.entries(clouds ?? {})
+    .filter(([, v]) => v !== null && typeof v === 'object')
+    .map(([k]) => k);
   const name = wanted ?? (known.length === 1 ? known[0] : undefined);
   if (name === undefined) {
     throw new InvalidConfigError(
@@ -99,7 +111,7 @@ function fromDocument(text: string, file: string, wanted: string | undefined): R
   const authType = cloud.auth_type === undefined ? 'password' : String(cloud.auth_type);
   if (!AUTH_TYPES.includes(authType)) {
     throw new InvalidConfigError(
-      `${file}: clouds.${name}.auth_type "${authType}" is not supported; use ${AUTH_TYPES.join(', ')}`,
+      `${file}: clouds.${name}.auth_type is not one ccm supports; use ${AUTH_TYPES.join(', ')}`,
     );
   }
   const auth = (cloud.auth ?? {}) as Record<string, unknown>;
