@@ -20,7 +20,14 @@ afterEach(() => {
 async function startAgent(dir: string): Promise<string> {
   const socket = join(dir, 'agent.sock');
   agent = spawn('ssh-agent', ['-D', '-a', socket], { stdio: 'ignore' });
-  await until('the agent socket', async () => existsSync(socket));
+  // The socket can exist a moment before the agent answers on it (seen at load 12): wait until
+  // `ssh-add -l` reaches it (exit 2 is "cannot connect"; 1 is "no identities").
+  await until(
+    'the agent answering',
+    async () =>
+      existsSync(socket) &&
+      (await execa('ssh-add', ['-l'], { env: { SSH_AUTH_SOCK: socket }, reject: false })).exitCode !== 2,
+  );
   return socket;
 }
 
