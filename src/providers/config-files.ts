@@ -16,19 +16,30 @@ const tooLarge = (path: string) =>
     code: 'EFBIG',
   });
 
+/** A file's bytes as they are read, refused past the cap. */
+function collector(path: string) {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  return {
+    buf: Buffer.allocUnsafe(64 * 1024),
+    /** Takes `n` bytes from `buf`; false at the end of the file. */
+    add(n: number): boolean {
+      if (n === 0) return false;
+      total += n;
+      if (total > MAX_CONFIG_FILE_BYTES) throw tooLarge(path);
+      chunks.push(Buffer.from(this.buf.subarray(0, n)));
+      return true;
+    },
+    text: () => Buffer.concat(chunks).toString('utf8'),
+  };
+}
+
 function readCappedSync(path: string): string {
   const fd = openSync(path, constants.O_RDONLY);
   try {
-    const chunks: Buffer[] = [];
-    let total = 0;
-    const buf = Buffer.allocUnsafe(64 * 1024);
-    for (;;) {
-      const n = readSync(fd, buf, 0, buf.length, null);
-      if (n === 0) return Buffer.concat(chunks).toString('utf8');
-      total += n;
-      if (total > MAX_CONFIG_FILE_BYTES) throw tooLarge(path);
-      chunks.push(Buffer.from(buf.subarray(0, n)));
-    }
+    const c = collector(path);
+    while (c.add(readSync(fd, c.buf, 0, c.buf.length, null)));
+    return c.text();
   } finally {
     closeSync(fd);
   }
@@ -41,16 +52,9 @@ function readCappedSync(path: string): string {
 export async function readConfigFileNow(path: string): Promise<string> {
   const file = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
-    const chunks: Buffer[] = [];
-    let total = 0;
-    const buf = Buffer.allocUnsafe(64 * 1024);
-    for (;;) {
-      const { bytesRead } = await file.read(buf, 0, buf.length, null);
-      if (bytesRead === 0) return Buffer.concat(chunks).toString('utf8');
-      total += bytesRead;
-      if (total > MAX_CONFIG_FILE_BYTES) throw tooLarge(path);
-      chunks.push(Buffer.from(buf.subarray(0, bytesRead)));
-    }
+    const c = collector(path);
+    while (c.add((await file.read(c.buf, 0, c.buf.length, null)).bytesRead));
+    return c.text();
   } finally {
     await file.close();
   }

@@ -1,8 +1,9 @@
 /**
  * A plain-http proxy on 127.0.0.1 in front of the test control plane, for the API server's own
  * failures that a real one shows only under load or mid-upgrade (a 503 on one request, a request
- * never answered): `fail` decides per request, a status or 'hold' (no answer until the proxy closes);
- * everything else, watches included, is passed through as it streams.
+ * never answered, one answered late): `fail` decides per request, a status, 'hold' (no answer until
+ * the proxy closes) or `{ delayMs }` (the API server's answer, as it was when asked, sent that much
+ * later); everything else, watches included, is passed through as it streams.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -19,7 +20,7 @@ export interface FaultProxy {
 
 export async function faultProxy(
   cp: ControlPlane,
-  fail: (req: IncomingMessage) => number | 'hold' | undefined,
+  fail: (req: IncomingMessage) => number | 'hold' | { delayMs: number } | undefined,
 ): Promise<FaultProxy> {
   const target = new URL(cp.server);
   const ca = Buffer.from(cp.caData, 'base64');
@@ -31,7 +32,8 @@ export async function faultProxy(
       res.on('close', () => held.delete(res));
       return;
     }
-    if (status !== undefined) {
+    const delayMs = typeof status === 'object' ? status.delayMs : undefined;
+    if (typeof status === 'number') {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(
         JSON.stringify({
@@ -54,6 +56,17 @@ export async function faultProxy(
         ca,
       },
       (answer) => {
+        if (delayMs !== undefined) {
+          const chunks: Buffer[] = [];
+          answer.on('data', (c: Buffer) => chunks.push(c));
+          answer.on('end', () =>
+            setTimeout(() => {
+              res.writeHead(answer.statusCode ?? 502, answer.headers);
+              res.end(Buffer.concat(chunks));
+            }, delayMs),
+          );
+          return;
+        }
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
         // The API server gone mid-answer (a watch when it is killed): the client's connection ends
@@ -84,4 +97,25 @@ export async function faultProxy(
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * A fault proxy that, once the test arms it, applies `fault` to the next GET of Secret `name` only
+ * (a reload's read of its credentials); `state.hits` counts the reads it caught.
+ */
+export async function secretReadFaultProxy(
+  cp: ControlPlane,
+  name: string,
+  fault: 'hold' | { delayMs: number },
+): Promise<FaultProxy & { state: { armed: boolean; hits: number } }> {
+  const state = { armed: false, hits: 0 };
+  const proxy = await faultProxy(cp, (req) => {
+    if (!state.armed || req.method !== 'GET' || !req.url?.split('?')[0]?.endsWith(`/secrets/${name}`)) {
+      return undefined;
+    }
+    state.armed = false;
+    state.hits++;
+    return fault;
+  });
+  return { ...proxy, state };
 }

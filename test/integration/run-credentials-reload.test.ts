@@ -6,10 +6,7 @@
  * - RV-3: reloads overlapped; a slow Secret read landing after the rotation brought the old token back.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import { request } from 'node:https';
-import { join } from 'node:path';
+import { renameSync } from 'node:fs';
 import type { V1Node } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { cloudlycke } from '../../src/providers/cloudlycke/index.js';
@@ -18,8 +15,9 @@ import type { Instances, ProviderDefinition } from '../../src/providers/types.js
 import { createNodes } from '../controlplane/fixtures.js';
 import { CLOUDLYCKE_DEFAULTS as DEFAULTS, useCloudWorld } from '../helpers/cloud-world.js';
 import { writeInventory } from '../helpers/inventory.js';
+import { secretReadFaultProxy } from '../helpers/kube-fault-proxy.js';
+import { putSecret } from '../helpers/kube-secrets.js';
 import { type InProcess, until } from '../helpers/run.js';
-import { tempDir } from '../helpers/tmp.js';
 
 const world = useCloudWorld('cloudlycke');
 let ccm: InProcess | undefined;
@@ -28,19 +26,7 @@ const node = (name: string): Promise<V1Node> => world.api.readNode({ name });
 const tainted = async (name: string) => (await node(name)).spec?.taints?.some((t) => t.key === UNINITIALIZED);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function putSecret(name: string, token: string) {
-  const secret = {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: { name, namespace: 'kube-system' },
-    data: { 'access-token': Buffer.from(token).toString('base64') },
-  };
-  try {
-    await world.api.createNamespacedSecret({ namespace: 'kube-system', body: secret });
-  } catch {
-    await world.api.replaceNamespacedSecret({ name, namespace: 'kube-system', body: secret });
-  }
-}
+const putToken = (name: string, token: string) => putSecret(world.api, name, { 'access-token': token });
 
 /** Cloudlycke with a token (Secret key `access-token`); `list` sees the token it was built with. */
 function withToken(
@@ -72,65 +58,6 @@ function withToken(
   };
 }
 
-/** A proxy that, when armed, holds the answer to the next GET of the Secret for `delayMs`. */
-async function delayingProxy(secretName: string, delayMs: number) {
-  const cp = world.cp;
-  const target = new URL(cp.server);
-  const ca = Buffer.from(cp.caData, 'base64');
-  const state = { armed: false, delayed: 0 };
-  const server: Server = createServer((req, res) => {
-    const hold =
-      state.armed && req.method === 'GET' && req.url?.split('?')[0]?.endsWith(`/secrets/${secretName}`);
-    if (hold) {
-      state.armed = false;
-      state.delayed++;
-    }
-    const upstream = request(
-      {
-        hostname: target.hostname,
-        port: target.port,
-        path: req.url,
-        method: req.method,
-        headers: req.headers,
-        ca,
-      },
-      (answer) => {
-        if (!hold) {
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
-          return;
-        }
-        const chunks: Buffer[] = [];
-        answer.on('data', (c: Buffer) => chunks.push(c));
-        answer.on('end', () =>
-          setTimeout(() => {
-            res.writeHead(answer.statusCode ?? 502, answer.headers);
-            res.end(Buffer.concat(chunks));
-          }, delayMs),
-        );
-      },
-    );
-    upstream.on('error', () => res.destroy());
-    req.pipe(upstream);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  const kubeconfigPath = join(tempDir('ccm-delay-proxy-'), 'kubeconfig');
-  const config = readFileSync(cp.kubeconfigPath, 'utf8')
-    .replace(`server: ${cp.server}`, `server: http://127.0.0.1:${port}`)
-    .replace(/^\s*certificate-authority-data: .*\n/m, '');
-  writeFileSync(kubeconfigPath, config, { mode: 0o600 });
-  return {
-    kubeconfigPath,
-    state,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
-
 describe('a rotated Secret and an unreadable --cloud-config in the same reload', () => {
   const scenario = (swapFile: boolean, secretName: string, nodeB: string) => async () => {
     const first = `tok-${randomBytes(12).toString('hex')}`;
@@ -140,7 +67,7 @@ describe('a rotated Secret and an unreadable --cloud-config in the same reload',
       if (token !== accepted) throw new UnauthorizedError('401 Unauthorized: the token was refused');
       return inner.list();
     });
-    await putSecret(secretName, first);
+    await putToken(secretName, first);
     const inventory = writeInventory([{ id: 'a' }, { id: nodeB }], DEFAULTS);
     ccm = await world.run(
       { 'cloud-config': inventory, credentialsSecret: `kube-system/${secretName}` },
@@ -152,7 +79,7 @@ describe('a rotated Secret and an unreadable --cloud-config in the same reload',
     // The cloud rotates the token; the Secret is updated while the config file is being replaced.
     accepted = second;
     if (swapFile) renameSync(inventory, `${inventory}.swap`);
-    await putSecret(secretName, second);
+    await putToken(secretName, second);
     await sleep(1500); // several reload ticks (300 ms): each reads the new Secret, then fails on the file
     if (swapFile) renameSync(`${inventory}.swap`, inventory); // same content: its hash did not change
     await createNodes(world.api, [{ name: nodeB }]);
@@ -193,8 +120,8 @@ describe('overlapping reloads', () => {
         throw new UnauthorizedError('401 Unauthorized: the token was refused');
       return inner.list();
     });
-    await putSecret(SECRET, first);
-    const proxy = await delayingProxy(SECRET, 1500);
+    await putToken(SECRET, first);
+    const proxy = await secretReadFaultProxy(world.cp, SECRET, { delayMs: 1500 });
     try {
       ccm = await world.run(
         {
@@ -206,8 +133,8 @@ describe('overlapping reloads', () => {
       );
       await sleep(1000);
       proxy.state.armed = true; // the next reload's read of the Secret is answered 1.5 s late
-      await until('a slow read is out', async () => proxy.state.delayed > 0, 5000);
-      await putSecret(SECRET, second);
+      await until('a slow read is out', async () => proxy.state.hits > 0, 5000);
+      await putToken(SECRET, second);
       await sleep(2500); // fast reads see `second`; then the slow one lands with `first`
       const changes = ccm.logs.filter((l) =>
         l.includes(`credentials from Secret kube-system/${SECRET} changed`),

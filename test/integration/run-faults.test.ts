@@ -19,6 +19,7 @@ import { CLOUDLYCKE_DEFAULTS as DEFAULTS, useCloudWorld } from '../helpers/cloud
 import { writeInventory } from '../helpers/inventory.js';
 import { adminRequest } from '../helpers/kube-admin.js';
 import { faultProxy } from '../helpers/kube-fault-proxy.js';
+import { putSecret } from '../helpers/kube-secrets.js';
 import {
   exitWatch,
   type InProcess,
@@ -277,7 +278,7 @@ describe('credentials from a Secret', () => {
         };
       },
     };
-    await putSecret('ccm-creds', first);
+    await putToken('ccm-creds', first);
     const inventory = writeInventory([{ id: 'a' }], DEFAULTS);
     ccm = await world.run(
       {
@@ -295,7 +296,7 @@ describe('credentials from a Secret', () => {
     await createNodes(world.api, [{ name: 'b' }]);
     await sleep(1000);
     expect(await tainted('b')).toBe(true);
-    await putSecret('ccm-creds', second);
+    await putToken('ccm-creds', second);
     await until('b initialised with the rotated token', async () => !(await tainted('b')), 15_000);
     const all = ccm.logs.join('\n');
     expect(all).toContain('credentials from Secret kube-system/ccm-creds changed');
@@ -408,19 +409,7 @@ describe('the API server goes away with leader election on', () => {
 const kube = (method: string, path: string, body?: (current: Record<string, unknown>) => unknown) =>
   adminRequest(world.cp, method, path, body);
 
-async function putSecret(name: string, token: string) {
-  const secret = {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: { name, namespace: 'kube-system' },
-    data: { 'access-token': Buffer.from(token).toString('base64') },
-  };
-  try {
-    await world.api.createNamespacedSecret({ namespace: 'kube-system', body: secret });
-  } catch {
-    await world.api.replaceNamespacedSecret({ name, namespace: 'kube-system', body: secret });
-  }
-}
+const putToken = (name: string, token: string) => putSecret(world.api, name, { 'access-token': token });
 
 describe('an API error while becoming leader', () => {
   it('a 503 on the service controller start is retried with backoff: no exit, and the controller starts once the API server answers', async () => {

@@ -16,9 +16,9 @@ import { closeSync, constants, linkSync, mkdirSync, openSync, renameSync, writeF
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import { createNodes } from '../controlplane/fixtures.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
+import { cloudsYaml, putSecret } from '../helpers/kube-secrets.js';
 import { type InProcess, untilInitialised } from '../helpers/run.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -28,29 +28,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const within = <T>(p: Promise<T>, ms: number) =>
   Promise.race([p.then(() => true), sleep(ms).then(() => false)]);
 
-const clouds = (password: string) =>
-  stringify({
-    clouds: {
-      rv5: {
-        auth: { auth_url: world.sim.authUrl, username: 'admin', password, domain_id: 'default' },
-        region_name: 'RegionOne',
-      },
-    },
-  });
+const clouds = (password: string) => cloudsYaml(world.sim.authUrl, 'rv5', password);
 
-async function putConf(name: string, conf: string) {
-  const secret = {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: { name, namespace: 'kube-system' },
-    data: { 'cloud.conf': Buffer.from(conf).toString('base64') },
-  };
-  try {
-    await world.api.createNamespacedSecret({ namespace: 'kube-system', body: secret });
-  } catch {
-    await world.api.replaceNamespacedSecret({ name, namespace: 'kube-system', body: secret });
-  }
-}
+const putConf = (name: string, conf: string) => putSecret(world.api, name, { 'cloud.conf': conf });
 
 const triedPassword = (pw: string) =>
   world.sim.requests.some((r) => JSON.stringify(r.body ?? '').includes(pw));

@@ -10,25 +10,14 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { useCloudWorld } from '../helpers/cloud-world.js';
+import { putSecret } from '../helpers/kube-secrets.js';
 import type { InProcess } from '../helpers/run.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const world = useCloudWorld('openstack');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function putConf(name: string, conf: string) {
-  const secret = {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: { name, namespace: 'kube-system' },
-    data: { 'cloud.conf': Buffer.from(conf).toString('base64') },
-  };
-  try {
-    await world.api.createNamespacedSecret({ namespace: 'kube-system', body: secret });
-  } catch {
-    await world.api.replaceNamespacedSecret({ name, namespace: 'kube-system', body: secret });
-  }
-}
+const putConf = (name: string, conf: string) => putSecret(world.api, name, { 'cloud.conf': conf });
 
 describe('R13-2/5: a rotated ca-file with no certificate in it', () => {
   for (const kind of ['garbage', 'fifo'] as const) {

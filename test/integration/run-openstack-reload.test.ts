@@ -16,19 +16,17 @@ import {
   linkSync,
   mkdirSync,
   openSync,
-  readFileSync,
   renameSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { request } from 'node:https';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import type { Provider } from '../../src/providers/types.js';
 import { createNodes } from '../controlplane/fixtures.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
+import { secretReadFaultProxy } from '../helpers/kube-fault-proxy.js';
+import { cloudsYaml, putSecret } from '../helpers/kube-secrets.js';
 import { type InProcess, untilInitialised } from '../helpers/run.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -36,29 +34,9 @@ const world = useCloudWorld('openstack');
 let ccm: InProcess | undefined;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const clouds = (password: string) =>
-  stringify({
-    clouds: {
-      r4: {
-        auth: { auth_url: world.sim.authUrl, username: 'admin', password, domain_id: 'default' },
-        region_name: 'RegionOne',
-      },
-    },
-  });
+const clouds = (password: string) => cloudsYaml(world.sim.authUrl, 'r4', password);
 
-async function putConf(name: string, conf: string) {
-  const secret = {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: { name, namespace: 'kube-system' },
-    data: { 'cloud.conf': Buffer.from(conf).toString('base64') },
-  };
-  try {
-    await world.api.createNamespacedSecret({ namespace: 'kube-system', body: secret });
-  } catch {
-    await world.api.replaceNamespacedSecret({ name, namespace: 'kube-system', body: secret });
-  }
-}
+const putConf = (name: string, conf: string) => putSecret(world.api, name, { 'cloud.conf': conf });
 
 const triedPassword = (pw: string) =>
   world.sim.requests.some((r) => JSON.stringify(r.body ?? '').includes(pw));
@@ -197,55 +175,6 @@ describe('R4-3: a file read that hangs once', () => {
   }, 60_000);
 });
 
-/** A plain-HTTP proxy to the API server that, when armed, never answers the next GET of the Secret. */
-async function holdingProxy(secretName: string) {
-  const cp = world.cp;
-  const target = new URL(cp.server);
-  const ca = Buffer.from(cp.caData, 'base64');
-  const state = { armed: false, held: 0 };
-  const heldResponses: ServerResponse[] = [];
-  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    if (state.armed && req.method === 'GET' && req.url?.split('?')[0]?.endsWith(`/secrets/${secretName}`)) {
-      state.armed = false;
-      state.held++;
-      heldResponses.push(res); // never answered
-      return;
-    }
-    const upstream = request(
-      {
-        hostname: target.hostname,
-        port: target.port,
-        path: req.url,
-        method: req.method,
-        headers: req.headers,
-        ca,
-      },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    upstream.on('error', () => res.destroy());
-    req.pipe(upstream);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  const kubeconfigPath = join(tempDir('ccm-hold-proxy-'), 'kubeconfig');
-  const config = readFileSync(cp.kubeconfigPath, 'utf8')
-    .replace(`server: ${cp.server}`, `server: http://127.0.0.1:${port}`)
-    .replace(/^\s*certificate-authority-data: .*\n/m, '');
-  writeFileSync(kubeconfigPath, config, { mode: 0o600 });
-  return {
-    kubeconfigPath,
-    state,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
-
 describe('R4-4: a Secret GET that never returns, with --request-timeout 0', () => {
   const scenario = (noLimit: boolean, name: string, waitMs: number) => async () => {
     const dir = tempDir('ccm-r4-4-');
@@ -253,7 +182,7 @@ describe('R4-4: a Secret GET that never returns, with --request-timeout 0', () =
     writeFileSync(file, clouds('passw0rd'));
     const conf = (f: string) => `[Global]\nuse-clouds=true\nclouds-file=${f}\ncloud=r4\n`;
     await putConf(name, conf(file));
-    const proxy = await holdingProxy(name);
+    const proxy = await secretReadFaultProxy(world.cp, name, 'hold');
     try {
       ccm = await world.run({
         credentialsSecret: `kube-system/${name}`,
@@ -262,8 +191,8 @@ describe('R4-4: a Secret GET that never returns, with --request-timeout 0', () =
       });
       await sleep(500);
       proxy.state.armed = true;
-      for (let i = 0; i < 100 && proxy.state.held === 0; i++) await sleep(50);
-      expect(proxy.state.held).toBe(1);
+      for (let i = 0; i < 100 && proxy.state.hits === 0; i++) await sleep(50);
+      expect(proxy.state.hits).toBe(1);
       // Rotation: a new clouds.yaml and cloud.conf naming it.
       const file2 = join(dir, 'clouds2.yaml');
       writeFileSync(file2, clouds(`rotated-${name}`));
