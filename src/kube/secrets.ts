@@ -1,3 +1,4 @@
+import { nodeUtil } from '../node-modules.js';
 import { KubeApiError } from './errors.js';
 import type { KubeTransport } from './transport.js';
 
@@ -8,20 +9,9 @@ export interface SecretData {
   encoded?: Record<string, string>;
 }
 
-/**
- * Whether two Secrets hold the same values, as the API server sent them. (node:util's
- * isDeepStrictEqual would do, but importing it by name loads worker_threads at every start.)
- */
+/** Whether two Secrets hold the same values, as the API server sent them. */
 export function sameValues(a: SecretData | undefined, b: SecretData | undefined): boolean {
-  const x = a?.encoded ?? {};
-  const y = b?.encoded ?? {};
-  const keys = Object.keys(x);
-  return (
-    a !== undefined &&
-    b !== undefined &&
-    keys.length === Object.keys(y).length &&
-    keys.every((k) => Object.hasOwn(y, k) && x[k] === y[k])
-  );
+  return a !== undefined && b !== undefined && nodeUtil().isDeepStrictEqual(a.encoded ?? {}, b.encoded ?? {});
 }
 
 /**
