@@ -48,6 +48,9 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kubeadm"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 )
 GO
 # Pull in the versions kubernetes itself was released against (etcd included).
@@ -61,15 +64,15 @@ mkdir -p "$OUT"
 for c in "${missing[@]}"; do
   case "$c" in
     etcd) pkg=go.etcd.io/etcd/server/v3 ;;  # the etcd version kubernetes itself requires
-    kube-apiserver | kubeadm | kubectl) pkg="k8s.io/kubernetes/cmd/$c" ;;
+    kube-apiserver | kubeadm | kubectl | kubelet | kube-controller-manager | kube-scheduler) pkg="k8s.io/kubernetes/cmd/$c" ;;
     *) echo "unknown component $c" >&2; exit 1 ;;
   esac
   echo "building $c for v$K8S_VERSION (minutes, once)..."
   # Written under a temporary name and renamed, so an interrupted build is never cached.
-  build() { CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags "-s -w $version_flags" -o "$OUT/$c.tmp" "$pkg"; }
+  build() { CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags "-s -w $version_flags" -o "$OUT/$c.tmp.$$" "$pkg"; }
   # The checksum database does not know every old staging module (seen: k8s.io/kube-proxy v0.30.14);
   # the module proxy's copy is then taken as it is.
   build || GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}k8s.io" build
-  mv "$OUT/$c.tmp" "$OUT/$c"
+  mv "$OUT/$c.tmp.$$" "$OUT/$c"
 done
 echo "${components[*]} v$K8S_VERSION built into $OUT"
