@@ -14,4 +14,6 @@ CCM_K8S_VERSION=1.36.3 bash "$here/controlplane/build.sh" kubeadm
 CCM_K8S_VERSION=1.30.14 bash "$here/controlplane/build.sh" kubeadm
 
 # Debian packages: a real sshd and client for the ssh tests, tmux for the prompts in a real terminal.
+bash "$here/cluster/cluster.sh" build
+
 bash "$here/debian-packages.sh" openssh-server:/usr/sbin/sshd openssh-client:ssh tmux:tmux

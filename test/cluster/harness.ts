@@ -1,0 +1,100 @@
+/**
+ * The real one-Node kubeadm cluster of test/cluster/cluster.sh, for tests: brought up once per run
+ * (idempotently), taken down by the cluster project's global teardown, and by a watchdog if the run
+ * is killed (Ctrl-C included). Needs root, as kubeadm and containerd do.
+ */
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+import { binDir } from '../controlplane/harness.js';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+export const CLUSTER_SCRIPT = `${here}cluster.sh`;
+/** test/cluster/bin: the `systemctl` that plays kubelet.service, first on PATH for kubeadm and prepare. */
+export const CLUSTER_BIN = `${here}bin`;
+export const STATE = '/run/ccm-cluster';
+export const KUBECONFIG = `${STATE}/admin.conf`;
+export const NODE_NAME = 'ccm-cp-1';
+export const NODE_IP = '10.233.0.1';
+export const POD_CIDR = '10.244.0.0/16';
+
+/** PATH for a command that acts on the cluster's host as an operator's shell would: systemctl, kubectl. */
+export function hostPath(): string {
+  return `${CLUSTER_BIN}:${binDir()}:${process.env.PATH ?? ''}`;
+}
+
+export async function clusterScript(args: string[], timeoutMs = 900_000): Promise<string> {
+  const run = await execa('bash', [CLUSTER_SCRIPT, ...args], { reject: false, timeout: timeoutMs, all: true });
+  if (run.exitCode !== 0) throw new Error(`cluster.sh ${args.join(' ')} failed (${run.exitCode}):\n${run.all}`);
+  return String(run.all);
+}
+
+let watching = false;
+
+/** Brings the cluster up (or keeps a healthy one), and makes sure a killed run still takes it down. */
+export async function ensureCluster(): Promise<void> {
+  if (process.getuid?.() !== 0) throw new Error('the real-cluster tests need root (kubeadm, containerd, iptables)');
+  if (!watching) {
+    // The vitest main process: when it goes (Ctrl-C, a crash), the watchdog takes the cluster down.
+    const watchdog = spawn('bash', [CLUSTER_SCRIPT, 'watch', String(process.ppid)], {
+      detached: true,
+      stdio: 'ignore',
+    });
+    watchdog.unref();
+    watching = true;
+  }
+  await clusterScript(['up']);
+}
+
+export async function kubectl(
+  args: string[],
+  options: { input?: string; timeoutMs?: number; reject?: boolean } = {},
+): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+  const run = await execa(`${binDir()}/kubectl`, ['--kubeconfig', KUBECONFIG, ...args], {
+    reject: false,
+    input: options.input,
+    timeout: options.timeoutMs ?? 120_000,
+  });
+  const result = { exitCode: run.exitCode ?? -1, stdout: String(run.stdout), stderr: String(run.stderr) };
+  if (options.reject !== false && result.exitCode !== 0) {
+    throw new Error(`kubectl ${args.join(' ')} failed: ${result.stderr || result.stdout}`);
+  }
+  return result;
+}
+
+export async function kubectlJson<T = Record<string, unknown>>(args: string[]): Promise<T> {
+  return JSON.parse((await kubectl([...args, '-o', 'json'])).stdout) as T;
+}
+
+/** Waits until `check` returns a value (not undefined/false), polling; fails with `what` after the timeout. */
+export async function until<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 120_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+/** The argv of every running process whose executable is `name` (the kubelet, a static Pod's binary). */
+export function runningArgs(name: string): string[][] {
+  const found: string[][] = [];
+  for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== name.slice(0, 15)) continue;
+      found.push(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
