@@ -4,7 +4,9 @@
  * is killed (Ctrl-C included). Needs root, as kubeadm and containerd do.
  */
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { binDir } from '../controlplane/harness.js';
@@ -18,6 +20,8 @@ export const KUBECONFIG = `${STATE}/admin.conf`;
 export const NODE_NAME = 'ccm-cp-1';
 export const NODE_IP = '10.233.0.1';
 export const POD_CIDR = '10.244.0.0/16';
+/** kubeadm v1.36.3's pause image, built from test/cluster/pause.c: a plain Pod's image with nothing to pull. */
+export const REPO_PAUSE_IMAGE = 'localhost/ccm-cluster/pause:3.10.2';
 
 /** PATH for a command that acts on the cluster's host as an operator's shell would: systemctl, kubectl. */
 export function hostPath(): string {
@@ -25,8 +29,13 @@ export function hostPath(): string {
 }
 
 export async function clusterScript(args: string[], timeoutMs = 900_000): Promise<string> {
-  const run = await execa('bash', [CLUSTER_SCRIPT, ...args], { reject: false, timeout: timeoutMs, all: true });
-  if (run.exitCode !== 0) throw new Error(`cluster.sh ${args.join(' ')} failed (${run.exitCode}):\n${run.all}`);
+  const run = await execa('bash', [CLUSTER_SCRIPT, ...args], {
+    reject: false,
+    timeout: timeoutMs,
+    all: true,
+  });
+  if (run.exitCode !== 0)
+    throw new Error(`cluster.sh ${args.join(' ')} failed (${run.exitCode}):\n${run.all}`);
   return String(run.all);
 }
 
@@ -34,7 +43,8 @@ let watching = false;
 
 /** Brings the cluster up (or keeps a healthy one), and makes sure a killed run still takes it down. */
 export async function ensureCluster(): Promise<void> {
-  if (process.getuid?.() !== 0) throw new Error('the real-cluster tests need root (kubeadm, containerd, iptables)');
+  if (process.getuid?.() !== 0)
+    throw new Error('the real-cluster tests need root (kubeadm, containerd, iptables)');
   if (!watching) {
     // The vitest main process: when it goes (Ctrl-C, a crash), the watchdog takes the cluster down.
     const watchdog = spawn('bash', [CLUSTER_SCRIPT, 'watch', String(process.ppid)], {
@@ -68,7 +78,11 @@ export async function kubectlJson<T = Record<string, unknown>>(args: string[]): 
 }
 
 /** Waits until `check` returns a value (not undefined/false), polling; fails with `what` after the timeout. */
-export async function until<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 120_000): Promise<T> {
+export async function until<T>(
+  what: string,
+  check: () => Promise<T | undefined | false>,
+  timeoutMs = 120_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -79,7 +93,9 @@ export async function until<T>(what: string, check: () => Promise<T | undefined 
       last = error;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+      throw new Error(
+        `timed out after ${timeoutMs / 1000} s waiting for ${what}${last ? `: ${String(last)}` : ''}`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
@@ -97,4 +113,41 @@ export function runningArgs(name: string): string[][] {
     }
   }
   return found;
+}
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
+/** The image `npm run image` builds, as containerd knows it once imported (docs/deploy.md, no registry). */
+export const CCM_IMAGE = `localhost/ccm:${version}`;
+const IMAGE_ARCHIVE = join(root, `dist/image/ccm-${version}.oci.tar`);
+
+/** `npm run image` when its archive is missing or older than the build, then the archive into containerd. */
+export async function ensureImage(): Promise<void> {
+  const bundle = join(root, 'dist/bundle/entry.js');
+  if (!existsSync(IMAGE_ARCHIVE) || statSync(IMAGE_ARCHIVE).mtimeMs < statSync(bundle).mtimeMs) {
+    const built = await execa('bash', [join(root, '.ci/image')], {
+      cwd: root,
+      reject: false,
+      all: true,
+      timeout: 900_000,
+    });
+    if (built.exitCode !== 0) throw new Error(`npm run image failed:\n${built.all}`);
+  }
+  await clusterScript(['import', IMAGE_ARCHIVE]);
+}
+
+/** systemctl on the cluster's host (test/cluster/bin/systemctl plays the kubelet's unit). */
+export async function hostSystemctl(...args: string[]): Promise<void> {
+  const run = await execa('systemctl', args, { env: { PATH: hostPath() }, reject: false, all: true });
+  if (run.exitCode !== 0) throw new Error(`systemctl ${args.join(' ')} failed: ${run.all}`);
+}
+
+const FIGURES = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'ccm-cluster', 'figures.jsonl');
+
+/** A measured figure (seconds): printed, and kept in ~/.cache/ccm-cluster/figures.jsonl for docs/deploy.md. */
+export function recordFigure(what: string, seconds: Record<string, number>): void {
+  const line = { at: new Date().toISOString(), what, seconds };
+  console.log(`figure: ${what}: ${JSON.stringify(seconds)}`);
+  mkdirSync(join(FIGURES, '..'), { recursive: true });
+  appendFileSync(FIGURES, `${JSON.stringify(line)}\n`);
 }

@@ -18,7 +18,7 @@ describe('the real test cluster (test/cluster/cluster.sh)', () => {
     // Started without an external cloud provider: that is `ccm cluster prepare`'s job.
     const [kubelet] = runningArgs('kubelet');
     expect(kubelet).toBeDefined();
-    expect(kubelet.join(' ')).not.toContain('--cloud-provider=external');
+    expect(kubelet?.join(' ')).not.toContain('--cloud-provider=external');
     expect(node.spec.taints ?? []).toEqual([]);
     const up = await clusterScript(['fingerprint']);
     expect(up).not.toEqual(before);

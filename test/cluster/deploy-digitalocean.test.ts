@@ -1,0 +1,325 @@
+/**
+ * The operator's path in a real kubeadm cluster, with the DigitalOcean simulator as the cloud (on
+ * loopback; ccm's Pods use hostNetwork): prepare, secret create, manifests | kubectl apply with the
+ * image `npm run image` built and imported into containerd, then what a running controller meets —
+ * a rollout, the leader's Pod deleted, the CronJob, a LoadBalancer Service, `ccm doctor` healthy and
+ * broken, and a Node whose instance is gone.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
+import { ccm } from '../helpers/cli.js';
+import {
+  CCM_IMAGE,
+  clusterScript,
+  ensureCluster,
+  ensureImage,
+  hostPath,
+  hostSystemctl,
+  KUBECONFIG,
+  kubectl,
+  kubectlJson,
+  NODE_IP,
+  NODE_NAME,
+  recordFigure,
+  until,
+} from './harness.js';
+
+const NS = 'kube-system';
+const TAINT = 'node.cloudprovider.kubernetes.io/uninitialized';
+let sim: DigitalOceanSimulator;
+let dropletId: number;
+let workload: string;
+
+interface Lease {
+  spec: { holderIdentity?: string; leaseTransitions?: number };
+}
+interface Pod {
+  metadata: { name: string; labels?: Record<string, string>; deletionTimestamp?: string };
+  spec: { nodeName?: string };
+  status: {
+    phase: string;
+    conditions?: Array<{ type: string; status: string }>;
+    containerStatuses?: Array<{ ready: boolean; image: string }>;
+  };
+}
+interface NodeObject {
+  metadata: { labels: Record<string, string> };
+  spec: { providerID?: string; taints?: Array<{ key: string }> };
+  status: { addresses: Array<{ type: string; address: string }> };
+}
+
+function env() {
+  return { KUBECONFIG, PATH: hostPath(), DO_ACCESS_TOKEN: sim.token };
+}
+
+async function doctor() {
+  return ccm(['doctor', '--provider', 'digitalocean', '--cloud-api-url', sim.url], env(), 180_000);
+}
+
+async function ccmPods(): Promise<Pod[]> {
+  const list = await kubectlJson<{ items: Pod[] }>([
+    '-n',
+    NS,
+    'get',
+    'pods',
+    '-l',
+    'app.kubernetes.io/name=ccm',
+  ]);
+  return list.items.filter((p) => p.metadata.labels?.['app.kubernetes.io/component'] !== 'nodes-init');
+}
+
+async function lease(): Promise<Lease['spec']> {
+  return (await kubectlJson<Lease>(['-n', NS, 'get', 'lease', 'cloud-controller-manager'])).spec;
+}
+
+async function rolloutStatus(timeout = '240s') {
+  return kubectl(['-n', NS, 'rollout', 'status', workload, `--timeout=${timeout}`], {
+    reject: false,
+    timeoutMs: 300_000,
+  });
+}
+
+beforeAll(async () => {
+  await clusterScript(['down']);
+  await ensureCluster();
+  sim = await DigitalOceanSimulator.start();
+  const [droplet] = sim.addDroplets({ name: NODE_NAME, privateIP: NODE_IP, publicIP: '203.0.113.10' });
+  dropletId = droplet?.id as number;
+  await ensureImage();
+  const prepared = await ccm(['cluster', 'prepare', '--yes', '--initialize-existing'], env(), 300_000);
+  expect(prepared.exitCode, prepared.stdout + prepared.stderr).toBe(0);
+});
+
+afterAll(async () => {
+  await sim?.stop();
+  await clusterScript(['down']);
+});
+
+describe('ccm deployed in a real kubeadm cluster (DigitalOcean)', () => {
+  it('secret create, manifests | kubectl apply: the Pod runs and initialises the Node', async () => {
+    const secret = await ccm(
+      ['secret', 'create', '--provider', 'digitalocean', '--cloud-api-url', sim.url],
+      env(),
+    );
+    expect(secret.exitCode, secret.stderr).toBe(0);
+
+    const manifests = await ccm(
+      [
+        'manifests',
+        '--provider',
+        'digitalocean',
+        '--image',
+        CCM_IMAGE,
+        '--cronjob',
+        '--cloud-api-url',
+        sim.url,
+      ],
+      env(),
+    );
+    expect(manifests.exitCode, manifests.stderr).toBe(0);
+    expect(manifests.stdout).toContain(sim.url);
+
+    const t0 = Date.now();
+    await kubectl(['apply', '--server-side', '-f', '-'], { input: manifests.stdout });
+    const seen: Record<string, number> = {};
+    const mark = (what: string, done: boolean) => {
+      if (done && seen[what] === undefined) seen[what] = (Date.now() - t0) / 1000;
+    };
+    await until(
+      'ccm Running and Ready, the Node initialised and untainted',
+      async () => {
+        const [pod] = await ccmPods();
+        const node = await kubectlJson<NodeObject>(['get', 'node', NODE_NAME]);
+        mark(
+          'scheduled',
+          pod?.status.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'True') ?? false,
+        );
+        mark('running', pod?.status.phase === 'Running');
+        mark(
+          'ready',
+          pod?.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
+        );
+        mark('initialised', node.spec.providerID === `digitalocean://${dropletId}`);
+        mark('untainted', !(node.spec.taints ?? []).some((t) => t.key === TAINT));
+        return Object.keys(seen).length === 5;
+      },
+      180_000,
+    );
+    recordFigure('apply → Node initialised (DigitalOcean)', seen);
+    const node = await kubectlJson<NodeObject>(['get', 'node', NODE_NAME]);
+    expect(node.metadata.labels['topology.kubernetes.io/region']).toBe('nyc3');
+    expect(node.status.addresses).toContainEqual({ type: 'ExternalIP', address: '203.0.113.10' });
+    workload = (
+      await kubectl([
+        '-n',
+        NS,
+        'get',
+        'deployment,daemonset',
+        '-l',
+        'app.kubernetes.io/name=ccm',
+        '-o',
+        'name',
+      ])
+    ).stdout
+      .split('\n')
+      .filter(Boolean)[0] as string;
+    expect(workload).toMatch(/ccm$/);
+    await until('a leader', async () => (await lease()).holderIdentity);
+  });
+
+  it('ccm doctor exits 0 on the healthy cluster', async () => {
+    const run = await doctor();
+    expect(run.exitCode, run.stdout + run.stderr).toBe(0);
+  });
+
+  it('a LoadBalancer Service gets its ingress, though the only Node is excluded from load balancers', async () => {
+    await kubectl(['apply', '-f', '-'], {
+      input: JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'web', namespace: 'default' },
+        spec: { type: 'LoadBalancer', selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] },
+      }),
+    });
+    const ip = await until(
+      'the Service ingress',
+      async () =>
+        (await kubectl(['get', 'service', 'web', '-o', 'jsonpath={.status.loadBalancer.ingress[0].ip}']))
+          .stdout,
+      180_000,
+    );
+    expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    expect([...sim.loadBalancers.values()][0]?.region).toMatchObject({ slug: 'nyc3' });
+  });
+
+  it("the CronJob's Job succeeds", async () => {
+    await kubectl(['-n', NS, 'create', 'job', 'nodes-init-now', '--from=cronjob/ccm-nodes-init']);
+    const done = await until(
+      'the Job to finish',
+      async () => {
+        const job = await kubectlJson<{ status: { succeeded?: number; failed?: number } }>([
+          '-n',
+          NS,
+          'get',
+          'job',
+          'nodes-init-now',
+        ]);
+        return job.status.succeeded || job.status.failed ? job.status : undefined;
+      },
+      180_000,
+    );
+    expect(done).toMatchObject({ succeeded: 1 });
+  });
+
+  it('a changed environment rolls out on one control-plane Node, and the Lease passes to the new Pod', async () => {
+    const before = await lease();
+    const t0 = Date.now();
+    await kubectl(['-n', NS, 'set', 'env', workload, 'CCM_ROLLOUT=1']);
+    const status = await rolloutStatus();
+    expect(status.exitCode, status.stdout + status.stderr).toBe(0);
+    const rolled = (Date.now() - t0) / 1000;
+    const after = await until('the Lease held by a new identity', async () => {
+      const spec = await lease();
+      return spec.holderIdentity && spec.holderIdentity !== before.holderIdentity ? spec : undefined;
+    });
+    recordFigure('rollout of a changed environment (one control-plane Node)', {
+      'rollout status': rolled,
+      'Lease held again': (Date.now() - t0) / 1000,
+    });
+    expect(after.leaseTransitions ?? 0).toBeGreaterThan(before.leaseTransitions ?? 0);
+    const pods = (await ccmPods()).filter((p) => !p.metadata.deletionTimestamp);
+    expect(pods).toHaveLength(1);
+  });
+
+  it("deleting the leader's Pod moves the Lease", async () => {
+    const before = await lease();
+    const [pod] = await ccmPods();
+    const t0 = Date.now();
+    await kubectl(['-n', NS, 'delete', 'pod', pod?.metadata.name as string, '--wait=false']);
+    await until('the Lease held by a new identity', async () => {
+      const spec = await lease();
+      return spec.holderIdentity && spec.holderIdentity !== before.holderIdentity;
+    });
+    recordFigure("leader's Pod deleted → Lease held again", { seconds: (Date.now() - t0) / 1000 });
+    expect((await rolloutStatus()).exitCode).toBe(0);
+  });
+
+  it('ccm doctor names the cause: the image missing, then the Pods unschedulable', async () => {
+    await kubectl(['-n', NS, 'set', 'image', workload, `ccm=${CCM_IMAGE}-missing`]);
+    const missing = await until('doctor to fail on the image', async () => {
+      const run = await doctor();
+      return run.exitCode !== 0 && /image/i.test(run.stdout) ? run : undefined;
+    });
+    expect(missing.stdout).toContain(`${CCM_IMAGE}-missing`);
+    await kubectl(['-n', NS, 'rollout', 'undo', workload]);
+    expect((await rolloutStatus()).exitCode).toBe(0);
+
+    await kubectl([
+      '-n',
+      NS,
+      'patch',
+      workload,
+      '--type=merge',
+      '-p',
+      JSON.stringify({ spec: { template: { spec: { nodeSelector: { 'ccm.test/nowhere': 'true' } } } } }),
+    ]);
+    const unschedulable = await until('doctor to fail on scheduling', async () => {
+      const run = await doctor();
+      return run.exitCode !== 0 && /schedul|no Node|match/i.test(run.stdout) ? run : undefined;
+    });
+    expect(unschedulable.stdout).toMatch(/ccm\.test\/nowhere|node selector|nodeSelector|affinity/i);
+    await kubectl(['-n', NS, 'rollout', 'undo', workload]);
+    expect((await rolloutStatus()).exitCode).toBe(0);
+    expect((await doctor()).exitCode).toBe(0);
+  });
+
+  it('a Node whose instance is gone and whose kubelet stopped becomes NotReady, and ccm deletes it', async () => {
+    // A short grace period, as an operator would set it through the workload's args.
+    const args = (
+      await kubectl(['-n', NS, 'get', workload, '-o', 'jsonpath={.spec.template.spec.containers[0].args}'])
+    ).stdout;
+    const next = [
+      ...(JSON.parse(args) as string[]).filter((a) => !a.startsWith('--deletion-grace-period')),
+      '--deletion-grace-period=0s',
+    ];
+    await kubectl([
+      '-n',
+      NS,
+      'patch',
+      workload,
+      '--type=json',
+      '-p',
+      JSON.stringify([{ op: 'replace', path: '/spec/template/spec/containers/0/args', value: next }]),
+    ]);
+    expect((await rolloutStatus()).exitCode).toBe(0);
+    await until('a leader', async () => (await lease()).holderIdentity);
+
+    await hostSystemctl('stop', 'kubelet');
+    sim.removeDroplet(dropletId);
+    const t0 = Date.now();
+    await until(
+      'the Node NotReady',
+      async () =>
+        (
+          await kubectl([
+            'get',
+            'node',
+            NODE_NAME,
+            '-o',
+            'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
+          ])
+        ).stdout !== 'True',
+      180_000,
+    );
+    const notReady = (Date.now() - t0) / 1000;
+    await until(
+      'the Node deleted',
+      async () => (await kubectl(['get', 'node', NODE_NAME], { reject: false })).exitCode !== 0,
+      300_000,
+    );
+    recordFigure('kubelet stopped and instance gone → Node deleted', {
+      NotReady: notReady,
+      deleted: (Date.now() - t0) / 1000,
+    });
+  });
+});
