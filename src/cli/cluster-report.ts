@@ -36,8 +36,9 @@ export function printPreview(plan: ClusterPlan, candidates: string[], log: (line
     log(chalk.dim(plan.kubeadmConfigNote));
   }
   if (candidates.length > 0) {
+    const one = candidates.length === 1;
     log(
-      `--initialize-existing: ${plural(candidates.length, ['Node', 'Nodes'])} without a provider ID get the ${TAINT_UNINITIALIZED} taint, so \`ccm nodes init\` initialises them (the kubelet only taints Nodes it registers): ${candidates.join(', ')}`,
+      `--initialize-existing: ${plural(candidates.length, ['Node', 'Nodes'])} without a provider ID ${one ? 'gets' : 'get'} the ${TAINT_UNINITIALIZED} taint, so \`ccm nodes init\` initialises ${one ? 'it' : 'them'} (the kubelet only taints Nodes it registers): ${candidates.join(', ')}`,
     );
   }
 }
@@ -132,8 +133,9 @@ export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow>
     notes.push(`kubeadm-config: ${r.kubeadmConfig}`);
   }
   if (out.initializeExisting?.length && !out.dryRun) {
+    const n = out.initializeExisting.length;
     notes.push(
-      `${plural(out.initializeExisting.length, ['existing Node', 'existing Nodes'])} tainted ${TAINT_UNINITIALIZED}: run \`ccm nodes init\` to initialise them.`,
+      `${plural(n, ['existing Node', 'existing Nodes'])} tainted ${TAINT_UNINITIALIZED}: run \`ccm nodes init\` to initialise ${n === 1 ? 'it' : 'them'}.`,
     );
   }
   if (out.uninitialisedExisting?.length) {
