@@ -70,6 +70,8 @@ export interface HostReport {
   backup?: string;
   result: HostResult;
   error?: string;
+  /** For a failed host: the step that failed (before it, nothing was written: 'backup'). */
+  failedAt?: 'backup' | 'write' | 'restart';
 }
 
 export async function planCluster(
@@ -210,15 +212,34 @@ function writeRecords(edits: readonly FileEdit[]): Map<string, WriteRecord> {
   );
 }
 
-/** Step 2: kubeadm-config, unless the host keeping its backup failed (it could not be rolled back). */
+/**
+ * Why the cluster-side steps (kubeadm-config, taints) are left alone: the host keeping their record
+ * failed. Names the failure and what to do; undefined when the keeper did not fail.
+ */
+export function keeperFailure(plan: ClusterPlan, hosts: readonly HostReport[]): string | undefined {
+  const keeper = hosts.find((h) => h.host === keeperOf(plan)?.host.name);
+  if (keeper?.result !== 'failed') return undefined;
+  const error = (keeper.error ?? 'failed').replace(/\.$/, '');
+  const again = 'run `ccm cluster prepare` again';
+  switch (keeper.failedAt) {
+    case 'restart':
+      return `${error} (the files on ${keeper.host} are written, backup ${keeper.backup}); fix that and ${again}: it restarts what still runs without the new flags and updates kubeadm-config`;
+    case 'write':
+      return `${error} while writing the files on ${keeper.host} (backup ${keeper.backup}); roll back with \`ccm cluster prepare --rollback\`, or fix that and ${again}`;
+    default:
+      return `${error} (nothing was written on ${keeper.host}); fix that and ${again}`;
+  }
+}
+
+/** Step 2: kubeadm-config, unless the host keeping its record failed. */
 export async function updateKubeadmConfig(
   plan: ClusterPlan,
   hosts: HostReport[],
   kube: KubeTransport,
 ): Promise<string> {
   if (!plan.kubeadmConfig) return 'unchanged';
-  const keeper = hosts.find((h) => h.host === keeperOf(plan)?.host.name);
-  if (keeper?.result === 'failed') return 'not updated: its backup could not be written';
+  const failure = keeperFailure(plan, hosts);
+  if (failure) return `not updated: ${failure}`;
   try {
     const { sha256: written, changes, revert } = kubeadmConfigRecord(plan.kubeadmConfig);
     await writeKubeadmConfig(
@@ -270,6 +291,7 @@ async function applyOneHost(
   const report = baseReport(p);
   if (p.error) return { ...report, result: 'failed', error: p.error };
   if (p.edits.length === 0 && kubeadmConfig === undefined) return report;
+  let step: HostReport['failedAt'] = 'backup';
   try {
     const records: BackupRecords = {
       files: writeRecords(p.edits),
@@ -290,8 +312,10 @@ async function applyOneHost(
       return entry?.existed ? entry.sha256 !== sha256(edit.before) : edit.before.length > 0;
     });
     if (changed) throw new Error(`${changed.file.path} changed since it was read; run cluster prepare again`);
+    step = 'write';
     for (const edit of p.edits) await p.host.writeAtomic(edit.file.path, edit.after);
     report.result = p.edits.length > 0 ? 'prepared' : 'unchanged';
+    step = 'restart';
     const units = unitsToRestart(
       p.detection?.layout,
       p.edits.map((e) => ({ component: e.file.component, changes: e.changes })),
@@ -300,6 +324,7 @@ async function applyOneHost(
   } catch (err) {
     report.result = 'failed';
     report.error = (err as Error).message;
+    report.failedAt = step;
   }
   return report;
 }
