@@ -252,7 +252,9 @@ describe('applying on the local machine', () => {
       ((await api.readNode({ name })).spec?.taints ?? []).map((t) => t.key);
     expect(await taints('old-1')).toContain('node.cloudprovider.kubernetes.io/uninitialized');
     expect(await taints('old-2')).not.toContain('node.cloudprovider.kubernetes.io/uninitialized');
-    expect(run.stdout).toContain('run `ccm nodes init` to initialise them');
+    expect(run.stdout).toContain(
+      '1 existing Node tainted node.cloudprovider.kubernetes.io/uninitialized: run `ccm nodes init` to initialise it.',
+    );
   });
 });
 
