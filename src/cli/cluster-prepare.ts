@@ -6,6 +6,7 @@ import {
   type ApplyResult,
   applyHost,
   type ClusterPlan,
+  hostRestarts,
   needsReadyCheck,
   planCluster,
   updateKubeadmConfig,
@@ -74,6 +75,8 @@ export interface ClusterPrepareOutput {
   /** Without --initialize-existing: Nodes that no pass will initialise, for the hint in the summary. */
   uninitialisedExisting?: string[];
   dryRun: boolean;
+  /** False with --no-restart: units running without their files' flags are left so. */
+  restart?: boolean;
   failed: boolean;
 }
 
@@ -150,16 +153,20 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
       plan,
       candidates.map((c) => c.name),
       log,
+      input.restart,
     );
   };
   if (input.preview) preview(input.log);
 
   const changes =
-    plan.hosts.some((h) => h.edits.length > 0) || plan.kubeadmConfig !== undefined || candidates.length > 0;
+    plan.hosts.some((h) => h.edits.length > 0 || (input.restart && hostRestarts(h).length > 0)) ||
+    plan.kubeadmConfig !== undefined ||
+    candidates.length > 0;
   if (input.dryRun || !changes) {
     return {
       plan,
       dryRun: input.dryRun,
+      restart: input.restart,
       initializeExisting: candidates.map((c) => c.name),
       uninitialisedExisting: hint,
       failed: plan.hosts.some((h) => h.error),
@@ -231,6 +238,7 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
     plan,
     result: applied,
     dryRun: false,
+    restart: input.restart,
     initializeExisting: candidates.map((c) => c.name),
     uninitialisedExisting: hint,
     failed: applied.hosts.some((h) => h.result === 'failed') || applied.readyError !== undefined,

@@ -1,3 +1,4 @@
+import { posix } from 'node:path';
 import { readKubeadmConfig, writeKubeadmConfig } from '../kube/kubeadm-config.js';
 import type { KubeTransport } from '../kube/transport.js';
 import {
@@ -10,8 +11,22 @@ import {
 import { detect } from './detect.js';
 import { inverseChanges } from './flags.js';
 import { extraArgsAsFlags, readExtraArgs, SECTION_OF, type Section } from './kubeadm-config.js';
-import { planClusterConfiguration, planPrepare, readFlags } from './plan.js';
-import { type RestartOptions, restartOrNote, unitsToRestart } from './restart.js';
+import {
+  desiredChanges,
+  type PlanOptions,
+  planClusterConfiguration,
+  planPrepare,
+  readFlags,
+} from './plan.js';
+import {
+  describeChange,
+  isLive,
+  isUnit,
+  type RestartOptions,
+  restartOrNote,
+  type UnitRestart,
+  unitsToRestart,
+} from './restart.js';
 import type { Component, Detection, FileEdit, FlagChange, Host, Skip } from './types.js';
 
 /**
@@ -31,11 +46,22 @@ export interface PrepareOptions {
   extra?: Partial<Record<Component, Record<string, string>>>;
 }
 
+/** A unit whose running process lacks what its files (left alone by this run) say: it is restarted. */
+export interface StaleProcess {
+  component: Component;
+  pid: number;
+  /** The flag changes its files carry and its command line does not. */
+  missing: FlagChange[];
+}
+
 export interface HostPlan {
   host: Host;
   detection?: Detection;
   edits: FileEdit[];
   skips: Skip[];
+  stale: StaleProcess[];
+  /** What the operator should know about the running processes that this run cannot fix. */
+  notes: string[];
   error?: string;
 }
 
@@ -133,6 +159,7 @@ function readingOnce(host: Host): Host {
     remove: (path) => host.remove(path),
     list: (dir) => host.list(dir),
     run: (argv) => host.run(argv),
+    processes: (programs) => host.processes(programs),
   };
 }
 
@@ -150,11 +177,64 @@ async function planHost(target: Host, options: PrepareOptions): Promise<HostPlan
       .filter((f) => f.component === 'kubelet')
       .flatMap((f) => readFlags(f, contents.get(f.path)));
     const providerID = await options.providerIDFor?.(host, kubeletFlags);
-    const { edits, skips } = planPrepare(detection, contents, { providerID, extra: options.extra });
-    return { host: target, detection, edits, skips };
+    const planOptions = { providerID, extra: options.extra };
+    const { edits, skips } = planPrepare(detection, contents, planOptions);
+    const running = await runningProcesses(host, detection, contents, edits, planOptions);
+    return { host: target, detection, edits, skips, ...running };
   } catch (err) {
-    return { host: target, edits: [], skips: [], error: (err as Error).message };
+    return { host: target, edits: [], skips: [], stale: [], notes: [], error: (err as Error).message };
   }
+}
+
+/**
+ * A file prepared by an earlier run does not prove its process runs with it (that run's restart may
+ * have failed): for each component whose files this run leaves alone, prepare's flags as the files
+ * carry them are compared with the command line of its running process.
+ */
+async function runningProcesses(
+  host: Host,
+  detection: Detection,
+  contents: ReadonlyMap<string, Buffer | undefined>,
+  edits: readonly FileEdit[],
+  options: PlanOptions,
+): Promise<Pick<HostPlan, 'stale' | 'notes'>> {
+  const edited = new Set(edits.map((e) => e.file.component));
+  const expected = new Map<Component, FlagChange[]>();
+  for (const component of new Set(detection.files.map((f) => f.component))) {
+    if (edited.has(component)) continue;
+    const args = detection.files
+      .filter((f) => f.component === component)
+      .flatMap((f) => readFlags(f, contents.get(f.path)));
+    const carried = desiredChanges(component, detection.versions[component], options).changes.filter((c) =>
+      isLive(args, c),
+    );
+    if (carried.length > 0) expected.set(component, carried);
+  }
+  const stale: StaleProcess[] = [];
+  const notes: string[] = [];
+  if (expected.size === 0) return { stale, notes };
+  const running = await host.processes([...expected.keys()]);
+  for (const [component, changes] of expected) {
+    const own = running.filter((p) => posix.basename(p.argv[0] ?? '') === component);
+    if (own.length > 1) {
+      notes.push(
+        `${component}: ${own.length} processes run here (pids ${own.map((p) => p.pid).join(', ')}); their flags were not compared with the files`,
+      );
+      continue;
+    }
+    const [proc] = own;
+    if (!proc) continue;
+    const missing = changes.filter((c) => !isLive(proc.argv.slice(1), c));
+    if (missing.length === 0) continue;
+    if (isUnit(detection.layout, component)) {
+      stale.push({ component, pid: proc.pid, missing });
+    } else {
+      notes.push(
+        `${component}: its running process (pid ${proc.pid}) lacks ${missing.map(describeChange).join(', ')}, which its manifest has; the kubelet restarts a static pod when its manifest changes: check the kubelet's log (journalctl -u kubelet)`,
+      );
+    }
+  }
+  return { stale, notes };
 }
 
 export interface ApplyOptions {
@@ -277,9 +357,17 @@ function baseReport(p: HostPlan): HostReport {
     skips: p.skips.map((s) => `${s.component}: ${s.reason}`),
     restarted: false,
     restartedUnits: [],
-    notes: [],
+    notes: [...p.notes],
     result: 'unchanged',
   };
+}
+
+/** The units to restart on a host: those whose files are edited, and those running without their files' flags. */
+export function hostRestarts(p: HostPlan): UnitRestart[] {
+  return unitsToRestart(p.detection?.layout, [
+    ...p.edits.map((e) => ({ component: e.file.component, changes: e.changes })),
+    ...p.stale.map((s) => ({ component: s.component, changes: s.missing })),
+  ]);
 }
 
 async function applyOneHost(
@@ -290,37 +378,37 @@ async function applyOneHost(
 ): Promise<HostReport> {
   const report = baseReport(p);
   if (p.error) return { ...report, result: 'failed', error: p.error };
-  if (p.edits.length === 0 && kubeadmConfig === undefined) return report;
+  const units = hostRestarts(p);
+  if (p.edits.length === 0 && kubeadmConfig === undefined && units.length === 0) return report;
   let step: HostReport['failedAt'] = 'backup';
   try {
-    const records: BackupRecords = {
-      files: writeRecords(p.edits),
-      ...(kubeadmConfig ? { kubeadmConfig } : {}),
-    };
-    const backup = await createBackup(
-      p.host,
-      p.edits.map((e) => e.file.path),
-      {},
-      new Date(),
-      records,
-    );
-    report.backup = backup.id;
-    // The backup read the files as they are now; if one changed since the preview, the planned
-    // bytes would overwrite that change: stop here, nothing written.
-    const changed = p.edits.find((edit) => {
-      const entry = backup.files.find((f) => f.path === edit.file.path);
-      return entry?.existed ? entry.sha256 !== sha256(edit.before) : edit.before.length > 0;
-    });
-    if (changed) throw new Error(`${changed.file.path} changed since it was read; run cluster prepare again`);
-    step = 'write';
-    for (const edit of p.edits) await p.host.writeAtomic(edit.file.path, edit.after);
-    report.result = p.edits.length > 0 ? 'prepared' : 'unchanged';
+    if (p.edits.length > 0 || kubeadmConfig) {
+      const records: BackupRecords = {
+        files: writeRecords(p.edits),
+        ...(kubeadmConfig ? { kubeadmConfig } : {}),
+      };
+      const backup = await createBackup(
+        p.host,
+        p.edits.map((e) => e.file.path),
+        {},
+        new Date(),
+        records,
+      );
+      report.backup = backup.id;
+      // The backup read the files as they are now; if one changed since the preview, the planned
+      // bytes would overwrite that change: stop here, nothing written.
+      const changed = p.edits.find((edit) => {
+        const entry = backup.files.find((f) => f.path === edit.file.path);
+        return entry?.existed ? entry.sha256 !== sha256(edit.before) : edit.before.length > 0;
+      });
+      if (changed)
+        throw new Error(`${changed.file.path} changed since it was read; run cluster prepare again`);
+      step = 'write';
+      for (const edit of p.edits) await p.host.writeAtomic(edit.file.path, edit.after);
+    }
     step = 'restart';
-    const units = unitsToRestart(
-      p.detection?.layout,
-      p.edits.map((e) => ({ component: e.file.component, changes: e.changes })),
-    );
     await restartOrNote(report, p.host, units, restart, restartOptions);
+    report.result = p.edits.length > 0 || report.restarted ? 'prepared' : 'unchanged';
   } catch (err) {
     report.result = 'failed';
     report.error = (err as Error).message;

@@ -396,3 +396,64 @@ describe('rolling back after a `kubeadm upgrade` (issue 6, item 2)', () => {
     expect(after.metadata?.annotations?.['ccm.io/prepare-record']).toBeUndefined();
   });
 });
+
+describe('a kubelet restart that fails after the files were written, then a re-run', () => {
+  let cp: ControlPlane;
+  beforeAll(async () => {
+    cp = await startControlPlane();
+    await execa(join(cache, 'v1.36.3', 'kubeadm'), [
+      'init',
+      'phase',
+      'upload-config',
+      'kubeadm',
+      '--config',
+      join(fixtures, 'kubeadm-v1.36.3', 'kubeadm-config.yaml'),
+      '--kubeconfig',
+      kubeconfigWithContext(cp, 'fixtures'),
+    ]);
+  });
+  afterAll(async () => {
+    await cp?.stop();
+  });
+
+  it('names the failed restart; the re-run restarts the kubelet that still lacks the flag, though no file changes', async () => {
+    const root = copyRoot('kubeadm-v1.36.3');
+    const log = join(root, 'systemctl.log');
+    const env = (extra: Record<string, string> = {}) => ({
+      PATH: `${systemctl}:${process.env.PATH}`,
+      STANDIN_ROOT: root,
+      STANDIN_LOG: log,
+      ...extra,
+    });
+    const run = (env: Record<string, string>, ...flags: string[]) =>
+      ccm(['cluster', 'prepare', '--root', root, '--kubeconfig', cp.kubeconfigPath, ...flags], env);
+    // The node's kubelet runs, started from kubeadm's flags as they are before prepare.
+    await execa(join(systemctl, 'systemctl'), ['restart', 'kubelet'], { env: env() });
+    const kubelet = () => readFileSync(join(root, 'proc/103/cmdline'), 'utf8');
+    expect(kubelet()).not.toContain('--cloud-provider=external');
+
+    const failed = await run(env({ STANDIN_FAIL: 'kubelet' }), '--yes', '-o', 'table');
+    expect(failed.stderr).toBe('');
+    expect(failed.exitCode).toBe(1);
+    expect(failed.stdout).not.toContain('backup could not be written');
+    expect(failed.stdout).toMatch(
+      /kubeadm-config: not updated: systemctl restart kubelet failed on local: Job for kubelet\.service failed because the control process exited with error code \(the files on local are written, backup \S+\); fix that and run `ccm cluster prepare` again/,
+    );
+    expect(kubelet()).not.toContain('--cloud-provider=external');
+
+    const dryRun = await run(env(), '--dry-run', '-o', 'table');
+    expect(dryRun.exitCode).toBe(0);
+    expect(dryRun.stdout).toContain(
+      'restart kubelet: its running process (pid 103) lacks --cloud-provider=external, which its files have',
+    );
+    expect(dryRun.stdout).toMatch(/^Dry run: nothing written\. 1 host: 1 would prepare/m);
+
+    const again = await run(env(), '--yes', '-o', 'table');
+    expect(again.stderr).toBe('');
+    expect(again.exitCode).toBe(0);
+    expect(kubelet()).toContain('\0--cloud-provider=external');
+    expect(again.stdout).toMatch(/prepared +0 +kubelet/);
+    expect(again.stdout).toContain('kubeadm-config updated');
+    expect(JSON.stringify((await clusterConfiguration(cp)).controllerManager)).toContain('cloud-provider');
+  });
+});

@@ -80,6 +80,9 @@ export function folderHost(
       runs.push(argv);
       return versionRun(versions, argv);
     },
+    async processes() {
+      return [];
+    },
   };
 }
 
@@ -113,6 +116,9 @@ export function memoryHost(
     },
     async run(argv) {
       return versionRun(versions, argv);
+    },
+    async processes() {
+      return [];
     },
   };
 }
@@ -156,7 +162,11 @@ export function systemdHost(
       ...(existsSync(extra) ? readEnvArgs(readFileSync(extra), 'KUBELET_EXTRA_ARGS') : []),
     ];
   };
-  for (const unit of ['kube-apiserver', 'kube-controller-manager', 'kubelet']) start(unit);
+  // On kubeadm only the kubelet is a unit; kube-apiserver and kube-controller-manager are static pods.
+  for (const unit of ['kube-apiserver', 'kube-controller-manager']) {
+    if (existsSync(join(root, 'etc/systemd/system', `${unit}.service`))) start(unit);
+  }
+  start('kubelet');
   return {
     ...base,
     name: base.name,
