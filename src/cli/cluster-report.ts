@@ -71,6 +71,14 @@ export function printRollbackPreview(plan: RollbackPlan, log: (line: string) => 
     log(
       chalk.bold(`${h.host.name}: ${h.set ? `rollback to backup ${h.set.id}` : 'no backup to roll back to'}`),
     );
+    if (h.newer.length > 0) {
+      const n = h.newer.length;
+      log(
+        chalk.dim(
+          `  ${plural(n, ['newer backup holds', 'newer backups hold'])} no file, only what prepare recorded for the cluster: ${h.newer.map((s) => s.id).join(', ')}`,
+        ),
+      );
+    }
     for (const f of h.files) {
       log(
         unifiedDiff(

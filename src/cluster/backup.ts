@@ -200,22 +200,24 @@ async function idsNewestFirst(host: Host): Promise<string[]> {
     .reverse();
 }
 
+/** The complete sets on the host, newest first, each read when asked for. */
+export async function* backupsNewestFirst(host: Host): AsyncGenerator<BackupSet> {
+  for (const id of await idsNewestFirst(host)) {
+    const set = await readBackup(host, id);
+    if (set) yield set;
+  }
+}
+
 /** Every complete set on the host, newest first. */
 export async function listBackups(host: Host): Promise<BackupSet[]> {
   const sets: BackupSet[] = [];
-  for (const id of await idsNewestFirst(host)) {
-    const set = await readBackup(host, id);
-    if (set) sets.push(set);
-  }
+  for await (const set of backupsNewestFirst(host)) sets.push(set);
   return sets;
 }
 
 /** The newest complete set (one with a manifest), or undefined. */
 export async function latestBackup(host: Host): Promise<BackupSet | undefined> {
-  for (const id of await idsNewestFirst(host)) {
-    const set = await readBackup(host, id);
-    if (set) return set;
-  }
+  for await (const set of backupsNewestFirst(host)) return set;
   return undefined;
 }
 

@@ -19,7 +19,7 @@
 import { PREPARE_RECORD_ANNOTATION, readKubeadmConfig, writeKubeadmConfig } from '../kube/kubeadm-config.js';
 import { waitUntilReady } from '../kube/readyz.js';
 import type { KubeTransport } from '../kube/transport.js';
-import { type BackupSet, type KubeadmConfigRecord, latestBackup, readCopy, sha256 } from './backup.js';
+import { type BackupSet, backupsNewestFirst, type KubeadmConfigRecord, readCopy, sha256 } from './backup.js';
 import * as kubeadmConfig from './kubeadm-config.js';
 import { editFile, readFlags } from './plan.js';
 import type { ApplyOptions, ApplyResult, HostReport } from './prepare.js';
@@ -39,7 +39,10 @@ export interface RollbackFile {
 
 export interface HostRollback {
   host: Host;
+  /** The set whose files are rolled back. */
   set?: BackupSet;
+  /** Newer sets that hold no file, only records of the cluster's side (kubeadm-config). */
+  newer: BackupSet[];
   files: RollbackFile[];
   notes: string[];
   error?: string;
@@ -77,12 +80,28 @@ function liveReverts(
   return { reverts, changedSince };
 }
 
+/**
+ * The newest set that holds files. A newer run that wrote no file on this host (it only recorded
+ * kubeadm-config, or only restarted) leaves a set without files: it must not hide the set that can
+ * put the files back, and what it records is kept beside it.
+ */
+async function setToRollBack(host: Host): Promise<{ set?: BackupSet; newer: BackupSet[] }> {
+  const newer: BackupSet[] = [];
+  for await (const set of backupsNewestFirst(host)) {
+    if (set.files.length > 0 || !set.recorded) return { set, newer };
+    newer.push(set);
+  }
+  const [newest, ...rest] = newer;
+  return { set: newest, newer: rest };
+}
+
 async function planHost(host: Host): Promise<HostRollback> {
-  const plan: HostRollback = { host, files: [], notes: [] };
+  const plan: HostRollback = { host, newer: [], files: [], notes: [] };
   try {
-    const set = await latestBackup(host);
+    const { set, newer } = await setToRollBack(host);
     if (!set) return plan;
     plan.set = set;
+    plan.newer = newer;
     if (!set.recorded) {
       throw new Error(
         `backup ${set.id} was made by an older ccm and does not record what it wrote, so a rollback cannot tell ccm's edits from later ones; restore by hand from ${set.dir} if needed`,
@@ -197,7 +216,7 @@ export async function planRollback(hosts: Host[], kube?: KubeTransport): Promise
   const plans = await Promise.all(hosts.map(planHost));
   const plan: RollbackPlan = { hosts: plans };
   // A host's backup says whether prepare touched kubeadm-config; what to undo comes from the cluster.
-  const touched = plans.some((p) => p.set?.kubeadmConfig && !p.error);
+  const touched = plans.some((p) => !p.error && [p.set, ...p.newer].some((s) => s?.kubeadmConfig));
   if (!touched) return plan;
   if (!kube) {
     plan.kubeadmConfigNote = 'no kubeconfig: kubeadm-config not rolled back; pass --kubeconfig';

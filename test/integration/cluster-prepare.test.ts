@@ -416,8 +416,9 @@ describe('a kubelet restart that fails after the files were written, then a re-r
     await cp?.stop();
   });
 
-  it('names the failed restart; the re-run restarts the kubelet that still lacks the flag, though no file changes', async () => {
+  it('names the failed restart; the re-run restarts the kubelet that still lacks the flag, though no file changes; the rollback restores every file', async () => {
     const root = copyRoot('kubeadm-v1.36.3');
+    const original = snapshot(root);
     const log = join(root, 'systemctl.log');
     const env = (extra: Record<string, string> = {}) => ({
       PATH: `${systemctl}:${process.env.PATH}`,
@@ -455,5 +456,15 @@ describe('a kubelet restart that fails after the files were written, then a re-r
     expect(again.stdout).toMatch(/prepared +0 +kubelet/);
     expect(again.stdout).toContain('kubeadm-config updated');
     expect(JSON.stringify((await clusterConfiguration(cp)).controllerManager)).toContain('cloud-provider');
+
+    // The re-run's backup set holds no file (it only recorded kubeadm-config): it must not hide the first.
+    const rollback = await run(env(), '--rollback', '--yes', '-o', 'table');
+    expect(rollback.stderr).toBe('');
+    expect(rollback.exitCode).toBe(0);
+    expect(rollback.stdout).not.toContain('nothing to roll back');
+    expect(rollback.stdout).toMatch(/1 host: 1 rolled back; kubeadm-config rolled back/);
+    expect(snapshot(root)).toEqual(original);
+    expect(JSON.stringify(await clusterConfiguration(cp))).not.toContain('"cloud-provider"');
+    expect(kubelet()).not.toContain('--cloud-provider=external');
   });
 });
