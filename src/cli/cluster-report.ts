@@ -97,6 +97,12 @@ export function printRollbackPreview(plan: RollbackPlan, log: (line: string) => 
   } else if (plan.kubeadmConfigNote) {
     log(chalk.dim(plan.kubeadmConfigNote));
   }
+  if (plan.untaint.length > 0) {
+    log(
+      `the ${TAINT_UNINITIALIZED} taint prepare added comes off ${plural(plan.untaint.length, ['Node', 'Nodes'])}: ${plan.untaint.map((u) => u.name).join(', ')}`,
+    );
+  }
+  for (const note of plan.taintNotes) log(chalk.yellow(note));
 }
 
 /** A file as the diffs name it: the path alone on this machine, `host:path` over ssh. */
@@ -147,6 +153,7 @@ export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow>
     ...(r?.kubeadmConfig && KUBEADM_CONFIG_DONE.has(r.kubeadmConfig)
       ? [`kubeadm-config ${r.kubeadmConfig}`]
       : []),
+    ...(r?.untainted?.length ? [`taint removed from ${plural(r.untainted.length, ['Node', 'Nodes'])}`] : []),
     ...(r?.readyAfterMs !== undefined
       ? [`API server ready (/readyz) after ${(r.readyAfterMs / 1000).toFixed(1)}s`]
       : []),
@@ -158,6 +165,9 @@ export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow>
   if (r?.kubeadmConfig && !KUBEADM_CONFIG_DONE.has(r.kubeadmConfig)) {
     notes.push(`kubeadm-config: ${r.kubeadmConfig}`);
   }
+  if (r?.taints)
+    notes.push(`${rollbackPlan ? `${TAINT_UNINITIALIZED} taint` : 'existing Nodes'} ${r.taints}`);
+  if (rollbackPlan) notes.push(...rollbackPlan.taintNotes);
   if (out.initializeExisting?.length && !out.dryRun) {
     const n = out.initializeExisting.length;
     notes.push(
@@ -182,6 +192,7 @@ export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow>
               notes: h.notes,
               error: h.error,
             })),
+            ...(rollbackPlan.untaint.length > 0 ? { untaint: rollbackPlan.untaint.map((u) => u.name) } : {}),
           }
         : {}),
       hosts: plan?.hosts.map((h) => ({

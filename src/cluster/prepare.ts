@@ -6,6 +6,7 @@ import {
   createBackup,
   type KubeadmConfigRecord,
   sha256,
+  type TaintRecord,
   type WriteRecord,
 } from './backup.js';
 import { detect } from './detect.js';
@@ -76,6 +77,8 @@ export interface KubeadmConfigPlan {
 export interface ClusterPlan {
   hosts: HostPlan[];
   kubeadmConfig?: KubeadmConfigPlan;
+  /** The taints --initialize-existing puts on existing Nodes, recorded beside kubeadm-config's record. */
+  taints?: TaintRecord[];
   /** Why kubeadm-config is not edited (no kubeadm host, no kubeconfig, nothing to change...). */
   kubeadmConfigNote?: string;
 }
@@ -246,11 +249,15 @@ export interface ApplyOptions {
 export interface ApplyResult {
   hosts: HostReport[];
   kubeadmConfig?: 'updated' | string;
+  /** What went wrong with the taints: prepare did not add them (the host keeping their record failed), a rollback could not remove one. */
+  taints?: string;
+  /** Rollback: the Nodes the taint prepare added came off. */
+  untainted?: string[];
   readyAfterMs?: number;
   readyError?: string;
 }
 
-/** The host whose backup keeps the original ClusterConfiguration, for --rollback. */
+/** The host whose backup keeps what prepare does to the cluster (kubeadm-config, taints), for --rollback. */
 function keeperOf(plan: ClusterPlan): HostPlan | undefined {
   return plan.hosts.find((p) => !p.error);
 }
@@ -262,10 +269,15 @@ export function applyHost(
   restart: boolean,
   restartOptions: RestartOptions = {},
 ): Promise<HostReport> {
-  const keep =
-    host === keeperOf(plan) && plan.kubeadmConfig ? kubeadmConfigRecord(plan.kubeadmConfig) : undefined;
+  const keep: ClusterRecords = {};
+  if (host === keeperOf(plan)) {
+    if (plan.kubeadmConfig) keep.kubeadmConfig = kubeadmConfigRecord(plan.kubeadmConfig);
+    if (plan.taints?.length) keep.taints = plan.taints;
+  }
   return applyOneHost(host, restart, keep, restartOptions);
 }
+
+type ClusterRecords = Pick<BackupRecords, 'kubeadmConfig' | 'taints'>;
 
 /** What prepare writes into kubeadm-config, and how to undo exactly that. */
 function kubeadmConfigRecord(edit: KubeadmConfigPlan): KubeadmConfigRecord {
@@ -293,17 +305,22 @@ function writeRecords(edits: readonly FileEdit[]): Map<string, WriteRecord> {
 }
 
 /**
- * Why the cluster-side steps (kubeadm-config, taints) are left alone: the host keeping their record
- * failed. Names the failure and what to do; undefined when the keeper did not fail.
+ * Why a step on the cluster's side (kubeadm-config, taints) is left alone: the host keeping its record
+ * failed. Names the failure and what to do (`finish`: what a re-run then does); undefined when the
+ * keeper did not fail.
  */
-export function keeperFailure(plan: ClusterPlan, hosts: readonly HostReport[]): string | undefined {
+export function keeperFailure(
+  plan: ClusterPlan,
+  hosts: readonly HostReport[],
+  finish: string,
+): string | undefined {
   const keeper = hosts.find((h) => h.host === keeperOf(plan)?.host.name);
   if (keeper?.result !== 'failed') return undefined;
   const error = (keeper.error ?? 'failed').replace(/\.$/, '');
   const again = 'run `ccm cluster prepare` again';
   switch (keeper.failedAt) {
     case 'restart':
-      return `${error} (the files on ${keeper.host} are written, backup ${keeper.backup}); fix that and ${again}: it restarts what still runs without the new flags and updates kubeadm-config`;
+      return `${error} (the files on ${keeper.host} are written, backup ${keeper.backup}); fix that and ${again}: it restarts what still runs without the new flags and ${finish}`;
     case 'write':
       return `${error} while writing the files on ${keeper.host} (backup ${keeper.backup}); roll back with \`ccm cluster prepare --rollback\`, or fix that and ${again}`;
     default:
@@ -318,7 +335,7 @@ export async function updateKubeadmConfig(
   kube: KubeTransport,
 ): Promise<string> {
   if (!plan.kubeadmConfig) return 'unchanged';
-  const failure = keeperFailure(plan, hosts);
+  const failure = keeperFailure(plan, hosts, 'updates kubeadm-config');
   if (failure) return `not updated: ${failure}`;
   try {
     const { sha256: written, changes, revert } = kubeadmConfigRecord(plan.kubeadmConfig);
@@ -373,20 +390,18 @@ export function hostRestarts(p: HostPlan): UnitRestart[] {
 async function applyOneHost(
   p: HostPlan,
   restart: boolean,
-  kubeadmConfig: KubeadmConfigRecord | undefined,
+  cluster: ClusterRecords,
   restartOptions: RestartOptions,
 ): Promise<HostReport> {
   const report = baseReport(p);
   if (p.error) return { ...report, result: 'failed', error: p.error };
   const units = hostRestarts(p);
-  if (p.edits.length === 0 && kubeadmConfig === undefined && units.length === 0) return report;
+  const keeps = cluster.kubeadmConfig !== undefined || cluster.taints !== undefined;
+  if (p.edits.length === 0 && !keeps && units.length === 0) return report;
   let step: HostReport['failedAt'] = 'backup';
   try {
-    if (p.edits.length > 0 || kubeadmConfig) {
-      const records: BackupRecords = {
-        files: writeRecords(p.edits),
-        ...(kubeadmConfig ? { kubeadmConfig } : {}),
-      };
+    if (p.edits.length > 0 || keeps) {
+      const records: BackupRecords = { files: writeRecords(p.edits), ...cluster };
       const backup = await createBackup(
         p.host,
         p.edits.map((e) => e.file.path),

@@ -16,10 +16,19 @@
  * ccm.io/prepare-record annotation, written with them) says; never a whole text, and never what a
  * file on a host says, since anyone with root on any node could write that.
  */
+import { KubeApiError } from '../kube/errors.js';
 import { PREPARE_RECORD_ANNOTATION, readKubeadmConfig, writeKubeadmConfig } from '../kube/kubeadm-config.js';
+import { createNodeClient, type SlimNode } from '../kube/nodes.js';
 import { waitUntilReady } from '../kube/readyz.js';
 import type { KubeTransport } from '../kube/transport.js';
-import { type BackupSet, backupsNewestFirst, type KubeadmConfigRecord, readCopy, sha256 } from './backup.js';
+import {
+  type BackupSet,
+  backupsNewestFirst,
+  type KubeadmConfigRecord,
+  readCopy,
+  sha256,
+  type TaintRecord,
+} from './backup.js';
 import * as kubeadmConfig from './kubeadm-config.js';
 import { editFile, readFlags } from './plan.js';
 import type { ApplyOptions, ApplyResult, HostReport } from './prepare.js';
@@ -41,7 +50,7 @@ export interface HostRollback {
   host: Host;
   /** The set whose files are rolled back. */
   set?: BackupSet;
-  /** Newer sets that hold no file, only records of the cluster's side (kubeadm-config). */
+  /** Newer sets that hold no file, only records of the cluster's side (kubeadm-config, taints). */
   newer: BackupSet[];
   files: RollbackFile[];
   notes: string[];
@@ -55,10 +64,20 @@ export interface KubeadmConfigRollback {
   notes: string[];
 }
 
+/** A Node whose taint prepare added comes off: its taints without it, written if the Node is unchanged. */
+export interface NodeUntaint {
+  name: string;
+  resourceVersion: string;
+  taints: NonNullable<NonNullable<SlimNode['spec']>['taints']>;
+}
+
 export interface RollbackPlan {
   hosts: HostRollback[];
   kubeadmConfig?: KubeadmConfigRollback;
   kubeadmConfigNote?: string;
+  untaint: NodeUntaint[];
+  /** Taints prepare added that stay, and why (no kubeconfig, the Node was registered again). */
+  taintNotes: string[];
 }
 
 function describe(change: FlagChange): string {
@@ -212,9 +231,51 @@ function planClusterConfiguration(
   return { after, notes };
 }
 
+/**
+ * The taints prepare's records say it added, on the Nodes that still carry them. A Node of the same
+ * name with another uid was registered again since (its kubelet tainted it): left alone.
+ */
+async function planUntaint(plan: RollbackPlan, kube: KubeTransport | undefined): Promise<void> {
+  const records = new Map<string, TaintRecord>();
+  for (const h of plan.hosts) {
+    if (h.error) continue;
+    for (const set of [h.set, ...h.newer]) for (const t of set?.taints ?? []) records.set(t.uid, t);
+  }
+  if (records.size === 0) return;
+  if (!kube) {
+    plan.taintNotes.push(
+      `no kubeconfig: the taint prepare put on ${[...records.values()].map((t) => t.node).join(', ')} stays; pass --kubeconfig`,
+    );
+    return;
+  }
+  const nodes = createNodeClient(kube);
+  for (const record of records.values()) {
+    const node = await nodes.getNode(record.node).catch((err: unknown) => {
+      if (err instanceof KubeApiError && err.status === 404) return undefined;
+      throw err;
+    });
+    if (!node) continue;
+    if (node.metadata?.uid !== record.uid) {
+      plan.taintNotes.push(
+        `Node ${record.node} was registered again since prepare tainted it: its taints are left as they are`,
+      );
+      continue;
+    }
+    const taints = node.spec?.taints ?? [];
+    const kept = taints.filter((t) => t.key !== record.key || t.effect !== record.effect);
+    if (kept.length === taints.length) continue;
+    plan.untaint.push({
+      name: record.node,
+      resourceVersion: node.metadata?.resourceVersion ?? '',
+      taints: kept,
+    });
+  }
+}
+
 export async function planRollback(hosts: Host[], kube?: KubeTransport): Promise<RollbackPlan> {
   const plans = await Promise.all(hosts.map(planHost));
-  const plan: RollbackPlan = { hosts: plans };
+  const plan: RollbackPlan = { hosts: plans, untaint: [], taintNotes: [] };
+  await planUntaint(plan, kube);
   // A host's backup says whether prepare touched kubeadm-config; what to undo comes from the cluster.
   const touched = plans.some((p) => !p.error && [p.set, ...p.newer].some((s) => s?.kubeadmConfig));
   if (!touched) return plan;
@@ -321,6 +382,22 @@ export async function applyRollback(
       result.kubeadmConfig = 'rolled back';
     } catch (err) {
       result.kubeadmConfig = `not rolled back: ${(err as Error).message}`;
+    }
+  }
+  if (plan.untaint.length > 0 && options.kube) {
+    const nodes = createNodeClient(options.kube);
+    result.untainted = [];
+    for (const u of plan.untaint) {
+      try {
+        await nodes.patchNode(u.name, {
+          metadata: { resourceVersion: u.resourceVersion },
+          spec: { taints: u.taints },
+        });
+        result.untainted.push(u.name);
+      } catch (err) {
+        result.taints = `not removed from Node ${u.name}: ${(err as Error).message}`;
+        break;
+      }
     }
   }
   const controlPlane = plan.hosts.some((h) => h.files.some((f) => f.file.component !== 'kubelet'));

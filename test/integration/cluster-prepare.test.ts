@@ -258,6 +258,68 @@ describe('applying on the local machine', () => {
   });
 });
 
+describe('--rollback after --initialize-existing', () => {
+  let cp: ControlPlane;
+  beforeAll(async () => {
+    cp = await startControlPlane();
+  });
+  afterAll(async () => {
+    await cp?.stop();
+  });
+
+  it('takes back the taints prepare added, and only those, even from a later run that wrote no file', async () => {
+    const api = fixtureApi(cp.kubeconfigPath);
+    const TAINT = 'node.cloudprovider.kubernetes.io/uninitialized';
+    // The taints of interest here (the control plane's own controllers may add node.kubernetes.io ones).
+    const taints = async (name: string) =>
+      ((await api.readNode({ name })).spec?.taints ?? [])
+        .map((t) => t.key)
+        .filter((key) => key === TAINT || key === 'dedicated');
+    // old-1 and old-2 registered before the switch; new-1's kubelet tainted it itself.
+    await createNodes(api, [
+      { name: 'old-1', tainted: false },
+      { name: 'old-2', tainted: false, taints: [{ key: 'dedicated', value: 'db', effect: 'NoSchedule' }] },
+      { name: 'new-1' },
+    ]);
+    const root = copyRoot('kubeadm-v1.36.3');
+    const original = snapshot(root);
+    expect((await prepareRoot(root, cp, '--yes')).exitCode).toBe(0);
+    // A second run writes no file here: its backup set records only the taints.
+    const tainting = await prepareRoot(root, cp, '--yes', '--initialize-existing');
+    expect(tainting.exitCode).toBe(0);
+    expect(await taints('old-1')).toEqual([TAINT]);
+    expect(await taints('old-2')).toEqual(['dedicated', TAINT]);
+
+    const preview = await prepareRoot(root, cp, '--rollback', '--dry-run');
+    expect(preview.stdout).toContain(`the ${TAINT} taint prepare added comes off 2 Nodes: old-1, old-2`);
+    expect(await taints('old-1')).toEqual([TAINT]);
+
+    const run = await prepareRoot(root, cp, '--rollback', '--yes', '-o', 'table');
+    expect(run.stderr).toBe('');
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toMatch(/^1 host: 1 rolled back; taint removed from 2 Nodes/m);
+    expect(await taints('old-1')).toEqual([]);
+    expect(await taints('old-2')).toEqual(['dedicated']);
+    expect(await taints('new-1')).toEqual([TAINT]);
+    expect(snapshot(root)).toEqual(original);
+  });
+
+  it('leaves the taint of a Node registered again under the same name', async () => {
+    const api = fixtureApi(cp.kubeconfigPath);
+    await createNodes(api, [{ name: 'again-1', tainted: false }]);
+    const root = copyRoot('kubeadm-v1.36.3');
+    expect((await prepareRoot(root, cp, '--yes', '--initialize-existing')).exitCode).toBe(0);
+    await api.deleteNode({ name: 'again-1' });
+    await createNodes(api, [{ name: 'again-1' }]);
+    const run = await prepareRoot(root, cp, '--rollback', '--yes');
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain('Node again-1 was registered again since prepare tainted it');
+    expect(((await api.readNode({ name: 'again-1' })).spec?.taints ?? []).map((t) => t.key)).toContain(
+      'node.cloudprovider.kubernetes.io/uninitialized',
+    );
+  });
+});
+
 describe('a hard-way control-plane node (issue 6, item 3)', () => {
   it('restarts kube-apiserver, kube-controller-manager, then the kubelet, and checks each new flag is live', async () => {
     const root = copyRoot('hard-way');
@@ -433,14 +495,29 @@ describe('a kubelet restart that fails after the files were written, then a re-r
     const kubelet = () => readFileSync(join(root, 'proc/103/cmdline'), 'utf8');
     expect(kubelet()).not.toContain('--cloud-provider=external');
 
-    const failed = await run(env({ STANDIN_FAIL: 'kubelet' }), '--yes', '-o', 'table');
+    const api = fixtureApi(cp.kubeconfigPath);
+    await createNodes(api, [{ name: 'old-1', tainted: false }]);
+    const tainted = async () =>
+      ((await api.readNode({ name: 'old-1' })).spec?.taints ?? []).some(
+        (t) => t.key === 'node.cloudprovider.kubernetes.io/uninitialized',
+      );
+
+    const failed = await run(
+      env({ STANDIN_FAIL: 'kubelet' }),
+      '--yes',
+      '--initialize-existing',
+      '-o',
+      'table',
+    );
     expect(failed.stderr).toBe('');
     expect(failed.exitCode).toBe(1);
     expect(failed.stdout).not.toContain('backup could not be written');
     expect(failed.stdout).toMatch(
       /kubeadm-config: not updated: systemctl restart kubelet failed on local: Job for kubelet\.service failed because the control process exited with error code \(the files on local are written, backup \S+\); fix that and run `ccm cluster prepare` again/,
     );
+    expect(failed.stdout).toMatch(/existing Nodes not tainted: systemctl restart kubelet failed on local/);
     expect(kubelet()).not.toContain('--cloud-provider=external');
+    expect(await tainted()).toBe(false);
 
     const dryRun = await run(env(), '--dry-run', '-o', 'table');
     expect(dryRun.exitCode).toBe(0);
@@ -449,9 +526,10 @@ describe('a kubelet restart that fails after the files were written, then a re-r
     );
     expect(dryRun.stdout).toMatch(/^Dry run: nothing written\. 1 host: 1 would prepare/m);
 
-    const again = await run(env(), '--yes', '-o', 'table');
+    const again = await run(env(), '--yes', '--initialize-existing', '-o', 'table');
     expect(again.stderr).toBe('');
     expect(again.exitCode).toBe(0);
+    expect(await tainted()).toBe(true);
     expect(kubelet()).toContain('\0--cloud-provider=external');
     expect(again.stdout).toMatch(/prepared +0 +kubelet/);
     expect(again.stdout).toContain('kubeadm-config updated');
@@ -462,7 +540,10 @@ describe('a kubelet restart that fails after the files were written, then a re-r
     expect(rollback.stderr).toBe('');
     expect(rollback.exitCode).toBe(0);
     expect(rollback.stdout).not.toContain('nothing to roll back');
-    expect(rollback.stdout).toMatch(/1 host: 1 rolled back; kubeadm-config rolled back/);
+    expect(rollback.stdout).toMatch(
+      /1 host: 1 rolled back; kubeadm-config rolled back; taint removed from 1 Node/,
+    );
+    expect(await tainted()).toBe(false);
     expect(snapshot(root)).toEqual(original);
     expect(JSON.stringify(await clusterConfiguration(cp))).not.toContain('"cloud-provider"');
     expect(kubelet()).not.toContain('--cloud-provider=external');
