@@ -1,6 +1,7 @@
 /**
- * `ccm cluster prepare --rollback`, planned like prepare: read each host's newest backup set, decide
- * per file, show the diffs, and only then write.
+ * `ccm cluster prepare --rollback`, planned like prepare: read each host's newest backup set that holds
+ * files (newer sets without files add their records), decide per file, show the diffs, and only then
+ * write.
  *
  * Per file (the set records the sha256 of what prepare wrote, and its flag edits with their inverses):
  * - still exactly as prepare left it → the backup copy goes back byte for byte (or the file is removed
@@ -15,12 +16,15 @@
  * kube-system/kubeadm-config: only ccm's flag edits are undone, as the ConfigMap's own record (the
  * ccm.io/prepare-record annotation, written with them) says; never a whole text, and never what a
  * file on a host says, since anyone with root on any node could write that.
+ * Nodes: the uninitialized taint `--initialize-existing` added comes off the Nodes the sets record
+ * (same uid), and no other taint.
  */
 import { KubeApiError } from '../kube/errors.js';
 import { PREPARE_RECORD_ANNOTATION, readKubeadmConfig, writeKubeadmConfig } from '../kube/kubeadm-config.js';
 import { createNodeClient, type SlimNode } from '../kube/nodes.js';
 import { waitUntilReady } from '../kube/readyz.js';
 import type { KubeTransport } from '../kube/transport.js';
+import { TAINT_UNINITIALIZED } from '../kube/well-known.js';
 import {
   type BackupSet,
   backupsNewestFirst,
@@ -79,6 +83,9 @@ export interface RollbackPlan {
   /** Taints prepare added that stay, and why (no kubeconfig, the Node was registered again). */
   taintNotes: string[];
 }
+
+/** The taint `--initialize-existing` puts on existing Nodes: the only one a rollback takes off. */
+const PREPARE_TAINT = { key: TAINT_UNINITIALIZED, effect: 'NoSchedule' };
 
 function describe(change: FlagChange): string {
   return change.value === undefined ? `--${change.flag} removed` : `--${change.flag}=${change.value}`;
@@ -234,12 +241,18 @@ function planClusterConfiguration(
 /**
  * The taints prepare's records say it added, on the Nodes that still carry them. A Node of the same
  * name with another uid was registered again since (its kubelet tainted it): left alone.
+ * The records live on a host, where root may rewrite them: whatever they say, only the uninitialized
+ * taint prepare adds ever comes off, never another (a control-plane taint, say).
  */
 async function planUntaint(plan: RollbackPlan, kube: KubeTransport | undefined): Promise<void> {
   const records = new Map<string, TaintRecord>();
   for (const h of plan.hosts) {
     if (h.error) continue;
-    for (const set of [h.set, ...h.newer]) for (const t of set?.taints ?? []) records.set(t.uid, t);
+    for (const set of [h.set, ...h.newer]) {
+      for (const t of set?.taints ?? []) {
+        if (t.key === PREPARE_TAINT.key && t.effect === PREPARE_TAINT.effect) records.set(t.uid, t);
+      }
+    }
   }
   if (records.size === 0) return;
   if (!kube) {
@@ -262,7 +275,7 @@ async function planUntaint(plan: RollbackPlan, kube: KubeTransport | undefined):
       continue;
     }
     const taints = node.spec?.taints ?? [];
-    const kept = taints.filter((t) => t.key !== record.key || t.effect !== record.effect);
+    const kept = taints.filter((t) => t.key !== PREPARE_TAINT.key || t.effect !== PREPARE_TAINT.effect);
     if (kept.length === taints.length) continue;
     plan.untaint.push({
       name: record.node,

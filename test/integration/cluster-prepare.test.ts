@@ -304,6 +304,31 @@ describe('--rollback after --initialize-existing', () => {
     expect(snapshot(root)).toEqual(original);
   });
 
+  it("takes off no other taint, whatever a host's record says (root on a node can rewrite it)", async () => {
+    const api = fixtureApi(cp.kubeconfigPath);
+    const controlPlane = { key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' };
+    await createNodes(api, [
+      { name: 'forged-1', tainted: false },
+      { name: 'cp-9', tainted: false, providerID: 'cloudlycke://cp-9', taints: [controlPlane] },
+    ]);
+    const root = copyRoot('kubeadm-v1.36.3');
+    expect((await prepareRoot(root, cp, '--yes', '--initialize-existing')).exitCode).toBe(0);
+    const backups = join(root, 'var/lib/ccm/backups');
+    const set = join(backups, readdirSync(backups).sort().at(-1) as string, 'manifest.json');
+    const manifest = JSON.parse(readFileSync(set, 'utf8'));
+    expect(manifest.taints.map((t: { node: string }) => t.node)).toContain('forged-1');
+    const uid = (await api.readNode({ name: 'cp-9' })).metadata?.uid;
+    manifest.taints.push({ node: 'cp-9', uid, ...controlPlane });
+    writeFileSync(set, JSON.stringify(manifest));
+
+    const run = await prepareRoot(root, cp, '--rollback', '--yes');
+    expect(run.exitCode).toBe(0);
+    const keys = async (name: string) =>
+      ((await api.readNode({ name })).spec?.taints ?? []).map((t) => t.key);
+    expect(await keys('cp-9')).toContain(controlPlane.key);
+    expect(await keys('forged-1')).not.toContain('node.cloudprovider.kubernetes.io/uninitialized');
+  });
+
   it('leaves the taint of a Node registered again under the same name', async () => {
     const api = fixtureApi(cp.kubeconfigPath);
     await createNodes(api, [{ name: 'again-1', tainted: false }]);
