@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import type { TaintRecord } from '../cluster/backup.js';
 import { disableCoreDumps } from '../cluster/core-dumps.js';
 import { getFlag } from '../cluster/flags.js';
 import { localHost, sshHost } from '../cluster/host.js';
@@ -6,6 +7,8 @@ import {
   type ApplyResult,
   applyHost,
   type ClusterPlan,
+  hostRestarts,
+  keeperFailure,
   needsReadyCheck,
   planCluster,
   updateKubeadmConfig,
@@ -74,6 +77,8 @@ export interface ClusterPrepareOutput {
   /** Without --initialize-existing: Nodes that no pass will initialise, for the hint in the summary. */
   uninitialisedExisting?: string[];
   dryRun: boolean;
+  /** False with --no-restart: units running without their files' flags are left so. */
+  restart?: boolean;
   failed: boolean;
 }
 
@@ -81,20 +86,17 @@ export interface ClusterPrepareOutput {
 function existingUninitialised(
   nodes: NodeClient,
   all: SlimNode[],
-): { name: string; taint: () => Promise<void> }[] {
+): { name: string; record: TaintRecord; taint: () => Promise<void> }[] {
+  const taint = { key: TAINT_UNINITIALIZED, value: 'true', effect: 'NoSchedule' };
   return all
     .filter((n) => !n.spec?.providerID && !(n.spec?.taints ?? []).some((t) => t.key === TAINT_UNINITIALIZED))
     .map((n) => ({
       name: n.metadata?.name ?? '',
+      record: { node: n.metadata?.name ?? '', uid: n.metadata?.uid ?? '', ...taint },
       taint: () =>
         nodes.patchNode(n.metadata?.name ?? '', {
           metadata: { resourceVersion: n.metadata?.resourceVersion },
-          spec: {
-            taints: [
-              ...(n.spec?.taints ?? []),
-              { key: TAINT_UNINITIALIZED, value: 'true', effect: 'NoSchedule' },
-            ],
-          },
+          spec: { taints: [...(n.spec?.taints ?? []), taint] },
         }),
     }));
 }
@@ -150,16 +152,20 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
       plan,
       candidates.map((c) => c.name),
       log,
+      input.restart,
     );
   };
   if (input.preview) preview(input.log);
 
   const changes =
-    plan.hosts.some((h) => h.edits.length > 0) || plan.kubeadmConfig !== undefined || candidates.length > 0;
+    plan.hosts.some((h) => h.edits.length > 0 || (input.restart && hostRestarts(h).length > 0)) ||
+    plan.kubeadmConfig !== undefined ||
+    candidates.length > 0;
   if (input.dryRun || !changes) {
     return {
       plan,
       dryRun: input.dryRun,
+      restart: input.restart,
       initializeExisting: candidates.map((c) => c.name),
       uninitialisedExisting: hint,
       failed: plan.hosts.some((h) => h.error),
@@ -167,7 +173,10 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
   }
   await confirmChanges(input, 'Apply these changes?', preview);
 
+  // Recorded in the backup before any is tainted, so that --rollback takes back exactly these.
+  if (candidates.length > 0) plan.taints = candidates.map((c) => c.record);
   const applied: ApplyResult = { hosts: [] };
+  const tainted: string[] = [];
   const { Listr } = await import('listr2');
   await new Listr(
     [
@@ -212,8 +221,18 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
       {
         title: `Taint ${plural(candidates.length, ['existing Node', 'existing Nodes'])} without a provider ID for \`ccm nodes init\``,
         enabled: () => candidates.length > 0,
-        task: async () => {
-          for (const c of candidates) await c.taint();
+        task: async (_ctx, task) => {
+          // Their record lives in the backup of the host that keeps kubeadm-config's: not without it.
+          const failed = keeperFailure(plan, applied.hosts, 'taints them (pass --initialize-existing again)');
+          if (failed) {
+            applied.taints = `not tainted: ${failed}`;
+            task.title = `Existing Nodes ${applied.taints}`;
+            return;
+          }
+          for (const c of candidates) {
+            await c.taint();
+            tainted.push(c.name);
+          }
         },
       },
     ],
@@ -231,7 +250,8 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
     plan,
     result: applied,
     dryRun: false,
-    initializeExisting: candidates.map((c) => c.name),
+    restart: input.restart,
+    initializeExisting: tainted,
     uninitialisedExisting: hint,
     failed: applied.hosts.some((h) => h.result === 'failed') || applied.readyError !== undefined,
   };
@@ -272,7 +292,8 @@ async function rollback(
   };
   if (input.preview) preview(input.log);
   const failedPlans = plan.hosts.some((h) => h.error);
-  const changes = plan.hosts.some((h) => h.files.length > 0) || plan.kubeadmConfig !== undefined;
+  const changes =
+    plan.hosts.some((h) => h.files.length > 0) || plan.kubeadmConfig !== undefined || plan.untaint.length > 0;
   if (input.dryRun || !changes) {
     if (failedPlans && plan.hosts.every((h) => h.error)) {
       throw new UsageError(plan.hosts.map((h) => `${h.host.name}: ${h.error}`).join('; '));
@@ -289,7 +310,10 @@ async function rollback(
     rollbackPlan: plan,
     result,
     dryRun: false,
-    failed: result.hosts.some((h) => h.result === 'failed') || result.readyError !== undefined,
+    failed:
+      result.hosts.some((h) => h.result === 'failed') ||
+      result.readyError !== undefined ||
+      result.taints !== undefined,
   };
 }
 

@@ -2,6 +2,7 @@ import chalk from 'chalk';
 import { describeVersion } from '../cluster/detect.js';
 import type { ClusterPlan, HostPlan, HostResult } from '../cluster/prepare.js';
 import { unifiedDiff } from '../cluster/preview.js';
+import { describeChange } from '../cluster/restart.js';
 import type { HostRollback, RollbackPlan } from '../cluster/rollback.js';
 import type { Component, Detection } from '../cluster/types.js';
 import { TAINT_UNINITIALIZED } from '../kube/well-known.js';
@@ -11,7 +12,12 @@ import { groupNotes, plural } from './output/text.js';
 
 /** What `ccm cluster prepare` shows: the preview before anything is written, the summary after. */
 
-export function printPreview(plan: ClusterPlan, candidates: string[], log: (line: string) => void): void {
+export function printPreview(
+  plan: ClusterPlan,
+  candidates: string[],
+  log: (line: string) => void,
+  restart = true,
+): void {
   for (const h of plan.hosts) {
     if (h.error) {
       log(chalk.red(`${h.host.name}: ${h.error}`));
@@ -26,7 +32,9 @@ export function printPreview(plan: ClusterPlan, candidates: string[], log: (line
         unifiedDiff(hostPath(h.host.name, e.file.path), e.before.toString('utf8'), e.after.toString('utf8')),
       );
     for (const s of h.skips) log(chalk.yellow(`  skip ${s.component}: ${s.reason}`));
-    if (h.edits.length === 0) log(chalk.dim('  nothing to change'));
+    for (const line of staleLines(h, restart)) log(chalk.yellow(`  ${line}`));
+    for (const note of h.notes) log(chalk.yellow(`  ${note}`));
+    if (h.edits.length === 0 && (h.stale.length === 0 || !restart)) log(chalk.dim('  nothing to change'));
   }
   if (plan.kubeadmConfig) {
     log(kubeadmConfigDiff(plan.kubeadmConfig));
@@ -36,10 +44,21 @@ export function printPreview(plan: ClusterPlan, candidates: string[], log: (line
     log(chalk.dim(plan.kubeadmConfigNote));
   }
   if (candidates.length > 0) {
+    const one = candidates.length === 1;
     log(
-      `--initialize-existing: ${plural(candidates.length, ['Node', 'Nodes'])} without a provider ID get the ${TAINT_UNINITIALIZED} taint, so \`ccm nodes init\` initialises them (the kubelet only taints Nodes it registers): ${candidates.join(', ')}`,
+      `--initialize-existing: ${plural(candidates.length, ['Node', 'Nodes'])} without a provider ID ${one ? 'gets' : 'get'} the ${TAINT_UNINITIALIZED} taint, so \`ccm nodes init\` initialises ${one ? 'it' : 'them'} (the kubelet only taints Nodes it registers): ${candidates.join(', ')}`,
     );
   }
+}
+
+/** Units whose running process lacks their files' flags: restarted, or left so with --no-restart. */
+function staleLines(h: HostPlan, restart: boolean): string[] {
+  return h.stale.map((s) => {
+    const lacks = `its running process (pid ${s.pid}) lacks ${s.missing.map(describeChange).join(', ')}, which its files have`;
+    return restart
+      ? `restart ${s.component}: ${lacks}`
+      : `${s.component} not restarted (--no-restart): ${lacks}`;
+  });
 }
 
 /** The rollback's preview: per host the set it reverts to, the diffs, and what it leaves alone. */
@@ -52,6 +71,14 @@ export function printRollbackPreview(plan: RollbackPlan, log: (line: string) => 
     log(
       chalk.bold(`${h.host.name}: ${h.set ? `rollback to backup ${h.set.id}` : 'no backup to roll back to'}`),
     );
+    if (h.newer.length > 0) {
+      const n = h.newer.length;
+      log(
+        chalk.dim(
+          `  ${plural(n, ['newer backup holds', 'newer backups hold'])} no file, only what prepare recorded for the cluster: ${h.newer.map((s) => s.id).join(', ')}`,
+        ),
+      );
+    }
     for (const f of h.files) {
       log(
         unifiedDiff(
@@ -70,6 +97,12 @@ export function printRollbackPreview(plan: RollbackPlan, log: (line: string) => 
   } else if (plan.kubeadmConfigNote) {
     log(chalk.dim(plan.kubeadmConfigNote));
   }
+  if (plan.untaint.length > 0) {
+    log(
+      `the ${TAINT_UNINITIALIZED} taint prepare added comes off ${plural(plan.untaint.length, ['Node', 'Nodes'])}: ${plan.untaint.map((u) => u.name).join(', ')}`,
+    );
+  }
+  for (const note of plan.taintNotes) log(chalk.yellow(note));
 }
 
 /** A file as the diffs name it: the path alone on this machine, `host:path` over ssh. */
@@ -105,10 +138,10 @@ const KUBEADM_CONFIG_DONE = new Set(['updated', 'rolled back']);
 
 /** `ccm cluster prepare`'s result (prepare or --rollback): the JSON report scripts read, and its table. */
 export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow> {
-  const { plan, rollbackPlan, ...rest } = out;
+  const { plan, rollbackPlan, restart = true, ...rest } = out;
   const rows: HostRow[] =
     out.result?.hosts ??
-    plan?.hosts.map((h) => fromPlan(h, out.dryRun)) ??
+    plan?.hosts.map((h) => fromPlan(h, out.dryRun, restart)) ??
     rollbackPlan?.hosts.map((h) => fromRollbackPlan(h, out.dryRun)) ??
     [];
   const r = out.result;
@@ -120,6 +153,7 @@ export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow>
     ...(r?.kubeadmConfig && KUBEADM_CONFIG_DONE.has(r.kubeadmConfig)
       ? [`kubeadm-config ${r.kubeadmConfig}`]
       : []),
+    ...(r?.untainted?.length ? [`taint removed from ${plural(r.untainted.length, ['Node', 'Nodes'])}`] : []),
     ...(r?.readyAfterMs !== undefined
       ? [`API server ready (/readyz) after ${(r.readyAfterMs / 1000).toFixed(1)}s`]
       : []),
@@ -131,9 +165,13 @@ export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow>
   if (r?.kubeadmConfig && !KUBEADM_CONFIG_DONE.has(r.kubeadmConfig)) {
     notes.push(`kubeadm-config: ${r.kubeadmConfig}`);
   }
+  if (r?.taints)
+    notes.push(`${rollbackPlan ? `${TAINT_UNINITIALIZED} taint` : 'existing Nodes'} ${r.taints}`);
+  if (rollbackPlan) notes.push(...rollbackPlan.taintNotes);
   if (out.initializeExisting?.length && !out.dryRun) {
+    const n = out.initializeExisting.length;
     notes.push(
-      `${plural(out.initializeExisting.length, ['existing Node', 'existing Nodes'])} tainted ${TAINT_UNINITIALIZED}: run \`ccm nodes init\` to initialise them.`,
+      `${plural(n, ['existing Node', 'existing Nodes'])} tainted ${TAINT_UNINITIALIZED}: run \`ccm nodes init\` to initialise ${n === 1 ? 'it' : 'them'}.`,
     );
   }
   if (out.uninitialisedExisting?.length) {
@@ -154,6 +192,7 @@ export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow>
               notes: h.notes,
               error: h.error,
             })),
+            ...(rollbackPlan.untaint.length > 0 ? { untaint: rollbackPlan.untaint.map((u) => u.name) } : {}),
           }
         : {}),
       hosts: plan?.hosts.map((h) => ({
@@ -161,6 +200,9 @@ export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow>
         layout: h.detection?.layout,
         files: h.edits.map((e) => ({ path: e.file.path, changes: e.changes })),
         skips: h.skips,
+        // units whose running process lacks what their files say (restarted unless --no-restart)
+        stale: h.stale,
+        notes: h.notes,
         error: h.error,
       })),
     },
@@ -201,19 +243,20 @@ export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow>
 
 const NOUN = ['host', 'hosts'] as const;
 
-function fromPlan(h: HostPlan, dryRun: boolean): HostRow {
+function fromPlan(h: HostPlan, dryRun: boolean, restart: boolean): HostRow {
   const versions: Partial<Record<Component, string>> = {};
   for (const [c, v] of Object.entries(h.detection?.versions ?? {})) {
     versions[c as Component] = `${v.major}.${v.minor}.${v.patch}`;
   }
+  const changes = h.edits.length > 0 || (restart && h.stale.length > 0);
   return {
     host: h.host.name,
     layout: h.detection?.layout,
-    result: h.error ? 'failed' : h.edits.length > 0 && dryRun ? 'would prepare' : 'unchanged',
+    result: h.error ? 'failed' : changes && dryRun ? 'would prepare' : 'unchanged',
     files: h.edits.map((e) => e.file.path),
     restartedUnits: [],
     skips: h.skips.map((s) => `${s.component}: ${s.reason}`),
-    notes: [],
+    notes: [...staleLines(h, restart), ...h.notes],
     versions,
     error: h.error,
   };

@@ -192,16 +192,18 @@ export function checkKubeletsExternal(nodes: readonly SlimNode[]): CheckResult {
       n.metadata?.annotations?.[ANNOTATION_PROVIDED_NODE_IP] === undefined,
   );
   if (notExternal.length === 0) {
+    // The taint may be `cluster prepare --initialize-existing`'s and the provider ID `nodes init`'s:
+    // neither shows the flags the kubelet runs with now.
     return pass(
       'kubelet-external',
-      'every kubelet registered with --cloud-provider=external (taint, provider ID or provided-node-ip)',
+      "every Node is marked for an external cloud controller (uninitialized taint, provider ID or the kubelet's provided-node-ip); its running kubelet's flags are not on the Node: `ccm cluster prepare --dry-run` compares them on each host",
     );
   }
   return withItems(
     fail(
       'kubelet-external',
-      `${notExternal.length} Node(s) registered without --cloud-provider=external (no uninitialized taint, no provider ID): ${names(notExternal.map(nameOf))}`,
-      'start their kubelets with --cloud-provider=external (`ccm cluster prepare`), then delete the Node objects so they register again',
+      `${notExternal.length} Node(s) whose kubelet is not external (no uninitialized taint, no provider ID, no provided-node-ip: it registered without --cloud-provider=external): ${names(notExternal.map(nameOf))}`,
+      'start their kubelets with --cloud-provider=external: `ccm cluster prepare --initialize-existing` does it and taints these Nodes so that `ccm nodes init` initialises them',
     ),
     notExternal.map(nameOf),
   );

@@ -59,6 +59,16 @@ export interface KubeadmConfigRecord {
   revert: Array<FlagChange & { component: Component }>;
 }
 
+/** A taint prepare put on an existing Node (--initialize-existing), so a rollback takes back only it. */
+export interface TaintRecord {
+  node: string;
+  /** The Node's uid: a Node deleted and registered again under the name is another Node. */
+  uid: string;
+  key: string;
+  value?: string;
+  effect: string;
+}
+
 export interface BackupSet {
   /** Sortable by time: "2025-06-01T12-30-05.123Z-1a2b3c". */
   id: string;
@@ -75,6 +85,8 @@ export interface BackupSet {
   recorded: boolean;
   /** What prepare wrote into kubeadm-config, on the one host that keeps it. */
   kubeadmConfig?: KubeadmConfigRecord;
+  /** The taints prepare put on existing Nodes, on the same host. */
+  taints?: TaintRecord[];
 }
 
 interface ManifestFile extends Omit<BackupSet, 'dir' | 'recorded'> {
@@ -85,6 +97,7 @@ interface ManifestFile extends Omit<BackupSet, 'dir' | 'recorded'> {
 export interface BackupRecords {
   files?: ReadonlyMap<string, WriteRecord>;
   kubeadmConfig?: KubeadmConfigRecord;
+  taints?: TaintRecord[];
 }
 
 export function sha256(data: Buffer): string {
@@ -144,6 +157,7 @@ export async function createBackup(
     extra: { ...extra },
     recorded: true,
     ...(records.kubeadmConfig ? { kubeadmConfig: records.kubeadmConfig } : {}),
+    ...(records.taints?.length ? { taints: records.taints } : {}),
   };
   const manifest: ManifestFile = {
     format: FORMAT,
@@ -152,7 +166,8 @@ export async function createBackup(
     host: set.host,
     files,
     extra: set.extra,
-    ...(records.kubeadmConfig ? { kubeadmConfig: records.kubeadmConfig } : {}),
+    ...(set.kubeadmConfig ? { kubeadmConfig: set.kubeadmConfig } : {}),
+    ...(set.taints ? { taints: set.taints } : {}),
   };
   await host.writeAtomic(
     posix.join(dir, MANIFEST),
@@ -188,6 +203,7 @@ export async function readBackup(host: Host, id: string): Promise<BackupSet | un
     extra: parsed.extra ?? {},
     recorded: parsed.format === FORMAT,
     ...(parsed.kubeadmConfig ? { kubeadmConfig: parsed.kubeadmConfig } : {}),
+    ...(Array.isArray(parsed.taints) ? { taints: parsed.taints } : {}),
   };
 }
 
@@ -200,22 +216,24 @@ async function idsNewestFirst(host: Host): Promise<string[]> {
     .reverse();
 }
 
+/** The complete sets on the host, newest first, each read when asked for. */
+export async function* backupsNewestFirst(host: Host): AsyncGenerator<BackupSet> {
+  for (const id of await idsNewestFirst(host)) {
+    const set = await readBackup(host, id);
+    if (set) yield set;
+  }
+}
+
 /** Every complete set on the host, newest first. */
 export async function listBackups(host: Host): Promise<BackupSet[]> {
   const sets: BackupSet[] = [];
-  for (const id of await idsNewestFirst(host)) {
-    const set = await readBackup(host, id);
-    if (set) sets.push(set);
-  }
+  for await (const set of backupsNewestFirst(host)) sets.push(set);
   return sets;
 }
 
 /** The newest complete set (one with a manifest), or undefined. */
 export async function latestBackup(host: Host): Promise<BackupSet | undefined> {
-  for (const id of await idsNewestFirst(host)) {
-    const set = await readBackup(host, id);
-    if (set) return set;
-  }
+  for await (const set of backupsNewestFirst(host)) return set;
   return undefined;
 }
 

@@ -15,7 +15,7 @@ import { constants, promises as fs } from 'node:fs';
 import { basename, dirname, posix, join as sysJoin } from 'node:path';
 import { nodeCrypto } from '../node-modules.js';
 import { printable } from '../printable.js';
-import type { ExecResult, Host } from './types.js';
+import type { ExecResult, Host, RunningProcess } from './types.js';
 
 /** Mode of a file `writeAtomic` creates when the caller gives none (the usual 0644 of config files). */
 export const DEFAULT_FILE_MODE = 0o644;
@@ -47,6 +47,28 @@ export function resolveUnder(root: string, path: string): string {
 /** Quotes one word for a POSIX shell: 'it'\''s' — safe for every byte sequence. */
 export function shQuote(word: string): string {
   return `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+/** /proc/<pid>/cmdline's bytes as argv: NUL-terminated words (an empty word stays one). */
+export function parseCmdline(bytes: Buffer): string[] {
+  const words = bytes.toString('utf8').split('\0');
+  if (words.at(-1) === '') words.pop();
+  return words;
+}
+
+/**
+ * Whether /proc/<pid>/comm may belong to one of the programs: the kernel cuts comm to 15 bytes
+ * (kube-controller-manager shows as "kube-controller"), so it only narrows which cmdline to read.
+ */
+function commMayBe(comm: string, programs: readonly string[]): boolean {
+  return programs.some((p) => p.slice(0, 15) === comm);
+}
+
+/** The process of `pid` when argv[0]'s basename is one of the programs. */
+function asProcess(pid: string, cmdline: Buffer, programs: readonly string[]): RunningProcess | undefined {
+  const argv = parseCmdline(cmdline);
+  const program = argv[0] === undefined ? undefined : posix.basename(argv[0]);
+  return program !== undefined && programs.includes(program) ? { pid: Number(pid), argv } : undefined;
 }
 
 function errno(err: unknown): string | undefined {
@@ -152,6 +174,24 @@ export function localHost(root = '/'): Host {
         return { exitCode: 127, stdout: '', stderr: `${file}: ${result.shortMessage}\n` };
       }
       return { exitCode: result.exitCode, stdout: result.stdout, stderr: result.stderr };
+    },
+
+    async processes(programs) {
+      const proc = at('/proc');
+      const pids = (await fs.readdir(proc).catch(() => []))
+        .filter((n) => /^\d+$/.test(n))
+        .sort((a, b) => Number(a) - Number(b));
+      const found: RunningProcess[] = [];
+      // A process may end while it is read: whatever cannot be read is not running.
+      const readOrNot = (path: string) => fs.readFile(path).catch(() => undefined);
+      for (const pid of pids) {
+        const comm = await readOrNot(sysJoin(proc, pid, 'comm'));
+        if (comm !== undefined && !commMayBe(comm.toString('utf8').trimEnd(), programs)) continue;
+        const cmdline = await readOrNot(sysJoin(proc, pid, 'cmdline'));
+        const match = cmdline && asProcess(pid, cmdline, programs);
+        if (match) found.push(match);
+      }
+      return found;
     },
   };
 }
@@ -262,6 +302,20 @@ export const REMOTE_SCRIPTS = {
 
   /** $@ = argv. */
   run: 'exec "$@"',
+
+  /**
+   * $1 = the /proc folder, $2... = programs. stdout = one line per candidate process: its pid and its
+   * cmdline in hex (`od`, as cmdline is NUL-separated); the caller keeps those whose argv[0] matches.
+   * /proc/<pid>/comm (cut to 15 bytes by the kernel) narrows the candidates when it exists.
+   */
+  processes:
+    'p=$1; shift; names=" "; for n in "$@"; do names="$names$(printf %.15s "$n") "; done; ' +
+    'for d in "$p"/[0-9]*; do [ -r "$d/cmdline" ] || continue; ' +
+    'if [ -r "$d/comm" ]; then IFS= read -r c < "$d/comm" || continue; ' +
+    'case "$names" in *" $c "*) ;; *) continue ;; esac; fi; ' +
+    'h=$(od -An -v -tx1 < "$d/cmdline" 2>/dev/null | tr -d \' \\n\') || continue; ' +
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion, not a JS template
+    'printf \'%s %s\\n\' "${d##*/}" "$h"; done',
 } as const;
 
 /** Printed first on stdout and stderr by every remote script (ASCII record separators around "ccm"). */
@@ -380,5 +434,23 @@ export function sshHost(target: string, options: SshHostOptions = {}): Host {
       const r = await remote(REMOTE_SCRIPTS.run, argv);
       return { exitCode: r.exitCode, stdout: r.stdout.toString('utf8'), stderr: r.stderr };
     },
+
+    async processes(programs) {
+      const r = await remote(REMOTE_SCRIPTS.processes, [at('/proc'), ...programs]);
+      if (r.exitCode !== 0) fail('list processes in', '/proc', r);
+      return parseProcessLines(r.stdout.toString('utf8'), programs);
+    },
   };
+}
+
+/** The `processes` script's lines ("<pid> <cmdline in hex>"), kept when argv[0] is one of the programs. */
+export function parseProcessLines(text: string, programs: readonly string[]): RunningProcess[] {
+  const found: RunningProcess[] = [];
+  for (const line of text.split('\n')) {
+    const [pid, hex] = line.split(' ');
+    if (!pid || !/^\d+$/.test(pid) || !hex || !/^([0-9a-f]{2})+$/.test(hex)) continue;
+    const match = asProcess(pid, Buffer.from(hex, 'hex'), programs);
+    if (match) found.push(match);
+  }
+  return found.sort((a, b) => a.pid - b.pid);
 }

@@ -1,3 +1,4 @@
+import { posix } from 'node:path';
 import { readKubeadmConfig, writeKubeadmConfig } from '../kube/kubeadm-config.js';
 import type { KubeTransport } from '../kube/transport.js';
 import {
@@ -5,13 +6,28 @@ import {
   createBackup,
   type KubeadmConfigRecord,
   sha256,
+  type TaintRecord,
   type WriteRecord,
 } from './backup.js';
 import { detect } from './detect.js';
 import { inverseChanges } from './flags.js';
 import { extraArgsAsFlags, readExtraArgs, SECTION_OF, type Section } from './kubeadm-config.js';
-import { planClusterConfiguration, planPrepare, readFlags } from './plan.js';
-import { type RestartOptions, restartOrNote, unitsToRestart } from './restart.js';
+import {
+  desiredChanges,
+  type PlanOptions,
+  planClusterConfiguration,
+  planPrepare,
+  readFlags,
+} from './plan.js';
+import {
+  describeChange,
+  isLive,
+  isUnit,
+  type RestartOptions,
+  restartOrNote,
+  type UnitRestart,
+  unitsToRestart,
+} from './restart.js';
 import type { Component, Detection, FileEdit, FlagChange, Host, Skip } from './types.js';
 
 /**
@@ -31,11 +47,22 @@ export interface PrepareOptions {
   extra?: Partial<Record<Component, Record<string, string>>>;
 }
 
+/** A unit whose running process lacks what its files (left alone by this run) say: it is restarted. */
+export interface StaleProcess {
+  component: Component;
+  pid: number;
+  /** The flag changes its files carry and its command line does not. */
+  missing: FlagChange[];
+}
+
 export interface HostPlan {
   host: Host;
   detection?: Detection;
   edits: FileEdit[];
   skips: Skip[];
+  stale: StaleProcess[];
+  /** What the operator should know about the running processes that this run cannot fix. */
+  notes: string[];
   error?: string;
 }
 
@@ -50,6 +77,8 @@ export interface KubeadmConfigPlan {
 export interface ClusterPlan {
   hosts: HostPlan[];
   kubeadmConfig?: KubeadmConfigPlan;
+  /** The taints --initialize-existing puts on existing Nodes, recorded beside kubeadm-config's record. */
+  taints?: TaintRecord[];
   /** Why kubeadm-config is not edited (no kubeadm host, no kubeconfig, nothing to change...). */
   kubeadmConfigNote?: string;
 }
@@ -70,6 +99,8 @@ export interface HostReport {
   backup?: string;
   result: HostResult;
   error?: string;
+  /** For a failed host: the step that failed (before it, nothing was written: 'backup'). */
+  failedAt?: 'backup' | 'write' | 'restart';
 }
 
 export async function planCluster(
@@ -131,6 +162,7 @@ function readingOnce(host: Host): Host {
     remove: (path) => host.remove(path),
     list: (dir) => host.list(dir),
     run: (argv) => host.run(argv),
+    processes: (programs) => host.processes(programs),
   };
 }
 
@@ -148,11 +180,64 @@ async function planHost(target: Host, options: PrepareOptions): Promise<HostPlan
       .filter((f) => f.component === 'kubelet')
       .flatMap((f) => readFlags(f, contents.get(f.path)));
     const providerID = await options.providerIDFor?.(host, kubeletFlags);
-    const { edits, skips } = planPrepare(detection, contents, { providerID, extra: options.extra });
-    return { host: target, detection, edits, skips };
+    const planOptions = { providerID, extra: options.extra };
+    const { edits, skips } = planPrepare(detection, contents, planOptions);
+    const running = await runningProcesses(host, detection, contents, edits, planOptions);
+    return { host: target, detection, edits, skips, ...running };
   } catch (err) {
-    return { host: target, edits: [], skips: [], error: (err as Error).message };
+    return { host: target, edits: [], skips: [], stale: [], notes: [], error: (err as Error).message };
   }
+}
+
+/**
+ * A file prepared by an earlier run does not prove its process runs with it (that run's restart may
+ * have failed): for each component whose files this run leaves alone, prepare's flags as the files
+ * carry them are compared with the command line of its running process.
+ */
+async function runningProcesses(
+  host: Host,
+  detection: Detection,
+  contents: ReadonlyMap<string, Buffer | undefined>,
+  edits: readonly FileEdit[],
+  options: PlanOptions,
+): Promise<Pick<HostPlan, 'stale' | 'notes'>> {
+  const edited = new Set(edits.map((e) => e.file.component));
+  const expected = new Map<Component, FlagChange[]>();
+  for (const component of new Set(detection.files.map((f) => f.component))) {
+    if (edited.has(component)) continue;
+    const args = detection.files
+      .filter((f) => f.component === component)
+      .flatMap((f) => readFlags(f, contents.get(f.path)));
+    const carried = desiredChanges(component, detection.versions[component], options).changes.filter((c) =>
+      isLive(args, c),
+    );
+    if (carried.length > 0) expected.set(component, carried);
+  }
+  const stale: StaleProcess[] = [];
+  const notes: string[] = [];
+  if (expected.size === 0) return { stale, notes };
+  const running = await host.processes([...expected.keys()]);
+  for (const [component, changes] of expected) {
+    const own = running.filter((p) => posix.basename(p.argv[0] ?? '') === component);
+    if (own.length > 1) {
+      notes.push(
+        `${component}: ${own.length} processes run here (pids ${own.map((p) => p.pid).join(', ')}); their flags were not compared with the files`,
+      );
+      continue;
+    }
+    const [proc] = own;
+    if (!proc) continue;
+    const missing = changes.filter((c) => !isLive(proc.argv.slice(1), c));
+    if (missing.length === 0) continue;
+    if (isUnit(detection.layout, component)) {
+      stale.push({ component, pid: proc.pid, missing });
+    } else {
+      notes.push(
+        `${component}: its running process (pid ${proc.pid}) lacks ${missing.map(describeChange).join(', ')}, which its manifest has; the kubelet restarts a static pod when its manifest changes: check the kubelet's log (journalctl -u kubelet)`,
+      );
+    }
+  }
+  return { stale, notes };
 }
 
 export interface ApplyOptions {
@@ -164,11 +249,15 @@ export interface ApplyOptions {
 export interface ApplyResult {
   hosts: HostReport[];
   kubeadmConfig?: 'updated' | string;
+  /** What went wrong with the taints: prepare did not add them (the host keeping their record failed), a rollback could not remove one. */
+  taints?: string;
+  /** Rollback: the Nodes the taint prepare added came off. */
+  untainted?: string[];
   readyAfterMs?: number;
   readyError?: string;
 }
 
-/** The host whose backup keeps the original ClusterConfiguration, for --rollback. */
+/** The host whose backup keeps what prepare does to the cluster (kubeadm-config, taints), for --rollback. */
 function keeperOf(plan: ClusterPlan): HostPlan | undefined {
   return plan.hosts.find((p) => !p.error);
 }
@@ -180,10 +269,15 @@ export function applyHost(
   restart: boolean,
   restartOptions: RestartOptions = {},
 ): Promise<HostReport> {
-  const keep =
-    host === keeperOf(plan) && plan.kubeadmConfig ? kubeadmConfigRecord(plan.kubeadmConfig) : undefined;
+  const keep: ClusterRecords = {};
+  if (host === keeperOf(plan)) {
+    if (plan.kubeadmConfig) keep.kubeadmConfig = kubeadmConfigRecord(plan.kubeadmConfig);
+    if (plan.taints?.length) keep.taints = plan.taints;
+  }
   return applyOneHost(host, restart, keep, restartOptions);
 }
+
+type ClusterRecords = Pick<BackupRecords, 'kubeadmConfig' | 'taints'>;
 
 /** What prepare writes into kubeadm-config, and how to undo exactly that. */
 function kubeadmConfigRecord(edit: KubeadmConfigPlan): KubeadmConfigRecord {
@@ -210,15 +304,39 @@ function writeRecords(edits: readonly FileEdit[]): Map<string, WriteRecord> {
   );
 }
 
-/** Step 2: kubeadm-config, unless the host keeping its backup failed (it could not be rolled back). */
+/**
+ * Why a step on the cluster's side (kubeadm-config, taints) is left alone: the host keeping its record
+ * failed. Names the failure and what to do (`finish`: what a re-run then does); undefined when the
+ * keeper did not fail.
+ */
+export function keeperFailure(
+  plan: ClusterPlan,
+  hosts: readonly HostReport[],
+  finish: string,
+): string | undefined {
+  const keeper = hosts.find((h) => h.host === keeperOf(plan)?.host.name);
+  if (keeper?.result !== 'failed') return undefined;
+  const error = (keeper.error ?? 'failed').replace(/\.$/, '');
+  const again = 'run `ccm cluster prepare` again';
+  switch (keeper.failedAt) {
+    case 'restart':
+      return `${error} (the files on ${keeper.host} are written, backup ${keeper.backup}); fix that and ${again}: it restarts what still runs without the new flags and ${finish}`;
+    case 'write':
+      return `${error} while writing the files on ${keeper.host} (backup ${keeper.backup}); roll back with \`ccm cluster prepare --rollback\`, or fix that and ${again}`;
+    default:
+      return `${error} (nothing was written on ${keeper.host}); fix that and ${again}`;
+  }
+}
+
+/** Step 2: kubeadm-config, unless the host keeping its record failed. */
 export async function updateKubeadmConfig(
   plan: ClusterPlan,
   hosts: HostReport[],
   kube: KubeTransport,
 ): Promise<string> {
   if (!plan.kubeadmConfig) return 'unchanged';
-  const keeper = hosts.find((h) => h.host === keeperOf(plan)?.host.name);
-  if (keeper?.result === 'failed') return 'not updated: its backup could not be written';
+  const failure = keeperFailure(plan, hosts, 'updates kubeadm-config');
+  if (failure) return `not updated: ${failure}`;
   try {
     const { sha256: written, changes, revert } = kubeadmConfigRecord(plan.kubeadmConfig);
     await writeKubeadmConfig(
@@ -256,50 +374,60 @@ function baseReport(p: HostPlan): HostReport {
     skips: p.skips.map((s) => `${s.component}: ${s.reason}`),
     restarted: false,
     restartedUnits: [],
-    notes: [],
+    notes: [...p.notes],
     result: 'unchanged',
   };
+}
+
+/** The units to restart on a host: those whose files are edited, and those running without their files' flags. */
+export function hostRestarts(p: HostPlan): UnitRestart[] {
+  return unitsToRestart(p.detection?.layout, [
+    ...p.edits.map((e) => ({ component: e.file.component, changes: e.changes })),
+    ...p.stale.map((s) => ({ component: s.component, changes: s.missing })),
+  ]);
 }
 
 async function applyOneHost(
   p: HostPlan,
   restart: boolean,
-  kubeadmConfig: KubeadmConfigRecord | undefined,
+  cluster: ClusterRecords,
   restartOptions: RestartOptions,
 ): Promise<HostReport> {
   const report = baseReport(p);
   if (p.error) return { ...report, result: 'failed', error: p.error };
-  if (p.edits.length === 0 && kubeadmConfig === undefined) return report;
+  const units = hostRestarts(p);
+  const keeps = cluster.kubeadmConfig !== undefined || cluster.taints !== undefined;
+  if (p.edits.length === 0 && !keeps && units.length === 0) return report;
+  let step: HostReport['failedAt'] = 'backup';
   try {
-    const records: BackupRecords = {
-      files: writeRecords(p.edits),
-      ...(kubeadmConfig ? { kubeadmConfig } : {}),
-    };
-    const backup = await createBackup(
-      p.host,
-      p.edits.map((e) => e.file.path),
-      {},
-      new Date(),
-      records,
-    );
-    report.backup = backup.id;
-    // The backup read the files as they are now; if one changed since the preview, the planned
-    // bytes would overwrite that change: stop here, nothing written.
-    const changed = p.edits.find((edit) => {
-      const entry = backup.files.find((f) => f.path === edit.file.path);
-      return entry?.existed ? entry.sha256 !== sha256(edit.before) : edit.before.length > 0;
-    });
-    if (changed) throw new Error(`${changed.file.path} changed since it was read; run cluster prepare again`);
-    for (const edit of p.edits) await p.host.writeAtomic(edit.file.path, edit.after);
-    report.result = p.edits.length > 0 ? 'prepared' : 'unchanged';
-    const units = unitsToRestart(
-      p.detection?.layout,
-      p.edits.map((e) => ({ component: e.file.component, changes: e.changes })),
-    );
+    if (p.edits.length > 0 || keeps) {
+      const records: BackupRecords = { files: writeRecords(p.edits), ...cluster };
+      const backup = await createBackup(
+        p.host,
+        p.edits.map((e) => e.file.path),
+        {},
+        new Date(),
+        records,
+      );
+      report.backup = backup.id;
+      // The backup read the files as they are now; if one changed since the preview, the planned
+      // bytes would overwrite that change: stop here, nothing written.
+      const changed = p.edits.find((edit) => {
+        const entry = backup.files.find((f) => f.path === edit.file.path);
+        return entry?.existed ? entry.sha256 !== sha256(edit.before) : edit.before.length > 0;
+      });
+      if (changed)
+        throw new Error(`${changed.file.path} changed since it was read; run cluster prepare again`);
+      step = 'write';
+      for (const edit of p.edits) await p.host.writeAtomic(edit.file.path, edit.after);
+    }
+    step = 'restart';
     await restartOrNote(report, p.host, units, restart, restartOptions);
+    report.result = p.edits.length > 0 || report.restarted ? 'prepared' : 'unchanged';
   } catch (err) {
     report.result = 'failed';
     report.error = (err as Error).message;
+    report.failedAt = step;
   }
   return report;
 }

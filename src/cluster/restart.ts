@@ -30,6 +30,11 @@ export interface RestartOptions {
   pollMs?: number;
 }
 
+/** Whether the component runs as a systemd unit (else as a static pod, which the kubelet restarts). */
+export function isUnit(layout: Layout | undefined, component: Component): boolean {
+  return layout === 'hard-way' || component === 'kubelet';
+}
+
 /** Which units to restart for the edited components, in the safe order. */
 export function unitsToRestart(
   layout: Layout | undefined,
@@ -37,7 +42,7 @@ export function unitsToRestart(
 ): UnitRestart[] {
   const restarts: UnitRestart[] = [];
   for (const component of RESTART_ORDER) {
-    if (layout !== 'hard-way' && component !== 'kubelet') continue;
+    if (!isUnit(layout, component)) continue;
     const changes = edited.filter((e) => e.component === component).flatMap((e) => e.changes);
     if (changes.length === 0) continue;
     restarts.push({ component, unit: component, expect: changes });
@@ -52,7 +57,8 @@ export function isLive(args: readonly string[], change: FlagChange): boolean {
     : getFlag(args, change.flag) === change.value;
 }
 
-function describe(change: FlagChange): string {
+/** "--cloud-provider=external", or "no --cloud-config" for a removal. */
+export function describeChange(change: FlagChange): string {
   return change.value === undefined ? `no --${change.flag}` : `--${change.flag}=${change.value}`;
 }
 
@@ -86,7 +92,7 @@ async function verify(host: Host, restart: UnitRestart, options: RestartOptions)
     } else {
       const missing = restart.expect.filter((c) => !isLive(args, c));
       if (missing.length === 0) return;
-      problem = `its running process lacks ${missing.map(describe).join(', ')}`;
+      problem = `its running process lacks ${missing.map(describeChange).join(', ')}`;
     }
     if (Date.now() >= deadline) {
       throw new Error(`${restart.unit} was restarted on ${host.name}, but ${problem}`);

@@ -1,6 +1,7 @@
 /**
- * `ccm cluster prepare --rollback`, planned like prepare: read each host's newest backup set, decide
- * per file, show the diffs, and only then write.
+ * `ccm cluster prepare --rollback`, planned like prepare: read each host's newest backup set that holds
+ * files (newer sets without files add their records), decide per file, show the diffs, and only then
+ * write.
  *
  * Per file (the set records the sha256 of what prepare wrote, and its flag edits with their inverses):
  * - still exactly as prepare left it → the backup copy goes back byte for byte (or the file is removed
@@ -15,11 +16,23 @@
  * kube-system/kubeadm-config: only ccm's flag edits are undone, as the ConfigMap's own record (the
  * ccm.io/prepare-record annotation, written with them) says; never a whole text, and never what a
  * file on a host says, since anyone with root on any node could write that.
+ * Nodes: the uninitialized taint `--initialize-existing` added comes off the Nodes the sets record
+ * (same uid), and no other taint.
  */
+import { KubeApiError } from '../kube/errors.js';
 import { PREPARE_RECORD_ANNOTATION, readKubeadmConfig, writeKubeadmConfig } from '../kube/kubeadm-config.js';
+import { createNodeClient, type SlimNode } from '../kube/nodes.js';
 import { waitUntilReady } from '../kube/readyz.js';
 import type { KubeTransport } from '../kube/transport.js';
-import { type BackupSet, type KubeadmConfigRecord, latestBackup, readCopy, sha256 } from './backup.js';
+import { TAINT_UNINITIALIZED } from '../kube/well-known.js';
+import {
+  type BackupSet,
+  backupsNewestFirst,
+  type KubeadmConfigRecord,
+  readCopy,
+  sha256,
+  type TaintRecord,
+} from './backup.js';
 import * as kubeadmConfig from './kubeadm-config.js';
 import { editFile, readFlags } from './plan.js';
 import type { ApplyOptions, ApplyResult, HostReport } from './prepare.js';
@@ -39,7 +52,10 @@ export interface RollbackFile {
 
 export interface HostRollback {
   host: Host;
+  /** The set whose files are rolled back. */
   set?: BackupSet;
+  /** Newer sets that hold no file, only records of the cluster's side (kubeadm-config, taints). */
+  newer: BackupSet[];
   files: RollbackFile[];
   notes: string[];
   error?: string;
@@ -52,11 +68,24 @@ export interface KubeadmConfigRollback {
   notes: string[];
 }
 
+/** A Node whose taint prepare added comes off: its taints without it, written if the Node is unchanged. */
+export interface NodeUntaint {
+  name: string;
+  resourceVersion: string;
+  taints: NonNullable<NonNullable<SlimNode['spec']>['taints']>;
+}
+
 export interface RollbackPlan {
   hosts: HostRollback[];
   kubeadmConfig?: KubeadmConfigRollback;
   kubeadmConfigNote?: string;
+  untaint: NodeUntaint[];
+  /** Taints prepare added that stay, and why (no kubeconfig, the Node was registered again). */
+  taintNotes: string[];
 }
+
+/** The taint `--initialize-existing` puts on existing Nodes: the only one a rollback takes off. */
+const PREPARE_TAINT = { key: TAINT_UNINITIALIZED, effect: 'NoSchedule' };
 
 function describe(change: FlagChange): string {
   return change.value === undefined ? `--${change.flag} removed` : `--${change.flag}=${change.value}`;
@@ -77,12 +106,28 @@ function liveReverts(
   return { reverts, changedSince };
 }
 
+/**
+ * The newest set that holds files. A newer run that wrote no file on this host (it only recorded
+ * kubeadm-config, or only restarted) leaves a set without files: it must not hide the set that can
+ * put the files back, and what it records is kept beside it.
+ */
+async function setToRollBack(host: Host): Promise<{ set?: BackupSet; newer: BackupSet[] }> {
+  const newer: BackupSet[] = [];
+  for await (const set of backupsNewestFirst(host)) {
+    if (set.files.length > 0 || !set.recorded) return { set, newer };
+    newer.push(set);
+  }
+  const [newest, ...rest] = newer;
+  return { set: newest, newer: rest };
+}
+
 async function planHost(host: Host): Promise<HostRollback> {
-  const plan: HostRollback = { host, files: [], notes: [] };
+  const plan: HostRollback = { host, newer: [], files: [], notes: [] };
   try {
-    const set = await latestBackup(host);
+    const { set, newer } = await setToRollBack(host);
     if (!set) return plan;
     plan.set = set;
+    plan.newer = newer;
     if (!set.recorded) {
       throw new Error(
         `backup ${set.id} was made by an older ccm and does not record what it wrote, so a rollback cannot tell ccm's edits from later ones; restore by hand from ${set.dir} if needed`,
@@ -193,11 +238,59 @@ function planClusterConfiguration(
   return { after, notes };
 }
 
+/**
+ * The taints prepare's records say it added, on the Nodes that still carry them. A Node of the same
+ * name with another uid was registered again since (its kubelet tainted it): left alone.
+ * The records live on a host, where root may rewrite them: whatever they say, only the uninitialized
+ * taint prepare adds ever comes off, never another (a control-plane taint, say).
+ */
+async function planUntaint(plan: RollbackPlan, kube: KubeTransport | undefined): Promise<void> {
+  const records = new Map<string, TaintRecord>();
+  for (const h of plan.hosts) {
+    if (h.error) continue;
+    for (const set of [h.set, ...h.newer]) {
+      for (const t of set?.taints ?? []) {
+        if (t.key === PREPARE_TAINT.key && t.effect === PREPARE_TAINT.effect) records.set(t.uid, t);
+      }
+    }
+  }
+  if (records.size === 0) return;
+  if (!kube) {
+    plan.taintNotes.push(
+      `no kubeconfig: the taint prepare put on ${[...records.values()].map((t) => t.node).join(', ')} stays; pass --kubeconfig`,
+    );
+    return;
+  }
+  const nodes = createNodeClient(kube);
+  for (const record of records.values()) {
+    const node = await nodes.getNode(record.node).catch((err: unknown) => {
+      if (err instanceof KubeApiError && err.status === 404) return undefined;
+      throw err;
+    });
+    if (!node) continue;
+    if (node.metadata?.uid !== record.uid) {
+      plan.taintNotes.push(
+        `Node ${record.node} was registered again since prepare tainted it: its taints are left as they are`,
+      );
+      continue;
+    }
+    const taints = node.spec?.taints ?? [];
+    const kept = taints.filter((t) => t.key !== PREPARE_TAINT.key || t.effect !== PREPARE_TAINT.effect);
+    if (kept.length === taints.length) continue;
+    plan.untaint.push({
+      name: record.node,
+      resourceVersion: node.metadata?.resourceVersion ?? '',
+      taints: kept,
+    });
+  }
+}
+
 export async function planRollback(hosts: Host[], kube?: KubeTransport): Promise<RollbackPlan> {
   const plans = await Promise.all(hosts.map(planHost));
-  const plan: RollbackPlan = { hosts: plans };
+  const plan: RollbackPlan = { hosts: plans, untaint: [], taintNotes: [] };
+  await planUntaint(plan, kube);
   // A host's backup says whether prepare touched kubeadm-config; what to undo comes from the cluster.
-  const touched = plans.some((p) => p.set?.kubeadmConfig && !p.error);
+  const touched = plans.some((p) => !p.error && [p.set, ...p.newer].some((s) => s?.kubeadmConfig));
   if (!touched) return plan;
   if (!kube) {
     plan.kubeadmConfigNote = 'no kubeconfig: kubeadm-config not rolled back; pass --kubeconfig';
@@ -302,6 +395,22 @@ export async function applyRollback(
       result.kubeadmConfig = 'rolled back';
     } catch (err) {
       result.kubeadmConfig = `not rolled back: ${(err as Error).message}`;
+    }
+  }
+  if (plan.untaint.length > 0 && options.kube) {
+    const nodes = createNodeClient(options.kube);
+    result.untainted = [];
+    for (const u of plan.untaint) {
+      try {
+        await nodes.patchNode(u.name, {
+          metadata: { resourceVersion: u.resourceVersion },
+          spec: { taints: u.taints },
+        });
+        result.untainted.push(u.name);
+      } catch (err) {
+        result.taints = `not removed from Node ${u.name}: ${(err as Error).message}`;
+        break;
+      }
     }
   }
   const controlPlane = plan.hosts.some((h) => h.files.some((f) => f.file.component !== 'kubelet'));

@@ -60,6 +60,13 @@ export interface Skip {
   reason: string;
 }
 
+/** A running process, as /proc tells it. */
+export interface RunningProcess {
+  pid: number;
+  /** Its command line, argv[0] first. */
+  argv: string[];
+}
+
 export interface ExecResult {
   exitCode: number;
   stdout: string;
@@ -86,4 +93,9 @@ export interface Host {
   list(dir: string): Promise<string[]>;
   /** Runs a program on the host (systemctl, kubelet --version); never throws for a non-zero exit. */
   run(argv: string[]): Promise<ExecResult>;
+  /**
+   * The running processes whose program (argv[0]'s basename) is one of `programs`, from
+   * /proc/<pid>/cmdline under the root; [] when there is no /proc there.
+   */
+  processes(programs: readonly string[]): Promise<RunningProcess[]>;
 }

@@ -2,7 +2,7 @@
  * `ccm cluster prepare --ssh` over a real sshd on loopback (Debian's openssh-server) against fake
  * node roots: nothing but sh and coreutils on the "node" side.
  */
-import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -170,6 +170,34 @@ describe('preparing several nodes over ssh', () => {
       `ccm: Node worker-1 reports InternalIP "-oProxyCommand=touch ${marker}", which is no IP address; fix its status or name the hosts with --ssh`,
     );
     expect(existsSync(marker)).toBe(false);
+  });
+
+  it('reads the running kubelet over ssh: a dry run plans the restart of one that lacks the flags its files have', async () => {
+    const { root, kubeletEnv } = nodeRoot('ccm-node-running-');
+    const flags = ' --cloud-provider=external --provider-id=cloudlycke://cp-1"';
+    writeFileSync(kubeletEnv, readFileSync(kubeletEnv, 'utf8').replace(/"$/m, flags));
+    // The node's /proc: the kubelet started before its flags were written, and a shell that mentions it.
+    const proc = (pid: number, comm: string, argv: string[]) => {
+      mkdirSync(join(root, 'proc', String(pid)), { recursive: true });
+      writeFileSync(join(root, 'proc', String(pid), 'comm'), `${comm}\n`);
+      writeFileSync(join(root, 'proc', String(pid), 'cmdline'), `${argv.join('\0')}\0`);
+    };
+    proc(4242, 'kubelet', ['/usr/bin/kubelet', '--config=/var/lib/kubelet/config.yaml']);
+    proc(4243, 'sh', ['sh', '-c', 'kubelet']);
+    const run = await prepare(
+      '--ssh',
+      'root@127.0.0.1',
+      '--remote-root',
+      root,
+      '--provider-id',
+      'cloudlycke://cp-1',
+      '--dry-run',
+    );
+    expect(run.stderr).toBe('');
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain(
+      'restart kubelet: its running process (pid 4242) lacks --cloud-provider=external, --provider-id=cloudlycke://cp-1, which its files have',
+    );
   });
 
   it("prints a node's files without the terminal escapes they hold", async () => {

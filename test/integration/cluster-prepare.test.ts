@@ -252,7 +252,96 @@ describe('applying on the local machine', () => {
       ((await api.readNode({ name })).spec?.taints ?? []).map((t) => t.key);
     expect(await taints('old-1')).toContain('node.cloudprovider.kubernetes.io/uninitialized');
     expect(await taints('old-2')).not.toContain('node.cloudprovider.kubernetes.io/uninitialized');
-    expect(run.stdout).toContain('run `ccm nodes init` to initialise them');
+    expect(run.stdout).toContain(
+      '1 existing Node tainted node.cloudprovider.kubernetes.io/uninitialized: run `ccm nodes init` to initialise it.',
+    );
+  });
+});
+
+describe('--rollback after --initialize-existing', () => {
+  let cp: ControlPlane;
+  beforeAll(async () => {
+    cp = await startControlPlane();
+  });
+  afterAll(async () => {
+    await cp?.stop();
+  });
+
+  it('takes back the taints prepare added, and only those, even from a later run that wrote no file', async () => {
+    const api = fixtureApi(cp.kubeconfigPath);
+    const TAINT = 'node.cloudprovider.kubernetes.io/uninitialized';
+    // The taints of interest here (the control plane's own controllers may add node.kubernetes.io ones).
+    const taints = async (name: string) =>
+      ((await api.readNode({ name })).spec?.taints ?? [])
+        .map((t) => t.key)
+        .filter((key) => key === TAINT || key === 'dedicated');
+    // old-1 and old-2 registered before the switch; new-1's kubelet tainted it itself.
+    await createNodes(api, [
+      { name: 'old-1', tainted: false },
+      { name: 'old-2', tainted: false, taints: [{ key: 'dedicated', value: 'db', effect: 'NoSchedule' }] },
+      { name: 'new-1' },
+    ]);
+    const root = copyRoot('kubeadm-v1.36.3');
+    const original = snapshot(root);
+    expect((await prepareRoot(root, cp, '--yes')).exitCode).toBe(0);
+    // A second run writes no file here: its backup set records only the taints.
+    const tainting = await prepareRoot(root, cp, '--yes', '--initialize-existing');
+    expect(tainting.exitCode).toBe(0);
+    expect(await taints('old-1')).toEqual([TAINT]);
+    expect(await taints('old-2')).toEqual(['dedicated', TAINT]);
+
+    const preview = await prepareRoot(root, cp, '--rollback', '--dry-run');
+    expect(preview.stdout).toContain(`the ${TAINT} taint prepare added comes off 2 Nodes: old-1, old-2`);
+    expect(await taints('old-1')).toEqual([TAINT]);
+
+    const run = await prepareRoot(root, cp, '--rollback', '--yes', '-o', 'table');
+    expect(run.stderr).toBe('');
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toMatch(/^1 host: 1 rolled back; taint removed from 2 Nodes/m);
+    expect(await taints('old-1')).toEqual([]);
+    expect(await taints('old-2')).toEqual(['dedicated']);
+    expect(await taints('new-1')).toEqual([TAINT]);
+    expect(snapshot(root)).toEqual(original);
+  });
+
+  it("takes off no other taint, whatever a host's record says (root on a node can rewrite it)", async () => {
+    const api = fixtureApi(cp.kubeconfigPath);
+    const controlPlane = { key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' };
+    await createNodes(api, [
+      { name: 'forged-1', tainted: false },
+      { name: 'cp-9', tainted: false, providerID: 'cloudlycke://cp-9', taints: [controlPlane] },
+    ]);
+    const root = copyRoot('kubeadm-v1.36.3');
+    expect((await prepareRoot(root, cp, '--yes', '--initialize-existing')).exitCode).toBe(0);
+    const backups = join(root, 'var/lib/ccm/backups');
+    const set = join(backups, readdirSync(backups).sort().at(-1) as string, 'manifest.json');
+    const manifest = JSON.parse(readFileSync(set, 'utf8'));
+    expect(manifest.taints.map((t: { node: string }) => t.node)).toContain('forged-1');
+    const uid = (await api.readNode({ name: 'cp-9' })).metadata?.uid;
+    manifest.taints.push({ node: 'cp-9', uid, ...controlPlane });
+    writeFileSync(set, JSON.stringify(manifest));
+
+    const run = await prepareRoot(root, cp, '--rollback', '--yes');
+    expect(run.exitCode).toBe(0);
+    const keys = async (name: string) =>
+      ((await api.readNode({ name })).spec?.taints ?? []).map((t) => t.key);
+    expect(await keys('cp-9')).toContain(controlPlane.key);
+    expect(await keys('forged-1')).not.toContain('node.cloudprovider.kubernetes.io/uninitialized');
+  });
+
+  it('leaves the taint of a Node registered again under the same name', async () => {
+    const api = fixtureApi(cp.kubeconfigPath);
+    await createNodes(api, [{ name: 'again-1', tainted: false }]);
+    const root = copyRoot('kubeadm-v1.36.3');
+    expect((await prepareRoot(root, cp, '--yes', '--initialize-existing')).exitCode).toBe(0);
+    await api.deleteNode({ name: 'again-1' });
+    await createNodes(api, [{ name: 'again-1' }]);
+    const run = await prepareRoot(root, cp, '--rollback', '--yes');
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain('Node again-1 was registered again since prepare tainted it');
+    expect(((await api.readNode({ name: 'again-1' })).spec?.taints ?? []).map((t) => t.key)).toContain(
+      'node.cloudprovider.kubernetes.io/uninitialized',
+    );
   });
 });
 
@@ -392,5 +481,96 @@ describe('rolling back after a `kubeadm upgrade` (issue 6, item 2)', () => {
     expect(after.data?.ClusterConfiguration).not.toContain('AlwaysAllow');
     expect(after.data?.ClusterConfiguration).not.toContain('cloud-provider');
     expect(after.metadata?.annotations?.['ccm.io/prepare-record']).toBeUndefined();
+  });
+});
+
+describe('a kubelet restart that fails after the files were written, then a re-run', () => {
+  let cp: ControlPlane;
+  beforeAll(async () => {
+    cp = await startControlPlane();
+    await execa(join(cache, 'v1.36.3', 'kubeadm'), [
+      'init',
+      'phase',
+      'upload-config',
+      'kubeadm',
+      '--config',
+      join(fixtures, 'kubeadm-v1.36.3', 'kubeadm-config.yaml'),
+      '--kubeconfig',
+      kubeconfigWithContext(cp, 'fixtures'),
+    ]);
+  });
+  afterAll(async () => {
+    await cp?.stop();
+  });
+
+  it('names the failed restart; the re-run restarts the kubelet that still lacks the flag, though no file changes; the rollback restores every file', async () => {
+    const root = copyRoot('kubeadm-v1.36.3');
+    const original = snapshot(root);
+    const log = join(root, 'systemctl.log');
+    const env = (extra: Record<string, string> = {}) => ({
+      PATH: `${systemctl}:${process.env.PATH}`,
+      STANDIN_ROOT: root,
+      STANDIN_LOG: log,
+      ...extra,
+    });
+    const run = (env: Record<string, string>, ...flags: string[]) =>
+      ccm(['cluster', 'prepare', '--root', root, '--kubeconfig', cp.kubeconfigPath, ...flags], env);
+    // The node's kubelet runs, started from kubeadm's flags as they are before prepare.
+    await execa(join(systemctl, 'systemctl'), ['restart', 'kubelet'], { env: env() });
+    const kubelet = () => readFileSync(join(root, 'proc/103/cmdline'), 'utf8');
+    expect(kubelet()).not.toContain('--cloud-provider=external');
+
+    const api = fixtureApi(cp.kubeconfigPath);
+    await createNodes(api, [{ name: 'old-1', tainted: false }]);
+    const tainted = async () =>
+      ((await api.readNode({ name: 'old-1' })).spec?.taints ?? []).some(
+        (t) => t.key === 'node.cloudprovider.kubernetes.io/uninitialized',
+      );
+
+    const failed = await run(
+      env({ STANDIN_FAIL: 'kubelet' }),
+      '--yes',
+      '--initialize-existing',
+      '-o',
+      'table',
+    );
+    expect(failed.stderr).toBe('');
+    expect(failed.exitCode).toBe(1);
+    expect(failed.stdout).not.toContain('backup could not be written');
+    expect(failed.stdout).toMatch(
+      /kubeadm-config: not updated: systemctl restart kubelet failed on local: Job for kubelet\.service failed because the control process exited with error code \(the files on local are written, backup \S+\); fix that and run `ccm cluster prepare` again/,
+    );
+    expect(failed.stdout).toMatch(/existing Nodes not tainted: systemctl restart kubelet failed on local/);
+    expect(kubelet()).not.toContain('--cloud-provider=external');
+    expect(await tainted()).toBe(false);
+
+    const dryRun = await run(env(), '--dry-run', '-o', 'table');
+    expect(dryRun.exitCode).toBe(0);
+    expect(dryRun.stdout).toContain(
+      'restart kubelet: its running process (pid 103) lacks --cloud-provider=external, which its files have',
+    );
+    expect(dryRun.stdout).toMatch(/^Dry run: nothing written\. 1 host: 1 would prepare/m);
+
+    const again = await run(env(), '--yes', '--initialize-existing', '-o', 'table');
+    expect(again.stderr).toBe('');
+    expect(again.exitCode).toBe(0);
+    expect(await tainted()).toBe(true);
+    expect(kubelet()).toContain('\0--cloud-provider=external');
+    expect(again.stdout).toMatch(/prepared +0 +kubelet/);
+    expect(again.stdout).toContain('kubeadm-config updated');
+    expect(JSON.stringify((await clusterConfiguration(cp)).controllerManager)).toContain('cloud-provider');
+
+    // The re-run's backup set holds no file (it only recorded kubeadm-config): it must not hide the first.
+    const rollback = await run(env(), '--rollback', '--yes', '-o', 'table');
+    expect(rollback.stderr).toBe('');
+    expect(rollback.exitCode).toBe(0);
+    expect(rollback.stdout).not.toContain('nothing to roll back');
+    expect(rollback.stdout).toMatch(
+      /1 host: 1 rolled back; kubeadm-config rolled back; taint removed from 1 Node/,
+    );
+    expect(await tainted()).toBe(false);
+    expect(snapshot(root)).toEqual(original);
+    expect(JSON.stringify(await clusterConfiguration(cp))).not.toContain('"cloud-provider"');
+    expect(kubelet()).not.toContain('--cloud-provider=external');
   });
 });

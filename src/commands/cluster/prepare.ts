@@ -23,13 +23,13 @@ export default class ClusterPrepare extends BaseCommand {
     yes: Flags.boolean({ char: 'y', description: 'Apply without asking', default: false }),
     restart: Flags.boolean({
       description:
-        'Restart what was edited (the kubelet; on hard-way hosts kube-apiserver and kube-controller-manager first) and check the new flags are live',
+        "Restart what was edited or still runs without its files' flags (the kubelet; on hard-way hosts kube-apiserver and kube-controller-manager first) and check the new flags are live",
       default: true,
       allowNo: true,
     }),
     rollback: Flags.boolean({
       description:
-        "Undo the last prepare (files and kubeadm-config): byte for byte where nothing changed since, else only ccm's own flag edits; previews like prepare",
+        "Undo the last prepare (files, kubeadm-config, the taints --initialize-existing added): byte for byte where nothing changed since, else only ccm's own flag edits; previews like prepare",
       default: false,
     }),
     'initialize-existing': Flags.boolean({

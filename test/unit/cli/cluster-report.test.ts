@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { clusterPrepareReport } from '../../../src/cli/cluster-report.js';
+import { clusterPrepareReport, printPreview } from '../../../src/cli/cluster-report.js';
 import { render, type Terminal } from '../../../src/cli/output/render.js';
 import { localHost } from '../../../src/cluster/host.js';
 import { applyHost, planCluster } from '../../../src/cluster/prepare.js';
@@ -137,5 +137,40 @@ describe('cluster prepare --rollback, one host', () => {
     expect(lines[0]).toBe('1 host: 1 rolled back');
     expect(lines[1]).toMatch(/^host=local result="rolled back" files=2 notes="backup <id>"$/);
     expect(lines[2]).toBe('note: local: not restarted (--no-restart): kubelet');
+  });
+});
+
+describe('counts in the words around them', () => {
+  it('the --initialize-existing preview: "1 Node gets the taint", "3 Nodes get the taint"', async () => {
+    const plan = await planCluster(hosts().slice(0, 1), options);
+    const preview = (names: string[]) => {
+      const lines: string[] = [];
+      printPreview(plan, names, (l) => lines.push(l));
+      return lines.at(-1) as string;
+    };
+    expect(preview(['old-1'])).toMatch(
+      /^--initialize-existing: 1 Node without a provider ID gets the \S+ taint, so `ccm nodes init` initialises it \(/,
+    );
+    expect(preview(['old-1', 'old-2', 'old-3'])).toMatch(
+      /^--initialize-existing: 3 Nodes without a provider ID get the \S+ taint, so `ccm nodes init` initialises them \(/,
+    );
+  });
+
+  it('the note after tainting: "1 existing Node tainted …: … initialise it"', async () => {
+    const note = async (names: string[]) => {
+      const report = clusterPrepareReport({
+        result: { hosts: [] },
+        dryRun: false,
+        failed: false,
+        initializeExisting: names,
+      });
+      return (await render(report, 'lines', pipe)).split('\n').at(-1);
+    };
+    expect(await note(['old-1'])).toMatch(
+      /^1 existing Node tainted \S+: run `ccm nodes init` to initialise it\.$/,
+    );
+    expect(await note(['old-1', 'old-2'])).toMatch(
+      /^2 existing Nodes tainted \S+: run `ccm nodes init` to initialise them\.$/,
+    );
   });
 });

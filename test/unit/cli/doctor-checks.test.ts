@@ -4,6 +4,7 @@ import { parse } from 'yaml';
 import {
   checkApiServerFlags,
   checkControllerManager,
+  checkKubeletsExternal,
   checkLease,
   checkRoutes,
   checkUninitialized,
@@ -132,5 +133,32 @@ describe('the routes check', () => {
     expect(checkRoutes(nodes, { error: 'the ip command (iproute2) is not installed' }).status).toBe('pass');
     // One Node left to the route controller (no CNI reason) keeps the check.
     expect(checkRoutes([...nodes, node(3)], { routes: [] }).status).toBe('fail');
+  });
+});
+
+describe('the kubelet-external check reads Node objects', () => {
+  const node = (name: string, spec: SlimNode['spec'] = {}): SlimNode => ({ metadata: { name }, spec });
+  const taint = { key: 'node.cloudprovider.kubernetes.io/uninitialized', effect: 'NoSchedule' };
+
+  it('a taint or a provider ID does not prove the running kubelet is external: it says so, and where to look', () => {
+    // `cluster prepare --initialize-existing` taints Nodes whose kubelet may still run without the flag
+    const marked = checkKubeletsExternal([
+      node('old-1', { taints: [taint] }),
+      node('cp-1', { providerID: 'x://1' }),
+    ]);
+    expect(marked.status).toBe('pass');
+    expect(marked.message).not.toContain('every kubelet registered with --cloud-provider=external');
+    expect(marked.message).toBe(
+      "every Node is marked for an external cloud controller (uninitialized taint, provider ID or the kubelet's provided-node-ip); its running kubelet's flags are not on the Node: `ccm cluster prepare --dry-run` compares them on each host",
+    );
+  });
+
+  it('a Node with no such mark: its kubelet is not external, and the fix keeps the Node', () => {
+    const result = checkKubeletsExternal([node('legacy-1')]);
+    expect(result.status).toBe('fail');
+    expect(result.message).toBe(
+      '1 Node(s) whose kubelet is not external (no uninitialized taint, no provider ID, no provided-node-ip: it registered without --cloud-provider=external): legacy-1',
+    );
+    expect(result.fix).toContain('`ccm cluster prepare --initialize-existing`');
   });
 });

@@ -6,7 +6,14 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { isTempFile, localHost, REMOTE_SCRIPTS, resolveUnder, shQuote } from '../../../src/cluster/host.js';
+import {
+  isTempFile,
+  localHost,
+  parseProcessLines,
+  REMOTE_SCRIPTS,
+  resolveUnder,
+  shQuote,
+} from '../../../src/cluster/host.js';
 import { tempDir } from '../../helpers/tmp.js';
 
 let root: string;
@@ -37,7 +44,41 @@ describe('resolveUnder / shQuote', () => {
   });
 });
 
+/**
+ * A /proc under the root: processes as the kernel shows them (comm cut to 15 bytes, cmdline
+ * NUL-terminated words), and a pid whose comm the stand-in does not write.
+ */
+function fakeProc(): void {
+  const proc = (pid: number, cmdline: string, comm?: string) => {
+    mkdirSync(join(root, 'proc', String(pid)), { recursive: true });
+    writeFileSync(join(root, 'proc', String(pid), 'cmdline'), cmdline);
+    if (comm !== undefined) writeFileSync(join(root, 'proc', String(pid), 'comm'), `${comm}\n`);
+  };
+  proc(1, '/sbin/init\0', 'init');
+  proc(2, '', 'kthreadd');
+  proc(101, 'kube-controller-manager\0--cloud-provider=external\0--a=b c\0', 'kube-controller');
+  proc(102, 'bash\0-c\0kubelet\0', 'bash');
+  proc(103, '/usr/bin/kubelet\0--node-ip=10.0.0.1\0\0--v=2\0');
+  proc(104, 'kubelet-helper\0', 'kubelet-helper');
+  proc(105, 'kubelet\0', 'kubelet');
+  writeFileSync(join(root, 'proc', 'uptime'), '1 1\n');
+}
+
+const PROCESSES = [
+  { pid: 101, argv: ['kube-controller-manager', '--cloud-provider=external', '--a=b c'] },
+  { pid: 103, argv: ['/usr/bin/kubelet', '--node-ip=10.0.0.1', '', '--v=2'] },
+  { pid: 105, argv: ['kubelet'] },
+];
+
 describe('localHost', () => {
+  it('finds processes by their program (argv[0] basename) in /proc under the root', async () => {
+    const host = localHost(root);
+    expect(await host.processes(['kubelet'])).toEqual([]);
+    fakeProc();
+    const found = await host.processes(['kubelet', 'kube-controller-manager']);
+    expect(found.sort((a, b) => a.pid - b.pid)).toEqual(PROCESSES);
+  });
+
   it('reads bytes, and undefined for a missing file or folder', async () => {
     const host = localHost(root);
     mkdirSync(join(root, 'etc'));
@@ -174,6 +215,16 @@ describe('remote scripts on the local sh', () => {
     expect(script('read', [join(root, 'nope/x')]).status).toBe(3);
     mkdirSync(join(root, 'd'));
     expect(script('read', [join(root, 'd')]).status).toBe(1);
+  });
+
+  it("processes prints the candidates' command lines, which parse to the same processes as localHost finds", () => {
+    expect(script('processes', [join(root, 'proc'), 'kubelet']).stdout.toString()).toBe('');
+    fakeProc();
+    const r = script('processes', [join(root, 'proc'), 'kubelet', 'kube-controller-manager']);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const found = parseProcessLines(r.stdout.toString(), ['kubelet', 'kube-controller-manager']);
+    expect(found.sort((a, b) => a.pid - b.pid)).toEqual(PROCESSES);
   });
 
   it('list prints every name NUL-terminated, even odd ones', () => {

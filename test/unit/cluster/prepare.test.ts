@@ -1,11 +1,20 @@
-import { appendFileSync, cpSync, readFileSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { BACKUP_DIR } from '../../../src/cluster/backup.js';
 import { localHost } from '../../../src/cluster/host.js';
-import { applyHost, planCluster } from '../../../src/cluster/prepare.js';
-import type { Host } from '../../../src/cluster/types.js';
+import { planClusterConfiguration } from '../../../src/cluster/plan.js';
+import {
+  applyHost,
+  type ClusterPlan,
+  planCluster,
+  updateKubeadmConfig,
+} from '../../../src/cluster/prepare.js';
+import type { Detection, Host } from '../../../src/cluster/types.js';
+import type { KubeTransport } from '../../../src/kube/transport.js';
 import { tempDir } from '../../helpers/tmp.js';
+import { systemdHost } from './support.js';
 
 const fixture = fileURLToPath(new URL('../../fixtures/cluster/kubeadm-v1.36.3', import.meta.url));
 const KCM = 'etc/kubernetes/manifests/kube-controller-manager.yaml';
@@ -51,5 +60,40 @@ describe('applying a host', () => {
     expect(report.error).toContain('kube-controller-manager.yaml changed since it was read');
     expect(readFileSync(join(root, KCM))).toEqual(changed);
     expect(readFileSync(join(root, 'var/lib/kubelet/kubeadm-flags.env'))).toEqual(env);
+  });
+});
+
+/** The plan's kubeadm-config edit, as planCluster makes it from kubeadm's own record of the fixture. */
+function withKubeadmConfig(plan: ClusterPlan): ClusterPlan {
+  const before = readFileSync(join(fixture, 'cluster-configuration.yaml'), 'utf8');
+  const edit = planClusterConfiguration(before, plan.hosts[0]?.detection as Detection);
+  return {
+    ...plan,
+    kubeadmConfig: {
+      before,
+      after: edit.after,
+      resourceVersion: '1',
+      changes: edit.changes,
+      skips: edit.skips,
+    },
+  };
+}
+
+describe('a kubelet restart that fails after the files were written', () => {
+  it('kubeadm-config names the failed restart, its error line and what to do, not a backup failure', async () => {
+    const root = nodeRoot();
+    const host = systemdHost(localHost(root), root, { fail: ['kubelet'] });
+    const plan = withKubeadmConfig(await planCluster([host], { versions: { kubelet: '1.36.3' } }));
+    const report = await applyHost(plan, plan.hosts[0] as ClusterPlan['hosts'][number], true);
+    expect(report.result).toBe('failed');
+    expect(report.backup).toBeDefined();
+    expect(existsSync(join(root, BACKUP_DIR, report.backup as string, 'manifest.json'))).toBe(true);
+
+    // The keeper failed, so kubeadm-config is left alone without asking the API server.
+    const message = await updateKubeadmConfig(plan, [report], undefined as unknown as KubeTransport);
+    expect(message).not.toContain('backup could not be written');
+    expect(message).toBe(
+      `not updated: systemctl restart kubelet failed on local: Job for kubelet.service failed because the control process exited with error code (the files on local are written, backup ${report.backup}); fix that and run \`ccm cluster prepare\` again: it restarts what still runs without the new flags and updates kubeadm-config`,
+    );
   });
 });

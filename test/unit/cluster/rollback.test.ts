@@ -9,8 +9,10 @@ import { describe, expect, it, vi } from 'vitest';
 import { type ClusterPrepareInput, runClusterPrepare } from '../../../src/cli/cluster-prepare.js';
 import { BACKUP_DIR, createBackup } from '../../../src/cluster/backup.js';
 import { localHost } from '../../../src/cluster/host.js';
-import { applyHost, planCluster } from '../../../src/cluster/prepare.js';
+import { planClusterConfiguration } from '../../../src/cluster/plan.js';
+import { applyHost, type ClusterPlan, planCluster } from '../../../src/cluster/prepare.js';
 import { applyRollback, planRollback } from '../../../src/cluster/rollback.js';
+import type { Detection } from '../../../src/cluster/types.js';
 import { tempDir } from '../../helpers/tmp.js';
 import { FIXTURES } from './support.js';
 
@@ -179,5 +181,41 @@ describe('rollback reverts only what ccm wrote (issue 6, item 2)', () => {
     const result = await applyRollback(plan, { restart: false, readyTimeoutMs: 1000 });
     expect(result.hosts[0]?.result).toBe('failed');
     expect(readFileSync(join(root, KCM), 'utf8')).toBe('edited by someone\n');
+  });
+});
+
+describe('rollback picks the backup set that holds the files', () => {
+  it('a later run that wrote no file, only the kubeadm-config record, does not hide the set with the files', async () => {
+    const { root, original } = await prepared();
+    // A re-run: the files are prepared already, kubeadm-config is still to record (the first run's
+    // restart failed, say). Its set on the host holds no file.
+    const host = localHost(root);
+    const plan = await planCluster([host], { versions: { kubelet: '1.36.3' } });
+    const again = plan.hosts[0] as ClusterPlan['hosts'][number];
+    expect(again.edits).toEqual([]);
+    const before = readFileSync(join(FIXTURES, 'kubeadm-v1.36.3', 'cluster-configuration.yaml'), 'utf8');
+    const edit = planClusterConfiguration(before, again.detection as Detection);
+    plan.kubeadmConfig = {
+      before,
+      after: edit.after,
+      resourceVersion: '1',
+      changes: edit.changes,
+      skips: [],
+    };
+    const report = await applyHost(plan, again, false);
+    expect(report.backup).toBeDefined();
+
+    const rollback = await planRollback([host]);
+    expect(rollback.hosts[0]?.files.map((f) => [f.file.path, f.how])).toEqual([
+      [`/${KCM}`, 'restore'],
+      [`/${FLAGS}`, 'restore'],
+    ]);
+    // what the newer set recorded is not lost: kubeadm-config is to roll back too
+    expect(rollback.kubeadmConfigNote).toBe(
+      'no kubeconfig: kubeadm-config not rolled back; pass --kubeconfig',
+    );
+    const result = await applyRollback(rollback, { restart: false, readyTimeoutMs: 1000 });
+    expect(result.hosts[0]?.result).toBe('rolled back');
+    expect(snapshot(root)).toEqual(original);
   });
 });

@@ -80,6 +80,9 @@ export function folderHost(
       runs.push(argv);
       return versionRun(versions, argv);
     },
+    async processes() {
+      return [];
+    },
   };
 }
 
@@ -114,23 +117,30 @@ export function memoryHost(
     async run(argv) {
       return versionRun(versions, argv);
     },
+    async processes() {
+      return [];
+    },
   };
 }
 
 export const crlf = (b: Buffer | string) => Buffer.from(b.toString().replace(/\r?\n/g, '\r\n'));
 
+/** What `systemctl restart` prints when the unit does not start (systemd's own words). */
+export const restartFailure = (unit: string) =>
+  `Job for ${unit}.service failed because the control process exited with error code.\nSee "systemctl status ${unit}.service" and "journalctl -xeu ${unit}.service" for details.\n`;
+
 /**
  * A fixture root that behaves like a machine with systemd: `systemctl restart UNIT` starts a "process"
  * whose /proc/<pid>/cmdline (under the root) is the unit's command line as the files say now — the
  * hard-way unit's ExecStart, or for the kubeadm kubelet its env files' flags. Units in `stale` keep
- * their old process across restarts (a unit whose new flags never went live). `systemctl show -p
- * MainPID --value UNIT` answers the pid. Every systemctl call is recorded; other programs answer
- * `--version` from the table.
+ * their old process across restarts (a unit whose new flags never went live); units in `fail` keep it
+ * too and their restart fails as systemd's does. `systemctl show -p MainPID --value UNIT` answers the
+ * pid. Every systemctl call is recorded; other programs answer `--version` from the table.
  */
 export function systemdHost(
   base: Host,
   root: string,
-  options: { stale?: string[]; versions?: Record<string, string> } = {},
+  options: { stale?: string[]; fail?: string[]; versions?: Record<string, string> } = {},
 ): Host & { systemctl: string[][] } {
   const systemctl: string[][] = [];
   const pids = new Map<string, number>();
@@ -152,7 +162,11 @@ export function systemdHost(
       ...(existsSync(extra) ? readEnvArgs(readFileSync(extra), 'KUBELET_EXTRA_ARGS') : []),
     ];
   };
-  for (const unit of ['kube-apiserver', 'kube-controller-manager', 'kubelet']) start(unit);
+  // On kubeadm only the kubelet is a unit; kube-apiserver and kube-controller-manager are static pods.
+  for (const unit of ['kube-apiserver', 'kube-controller-manager']) {
+    if (existsSync(join(root, 'etc/systemd/system', `${unit}.service`))) start(unit);
+  }
+  start('kubelet');
   return {
     ...base,
     name: base.name,
@@ -162,6 +176,9 @@ export function systemdHost(
       systemctl.push(argv.slice(1));
       const [verb] = argv.slice(1);
       const unit = argv.at(-1) as string;
+      if (verb === 'restart' && (options.fail ?? []).includes(unit)) {
+        return { exitCode: 1, stdout: '', stderr: restartFailure(unit) };
+      }
       if (verb === 'restart' && !(options.stale ?? []).includes(unit)) start(unit);
       if (verb === 'show') return { exitCode: 0, stdout: `${pids.get(unit) ?? 0}\n`, stderr: '' };
       return { exitCode: 0, stdout: '', stderr: '' };
