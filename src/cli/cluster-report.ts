@@ -54,7 +54,10 @@ export function printPreview(
 /** Units whose running process lacks their files' flags: restarted, or left so with --no-restart. */
 function staleLines(h: HostPlan, restart: boolean): string[] {
   return h.stale.map((s) => {
-    const lacks = `its running process (pid ${s.pid}) lacks ${s.missing.map(describeChange).join(', ')}, which its files have`;
+    const lacks =
+      s.pid === 0
+        ? 'it is not running'
+        : `its running process (pid ${s.pid}) lacks ${s.missing.map(describeChange).join(', ')}, which its files have`;
     return restart
       ? `restart ${s.component}: ${lacks}`
       : `${s.component} not restarted (--no-restart): ${lacks}`;

@@ -23,6 +23,7 @@ import {
   describeChange,
   isLive,
   isUnit,
+  liveArgs,
   type RestartOptions,
   restartOrNote,
   type UnitRestart,
@@ -50,6 +51,7 @@ export interface PrepareOptions {
 /** A unit whose running process lacks what its files (left alone by this run) say: it is restarted. */
 export interface StaleProcess {
   component: Component;
+  /** 0: the unit has no running process. */
   pid: number;
   /** The flag changes its files carry and its command line does not. */
   missing: FlagChange[];
@@ -226,7 +228,14 @@ async function runningProcesses(
       continue;
     }
     const [proc] = own;
-    if (!proc) continue;
+    if (!proc) {
+      // A unit that systemd says is not running (a restart that failed after the files were written):
+      // starting it is the fix. Where systemctl cannot answer, nothing is known and nothing planned.
+      if (isUnit(detection.layout, component) && (await unitStopped(host, component))) {
+        stale.push({ component, pid: 0, missing: changes });
+      }
+      continue;
+    }
     const missing = changes.filter((c) => !isLive(proc.argv.slice(1), c));
     if (missing.length === 0) continue;
     if (isUnit(detection.layout, component)) {
@@ -238,6 +247,14 @@ async function runningProcesses(
     }
   }
   return { stale, notes };
+}
+
+async function unitStopped(host: Host, unit: string): Promise<boolean> {
+  try {
+    return typeof (await liveArgs(host, unit)) === 'string';
+  } catch {
+    return false;
+  }
 }
 
 export interface ApplyOptions {

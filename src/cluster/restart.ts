@@ -72,7 +72,7 @@ async function runOk(host: Host, argv: string[]): Promise<string> {
 }
 
 /** The arguments of the unit's running main process, or a reason why there is none. */
-async function liveArgs(host: Host, unit: string): Promise<string[] | string> {
+export async function liveArgs(host: Host, unit: string): Promise<string[] | string> {
   const out = await runOk(host, ['systemctl', 'show', '-p', 'MainPID', '--value', unit]);
   const pid = Number.parseInt(out.trim(), 10);
   if (!Number.isInteger(pid) || pid <= 0) return `${unit} has no running process`;

@@ -411,7 +411,7 @@ cluster_pids() {
   for d in /proc/[0-9]*; do
     [ "${d#/proc/}" = "$$" ] && continue
     case "$(cat "$d/comm" 2>/dev/null)" in pause | containerd-shim*) echo "${d#/proc/}"; continue ;; esac
-    tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -qE "/etc/kubernetes|/var/lib/etcd|$STATE|$DATA" && echo "${d#/proc/}"
+    tr '\0' ' ' 2>/dev/null <"$d/cmdline" | grep -qE "/etc/kubernetes|/var/lib/etcd|$STATE|$DATA" && echo "${d#/proc/}"
   done
   return 0
 }

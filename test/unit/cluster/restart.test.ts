@@ -4,7 +4,7 @@
  * after one daemon-reload, control plane before kubelet, and each new flag is checked in the
  * restarted process's command line.
  */
-import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { localHost } from '../../../src/cluster/host.js';
@@ -115,6 +115,31 @@ describe('a re-run after a restart that failed: the running processes are compar
 
     const third = await planCluster([host], { versions: VERSIONS });
     expect(third.hosts[0]?.stale).toEqual([]);
+  });
+
+  it('starts the kubelet that the failed restart left stopped', async () => {
+    const fail = ['kubelet'];
+    const host = machine('kubeadm-v1.36.3', [], fail);
+    expect((await prepare(host)).result).toBe('failed');
+    fail.length = 0;
+    const running = (await planCluster([host], { versions: VERSIONS })).hosts[0]?.stale[0]?.pid as number;
+    rmSync(join(host.root, 'proc', String(running)), { recursive: true });
+
+    const plan = await planCluster([host], { versions: VERSIONS });
+    const again = plan.hosts[0] as NonNullable<(typeof plan.hosts)[0]>;
+    expect(again.edits).toEqual([]);
+    expect(again.stale).toEqual([
+      {
+        component: 'kubelet',
+        pid: 0,
+        missing: expect.arrayContaining([
+          expect.objectContaining({ flag: 'cloud-provider', value: 'external' }),
+        ]),
+      },
+    ]);
+    const report = await applyHost(plan, again, true, { verifyTimeoutMs: 300, pollMs: 20 });
+    expect(report.error).toBeUndefined();
+    expect(report.restartedUnits).toEqual(['kubelet']);
   });
 
   it('hard way: restarts a control-plane unit whose process lacks the flag, with nothing to write', async () => {

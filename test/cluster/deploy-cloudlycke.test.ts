@@ -1,0 +1,132 @@
+/**
+ * The operator's path in a real kubeadm cluster on Cloudlycke (an inventory file, as docs/deploy.md's
+ * CronJob section shows): prepare with the provider (the kubelet gets its provider ID), the inventory
+ * ConfigMap, manifests --cronjob | kubectl apply, the Node initialised, the CronJob's Job and a rollout.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ccm } from '../helpers/cli.js';
+import { tempDir } from '../helpers/tmp.js';
+import {
+  CCM_IMAGE,
+  clusterScript,
+  ensureCluster,
+  ensureImage,
+  hostPath,
+  KUBECONFIG,
+  kubectl,
+  kubectlJson,
+  NODE_IP,
+  NODE_NAME,
+  recordFigure,
+  runningArgs,
+  until,
+} from './harness.js';
+
+const NS = 'kube-system';
+const TAINT = 'node.cloudprovider.kubernetes.io/uninitialized';
+let inventory: string;
+
+interface NodeObject {
+  metadata: { labels: Record<string, string> };
+  spec: { providerID?: string; taints?: Array<{ key: string }> };
+  status: { addresses: Array<{ type: string; address: string }> };
+}
+
+function env() {
+  return { KUBECONFIG, PATH: hostPath() };
+}
+
+beforeAll(async () => {
+  await clusterScript(['down']);
+  await ensureCluster();
+  await ensureImage();
+  inventory = join(tempDir('ccm-cluster-inventory-'), 'inventory.yaml');
+  writeFileSync(
+    inventory,
+    [
+      'defaults: { type: vbox.vm.2g.2cpu, region: virtualbox, zone: virtualbox }',
+      'instances:',
+      `  - id: ${NODE_NAME}`,
+      '    addresses:',
+      `      - { type: InternalIP, address: ${NODE_IP} }`,
+      '      - { type: ExternalIP, address: 203.0.113.20 }',
+      '',
+    ].join('\n'),
+  );
+});
+
+afterAll(async () => {
+  await clusterScript(['down']);
+});
+
+describe('ccm deployed in a real kubeadm cluster (Cloudlycke)', () => {
+  it('prepare with the provider gives the running kubelet its provider ID', async () => {
+    const run = await ccm(
+      ['cluster', 'prepare', '--provider', 'cloudlycke', '--cloud-config', inventory, '--yes', '--initialize-existing'],
+      env(),
+      300_000,
+    );
+    expect(run.exitCode, run.stdout + run.stderr).toBe(0);
+    await until('the kubelet running external with its provider ID', async () => {
+      const [kubelet] = runningArgs('kubelet');
+      const line = kubelet?.join(' ') ?? '';
+      return line.includes('--cloud-provider=external') && line.includes(`--provider-id=cloudlycke://${NODE_NAME}`);
+    });
+  });
+
+  it('the inventory ConfigMap, manifests --cronjob | kubectl apply: the Node is initialised', async () => {
+    await kubectl(['-n', NS, 'create', 'configmap', 'ccm-cloudlycke-config', `--from-file=config=${inventory}`]);
+    const manifests = await ccm(['manifests', '--provider', 'cloudlycke', '--cronjob', '--image', CCM_IMAGE], env());
+    expect(manifests.exitCode, manifests.stderr).toBe(0);
+    const t0 = Date.now();
+    await kubectl(['apply', '--server-side', '-f', '-'], { input: manifests.stdout });
+    const initialised = await until(
+      'the Node initialised and untainted',
+      async () => {
+        const node = await kubectlJson<NodeObject>(['get', 'node', NODE_NAME]);
+        return node.spec.providerID === `cloudlycke://${NODE_NAME}` && !(node.spec.taints ?? []).some((t) => t.key === TAINT)
+          ? node
+          : undefined;
+      },
+      180_000,
+    );
+    recordFigure('apply → Node initialised (Cloudlycke)', { seconds: (Date.now() - t0) / 1000 });
+    expect(initialised.metadata.labels['node.kubernetes.io/instance-type']).toBe('vbox.vm.2g.2cpu');
+    expect(initialised.status.addresses).toContainEqual({ type: 'ExternalIP', address: '203.0.113.20' });
+  });
+
+  it("the CronJob's Job succeeds", async () => {
+    await kubectl(['-n', NS, 'create', 'job', 'nodes-init-now', '--from=cronjob/ccm-nodes-init']);
+    const done = await until(
+      'the Job to finish',
+      async () => {
+        const job = await kubectlJson<{ status: { succeeded?: number; failed?: number } }>([
+          '-n',
+          NS,
+          'get',
+          'job',
+          'nodes-init-now',
+        ]);
+        return job.status.succeeded || job.status.failed ? job.status : undefined;
+      },
+      180_000,
+    );
+    expect(done).toMatchObject({ succeeded: 1 });
+  });
+
+  it('a rollout of a changed environment completes', async () => {
+    const workload = (
+      await kubectl(['-n', NS, 'get', 'deployment,daemonset', '-l', 'app.kubernetes.io/name=ccm', '-o', 'name'])
+    ).stdout
+      .split('\n')
+      .filter(Boolean)[0] as string;
+    await kubectl(['-n', NS, 'set', 'env', workload, 'CCM_ROLLOUT=1']);
+    const status = await kubectl(['-n', NS, 'rollout', 'status', workload, '--timeout=240s'], {
+      reject: false,
+      timeoutMs: 300_000,
+    });
+    expect(status.exitCode, status.stdout + status.stderr).toBe(0);
+  });
+});
