@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What the tests need besides node_modules, installed once and cached (run by `npm test` first):
-# - kube-apiserver + etcd (the test control plane) and kubeadm 1.30 / 1.36 (cluster prepare fixtures),
+# - kube-apiserver + etcd (the test control plane), kube-scheduler + kube-controller-manager (rollouts
+#   of the generated workload) and kubeadm 1.30 / 1.36 (cluster prepare fixtures),
 #   built from Go modules into ~/.cache/ccm-controlplane, and kubectl of the same version (the deploy
 #   page's commands pipe into it);
 # - Debian's openssh-server/-client (the `cluster prepare --ssh` tests) and tmux (prompts in a real
@@ -10,6 +11,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 
 bash "$here/controlplane/build.sh"
 bash "$here/controlplane/build.sh" kubectl
+# The scheduler and the workload controllers, to roll out the DaemonSet of `ccm manifests`.
+bash "$here/controlplane/build.sh" kube-scheduler kube-controller-manager
 CCM_K8S_VERSION=1.36.3 bash "$here/controlplane/build.sh" kubeadm
 CCM_K8S_VERSION=1.30.14 bash "$here/controlplane/build.sh" kubeadm
 

@@ -246,7 +246,7 @@ function podProblem(pod: PodInfo): { message: string; fix: string } | undefined 
     if (text.includes(TAINT_UNINITIALIZED)) {
       return {
         message: `ccm Pod ${name} is Pending: it does not tolerate ${TAINT_UNINITIALIZED}, which only a cloud controller removes (it waits for itself)`,
-        fix: `tolerate ${TAINT_UNINITIALIZED}:NoSchedule in the Deployment (\`ccm manifests\` does)`,
+        fix: `tolerate ${TAINT_UNINITIALIZED}:NoSchedule in ccm's DaemonSet (\`ccm manifests\` does)`,
       };
     }
     if (text.includes(TAINT_NOT_READY)) {

@@ -183,7 +183,8 @@ function placementOf(placement: Placement): {
 
 export function renderManifests(provider: ProviderDefinition, options: ManifestOptions): K8sObject[] {
   checkImage(options.image);
-  const { nodeSelector, nodeAffinity } = placementOf(options.placement ?? { kind: 'control-plane' });
+  const placement = options.placement ?? { kind: 'control-plane' };
+  const { nodeSelector, nodeAffinity } = placementOf(placement);
   const { enabled, unavailable } = selectControllers(options.controllers);
   if (unavailable.length > 0) {
     throw new UsageError(`--controllers names ${unavailable.join(', ')}, which this build does not have`);
@@ -406,41 +407,61 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
     ...(options.clusterCIDR ? [`--cluster-cidr=${options.clusterCIDR}`] : []),
   ];
   const selector = { ...LABELS, 'app.kubernetes.io/component': 'controller' };
-  objects.push(
-    {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: meta('ccm', 'controller', ns),
-      spec: {
-        replicas: 2,
-        selector: { matchLabels: selector },
-        // Never two new pods at once on a small cluster: a standby always holds on.
-        strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } },
-        template: {
-          metadata: { labels: selector },
-          spec: {
-            ...podSpec('controller', runArgs),
-            // With hostNetwork two replicas on one Node would fight over the port: one per Node.
-            affinity: {
-              ...(nodeAffinity ? { nodeAffinity } : {}),
-              podAntiAffinity: {
-                requiredDuringSchedulingIgnoredDuringExecution: [
-                  { labelSelector: { matchLabels: selector }, topologyKey: 'kubernetes.io/hostname' },
-                ],
+  const controllerPod = podSpec('controller', runArgs);
+  if (placement.kind === 'any-node') {
+    // Any Node may be many: two replicas, one per Node (hostNetwork: one port per Node), rolled one
+    // at a time. A rollout needs two Nodes to run them; the DaemonSet below needs no count at all.
+    objects.push(
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: meta('ccm', 'controller', ns),
+        spec: {
+          replicas: 2,
+          selector: { matchLabels: selector },
+          strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } },
+          template: {
+            metadata: { labels: selector },
+            spec: {
+              ...controllerPod,
+              affinity: {
+                podAntiAffinity: {
+                  requiredDuringSchedulingIgnoredDuringExecution: [
+                    { labelSelector: { matchLabels: selector }, topologyKey: 'kubernetes.io/hostname' },
+                  ],
+                },
               },
+              terminationGracePeriodSeconds: 15,
             },
-            terminationGracePeriodSeconds: 15,
           },
         },
       },
-    },
-    {
-      apiVersion: 'policy/v1',
-      kind: 'PodDisruptionBudget',
+      {
+        apiVersion: 'policy/v1',
+        kind: 'PodDisruptionBudget',
+        metadata: meta('ccm', 'controller', ns),
+        spec: { maxUnavailable: 1, selector: { matchLabels: selector } },
+      },
+    );
+  } else {
+    // One pod on each Node of the pool (control plane, or --node-selector): as many standbys as
+    // Nodes, and a rollout that replaces one pod at a time, the old one gone (its Lease released)
+    // before the new one needs the port. Upstream's example cloud-controller-manager is one too.
+    // No PodDisruptionBudget: drains skip DaemonSet pods, and maxUnavailable needs a scalable owner.
+    objects.push({
+      apiVersion: 'apps/v1',
+      kind: 'DaemonSet',
       metadata: meta('ccm', 'controller', ns),
-      spec: { maxUnavailable: 1, selector: { matchLabels: selector } },
-    },
-  );
+      spec: {
+        selector: { matchLabels: selector },
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } },
+        template: {
+          metadata: { labels: selector },
+          spec: { ...controllerPod, terminationGracePeriodSeconds: 15 },
+        },
+      },
+    });
+  }
   if (options.cronjob) {
     const labels = { ...LABELS, 'app.kubernetes.io/component': 'nodes-init' };
     const { hostNetwork, ...rest } = podSpec('nodes-init', ['nodes', 'init', ...providerArgs]);
@@ -477,6 +498,17 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
     });
   }
   return objects;
+}
+
+/** The workload of `ccm run` among rendered objects: a DaemonSet, or with --any-node a Deployment. */
+export function controllerWorkload<T extends { kind?: string; metadata?: { name?: string } }>(
+  objects: readonly T[],
+): T {
+  const found = objects.find(
+    (o) => (o.kind === 'DaemonSet' || o.kind === 'Deployment') && o.metadata?.name === 'ccm',
+  );
+  if (!found) throw new Error('the manifests have no ccm DaemonSet or Deployment');
+  return found;
 }
 
 /**

@@ -6,10 +6,10 @@ import type { Report } from '../cli/output/report.js';
 import { loadProvider } from '../providers/registry.js';
 
 export default class Manifests extends BaseCommand {
-  static override summary = 'Print the manifests that run ccm in a cluster (RBAC, Deployment, CronJob)';
+  static override summary = 'Print the manifests that run ccm in a cluster (RBAC, DaemonSet, CronJob)';
   static override description = [
-    'Prints kubectl-appliable YAML for one provider: the ServiceAccount, a least-privilege ClusterRole (exactly what the enabled controllers call), the leader-election Role, a get-by-name Role on the credentials Secret, a Deployment of `ccm run` with two replicas and a PodDisruptionBudget and, with --cronjob, the `ccm nodes init` CronJob. The pods run before the CNI and on uninitialised Nodes.',
-    'The pods run on control-plane Nodes only (required node affinity on node-role.kubernetes.io/control-plane, whose taint they tolerate): they hold the cloud credentials and may delete Nodes. --node-selector or --any-node for clusters whose control plane runs elsewhere.',
+    'Prints kubectl-appliable YAML for one provider: the ServiceAccount, a least-privilege ClusterRole (exactly what the enabled controllers call), the leader-election Role, a get-by-name Role on the credentials Secret, a DaemonSet of `ccm run` (one pod per Node it may run on, one leader, the others standbys) and, with --cronjob, the `ccm nodes init` CronJob. The pods run before the CNI and on uninitialised Nodes.',
+    'The pods run on control-plane Nodes only (required node affinity on node-role.kubernetes.io/control-plane, whose taint they tolerate): they hold the cloud credentials and may delete Nodes. --node-selector (still a DaemonSet, on those Nodes) or --any-node (a Deployment of two replicas, one per Node, with a PodDisruptionBudget) for clusters whose control plane runs elsewhere.',
     'Apply with: ccm manifests --provider X --image <registry>/ccm:<version> | kubectl apply --server-side -f -',
   ].join('\n\n');
   static override examples = [
@@ -35,11 +35,11 @@ export default class Manifests extends BaseCommand {
       exclusive: ['node-selector'],
     }),
     namespace: Flags.string({
-      description: 'Namespace of the Deployment, its Lease and ServiceAccount',
+      description: 'Namespace of the DaemonSet, its Lease and ServiceAccount',
       default: 'kube-system',
     }),
     controllers: Flags.string({
-      description: 'Controllers the Deployment runs (and the RBAC allows)',
+      description: 'Controllers the pods run (and the RBAC allows)',
       default: '*',
     }),
     'credentials-secret': Flags.string({
@@ -71,9 +71,10 @@ export default class Manifests extends BaseCommand {
       throw new UsageError(
         `no image given; pass --image <registry>/ccm:${this.config.version} (built by \`npm run image\`, pushed to a registry the Nodes pull from)`,
       );
+    const provider = await loadProvider(flags.provider);
     const { parseNodeSelector, renderManifests, writeManifests } = await import('../cli/manifests.js');
     const { manifestsReport, manifestsWrittenReport } = await import('../cli/manifests-report.js');
-    const objects = renderManifests(await loadProvider(flags.provider), {
+    const objects = renderManifests(provider, {
       image: flags.image,
       placement: flags['any-node']
         ? { kind: 'any-node' }

@@ -98,7 +98,7 @@ describe('docs/deploy.md under Node 20', () => {
 
     const applied = await shell(applyLine as string);
     expect(applied.exitCode, `${applyLine}\n${applied.stderr}`).toBe(0);
-    expect(applied.stdout).toContain('deployment.apps/ccm serverside-applied');
+    expect(applied.stdout).toContain('daemonset.apps/ccm serverside-applied');
     expect(applied.stdout).toContain('clusterrole.rbac.authorization.k8s.io/system:ccm serverside-applied');
 
     // The token now comes from the Secret; there is no kubelet here, so no ccm Pod runs (exit 1).
