@@ -35,6 +35,12 @@ export interface ManifestOptions {
    * runs elsewhere (managed, or without kubelets); or, explicitly, any Node.
    */
   placement?: Placement;
+  /** --cloud-api-url of the pods' `ccm run` and `ccm nodes init`. */
+  cloudApiUrl?: string;
+  /** --log-level of the pods, when not the default (info). */
+  logLevel?: string;
+  /** --request-timeout of the pods, in ms (0: none). */
+  requestTimeoutMs?: number;
 }
 
 export type Placement =
@@ -181,8 +187,25 @@ function placementOf(placement: Placement): {
   };
 }
 
+/** `--cloud-api-url` as the pods get it: an http(s) URL, for a provider that has an API URL. */
+function checkCloudApiUrl(provider: ProviderDefinition, url: string): void {
+  if (!provider.apiUrlField) {
+    throw new UsageError(
+      `--cloud-api-url: the ${provider.name} provider has no API URL to set (its endpoint comes from its configuration)`,
+    );
+  }
+  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
+    throw new UsageError(`--cloud-api-url "${url}" is not an http(s) URL; use e.g. https://api.example.com`);
+  }
+}
+
+function durationArg(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+}
+
 export function renderManifests(provider: ProviderDefinition, options: ManifestOptions): K8sObject[] {
   checkImage(options.image);
+  if (options.cloudApiUrl !== undefined) checkCloudApiUrl(provider, options.cloudApiUrl);
   const placement = options.placement ?? { kind: 'control-plane' };
   const { nodeSelector, nodeAffinity } = placementOf(placement);
   const { enabled, unavailable } = selectControllers(options.controllers);
@@ -211,10 +234,16 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
     labels: { ...LABELS, 'app.kubernetes.io/component': component },
   });
 
+  // What `ccm run` and `ccm nodes init` share: every flag given here reaches both pods.
   const providerArgs = [
     `--provider=${provider.name}`,
     ...(secretRef ? [`--credentials-secret=${secretRef.namespace}/${secretRef.name}`] : []),
     ...(configMap ? [`--cloud-config=${CONFIG_MOUNT}/config`] : []),
+    ...(options.cloudApiUrl ? [`--cloud-api-url=${options.cloudApiUrl}`] : []),
+    ...(options.logLevel && options.logLevel !== 'info' ? [`--log-level=${options.logLevel}`] : []),
+    ...(options.requestTimeoutMs !== undefined
+      ? [`--request-timeout=${durationArg(options.requestTimeoutMs)}`]
+      : []),
   ];
   const objects: K8sObject[] = [];
   if (ns !== 'kube-system' && ns !== 'default') {

@@ -10,6 +10,7 @@ export default class Manifests extends BaseCommand {
   static override description = [
     'Prints kubectl-appliable YAML for one provider: the ServiceAccount, a least-privilege ClusterRole (exactly what the enabled controllers call), the leader-election Role, a get-by-name Role on the credentials Secret, a DaemonSet of `ccm run` (one pod per Node it may run on, one leader, the others standbys) and, with --cronjob, the `ccm nodes init` CronJob. The pods run before the CNI and on uninitialised Nodes.',
     'The pods run on control-plane Nodes only (required node affinity on node-role.kubernetes.io/control-plane, whose taint they tolerate): they hold the cloud credentials and may delete Nodes. --node-selector (still a DaemonSet, on those Nodes) or --any-node (a Deployment of two replicas, one per Node, with a PodDisruptionBudget) for clusters whose control plane runs elsewhere.',
+    'Every flag given reaches the pods: --cloud-api-url, --log-level and --request-timeout are passed to `ccm run` and `ccm nodes init`; --kubeconfig, --context and --cloud-config have no meaning in a pod and are refused.',
     'Apply with: ccm manifests --provider X --image <registry>/ccm:<version> | kubectl apply --server-side -f -',
   ].join('\n\n');
   static override examples = [
@@ -71,7 +72,24 @@ export default class Manifests extends BaseCommand {
       throw new UsageError(
         `no image given; pass --image <registry>/ccm:${this.config.version} (built by \`npm run image\`, pushed to a registry the Nodes pull from)`,
       );
+    // Flags every command takes that mean nothing in a pod: refused rather than dropped unseen.
+    for (const flag of ['kubeconfig', 'context'] as const) {
+      if (flags[flag] !== undefined) {
+        throw new UsageError(
+          `--${flag} does not apply to \`ccm manifests\`: it reads no cluster, and the pods reach the API server with their ServiceAccount; give it to the kubectl that applies the output`,
+        );
+      }
+    }
     const provider = await loadProvider(flags.provider);
+    if (flags['cloud-config'] !== undefined) {
+      throw new UsageError(
+        `--cloud-config does not apply to \`ccm manifests\`: the pods cannot read a file of this machine; ${
+          provider.configFileField && !flags['credentials-secret'] && !provider.credentials.secretName
+            ? `create the ConfigMap they mount: kubectl -n ${flags.namespace} create configmap ccm-${provider.name}-config --from-file=config=${flags['cloud-config']}`
+            : `store it in the credentials Secret: ccm secret create --provider ${provider.name} --cloud-config ${flags['cloud-config']}`
+        }`,
+      );
+    }
     const { parseNodeSelector, renderManifests, writeManifests } = await import('../cli/manifests.js');
     const { manifestsReport, manifestsWrittenReport } = await import('../cli/manifests-report.js');
     const objects = renderManifests(provider, {
@@ -86,6 +104,9 @@ export default class Manifests extends BaseCommand {
       ...(flags['credentials-secret'] ? { credentialsSecret: flags['credentials-secret'] } : {}),
       ...(flags['cluster-name'] ? { clusterName: flags['cluster-name'] } : {}),
       ...(flags['cluster-cidr'] ? { clusterCIDR: flags['cluster-cidr'] } : {}),
+      ...(flags['cloud-api-url'] !== undefined ? { cloudApiUrl: flags['cloud-api-url'] } : {}),
+      logLevel: flags['log-level'],
+      ...(flags['request-timeout'] !== undefined ? { requestTimeoutMs: flags['request-timeout'] } : {}),
       cronjob: flags.cronjob,
       leaseName: 'cloud-controller-manager',
     });
