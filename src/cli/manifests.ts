@@ -35,6 +35,8 @@ export interface ManifestOptions {
    * runs elsewhere (managed, or without kubelets); or, explicitly, any Node.
    */
   placement?: Placement;
+  /** Default IfNotPresent; Never for an image loaded onto each Node by hand (no registry). */
+  imagePullPolicy?: ImagePullPolicy;
   /** --cloud-api-url of the pods' `ccm run` and `ccm nodes init`. */
   cloudApiUrl?: string;
   /** --log-level of the pods, when not the default (info). */
@@ -42,6 +44,8 @@ export interface ManifestOptions {
   /** --request-timeout of the pods, in ms (0: none). */
   requestTimeoutMs?: number;
 }
+
+export type ImagePullPolicy = 'IfNotPresent' | 'Always' | 'Never';
 
 export type Placement =
   | { kind: 'control-plane' }
@@ -122,9 +126,10 @@ function sorted(set: Set<string>): string[] {
 /**
  * Refuses an image a Node would pull from itself: with `localhost/…` (what podman names a local
  * build) or `127.0.0.1:5000/…`, a Node without the image asks whatever listens on its own loopback,
- * which any local user can serve, and the pod that image runs holds the cloud token.
+ * which any local user can serve, and the pod that image runs holds the cloud token. With
+ * imagePullPolicy Never nothing is ever pulled: the name only finds the image loaded on the Node.
  */
-export function checkImage(image: string): void {
+export function checkImage(image: string, pullPolicy: ImagePullPolicy = 'IfNotPresent'): void {
   const reference = image.trim();
   if (!reference || /\s/.test(reference)) {
     throw new UsageError(
@@ -135,7 +140,7 @@ export function checkImage(image: string): void {
   // The reference grammar (distribution/reference): the first component is a registry host only
   // when it has a "." or ":" or is "localhost".
   const isRegistry = reference.includes('/') && (/[.:]/.test(first) || first === 'localhost');
-  if (!isRegistry) return;
+  if (!isRegistry || pullPolicy === 'Never') return;
   const host = first.startsWith('[') ? first.slice(1, first.indexOf(']')) : first.replace(/:\d+$/, '');
   const loopback =
     host === 'localhost' ||
@@ -145,7 +150,7 @@ export function checkImage(image: string): void {
     host === '0.0.0.0';
   if (loopback) {
     throw new UsageError(
-      `--image ${reference} names a registry on the Node itself, which any local user could serve; push the image to a registry and pass that name (pinned by digest)`,
+      `--image ${reference} names a registry on the Node itself, which any local user could serve; push the image to a registry and pass that name (pinned by digest), or load it onto each Node and add --image-pull-policy Never`,
     );
   }
 }
@@ -204,7 +209,7 @@ function durationArg(ms: number): string {
 }
 
 export function renderManifests(provider: ProviderDefinition, options: ManifestOptions): K8sObject[] {
-  checkImage(options.image);
+  checkImage(options.image, options.imagePullPolicy);
   if (options.cloudApiUrl !== undefined) checkCloudApiUrl(provider, options.cloudApiUrl);
   const placement = options.placement ?? { kind: 'control-plane' };
   const { nodeSelector, nodeAffinity } = placementOf(placement);
@@ -382,7 +387,7 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
       {
         name: 'ccm',
         image: options.image,
-        imagePullPolicy: 'IfNotPresent',
+        imagePullPolicy: options.imagePullPolicy ?? 'IfNotPresent',
         args,
         env: [
           { name: 'HOME', value: '/tmp' },

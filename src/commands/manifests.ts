@@ -18,12 +18,19 @@ export default class Manifests extends BaseCommand {
     '<%= config.bin %> manifests --provider digitalocean --image registry.example.com/ccm:0.1.0 -o name',
     '<%= config.bin %> manifests --provider cloudlycke --image registry.example.com/ccm:0.1.0 --cronjob --out ./ccm-manifests',
     '<%= config.bin %> manifests --provider openstack --image registry.example.com/ccm:0.1.0 --node-selector node-role.kubernetes.io/system=true',
+    '<%= config.bin %> manifests --provider digitalocean --image localhost/ccm:0.1.0 --image-pull-policy Never',
   ];
   static override flags = {
     image: Flags.string({
       description:
         'Image of ccm, from a registry the Nodes pull from (pin it by digest), e.g. registry.example.com/ccm:0.1.0',
     }),
+    'image-pull-policy': Flags.option({
+      description:
+        'imagePullPolicy of the pods: Never for an image loaded onto each Node (ctr images import) instead of pulled from a registry',
+      options: ['IfNotPresent', 'Always', 'Never'] as const,
+      default: 'IfNotPresent',
+    })(),
     'node-selector': Flags.string({
       description:
         'Run the pods on Nodes with these labels (key=value,…) instead of control-plane Nodes: for clusters whose control plane runs elsewhere',
@@ -94,6 +101,7 @@ export default class Manifests extends BaseCommand {
     const { manifestsReport, manifestsWrittenReport } = await import('../cli/manifests-report.js');
     const objects = renderManifests(provider, {
       image: flags.image,
+      imagePullPolicy: flags['image-pull-policy'],
       placement: flags['any-node']
         ? { kind: 'any-node' }
         : flags['node-selector']

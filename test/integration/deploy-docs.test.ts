@@ -143,6 +143,17 @@ describe('docs/deploy.md under Node 20', () => {
     );
     expect(kubectl.stdout).toBe('*/5 * * * *');
   });
+
+  it('without a registry: the loaded image by its full name, never pulled', async () => {
+    const [, manifests] = blocks('docs/deploy.md', '### Without a registry');
+    expect(manifests).toHaveLength(1);
+    const run = await shell((manifests as string[])[0] as string);
+    expect(run.exitCode, run.stderr).toBe(0);
+    const kubectl = await shell(
+      'kubectl -n kube-system get daemonset ccm -o jsonpath={.spec.template.spec.containers[0].image},{.spec.template.spec.containers[0].imagePullPolicy}',
+    );
+    expect(kubectl.stdout).toBe('localhost/ccm:0.1.0,Never');
+  });
 });
 
 conformsToDigitalOceanOpenApi();

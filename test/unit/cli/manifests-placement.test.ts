@@ -166,4 +166,10 @@ describe('ccm manifests: the image', () => {
   ])('takes %s', (image) => {
     expect(() => checkImage(image)).not.toThrow();
   });
+
+  it('takes a name on the Node itself with imagePullPolicy Never: nothing is pulled, the name finds the loaded image', () => {
+    expect(() => checkImage('localhost/ccm:0.1.0', 'Never')).not.toThrow();
+    expect(() => checkImage('localhost/ccm:0.1.0', 'IfNotPresent')).toThrow(/--image-pull-policy Never/);
+    expect(() => checkImage('localhost/ccm:0.1.0', 'Always')).toThrow(/names a registry on the Node itself/);
+  });
 });
