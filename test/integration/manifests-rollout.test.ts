@@ -8,7 +8,8 @@
  *   roll: its second replica stays Pending, and a new Pod cannot be placed beside the old one);
  * - three control-plane Nodes: one Pod on each, and at least two running at every moment of the
  *   rollout, so a standby is there to take the Lease;
- * - --any-node on three workers: the Deployment of two replicas (`kubectl rollout restart`).
+ * - --any-node on three workers: the Deployment of two replicas (`kubectl rollout restart`), and on
+ *   one, where its second replica stays Pending: `ccm doctor` warns of a missing standby, no failure.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -210,5 +211,33 @@ describe('ccm manifests rolls out', () => {
     expect(fewest).toBeGreaterThanOrEqual(1);
     expect(after).toHaveLength(2);
     expect(new Set(after.map((p) => p.spec?.nodeName)).size).toBe(2);
+  }, 300_000);
+
+  it('--any-node on a single Node: the second replica stays Pending, which `ccm doctor` calls a missing standby, not a failure', async () => {
+    await nodes(0, 1);
+    await deploy('--any-node');
+    const unschedulable = (p: V1Pod) =>
+      p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'False');
+    await until(
+      'one ccm Pod running, one left Pending by the scheduler',
+      async () => {
+        const pods = await ccmPods();
+        return pods.filter(ready).length === 1 && pods.filter(unschedulable).length === 1;
+      },
+      60_000,
+    );
+    const doctor = await shell('ccm doctor -o json');
+    const checks = JSON.parse(doctor.out.slice(doctor.out.indexOf('{'))).checks as {
+      id: string;
+      status: string;
+      message: string;
+    }[];
+    const pods = checks.find((c) => c.id === 'controller-pods');
+    expect(pods, doctor.out).toMatchObject({
+      status: 'warn',
+      message: expect.stringMatching(
+        /^1 ccm Pod\(s\) running in kube-system; 1 Pending because every Node it may run on already runs one/,
+      ),
+    });
   }, 300_000);
 });
