@@ -76,11 +76,13 @@ export function checkApiServer(server: string, version: ServerVersion, insecure?
   );
 }
 
-export function checkApiServerUnreachable(message: string): CheckResult {
+export function checkApiServerUnreachable(message: string, inCluster = false): CheckResult {
   return fail(
     'kubeconfig',
     message,
-    'fix --kubeconfig / --context (or $KUBECONFIG); `kubectl version` must work first',
+    inCluster
+      ? "from this Pod the API server is the `kubernetes` Service: make kube-proxy (or what replaces it) forward it on this Node, or set KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT in the Pod's env to the API server's own address and port"
+      : 'fix --kubeconfig / --context (or $KUBECONFIG); `kubectl version` must work first',
   );
 }
 

@@ -106,7 +106,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
     try {
       version = await serverVersion(http);
     } catch (err) {
-      return resultOf([checkApiServerUnreachable(oneLine(err))]);
+      return resultOf([checkApiServerUnreachable(oneLine(err), auth.inCluster)]);
     }
     const sa = { namespace: input.namespace, name: input['service-account'] };
     const leaseRef = { namespace: input.namespace, name: input.lease };

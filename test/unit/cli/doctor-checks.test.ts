@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import {
   checkApiServerFlags,
+  checkApiServerUnreachable,
   checkControllerManager,
   checkControllerPods,
   checkLease,
@@ -214,5 +215,16 @@ describe('the controller Pods check', () => {
     expect(checkControllerPods([running, pending('ccm-b', tainted)], 'kube-system', true).status).toBe(
       'fail',
     );
+  });
+});
+
+describe('an API server that does not answer', () => {
+  it('from a Pod, the fix is the `kubernetes` Service and what forwards it, not a kubeconfig flag', () => {
+    const inPod = checkApiServerUnreachable('cannot reach …', true);
+    expect(inPod.fix).toMatch(
+      /`kubernetes` Service: make kube-proxy .* KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT/,
+    );
+    expect(inPod.fix).not.toContain('--kubeconfig');
+    expect(checkApiServerUnreachable('cannot reach …').fix).toMatch(/^fix --kubeconfig \/ --context/);
   });
 });
