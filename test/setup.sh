@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
 # What the tests need besides node_modules, installed once and cached (run by `npm test` first):
-# - kube-apiserver + etcd (the test control plane) and kubeadm 1.30 / 1.36 (cluster prepare fixtures),
+# - kube-apiserver + etcd (the test control plane), kube-scheduler + kube-controller-manager (rollouts
+#   of the generated workload) and kubeadm 1.30 / 1.36 (cluster prepare fixtures),
 #   built from Go modules into ~/.cache/ccm-controlplane, and kubectl of the same version (the deploy
 #   page's commands pipe into it);
-# - Debian's openssh-server/-client (the `cluster prepare --ssh` tests) and tmux (prompts in a real
-#   terminal), when missing.
+# - Debian's openssh-server/-client (the `cluster prepare --ssh` tests), tmux (prompts in a real
+#   terminal) and containerd (the image imported as on a Node), when missing.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
 bash "$here/controlplane/build.sh"
 bash "$here/controlplane/build.sh" kubectl
+# The scheduler and the workload controllers, to roll out the DaemonSet of `ccm manifests`.
+bash "$here/controlplane/build.sh" kube-scheduler kube-controller-manager
 CCM_K8S_VERSION=1.36.3 bash "$here/controlplane/build.sh" kubeadm
 CCM_K8S_VERSION=1.30.14 bash "$here/controlplane/build.sh" kubeadm
 
-# Debian packages: a real sshd and client for the ssh tests, tmux for the prompts in a real terminal.
+# The real kubeadm cluster's binaries and images (test/cluster), and the Debian packages it runs on.
 bash "$here/cluster/cluster.sh" build
 
-bash "$here/debian-packages.sh" openssh-server:/usr/sbin/sshd openssh-client:ssh tmux:tmux
+# Debian packages: a real sshd and client for the ssh tests, tmux for the prompts in a real terminal,
+# containerd and ctr to import the image as a Node without a registry does.
+bash "$here/debian-packages.sh" openssh-server:/usr/sbin/sshd openssh-client:ssh tmux:tmux containerd:containerd

@@ -3,7 +3,8 @@
  * verdict with, for a failure, the fix. Reading is doctor.ts's job; nothing here calls anything.
  */
 
-import { planRoutes } from '../controllers/routes.js';
+import { selectControllers } from '../controllers/manager.js';
+import { parseClusterCIDRs, planRoutes } from '../controllers/routes.js';
 import type { LeaseInfo, PodInfo, ServerVersion } from '../kube/diagnostics.js';
 import type { SlimNode } from '../kube/slim-node.js';
 import {
@@ -75,11 +76,13 @@ export function checkApiServer(server: string, version: ServerVersion, insecure?
   );
 }
 
-export function checkApiServerUnreachable(message: string): CheckResult {
+export function checkApiServerUnreachable(message: string, inCluster = false): CheckResult {
   return fail(
     'kubeconfig',
     message,
-    'fix --kubeconfig / --context (or $KUBECONFIG); `kubectl version` must work first',
+    inCluster
+      ? "from this Pod the API server is the `kubernetes` Service: make kube-proxy (or what replaces it) forward it on this Node, or set KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT in the Pod's env to the API server's own address and port"
+      : 'fix --kubeconfig / --context (or $KUBECONFIG); `kubectl version` must work first',
   );
 }
 
@@ -135,9 +138,19 @@ export function checkForeignProviderIDs(nodes: readonly SlimNode[], scheme: stri
 
 function flagValue(pod: PodInfo, flag: string): string | undefined {
   for (const container of pod.spec?.containers ?? []) {
-    for (const arg of [...(container.command ?? []), ...(container.args ?? [])]) {
-      if (arg === `--${flag}`) return '';
-      if (arg.startsWith(`--${flag}=`)) return arg.slice(flag.length + 3);
+    const found = argValue([...(container.command ?? []), ...(container.args ?? [])], flag);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/** A flag's value in a command line: `--flag=value`, `--flag value`, or '' for a bare `--flag`. */
+function argValue(args: readonly string[], flag: string): string | undefined {
+  for (const [i, arg] of args.entries()) {
+    if (arg.startsWith(`--${flag}=`)) return arg.slice(flag.length + 3);
+    if (arg === `--${flag}`) {
+      const next = args[i + 1];
+      return next !== undefined && !next.startsWith('--') ? next : '';
     }
   }
   return undefined;
@@ -248,7 +261,7 @@ function podProblem(pod: PodInfo): { message: string; fix: string } | undefined 
     if (text.includes(TAINT_UNINITIALIZED)) {
       return {
         message: `ccm Pod ${name} is Pending: it does not tolerate ${TAINT_UNINITIALIZED}, which only a cloud controller removes (it waits for itself)`,
-        fix: `tolerate ${TAINT_UNINITIALIZED}:NoSchedule in the Deployment (\`ccm manifests\` does)`,
+        fix: `tolerate ${TAINT_UNINITIALIZED}:NoSchedule in ccm's DaemonSet (\`ccm manifests\` does)`,
       };
     }
     if (text.includes(TAINT_NOT_READY)) {
@@ -281,6 +294,24 @@ function podProblem(pod: PodInfo): { message: string; fix: string } | undefined 
   return undefined;
 }
 
+/**
+ * A Pending Pod that only the one-Pod-per-Node rule keeps out: every Node it may run on already runs
+ * a ccm Pod (the host port; with --any-node also the anti-affinity), and the scheduler names no other
+ * reason than Nodes it may not run on anyway.
+ */
+function heldOutByOnePerNode(pod: PodInfo): boolean {
+  const unschedulable = pod.status?.conditions?.find(
+    (c) => c.type === 'PodScheduled' && c.status === 'False',
+  );
+  // "0/3 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, 2 node(s)
+  // didn't match Pod's node affinity/selector. preemption: …" (kube-scheduler's message).
+  const summary = (unschedulable?.message ?? '').split(/\.\s*preemption:/)[0] ?? '';
+  const reasons = [...summary.matchAll(/\d+ node\(s\) ([^,.]+)/g)].map((m) => m[1] as string);
+  const onePerNode = (r: string) => /free ports for the requested pod ports|pod anti-affinity rules/.test(r);
+  const elsewhere = (r: string) => /node affinity\/selector/.test(r);
+  return reasons.some(onePerNode) && reasons.every((r) => onePerNode(r) || elsewhere(r));
+}
+
 export function checkControllerPods(
   pods: readonly PodInfo[],
   namespace: string,
@@ -296,7 +327,11 @@ export function checkControllerPods(
       'deploy them: `ccm manifests --provider <cloud> --image <registry>/ccm:<version> | kubectl apply --server-side -f -`',
     );
   }
-  const problems = pods.map(podProblem).filter((p) => p !== undefined);
+  const running = pods.filter((p) => podProblem(p) === undefined);
+  const notRunning = pods.filter((p) => podProblem(p) !== undefined);
+  // With one running, a Pod that waits only for a Node of its own is a missing standby, not a fault.
+  const waiting = running.length > 0 ? notRunning.filter(heldOutByOnePerNode) : [];
+  const problems = notRunning.filter((p) => !waiting.includes(p)).map(podProblem);
   const first = problems[0];
   if (first) {
     return fail(
@@ -305,6 +340,17 @@ export function checkControllerPods(
         ? `${first.message} (and ${problems.length - 1} more Pod(s) not running)`
         : first.message,
       first.fix,
+    );
+  }
+  if (waiting.length > 0) {
+    const names = waiting.map((p) => p.metadata?.name ?? '');
+    return withItems(
+      warn(
+        'controller-pods',
+        `${running.length} ccm Pod(s) running in ${namespace}; ${waiting.length} Pending because every Node it may run on already runs one (one ccm Pod per Node): ${names.join(', ')}`,
+        'nothing is broken (a running Pod leads); for a standby, let the Pods run on one more Node (another control-plane Node, or --node-selector naming two Nodes)',
+      ),
+      names,
     );
   }
   return pass('controller-pods', `${pods.length} ccm Pod(s) running in ${namespace}`);
@@ -438,6 +484,67 @@ export function checkListing(
     );
   }
   return pass('cloud-listing', `the cloud listing (${count}) contains all ${ours.length} Node(s)`);
+}
+
+/** Whether ccm as deployed runs the route controller, and why (for the check's line). */
+export interface RoutesSetting {
+  /** undefined: no arguments of a deployed ccm to read. */
+  on?: boolean;
+  why: string;
+}
+
+/**
+ * The route controller runs only with a --cluster-cidr, with `route` in --controllers and without
+ * --configure-cloud-routes=false (route-controller.ts); read from `ccm run`'s deployed arguments.
+ */
+export function routesSetting(
+  deployed: { args: readonly string[]; where: string } | undefined,
+): RoutesSetting {
+  if (!deployed) return { why: 'no ccm DaemonSet, Deployment or Pod to read its arguments from' };
+  const { args, where } = deployed;
+  const controllers = argValue(args, 'controllers') ?? '*';
+  if (!selectControllers(controllers).enabled.includes('route'))
+    return {
+      on: false,
+      why: `${where} runs \`ccm run --controllers=${controllers}\`, without the route controller`,
+    };
+  const configure = argValue(args, 'configure-cloud-routes');
+  if (configure === 'false' || args.includes('--no-configure-cloud-routes'))
+    return { on: false, why: `${where} runs \`ccm run\` with --configure-cloud-routes=false` };
+  let cidrs: ReturnType<typeof parseClusterCIDRs> = [];
+  try {
+    cidrs = parseClusterCIDRs(argValue(args, 'cluster-cidr') ?? '');
+  } catch {
+    // ccm refuses to start with it: the Pods' own check says so.
+  }
+  if (cidrs.length === 0) return { on: false, why: `${where} runs \`ccm run\` without --cluster-cidr` };
+  return { on: true, why: `${where} runs \`ccm run\` with --cluster-cidr=${argValue(args, 'cluster-cidr')}` };
+}
+
+/**
+ * Routes as ccm is deployed without them: nothing to list; only a Node still NetworkUnavailable, which
+ * no route controller will clear, is worth a line.
+ */
+export function checkRoutesOff(nodes: readonly SlimNode[], setting: RoutesSetting): CheckResult {
+  if (setting.on === undefined)
+    return warn(
+      'routes',
+      `routes not checked: ${setting.why} in its namespace (whether it makes routes is in its --cluster-cidr)`,
+      'check --namespace; a `ccm run` outside the cluster is not seen',
+    );
+  const unavailable = nodes
+    .filter((n) => n.status?.conditions?.some((c) => c.type === 'NetworkUnavailable' && c.status === 'True'))
+    .map(nameOf);
+  if (unavailable.length === 0)
+    return pass('routes', `the route controller is off (${setting.why}): no cloud routes to check`);
+  return withItems(
+    fail(
+      'routes',
+      `${unavailable.length} Node(s) are NetworkUnavailable: ${names(unavailable)}, and the route controller that would clear it is off (${setting.why})`,
+      "give the cluster's Pod CIDR to `ccm manifests --cluster-cidr` for routes in the cloud, or use a CNI that routes Pod traffic itself (it clears the condition)",
+    ),
+    unavailable,
+  );
 }
 
 /** What `doctor` learned of the cluster's routes: the listing, its failure, or why the cloud has none. */

@@ -6,9 +6,11 @@ import {
   type LeaseInfo,
   listPods,
   listWorkloads,
+  type PodInfo,
   readLease,
   serverVersion,
   serviceAccountMay,
+  type WorkloadInfo,
 } from '../kube/diagnostics.js';
 import { KubeApiError } from '../kube/errors.js';
 import { createNodeClient } from '../kube/nodes.js';
@@ -36,9 +38,12 @@ import {
   checkRbacNeeded,
   checkRbacSecrets,
   checkRoutes,
+  checkRoutesOff,
   checkSecret,
   checkUninitialized,
   type RoutesOutcome,
+  type RoutesSetting,
+  routesSetting,
 } from './doctor-checks.js';
 import { oneLine } from './errors.js';
 import { transportOptionsFrom } from './kube-flags.js';
@@ -101,11 +106,11 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
     try {
       version = await serverVersion(http);
     } catch (err) {
-      return resultOf([checkApiServerUnreachable(oneLine(err))]);
+      return resultOf([checkApiServerUnreachable(oneLine(err), auth.inCluster)]);
     }
     const sa = { namespace: input.namespace, name: input['service-account'] };
     const leaseRef = { namespace: input.namespace, name: input.lease };
-    const [nodes, kcm, apiservers, lease, ccmPods, secret, access] = await Promise.all([
+    const [nodes, kcm, apiservers, lease, ccmPods, secret, access, workloads] = await Promise.all([
       createNodeClient(http).listNodes(),
       listPods(http, 'kube-system', 'component=kube-controller-manager'),
       listPods(http, 'kube-system', 'component=kube-apiserver'),
@@ -113,6 +118,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
       listPods(http, input.namespace, CCM_POD_SELECTOR),
       secretRef ? readSecretOutcome(http, secretRef) : Promise.resolve(undefined),
       reviewAccess(http, sa, input, secretRef),
+      listWorkloads(http),
     ]);
     const checks: CheckResult[] = [
       checkApiServer(http.server, version, auth.insecure),
@@ -127,7 +133,9 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
     );
     const leaseCheck = checkLease(lease, leaseRef, now);
     checks.push(leaseCheck, checkControllerPods(ccmPods, input.namespace, leaseCheck.status === 'pass'));
-    checks.push(await officialControllerCheck(http, definition, leaseRef, lease, ccmPods.length > 0, now));
+    checks.push(
+      await officialControllerCheck(http, definition, workloads, leaseRef, lease, ccmPods.length > 0, now),
+    );
     const saName = `${sa.namespace}/${sa.name}`;
     checks.push(checkRbacNeeded(access.needed, saName), checkRbacSecrets(access.secrets, saName));
     if (!definition) {
@@ -143,17 +151,41 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
       checks.push(checkSecret(definition.credentials, secretRef, secret.data, secret.error));
     }
     const clusterID = () => clusterIdentity(http, input['cluster-name']);
-    checks.push(...(await cloudChecks(clusterID, definition, input, nodes, secretRef, secret?.data)));
+    const routes = routesSetting(deployedRun(workloads, input.namespace, ccmPods));
+    checks.push(...(await cloudChecks(clusterID, definition, input, nodes, secretRef, secret?.data, routes)));
     return resultOf(checks, definition.name);
   } finally {
     await http.close();
   }
 }
 
+/**
+ * `ccm run`'s arguments as deployed: its DaemonSet's (or with --any-node Deployment's), named ccm as
+ * `ccm manifests` names it, else a ccm Pod's.
+ */
+function deployedRun(
+  workloads: readonly WorkloadInfo[],
+  namespace: string,
+  pods: readonly PodInfo[],
+): { args: string[]; where: string } | undefined {
+  const workload = workloads.find((w) => w.namespace === namespace && w.name === 'ccm');
+  const fromWorkload = workload?.commandLines.find((c) => c.includes('run'));
+  if (workload && fromWorkload)
+    return { args: fromWorkload, where: `${workload.kind} ${namespace}/${workload.name}` };
+  const pod = pods.find((p) => p.spec?.containers?.length);
+  const container = pod?.spec?.containers?.[0];
+  if (!pod || !container) return undefined;
+  return {
+    args: [...(container.command ?? []), ...(container.args ?? [])],
+    where: `Pod ${namespace}/${pod.metadata?.name}`,
+  };
+}
+
 /** The official controllers of the cloud given (else of every cloud) beside ccm. */
 async function officialControllerCheck(
   http: KubeTransport,
   definition: ProviderDefinition | undefined,
+  workloads: readonly WorkloadInfo[],
   leaseRef: { namespace: string; name: string },
   ccmLease: LeaseInfo | undefined,
   ccmPods: boolean,
@@ -162,10 +194,9 @@ async function officialControllerCheck(
   const definitions = definition ? [definition] : await Promise.all(providerNames.map(loadProvider));
   const officials = definitions.flatMap((d) => d.officialControllers ?? []);
   const leaseNames = [...new Set(officials.flatMap((o) => o.leases))].filter((n) => n !== leaseRef.name);
-  const [workloads, leases] = await Promise.all([
-    listWorkloads(http),
-    Promise.all(leaseNames.map(async (name) => ({ name, info: await readLease(http, 'kube-system', name) }))),
-  ]);
+  const leases = await Promise.all(
+    leaseNames.map(async (name) => ({ name, info: await readLease(http, 'kube-system', name) })),
+  );
   const found = workloads.flatMap((w) =>
     officials
       .filter((o) => isOfficial(w, o))
@@ -221,6 +252,7 @@ async function cloudChecks(
   nodes: Parameters<typeof checkListing>[0],
   secretRef: { namespace: string; name: string } | undefined,
   secret: Record<string, string> | undefined,
+  routes: RoutesSetting,
 ): Promise<CheckResult[]> {
   let provider: Provider;
   let where = `the environment / --cloud-config of ${definition.name}`;
@@ -259,10 +291,14 @@ async function cloudChecks(
       verified && 'ok' in verified ? verified.ok : '',
     ),
   );
-  // Only where `ccm run` would run the route controller: a cluster that leaves it out of --controllers
-  // has no routes to miss.
+  // Only where `ccm run` runs the route controller: deployed without it (no --cluster-cidr, or `route`
+  // left out of --controllers), the cluster has no routes to miss.
   if (selectControllers(input.controllers).enabled.includes('route'))
-    checks.push(checkRoutes(nodes, await routesOutcome(provider, clusterID)));
+    checks.push(
+      routes.on
+        ? checkRoutes(nodes, await routesOutcome(provider, clusterID))
+        : checkRoutesOff(nodes, routes),
+    );
   return checks;
 }
 

@@ -35,7 +35,17 @@ export interface ManifestOptions {
    * runs elsewhere (managed, or without kubelets); or, explicitly, any Node.
    */
   placement?: Placement;
+  /** Default IfNotPresent; Never for an image loaded onto each Node by hand (no registry). */
+  imagePullPolicy?: ImagePullPolicy;
+  /** --cloud-api-url of the pods' `ccm run` and `ccm nodes init`. */
+  cloudApiUrl?: string;
+  /** --log-level of the pods, when not the default (info). */
+  logLevel?: string;
+  /** --request-timeout of the pods, in ms (0: none). */
+  requestTimeoutMs?: number;
 }
+
+export type ImagePullPolicy = 'IfNotPresent' | 'Always' | 'Never';
 
 export type Placement =
   | { kind: 'control-plane' }
@@ -116,9 +126,10 @@ function sorted(set: Set<string>): string[] {
 /**
  * Refuses an image a Node would pull from itself: with `localhost/…` (what podman names a local
  * build) or `127.0.0.1:5000/…`, a Node without the image asks whatever listens on its own loopback,
- * which any local user can serve, and the pod that image runs holds the cloud token.
+ * which any local user can serve, and the pod that image runs holds the cloud token. With
+ * imagePullPolicy Never nothing is ever pulled: the name only finds the image loaded on the Node.
  */
-export function checkImage(image: string): void {
+export function checkImage(image: string, pullPolicy: ImagePullPolicy = 'IfNotPresent'): void {
   const reference = image.trim();
   if (!reference || /\s/.test(reference)) {
     throw new UsageError(
@@ -129,7 +140,7 @@ export function checkImage(image: string): void {
   // The reference grammar (distribution/reference): the first component is a registry host only
   // when it has a "." or ":" or is "localhost".
   const isRegistry = reference.includes('/') && (/[.:]/.test(first) || first === 'localhost');
-  if (!isRegistry) return;
+  if (!isRegistry || pullPolicy === 'Never') return;
   const host = first.startsWith('[') ? first.slice(1, first.indexOf(']')) : first.replace(/:\d+$/, '');
   const loopback =
     host === 'localhost' ||
@@ -139,7 +150,7 @@ export function checkImage(image: string): void {
     host === '0.0.0.0';
   if (loopback) {
     throw new UsageError(
-      `--image ${reference} names a registry on the Node itself, which any local user could serve; push the image to a registry and pass that name (pinned by digest)`,
+      `--image ${reference} names a registry on the Node itself, which any local user could serve; push the image to a registry and pass that name (pinned by digest), or load it onto each Node and add --image-pull-policy Never`,
     );
   }
 }
@@ -181,9 +192,27 @@ function placementOf(placement: Placement): {
   };
 }
 
+/** `--cloud-api-url` as the pods get it: an http(s) URL, for a provider that has an API URL. */
+function checkCloudApiUrl(provider: ProviderDefinition, url: string): void {
+  if (!provider.apiUrlField) {
+    throw new UsageError(
+      `--cloud-api-url: the ${provider.name} provider has no API URL to set (its endpoint comes from its configuration)`,
+    );
+  }
+  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
+    throw new UsageError(`--cloud-api-url "${url}" is not an http(s) URL; use e.g. https://api.example.com`);
+  }
+}
+
+function durationArg(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+}
+
 export function renderManifests(provider: ProviderDefinition, options: ManifestOptions): K8sObject[] {
-  checkImage(options.image);
-  const { nodeSelector, nodeAffinity } = placementOf(options.placement ?? { kind: 'control-plane' });
+  checkImage(options.image, options.imagePullPolicy);
+  if (options.cloudApiUrl !== undefined) checkCloudApiUrl(provider, options.cloudApiUrl);
+  const placement = options.placement ?? { kind: 'control-plane' };
+  const { nodeSelector, nodeAffinity } = placementOf(placement);
   const { enabled, unavailable } = selectControllers(options.controllers);
   if (unavailable.length > 0) {
     throw new UsageError(`--controllers names ${unavailable.join(', ')}, which this build does not have`);
@@ -210,10 +239,16 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
     labels: { ...LABELS, 'app.kubernetes.io/component': component },
   });
 
+  // What `ccm run` and `ccm nodes init` share: every flag given here reaches both pods.
   const providerArgs = [
     `--provider=${provider.name}`,
     ...(secretRef ? [`--credentials-secret=${secretRef.namespace}/${secretRef.name}`] : []),
     ...(configMap ? [`--cloud-config=${CONFIG_MOUNT}/config`] : []),
+    ...(options.cloudApiUrl ? [`--cloud-api-url=${options.cloudApiUrl}`] : []),
+    ...(options.logLevel && options.logLevel !== 'info' ? [`--log-level=${options.logLevel}`] : []),
+    ...(options.requestTimeoutMs !== undefined
+      ? [`--request-timeout=${durationArg(options.requestTimeoutMs)}`]
+      : []),
   ];
   const objects: K8sObject[] = [];
   if (ns !== 'kube-system' && ns !== 'default') {
@@ -352,7 +387,7 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
       {
         name: 'ccm',
         image: options.image,
-        imagePullPolicy: 'IfNotPresent',
+        imagePullPolicy: options.imagePullPolicy ?? 'IfNotPresent',
         args,
         env: [
           { name: 'HOME', value: '/tmp' },
@@ -406,41 +441,61 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
     ...(options.clusterCIDR ? [`--cluster-cidr=${options.clusterCIDR}`] : []),
   ];
   const selector = { ...LABELS, 'app.kubernetes.io/component': 'controller' };
-  objects.push(
-    {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: meta('ccm', 'controller', ns),
-      spec: {
-        replicas: 2,
-        selector: { matchLabels: selector },
-        // Never two new pods at once on a small cluster: a standby always holds on.
-        strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } },
-        template: {
-          metadata: { labels: selector },
-          spec: {
-            ...podSpec('controller', runArgs),
-            // With hostNetwork two replicas on one Node would fight over the port: one per Node.
-            affinity: {
-              ...(nodeAffinity ? { nodeAffinity } : {}),
-              podAntiAffinity: {
-                requiredDuringSchedulingIgnoredDuringExecution: [
-                  { labelSelector: { matchLabels: selector }, topologyKey: 'kubernetes.io/hostname' },
-                ],
+  const controllerPod = podSpec('controller', runArgs);
+  if (placement.kind === 'any-node') {
+    // Any Node may be many: two replicas, one per Node (hostNetwork: one port per Node), rolled one
+    // at a time. A rollout needs two Nodes to run them; the DaemonSet below needs no count at all.
+    objects.push(
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: meta('ccm', 'controller', ns),
+        spec: {
+          replicas: 2,
+          selector: { matchLabels: selector },
+          strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } },
+          template: {
+            metadata: { labels: selector },
+            spec: {
+              ...controllerPod,
+              affinity: {
+                podAntiAffinity: {
+                  requiredDuringSchedulingIgnoredDuringExecution: [
+                    { labelSelector: { matchLabels: selector }, topologyKey: 'kubernetes.io/hostname' },
+                  ],
+                },
               },
+              terminationGracePeriodSeconds: 15,
             },
-            terminationGracePeriodSeconds: 15,
           },
         },
       },
-    },
-    {
-      apiVersion: 'policy/v1',
-      kind: 'PodDisruptionBudget',
+      {
+        apiVersion: 'policy/v1',
+        kind: 'PodDisruptionBudget',
+        metadata: meta('ccm', 'controller', ns),
+        spec: { maxUnavailable: 1, selector: { matchLabels: selector } },
+      },
+    );
+  } else {
+    // One pod on each Node of the pool (control plane, or --node-selector): as many standbys as
+    // Nodes, and a rollout that replaces one pod at a time, the old one gone (its Lease released)
+    // before the new one needs the port. Upstream's example cloud-controller-manager is one too.
+    // No PodDisruptionBudget: drains skip DaemonSet pods, and maxUnavailable needs a scalable owner.
+    objects.push({
+      apiVersion: 'apps/v1',
+      kind: 'DaemonSet',
       metadata: meta('ccm', 'controller', ns),
-      spec: { maxUnavailable: 1, selector: { matchLabels: selector } },
-    },
-  );
+      spec: {
+        selector: { matchLabels: selector },
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } },
+        template: {
+          metadata: { labels: selector },
+          spec: { ...controllerPod, terminationGracePeriodSeconds: 15 },
+        },
+      },
+    });
+  }
   if (options.cronjob) {
     const labels = { ...LABELS, 'app.kubernetes.io/component': 'nodes-init' };
     const { hostNetwork, ...rest } = podSpec('nodes-init', ['nodes', 'init', ...providerArgs]);
@@ -477,6 +532,17 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
     });
   }
   return objects;
+}
+
+/** The workload of `ccm run` among rendered objects: a DaemonSet, or with --any-node a Deployment. */
+export function controllerWorkload<T extends { kind?: string; metadata?: { name?: string } }>(
+  objects: readonly T[],
+): T {
+  const found = objects.find(
+    (o) => (o.kind === 'DaemonSet' || o.kind === 'Deployment') && o.metadata?.name === 'ccm',
+  );
+  if (!found) throw new Error('the manifests have no ccm DaemonSet or Deployment');
+  return found;
 }
 
 /**

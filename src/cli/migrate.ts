@@ -265,7 +265,7 @@ async function refuseWhileCcmRuns(http: KubeTransport): Promise<void> {
   const first = running[0]?.metadata;
   if (first) {
     throw new UsageError(
-      `ccm still runs (Pod ${first.namespace}/${first.name}${running.length > 1 ? ` and ${running.length - 1} more` : ''}): stop it first (kubectl -n ${first.namespace} scale deployment/ccm --replicas=0), then --rollback, or its service controller would build load balancers of its own`,
+      `ccm still runs (Pod ${first.namespace}/${first.name}${running.length > 1 ? ` and ${running.length - 1} more` : ''}): stop it first (kubectl -n ${first.namespace} delete daemonset,deployment -l ${CCM_POD_SELECTOR}), then --rollback, or its service controller would build load balancers of its own`,
     );
   }
 }

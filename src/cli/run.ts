@@ -184,7 +184,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     } catch (err) {
       if (err instanceof KubeApiError && (err.status === 401 || err.status === 403)) {
         throw new KubeConfigError(
-          `the API server refused ccm's credentials (${err.message}); check the kubeconfig user or ccm's RBAC`,
+          `the API server refused ccm's credentials (${err.message}); ${access.inCluster ? "check the Pod's ServiceAccount token" : 'check the kubeconfig user'} or ccm's RBAC`,
         );
       }
       if (!(err instanceof KubeUnreachableError) || monotonicMs() > deadline) throw err;

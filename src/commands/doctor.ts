@@ -16,7 +16,7 @@ export default class Doctor extends BaseCommand {
   ];
   static override flags = {
     namespace: Flags.string({
-      description: "Namespace of ccm's Deployment, Lease and ServiceAccount",
+      description: "Namespace of ccm's DaemonSet, Lease and ServiceAccount",
       default: 'kube-system',
     }),
     lease: Flags.string({

@@ -6,10 +6,11 @@ import type { Report } from '../cli/output/report.js';
 import { loadProvider } from '../providers/registry.js';
 
 export default class Manifests extends BaseCommand {
-  static override summary = 'Print the manifests that run ccm in a cluster (RBAC, Deployment, CronJob)';
+  static override summary = 'Print the manifests that run ccm in a cluster (RBAC, DaemonSet, CronJob)';
   static override description = [
-    'Prints kubectl-appliable YAML for one provider: the ServiceAccount, a least-privilege ClusterRole (exactly what the enabled controllers call), the leader-election Role, a get-by-name Role on the credentials Secret, a Deployment of `ccm run` with two replicas and a PodDisruptionBudget and, with --cronjob, the `ccm nodes init` CronJob. The pods run before the CNI and on uninitialised Nodes.',
-    'The pods run on control-plane Nodes only (required node affinity on node-role.kubernetes.io/control-plane, whose taint they tolerate): they hold the cloud credentials and may delete Nodes. --node-selector or --any-node for clusters whose control plane runs elsewhere.',
+    'Prints kubectl-appliable YAML for one provider: the ServiceAccount, a least-privilege ClusterRole (exactly what the enabled controllers call), the leader-election Role, a get-by-name Role on the credentials Secret, a DaemonSet of `ccm run` (one pod per Node it may run on, one leader, the others standbys) and, with --cronjob, the `ccm nodes init` CronJob. The pods run before the CNI and on uninitialised Nodes.',
+    'The pods run on control-plane Nodes only (required node affinity on node-role.kubernetes.io/control-plane, whose taint they tolerate): they hold the cloud credentials and may delete Nodes. --node-selector (still a DaemonSet, on those Nodes) or --any-node (a Deployment of two replicas, one per Node, with a PodDisruptionBudget) for clusters whose control plane runs elsewhere.',
+    'Every flag given reaches the pods: --cloud-api-url, --log-level and --request-timeout are passed to `ccm run` and `ccm nodes init`; --kubeconfig, --context and --cloud-config have no meaning in a pod and are refused.',
     'Apply with: ccm manifests --provider X --image <registry>/ccm:<version> | kubectl apply --server-side -f -',
   ].join('\n\n');
   static override examples = [
@@ -17,12 +18,19 @@ export default class Manifests extends BaseCommand {
     '<%= config.bin %> manifests --provider digitalocean --image registry.example.com/ccm:0.1.0 -o name',
     '<%= config.bin %> manifests --provider cloudlycke --image registry.example.com/ccm:0.1.0 --cronjob --out ./ccm-manifests',
     '<%= config.bin %> manifests --provider openstack --image registry.example.com/ccm:0.1.0 --node-selector node-role.kubernetes.io/system=true',
+    '<%= config.bin %> manifests --provider digitalocean --image localhost/ccm:0.1.0 --image-pull-policy Never',
   ];
   static override flags = {
     image: Flags.string({
       description:
         'Image of ccm, from a registry the Nodes pull from (pin it by digest), e.g. registry.example.com/ccm:0.1.0',
     }),
+    'image-pull-policy': Flags.option({
+      description:
+        'imagePullPolicy of the pods: Never for an image loaded onto each Node (ctr images import) instead of pulled from a registry',
+      options: ['IfNotPresent', 'Always', 'Never'] as const,
+      default: 'IfNotPresent',
+    })(),
     'node-selector': Flags.string({
       description:
         'Run the pods on Nodes with these labels (key=value,…) instead of control-plane Nodes: for clusters whose control plane runs elsewhere',
@@ -35,11 +43,11 @@ export default class Manifests extends BaseCommand {
       exclusive: ['node-selector'],
     }),
     namespace: Flags.string({
-      description: 'Namespace of the Deployment, its Lease and ServiceAccount',
+      description: 'Namespace of the DaemonSet, its Lease and ServiceAccount',
       default: 'kube-system',
     }),
     controllers: Flags.string({
-      description: 'Controllers the Deployment runs (and the RBAC allows)',
+      description: 'Controllers the pods run (and the RBAC allows)',
       default: '*',
     }),
     'credentials-secret': Flags.string({
@@ -71,10 +79,29 @@ export default class Manifests extends BaseCommand {
       throw new UsageError(
         `no image given; pass --image <registry>/ccm:${this.config.version} (built by \`npm run image\`, pushed to a registry the Nodes pull from)`,
       );
+    // Flags every command takes that mean nothing in a pod: refused rather than dropped unseen.
+    for (const flag of ['kubeconfig', 'context'] as const) {
+      if (flags[flag] !== undefined) {
+        throw new UsageError(
+          `--${flag} does not apply to \`ccm manifests\`: it reads no cluster, and the pods reach the API server with their ServiceAccount; give it to the kubectl that applies the output`,
+        );
+      }
+    }
+    const provider = await loadProvider(flags.provider);
+    if (flags['cloud-config'] !== undefined) {
+      throw new UsageError(
+        `--cloud-config does not apply to \`ccm manifests\`: the pods cannot read a file of this machine; ${
+          provider.configFileField && !flags['credentials-secret'] && !provider.credentials.secretName
+            ? `create the ConfigMap they mount: kubectl -n ${flags.namespace} create configmap ccm-${provider.name}-config --from-file=config=${flags['cloud-config']}`
+            : `store it in the credentials Secret: ccm secret create --provider ${provider.name} --cloud-config ${flags['cloud-config']}`
+        }`,
+      );
+    }
     const { parseNodeSelector, renderManifests, writeManifests } = await import('../cli/manifests.js');
     const { manifestsReport, manifestsWrittenReport } = await import('../cli/manifests-report.js');
-    const objects = renderManifests(await loadProvider(flags.provider), {
+    const objects = renderManifests(provider, {
       image: flags.image,
+      imagePullPolicy: flags['image-pull-policy'],
       placement: flags['any-node']
         ? { kind: 'any-node' }
         : flags['node-selector']
@@ -85,6 +112,9 @@ export default class Manifests extends BaseCommand {
       ...(flags['credentials-secret'] ? { credentialsSecret: flags['credentials-secret'] } : {}),
       ...(flags['cluster-name'] ? { clusterName: flags['cluster-name'] } : {}),
       ...(flags['cluster-cidr'] ? { clusterCIDR: flags['cluster-cidr'] } : {}),
+      ...(flags['cloud-api-url'] !== undefined ? { cloudApiUrl: flags['cloud-api-url'] } : {}),
+      logLevel: flags['log-level'],
+      ...(flags['request-timeout'] !== undefined ? { requestTimeoutMs: flags['request-timeout'] } : {}),
       cronjob: flags.cronjob,
       leaseName: 'cloud-controller-manager',
     });

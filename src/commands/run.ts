@@ -24,7 +24,7 @@ export default class Run extends CcmCommand {
   static override summary =
     'Run the cloud controller: node initialisation, node lifecycle, load balancers and Pod routes';
   static override description = [
-    'The long-running controller, as a Deployment runs it or a person runs it in a terminal. Watches Nodes, initialises tainted ones as they appear, keeps labels and addresses in step with the cloud, taints Nodes whose instance is shut down and deletes Nodes whose instance the cloud positively reports as gone, with the same rules as `ccm nodes init`.',
+    'The long-running controller, as the DaemonSet of `ccm manifests` runs it or a person runs it in a terminal. Watches Nodes, initialises tainted ones as they appear, keeps labels and addresses in step with the cloud, taints Nodes whose instance is shut down and deletes Nodes whose instance the cloud positively reports as gone, with the same rules as `ccm nodes init`.',
     'Only the replica holding the leader Lease writes. /healthz, /readyz and /metrics are served on --bind-address:--secure-port. SIGTERM or SIGINT: stop, finish in-flight writes, release the Lease, exit 0.',
     'A lost Lease (an API server outage, a paused process) stops the writes and the controllers, not the process: the replica stays a candidate under the same identity and leads again as soon as it can. It exits 2 for a configuration refused at start, 1 after an unexpected error (logged in one line, the Lease released).',
   ].join('\n\n');

@@ -38,6 +38,8 @@ export interface ClusterAccess {
   credentials: Credentials;
   /** Why the API server's certificate is not checked, when it is not. */
   insecure?: string;
+  /** The server is the `kubernetes` Service of a Pod's environment, not a kubeconfig's. */
+  inCluster?: boolean;
 }
 
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -134,6 +136,7 @@ export function loadKubeConfig(options: KubeConfigOptions): ClusterAccess {
   let userName: string;
   let cluster: KubeconfigCluster | undefined;
   let user: KubeconfigUser;
+  let inClusterAccess = false;
   if (files) {
     if (context && !files.contexts.has(context)) {
       const known = [...files.contexts.keys()];
@@ -156,6 +159,7 @@ export function loadKubeConfig(options: KubeConfigOptions): ClusterAccess {
     contextName = 'in-cluster';
     clusterName = 'in-cluster';
     userName = 'service account';
+    inClusterAccess = true;
   } else {
     throw new KubeConfigError(
       'no kubeconfig found; pass --kubeconfig, set KUBECONFIG, or run inside a cluster',
@@ -214,5 +218,12 @@ export function loadKubeConfig(options: KubeConfigOptions): ClusterAccess {
     warnOnce(
       `TLS certificates are not verified (${insecure}): anyone between here and the servers can read and change what is sent, credentials included`,
     );
-  return { server, context: contextName, tls, credentials, ...(insecure ? { insecure } : {}) };
+  return {
+    server,
+    context: contextName,
+    tls,
+    credentials,
+    ...(insecure ? { insecure } : {}),
+    ...(inClusterAccess ? { inCluster: true } : {}),
+  };
 }

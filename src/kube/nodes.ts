@@ -80,7 +80,7 @@ export function createNodeClient(source: ClusterAccess | KubeTransport): NodeCli
         // Every Kubernetes API server has Nodes: a 404 here is some other server.
         if (err instanceof KubeApiError && err.status === 404) {
           throw new KubeConfigError(
-            `${http.server} answered 404 to GET /api/v1/nodes: it is not a Kubernetes API server; check --kubeconfig and --context`,
+            `${http.server} answered 404 to GET /api/v1/nodes: it is not a Kubernetes API server; ${http.accessHint}`,
           );
         }
         throw err;

@@ -127,6 +127,17 @@ export class KubeTransport {
     this.url = new URL(this.server);
   }
 
+  /**
+   * Where to look when the API server does not answer, or something else does. In a Pod the address
+   * is the `kubernetes` Service's, which kube-proxy (or what replaces it) forwards on each Node: no
+   * kubeconfig flag is involved.
+   */
+  get accessHint(): string {
+    return this.access.inCluster
+      ? "that is the `kubernetes` Service (this Pod's KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT): check that kube-proxy (or what replaces it) forwards it to the API server on this Node, or set both in the Pod's env to the API server's own address and port"
+      : 'check --kubeconfig and --context';
+  }
+
   private agentFor(credential: Credential): HttpAgent {
     if (!this.agent || this.agentCert !== credential.cert) {
       const previous = this.agent;
@@ -452,7 +463,7 @@ export class KubeTransport {
     const reason = err.code ?? err.message;
     this.markReachable(false, reason);
     return new KubeUnreachableError(
-      `cannot reach the Kubernetes API server at ${this.server} (${reason}); check --kubeconfig and --context`,
+      `cannot reach the Kubernetes API server at ${this.server} (${reason}); ${this.accessHint}`,
     );
   }
 }

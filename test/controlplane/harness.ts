@@ -79,7 +79,8 @@ export async function freePort(): Promise<number> {
   });
 }
 
-function startProcess(name: string, bin: string, args: string[], logFile: string): ChildProcess {
+/** A control plane binary under the watchdog (gone with this process); `logTail` holds its stderr's end. */
+export function startProcess(name: string, bin: string, args: string[], logFile: string): ChildProcess {
   const child = spawn('bash', [join(here, 'watchdog.sh'), String(process.pid), bin, ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -124,7 +125,7 @@ function get(url: string, token: string, ca: string | undefined): Promise<{ stat
  * otherwise notice only at its next one-second poll; returns once the binary is dead (gone or a
  * zombie), so that its ports and data directory are free for resume().
  */
-async function killHard(watchdog: ChildProcess): Promise<void> {
+export async function killHard(watchdog: ChildProcess): Promise<void> {
   if (watchdog.exitCode !== null || watchdog.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => watchdog.once('exit', () => resolve()));
   const killed: number[] = [];

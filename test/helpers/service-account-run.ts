@@ -1,5 +1,5 @@
 /**
- * The built `ccm run` as the Deployment of `ccm manifests` runs it: as the manifests' ServiceAccount
+ * The built `ccm run` as the DaemonSet of `ccm manifests` runs it: as the manifests' ServiceAccount
  * (a TokenRequest token), scraped by a Prometheus allowed `get /metrics` alone, its requests read
  * back from the API server's audit log. For the tests that prove the manifests' RBAC is enough, and
  * that every rule of it is needed.
@@ -12,7 +12,7 @@ import { CoordinationV1Api, type CoreV1Api, type KubernetesObject } from '@kuber
 import { Agent, fetch } from 'undici';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
-import type { PolicyRule } from '../../src/cli/manifests.js';
+import { controllerWorkload, type PolicyRule } from '../../src/cli/manifests.js';
 import { fixtureApi, fixtureApply, fixtureClient } from '../controlplane/fixtures.js';
 import type { AuditEvent, ControlPlane } from '../controlplane/harness.js';
 import { terminate, until } from './run.js';
@@ -84,12 +84,12 @@ async function serviceAccountKubeconfig(
   return path;
 }
 
-/** The arguments of the manifests' Deployment but its --secure-port. */
+/** The arguments of the manifests' `ccm run` (DaemonSet, or Deployment) but its --secure-port. */
 function deploymentArgs(docs: ManifestDoc[]): string[] {
-  const deployment = docs.find((d) => d.kind === 'Deployment') as unknown as {
+  const workload = controllerWorkload(docs) as unknown as {
     spec: { template: { spec: { containers: { args: string[] }[] } } };
   };
-  return (deployment.spec.template.spec.containers[0]?.args ?? []).filter(
+  return (workload.spec.template.spec.containers[0]?.args ?? []).filter(
     (a) => !a.startsWith('--secure-port'),
   );
 }

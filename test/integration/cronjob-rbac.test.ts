@@ -171,8 +171,7 @@ describe('the generated CronJob', () => {
       'RoleBinding kube-system/ccm:migration-record',
       `ClusterRole /${ROLE}`,
       `ClusterRoleBinding /${ROLE}`,
-      'Deployment kube-system/ccm',
-      'PodDisruptionBudget kube-system/ccm',
+      'DaemonSet kube-system/ccm',
       'CronJob kube-system/ccm-nodes-init',
     ]);
     for (const obj of applied) {

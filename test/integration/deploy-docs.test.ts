@@ -98,7 +98,7 @@ describe('docs/deploy.md under Node 20', () => {
 
     const applied = await shell(applyLine as string);
     expect(applied.exitCode, `${applyLine}\n${applied.stderr}`).toBe(0);
-    expect(applied.stdout).toContain('deployment.apps/ccm serverside-applied');
+    expect(applied.stdout).toContain('daemonset.apps/ccm serverside-applied');
     expect(applied.stdout).toContain('clusterrole.rbac.authorization.k8s.io/system:ccm serverside-applied');
 
     // The token now comes from the Secret; there is no kubelet here, so no ccm Pod runs (exit 1).
@@ -142,6 +142,17 @@ describe('docs/deploy.md under Node 20', () => {
       'kubectl -n kube-system get cronjob ccm-nodes-init -o jsonpath={.spec.schedule}',
     );
     expect(kubectl.stdout).toBe('*/5 * * * *');
+  });
+
+  it('without a registry: the loaded image by its full name, never pulled', async () => {
+    const [, manifests] = blocks('docs/deploy.md', '### Without a registry');
+    expect(manifests).toHaveLength(1);
+    const run = await shell((manifests as string[])[0] as string);
+    expect(run.exitCode, run.stderr).toBe(0);
+    const kubectl = await shell(
+      'kubectl -n kube-system get daemonset ccm -o jsonpath={.spec.template.spec.containers[0].image},{.spec.template.spec.containers[0].imagePullPolicy}',
+    );
+    expect(kubectl.stdout).toBe('localhost/ccm:0.1.0,Never');
   });
 });
 

@@ -1,12 +1,21 @@
 /**
  * The container image, built as an operator would (`npm run image`, the line docs/deploy.md shows;
- * buildah, no engine), unpacked from its OCI archive and run with chroot as the image's user: no
- * container runtime is needed.
+ * buildah, no engine), unpacked from its OCI archive and run with chroot as the image's user; and
+ * loaded into a containerd of the test's own as the page's "Without a registry" shows it.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -23,10 +32,13 @@ interface Descriptor {
   digest: string;
 }
 
+const page = readFileSync(join(repo, 'docs', 'deploy.md'), 'utf8');
 /** The line docs/deploy.md shows under "The image", run as written (bash, from the repository). */
-const imageLine = /```sh\n([^\n]*)\n```/.exec(
-  readFileSync(join(repo, 'docs', 'deploy.md'), 'utf8').split('\n## The image\n')[1] ?? '',
-)?.[1];
+const imageLine = /```sh\n([^\n]*)\n```/.exec(page.split('\n## The image\n')[1] ?? '')?.[1];
+/** The page's "Without a registry": the line run on each Node, and the `ccm manifests` line. */
+const [importLine, manifestsLine] = [
+  ...(page.split('\n### Without a registry\n')[1]?.split('\n## ')[0] ?? '').matchAll(/```sh\n([^\n]*)\n```/g),
+].map((m) => m[1] as string);
 
 beforeAll(() => {
   expect(imageLine).toMatch(/^npm run image\b/);
@@ -91,4 +103,32 @@ describe('the ccm image', () => {
     }
     expect(statSync(join(rootfs, 'usr', 'bin', 'node')).isFile()).toBe(true);
   });
+});
+
+describe('the image without a registry', () => {
+  it("imports into containerd, with the page's ctr line, as the name its `ccm manifests` line passes", async () => {
+    expect(importLine).toMatch(/^ctr -n k8s\.io images import /);
+    const image = /--image (\S+) --image-pull-policy Never /.exec(manifestsLine ?? '')?.[1];
+    expect(image).toBe(`localhost/ccm:${version}`);
+    // A containerd of its own: its own root, state and socket, nothing of the machine's.
+    const dir = join(work, 'containerd');
+    mkdirSync(dir);
+    const address = join(dir, 'containerd.sock');
+    writeFileSync(
+      join(dir, 'config.toml'),
+      `version = 2\nroot = "${dir}/root"\nstate = "${dir}/state"\ndisabled_plugins = ["io.containerd.grpc.v1.cri"]\n[grpc]\n  address = "${address}"\n`,
+    );
+    const containerd = spawn('containerd', ['--config', join(dir, 'config.toml')], { stdio: 'ignore' });
+    try {
+      for (let i = 0; i < 100 && !existsSync(address); i++) await new Promise((r) => setTimeout(r, 100));
+      const env = { ...process.env, CONTAINERD_ADDRESS: address };
+      // As on a Node, from the folder the archive was copied to.
+      execFileSync('bash', ['-c', importLine as string], { cwd: dirname(archive), env, stdio: 'pipe' });
+      const names = execFileSync('ctr', ['-n', 'k8s.io', 'images', 'ls', '-q'], { env, encoding: 'utf8' });
+      expect(names.trim().split('\n')).toContain(image);
+    } finally {
+      containerd.kill('SIGTERM');
+      await new Promise((r) => containerd.once('exit', r));
+    }
+  }, 120_000);
 });

@@ -12,7 +12,7 @@ import { type ClusterAccess, loadKubeConfig } from '../../src/kube/config.js';
 import { createNodeClient } from '../../src/kube/nodes.js';
 import { KubeTransport } from '../../src/kube/transport.js';
 import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { type ControlPlane, freePort, startControlPlane } from '../controlplane/harness.js';
 import { ccm } from '../helpers/cli.js';
 
 const USERS = ['exec-first', 'exec-second', 'sa-before', 'sa-after'];
@@ -262,6 +262,37 @@ describe('kubeconfig credentials, as the real API server sees them', () => {
       interactive: false,
     });
     await expect(whoami(wrong)).rejects.toThrow(/cannot reach the Kubernetes API server/);
+  });
+
+  it('in-cluster: an address that does not answer is said to be the `kubernetes` Service, not a kubeconfig', async () => {
+    const sa = join(dir, `serviceaccount-${++fileCount}`);
+    mkdirSync(sa);
+    writeFileSync(join(sa, 'ca.crt'), ca);
+    writeFileSync(join(sa, 'token'), cp.tokens['sa-before'] as string);
+    const inPod = (port: number) =>
+      loadKubeConfig({
+        env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: String(port) },
+        serviceAccountDir: sa,
+        interactive: false,
+      });
+    // The Service's address answers (kube-proxy forwards it): the same access works.
+    expect(await whoami(inPod(cp.port))).toBe('sa-before');
+    // Nothing forwards it: what the Pod is told is what to check in a Pod.
+    const closed = await freePort();
+    const unreachable = await whoami(inPod(closed)).then(
+      () => '',
+      (err: Error) => err.message,
+    );
+    expect(unreachable).toMatch(
+      new RegExp(
+        `^cannot reach the Kubernetes API server at https://127\\.0\\.0\\.1:${closed} \\(ECONNREFUSED\\); that is the \`kubernetes\` Service \\(this Pod's KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT\\): check that kube-proxy `,
+      ),
+    );
+    expect(unreachable).not.toContain('--kubeconfig');
+    expect(unreachable.split('\n')).toHaveLength(1);
+    // Outside a Pod the kubeconfig is still what to check.
+    const file = kubeconfig({ cluster: { server: `https://127.0.0.1:${closed}` }, user: { token: 'x' } });
+    await expect(whoami(load(file))).rejects.toThrow(/; check --kubeconfig and --context$/);
   });
 
   it('tls-server-name is the name the server certificate is checked against', async () => {

@@ -1,6 +1,6 @@
 /**
  * `ccm manifests --controllers route`: the RBAC it prints is what the route controller alone needs.
- * The built `ccm run` of the Deployment, started with a TokenRequest token of the manifests'
+ * The built `ccm run` of the DaemonSet, started with a TokenRequest token of the manifests'
  * ServiceAccount against the OpenStack simulator, creates a route, sets NetworkUnavailable, records
  * a FailedToCreateRoute event and answers a metrics scraper with zero 403s; with any one rule removed,
  * the same run meets a 403 (as test/integration/manifests.test.ts proves for every controller).

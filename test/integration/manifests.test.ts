@@ -1,6 +1,6 @@
 /**
  * `ccm manifests` against a real kube-apiserver: the output of every provider is accepted by
- * server-side apply (Deployment, CronJob and PDB schemas validated for real); `ccm run` started with a
+ * server-side apply (DaemonSet and CronJob schemas validated for real); `ccm run` started with a
  * TokenRequest token of those manifests' ServiceAccount does every job with zero 403s in the audit
  * log; and every RBAC rule is needed: with any one removed, the same run meets a 403.
  */
@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { type KubernetesObject, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
-import { type PolicyRule, renderManifests } from '../../src/cli/manifests.js';
+import { controllerWorkload, type PolicyRule, renderManifests } from '../../src/cli/manifests.js';
 import { loadProvider, providerNames } from '../../src/providers/registry.js';
 import { createNodes, deleteAllNodes, UNINITIALIZED } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
@@ -59,14 +59,7 @@ describe('ccm manifests', () => {
     for (const doc of docs) await run.apply(doc);
     const kinds = docs.map((d) => d.kind);
     expect(kinds).toEqual(
-      expect.arrayContaining([
-        'ServiceAccount',
-        'ClusterRole',
-        'Role',
-        'Deployment',
-        'PodDisruptionBudget',
-        'CronJob',
-      ]),
+      expect.arrayContaining(['ServiceAccount', 'ClusterRole', 'Role', 'DaemonSet', 'CronJob']),
     );
     // Never list or watch Secrets; a credentials Secret is read by name only.
     for (const role of docs.filter((d) => d.kind === 'ClusterRole' || d.kind === 'Role')) {
@@ -76,11 +69,12 @@ describe('ccm manifests', () => {
         expect(rule.resourceNames?.length).toBe(1);
       }
     }
-    const deployment = docs.find((d) => d.kind === 'Deployment') as unknown as {
-      spec: { replicas: number; template: { spec: Record<string, unknown> } };
+    const workload = controllerWorkload(docs) as unknown as {
+      kind: string;
+      spec: { template: { spec: Record<string, unknown> } };
     };
-    expect(deployment.spec.replicas).toBe(2);
-    expect(deployment.spec.template.spec).toMatchObject({ hostNetwork: true, dnsPolicy: 'Default' });
+    expect(workload.kind).toBe('DaemonSet');
+    expect(workload.spec.template.spec).toMatchObject({ hostNetwork: true, dnsPolicy: 'Default' });
   });
 });
 
@@ -137,7 +131,7 @@ describe('ccm run with the RBAC of its manifests', () => {
         instances: [{ id: 'w1', addresses: [{ type: 'InternalIP', address: '192.168.56.11' }] }],
       }),
     );
-    // The Deployment's own arguments, pointed at this machine: the cloud file, a local port.
+    // The DaemonSet's own arguments, pointed at this machine: the cloud file, a local port.
     await run.install(docs, dir, [
       `--cloud-config=${inventory()}`,
       '--deletion-grace-period=0s',

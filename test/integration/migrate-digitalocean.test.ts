@@ -324,7 +324,7 @@ describe('ccm migrate --provider digitalocean', () => {
     const refused = await migrate('--rollback');
     expect(refused.exitCode).toBe(2);
     expect(refused.stderr.trim()).toBe(
-      'ccm: ccm still runs (Pod kube-system/ccm-5d9f-abcde): stop it first (kubectl -n kube-system scale deployment/ccm --replicas=0), then --rollback, or its service controller would build load balancers of its own',
+      'ccm: ccm still runs (Pod kube-system/ccm-5d9f-abcde): stop it first (kubectl -n kube-system delete daemonset,deployment -l app.kubernetes.io/name=ccm,app.kubernetes.io/component=controller), then --rollback, or its service controller would build load balancers of its own',
     );
     expect(await ccmWrites()).toBe(writesBeforeRefusal);
     await api.deleteNamespacedPod({

@@ -10,11 +10,13 @@ import { fileURLToPath } from 'node:url';
 import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { runDoctor } from '../../src/cli/doctor.js';
+import { renderManifests } from '../../src/cli/manifests.js';
 import type { RunInput } from '../../src/cli/run.js';
+import { loadProvider } from '../../src/providers/registry.js';
 import type { Provider } from '../../src/providers/types.js';
 import type { SimPort, SimRouter } from '../clouds/openstack/neutron-routes.js';
 import { OpenStackSimulator } from '../clouds/openstack/simulator.js';
-import { fixtureApi, internalIPs, nodeObject } from '../controlplane/fixtures.js';
+import { fixtureApi, fixtureApply, internalIPs, nodeObject } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import {
   freePort,
@@ -140,8 +142,30 @@ async function networkAvailable(name: string, reason: string, message: string): 
   await api.replaceNodeStatus({ name, body: { ...n, status: { ...n.status, conditions } } });
 }
 
-/** `ccm doctor`'s routes check of this cluster, with `--controllers controllers`. */
-async function doctorRoutes(controllers = '*') {
+/** The DaemonSet (and RBAC) of `ccm manifests`, as deployed with this --cluster-cidr (or without one). */
+async function deployCcm(clusterCIDR: string | undefined): Promise<void> {
+  const objects = renderManifests(await loadProvider('openstack'), {
+    image: 'registry.example.com/ccm:0.1.0',
+    namespace: 'kube-system',
+    controllers: '*',
+    cronjob: false,
+    leaseName: 'cloud-controller-manager',
+    clusterName: CLUSTER,
+    ...(clusterCIDR ? { clusterCIDR } : {}),
+  });
+  const apply = fixtureApply(cp.kubeconfigPath);
+  for (const object of objects) await apply(object);
+}
+
+/**
+ * `ccm doctor`'s routes check of this cluster, with `--controllers controllers`, ccm deployed as the
+ * in-process one runs (with --cluster-cidr) unless `deployed` says otherwise.
+ */
+async function doctorRoutes(
+  controllers = '*',
+  deployed: { clusterCIDR?: string } = { clusterCIDR: CLUSTER_CIDR },
+) {
+  await deployCcm(deployed.clusterCIDR);
   const file = join(tempDir('ccm-doctor-'), 'cloud.conf');
   writeFileSync(file, conf());
   const report = await runDoctor({
@@ -585,6 +609,23 @@ describe('route controller, OpenStack', () => {
     expect(await doctor()).toMatchObject({ status: 'fail', items: ['w12 10.244.12.0/24'] });
     // A cluster whose --controllers leaves the route controller out has no routes to check.
     expect(await doctor('*,-route')).toBeUndefined();
+  });
+
+  it('`ccm doctor` looks for no route where ccm is deployed without --cluster-cidr (a kubeadm cluster whose CNI never sets NetworkUnavailable)', async () => {
+    await worker(11);
+    await worker(12);
+    // No route in the cloud, no condition on the Nodes, and the DaemonSet runs `ccm run` without routes.
+    const off = await doctorRoutes('*', {});
+    expect(off).toMatchObject({
+      status: 'pass',
+      message:
+        'the route controller is off (DaemonSet kube-system/ccm runs `ccm run` without --cluster-cidr): no cloud routes to check',
+    });
+    // Deployed with --cluster-cidr, the same cluster misses both routes.
+    expect(await doctorRoutes()).toMatchObject({
+      status: 'fail',
+      items: ['w11 10.244.11.0/24', 'w12 10.244.12.0/24'],
+    });
   });
 
   it('without [Route] router-id, or without --cluster-cidr, --controllers route says so in one line and calls nothing', async () => {

@@ -3,11 +3,15 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import {
   checkApiServerFlags,
+  checkApiServerUnreachable,
   checkControllerManager,
+  checkControllerPods,
   checkKubeletsExternal,
   checkLease,
   checkRoutes,
+  checkRoutesOff,
   checkUninitialized,
+  routesSetting,
 } from '../../../src/cli/doctor-checks.js';
 import type { PodInfo } from '../../../src/kube/diagnostics.js';
 import type { SlimNode } from '../../../src/kube/slim-node.js';
@@ -160,5 +164,95 @@ describe('the kubelet-external check reads Node objects', () => {
       '1 Node(s) whose kubelet is not external (no uninitialized taint, no provider ID, no provided-node-ip: it registered without --cloud-provider=external): legacy-1',
     );
     expect(result.fix).toContain('`ccm cluster prepare --initialize-existing`');
+  });
+});
+
+describe('the routes check follows ccm as deployed', () => {
+  const deployed = (...args: string[]) => ({
+    args: ['run', '--provider=openstack', ...args],
+    where: 'DaemonSet kube-system/ccm',
+  });
+
+  it('the route controller runs only with --cluster-cidr, `route` in --controllers and routes not turned off', () => {
+    expect(routesSetting(deployed('--controllers=*'))).toEqual({
+      on: false,
+      why: 'DaemonSet kube-system/ccm runs `ccm run` without --cluster-cidr',
+    });
+    expect(routesSetting(deployed('--cluster-cidr=10.244.0.0/16')).on).toBe(true);
+    expect(routesSetting(deployed('--cluster-cidr', '10.244.0.0/16')).on).toBe(true);
+    expect(routesSetting(deployed('--cluster-cidr=10.244.0.0/16', '--controllers=*,-route')).on).toBe(false);
+    expect(routesSetting(deployed('--cluster-cidr=10.244.0.0/16', '--configure-cloud-routes=false')).on).toBe(
+      false,
+    );
+    expect(routesSetting(deployed('--cluster-cidr=not-a-cidr')).on).toBe(false);
+    expect(routesSetting(undefined).on).toBeUndefined();
+  });
+
+  it('off: passes, unless a Node is NetworkUnavailable, which nothing would clear; unknown: a warning', () => {
+    const node = (name: string, unavailable?: 'True' | 'False'): SlimNode => ({
+      metadata: { name, uid: `uid-${name}` },
+      spec: { providerID: `openstack:///${name}`, podCIDRs: ['10.244.1.0/24'] },
+      status: {
+        conditions: unavailable ? [{ type: 'NetworkUnavailable', status: unavailable }] : [],
+      },
+    });
+    const off = routesSetting(deployed());
+    // A kubeadm cluster whose CNI never sets the condition, and no --cluster-cidr: nothing to miss.
+    expect(checkRoutesOff([node('w1'), node('w2')], off)).toMatchObject({
+      status: 'pass',
+      message: expect.stringMatching(
+        /^the route controller is off \(DaemonSet kube-system\/ccm runs `ccm run` without --cluster-cidr\)/,
+      ),
+    });
+    expect(checkRoutesOff([node('w1', 'True')], off)).toMatchObject({ status: 'fail', items: ['w1'] });
+    expect(checkRoutesOff([node('w1')], routesSetting(undefined)).status).toBe('warn');
+  });
+});
+
+describe('the controller Pods check', () => {
+  const pod = (name: string, status: PodInfo['status']): PodInfo => ({
+    metadata: { name, namespace: 'kube-system' },
+    spec: { containers: [{ name: 'ccm', args: ['run'] }] },
+    status,
+  });
+  const running = pod('ccm-a', { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] });
+  const pending = (name: string, message: string) =>
+    pod(name, {
+      phase: 'Pending',
+      conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message }],
+    });
+  const anti =
+    "0/3 nodes are available: 1 node(s) didn't match pod anti-affinity rules, 2 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.";
+  const ports =
+    "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.";
+
+  it('a replica Pending only because every Node it may run on has one already: ! (a standby without a Node)', () => {
+    for (const message of [anti, ports]) {
+      const result = checkControllerPods([running, pending('ccm-b', message)], 'kube-system', true);
+      expect(result).toMatchObject({ status: 'warn', items: ['ccm-b'] });
+      expect(result.message).toMatch(
+        /^1 ccm Pod\(s\) running in kube-system; 1 Pending because every Node it may run on already runs one/,
+      );
+    }
+  });
+
+  it('still ✗ when none runs, or when another reason (a taint) keeps it from a Node', () => {
+    expect(checkControllerPods([pending('ccm-b', anti)], 'kube-system', false).status).toBe('fail');
+    const tainted =
+      "0/3 nodes are available: 1 node(s) didn't match pod anti-affinity rules, 1 node(s) had untolerated taint {example.com/dedicated: }, 1 node(s) didn't match Pod's node affinity/selector.";
+    expect(checkControllerPods([running, pending('ccm-b', tainted)], 'kube-system', true).status).toBe(
+      'fail',
+    );
+  });
+});
+
+describe('an API server that does not answer', () => {
+  it('from a Pod, the fix is the `kubernetes` Service and what forwards it, not a kubeconfig flag', () => {
+    const inPod = checkApiServerUnreachable('cannot reach …', true);
+    expect(inPod.fix).toMatch(
+      /`kubernetes` Service: make kube-proxy .* KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT/,
+    );
+    expect(inPod.fix).not.toContain('--kubeconfig');
+    expect(checkApiServerUnreachable('cannot reach …').fix).toMatch(/^fix --kubeconfig \/ --context/);
   });
 });

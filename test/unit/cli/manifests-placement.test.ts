@@ -7,6 +7,7 @@ import type { V1Node, V1PodSpec } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import {
   checkImage,
+  controllerWorkload,
   type Placement,
   parseNodeSelector,
   renderManifests,
@@ -31,22 +32,28 @@ const nodes: Record<string, V1Node> = {
   system: nodeObject({ name: 'system-1', labels: { 'pool.example.com/role': 'system' } }),
 };
 
-async function pods(placement?: Placement): Promise<Record<string, V1PodSpec>> {
-  const objects = renderManifests(await loadProvider('digitalocean'), {
+async function render(placement?: Placement) {
+  return renderManifests(await loadProvider('digitalocean'), {
     image: 'registry.example.com/ccm:0.1.0',
     namespace: 'kube-system',
     controllers: '*',
     cronjob: true,
     leaseName: 'cloud-controller-manager',
     ...(placement ? { placement } : {}),
-  }) as unknown as { kind: string; spec: unknown }[];
-  const deployment = objects.find((o) => o.kind === 'Deployment')?.spec as {
-    template: { spec: V1PodSpec };
-  };
+  }) as unknown as { kind: string; metadata: { name: string }; spec: unknown }[];
+}
+
+/** The pod of `ccm run` (under the key of its workload's kind) and of the CronJob. */
+async function pods(placement?: Placement): Promise<Record<string, V1PodSpec>> {
+  const objects = await render(placement);
+  const workload = controllerWorkload(objects);
   const cronjob = objects.find((o) => o.kind === 'CronJob')?.spec as {
     jobTemplate: { spec: { template: { spec: V1PodSpec } } };
   };
-  return { Deployment: deployment.template.spec, CronJob: cronjob.jobTemplate.spec.template.spec };
+  return {
+    [workload.kind]: (workload.spec as { template: { spec: V1PodSpec } }).template.spec,
+    CronJob: cronjob.jobTemplate.spec.template.spec,
+  };
 }
 
 function placed(pod: V1PodSpec): string[] {
@@ -66,8 +73,6 @@ describe('ccm manifests: where the pods run', () => {
         ],
       });
     }
-    // The replicas still spread one per Node (hostNetwork, one port).
-    expect((await pods()).Deployment?.affinity?.podAntiAffinity).toBeDefined();
   });
 
   it('--node-selector: only on the Nodes with those labels', async () => {
@@ -94,6 +99,51 @@ describe('ccm manifests: where the pods run', () => {
   });
 });
 
+describe('ccm manifests: the workload of `ccm run`', () => {
+  it('on control-plane Nodes or --node-selector: a DaemonSet rolled one pod at a time, old pod out first', async () => {
+    const labels = parseNodeSelector('pool.example.com/role=system');
+    for (const placement of [undefined, { kind: 'node-selector', labels } as const]) {
+      const objects = await render(placement);
+      const workload = controllerWorkload(objects) as unknown as {
+        kind: string;
+        spec: { replicas?: number; updateStrategy: unknown; template: { spec: V1PodSpec } };
+      };
+      expect(workload.kind).toBe('DaemonSet');
+      expect(workload.spec.replicas).toBeUndefined();
+      // maxSurge 0: the new pod needs the old one's host port, so the old one goes first.
+      expect(workload.spec.updateStrategy).toEqual({
+        type: 'RollingUpdate',
+        rollingUpdate: { maxUnavailable: 1, maxSurge: 0 },
+      });
+      // One per Node by construction: no anti-affinity that a new pod could meet beside its old one.
+      expect(workload.spec.template.spec.affinity?.podAntiAffinity).toBeUndefined();
+      // A budget with maxUnavailable needs an owner with a scale subresource, which a DaemonSet lacks.
+      expect(objects.map((o) => o.kind)).not.toContain('PodDisruptionBudget');
+      expect(objects.map((o) => o.kind)).not.toContain('Deployment');
+    }
+  });
+
+  it('--any-node: a Deployment of two replicas, one per Node, with a PodDisruptionBudget', async () => {
+    const objects = await render({ kind: 'any-node' });
+    const workload = controllerWorkload(objects) as unknown as {
+      kind: string;
+      spec: { replicas: number; strategy: unknown; template: { spec: V1PodSpec } };
+    };
+    expect(workload.kind).toBe('Deployment');
+    expect(workload.spec.replicas).toBe(2);
+    expect(workload.spec.strategy).toEqual({
+      type: 'RollingUpdate',
+      rollingUpdate: { maxUnavailable: 1, maxSurge: 0 },
+    });
+    expect(
+      workload.spec.template.spec.affinity?.podAntiAffinity
+        ?.requiredDuringSchedulingIgnoredDuringExecution?.[0]?.topologyKey,
+    ).toBe('kubernetes.io/hostname');
+    expect(objects.map((o) => o.kind)).toContain('PodDisruptionBudget');
+    expect(objects.map((o) => o.kind)).not.toContain('DaemonSet');
+  });
+});
+
 describe('ccm manifests: the image', () => {
   it.each([
     'localhost/ccm:0.1.0',
@@ -115,5 +165,11 @@ describe('ccm manifests: the image', () => {
     '10.0.0.5:5000/ccm:0.1.0',
   ])('takes %s', (image) => {
     expect(() => checkImage(image)).not.toThrow();
+  });
+
+  it('takes a name on the Node itself with imagePullPolicy Never: nothing is pulled, the name finds the loaded image', () => {
+    expect(() => checkImage('localhost/ccm:0.1.0', 'Never')).not.toThrow();
+    expect(() => checkImage('localhost/ccm:0.1.0', 'IfNotPresent')).toThrow(/--image-pull-policy Never/);
+    expect(() => checkImage('localhost/ccm:0.1.0', 'Always')).toThrow(/names a registry on the Node itself/);
   });
 });

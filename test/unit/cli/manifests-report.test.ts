@@ -53,9 +53,9 @@ describe('ccm manifests, printed', () => {
     const lines = text.split('\n');
     expect(lines[0]).toBe('serviceaccount/ccm');
     expect(lines).toContain('clusterrole.rbac.authorization.k8s.io/system:ccm');
-    expect(lines).toContain('deployment.apps/ccm');
+    expect(lines).toContain('daemonset.apps/ccm');
     expect(lines.at(-1)).toBe('cronjob.batch/ccm-nodes-init');
-    expect(lines.indexOf('deployment.apps/ccm')).toBeGreaterThan(lines.indexOf('serviceaccount/ccm'));
+    expect(lines.indexOf('daemonset.apps/ccm')).toBeGreaterThan(lines.indexOf('serviceaccount/ccm'));
   });
 
   it('quiet: nothing, since nothing failed', async () => {

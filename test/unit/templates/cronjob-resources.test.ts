@@ -2,7 +2,7 @@
  * The memory of what `ccm manifests` generates follows the measured figures of docs/benchmarks.md:
  * - the `nodes init` CronJob (issue 6, item 11): the limit holds the largest max RSS of the benchmark
  *   table with 20% to spare, and the request holds the 1,000-Node peak;
- * - the `ccm run` Deployment: the request holds the RSS with 5,000 Nodes cached, and the limit is at
+ * - the `ccm run` DaemonSet: the request holds the RSS with 5,000 Nodes cached, and the limit is at
  *   least twice that (a relist parses a new listing while the old cache is still held).
  * A new benchmark that outgrows the generated resources fails here.
  */
@@ -97,13 +97,13 @@ describe('the generated nodes-init CronJob memory', () => {
   });
 });
 
-describe('the generated `ccm run` Deployment memory', () => {
+describe('the generated `ccm run` DaemonSet memory', () => {
   const resources = (): Resources =>
-    (find('Deployment', 'ccm').spec as { template: { spec: PodSpec } }).template.spec.containers[0].resources;
+    (find('DaemonSet', 'ccm').spec as { template: { spec: PodSpec } }).template.spec.containers[0].resources;
 
   const env = () =>
     (
-      find('Deployment', 'ccm').spec as {
+      find('DaemonSet', 'ccm').spec as {
         template: { spec: { containers: [{ env: { name: string; value: string }[] }] } };
       }
     ).template.spec.containers[0].env;
