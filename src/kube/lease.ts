@@ -40,7 +40,7 @@ interface LeaseSpec {
   leaseDurationSeconds?: number;
   acquireTime?: string;
   renewTime?: string;
-  leaderTransitions?: number;
+  leaseTransitions?: number;
 }
 
 interface Lease {
@@ -190,7 +190,7 @@ export class LeaderElector {
               leaseDurationSeconds: 1,
               acquireTime: now,
               renewTime: now,
-              leaderTransitions: current.spec?.leaderTransitions ?? 0,
+              leaseTransitions: current.spec?.leaseTransitions ?? 0,
             },
           },
         });
@@ -244,7 +244,7 @@ export class LeaderElector {
     try {
       const current = await this.get(Math.max(500, timeoutMs));
       if (!current) {
-        mine.leaderTransitions = 0;
+        mine.leaseTransitions = 0;
         await this.options.transport.request({
           method: 'POST',
           path: `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`,
@@ -268,9 +268,9 @@ export class LeaderElector {
       if (spec.holderIdentity && valid && !iLead) return false;
       if (iLead && spec.acquireTime) {
         mine.acquireTime = spec.acquireTime;
-        mine.leaderTransitions = spec.leaderTransitions ?? 0;
+        mine.leaseTransitions = spec.leaseTransitions ?? 0;
       } else {
-        mine.leaderTransitions = (spec.leaderTransitions ?? 0) + 1;
+        mine.leaseTransitions = (spec.leaseTransitions ?? 0) + 1;
       }
       await this.options.transport.request({
         method: 'PUT',

@@ -104,7 +104,7 @@ describe('leader election', () => {
     expect(store.lease()?.spec).toMatchObject({
       holderIdentity: 'me',
       acquireTime: acquired,
-      leaderTransitions: 0,
+      leaseTransitions: 0,
     });
     elector.stop();
     expect(await running).toBe('stopped');
@@ -128,7 +128,7 @@ describe('leader election', () => {
     const elector = electorOn(store, 60_000, 40_000, 50);
     const running = elector.run();
     await until('leading', () => elector.isLeader());
-    store.rewrite({ holderIdentity: 'other', leaseDurationSeconds: 60, leaderTransitions: 1 });
+    store.rewrite({ holderIdentity: 'other', leaseDurationSeconds: 60, leaseTransitions: 1 });
     const started = Date.now();
     expect(await running).toBe('lost');
     expect(Date.now() - started).toBeLessThan(2000);
