@@ -2,10 +2,12 @@
  * The checks of `ccm doctor`, one small pure function each: each takes what was read and returns one
  * verdict with, for a failure, the fix. Reading is doctor.ts's job; nothing here calls anything.
  */
-
+import { basename } from 'node:path';
+import { getFlag } from '../cluster/flags.js';
+import type { RunningProcess } from '../cluster/types.js';
 import { selectControllers } from '../controllers/manager.js';
 import { parseClusterCIDRs, planRoutes } from '../controllers/routes.js';
-import type { LeaseInfo, PodInfo, ServerVersion } from '../kube/diagnostics.js';
+import type { LeaseInfo, PodInfo, ServerVersion, WorkloadInfo } from '../kube/diagnostics.js';
 import type { SlimNode } from '../kube/slim-node.js';
 import {
   ANNOTATION_PROVIDED_NODE_IP,
@@ -222,6 +224,28 @@ export function checkKubeletsExternal(nodes: readonly SlimNode[]): CheckResult {
   );
 }
 
+/**
+ * The kubelet running on this host, where doctor runs on a Node: its command line shows the flag the
+ * Node object cannot. Undefined where no kubelet runs here (a workstation, a Pod).
+ */
+export function checkLocalKubelet(processes: readonly RunningProcess[]): CheckResult | undefined {
+  const kubelets = processes.filter((p) => basename(p.argv[0] ?? '') === 'kubelet');
+  if (kubelets.length !== 1) return undefined;
+  const [kubelet] = kubelets as [RunningProcess];
+  const value = getFlag(kubelet.argv.slice(1), 'cloud-provider');
+  if (value === 'external') {
+    return pass(
+      'kubelet-local',
+      `the kubelet on this host (pid ${kubelet.pid}) runs with --cloud-provider=external`,
+    );
+  }
+  return fail(
+    'kubelet-local',
+    `the kubelet on this host (pid ${kubelet.pid}) runs ${value === undefined ? 'without --cloud-provider' : `with --cloud-provider=${value}`}: Nodes it registers are never initialised, and it overwrites the addresses ccm sets`,
+    '`ccm cluster prepare` on this host (it restarts the kubelet with --cloud-provider=external)',
+  );
+}
+
 export function checkLease(
   lease: LeaseInfo | undefined,
   ref: { namespace: string; name: string },
@@ -282,6 +306,20 @@ function podProblem(pod: PodInfo): { message: string; fix: string } | undefined 
       fix: 'run the ccm Pods with hostNetwork: true (`ccm manifests` does)',
     };
   }
+  if (
+    waiting?.reason &&
+    /^(ErrImageNeverPull|ErrImagePull|ImagePullBackOff|InvalidImageName)$/.test(waiting.reason)
+  ) {
+    const image = pod.spec?.containers?.[0]?.image ?? 'its image';
+    const node = pod.spec?.nodeName ? ` on Node ${pod.spec.nodeName}` : '';
+    return {
+      message: `ccm Pod ${name} cannot start${node}: ${waiting.reason} for ${image}${waiting.message ? ` (${waiting.message.split('\n')[0]})` : ''}`,
+      fix:
+        waiting.reason === 'ErrImageNeverPull'
+          ? `import the image on that Node (\`ctr -n k8s.io images import <archive>\`, docs/deploy.md) or give \`ccm manifests --image\` the name it has there`
+          : `push ${image} to a registry the Nodes can pull from, or give \`ccm manifests --image\` a name they can pull`,
+    };
+  }
   if (pod.status?.phase !== 'Running') {
     const detail = waiting?.reason
       ? ` (${waiting.reason}${waiting.message ? `: ${waiting.message.split('\n')[0]}` : ''})`
@@ -316,11 +354,13 @@ export function checkControllerPods(
   pods: readonly PodInfo[],
   namespace: string,
   leaseHealthy: boolean,
+  workload?: WorkloadInfo,
 ): CheckResult {
   if (pods.length === 0) {
     if (leaseHealthy) {
       return warn('controller-pods', `no ccm Pods in ${namespace} (the Lease holder runs elsewhere)`);
     }
+    if (workload && workload.replicas === 0) return placedNowhere(workload);
     return fail(
       'controller-pods',
       `no ccm Pods (app.kubernetes.io/name=ccm) in ${namespace}`,
@@ -354,6 +394,34 @@ export function checkControllerPods(
     );
   }
   return pass('controller-pods', `${pods.length} ccm Pod(s) running in ${namespace}`);
+}
+
+/** ccm is deployed, but its workload asks for no Pod: no Node fits its placement, or it was scaled to 0. */
+function placedNowhere(workload: WorkloadInfo): CheckResult {
+  const where = `${workload.kind} ${workload.namespace}/${workload.name}`;
+  if (workload.kind === 'Deployment') {
+    return fail(
+      'controller-pods',
+      `${where} is scaled to 0 replicas`,
+      `\`kubectl -n ${workload.namespace} scale deployment ${workload.name} --replicas=2\``,
+    );
+  }
+  const { nodeSelector, affinityKeys } = workload.placement;
+  const asks = [
+    ...(Object.keys(nodeSelector).length > 0
+      ? [
+          `node selector ${Object.entries(nodeSelector)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(',')}`,
+        ]
+      : []),
+    ...(affinityKeys.length > 0 ? [`required node affinity on ${affinityKeys.join(', ')}`] : []),
+  ];
+  return fail(
+    'controller-pods',
+    `${where} runs on no Node: no Node fits its ${asks.length > 0 ? asks.join(' and ') : 'placement'} (and tolerates nothing more than it does)`,
+    `label the Nodes ccm should run on to match, or apply \`ccm manifests\` again with --node-selector naming labels those Nodes have`,
+  );
 }
 
 export function checkSecret(

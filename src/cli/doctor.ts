@@ -1,3 +1,4 @@
+import { localHost } from '../cluster/host.js';
 import { selectControllers } from '../controllers/manager.js';
 import { clusterIdentity } from '../kube/cluster-identity.js';
 import { loadKubeConfig } from '../kube/config.js';
@@ -33,6 +34,7 @@ import {
   checkKubeletsExternal,
   checkLease,
   checkListing,
+  checkLocalKubelet,
   checkOfficialController,
   checkProviderIDs,
   checkRbacNeeded,
@@ -130,9 +132,20 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
       checkControllerManager(kcm),
       checkApiServerFlags(version, apiservers),
       checkKubeletsExternal(nodes),
+      ...optional(
+        checkLocalKubelet(
+          await localHost()
+            .processes(['kubelet'])
+            .catch(() => []),
+        ),
+      ),
     );
     const leaseCheck = checkLease(lease, leaseRef, now);
-    checks.push(leaseCheck, checkControllerPods(ccmPods, input.namespace, leaseCheck.status === 'pass'));
+    const ccmWorkload = workloads.find((w) => w.namespace === input.namespace && w.name === 'ccm');
+    checks.push(
+      leaseCheck,
+      checkControllerPods(ccmPods, input.namespace, leaseCheck.status === 'pass', ccmWorkload),
+    );
     checks.push(
       await officialControllerCheck(http, definition, workloads, leaseRef, lease, ccmPods.length > 0, now),
     );
@@ -369,4 +382,8 @@ async function reviewAccess(
     );
   const [neededVerdicts, secretVerdicts] = await Promise.all([review(needed), review(forbidden)]);
   return { needed: neededVerdicts, secrets: secretVerdicts };
+}
+
+function optional<T>(value: T | undefined): T[] {
+  return value === undefined ? [] : [value];
 }

@@ -28,7 +28,7 @@ export interface PodInfo {
   spec?: {
     nodeName?: string;
     hostNetwork?: boolean;
-    containers?: { name: string; command?: string[]; args?: string[] }[];
+    containers?: { name: string; image?: string; command?: string[]; args?: string[] }[];
   };
   status?: {
     phase?: string;
@@ -126,6 +126,8 @@ export interface WorkloadInfo {
   images: string[];
   /** Each container's command and args, with `$(VAR)` expanded from its literal env values. */
   commandLines: string[][];
+  /** Where its Pods may run: the node selector's labels and the required node affinity's keys. */
+  placement: { nodeSelector: Record<string, string>; affinityKeys: string[] };
 }
 
 interface RawContainer {
@@ -145,10 +147,29 @@ function commandLine(c: RawContainer): string[] {
   );
 }
 
+interface RawPodSpec {
+  containers?: RawContainer[];
+  nodeSelector?: Record<string, string>;
+  affinity?: {
+    nodeAffinity?: {
+      requiredDuringSchedulingIgnoredDuringExecution?: {
+        nodeSelectorTerms?: { matchExpressions?: { key?: string }[] }[];
+      };
+    };
+  };
+}
+
 interface RawWorkload {
   metadata?: { namespace?: string; name?: string };
-  spec?: { replicas?: number; template?: { spec?: { containers?: RawContainer[] } } };
+  spec?: { replicas?: number; template?: { spec?: RawPodSpec } };
   status?: { desiredNumberScheduled?: number };
+}
+
+function placementOf(spec: RawPodSpec | undefined): WorkloadInfo['placement'] {
+  const terms =
+    spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
+  const keys = (terms ?? []).flatMap((t) => (t.matchExpressions ?? []).map((e) => e.key ?? ''));
+  return { nodeSelector: spec?.nodeSelector ?? {}, affinityKeys: [...new Set(keys.filter(Boolean))] };
 }
 
 /** Every Deployment and DaemonSet of the cluster (two listings). */
@@ -167,6 +188,7 @@ export async function listWorkloads(http: KubeTransport): Promise<WorkloadInfo[]
         replicas: kind === 'Deployment' ? (w.spec?.replicas ?? 1) : (w.status?.desiredNumberScheduled ?? 0),
         images: (w.spec?.template?.spec?.containers ?? []).map((c) => c.image ?? ''),
         commandLines: (w.spec?.template?.spec?.containers ?? []).map(commandLine),
+        placement: placementOf(w.spec?.template?.spec),
       });
     }
   }

@@ -10,13 +10,13 @@ import { ccm } from '../helpers/cli.js';
 import { tempDir } from '../helpers/tmp.js';
 import {
   CCM_IMAGE,
-  clusterScript,
-  ensureCluster,
   ensureImage,
+  freshCluster,
   hostPath,
   KUBECONFIG,
   kubectl,
   kubectlJson,
+  leaveCluster,
   NODE_IP,
   NODE_NAME,
   recordFigure,
@@ -39,8 +39,7 @@ function env() {
 }
 
 beforeAll(async () => {
-  await clusterScript(['down']);
-  await ensureCluster();
+  await freshCluster();
   await ensureImage();
   inventory = join(tempDir('ccm-cluster-inventory-'), 'inventory.yaml');
   writeFileSync(
@@ -58,13 +57,22 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await clusterScript(['down']);
+  await leaveCluster();
 });
 
 describe('ccm deployed in a real kubeadm cluster (Cloudlycke)', () => {
   it('prepare with the provider gives the running kubelet its provider ID', async () => {
     const run = await ccm(
-      ['cluster', 'prepare', '--provider', 'cloudlycke', '--cloud-config', inventory, '--yes', '--initialize-existing'],
+      [
+        'cluster',
+        'prepare',
+        '--provider',
+        'cloudlycke',
+        '--cloud-config',
+        inventory,
+        '--yes',
+        '--initialize-existing',
+      ],
       env(),
       300_000,
     );
@@ -72,13 +80,34 @@ describe('ccm deployed in a real kubeadm cluster (Cloudlycke)', () => {
     await until('the kubelet running external with its provider ID', async () => {
       const [kubelet] = runningArgs('kubelet');
       const line = kubelet?.join(' ') ?? '';
-      return line.includes('--cloud-provider=external') && line.includes(`--provider-id=cloudlycke://${NODE_NAME}`);
+      return (
+        line.includes('--cloud-provider=external') && line.includes(`--provider-id=cloudlycke://${NODE_NAME}`)
+      );
     });
   });
 
   it('the inventory ConfigMap, manifests --cronjob | kubectl apply: the Node is initialised', async () => {
-    await kubectl(['-n', NS, 'create', 'configmap', 'ccm-cloudlycke-config', `--from-file=config=${inventory}`]);
-    const manifests = await ccm(['manifests', '--provider', 'cloudlycke', '--cronjob', '--image', CCM_IMAGE], env());
+    await kubectl([
+      '-n',
+      NS,
+      'create',
+      'configmap',
+      'ccm-cloudlycke-config',
+      `--from-file=config=${inventory}`,
+    ]);
+    const manifests = await ccm(
+      [
+        'manifests',
+        '--provider',
+        'cloudlycke',
+        '--cronjob',
+        '--image',
+        CCM_IMAGE,
+        '--image-pull-policy',
+        'Never',
+      ],
+      env(),
+    );
     expect(manifests.exitCode, manifests.stderr).toBe(0);
     const t0 = Date.now();
     await kubectl(['apply', '--server-side', '-f', '-'], { input: manifests.stdout });
@@ -86,7 +115,8 @@ describe('ccm deployed in a real kubeadm cluster (Cloudlycke)', () => {
       'the Node initialised and untainted',
       async () => {
         const node = await kubectlJson<NodeObject>(['get', 'node', NODE_NAME]);
-        return node.spec.providerID === `cloudlycke://${NODE_NAME}` && !(node.spec.taints ?? []).some((t) => t.key === TAINT)
+        return node.spec.providerID === `cloudlycke://${NODE_NAME}` &&
+          !(node.spec.taints ?? []).some((t) => t.key === TAINT)
           ? node
           : undefined;
       },
@@ -118,7 +148,16 @@ describe('ccm deployed in a real kubeadm cluster (Cloudlycke)', () => {
 
   it('a rollout of a changed environment completes', async () => {
     const workload = (
-      await kubectl(['-n', NS, 'get', 'deployment,daemonset', '-l', 'app.kubernetes.io/name=ccm', '-o', 'name'])
+      await kubectl([
+        '-n',
+        NS,
+        'get',
+        'deployment,daemonset',
+        '-l',
+        'app.kubernetes.io/name=ccm',
+        '-o',
+        'name',
+      ])
     ).stdout
       .split('\n')
       .filter(Boolean)[0] as string;

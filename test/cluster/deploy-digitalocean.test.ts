@@ -5,19 +5,20 @@
  * a rollout, the leader's Pod deleted, the CronJob, a LoadBalancer Service, `ccm doctor` healthy and
  * broken, and a Node whose instance is gone.
  */
+import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
 import { ccm } from '../helpers/cli.js';
 import {
   CCM_IMAGE,
-  clusterScript,
-  ensureCluster,
   ensureImage,
+  freshCluster,
   hostPath,
   hostSystemctl,
   KUBECONFIG,
   kubectl,
   kubectlJson,
+  leaveCluster,
   NODE_IP,
   NODE_NAME,
   recordFigure,
@@ -79,20 +80,31 @@ async function rolloutStatus(timeout = '240s') {
   });
 }
 
+async function kcmLeader(): Promise<string | undefined> {
+  return (await kubectlJson<Lease>(['-n', NS, 'get', 'lease', 'kube-controller-manager'])).spec
+    .holderIdentity;
+}
+
 beforeAll(async () => {
-  await clusterScript(['down']);
-  await ensureCluster();
+  await freshCluster();
   sim = await DigitalOceanSimulator.start();
   const [droplet] = sim.addDroplets({ name: NODE_NAME, privateIP: NODE_IP, publicIP: '203.0.113.10' });
   dropletId = droplet?.id as number;
   await ensureImage();
+  const controllerManager = await kcmLeader();
   const prepared = await ccm(['cluster', 'prepare', '--yes', '--initialize-existing'], env(), 300_000);
   expect(prepared.exitCode, prepared.stdout + prepared.stderr).toBe(0);
+  // The restarted kube-controller-manager (its DaemonSet controller) leads before ccm is applied, as on
+  // a cluster prepared some time before: its first election waits out the old instance's Lease.
+  await until(
+    'the restarted kube-controller-manager leading',
+    async () => (await kcmLeader()) !== controllerManager,
+  );
 });
 
 afterAll(async () => {
   await sim?.stop();
-  await clusterScript(['down']);
+  await leaveCluster();
 });
 
 describe('ccm deployed in a real kubeadm cluster (DigitalOcean)', () => {
@@ -110,6 +122,8 @@ describe('ccm deployed in a real kubeadm cluster (DigitalOcean)', () => {
         'digitalocean',
         '--image',
         CCM_IMAGE,
+        '--image-pull-policy',
+        'Never',
         '--cronjob',
         '--cloud-api-url',
         sim.url,
@@ -244,33 +258,41 @@ describe('ccm deployed in a real kubeadm cluster (DigitalOcean)', () => {
     expect((await rolloutStatus()).exitCode).toBe(0);
   });
 
-  it('ccm doctor names the cause: the image missing, then the Pods unschedulable', async () => {
+  it('ccm doctor names the cause: the image missing, the Pods placed nowhere, the kubelet not external', async () => {
+    const row = (out: string) =>
+      /^status=\S+ check=controller-pods result="([^"]*(?:\\"[^"]*)*)"/m.exec(out)?.[1] ?? '';
     await kubectl(['-n', NS, 'set', 'image', workload, `ccm=${CCM_IMAGE}-missing`]);
-    const missing = await until('doctor to fail on the image', async () => {
+    const missing = await until('doctor to name the missing image', async () => {
       const run = await doctor();
-      return run.exitCode !== 0 && /image/i.test(run.stdout) ? run : undefined;
+      return run.exitCode !== 0 && row(run.stdout).includes(`${CCM_IMAGE}-missing`) ? run : undefined;
     });
-    expect(missing.stdout).toContain(`${CCM_IMAGE}-missing`);
+    expect(row(missing.stdout)).toMatch(/cannot start on Node ccm-cp-1: ErrImageNeverPull/);
     await kubectl(['-n', NS, 'rollout', 'undo', workload]);
     expect((await rolloutStatus()).exitCode).toBe(0);
 
-    await kubectl([
-      '-n',
-      NS,
-      'patch',
-      workload,
-      '--type=merge',
-      '-p',
-      JSON.stringify({ spec: { template: { spec: { nodeSelector: { 'ccm.test/nowhere': 'true' } } } } }),
-    ]);
-    const unschedulable = await until('doctor to fail on scheduling', async () => {
+    const nowhere = { spec: { template: { spec: { nodeSelector: { 'ccm.test/nowhere': 'true' } } } } };
+    await kubectl(['-n', NS, 'patch', workload, '--type=merge', '-p', JSON.stringify(nowhere)]);
+    const placed = await until('doctor to name the placement', async () => {
       const run = await doctor();
-      return run.exitCode !== 0 && /schedul|no Node|match/i.test(run.stdout) ? run : undefined;
+      return run.exitCode !== 0 && row(run.stdout).includes('runs on no Node') ? run : undefined;
     });
-    expect(unschedulable.stdout).toMatch(/ccm\.test\/nowhere|node selector|nodeSelector|affinity/i);
+    expect(row(placed.stdout)).toContain('node selector ccm.test/nowhere=true');
     await kubectl(['-n', NS, 'rollout', 'undo', workload]);
     expect((await rolloutStatus()).exitCode).toBe(0);
-    expect((await doctor()).exitCode).toBe(0);
+
+    // The kubelet restarted without the flag: the Node object still looks initialised.
+    const flags = '/var/lib/kubelet/kubeadm-flags.env';
+    const prepared = readFileSync(flags, 'utf8');
+    writeFileSync(flags, prepared.replace(' --cloud-provider=external', ''));
+    await hostSystemctl('restart', 'kubelet');
+    const plain = await doctor();
+    expect(plain.exitCode).not.toBe(0);
+    expect(plain.stdout).toMatch(
+      /check=kubelet-local result="the kubelet on this host \(pid \d+\) runs without --cloud-provider/,
+    );
+    writeFileSync(flags, prepared);
+    await hostSystemctl('restart', 'kubelet');
+    await until('doctor to pass again', async () => (await doctor()).exitCode === 0);
   });
 
   it('a Node whose instance is gone and whose kubelet stopped becomes NotReady, and ccm deletes it', async () => {

@@ -1,8 +1,8 @@
 /** The cluster project's global teardown: the real cluster goes when the run ends, passed or failed. */
-import { clusterScript } from './harness.js';
+import { leaveCluster } from './harness.js';
 
 export default function setup(): () => Promise<void> {
   return async () => {
-    await clusterScript(['down']);
+    await leaveCluster();
   };
 }

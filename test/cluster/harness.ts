@@ -45,7 +45,7 @@ let watching = false;
 export async function ensureCluster(): Promise<void> {
   if (process.getuid?.() !== 0)
     throw new Error('the real-cluster tests need root (kubeadm, containerd, iptables)');
-  if (!watching) {
+  if (!watching && process.env.CCM_CLUSTER_KEEP !== '1') {
     // The vitest main process: when it goes (Ctrl-C, a crash), the watchdog takes the cluster down.
     const watchdog = spawn('bash', [CLUSTER_SCRIPT, 'watch', String(process.ppid)], {
       detached: true,
@@ -55,6 +55,18 @@ export async function ensureCluster(): Promise<void> {
     watching = true;
   }
   await clusterScript(['up']);
+}
+
+/** A cluster that no earlier test file has changed. */
+export async function freshCluster(): Promise<void> {
+  await clusterScript(['down']);
+  await ensureCluster();
+}
+
+/** Takes the cluster down, unless CCM_CLUSTER_KEEP=1 asks to keep it for a look (`cluster.sh down` then). */
+export async function leaveCluster(): Promise<void> {
+  if (process.env.CCM_CLUSTER_KEEP === '1') return;
+  await clusterScript(['down']);
 }
 
 export async function kubectl(

@@ -8,12 +8,12 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ccm } from '../helpers/cli.js';
 import {
-  clusterScript,
-  ensureCluster,
+  freshCluster,
   hostPath,
   KUBECONFIG,
   kubectl,
   kubectlJson,
+  leaveCluster,
   NODE_NAME,
   REPO_PAUSE_IMAGE,
   runningArgs,
@@ -103,16 +103,13 @@ describe('ccm cluster prepare on a running kubeadm cluster', () => {
   let configBefore: string;
 
   beforeAll(async () => {
-    // A cluster no earlier file has prepared.
-    await clusterScript(['down']);
-    await ensureCluster();
+    await freshCluster();
     before = snapshot();
     configBefore = await kubeadmConfig();
   });
 
   afterAll(async () => {
-    // Later files start from a cluster of their own.
-    await clusterScript(['down']);
+    await leaveCluster();
   });
 
   it('--dry-run shows the kubelet and controller-manager edits and writes nothing', async () => {

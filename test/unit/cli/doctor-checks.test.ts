@@ -8,6 +8,7 @@ import {
   checkControllerPods,
   checkKubeletsExternal,
   checkLease,
+  checkLocalKubelet,
   checkRoutes,
   checkRoutesOff,
   checkUninitialized,
@@ -243,6 +244,87 @@ describe('the controller Pods check', () => {
     expect(checkControllerPods([running, pending('ccm-b', tainted)], 'kube-system', true).status).toBe(
       'fail',
     );
+  });
+});
+
+describe('the kubelet on the host doctor runs on', () => {
+  it('is read from its command line: external passes, anything else names the fix; no kubelet, no check', () => {
+    const kubelet = (...args: string[]) => [{ pid: 42, argv: ['/usr/bin/kubelet', ...args] }];
+    expect(checkLocalKubelet(kubelet('--node-ip=10.0.0.1', '--cloud-provider=external'))?.status).toBe(
+      'pass',
+    );
+    const plain = checkLocalKubelet(kubelet('--node-ip=10.0.0.1'));
+    expect(plain?.status).toBe('fail');
+    expect(plain?.message).toBe(
+      'the kubelet on this host (pid 42) runs without --cloud-provider: Nodes it registers are never initialised, and it overwrites the addresses ccm sets',
+    );
+    expect(plain?.fix).toContain('ccm cluster prepare');
+    expect(checkLocalKubelet([])).toBeUndefined();
+  });
+});
+
+describe('ccm deployed, but placed on no Node', () => {
+  const daemonSet = (nodeSelector: Record<string, string>, affinityKeys: string[] = []) => ({
+    kind: 'DaemonSet' as const,
+    namespace: 'kube-system',
+    name: 'ccm',
+    replicas: 0,
+    images: ['registry.example.com/ccm:0.1.0'],
+    commandLines: [['run']],
+    placement: { nodeSelector, affinityKeys },
+  });
+
+  it('a DaemonSet that no Node fits: names its placement, not "deploy them"', () => {
+    const result = checkControllerPods([], 'kube-system', false, daemonSet({ 'ccm.test/nowhere': 'true' }));
+    expect(result.status).toBe('fail');
+    expect(result.message).toBe(
+      'DaemonSet kube-system/ccm runs on no Node: no Node fits its node selector ccm.test/nowhere=true (and tolerates nothing more than it does)',
+    );
+    expect(result.fix).toContain('--node-selector');
+    expect(
+      checkControllerPods([], 'kube-system', false, daemonSet({}, ['node-role.kubernetes.io/control-plane']))
+        .message,
+    ).toContain('required node affinity on node-role.kubernetes.io/control-plane');
+  });
+
+  it('an image the Node does not have: named, with where it should come from', () => {
+    const result = checkControllerPods(
+      [
+        {
+          metadata: { name: 'ccm-x', namespace: 'kube-system' },
+          spec: {
+            nodeName: 'cp-1',
+            containers: [{ name: 'ccm', image: 'localhost/ccm:0.1.0-missing', args: ['run'] }],
+          },
+          status: {
+            phase: 'Pending',
+            containerStatuses: [
+              {
+                name: 'ccm',
+                ready: false,
+                state: {
+                  waiting: {
+                    reason: 'ErrImageNeverPull',
+                    message:
+                      'Container image "localhost/ccm:0.1.0-missing" is not present with pull policy of Never',
+                  },
+                },
+              },
+            ],
+          },
+        },
+      ],
+      'kube-system',
+      false,
+    );
+    expect(result.message).toMatch(
+      /^ccm Pod ccm-x cannot start on Node cp-1: ErrImageNeverPull for localhost\/ccm:0\.1\.0-missing/,
+    );
+    expect(result.fix).toContain('ctr -n k8s.io images import');
+  });
+
+  it('no workload at all: deploy it', () => {
+    expect(checkControllerPods([], 'kube-system', false).fix).toMatch(/^deploy them/);
   });
 });
 
