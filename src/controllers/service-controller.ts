@@ -29,6 +29,7 @@ import {
   nodeChangeMatters,
   type ServiceRules,
   wantsLoadBalancer,
+  whyNoBackends,
 } from './service.js';
 import { deleteOrphaned, syncBackends, syncService } from './service-sync.js';
 
@@ -72,6 +73,8 @@ export class ServiceController {
   private readonly tombstones = new Map<string, SlimService>();
   /** Each failing Service's last failure: logged as a warning only when it starts or its reason changes. */
   private readonly lastFailures = new Map<string, string>();
+  /** Services already told that no Node is a backend (one Event, one log line), until one is again. */
+  private readonly toldNoBackends = new Set<string>();
   /** Until start(), informer events are the initial list; start() looks at the whole store instead. */
   private started = false;
   /** A provider-kept annotation changed since the provider last saw every Service. */
@@ -150,12 +153,14 @@ export class ServiceController {
         return;
       }
       this.tombstones.delete(key);
-      const backends = backendNodes(this.deps.nodes.list());
+      const candidates = [...this.deps.nodes.list()];
+      const backends = backendNodes(candidates);
+      const noBackends = this.noBackendsNews(key, svc, candidates, backends.length);
       const setKey = backendSetKey(backends);
       const current = this.lastBackends.get(key);
       if (reason === 'nodes' && current !== undefined && !needsCleanup(svc, this.deps.rules)) {
         if (current !== setKey) {
-          await syncBackends(svc, backends, sync);
+          await syncBackends(svc, backends, sync, noBackends);
           this.lastBackends.set(key, setKey);
           this.deps.onResult?.('updated');
         }
@@ -163,6 +168,7 @@ export class ServiceController {
         const { result, managedAnnotations } = await syncService(svc, backends, sync, {
           announce: reason === 'spec',
           onManagedAnnotations: (keys) => this.managedAnnotations.set(key, keys),
+          ...(noBackends ? { noBackends } : {}),
         });
         this.deps.onResult?.(result);
         if (result === 'deleted' || result === 'ignored') {
@@ -187,6 +193,28 @@ export class ServiceController {
     this.managedAnnotations.delete(key);
     this.tombstones.delete(key);
     this.lastFailures.delete(key);
+    this.toldNoBackends.delete(key);
+  }
+
+  /**
+   * Why no Node is a backend of a Service that wants a load balancer, the first time only (also
+   * logged): retries and resyncs would otherwise repeat it. Told again after a backend came and went.
+   */
+  private noBackendsNews(
+    key: string,
+    svc: SlimService,
+    candidates: readonly BackendCandidate[],
+    backends: number,
+  ): string | undefined {
+    if (backends > 0 || !wantsLoadBalancer(svc, this.deps.rules) || needsCleanup(svc, this.deps.rules)) {
+      if (backends > 0) this.toldNoBackends.delete(key);
+      return undefined;
+    }
+    if (this.toldNoBackends.has(key)) return undefined;
+    this.toldNoBackends.add(key);
+    const why = whyNoBackends(candidates);
+    this.deps.log?.('info', `Service ${key} has no backend Node: ${why}`, { service: key });
+    return why;
   }
 
   private async failed(

@@ -61,6 +61,8 @@ export interface ServiceSyncOptions {
    * watch event of that write is known as our own.
    */
   onManagedAnnotations?: (keys: string[]) => void;
+  /** Why no Node is a backend, when the Service has not been told yet (once, not at every retry). */
+  noBackends?: string;
 }
 
 const event = (type: 'Normal' | 'Warning', reason: string, message: string) => ({
@@ -96,12 +98,7 @@ export async function syncService(
       { conditional: true },
     );
   }
-  if (backends.length === 0 && announce) {
-    await client.recordEvent(
-      svc,
-      event('Warning', EVENT_UNAVAILABLE_LOAD_BALANCER, 'There are no available nodes for LoadBalancer'),
-    );
-  }
+  if (options.noBackends) await client.recordEvent(svc, noBackendsEvent(options.noBackends));
   const adopted = await adoptOfficial(request, deps);
   const status = await balancers.ensure(request, signal);
   const kept = { ...status.annotations, ...adopted };
@@ -256,12 +253,23 @@ async function cleanUp(
   return { result: 'deleted', managedAnnotations: [] };
 }
 
+/** Upstream's Warning with its words, and why. */
+function noBackendsEvent(why: string) {
+  return event(
+    'Warning',
+    EVENT_UNAVAILABLE_LOAD_BALANCER,
+    `There are no available nodes for LoadBalancer: ${why}`,
+  );
+}
+
 /** Only the backend set changed (reference: updateLoadBalancerHosts). */
 export async function syncBackends(
   svc: SlimService,
   backends: LoadBalancerNode[],
   deps: ServiceSyncDeps,
+  noBackends?: string,
 ): Promise<void> {
+  if (noBackends) await deps.client.recordEvent(svc, noBackendsEvent(noBackends));
   const { request } = await checkHandOver(describeRequest(svc, backends, deps.rules), deps);
   await deps.balancers.updateNodes(request, deps.signal);
   await deps.client.recordEvent(

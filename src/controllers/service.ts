@@ -70,6 +70,28 @@ export function isBackend(node: BackendCandidate): boolean {
   return !node.taintKeys.includes(TAINT_TO_BE_DELETED_BY_AUTOSCALER);
 }
 
+/** Why no Node is a backend, in one line: the Nodes each rule of isBackend leaves out. */
+export function whyNoBackends(nodes: Iterable<BackendCandidate>): string {
+  const left: Record<string, string[]> = {};
+  const add = (why: string, name: string) => {
+    left[why] = [...(left[why] ?? []), name];
+  };
+  for (const node of nodes) {
+    const exclude = node.labels[LABEL_EXCLUDE_FROM_LOAD_BALANCERS];
+    if (exclude !== undefined && !parsesAsFalse(exclude))
+      add(`labelled ${LABEL_EXCLUDE_FROM_LOAD_BALANCERS} (kubeadm labels control-plane Nodes so)`, node.name);
+    else if (node.deleting) add('being deleted', node.name);
+    else if (!node.providerID) add('without a provider ID (not initialised yet)', node.name);
+    else if (node.taintKeys.includes(TAINT_TO_BE_DELETED_BY_AUTOSCALER))
+      add(`tainted ${TAINT_TO_BE_DELETED_BY_AUTOSCALER}`, node.name);
+  }
+  const parts = Object.entries(left).map(([why, names]) => {
+    const shown = names.slice(0, 5).join(', ') + (names.length > 5 ? ` and ${names.length - 5} more` : '');
+    return `${names.length} Node(s) ${why}: ${shown}`;
+  });
+  return parts.length > 0 ? parts.join('; ') : 'the cluster has no Nodes';
+}
+
 export function backendNodes(nodes: Iterable<BackendCandidate>): LoadBalancerNode[] {
   const backends: LoadBalancerNode[] = [];
   for (const node of nodes) {

@@ -61,8 +61,26 @@ export function startWorkloadControllers(cp: ControlPlane): WorkloadControllers 
   };
 }
 
-/** A Node as a kubelet registers it: Ready, with room for a few Pods. */
-export function schedulableNode(name: string, labels: Record<string, string>, controlPlane: boolean): V1Node {
+/**
+ * A Node as a kubelet registers it, with room for a few Pods: Ready, or `fresh` as kubeadm leaves it
+ * before a cloud controller and a CNI ran (tainted uninitialized and not-ready, NotReady).
+ */
+export function schedulableNode(
+  name: string,
+  labels: Record<string, string>,
+  controlPlane: boolean,
+  fresh = false,
+): V1Node {
+  const taints = [
+    ...(controlPlane ? [{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }] : []),
+    ...(fresh
+      ? [
+          { key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' },
+          { key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' },
+          { key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' },
+        ]
+      : []),
+  ];
   return {
     apiVersion: 'v1',
     kind: 'Node',
@@ -80,17 +98,15 @@ export function schedulableNode(name: string, labels: Record<string, string>, co
         ...labels,
       },
     },
-    spec: controlPlane
-      ? { taints: [{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }] }
-      : {},
+    spec: taints.length > 0 ? { taints } : {},
     status: {
       capacity: { cpu: '2', memory: '4Gi', pods: '110' },
       allocatable: { cpu: '2', memory: '4Gi', pods: '110' },
       conditions: [
         {
           type: 'Ready',
-          status: 'True',
-          reason: 'KubeletReady',
+          status: fresh ? 'False' : 'True',
+          reason: fresh ? 'KubeletNotReady' : 'KubeletReady',
           message: 'set by the test',
           lastHeartbeatTime: new Date(),
           lastTransitionTime: new Date(),

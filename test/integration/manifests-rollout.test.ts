@@ -155,16 +155,17 @@ afterEach(async (ctx) => {
   await core.deleteCollectionNode({});
 });
 
-async function nodes(controlPlanes: number, workers: number): Promise<void> {
+/** Control-plane Nodes (`fresh`: as kubeadm leaves them before ccm and the CNI) and workers. */
+async function nodes(controlPlanes: number, workers: number, fresh = false): Promise<void> {
   for (let i = 1; i <= controlPlanes; i++)
-    await core.createNode({ body: schedulableNode(`cp-${i}`, {}, true) });
+    await core.createNode({ body: schedulableNode(`cp-${i}`, {}, true, fresh) });
   for (let i = 1; i <= workers; i++)
     await core.createNode({ body: schedulableNode(`worker-${i}`, {}, false) });
 }
 
 describe('ccm manifests rolls out', () => {
-  it('on one control-plane Node: the Pod runs there, and the documented upgrade replaces it', async () => {
-    await nodes(1, 1);
+  it('on one control-plane Node fresh from kubeadm (uninitialized, NotReady): the Pod runs there, and the documented upgrade replaces it', async () => {
+    await nodes(1, 1, true);
     const workload = await deploy();
     await rolledOut(workload);
     const first = await ccmPods();

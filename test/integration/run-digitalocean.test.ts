@@ -164,6 +164,83 @@ describe('ccm run --provider digitalocean', () => {
     console.log(`digitalocean: Nodes initialised in ${initialisedMs} ms, ingress in ${ingressMs} ms`);
   }, 50_000);
 
+  it('a one-Node kubeadm cluster, its Node excluded from load balancers: the load balancer is made in the configured region without backends, and why is said once', async () => {
+    world.sim.addDroplets({ name: 'cp-1', region: 'fra1', privateIP: '10.114.0.40' });
+    // The region as the Secret holds it (`ccm secret create --provider digitalocean --set region=fra1`).
+    const secret = digitalOceanSecret(world.sim.token);
+    await world.api
+      .createNamespacedSecret({
+        namespace: 'kube-system',
+        body: { ...secret, stringData: { ...secret.stringData, region: 'fra1' } },
+      })
+      .catch(() =>
+        world.api.patchNamespacedSecret(
+          { name: 'digitalocean', namespace: 'kube-system', body: { stringData: { region: 'fra1' } } },
+          MERGE_PATCH,
+        ),
+      );
+    try {
+      await start();
+      // As kubeadm registers its only Node.
+      await createNodes(world.api, [
+        {
+          name: 'cp-1',
+          labels: {
+            'node-role.kubernetes.io/control-plane': '',
+            'node.kubernetes.io/exclude-from-external-load-balancers': '',
+          },
+        },
+      ]);
+      await untilInitialised(world.api, 'cp-1');
+      await world.api.createNamespacedService({ namespace: NS, body: lbService('web') });
+      const svc = await untilIngress(world.api, NS, 'web', 30_000);
+      const [lb] = [...world.sim.loadBalancers.values()];
+      expect(svc.status?.loadBalancer?.ingress).toEqual([expect.objectContaining({ ip: lb?.ip as string })]);
+      expect(lb?.region).toMatchObject({ slug: 'fra1' });
+      expect(lb?.droplet_ids).toEqual([]);
+
+      // Synced once more (its `new` state was a retry already), by a change of the Service: still one
+      // log line about the backends, and one Event.
+      const looks = () => world.sim.requestsTo('GET', /^\/v2\/load_balancers/).length;
+      const before = looks();
+      await world.api.patchNamespacedService(
+        { name: 'web', namespace: NS, body: { metadata: { annotations: { 'example.com/touched': '1' } } } },
+        MERGE_PATCH,
+      );
+      await until('the Service synced again', async () => looks() > before, 20_000);
+      const unavailable = (await serviceControllerEvents(world.api, NS, 'web')).filter(
+        (e) => e.reason === 'UnAvailableLoadBalancer',
+      );
+      expect(unavailable.map((e) => [e.type, e.message])).toEqual([
+        [
+          'Warning',
+          'There are no available nodes for LoadBalancer: 1 Node(s) labelled node.kubernetes.io/exclude-from-external-load-balancers (kubeadm labels control-plane Nodes so): cp-1',
+        ],
+      ]);
+      expect(ccm?.logs.filter((l) => l.includes('has no backend Node'))).toHaveLength(1);
+
+      // A worker joins: it becomes the load balancer's backend.
+      const [w1] = world.sim.addDroplets({ name: 'worker-1', region: 'fra1', privateIP: '10.114.0.41' });
+      await createNodes(world.api, [{ name: 'worker-1' }]);
+      await until(
+        'worker-1 a backend',
+        async () =>
+          ((lb?.id && world.sim.loadBalancers.get(lb.id as string)?.droplet_ids) as number[])?.includes(
+            w1?.id as number,
+          ),
+        30_000,
+      );
+
+      await world.api.deleteNamespacedService({ name: 'web', namespace: NS });
+      await untilServiceGone(world.api, NS, 'web', 20_000);
+    } finally {
+      await world.api.patchNamespacedSecret(
+        { name: 'digitalocean', namespace: 'kube-system', body: { stringData: { region: null } } },
+        MERGE_PATCH,
+      );
+    }
+  }, 90_000);
+
   it("a Lease handover while the old leader's load balancer create is on its way: one load balancer is kept, the Service syncs, and none is left after it is deleted", async () => {
     world.sim.addDroplets(
       { name: 'w1', size: 's-2vcpu-4gb', region: 'fra1', privateIP: '10.114.0.2' },

@@ -409,6 +409,9 @@ describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
         // brightbox, digitalocean, openstack, triton: Cloudlycke keeps nothing in a Secret.
         await step('Cloud provider', 'Down', 'Enter');
         await step('DigitalOcean API token', sim.token, 'Enter');
+        // Optional: what load balancers need on a cluster whose Nodes are all excluded from them.
+        await step('Region slug', 'Enter');
+        await step('VPC id', 'Enter');
       });
       expect(seen[0]).toContain('brightbox');
       expect(seen[0]).not.toContain('cloudlycke');

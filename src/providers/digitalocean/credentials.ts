@@ -5,8 +5,10 @@ export const DEFAULT_TIMEOUT_SECONDS = 30;
 
 /**
  * As DigitalOcean's own controller reads them: the token from env DO_ACCESS_TOKEN or the Secret
- * kube-system/digitalocean (key access-token), the API base URL from DO_OVERRIDE_URL. A cluster can
- * switch between that controller and ccm without re-entering anything.
+ * kube-system/digitalocean (key access-token), the API base URL from DO_OVERRIDE_URL, the region of
+ * load balancers from REGION and their VPC from DO_CLUSTER_VPC_ID. A cluster can switch between that
+ * controller and ccm without re-entering anything. Region and VPC may also be Secret keys, so that
+ * the pods of `ccm manifests` get them without an edited manifest.
  */
 export const credentials: CredentialSchema = {
   secretName: 'digitalocean',
@@ -37,6 +39,26 @@ export const credentials: CredentialSchema = {
       prompt: 'input',
       default: String(DEFAULT_TIMEOUT_SECONDS),
       env: ['DO_API_TIMEOUT_SECONDS'],
+    },
+    {
+      key: 'region',
+      description:
+        "Region slug (e.g. nyc3) of the cluster's load balancers; default: their first backend droplet's region",
+      secret: false,
+      required: false,
+      prompt: 'input',
+      env: ['REGION'],
+      secretKey: 'region',
+    },
+    {
+      key: 'vpcId',
+      description:
+        "VPC id of the cluster's droplets, for its load balancers; default: the first backend droplet's VPC, else the region's default VPC",
+      secret: false,
+      required: false,
+      prompt: 'input',
+      env: ['DO_CLUSTER_VPC_ID'],
+      secretKey: 'vpc-id',
     },
   ],
 };

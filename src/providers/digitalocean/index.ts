@@ -6,7 +6,7 @@ import { annotationReference } from './annotations.js';
 import { DigitalOceanClient, type DigitalOceanClientOptions } from './client.js';
 import { credentials, DEFAULT_TIMEOUT_SECONDS } from './credentials.js';
 import { dropletInstances, SCHEME } from './instances.js';
-import { doLoadBalancers } from './load-balancers.js';
+import { doLoadBalancers, type LoadBalancerPlacement } from './load-balancers.js';
 
 /** DigitalOcean: droplets as instances, load balancers, token credentials as its own controller reads them. */
 export const digitalocean: ProviderDefinition = {
@@ -24,18 +24,24 @@ export const digitalocean: ProviderDefinition = {
   clusterFlags: { kubeApiserver: { 'kubelet-preferred-address-types': 'InternalIP,ExternalIP,Hostname' } },
   officialControllers: [officialController],
   create(values: ProviderValues, deps: ProviderDeps): Provider {
-    return createDigitalOcean({
-      token: values.token ?? '',
-      ...(values.apiUrl ? { baseUrl: values.apiUrl } : {}),
-      timeoutMs: timeoutSeconds(values.timeoutSeconds) * 1000,
-      ...(deps.onCloudCall ? { onCloudCall: deps.onCloudCall } : {}),
-      ...(deps.mayWrite ? { mayWrite: deps.mayWrite } : {}),
-    });
+    return createDigitalOcean(
+      {
+        token: values.token ?? '',
+        ...(values.apiUrl ? { baseUrl: values.apiUrl } : {}),
+        timeoutMs: timeoutSeconds(values.timeoutSeconds) * 1000,
+        ...(deps.onCloudCall ? { onCloudCall: deps.onCloudCall } : {}),
+        ...(deps.mayWrite ? { mayWrite: deps.mayWrite } : {}),
+      },
+      placement(values.region, values.vpcId),
+    );
   },
 };
 
 /** The provider over a client built from these options (tests pass timer seams here). */
-export function createDigitalOcean(options: DigitalOceanClientOptions): Provider {
+export function createDigitalOcean(
+  options: DigitalOceanClientOptions,
+  place: LoadBalancerPlacement = {},
+): Provider {
   const client = new DigitalOceanClient(options);
   return {
     name: 'digitalocean',
@@ -43,7 +49,7 @@ export function createDigitalOcean(options: DigitalOceanClientOptions): Provider
     noRoutesReason:
       "DigitalOcean's VPC API has no routes: PUT/PATCH /v2/vpcs/{vpc_id} takes only name, description and default (OpenAPI components.schemas.vpc_updatable)",
     instances: dropletInstances(client),
-    loadBalancers: doLoadBalancers(client),
+    loadBalancers: doLoadBalancers(client, place),
     async verifyCredentials(signal) {
       const body = await client.get<{
         account?: { email: string; status: string; team?: { name?: string } };
@@ -59,6 +65,23 @@ export function createDigitalOcean(options: DigitalOceanClientOptions): Provider
       return `DigitalOcean account ${account.email}${team} (status ${account.status})`;
     },
   };
+}
+
+/** REGION and DO_CLUSTER_VPC_ID, checked for their shape before any call. */
+function placement(region: string | undefined, vpcId: string | undefined): LoadBalancerPlacement {
+  const r = region?.trim();
+  const v = vpcId?.trim();
+  if (r && !/^[a-z]+[0-9]+$/.test(r)) {
+    throw new InvalidConfigError(
+      `DigitalOcean region "${r}" is not a region slug; set REGION (or key region of Secret kube-system/digitalocean) to e.g. nyc3`,
+    );
+  }
+  if (v && !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v)) {
+    throw new InvalidConfigError(
+      `DigitalOcean VPC id "${v}" is not a VPC id (a UUID); set DO_CLUSTER_VPC_ID (or key vpc-id of Secret kube-system/digitalocean) to the cluster's VPC`,
+    );
+  }
+  return { ...(r ? { region: r } : {}), ...(v ? { vpcId: v } : {}) };
 }
 
 function timeoutSeconds(value: string | undefined): number {

@@ -384,12 +384,21 @@ function upToDate(lb: DoLoadBalancer, want: Settings, droplets: number[]): boole
   );
 }
 
+/** Where new load balancers go when configured (REGION, DO_CLUSTER_VPC_ID), not read off a backend. */
+export interface LoadBalancerPlacement {
+  region?: string;
+  vpcId?: string;
+}
+
 /**
  * Load balancers through /v2/load_balancers. ccm only ever touches a load balancer that carries its
  * cluster's tag (`k8s:<cluster id>`): one made by hand, by another cluster or by a controller without
  * this cluster's identity is never adopted, changed or deleted.
  */
-export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
+export function doLoadBalancers(
+  client: DigitalOceanClient,
+  place: LoadBalancerPlacement = {},
+): LoadBalancers {
   const adoption = doAdoption(client);
   /** Load balancers named `who.name` with this cluster's tag, the oldest first. */
   async function namesakes(who: Identity, signal?: AbortSignal): Promise<DoLoadBalancer[]> {
@@ -475,6 +484,39 @@ export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
     }
   }
 
+  /**
+   * Region and VPC of a new load balancer: as configured (as the official controller takes REGION),
+   * else the first backend droplet's. Upstream's service controller asks for a load balancer even
+   * with no backend Node (a one-Node kubeadm cluster labels its only Node excluded): with a region
+   * configured it is made without backends, and gets them as Nodes qualify.
+   */
+  async function placementOf(
+    req: LoadBalancerRequest,
+    droplets: readonly number[],
+    signal?: AbortSignal,
+  ): Promise<{ region: string; vpc_uuid?: string }> {
+    const first = droplets[0];
+    let droplet: Awaited<ReturnType<typeof getDroplet>> | undefined;
+    if (first !== undefined && (!place.region || !place.vpcId)) {
+      try {
+        droplet = await getDroplet(client, first, signal);
+      } catch (err) {
+        if (err instanceof NotFoundError) throw new RetryableError(err.message, PROVISIONING_RETRY_MS);
+        throw err;
+      }
+    }
+    const region = place.region ?? droplet?.region.slug;
+    if (!region) {
+      throw new RetryableError(
+        `Service ${req.service.namespace}/${req.service.name} has no backend Node with a DigitalOcean droplet, so the load balancer's region is unknown; set the region (env REGION, or key region of Secret kube-system/digitalocean) to create it without backends`,
+        PROVISIONING_RETRY_MS,
+      );
+    }
+    // A droplet of another region says nothing of this region's VPCs: DigitalOcean then picks its default.
+    const vpc = place.vpcId ?? (droplet?.region.slug === region ? droplet.vpc_uuid : undefined);
+    return { region, ...(vpc ? { vpc_uuid: vpc } : {}) };
+  }
+
   /** Droplet ids of the backend Nodes: by provider ID, else by a unique droplet name (never a guess). */
   async function backendDroplets(
     nodes: readonly LoadBalancerNode[],
@@ -532,20 +574,6 @@ export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
       if (lb && lb.status !== 'active') return statusOf(lb, who.hostname);
       const droplets = await backendDroplets(req.nodes, signal);
       if (!lb) {
-        const first = droplets[0];
-        if (first === undefined) {
-          throw new RetryableError(
-            `Service ${req.service.namespace}/${req.service.name}: no backend Node has a DigitalOcean droplet yet, so the load balancer's region is unknown; ccm tries again when Nodes are initialised`,
-            PROVISIONING_RETRY_MS,
-          );
-        }
-        let droplet: Awaited<ReturnType<typeof getDroplet>>;
-        try {
-          droplet = await getDroplet(client, first, signal);
-        } catch (err) {
-          if (err instanceof NotFoundError) throw new RetryableError(err.message, PROVISIONING_RETRY_MS);
-          throw err;
-        }
         const created = (
           await client.call<{ load_balancer: DoLoadBalancer }>(
             `creating load balancer ${settings.name}`,
@@ -553,8 +581,7 @@ export function doLoadBalancers(client: DigitalOceanClient): LoadBalancers {
             '/v2/load_balancers',
             {
               ...settings,
-              region: droplet.region.slug,
-              ...(droplet.vpc_uuid ? { vpc_uuid: droplet.vpc_uuid } : {}),
+              ...(await placementOf(req, droplets, signal)),
               droplet_ids: droplets,
               tags: [who.tag],
             },

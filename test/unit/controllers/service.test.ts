@@ -10,6 +10,7 @@ import {
   nodeChangeMatters,
   sameIngress,
   wantsLoadBalancer,
+  whyNoBackends,
 } from '../../../src/controllers/service.js';
 import { type SlimService, slimService } from '../../../src/kube/services.js';
 
@@ -77,6 +78,24 @@ describe('backend Nodes', () => {
     ['NotReady (readiness is not used)', {}, true],
   ])('%s', (_what, over, expected) => {
     expect(isBackend(node(over as Partial<BackendCandidate>))).toBe(expected);
+  });
+
+  it('why none is a backend: the Nodes each rule left out, in one line', () => {
+    const excluded = { 'node.kubernetes.io/exclude-from-external-load-balancers': '' };
+    expect(whyNoBackends([node({ name: 'cp-1', labels: excluded })])).toBe(
+      '1 Node(s) labelled node.kubernetes.io/exclude-from-external-load-balancers (kubeadm labels control-plane Nodes so): cp-1',
+    );
+    expect(
+      whyNoBackends([
+        node({ name: 'cp-1', labels: excluded }),
+        node({ name: 'w1', providerID: '' }),
+        node({ name: 'w2', providerID: '' }),
+        node({ name: 'w3', deleting: true }),
+      ]),
+    ).toBe(
+      '1 Node(s) labelled node.kubernetes.io/exclude-from-external-load-balancers (kubeadm labels control-plane Nodes so): cp-1; 2 Node(s) without a provider ID (not initialised yet): w1, w2; 1 Node(s) being deleted: w3',
+    );
+    expect(whyNoBackends([])).toBe('the cluster has no Nodes');
   });
 
   it('sorted by name, only backends', () => {

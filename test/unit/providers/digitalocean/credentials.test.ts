@@ -82,4 +82,30 @@ describe('DigitalOcean definition', () => {
   });
 });
 
+describe('the region and VPC of load balancers', () => {
+  it("are read from the official controller's REGION and DO_CLUSTER_VPC_ID, or the Secret's keys region and vpc-id", () => {
+    const env = {
+      DO_ACCESS_TOKEN: 't',
+      REGION: 'fra1',
+      DO_CLUSTER_VPC_ID: '0d3f5a2e-7b1c-4e9d-8a6f-2c4b6d8e0f1a',
+    };
+    expect(resolveProviderValues(digitalocean, {}, env)).toMatchObject({
+      region: 'fra1',
+      vpcId: '0d3f5a2e-7b1c-4e9d-8a6f-2c4b6d8e0f1a',
+    });
+    expect(
+      resolveProviderValues(digitalocean, {}, { DO_ACCESS_TOKEN: 't' }, { region: 'ams3', 'vpc-id': '' }),
+    ).toMatchObject({ region: 'ams3' });
+  });
+
+  it('refuses a value that is no region slug or VPC id, in one line naming where it is set', () => {
+    expect(() => digitalocean.create({ token: 't', region: 'New York 3' }, {})).toThrow(
+      /^DigitalOcean region "New York 3" is not a region slug; set REGION \(or key region of Secret kube-system\/digitalocean\) to e\.g\. nyc3$/,
+    );
+    expect(() => digitalocean.create({ token: 't', vpcId: 'default' }, {})).toThrow(
+      /^DigitalOcean VPC id "default" is not a VPC id \(a UUID\); set DO_CLUSTER_VPC_ID/,
+    );
+  });
+});
+
 conformsToDigitalOceanOpenApi();

@@ -255,11 +255,50 @@ describe('ensure', () => {
     expect(sim.requestsTo('POST', '/v2/load_balancers')[0]?.body).toMatchObject({ droplet_ids: [id(0)] });
   });
 
-  it('waits while no backend Node has a droplet: the region is unknown', async () => {
+  it('without a configured region, waits while no backend Node has a droplet, saying what to set', async () => {
     const err = await lbs.ensure(request({ nodes: [] })).catch((e) => e);
     expect(err).toBeInstanceOf(RetryableError);
-    expect(err.message).toContain('no backend Node has a DigitalOcean droplet yet');
+    expect(err.message).toBe(
+      "Service default/web has no backend Node with a DigitalOcean droplet, so the load balancer's region is unknown; set the region (env REGION, or key region of Secret kube-system/digitalocean) to create it without backends",
+    );
     expect(writes()).toEqual([]);
+  });
+
+  it('with the region configured (REGION), creates the load balancer without backends there, as upstream asks', async () => {
+    const configured = createDigitalOcean(
+      { token: sim.token, baseUrl: sim.url, http: { backoff: { baseMs: 5 } } },
+      { region: 'fra1' },
+    ).loadBalancers as LoadBalancers;
+    await expect(configured.ensure(request({ nodes: [] }))).rejects.toBeInstanceOf(RetryableError);
+    const status = await configured.ensure(request({ nodes: [] }));
+    expect(status.ingress).toEqual([{ ip: expect.any(String) }]);
+    const [create] = sim.requestsTo('POST', '/v2/load_balancers');
+    expect(create?.body).toMatchObject({ region: 'fra1', droplet_ids: [], tags: [TAG] });
+    expect(create?.body).not.toHaveProperty('vpc_uuid');
+    // The region does not come from a backend: no droplet was read.
+    expect(sim.requestsTo('GET', /^\/v2\/droplets/)).toEqual([]);
+  });
+
+  it("the configured region wins over the backends; the VPC is configured (DO_CLUSTER_VPC_ID), else the backend's of that region", async () => {
+    const vpc = '0d3f5a2e-7b1c-4e9d-8a6f-2c4b6d8e0f1a';
+    const provider = (place: { region?: string; vpcId?: string }) =>
+      createDigitalOcean({ token: sim.token, baseUrl: sim.url, http: { backoff: { baseMs: 5 } } }, place)
+        .loadBalancers as LoadBalancers;
+    // The backends' droplets are in nyc3 (the simulator's default).
+    await provider({ region: 'nyc3', vpcId: vpc })
+      .ensure(request())
+      .catch(() => undefined);
+    await provider({ region: 'nyc3' })
+      .ensure(
+        request({
+          name: 'a1b5f5a571b3c4d2e9f607c8d9e0f1a2',
+          service: { uid: '1b5f5a57-1b3c-4d2e-9f60-7c8d9e0f1a2b', name: 'two' },
+        }),
+      )
+      .catch(() => undefined);
+    const [first, second] = sim.requestsTo('POST', '/v2/load_balancers');
+    expect(first?.body).toMatchObject({ region: 'nyc3', vpc_uuid: vpc });
+    expect(second?.body).toMatchObject({ region: 'nyc3', vpc_uuid: '5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d' });
   });
 
   it('reports an errored load balancer and changes nothing', async () => {
