@@ -21,6 +21,7 @@ import {
   NODE_NAME,
   recordFigure,
   runningArgs,
+  saveCcmLogs,
   until,
 } from './harness.js';
 
@@ -57,6 +58,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await saveCcmLogs('deploy-cloudlycke').catch(() => undefined);
   await leaveCluster();
 });
 

@@ -4,7 +4,15 @@
  * is killed (Ctrl-C included). Needs root, as kubeadm and containerd do.
  */
 import { spawn } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -61,6 +69,26 @@ export async function ensureCluster(): Promise<void> {
 export async function freshCluster(): Promise<void> {
   await clusterScript(['down']);
   await ensureCluster();
+}
+
+/** ccm's Pods' logs into ~/.cache/ccm-cluster/last-logs/<name>.log, for a look after a failed run. */
+export async function saveCcmLogs(name: string): Promise<void> {
+  const logs = await kubectl(
+    [
+      '-n',
+      'kube-system',
+      'logs',
+      '-l',
+      'app.kubernetes.io/name=ccm',
+      '--prefix',
+      '--tail=-1',
+      '--all-containers',
+    ],
+    { reject: false },
+  );
+  const dir = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'ccm-cluster', 'last-logs');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, `${name}.log`), logs.stdout + logs.stderr);
 }
 
 /** Takes the cluster down, unless CCM_CLUSTER_KEEP=1 asks to keep it for a look (`cluster.sh down` then). */
