@@ -39,6 +39,17 @@ function env() {
   return { KUBECONFIG, PATH: hostPath() };
 }
 
+async function kcmLeader(): Promise<string | undefined> {
+  const lease = await kubectlJson<{ spec: { holderIdentity?: string } }>([
+    '-n',
+    NS,
+    'get',
+    'lease',
+    'kube-controller-manager',
+  ]);
+  return lease.spec.holderIdentity;
+}
+
 beforeAll(async () => {
   await freshCluster();
   await ensureImage();
@@ -64,6 +75,7 @@ afterAll(async () => {
 
 describe('ccm deployed in a real kubeadm cluster (Cloudlycke)', () => {
   it('prepare with the provider gives the running kubelet its provider ID', async () => {
+    const controllerManager = await kcmLeader();
     const run = await ccm(
       [
         'cluster',
@@ -86,6 +98,12 @@ describe('ccm deployed in a real kubeadm cluster (Cloudlycke)', () => {
         line.includes('--cloud-provider=external') && line.includes(`--provider-id=cloudlycke://${NODE_NAME}`)
       );
     });
+    // As on a cluster prepared some time before ccm is applied: the restarted kube-controller-manager
+    // (its DaemonSet controller) leads once the old instance's Lease has run out.
+    await until(
+      'the restarted kube-controller-manager leading',
+      async () => (await kcmLeader()) !== controllerManager,
+    );
   });
 
   it('the inventory ConfigMap, manifests --cronjob | kubectl apply: the Node is initialised', async () => {
