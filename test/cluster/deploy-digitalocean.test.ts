@@ -247,6 +247,54 @@ describe('ccm deployed in a real kubeadm cluster (DigitalOcean)', () => {
     expect(pods).toHaveLength(1);
   });
 
+  it('in a Pod whose `kubernetes` Service does not answer, ccm names that Service, not --kubeconfig', async () => {
+    // The test cluster's OUTPUT chain rejects the Service CIDR but the one DNAT of 10.96.0.1:443.
+    const job = {
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: 'no-service', namespace: NS },
+      spec: {
+        backoffLimit: 0,
+        template: {
+          spec: {
+            restartPolicy: 'Never',
+            serviceAccountName: 'ccm-nodes-init',
+            hostNetwork: true,
+            tolerations: [{ operator: 'Exists' }],
+            containers: [
+              {
+                name: 'ccm',
+                image: CCM_IMAGE,
+                imagePullPolicy: 'Never',
+                args: ['nodes', 'list', '--provider', 'digitalocean', '--cloud-api-url', sim.url],
+                env: [
+                  { name: 'KUBERNETES_SERVICE_HOST', value: '10.96.0.1' },
+                  { name: 'KUBERNETES_SERVICE_PORT', value: '444' },
+                ],
+              },
+            ],
+          },
+        },
+      },
+    };
+    await kubectl(['apply', '-f', '-'], { input: JSON.stringify(job) });
+    await until('the Job to fail', async () => {
+      const status = await kubectlJson<{ status: { failed?: number } }>([
+        '-n',
+        NS,
+        'get',
+        'job',
+        'no-service',
+      ]);
+      return status.status.failed === 1;
+    });
+    const logs = (await kubectl(['-n', NS, 'logs', 'job/no-service'])).stdout;
+    expect(logs).toContain('`kubernetes` Service');
+    expect(logs).not.toContain('--kubeconfig');
+    expect(logs).not.toMatch(/^\s+at /m);
+    await kubectl(['-n', NS, 'delete', 'job', 'no-service', '--wait=false']);
+  });
+
   it("deleting the leader's Pod moves the Lease", async () => {
     const before = await lease();
     const [pod] = await ccmPods();

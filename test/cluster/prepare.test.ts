@@ -136,6 +136,9 @@ describe('ccm cluster prepare on a running kubeadm cluster', () => {
     const again = await prepare('--yes', '--initialize-existing');
     expect(again.stderr).toBe('');
     expect(again.exitCode).toBe(0);
+    expect(again.stdout).toContain(
+      '1 existing Node tainted node.cloudprovider.kubernetes.io/uninitialized: run `ccm nodes init` to initialise it.',
+    );
     await until('the kubelet running with --cloud-provider=external', async () =>
       live('kubelet').includes('--cloud-provider=external'),
     );
