@@ -9,6 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
 import { ccm } from '../helpers/cli.js';
+import { conformsToDigitalOceanOpenApi } from '../helpers/openapi.js';
 import {
   CCM_IMAGE,
   ensureImage,
@@ -408,3 +409,5 @@ describe('ccm deployed in a real kubeadm cluster (DigitalOcean)', () => {
     });
   });
 });
+
+conformsToDigitalOceanOpenApi();
