@@ -284,7 +284,8 @@ record_before() {
 
 write_kubelet_unit() {
   mkdir -p "$DROPIN_DIR"
-  # What the kubeadm package ships (kubernetes/release, cmd/krel/templates/latest/kubeadm/10-kubeadm.conf),
+  # The drop-in the kubeadm package ships, as kubernetes/website shows it
+  # (content/en/docs/setup/production-environment/tools/kubeadm/kubelet-integration.md),
   # with this build's kubelet.
   cat >"$DROPIN_DIR/10-kubeadm.conf" <<UNIT
 # Written by ccm's test cluster (test/cluster/cluster.sh); removed by its \`down\`.
