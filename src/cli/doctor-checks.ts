@@ -158,7 +158,22 @@ function argValue(args: readonly string[], flag: string): string | undefined {
   return undefined;
 }
 
-export function checkControllerManager(pods: readonly PodInfo[]): CheckResult {
+export function checkControllerManager(
+  pods: readonly PodInfo[],
+  lease?: LeaseInfo,
+  now: Date = new Date(),
+): CheckResult {
+  // A static Pod's status is its kubelet's last word: the controller manager's own Lease is live.
+  if (pods.length > 0 && lease?.renewTime) {
+    const silent = Math.round((now.getTime() - Date.parse(lease.renewTime)) / 1000);
+    if (silent > Math.max(60, 4 * (lease.leaseDurationSeconds ?? 15))) {
+      return fail(
+        'kube-controller-manager',
+        `kube-controller-manager is not running: its Lease kube-system/kube-controller-manager was last renewed ${silent}s ago (its Pod's status may be stale)`,
+        'on the control-plane Node: is the kubelet running (`systemctl status kubelet`), and what does the static Pod say (`crictl ps -a --name kube-controller-manager`)?',
+      );
+    }
+  }
   if (pods.length === 0) {
     return warn(
       'kube-controller-manager',
@@ -228,8 +243,18 @@ export function checkKubeletsExternal(nodes: readonly SlimNode[]): CheckResult {
  * The kubelet running on this host, where doctor runs on a Node: its command line shows the flag the
  * Node object cannot. Undefined where no kubelet runs here (a workstation, a Pod).
  */
-export function checkLocalKubelet(processes: readonly RunningProcess[]): CheckResult | undefined {
+export function checkLocalKubelet(
+  processes: readonly RunningProcess[],
+  kubeletConfigured = false,
+): CheckResult | undefined {
   const kubelets = processes.filter((p) => basename(p.argv[0] ?? '') === 'kubelet');
+  if (kubelets.length === 0 && kubeletConfigured) {
+    return fail(
+      'kubelet-local',
+      'this host is a kubeadm Node (it has /var/lib/kubelet/kubeadm-flags.env), but no kubelet runs here: its Pods are neither watched nor restarted, and its static Pods (kube-controller-manager among them) show a stale status',
+      'start it (`systemctl start kubelet`) and read why it stopped (`journalctl -u kubelet`); after a failed `ccm cluster prepare` or `--rollback`, run the same command again',
+    );
+  }
   if (kubelets.length !== 1) return undefined;
   const [kubelet] = kubelets as [RunningProcess];
   const value = getFlag(kubelet.argv.slice(1), 'cloud-provider');
@@ -318,6 +343,18 @@ function podProblem(pod: PodInfo): { message: string; fix: string } | undefined 
         waiting.reason === 'ErrImageNeverPull'
           ? `import the image on that Node (\`ctr -n k8s.io images import <archive>\`, docs/deploy.md) or give \`ccm manifests --image\` the name it has there`
           : `push ${image} to a registry the Nodes can pull from, or give \`ccm manifests --image\` a name they can pull`,
+    };
+  }
+  const crashing = pod.status?.containerStatuses?.find(
+    (c) => c.state?.waiting?.reason === 'CrashLoopBackOff',
+  );
+  if (crashing) {
+    const last = crashing.lastState?.terminated;
+    const exit = last?.exitCode !== undefined ? `, last exit ${last.exitCode}` : '';
+    const said = last?.message?.trim().split('\n').at(-1);
+    return {
+      message: `ccm Pod ${name} is crash-looping (CrashLoopBackOff, ${crashing.restartCount ?? 0} restarts${exit})${said ? `: ${said}` : ''}`,
+      fix: `its last lines say why: \`kubectl -n ${pod.metadata?.namespace} logs ${name} --previous\` (exit 2 is a configuration error: the credentials Secret, its keys, the flags)`,
     };
   }
   if (pod.status?.phase !== 'Running') {

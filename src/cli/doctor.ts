@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { KUBEADM_FLAGS_ENV } from '../cluster/detect.js';
 import { localHost } from '../cluster/host.js';
 import { selectControllers } from '../controllers/manager.js';
 import { clusterIdentity } from '../kube/cluster-identity.js';
@@ -112,7 +114,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
     }
     const sa = { namespace: input.namespace, name: input['service-account'] };
     const leaseRef = { namespace: input.namespace, name: input.lease };
-    const [nodes, kcm, apiservers, lease, ccmPods, secret, access, workloads] = await Promise.all([
+    const [nodes, kcm, apiservers, lease, ccmPods, secret, access, workloads, kcmLease] = await Promise.all([
       createNodeClient(http).listNodes(),
       listPods(http, 'kube-system', 'component=kube-controller-manager'),
       listPods(http, 'kube-system', 'component=kube-apiserver'),
@@ -121,6 +123,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
       secretRef ? readSecretOutcome(http, secretRef) : Promise.resolve(undefined),
       reviewAccess(http, sa, input, secretRef),
       listWorkloads(http),
+      readLease(http, 'kube-system', 'kube-controller-manager').catch(() => undefined),
     ]);
     const checks: CheckResult[] = [
       checkApiServer(http.server, version, auth.insecure),
@@ -129,7 +132,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
     ];
     if (definition) checks.push(checkForeignProviderIDs(nodes, definition.providerIdScheme));
     checks.push(
-      checkControllerManager(kcm),
+      checkControllerManager(kcm, kcmLease, now),
       checkApiServerFlags(version, apiservers),
       checkKubeletsExternal(nodes),
       ...optional(
@@ -137,6 +140,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
           await localHost()
             .processes(['kubelet'])
             .catch(() => []),
+          existsSync(KUBEADM_FLAGS_ENV),
         ),
       ),
     );

@@ -36,7 +36,9 @@ export interface PodInfo {
     containerStatuses?: {
       name: string;
       ready?: boolean;
+      restartCount?: number;
       state?: { waiting?: { reason?: string; message?: string } };
+      lastState?: { terminated?: { exitCode?: number; reason?: string; message?: string } };
     }[];
   };
 }

@@ -263,6 +263,72 @@ describe('the kubelet on the host doctor runs on', () => {
   });
 });
 
+describe('what a static Pod status or a running phase hides', () => {
+  it('a kubeadm Node with no kubelet running: ✗, not a missing row', () => {
+    const result = checkLocalKubelet([], true);
+    expect(result?.status).toBe('fail');
+    expect(result?.message).toMatch(/^this host is a kubeadm Node .* but no kubelet runs here/);
+    expect(checkLocalKubelet([], false)).toBeUndefined();
+  });
+
+  it('kube-controller-manager whose Lease went silent is not running, whatever its mirror Pod says', () => {
+    const pod = {
+      metadata: { name: 'kube-controller-manager-cp-1', namespace: 'kube-system' },
+      spec: {
+        containers: [
+          {
+            name: 'kube-controller-manager',
+            command: ['kube-controller-manager', '--cloud-provider=external'],
+          },
+        ],
+      },
+      status: { phase: 'Running' },
+    };
+    const now = new Date('2026-11-28T08:00:00Z');
+    const lease = (ago: number) => ({
+      holderIdentity: 'cp-1_x',
+      leaseDurationSeconds: 15,
+      renewTime: new Date(now.getTime() - ago * 1000).toISOString(),
+    });
+    expect(checkControllerManager([pod], lease(5), now).status).toBe('pass');
+    const silent = checkControllerManager([pod], lease(300), now);
+    expect(silent.status).toBe('fail');
+    expect(silent.message).toBe(
+      "kube-controller-manager is not running: its Lease kube-system/kube-controller-manager was last renewed 300s ago (its Pod's status may be stale)",
+    );
+  });
+
+  it('a crash-looping ccm Pod is not "running"; its fix is its logs, not a new deployment', () => {
+    const result = checkControllerPods(
+      [
+        {
+          metadata: { name: 'ccm-a', namespace: 'kube-system' },
+          spec: { containers: [{ name: 'ccm', args: ['run'] }] },
+          status: {
+            phase: 'Running',
+            containerStatuses: [
+              {
+                name: 'ccm',
+                ready: false,
+                restartCount: 3,
+                state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off 40s' } },
+                lastState: { terminated: { exitCode: 2, message: 'ccm: the cloud refused the credentials' } },
+              },
+            ],
+          },
+        },
+      ],
+      'kube-system',
+      false,
+    );
+    expect(result.status).toBe('fail');
+    expect(result.message).toBe(
+      'ccm Pod ccm-a is crash-looping (CrashLoopBackOff, 3 restarts, last exit 2): ccm: the cloud refused the credentials',
+    );
+    expect(result.fix).toContain('logs ccm-a --previous');
+  });
+});
+
 describe('ccm deployed, but placed on no Node', () => {
   const daemonSet = (nodeSelector: Record<string, string>, affinityKeys: string[] = []) => ({
     kind: 'DaemonSet' as const,
