@@ -126,6 +126,7 @@ export function budgetedProvider(
     ensure: (req, signal) => call('lb_ensure', (p) => balancers(p).ensure(req, signal), true),
     updateNodes: (req, signal) => call('lb_update_nodes', (p) => balancers(p).updateNodes(req, signal), true),
     delete: (req, signal) => call('lb_delete', (p) => balancers(p).delete(req, signal), true),
+    ignoredOnDelete: (req) => holder.current.loadBalancers?.ignoredOnDelete?.(req),
     observe: (services) => {
       observed = { services, by: holder.current };
       holder.current.loadBalancers?.observe?.(services);

@@ -235,7 +235,9 @@ async function cleanUp(
 ): Promise<ServiceSyncResult> {
   const { client, balancers, rules, signal } = deps;
   // The backends only tell an --adopt-official load balancer apart; the cloud is not asked to change them.
-  const { request } = await checkHandOver(describeRequest(svc, backends, rules), deps);
+  const { request } = await checkHandOver({ ...describeRequest(svc, backends, rules), deleting: true }, deps);
+  const ignored = balancers.ignoredOnDelete?.(request);
+  if (ignored) await client.recordEvent(svc, event('Warning', EVENT_DELETING_LOAD_BALANCER, ignored));
   const existing = await balancers.get(request, signal);
   if (existing) {
     await client.recordEvent(svc, event('Normal', EVENT_DELETING_LOAD_BALANCER, 'Deleting load balancer'));
@@ -287,6 +289,9 @@ export async function deleteOrphaned(
   backends: LoadBalancerNode[],
   deps: ServiceSyncDeps,
 ): Promise<void> {
-  const { request } = await checkHandOver(describeRequest(svc, backends, deps.rules), deps);
+  const { request } = await checkHandOver(
+    { ...describeRequest(svc, backends, deps.rules), deleting: true },
+    deps,
+  );
   if (await deps.balancers.get(request, deps.signal)) await deps.balancers.delete(request, deps.signal);
 }

@@ -93,6 +93,11 @@ export interface LoadBalancerRequest {
    * load balancer by id (DigitalOcean) takes it only when no other Service claims it.
    */
   claims?: LoadBalancerClaims;
+  /**
+   * The Service is being deleted: an identifying annotation that names nothing ccm could own (a
+   * malformed id) is ignored rather than refused, so that the finalizer can still go.
+   */
+  deleting?: boolean;
 }
 
 export interface LoadBalancerClaims {
@@ -136,6 +141,11 @@ export interface LoadBalancers {
   updateNodes(req: LoadBalancerRequest, signal?: AbortSignal): Promise<void>;
   /** Removes what ccm created for this Service; nothing when it is already gone. */
   delete(req: LoadBalancerRequest, signal?: AbortSignal): Promise<void>;
+  /**
+   * Optional: why, on deletion (`req.deleting`), an identifying annotation is ignored (it names no
+   * load balancer ccm could own); the controller says it once in an Event.
+   */
+  ignoredOnDelete?(req: LoadBalancerRequest): string | undefined;
   /**
    * Optional: called with every LoadBalancer Service the controller knows before its first ensure
    * (and after each relist), so a provider that records state on Services (Cloudlycke's address

@@ -116,6 +116,10 @@ interface Identity {
   tag: string;
   disown: boolean;
   hostname?: string;
+  /** The load balancer id the Service names (a UUID), if any. */
+  id?: string;
+  /** On deletion: why an identifying annotation was ignored (it names nothing ccm could own). */
+  ignored?: string;
 }
 
 const TAG_PREFIX = 'k8s:';
@@ -141,10 +145,23 @@ export function ownershipTag(clusterID: string): string {
 export function identify(req: LoadBalancerRequest): Identity {
   const a = req.service.annotations;
   const tag = ownershipTag(req.clusterID);
-  const id = text(a, LOAD_BALANCER_ID);
-  if (id !== undefined && !UUID.test(id)) throw invalid(LOAD_BALANCER_ID, id, 'a load balancer id (a UUID)');
-  const name = text(a, NAME) ?? req.name;
-  if (name.length > 255) throw invalid(NAME, name, 'a name of at most 255 characters');
+  const ignored: string[] = [];
+  // On deletion a malformed value names no load balancer ccm could have made: ccm's own name and
+  // tag find it instead, and the finalizer can go.
+  const refuse = (error: InvalidConfigError) => {
+    if (!req.deleting) throw error;
+    ignored.push(error.message.replace(/; use .*$/, ''));
+  };
+  let id = text(a, LOAD_BALANCER_ID);
+  if (id !== undefined && !UUID.test(id)) {
+    refuse(invalid(LOAD_BALANCER_ID, id, 'a load balancer id (a UUID)'));
+    id = undefined;
+  }
+  let name = text(a, NAME) ?? req.name;
+  if (name.length > 255) {
+    refuse(invalid(NAME, name, 'a name of at most 255 characters'));
+    name = req.name;
+  }
   const hostname = text(a, HOSTNAME);
   return {
     name,
@@ -152,6 +169,12 @@ export function identify(req: LoadBalancerRequest): Identity {
     tag,
     disown: bool(a, DISOWN),
     ...(hostname ? { hostname } : {}),
+    ...(id ? { id } : {}),
+    ...(ignored.length > 0
+      ? {
+          ignored: `${ignored.join('; ')}; it names no load balancer ccm could have created, so ccm deleted the one with its own name and tag ${tag}, if any`,
+        }
+      : {}),
   };
 }
 
@@ -431,9 +454,8 @@ export function doLoadBalancers(
       if (refused && foreignById === 'refuse') throw new InvalidConfigError(refused);
       if (adopted && !refused) return { lb: adopted, extras: [], byId: true, adopted: true };
     }
-    const id = text(req.service.annotations, LOAD_BALANCER_ID);
-    if (id) {
-      const lb = await byIdOrNothing(id, signal);
+    if (who.id) {
+      const lb = await byIdOrNothing(who.id, signal);
       // Our tag names the cluster, not the Service: another Service's load balancer carries it too.
       const refused = lb && owned(lb, who.tag) && claimRefusal(lb, req, false);
       if (refused && foreignById === 'refuse') throw new InvalidConfigError(refused);
@@ -545,6 +567,7 @@ export function doLoadBalancers(
 
   return {
     adoption,
+    ignoredOnDelete: (req) => identify(req).ignored,
     async get(req, signal) {
       const who = identify(req);
       const { lb } = await find(req, who, 'skip', signal);
