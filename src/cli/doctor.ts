@@ -55,6 +55,7 @@ import { clusterRules } from './manifests.js';
 import { isOfficial } from './migrate.js';
 import {
   type ClusterAndCloudFlags,
+  checkCloudApiUrl,
   parseSecretRef,
   providerFromFlags,
   whatFlagsAndEnvLack,
@@ -98,6 +99,8 @@ function resultOf(checks: CheckResult[], provider?: string): DoctorResult {
 export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
   const now = input.now?.() ?? new Date();
   const definition = input.provider ? await loadProvider(input.provider) : undefined;
+  if (definition && input['cloud-api-url'] !== undefined)
+    checkCloudApiUrl(definition, input['cloud-api-url']);
   const secretRef = input['credentials-secret']
     ? parseSecretRef(input['credentials-secret'])
     : definition?.credentials.secretName

@@ -11,7 +11,7 @@ import {
 import type { ProviderDefinition } from '../providers/types.js';
 import { UsageError } from './errors.js';
 import { objectYaml } from './output/object-yaml.js';
-import { parseSecretRef } from './provider-config.js';
+import { checkCloudApiUrl, parseSecretRef } from './provider-config.js';
 
 /**
  * Everything an operator applies to run ccm in a cluster, generated from what the enabled controllers
@@ -190,18 +190,6 @@ function placementOf(placement: Placement): {
       },
     },
   };
-}
-
-/** `--cloud-api-url` as the pods get it: an http(s) URL, for a provider that has an API URL. */
-function checkCloudApiUrl(provider: ProviderDefinition, url: string): void {
-  if (!provider.apiUrlField) {
-    throw new UsageError(
-      `--cloud-api-url: the ${provider.name} provider has no API URL to set (its endpoint comes from its configuration)`,
-    );
-  }
-  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
-    throw new UsageError(`--cloud-api-url "${url}" is not an http(s) URL; use e.g. https://api.example.com`);
-  }
 }
 
 function durationArg(ms: number): string {

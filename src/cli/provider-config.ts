@@ -21,6 +21,21 @@ export interface ClusterAndCloudFlags extends ProviderFlags, KubeRequestFlags {
 }
 
 /**
+ * `--cloud-api-url` must name an http(s) URL, for a provider that has an API URL: an empty value (an
+ * unset shell variable) would otherwise mean the provider's real API, with these credentials.
+ */
+export function checkCloudApiUrl(provider: ProviderDefinition, url: string): void {
+  if (!provider.apiUrlField) {
+    throw new UsageError(
+      `--cloud-api-url: the ${provider.name} provider has no API URL to set (its endpoint comes from its configuration)`,
+    );
+  }
+  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
+    throw new UsageError(`--cloud-api-url "${url}" is not an http(s) URL; use e.g. https://api.example.com`);
+  }
+}
+
+/**
  * The edge where a provider's configuration is resolved: `--cloud-config` and `--cloud-api-url` fill
  * the fields the provider names for them, every other field comes from its environment variables.
  */
@@ -30,6 +45,7 @@ export function resolveProviderValues(
   env: Readonly<Record<string, string | undefined>>,
   secret?: Readonly<Record<string, string>>,
 ): ProviderValues {
+  if (flags['cloud-api-url'] !== undefined) checkCloudApiUrl(definition, flags['cloud-api-url']);
   const values: Record<string, string | undefined> = {};
   for (const field of definition.credentials.fields) {
     const fromFlag =
