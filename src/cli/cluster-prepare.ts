@@ -288,17 +288,19 @@ async function rollback(
   const plan = await planRollback(hosts, kube);
   const preview = (log: (line: string) => void) => {
     hostList(log);
-    printRollbackPreview(plan, log);
+    printRollbackPreview(plan, log, input.restart);
   };
   if (input.preview) preview(input.log);
   const failedPlans = plan.hosts.some((h) => h.error);
   const changes =
-    plan.hosts.some((h) => h.files.length > 0) || plan.kubeadmConfig !== undefined || plan.untaint.length > 0;
+    plan.hosts.some((h) => h.files.length > 0 || (input.restart && h.stale.length > 0)) ||
+    plan.kubeadmConfig !== undefined ||
+    plan.untaint.length > 0;
   if (input.dryRun || !changes) {
     if (failedPlans && plan.hosts.every((h) => h.error)) {
       throw new UsageError(plan.hosts.map((h) => `${h.host.name}: ${h.error}`).join('; '));
     }
-    return { rollbackPlan: plan, dryRun: input.dryRun, failed: failedPlans };
+    return { rollbackPlan: plan, restart: input.restart, dryRun: input.dryRun, failed: failedPlans };
   }
   await confirmChanges(input, 'Roll back these changes?', preview);
   const result = await applyRollback(plan, {
@@ -308,6 +310,7 @@ async function rollback(
   });
   return {
     rollbackPlan: plan,
+    restart: input.restart,
     result,
     dryRun: false,
     failed:

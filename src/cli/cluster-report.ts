@@ -1,6 +1,6 @@
 import chalk from 'chalk';
 import { describeVersion } from '../cluster/detect.js';
-import type { ClusterPlan, HostPlan, HostResult } from '../cluster/prepare.js';
+import type { ClusterPlan, HostPlan, HostResult, StaleProcess } from '../cluster/prepare.js';
 import { unifiedDiff } from '../cluster/preview.js';
 import { describeChange } from '../cluster/restart.js';
 import type { HostRollback, RollbackPlan } from '../cluster/rollback.js';
@@ -52,7 +52,7 @@ export function printPreview(
 }
 
 /** Units whose running process lacks their files' flags: restarted, or left so with --no-restart. */
-function staleLines(h: HostPlan, restart: boolean): string[] {
+function staleLines(h: { stale: readonly StaleProcess[] }, restart: boolean): string[] {
   return h.stale.map((s) => {
     const lacks =
       s.pid === 0
@@ -65,7 +65,7 @@ function staleLines(h: HostPlan, restart: boolean): string[] {
 }
 
 /** The rollback's preview: per host the set it reverts to, the diffs, and what it leaves alone. */
-export function printRollbackPreview(plan: RollbackPlan, log: (line: string) => void): void {
+export function printRollbackPreview(plan: RollbackPlan, log: (line: string) => void, restart = true): void {
   for (const h of plan.hosts) {
     if (h.error) {
       log(chalk.red(`${h.host.name}: ${h.error}`));
@@ -91,8 +91,10 @@ export function printRollbackPreview(plan: RollbackPlan, log: (line: string) => 
         ),
       );
     }
+    for (const line of staleLines(h, restart)) log(chalk.yellow(`  ${line}`));
     for (const note of h.notes) log(chalk.yellow(`  ${note}`));
-    if (h.set && h.files.length === 0) log(chalk.dim('  nothing to roll back'));
+    if (h.set && h.files.length === 0 && (h.stale.length === 0 || !restart))
+      log(chalk.dim('  nothing to roll back'));
   }
   if (plan.kubeadmConfig) {
     log(kubeadmConfigDiff(plan.kubeadmConfig));
@@ -145,7 +147,7 @@ export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow>
   const rows: HostRow[] =
     out.result?.hosts ??
     plan?.hosts.map((h) => fromPlan(h, out.dryRun, restart)) ??
-    rollbackPlan?.hosts.map((h) => fromRollbackPlan(h, out.dryRun)) ??
+    rollbackPlan?.hosts.map((h) => fromRollbackPlan(h, out.dryRun, restart)) ??
     [];
   const r = out.result;
   const counts = new Map<string, number>();
@@ -192,6 +194,8 @@ export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow>
               host: h.host.name,
               backup: h.set?.id,
               files: h.files.map((f) => ({ path: f.file.path, how: f.how })),
+              // units running without what their files say (restarted unless --no-restart)
+              stale: h.stale,
               notes: h.notes,
               error: h.error,
             })),
@@ -265,20 +269,21 @@ function fromPlan(h: HostPlan, dryRun: boolean, restart: boolean): HostRow {
   };
 }
 
-function fromRollbackPlan(h: HostRollback, dryRun: boolean): HostRow {
+function fromRollbackPlan(h: HostRollback, dryRun: boolean, restart: boolean): HostRow {
+  const changes = h.files.length > 0 || (restart && h.stale.length > 0);
   return {
     host: h.host.name,
     result: h.error
       ? 'failed'
-      : h.files.length > 0 && dryRun
+      : changes && dryRun
         ? 'would roll back'
-        : h.files.length > 0
+        : changes
           ? 'rolled back'
           : 'nothing to roll back',
     files: h.files.map((f) => f.file.path),
     restartedUnits: [],
     skips: [],
-    notes: h.notes,
+    notes: [...staleLines(h, restart), ...h.notes],
     versions: {},
     ...(h.set ? { backup: h.set.id } : {}),
     error: h.error,

@@ -71,11 +71,17 @@ async function runOk(host: Host, argv: string[]): Promise<string> {
   return run.stdout;
 }
 
-/** The arguments of the unit's running main process, or a reason why there is none. */
-export async function liveArgs(host: Host, unit: string): Promise<string[] | string> {
+/** The unit's main process as systemd says (`systemctl show -p MainPID`); 0 when it has none. */
+export async function mainPid(host: Host, unit: string): Promise<number> {
   const out = await runOk(host, ['systemctl', 'show', '-p', 'MainPID', '--value', unit]);
   const pid = Number.parseInt(out.trim(), 10);
-  if (!Number.isInteger(pid) || pid <= 0) return `${unit} has no running process`;
+  return Number.isInteger(pid) && pid > 0 ? pid : 0;
+}
+
+/** The arguments of the unit's running main process, or a reason why there is none. */
+export async function liveArgs(host: Host, unit: string): Promise<string[] | string> {
+  const pid = await mainPid(host, unit);
+  if (pid === 0) return `${unit} has no running process`;
   const cmdline = await host.read(`/proc/${pid}/cmdline`);
   if (!cmdline || cmdline.length === 0) return `cannot read /proc/${pid}/cmdline of ${unit}`;
   return cmdline.toString('utf8').split('\0').filter(Boolean).slice(1);

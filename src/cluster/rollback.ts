@@ -35,8 +35,17 @@ import {
 } from './backup.js';
 import * as kubeadmConfig from './kubeadm-config.js';
 import { editFile, readFlags } from './plan.js';
-import type { ApplyOptions, ApplyResult, HostReport } from './prepare.js';
-import { isLive, type RestartOptions, restartOrNote, type UnitRestart, unitsToRestart } from './restart.js';
+import type { ApplyOptions, ApplyResult, HostReport, StaleProcess } from './prepare.js';
+import {
+  isLive,
+  isUnit,
+  liveArgs,
+  mainPid,
+  type RestartOptions,
+  restartOrNote,
+  type UnitRestart,
+  unitsToRestart,
+} from './restart.js';
 import type { Component, ComponentFile, FlagChange, Host, Layout } from './types.js';
 
 export interface RollbackFile {
@@ -57,6 +66,11 @@ export interface HostRollback {
   /** Newer sets that hold no file, only records of the cluster's side (kubeadm-config, taints). */
   newer: BackupSet[];
   files: RollbackFile[];
+  /**
+   * Units this rollback writes no file for whose process lacks what their files say now (a restart
+   * after an earlier rollback failed, leaving the unit stopped or on prepare's flags): restarted.
+   */
+  stale: StaleProcess[];
   notes: string[];
   error?: string;
 }
@@ -122,7 +136,7 @@ async function setToRollBack(host: Host): Promise<{ set?: BackupSet; newer: Back
 }
 
 async function planHost(host: Host): Promise<HostRollback> {
-  const plan: HostRollback = { host, newer: [], files: [], notes: [] };
+  const plan: HostRollback = { host, newer: [], files: [], stale: [], notes: [] };
   try {
     const { set, newer } = await setToRollBack(host);
     if (!set) return plan;
@@ -133,10 +147,12 @@ async function planHost(host: Host): Promise<HostRollback> {
         `backup ${set.id} was made by an older ccm and does not record what it wrote, so a rollback cannot tell ccm's edits from later ones; restore by hand from ${set.dir} if needed`,
       );
     }
+    const now = new Map<string, Buffer | undefined>();
     for (const entry of set.files) {
       const record = entry.written;
       if (!record) continue;
       const current = await host.read(entry.path);
+      now.set(entry.path, current);
       const digest = current ? sha256(current) : undefined;
       if (entry.existed ? digest === entry.sha256 : current === undefined) continue;
       if (current === undefined) {
@@ -168,11 +184,52 @@ async function planHost(host: Host): Promise<HostRollback> {
       plan.notes.push(`${entry.path} changed since prepare: only ccm's flag edits are undone`);
       plan.files.push({ file: record.file, current, next, how: 'revert', changes: reverts });
     }
+    plan.stale = await staleUnits(host, set, plan.files, now);
   } catch (err) {
     plan.error = (err as Error).message;
     plan.files = [];
+    plan.stale = [];
   }
   return plan;
+}
+
+/**
+ * The units whose files this rollback leaves alone (already as before prepare) but whose process does
+ * not run with them: an earlier rollback restored the files and its restart failed, so the unit is
+ * stopped (systemd: MainPID 0) or still runs prepare's flags. Compared: the recorded inverses of
+ * prepare's edits that the files carry now. Where systemctl cannot answer, nothing is planned; a unit
+ * one of whose files was deleted since is left alone.
+ */
+async function staleUnits(
+  host: Host,
+  set: BackupSet,
+  files: readonly RollbackFile[],
+  now: ReadonlyMap<string, Buffer | undefined>,
+): Promise<StaleProcess[]> {
+  const entries = set.files.filter((e) => e.written);
+  const layout: Layout = entries.some((e) => e.written?.file.kind === 'systemd-unit')
+    ? 'hard-way'
+    : 'kubeadm';
+  const written = new Set(files.map((f) => f.file.component));
+  const stale: StaleProcess[] = [];
+  for (const component of new Set(entries.map((e) => e.written?.file.component as Component))) {
+    if (written.has(component) || !isUnit(layout, component)) continue;
+    const own = entries.filter((e) => e.written?.file.component === component);
+    if (own.some((e) => e.existed && now.get(e.path) === undefined)) continue;
+    const args = own.flatMap((e) => readFlags(e.written?.file as ComponentFile, now.get(e.path)));
+    const expected = own.flatMap((e) => e.written?.revert ?? []).filter((c) => isLive(args, c));
+    if (expected.length === 0) continue;
+    const live = await liveArgs(host, component).catch(() => undefined);
+    if (live === undefined) continue;
+    if (typeof live === 'string') {
+      stale.push({ component, pid: 0, missing: expected });
+      continue;
+    }
+    const missing = expected.filter((c) => !isLive(live, c));
+    if (missing.length === 0) continue;
+    stale.push({ component, pid: await mainPid(host, component).catch(() => 0), missing });
+  }
+  return stale;
 }
 
 type PrepareRecord = Pick<KubeadmConfigRecord, 'sha256' | 'changes' | 'revert'>;
@@ -320,13 +377,22 @@ export async function planRollback(hosts: Host[], kube?: KubeTransport): Promise
   return plan;
 }
 
-/** The units to restart after this host's rollback, in the safe order. */
-export function rollbackRestarts(files: readonly RollbackFile[]): UnitRestart[] {
-  const layout: Layout = files.some((f) => f.file.kind === 'systemd-unit') ? 'hard-way' : 'kubeadm';
-  return unitsToRestart(
-    layout,
-    files.map((f) => ({ component: f.file.component, changes: f.changes })),
-  );
+/**
+ * The units to restart after this host's rollback, in the safe order: those whose files it writes,
+ * and those running without what their files say (`stale`, already hard-way units or the kubelet).
+ */
+export function rollbackRestarts(
+  files: readonly RollbackFile[],
+  stale: readonly StaleProcess[] = [],
+): UnitRestart[] {
+  const layout: Layout =
+    files.some((f) => f.file.kind === 'systemd-unit') || stale.some((s) => s.component !== 'kubelet')
+      ? 'hard-way'
+      : 'kubeadm';
+  return unitsToRestart(layout, [
+    ...files.map((f) => ({ component: f.file.component, changes: f.changes })),
+    ...stale.map((s) => ({ component: s.component, changes: s.missing })),
+  ]);
 }
 
 /**
@@ -368,14 +434,15 @@ export async function applyRollback(
         restarted: false,
         restartedUnits: [],
         notes: [...h.notes],
-        result: h.files.length > 0 ? 'rolled back' : 'nothing to roll back',
+        result: 'nothing to roll back',
         ...(h.set ? { backup: h.set.id } : {}),
       };
       if (h.error) return { ...report, result: 'failed', error: h.error };
       try {
         report.files = await writeRollback(h);
-        const units = rollbackRestarts(h.files);
+        const units = rollbackRestarts(h.files, h.stale);
         await restartOrNote(report, h.host, units, options.restart, options);
+        if (h.files.length > 0 || report.restarted) report.result = 'rolled back';
       } catch (err) {
         report.result = 'failed';
         report.error = (err as Error).message;
@@ -384,7 +451,15 @@ export async function applyRollback(
     }),
   );
   const result: ApplyResult = { hosts: reports };
-  if (plan.kubeadmConfig && options.kube) {
+  // As prepare: kubeadm-config follows the host whose backup records it, not ahead of a failure there.
+  const keeper = reports.find(
+    (r, i) =>
+      r.result === 'failed' &&
+      [plan.hosts[i]?.set, ...(plan.hosts[i]?.newer ?? [])].some((s) => s?.kubeadmConfig),
+  );
+  if (plan.kubeadmConfig && options.kube && keeper) {
+    result.kubeadmConfig = `not rolled back: ${(keeper.error ?? 'failed').replace(/\.$/, '')} (on ${keeper.host}, whose backup records kubeadm-config); fix that and run \`ccm cluster prepare --rollback\` again: it restarts what still runs without its files' flags and rolls kubeadm-config back`;
+  } else if (plan.kubeadmConfig && options.kube) {
     try {
       await writeKubeadmConfig(
         options.kube,

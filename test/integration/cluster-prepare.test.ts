@@ -574,3 +574,71 @@ describe('a kubelet restart that fails after the files were written, then a re-r
     expect(kubelet()).not.toContain('--cloud-provider=external');
   });
 });
+
+describe('a rollback whose kubelet restart fails, then a re-run', () => {
+  let cp: ControlPlane;
+  beforeAll(async () => {
+    cp = await startControlPlane();
+    await execa(join(cache, 'v1.36.3', 'kubeadm'), [
+      'init',
+      'phase',
+      'upload-config',
+      'kubeadm',
+      '--config',
+      join(fixtures, 'kubeadm-v1.36.3', 'kubeadm-config.yaml'),
+      '--kubeconfig',
+      kubeconfigWithContext(cp, 'fixtures'),
+    ]);
+  });
+  afterAll(async () => {
+    await cp?.stop();
+  });
+
+  it('fails naming the restart and leaves kubeadm-config; the re-run (dry run included) starts the stopped kubelet, then rolls kubeadm-config back', async () => {
+    const root = copyRoot('kubeadm-v1.36.3');
+    const original = snapshot(root);
+    const env = (extra: Record<string, string> = {}) => ({
+      PATH: `${systemctl}:${process.env.PATH}`,
+      STANDIN_ROOT: root,
+      STANDIN_LOG: join(root, 'systemctl.log'),
+      ...extra,
+    });
+    const run = (env: Record<string, string>, ...flags: string[]) =>
+      ccm(['cluster', 'prepare', '--root', root, '--kubeconfig', cp.kubeconfigPath, ...flags], env);
+    await execa(join(systemctl, 'systemctl'), ['restart', 'kubelet'], { env: env() });
+    const kubelet = () => join(root, 'proc/103/cmdline');
+    const prepared = await run(env(), '--yes', '-o', 'table');
+    expect(prepared.exitCode).toBe(0);
+    expect(readFileSync(kubelet(), 'utf8')).toContain('\0--cloud-provider=external');
+
+    // systemd: the kubelet does not come back up after the files were restored.
+    const failed = await run(env({ STANDIN_STOP: 'kubelet' }), '--rollback', '--yes', '-o', 'table');
+    expect(failed.stderr).toBe('');
+    expect(failed.exitCode).toBe(1);
+    expect(failed.stdout).not.toContain('kubeadm-config rolled back');
+    expect(failed.stdout).toMatch(
+      /kubeadm-config: not rolled back: systemctl restart kubelet failed on local: Job for kubelet\.service failed/,
+    );
+    expect(existsSync(kubelet())).toBe(false);
+    expect(snapshot(root)).toEqual(original);
+    expect(JSON.stringify(await clusterConfiguration(cp))).toContain('cloud-provider');
+
+    const dryRun = await run(env(), '--rollback', '--dry-run', '-o', 'table');
+    expect(dryRun.exitCode).toBe(0);
+    expect(dryRun.stdout).toContain('restart kubelet: it is not running');
+    expect(dryRun.stdout).toMatch(/^Dry run: nothing written\. 1 host: 1 would roll back/m);
+    expect(existsSync(kubelet())).toBe(false);
+
+    const again = await run(env(), '--rollback', '--yes', '-o', 'table');
+    expect(again.stderr).toBe('');
+    expect(again.exitCode).toBe(0);
+    expect(again.stdout).toMatch(/1 host: 1 rolled back; kubeadm-config rolled back/);
+    expect(again.stdout).toMatch(/rolled back +0 +kubelet/);
+    expect(readFileSync(kubelet(), 'utf8')).not.toContain('--cloud-provider');
+    expect(JSON.stringify(await clusterConfiguration(cp))).not.toContain('"cloud-provider"');
+
+    const done = await run(env(), '--rollback', '--yes', '-o', 'table');
+    expect(done.exitCode).toBe(0);
+    expect(done.stdout).toMatch(/1 host: 1 nothing to roll back; nothing written/);
+  });
+});

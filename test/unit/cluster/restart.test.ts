@@ -7,9 +7,15 @@
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { clusterPrepareReport, printRollbackPreview } from '../../../src/cli/cluster-report.js';
+import { render } from '../../../src/cli/output/render.js';
 import { localHost } from '../../../src/cluster/host.js';
+import { planClusterConfiguration } from '../../../src/cluster/plan.js';
 import { applyHost, planCluster } from '../../../src/cluster/prepare.js';
-import { isLive } from '../../../src/cluster/restart.js';
+import { isLive, liveArgs } from '../../../src/cluster/restart.js';
+import { applyRollback, planRollback } from '../../../src/cluster/rollback.js';
+import type { Detection } from '../../../src/cluster/types.js';
+import type { KubeTransport } from '../../../src/kube/transport.js';
 import { tempDir } from '../../helpers/tmp.js';
 import { FIXTURES, systemdHost } from './support.js';
 
@@ -21,10 +27,10 @@ function runProcess(root: string, pid: number, argv: string[]): void {
 
 const VERSIONS = { kubelet: 'v1.32.4', apiserver: 'v1.32.4', controllerManager: 'v1.32.4' };
 
-function machine(fixture: string, stale: string[] = [], fail: string[] = []) {
+function machine(fixture: string, stale: string[] = [], fail: string[] = [], stop: string[] = []) {
   const root = tempDir('ccm-restart-');
   cpSync(join(FIXTURES, fixture), root, { recursive: true });
-  return Object.assign(systemdHost(localHost(root), root, { stale, fail }), { root });
+  return Object.assign(systemdHost(localHost(root), root, { stale, fail, stop }), { root });
 }
 
 async function prepare(host: ReturnType<typeof machine>, restart = true) {
@@ -187,5 +193,140 @@ describe('isLive', () => {
     expect(isLive(['--cloud-provider=external', '--cloud-provider=aws'], set)).toBe(false);
     expect(isLive(['--cloud-config=/x'], { flag: 'cloud-config', reason: '' })).toBe(false);
     expect(isLive([], { flag: 'cloud-config', reason: '' })).toBe(true);
+  });
+});
+
+describe('restarting after a rollback whose restart failed', () => {
+  const FAST = { verifyTimeoutMs: 300, pollMs: 20, readyTimeoutMs: 1000 };
+  // prepare added --cloud-provider: its inverse, which the restored files carry, is its absence
+  const cloudProvider = { flag: 'cloud-provider', reason: 'absent before cluster prepare' };
+  const terminal = { tty: false, width: 200, height: 40, colour: 0 } as const;
+  const summary = async (out: Parameters<typeof clusterPrepareReport>[0]) =>
+    (await render(clusterPrepareReport(out), 'table', terminal)).split('\n')[0];
+
+  it('plans, shows and performs the start of the kubelet the failed restart left stopped; then nothing is left', async () => {
+    const stop: string[] = [];
+    const host = machine('kubeadm-v1.36.3', [], [], stop);
+    expect((await prepare(host)).result).toBe('prepared');
+    stop.push('kubelet');
+    const failed = await applyRollback(await planRollback([host]), { restart: true, ...FAST });
+    expect(failed.hosts[0]?.result).toBe('failed');
+    expect(failed.hosts[0]?.error).toMatch(/^systemctl restart kubelet failed on local: Job for kubelet/);
+    expect(await liveArgs(host, 'kubelet')).toBe('kubelet has no running process');
+    stop.length = 0;
+
+    // The re-run: every file is as before prepare, but the kubelet is stopped.
+    const plan = await planRollback([host]);
+    const again = plan.hosts[0] as NonNullable<(typeof plan.hosts)[0]>;
+    expect(again.files).toEqual([]);
+    expect(again.stale).toEqual([
+      { component: 'kubelet', pid: 0, missing: expect.arrayContaining([cloudProvider]) },
+    ]);
+    const lines: string[] = [];
+    printRollbackPreview(plan, (l) => lines.push(l));
+    expect(lines.join('\n')).toContain('restart kubelet: it is not running');
+    expect(lines.join('\n')).not.toContain('nothing to roll back');
+    expect(await summary({ rollbackPlan: plan, dryRun: true, failed: false })).toBe(
+      'Dry run: nothing written. 1 host: 1 would roll back',
+    );
+
+    const result = await applyRollback(plan, { restart: true, ...FAST });
+    expect(result.hosts[0]?.error).toBeUndefined();
+    expect(result.hosts[0]?.result).toBe('rolled back');
+    expect(result.hosts[0]?.restartedUnits).toEqual(['kubelet']);
+    const live = await liveArgs(host, 'kubelet');
+    expect(Array.isArray(live) && live.some((a) => a.startsWith('--cloud-provider'))).toBe(false);
+    expect(await summary({ rollbackPlan: plan, result, dryRun: false, failed: false })).toBe(
+      '1 host: 1 rolled back',
+    );
+
+    // Now the kubelet runs with its files' flags: nothing more to do.
+    const done = await planRollback([host]);
+    expect(done.hosts[0]?.stale).toEqual([]);
+    expect(await summary({ rollbackPlan: done, dryRun: false, failed: false })).toBe(
+      '1 host: 1 nothing to roll back; nothing written',
+    );
+  });
+
+  it("restarts a kubelet the failed restart left running with prepare's flags; fails again while it still fails", async () => {
+    const fail: string[] = [];
+    const host = machine('kubeadm-v1.36.3', [], fail);
+    expect((await prepare(host)).result).toBe('prepared');
+    fail.push('kubelet');
+    expect(
+      (await applyRollback(await planRollback([host]), { restart: true, ...FAST })).hosts[0]?.result,
+    ).toBe('failed');
+
+    const plan = await planRollback([host]);
+    const [stale] = plan.hosts[0]?.stale ?? [];
+    expect(stale).toEqual({
+      component: 'kubelet',
+      pid: expect.any(Number),
+      missing: expect.arrayContaining([cloudProvider]),
+    });
+    expect(stale?.pid).toBeGreaterThan(0);
+    const lines: string[] = [];
+    printRollbackPreview(plan, (l) => lines.push(l));
+    expect(lines.join('\n')).toContain(
+      `restart kubelet: its running process (pid ${stale?.pid}) lacks no --cloud-provider`,
+    );
+    // systemd still fails: the host fails, so the command does not exit 0
+    const still = await applyRollback(plan, { restart: true, ...FAST });
+    expect(still.hosts[0]?.result).toBe('failed');
+    fail.length = 0;
+    const fixed = await applyRollback(await planRollback([host]), { restart: true, ...FAST });
+    expect(fixed.hosts[0]?.result).toBe('rolled back');
+    expect(fixed.hosts[0]?.restartedUnits).toEqual(['kubelet']);
+  });
+
+  it('--no-restart: the stopped kubelet is named, not started', async () => {
+    const stop: string[] = [];
+    const host = machine('kubeadm-v1.36.3', [], [], stop);
+    expect((await prepare(host)).result).toBe('prepared');
+    stop.push('kubelet');
+    await applyRollback(await planRollback([host]), { restart: true, ...FAST });
+    const plan = await planRollback([host]);
+    const lines: string[] = [];
+    printRollbackPreview(plan, (l) => lines.push(l), false);
+    expect(lines.join('\n')).toContain('kubelet not restarted (--no-restart): it is not running');
+    const result = await applyRollback(plan, { restart: false, ...FAST });
+    expect(result.hosts[0]?.result).toBe('nothing to roll back');
+    expect(result.hosts[0]?.notes).toEqual(['not restarted (--no-restart): kubelet']);
+  });
+
+  it('kubeadm-config is not rolled back while the host whose backup records it failed', async () => {
+    const stop: string[] = [];
+    const host = machine('kubeadm-v1.36.3', [], [], stop);
+    const forward = await planCluster([host], { versions: VERSIONS });
+    const planned = forward.hosts[0] as NonNullable<(typeof forward.hosts)[0]>;
+    const before = readFileSync(join(FIXTURES, 'kubeadm-v1.36.3', 'cluster-configuration.yaml'), 'utf8');
+    const edit = planClusterConfiguration(before, planned.detection as Detection);
+    forward.kubeadmConfig = {
+      before,
+      after: edit.after,
+      resourceVersion: '1',
+      changes: edit.changes,
+      skips: [],
+    };
+    expect((await applyHost(forward, planned, true, FAST)).result).toBe('prepared');
+    stop.push('kubelet');
+
+    const plan = await planRollback([host]);
+    plan.kubeadmConfig = { before: edit.after, after: before, resourceVersion: '2', notes: [] };
+    const requests: unknown[] = [];
+    const kube = {
+      request: async (r: { method: string; path: string }) => {
+        requests.push(r);
+        if (r.path === '/readyz') return 'ok';
+        throw new Error('not expected');
+      },
+    } as unknown as KubeTransport;
+    const result = await applyRollback(plan, { restart: true, kube, ...FAST });
+    expect(result.hosts[0]?.result).toBe('failed');
+    expect(result.kubeadmConfig).toMatch(
+      /^not rolled back: systemctl restart kubelet failed on local: Job for kubelet\.service failed .* \(on local, whose backup records kubeadm-config\); fix that and run `ccm cluster prepare --rollback` again/,
+    );
+    // only /readyz was asked (the files of the control plane came back): no write of kubeadm-config
+    expect(requests).toEqual([{ method: 'GET', path: '/readyz' }]);
   });
 });

@@ -134,13 +134,14 @@ export const restartFailure = (unit: string) =>
  * whose /proc/<pid>/cmdline (under the root) is the unit's command line as the files say now — the
  * hard-way unit's ExecStart, or for the kubeadm kubelet its env files' flags. Units in `stale` keep
  * their old process across restarts (a unit whose new flags never went live); units in `fail` keep it
- * too and their restart fails as systemd's does. `systemctl show -p MainPID --value UNIT` answers the
+ * too and their restart fails as systemd's does; units in `stop` fail so and are left with no process
+ * (MainPID 0), as a kubelet that does not come back up. `systemctl show -p MainPID --value UNIT` answers the
  * pid. Every systemctl call is recorded; other programs answer `--version` from the table.
  */
 export function systemdHost(
   base: Host,
   root: string,
-  options: { stale?: string[]; fail?: string[]; versions?: Record<string, string> } = {},
+  options: { stale?: string[]; fail?: string[]; stop?: string[]; versions?: Record<string, string> } = {},
 ): Host & { systemctl: string[][] } {
   const systemctl: string[][] = [];
   const pids = new Map<string, number>();
@@ -176,6 +177,10 @@ export function systemdHost(
       systemctl.push(argv.slice(1));
       const [verb] = argv.slice(1);
       const unit = argv.at(-1) as string;
+      if (verb === 'restart' && (options.stop ?? []).includes(unit)) {
+        pids.delete(unit);
+        return { exitCode: 1, stdout: '', stderr: restartFailure(unit) };
+      }
       if (verb === 'restart' && (options.fail ?? []).includes(unit)) {
         return { exitCode: 1, stdout: '', stderr: restartFailure(unit) };
       }
