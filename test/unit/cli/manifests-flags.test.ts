@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { type ManifestOptions, renderManifests } from '../../../src/cli/manifests.js';
+import { resolveProviderValues } from '../../../src/cli/provider-config.js';
 import { loadProvider } from '../../../src/providers/registry.js';
 
 async function args(provider: string, extra: Partial<ManifestOptions>) {
@@ -71,5 +72,19 @@ describe('ccm manifests: every flag reaches the pods', () => {
         /^--cloud-api-url ".*" is not an http\(s\) URL; use e\.g\./,
       );
     }
+  });
+});
+
+describe('--cloud-api-url on every command', () => {
+  it('an empty value (an unset shell variable) or one that is no http(s) URL is a usage error, never the real API', async () => {
+    const digitalocean = await loadProvider('digitalocean');
+    for (const url of ['', 'not a url', 'ftp://x']) {
+      expect(() => resolveProviderValues(digitalocean, { 'cloud-api-url': url }, {})).toThrow(
+        /^--cloud-api-url ".*" is not an http\(s\) URL/,
+      );
+    }
+    expect(() =>
+      resolveProviderValues(digitalocean, { 'cloud-api-url': 'http://127.0.0.1:1' }, {}),
+    ).not.toThrow();
   });
 });
