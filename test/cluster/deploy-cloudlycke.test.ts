@@ -10,6 +10,8 @@ import { ccm } from '../helpers/cli.js';
 import { tempDir } from '../helpers/tmp.js';
 import {
   CCM_IMAGE,
+  ccmWorkload,
+  controllerManagerLeader,
   ensureImage,
   freshCluster,
   hostPath,
@@ -20,6 +22,7 @@ import {
   NODE_IP,
   NODE_NAME,
   recordFigure,
+  runCronJobNow,
   runningArgs,
   saveCcmLogs,
   until,
@@ -37,17 +40,6 @@ interface NodeObject {
 
 function env() {
   return { KUBECONFIG, PATH: hostPath() };
-}
-
-async function kcmLeader(): Promise<string | undefined> {
-  const lease = await kubectlJson<{ spec: { holderIdentity?: string } }>([
-    '-n',
-    NS,
-    'get',
-    'lease',
-    'kube-controller-manager',
-  ]);
-  return lease.spec.holderIdentity;
 }
 
 beforeAll(async () => {
@@ -75,7 +67,7 @@ afterAll(async () => {
 
 describe('ccm deployed in a real kubeadm cluster (Cloudlycke)', () => {
   it('prepare with the provider gives the running kubelet its provider ID', async () => {
-    const controllerManager = await kcmLeader();
+    const controllerManager = await controllerManagerLeader();
     const run = await ccm(
       [
         'cluster',
@@ -102,7 +94,7 @@ describe('ccm deployed in a real kubeadm cluster (Cloudlycke)', () => {
     // (its DaemonSet controller) leads once the old instance's Lease has run out.
     await until(
       'the restarted kube-controller-manager leading',
-      async () => (await kcmLeader()) !== controllerManager,
+      async () => (await controllerManagerLeader()) !== controllerManager,
     );
   });
 
@@ -148,39 +140,11 @@ describe('ccm deployed in a real kubeadm cluster (Cloudlycke)', () => {
   });
 
   it("the CronJob's Job succeeds", async () => {
-    await kubectl(['-n', NS, 'create', 'job', 'nodes-init-now', '--from=cronjob/ccm-nodes-init']);
-    const done = await until(
-      'the Job to finish',
-      async () => {
-        const job = await kubectlJson<{ status: { succeeded?: number; failed?: number } }>([
-          '-n',
-          NS,
-          'get',
-          'job',
-          'nodes-init-now',
-        ]);
-        return job.status.succeeded || job.status.failed ? job.status : undefined;
-      },
-      180_000,
-    );
-    expect(done).toMatchObject({ succeeded: 1 });
+    expect(await runCronJobNow('nodes-init-now')).toMatchObject({ succeeded: 1 });
   });
 
   it('a rollout of a changed environment completes', async () => {
-    const workload = (
-      await kubectl([
-        '-n',
-        NS,
-        'get',
-        'deployment,daemonset',
-        '-l',
-        'app.kubernetes.io/name=ccm',
-        '-o',
-        'name',
-      ])
-    ).stdout
-      .split('\n')
-      .filter(Boolean)[0] as string;
+    const workload = await ccmWorkload();
     await kubectl(['-n', NS, 'set', 'env', workload, 'CCM_ROLLOUT=1']);
     const status = await kubectl(['-n', NS, 'rollout', 'status', workload, '--timeout=240s'], {
       reject: false,

@@ -12,6 +12,8 @@ import { ccm } from '../helpers/cli.js';
 import { conformsToDigitalOceanOpenApi } from '../helpers/openapi.js';
 import {
   CCM_IMAGE,
+  ccmWorkload,
+  controllerManagerLeader,
   ensureImage,
   freshCluster,
   hostPath,
@@ -22,7 +24,9 @@ import {
   leaveCluster,
   NODE_IP,
   NODE_NAME,
+  nodeReady,
   recordFigure,
+  runCronJobNow,
   saveCcmLogs,
   until,
 } from './harness.js';
@@ -82,25 +86,20 @@ async function rolloutStatus(timeout = '240s') {
   });
 }
 
-async function kcmLeader(): Promise<string | undefined> {
-  return (await kubectlJson<Lease>(['-n', NS, 'get', 'lease', 'kube-controller-manager'])).spec
-    .holderIdentity;
-}
-
 beforeAll(async () => {
   await freshCluster();
   sim = await DigitalOceanSimulator.start();
   const [droplet] = sim.addDroplets({ name: NODE_NAME, privateIP: NODE_IP, publicIP: '203.0.113.10' });
   dropletId = droplet?.id as number;
   await ensureImage();
-  const controllerManager = await kcmLeader();
+  const controllerManager = await controllerManagerLeader();
   const prepared = await ccm(['cluster', 'prepare', '--yes', '--initialize-existing'], env(), 300_000);
   expect(prepared.exitCode, prepared.stdout + prepared.stderr).toBe(0);
   // The restarted kube-controller-manager (its DaemonSet controller) leads before ccm is applied, as on
   // a cluster prepared some time before: its first election waits out the old instance's Lease.
   await until(
     'the restarted kube-controller-manager leading',
-    async () => (await kcmLeader()) !== controllerManager,
+    async () => (await controllerManagerLeader()) !== controllerManager,
   );
 });
 
@@ -166,20 +165,7 @@ describe('ccm deployed in a real kubeadm cluster (DigitalOcean)', () => {
     const node = await kubectlJson<NodeObject>(['get', 'node', NODE_NAME]);
     expect(node.metadata.labels['topology.kubernetes.io/region']).toBe('nyc3');
     expect(node.status.addresses).toContainEqual({ type: 'ExternalIP', address: '203.0.113.10' });
-    workload = (
-      await kubectl([
-        '-n',
-        NS,
-        'get',
-        'deployment,daemonset',
-        '-l',
-        'app.kubernetes.io/name=ccm',
-        '-o',
-        'name',
-      ])
-    ).stdout
-      .split('\n')
-      .filter(Boolean)[0] as string;
+    workload = await ccmWorkload();
     expect(workload).toMatch(/ccm$/);
     await until('a leader', async () => (await lease()).holderIdentity);
   });
@@ -210,22 +196,7 @@ describe('ccm deployed in a real kubeadm cluster (DigitalOcean)', () => {
   });
 
   it("the CronJob's Job succeeds", async () => {
-    await kubectl(['-n', NS, 'create', 'job', 'nodes-init-now', '--from=cronjob/ccm-nodes-init']);
-    const done = await until(
-      'the Job to finish',
-      async () => {
-        const job = await kubectlJson<{ status: { succeeded?: number; failed?: number } }>([
-          '-n',
-          NS,
-          'get',
-          'job',
-          'nodes-init-now',
-        ]);
-        return job.status.succeeded || job.status.failed ? job.status : undefined;
-      },
-      180_000,
-    );
-    expect(done).toMatchObject({ succeeded: 1 });
+    expect(await runCronJobNow('nodes-init-now')).toMatchObject({ succeeded: 1 });
   });
 
   it('a changed environment rolls out on one control-plane Node, and the Lease passes to the new Pod', async () => {
@@ -383,20 +354,7 @@ describe('ccm deployed in a real kubeadm cluster (DigitalOcean)', () => {
     await hostSystemctl('stop', 'kubelet');
     sim.removeDroplet(dropletId);
     const t0 = Date.now();
-    await until(
-      'the Node NotReady',
-      async () =>
-        (
-          await kubectl([
-            'get',
-            'node',
-            NODE_NAME,
-            '-o',
-            'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
-          ])
-        ).stdout !== 'True',
-      180_000,
-    );
+    await until('the Node NotReady', async () => (await nodeReady()) !== 'True', 180_000);
     const notReady = (Date.now() - t0) / 1000;
     await until(
       'the Node deleted',

@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { binDir } from '../controlplane/harness.js';
+import { until as pollUntil } from '../helpers/run.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 export const CLUSTER_SCRIPT = `${here}cluster.sh`;
@@ -117,28 +118,66 @@ export async function kubectlJson<T = Record<string, unknown>>(args: string[]): 
   return JSON.parse((await kubectl([...args, '-o', 'json'])).stdout) as T;
 }
 
-/** Waits until `check` returns a value (not undefined/false), polling; fails with `what` after the timeout. */
-export async function until<T>(
+/** helpers/run.ts's `until`, with the minutes a real cluster may take. */
+export function until<T>(
   what: string,
   check: () => Promise<T | undefined | false>,
   timeoutMs = 120_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `timed out after ${timeoutMs / 1000} s waiting for ${what}${last ? `: ${String(last)}` : ''}`,
-      );
-    }
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
+  return pollUntil(what, check, timeoutMs);
+}
+
+/** The Ready condition of a Node: 'True', 'False' or 'Unknown'. */
+export async function nodeReady(name = NODE_NAME): Promise<string> {
+  return (
+    await kubectl(['get', 'node', name, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'])
+  ).stdout;
+}
+
+/** Who leads kube-controller-manager (its Lease's holder): a restarted one leads under a new identity. */
+export async function controllerManagerLeader(): Promise<string | undefined> {
+  const lease = await kubectlJson<{ spec: { holderIdentity?: string } }>([
+    '-n',
+    'kube-system',
+    'get',
+    'lease',
+    'kube-controller-manager',
+  ]);
+  return lease.spec.holderIdentity;
+}
+
+/** ccm's workload as kubectl names it (`daemonset.apps/ccm`, or with --any-node a Deployment). */
+export async function ccmWorkload(): Promise<string> {
+  const names = await kubectl([
+    '-n',
+    'kube-system',
+    'get',
+    'deployment,daemonset',
+    '-l',
+    'app.kubernetes.io/name=ccm',
+    '-o',
+    'name',
+  ]);
+  return names.stdout.split('\n').filter(Boolean)[0] ?? '';
+}
+
+/** A Job from ccm's CronJob now (as `kubectl create job --from` does), and its final status. */
+export async function runCronJobNow(job: string): Promise<{ succeeded?: number; failed?: number }> {
+  await kubectl(['-n', 'kube-system', 'create', 'job', job, '--from=cronjob/ccm-nodes-init']);
+  return until(
+    `the Job ${job} to finish`,
+    async () => {
+      const { status } = await kubectlJson<{ status: { succeeded?: number; failed?: number } }>([
+        '-n',
+        'kube-system',
+        'get',
+        'job',
+        job,
+      ]);
+      return status.succeeded || status.failed ? status : undefined;
+    },
+    180_000,
+  );
 }
 
 /** The argv of every running process whose executable is `name` (the kubelet, a static Pod's binary). */

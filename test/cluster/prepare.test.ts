@@ -15,6 +15,7 @@ import {
   kubectlJson,
   leaveCluster,
   NODE_NAME,
+  nodeReady,
   REPO_PAUSE_IMAGE,
   runningArgs,
   STATE,
@@ -68,19 +69,7 @@ async function healthy(): Promise<void> {
     'the API server /readyz',
     async () => (await kubectl(['get', '--raw', '/readyz'], { reject: false })).exitCode === 0,
   );
-  await until(
-    'the Node Ready',
-    async () =>
-      (
-        await kubectl([
-          'get',
-          'node',
-          NODE_NAME,
-          '-o',
-          'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
-        ])
-      ).stdout === 'True',
-  );
+  await until('the Node Ready', async () => (await nodeReady()) === 'True');
 }
 
 async function plainPod(name: string): Promise<void> {

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { createNodes } from '../controlplane/fixtures.js';
 import { DIGITALOCEAN_WORKER_1 } from '../helpers/cloud-nodes.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
-import { type InProcess, until, untilInitialised } from '../helpers/run.js';
+import { type InProcess, untilInitialised } from '../helpers/run.js';
 import {
   lbService,
   MERGE_PATCH,
@@ -25,12 +25,12 @@ const world = useCloudWorld('digitalocean', {
     expect(w.sim.takeViolations()).toEqual([]);
   },
 });
-let ccm: InProcess | undefined;
+let _ccm: InProcess | undefined;
 
 describe('a Service with a malformed load-balancer-id annotation', () => {
   it('is refused while it lives, and deleted with its load balancer (by name and tag), the finalizer removed and why said once', async () => {
     world.sim.addDroplets(DIGITALOCEAN_WORKER_1);
-    ccm = await world.run({});
+    _ccm = await world.run({});
     await createNodes(world.api, [{ name: 'worker-1' }]);
     await untilInitialised(world.api, 'worker-1');
     await world.api.createNamespacedService({ namespace: NS, body: lbService('web') });
