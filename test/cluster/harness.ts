@@ -23,12 +23,11 @@ import { until as pollUntil } from '../helpers/run.js';
 const here = fileURLToPath(new URL('.', import.meta.url));
 export const CLUSTER_SCRIPT = `${here}cluster.sh`;
 /** test/cluster/bin: the `systemctl` that plays kubelet.service, first on PATH for kubeadm and prepare. */
-export const CLUSTER_BIN = `${here}bin`;
+const CLUSTER_BIN = `${here}bin`;
 export const STATE = '/run/ccm-cluster';
 export const KUBECONFIG = `${STATE}/admin.conf`;
 export const NODE_NAME = 'ccm-cp-1';
 export const NODE_IP = '10.233.0.1';
-export const POD_CIDR = '10.244.0.0/16';
 /** kubeadm v1.36.3's pause image, built from test/cluster/pause.c: a plain Pod's image with nothing to pull. */
 export const REPO_PAUSE_IMAGE = 'localhost/ccm-cluster/pause:3.10.2';
 
