@@ -101,7 +101,7 @@ describe('docs/deploy.md under Node 20', () => {
     expect(applied.stdout).toContain('daemonset.apps/ccm serverside-applied');
     expect(applied.stdout).toContain('clusterrole.rbac.authorization.k8s.io/system:ccm serverside-applied');
 
-    // The token now comes from the Secret; there is no kubelet here, so no ccm Pod runs (exit 1).
+    // The token now comes from the Secret; there is no Node here, so the DaemonSet runs no Pod (exit 1).
     // Off a terminal doctor prints one logfmt line per check: status=✓ check=rbac result="…".
     const doctor = await shell(doctorLine as string);
     const row = (check: string) =>
@@ -119,7 +119,7 @@ describe('docs/deploy.md under Node 20', () => {
     expect(row('rbac-secrets')[0], doctor.stdout).toBe('✓');
     expect(row('controller-pods'), doctor.stdout).toEqual([
       '✗',
-      'no ccm Pods (app.kubernetes.io/name=ccm) in kube-system',
+      'DaemonSet kube-system/ccm runs on no Node: no Node fits its required node affinity on node-role.kubernetes.io/control-plane (and tolerates nothing more than it does)',
     ]);
     expect(doctor.exitCode).toBe(1);
   });
