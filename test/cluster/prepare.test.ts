@@ -161,4 +161,30 @@ describe('ccm cluster prepare on a running kubeadm cluster', () => {
     expect(await taints()).not.toContain(TAINT);
     await until('the plain Pod running', async () => (await podPhase('waits-for-ccm')) === 'Running');
   });
+
+  it('a rollback whose kubelet restart fails is finished by running it again', async () => {
+    const prepared = await prepare('--yes');
+    expect(prepared.exitCode, prepared.stdout + prepared.stderr).toBe(0);
+    await until('the kubelet running with --cloud-provider=external', async () =>
+      live('kubelet').includes('--cloud-provider=external'),
+    );
+
+    writeFileSync(`${STATE}/fail-next-start`, '');
+    const failed = await prepare('--rollback', '--yes');
+    expect(failed.exitCode).not.toBe(0);
+    expect(runningArgs('kubelet')).toEqual([]);
+
+    const planned = await prepare('--rollback', '--dry-run');
+    expect(planned.stdout).toContain('restart kubelet: it is not running');
+    const again = await prepare('--rollback', '--yes');
+    expect(again.stderr).toBe('');
+    expect(again.exitCode).toBe(0);
+    await until(
+      'the kubelet running without --cloud-provider=external',
+      async () => !live('kubelet').includes('--cloud-provider=external'),
+    );
+    expect(snapshot()).toEqual(before);
+    expect(await kubeadmConfig()).toBe(configBefore);
+    await healthy();
+  });
 });
