@@ -119,7 +119,18 @@ export async function credentialSource(
     secret,
     description: `Secret ${secret.namespace}/${secret.name}`,
   });
-  if (flags['credentials-secret']) return described(await read(parseSecretRef(flags['credentials-secret'])));
+  if (flags['credentials-secret']) {
+    try {
+      return described(await read(parseSecretRef(flags['credentials-secret'])));
+    } catch (err) {
+      // The Secret the operator named is missing or unreadable: a configuration error (exit 2), as
+      // for `ccm run`, so a CronJob's podFailurePolicy fails fast instead of retrying.
+      if (err instanceof KubeApiError && (err.status === 404 || err.status === 403)) {
+        throw new InvalidConfigError(err.message);
+      }
+      throw err;
+    }
+  }
   const fromFlagsAndEnv = { description: 'flags and environment' };
   const secretName = definition.credentials.secretName;
   if (!secretName) return fromFlagsAndEnv;

@@ -25,6 +25,7 @@ import type { Informer, InformerOptions } from '../kube/informer.js';
 import type { NodeClient } from '../kube/nodes.js';
 import type { SlimNode } from '../kube/slim-node.js';
 import type { KubeTransport } from '../kube/transport.js';
+import { InvalidConfigError } from '../providers/errors.js';
 import type { Provider } from '../providers/types.js';
 import type { TokenBucket } from './cloud-budget.js';
 import type { InstanceCache } from './instance-cache.js';
@@ -110,7 +111,7 @@ export interface Selection {
 
 /**
  * `--controllers`, as upstream reads it: a comma list where `*` means every controller, `name`
- * enables one and `-name` disables one. Throws with one line on an unknown name.
+ * enables one and `-name` disables one. Throws a configuration error (exit 2) on an unknown name.
  */
 export function selectControllers(spec: string): Selection {
   const names = controllerNames();
@@ -123,7 +124,7 @@ export function selectControllers(spec: string): Selection {
   for (const item of items) {
     const name = item.startsWith('-') ? item.slice(1) : item;
     if (name !== '*' && !names.includes(name)) {
-      throw new Error(
+      throw new InvalidConfigError(
         `--controllers: unknown controller "${name}"; known: ${names.join(', ')} (and * for all)`,
       );
     }
