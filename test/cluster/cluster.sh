@@ -369,6 +369,11 @@ up() {
   "${KUBECTL[@]}" taint nodes "$NODE_NAME" node-role.kubernetes.io/control-plane:NoSchedule- >/dev/null 2>&1 || true
   for _ in $(seq 1 240); do healthy && break; sleep 0.5; done
   healthy || die "the Node did not become Ready in 120 s: $(tail -n 5 "$STATE/kubelet.log" 2>/dev/null)"
+  # kube-controller-manager leads (its DaemonSet, Job and node controllers run) before a test starts.
+  for _ in $(seq 1 120); do
+    [ -n "$("${KUBECTL[@]}" -n kube-system get lease kube-controller-manager -o jsonpath='{.spec.holderIdentity}' 2>/dev/null)" ] && break
+    sleep 0.5
+  done
   log "up in $((SECONDS - t0)) s: KUBECONFIG=$STATE/admin.conf"
 }
 

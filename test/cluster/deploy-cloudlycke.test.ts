@@ -124,11 +124,13 @@ describe('ccm deployed in a real kubeadm cluster (Cloudlycke)', () => {
     const t0 = Date.now();
     await kubectl(['apply', '--server-side', '-f', '-'], { input: manifests.stdout });
     const initialised = await until(
-      'the Node initialised and untainted',
+      'the Node initialised, untainted and given its addresses',
       async () => {
         const node = await kubectlJson<NodeObject>(['get', 'node', NODE_NAME]);
+        // As upstream's cloud-node controller, the addresses are a status write after the taint is gone.
         return node.spec.providerID === `cloudlycke://${NODE_NAME}` &&
-          !(node.spec.taints ?? []).some((t) => t.key === TAINT)
+          !(node.spec.taints ?? []).some((t) => t.key === TAINT) &&
+          node.status.addresses.some((a) => a.type === 'ExternalIP')
           ? node
           : undefined;
       },

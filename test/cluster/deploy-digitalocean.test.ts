@@ -157,7 +157,12 @@ describe('ccm deployed in a real kubeadm cluster (DigitalOcean)', () => {
         );
         mark('initialised', node.spec.providerID === `digitalocean://${dropletId}`);
         mark('untainted', !(node.spec.taints ?? []).some((t) => t.key === TAINT));
-        return Object.keys(seen).length === 5;
+        // As upstream's cloud-node controller, the addresses are a status write after the taint is gone.
+        mark(
+          'addresses',
+          node.status.addresses.some((a) => a.type === 'ExternalIP'),
+        );
+        return Object.keys(seen).length === 6;
       },
       180_000,
     );

@@ -135,14 +135,11 @@ export async function nodeReady(name = NODE_NAME): Promise<string> {
 
 /** Who leads kube-controller-manager (its Lease's holder): a restarted one leads under a new identity. */
 export async function controllerManagerLeader(): Promise<string | undefined> {
-  const lease = await kubectlJson<{ spec: { holderIdentity?: string } }>([
-    '-n',
-    'kube-system',
-    'get',
-    'lease',
-    'kube-controller-manager',
-  ]);
-  return lease.spec.holderIdentity;
+  const lease = await kubectl(
+    ['-n', 'kube-system', 'get', 'lease', 'kube-controller-manager', '-o', 'jsonpath={.spec.holderIdentity}'],
+    { reject: false },
+  );
+  return lease.exitCode === 0 && lease.stdout !== '' ? lease.stdout : undefined;
 }
 
 /** ccm's workload as kubectl names it (`daemonset.apps/ccm`, or with --any-node a Deployment). */
