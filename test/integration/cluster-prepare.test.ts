@@ -387,20 +387,26 @@ describe('a hard-way control-plane node (issue 6, item 3)', () => {
   });
 });
 
+/** A control plane holding kubeadm's uploaded config (`kubeadm init phase upload-config`), for one describe. */
+async function controlPlaneWithKubeadmConfig(): Promise<ControlPlane> {
+  const cp = await startControlPlane();
+  await execa(join(cache, 'v1.36.3', 'kubeadm'), [
+    'init',
+    'phase',
+    'upload-config',
+    'kubeadm',
+    '--config',
+    join(fixtures, 'kubeadm-v1.36.3', 'kubeadm-config.yaml'),
+    '--kubeconfig',
+    kubeconfigWithContext(cp, 'fixtures'),
+  ]);
+  return cp;
+}
+
 describe('rolling back after a `kubeadm upgrade` (issue 6, item 2)', () => {
   let cp: ControlPlane;
   beforeAll(async () => {
-    cp = await startControlPlane();
-    await execa(join(cache, 'v1.36.3', 'kubeadm'), [
-      'init',
-      'phase',
-      'upload-config',
-      'kubeadm',
-      '--config',
-      join(fixtures, 'kubeadm-v1.36.3', 'kubeadm-config.yaml'),
-      '--kubeconfig',
-      kubeconfigWithContext(cp, 'fixtures'),
-    ]);
+    cp = await controlPlaneWithKubeadmConfig();
   });
   afterAll(async () => {
     await cp?.stop();
@@ -487,17 +493,7 @@ describe('rolling back after a `kubeadm upgrade` (issue 6, item 2)', () => {
 describe('a kubelet restart that fails after the files were written, then a re-run', () => {
   let cp: ControlPlane;
   beforeAll(async () => {
-    cp = await startControlPlane();
-    await execa(join(cache, 'v1.36.3', 'kubeadm'), [
-      'init',
-      'phase',
-      'upload-config',
-      'kubeadm',
-      '--config',
-      join(fixtures, 'kubeadm-v1.36.3', 'kubeadm-config.yaml'),
-      '--kubeconfig',
-      kubeconfigWithContext(cp, 'fixtures'),
-    ]);
+    cp = await controlPlaneWithKubeadmConfig();
   });
   afterAll(async () => {
     await cp?.stop();
@@ -578,17 +574,7 @@ describe('a kubelet restart that fails after the files were written, then a re-r
 describe('a rollback whose kubelet restart fails, then a re-run', () => {
   let cp: ControlPlane;
   beforeAll(async () => {
-    cp = await startControlPlane();
-    await execa(join(cache, 'v1.36.3', 'kubeadm'), [
-      'init',
-      'phase',
-      'upload-config',
-      'kubeadm',
-      '--config',
-      join(fixtures, 'kubeadm-v1.36.3', 'kubeadm-config.yaml'),
-      '--kubeconfig',
-      kubeconfigWithContext(cp, 'fixtures'),
-    ]);
+    cp = await controlPlaneWithKubeadmConfig();
   });
   afterAll(async () => {
     await cp?.stop();
