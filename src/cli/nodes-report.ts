@@ -69,7 +69,9 @@ export function nodesInitReport({
       NOUN,
     ),
     errors: report.listingError ? [report.listingError] : [],
-    failed: s.failed > 0,
+    // A pass whose cloud listing failed reconciled nothing that needs the cloud, even when every Node
+    // was skipped: exit 1, so a CronJob's failed Job shows it.
+    failed: s.failed > 0 || report.listingError !== undefined,
   });
 }
 

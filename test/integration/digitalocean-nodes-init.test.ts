@@ -151,6 +151,18 @@ describe('ccm nodes init --provider digitalocean', () => {
       expect(world.sim.requestsTo('GET', /^\/v2\/droplets\/\d+$/)).toEqual([]);
     });
 
+    it('a failed listing exits 1 even when every Node was skipped: a CronJob must see it', async () => {
+      await createNodes(world.api, [
+        { name: 'elsewhere', providerID: 'cloudlycke://elsewhere', tainted: false },
+        { name: 'no-id-yet', tainted: false },
+      ]);
+      world.sim.fault({ path: '/v2/droplets', status: 503, times: 100 });
+      const run = await nodesInit({ flags: ['--json'] });
+      expect(run.exitCode).toBe(1);
+      expect(JSON.parse(run.stdout).listingError).toMatch(/^cloud listing failed: /);
+      expect(run.writes).toEqual([]);
+    });
+
     it('a page that times out deletes no Node: exit 1', async () => {
       await nodesAtRisk();
       world.sim.fault({ path: '/v2/droplets', page: 3, hang: true, times: 100 });
