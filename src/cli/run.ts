@@ -46,6 +46,8 @@ export interface RunInput {
   'cloud-config'?: string;
   'cloudlycke-route-table'?: string;
   logLevel: LogLevel;
+  /** ccm's version, for the start line. */
+  version?: string;
   controllers: string;
   controllerOptions: ControllerOptions;
   cloudQps: number;
@@ -350,6 +352,22 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   }
 
   // Said once the start was accepted: a start refused is its one line of error, nothing more.
+  // One line saying what runs, as kube-controller-manager's start does (version, controllers, election).
+  const leaderElection = input.leaderElect ? `${input.lease.namespace}/${input.lease.name}` : 'off';
+  log.info(
+    {
+      version: input.version ?? 'unknown',
+      provider: definition.name,
+      controllers: selection.enabled,
+      leaderElection,
+      identity,
+    },
+    `ccm${input.version ? ` ${input.version}` : ''} starting: provider ${definition.name}, controllers ${selection.enabled.join(', ') || 'none'}, leader election ${leaderElection}, identity ${identity}`,
+  );
+  if (selection.enabled.length === 0)
+    log.warn(
+      `--controllers ${input.controllers} enables no controller: this process serves health and metrics only`,
+    );
   log.info(`cloud credentials from ${credentials.description}`);
   // Only a listing that was made and failed is worth a warning: where the credentials were proven by
   // verifyCredentials, nothing has listed yet (and with --controllers route or service, nothing may).

@@ -172,6 +172,7 @@ export default class Run extends CcmCommand {
     const handle = await startRun({
       ...flags,
       logLevel: flags['log-level'],
+      version: this.config.version,
       controllers: flags.controllers,
       controllerOptions: {
         concurrency: flags.concurrency,

@@ -129,7 +129,10 @@ export function selectControllers(spec: string): Selection {
       );
     }
   }
-  for (const item of items) if (item === '*') for (const n of names) wanted.add(n);
+  // A list of only "-name" items reads "all but these", as the flag's help says (kube-controller-manager
+  // would start nothing for `--controllers=-route`: an operator who typed it meant every other one).
+  const onlyDisables = items.length > 0 && items.every((item) => item.startsWith('-'));
+  for (const item of items) if (item === '*' || onlyDisables) for (const n of names) wanted.add(n);
   for (const item of items)
     if (item !== '*' && !item.startsWith('-')) {
       wanted.add(item);

@@ -136,7 +136,11 @@ export class LeaderElector {
     }
     if (this.stopper.signal.aborted) return 'stopped';
     this.leading = true;
-    this.options.log?.info({ lease: `${this.options.namespace}/${this.options.name}` }, 'became leader');
+    const lease = `${this.options.namespace}/${this.options.name}`;
+    this.options.log?.info(
+      { lease, identity: this.options.identity },
+      `became leader of ${lease} as ${this.options.identity}`,
+    );
     this.options.onStartedLeading?.();
     while (!this.stopper.signal.aborted) {
       await this.sleep(this.options.retryPeriodMs);

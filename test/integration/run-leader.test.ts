@@ -70,7 +70,7 @@ function start(inventory: string): Replica {
     lines,
     other,
     identity: () => lines.find((l) => l.identity)?.identity,
-    leadingSince: () => lines.find((l) => l.msg === 'became leader')?.time,
+    leadingSince: () => lines.find((l) => String(l.msg).startsWith('became leader of '))?.time,
   };
   replicas.push(replica);
   return replica;

@@ -59,3 +59,35 @@ it('fails the start with one error when it does not answer, without promising to
   expect(lines.filter((l) => l.includes('waiting up to 10 s'))).toHaveLength(1);
   expect(lines.join('\n')).not.toContain('retrying until it answers');
 }, 120_000);
+
+it('logs one start line naming what runs, and warns when --controllers enables none', async () => {
+  const allButRoute = await startInProcess(
+    runInput(cp.kubeconfigPath, inventory, { controllers: '-route', version: '9.8.7' }),
+    { identity: 'host-a_1234' },
+  );
+  try {
+    const starts = allButRoute.logs.map((l) => JSON.parse(l)).filter((l) => l.msg.startsWith('ccm '));
+    expect(starts).toHaveLength(1);
+    expect(starts[0]).toMatchObject({
+      msg: 'ccm 9.8.7 starting: provider cloudlycke, controllers cloud-node, cloud-node-lifecycle, service, leader election off, identity host-a_1234',
+      controllers: ['cloud-node', 'cloud-node-lifecycle', 'service'],
+    });
+    expect(allButRoute.logs.join('\n')).not.toContain('enables no controller');
+  } finally {
+    await allButRoute.stop();
+  }
+  const none = await startInProcess(
+    runInput(cp.kubeconfigPath, inventory, {
+      controllers: '-cloud-node,-cloud-node-lifecycle,-service,-route',
+    }),
+  );
+  try {
+    const warnings = none.logs
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.msg.includes('enables no controller'));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0].level).toBe(40); // pino's warn
+  } finally {
+    await none.stop();
+  }
+}, 60_000);

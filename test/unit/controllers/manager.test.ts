@@ -15,6 +15,11 @@ describe('--controllers', () => {
     expect(selectControllers('*,-cloud-node-lifecycle').enabled).toEqual(['cloud-node', 'service', 'route']);
     expect(selectControllers('-cloud-node,*,-service,-route').enabled).toEqual(['cloud-node-lifecycle']);
   });
+  it('only -name items mean every controller but those, as the help reads', () => {
+    expect(selectControllers('-route').enabled).toEqual(['cloud-node', 'cloud-node-lifecycle', 'service']);
+    expect(selectControllers('-route,-service').enabled).toEqual(['cloud-node', 'cloud-node-lifecycle']);
+    expect(selectControllers('service,-route').enabled).toEqual(['service']);
+  });
   it('an empty slot is skipped by *, and naming it says it is unavailable', () => {
     registerSlot('node-ipam');
     expect(selectControllers('*').enabled).toEqual([
