@@ -250,8 +250,9 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     nodes: () => nodes?.list() ?? [],
     onRefresh: (view) => {
       metrics.cachedInstances.set(view.index.size);
-      // At start-up a failing listing is either a configuration error (one line, exit 2) or logged below.
-      if (started) reportListing(view);
+      // At start-up a failing listing is either a configuration error (one line, exit 2) or logged
+      // below; one the shutdown aborted is no failure.
+      if (started && !stopping) reportListing(view);
     },
   });
 

@@ -49,8 +49,9 @@ export function reportReconcile(
 ): void {
   const log = ctx.log.child({ controller, node });
   if (plan.error) {
-    // An unreachable API server is logged once by the transport, not once per Node.
-    const level = ctx.transport.isReachable ? 'warn' : 'debug';
+    // An unreachable API server is logged once by the transport, not once per Node; a listing the
+    // shutdown aborted is no failure.
+    const level = ctx.transport.isReachable && !ctx.signal.aborted ? 'warn' : 'debug';
     if (lastErrors.get(node) !== plan.error) log[level](plan.error);
     lastErrors.set(node, plan.error);
     return;

@@ -9,9 +9,10 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startRun } from '../../src/cli/run.js';
 import { KubeUnreachableError } from '../../src/kube/errors.js';
+import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { writeInventory } from '../helpers/inventory.js';
-import { logSink, runInput, startInProcess } from '../helpers/run.js';
+import { logSink, runInput, startInProcess, until } from '../helpers/run.js';
 import { tempDir } from '../helpers/tmp.js';
 
 let cp: ControlPlane;
@@ -90,4 +91,35 @@ it('logs one start line naming what runs, and warns when --controllers enables n
   } finally {
     await none.stop();
   }
+}, 60_000);
+
+it('a shutdown during a cloud listing is no "cloud listing failed" warning', async () => {
+  let hang = false;
+  let hanging = false;
+  const ccm = await startInProcess(runInput(cp.kubeconfigPath, inventory, { controllers: 'cloud-node' }), {
+    wrapProvider: (p) => ({
+      ...p,
+      instances: {
+        ...p.instances,
+        list: (signal?: AbortSignal) => {
+          if (!hang) return p.instances.list(signal);
+          hanging = true;
+          return new Promise((_, reject) =>
+            signal?.addEventListener('abort', () => reject(signal.reason), { once: true }),
+          );
+        },
+      },
+    }),
+  });
+  try {
+    hang = true;
+    // A Node the listing does not know yet asks for a refresh, which now waits for a cloud that never answers.
+    await createNodes(fixtureApi(cp.kubeconfigPath), [{ name: 'not-listed-yet' }]);
+    await until('a listing in flight', async () => hanging);
+  } finally {
+    await ccm.stop();
+    await fixtureApi(cp.kubeconfigPath).deleteNode({ name: 'not-listed-yet' });
+  }
+  const warnings = ccm.logs.map((l) => JSON.parse(l)).filter((l) => l.level >= 40); // pino's warn and above
+  expect(warnings.filter((l) => l.msg.includes('cloud listing failed'))).toEqual([]);
 }, 60_000);
