@@ -327,12 +327,19 @@ export class KubeTransport {
               r.destroy(new Error(`no answer within ${limit / 1000}s, the --request-timeout`));
             }, limit)
           : undefined;
+      // Node's socket timeout counts the TCP connect and the TLS handshake apart (a server that
+      // accepts and never answers took twice the limit): the answer's headers have their own clock.
+      const answerDeadline =
+        deadline === undefined && timeout > 0
+          ? setTimeout(() => r.destroy(new Error(`no answer within ${timeout / 1000}s`)), timeout)
+          : undefined;
       const done = (fn: () => void) => {
         if (settled) return;
         settled = true;
         signal?.removeEventListener('abort', onAbort);
         clearTimeout(waitingTimer);
         clearTimeout(deadline);
+        clearTimeout(answerDeadline);
         if (waitingShown) onWaiting?.(undefined);
         fn();
       };
@@ -354,6 +361,7 @@ export class KubeTransport {
           ...(timeout > 0 ? { timeout } : {}),
         },
         (res: IncomingMessage) => {
+          clearTimeout(answerDeadline);
           const status = res.statusCode ?? 0;
           const contentType = res.headers['content-type'] ?? '';
           this.markReachable(true, 'answering again');

@@ -49,6 +49,16 @@ describe('--request-timeout', () => {
     expect(took).toBeLessThan(20_000);
   });
 
+  it("without the flag, ends after ccm's own 30 s, as docs/secrets.md says (it took 60 s)", async () => {
+    const started = Date.now();
+    const run = await ccm([...list, '--kubeconfig', kubeconfig]);
+    const took = Date.now() - started;
+    expect(run.exitCode).not.toBe(0);
+    expect(run.stderr).toContain(`cannot reach the Kubernetes API server at ${url} (no answer within 30s)`);
+    expect(took).toBeGreaterThanOrEqual(30_000);
+    expect(took).toBeLessThan(40_000);
+  }, 70_000);
+
   it.each([['abc'], ['-1s'], ['5x']])('refuses %s with one line, exit 2', async (value) => {
     const run = await ccm([...list, '--kubeconfig', kubeconfig, '--request-timeout', value]);
     expect(run.exitCode).toBe(2);
