@@ -41,3 +41,17 @@ export function waitingLine(stream: NodeJS.WriteStream = process.stderr): (what:
     } else if (--overdue === 0) stream.write('\r\u001b[K');
   };
 }
+
+/**
+ * What a command shows while a cloud request is slow: on a terminal the erasable line above; anywhere
+ * else (a CronJob's log) one `ccm: waiting for …` line per request, so a log says what the time went to.
+ */
+export function waitNotices(
+  progress: boolean,
+  stream: NodeJS.WriteStream = process.stderr,
+): (what: string | undefined) => void {
+  if (progress) return waitingLine(stream);
+  return (what) => {
+    if (what !== undefined) stream.write(`ccm: ${what}\n`);
+  };
+}

@@ -13,7 +13,7 @@ import { loadKubeConfig } from '../kube/config.js';
 import { eventRecorder } from '../kube/event-recorder.js';
 import { createNodeClient } from '../kube/nodes.js';
 import { KubeTransport } from '../kube/transport.js';
-import { transportOptionsFrom } from './kube-flags.js';
+import { transportOptionsFrom, waitNotices } from './kube-flags.js';
 import { peakRssBytes } from './peak-rss.js';
 import { type ClusterAndCloudFlags, providerWithSecret } from './provider-config.js';
 import { keepYoungGenerationSmall } from './young-generation.js';
@@ -50,14 +50,26 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
   // client-node (~870 modules) out of the start unless the kubeconfig needs an exec plugin.
   const kc = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
   const transport = new KubeTransport(kc, transportOptionsFrom(input));
-  const { provider, credentials } = await providerWithSecret(input, input.env, transport, () => {
-    cloudCalls++;
-  });
+  // A slow cloud is said while the listing runs; on a terminal only until the task list draws.
+  const { onCloudWait } = await import('../providers/http.js');
+  const stopNotices = onCloudWait(waitNotices(Boolean(input.progress)));
   const kube = createNodeClient(transport);
   const { pass } = input;
-  // Read before the task list starts: an unreachable API server or a broken inventory is a
-  // configuration error and must print one line, not a failed task.
-  const state = await readState(kube, provider);
+  let configured: Awaited<ReturnType<typeof providerWithSecret>>;
+  let state: Awaited<ReturnType<typeof readState>>;
+  try {
+    configured = await providerWithSecret(input, input.env, transport, () => {
+      cloudCalls++;
+    });
+    // Read before the task list starts: an unreachable API server or a broken inventory is a
+    // configuration error and must print one line, not a failed task.
+    state = await readState(kube, configured.provider);
+  } catch (err) {
+    stopNotices();
+    throw err;
+  }
+  if (input.progress) stopNotices();
+  const { provider, credentials } = configured;
 
   const { Listr } = await import('listr2');
   const tasks = new Listr<Ctx>(
@@ -93,7 +105,7 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
       rendererOptions: { collapseSubtasks: false, clearOutput: true },
     },
   );
-  const ctx = await tasks.run({});
+  const ctx = await tasks.run({}).finally(stopNotices);
   const plans = ctx.plans ?? [];
   // Events are sent beside the work (event-recorder.ts); the pass ends when they are, or in 10 s.
   await eventRecorder(transport).flush(10_000);

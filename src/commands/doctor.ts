@@ -38,9 +38,19 @@ export default class Doctor extends BaseCommand {
     const { flags } = await this.parse(Doctor);
     const { runDoctor } = await import('../cli/doctor.js');
     const { doctorReport } = await import('../cli/doctor-report.js');
-    const { waitingLine } = await import('../cli/kube-flags.js');
-    return doctorReport(
-      await runDoctor({ ...flags, env: process.env, ...(this.progress ? { onWaiting: waitingLine() } : {}) }),
-    );
+    const { waitingLine, waitNotices } = await import('../cli/kube-flags.js');
+    const { onCloudWait } = await import('../providers/http.js');
+    const stopNotices = onCloudWait(waitNotices(this.progress));
+    try {
+      return doctorReport(
+        await runDoctor({
+          ...flags,
+          env: process.env,
+          ...(this.progress ? { onWaiting: waitingLine() } : {}),
+        }),
+      );
+    } finally {
+      stopNotices();
+    }
   }
 }

@@ -158,6 +158,22 @@ export function httpStatus(err: unknown): number | undefined {
   return typeof err === 'object' && err !== null ? statuses.get(err) : undefined;
 }
 
+/** How long a cloud request runs before the command says what it waits for. */
+const CLOUD_WAIT_NOTICE_MS = 3000;
+let waitListener: ((what: string | undefined) => void) | undefined;
+
+/**
+ * Tells `listener` once about each cloud request still unanswered after a few seconds (the text says
+ * what and for how long), and again with undefined when it ends. One-pass commands show it, so that a
+ * cloud that never answers is not minutes of blank screen. Returns the function that stops it.
+ */
+export function onCloudWait(listener: (what: string | undefined) => void): () => void {
+  waitListener = listener;
+  return () => {
+    if (waitListener === listener) waitListener = undefined;
+  };
+}
+
 export class HttpClient {
   private readonly base: string;
   private readonly timeoutMs: number;
@@ -209,6 +225,24 @@ export class HttpClient {
   ): Promise<HttpResponse<T>> {
     method = method.toUpperCase();
     const url = this.url(path, opts.query);
+    const listener = waitListener;
+    if (!listener) return this.attempts<T>(method, url, opts);
+    let shown = false;
+    const notice = setTimeout(() => {
+      shown = true;
+      listener(
+        `waiting for the cloud at ${url.origin} (${method} ${url.pathname}): up to ${this.timeoutMs / 1000} s an attempt, ${this.retries + 1} attempts`,
+      );
+    }, CLOUD_WAIT_NOTICE_MS);
+    try {
+      return await this.attempts<T>(method, url, opts);
+    } finally {
+      clearTimeout(notice);
+      if (shown) listener(undefined);
+    }
+  }
+
+  private async attempts<T>(method: string, url: URL, opts: RequestOptions): Promise<HttpResponse<T>> {
     const { body, contentType } = encodeBody(opts.body);
     const caller = opts.signal;
     for (let attempt = 1; ; attempt++) {

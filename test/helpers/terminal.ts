@@ -50,7 +50,11 @@ export class Terminal {
     const session = `ccm-tty-${process.pid}-${Math.random().toString(16).slice(2, 8)}`;
     // A person's terminal: CI runs set CI=true, which makes chalk drop colour even on a TTY.
     const env = { CI: undefined, ...options.env };
-    const envArgs = Object.entries(env).map(([k, v]) => (v === undefined ? `-u ${k}` : `${k}=${quote(v)}`));
+    // env(1) takes its -u options before the first NAME=VALUE.
+    const envArgs = [
+      ...Object.entries(env).flatMap(([k, v]) => (v === undefined ? [`-u ${k}`] : [])),
+      ...Object.entries(env).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${quote(v)}`])),
+    ];
     // The shell outlives a Ctrl-C typed into the terminal (its trap), to write the CLI's exit status.
     const node = quote(options.node ?? process.execPath);
     const command = `trap true INT; env ${envArgs.join(' ')} ${node} ${quote(bin)} ${args.map(quote).join(' ')}; echo $? > ${quote(status)}; sleep 3600`;

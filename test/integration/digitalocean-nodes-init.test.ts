@@ -9,6 +9,7 @@ import { createNodes } from '../controlplane/fixtures.js';
 import { DIGITALOCEAN_WORKER_1 } from '../helpers/cloud-nodes.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
 import { conformsToDigitalOceanOpenApi } from '../helpers/openapi.js';
+import { Terminal } from '../helpers/terminal.js';
 
 const world = useCloudWorld('digitalocean', {
   afterEachTest: (w) => {
@@ -162,6 +163,36 @@ describe('ccm nodes init --provider digitalocean', () => {
       expect(JSON.parse(run.stdout).listingError).toMatch(/^cloud listing failed: /);
       expect(run.writes).toEqual([]);
     });
+
+    it('a cloud that never answers is said once per request, what and for how long, not minutes of silence', async () => {
+      await createNodes(world.api, [{ name: 'waits' }]);
+      world.sim.fault({ path: '/v2/droplets', hang: true, times: 100 });
+      const run = await nodesInit({ env: { DO_API_TIMEOUT_SECONDS: '2' } });
+      expect(run.exitCode).toBe(1);
+      const waits = run.stderr.split('\n').filter((l) => l.startsWith('ccm: waiting for the cloud'));
+      expect(waits).toEqual([
+        `ccm: waiting for the cloud at ${new URL(world.sim.url).origin} (GET /v2/droplets): up to 2 s an attempt, 5 attempts`,
+      ]);
+    }, 120_000);
+
+    it('on a terminal, the waiting line shows while the cloud is silent and is erased after', async () => {
+      await createNodes(world.api, [{ name: 'waits-tty' }]);
+      world.sim.fault({ path: '/v2/droplets', hang: true, times: 100 });
+      const terminal = await Terminal.open(world.args(['nodes', 'init']), {
+        width: 120,
+        height: 30,
+        env: { ...world.env(), DO_API_TIMEOUT_SECONDS: '2' },
+      });
+      try {
+        await terminal.waitFor('waiting for the cloud at', 30_000);
+        expect(await terminal.exit(60_000)).toBe(1);
+        const screen = await terminal.screen({ joined: true });
+        expect(screen).not.toContain('waiting for the cloud');
+        expect(screen).toContain('cloud listing failed');
+      } finally {
+        await terminal.close();
+      }
+    }, 120_000);
 
     it('a page that times out deletes no Node: exit 1', async () => {
       await nodesAtRisk();

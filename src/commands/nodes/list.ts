@@ -27,15 +27,21 @@ export default class NodesList extends BaseCommand {
   async run(): Promise<Report<NodeRow>> {
     const { flags } = await this.parse(NodesList);
     const { runNodesList } = await import('../../cli/nodes-list.js');
-    const { waitingLine } = await import('../../cli/kube-flags.js');
+    const { waitingLine, waitNotices } = await import('../../cli/kube-flags.js');
     const { nodesListReport } = await import('../../cli/nodes-list-report.js');
-    return nodesListReport(
-      await runNodesList({
-        ...flags,
-        showOrphans: flags['show-orphans'],
-        env: process.env,
-        ...(this.progress ? { onWaiting: waitingLine() } : {}),
-      }),
-    );
+    const { onCloudWait } = await import('../../providers/http.js');
+    const stopNotices = onCloudWait(waitNotices(this.progress));
+    try {
+      return nodesListReport(
+        await runNodesList({
+          ...flags,
+          showOrphans: flags['show-orphans'],
+          env: process.env,
+          ...(this.progress ? { onWaiting: waitingLine() } : {}),
+        }),
+      );
+    } finally {
+      stopNotices();
+    }
   }
 }
