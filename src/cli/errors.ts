@@ -24,6 +24,7 @@ const CONFIG_ERROR_NAMES = new Set([
   'UsageError',
   'KubeConfigError',
   'KubeUnreachableError',
+  'KubeUnauthorizedError',
   'InvalidConfigError',
   'UnauthorizedError',
 ]);

@@ -34,6 +34,8 @@ export interface ClusterAccess {
   server: string;
   /** The context's name ("in-cluster" for the service account). */
   context: string;
+  /** The kubeconfig user the context names ("service account" in a Pod). */
+  user: string;
   tls: { ca?: Buffer; rejectUnauthorized: boolean; servername?: string };
   credentials: Credentials;
   /** Why the API server's certificate is not checked, when it is not. */
@@ -221,6 +223,7 @@ export function loadKubeConfig(options: KubeConfigOptions): ClusterAccess {
   return {
     server,
     context: contextName,
+    user: userName,
     tls,
     credentials,
     ...(insecure ? { insecure } : {}),

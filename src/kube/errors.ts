@@ -15,6 +15,14 @@ export class KubeApiError extends Error {
   }
 }
 
+/**
+ * A 401: the API server does not accept these credentials. A configuration error (exit 2): asking
+ * again with the same kubeconfig cannot help.
+ */
+export class KubeUnauthorizedError extends KubeApiError {
+  override name = 'KubeUnauthorizedError';
+}
+
 /** The API server could not be reached at all (refused, DNS, TLS, timeout). */
 export class KubeUnreachableError extends Error {
   override name = 'KubeUnreachableError';

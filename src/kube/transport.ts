@@ -2,7 +2,13 @@ import type { Agent as HttpAgent, IncomingMessage } from 'node:http';
 import { nodeHttp, nodeHttps, nodeTls } from '../node-modules.js';
 import type { ClusterAccess } from './config.js';
 import type { Credential } from './credentials.js';
-import { KubeApiError, KubeResponseTooLargeError, KubeUnreachableError, NotLeaderError } from './errors.js';
+import {
+  KubeApiError,
+  KubeResponseTooLargeError,
+  KubeUnauthorizedError,
+  KubeUnreachableError,
+  NotLeaderError,
+} from './errors.js';
 import { ListStreamParser } from './list-stream.js';
 import { decodeProtobufStatus } from './status.js';
 
@@ -265,10 +271,17 @@ export class KubeTransport {
   }
 
   private apiError(req: KubeRequest, status: number, body: Buffer | undefined): KubeApiError {
-    return new KubeApiError(
-      `${req.method} ${req.path.split('?')[0]}: ${statusMessage(body ?? Buffer.alloc(0), status)}`,
-      status,
-    );
+    const what = `${req.method} ${req.path.split('?')[0]}: ${statusMessage(body ?? Buffer.alloc(0), status)}`;
+    if (status === 401) {
+      const who = this.access.inCluster
+        ? "this Pod's ServiceAccount token"
+        : `the credentials of user ${this.access.user || '(none)'} (context ${this.access.context})`;
+      return new KubeUnauthorizedError(
+        `${what}: the API server at ${this.server} does not accept ${who}; ${this.access.inCluster ? 'check the ServiceAccount and its token' : 'check --kubeconfig and --context'}`,
+        status,
+      );
+    }
+    return new KubeApiError(what, status);
   }
 
   /** Sends the request; a 401 is retried once when the credentials could be refreshed. */

@@ -15,6 +15,7 @@ export async function plainKubeServer(
   const access: ClusterAccess = {
     server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     context: 'fake',
+    user: 'anonymous',
     tls: { rejectUnauthorized: true },
     credentials: { current: async () => ({ headers: {} }), rejected: async () => false },
   };

@@ -235,6 +235,25 @@ describe('kubeconfig credentials, as the real API server sees them', () => {
     await expect(whoami(access)).rejects.toMatchObject({ status: 401 });
   });
 
+  it('a refused token is one line naming the user and context, exit 2 (a configuration error, as an unreachable server)', async () => {
+    const path = kubeconfig({ user: { token: 'not-a-token' } });
+    const run = await ccm([
+      'nodes',
+      'list',
+      '--provider',
+      'cloudlycke',
+      '--cloud-config',
+      '/dev/null',
+      '--kubeconfig',
+      path,
+    ]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(run.stderr).toMatch(
+      /^ccm: GET \/api\/v1\/nodes: Unauthorized: the API server at https:\/\/127\.0\.0\.1:\d+ does not accept the credentials of user someone \(context test\); check --kubeconfig and --context$/,
+    );
+  });
+
   it('in-cluster: the service account token file is re-read when it changes, the CA is used', async () => {
     const sa = join(dir, `serviceaccount-${++fileCount}`);
     mkdirSync(sa);
