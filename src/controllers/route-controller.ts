@@ -169,18 +169,19 @@ function sayAmbiguities(
     const key = `${address} ${nodes.join(' ')}`;
     now.add(key);
     if (said.has(key)) continue;
-    const message = `Nodes ${nodes.join(', ')} all report the address ${address}: ccm cannot tell which of them a route via it is for, so it creates no route for them and deletes none via it until one Node has it`;
+    const message = `Nodes ${nodes.join(', ')} all report the address ${address}: ccm cannot tell which of them a route via it is for, so it creates no route via it and deletes none until one Node has it`;
     ctx.log.warn({ controller: NAME, address, nodes }, message);
     for (const node of nodes) event(node, message);
   }
-  for (const key of said)
-    if (!now.has(key)) {
-      const [address] = key.split(' ');
+  const stillAmbiguous = new Set(ambiguous.map((a) => a.address));
+  for (const key of said) {
+    const address = key.split(' ')[0] as string;
+    if (!stillAmbiguous.has(address))
       ctx.log.info(
         { controller: NAME, address },
         `the address ${address} is no longer reported by several Nodes`,
       );
-    }
+  }
   said.clear();
   for (const key of now) said.add(key);
 }

@@ -31,9 +31,10 @@ export interface RoutePlan {
   /** Pod CIDRs never routed (see refusal): their Node is NoRouteCreated, with an event saying why. */
   refused: { node: string; destinationCIDR: string; why: string }[];
   /**
-   * Addresses (InternalIP or ExternalIP) two or more Nodes report. A listed route via one is neither
-   * counted for a Node nor deleted, no route is created for those Nodes, and their condition is left
-   * as it is: a Node copying another's address changes nothing of the other's.
+   * InternalIPs two or more Nodes report (one of them may have it as its ExternalIP). A listed route
+   * via one is neither counted for a Node nor deleted; no route is created for a Node whose InternalIP
+   * it is, and that Node's condition is left as it is: a Node copying another's address changes
+   * nothing of the other's.
    */
   ambiguous: { address: string; nodes: string[] }[];
 }
@@ -105,10 +106,23 @@ export function routeTarget(node: SlimNode): RouteTarget {
   };
 }
 
+/**
+ * An address as one text whatever its spelling (fd00:56:0::12 and fd00:56::12 are one address, as
+ * are 192.168.56.014 and 192.168.56.12 to iproute2, which reads a leading 0 as octal like ipaddr.js):
+ * a Node must not escape being ambiguous with another spelling of the same address.
+ */
+function canonicalAddress(address: string): string {
+  try {
+    return ipaddr.parse(address).toString();
+  } catch {
+    return address;
+  }
+}
+
 /** The Node a route points at: the name the cloud recorded, else the Node holding its next hop. */
 function targetOf(route: Route, byName: Map<string, SlimNode>, byAddress: Map<string, string>) {
   if (route.targetNode) return byName.has(route.targetNode) ? route.targetNode : undefined;
-  return byAddress.get(route.nextHop);
+  return byAddress.get(canonicalAddress(route.nextHop));
 }
 
 /** Whether `cidr` lies wholly inside one of the cluster CIDRs (same family, as long a prefix or longer). */
@@ -245,23 +259,38 @@ export function planRoutes(
 ): RoutePlan {
   const byName = new Map(nodes.map((n) => [nodeName(n), n]));
   // An address two Nodes report (a hand-made or hostile Node copying another's) says nothing about
-  // which Node a route via it is for: it is ambiguous, and only an address of one Node names it.
-  const claimantsOf = new Map<string, string[]>();
+  // which Node a route via it is for: only an address of one Node names it.
+  const claimantsOf = new Map<string, { nodes: string[]; internal: boolean }>();
   for (const n of nodes)
     for (const a of n.status?.addresses ?? [])
       if (a.type === 'InternalIP' || a.type === 'ExternalIP') {
-        const names = claimantsOf.get(a.address) ?? [];
-        if (!names.includes(nodeName(n))) names.push(nodeName(n));
-        claimantsOf.set(a.address, names);
+        const address = canonicalAddress(a.address);
+        const claim = claimantsOf.get(address) ?? { nodes: [], internal: false };
+        if (!claim.nodes.includes(nodeName(n))) claim.nodes.push(nodeName(n));
+        claim.internal ||= a.type === 'InternalIP';
+        claimantsOf.set(address, claim);
       }
   const byAddress = new Map<string, string>();
-  const ambiguous: { address: string; nodes: string[] }[] = [];
-  for (const [address, names] of claimantsOf) {
+  const shared = new Set<string>();
+  const ambiguous: RoutePlan['ambiguous'] = [];
+  for (const [address, { nodes: names, internal }] of claimantsOf) {
     if (names.length === 1) byAddress.set(address, names[0] as string);
-    else ambiguous.push({ address, nodes: [...names].sort() });
+    else {
+      shared.add(address);
+      // Only an InternalIP is ever a next hop: an ExternalIP Nodes share (one NAT address) is no
+      // question of which Node to route to.
+      if (internal) ambiguous.push({ address, nodes: [...names].sort() });
+    }
   }
-  const ambiguousNodes = new Set(ambiguous.flatMap((a) => a.nodes));
-  const ambiguousAddresses = new Set(ambiguous.map((a) => a.address));
+  const hopAmbiguous = new Set(
+    nodes
+      .filter((n) =>
+        (n.status?.addresses ?? []).some(
+          (a) => a.type === 'InternalIP' && shared.has(canonicalAddress(a.address)),
+        ),
+      )
+      .map(nodeName),
+  );
 
   // What each Node has now: node name → its routed CIDRs.
   const existing = new Map<string, Set<string>>();
@@ -347,7 +376,7 @@ export function planRoutes(
       if (have?.has(cidr)) continue;
       complete = false;
       // Which Node is real cannot be told: nothing is created for either (see ambiguous).
-      if (ambiguousNodes.has(name)) continue;
+      if (hopAmbiguous.has(name)) continue;
       plan.create.push({
         node: name,
         nameHint: node.metadata?.uid ?? name,
@@ -360,7 +389,7 @@ export function planRoutes(
 
   for (const route of routes) {
     if (!isResponsibleFor(route.destinationCIDR, clusterCIDRs)) continue;
-    if (!route.targetNode && ambiguousAddresses.has(route.nextHop)) continue;
+    if (!route.targetNode && shared.has(canonicalAddress(route.nextHop))) continue;
     const target = targets.get(route);
     if (!target || !wanted.get(target)?.has(canonicalCIDR(route.destinationCIDR))) plan.delete.push(route);
   }

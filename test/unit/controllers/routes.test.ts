@@ -233,6 +233,41 @@ describe('planRoutes (upstream route_controller reconcile)', () => {
       }
     });
 
+    it('another spelling of the same address is the same address', () => {
+      const victim = node(1, ['fd00:10:244:1::/64'], {
+        status: { addresses: [{ type: 'InternalIP', address: 'fd00:56::11' }] },
+      });
+      const copycat = node(2, ['fd00:10:244:2::/64'], {
+        status: { addresses: [{ type: 'InternalIP', address: 'fd00:56:0:0::11' }] },
+      });
+      const octal = claiming(3, '10.0.0.014', '10.244.3.0/24');
+      const plan = planRoutes(
+        [victim, copycat, octal, node(12)],
+        [route('10.244.12.0/24', '10.0.0.12')],
+        range,
+      );
+      expect(plan.ambiguous).toEqual([
+        { address: 'fd00:56::11', nodes: ['w1', 'w2'] },
+        { address: '10.0.0.12', nodes: ['w12', 'w3'] },
+      ]);
+      expect({ create: plan.create, delete: plan.delete }).toEqual({ create: [], delete: [] });
+    });
+
+    it('an ExternalIP two Nodes share (one NAT address) is no next hop: both are routed as ever', () => {
+      const natted = (n: number) =>
+        node(n, undefined, {
+          status: {
+            addresses: [
+              { type: 'InternalIP', address: `10.0.0.${n}` },
+              { type: 'ExternalIP', address: '203.0.113.1' },
+            ],
+          },
+        });
+      const plan = planRoutes([natted(1), natted(2)], [route('10.244.9.0/24', '203.0.113.1')], range);
+      expect(plan.create.map((c) => c.node)).toEqual(['w1', 'w2']);
+      expect({ ambiguous: plan.ambiguous, delete: plan.delete }).toEqual({ ambiguous: [], delete: [] });
+    });
+
     it('other Nodes are planned as ever, and a route via an ambiguous address outside --cluster-cidr is still not ours to delete', () => {
       const plan = planRoutes(
         [claiming(1, '10.0.0.1', '10.244.1.0/24'), claiming(2, '10.0.0.1', '10.244.2.0/24'), node(3)],
