@@ -111,18 +111,19 @@ export function routeTarget(node: SlimNode): RouteTarget {
  * are 192.168.56.014 and 192.168.56.12 to iproute2, which reads a leading 0 as octal like ipaddr.js):
  * a Node must not escape being ambiguous with another spelling of the same address.
  */
-function canonicalAddress(address: string): string {
+function canonicalAddress(address: string): string | undefined {
   try {
     return ipaddr.parse(address).toString();
   } catch {
-    return address;
+    return undefined;
   }
 }
 
 /** The Node a route points at: the name the cloud recorded, else the Node holding its next hop. */
 function targetOf(route: Route, byName: Map<string, SlimNode>, byAddress: Map<string, string>) {
   if (route.targetNode) return byName.has(route.targetNode) ? route.targetNode : undefined;
-  return byAddress.get(canonicalAddress(route.nextHop));
+  const hop = canonicalAddress(route.nextHop);
+  return hop === undefined ? undefined : byAddress.get(hop);
 }
 
 /** Whether `cidr` lies wholly inside one of the cluster CIDRs (same family, as long a prefix or longer). */
@@ -264,7 +265,9 @@ export function planRoutes(
   for (const n of nodes)
     for (const a of n.status?.addresses ?? [])
       if (a.type === 'InternalIP' || a.type === 'ExternalIP') {
+        // Not an IP address: no route goes via it.
         const address = canonicalAddress(a.address);
+        if (address === undefined) continue;
         const claim = claimantsOf.get(address) ?? { nodes: [], internal: false };
         if (!claim.nodes.includes(nodeName(n))) claim.nodes.push(nodeName(n));
         claim.internal ||= a.type === 'InternalIP';
@@ -286,7 +289,7 @@ export function planRoutes(
     nodes
       .filter((n) =>
         (n.status?.addresses ?? []).some(
-          (a) => a.type === 'InternalIP' && shared.has(canonicalAddress(a.address)),
+          (a) => a.type === 'InternalIP' && shared.has(canonicalAddress(a.address) ?? ''),
         ),
       )
       .map(nodeName),
@@ -389,7 +392,7 @@ export function planRoutes(
 
   for (const route of routes) {
     if (!isResponsibleFor(route.destinationCIDR, clusterCIDRs)) continue;
-    if (!route.targetNode && shared.has(canonicalAddress(route.nextHop))) continue;
+    if (!route.targetNode && shared.has(canonicalAddress(route.nextHop) ?? '')) continue;
     const target = targets.get(route);
     if (!target || !wanted.get(target)?.has(canonicalCIDR(route.destinationCIDR))) plan.delete.push(route);
   }
