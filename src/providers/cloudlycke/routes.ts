@@ -85,6 +85,16 @@ const RULE_EXISTS = /File exists/;
 const KERNEL_LOOKS_UP = new Set(['main', 'default', '254', '253']);
 const MAX_TABLE_ID = 0xffff_ffff;
 
+/**
+ * A rule that sends every packet to its table before main's rule (32766) does: `from all lookup T`
+ * with no other selector (a `from 10.0.0.0/8`, `fwmark`, `iif` or `not` rule leaves other packets to
+ * main), at ccm's priority or before. A rule after main's would see only what main has no route for.
+ */
+function forEveryPacketBeforeMain(rule: Record<string, unknown>): boolean {
+  const selectorFree = Object.keys(rule).every((k) => ['priority', 'src', 'table', 'protocol'].includes(k));
+  return selectorFree && rule.src === 'all' && Number(rule.priority) <= Number(RULE_PRIORITY);
+}
+
 export class HostRoutes implements Routes {
   /** The rule check in flight per family: concurrent creates share it, so one `ip rule add` at most. */
   private readonly ruleInFlight = new Map<string, Promise<void>>();
@@ -139,7 +149,7 @@ export class HostRoutes implements Routes {
   private async looksUp(flag: string, signal?: AbortSignal): Promise<boolean> {
     if (KERNEL_LOOKS_UP.has(this.table)) return true;
     const text = await this.run([flag, '-json', 'rule', 'show', 'table', this.table], signal);
-    return (JSON.parse(text.trim() || '[]') as unknown[]).length > 0;
+    return (JSON.parse(text.trim() || '[]') as Record<string, unknown>[]).some(forEveryPacketBeforeMain);
   }
 
   /**

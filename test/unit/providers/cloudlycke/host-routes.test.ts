@@ -16,7 +16,7 @@ const nameOf = (id: number) => Object.entries(RT_TABLES).find(([, n]) => n === i
 class FakeIp {
   readonly calls: string[][] = [];
   /** Rules as the kernel holds them: table id and priority, per family flag. */
-  readonly rules: { family: string; table: number; priority: number }[] = [
+  readonly rules: { family: string; table: number; priority: number; from?: string }[] = [
     { family: '-4', table: 255, priority: 0 },
     { family: '-4', table: 254, priority: 32766 },
     { family: '-4', table: 253, priority: 32767 },
@@ -41,7 +41,13 @@ class FakeIp {
       return JSON.stringify(
         this.rules
           .filter((r) => r.family === family && (filter === undefined || r.table === filter))
-          .map((r) => ({ priority: r.priority, src: 'all', table: nameOf(r.table) })),
+          .map((r) => ({
+            priority: r.priority,
+            ...(r.from
+              ? { src: r.from.split('/')[0], srclen: Number(r.from.split('/')[1]) }
+              : { src: 'all' }),
+            table: nameOf(r.table),
+          })),
       );
     }
     if (text.startsWith('rule add')) {
@@ -127,6 +133,18 @@ describe("HostRoutes: the ip rule that looks up a table of ccm's", () => {
       failures: [],
       ruleAdds: 1,
       rules: 1,
+    });
+  });
+
+  it("a rule for some packets only, or one after main's, does not count: ccm adds its own", async () => {
+    const ip = new FakeIp();
+    ip.rules.push({ family: '-4', table: 100, priority: 100, from: '10.0.0.0/8' });
+    ip.rules.push({ family: '-4', table: 100, priority: 40000 });
+    const results = await createAll(new HostRoutes('100', ip.run), 2);
+    expect({ failures: failures(results), ruleAdds: ip.ruleAdds(), rules: ip.rulesOf(100) }).toEqual({
+      failures: [],
+      ruleAdds: 1,
+      rules: 3,
     });
   });
 
