@@ -298,9 +298,17 @@ export function planRoutes(
   // What each Node has now: node name → its routed CIDRs.
   const existing = new Map<string, Set<string>>();
   const targets = new Map<Route, string | undefined>();
+  // Routes via a shared address, "node cidr" for each Node reporting it: which of them the route is
+  // for cannot be told, but the route is there, and it keeps its place against overlapping claims
+  // (a copycat must not turn a routed claim into one an older overlapping claim beats).
+  const routedViaShared = new Set<string>();
   for (const route of routes) {
     const target = targetOf(route, byName, byAddress);
     targets.set(route, target);
+    const hop = canonicalAddress(route.nextHop);
+    if (!route.targetNode && !route.incomplete && hop !== undefined && shared.has(hop))
+      for (const name of claimantsOf.get(hop)?.nodes ?? [])
+        routedViaShared.add(`${name} ${canonicalCIDR(route.destinationCIDR)}`);
     if (!target || route.incomplete) continue;
     const set = existing.get(target) ?? new Set<string>();
     set.add(canonicalCIDR(route.destinationCIDR));
@@ -341,7 +349,8 @@ export function planRoutes(
       const bits = prefixBits(cidr);
       if (bits === undefined || refusalOf(cidr)) continue;
       const name = nodeName(node);
-      claims.push({ node: name, cidr, bits, routed: existing.get(name)?.has(cidr) ?? false });
+      const routed = existing.get(name)?.has(cidr) || routedViaShared.has(`${name} ${cidr}`);
+      claims.push({ node: name, cidr, bits, routed });
     }
   // A stable sort: routed claims first, each group oldest first.
   const losers = overlapContest([...claims.filter((c) => c.routed), ...claims.filter((c) => !c.routed)]);

@@ -233,6 +233,25 @@ describe('planRoutes (upstream route_controller reconcile)', () => {
       }
     });
 
+    it("a copycat does not hand an older Node overlapping the victim's routed Pod CIDR the win", () => {
+      const at = (day: number) => ({ creationTimestamp: `2026-01-0${day}T00:00:00Z` });
+      const older = node(1, ['10.244.2.128/25'], {
+        metadata: { name: 'w1', ...at(1) },
+        status: { addresses: [{ type: 'InternalIP', address: '10.0.0.1' }] },
+      });
+      const victim = node(2, ['10.244.2.0/24'], {
+        metadata: { name: 'w2', ...at(2) },
+        status: { addresses: [{ type: 'InternalIP', address: '10.0.0.2' }] },
+      });
+      const copycat = node(3, ['10.244.3.0/24'], {
+        metadata: { name: 'w3', ...at(3) },
+        status: { addresses: [{ type: 'InternalIP', address: '10.0.0.2' }] },
+      });
+      const plan = planRoutes([older, victim, copycat], [route('10.244.2.0/24', '10.0.0.2')], range);
+      expect(plan.create).toEqual([]);
+      expect(plan.refused.map((r) => r.node)).toEqual(['w1']);
+    });
+
     it('another spelling of the same address is the same address', () => {
       const victim = node(1, ['fd00:10:244:1::/64'], {
         status: { addresses: [{ type: 'InternalIP', address: 'fd00:56::11' }] },
