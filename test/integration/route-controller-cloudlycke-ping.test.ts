@@ -36,7 +36,7 @@ import { tempDir } from '../helpers/tmp.js';
 const PREFIX = `ccm-ping-${process.pid}-${randomBytes(3).toString('hex')}`;
 const HOST = `${PREFIX}-host`;
 const CLUSTER = 'lab';
-const VMS = [1, 2, 3, 4, 5, 6];
+const VMS = [1, 2, 3, 4, 5, 6, 7, 8, 9];
 /** A VM whose Node claims the upper half of vm1's Pod CIDR: a packet it got for vm1's Pod is lost. */
 const EVIL = 66;
 const vmNamespace = (n: number) => `${PREFIX}-vm${n}`;
