@@ -707,9 +707,9 @@ export function checkRoutes(nodes: readonly SlimNode[], outcome: RoutesOutcome):
       'routes',
       `no Node has podCIDRs; the cloud holds ${outcome.routes.length} route(s) of this cluster`,
     );
-  const missing = planRoutes(withCIDRs, outcome.routes, []).create.map(
-    (c) => `${c.node} ${c.destinationCIDR}`,
-  );
+  const plan = planRoutes(withCIDRs, outcome.routes, []);
+  const missing = plan.create.map((c) => `${c.node} ${c.destinationCIDR}`);
+  const ambiguous = plan.ambiguous.map((a) => `${a.address} (${a.nodes.join(', ')})`);
   if (missing.length) {
     return withItems(
       fail(
@@ -718,6 +718,16 @@ export function checkRoutes(nodes: readonly SlimNode[], outcome: RoutesOutcome):
         "run `ccm run` with the route controller and --cluster-cidr <the cluster's Pod CIDR>; its log and the Nodes' FailedToCreateRoute events say why a route is not created",
       ),
       missing,
+    );
+  }
+  if (ambiguous.length) {
+    return withItems(
+      fail(
+        'routes',
+        `${ambiguous.length} InternalIP(s) are reported by several Nodes, so ccm creates no route via them and cannot tell whose their routes are: ${names(ambiguous)}`,
+        "correct the Nodes' addresses: delete the Node that is not the machine with that address",
+      ),
+      ambiguous,
     );
   }
   if (unavailable.length) {

@@ -2,6 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { clusterIdentity } from '../kube/cluster-identity.js';
 import { nodeName, type SlimNode } from '../kube/slim-node.js';
 import {
+  EVENT_AMBIGUOUS_NODE_ADDRESS,
   EVENT_FAILED_TO_CREATE_ROUTE,
   EVENT_FAILED_TO_DELETE_ROUTE,
   SOURCE_ROUTE_CONTROLLER,
@@ -15,6 +16,7 @@ import {
   NETWORK_UNAVAILABLE,
   parseClusterCIDRs,
   planRoutes,
+  type RoutePlan,
 } from './routes.js';
 
 const NAME = 'route';
@@ -41,6 +43,7 @@ export async function routePass(
   routes: Routes,
   clusterID: string,
   clusterCIDRs: ClusterCIDRs,
+  ambiguitiesSaid: Set<string> = new Set(),
 ): Promise<RoutePassResult> {
   const listed = await routes.list(clusterID, ctx.signal);
   const nodes = ctx.informers.nodes.list();
@@ -59,6 +62,10 @@ export async function routePass(
         .createEvent({ node, type: 'Warning', reason, message, component: SOURCE_ROUTE_CONTROLLER })
         .catch(() => undefined);
   };
+
+  sayAmbiguities(ctx, plan.ambiguous, ambiguitiesSaid, (name, message) =>
+    event(byName.get(name), EVENT_AMBIGUOUS_NODE_ADDRESS, message),
+  );
 
   // Deletes first: a CIDR that moved to another Node (or a Node whose address changed) loses its old
   // route before it gets the new one.
@@ -102,7 +109,10 @@ export async function routePass(
       );
       result.created++;
       ctx.metrics.routeOperations.inc({ operation: 'create', result: 'success' });
-      ctx.log.debug({ controller: NAME, node: c.node, cidr: c.destinationCIDR }, 'created route');
+      ctx.log.info(
+        { controller: NAME, node: c.node, cidr: c.destinationCIDR },
+        `created route ${c.destinationCIDR} for node ${c.node}`,
+      );
     } catch (err) {
       failedNodes.add(c.node);
       result.failed++;
@@ -141,6 +151,39 @@ export async function routePass(
     }
   });
   return result;
+}
+
+/**
+ * Says once, in the log and on each Node, that an address is claimed by several Nodes (the plan then
+ * routes none of them on its account, every pass), and once that it no longer is. `said` holds what
+ * was said, from one pass to the next.
+ */
+function sayAmbiguities(
+  ctx: ControllerContext,
+  ambiguous: RoutePlan['ambiguous'],
+  said: Set<string>,
+  event: (node: string, message: string) => void,
+): void {
+  const now = new Set<string>();
+  for (const { address, nodes } of ambiguous) {
+    const key = `${address} ${nodes.join(' ')}`;
+    now.add(key);
+    if (said.has(key)) continue;
+    const message = `Nodes ${nodes.join(', ')} all report the address ${address}: ccm cannot tell which of them a route via it is for, so it creates no route via it and deletes none until one Node has it`;
+    ctx.log.warn({ controller: NAME, address, nodes }, message);
+    for (const node of nodes) event(node, message);
+  }
+  const stillAmbiguous = new Set(ambiguous.map((a) => a.address));
+  for (const key of said) {
+    const address = key.split(' ')[0] as string;
+    if (!stillAmbiguous.has(address))
+      ctx.log.info(
+        { controller: NAME, address },
+        `the address ${address} is no longer reported by several Nodes`,
+      );
+  }
+  said.clear();
+  for (const key of now) said.add(key);
 }
 
 /** What makes a Node change worth a pass: its Pod CIDRs or its addresses (upstream handleNodeUpdate). */
@@ -189,10 +232,11 @@ export function routeController(): Controller {
       }
       const clusterID = await clusterIdentity(ctx.transport, ctx.options.clusterName);
       let lastFailure: string | undefined;
+      const ambiguitiesSaid = new Set<string>();
       const pass = async () => {
         const end = ctx.metrics.reconcileSeconds.startTimer({ controller: NAME });
         try {
-          const r = await routePass(ctx, routes, clusterID, clusterCIDRs);
+          const r = await routePass(ctx, routes, clusterID, clusterCIDRs, ambiguitiesSaid);
           ctx.metrics.reconciles.inc({ controller: NAME, result: r.failed ? 'error' : 'success' });
           if (lastFailure) ctx.log.info({ controller: NAME }, 'routes can be listed again');
           lastFailure = undefined;

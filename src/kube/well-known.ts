@@ -60,6 +60,8 @@ export const EVENT_UNAVAILABLE_LOAD_BALANCER = 'UnAvailableLoadBalancer';
 export const SOURCE_ROUTE_CONTROLLER = 'route_controller';
 export const EVENT_FAILED_TO_CREATE_ROUTE = 'FailedToCreateRoute';
 export const EVENT_FAILED_TO_DELETE_ROUTE = 'FailedToDeleteRoute';
+/** ccm's own: an address several Nodes report, which no route is created or deleted for. */
+export const EVENT_AMBIGUOUS_NODE_ADDRESS = 'AmbiguousNodeAddress';
 
 /**
  * ccm's record that the load balancer with this cloud id, built by the cloud's official controller, is

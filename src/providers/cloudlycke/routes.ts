@@ -73,24 +73,66 @@ const RULE_PRIORITY = '32765';
 
 /** A table that holds no route yet does not exist for the kernel: listing it is listing nothing. */
 const NO_TABLE = /FIB table does not exist/;
+/** iproute2's answer to a table name none of its rt_tables files holds. */
+const UNKNOWN_TABLE = /table id value is invalid/;
+/** `ip rule add` of a rule the kernel already has, identical in every attribute (another process's). */
+const RULE_EXISTS = /File exists/;
+
+/**
+ * The kernel's reserved table ids (linux/rtnetlink.h `rt_class_t`): iproute2 prints 254 as `main` and
+ * 253 as `default`, so a number given for one of them is that table, looked up by the kernel's own rules.
+ */
+const KERNEL_LOOKS_UP = new Set(['main', 'default', '254', '253']);
+const MAX_TABLE_ID = 0xffff_ffff;
+
+/**
+ * A rule that sends every packet to its table before main's rule (32766) does: `from all lookup T`
+ * with no other selector (a `from 10.0.0.0/8`, `fwmark`, `iif` or `not` rule leaves other packets to
+ * main), at ccm's priority or before. A rule after main's would see only what main has no route for.
+ */
+function forEveryPacketBeforeMain(rule: Record<string, unknown>): boolean {
+  const selectorFree = Object.keys(rule).every((k) => ['priority', 'src', 'table', 'protocol'].includes(k));
+  return selectorFree && rule.src === 'all' && Number(rule.priority) <= Number(RULE_PRIORITY);
+}
 
 export class HostRoutes implements Routes {
+  /** The rule check in flight per family: concurrent creates share it, so one `ip rule add` at most. */
+  private readonly ruleInFlight = new Map<string, Promise<void>>();
+
   constructor(
     private readonly table: string,
     private readonly ip: IpRunner = runIp,
   ) {
-    if (!/^(main|default|local|\d+|[A-Za-z][\w.-]*)$/.test(table))
+    // No leading zero: iproute2 would read 0254 as octal, another table than the 254 it looks like.
+    if (!/^(main|default|local|[1-9]\d*|[A-Za-z][\w.-]*)$/.test(table))
       throw new InvalidConfigError(
         `--cloudlycke-route-table: "${table}" is not a routing table name or number`,
       );
-    if (table === 'local')
+    if (table === 'local' || table === '255')
       throw new InvalidConfigError(
-        "--cloudlycke-route-table: the local table is the kernel's; use main or a table of ccm's",
+        "--cloudlycke-route-table: the local table (255) is the kernel's; use main or a table of ccm's",
+      );
+    if (/^\d+$/.test(table) && Number(table) > MAX_TABLE_ID)
+      throw new InvalidConfigError(
+        `--cloudlycke-route-table: ${table} is not a table number (1 to ${MAX_TABLE_ID})`,
       );
   }
 
+  /** Runs `ip`; a table name iproute2 does not know is a configuration error, not a retry. */
+  private async run(args: string[], signal?: AbortSignal): Promise<string> {
+    try {
+      return await this.ip(args, signal);
+    } catch (err) {
+      if (err instanceof Error && UNKNOWN_TABLE.test(err.message))
+        throw new InvalidConfigError(
+          `--cloudlycke-route-table: iproute2 knows no table named "${this.table}" (rt_tables); give its number, or name it in /etc/iproute2/rt_tables.d/<file>.conf`,
+        );
+      throw err;
+    }
+  }
+
   private async show(args: string[], signal?: AbortSignal): Promise<IpRoute[]> {
-    const text = await this.ip(args, signal).catch((err: unknown) => {
+    const text = await this.run(args, signal).catch((err: unknown) => {
       if (err instanceof Error && NO_TABLE.test(err.message)) return '';
       throw err;
     });
@@ -100,13 +142,36 @@ export class HostRoutes implements Routes {
   /**
    * Whether a packet can reach the table: main and default are looked up by the kernel's own rules;
    * any other table only through an `ip rule` (without one, its routes exist but nothing uses them).
+   * `ip rule show table X` lets iproute2 resolve X, a name or a number, and the kernel compare ids:
+   * the printed table is a name wherever rt_tables has one, so comparing text could not tell 100
+   * from its name.
    */
   private async looksUp(flag: string, signal?: AbortSignal): Promise<boolean> {
-    if (this.table === 'main' || this.table === 'default') return true;
-    const rules = JSON.parse((await this.ip([flag, '-json', 'rule', 'show'], signal)).trim() || '[]') as {
-      table?: string | number;
-    }[];
-    return rules.some((r) => String(r.table) === this.table);
+    if (KERNEL_LOOKS_UP.has(this.table)) return true;
+    const text = await this.run([flag, '-json', 'rule', 'show', 'table', this.table], signal);
+    return (JSON.parse(text.trim() || '[]') as Record<string, unknown>[]).some(forEveryPacketBeforeMain);
+  }
+
+  /**
+   * Adds the rule that looks up the table unless one does. Idempotent: a rule another process added
+   * in between is "File exists", which is the rule wanted. The check is shared by the creates in
+   * flight, so they do not each add it (all but one would fail with "File exists", and a kernel that
+   * does not check rules for duplicates would keep them all).
+   */
+  private ensureLookedUp(flag: string, signal?: AbortSignal): Promise<void> {
+    let pending = this.ruleInFlight.get(flag);
+    if (!pending) {
+      pending = (async () => {
+        if (await this.looksUp(flag, signal)) return;
+        await this.run([flag, 'rule', 'add', 'lookup', this.table, 'priority', RULE_PRIORITY], signal).catch(
+          (err: unknown) => {
+            if (!(err instanceof Error && RULE_EXISTS.test(err.message))) throw err;
+          },
+        );
+      })().finally(() => this.ruleInFlight.delete(flag));
+      this.ruleInFlight.set(flag, pending);
+    }
+    return pending;
   }
 
   async list(clusterID: string, signal?: AbortSignal): Promise<Route[]> {
@@ -154,9 +219,8 @@ export class HostRoutes implements Routes {
       throw new InvalidConfigError(
         `table ${this.table} already has a route to ${cidr}${foreign.gateway ? ` via ${foreign.gateway}` : ''} that is not this cluster's; remove it or give the Node another Pod CIDR`,
       );
-    if (!(await this.looksUp(flag, signal)))
-      await this.ip([flag, 'rule', 'add', 'lookup', this.table, 'priority', RULE_PRIORITY], signal);
-    await this.ip(
+    await this.ensureLookedUp(flag, signal);
+    await this.run(
       [
         flag,
         'route',
@@ -178,7 +242,7 @@ export class HostRoutes implements Routes {
     const family = ipaddr.parseCIDR(route.destinationCIDR)[0].kind();
     const flag = family === 'ipv4' ? '-4' : '-6';
     // Deleting by destination, gateway, protocol and realm: the kernel removes only that route.
-    await this.ip(
+    await this.run(
       [
         flag,
         'route',

@@ -115,6 +115,16 @@ describe('the routes check', () => {
     expect(checkRoutes([node(1)], { error: 'HTTP 500' })).toMatchObject({ status: 'fail' });
   });
 
+  it('an InternalIP two Nodes report fails, naming the address and the Nodes, though every route they had is listed', () => {
+    const copycat: SlimNode = {
+      metadata: { name: 'w9' },
+      spec: { podCIDRs: ['10.244.9.0/24'] },
+      status: { addresses: [{ type: 'InternalIP', address: '10.0.0.1' }] },
+    };
+    const result = checkRoutes([node(1, 'False'), copycat], { routes: [route(1)] });
+    expect(result).toMatchObject({ status: 'fail', items: ['10.0.0.1 (w1, w9)'] });
+  });
+
   it('does not fail a healthy flannel cluster whose Nodes have podCIDRs and no cloud routes (the route controller not in use)', () => {
     const flannel = (name: string, cidr: string): SlimNode => ({
       metadata: { name, uid: `uid-${name}` },
