@@ -43,15 +43,20 @@ export function waitingLine(stream: NodeJS.WriteStream = process.stderr): (what:
 }
 
 /**
- * What a command shows while a cloud request is slow: on a terminal the erasable line above; anywhere
- * else (a CronJob's log) one `ccm: waiting for …` line per request, so a log says what the time went to.
+ * What a command shows while a cloud request is slow, and after how long: on a terminal the erasable
+ * line above after 3 s; anywhere else (a CronJob's log) one `ccm: waiting for …` line per request
+ * after 10 s, so a log says what the time went to.
  */
 export function waitNotices(
   progress: boolean,
   stream: NodeJS.WriteStream = process.stderr,
-): (what: string | undefined) => void {
-  if (progress) return waitingLine(stream);
-  return (what) => {
-    if (what !== undefined) stream.write(`ccm: ${what}\n`);
-  };
+): [(what: string | undefined) => void, number] {
+  if (progress) return [waitingLine(stream), 3000];
+  // A log line only for a long wait: a few retries of a 503 are the report's business, not the log's.
+  return [
+    (what) => {
+      if (what !== undefined) stream.write(`ccm: ${what}\n`);
+    },
+    10_000,
+  ];
 }

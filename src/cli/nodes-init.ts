@@ -52,7 +52,7 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
   const transport = new KubeTransport(kc, transportOptionsFrom(input));
   // A slow cloud is said while the listing runs; on a terminal only until the task list draws.
   const { onCloudWait } = await import('../providers/http.js');
-  const stopNotices = onCloudWait(waitNotices(Boolean(input.progress)));
+  const stopNotices = onCloudWait(...waitNotices(Boolean(input.progress)));
   const kube = createNodeClient(transport);
   const { pass } = input;
   let configured: Awaited<ReturnType<typeof providerWithSecret>>;

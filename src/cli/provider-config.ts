@@ -3,7 +3,7 @@ import { readSecret, type SecretData } from '../kube/secrets.js';
 import type { KubeTransport } from '../kube/transport.js';
 import { InvalidConfigError } from '../providers/errors.js';
 import { loadProvider } from '../providers/registry.js';
-import type { Provider, ProviderDefinition, ProviderValues } from '../providers/types.js';
+import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../providers/types.js';
 import { UsageError } from './errors.js';
 import type { KubeRequestFlags } from './kube-flags.js';
 
@@ -136,6 +136,8 @@ export async function credentialSource(
   if (!secretName) return fromFlagsAndEnv;
   const missing = whatFlagsAndEnvLack(definition, flags, env);
   if (!missing) return fromFlagsAndEnv;
+  // A --cloud-config file given and refused is the answer: the Secret is not looked for instead.
+  if (definition.configFileField && flags['cloud-config']) throw missing;
   const ref = { namespace: 'kube-system', name: secretName };
   try {
     return described(await read(ref));
@@ -174,7 +176,36 @@ export async function providerWithSecret(
   const definition = await definitionFromFlags(flags);
   const source = await credentialSource(definition, flags, env, transport);
   const values = resolveProviderValues(definition, flags, env, source.secret?.data);
-  return { provider: definition.create(values, { onCloudCall }), credentials: source.description };
+  return {
+    provider: createProvider(definition, values, { onCloudCall }, source.secret),
+    credentials: source.description,
+  };
+}
+
+/**
+ * definition.create, whose refusal names the Secret the credentials came from when that Secret lacks
+ * a key the provider requires: the provider's own line names only the default Secret, which the
+ * operator may never have used.
+ */
+export function createProvider(
+  definition: ProviderDefinition,
+  values: ProviderValues,
+  deps: ProviderDeps,
+  secret?: SecretRef & { data: Readonly<Record<string, string>> },
+): Provider {
+  try {
+    return definition.create(values, deps);
+  } catch (err) {
+    if (!(err instanceof InvalidConfigError) || !secret) throw err;
+    const lacking = definition.credentials.fields.filter(
+      (f) => f.required && f.secretKey && !values[f.key] && secret.data[f.secretKey] === undefined,
+    );
+    if (lacking.length === 0) throw err;
+    const keys = lacking.map((f) => f.secretKey).join(', ');
+    throw new InvalidConfigError(
+      `Secret ${secret.namespace}/${secret.name} has no key ${keys}; add it, or name the Secret \`ccm secret create\` wrote with --credentials-secret`,
+    );
+  }
 }
 
 /** `--credentials-secret namespace/name`, checked before anything is read. */

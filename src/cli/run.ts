@@ -34,7 +34,12 @@ import type { Provider, ProviderDefinition } from '../providers/types.js';
 import { UsageError } from './errors.js';
 import { transportOptionsFrom } from './kube-flags.js';
 import { createLogger, type LogLevel } from './log.js';
-import { credentialSource, parseSecretRef, resolveProviderValues } from './provider-config.js';
+import {
+  createProvider,
+  credentialSource,
+  parseSecretRef,
+  resolveProviderValues,
+} from './provider-config.js';
 import { keepYoungGenerationSmall } from './young-generation.js';
 
 export interface RunInput {
@@ -221,7 +226,12 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   };
   const makeProvider = (data = secret?.data): Provider => {
     const values = resolveProviderValues(definition, input, input.env, data);
-    const provider = definition.create(values, { mayWrite, takeToken });
+    const provider = createProvider(
+      definition,
+      values,
+      { mayWrite, takeToken },
+      secretRef && data ? { ...secretRef, data } : undefined,
+    );
     return deps.wrapProvider ? deps.wrapProvider(provider) : provider;
   };
   const { value: firstProvider, files: builtFiles } = filesReadBy(() => makeProvider());

@@ -40,7 +40,7 @@ export default class Doctor extends BaseCommand {
     const { doctorReport } = await import('../cli/doctor-report.js');
     const { waitingLine, waitNotices } = await import('../cli/kube-flags.js');
     const { onCloudWait } = await import('../providers/http.js');
-    const stopNotices = onCloudWait(waitNotices(this.progress));
+    const stopNotices = onCloudWait(...waitNotices(this.progress));
     try {
       return doctorReport(
         await runDoctor({

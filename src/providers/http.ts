@@ -158,17 +158,17 @@ export function httpStatus(err: unknown): number | undefined {
   return typeof err === 'object' && err !== null ? statuses.get(err) : undefined;
 }
 
-/** How long a cloud request runs before the command says what it waits for. */
-const CLOUD_WAIT_NOTICE_MS = 3000;
 let waitListener: ((what: string | undefined) => void) | undefined;
+let waitNoticeMs = 3000;
 
 /**
- * Tells `listener` once about each cloud request still unanswered after a few seconds (the text says
+ * Tells `listener` once about each cloud request still unanswered after `afterMs` (the text says
  * what and for how long), and again with undefined when it ends. One-pass commands show it, so that a
  * cloud that never answers is not minutes of blank screen. Returns the function that stops it.
  */
-export function onCloudWait(listener: (what: string | undefined) => void): () => void {
+export function onCloudWait(listener: (what: string | undefined) => void, afterMs = 3000): () => void {
   waitListener = listener;
+  waitNoticeMs = afterMs;
   return () => {
     if (waitListener === listener) waitListener = undefined;
   };
@@ -233,7 +233,7 @@ export class HttpClient {
       listener(
         `waiting for the cloud at ${url.origin} (${method} ${url.pathname}): up to ${this.timeoutMs / 1000} s an attempt, ${this.retries + 1} attempts`,
       );
-    }, CLOUD_WAIT_NOTICE_MS);
+    }, waitNoticeMs);
     try {
       return await this.attempts<T>(method, url, opts);
     } finally {

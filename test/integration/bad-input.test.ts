@@ -24,6 +24,10 @@ let dir: string;
 beforeAll(async () => {
   dir = tempDir('ccm-bad-input-');
   await createNodes(world.api, [{ name: 'n1' }]);
+  await world.api.createNamespacedSecret({
+    namespace: 'kube-system',
+    body: { metadata: { name: 'without-token' }, stringData: { token: 'in the wrong key' } },
+  });
   inventory = writeInventory([{ id: 'n1', addresses: [{ type: 'InternalIP', address: '192.168.56.5' }] }]);
 });
 
@@ -108,6 +112,41 @@ describe('bad input gets one line, exit 2, nothing written', () => {
         'kube-system/missing',
       ],
       /^ccm: Secret kube-system\/missing does not exist; create it \(ccm secret create\) or fix --credentials-secret$/,
+    ],
+    [
+      'a --credentials-secret without the key the provider needs names that Secret, not the default one',
+      () => [
+        'nodes',
+        'list',
+        '--provider',
+        'digitalocean',
+        '--kubeconfig',
+        world.kubeconfig,
+        '--credentials-secret',
+        'kube-system/without-token',
+      ],
+      /^ccm: Secret kube-system\/without-token has no key access-token; add it, or name the Secret `ccm secret create` wrote with --credentials-secret$/,
+    ],
+    [
+      'a cloud.conf with an unknown key names the key and its line, and looks for no Secret instead',
+      () => {
+        const conf = join(dir, 'bogus.conf');
+        writeFileSync(
+          conf,
+          '[Global]\nauth-url=https://127.0.0.1:9/v3\nusername=u\npassword=p\nbogus-key = 1\n',
+        );
+        return [
+          'nodes',
+          'list',
+          '--provider',
+          'openstack',
+          '--kubeconfig',
+          world.kubeconfig,
+          '--cloud-config',
+          conf,
+        ];
+      },
+      /^ccm: \S+bogus\.conf line 5: \[Global\] key bogus-key is not one ccm knows; the keys of \[Global\] are auth-url, .*; write each as key = value$/,
     ],
     [
       'an unknown controller given to `ccm manifests`',

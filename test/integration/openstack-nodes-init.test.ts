@@ -143,7 +143,7 @@ describe('ccm nodes init --provider openstack', () => {
     expect(run.exitCode).toBe(2);
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
     expect(run.stderr).toContain(
-      '[Networking] has a key ccm does not know; the keys of [Networking] are public-network-name',
+      '[Networking] key public-network is not one ccm knows; the keys of [Networking] are public-network-name',
     );
     expect(run.writes).toEqual([]);
     expect(world.sim.requests).toEqual([]);

@@ -30,7 +30,7 @@ export default class NodesList extends BaseCommand {
     const { waitingLine, waitNotices } = await import('../../cli/kube-flags.js');
     const { nodesListReport } = await import('../../cli/nodes-list-report.js');
     const { onCloudWait } = await import('../../providers/http.js');
-    const stopNotices = onCloudWait(waitNotices(this.progress));
+    const stopNotices = onCloudWait(...waitNotices(this.progress));
     try {
       return nodesListReport(
         await runNodesList({

@@ -202,13 +202,13 @@ export function parseCloudConfig(
   }
 
   const global = withClouds(
-    section(sections, 'Global', GLOBAL_KEYS, GLOBAL_UNSUPPORTED, source),
+    section(sections, 'Global', GLOBAL_KEYS, GLOBAL_UNSUPPORTED, source, text),
     source,
     options,
   );
-  const lb = section(sections, 'LoadBalancer', LB_KEYS, LB_UNSUPPORTED, source);
-  const networking = section(sections, 'Networking', NETWORKING_KEYS, NETWORKING_UNSUPPORTED, source);
-  const route = section(sections, 'Route', ['router-id'], {}, source);
+  const lb = section(sections, 'LoadBalancer', LB_KEYS, LB_UNSUPPORTED, source, text);
+  const networking = section(sections, 'Networking', NETWORKING_KEYS, NETWORKING_UNSUPPORTED, source, text);
+  const route = section(sections, 'Route', ['router-id'], {}, source, text);
   const routerID = one(route, 'router-id', (what) => fail('Route', 'router-id', what));
 
   const get = (raw: Raw, key: string) => one(raw, key, (what) => fail('Global', key, what));
@@ -444,6 +444,7 @@ function section(
   known: readonly string[],
   unsupported: Record<string, string>,
   source: string,
+  text: string,
 ): Raw {
   const found = Object.entries(sections).find(([n]) => n.toLowerCase() === name.toLowerCase());
   const raw = found?.[1] ?? {};
@@ -454,15 +455,29 @@ function section(
       continue;
     }
     if (!known.includes(key)) {
-      // Not repeated: a password written on a line of its own, or after `:` instead of `=`, reads
-      // as a key. A known key it is a typo of is safe to name.
+      // A line without `=` is not repeated: it may be a password written on a line of its own, or
+      // after `:` instead of `=`. A `key = value` line's key is named, and any line by its number.
+      const line = lineOf(text, key);
       const near = closest(key, known);
+      const what = line?.assigns ? `key ${key} is not one ccm knows` : 'a line is not key = value';
       throw new InvalidConfigError(
-        `${source}: [${name}] has a key ccm does not know${near ? ` (did you mean ${near}?)` : ''}; the keys of [${name}] are ${known.join(', ')}; write each as key = value`,
+        `${source}${line ? ` line ${line.number}` : ''}: [${name}] ${what}${near ? ` (did you mean ${near}?)` : ''}; the keys of [${name}] are ${known.join(', ')}; write each as key = value`,
       );
     }
   }
   return raw;
+}
+
+/** The first line (1-based) whose key is `key`, and whether it assigns it a value (`key = …`). */
+function lineOf(text: string, key: string): { number: number; assigns: boolean } | undefined {
+  const lines = text.split(/\r?\n/);
+  for (const [i, raw] of lines.entries()) {
+    const line = raw.trim();
+    const eq = line.indexOf('=');
+    const name = (eq < 0 ? line : line.slice(0, eq)).trim().toLowerCase();
+    if (name === key) return { number: i + 1, assigns: eq >= 0 };
+  }
+  return undefined;
 }
 
 /** The one value of a key, undefined when absent or empty; a repeated single-valued key is refused. */

@@ -161,9 +161,19 @@ ipv6-support-disabled=true
   });
 
   it('refuses unknown and invalid keys in one line naming the section and key', () => {
+    const line = GLOBAL.split('\n').length;
     expect(refusal(`${GLOBAL}usernme=x\n`)).toMatch(
-      /^cloud\.conf: \[Global\] has a key ccm does not know \(did you mean username\?\); the keys of \[Global\] are auth-url, /,
+      new RegExp(
+        `^cloud\\.conf line ${line}: \\[Global\\] key usernme is not one ccm knows \\(did you mean username\\?\\); the keys of \\[Global\\] are auth-url, `,
+      ),
     );
+    expect(refusal(`${GLOBAL}bogus-key = 1\n`)).toMatch(
+      new RegExp(`^cloud\\.conf line ${line}: \\[Global\\] key bogus-key is not one ccm knows; the keys`),
+    );
+    // A line without `=` may be a password on a line of its own: its number, never its text.
+    const bare = refusal(`${GLOBAL}s3cr3t-Passw0rd\n`);
+    expect(bare).toMatch(new RegExp(`^cloud\\.conf line ${line}: \\[Global\\] a line is not key = value; `));
+    expect(bare).not.toContain('s3cr3t');
     expect(refusal(`${GLOBAL}[LoadBalancer]\nlb-method=RANDOM\n`)).toBe(
       'cloud.conf: [LoadBalancer] lb-method: "RANDOM" is not one of ROUND_ROBIN, LEAST_CONNECTIONS, SOURCE_IP, SOURCE_IP_PORT',
     );
