@@ -194,7 +194,8 @@ export function claimsOf(
  * cluster run with the official default --cluster-name, "kubernetes" or "brightbox-k8s", makes the
  * same names, and a do-loadbalancer-name is whatever a Service asks), and Brightbox has no tags. So the
  * load balancer must also balance to this cluster only: at least one backend, and every backend one
- * of this cluster's Nodes (by provider ID, or by address where the cloud balances to addresses).
+ * of this cluster's Nodes, by provider ID (OpenStack's members, which are addresses, are first traced
+ * to the servers whose ports hold them on the member's subnet).
  */
 export function adoptable(lb: ForeignLoadBalancer, nodes: readonly LoadBalancerNode[]): boolean {
   if (lb.refusal || !lb.backends || lb.backends.length === 0) return false;
@@ -202,7 +203,7 @@ export function adoptable(lb: ForeignLoadBalancer, nodes: readonly LoadBalancerN
     const id = parseProviderID(value);
     return id ? `${id.scheme}://${id.id}` : value;
   };
-  const ours = new Set(nodes.flatMap((n) => [key(n.providerID), ...n.addresses.map((a) => a.address)]));
+  const ours = new Set(nodes.flatMap((n) => (n.providerID ? [key(n.providerID)] : [])));
   return lb.backends.every((b) => ours.has(key(b)));
 }
 
