@@ -136,12 +136,12 @@ export async function syncService(
 async function checkHandOver(
   request: LoadBalancerRequest,
   deps: ServiceSyncDeps,
-): Promise<{ request: LoadBalancerRequest; refused?: string }> {
+): Promise<{ request: LoadBalancerRequest; refused?: string; recorded?: true }> {
   const handOvers = await deps.client.handOvers();
   request.claims = claimsOf(request, handOvers, deps.services);
   const id = request.adoptedID;
   if (!id) return { request };
-  if (handOvers.get(request.service.uid) === id) return { request };
+  if (handOvers.get(request.service.uid) === id) return { request, recorded: true };
   const { balancers, rules, signal } = deps;
   const { adoptedID: _, ...unadopted } = request;
   if (rules.adoptOfficial && balancers.adoption) {
@@ -194,7 +194,8 @@ export function claimsOf(
  * cluster run with the official default --cluster-name, "kubernetes" or "brightbox-k8s", makes the
  * same names, and a do-loadbalancer-name is whatever a Service asks), and Brightbox has no tags. So the
  * load balancer must also balance to this cluster only: at least one backend, and every backend one
- * of this cluster's Nodes (by provider ID, or by address where the cloud balances to addresses).
+ * of this cluster's Nodes, by provider ID (OpenStack's members, which are addresses, are first traced
+ * to the servers whose ports hold them on the member's subnet).
  */
 export function adoptable(lb: ForeignLoadBalancer, nodes: readonly LoadBalancerNode[]): boolean {
   if (lb.refusal || !lb.backends || lb.backends.length === 0) return false;
@@ -202,7 +203,7 @@ export function adoptable(lb: ForeignLoadBalancer, nodes: readonly LoadBalancerN
     const id = parseProviderID(value);
     return id ? `${id.scheme}://${id.id}` : value;
   };
-  const ours = new Set(nodes.flatMap((n) => [key(n.providerID), ...n.addresses.map((a) => a.address)]));
+  const ours = new Set(nodes.flatMap((n) => (n.providerID ? [key(n.providerID)] : [])));
   return lb.backends.every((b) => ours.has(key(b)));
 }
 
@@ -227,15 +228,45 @@ async function adoptOfficial(
   return { [ANNOTATION_ADOPTED_LOAD_BALANCER]: lb.id };
 }
 
+/**
+ * The request a deletion acts on: an adopted load balancer that `ccm migrate --yes` did not record
+ * (one --adopt-official found) is left out, so only what ccm built for the Service is deleted. ccm did
+ * not create it, and the official naming and backends that found it are no proof that the cluster
+ * owns it (a load balancer made by hand in front of the Nodes satisfies both); `left` says which.
+ */
+async function deletionRequest(
+  svc: SlimService,
+  backends: LoadBalancerNode[],
+  deps: ServiceSyncDeps,
+): Promise<{ request: LoadBalancerRequest; left?: string }> {
+  // The backends only tell an --adopt-official load balancer apart; the cloud is not asked to change them.
+  const { request, recorded } = await checkHandOver(
+    { ...describeRequest(svc, backends, deps.rules), deleting: true },
+    deps,
+  );
+  if (!request.adoptedID || recorded) return { request };
+  const { adoptedID: left, ...own } = request;
+  return { request: own, left };
+}
+
 /** The load balancer goes first; only then the finalizer and the status (one write). */
 async function cleanUp(
   svc: SlimService,
   backends: LoadBalancerNode[],
   deps: ServiceSyncDeps,
 ): Promise<ServiceSyncResult> {
-  const { client, balancers, rules, signal } = deps;
-  // The backends only tell an --adopt-official load balancer apart; the cloud is not asked to change them.
-  const { request } = await checkHandOver({ ...describeRequest(svc, backends, rules), deleting: true }, deps);
+  const { client, balancers, signal } = deps;
+  const { request, left } = await deletionRequest(svc, backends, deps);
+  if (left) {
+    await client.recordEvent(
+      svc,
+      event(
+        'Warning',
+        EVENT_DELETING_LOAD_BALANCER,
+        `load balancer ${left} was taken over with --adopt-official, and no ccm migrate --yes recorded its hand-over: ccm did not create it and does not delete it; delete it yourself if nothing else uses it`,
+      ),
+    );
+  }
   const ignored = balancers.ignoredOnDelete?.(request);
   if (ignored) await client.recordEvent(svc, event('Warning', EVENT_DELETING_LOAD_BALANCER, ignored));
   const existing = await balancers.get(request, signal);
@@ -289,9 +320,6 @@ export async function deleteOrphaned(
   backends: LoadBalancerNode[],
   deps: ServiceSyncDeps,
 ): Promise<void> {
-  const { request } = await checkHandOver(
-    { ...describeRequest(svc, backends, deps.rules), deleting: true },
-    deps,
-  );
+  const { request } = await deletionRequest(svc, backends, deps);
   if (await deps.balancers.get(request, deps.signal)) await deps.balancers.delete(request, deps.signal);
 }

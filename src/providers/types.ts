@@ -198,8 +198,9 @@ export interface ForeignLoadBalancer {
    */
   refusal?: string;
   /**
-   * Its backends, each as a provider ID (DigitalOcean, Brightbox) or an address (OpenStack's members),
-   * when asked for (`withBackends`): --adopt-official takes it only when all are this cluster's Nodes.
+   * Its backends, each as a provider ID (OpenStack's members traced to the server whose port holds the
+   * address on the member's subnet; one that no port explains is left as a string no Node has), when
+   * asked for (`withBackends`): --adopt-official takes it only when all are this cluster's Nodes.
    */
   backends?: string[];
 }

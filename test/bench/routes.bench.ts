@@ -68,6 +68,7 @@ try {
       name: `node-${String(i).padStart(5, '0')}`,
       tainted: false,
       addresses: [{ type: 'InternalIP', address: nodeIP(i) }],
+      providerID: `openstack:///${ports[i]?.device_id}`,
     });
     await api.createNode({
       body: { ...node, spec: { ...node.spec, podCIDR: podCIDR(i), podCIDRs: [podCIDR(i)] } },

@@ -8,7 +8,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { renderManifests } from '../../src/cli/manifests.js';
 import { loadProvider } from '../../src/providers/registry.js';
-import type { SimRouter } from '../clouds/openstack/neutron-routes.js';
+import type { SimPort, SimRouter } from '../clouds/openstack/neutron-routes.js';
 import { nodeObject } from '../controlplane/fixtures.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
 import { until } from '../helpers/run.js';
@@ -20,13 +20,14 @@ const LEASE = 'ccm-route-rbac';
 // One cluster and one router for both tests: the scenario resets the Nodes and the routes itself.
 const world = useCloudWorld('openstack', { keep: true });
 let router: SimRouter;
+let port: SimPort;
 let run: ServiceAccountRun;
 let docs: ManifestDoc[] = [];
 
 beforeAll(async () => {
   run = new ServiceAccountRun(world.cp, NS);
   router = world.sim.routing.addRouter({ subnets: ['10.0.0.0/24'], ips: ['10.0.0.1'] });
-  world.sim.routing.addPort({ ip: '10.0.0.11' });
+  port = world.sim.routing.addPort({ ip: '10.0.0.11' });
 
   docs = renderManifests(await loadProvider('openstack'), {
     image: 'registry.example.com/ccm:test',
@@ -62,6 +63,8 @@ async function scenario() {
       tainted: false,
       addresses: [{ type: 'InternalIP', address: `10.0.0.${n}` }],
       podCIDR: `10.244.${n}.0/24`,
+      // w11 on the server of its port; w12's server has no port.
+      providerID: `openstack:///${n === 11 ? port.device_id : 'a1b2c3d4-0000-4000-8000-000000000012'}`,
     });
     await run.core.createNode({ body: node });
   }

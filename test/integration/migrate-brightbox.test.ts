@@ -292,3 +292,26 @@ describe('ccm migrate --provider brightbox, another cluster with the same offici
     expect(deletes).not.toContain(`/1.0/cloud_ips/${other.cip.id}`);
   }, 90_000);
 });
+
+describe('ccm run --adopt-official, two load balancers of the official name (issue 43, item 7)', () => {
+  it("takes the one the Service's status shows, not the first the API lists (another cluster's, run with the same default cluster name)", async () => {
+    // Listed first: another cluster's depot.default.brightbox-k8s, on its own server.
+    const other = otherClustersBalancer('lba-other9', `depot.${NS}.${CLUSTER}`);
+    const mine = await workers('mine-9');
+    const { cip } = await seedOfficial('depot', 'lba-mine9', mine);
+    await world.run(adoptingOfficial(CLUSTER));
+    const adopted = await until(
+      'depot served',
+      async () => {
+        const s = await world.api.readNamespacedService({ name: 'depot', namespace: NS });
+        return s.status?.loadBalancer?.ingress?.some((i) => i.ip) ? s : undefined;
+      },
+      60_000,
+    );
+    expect({
+      adopted: adopted.metadata?.annotations?.[ADOPTED],
+      ingress: adopted.status?.loadBalancer?.ingress?.some((i) => i.ip === cip.publicIPv4),
+      theirs: world.sim.loadBalancers.get('lba-other9')?.nodes,
+    }).toEqual({ adopted: 'lba-mine9', ingress: true, theirs: [other.theirs.id] });
+  }, 90_000);
+});

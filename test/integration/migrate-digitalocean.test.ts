@@ -769,9 +769,13 @@ describe('ccm migrate --provider digitalocean, another cluster in the account', 
     const dry = await migrate('-o', 'json');
     const plan = JSON.parse(dry.stdout);
     const shopPlan = plan.services.find((s: { name: string }) => s.name === 'shop');
-    expect(shopPlan).toMatchObject({ action: 'mismatch', loadBalancer: { id: other.id } });
-    expect(shopPlan.note).toMatch(/does not balance to this cluster's Nodes alone .*left alone/);
-    expect((await migrate()).stdout).toMatch(/left alone/);
+    // A do-loadbalancer-name is the tenant's to write: without the Service's status showing that load
+    // balancer, its name finds nothing (issue 43, item 7); its droplets would not be this cluster's either.
+    expect(shopPlan.action).toBe('none');
+    expect(shopPlan.loadBalancer).toBeUndefined();
+    expect((await migrate()).stdout).toMatch(
+      /no load balancer of digitalocean-cloud-controller-manager found for it/,
+    );
     const yes = await migrate('--yes', '-o', 'json');
     expect(yes.exitCode).toBe(0);
     expect(await adoptedOf('shop', TENANT)).toBeUndefined();
@@ -807,4 +811,152 @@ describe("ccm migrate --provider digitalocean, a tenant Service naming another's
     const webPlan = plan.services.find((s: { name: string }) => s.name === 'web');
     expect(webPlan.action).toBe('adopt');
   }, 60_000);
+});
+
+describe("the operator's load balancer in front of the cluster, named by a tenant's do-loadbalancer-name (issue 43, item 7)", () => {
+  /**
+   * The operator's load balancer, made by hand or by Terraform: untagged (as a self-managed cluster's
+   * official controller leaves its own), tcp 443 → 30443, balancing to this cluster's droplets.
+   */
+  function operatorsLb(droplets: number[]) {
+    return sim.addLoadBalancer({
+      name: 'edge-lb',
+      region: 'fra1',
+      type: 'REGIONAL',
+      droplet_ids: droplets,
+      forwarding_rules: [
+        { entry_protocol: 'tcp', entry_port: 443, target_protocol: 'tcp', target_port: 30443 },
+      ],
+      tags: [],
+    });
+  }
+
+  /** Until the tenant's Service is served (its ingress set); returns it. */
+  const untilServed = (name: string) =>
+    until(
+      `${TENANT}/${name} served`,
+      async () => {
+        const s = await api.readNamespacedService({ name, namespace: TENANT });
+        return (s.status?.loadBalancer?.ingress ?? []).length > 0 ? s : undefined;
+      },
+      60_000,
+    );
+
+  it('--adopt-official: the tenant does not take it; its forwarding rule stays 443 → 30443, and deleting the tenant’s Service leaves it', async () => {
+    const droplets = await seedNodes();
+    const edge = operatorsLb(droplets);
+    const before = structuredClone(edge);
+    await api.createNamespacedService({
+      namespace: TENANT,
+      body: lbService('grab', TENANT, { 'service.beta.kubernetes.io/do-loadbalancer-name': 'edge-lb' }, [
+        { name: 'https', port: 443 },
+      ]),
+    });
+    await world.run(adoptingOfficial(''));
+    const grab = await untilServed('grab');
+    const now = sim.loadBalancers.get(edge.id as string);
+    const taken = {
+      adopted: grab.metadata?.annotations?.[ADOPTED],
+      ingress: grab.status?.loadBalancer?.ingress?.map((i) => i.ip),
+      rules: now?.forwarding_rules,
+      droplets: now?.droplet_ids,
+      writes: lbWrites()
+        .filter((r) => r.url.includes(edge.id as string))
+        .map((r) => `${r.method} ${r.url}`),
+    };
+    expect(taken).toEqual({
+      adopted: undefined,
+      ingress: [expect.not.stringMatching(`^${edge.ip}$`)],
+      rules: before.forwarding_rules,
+      droplets: before.droplet_ids,
+      writes: [],
+    });
+    await api.deleteNamespacedService({ name: 'grab', namespace: TENANT });
+    await untilGone('grab', TENANT);
+    expect(sim.requestsTo('DELETE', `/v2/load_balancers/${edge.id}`)).toEqual([]);
+    expect(sim.loadBalancers.get(edge.id as string)?.forwarding_rules).toEqual(before.forwarding_rules);
+  }, 90_000);
+
+  it('ccm migrate does not plan to hand it to the tenant’s Service', async () => {
+    const droplets = await seedNodes();
+    operatorsLb(droplets);
+    await api.createNamespacedService({
+      namespace: TENANT,
+      body: lbService('grab', TENANT, { 'service.beta.kubernetes.io/do-loadbalancer-name': 'edge-lb' }, [
+        { name: 'https', port: 443 },
+      ]),
+    });
+    const plan = JSON.parse((await migrate('-o', 'json')).stdout);
+    const grab = plan.services.find((s: { name: string }) => s.name === 'grab');
+    expect({ action: grab.action, loadBalancer: grab.loadBalancer }).toEqual({
+      action: 'none',
+      loadBalancer: undefined,
+    });
+  }, 60_000);
+
+  it('plain ccm run: a tenant naming the load balancer ccm built for the operator’s Service (its do-loadbalancer-name) neither rewrites nor deletes it', async () => {
+    await seedNodes();
+    // The operator's Service, served by ccm under the name it chose.
+    await api.createNamespacedService({
+      namespace: NS,
+      body: lbService('edge', NS, { 'service.beta.kubernetes.io/do-loadbalancer-name': 'edge-lb' }, [
+        { name: 'https', port: 443 },
+      ]),
+    });
+    const ccm = await world.run();
+    const edgeId = await until(
+      'edge served by a load balancer of ccm',
+      async () => {
+        const s = await api.readNamespacedService({ name: 'edge', namespace: NS });
+        const id = s.metadata?.annotations?.[LB_ID];
+        return id && (s.status?.loadBalancer?.ingress ?? []).length > 0 ? id : undefined;
+      },
+      30_000,
+    );
+    const before = structuredClone(sim.loadBalancers.get(edgeId));
+    await api.createNamespacedService({
+      namespace: TENANT,
+      body: lbService('grab', TENANT, { 'service.beta.kubernetes.io/do-loadbalancer-name': 'edge-lb' }, [
+        { name: 'x', port: 9999 },
+      ]),
+    });
+    const refused = () =>
+      ccm.logs.some((l) => l.includes('grab') && /which Service default\/edge claims/.test(l));
+    // Refused, or (as before issue 43) served by the operator's load balancer.
+    await until(
+      'grab looked at',
+      async () =>
+        refused() ||
+        ((await api.readNamespacedService({ name: 'grab', namespace: TENANT })).status?.loadBalancer?.ingress
+          ?.length ?? 0) > 0,
+      30_000,
+    );
+    expect(sim.loadBalancers.get(edgeId)?.forwarding_rules).toEqual(before?.forwarding_rules);
+    expect(refused()).toBe(true);
+    await api.deleteNamespacedService({ name: 'grab', namespace: TENANT });
+    await untilGone('grab', TENANT);
+    expect(sim.requestsTo('DELETE', `/v2/load_balancers/${edgeId}`)).toEqual([]);
+    expect(sim.loadBalancers.get(edgeId)?.forwarding_rules).toEqual(before?.forwarding_rules);
+  }, 90_000);
+
+  it('--adopt-official takes the official load balancer by the default name of the Service’s UID, and leaves it when the Service goes (no ccm migrate --yes recorded the hand-over)', async () => {
+    const [d1] = await seedNodes();
+    const web = await seedOfficial('web', [d1 as number]);
+    const ccm = await world.run(adoptingOfficial(''));
+    await until('web adopted', async () => (await adoptedOf('web')) === web.lb.id, 30_000);
+    await api.deleteNamespacedService({ name: 'web', namespace: NS });
+    await untilGone('web', NS);
+    const events = await api.listNamespacedEvent({ namespace: NS });
+    const left = events.items.filter(
+      (e) => e.involvedObject.name === 'web' && e.reason === 'DeletingLoadBalancer' && e.type === 'Warning',
+    );
+    expect({
+      deletes: sim.requestsTo('DELETE', `/v2/load_balancers/${web.lb.id}`).length,
+      exists: sim.loadBalancers.has(web.lb.id as string),
+    }).toEqual({ deletes: 0, exists: true });
+    expect(left.map((e) => e.message)).toEqual([
+      expect.stringContaining(`load balancer ${web.lb.id} was taken over with --adopt-official`),
+    ]);
+    await ccm.stop();
+  }, 90_000);
 });

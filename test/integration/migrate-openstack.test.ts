@@ -160,7 +160,10 @@ const untilMembers = (id: string, addresses: string) =>
     30_000,
   );
 
-/** Workers k8s-worker-1, -2 … of this cluster at 10.0.0.11, .12 …: their servers and initialised Nodes. */
+/**
+ * Workers k8s-worker-1, -2 … of this cluster at 10.0.0.11, .12 …: their servers, each with its Neutron
+ * port on the subnet SUBNET_ID, and initialised Nodes.
+ */
 async function addWorkers(count: number): Promise<void> {
   const servers = Array.from({ length: count }, (_, i) =>
     sim.addServer({
@@ -168,6 +171,9 @@ async function addWorkers(count: number): Promise<void> {
       addresses: { private: [{ addr: `10.0.0.1${i + 1}` }] },
     }),
   );
+  servers.forEach((s, i) => {
+    sim.routing.addPort({ ip: `10.0.0.1${i + 1}`, deviceID: s.id as string, subnetID: SUBNET_ID });
+  });
   await createNodes(
     api,
     servers.map((s, i) => ({
@@ -288,20 +294,28 @@ describe('ccm migrate --provider openstack', () => {
     const svc = await api.readNamespacedService({ name: 'api', namespace: NS });
     expect(svc.status?.loadBalancer?.ingress).toEqual([expect.objectContaining({ ip: api1.ip })]);
 
-    // Deleted later, the Service takes its load balancer with it, and the floating IP the official
-    // controller made for it (as its deleteFIPIfCreatedByProvider would), not the others.
+    // Deleted later, the Service goes, but not its load balancer nor its floating IP: ccm did not
+    // create them, and no ccm migrate --yes recorded the hand-over (issue 43, item 7).
     const fipOf = (ip: string) =>
       [...sim.octavia.floatingIps.values()].find((f) => f.floating_ip_address === ip);
-    expect(fipOf(api1.ip)).toBeDefined();
-    const otherFips = sim.octavia.floatingIps.size - 1;
     await api.deleteNamespacedService({ name: 'api', namespace: NS });
     await until(
-      'api gone with its load balancer',
-      async () => !sim.octavia.loadBalancers.has(api1.id),
+      'api gone',
+      async () =>
+        !(await api.listNamespacedService({ namespace: NS })).items.some((s) => s.metadata?.name === 'api'),
       30_000,
     );
-    await until('its floating IP released', async () => fipOf(api1.ip) === undefined, 30_000);
-    expect(sim.octavia.floatingIps.size).toBe(otherFips);
+    const left = (await api.listNamespacedEvent({ namespace: NS })).items.filter(
+      (e) => e.involvedObject.name === 'api' && e.reason === 'DeletingLoadBalancer' && e.type === 'Warning',
+    );
+    expect({
+      lb: sim.octavia.loadBalancers.has(api1.id),
+      fip: fipOf(api1.ip) !== undefined,
+      deletes: cloudWrites().filter((r) => r.method === 'DELETE'),
+    }).toEqual({ lb: true, fip: true, deletes: [] });
+    expect(left.map((e) => e.message)).toEqual([
+      expect.stringContaining(`load balancer ${api1.id} was taken over with --adopt-official`),
+    ]);
   }, 60_000);
 
   it("the ccm.io/adopted-load-balancer annotation alone hands nothing over: plain ccm run neither rewires another cluster's load balancer nor deletes it (cascade) with the Service", async () => {
@@ -457,5 +471,84 @@ describe("ccm migrate --provider openstack, a Service naming another's load bala
     const plan = JSON.parse((await migrate('-o', 'json')).stdout);
     const webPlan = plan.services.find((s: { name: string }) => s.name === 'web');
     expect(webPlan.action).toBe('adopt');
+  }, 60_000);
+});
+
+describe('ccm run --adopt-official, another cluster with the same official names on another network (issue 43, item 7)', () => {
+  /** Another cluster's network: the same private range as this cluster's, on a subnet of its own. */
+  const OTHER_SUBNET = '5f1e8a3c-0d4b-4e6a-9c27-1b8f3d2e4a60';
+
+  /**
+   * Another cluster's load balancer for its Service default/`service`, also run with the official
+   * default --cluster-name: its member is that cluster's server at 10.0.0.11, the address of this
+   * cluster's k8s-worker-1, on its own subnet.
+   */
+  function otherClusters(service: string): string {
+    sim.octavia.subnets.add(OTHER_SUBNET);
+    const theirs = sim.addServer({
+      name: `their-${service}`,
+      addresses: { private: [{ addr: '10.0.0.11' }] },
+    });
+    sim.routing.addPort({ ip: '10.0.0.11', deviceID: theirs.id as string, subnetID: OTHER_SUBNET });
+    const name = `kube_service_kubernetes_${NS}_${service}`;
+    const l = listener(name, 443, 31443);
+    return createLoadBalancer({
+      name,
+      vip_subnet_id: OTHER_SUBNET,
+      tags: [name],
+      listeners: [
+        {
+          ...l,
+          default_pool: {
+            ...l.default_pool,
+            members: l.default_pool.members.map((m) => ({ ...m, subnet_id: OTHER_SUBNET })),
+          },
+        },
+      ],
+    }).id as string;
+  }
+
+  const membersOf = (id: string) =>
+    sim.octavia.tree(id).flatMap((t) => t.members.map((m) => `${m.address}:${m.protocol_port}`));
+
+  it("does not take it by its members' addresses: they are on another subnet, not this cluster's Nodes", async () => {
+    await ensureWorker();
+    const theirs = otherClusters('pay');
+    const before = membersOf(theirs);
+    await api.createNamespacedService({ namespace: NS, body: lbService('pay') });
+    await world.run(adoptingOfficial('kubernetes'));
+    const svc = await until(
+      'pay served by a load balancer of ccm',
+      async () => {
+        const s = await api.readNamespacedService({ name: 'pay', namespace: NS });
+        return (s.status?.loadBalancer?.ingress?.length ?? 0) > 0 ? s : undefined;
+      },
+      60_000,
+    );
+    expect({
+      adopted: svc.metadata?.annotations?.[ADOPTED],
+      lb: svc.metadata?.annotations?.[LB_ID],
+      members: membersOf(theirs),
+    }).toEqual({ adopted: undefined, lb: expect.not.stringMatching(`^${theirs}$`), members: before });
+  }, 90_000);
+
+  it('of two load balancers of the official name, takes the one the Service’s status shows, not the first listed', async () => {
+    await ensureWorker();
+    const theirs = otherClusters('cart');
+    const before = membersOf(theirs);
+    const cart = await seedOfficial('cart', [{ name: 'k8s-worker-1', ip: '10.0.0.11' }]);
+    // Found by name (as a Service whose load-balancer-id annotation someone removed).
+    await api.patchNamespacedService(
+      { name: 'cart', namespace: NS, body: { metadata: { annotations: { [LB_ID]: null } } } },
+      MERGE_PATCH,
+    );
+    await world.run(adoptingOfficial('kubernetes'));
+    const adopted = await until(
+      'cart handed over',
+      async () =>
+        (await api.readNamespacedService({ name: 'cart', namespace: NS })).metadata?.annotations?.[ADOPTED],
+      30_000,
+    );
+    expect({ adopted, theirs: membersOf(theirs) }).toEqual({ adopted: cart.id, theirs: before });
   }, 60_000);
 });

@@ -87,14 +87,22 @@ async function start(
   return ccm;
 }
 
-/** A worker: its Neutron port at 10.0.0.<n>, its Node with that InternalIP and Pod CIDR 10.244.<n>.0/24. */
+/** The provider ID of the server a port belongs to (its device_id). */
+const serverID = (port: SimPort) => `openstack:///${port.device_id}`;
+
+/**
+ * A worker: its server's Neutron port at 10.0.0.<n>, its Node (that server's provider ID) with that
+ * InternalIP and Pod CIDR 10.244.<n>.0/24.
+ */
 async function worker(n: number, podCIDR = `10.244.${n}.0/24`): Promise<SimPort> {
   const port = sim.routing.addPort({ ip: `10.0.0.${n}` });
   const addresses = [
     { type: 'InternalIP', address: `10.0.0.${n}` },
     { type: 'Hostname', address: `w${n}` },
   ];
-  await api.createNode({ body: nodeObject({ name: `w${n}`, tainted: false, addresses, podCIDR }) });
+  await api.createNode({
+    body: nodeObject({ name: `w${n}`, tainted: false, addresses, podCIDR, providerID: serverID(port) }),
+  });
   return port;
 }
 
@@ -117,13 +125,31 @@ const routesOf = () => router.routes.map((r) => `${r.destination} via ${r.nextho
 
 const writes = () => sim.requests.filter((r) => r.method !== 'GET' && r.path.startsWith('/network')).length;
 
-/** A Node with one InternalIP and one Pod CIDR (no port of its own: the test makes it, or not). */
-async function nodeWith(name: string, ip: string, podCIDR: string): Promise<void> {
+/**
+ * A Node with one InternalIP and one Pod CIDR, on the server of `port` (no port of its own: the test
+ * makes it, or not).
+ */
+async function nodeWith(name: string, ip: string, podCIDR: string, port: SimPort): Promise<void> {
   await api.createNode({
-    body: nodeObject({ name, tainted: false, addresses: [{ type: 'InternalIP', address: ip }], podCIDR }),
+    body: nodeObject({
+      name,
+      tainted: false,
+      addresses: [{ type: 'InternalIP', address: ip }],
+      podCIDR,
+      providerID: serverID(port),
+    }),
   });
 }
 const reason = async (name: string) => network(await api.readNode({ name }))?.reason;
+/** The Node's FailedToCreateRoute events, once there is one. */
+const failedToCreate = (name: string) =>
+  until(`a FailedToCreateRoute event for ${name}`, async () => {
+    const list = await api.listNamespacedEvent({ namespace: 'default' });
+    const found = list.items.filter(
+      (e) => e.reason === 'FailedToCreateRoute' && e.involvedObject.name === name,
+    );
+    return found.length ? found : undefined;
+  });
 const morePasses = moreRoutePasses;
 
 /** Sets the Node's NetworkUnavailable=False with `reason`, as a CNI or another route controller would. */
@@ -360,7 +386,7 @@ describe('route controller, OpenStack', () => {
       tags: [`ccm-cluster:${CLUSTER}`, 'ccm-route:10.244.11.0_24'],
     });
     router.routes.push({ destination: '10.244.11.0/24', nexthop: '10.0.0.11' });
-    await nodeWith('w11', '10.0.0.11', '10.244.11.0/24');
+    await nodeWith('w11', '10.0.0.11', '10.244.11.0/24', port);
     await start();
     await routeCreated('w11');
     expect(port.allowed_address_pairs.map((p) => p.ip_address)).toEqual(['10.244.11.0/24']);
@@ -388,8 +414,8 @@ describe('route controller, OpenStack', () => {
   it("a new server given the deleted one's IP and Pod CIDR: the exact route already there is accepted", async () => {
     const ccm = await serverThenNodeDeleted(2);
     // Same fixed IP (Neutron reuses freed addresses), same Pod CIDR.
-    sim.routing.addPort({ ip: '10.0.0.11' });
-    await nodeWith('w11b', '10.0.0.11', '10.244.11.0/24');
+    const port = sim.routing.addPort({ ip: '10.0.0.11' });
+    await nodeWith('w11b', '10.0.0.11', '10.244.11.0/24', port);
     await morePasses(ccm, 4);
     expect(await reason('w11b')).toBe('RouteCreated');
   }, 60_000);
@@ -441,6 +467,59 @@ describe('route controller, OpenStack', () => {
     });
     expect(refused).toEqual({ reason: 'NoRouteCreated', tags: [] });
     expect(events[0]?.message).toMatch(/0\.0\.0\.0\/0 .*default route/);
+  }, 60_000);
+
+  it("a Node reporting another VM's fixed IP as its InternalIP gets nothing: no route, and that VM's port keeps its anti-spoofing and tags (issue 43, item 4)", async () => {
+    await worker(11);
+    // A VM of the project that is no Node (a database server), and a Node on a server of its own
+    // whose kubelet reports the database's address as its InternalIP.
+    const victim = sim.routing.addPort({ ip: '10.0.0.40', tags: ['db'] });
+    const before = structuredClone(victim);
+    const own = sim.routing.addPort({ ip: '10.0.0.13' });
+    await nodeWith('h43', '10.0.0.40', '10.244.13.0/24', own);
+    const ccm = await start();
+    await routeCreated('w11');
+    await morePasses(ccm, 3);
+    const touched = sim.requests
+      .filter((r) => r.method !== 'GET' && (r.path.includes(victim.id) || r.path.includes(own.id)))
+      .map((r) => `${r.method} ${r.path}`);
+    expect({
+      routes: routesOf(),
+      victim,
+      own: { pairs: own.allowed_address_pairs, tags: own.tags },
+      touched,
+      reason: await reason('h43'),
+    }).toEqual({
+      routes: ['10.244.11.0/24 via 10.0.0.11'],
+      victim: before,
+      own: { pairs: [], tags: [] },
+      touched: [],
+      reason: 'NoRouteCreated',
+    });
+    const events = await failedToCreate('h43');
+    expect(events[0]?.message).toMatch(
+      new RegExp(`InternalIP 10\\.0\\.0\\.40 is not an address of its server ${own.device_id}`),
+    );
+  }, 60_000);
+
+  it('a Node without an OpenStack provider ID is not routed (its server is unknown), and says why', async () => {
+    sim.routing.addPort({ ip: '10.0.0.14' });
+    await api.createNode({
+      body: nodeObject({
+        name: 'n44',
+        tainted: false,
+        addresses: [{ type: 'InternalIP', address: '10.0.0.14' }],
+        podCIDR: '10.244.14.0/24',
+      }),
+    });
+    const ccm = await start();
+    await morePasses(ccm, 2);
+    expect({ routes: routesOf(), reason: await reason('n44') }).toEqual({
+      routes: [],
+      reason: 'NoRouteCreated',
+    });
+    const events = await failedToCreate('n44');
+    expect(events[0]?.message).toMatch(/Node n44 has no OpenStack provider ID/);
   }, 60_000);
 
   it('a route deleted while its address-pair removal fails is put back and deleted again later, pair and tags with it', async () => {
@@ -545,7 +624,7 @@ describe('route controller, OpenStack', () => {
   it('a Node re-registered under its name with a new podCIDR: old route, pair and tag go, new ones come', async () => {
     const { port, ccm } = await routedW11();
     await api.deleteNode({ name: 'w11' });
-    await nodeWith('w11', '10.0.0.11', '10.244.99.0/24');
+    await nodeWith('w11', '10.0.0.11', '10.244.99.0/24', port);
     await until('the new route only', async () => routesOf().join() === '10.244.99.0/24 via 10.0.0.11');
     await morePasses(ccm, 3);
     expect(routesOf()).toEqual(['10.244.99.0/24 via 10.0.0.11']);
@@ -564,6 +643,7 @@ describe('route controller, OpenStack', () => {
       tainted: false,
       addresses: internalIPs('10.0.0.21', 'fd00:10::21'),
       podCIDR: podCIDRs,
+      providerID: serverID(port),
     });
     await api.createNode({ body: node });
     await start({

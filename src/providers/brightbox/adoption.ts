@@ -43,6 +43,25 @@ export function officialName(req: LoadBalancerRequest, clusterName: string): str
 const alive = (lb: ApiLoadBalancer) =>
   lb.status !== 'deleted' && lb.status !== 'failed' && lb.status !== 'deleting';
 
+/**
+ * The official controller reports the cloud IPs' reverse DNS and fqdn as the ingress
+ * (load_balancer.go toLoadBalancerStatus); ccm reports their addresses and fqdn.
+ */
+const addressesOf = (lb: ApiLoadBalancer) =>
+  (lb.cloud_ips ?? []).flatMap((c) =>
+    [c.public_ipv4 ?? c.public_ip, c.public_ipv6, c.reverse_dns, c.fqdn].filter((a): a is string =>
+      Boolean(a),
+    ),
+  );
+
+/**
+ * The official load balancer of a Service: the one handed over, else the one of its official name.
+ * That name is no identity: every cluster run with the default --cluster-name (brightbox-k8s) makes the
+ * same one, and anyone with the account may have made one so named. GetLoadBalancerByName upstream
+ * (k8ssdk) takes the first alive of the name; of several, ccm takes the one the Service's status shows
+ * (a cloud IP's address, reverse DNS or fqdn, which only a controller writes), else none of them: the
+ * one found first is returned with that refusal.
+ */
 export function brightboxAdoption(client: BrightboxClient): LoadBalancerAdoption {
   return {
     async findOfficial(services, officialCluster, signal, options) {
@@ -50,19 +69,25 @@ export function brightboxAdoption(client: BrightboxClient): LoadBalancerAdoption
       const found = new Map<string, ForeignLoadBalancer>();
       for (const req of services) {
         const name = officialName(req, officialCluster);
-        const lb = req.adoptedID ? all.find((x) => x.id === req.adoptedID) : all.find((x) => x.name === name);
+        const named = req.adoptedID ? [] : all.filter((x) => x.name === name);
+        const own = req.claims?.ownIngress ?? [];
+        const shown = named.filter((x) => addressesOf(x).some((a) => own.includes(a)));
+        const lb = req.adoptedID
+          ? all.find((x) => x.id === req.adoptedID)
+          : shown.length === 1
+            ? shown[0]
+            : named[0];
         if (!lb) continue;
+        const refusal =
+          named.length > 1 && shown.length !== 1
+            ? `${named.length} load balancers are named ${name} (${named.map((x) => x.id).join(', ')}), and the Service's status shows ${shown.length === 0 ? 'none' : 'several'} of them: which one is its own is not known, and ccm leaves them alone`
+            : undefined;
         found.set(req.service.uid, {
           id: lb.id,
           name: lb.name ?? '',
-          // The official controller reports the cloud IPs' reverse DNS and fqdn as the ingress
-          // (load_balancer.go toLoadBalancerStatus); ccm reports their addresses and fqdn.
-          addresses: (lb.cloud_ips ?? []).flatMap((c) =>
-            [c.public_ipv4 ?? c.public_ip, c.public_ipv6, c.reverse_dns, c.fqdn].filter((a): a is string =>
-              Boolean(a),
-            ),
-          ),
+          addresses: addressesOf(lb),
           tags: [],
+          ...(refusal ? { refusal } : {}),
           ...(options?.withBackends ? { backends: (lb.nodes ?? []).map((n) => `brightbox://${n.id}`) } : {}),
         });
       }

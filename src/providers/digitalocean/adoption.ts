@@ -37,11 +37,18 @@ export const officialController: OfficialController = {
 /**
  * How the official controller names and tags a load balancer (cloud-controller-manager/do/loadbalancers.go):
  * - getLoadBalancerName: the `service.beta.kubernetes.io/do-loadbalancer-name` annotation, else
- *   cloudprovider.DefaultLoadBalancerName ("a" + the Service UID without dashes, cut to 32), which is
- *   the request's `name` here too; findLoadBalancerByName also tries that legacy name.
+ *   getLoadBalancerLegacyName, k8s.io/cloud-provider cloud.go DefaultLoadBalancerName ("a" + the
+ *   Service UID without dashes, cut to 32), which is the request's `name` here too;
+ *   findLoadBalancerByName also tries that legacy name.
  * - retrieveLoadBalancer: by the load-balancer-id annotation first, else by one of those names.
  * - buildLoadBalancerRequest: tags `k8s:<DO_CLUSTER_ID>` only when DO_CLUSTER_ID is set (DOKS sets it;
  *   a self-managed cluster usually does not, and its load balancers then carry no tag at all).
+ *
+ * ccm believes less than upstream: the annotations are the Service owner's to write, so a tenant could
+ * name any load balancer of the account by its id or its name (one made by hand or by Terraform in
+ * front of the cluster carries no tag either). A load balancer is the official one of a Service only
+ * when it has the default name of that very Service (derived from its UID, which no one chooses), or
+ * the Service's status, which only a controller writes, already shows its address (officialFor).
  */
 export function doAdoption(client: DigitalOceanClient): LoadBalancerAdoption {
   return {
@@ -55,8 +62,12 @@ export function doAdoption(client: DigitalOceanClient): LoadBalancerAdoption {
       const byId = new Map(all.map((lb) => [lb.id, lb]));
       const found = new Map<string, ForeignLoadBalancer>();
       for (const req of services) {
-        const lb = officialOf(req, all, byId, officialCluster);
-        if (lb) found.set(req.service.uid, foreign(lb, req, options?.withBackends));
+        const official = officialOf(req, all, byId, officialCluster);
+        if (official)
+          found.set(req.service.uid, {
+            ...foreign(official.lb, req, options?.withBackends),
+            ...(official.refusal ? { refusal: official.refusal } : {}),
+          });
       }
       return found;
     },
@@ -100,6 +111,8 @@ export function claimRefusal(
   lb: DoLoadBalancer,
   req: LoadBalancerRequest,
   handedOver: boolean,
+  /** The annotation by which the Service names it. */
+  by: typeof LOAD_BALANCER_ID | typeof NAME = LOAD_BALANCER_ID,
 ): string | undefined {
   // Only the service controller sees the cluster's Services; `ccm migrate` shows its plan to the
   // operator, who confirms each hand-over.
@@ -120,7 +133,24 @@ export function claimRefusal(
       (!established && text(o.annotations, LOAD_BALANCER_ID) === lb.id),
   );
   if (!other) return undefined;
-  return `${svc} names load balancer ${lb.name} (${lb.id}), which Service ${other.service} claims: ccm neither changes nor deletes it; remove the ${LOAD_BALANCER_ID} annotation from the Service it is not for`;
+  return `${svc} names load balancer ${lb.name} (${lb.id}), which Service ${other.service} claims: ccm neither changes nor deletes it; ${by === NAME ? `give ${svc} another ${NAME}` : `remove the ${LOAD_BALANCER_ID} annotation from the Service it is not for`}`;
+}
+
+/** The Service's status shows one of the load balancer's IP addresses (never a hostname: see below). */
+function establishedFor(lb: DoLoadBalancer, req: LoadBalancerRequest): boolean {
+  const addresses = [lb.ip, lb.ipv6].filter((a): a is string => Boolean(a));
+  return (req.claims?.ownIngress ?? []).some((a) => addresses.includes(a));
+}
+
+/**
+ * Whether the load balancer is the official controller's for this Service: handed over (checked
+ * against ccm migrate's record before), named by the default name of this Service's UID, or shown in
+ * its status. A name from do-loadbalancer-name alone is no proof: anyone who may edit the Service
+ * writes it. Neither is an ingress hostname: with do-loadbalancer-hostname the status shows the
+ * annotation's own value, which ccm writes too for a load balancer of its own.
+ */
+function officialFor(lb: DoLoadBalancer, req: LoadBalancerRequest, handedOver: boolean): boolean {
+  return handedOver || lb.name === req.name || establishedFor(lb, req);
 }
 
 function officialOf(
@@ -128,17 +158,37 @@ function officialOf(
   all: readonly DoLoadBalancer[],
   byId: ReadonlyMap<string, DoLoadBalancer>,
   officialCluster: string,
-): DoLoadBalancer | undefined {
+): { lb: DoLoadBalancer; refusal?: string } | undefined {
   const id = req.adoptedID ?? text(req.service.annotations, LOAD_BALANCER_ID);
+  const handedOver = req.adoptedID !== undefined;
   if (id) {
     const lb = byId.get(id);
     // A hand-over was checked against the record before (service-sync.ts checkHandOver).
-    return lb && taggedByOfficial(lb, officialCluster) && !claimRefusal(lb, req, req.adoptedID !== undefined)
-      ? lb
+    return lb &&
+      taggedByOfficial(lb, officialCluster) &&
+      officialFor(lb, req, handedOver) &&
+      !claimRefusal(lb, req, handedOver)
+      ? { lb }
       : undefined;
   }
-  const names = new Set([text(req.service.annotations, NAME) ?? req.name, req.name]);
-  return all.find((lb) => names.has(lb.name) && taggedByOfficial(lb, officialCluster));
+  const chosen = text(req.service.annotations, NAME);
+  const candidates = all.filter(
+    (lb) =>
+      taggedByOfficial(lb, officialCluster) &&
+      (lb.name === req.name ||
+        (lb.name === chosen && establishedFor(lb, req) && !claimRefusal(lb, req, false, NAME))),
+  );
+  // Upstream's findLoadBalancerByName takes the first of the listing; of several, ccm takes the one the
+  // Service's status shows, else none.
+  const [first, ...more] = candidates;
+  if (!first) return undefined;
+  if (more.length === 0) return { lb: first };
+  const shown = candidates.filter((lb) => establishedFor(lb, req));
+  if (shown.length === 1 && shown[0]) return { lb: shown[0] };
+  return {
+    lb: first,
+    refusal: `${candidates.length} load balancers are named ${first.name} (${candidates.map((lb) => lb.id).join(', ')}), and the Service's status shows ${shown.length === 0 ? 'none' : 'several'} of them: which one is its own is not known, and ccm leaves them alone`,
+  };
 }
 
 /**

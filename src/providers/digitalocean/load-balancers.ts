@@ -474,6 +474,11 @@ export function doLoadBalancers(
         `${extras.length + 1} DigitalOcean load balancers named ${who.name} carry tag ${who.tag} (${[lb, ...extras].map((x) => x?.id).join(', ')}); give each Service its own ${NAME}, or set ${LOAD_BALANCER_ID} to the one to keep`,
       );
     }
+    // And the one load balancer of that name may be another Service's (its status shows it, or its id
+    // annotation names it): a Service naming it is refused, as one naming it by id is.
+    const refused = lb && !who.ownName && claimRefusal(lb, req, false, NAME);
+    if (refused && foreignById === 'refuse') throw new InvalidConfigError(refused);
+    if (refused) return { extras: [] };
     return { lb, extras };
   }
 

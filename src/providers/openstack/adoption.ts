@@ -1,3 +1,4 @@
+import { formatProviderID } from '../provider-id.js';
 import type {
   ForeignLoadBalancer,
   LoadBalancerAdoption,
@@ -5,6 +6,7 @@ import type {
   OfficialController,
 } from '../types.js';
 import { LOAD_BALANCER_ID } from './annotations.js';
+import { SCHEME } from './instances.js';
 
 /**
  * cloud-provider-openstack's openstack-cloud-controller-manager (kubernetes/cloud-provider-openstack):
@@ -45,23 +47,50 @@ interface OctaviaLb {
   name: string;
   vip_address: string;
   vip_port_id: string;
+  vip_subnet_id?: string;
   tags?: string[];
 }
 
 export interface OctaviaAdoptionDeps {
   list<T extends { id?: string }>(path: string, key: string, signal?: AbortSignal): Promise<T[]>;
   floatingIpOf(lb: OctaviaLb, signal?: AbortSignal): Promise<{ floating_ip_address: string } | undefined>;
+  /** The device (a server id) of the one Neutron port holding `address` on subnet `subnetID`. */
+  portDevice(address: string, subnetID: string, signal?: AbortSignal): Promise<string | undefined>;
   putTags(id: string, tags: readonly string[], signal?: AbortSignal): Promise<void>;
   ownershipTag(clusterID: string): string;
 }
 
-/** The addresses of every member of every pool of the load balancer. */
-async function membersOf(deps: OctaviaAdoptionDeps, id: string, signal?: AbortSignal): Promise<string[]> {
-  const pools = await deps.list<{ id: string }>(`pools?loadbalancer_id=${id}`, 'pools', signal);
+/**
+ * The server of every member of every pool of the load balancer, as a provider ID: the owner of the
+ * Neutron port holding the member's address on the member's subnet (Octavia takes a member without
+ * one on the VIP subnet). An address alone names no server: another network (another cluster's) may
+ * use the same private range, so a member at 10.0.0.11 there is not this cluster's Node at 10.0.0.11.
+ * A member no port explains is given as `<address> on subnet <subnet>`, which is no Node's.
+ */
+async function membersOf(deps: OctaviaAdoptionDeps, lb: OctaviaLb, signal?: AbortSignal): Promise<string[]> {
+  const pools = await deps.list<{ id: string }>(`pools?loadbalancer_id=${lb.id}`, 'pools', signal);
   const members = await Promise.all(
-    pools.map((p) => deps.list<{ id: string; address: string }>(`pools/${p.id}/members`, 'members', signal)),
+    pools.map((p) =>
+      deps.list<{ id: string; address: string; subnet_id?: string | null }>(
+        `pools/${p.id}/members`,
+        'members',
+        signal,
+      ),
+    ),
   );
-  return members.flat().map((m) => m.address);
+  const servers = new Map<string, Promise<string>>();
+  const serverOf = (address: string, subnet: string) => {
+    const key = `${address} on subnet ${subnet || '(none)'}`;
+    let found = servers.get(key);
+    if (!found) {
+      found = (subnet ? deps.portDevice(address, subnet, signal) : Promise.resolve(undefined)).then(
+        (device) => (device ? formatProviderID(SCHEME, device) : key),
+      );
+      servers.set(key, found);
+    }
+    return found;
+  };
+  return Promise.all(members.flat().map((m) => serverOf(m.address, m.subnet_id || lb.vip_subnet_id || '')));
 }
 
 /** pkg/openstack/loadbalancer.go servicePrefix: every name and tag the official controller gives. */
@@ -95,7 +124,9 @@ export function notHandedOver(lb: { name: string; tags?: string[] }, ownName: st
  * ccm's hand-over) names, else the one named for it in `clusterName`; by name, only with the tag the
  * official controller gives it (createOctaviaLoadBalancer: Tags = [lbName] where Octavia supports tags,
  * v2.5+), so a load balancer someone named like it by hand is not taken. One found by id that the
- * official controller would not delete with the Service (notHandedOver) is returned with its refusal.
+ * official controller would not delete with the Service (notHandedOver), or one of several of that
+ * name, is returned with its refusal. Its backends are servers (membersOf), so that --adopt-official
+ * and ccm migrate compare them with the Nodes' provider IDs, not with addresses another network reuses.
  */
 export function octaviaAdoption(deps: OctaviaAdoptionDeps): LoadBalancerAdoption {
   return {
@@ -103,22 +134,47 @@ export function octaviaAdoption(deps: OctaviaAdoptionDeps): LoadBalancerAdoption
       const all = await deps.list<OctaviaLb>('loadbalancers', 'loadbalancers', signal);
       const byId = new Map(all.map((lb) => [lb.id, lb]));
       const found = new Map<string, ForeignLoadBalancer>();
+      const addressOf = async (lb: OctaviaLb) =>
+        (await deps.floatingIpOf(lb, signal))?.floating_ip_address ?? lb.vip_address;
       for (const req of services) {
         const id = req.adoptedID ?? req.service.annotations[LOAD_BALANCER_ID];
         const name = officialName(req, officialCluster);
-        const lb = id
-          ? byId.get(id)
-          : all.find((x) => (x.name === name && (x.tags ?? []).includes(name)) || x.name === req.name);
+        const named = id
+          ? []
+          : all.filter(
+              (x) =>
+                ((x.name === name && (x.tags ?? []).includes(name)) || x.name === req.name) &&
+                x.provisioning_status !== 'DELETED' &&
+                x.provisioning_status !== 'PENDING_DELETE',
+            );
+        let lb = id ? byId.get(id) : named[0];
         if (!lb) continue;
-        const fip = await deps.floatingIpOf(lb, signal);
-        const refusal = notHandedOver(lb, name);
+        let address = await addressOf(lb);
+        let several: string | undefined;
+        if (named.length > 1) {
+          // Every cluster run with the official default --cluster-name makes the same names: several
+          // clusters in one project each have a kube_service_kubernetes_default_web. Upstream's
+          // getLoadbalancerByName (pkg/openstack/loadbalancer.go) fails on several
+          // (ErrMultipleResults); ccm takes the one the Service's status shows, which only a
+          // controller writes, else none.
+          const own = req.claims?.ownIngress ?? [];
+          const shown: { lb: OctaviaLb; address: string }[] = [];
+          for (const x of named) {
+            const a = await addressOf(x);
+            if (own.includes(a)) shown.push({ lb: x, address: a });
+          }
+          if (shown.length === 1 && shown[0]) ({ lb, address } = shown[0]);
+          else
+            several = `${named.length} load balancers are named ${lb.name} (${named.map((x) => x.id).join(', ')}), and the Service's status shows ${shown.length === 0 ? 'none' : 'several'} of them: which one is its own is not known, and ccm leaves them alone`;
+        }
+        const refusal = several ?? notHandedOver(lb, name);
         found.set(req.service.uid, {
           id: lb.id,
           name: lb.name,
-          addresses: [fip?.floating_ip_address ?? lb.vip_address],
+          addresses: [address],
           tags: [...(lb.tags ?? [])],
           ...(refusal ? { refusal } : {}),
-          ...(options?.withBackends ? { backends: await membersOf(deps, lb.id, signal) } : {}),
+          ...(options?.withBackends ? { backends: await membersOf(deps, lb, signal) } : {}),
         });
       }
       return found;

@@ -172,6 +172,22 @@ export class OctaviaLoadBalancers implements LoadBalancers {
   readonly adoption: LoadBalancerAdoption = octaviaAdoption({
     list: (path, key, signal) => this.list(path, key, signal),
     floatingIpOf: (lb, signal) => this.floatingIpOf(lb, signal),
+    portDevice: async (address, subnetID, signal) => {
+      // Filtered here as well: the port must hold this address on this subnet, in one fixed IP.
+      const { ports } = await this.call<{
+        ports: { device_id?: string; fixed_ips?: { ip_address: string; subnet_id?: string }[] }[];
+      }>(
+        'network',
+        'GET',
+        `v2.0/ports?fixed_ips=${encodeURIComponent(`ip_address=${address}`)}&fixed_ips=${encodeURIComponent(`subnet_id=${subnetID}`)}`,
+        undefined,
+        signal,
+      );
+      const holders = ports.filter((p) =>
+        (p.fixed_ips ?? []).some((ip) => ip.ip_address === address && ip.subnet_id === subnetID),
+      );
+      return holders.length === 1 ? holders[0]?.device_id || undefined : undefined;
+    },
     putTags: async (id, tags, signal) => {
       // Octavia answers a change to a PENDING_* load balancer with 409 (immutable): wait until it is
       // ACTIVE, as before any change here, and until the new tags are in, so the next one finds it so.

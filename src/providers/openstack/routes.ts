@@ -1,8 +1,10 @@
 import { InvalidConfigError } from '../errors.js';
 import { httpStatus } from '../http.js';
 import { nextHopFor } from '../next-hop.js';
+import { parseProviderID } from '../provider-id.js';
 import type { Route, Routes, RouteTarget } from '../types.js';
 import type { Session } from './client.js';
+import { SCHEME } from './instances.js';
 
 /**
  * Pod routes as Neutron extra routes on the router named by cloud.conf's `[Route] router-id`, as the
@@ -38,6 +40,7 @@ interface NeutronRouter {
 
 interface NeutronPort {
   id: string;
+  device_id?: string;
   fixed_ips?: { ip_address: string; subnet_id?: string }[];
   allowed_address_pairs?: { ip_address: string; mac_address?: string }[];
   port_security_enabled?: boolean;
@@ -192,7 +195,7 @@ export class NeutronRoutes implements Routes {
         `router ${this.routerID} already routes ${cidr} via ${foreign.nexthop} and the route is not ccm's; remove it, or give the Node another Pod CIDR`,
       );
     }
-    await this.withPort(await this.portOf(nexthop, signal), signal, async (port) => {
+    await this.withPort(await this.serverPort(route.targetNode, nexthop, signal), signal, async (port) => {
       // The claim first: a route ccm adds is always one ccm can recognise afterwards.
       for (const tag of [clusterTag(clusterID), routeTag(cidr)])
         if (!(port.tags ?? []).includes(tag)) await this.tag(port, 'PUT', tag, signal);
@@ -339,6 +342,27 @@ export class NeutronRoutes implements Routes {
   }
 
   /**
+   * The port of the Node's own server that holds `address`. Refused, before any write, when no port of
+   * that server has it: the InternalIP is the kubelet's word, the provider ID the cloud's.
+   */
+  private async serverPort(target: RouteTarget, address: string, signal?: AbortSignal): Promise<NeutronPort> {
+    const server = serverOf(target);
+    const own = (await this.portsWith(address, signal)).filter((p) => p.device_id === server);
+    const [port, ...more] = own;
+    if (!port) {
+      throw new InvalidConfigError(
+        `Node ${target.name}'s InternalIP ${address} is not an address of its server ${server} (no port of that server has it); ccm routes a Pod CIDR only to the Node's own server: correct the Node's addresses`,
+      );
+    }
+    if (more.length) {
+      throw new InvalidConfigError(
+        `server ${server} of Node ${target.name} has several ports with the address ${address}; ccm routes a Pod CIDR to the one port of its Node`,
+      );
+    }
+    return port;
+  }
+
+  /**
    * The port's allowed address pairs, changed by `change` (undefined: nothing to do). A
    * read-modify-write, as the official controller's; where Neutron lists `revision-if-match`, the write
    * carries `If-Match: revision_number=<the revision read>` and a 412 (the port changed meanwhile:
@@ -442,4 +466,14 @@ export class NeutronRoutes implements Routes {
     this.routerLock = run.catch(() => undefined);
     await run;
   }
+}
+
+function serverOf(target: RouteTarget): string {
+  const parsed = target.providerID ? parseProviderID(target.providerID) : undefined;
+  if (parsed?.scheme !== SCHEME) {
+    throw new InvalidConfigError(
+      `Node ${target.name} has no OpenStack provider ID (${target.providerID || 'none'}); the cloud-node controller sets it, and ccm routes a Pod CIDR only to a port of the Node's own server`,
+    );
+  }
+  return parsed.id;
 }

@@ -136,7 +136,13 @@ export class NeutronRouting {
     return router;
   }
 
-  addPort(spec: { ip: string; deviceID?: string; portSecurity?: boolean; tags?: string[] }): SimPort {
+  addPort(spec: {
+    ip: string;
+    deviceID?: string;
+    subnetID?: string;
+    portSecurity?: boolean;
+    tags?: string[];
+  }): SimPort {
     const n = ++this.macs;
     const port: SimPort = {
       id: randomUUID(),
@@ -145,7 +151,9 @@ export class NeutronRouting {
       mac_address: `fa:16:3e:${((n >> 16) & 255).toString(16).padStart(2, '0')}:${((n >> 8) & 255).toString(16).padStart(2, '0')}:${(n & 255).toString(16).padStart(2, '0')}`,
       device_id: spec.deviceID ?? randomUUID(),
       device_owner: 'compute:nova',
-      fixed_ips: [{ subnet_id: 'a0304c3a-4f08-4c43-88af-d796509c97d2', ip_address: spec.ip }],
+      fixed_ips: [
+        { subnet_id: spec.subnetID ?? 'a0304c3a-4f08-4c43-88af-d796509c97d2', ip_address: spec.ip },
+      ],
       allowed_address_pairs: [],
       port_security_enabled: spec.portSecurity ?? true,
       tags: spec.tags ?? [],

@@ -60,19 +60,27 @@ describe('DigitalOcean: the official controller’s load balancers', () => {
     expect((await adoption.findOfficial([request()], 'doks-2')).size).toBe(0);
   });
 
-  it('by the load-balancer-id annotation first, whatever its name; by do-loadbalancer-name otherwise', async () => {
+  it('by the load-balancer-id annotation first, by do-loadbalancer-name otherwise; either only when named by the Service’s UID or shown in its status (issue 43, item 7)', async () => {
     const byId = sim.addLoadBalancer({ name: 'renamed-by-hand', tags: [] });
     const byName = sim.addLoadBalancer({ name: 'shop-lb', tags: [] });
-    const one = await adoption.findOfficial(
-      [request({ 'kubernetes.digitalocean.com/load-balancer-id': byId.id as string })],
-      '',
+    const defaultNamed = sim.addLoadBalancer({ name: NAME, tags: [] });
+    const shown = (lb: Record<string, unknown>) => ({ ownIngress: [lb.ip as string], others: [] });
+    const find = async (req: LoadBalancerRequest) => (await adoption.findOfficial([req], '')).get(UID)?.id;
+    const id = (lb: Record<string, unknown>) => ({
+      'kubernetes.digitalocean.com/load-balancer-id': lb.id as string,
+    });
+    const named = { 'service.beta.kubernetes.io/do-loadbalancer-name': 'shop-lb' };
+    // The annotations are anyone's who may edit the Service: they alone find nothing.
+    expect(await find(request(id(byId)))).toBeUndefined();
+    expect(await find({ ...request(named), name: 'a-uid-that-has-no-load-balancer' })).toBeUndefined();
+    // The default name of the Service's UID, which no one chooses.
+    expect(await find(request(id(defaultNamed)))).toBe(defaultNamed.id);
+    expect(await find(request(named))).toBe(defaultNamed.id);
+    // The Service's status, which only a controller writes, shows it.
+    expect(await find({ ...request(id(byId)), claims: shown(byId) })).toBe(byId.id);
+    expect(await find({ ...request(named), name: 'a-uid-that-has-none', claims: shown(byName) })).toBe(
+      byName.id,
     );
-    expect(one.get(UID)?.id).toBe(byId.id);
-    const two = await adoption.findOfficial(
-      [request({ 'service.beta.kubernetes.io/do-loadbalancer-name': 'shop-lb' })],
-      '',
-    );
-    expect(two.get(UID)?.id).toBe(byName.id);
   });
 
   it('no tag is added (DigitalOcean takes tags at creation only), and none can be changed', async () => {
