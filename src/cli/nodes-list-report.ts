@@ -12,10 +12,11 @@ const TONE: Record<NodeStatus, Tone> = {
   skipped: 'ok',
   pending: 'warning',
   stale: 'warning',
+  unknown: 'warning',
   failed: 'failed',
 };
 
-const ORDER: NodeStatus[] = ['ok', 'pending', 'stale', 'failed', 'skipped'];
+const ORDER: NodeStatus[] = ['ok', 'pending', 'stale', 'unknown', 'failed', 'skipped'];
 
 /** `ccm nodes list`: every Node is a row (a listing, not a change: nothing is hidden as unchanged). */
 export function nodesListReport(result: NodesListResult): Report<NodeRow> {

@@ -17,7 +17,7 @@ import { keepYoungGenerationSmall } from './young-generation.js';
  * be, why and what to do. The verdict is `nodes init`'s own plan (planNode), made dry: one rule set.
  */
 
-export type NodeStatus = 'ok' | 'pending' | 'failed' | 'stale' | 'skipped';
+export type NodeStatus = 'ok' | 'pending' | 'failed' | 'stale' | 'unknown' | 'skipped';
 
 export interface InstanceSummary {
   providerID: string;
@@ -96,7 +96,13 @@ export async function runNodesList(input: NodesListInput): Promise<NodesListResu
     };
     const nodes = state.nodes.map((node) => {
       const instance = planInstance(node, state.index, provider);
-      return rowOf(node, instance, planNode(node, state, provider, options), now);
+      const plan = planNode(node, state, provider, options);
+      const listing = state.listingError
+        ? 'failed'
+        : state.listingKnowsCluster && !instance && node.spec?.providerID && !plan.skipped
+          ? 'misses-it'
+          : 'has-it';
+      return rowOf(node, instance, plan, now, listing);
     });
     return {
       provider: provider.name,
@@ -144,7 +150,19 @@ function splitFix(message: string): { reason: string; fix?: string } {
   return at < 0 ? { reason: message } : { reason: message.slice(0, at), fix: message.slice(at + 2) };
 }
 
-export function rowOf(node: SlimNode, instance: Instance | undefined, plan: NodePlan, now: Date): NodeRow {
+/**
+ * What the pass's cloud listing says of the Node's instance: it failed (no verdict), it misses an
+ * instance the Node names by provider ID (a listing that knows the cluster), or neither.
+ */
+export type ListingVerdict = 'failed' | 'misses-it' | 'has-it';
+
+export function rowOf(
+  node: SlimNode,
+  instance: Instance | undefined,
+  plan: NodePlan,
+  now: Date,
+  listing: ListingVerdict = 'has-it',
+): NodeRow {
   const tainted = isTainted(node);
   const created = node.metadata?.creationTimestamp;
   const row: NodeRow = {
@@ -165,6 +183,14 @@ export function rowOf(node: SlimNode, instance: Instance | undefined, plan: Node
       fix: "that cloud's controller initialises it; if it is this cloud's, check --provider",
     };
   }
+  if (listing === 'failed') {
+    return {
+      ...row,
+      status: 'unknown',
+      reason: 'the cloud listing failed, so this Node was not compared with its instance',
+      fix: 'see the listing error below; run again once the cloud answers',
+    };
+  }
   if (plan.error) {
     const { reason, fix } = splitFix(plan.error);
     return {
@@ -180,6 +206,14 @@ export function rowOf(node: SlimNode, instance: Instance | undefined, plan: Node
       status: 'stale',
       reason: `instance ${plan.deletionCandidate.providerID} is not in the cloud listing`,
       fix: 'the cloud controller deletes the Node once the cloud confirms the instance is gone; if it still exists, check the project / region of the credentials',
+    };
+  }
+  if (listing === 'misses-it') {
+    return {
+      ...row,
+      status: 'stale',
+      reason: `instance ${row.providerID} is not in the cloud listing`,
+      fix: 'the lifecycle controller deletes the Node once it is NotReady for --deletion-grace-period and the cloud confirms the instance is gone; if it still exists, check the project / region of the credentials',
     };
   }
   if (plan.changes.length > 0) {

@@ -117,6 +117,41 @@ describe('ccm nodes list', () => {
   });
 });
 
+describe('ccm nodes list, a Node whose instance the listing lacks', () => {
+  it('is stale at once, Ready and inside the grace period too (it showed ok)', async () => {
+    await createNodes(world.api, [{ name: 'gone-1', providerID: 'cloudlycke://gone-1', tainted: false }]);
+    try {
+      const report = JSON.parse((await list(['nodes', 'list', '-o', 'json'])).stdout) as { nodes: Row[] };
+      expect(report.nodes.find((n) => n.name === 'gone-1')).toMatchObject({
+        status: 'stale',
+        reason: 'instance cloudlycke://gone-1 is not in the cloud listing',
+      });
+      expect(report.nodes.find((n) => n.name === 'ok-1')?.status).toBe('ok');
+    } finally {
+      await world.api.deleteNode({ name: 'gone-1' });
+    }
+  });
+
+  it('is unknown, as every Node is, when the listing failed (it said failed)', async () => {
+    // Vagrant itself, without an inventory file: a `vagrant` on PATH that fails.
+    const bin = tempDir('ccm-list-broken-');
+    writeFileSync(join(bin, 'vagrant'), '#!/bin/sh\necho "vagrant exploded" >&2\nexit 1\n', { mode: 0o755 });
+    const run = await ccm(
+      ['nodes', 'list', '-o', 'json', '--provider', 'cloudlycke', '--kubeconfig', world.kubeconfig],
+      {
+        PATH: `${bin}:${process.env.PATH}`,
+        CLOUDLYCKE_VAGRANT_DIR: tempDir('ccm-list-vagrant-'),
+      },
+    );
+    const report = JSON.parse(run.stdout) as { nodes: Row[]; listingError: string };
+    expect(run.exitCode, run.stderr).toBe(1);
+    expect(report.listingError).toMatch(/^cloud listing failed: /);
+    const statuses = new Map(report.nodes.map((n) => [n.name, n.status]));
+    expect(statuses.get('ok-1')).toBe('unknown');
+    expect(statuses.get('aws-1')).toBe('skipped');
+  });
+});
+
 describe('ccm nodes list against a server that is not Kubernetes', () => {
   it('says so in one line and exits 2', async () => {
     const server = createServer((_req, res) =>
