@@ -158,6 +158,13 @@ function argValue(args: readonly string[], flag: string): string | undefined {
   return undefined;
 }
 
+/** Whether a kube-controller-manager holds its Lease and renews it (one with leader election does). */
+export function controllerManagerLeads(lease: LeaseInfo | undefined, now: Date): boolean {
+  if (!lease?.renewTime) return false;
+  const silent = (now.getTime() - Date.parse(lease.renewTime)) / 1000;
+  return silent <= Math.max(60, 4 * (lease.leaseDurationSeconds ?? 15));
+}
+
 export function checkControllerManager(
   pods: readonly PodInfo[],
   lease?: LeaseInfo,
@@ -392,12 +399,14 @@ export function checkControllerPods(
   namespace: string,
   leaseHealthy: boolean,
   workload?: WorkloadInfo,
+  controllerManagerWorks = true,
 ): CheckResult {
   if (pods.length === 0) {
     if (leaseHealthy) {
       return warn('controller-pods', `no ccm Pods in ${namespace} (the Lease holder runs elsewhere)`);
     }
     if (workload && workload.replicas === 0) return placedNowhere(workload);
+    if (workload) return withoutPods(workload, controllerManagerWorks);
     return fail(
       'controller-pods',
       `no ccm Pods (app.kubernetes.io/name=ccm) in ${namespace}`,
@@ -434,6 +443,31 @@ export function checkControllerPods(
 }
 
 /** ccm is deployed, but its workload asks for no Pod: no Node fits its placement, or it was scaled to 0. */
+/** A Deployment or DaemonSet that wants Pods and has none: what keeps them from being made. */
+function withoutPods(workload: WorkloadInfo, controllerManagerWorks: boolean): CheckResult {
+  const where = `${workload.kind} ${workload.namespace}/${workload.name}`;
+  const kind = workload.kind.toLowerCase();
+  if (workload.replicaFailure) {
+    return fail(
+      'controller-pods',
+      `${where} makes no Pods: ${workload.replicaFailure}`,
+      'fix what refuses them (an admission policy, a quota), then its controller makes them',
+    );
+  }
+  if (!controllerManagerWorks) {
+    return fail(
+      'controller-pods',
+      `${where} has no Pods, and no kube-controller-manager, which makes them, seems to run: its Lease kube-system/kube-controller-manager is missing or not renewed`,
+      'start kube-controller-manager (kubeadm: its static Pod in /etc/kubernetes/manifests); the Pods follow',
+    );
+  }
+  return fail(
+    'controller-pods',
+    `${where} wants ${workload.replicas} Pod(s) and has none yet`,
+    `\`kubectl -n ${workload.namespace} describe ${kind} ${workload.name}\` and \`kubectl -n ${workload.namespace} get events\` say why`,
+  );
+}
+
 function placedNowhere(workload: WorkloadInfo): CheckResult {
   const where = `${workload.kind} ${workload.namespace}/${workload.name}`;
   if (workload.kind === 'Deployment') {

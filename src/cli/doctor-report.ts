@@ -17,9 +17,18 @@ export function doctorReport(result: DoctorResult): Report<CheckResult> {
     // In the order docs/troubleshooting.md's table explains them (failures still come last).
     keepOrder: true,
     name: (c) => c.id,
+    // The checks that need care, for `xargs`: a passed check is nothing to act on.
+    named: (c) => c.status !== 'pass',
     tone: (c) => TONE[c.status],
     columns: [
-      { header: ' ', key: 'status', value: (c) => MARK[c.status], toned: true, give: 'last' },
+      {
+        header: ' ',
+        key: 'status',
+        value: (c) => MARK[c.status],
+        logValue: (c) => c.status,
+        toned: true,
+        give: 'last',
+      },
       { header: 'CHECK', value: (c) => c.id, give: 'last' },
       { header: 'RESULT', value: (c) => c.message, give: 'first' },
       // Under a failed or warned row, whole: as a column it was cut, or wrapped every line with -o wide.

@@ -45,6 +45,7 @@ import {
   checkRoutesOff,
   checkSecret,
   checkUninitialized,
+  controllerManagerLeads,
   type RoutesOutcome,
   type RoutesSetting,
   routesSetting,
@@ -151,7 +152,13 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
     const ccmWorkload = workloads.find((w) => w.namespace === input.namespace && w.name === 'ccm');
     checks.push(
       leaseCheck,
-      checkControllerPods(ccmPods, input.namespace, leaseCheck.status === 'pass', ccmWorkload),
+      checkControllerPods(
+        ccmPods,
+        input.namespace,
+        leaseCheck.status === 'pass',
+        ccmWorkload,
+        controllerManagerLeads(kcmLease, now),
+      ),
     );
     checks.push(
       await officialControllerCheck(http, definition, workloads, leaseRef, lease, ccmPods.length > 0, now),

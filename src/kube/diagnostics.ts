@@ -130,6 +130,11 @@ export interface WorkloadInfo {
   commandLines: string[][];
   /** Where its Pods may run: the node selector's labels and the required node affinity's keys. */
   placement: { nodeSelector: Record<string, string>; affinityKeys: string[] };
+  /**
+   * Why a Deployment's Pods are not created, as its ReplicaFailure condition says (the deployment
+   * controller copies its ReplicaSet's: admission refused the Pod, a quota is used up).
+   */
+  replicaFailure?: string;
 }
 
 interface RawContainer {
@@ -164,7 +169,10 @@ interface RawPodSpec {
 interface RawWorkload {
   metadata?: { namespace?: string; name?: string };
   spec?: { replicas?: number; template?: { spec?: RawPodSpec } };
-  status?: { desiredNumberScheduled?: number };
+  status?: {
+    desiredNumberScheduled?: number;
+    conditions?: { type?: string; status?: string; message?: string }[];
+  };
 }
 
 function placementOf(spec: RawPodSpec | undefined): WorkloadInfo['placement'] {
@@ -172,6 +180,11 @@ function placementOf(spec: RawPodSpec | undefined): WorkloadInfo['placement'] {
     spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
   const keys = (terms ?? []).flatMap((t) => (t.matchExpressions ?? []).map((e) => e.key ?? ''));
   return { nodeSelector: spec?.nodeSelector ?? {}, affinityKeys: [...new Set(keys.filter(Boolean))] };
+}
+
+function replicaFailureOf(w: RawWorkload): { replicaFailure?: string } {
+  const failure = w.status?.conditions?.find((c) => c.type === 'ReplicaFailure' && c.status === 'True');
+  return failure ? { replicaFailure: failure.message?.split('\n')[0] ?? 'ReplicaFailure' } : {};
 }
 
 /** Every Deployment and DaemonSet of the cluster (two listings). */
@@ -191,6 +204,7 @@ export async function listWorkloads(http: KubeTransport): Promise<WorkloadInfo[]
         images: (w.spec?.template?.spec?.containers ?? []).map((c) => c.image ?? ''),
         commandLines: (w.spec?.template?.spec?.containers ?? []).map(commandLine),
         placement: placementOf(w.spec?.template?.spec),
+        ...replicaFailureOf(w),
       });
     }
   }

@@ -102,12 +102,12 @@ describe('docs/deploy.md under Node 20', () => {
     expect(applied.stdout).toContain('clusterrole.rbac.authorization.k8s.io/system:ccm serverside-applied');
 
     // The token now comes from the Secret; there is no Node here, so the DaemonSet runs no Pod (exit 1).
-    // Off a terminal doctor prints one logfmt line per check: status=✓ check=rbac result="…".
+    // Off a terminal doctor prints one logfmt line per check, the status a word: status=pass check=rbac result="…".
     const doctor = await shell(doctorLine as string);
     const row = (check: string) =>
       new RegExp(`^status=(\\S+) check=${check} result="([^"]*)"`, 'm').exec(doctor.stdout)?.slice(1) ?? [];
     expect(row('credentials-secret'), doctor.stdout).toEqual([
-      '✓',
+      'pass',
       'Secret kube-system/digitalocean has access-token',
     ]);
     expect(row('cloud-credentials')[1], doctor.stdout).toMatch(
@@ -116,9 +116,9 @@ describe('docs/deploy.md under Node 20', () => {
     expect(row('rbac')[1], doctor.stdout).toMatch(
       /^ServiceAccount kube-system\/ccm may do all \d+ things ccm needs$/,
     );
-    expect(row('rbac-secrets')[0], doctor.stdout).toBe('✓');
+    expect(row('rbac-secrets')[0], doctor.stdout).toBe('pass');
     expect(row('controller-pods'), doctor.stdout).toEqual([
-      '✗',
+      'fail',
       'DaemonSet kube-system/ccm runs on no Node: no Node fits its required node affinity on node-role.kubernetes.io/control-plane (and tolerates nothing more than it does)',
     ]);
     expect(doctor.exitCode).toBe(1);

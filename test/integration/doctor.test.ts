@@ -230,6 +230,19 @@ describe('ccm doctor', () => {
     expect(run.stdout).not.toContain(sim.token);
   });
 
+  it('-o name names the checks that need care only; a pipe spells the status as a word', async () => {
+    await objects.delete({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: 'cloud-controller-manager', namespace: NS },
+    });
+    const named = await ccm([...doctorArgs(), '-o', 'name']);
+    expect(named.stdout.split('\n').filter(Boolean)).toEqual(['check/controller-lease']);
+    const piped = await ccm(doctorArgs());
+    const statuses = piped.stdout.split('\n').flatMap((l) => /^status=(\S+) /.exec(l)?.[1] ?? []);
+    expect(new Set(statuses)).toEqual(new Set(['pass', 'fail']));
+  });
+
   it('no controller: no Lease', async () => {
     await objects.delete({
       apiVersion: 'coordination.k8s.io/v1',

@@ -43,7 +43,7 @@ export async function render<Row>(report: Report<Row>, view: View, terminal: Ter
       return stringify(report.data, { lineWidth: 0 }).trimEnd();
     }
     case 'name':
-      return ordered(report, listed(report))
+      return ordered(report, report.named ? report.rows.filter(report.named) : listed(report))
         .map(
           (row) => `${typeof report.kind === 'string' ? report.kind : report.kind(row)}/${report.name(row)}`,
         )
@@ -197,7 +197,7 @@ class HumanView<Row> {
     const columns = this.columns(false);
     return rows.map((row) => {
       const pairs = columns.flatMap((c) => {
-        const value = oneLine(c.value(row));
+        const value = oneLine((c.logValue ?? c.value)(row));
         return value ? [`${c.key ?? c.header.toLowerCase().replaceAll(' ', '_')}=${logfmtValue(value)}`] : [];
       });
       const text = pairs.join(' ');

@@ -17,6 +17,8 @@ export interface Report<Row = unknown> {
   keepOrder?: boolean;
   columns: readonly Column<Row>[];
   name: (row: Row) => string;
+  /** Which rows -o name prints (default: all but unchanged ones); `doctor` names only what needs care. */
+  named?: (row: Row) => boolean;
   tone: (row: Row) => Tone;
   /** The first line of every human view: what happened, in one line (red when the command failed). */
   summary: string;
@@ -57,6 +59,8 @@ export interface Column<Row> {
   blank?: string;
   /** Key in the plain log lines (default: the header in lower case, spaces as "_"). */
   key?: string;
+  /** The value in the plain log lines, when a table's cell is a mark (✓) a log should spell as a word. */
+  logValue?: (row: Row) => string | undefined;
   /**
    * Long text a table shows on lines of its own under the row (indented, wrapped at the terminal's
    * width, never cut), not as a column: a fix, a list of changes. Log lines keep it as a key.

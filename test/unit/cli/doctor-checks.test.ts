@@ -399,6 +399,26 @@ describe('ccm deployed, but placed on no Node', () => {
     expect(result.fix).toContain('ctr -n k8s.io images import');
   });
 
+  it('a Deployment with replicas and no Pods: says what keeps them, never "deploy them"', () => {
+    const deployment = { ...daemonSet({}), kind: 'Deployment' as const, replicas: 2 };
+    const refused = checkControllerPods([], 'kube-system', false, {
+      ...deployment,
+      replicaFailure: 'pods "ccm-7c9d-" is forbidden: violates PodSecurity "restricted:latest"',
+    });
+    expect(refused.message).toBe(
+      'Deployment kube-system/ccm makes no Pods: pods "ccm-7c9d-" is forbidden: violates PodSecurity "restricted:latest"',
+    );
+    const noControllerManager = checkControllerPods([], 'kube-system', false, deployment, false);
+    expect(noControllerManager.message).toContain(
+      'no kube-controller-manager, which makes them, seems to run',
+    );
+    expect(noControllerManager.fix).toMatch(/^start kube-controller-manager/);
+    const otherwise = checkControllerPods([], 'kube-system', false, deployment, true);
+    expect(otherwise.message).toBe('Deployment kube-system/ccm wants 2 Pod(s) and has none yet');
+    expect(otherwise.fix).toContain('kubectl -n kube-system describe deployment ccm');
+    for (const r of [refused, noControllerManager, otherwise]) expect(r.fix).not.toMatch(/deploy them/);
+  });
+
   it('no workload at all: deploy it', () => {
     expect(checkControllerPods([], 'kube-system', false).fix).toMatch(/^deploy them/);
   });
