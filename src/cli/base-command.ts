@@ -1,6 +1,7 @@
 import type { Interfaces } from '@oclif/core';
 import { Command } from '@oclif/core/command';
 import * as Flags from '@oclif/core/flags';
+import { closest } from '../closest.js';
 import { providerNames } from '../providers/registry.js';
 import { endProcess } from './end-process.js';
 import {
@@ -56,6 +57,8 @@ export const globalFlags = {
     description: `Cloud provider: ${providerNames.join(', ')}`,
     env: 'CCM_PROVIDER',
     helpGroup: 'GLOBAL',
+    // DigitalOcean, OpenStack: the names as people write them are the same provider.
+    parse: async (input) => input.trim().toLowerCase(),
   }),
   'cloud-config': Flags.string({
     description: "Provider config file (Cloudlycke: the inventory YAML; env: each provider's own)",
@@ -101,6 +104,17 @@ export abstract class CcmCommand extends Command {
     await super.init();
   }
 
+  private parseErrorLine(err: Error): string | undefined {
+    if (!isParseError(err)) return undefined;
+    const flags = Object.keys({ ...this.ctor.baseFlags, ...this.ctor.flags });
+    return parseErrorText(
+      err.message,
+      (this.id ?? '').replaceAll(':', ' '),
+      flags,
+      Object.keys(this.ctor.args ?? {}).length > 0,
+    );
+  }
+
   protected override async catch(err: Error & { exitCode?: number }): Promise<void> {
     // oclif's own exit() throws an ExitError; let it through untouched.
     if ((err as { code?: string }).code === 'EEXIT') throw err;
@@ -114,7 +128,7 @@ export abstract class CcmCommand extends Command {
     }
     const debug =
       this.argv.includes('--log-level=debug') || this.argv.join(' ').includes('--log-level debug');
-    process.stderr.write(`ccm: ${oneLine(err)}\n`);
+    process.stderr.write(`ccm: ${this.parseErrorLine(err) ?? oneLine(err)}\n`);
     if (debug && err.stack) process.stderr.write(`${err.stack}\n`);
     // Ended by its loop running dry, as a success is (end-process.ts): work still under way when the
     // error came gets the backstop's second at most.
@@ -179,13 +193,40 @@ export abstract class BaseCommand extends CcmCommand {
     if (isReport(result)) {
       if (!this.jsonEnabled()) {
         const { render, stdoutTerminal } = await import('./output/render.js');
-        const text = await render(result, this.view, stdoutTerminal());
+        const text = await render(result, this.view, stdoutTerminal(), {
+          noHeaders: this.output['no-headers'] ?? false,
+        });
         if (text !== '') process.stdout.write(`${text}\n`);
       }
       if (result.failed) endProcess(EXIT_FAILED);
     }
     return result;
   }
+}
+
+/**
+ * oclif's parse errors in the one style docs/output.md shows ("--flag: expected …, got …"), a
+ * misspelt flag with the closest one, and the command's own help named.
+ */
+export function parseErrorText(
+  message: string,
+  command: string,
+  flagNames: readonly string[],
+  takesArguments: boolean,
+): string | undefined {
+  const unknown = /^Nonexistent flags?: (\S+)/.exec(message)?.[1]?.replace(/,$/, '');
+  if (unknown) {
+    const typed = unknown.replace(/^-+/, '').split('=')[0] ?? '';
+    const near = closest(typed, flagNames);
+    return `unknown flag ${unknown.split('=')[0]}; ${near ? `did you mean --${near}?` : `\`ccm ${command} --help\` lists the flags`}`;
+  }
+  const argument = /^Unexpected arguments?: (.+)$/m.exec(message)?.[1];
+  if (argument) {
+    return `unexpected argument "${argument.split(/,\s*/)[0]}"; ${takesArguments ? `\`ccm ${command} --help\` shows what it takes` : `ccm ${command} takes no arguments, only flags`}`;
+  }
+  const choice = /^Expected --([\w-]+)=(.*) to be one of: (.+)$/m.exec(message);
+  if (choice) return `--${choice[1]}: expected one of ${choice[3]}, got "${choice[2]}"`;
+  return undefined;
 }
 
 function isParseError(err: Error): boolean {

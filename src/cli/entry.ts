@@ -16,6 +16,7 @@ import NodesInit from '../commands/nodes/init.js';
 import NodesList from '../commands/nodes/list.js';
 import Run from '../commands/run.js';
 import SecretCreate from '../commands/secret/create.js';
+import Version from '../commands/version.js';
 import { endProcess } from './end-process.js';
 
 export { commandNotFound } from './command-not-found.js';
@@ -31,6 +32,7 @@ export const COMMANDS = {
   'nodes:list': NodesList,
   run: Run,
   'secret:create': SecretCreate,
+  version: Version,
 };
 
 /**

@@ -149,6 +149,26 @@ describe('bad input gets one line, exit 2, nothing written', () => {
       /^ccm: \S+bogus\.conf line 5: \[Global\] key bogus-key is not one ccm knows; the keys of \[Global\] are auth-url, .*; write each as key = value$/,
     ],
     [
+      'a misspelt flag names the closest one',
+      () => [...init, '--kubeconfig', world.kubeconfig, '--cloud-config', inventory, '--dryrun'],
+      /^ccm: unknown flag --dryrun; did you mean --dry-run\?$/,
+    ],
+    [
+      'an unknown flag names the command whose help lists them',
+      () => [...init, '--kubeconfig', world.kubeconfig, '--cloud-config', inventory, '--zzz'],
+      /^ccm: unknown flag --zzz; `ccm nodes init --help` lists the flags$/,
+    ],
+    [
+      'an unexpected argument says so',
+      () => [...init, '--kubeconfig', world.kubeconfig, '--cloud-config', inventory, 'node-1'],
+      /^ccm: unexpected argument "node-1"; ccm nodes init takes no arguments, only flags$/,
+    ],
+    [
+      'an -o format ccm does not print, in the flag style of every other bad value',
+      () => [...init, '--kubeconfig', world.kubeconfig, '--cloud-config', inventory, '-o', 'jsonpath={.x}'],
+      /^ccm: --output: expected one of table, wide, json, yaml, name, got "jsonpath=\{\.x\}"$/,
+    ],
+    [
       'an unknown controller given to `ccm manifests`',
       () => [
         'manifests',
@@ -240,7 +260,7 @@ describe('bad input gets one line, exit 2, nothing written', () => {
     [
       'an unknown flag',
       () => [...init, '--kubeconfig', world.kubeconfig, '--frobnicate'],
-      /Nonexistent flag: --frobnicate/,
+      /^ccm: unknown flag --frobnicate; `ccm nodes init --help` lists the flags$/,
     ],
   ])('%s', async (_what, args, pattern) => {
     await expectRefusedWritingNothing(args(), pattern);
@@ -357,8 +377,16 @@ describe('`ccm run`: bad input gets one line, exit 2, nothing written', () => {
       /file not found/,
     ],
     // ccm run logs until stopped: it has no result to print, so no output flags and no --json contract.
-    ['--json', () => [...run, ...kc(), '--cloud-config', inventory, '--json'], /Nonexistent flag: --json/],
-    ['-o', () => [...run, ...kc(), '--cloud-config', inventory, '-o', 'json'], /Nonexistent flag: -o/],
+    [
+      '--json',
+      () => [...run, ...kc(), '--cloud-config', inventory, '--json'],
+      /^ccm: unknown flag --json; `ccm run --help` lists the flags$/,
+    ],
+    [
+      '-o',
+      () => [...run, ...kc(), '--cloud-config', inventory, '-o', 'json'],
+      /^ccm: unknown flag -o; `ccm run --help` lists the flags$/,
+    ],
   ])('%s', async (_what, args, pattern) => {
     await expectRefusedWritingNothing(args(), pattern);
   });

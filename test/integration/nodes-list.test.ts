@@ -117,6 +117,29 @@ describe('ccm nodes list', () => {
   });
 });
 
+describe('kubectl reflexes', () => {
+  it('--no-headers prints the rows alone; --provider takes any case; -h is --help; ccm version', async () => {
+    const rows = await list(['nodes', 'list', '-o', 'table', '--no-headers']);
+    expect(rows.exitCode).toBe(0);
+    const lines = rows.stdout.trim().split('\n');
+    expect(lines.map((l) => l.split(/\s+/)[0]).sort()).toEqual(['aws-1', 'lost-1', 'new-1', 'ok-1']);
+    const mixedCase = await ccm(
+      world.args(['nodes', 'list', '-o', 'name']).map((a) => (a === 'cloudlycke' ? 'CloudLycke' : a)),
+    );
+    expect(mixedCase.exitCode, mixedCase.stderr).toBe(0);
+    expect(mixedCase.stdout).toContain('node/ok-1');
+    const help = await ccm(['nodes', 'list', '-h']);
+    expect(help.exitCode).toBe(0);
+    expect(help.stdout).toMatch(/^List every Node beside its cloud instance/);
+    const version = await ccm(['version']);
+    expect(version.stdout).toMatch(/^ccm \d+\.\d+\.\d+ \(Node\.js v\d+/);
+    expect(JSON.parse((await ccm(['version', '-o', 'json'])).stdout)).toMatchObject({
+      version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      node: process.version,
+    });
+  });
+});
+
 describe('ccm nodes list, a Node whose instance the listing lacks', () => {
   it('is stale at once, Ready and inside the grace period too (it showed ok)', async () => {
     await createNodes(world.api, [{ name: 'gone-1', providerID: 'cloudlycke://gone-1', tainted: false }]);

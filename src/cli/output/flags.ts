@@ -17,6 +17,10 @@ export const outputFlags = {
     helpGroup: 'OUTPUT',
   })(),
   json: Flags.boolean({ description: 'Same as -o json', helpGroup: 'OUTPUT' }),
+  'no-headers': Flags.boolean({
+    description: "The rows alone, as kubectl's: no summary line and no column header",
+    helpGroup: 'OUTPUT',
+  }),
   quiet: Flags.boolean({
     char: 'q',
     description: 'Print only failures (nothing when there are none); the exit status stays the same',
@@ -28,6 +32,7 @@ export interface OutputFlagValues {
   output?: Format;
   json?: boolean;
   quiet?: boolean;
+  'no-headers'?: boolean;
 }
 
 /** Why the output flags contradict each other, if they do. */

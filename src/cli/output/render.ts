@@ -32,7 +32,12 @@ export function stdoutTerminal(
 const GAP = '   ';
 
 /** The text a report shows in a view, without a final newline ('' when there is nothing to say). */
-export async function render<Row>(report: Report<Row>, view: View, terminal: Terminal): Promise<string> {
+export async function render<Row>(
+  report: Report<Row>,
+  view: View,
+  terminal: Terminal,
+  options: { noHeaders?: boolean } = {},
+): Promise<string> {
   const document = report.documents?.[view];
   if (document) return document().trimEnd();
   switch (view) {
@@ -49,7 +54,7 @@ export async function render<Row>(report: Report<Row>, view: View, terminal: Ter
         )
         .join('\n');
     default:
-      return new HumanView(report, view, terminal).text();
+      return new HumanView(report, view, terminal, options.noHeaders ?? false).text();
   }
 }
 
@@ -75,6 +80,8 @@ class HumanView<Row> {
     private readonly report: Report<Row>,
     private readonly view: 'table' | 'wide' | 'lines' | 'quiet',
     private readonly terminal: Terminal,
+    /** kubectl's --no-headers: the rows alone, for a script (no summary line, no column header). */
+    private readonly noHeaders = false,
   ) {
     this.style = new Chalk({ level: terminal.colour });
   }
@@ -115,6 +122,10 @@ class HumanView<Row> {
           ),
         );
       }
+    }
+    if (this.noHeaders) {
+      const rowsOnly = view === 'lines' || body.length === 0 ? body : body.slice(1);
+      return [...rowsOnly, ...errors].join('\n');
     }
     return [...summary, ...body, ...notes, ...errors].join('\n');
   }
