@@ -26,6 +26,13 @@ const SAID: Record<MigrateResult['mode'], Record<ServiceAction, string>> = {
     none: 'nothing found',
     mismatch: 'left alone',
   },
+  'rollback-dry-run': {
+    adopt: 'adopt',
+    adopted: 'adopted',
+    restore: 'will restore',
+    none: 'nothing found',
+    mismatch: 'left alone',
+  },
   rollback: {
     adopt: 'adopt',
     adopted: 'adopted',
@@ -37,14 +44,17 @@ const SAID: Record<MigrateResult['mode'], Record<ServiceAction, string>> = {
 
 export function migrateReport(result: MigrateResult): Report<ServicePlan> {
   const adopt = result.services.filter((s) => s.action === 'adopt');
+  const rollingBack = result.mode === 'rollback' || result.mode === 'rollback-dry-run';
   const summary =
     result.mode === 'rollback'
       ? `${plural(result.services.length, ['Service', 'Services'])} given back to ${result.from}`
-      : result.mode === 'dry-run'
-        ? `dry run, nothing written: ${plural(adopt.length, 'load balancer')} of ${result.from} to hand to ccm (${result.provider}, cluster ${result.clusterID}); pass --yes to apply`
-        : result.wrote
-          ? `${plural(adopt.length, 'load balancer')} of ${result.from} handed to ccm (cluster ${result.clusterID}); --rollback gives them back`
-          : `nothing to do: every load balancer of ${result.from} is ccm's already`;
+      : result.mode === 'rollback-dry-run'
+        ? `rollback plan, nothing written: ${plural(result.services.length, ['Service', 'Services'])} to give back to ${result.from}${result.services.length > 0 ? '; pass --yes to apply' : ''}`
+        : result.mode === 'dry-run'
+          ? `dry run, nothing written: ${plural(adopt.length, 'load balancer')} of ${result.from} to hand to ccm (${result.provider}, cluster ${result.clusterID}); pass --yes to apply`
+          : result.wrote
+            ? `${plural(adopt.length, 'load balancer')} of ${result.from} handed to ccm (cluster ${result.clusterID}); --rollback gives them back`
+            : `nothing to do: every load balancer of ${result.from} is ccm's already`;
   const found = [
     `cluster name in its names and tags: ${result.officialCluster ? `"${result.officialCluster}"` : 'none'} (${result.officialClusterFrom})`,
     ...result.workloads.map((w) => `${w.kind} ${w.namespace}/${w.name}: ${plural(w.replicas, 'replica')}`),
@@ -89,10 +99,10 @@ export function migrateReport(result: MigrateResult): Report<ServicePlan> {
     notes: [
       `Found of ${result.from}:${found.length === 0 ? ' nothing' : ''}`,
       ...found.map((l) => `  ${l}`),
-      ...(result.mode === 'rollback' ? [] : retagLines(result)),
+      ...(rollingBack ? [] : retagLines(result)),
       'Not touched:',
       ...result.untouched.map((l) => `  ${l}`),
-      ...(running.length > 0 && result.mode !== 'rollback'
+      ...(running.length > 0 && !rollingBack
         ? [
             `Warning: ${running.map((w) => `${w.namespace}/${w.name}`).join(', ')} still runs: two controllers would fight over the same load balancers; scale it to 0 before ccm runs`,
           ]

@@ -34,7 +34,7 @@ import { type ClusterAndCloudFlags, credentialSource, resolveProviderValues } fr
  * Nothing here ever deletes or creates a load balancer, or changes an address.
  */
 
-export type MigrateMode = 'dry-run' | 'apply' | 'rollback';
+export type MigrateMode = 'dry-run' | 'apply' | 'rollback' | 'rollback-dry-run';
 
 export interface MigrateInput extends ClusterAndCloudFlags {
   mode: MigrateMode;
@@ -201,9 +201,10 @@ export async function runMigrate(input: MigrateInput): Promise<MigrateResult> {
       secrets,
       configMaps,
     };
-    if (input.mode === 'rollback') {
-      await refuseWhileCcmRuns(http);
-      return { ...base, ...(await rollback(http, adoption, services, backup, officialCluster)) };
+    if (input.mode === 'rollback' || input.mode === 'rollback-dry-run') {
+      const apply = input.mode === 'rollback';
+      if (apply) await refuseWhileCcmRuns(http);
+      return { ...base, ...(await rollback(http, adoption, services, backup, officialCluster, apply)) };
     }
     const handOvers = new Map([...(backup?.values() ?? [])].map((r) => [r.uid, r.loadBalancer.id]));
     const nodes = await listClusterNodes(http);
@@ -666,6 +667,7 @@ async function rollback(
   services: readonly SlimService[],
   backup: Map<string, BackupRecord> | undefined,
   officialCluster: string,
+  apply: boolean,
 ): Promise<Pick<MigrateResult, 'services' | 'untouched' | 'wrote'>> {
   if (!backup || backup.size === 0) {
     return {
@@ -706,7 +708,7 @@ async function rollback(
       untouched.push(
         `load balancer ${record.loadBalancer.name} (${record.loadBalancer.id}) of Service ${svc.namespace}/${svc.name} is gone: its annotation is given back, there are no tags to give back`,
       );
-    } else if (JSON.stringify(lb.tags) !== JSON.stringify(record.loadBalancer.tags)) {
+    } else if (apply && JSON.stringify(lb.tags) !== JSON.stringify(record.loadBalancer.tags)) {
       await adoption.setTags(lb, record.loadBalancer.tags);
     }
     // Only what --yes wrote: every other annotation is the Service owner's, edited since or not.
@@ -716,7 +718,7 @@ async function rollback(
       if (was === undefined && key in svc.annotations) patch[key] = null;
       else if (was !== undefined && svc.annotations[key] !== was) patch[key] = was;
     }
-    if (Object.keys(patch).length > 0) await patchAnnotations(http, svc, patch);
+    if (apply && Object.keys(patch).length > 0) await patchAnnotations(http, svc, patch);
     plans.push({
       namespace: svc.namespace,
       name: svc.name,
@@ -726,8 +728,12 @@ async function rollback(
       officialAnnotations: {},
       loadBalancer: record.loadBalancer,
       tags: record.loadBalancer.tags,
-      note: 'tags and annotations as they were before ccm migrate --yes',
+      note: `tags and annotations ${apply ? '' : 'would be '}as they were before ccm migrate --yes`,
     });
+  }
+  if (!apply) {
+    untouched.push('a plan: nothing was written; `ccm migrate --rollback --yes` gives it back');
+    return { services: plans, untouched, wrote: false };
   }
   await http.request({
     method: 'DELETE',

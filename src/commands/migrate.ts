@@ -16,6 +16,7 @@ export default class Migrate extends BaseCommand {
     '<%= config.bin %> migrate --provider digitalocean',
     '<%= config.bin %> migrate --provider digitalocean --yes',
     '<%= config.bin %> migrate --provider digitalocean --rollback',
+    '<%= config.bin %> migrate --provider digitalocean --rollback --yes',
   ];
   static override flags = {
     from: Flags.string({
@@ -27,12 +28,13 @@ export default class Migrate extends BaseCommand {
       default: false,
     }),
     yes: Flags.boolean({
-      description: 'Apply the plan without asking',
+      char: 'y',
+      description: 'Apply the plan (the hand-over, or with --rollback the give-back) without asking',
       default: false,
     }),
     rollback: Flags.boolean({
       description:
-        'Give everything back to the official controller: the tags and annotations as they were before --yes',
+        'Plan giving everything back to the official controller (the tags and annotations as they were before --yes); with --yes, do it',
       default: false,
     }),
     'cluster-name': Flags.string({
@@ -51,14 +53,31 @@ export default class Migrate extends BaseCommand {
 
   async run(): Promise<Report<ServicePlan>> {
     const { flags } = await this.parse(Migrate);
-    const modes = (['dry-run', 'yes', 'rollback'] as const).filter((m) => flags[m]);
-    if (modes.length > 1) {
-      throw new UsageError(`--${modes.join(' and --')} exclude each other; pass one (no flag: a dry run)`);
+    // --rollback says what is done, --dry-run and --yes whether it is done: as `cluster prepare`.
+    if (flags['dry-run'] && flags.yes) {
+      throw new UsageError(
+        '--dry-run and --yes exclude each other; pass one (no flag: a plan, confirmed on a terminal)',
+      );
     }
     const { planKeys, runMigrate } = await import('../cli/migrate.js');
     const { migrateReport } = await import('../cli/migrate-report.js');
     const input = { ...flags, env: process.env };
-    if (flags.rollback) return migrateReport(await runMigrate({ ...input, mode: 'rollback' }));
+    if (flags.rollback) {
+      if (flags.yes) return migrateReport(await runMigrate({ ...input, mode: 'rollback' }));
+      const plan = await runMigrate({ ...input, mode: 'rollback-dry-run' });
+      if (
+        flags['dry-run'] ||
+        !this.human ||
+        !process.stdin.isTTY ||
+        !process.stdout.isTTY ||
+        plan.services.length === 0
+      )
+        return migrateReport(plan);
+      this.log(plan.services.map((s) => `  ${s.namespace}/${s.name} ← ${s.loadBalancer?.name}`).join('\n'));
+      const { confirm } = await import('@inquirer/prompts');
+      const go = await confirm({ message: 'Give these back to the official controller?', default: false });
+      return migrateReport(go ? await runMigrate({ ...input, mode: 'rollback' }) : plan);
+    }
     if (flags.yes) return migrateReport(await runMigrate({ ...input, mode: 'apply' }));
     const plan = await runMigrate({ ...input, mode: 'dry-run' });
     if (flags['dry-run'] || !this.human || !process.stdin.isTTY || !process.stdout.isTTY)

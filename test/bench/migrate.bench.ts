@@ -76,7 +76,7 @@ try {
   console.log(
     `ccm migrate --provider digitalocean, ${SERVICES} Services with an official load balancer each`,
   );
-  for (const args of [[], ['--yes'], ['--rollback']]) {
+  for (const args of [[], ['--yes'], ['--rollback', '--yes']]) {
     const writes0 = (await cp.writes(CCM_USER)).length;
     const calls0 = sim.requests.length;
     const t0 = performance.now();

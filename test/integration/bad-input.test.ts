@@ -202,17 +202,9 @@ describe('bad input gets one line, exit 2, nothing written', () => {
       /^ccm: triton has no official controller with load balancers to migrate from: Joyent publishes none/,
     ],
     [
-      'ccm migrate --yes and --rollback at once',
-      () => [
-        'migrate',
-        '--provider',
-        'digitalocean',
-        '--yes',
-        '--rollback',
-        '--kubeconfig',
-        world.kubeconfig,
-      ],
-      /^ccm: --yes and --rollback exclude each other; pass one \(no flag: a dry run\)$/,
+      'ccm migrate --dry-run and --yes at once',
+      () => ['migrate', '--provider', 'digitalocean', '--yes', '--dry-run', '--kubeconfig', world.kubeconfig],
+      /^ccm: --dry-run and --yes exclude each other; pass one \(no flag: a plan, confirmed on a terminal\)$/,
     ],
     [
       'ccm migrate --from naming no official controller of the cloud',

@@ -190,7 +190,7 @@ describe('ccm migrate --provider brightbox', () => {
     expect(world.sim.firewallPolicies.size).toBe(1);
     await ccm.stop();
 
-    const back = await migrate('--rollback', '-o', 'json');
+    const back = await migrate('--rollback', '--yes', '-o', 'json');
     expect(back.exitCode).toBe(0);
     const restored = await world.api.readNamespacedService({ name: 'web', namespace: NS });
     expect(JSON.stringify(restored.metadata?.annotations)).toBe(JSON.stringify(before));

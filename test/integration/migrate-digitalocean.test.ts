@@ -321,7 +321,7 @@ describe('ccm migrate --provider digitalocean', () => {
       body: { ...pod, status: { phase: 'Running' } },
     });
     const writesBeforeRefusal = await ccmWrites();
-    const refused = await migrate('--rollback');
+    const refused = await migrate('--rollback', '--yes');
     expect(refused.exitCode).toBe(2);
     expect(refused.stderr.trim()).toBe(
       'ccm: ccm still runs (Pod kube-system/ccm-5d9f-abcde): stop it first (kubectl -n kube-system delete daemonset,deployment -l app.kubernetes.io/name=ccm,app.kubernetes.io/component=controller), then --rollback, or its service controller would build load balancers of its own',
@@ -343,8 +343,22 @@ describe('ccm migrate --provider digitalocean', () => {
         ).items.length === 0,
     );
 
-    // --rollback: the annotations exactly as they were, the tags as they were, the backup gone.
-    const back = await migrate('--rollback', '-o', 'json');
+    // --rollback alone is a plan, as `cluster prepare --rollback`: shown, nothing written.
+    const writesBeforePlan = await ccmWrites();
+    const plan = await migrate('--rollback', '-o', 'json');
+    expect(plan.exitCode).toBe(0);
+    expect(JSON.parse(plan.stdout)).toMatchObject({ mode: 'rollback-dry-run', wrote: false });
+    expect(JSON.parse(plan.stdout).services.map((s: { action: string }) => s.action)).toEqual([
+      'restore',
+      'restore',
+    ]);
+    expect(await ccmWrites()).toBe(writesBeforePlan);
+    expect((await migrate('--rollback')).stdout).toMatch(
+      /^rollback plan, nothing written: 2 Services to give back to digitalocean-cloud-controller-manager; pass --yes to apply/,
+    );
+
+    // --rollback --yes: the annotations exactly as they were, the tags as they were, the backup gone.
+    const back = await migrate('--rollback', '--yes', '-o', 'json');
     expect(back.exitCode).toBe(0);
     expect(JSON.parse(back.stdout).services.map((s: { action: string }) => s.action)).toEqual([
       'restore',
@@ -525,7 +539,7 @@ describe('ccm migrate --provider digitalocean', () => {
       },
       MERGE_PATCH,
     );
-    const back = await migrate('--rollback');
+    const back = await migrate('--rollback', '--yes');
     expect(back.exitCode).toBe(0);
     const ann = (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations ?? {};
     expect(ann[ADOPTED]).toBeUndefined();
@@ -610,7 +624,7 @@ describe('ccm migrate --provider digitalocean', () => {
       30_000,
     );
     await ccm.stop();
-    const back = await migrate('--rollback');
+    const back = await migrate('--rollback', '--yes');
     expect(back.exitCode).toBe(0);
     expect(back.stdout).not.toMatch(/Service default\/web is gone since the migration/);
     const ann = (await api.readNamespacedService({ name: 'web', namespace: NS })).metadata?.annotations;
@@ -662,7 +676,7 @@ describe('ccm migrate --provider digitalocean', () => {
       await migrate('-o', 'json'),
       await migrate('-o', 'yaml'),
       await migrate('--yes'),
-      await migrate('--rollback'),
+      await migrate('--rollback', '--yes'),
     ];
     for (const o of outs) expect(`${o.stdout}${o.stderr}`).not.toContain(sim.token);
   }, 60_000);

@@ -252,7 +252,7 @@ describe('ccm migrate --provider openstack', () => {
     await ccm.stop();
 
     // --rollback: tags and annotations exactly as before.
-    const back = await migrate('--rollback', '-o', 'json');
+    const back = await migrate('--rollback', '--yes', '-o', 'json');
     expect(back.exitCode).toBe(0);
     expect(JSON.stringify(lbOf(web.id).tags)).toBe(JSON.stringify(tagsBefore));
     const restored = await api.readNamespacedService({ name: 'web', namespace: NS });
