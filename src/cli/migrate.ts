@@ -455,7 +455,10 @@ export async function planMigration(
       return {
         ...common,
         action: 'none',
-        note: `no load balancer of ${official.id} found for it: ccm builds one when it runs`,
+        note:
+          common.ingress.length > 0
+            ? `its load balancer (${common.ingress.join(', ')}) is not ${official.id}'s (ccm's already, or another's): nothing to hand over`
+            : `no load balancer of ${official.id} found for it: ccm builds one when it runs`,
       };
     }
     const sharers = (users.get(lb.id) ?? []).filter((k) => k !== `${svc.namespace}/${svc.name}`);

@@ -111,6 +111,23 @@ describe('ccm migrate: the plan', () => {
     expect(plans[3]?.note).toContain('ccm builds one when it runs');
   });
 
+  it("a Service whose load balancer is not the official controller's is not told ccm builds one", async () => {
+    const plans = await planMigration(
+      [service('served', { ip: '203.0.113.50' })],
+      official,
+      adoption({}, ['ccm-cluster:abc']),
+      'abc',
+      'kubernetes',
+      new Map(),
+    );
+    expect(plans.map((p) => [p.action, p.note])).toEqual([
+      [
+        'none',
+        `its load balancer (203.0.113.50) is not ${official.id}'s (ccm's already, or another's): nothing to hand over`,
+      ],
+    ]);
+  });
+
   it('a tag ccm already put there is not added again', async () => {
     const plans = await planMigration(
       [service('web', { ip: '203.0.113.1' })],
@@ -167,6 +184,19 @@ describe('ccm migrate: the plan', () => {
       services: [{ ...row, tags: [] }],
     });
     expect(untagged.notes).toContain("Re-tagged with ccm's ownership tag: nothing (no tags here)");
+    const none = migrateReport({
+      ...base,
+      mode: 'apply',
+      wrote: false,
+      workloads: [],
+      leases: [],
+      services: [],
+    });
+    expect(none.summary).toBe(
+      'nothing to do: no official-ccm found (no Deployment, DaemonSet or Lease of it), and no load balancer of it',
+    );
+    const nothingLeft = migrateReport({ ...base, mode: 'apply', wrote: false, services: [] });
+    expect(nothingLeft.summary).toBe('nothing to do: no load balancer of official-ccm to hand over');
   });
 });
 
