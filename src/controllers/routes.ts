@@ -126,7 +126,9 @@ function insideClusterCIDR(cidr: string, clusterCIDRs: ClusterCIDRs): boolean {
   const parsed = strictCIDR(cidr);
   if (!parsed) return false;
   const [addr, bits] = parsed;
-  return clusterCIDRs.some((range) => range[0].kind() === addr.kind() && bits >= range[1] && addr.match(range));
+  return clusterCIDRs.some(
+    (range) => range[0].kind() === addr.kind() && bits >= range[1] && addr.match(range),
+  );
 }
 
 /** An address or CIDR as its family and leading bits (10.244.1.0/24: "ipv4:" and 24 bits). */
@@ -231,7 +233,8 @@ export function refusal(
   if (!insideClusterCIDR(cidr, clusterCIDRs)) return `${cidr} lies outside --cluster-cidr`;
   const index = nodeAddresses instanceof AddressIndex ? nodeAddresses : new AddressIndex(nodeAddresses);
   const found = index.inside(bitsOf(parsed[0], parsed[1]), before);
-  if (found) return `${cidr} holds the Node address ${found.address}${found.node ? ` (Node ${found.node})` : ''}`;
+  if (found)
+    return `${cidr} holds the Node address ${found.address}${found.node ? ` (Node ${found.node})` : ''}`;
   return undefined;
 }
 
