@@ -104,12 +104,19 @@ describe('planRoutes (upstream route_controller reconcile)', () => {
   it('a Pod CIDR with a leading zero is refused, not read as octal', () => {
     // Review F2: 10.244.010.0/24 (10.244.10.0/24 to Go, which stored it) was routed as 10.244.8.0/24,
     // and a younger Node given 10.244.8.0/24 by node IPAM was refused.
-    const early = node(1, ['10.244.010.0/24'], { metadata: { name: 'w1', creationTimestamp: '2024-01-01T00:00:00Z' } });
-    const victim = node(8, ['10.244.8.0/24'], { metadata: { name: 'w8', creationTimestamp: '2024-06-01T00:00:00Z' } });
+    const early = node(1, ['10.244.010.0/24'], {
+      metadata: { name: 'w1', creationTimestamp: '2024-01-01T00:00:00Z' },
+    });
+    const victim = node(8, ['10.244.8.0/24'], {
+      metadata: { name: 'w8', creationTimestamp: '2024-06-01T00:00:00Z' },
+    });
     const plan = planRoutes([early, victim], [], range);
     expect(plan.create.map((c) => `${c.node} ${c.destinationCIDR}`)).toEqual(['w8 10.244.8.0/24']);
     expect(plan.refused.map((r) => [r.node, r.why])).toEqual([
-      ['w1', '10.244.010.0/24 is not a CIDR read one way only (four decimal parts without leading zeros, or IPv6)'],
+      [
+        'w1',
+        '10.244.010.0/24 is not a CIDR read one way only (four decimal parts without leading zeros, or IPv6)',
+      ],
     ]);
     for (const cidr of ['10.244.1.0/024', '10.244.1/24', '0x0a.244.1.0/24', 'fd00:10:244:1::/129'])
       expect(refusal(cidr, range, []), cidr).toMatch(/is not a CIDR/);
@@ -222,7 +229,10 @@ describe('planRoutes (upstream route_controller reconcile)', () => {
         const plan = planRoutes([victim, evil], listed, range);
         expect(plan.create.map((c) => c.node)).toEqual(listed.length ? [] : ['w1']);
         expect(refusedOf(plan)).toEqual([
-          ['evil', '10.244.11.128/25 overlaps 10.244.11.0/24, the Pod CIDR of Node w1, which is routed to it'],
+          [
+            'evil',
+            '10.244.11.128/25 overlaps 10.244.11.0/24, the Pod CIDR of Node w1, which is routed to it',
+          ],
         ]);
       }
     });
@@ -389,10 +399,17 @@ describe('planRoutes (upstream route_controller reconcile)', () => {
       });
       expect(nextHopFor(odd('fd00:56:0:0::11'), 'fd00:10:244:1::/64')).toBe('fd00:56::11');
       expect(nextHopFor(odd('192.168.56.11'), '10.244.1.0/24')).toBe('192.168.56.11');
-      for (const address of ['192.168.56', '0xc0.168.56.11', '192.168.056.11', 'fe80::1%eth0', '::ffff:1.2.3.04'])
-        expect(() => nextHopFor(odd(address), address.includes(':') ? 'fd00::/64' : '10.244.1.0/24'), address).toThrow(
-          InvalidConfigError,
-        );
+      for (const address of [
+        '192.168.56',
+        '0xc0.168.56.11',
+        '192.168.056.11',
+        'fe80::1%eth0',
+        '::ffff:1.2.3.04',
+      ])
+        expect(
+          () => nextHopFor(odd(address), address.includes(':') ? 'fd00::/64' : '10.244.1.0/24'),
+          address,
+        ).toThrow(InvalidConfigError);
     });
 
     it('an ExternalIP two Nodes share (one NAT address) is no next hop: both are routed as ever', () => {
