@@ -1,4 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
+import ipaddr from 'ipaddr.js';
 import { clusterIdentity } from '../kube/cluster-identity.js';
 import { nodeName, type SlimNode } from '../kube/slim-node.js';
 import {
@@ -49,6 +50,12 @@ export async function routePass(
   const nodes = ctx.informers.nodes.list();
   const plan = planRoutes(nodes, listed, clusterCIDRs);
   const byName = new Map(nodes.map((n) => [nodeName(n), n]));
+  // The --cluster-cidr entry a created Pod CIDR lies in (the plan creates no other).
+  const clusterCIDROf = (cidr: string) => {
+    const [addr] = ipaddr.parseCIDR(cidr);
+    const range = clusterCIDRs.find((r) => r[0].kind() === addr.kind() && addr.match(r));
+    return range ? { clusterCIDR: `${range[0].toString()}/${range[1]}` } : {};
+  };
   const result: RoutePassResult = {
     listed: listed.length,
     created: 0,
@@ -95,7 +102,7 @@ export async function routePass(
   for (const r of plan.refused) {
     failedNodes.add(r.node);
     result.failed++;
-    const message = `Could not create route ${r.destinationCIDR} for node ${r.node}: ${r.why}; ccm routes only Pod CIDRs inside --cluster-cidr that hold no Node address, each to one Node`;
+    const message = `Could not create route ${r.destinationCIDR} for node ${r.node}: ${r.why}; ccm routes only Pod CIDRs inside --cluster-cidr that hold no address of their Node or an older one, each to one Node`;
     ctx.log.warn({ controller: NAME, node: r.node, cidr: r.destinationCIDR }, message);
     event(byName.get(r.node), EVENT_FAILED_TO_CREATE_ROUTE, message);
   }
@@ -104,7 +111,7 @@ export async function routePass(
       await routes.create(
         clusterID,
         c.nameHint,
-        { targetNode: c.target, destinationCIDR: c.destinationCIDR },
+        { targetNode: c.target, destinationCIDR: c.destinationCIDR, ...clusterCIDROf(c.destinationCIDR) },
         ctx.signal,
       );
       result.created++;

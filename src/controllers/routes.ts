@@ -1,5 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import { nodeName, type SlimNode } from '../kube/slim-node.js';
+import { strictAddress, strictCIDR } from '../providers/next-hop.js';
 import type { Route, RouteTarget } from '../providers/types.js';
 
 /**
@@ -52,11 +53,9 @@ export function parseClusterCIDRs(value: string): ClusterCIDRs {
     .map((s) => s.trim())
     .filter(Boolean)
     .map((cidr) => {
-      try {
-        return ipaddr.parseCIDR(cidr);
-      } catch {
-        throw new Error(`--cluster-cidr: "${cidr}" is not a CIDR such as 10.244.0.0/16`);
-      }
+      const parsed = strictCIDR(cidr);
+      if (!parsed) throw new Error(`--cluster-cidr: "${cidr}" is not a CIDR such as 10.244.0.0/16`);
+      return parsed;
     });
   if (cidrs.length > 2)
     throw new Error(
@@ -88,14 +87,14 @@ export function isResponsibleFor(cidr: string, clusterCIDRs: ClusterCIDRs): bool
   );
 }
 
-/** A Pod CIDR's canonical text (a Node's spec.podCIDRs and a cloud's listing may spell it apart). */
+/**
+ * A Pod CIDR's canonical text (a Node's spec.podCIDRs and a cloud's listing may spell it apart); one
+ * that can be read more than one way (10.244.010.0/24: 10.244.10.0 to Go, 10.244.8.0 to ipaddr.js) is
+ * left as it is, and refused as no CIDR.
+ */
 export function canonicalCIDR(cidr: string): string {
-  try {
-    const [addr, bits] = ipaddr.parseCIDR(cidr);
-    return `${addr.toString()}/${bits}`;
-  } catch {
-    return cidr;
-  }
+  const parsed = strictCIDR(cidr);
+  return parsed ? `${parsed[0].toString()}/${parsed[1]}` : cidr;
 }
 
 export function routeTarget(node: SlimNode): RouteTarget {
@@ -107,16 +106,12 @@ export function routeTarget(node: SlimNode): RouteTarget {
 }
 
 /**
- * An address as one text whatever its spelling (fd00:56:0::12 and fd00:56::12 are one address, as
- * are 192.168.56.014 and 192.168.56.12 to iproute2, which reads a leading 0 as octal like ipaddr.js):
- * a Node must not escape being ambiguous with another spelling of the same address.
+ * An address as one text whatever its spelling (fd00:56:0::12 and fd00:56::12 are one address): a
+ * Node must not escape being ambiguous with another spelling of the same address. A form readers
+ * disagree on (192.168.56, 192.168.56.014) is no address: no route goes via it (nextHopFor).
  */
 function canonicalAddress(address: string): string | undefined {
-  try {
-    return ipaddr.parse(address).toString();
-  } catch {
-    return undefined;
-  }
+  return strictAddress(address)?.toString();
 }
 
 /** The Node a route points at: the name the cloud recorded, else the Node holding its next hop. */
@@ -128,14 +123,12 @@ function targetOf(route: Route, byName: Map<string, SlimNode>, byAddress: Map<st
 
 /** Whether `cidr` lies wholly inside one of the cluster CIDRs (same family, as long a prefix or longer). */
 function insideClusterCIDR(cidr: string, clusterCIDRs: ClusterCIDRs): boolean {
-  try {
-    const [addr, bits] = ipaddr.parseCIDR(cidr);
-    return clusterCIDRs.some(
-      (range) => range[0].kind() === addr.kind() && bits >= range[1] && addr.match(range),
-    );
-  } catch {
-    return false;
-  }
+  const parsed = strictCIDR(cidr);
+  if (!parsed) return false;
+  const [addr, bits] = parsed;
+  return clusterCIDRs.some(
+    (range) => range[0].kind() === addr.kind() && bits >= range[1] && addr.match(range),
+  );
 }
 
 /** An address or CIDR as its family and leading bits (10.244.1.0/24: "ipv4:" and 24 bits). */
@@ -148,46 +141,75 @@ function bitsOf(addr: ipaddr.IPv4 | ipaddr.IPv6, length: number): string {
 }
 
 function prefixBits(cidr: string): string | undefined {
-  try {
-    const [addr, length] = ipaddr.parseCIDR(cidr);
-    return bitsOf(addr, length);
-  } catch {
-    return undefined;
-  }
+  const parsed = strictCIDR(cidr);
+  return parsed && bitsOf(parsed[0], parsed[1]);
+}
+
+/** An address for AddressIndex: with the rank of the oldest Node reporting it (0 is the oldest). */
+export interface RankedAddress {
+  address: string;
+  rank: number;
+  node?: string;
 }
 
 /**
  * The Nodes' addresses sorted by their bits, so the addresses inside a CIDR, which all begin with its
- * bits, sit together: one binary search finds one. Checking each address against each Pod CIDR took
- * 23 s of CPU a pass with 5,000 Nodes.
+ * bits, sit together: two binary searches find them, and a sparse table the one of the oldest Node
+ * among them. Checking each address against each Pod CIDR took 23 s of CPU a pass with 5,000 Nodes.
  */
 export class AddressIndex {
-  private readonly sorted: { bits: string; address: string }[];
+  private readonly sorted: { bits: string; address: string; rank: number; node: string | undefined }[];
+  /** least[k][i]: the index of the entry of least rank among sorted[i … i + 2^k - 1]. */
+  private readonly least: number[][];
 
-  constructor(addresses: Iterable<string>) {
+  constructor(addresses: Iterable<string | RankedAddress>) {
     this.sorted = [];
-    for (const address of addresses) {
-      try {
-        const ip = ipaddr.parse(address);
-        this.sorted.push({ bits: bitsOf(ip, ip.kind() === 'ipv4' ? 32 : 128), address });
-      } catch {
-        // Not an address: nothing a route could hold.
-      }
+    for (const entry of addresses) {
+      const { address, rank, node } = typeof entry === 'string' ? { address: entry, rank: 0 } : entry;
+      const ip = strictAddress(address);
+      // Not an address read one way only: nothing a route could hold.
+      if (!ip) continue;
+      this.sorted.push({ bits: bitsOf(ip, ip.kind() === 'ipv4' ? 32 : 128), address, rank, node });
     }
     this.sorted.sort((a, b) => (a.bits < b.bits ? -1 : a.bits > b.bits ? 1 : 0));
+    this.least = [this.sorted.map((_, i) => i)];
+    for (let width = 2; width <= this.sorted.length; width *= 2) {
+      const below = this.least[this.least.length - 1] as number[];
+      const level: number[] = [];
+      for (let i = 0; i + width <= this.sorted.length; i++)
+        level.push(this.older(below[i] as number, below[i + width / 2] as number));
+      this.least.push(level);
+    }
   }
 
-  /** An address inside the CIDR whose bits are given, if any. */
-  inside(cidrBits: string): string | undefined {
+  private older(i: number, j: number): number {
+    return (this.sorted[j]?.rank ?? Infinity) < (this.sorted[i]?.rank ?? Infinity) ? j : i;
+  }
+
+  private firstAtOrAfter(bits: string): number {
     let low = 0;
     let high = this.sorted.length;
     while (low < high) {
       const mid = (low + high) >> 1;
-      if ((this.sorted[mid] as { bits: string }).bits < cidrBits) low = mid + 1;
+      if ((this.sorted[mid] as { bits: string }).bits < bits) low = mid + 1;
       else high = mid;
     }
-    const found = this.sorted[low];
-    return found?.bits.startsWith(cidrBits) ? found.address : undefined;
+    return low;
+  }
+
+  /**
+   * The address inside the CIDR whose bits are given of the oldest Node (least rank), if any; with
+   * `before`, only one whose rank is less.
+   */
+  inside(cidrBits: string, before = Infinity): { address: string; node: string | undefined } | undefined {
+    // Bits are 0s and 1s: everything beginning with cidrBits sorts before cidrBits + '2'.
+    const low = this.firstAtOrAfter(cidrBits);
+    const high = this.firstAtOrAfter(`${cidrBits}2`);
+    if (low >= high) return undefined;
+    const k = Math.floor(Math.log2(high - low));
+    const level = this.least[k] as number[];
+    const found = this.sorted[this.older(level[low] as number, level[high - 2 ** k] as number)];
+    return found && found.rank < before ? { address: found.address, node: found.node } : undefined;
   }
 }
 
@@ -195,24 +217,24 @@ export class AddressIndex {
  * Why a Node's Pod CIDR is not routed, or undefined when it may be. Upstream routes any podCIDR and
  * bounds only deletes (route_controller.go isResponsibleForRoute); ccm bounds creates too, since anyone
  * who can create a Node object would otherwise choose what the cloud routes to it: a default route
- * (0.0.0.0/0), or the Nodes' own network (the host's traffic to other Nodes taken over).
+ * (0.0.0.0/0), or the Nodes' own network (the host's traffic to other Nodes taken over). With
+ * `before`, only addresses of rank below it count (planRoutes: those of the claimant and older Nodes).
  */
 export function refusal(
   cidr: string,
   clusterCIDRs: ClusterCIDRs,
-  nodeAddresses: readonly string[] | AddressIndex,
+  nodeAddresses: readonly (string | RankedAddress)[] | AddressIndex,
+  before?: number,
 ): string | undefined {
-  let parsed: [ipaddr.IPv4 | ipaddr.IPv6, number];
-  try {
-    parsed = ipaddr.parseCIDR(cidr);
-  } catch {
-    return `${cidr} is not a CIDR`;
-  }
+  const parsed = strictCIDR(cidr);
+  if (!parsed)
+    return `${cidr} is not a CIDR read one way only (four decimal parts without leading zeros, or IPv6)`;
   if (parsed[1] === 0) return `${cidr} is a default route, never a Pod CIDR`;
   if (!insideClusterCIDR(cidr, clusterCIDRs)) return `${cidr} lies outside --cluster-cidr`;
   const index = nodeAddresses instanceof AddressIndex ? nodeAddresses : new AddressIndex(nodeAddresses);
-  const node = index.inside(bitsOf(parsed[0], parsed[1]));
-  if (node) return `${cidr} holds the Node address ${node}`;
+  const found = index.inside(bitsOf(parsed[0], parsed[1]), before);
+  if (found)
+    return `${cidr} holds the Node address ${found.address}${found.node ? ` (Node ${found.node})` : ''}`;
   return undefined;
 }
 
@@ -220,6 +242,9 @@ interface Claim {
   node: string;
   cidr: string;
   bits: string;
+  routed: boolean;
+  /** Refused for a Node address: it is not routed, but it keeps its place in the overlap contest. */
+  refused?: boolean;
 }
 
 /**
@@ -323,16 +348,6 @@ export function planRoutes(
     refused: [],
     ambiguous,
   };
-  const nodeAddresses = new AddressIndex(claimantsOf.keys());
-  // Without cluster CIDRs nothing is created anyway (the controller does not start); `ccm doctor`,
-  // which only reads, plans that way to find the missing routes.
-  const refusals = new Map<string, string | undefined>();
-  const refusalOf = (cidr: string) => {
-    if (!refusals.has(cidr))
-      refusals.set(cidr, clusterCIDRs.length ? refusal(cidr, clusterCIDRs, nodeAddresses) : undefined);
-    return refusals.get(cidr);
-  };
-
   // Pod CIDRs that overlap, two Nodes claiming one (node IPAM gives none twice; a hand-set podCIDR can)
   // or one inside another's (which takes part of that Node's Pod traffic by longest-prefix match), are
   // routed for one Node only: the Node a route already goes to, else the oldest. Routing each in turn
@@ -343,25 +358,67 @@ export function planRoutes(
         String(b.metadata?.creationTimestamp ?? ''),
       ) || nodeName(a).localeCompare(nodeName(b)),
   );
-  const claims: (Claim & { routed: boolean })[] = [];
-  for (const node of oldestFirst)
+  const rank = new Map(oldestFirst.map((n, i) => [nodeName(n), i]));
+  const rankOf = (name: string) => rank.get(name) ?? Infinity;
+  const nodeAddresses = new AddressIndex(
+    [...claimantsOf].map(([address, { nodes: names }]) => {
+      const oldest = names.reduce((a, b) => (rankOf(b) < rankOf(a) ? b : a));
+      return { address, rank: rankOf(oldest), node: oldest };
+    }),
+  );
+  const ownAddresses = (node: SlimNode): RankedAddress[] =>
+    (node.status?.addresses ?? []).map((a) => ({ address: a.address, rank: 0, node: nodeName(node) }));
+
+  // Why each claim ("node cidr") is not routed. Without cluster CIDRs nothing is created anyway (the
+  // controller does not start); `ccm doctor`, which only reads, plans that way to find the missing routes.
+  const refusedFor = new Map<string, string>();
+  const claims: Claim[] = [];
+  for (const node of oldestFirst) {
+    const name = nodeName(node);
     for (const cidr of new Set((node.spec?.podCIDRs ?? []).map(canonicalCIDR))) {
+      const key = `${name} ${cidr}`;
+      const routed = !!(existing.get(name)?.has(cidr) || routedViaShared.has(key));
       const bits = prefixBits(cidr);
-      if (bits === undefined || refusalOf(cidr)) continue;
-      const name = nodeName(node);
-      const routed = existing.get(name)?.has(cidr) || routedViaShared.has(`${name} ${cidr}`);
-      claims.push({ node: name, cidr, bits, routed });
+      let why: string | undefined;
+      if (clusterCIDRs.length) {
+        // No CIDR, a default route, one outside --cluster-cidr: never routed while the flag stands, so
+        // it takes no part in the overlap contest (an old Node's 0.0.0.0/0 would block every Node).
+        why = refusal(cidr, clusterCIDRs, []);
+        if (why) {
+          refusedFor.set(key, why);
+          continue;
+        }
+        // A Node address inside a Pod CIDR: the address is the suspect part when its Node came after
+        // the claim. So the claimant's own addresses and older Nodes' count, and none of another
+        // Node's against a routed claim: a Node reporting addresses inside others' Pod CIDRs would
+        // otherwise turn them all NoRouteCreated, or free their place for its own nested claim.
+        why = routed
+          ? refusal(cidr, clusterCIDRs, ownAddresses(node))
+          : refusal(cidr, clusterCIDRs, nodeAddresses, rankOf(name) + 1);
+        if (why) refusedFor.set(key, why);
+      }
+      if (bits === undefined) continue;
+      // A claim refused for a Node address still holds its place against younger overlapping claims:
+      // it is routed once the address goes, and a nested claim must not have taken its traffic by then.
+      claims.push({ node: name, cidr, bits, routed, ...(why ? { refused: true } : {}) });
     }
+  }
   // A stable sort: routed claims first, each group oldest first.
   const losers = overlapContest([...claims.filter((c) => c.routed), ...claims.filter((c) => !c.routed)]);
   const lostBy = new Map<string, string>();
-  for (const [claim, winner] of losers)
+  for (const [claim, winner] of losers) {
+    const keeps = winner.refused
+      ? 'which keeps its place though it is not routed now'
+      : winner.cidr === claim.cidr
+        ? 'which it is routed to'
+        : 'which is routed to it';
     lostBy.set(
       `${claim.node} ${claim.cidr}`,
       winner.cidr === claim.cidr
-        ? `${claim.cidr} is also the Pod CIDR of Node ${winner.node}, which it is routed to`
-        : `${claim.cidr} overlaps ${winner.cidr}, the Pod CIDR of Node ${winner.node}, which is routed to it`,
+        ? `${claim.cidr} is also the Pod CIDR of Node ${winner.node}, ${keeps}`
+        : `${claim.cidr} overlaps ${winner.cidr}, the Pod CIDR of Node ${winner.node}, ${keeps}`,
     );
+  }
 
   const wanted = new Map<string, Set<string>>();
   for (const node of nodes) {
@@ -376,7 +433,7 @@ export function planRoutes(
     const have = existing.get(name);
     let complete = true;
     for (const cidr of cidrs) {
-      const why = refusalOf(cidr) ?? lostBy.get(`${name} ${cidr}`);
+      const why = refusedFor.get(`${name} ${cidr}`) ?? lostBy.get(`${name} ${cidr}`);
       if (why) {
         complete = false;
         plan.refused.push({ node: name, destinationCIDR: cidr, why });

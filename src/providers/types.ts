@@ -262,12 +262,13 @@ export interface Routes {
   /**
    * Sends `destinationCIDR` to the Node (its InternalIP of the CIDR's family); `nameHint` is the
    * Node's UID. Idempotent: a route of this cluster that already exists is success. A route to the
-   * same destination that is not this cluster's throws InvalidConfigError naming it.
+   * same destination that is not this cluster's throws InvalidConfigError naming it. `clusterCIDR`
+   * is the --cluster-cidr entry holding destinationCIDR (Cloudlycke limits its `ip rule` to it).
    */
   create(
     clusterID: string,
     nameHint: string,
-    route: { targetNode: RouteTarget; destinationCIDR: string },
+    route: { targetNode: RouteTarget; destinationCIDR: string; clusterCIDR?: string },
     signal?: AbortSignal,
   ): Promise<void>;
   /** Removes one route `list` returned, and what ccm added with it; nothing when it is already gone. */

@@ -10,7 +10,7 @@ import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
 import { execa } from 'execa';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { RunInput } from '../../src/cli/run.js';
-import { HostRoutes, realmOf } from '../../src/providers/cloudlycke/routes.js';
+import { HostRoutes, realmOf, runIp } from '../../src/providers/cloudlycke/routes.js';
 import type { Provider } from '../../src/providers/types.js';
 import { fixtureApi, internalIPs, nodeObject } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
@@ -96,19 +96,21 @@ async function start(
   });
   const inNamespace = (p: Provider): Provider => ({
     ...p,
-    routes: new HostRoutes(table, async (args, signal) => {
-      ipCalls.push(args);
-      const r = await execa('ip', ['-n', NS, ...args], {
-        reject: false,
-        ...(signal ? { cancelSignal: signal } : {}),
-      });
-      if (r.exitCode !== 0) throw new Error(String(r.stderr));
-      return String(r.stdout);
-    }),
+    routes: hostRoutes(table),
   });
   ccm = await startInProcess(input, { wrapProvider: inNamespace });
   return ccm;
 }
+
+/**
+ * HostRoutes on the namespace's tables through ccm's own runIp, so `ip` fails as in production (a
+ * RetryableError, "No such process" for a route already gone), not with a plain Error.
+ */
+const hostRoutes = (table: string) =>
+  new HostRoutes(table, (args, signal) => {
+    ipCalls.push(args);
+    return runIp(['-n', NS, ...args], signal);
+  });
 
 /** vm11 and vm12, and ccm run once both are RouteCreated. */
 async function twoRoutedWorkers(): Promise<void> {
@@ -260,13 +262,20 @@ describe('route controller, Cloudlycke (the host routing table, in a network nam
 
   it("a CIDR the host already routes is not taken over: NoRouteCreated, the host's route unchanged", async () => {
     await ip('route', 'add', '10.244.11.0/24', 'via', '192.168.56.99');
-    await worker(11);
-    await start();
-    await until(
-      'vm11 NoRouteCreated',
-      async () => network(await api.readNode({ name: 'vm11' })) === 'NoRouteCreated',
-    );
-    expect(await nextHop('10.244.11.7')).toMatchObject({ gateway: '192.168.56.99' });
+    try {
+      await worker(11);
+      await start();
+      await until(
+        'vm11 NoRouteCreated',
+        async () => network(await api.readNode({ name: 'vm11' })) === 'NoRouteCreated',
+      );
+      expect(await nextHop('10.244.11.7')).toMatchObject({ gateway: '192.168.56.99' });
+    } finally {
+      // Not proto static: beforeEach's flush would leave it to the next test.
+      await execa('ip', ['-n', NS, 'route', 'del', '10.244.11.0/24', 'via', '192.168.56.99'], {
+        reject: false,
+      });
+    }
   });
 
   it('--cloudlycke-route-table 100: a Node is RouteCreated only when a packet to its Pods actually takes the route (ccm adds the ip rule that looks up table 100)', async () => {
@@ -281,7 +290,7 @@ describe('route controller, Cloudlycke (the host routing table, in a network nam
       await until('the rule back', async () => (await ip('rule', 'show')).includes('lookup 100'));
       expect(
         JSON.parse(await ip('-json', 'rule', 'show')).filter((r: { table?: string }) => r.table === '100'),
-      ).toHaveLength(1);
+      ).toEqual([{ priority: 32765, src: 'all', dst: '10.244.0.0', dstlen: 16, table: '100' }]);
     } finally {
       await execa('ip', ['-n', NS, 'rule', 'del', 'lookup', '100'], { reject: false });
     }
@@ -294,4 +303,116 @@ describe('route controller, Cloudlycke (the host routing table, in a network nam
     expect(await routes('100')).toEqual([`10.244.11.0/24 via 192.168.56.11 realm ${REALM}`]);
     expect(await routes('main')).toEqual([]);
   });
+  it('a route already gone when ccm deletes it ("No such process" from ip) is done, as in production', async () => {
+    // The runner used to throw a plain Error, so this path of HostRoutes.delete (a RetryableError)
+    // was never run by these tests.
+    const gone = { name: '10.244.99.0/24', destinationCIDR: '10.244.99.0/24', nextHop: '192.168.56.99' };
+    await expect(hostRoutes('main').delete(CLUSTER, gone)).resolves.toBeUndefined();
+  });
+
+  it('a table another program uses (a VPN default route behind its fwmark rule): only Pod traffic is sent to it', async () => {
+    await ip('link', 'add', 'up0', 'type', 'veth', 'peer', 'name', 'up1');
+    try {
+      await ip('addr', 'add', '10.99.0.2/24', 'dev', 'up0');
+      await ip('link', 'set', 'up0', 'up');
+      await ip('link', 'set', 'up1', 'up');
+      await ip('route', 'add', 'default', 'via', '10.99.0.254', 'dev', 'up0', 'table', '200');
+      await ip('rule', 'add', 'fwmark', '0x1', 'lookup', '200', 'priority', '1000');
+      const before = await nextHop('192.168.56.77');
+      await worker(11);
+      await start('200');
+      await routeCreated('vm11');
+      // Review F5: ccm's `from all lookup 200` sent the host's own LAN traffic via 10.99.0.254.
+      expect({
+        before,
+        after: await nextHop('192.168.56.77'),
+        pod: await nextHop('10.244.11.7'),
+      }).toMatchObject({
+        before: { dev: 'vboxnet0' },
+        after: { dev: 'vboxnet0' },
+        pod: { gateway: '192.168.56.11' },
+      });
+      expect((await nextHop('192.168.56.77'))?.gateway).toBeUndefined();
+      expect(JSON.parse(await ip('-json', 'rule', 'show', 'table', '200'))).toEqual([
+        { priority: 1000, src: 'all', fwmark: '0x1', table: '200' },
+        { priority: 32765, src: 'all', dst: '10.244.0.0', dstlen: 16, table: '200' },
+      ]);
+    } finally {
+      await ccm?.stop();
+      ccm = undefined;
+      await execa('ip', ['-n', NS, 'rule', 'del', 'lookup', '200', 'priority', '32765'], { reject: false });
+      await execa('ip', ['-n', NS, 'rule', 'del', 'fwmark', '0x1', 'lookup', '200', 'priority', '1000'], {
+        reject: false,
+      });
+      await execa('ip', ['-n', NS, 'route', 'flush', 'table', '200'], { reject: false });
+      await execa('ip', ['-n', NS, 'link', 'del', 'up0'], { reject: false });
+    }
+  }, 60_000);
+
+  it("a Node reporting addresses inside routed Nodes' Pod CIDRs taints none of them and takes none of their traffic", async () => {
+    await twoRoutedWorkers();
+    const c = ccm as InProcess;
+    // Review F1: ExternalIPs inside vm11's and vm12's Pod CIDRs made both NoRouteCreated, every pass.
+    await api.createNode({
+      body: nodeObject({
+        name: 'evil',
+        tainted: false,
+        addresses: [
+          { type: 'InternalIP', address: '192.168.56.66' },
+          { type: 'ExternalIP', address: '10.244.11.7' },
+          { type: 'ExternalIP', address: '10.244.12.7' },
+        ],
+      }),
+    });
+    // Review F7: with such an address, a Pod CIDR nested in vm11's was routed to the hostile Node.
+    await api.createNode({
+      body: nodeObject({
+        name: 'evil2',
+        tainted: false,
+        addresses: [
+          { type: 'InternalIP', address: '192.168.56.67' },
+          { type: 'ExternalIP', address: '10.244.11.8' },
+        ],
+        podCIDR: '10.244.11.128/25',
+      }),
+    });
+    await until(
+      'evil2 NoRouteCreated',
+      async () => network(await api.readNode({ name: 'evil2' })) === 'NoRouteCreated',
+    );
+    await morePasses(c, 3);
+    expect({
+      vm11: network(await api.readNode({ name: 'vm11' })),
+      vm12: network(await api.readNode({ name: 'vm12' })),
+      toVm11Pod: (await nextHop('10.244.11.200'))?.gateway,
+      routes: await routes(),
+    }).toEqual({
+      vm11: 'RouteCreated',
+      vm12: 'RouteCreated',
+      toVm11Pod: '192.168.56.11',
+      routes: [
+        `10.244.11.0/24 via 192.168.56.11 realm ${REALM}`,
+        `10.244.12.0/24 via 192.168.56.12 realm ${REALM}`,
+      ],
+    });
+  }, 60_000);
+
+  it('an InternalIP "192.168.56" (three parts, 192.168.56.0 to iproute2) is no next hop: no route, no churn, no ambiguity hidden', async () => {
+    // Review F3/F3b: routed via 192.168.56.0, which no Node owned by ccm's reading, so deleted and
+    // made again every pass; with a Node at 192.168.56.0 the copy's CIDR went to that Node.
+    await nodeWith('a', '192.168.56.0', '10.244.1.0/24');
+    await nodeWith('odd', '192.168.56', '10.244.66.0/24');
+    const c = await start();
+    await routeCreated('a');
+    await until(
+      'odd NoRouteCreated',
+      async () => network(await api.readNode({ name: 'odd' })) === 'NoRouteCreated',
+    );
+    ipCalls.length = 0;
+    await morePasses(c, 4);
+    expect({
+      routes: await routes(),
+      changes: ipCalls.filter((a) => a.includes('replace') || a.includes('del')),
+    }).toEqual({ routes: [`10.244.1.0/24 via 192.168.56.0 realm ${REALM}`], changes: [] });
+  }, 60_000);
 });

@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import { InvalidConfigError, RetryableError } from '../errors.js';
-import { nextHopFor } from '../next-hop.js';
+import { nextHopFor, strictAddress, strictCIDR } from '../next-hop.js';
 import type { Route, Routes, RouteTarget } from '../types.js';
 
 /**
@@ -75,42 +75,78 @@ const RULE_PRIORITY = '32765';
 const NO_TABLE = /FIB table does not exist/;
 /** iproute2's answer to a table name none of its rt_tables files holds. */
 const UNKNOWN_TABLE = /table id value is invalid/;
-/** `ip rule add` of a rule the kernel already has, identical in every attribute (another process's). */
+/**
+ * `ip rule add` of a rule the kernel counts as existing. The kernel compares only the selectors the
+ * new rule sets (fib4_rule_compare): a rule at the same priority with one more (a `from`) is "File
+ * exists" too, so ccm looks again for its own.
+ */
 const RULE_EXISTS = /File exists/;
 
-/**
- * The kernel's reserved table ids (linux/rtnetlink.h `rt_class_t`): iproute2 prints 254 as `main` and
- * 253 as `default`, so a number given for one of them is that table, looked up by the kernel's own rules.
- */
-const KERNEL_LOOKS_UP = new Set(['main', 'default', '254', '253']);
 const MAX_TABLE_ID = 0xffff_ffff;
+/**
+ * Tables no Pod route may go to (linux/rtnetlink.h `rt_class_t`): 0 (`unspec`, which `ip route show`
+ * reads as every table, and where a route added lands in main), 253 (`default`, looked up by rule 32767
+ * after main, whose own default route takes every Pod packet first) and 255 (`local`, the kernel's).
+ */
+const RESERVED_TABLES: Record<string, string> = {
+  '0': '0 (unspec) is no table: a route there lands in main, and listing it lists every table',
+  unspec: '0 (unspec) is no table: a route there lands in main, and listing it lists every table',
+  all: 'all is no table but every table',
+  '253': 'the default table (253) is looked up after main, whose default route takes every Pod packet first',
+  default:
+    'the default table (253) is looked up after main, whose default route takes every Pod packet first',
+  '255': "the local table (255) is the kernel's",
+  local: "the local table (255) is the kernel's",
+};
+
+/** `main` is looked up by the kernel's own rule (32766); any other table only through an `ip rule`. */
+const isMain = (table: string) => table === 'main' || table === '254';
 
 /**
- * A rule that sends every packet to its table before main's rule (32766) does: `from all lookup T`
- * with no other selector (a `from 10.0.0.0/8`, `fwmark`, `iif` or `not` rule leaves other packets to
- * main), at ccm's priority or before. A rule after main's would see only what main has no route for.
+ * ccm's rule for one cluster CIDR, as `ip -json rule show` prints it: `to <cidr> lookup <table>` at
+ * ccm's priority and no other selector, or undefined. Only Pod traffic reaches the table: a table
+ * another program also uses (a VPN's default route, reached by its own fwmark rule) is not put in
+ * front of the host's own traffic.
  */
-function forEveryPacketBeforeMain(rule: Record<string, unknown>): boolean {
-  const selectorFree = Object.keys(rule).every((k) => ['priority', 'src', 'table', 'protocol'].includes(k));
-  return selectorFree && rule.src === 'all' && Number(rule.priority) <= Number(RULE_PRIORITY);
+function ruleDestination(rule: Record<string, unknown>): string | undefined {
+  const only = Object.keys(rule).every((k) => ['priority', 'src', 'dst', 'dstlen', 'table'].includes(k));
+  if (!only || rule.src !== 'all' || String(rule.priority) !== RULE_PRIORITY) return undefined;
+  const dst = typeof rule.dst === 'string' ? strictAddress(rule.dst) : undefined;
+  return dst && typeof rule.dstlen === 'number' ? `${dst.toString()}/${rule.dstlen}` : undefined;
+}
+
+/** A CIDR as the kernel keeps a rule's destination: its host bits cleared. */
+function networkOf([addr, bits]: [ipaddr.IPv4 | ipaddr.IPv6, number]): string {
+  const bytes = addr
+    .toByteArray()
+    .map((b, i) => b & (0xff << (8 - Math.max(0, Math.min(8, bits - i * 8)))) & 0xff);
+  return `${ipaddr.fromByteArray(bytes).toString()}/${bits}`;
+}
+
+/** Whether `cidr` lies inside `range` (both canonical CIDRs of one family). */
+function within(cidr: string, range: string): boolean {
+  const inner = strictCIDR(cidr);
+  const outer = strictCIDR(range);
+  return (
+    !!inner && !!outer && inner[0].kind() === outer[0].kind() && inner[1] >= outer[1] && inner[0].match(outer)
+  );
 }
 
 export class HostRoutes implements Routes {
-  /** The rule check in flight per family: concurrent creates share it, so one `ip rule add` at most. */
+  /** The rule check in flight per family and CIDR: concurrent creates share it, so one `ip rule add` at most. */
   private readonly ruleInFlight = new Map<string, Promise<void>>();
 
   constructor(
     private readonly table: string,
     private readonly ip: IpRunner = runIp,
   ) {
+    const reserved = RESERVED_TABLES[table];
+    if (reserved)
+      throw new InvalidConfigError(`--cloudlycke-route-table: ${reserved}; use main or a table of ccm's`);
     // No leading zero: iproute2 would read 0254 as octal, another table than the 254 it looks like.
-    if (!/^(main|default|local|[1-9]\d*|[A-Za-z][\w.-]*)$/.test(table))
+    if (!/^(main|[1-9]\d*|[A-Za-z][\w.-]*)$/.test(table))
       throw new InvalidConfigError(
         `--cloudlycke-route-table: "${table}" is not a routing table name or number`,
-      );
-    if (table === 'local' || table === '255')
-      throw new InvalidConfigError(
-        "--cloudlycke-route-table: the local table (255) is the kernel's; use main or a table of ccm's",
       );
     if (/^\d+$/.test(table) && Number(table) > MAX_TABLE_ID)
       throw new InvalidConfigError(
@@ -140,36 +176,51 @@ export class HostRoutes implements Routes {
   }
 
   /**
-   * Whether a packet can reach the table: main and default are looked up by the kernel's own rules;
-   * any other table only through an `ip rule` (without one, its routes exist but nothing uses them).
-   * `ip rule show table X` lets iproute2 resolve X, a name or a number, and the kernel compare ids:
-   * the printed table is a name wherever rt_tables has one, so comparing text could not tell 100
-   * from its name.
+   * The cluster CIDRs whose Pod traffic reaches the table: main is looked up by the kernel's own rule
+   * (undefined: every destination); any other table only through ccm's `ip rule` (without one, its
+   * routes exist but nothing uses them). `ip -N rule show table X` lets iproute2 resolve X, a name or
+   * a number, the kernel compare ids, and prints ids: a name iproute2 resolves to a reserved table
+   * shows that table's rules (and unspec, 0, every rule), and is refused.
    */
-  private async looksUp(flag: string, signal?: AbortSignal): Promise<boolean> {
-    if (KERNEL_LOOKS_UP.has(this.table)) return true;
-    const text = await this.run([flag, '-json', 'rule', 'show', 'table', this.table], signal);
-    return (JSON.parse(text.trim() || '[]') as Record<string, unknown>[]).some(forEveryPacketBeforeMain);
+  private async ruleDestinations(flag: string, signal?: AbortSignal): Promise<string[] | undefined> {
+    if (isMain(this.table)) return undefined;
+    const text = await this.run([flag, '-N', '-json', 'rule', 'show', 'table', this.table], signal);
+    const rules = JSON.parse(text.trim() || '[]') as Record<string, unknown>[];
+    const reserved = rules.find((r) => RESERVED_TABLES[String(r.table)]);
+    if (reserved)
+      throw new InvalidConfigError(
+        `--cloudlycke-route-table: iproute2 reads "${this.table}" as table ${String(reserved.table)}: ${RESERVED_TABLES[String(reserved.table)]}; use main or a table of ccm's`,
+      );
+    return rules.flatMap((r) => ruleDestination(r) ?? []);
   }
 
   /**
-   * Adds the rule that looks up the table unless one does. Idempotent: a rule another process added
-   * in between is "File exists", which is the rule wanted. The check is shared by the creates in
-   * flight, so they do not each add it (all but one would fail with "File exists", and a kernel that
-   * does not check rules for duplicates would keep them all).
+   * Adds ccm's rule for `cidr` (a cluster CIDR) unless it is there. Idempotent: the rule another
+   * process added in between is "File exists", which is the rule wanted once seen. The check is shared
+   * by the creates in flight, so they do not each add it (all but one would fail with "File exists",
+   * and a kernel that does not check rules for duplicates would keep them all).
    */
-  private ensureLookedUp(flag: string, signal?: AbortSignal): Promise<void> {
-    let pending = this.ruleInFlight.get(flag);
+  private ensureLookedUp(flag: string, cidr: string, signal?: AbortSignal): Promise<void> {
+    const key = `${flag} ${cidr}`;
+    let pending = this.ruleInFlight.get(key);
     if (!pending) {
       pending = (async () => {
-        if (await this.looksUp(flag, signal)) return;
-        await this.run([flag, 'rule', 'add', 'lookup', this.table, 'priority', RULE_PRIORITY], signal).catch(
+        const have = await this.ruleDestinations(flag, signal);
+        if (!have || have.includes(cidr)) return;
+        const add = [flag, 'rule', 'add', 'to', cidr, 'lookup', this.table, 'priority', RULE_PRIORITY];
+        const exists = await this.run(add, signal).then(
+          () => false,
           (err: unknown) => {
-            if (!(err instanceof Error && RULE_EXISTS.test(err.message))) throw err;
+            if (err instanceof Error && RULE_EXISTS.test(err.message)) return true;
+            throw err;
           },
         );
-      })().finally(() => this.ruleInFlight.delete(flag));
-      this.ruleInFlight.set(flag, pending);
+        if (exists && !(await this.ruleDestinations(flag, signal))?.includes(cidr))
+          throw new InvalidConfigError(
+            `ip ${add.join(' ')}: File exists, yet no rule "to ${cidr} lookup ${this.table}" without other selectors is there: a rule of priority ${RULE_PRIORITY} for table ${this.table} with more selectors stands in for it; remove that rule`,
+          );
+      })().finally(() => this.ruleInFlight.delete(key));
+      this.ruleInFlight.set(key, pending);
     }
     return pending;
   }
@@ -178,8 +229,9 @@ export class HostRoutes implements Routes {
     const realm = realmOf(clusterID);
     const routes: Route[] = [];
     for (const family of ['-4', '-6']) {
-      // Routes of a table no rule looks up are made again (create adds the rule), not counted as done.
-      const unused = !(await this.looksUp(family, signal));
+      // Routes no rule of ccm's sends Pod traffic to are made again (create adds the rule), not
+      // counted as done.
+      const ruled = await this.ruleDestinations(family, signal);
       const listed = await this.show(
         [family, '-json', 'route', 'show', 'table', this.table, 'proto', 'static'],
         signal,
@@ -191,7 +243,7 @@ export class HostRoutes implements Routes {
           name: cidr,
           destinationCIDR: cidr,
           nextHop: r.gateway,
-          ...(unused ? { incomplete: true } : {}),
+          ...(ruled && !ruled.some((range) => within(cidr, range)) ? { incomplete: true } : {}),
         });
       }
     }
@@ -201,7 +253,7 @@ export class HostRoutes implements Routes {
   async create(
     clusterID: string,
     _nameHint: string,
-    route: { targetNode: RouteTarget; destinationCIDR: string },
+    route: { targetNode: RouteTarget; destinationCIDR: string; clusterCIDR?: string },
     signal?: AbortSignal,
   ): Promise<void> {
     const cidr = route.destinationCIDR;
@@ -219,7 +271,12 @@ export class HostRoutes implements Routes {
       throw new InvalidConfigError(
         `table ${this.table} already has a route to ${cidr}${foreign.gateway ? ` via ${foreign.gateway}` : ''} that is not this cluster's; remove it or give the Node another Pod CIDR`,
       );
-    await this.ensureLookedUp(flag, signal);
+    // The rule covers the cluster CIDR (one rule, not one per Pod CIDR); without one given, the route.
+    await this.ensureLookedUp(
+      flag,
+      networkOf(strictCIDR(route.clusterCIDR ?? cidr) ?? ipaddr.parseCIDR(cidr)),
+      signal,
+    );
     await this.run(
       [
         flag,

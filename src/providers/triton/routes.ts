@@ -1,5 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import { InvalidConfigError, RetryableError } from '../errors.js';
+import { strictAddress } from '../next-hop.js';
 import { parseProviderID } from '../provider-id.js';
 import type { Route, Routes, RouteTarget } from '../types.js';
 import type { FabricNetwork, Machine, TritonClient } from './client.js';
@@ -258,9 +259,8 @@ function gatewayOn(network: FabricNetwork, target: RouteTarget): string {
   const subnet =
     network.subnet && ipaddr.isValidCIDR(network.subnet) ? ipaddr.parseCIDR(network.subnet) : undefined;
   const inside = target.addresses.find((a) => {
-    if (a.type !== 'InternalIP' || !ipaddr.isValid(a.address) || !subnet) return false;
-    const ip = ipaddr.parse(a.address);
-    return ip.kind() === subnet[0].kind() && ip.match(subnet);
+    const ip = a.type === 'InternalIP' ? strictAddress(a.address) : undefined;
+    return !!ip && !!subnet && ip.kind() === subnet[0].kind() && ip.match(subnet);
   });
   if (!inside) {
     throw new InvalidConfigError(

@@ -7,6 +7,8 @@ import {
   refusal,
 } from '../../../src/controllers/routes.js';
 import type { SlimNode } from '../../../src/kube/slim-node.js';
+import { InvalidConfigError } from '../../../src/providers/errors.js';
+import { nextHopFor } from '../../../src/providers/next-hop.js';
 import type { Route } from '../../../src/providers/types.js';
 
 const node = (
@@ -99,6 +101,28 @@ describe('planRoutes (upstream route_controller reconcile)', () => {
     expect(refusal('fd00:10:244:1::/64', range, ['fd00:10:244:2::1', '10.244.1.1'])).toBeUndefined();
   });
 
+  it('a Pod CIDR with a leading zero is refused, not read as octal', () => {
+    // Review F2: 10.244.010.0/24 (10.244.10.0/24 to Go, which stored it) was routed as 10.244.8.0/24,
+    // and a younger Node given 10.244.8.0/24 by node IPAM was refused.
+    const early = node(1, ['10.244.010.0/24'], {
+      metadata: { name: 'w1', creationTimestamp: '2024-01-01T00:00:00Z' },
+    });
+    const victim = node(8, ['10.244.8.0/24'], {
+      metadata: { name: 'w8', creationTimestamp: '2024-06-01T00:00:00Z' },
+    });
+    const plan = planRoutes([early, victim], [], range);
+    expect(plan.create.map((c) => `${c.node} ${c.destinationCIDR}`)).toEqual(['w8 10.244.8.0/24']);
+    expect(plan.refused.map((r) => [r.node, r.why])).toEqual([
+      [
+        'w1',
+        '10.244.010.0/24 is not a CIDR read one way only (four decimal parts without leading zeros, or IPv6)',
+      ],
+    ]);
+    for (const cidr of ['10.244.1.0/024', '10.244.1/24', '0x0a.244.1.0/24', 'fd00:10:244:1::/129'])
+      expect(refusal(cidr, range, []), cidr).toMatch(/is not a CIDR/);
+    expect(() => parseClusterCIDRs('10.244.00.0/16')).toThrow(/is not a CIDR/);
+  });
+
   it('a Pod CIDR two Nodes claim is routed to one: the Node it already goes to, else the oldest', () => {
     const a = node(1, ['10.244.1.0/24'], {
       metadata: { name: 'w1', creationTimestamp: '2026-01-02T00:00:00Z' },
@@ -188,6 +212,92 @@ describe('planRoutes (upstream route_controller reconcile)', () => {
       expect(refusedOf(plan).map(([n]) => n)).toEqual(['w2']);
     });
 
+    it("a Node reporting an address inside a routed Node's Pod CIDR frees no place for its own nested claim", () => {
+      // Review F7: the ExternalIP made w1's routed /24 refused, a refused claim took no part in the
+      // overlap contest, and the hostile /25 inside it was routed: half of w1's Pod traffic taken.
+      const victim = claimant(1, '10.244.11.0/24', 1);
+      const evil = node(66, ['10.244.11.128/25'], {
+        metadata: { name: 'evil', ...at(2) },
+        status: {
+          addresses: [
+            { type: 'InternalIP', address: '10.0.0.66' },
+            { type: 'ExternalIP', address: '10.244.11.7' },
+          ],
+        },
+      });
+      for (const listed of [[route('10.244.11.0/24', '10.0.0.1')], []]) {
+        const plan = planRoutes([victim, evil], listed, range);
+        expect(plan.create.map((c) => c.node)).toEqual(listed.length ? [] : ['w1']);
+        expect(refusedOf(plan)).toEqual([
+          [
+            'evil',
+            '10.244.11.128/25 overlaps 10.244.11.0/24, the Pod CIDR of Node w1, which is routed to it',
+          ],
+        ]);
+      }
+    });
+
+    it('a claim refused for a Node address still blocks younger claims overlapping it', () => {
+      // The address is an older Node's, so w2's /24 is refused; a still younger /25 inside it must not
+      // take its place (it would keep it as routed once the address went).
+      const holder = node(1, [], {
+        metadata: { name: 'w1', ...at(1) },
+        status: { addresses: [{ type: 'InternalIP', address: '10.244.11.7' }] },
+      });
+      const refused = claimant(2, '10.244.11.0/24', 2);
+      const nested = claimant(3, '10.244.11.128/25', 3);
+      const plan = planRoutes([nested, refused, holder], [], range);
+      expect(plan.create).toEqual([]);
+      expect(refusedOf(plan).sort()).toEqual([
+        ['w2', '10.244.11.0/24 holds the Node address 10.244.11.7 (Node w1)'],
+        [
+          'w3',
+          '10.244.11.128/25 overlaps 10.244.11.0/24, the Pod CIDR of Node w2, which keeps its place though it is not routed now',
+        ],
+      ]);
+    });
+
+    it("a younger Node's addresses inside other Nodes' Pod CIDRs refuse none of them", () => {
+      // Review F1: one Node without a Pod CIDR reporting an ExternalIP in each turned every routed
+      // Node NoRouteCreated, a warning and an event each, every pass.
+      const a = claimant(1, '10.244.1.0/24', 1);
+      const b = claimant(2, '10.244.2.0/24', 2);
+      const c = claimant(3, '10.244.3.0/24', 3);
+      const evil = node(66, [], {
+        metadata: { name: 'evil', ...at(4) },
+        status: {
+          addresses: [
+            { type: 'InternalIP', address: '10.0.0.66' },
+            { type: 'ExternalIP', address: '10.244.1.1' },
+            { type: 'ExternalIP', address: '10.244.2.1' },
+            { type: 'InternalIP', address: '10.244.3.1' },
+          ],
+        },
+      });
+      const routed = [route('10.244.1.0/24', '10.0.0.1'), route('10.244.2.0/24', '10.0.0.2')];
+      const plan = planRoutes([a, b, c, evil], routed, range);
+      expect({ complete: plan.complete, refused: plan.refused, delete: plan.delete }).toEqual({
+        complete: ['w1', 'w2'],
+        refused: [],
+        delete: [],
+      });
+      expect(plan.create.map((x) => x.node)).toEqual(['w3']);
+      // An older Node's address still refuses a younger claim, and a Node's own address its own.
+      const older = node(9, [], {
+        metadata: { name: 'w9', ...at(1) },
+        status: { addresses: [{ type: 'InternalIP', address: '10.244.4.9' }] },
+      });
+      const own = node(5, ['10.244.5.0/24'], {
+        metadata: { name: 'w5', ...at(5) },
+        status: { addresses: [{ type: 'InternalIP', address: '10.244.5.5' }] },
+      });
+      const later = planRoutes([older, claimant(4, '10.244.4.0/24', 2), own], [], range);
+      expect(refusedOf(later)).toEqual([
+        ['w4', '10.244.4.0/24 holds the Node address 10.244.4.9 (Node w9)'],
+        ['w5', '10.244.5.0/24 holds the Node address 10.244.5.5 (Node w5)'],
+      ]);
+    });
+
     it('5,000 Nodes plan in a few seconds at most (checking each address against each Pod CIDR took 23 s)', () => {
       const many = Array.from({ length: 5000 }, (_, i) =>
         node(i, [`10.${100 + (i >> 8)}.${i & 255}.0/24`], {
@@ -259,17 +369,47 @@ describe('planRoutes (upstream route_controller reconcile)', () => {
       const copycat = node(2, ['fd00:10:244:2::/64'], {
         status: { addresses: [{ type: 'InternalIP', address: 'fd00:56:0:0::11' }] },
       });
-      const octal = claiming(3, '10.0.0.014', '10.244.3.0/24');
-      const plan = planRoutes(
-        [victim, copycat, octal, node(12)],
-        [route('10.244.12.0/24', '10.0.0.12')],
-        range,
-      );
-      expect(plan.ambiguous).toEqual([
-        { address: 'fd00:56::11', nodes: ['w1', 'w2'] },
-        { address: '10.0.0.12', nodes: ['w12', 'w3'] },
-      ]);
+      const plan = planRoutes([victim, copycat], [route('fd00:10:244:1::/64', 'fd00:56::11')], range);
+      expect(plan.ambiguous).toEqual([{ address: 'fd00:56::11', nodes: ['w1', 'w2'] }]);
       expect({ create: plan.create, delete: plan.delete }).toEqual({ create: [], delete: [] });
+    });
+
+    it('a form readers disagree on (192.168.56, an octal 10.0.0.014) is no address: no route goes via it', () => {
+      // iproute2 reads "192.168.56" as 192.168.56.0 and ipaddr.js as 192.168.0.56: routed via one,
+      // listed via the other, no Node owned the route, and it was deleted and made again every pass;
+      // nor was a Node at 192.168.56.0 ambiguous with it.
+      const a = claiming(1, '192.168.56.0', '10.244.1.0/24');
+      const threePart = claiming(2, '192.168.56', '10.244.2.0/24');
+      const octal = claiming(3, '10.0.0.014', '10.244.3.0/24');
+      const listed = [route('10.244.1.0/24', '192.168.56.0'), route('10.244.12.0/24', '10.0.0.12')];
+      const plan = planRoutes([a, threePart, octal, node(12)], listed, range);
+      expect({ ambiguous: plan.ambiguous, delete: plan.delete, complete: plan.complete }).toEqual({
+        ambiguous: [],
+        delete: [],
+        complete: ['w1', 'w12'],
+      });
+      // Their creates reach the provider, whose nextHopFor refuses them in one line (NoRouteCreated).
+      for (const c of plan.create.filter((x) => x.node !== 'w12'))
+        expect(() => nextHopFor(c.target, c.destinationCIDR)).toThrow(/has no IPv4 InternalIP/);
+      expect(plan.create.map((c) => c.node)).toEqual(['w2', 'w3']);
+      const odd = (address: string) => ({
+        name: 'n',
+        providerID: '',
+        addresses: [{ type: 'InternalIP' as const, address }],
+      });
+      expect(nextHopFor(odd('fd00:56:0:0::11'), 'fd00:10:244:1::/64')).toBe('fd00:56::11');
+      expect(nextHopFor(odd('192.168.56.11'), '10.244.1.0/24')).toBe('192.168.56.11');
+      for (const address of [
+        '192.168.56',
+        '0xc0.168.56.11',
+        '192.168.056.11',
+        'fe80::1%eth0',
+        '::ffff:1.2.3.04',
+      ])
+        expect(
+          () => nextHopFor(odd(address), address.includes(':') ? 'fd00::/64' : '10.244.1.0/24'),
+          address,
+        ).toThrow(InvalidConfigError);
     });
 
     it('an ExternalIP two Nodes share (one NAT address) is no next hop: both are routed as ever', () => {
