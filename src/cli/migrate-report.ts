@@ -55,8 +55,8 @@ export function migrateReport(result: MigrateResult): Report<ServicePlan> {
           : result.wrote
             ? `${plural(adopt.length, 'load balancer')} of ${result.from} handed to ccm (cluster ${result.clusterID}); --rollback gives them back`
             : result.workloads.length === 0 && result.leases.length === 0
-            ? `nothing to do: no ${result.from} found (no Deployment, DaemonSet or Lease of it), and no load balancer of it`
-            : `nothing to do: no load balancer of ${result.from} to hand over`;
+              ? `nothing to do: no ${result.from} found (no Deployment, DaemonSet or Lease of it), and no load balancer of it`
+              : `nothing to do: no load balancer of ${result.from} to hand over`;
   const found = [
     `cluster name in its names and tags: ${result.officialCluster ? `"${result.officialCluster}"` : 'none'} (${result.officialClusterFrom})`,
     ...result.workloads.map((w) => `${w.kind} ${w.namespace}/${w.name}: ${plural(w.replicas, 'replica')}`),

@@ -345,10 +345,10 @@ describe('ccm migrate --provider digitalocean', () => {
 
     // --rollback alone is a plan, as `cluster prepare --rollback`: shown, nothing written.
     const writesBeforePlan = await ccmWrites();
-    const plan = await migrate('--rollback', '-o', 'json');
-    expect(plan.exitCode).toBe(0);
-    expect(JSON.parse(plan.stdout)).toMatchObject({ mode: 'rollback-dry-run', wrote: false });
-    expect(JSON.parse(plan.stdout).services.map((s: { action: string }) => s.action)).toEqual([
+    const rollbackPlan = await migrate('--rollback', '-o', 'json');
+    expect(rollbackPlan.exitCode).toBe(0);
+    expect(JSON.parse(rollbackPlan.stdout)).toMatchObject({ mode: 'rollback-dry-run', wrote: false });
+    expect(JSON.parse(rollbackPlan.stdout).services.map((s: { action: string }) => s.action)).toEqual([
       'restore',
       'restore',
     ]);
