@@ -50,7 +50,11 @@ export class Terminal {
     const session = `ccm-tty-${process.pid}-${Math.random().toString(16).slice(2, 8)}`;
     // A person's terminal: CI runs set CI=true, which makes chalk drop colour even on a TTY.
     const env = { CI: undefined, ...options.env };
-    const envArgs = Object.entries(env).map(([k, v]) => (v === undefined ? `-u ${k}` : `${k}=${quote(v)}`));
+    // env(1) takes its -u options before the first NAME=VALUE.
+    const envArgs = [
+      ...Object.entries(env).flatMap(([k, v]) => (v === undefined ? [`-u ${k}`] : [])),
+      ...Object.entries(env).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${quote(v)}`])),
+    ];
     // The shell outlives a Ctrl-C typed into the terminal (its trap), to write the CLI's exit status.
     const node = quote(options.node ?? process.execPath);
     const command = `trap true INT; env ${envArgs.join(' ')} ${node} ${quote(bin)} ${args.map(quote).join(' ')}; echo $? > ${quote(status)}; sleep 3600`;
@@ -75,13 +79,15 @@ export class Terminal {
     return stdout.replace(/\n+$/, '');
   }
 
-  /** Waits until `text` is on the screen; returns the screen (joined). */
-  async waitFor(text: string, timeoutMs = MARGIN_MS): Promise<string> {
+  /** Waits until `text` is on the screen (`times` times: a question asked again); returns the screen (joined). */
+  async waitFor(text: string, timeoutMs = MARGIN_MS, times = 1): Promise<string> {
     return poll(timeoutMs, async () => {
       const now = await this.screen({ joined: true });
-      return now.includes(text) ? now : undefined;
+      return now.split(text).length > times ? now : undefined;
     }).catch(async () => {
-      throw new Error(`timed out waiting for "${text}"; the screen:\n${await this.screen({ joined: true })}`);
+      throw new Error(
+        `timed out waiting for "${text}"${times > 1 ? ` (${times} times)` : ''}; the screen:\n${await this.screen({ joined: true })}`,
+      );
     });
   }
 
