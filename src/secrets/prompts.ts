@@ -10,6 +10,7 @@ import { isFilePath, type Resolved, readValueFile } from './values.js';
  * masked; each answer is checked as it is typed (required, a readable file, a passphrase that
  * opens the key), and the schema's default is shown.
  */
+
 /** The providers whose credentials a Secret can hold (Cloudlycke keeps none, so it is not offered). */
 export async function promptProvider(): Promise<string> {
   const offered = await Promise.all(
@@ -36,20 +37,30 @@ export function passphraseField(definition: ProviderDefinition): CredentialField
 export interface PromptOptions {
   sshDir?: string;
   agentSocket?: string;
+  /** Ask only these fields (asked again after the cloud refused them). */
+  only?: ReadonlySet<string>;
+  /** Earlier answers, offered as the default of a field that is not secret. */
+  previous?: ReadonlyMap<string, string>;
 }
 
+/** Asks for each field nothing else gave; returns the keys of the fields it asked for. */
 export async function promptMissing(
   definition: ProviderDefinition,
   resolved: Resolved,
   options: PromptOptions,
-): Promise<void> {
+): Promise<string[]> {
   const passphrase = passphraseField(definition);
+  const asked: string[] = [];
   for (const field of definition.credentials.fields) {
     if (resolved.has(field.key) || field === passphrase) continue;
+    if (options.only && !options.only.has(field.key)) continue;
     // Only what the Secret holds is asked; the rest belongs to `ccm run`'s own flags.
     if (!field.secretKey) continue;
+    asked.push(field.key);
     const label = `${field.description}${field.required ? '' : ' (optional, Enter to skip)'}`;
     const required = (value: string) => (field.required && !value.trim() ? `${field.key} is required` : true);
+    const previous = field.secret ? undefined : options.previous?.get(field.key);
+    const fallback = previous ?? field.default;
     let value: string;
     switch (field.prompt) {
       case 'password':
@@ -78,7 +89,7 @@ export async function promptMissing(
       default:
         value = await input({
           message: label,
-          ...(field.default ? { default: field.default } : {}),
+          ...(fallback ? { default: fallback } : {}),
           validate: required,
         });
     }
@@ -89,6 +100,29 @@ export async function promptMissing(
       source: field.default !== undefined && value.trim() === field.default ? 'default' : 'prompt',
     });
   }
+  return asked;
+}
+
+/**
+ * Asks again for `keys` (after the cloud refused the credentials); a field that is not secret
+ * offers its earlier answer, and a key chosen again is asked its passphrase again.
+ */
+export async function promptAgain(
+  definition: ProviderDefinition,
+  resolved: Resolved,
+  keys: readonly string[],
+  options: PromptOptions,
+): Promise<void> {
+  const previous = new Map<string, string>();
+  for (const key of keys) {
+    const value = resolved.get(key)?.value;
+    if (value !== undefined) previous.set(key, value);
+    resolved.delete(key);
+  }
+  const passphrase = passphraseField(definition);
+  const keyField = definition.credentials.fields.find((f) => f.prompt === 'ssh-key');
+  if (passphrase && keyField && keys.includes(keyField.key)) resolved.delete(passphrase.key);
+  await promptMissing(definition, resolved, { ...options, only: new Set(keys), previous });
 }
 
 /**

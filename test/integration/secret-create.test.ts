@@ -365,13 +365,18 @@ describe('ccm secret create, scripted, every other provider', { timeout: 240_000
   });
 });
 
-/** `ccm secret create` in a terminal; `answer` types into it, step by step, as the screen asks. */
+/**
+ * `ccm secret create` in a terminal; `answer` types into it, step by step, as the screen asks: a step
+ * waits for its text (`[text, n]`: the n-th time it is on the screen, for a question asked again).
+ */
 async function inTerminal(
   args: string[],
   env: Record<string, string>,
-  answer: (step: (waitText: string, ...keys: string[]) => Promise<void>) => Promise<void>,
+  answer: (step: (waitText: string | [string, number], ...keys: string[]) => Promise<void>) => Promise<void>,
+  options: { kubeconfig?: string } = {},
 ) {
-  const terminal = await Terminal.open(['secret', 'create', '--kubeconfig', cp.kubeconfigPath, ...args], {
+  const kubeconfig = options.kubeconfig ?? cp.kubeconfigPath;
+  const terminal = await Terminal.open(['secret', 'create', '--kubeconfig', kubeconfig, ...args], {
     width: 200,
     height: 60,
     env: { ...CLEAN_ENV, ...env },
@@ -379,7 +384,8 @@ async function inTerminal(
   const seen: string[] = [];
   try {
     await answer(async (waitText, ...keys) => {
-      seen.push(await terminal.waitFor(waitText));
+      const [text, times] = typeof waitText === 'string' ? [waitText, 1] : waitText;
+      seen.push(await terminal.waitFor(text, undefined, times));
       await terminal.type(...keys);
     });
     const code = await terminal.exit();
@@ -388,6 +394,9 @@ async function inTerminal(
     await terminal.close();
   }
 }
+
+/** How often `text` is on `screen`. */
+const count = (screen: string, text: string) => screen.split(text).length - 1;
 
 describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
   it('Ctrl-C at a prompt: one line, exit 130, nothing written', async () => {
@@ -399,6 +408,92 @@ describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
     expect(screen).toContain('ccm: cancelled at the prompt (Ctrl-C); nothing was written');
     expect(screen).not.toContain('force closed');
     expect(await readSecret('digitalocean')).toBeUndefined();
+  });
+
+  it('Ctrl-C while the task list runs: one line, exit 130, nothing written', async () => {
+    await deleteSecret('digitalocean');
+    const sim = await DigitalOceanSimulator.start();
+    try {
+      // The cloud takes its time to answer: the step is still running when Ctrl-C comes.
+      sim.fault({ path: '/v2/account', hang: true, times: 10 });
+      const { code, screen } = await inTerminal(
+        ['--provider', 'digitalocean', '--cloud-api-url', sim.url],
+        { DO_ACCESS_TOKEN: sim.token },
+        async (step) => {
+          await step('Region slug', 'Enter');
+          await step('VPC id', 'Enter');
+          await step('Validate the credentials with the cloud', 'C-c');
+        },
+      );
+      expect(code).toBe(130);
+      expect(screen).toContain('ccm: cancelled (Ctrl-C); nothing was written');
+      expect(count(screen, 'ccm: ')).toBe(1);
+      expect(await readSecret('digitalocean')).toBeUndefined();
+    } finally {
+      await sim.stop();
+    }
+  });
+
+  it('the kubeconfig is checked before anything is asked', async () => {
+    const { code, screen } = await inTerminal([], {}, async () => {}, {
+      kubeconfig: '/nonexistent/kubeconfig',
+    });
+    expect(code).toBe(2);
+    expect(screen).toBe(
+      'ccm: kubeconfig /nonexistent/kubeconfig does not exist; pass an existing file to --kubeconfig',
+    );
+  });
+
+  it('a refused token is asked for again, its error said once; Cluster is ticked before any question', async () => {
+    await deleteSecret('digitalocean');
+    const sim = await DigitalOceanSimulator.start({ token: 'dop_v1_the_right_one_4567' });
+    try {
+      const { code, screen } = await inTerminal(
+        ['--provider', 'digitalocean', '--cloud-api-url', sim.url],
+        {},
+        async (step) => {
+          await step('DigitalOcean API token', 'dop_v1_a_typo', 'Enter');
+          await step('Region slug', 'Enter');
+          await step('VPC id', 'Enter');
+          await step(['DigitalOcean API token', 2], sim.token, 'Enter');
+        },
+      );
+      expect(code).toBe(0);
+      expect(screen).toContain('Secret kube-system/digitalocean created');
+      expect(decoded(await readSecret('digitalocean'))).toEqual({ 'access-token': sim.token });
+      expect(count(screen, 'did not accept the credentials')).toBe(1);
+      expect(screen).toContain('(Ctrl-C ends)');
+      expect(screen).not.toContain('dop_v1_a_typo');
+      expect(screen).not.toContain(sim.token);
+      // The cluster answered (its version is on the line) before the first question.
+      expect(screen).toMatch(
+        /^✔ Cluster: https:\/\/127\.0\.0\.1:\d+ \(Kubernetes v[\d.]+\)\n.*DigitalOcean API token/,
+      );
+    } finally {
+      await sim.stop();
+      await deleteSecret('digitalocean');
+    }
+  });
+
+  it('a refused token that was not typed here ends the command, its error said once', async () => {
+    const sim = await DigitalOceanSimulator.start();
+    try {
+      const { code, screen } = await inTerminal(
+        ['--provider', 'digitalocean', '--cloud-api-url', sim.url],
+        { DO_ACCESS_TOKEN: 'dop_v1_wrong_in_the_env' },
+        async (step) => {
+          await step('Region slug', 'Enter');
+          await step('VPC id', 'Enter');
+        },
+      );
+      expect(code).toBe(2);
+      expect(count(screen, 'did not accept the credentials')).toBe(1);
+      expect(screen).toContain('✖ Validate the credentials with the cloud');
+      expect(screen).not.toContain('dop_v1_wrong_in_the_env');
+      expect(await readSecret('digitalocean')).toBeUndefined();
+    } finally {
+      await sim.stop();
+    }
   });
 
   it('DigitalOcean: picks the provider, asks for the token masked, creates the Secret', async () => {
