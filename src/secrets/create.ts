@@ -323,6 +323,18 @@ async function build(
   resolved: Resolved,
 ): Promise<{ data: Record<string, string>; provider: Provider }> {
   const data = secretData(definition, resolved);
+  for (const field of definition.credentials.fields) {
+    const value = field.secretKey ? data[field.secretKey] : undefined;
+    if (field.prompt !== 'ssh-key' || value === undefined) continue;
+    const { isPrivateKey } = await import('./ssh-keys.js');
+    if (!isPrivateKey(value)) {
+      const given = resolved.get(field.key);
+      const path = given?.path ?? (given && isFilePath(given.value) ? given.value : undefined);
+      throw new UsageError(
+        `${field.key}${path ? ` (${path})` : ''} is not a PEM or OpenSSH private key; give the private key file (not the .pub)`,
+      );
+    }
+  }
   return { data, provider: definition.create(providerValues(definition, resolved, data), {}) };
 }
 

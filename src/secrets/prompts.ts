@@ -2,7 +2,7 @@ import { editor, input, password, select } from '@inquirer/prompts';
 import { InvalidConfigError } from '../providers/errors.js';
 import { loadProvider, providerNames } from '../providers/registry.js';
 import type { CredentialField, DocumentBuilder, ProviderDefinition } from '../providers/types.js';
-import { checkPassphrase, findSshKeys, isEncryptedKey } from './ssh-keys.js';
+import { checkPassphrase, findSshKeys, isEncryptedKey, isPrivateKey } from './ssh-keys.js';
 import { isFilePath, type Resolved, readValueFile } from './values.js';
 
 /**
@@ -56,6 +56,9 @@ export async function promptMissing(
     if (options.only && !options.only.has(field.key)) continue;
     // Only what the Secret holds is asked; the rest belongs to `ccm run`'s own flags.
     if (!field.secretKey) continue;
+    // The document a provider takes by path (OpenStack's --cloud-config) is that file, read whole.
+    if (field.prompt === 'editor' && definition.configFileField && resolved.has(definition.configFileField))
+      continue;
     asked.push(field.key);
     const label = `${field.description}${field.required ? '' : ' (optional, Enter to skip)'}`;
     const required = (value: string) => (field.required && !value.trim() ? `${field.key} is required` : true);
@@ -75,7 +78,7 @@ export async function promptMissing(
         continue;
       }
       case 'editor':
-        value = await promptDocument(definition, field, label);
+        value = await promptDocument(definition, field);
         break;
       case 'file': {
         const path = await input({
@@ -128,29 +131,34 @@ export async function promptAgain(
 /**
  * A document the Secret holds whole (OpenStack's cloud.conf): an existing file, written in the
  * editor, or built from the provider's questions. The provider's own parser checks it later, when
- * the provider is built from the values; a built one is checked at once.
+ * the provider is built from the values; a built one is checked at once. It is what the Secret is
+ * for, so there is no skipping it: an empty path goes back to the choices.
  */
-async function promptDocument(definition: ProviderDefinition, field: CredentialField, label: string) {
-  const how = await select({
-    message: `${label}`,
-    choices: [
-      { name: 'Read an existing file', value: 'file' },
-      ...(field.builder ? [{ name: 'Answer a few questions to write one', value: 'build' }] : []),
-      { name: 'Write it now (opens $EDITOR)', value: 'editor' },
-    ],
-  });
-  if (how === 'build' && field.builder) return buildDocument(field.builder);
-  if (how === 'editor') {
-    return editor({
-      message: `${definition.name} ${field.key}`,
-      validate: (v) => (v.trim() ? true : 'empty'),
+async function promptDocument(definition: ProviderDefinition, field: CredentialField) {
+  for (;;) {
+    const how = await select({
+      message: field.description,
+      choices: [
+        { name: 'Read an existing file', value: 'file' },
+        ...(field.builder ? [{ name: 'Answer a few questions to write one', value: 'build' }] : []),
+        { name: 'Write it now (opens $EDITOR)', value: 'editor' },
+      ],
     });
+    if (how === 'build' && field.builder) return buildDocument(field.builder);
+    if (how === 'editor') {
+      return editor({
+        message: `${definition.name} ${field.key}`,
+        validate: (v) => (v.trim() ? true : 'empty'),
+      });
+    }
+    const path = (
+      await input({
+        message: `Path of the ${field.secretKey ?? field.key} file (Enter alone: back to the choices)`,
+        validate: (v) => (!v.trim() || isFilePath(v.trim()) ? true : `${v} is not a readable file`),
+      })
+    ).trim();
+    if (path) return readValueFile(path, field.key);
   }
-  const path = await input({
-    message: `Path of the ${field.secretKey ?? field.key} file`,
-    validate: (v) => (isFilePath(v.trim()) ? true : `${v} is not a readable file`),
-  });
-  return readValueFile(path.trim(), field.key);
 }
 
 /** Asks the builder's questions in order, then has the provider check the document they make. */
@@ -209,7 +217,13 @@ async function promptSshKey(
       ? (
           await input({
             message: 'Path of the private key',
-            validate: (v) => (isFilePath(v.trim()) ? true : `${v} is not a readable file`),
+            validate: (v) => {
+              const path = v.trim();
+              if (!isFilePath(path)) return `${v} is not a readable file`;
+              return isPrivateKey(readValueFile(path, field.key))
+                ? true
+                : `${path} is not a PEM or OpenSSH private key`;
+            },
           })
         ).trim()
       : choice;

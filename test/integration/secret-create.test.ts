@@ -298,6 +298,28 @@ describe('ccm secret create, scripted, every other provider', { timeout: 240_000
     }
   });
 
+  it('Triton: a key file that is no private key is one line naming it, exit 2', async () => {
+    const dir = tempDir('ccm-secret-notakey-');
+    const yaml = join(dir, 'config.yaml');
+    writeFileSync(yaml, 'apiVersion: v1\nkind: Config\nclusters: []\n');
+    const run = await secretCreate([
+      '--provider',
+      'triton',
+      '--set',
+      'url=https://us-east-1.api.example.com',
+      '--set',
+      'account=demo',
+      '--from-file',
+      `keyMaterial=${yaml}`,
+      '--no-verify',
+    ]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toBe(
+      `ccm: keyMaterial (${yaml}) is not a PEM or OpenSSH private key; give the private key file (not the .pub)`,
+    );
+    expect(run.writes).toEqual([]);
+  });
+
   it('Brightbox: client and secret from env; nodes init uses the Secret', async () => {
     const sim = await startBrightboxSimulator();
     try {
@@ -556,6 +578,93 @@ describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
     } finally {
       await sim.stop();
       await deleteSecret('cloud-config');
+    }
+  });
+
+  it('OpenStack with --cloud-config: that file is the Secret, nothing is asked', async () => {
+    await deleteSecret('cloud-config');
+    const sim = await new OpenStackSimulator().start();
+    const dir = tempDir('ccm-secret-os-tty-');
+    try {
+      const conf = readFileSync(
+        fileURLToPath(new URL('../fixtures/openstack/occm-cloud-config', import.meta.url)),
+        'utf8',
+      ).replace('http://192.128.1.15:5000/v3', sim.authUrl);
+      writeFileSync(join(dir, 'cloud.conf'), conf);
+      const { code, screen } = await inTerminal(
+        ['--provider', 'openstack', '--cloud-config', join(dir, 'cloud.conf')],
+        {},
+        async () => {},
+      );
+      expect(screen).not.toContain('Content of cloud.conf');
+      expect(screen).toContain('Secret kube-system/cloud-config created');
+      expect(code).toBe(0);
+      expect(decoded(await readSecret('cloud-config'))).toEqual({ 'cloud.conf': conf });
+    } finally {
+      await sim.stop();
+      await deleteSecret('cloud-config');
+    }
+  });
+
+  it('OpenStack: cloud.conf is not offered as "Enter to skip"; an empty path goes back to the choices', async () => {
+    await deleteSecret('cloud-config');
+    const sim = await new OpenStackSimulator().start();
+    const dir = tempDir('ccm-secret-os-tty-');
+    try {
+      const conf = readFileSync(
+        fileURLToPath(new URL('../fixtures/openstack/occm-cloud-config', import.meta.url)),
+        'utf8',
+      ).replace('http://192.128.1.15:5000/v3', sim.authUrl);
+      writeFileSync(join(dir, 'cloud.conf'), conf);
+      const { code, screen, seen } = await inTerminal(['--provider', 'openstack'], {}, async (step) => {
+        await step('Content of cloud.conf', 'Enter');
+        await step('Path of the cloud.conf file', 'Enter');
+        await step(['Content of cloud.conf', 2], 'Enter');
+        await step(['Path of the cloud.conf file', 2], join(dir, 'cloud.conf'), 'Enter');
+      });
+      expect(seen[0]).not.toContain('Enter to skip');
+      expect(seen[1]).toContain('Enter alone: back to the choices');
+      expect(screen).not.toContain('is not a readable file');
+      expect(screen).toContain('Secret kube-system/cloud-config created');
+      expect(code).toBe(0);
+      expect(decoded(await readSecret('cloud-config'))).toEqual({ 'cloud.conf': conf });
+    } finally {
+      await sim.stop();
+      await deleteSecret('cloud-config');
+    }
+  });
+
+  it('Triton: a file that is no private key is refused at the prompt, and asked for again', async () => {
+    const sim = await new TritonSim({ login: 'demo' }).start();
+    const home = tempDir('ccm-secret-home-');
+    try {
+      sim.addKey(tritonKey.publicKey);
+      mkdirSync(join(home, '.ssh'), { mode: 0o700 });
+      const yaml = join(home, 'kubeconfig.yaml');
+      writeFileSync(yaml, 'apiVersion: v1\nkind: Config\nclusters: []\n');
+      const { code, screen } = await inTerminal(['--provider', 'triton'], { HOME: home }, async (step) => {
+        await step('CloudAPI URL', sim.url, 'Enter');
+        await step('Account login name', 'demo', 'Enter');
+        await step('Sub-user login', 'Enter');
+        await step('Fingerprint of the signing key', 'Enter');
+        // No key in ~/.ssh: "Another file…" is the first choice.
+        await step('Another file', 'Enter');
+        await step('Path of the private key', yaml, 'Enter');
+        await step(
+          `${yaml} is not a PEM or OpenSSH private key`,
+          ...Array(yaml.length).fill('BSpace'),
+          tritonKey.path,
+          'Enter',
+        );
+        await step('Passphrase of', tritonKey.passphrase as string, 'Enter');
+      });
+      expect(screen).not.toContain('ENOENT');
+      expect(screen).toContain('Secret kube-system/triton created');
+      expect(code).toBe(0);
+      expect(decoded(await readSecret('triton'))['key-material']).toBe(tritonKey.privateKey);
+    } finally {
+      await sim.stop();
+      await deleteSecret('triton');
     }
   });
 
