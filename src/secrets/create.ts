@@ -50,7 +50,7 @@ export interface CreateSecretResult {
   verified?: string;
   /** Values given that the Secret does not hold (pass them to `ccm run` as flags or env). */
   notStored: string[];
-  /** The Secret as it would be written, for --dry-run: values redacted unless showSecrets. */
+  /** The Secret as it would be written, for --dry-run: secret values redacted unless showSecrets. */
   manifest?: Record<string, unknown>;
   next: string[];
 }
@@ -129,6 +129,7 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
   if (!input.dryRun) cluster ??= await connect(input, steps);
 
   let verified: string | undefined;
+  // A dry run calls nothing unless --verify asks it to.
   while (input.verify && provider.verifyCredentials) {
     try {
       verified = await verify(definition, provider, steps);
@@ -184,7 +185,7 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
     result.action = written.action;
     result.changedKeys = written.changedKeys;
   }
-  if (input.dryRun) result.manifest = manifest(namespace, name, data, input.showSecrets);
+  if (input.dryRun) result.manifest = manifest(definition, namespace, name, data, input.showSecrets);
   return result;
 }
 
@@ -376,16 +377,34 @@ function providerValues(
   return values;
 }
 
-function manifest(namespace: string, name: string, data: Record<string, string>, show: boolean) {
+/**
+ * The Secret as it would be written. Values that are not secret (a URL, an account, a region) are
+ * shown as they are, under stringData; secret ones are redacted unless --show-secrets, then base64
+ * under data, as the API server keeps them.
+ */
+function manifest(
+  definition: ProviderDefinition,
+  namespace: string,
+  name: string,
+  data: Record<string, string>,
+  show: boolean,
+) {
+  const secretKeys = new Set(definition.credentials.fields.filter((f) => f.secret).map((f) => f.secretKey));
+  const entries = Object.entries(data).sort(([a], [b]) => a.localeCompare(b));
+  const secret = entries.filter(([k]) => secretKeys.has(k));
+  const plain = entries.filter(([k]) => !secretKeys.has(k));
   return {
     apiVersion: 'v1',
     kind: 'Secret',
     metadata: { name, namespace, labels: { ...MANAGED_BY } },
     type: 'Opaque',
-    data: Object.fromEntries(
-      Object.entries(data)
-        .sort()
-        .map(([k, v]) => [k, show ? Buffer.from(v, 'utf8').toString('base64') : '<redacted>']),
-    ),
+    ...(secret.length
+      ? {
+          data: Object.fromEntries(
+            secret.map(([k, v]) => [k, show ? Buffer.from(v, 'utf8').toString('base64') : '<redacted>']),
+          ),
+        }
+      : {}),
+    ...(plain.length ? { stringData: Object.fromEntries(plain) } : {}),
   };
 }

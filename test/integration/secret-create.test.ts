@@ -232,6 +232,25 @@ describe('ccm secret create, scripted', { timeout: 240_000 }, () => {
     expect(none.stderr).toBe('ccm: no provider given; pass --provider (e.g. --provider digitalocean)');
   });
 
+  it('--dry-run does not call the cloud; with --verify it calls it once', async () => {
+    const before = sim.requests.length;
+    const dry = await secretCreate(
+      ['--provider', 'digitalocean', '--cloud-api-url', sim.url, '--dry-run', '--from-stdin'],
+      { input: sim.token },
+    );
+    expect(dry.stderr).toBe('');
+    expect(dry.exitCode).toBe(0);
+    expect(dry.stdout).toContain('access-token: <redacted>');
+    expect(sim.requests.slice(before)).toEqual([]);
+    const verified = await secretCreate(
+      ['--provider', 'digitalocean', '--cloud-api-url', sim.url, '--dry-run', '--verify', '--from-stdin'],
+      { input: sim.token },
+    );
+    expect(verified.exitCode, verified.stderr).toBe(0);
+    expect(sim.requests.slice(before).map((r) => `${r.method} ${r.url}`)).toEqual(['GET /v2/account']);
+    expect(verified.writes).toEqual([]);
+  });
+
   it('--dry-run prints the Secret redacted (values only with --show-secrets), writes nothing', async () => {
     const run = await secretCreate(
       ['--provider', 'digitalocean', '--no-verify', '--dry-run', '--from-stdin'],
@@ -296,6 +315,34 @@ describe('ccm secret create, scripted, every other provider', { timeout: 240_000
       await sim.stop();
       await deleteSecret('triton');
     }
+  });
+
+  it('Triton --dry-run: url and account shown, only the key and its passphrase redacted', async () => {
+    const args = [
+      '--provider',
+      'triton',
+      '--set',
+      'url=https://us-east-1.api.example.com',
+      '--set',
+      'account=demo',
+      '--from-file',
+      `keyMaterial=${tritonKey.path}`,
+      '--dry-run',
+    ];
+    const env = { TRITON_KEY_PASSPHRASE: tritonKey.passphrase };
+    const run = await secretCreate(args, { env });
+    expect(run.stderr).toBe('');
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain('url: https://us-east-1.api.example.com');
+    expect(run.stdout).toContain('account: demo');
+    expect(run.stdout).toContain('key-material: <redacted>');
+    expect(run.stdout).toContain('key-passphrase: <redacted>');
+    expect(run.stdout).not.toContain(tritonKey.passphrase);
+    expect(run.stdout).not.toContain('PRIVATE KEY');
+    const json = JSON.parse((await secretCreate([...args, '-o', 'json'], { env })).stdout);
+    expect(json.stringData).toEqual({ url: 'https://us-east-1.api.example.com', account: 'demo' });
+    expect(json.data).toEqual({ 'key-material': '<redacted>', 'key-passphrase': '<redacted>' });
+    expect(run.writes).toEqual([]);
   });
 
   it('Triton: a key file that is no private key is one line naming it, exit 2', async () => {

@@ -35,12 +35,13 @@ export default class SecretCreate extends BaseCommand {
     name: Flags.string({ description: "Secret name (default: the official controller's)" }),
     namespace: Flags.string({ description: 'Secret namespace', default: 'kube-system' }),
     verify: Flags.boolean({
-      description: 'Prove the credentials with one cloud call before writing',
-      default: true,
+      description:
+        'Prove the credentials with one cloud call before writing (default: on; off with --dry-run, which then calls nothing)',
       allowNo: true,
     }),
     'dry-run': Flags.boolean({
-      description: 'Print the Secret (values redacted); write nothing',
+      description:
+        'Print the Secret (secret values redacted); write nothing, and call neither the cluster nor the cloud unless --verify',
       default: false,
     }),
     'show-secrets': Flags.boolean({ description: 'With --dry-run: print the values too', default: false }),
@@ -62,7 +63,7 @@ export default class SecretCreate extends BaseCommand {
       },
       ...(flags.name ? { name: flags.name } : {}),
       namespace: flags.namespace,
-      verify: flags.verify,
+      verify: flags.verify ?? !flags['dry-run'],
       dryRun: flags['dry-run'],
       showSecrets: flags['show-secrets'],
       interactive: isatty(0) && !flags['from-stdin'],
