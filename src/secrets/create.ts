@@ -35,6 +35,8 @@ export interface CreateSecretInput {
   requestTimeoutMs?: number;
   env: Readonly<Record<string, string | undefined>>;
   sshDir?: string;
+  /** ccm's version, for the image in the next command. */
+  version?: string;
   warn: (line: string) => void;
 }
 
@@ -48,7 +50,7 @@ export interface CreateSecretResult {
   changedKeys: string[];
   /** What the cloud said the credentials are (account, project), when verified. */
   verified?: string;
-  /** Values given that the Secret does not hold (pass them to `ccm run` as flags or env). */
+  /** Values given that the Secret does not hold, as `ccm run` takes them (its flag, else its variable). */
   notStored: string[];
   /** The Secret as it would be written, for --dry-run: secret values redacted unless showSecrets. */
   manifest?: Record<string, unknown>;
@@ -168,11 +170,8 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
     keys: Object.keys(data).sort(),
     changedKeys: [],
     ...(verified !== undefined ? { verified } : {}),
-    notStored,
-    next: [
-      `ccm manifests --provider ${definition.name} --image <registry>/ccm:<version> --credentials-secret ${namespace}/${name} | kubectl apply --server-side -f -`,
-      `ccm run --provider ${definition.name} --credentials-secret ${namespace}/${name}`,
-    ],
+    notStored: notStored.map((key) => givenAs(definition, key)),
+    next: nextCommands(definition, input, `${namespace}/${name}`, resolved, notStored),
   };
   if (cluster) {
     const written = await write(cluster, steps, {
@@ -337,6 +336,61 @@ async function build(
     }
   }
   return { data, provider: definition.create(providerValues(definition, resolved, data), {}) };
+}
+
+/** How a value the Secret does not hold is given to `ccm run`: its flag, else its variable. */
+function givenAs(definition: ProviderDefinition, key: string): string {
+  const field = definition.credentials.fields.find((f) => f.key === key);
+  if (!field) return key;
+  const flag = flagFor(definition, field);
+  return flag.startsWith('--set') ? (field.env[0] ?? flag) : flag;
+}
+
+/**
+ * The commands that come next, whole: with the values the Secret does not hold (--cloud-api-url), and
+ * the kubeconfig and context this command was given for the commands that run here.
+ */
+function nextCommands(
+  definition: ProviderDefinition,
+  input: CreateSecretInput,
+  secret: string,
+  resolved: Resolved,
+  notStored: readonly string[],
+): string[] {
+  const flag = (name: string, value: string | undefined) => (value ? [`--${name}`, shellWord(value)] : []);
+  const value = (key: string | undefined) =>
+    key && notStored.includes(key) && resolved.get(key)?.source !== 'default'
+      ? resolved.get(key)?.value
+      : undefined;
+  const apiUrl = flag('cloud-api-url', value(definition.apiUrlField));
+  const kube = [...flag('kubeconfig', input.kubeconfig), ...flag('context', input.context)];
+  const manifests = [
+    'ccm manifests --provider',
+    definition.name,
+    '--image',
+    `<registry>/ccm:${input.version ?? '<version>'}`,
+    '--credentials-secret',
+    secret,
+    ...apiUrl,
+    '| kubectl apply',
+    ...kube,
+    '--server-side -f -',
+  ];
+  const run = [
+    'ccm run --provider',
+    definition.name,
+    ...kube,
+    '--credentials-secret',
+    secret,
+    ...apiUrl,
+    ...flag('cloud-config', value(definition.configFileField)),
+  ];
+  return [manifests.join(' '), run.join(' ')];
+}
+
+/** A word as a shell reads it back: quoted when it holds anything but safe characters. */
+function shellWord(word: string): string {
+  return /^[\w@%+=:,./~-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
 }
 
 /** The Secret's data: each field's value under its secretKey; a key or document given by path is read. */

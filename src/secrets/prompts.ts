@@ -1,3 +1,4 @@
+import { styleText } from 'node:util';
 import { editor, input, password, select } from '@inquirer/prompts';
 import { InvalidConfigError } from '../providers/errors.js';
 import { loadProvider, providerNames } from '../providers/registry.js';
@@ -11,6 +12,31 @@ import { isFilePath, type Resolved, readValueFile } from './values.js';
  * opens the key), and the schema's default is shown.
  */
 
+/**
+ * A question once answered, as it stays on the screen above the next: its words without the
+ * examples and hints that helped to answer it ("Region slug (e.g. nyc3) of …; default: …" reads
+ * "Region slug of …"). A short parenthesis without a space, such as an INI key "(auth-url)", stays.
+ */
+export function answeredLabel(message: string): string {
+  const label = message
+    .replace(/\s*\([^()]*\s[^()]*\)/g, '')
+    .split(/;|,\s|\se\.g\./)[0]
+    ?.trim();
+  return label || message;
+}
+
+/** Every prompt's theme: the whole question while it is asked, its short label once answered. */
+const theme = {
+  style: {
+    message: (text: string, status: string) =>
+      styleText('bold', status === 'done' ? answeredLabel(text) : text),
+  },
+};
+
+/** An optional input left empty says so once answered, rather than showing nothing. */
+const skippedWhenEmpty = (value: string, { isFinal }: { isFinal: boolean }) =>
+  isFinal ? (value.trim() ? styleText('cyan', value) : styleText('dim', 'skipped')) : value;
+
 /** The providers whose credentials a Secret can hold (Cloudlycke keeps none, so it is not offered). */
 export async function promptProvider(): Promise<string> {
   const offered = await Promise.all(
@@ -21,6 +47,7 @@ export async function promptProvider(): Promise<string> {
   return select({
     message: 'Cloud provider',
     choices: offered.flat().map((name) => ({ name, value: name })),
+    theme,
   });
 }
 
@@ -67,7 +94,7 @@ export async function promptMissing(
     let value: string;
     switch (field.prompt) {
       case 'password':
-        value = await password({ message: label, mask: '*', validate: required });
+        value = await password({ message: label, mask: '*', validate: required, theme });
         break;
       case 'ssh-key': {
         const picked = await promptSshKey(field, options);
@@ -85,6 +112,8 @@ export async function promptMissing(
           message: `${label} — path of the file`,
           validate: (v) =>
             !v.trim() ? required(v) : isFilePath(v.trim()) ? true : `${v} is not a readable file`,
+          theme,
+          ...(field.required ? {} : { transformer: skippedWhenEmpty }),
         });
         value = path.trim() ? readValueFile(path.trim(), field.key) : '';
         break;
@@ -94,6 +123,8 @@ export async function promptMissing(
           message: label,
           ...(fallback ? { default: fallback } : {}),
           validate: required,
+          theme,
+          ...(field.required || fallback ? {} : { transformer: skippedWhenEmpty }),
         });
     }
     if (value.trim() === '') continue;
@@ -143,18 +174,21 @@ async function promptDocument(definition: ProviderDefinition, field: CredentialF
         ...(field.builder ? [{ name: 'Answer a few questions to write one', value: 'build' }] : []),
         { name: 'Write it now (opens $EDITOR)', value: 'editor' },
       ],
+      theme,
     });
     if (how === 'build' && field.builder) return buildDocument(field.builder);
     if (how === 'editor') {
       return editor({
         message: `${definition.name} ${field.key}`,
         validate: (v) => (v.trim() ? true : 'empty'),
+        theme,
       });
     }
     const path = (
       await input({
         message: `Path of the ${field.secretKey ?? field.key} file (Enter alone: back to the choices)`,
         validate: (v) => (!v.trim() || isFilePath(v.trim()) ? true : `${v} is not a readable file`),
+        theme,
       })
     ).trim();
     if (path) return readValueFile(path, field.key);
@@ -173,10 +207,16 @@ async function buildDocument(builder: DocumentBuilder): Promise<string> {
     };
     const message = `${q.message}${q.required || q.choices || q.default ? '' : ' (optional, Enter to skip)'}`;
     const answer = q.choices
-      ? await select({ message, choices: q.choices.map((c) => ({ name: c.name, value: c.value })) })
+      ? await select({ message, choices: q.choices.map((c) => ({ name: c.name, value: c.value })), theme })
       : q.secret
-        ? await password({ message, mask: '*', validate })
-        : await input({ message, ...(q.default ? { default: q.default } : {}), validate });
+        ? await password({ message, mask: '*', validate, theme })
+        : await input({
+            message,
+            ...(q.default ? { default: q.default } : {}),
+            validate,
+            theme,
+            ...(q.required || q.default ? {} : { transformer: skippedWhenEmpty }),
+          });
     // A secret is kept as typed (a password may end in a space); the rest is trimmed.
     if (answer.trim()) answers[q.key] = q.secret ? answer : answer.trim();
   }
@@ -199,6 +239,7 @@ async function promptSshKey(
   if (field.advice) process.stdout.write(`${field.advice}\n`);
   const choice = await select({
     message: field.description,
+    theme,
     choices: [
       ...keys.map((k) => ({
         name: `${k.fingerprint} ${k.type}${k.comment ? ` ${k.comment}` : ''} ${
@@ -224,6 +265,7 @@ async function promptSshKey(
                 ? true
                 : `${path} is not a PEM or OpenSSH private key`;
             },
+            theme,
           })
         ).trim()
       : choice;
@@ -232,6 +274,7 @@ async function promptSshKey(
   const passphrase = await password({
     message: `Passphrase of ${path}`,
     mask: '*',
+    theme,
     validate: (v) => {
       try {
         checkPassphrase(key, v);

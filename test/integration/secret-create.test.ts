@@ -145,8 +145,14 @@ describe('ccm secret create, scripted', { timeout: 240_000 }, () => {
     expect(first.stderr).toBe('');
     expect(first.exitCode).toBe(0);
     expect(first.stdout).toContain('Secret kube-system/digitalocean created (keys: access-token)');
-    expect(first.stdout).toContain(
-      'ccm run --provider digitalocean --credentials-secret kube-system/digitalocean',
+    // The next commands are whole: the API URL the Secret does not hold, the kubeconfig given here.
+    expect(first.stdout).toContain('Not stored in the Secret, so ccm run needs it as well: --cloud-api-url');
+    expect(first.stdout).not.toContain('apiUrl');
+    expect(unfolded(first.stdout)).toContain(
+      `ccm run --provider digitalocean --kubeconfig ${cp.kubeconfigPath} --credentials-secret kube-system/digitalocean --cloud-api-url ${sim.url}`,
+    );
+    expect(unfolded(first.stdout)).toContain(
+      `ccm manifests --provider digitalocean --image <registry>/ccm:0.1.0 --credentials-secret kube-system/digitalocean --cloud-api-url ${sim.url} | kubectl apply --kubeconfig ${cp.kubeconfigPath} --server-side -f -`,
     );
     expect(first.stdout + first.stderr).not.toContain(sim.token);
     expect(first.writes.map((w) => `${w.verb} ${w.objectRef?.resource}`)).toEqual(['create secrets']);
@@ -425,6 +431,14 @@ describe('ccm secret create, scripted, every other provider', { timeout: 240_000
     }
   });
 
+  it('--help shows no empty default for --set and --from-file', async () => {
+    const help = await ccm(['secret', 'create', '--help']);
+    expect(help.exitCode).toBe(0);
+    expect(help.stdout).toMatch(/--set=<value>\.\.\. +A value, as field=value/);
+    expect(help.stdout).toMatch(/--from-file=<value>\.\.\. +A value read from a file/);
+    expect(help.stdout).not.toContain('[default: ]');
+  });
+
   it('Cloudlycke keeps nothing in a Secret: one line, exit 2', async () => {
     const run = await secretCreate(['--provider', 'cloudlycke']);
     expect(run.exitCode).toBe(2);
@@ -466,6 +480,9 @@ async function inTerminal(
 
 /** How often `text` is on `screen`. */
 const count = (screen: string, text: string) => screen.split(text).length - 1;
+
+/** The screen's commands continued with a backslash, each on one line again. */
+const unfolded = (screen: string) => screen.replace(/ \\\n\s+/g, ' ');
 
 describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
   it('Ctrl-C at a prompt: one line, exit 130, nothing written', async () => {
@@ -582,7 +599,19 @@ describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
       expect(screen).toContain('Secret kube-system/digitalocean created');
       expect(code).toBe(0);
       expect(screen).not.toContain(sim.token);
-      expect(screen).toContain('*'.repeat(sim.token.length));
+      // An answered question stays as a short line, without the examples that helped to answer it.
+      expect(screen).toContain(
+        `✔ DigitalOcean API token with read and write scope ${'*'.repeat(sim.token.length)}`,
+      );
+      expect(screen).toContain("✔ Region slug of the cluster's load balancers skipped");
+      expect(screen).toContain("✔ VPC id of the cluster's droplets skipped");
+      expect(screen).not.toMatch(/✔ .*(Control Panel|e\.g\.|Enter to skip|default:)/);
+      // The next commands by the flags a person types, whole.
+      expect(screen).not.toContain('apiUrl');
+      expect(screen).toContain('Not stored in the Secret, so ccm run needs it as well: --cloud-api-url');
+      expect(unfolded(screen)).toContain(
+        `ccm run --provider digitalocean --kubeconfig ${cp.kubeconfigPath} --credentials-secret kube-system/digitalocean --cloud-api-url ${sim.url}`,
+      );
       expect(decoded(await readSecret('digitalocean'))).toEqual({ 'access-token': sim.token });
     } finally {
       await sim.stop();

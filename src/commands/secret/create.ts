@@ -21,12 +21,10 @@ export default class SecretCreate extends BaseCommand {
     set: Flags.string({
       description: 'A value, as field=value (the field or the Secret key); repeatable',
       multiple: true,
-      default: [],
     }),
     'from-file': Flags.string({
       description: 'A value read from a file, as field=path; repeatable',
       multiple: true,
-      default: [],
     }),
     'from-stdin': Flags.boolean({
       description: 'Read the secret value (e.g. the token) from stdin',
@@ -54,8 +52,8 @@ export default class SecretCreate extends BaseCommand {
     const result = await createSecret({
       ...(flags.provider ? { provider: flags.provider } : {}),
       given: {
-        set: flags.set,
-        fromFile: flags['from-file'],
+        set: flags.set ?? [],
+        fromFile: flags['from-file'] ?? [],
         ...(flags['from-stdin'] ? { stdin: await readStdin() } : {}),
         ...(flags['cloud-config'] ? { cloudConfig: flags['cloud-config'] } : {}),
         ...(flags['cloud-api-url'] ? { cloudApiUrl: flags['cloud-api-url'] } : {}),
@@ -72,6 +70,7 @@ export default class SecretCreate extends BaseCommand {
       context: flags.context,
       ...(flags['request-timeout'] !== undefined ? { requestTimeoutMs: flags['request-timeout'] } : {}),
       env: process.env,
+      version: this.config.version,
       warn: (line) => process.stderr.write(`ccm: ${line}\n`),
     });
     return secretReport(result);
