@@ -63,6 +63,8 @@ export interface SecretWrite {
   /** Keys this writer owns: those absent from `data` are removed; any other key is left alone. */
   ownedKeys: readonly string[];
   labels: Record<string, string>;
+  /** Aborts the read; once the write is sent it is not cut off, so that it happened or it did not. */
+  signal?: AbortSignal;
 }
 
 export interface SecretWriteResult {
@@ -87,9 +89,14 @@ export async function writeSecret(http: KubeTransport, want: SecretWrite): Promi
     type?: string;
   };
   try {
-    current = await http.request({ method: 'GET', path: `${path}/${encodeURIComponent(want.name)}` });
+    current = await http.request({
+      method: 'GET',
+      path: `${path}/${encodeURIComponent(want.name)}`,
+      ...(want.signal ? { signal: want.signal } : {}),
+    });
   } catch (err) {
     if (!(err instanceof KubeApiError && err.status === 404)) throw forbidden(err, 'get', want);
+    want.signal?.throwIfAborted();
     try {
       await http.request({
         method: 'POST',
@@ -120,6 +127,7 @@ export async function writeSecret(http: KubeTransport, want: SecretWrite): Promi
   const labels = { ...(current.metadata.labels ?? {}), ...want.labels };
   const labelsChanged = Object.entries(want.labels).some(([k, v]) => current.metadata.labels?.[k] !== v);
   if (changedKeys.length === 0 && !labelsChanged) return { action: 'unchanged', changedKeys };
+  want.signal?.throwIfAborted();
   try {
     await http.request({
       method: 'PUT',

@@ -1,11 +1,11 @@
-import { oneLine, UsageError } from '../cli/errors.js';
+import { EXIT_INTERRUPTED, oneLine, UsageError } from '../cli/errors.js';
 import { transportOptionsFrom } from '../cli/kube-flags.js';
 import { loadKubeConfig } from '../kube/config.js';
-import { writeSecret } from '../kube/secrets.js';
+import { type SecretWrite, type SecretWriteResult, writeSecret } from '../kube/secrets.js';
 import { KubeTransport } from '../kube/transport.js';
 import { isUnreachable, UnauthorizedError } from '../providers/errors.js';
 import { loadProvider } from '../providers/registry.js';
-import type { ProviderDefinition, ProviderValues } from '../providers/types.js';
+import type { Provider, ProviderDefinition, ProviderValues } from '../providers/types.js';
 import {
   flagFor,
   type GivenValues,
@@ -35,6 +35,8 @@ export interface CreateSecretInput {
   requestTimeoutMs?: number;
   env: Readonly<Record<string, string | undefined>>;
   sshDir?: string;
+  /** ccm's version, for the image in the next command. */
+  version?: string;
   warn: (line: string) => void;
 }
 
@@ -48,15 +50,37 @@ export interface CreateSecretResult {
   changedKeys: string[];
   /** What the cloud said the credentials are (account, project), when verified. */
   verified?: string;
-  /** Values given that the Secret does not hold (pass them to `ccm run` as flags or env). */
+  /** Values given that the Secret does not hold, as `ccm run` takes them (its flag, else its variable). */
   notStored: string[];
-  /** The Secret as it would be written, for --dry-run: values redacted unless showSecrets. */
+  /** The Secret as it would be written, for --dry-run: secret values redacted unless showSecrets. */
   manifest?: Record<string, unknown>;
   next: string[];
 }
 
+/** Ctrl-C while ccm talks to the cluster or the cloud: one line, and 130 as a shell reports SIGINT. */
+class InterruptedError extends Error {
+  override name = 'InterruptedError';
+  readonly oclif = { exit: EXIT_INTERRUPTED };
+}
+
+/** The cloud refused the credentials (not: could not be reached). */
+class RefusedError extends UsageError {
+  constructor(
+    message: string,
+    readonly detail: string,
+  ) {
+    super(message);
+  }
+}
+
+const NOTHING_WRITTEN = 'cancelled (Ctrl-C); nothing was written';
+
 /** `ccm secret create`: schema → values (flags, files, env, prompts) → one cloud call → the Secret. */
 export async function createSecret(input: CreateSecretInput): Promise<CreateSecretResult> {
+  const steps = new Steps(input.progress);
+  // On a terminal the cluster is checked before anything is asked: a kubeconfig that cannot work is
+  // said before the person has typed a token, not after.
+  let cluster = input.interactive && !input.dryRun ? await connect(input, steps) : undefined;
   // The prompts (@inquirer, sshpk) and the task list (listr2) are imported when they are used: for a
   // scripted run they were ~140 ms of start-up (docs/benchmarks.md, Start-up).
   const providerName =
@@ -79,13 +103,13 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
   }
 
   const resolved = resolveGiven(definition, input.given);
-  if (input.interactive) {
-    const { promptMissing } = await import('./prompts.js');
-    await promptMissing(definition, resolved, {
-      ...(input.sshDir ? { sshDir: input.sshDir } : {}),
-      ...(input.env.SSH_AUTH_SOCK ? { agentSocket: input.env.SSH_AUTH_SOCK } : {}),
-    });
-  }
+  const promptOptions = {
+    ...(input.sshDir ? { sshDir: input.sshDir } : {}),
+    ...(input.env.SSH_AUTH_SOCK ? { agentSocket: input.env.SSH_AUTH_SOCK } : {}),
+  };
+  const asked = input.interactive
+    ? await (await import('./prompts.js')).promptMissing(definition, resolved, promptOptions)
+    : [];
   for (const field of definition.credentials.fields) {
     if (field.required && !resolved.get(field.key)?.value.trim()) {
       const env = field.env.length ? ` or set ${field.env[0]}` : '';
@@ -103,10 +127,33 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
     }
   }
 
-  const data = secretData(definition, resolved);
-  const values = providerValues(definition, resolved, data);
-  // Building the provider runs its own checks (e.g. OpenStack parses cloud.conf with its parser).
-  const provider = definition.create(values, {});
+  let { data, provider } = await build(definition, resolved);
+  if (!input.dryRun) cluster ??= await connect(input, steps);
+
+  let verified: string | undefined;
+  // A dry run calls nothing unless --verify asks it to.
+  while (input.verify && provider.verifyCredentials) {
+    try {
+      verified = await verify(definition, provider, steps);
+      break;
+    } catch (err) {
+      // On a terminal a refused token is typed again, not the whole command run again.
+      if (!input.interactive || !(err instanceof RefusedError)) throw err;
+      const again = definition.credentials.fields.filter(
+        (f) => asked.includes(f.key) && (f.secret || f.required),
+      );
+      if (again.length === 0) throw err;
+      input.warn(`${definition.name} did not accept the credentials: ${err.detail}; try again (Ctrl-C ends)`);
+      await (await import('./prompts.js')).promptAgain(
+        definition,
+        resolved,
+        again.map((f) => f.key),
+        promptOptions,
+      );
+      ({ data, provider } = await build(definition, resolved));
+    }
+  }
+
   const notStored = [...resolved.keys()].filter(
     (key) =>
       !definition.credentials.fields.find((f) => f.key === key)?.secretKey &&
@@ -115,7 +162,6 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
         stored.some((f) => f.prompt === 'editor' && data[f.secretKey ?? ''])
       ),
   );
-
   const result: CreateSecretResult = {
     provider: definition.name,
     namespace,
@@ -123,69 +169,228 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
     action: 'dry-run',
     keys: Object.keys(data).sort(),
     changedKeys: [],
-    notStored,
-    next: [
-      `ccm manifests --provider ${definition.name} --image <registry>/ccm:<version> --credentials-secret ${namespace}/${name} | kubectl apply --server-side -f -`,
-      `ccm run --provider ${definition.name} --credentials-secret ${namespace}/${name}`,
-    ],
+    ...(verified !== undefined ? { verified } : {}),
+    notStored: notStored.map((key) => givenAs(definition, key)),
+    next: nextCommands(definition, input, `${namespace}/${name}`, resolved, notStored),
   };
-
-  let transport: KubeTransport | undefined;
-  const { Listr } = await import('listr2');
-  const steps = new Listr(
-    [
-      {
-        title: 'Validate the credentials with the cloud',
-        enabled: () => input.verify && provider.verifyCredentials !== undefined,
-        task: async (_ctx, task) => {
-          try {
-            result.verified = await provider.verifyCredentials?.(AbortSignal.timeout(60_000));
-          } catch (err) {
-            // Unreachable is not refused: a good token must not look bad because of DNS or a proxy.
-            const what = isUnreachable(err)
-              ? `cannot reach ${definition.name}, so the credentials were not checked`
-              : err instanceof UnauthorizedError
-                ? `${definition.name} did not accept the credentials`
-                : `checking the credentials with ${definition.name} failed`;
-            throw new UsageError(`${what}: ${oneLine(err)}; nothing written (--no-verify skips this check)`);
-          }
-          task.title = `Credentials valid: ${result.verified}`;
-        },
-      },
-      {
-        title: 'Connect to the cluster',
-        enabled: () => !input.dryRun,
-        task: async (_ctx, task) => {
-          const kc = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
-          transport = new KubeTransport(
-            kc,
-            transportOptionsFrom({ 'request-timeout': input.requestTimeoutMs }),
-          );
-          task.title = `Cluster: ${transport.server}`;
-        },
-      },
-      {
-        title: `Write Secret ${namespace}/${name}`,
-        enabled: () => !input.dryRun,
-        task: async (_ctx, task) => {
-          const written = await writeSecret(transport as KubeTransport, {
-            namespace,
-            name,
-            data,
-            ownedKeys: stored.map((f) => f.secretKey as string),
-            labels: { ...MANAGED_BY },
-          });
-          result.action = written.action;
-          result.changedKeys = written.changedKeys;
-          task.title = `Secret ${namespace}/${name} ${written.action}`;
-        },
-      },
-    ],
-    { renderer: input.progress ? 'default' : 'silent', exitOnError: true, rendererOptions: {} },
-  );
-  await steps.run();
-  if (input.dryRun) result.manifest = manifest(namespace, name, data, input.showSecrets);
+  if (cluster) {
+    const written = await write(cluster, steps, {
+      namespace,
+      name,
+      data,
+      ownedKeys: stored.map((f) => f.secretKey as string),
+      labels: { ...MANAGED_BY },
+    });
+    result.action = written.action;
+    result.changedKeys = written.changedKeys;
+  }
+  if (input.dryRun) result.manifest = manifest(definition, namespace, name, data, input.showSecrets);
   return result;
+}
+
+/** One step of the task list. */
+interface Step<T> {
+  title: string;
+  /** The step's work; `signal` is aborted by Ctrl-C. */
+  work: (signal: AbortSignal) => Promise<T>;
+  /** The title once it is done. */
+  done: (value: T) => string;
+  /** What Ctrl-C leaves: by default nothing written. `value` is set when the work finished anyway. */
+  cancelled?: (value: T | undefined) => string;
+  /** What a second Ctrl-C, which does not wait for the work to stop, leaves. */
+  forced?: string;
+}
+
+/**
+ * The steps a person watches on a terminal (listr2, one task list per step, since a refused token is
+ * asked for between two of them). Ctrl-C is ccm's, not listr2's (which ends the process with 127):
+ * it aborts the step's requests, and the command ends with 130 saying what was written.
+ */
+class Steps {
+  private readonly ctrlC = new AbortController();
+
+  constructor(private readonly progress: boolean) {}
+
+  async run<T>(step: Step<T>): Promise<T> {
+    const { Listr } = await import('listr2');
+    const { signal } = this.ctrlC;
+    let result: { value: T } | undefined;
+    const list = new Listr(
+      [
+        {
+          title: step.title,
+          task: async (_ctx, task) => {
+            signal.throwIfAborted();
+            result = { value: await step.work(signal) };
+            task.title = step.done(result.value);
+          },
+        },
+      ],
+      {
+        renderer: this.progress ? 'default' : 'silent',
+        exitOnError: true,
+        registerSignalListeners: false,
+        // The error is ccm's one line on stderr; the task list says which step it was.
+        rendererOptions: { showErrorMessage: false },
+      },
+    );
+    const onSigint = () => {
+      if (signal.aborted) {
+        process.stderr.write(`ccm: ${step.forced ?? NOTHING_WRITTEN}\n`);
+        process.exit(EXIT_INTERRUPTED);
+      }
+      this.ctrlC.abort(new InterruptedError(NOTHING_WRITTEN));
+    };
+    process.on('SIGINT', onSigint);
+    try {
+      await list.run();
+    } catch (err) {
+      if (!signal.aborted) throw err;
+    } finally {
+      process.off('SIGINT', onSigint);
+    }
+    if (signal.aborted)
+      throw new InterruptedError(step.cancelled ? step.cancelled(result?.value) : NOTHING_WRITTEN);
+    if (!result) throw new Error(`${step.title}: did not finish`);
+    return result.value;
+  }
+}
+
+/** The kubeconfig, then one request, so that "Cluster" is ticked only once the server has answered. */
+async function connect(input: CreateSecretInput, steps: Steps): Promise<KubeTransport> {
+  const kc = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
+  const transport = new KubeTransport(
+    kc,
+    transportOptionsFrom({ 'request-timeout': input.requestTimeoutMs }),
+  );
+  await steps.run({
+    title: `Connect to the cluster at ${transport.server}`,
+    work: (signal) =>
+      transport.request<{ gitVersion?: string } | undefined>({ method: 'GET', path: '/version', signal }),
+    done: (answer) =>
+      `Cluster: ${transport.server}${answer?.gitVersion ? ` (Kubernetes ${answer.gitVersion})` : ''}`,
+  });
+  return transport;
+}
+
+function verify(definition: ProviderDefinition, provider: Provider, steps: Steps): Promise<string> {
+  return steps.run({
+    title: 'Validate the credentials with the cloud',
+    work: async (signal) => {
+      try {
+        const timeout = AbortSignal.timeout(60_000);
+        return (await provider.verifyCredentials?.(AbortSignal.any([signal, timeout]))) ?? '';
+      } catch (err) {
+        if (signal.aborted) throw err;
+        // Unreachable is not refused: a good token must not look bad because of DNS or a proxy.
+        const tail = '; nothing written (--no-verify skips this check)';
+        if (isUnreachable(err))
+          throw new UsageError(
+            `cannot reach ${definition.name}, so the credentials were not checked: ${oneLine(err)}${tail}`,
+          );
+        if (err instanceof UnauthorizedError)
+          throw new RefusedError(
+            `${definition.name} did not accept the credentials: ${oneLine(err)}${tail}`,
+            oneLine(err),
+          );
+        throw new UsageError(
+          `checking the credentials with ${definition.name} failed: ${oneLine(err)}${tail}`,
+        );
+      }
+    },
+    done: (verified) => `Credentials valid: ${verified}`,
+  });
+}
+
+function write(transport: KubeTransport, steps: Steps, want: SecretWrite): Promise<SecretWriteResult> {
+  const where = `${want.namespace}/${want.name}`;
+  return steps.run({
+    title: `Write Secret ${where}`,
+    work: (signal) => writeSecret(transport, { ...want, signal }),
+    done: (written) => `Secret ${where} ${written.action}`,
+    // Ctrl-C stops the write before it is sent, not once it is: then it is done, and said so.
+    cancelled: (written) =>
+      written && written.action !== 'unchanged'
+        ? `cancelled (Ctrl-C) too late: Secret ${where} was already ${written.action}`
+        : NOTHING_WRITTEN,
+    forced: `cancelled (Ctrl-C) while Secret ${where} was being written; see whether it was with kubectl -n ${want.namespace} get secret ${want.name}`,
+  });
+}
+
+/** The provider built from the values, which runs its own checks (OpenStack parses cloud.conf). */
+async function build(
+  definition: ProviderDefinition,
+  resolved: Resolved,
+): Promise<{ data: Record<string, string>; provider: Provider }> {
+  const data = secretData(definition, resolved);
+  for (const field of definition.credentials.fields) {
+    const value = field.secretKey ? data[field.secretKey] : undefined;
+    if (field.prompt !== 'ssh-key' || value === undefined) continue;
+    const { isPrivateKey } = await import('./ssh-keys.js');
+    if (!isPrivateKey(value)) {
+      const given = resolved.get(field.key);
+      const path = given?.path ?? (given && isFilePath(given.value) ? given.value : undefined);
+      throw new UsageError(
+        `${field.key}${path ? ` (${path})` : ''} is not a PEM or OpenSSH private key; give the private key file (not the .pub)`,
+      );
+    }
+  }
+  return { data, provider: definition.create(providerValues(definition, resolved, data), {}) };
+}
+
+/** How a value the Secret does not hold is given to `ccm run`: its flag, else its variable. */
+function givenAs(definition: ProviderDefinition, key: string): string {
+  const field = definition.credentials.fields.find((f) => f.key === key);
+  if (!field) return key;
+  const flag = flagFor(definition, field);
+  return flag.startsWith('--set') ? (field.env[0] ?? flag) : flag;
+}
+
+/**
+ * The commands that come next, whole: with the values the Secret does not hold (--cloud-api-url), and
+ * the kubeconfig and context this command was given for the commands that run here.
+ */
+function nextCommands(
+  definition: ProviderDefinition,
+  input: CreateSecretInput,
+  secret: string,
+  resolved: Resolved,
+  notStored: readonly string[],
+): string[] {
+  const flag = (name: string, value: string | undefined) => (value ? [`--${name}`, shellWord(value)] : []);
+  const value = (key: string | undefined) =>
+    key && notStored.includes(key) && resolved.get(key)?.source !== 'default'
+      ? resolved.get(key)?.value
+      : undefined;
+  const apiUrl = flag('cloud-api-url', value(definition.apiUrlField));
+  const kube = [...flag('kubeconfig', input.kubeconfig), ...flag('context', input.context)];
+  const manifests = [
+    'ccm manifests --provider',
+    definition.name,
+    '--image',
+    `<registry>/ccm:${input.version ?? '<version>'}`,
+    '--credentials-secret',
+    secret,
+    ...apiUrl,
+    '| kubectl apply',
+    ...kube,
+    '--server-side -f -',
+  ];
+  const run = [
+    'ccm run --provider',
+    definition.name,
+    ...kube,
+    '--credentials-secret',
+    secret,
+    ...apiUrl,
+    ...flag('cloud-config', value(definition.configFileField)),
+  ];
+  return [manifests.join(' '), run.join(' ')];
+}
+
+/** A word as a shell reads it back: quoted when it holds anything but safe characters. */
+function shellWord(word: string): string {
+  return /^[\w@%+=:,./~-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
 }
 
 /** The Secret's data: each field's value under its secretKey; a key or document given by path is read. */
@@ -226,16 +431,34 @@ function providerValues(
   return values;
 }
 
-function manifest(namespace: string, name: string, data: Record<string, string>, show: boolean) {
+/**
+ * The Secret as it would be written. Values that are not secret (a URL, an account, a region) are
+ * shown as they are, under stringData; secret ones are redacted unless --show-secrets, then base64
+ * under data, as the API server keeps them.
+ */
+function manifest(
+  definition: ProviderDefinition,
+  namespace: string,
+  name: string,
+  data: Record<string, string>,
+  show: boolean,
+) {
+  const secretKeys = new Set(definition.credentials.fields.filter((f) => f.secret).map((f) => f.secretKey));
+  const entries = Object.entries(data).sort(([a], [b]) => a.localeCompare(b));
+  const secret = entries.filter(([k]) => secretKeys.has(k));
+  const plain = entries.filter(([k]) => !secretKeys.has(k));
   return {
     apiVersion: 'v1',
     kind: 'Secret',
     metadata: { name, namespace, labels: { ...MANAGED_BY } },
     type: 'Opaque',
-    data: Object.fromEntries(
-      Object.entries(data)
-        .sort()
-        .map(([k, v]) => [k, show ? Buffer.from(v, 'utf8').toString('base64') : '<redacted>']),
-    ),
+    ...(secret.length
+      ? {
+          data: Object.fromEntries(
+            secret.map(([k, v]) => [k, show ? Buffer.from(v, 'utf8').toString('base64') : '<redacted>']),
+          ),
+        }
+      : {}),
+    ...(plain.length ? { stringData: Object.fromEntries(plain) } : {}),
   };
 }

@@ -43,10 +43,10 @@ export function secretReport(result: CreateSecretResult): Report<SecretRow> {
   const notes = [
     ...(result.verified ? [`Verified with ${result.provider}: ${result.verified}`] : []),
     ...(result.notStored.length
-      ? [`Not stored in the Secret (give them to ccm run): ${result.notStored.join(', ')}`]
+      ? [`Not stored in the Secret, so ccm run needs it as well: ${result.notStored.join(', ')}`]
       : []),
     'Next:',
-    ...result.next.map((c) => `  ${c}`),
+    ...result.next.flatMap((c) => continued(c).map((line, i) => `${i === 0 ? '  ' : '      '}${line}`)),
   ];
   const yaml = () => objectYaml(manifest).trimEnd();
   return defineReport<SecretRow>({
@@ -68,4 +68,19 @@ export function secretReport(result: CreateSecretResult): Report<SecretRow> {
     failed: false,
     ...(manifest ? { documents: { table: yaml, wide: yaml, lines: yaml, yaml } } : {}),
   });
+}
+
+/**
+ * A long command as shell lines continued with a backslash, broken before a flag or a pipe, so that
+ * it is copied whole from a terminal of 80 columns rather than cut where the terminal wraps it.
+ */
+export function continued(command: string, width = 72): string[] {
+  const parts = command.split(/ (?=--[a-z]|\| )/);
+  const lines: string[] = [];
+  for (const part of parts) {
+    const last = lines.length - 1;
+    if (last >= 0 && `${lines[last]} ${part}`.length <= width) lines[last] = `${lines[last]} ${part}`;
+    else lines.push(part);
+  }
+  return lines.map((line, i) => (i < lines.length - 1 ? `${line} \\` : line));
 }

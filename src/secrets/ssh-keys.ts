@@ -125,3 +125,13 @@ export function isEncryptedKey(text: string): boolean {
     return (err as Error).name === 'KeyEncryptedError';
   }
 }
+
+/** PEM or OpenSSH private key text, encrypted or not (a public key, YAML or anything else is not). */
+export function isPrivateKey(text: string): boolean {
+  try {
+    sshpk.parsePrivateKey(text, 'auto');
+    return true;
+  } catch (err) {
+    return (err as Error).name === 'KeyEncryptedError';
+  }
+}

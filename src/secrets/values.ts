@@ -21,6 +21,8 @@ export interface GivenValues {
 export interface ResolvedValue {
   value: string;
   source: ValueSource;
+  /** The file it was read from (`--from-file`), for error lines. */
+  path?: string;
 }
 
 export type Resolved = Map<string, ResolvedValue>;
@@ -64,7 +66,7 @@ export function resolveGiven(definition: ProviderDefinition, given: GivenValues)
   for (const pair of given.fromFile) {
     const [name, path] = splitPair('--from-file', pair);
     const field = lookup('--from-file', name);
-    resolved.set(field.key, { value: readValueFile(path, `--from-file ${name}`), source: 'file' });
+    resolved.set(field.key, { value: readValueFile(path, `--from-file ${name}`), source: 'file', path });
   }
   if (given.stdin !== undefined) {
     const secrets = fields.filter((f) => f.secret && !resolved.has(f.key));

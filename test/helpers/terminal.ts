@@ -79,13 +79,15 @@ export class Terminal {
     return stdout.replace(/\n+$/, '');
   }
 
-  /** Waits until `text` is on the screen; returns the screen (joined). */
-  async waitFor(text: string, timeoutMs = MARGIN_MS): Promise<string> {
+  /** Waits until `text` is on the screen (`times` times: a question asked again); returns the screen (joined). */
+  async waitFor(text: string, timeoutMs = MARGIN_MS, times = 1): Promise<string> {
     return poll(timeoutMs, async () => {
       const now = await this.screen({ joined: true });
-      return now.includes(text) ? now : undefined;
+      return now.split(text).length > times ? now : undefined;
     }).catch(async () => {
-      throw new Error(`timed out waiting for "${text}"; the screen:\n${await this.screen({ joined: true })}`);
+      throw new Error(
+        `timed out waiting for "${text}"${times > 1 ? ` (${times} times)` : ''}; the screen:\n${await this.screen({ joined: true })}`,
+      );
     });
   }
 

@@ -145,8 +145,14 @@ describe('ccm secret create, scripted', { timeout: 240_000 }, () => {
     expect(first.stderr).toBe('');
     expect(first.exitCode).toBe(0);
     expect(first.stdout).toContain('Secret kube-system/digitalocean created (keys: access-token)');
-    expect(first.stdout).toContain(
-      'ccm run --provider digitalocean --credentials-secret kube-system/digitalocean',
+    // The next commands are whole: the API URL the Secret does not hold, the kubeconfig given here.
+    expect(first.stdout).toContain('Not stored in the Secret, so ccm run needs it as well: --cloud-api-url');
+    expect(first.stdout).not.toContain('apiUrl');
+    expect(unfolded(first.stdout)).toContain(
+      `ccm run --provider digitalocean --kubeconfig ${cp.kubeconfigPath} --credentials-secret kube-system/digitalocean --cloud-api-url ${sim.url}`,
+    );
+    expect(unfolded(first.stdout)).toContain(
+      `ccm manifests --provider digitalocean --image <registry>/ccm:0.1.0 --credentials-secret kube-system/digitalocean --cloud-api-url ${sim.url} | kubectl apply --kubeconfig ${cp.kubeconfigPath} --server-side -f -`,
     );
     expect(first.stdout + first.stderr).not.toContain(sim.token);
     expect(first.writes.map((w) => `${w.verb} ${w.objectRef?.resource}`)).toEqual(['create secrets']);
@@ -232,6 +238,25 @@ describe('ccm secret create, scripted', { timeout: 240_000 }, () => {
     expect(none.stderr).toBe('ccm: no provider given; pass --provider (e.g. --provider digitalocean)');
   });
 
+  it('--dry-run does not call the cloud; with --verify it calls it once', async () => {
+    const before = sim.requests.length;
+    const dry = await secretCreate(
+      ['--provider', 'digitalocean', '--cloud-api-url', sim.url, '--dry-run', '--from-stdin'],
+      { input: sim.token },
+    );
+    expect(dry.stderr).toBe('');
+    expect(dry.exitCode).toBe(0);
+    expect(dry.stdout).toContain('access-token: <redacted>');
+    expect(sim.requests.slice(before)).toEqual([]);
+    const verified = await secretCreate(
+      ['--provider', 'digitalocean', '--cloud-api-url', sim.url, '--dry-run', '--verify', '--from-stdin'],
+      { input: sim.token },
+    );
+    expect(verified.exitCode, verified.stderr).toBe(0);
+    expect(sim.requests.slice(before).map((r) => `${r.method} ${r.url}`)).toEqual(['GET /v2/account']);
+    expect(verified.writes).toEqual([]);
+  });
+
   it('--dry-run prints the Secret redacted (values only with --show-secrets), writes nothing', async () => {
     const run = await secretCreate(
       ['--provider', 'digitalocean', '--no-verify', '--dry-run', '--from-stdin'],
@@ -298,6 +323,56 @@ describe('ccm secret create, scripted, every other provider', { timeout: 240_000
     }
   });
 
+  it('Triton --dry-run: url and account shown, only the key and its passphrase redacted', async () => {
+    const args = [
+      '--provider',
+      'triton',
+      '--set',
+      'url=https://us-east-1.api.example.com',
+      '--set',
+      'account=demo',
+      '--from-file',
+      `keyMaterial=${tritonKey.path}`,
+      '--dry-run',
+    ];
+    const env = { TRITON_KEY_PASSPHRASE: tritonKey.passphrase };
+    const run = await secretCreate(args, { env });
+    expect(run.stderr).toBe('');
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain('url: https://us-east-1.api.example.com');
+    expect(run.stdout).toContain('account: demo');
+    expect(run.stdout).toContain('key-material: <redacted>');
+    expect(run.stdout).toContain('key-passphrase: <redacted>');
+    expect(run.stdout).not.toContain(tritonKey.passphrase);
+    expect(run.stdout).not.toContain('PRIVATE KEY');
+    const json = JSON.parse((await secretCreate([...args, '-o', 'json'], { env })).stdout);
+    expect(json.stringData).toEqual({ url: 'https://us-east-1.api.example.com', account: 'demo' });
+    expect(json.data).toEqual({ 'key-material': '<redacted>', 'key-passphrase': '<redacted>' });
+    expect(run.writes).toEqual([]);
+  });
+
+  it('Triton: a key file that is no private key is one line naming it, exit 2', async () => {
+    const dir = tempDir('ccm-secret-notakey-');
+    const yaml = join(dir, 'config.yaml');
+    writeFileSync(yaml, 'apiVersion: v1\nkind: Config\nclusters: []\n');
+    const run = await secretCreate([
+      '--provider',
+      'triton',
+      '--set',
+      'url=https://us-east-1.api.example.com',
+      '--set',
+      'account=demo',
+      '--from-file',
+      `keyMaterial=${yaml}`,
+      '--no-verify',
+    ]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toBe(
+      `ccm: keyMaterial (${yaml}) is not a PEM or OpenSSH private key; give the private key file (not the .pub)`,
+    );
+    expect(run.writes).toEqual([]);
+  });
+
   it('Brightbox: client and secret from env; nodes init uses the Secret', async () => {
     const sim = await startBrightboxSimulator();
     try {
@@ -356,6 +431,14 @@ describe('ccm secret create, scripted, every other provider', { timeout: 240_000
     }
   });
 
+  it('--help shows no empty default for --set and --from-file', async () => {
+    const help = await ccm(['secret', 'create', '--help']);
+    expect(help.exitCode).toBe(0);
+    expect(help.stdout).toMatch(/--set=<value>\.\.\. +A value, as field=value/);
+    expect(help.stdout).toMatch(/--from-file=<value>\.\.\. +A value read from a file/);
+    expect(help.stdout).not.toContain('[default: ]');
+  });
+
   it('Cloudlycke keeps nothing in a Secret: one line, exit 2', async () => {
     const run = await secretCreate(['--provider', 'cloudlycke']);
     expect(run.exitCode).toBe(2);
@@ -365,13 +448,18 @@ describe('ccm secret create, scripted, every other provider', { timeout: 240_000
   });
 });
 
-/** `ccm secret create` in a terminal; `answer` types into it, step by step, as the screen asks. */
+/**
+ * `ccm secret create` in a terminal; `answer` types into it, step by step, as the screen asks: a step
+ * waits for its text (`[text, n]`: the n-th time it is on the screen, for a question asked again).
+ */
 async function inTerminal(
   args: string[],
   env: Record<string, string>,
-  answer: (step: (waitText: string, ...keys: string[]) => Promise<void>) => Promise<void>,
+  answer: (step: (waitText: string | [string, number], ...keys: string[]) => Promise<void>) => Promise<void>,
+  options: { kubeconfig?: string } = {},
 ) {
-  const terminal = await Terminal.open(['secret', 'create', '--kubeconfig', cp.kubeconfigPath, ...args], {
+  const kubeconfig = options.kubeconfig ?? cp.kubeconfigPath;
+  const terminal = await Terminal.open(['secret', 'create', '--kubeconfig', kubeconfig, ...args], {
     width: 200,
     height: 60,
     env: { ...CLEAN_ENV, ...env },
@@ -379,7 +467,8 @@ async function inTerminal(
   const seen: string[] = [];
   try {
     await answer(async (waitText, ...keys) => {
-      seen.push(await terminal.waitFor(waitText));
+      const [text, times] = typeof waitText === 'string' ? [waitText, 1] : waitText;
+      seen.push(await terminal.waitFor(text, undefined, times));
       await terminal.type(...keys);
     });
     const code = await terminal.exit();
@@ -388,6 +477,12 @@ async function inTerminal(
     await terminal.close();
   }
 }
+
+/** How often `text` is on `screen`. */
+const count = (screen: string, text: string) => screen.split(text).length - 1;
+
+/** The screen's commands continued with a backslash, each on one line again. */
+const unfolded = (screen: string) => screen.replace(/ \\\n\s+/g, ' ');
 
 describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
   it('Ctrl-C at a prompt: one line, exit 130, nothing written', async () => {
@@ -399,6 +494,92 @@ describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
     expect(screen).toContain('ccm: cancelled at the prompt (Ctrl-C); nothing was written');
     expect(screen).not.toContain('force closed');
     expect(await readSecret('digitalocean')).toBeUndefined();
+  });
+
+  it('Ctrl-C while the task list runs: one line, exit 130, nothing written', async () => {
+    await deleteSecret('digitalocean');
+    const sim = await DigitalOceanSimulator.start();
+    try {
+      // The cloud takes its time to answer: the step is still running when Ctrl-C comes.
+      sim.fault({ path: '/v2/account', hang: true, times: 10 });
+      const { code, screen } = await inTerminal(
+        ['--provider', 'digitalocean', '--cloud-api-url', sim.url],
+        { DO_ACCESS_TOKEN: sim.token },
+        async (step) => {
+          await step('Region slug', 'Enter');
+          await step('VPC id', 'Enter');
+          await step('Validate the credentials with the cloud', 'C-c');
+        },
+      );
+      expect(code).toBe(130);
+      expect(screen).toContain('ccm: cancelled (Ctrl-C); nothing was written');
+      expect(count(screen, 'ccm: ')).toBe(1);
+      expect(await readSecret('digitalocean')).toBeUndefined();
+    } finally {
+      await sim.stop();
+    }
+  });
+
+  it('the kubeconfig is checked before anything is asked', async () => {
+    const { code, screen } = await inTerminal([], {}, async () => {}, {
+      kubeconfig: '/nonexistent/kubeconfig',
+    });
+    expect(code).toBe(2);
+    expect(screen).toBe(
+      'ccm: kubeconfig /nonexistent/kubeconfig does not exist; pass an existing file to --kubeconfig',
+    );
+  });
+
+  it('a refused token is asked for again, its error said once; Cluster is ticked before any question', async () => {
+    await deleteSecret('digitalocean');
+    const sim = await DigitalOceanSimulator.start({ token: 'dop_v1_the_right_one_4567' });
+    try {
+      const { code, screen } = await inTerminal(
+        ['--provider', 'digitalocean', '--cloud-api-url', sim.url],
+        {},
+        async (step) => {
+          await step('DigitalOcean API token', 'dop_v1_a_typo', 'Enter');
+          await step('Region slug', 'Enter');
+          await step('VPC id', 'Enter');
+          await step(['DigitalOcean API token', 2], sim.token, 'Enter');
+        },
+      );
+      expect(code).toBe(0);
+      expect(screen).toContain('Secret kube-system/digitalocean created');
+      expect(decoded(await readSecret('digitalocean'))).toEqual({ 'access-token': sim.token });
+      expect(count(screen, 'did not accept the credentials')).toBe(1);
+      expect(screen).toContain('(Ctrl-C ends)');
+      expect(screen).not.toContain('dop_v1_a_typo');
+      expect(screen).not.toContain(sim.token);
+      // The cluster answered (its version is on the line) before the first question.
+      expect(screen).toMatch(
+        /^✔ Cluster: https:\/\/127\.0\.0\.1:\d+ \(Kubernetes v[\d.]+\)\n.*DigitalOcean API token/,
+      );
+    } finally {
+      await sim.stop();
+      await deleteSecret('digitalocean');
+    }
+  });
+
+  it('a refused token that was not typed here ends the command, its error said once', async () => {
+    const sim = await DigitalOceanSimulator.start();
+    try {
+      const { code, screen } = await inTerminal(
+        ['--provider', 'digitalocean', '--cloud-api-url', sim.url],
+        { DO_ACCESS_TOKEN: 'dop_v1_wrong_in_the_env' },
+        async (step) => {
+          await step('Region slug', 'Enter');
+          await step('VPC id', 'Enter');
+        },
+      );
+      expect(code).toBe(2);
+      expect(count(screen, 'did not accept the credentials')).toBe(1);
+      expect(screen).toContain('✖ Validate the credentials with the cloud');
+      expect(screen).not.toContain('dop_v1_wrong_in_the_env');
+      expect(await readSecret('digitalocean')).toBeUndefined();
+    } finally {
+      await sim.stop();
+    }
   });
 
   it('DigitalOcean: picks the provider, asks for the token masked, creates the Secret', async () => {
@@ -418,7 +599,19 @@ describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
       expect(screen).toContain('Secret kube-system/digitalocean created');
       expect(code).toBe(0);
       expect(screen).not.toContain(sim.token);
-      expect(screen).toContain('*'.repeat(sim.token.length));
+      // An answered question stays as a short line, without the examples that helped to answer it.
+      expect(screen).toContain(
+        `✔ DigitalOcean API token with read and write scope ${'*'.repeat(sim.token.length)}`,
+      );
+      expect(screen).toContain("✔ Region slug of the cluster's load balancers skipped");
+      expect(screen).toContain("✔ VPC id of the cluster's droplets skipped");
+      expect(screen).not.toMatch(/✔ .*(Control Panel|e\.g\.|Enter to skip|default:)/);
+      // The next commands by the flags a person types, whole.
+      expect(screen).not.toContain('apiUrl');
+      expect(screen).toContain('Not stored in the Secret, so ccm run needs it as well: --cloud-api-url');
+      expect(unfolded(screen)).toContain(
+        `ccm run --provider digitalocean --kubeconfig ${cp.kubeconfigPath} --credentials-secret kube-system/digitalocean --cloud-api-url ${sim.url}`,
+      );
       expect(decoded(await readSecret('digitalocean'))).toEqual({ 'access-token': sim.token });
     } finally {
       await sim.stop();
@@ -461,6 +654,93 @@ describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
     } finally {
       await sim.stop();
       await deleteSecret('cloud-config');
+    }
+  });
+
+  it('OpenStack with --cloud-config: that file is the Secret, nothing is asked', async () => {
+    await deleteSecret('cloud-config');
+    const sim = await new OpenStackSimulator().start();
+    const dir = tempDir('ccm-secret-os-tty-');
+    try {
+      const conf = readFileSync(
+        fileURLToPath(new URL('../fixtures/openstack/occm-cloud-config', import.meta.url)),
+        'utf8',
+      ).replace('http://192.128.1.15:5000/v3', sim.authUrl);
+      writeFileSync(join(dir, 'cloud.conf'), conf);
+      const { code, screen } = await inTerminal(
+        ['--provider', 'openstack', '--cloud-config', join(dir, 'cloud.conf')],
+        {},
+        async () => {},
+      );
+      expect(screen).not.toContain('Content of cloud.conf');
+      expect(screen).toContain('Secret kube-system/cloud-config created');
+      expect(code).toBe(0);
+      expect(decoded(await readSecret('cloud-config'))).toEqual({ 'cloud.conf': conf });
+    } finally {
+      await sim.stop();
+      await deleteSecret('cloud-config');
+    }
+  });
+
+  it('OpenStack: cloud.conf is not offered as "Enter to skip"; an empty path goes back to the choices', async () => {
+    await deleteSecret('cloud-config');
+    const sim = await new OpenStackSimulator().start();
+    const dir = tempDir('ccm-secret-os-tty-');
+    try {
+      const conf = readFileSync(
+        fileURLToPath(new URL('../fixtures/openstack/occm-cloud-config', import.meta.url)),
+        'utf8',
+      ).replace('http://192.128.1.15:5000/v3', sim.authUrl);
+      writeFileSync(join(dir, 'cloud.conf'), conf);
+      const { code, screen, seen } = await inTerminal(['--provider', 'openstack'], {}, async (step) => {
+        await step('Content of cloud.conf', 'Enter');
+        await step('Path of the cloud.conf file', 'Enter');
+        await step(['Content of cloud.conf', 2], 'Enter');
+        await step(['Path of the cloud.conf file', 2], join(dir, 'cloud.conf'), 'Enter');
+      });
+      expect(seen[0]).not.toContain('Enter to skip');
+      expect(seen[1]).toContain('Enter alone: back to the choices');
+      expect(screen).not.toContain('is not a readable file');
+      expect(screen).toContain('Secret kube-system/cloud-config created');
+      expect(code).toBe(0);
+      expect(decoded(await readSecret('cloud-config'))).toEqual({ 'cloud.conf': conf });
+    } finally {
+      await sim.stop();
+      await deleteSecret('cloud-config');
+    }
+  });
+
+  it('Triton: a file that is no private key is refused at the prompt, and asked for again', async () => {
+    const sim = await new TritonSim({ login: 'demo' }).start();
+    const home = tempDir('ccm-secret-home-');
+    try {
+      sim.addKey(tritonKey.publicKey);
+      mkdirSync(join(home, '.ssh'), { mode: 0o700 });
+      const yaml = join(home, 'kubeconfig.yaml');
+      writeFileSync(yaml, 'apiVersion: v1\nkind: Config\nclusters: []\n');
+      const { code, screen } = await inTerminal(['--provider', 'triton'], { HOME: home }, async (step) => {
+        await step('CloudAPI URL', sim.url, 'Enter');
+        await step('Account login name', 'demo', 'Enter');
+        await step('Sub-user login', 'Enter');
+        await step('Fingerprint of the signing key', 'Enter');
+        // No key in ~/.ssh: "Another file…" is the first choice.
+        await step('Another file', 'Enter');
+        await step('Path of the private key', yaml, 'Enter');
+        await step(
+          `${yaml} is not a PEM or OpenSSH private key`,
+          ...Array(yaml.length).fill('BSpace'),
+          tritonKey.path,
+          'Enter',
+        );
+        await step('Passphrase of', tritonKey.passphrase as string, 'Enter');
+      });
+      expect(screen).not.toContain('ENOENT');
+      expect(screen).toContain('Secret kube-system/triton created');
+      expect(code).toBe(0);
+      expect(decoded(await readSecret('triton'))['key-material']).toBe(tritonKey.privateKey);
+    } finally {
+      await sim.stop();
+      await deleteSecret('triton');
     }
   });
 

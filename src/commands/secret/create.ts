@@ -9,7 +9,7 @@ export default class SecretCreate extends BaseCommand {
     "Create or update the Secret with a provider's credentials, checked with the cloud first";
   static override description = [
     "Works from each provider's credentials schema: asks for what is missing when stdin is a terminal (masked input for secrets, a list of SSH keys from ~/.ssh and the ssh-agent), otherwise takes every value from --set, --from-file, --from-stdin or the provider's environment variables. One call to the cloud proves the credentials before anything is written. The Secret gets the official controller's name, keys and namespace by default; an identical second run writes nothing.",
-    'RBAC: get, create and update on that Secret. Exit status: 0 written or unchanged, 2 usage error, missing value or credentials the cloud refused (nothing written).',
+    'RBAC: get, create and update on that Secret. Exit status: 0 written or unchanged, 2 usage error, missing value or credentials the cloud refused (nothing written), 130 Ctrl-C.',
   ].join('\n\n');
   static override examples = [
     '<%= config.bin %> secret create --provider digitalocean',
@@ -33,12 +33,13 @@ export default class SecretCreate extends BaseCommand {
     name: Flags.string({ description: "Secret name (default: the official controller's)" }),
     namespace: Flags.string({ description: 'Secret namespace', default: 'kube-system' }),
     verify: Flags.boolean({
-      description: 'Prove the credentials with one cloud call before writing',
-      default: true,
+      description:
+        'Prove the credentials with one cloud call before writing (default: on; off with --dry-run, which then calls nothing)',
       allowNo: true,
     }),
     'dry-run': Flags.boolean({
-      description: 'Print the Secret (values redacted); write nothing',
+      description:
+        'Print the Secret (secret values redacted); write nothing, and call neither the cluster nor the cloud unless --verify',
       default: false,
     }),
     'show-secrets': Flags.boolean({ description: 'With --dry-run: print the values too', default: false }),
@@ -60,7 +61,7 @@ export default class SecretCreate extends BaseCommand {
       },
       ...(flags.name ? { name: flags.name } : {}),
       namespace: flags.namespace,
-      verify: flags.verify,
+      verify: flags.verify ?? !flags['dry-run'],
       dryRun: flags['dry-run'],
       showSecrets: flags['show-secrets'],
       interactive: isatty(0) && !flags['from-stdin'],
@@ -69,6 +70,7 @@ export default class SecretCreate extends BaseCommand {
       context: flags.context,
       ...(flags['request-timeout'] !== undefined ? { requestTimeoutMs: flags['request-timeout'] } : {}),
       env: process.env,
+      version: this.config.version,
       warn: (line) => process.stderr.write(`ccm: ${line}\n`),
     });
     return secretReport(result);
