@@ -5,7 +5,7 @@ import type { CloudView } from './cloud-view.js';
 import { FirstSeen } from './first-seen.js';
 import type { Controller, ControllerContext } from './manager.js';
 import { isUninitialized } from './node.js';
-import { reconcileNode, reportReconcile } from './node-reconcile.js';
+import { reconcileNode, reportReconcile, WrittenAddresses } from './node-reconcile.js';
 import { findInstance } from './nodes-pass.js';
 import { WorkQueue } from './queue.js';
 
@@ -75,9 +75,11 @@ export function cloudNodeController(): Controller {
         if (isUninitialized(n) || labelsChanged(old, n) || old.spec?.providerID !== n.spec?.providerID)
           q.add(nodeName(n));
       });
+      const written = new WrittenAddresses();
       nodes.on('delete', (n) => {
         seen.forget(n);
         lastErrors.delete(nodeName(n));
+        written.forget(nodeName(n));
       });
       for (const n of nodes.list()) {
         note(n);
@@ -116,10 +118,13 @@ export function cloudNodeController(): Controller {
               if (since === undefined) break;
               view = await ctx.cloud.viewSince(since);
             }
-            const { plan, result } = await reconcileNode(ctx, node, view, {
-              cloudNode: true,
-              lifecycle: false,
-            });
+            const { plan, result } = await reconcileNode(
+              ctx,
+              node,
+              view,
+              { cloudNode: true, lifecycle: false },
+              written,
+            );
             reportReconcile(ctx, NAME, key, plan, lastErrors);
             ctx.metrics.reconciles.inc({
               controller: NAME,

@@ -1,3 +1,4 @@
+import { monotonicMs } from '../clock.js';
 import type { SlimNode } from '../kube/slim-node.js';
 import type { CloudView } from './cloud-view.js';
 import type { ControllerContext } from './manager.js';
@@ -20,6 +21,7 @@ export async function reconcileNode(
   node: SlimNode,
   view: CloudView,
   parts: { cloudNode: boolean; lifecycle: boolean },
+  addresses?: WrittenAddresses,
 ): Promise<{ plan: NodePlan; result: NodeResult }> {
   const pass = {
     dryRun: false,
@@ -35,8 +37,56 @@ export async function reconcileNode(
     // by a lookup with the new ones. The next monitor period plans again from a listing made with them.
     if (!ctx.cloud.isCurrent(view)) withdrawDeletions(plans);
   }
+  if (addresses) for (const p of plans) addresses.dropRepeat(node, p);
   const [plan] = await applyPlans(plans, state, ctx.kube, ctx.provider, pass);
+  if (addresses && plan?.addresses && !plan.error) addresses.wrote(node, plan.addresses);
   return { plan: plan as NodePlan, result: resultOf(plan as NodePlan) };
+}
+
+/**
+ * The addresses ccm last wrote to each Node, until the watch shows them. The taint's removal reaches
+ * the watch before the status write that follows it (the reference's order), and a reconcile of the
+ * Node it shows would write the same addresses a second time.
+ */
+export class WrittenAddresses {
+  private readonly written = new Map<string, { uid: string; text: string; at: number }>();
+
+  /** `lagMs`: how long the watch may lag behind a write; a write later than that is never dropped. */
+  constructor(
+    private readonly lagMs = 10_000,
+    private readonly now: () => number = monotonicMs,
+  ) {}
+
+  wrote(node: SlimNode, addresses: NonNullable<NodePlan['addresses']>): void {
+    this.written.set(node.metadata?.name ?? '', {
+      uid: node.metadata?.uid ?? '',
+      text: JSON.stringify(addresses),
+      at: this.now(),
+    });
+  }
+
+  /** Drops a plan's address write that repeats the last one, while the watch lags behind it. */
+  dropRepeat(node: SlimNode, plan: NodePlan): void {
+    const name = node.metadata?.name ?? '';
+    const last = this.written.get(name);
+    if (!last) return;
+    if (
+      last.uid !== node.metadata?.uid ||
+      JSON.stringify(node.status?.addresses ?? []) === last.text ||
+      this.now() - last.at > this.lagMs
+    ) {
+      this.written.delete(name);
+      return;
+    }
+    if (plan.addresses && JSON.stringify(plan.addresses) === last.text) {
+      plan.addresses = undefined;
+      plan.changes = plan.changes.filter((c) => !c.startsWith('set addresses '));
+    }
+  }
+
+  forget(name: string): void {
+    this.written.delete(name);
+  }
 }
 
 /** Logs what a reconcile changed, and a failure once until its reason changes. */

@@ -97,6 +97,7 @@ describe('ccm run --provider digitalocean', () => {
       privateIP: '10.114.0.3',
     });
     await start();
+    const writesBefore = (await world.cp.writes(CCM_USER)).length;
     const t0 = Date.now();
     // Created after start: the watch shows them, no provider ID yet (matched by droplet name).
     await createNodes(world.api, [{ name: 'worker-1' }, { name: 'worker-2' }]);
@@ -123,6 +124,13 @@ describe('ccm run --provider digitalocean', () => {
         { type: 'Hostname', address: 'worker-2' },
       ],
     });
+    // One address write per Node: the watch event of the taint's removal, which comes before the
+    // status write's, did not make ccm write the same addresses again.
+    await new Promise((r) => setTimeout(r, 1000));
+    const statusWrites = (await world.cp.writes(CCM_USER))
+      .slice(writesBefore)
+      .filter((w) => w.objectRef?.resource === 'nodes' && w.objectRef.subresource === 'status');
+    expect(statusWrites.map((w) => w.objectRef?.name).sort()).toEqual(['worker-1', 'worker-2']);
     // Every call carried the Secret's token.
     expect(world.sim.requests.every((r) => r.authorization === `Bearer ${world.sim.token}`)).toBe(true);
 
