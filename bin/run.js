@@ -79,12 +79,15 @@ function privateCacheDir() {
   const xdg = process.env.XDG_CACHE_HOME;
   const home = getBuiltinModule('node:os').homedir();
   const base = xdg && path.isAbsolute(xdg) ? xdg : path.join(home, '.cache');
-  const dir = path.join(base, 'ccm');
   try {
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    fs.mkdirSync(path.join(base, 'ccm'), { recursive: true, mode: 0o700 });
+    // The folder checked is the one used: resolved once, so that a symlink on the way (base itself, or
+    // a folder above it) swapped after the check cannot lead Node elsewhere.
+    const real = fs.realpathSync(base);
+    const dir = path.join(real, 'ccm');
     const own = fs.lstatSync(dir);
     if (!own.isDirectory() || own.uid !== euid || (own.mode & 0o077) !== 0) return undefined;
-    for (let up = fs.realpathSync(base); ; up = path.dirname(up)) {
+    for (let up = real; ; up = path.dirname(up)) {
       const st = fs.statSync(up);
       const sticky = (st.mode & 0o1000) !== 0;
       if ((st.uid !== euid && st.uid !== 0) || ((st.mode & 0o022) !== 0 && !sticky)) return undefined;
