@@ -8,20 +8,23 @@ const major = Number(process.versions.node.split('.')[0]);
 
 if (major < NEEDED) {
   const { spawn } = await import('node:child_process');
-  const { existsSync } = await import('node:fs');
-  const { homedir } = await import('node:os');
-  const { join } = await import('node:path');
-  // The Node 24 that `npm test` / `npm run quickstart` install for this project (.ci/node), if present.
-  const tools =
-    process.env.CCM_TOOLS_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'ccm-tools');
-  const node24 = join(tools, 'node24', 'bin', 'node');
-  if (!existsSync(node24)) {
+  // The Node 24 that `npm test` / `npm run quickstart` install for this project (.ci/node), if present
+  // and unchanged (bin/node24.js).
+  const { node24 } = await import('./node24.js');
+  const found = node24();
+  if (found.missing) {
+    // Under sudo, CCM_TOOLS_DIR and XDG_CACHE_HOME are the caller's, and not looked in.
+    const where = found.elevated ? ` (under sudo, ccm looks for it only at ${found.missing})` : '';
     process.stderr.write(
-      `ccm: needs Node.js ${NEEDED} or newer, this is ${process.versions.node}; install Node 24 (e.g. \`bash .ci/node --bin-dir\` in this repository installs it from the npm registry) and run ccm with it\n`,
+      `ccm: needs Node.js ${NEEDED} or newer, this is ${process.versions.node}; install Node 24 (e.g. \`bash .ci/node --bin-dir\` in this repository installs it from the npm registry) and run ccm with it${where}\n`,
     );
     process.exit(2);
   }
-  const child = spawn(node24, [process.argv[1], ...process.argv.slice(2)], {
+  if (found.refused) {
+    process.stderr.write(`ccm: ${found.refused}\n`);
+    process.exit(2);
+  }
+  const child = spawn(found.node, [process.argv[1], ...process.argv.slice(2)], {
     stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
     env: { ...process.env, CCM_SIGNALS_BY_IPC: '1' },
   });
