@@ -10,7 +10,6 @@
 // Hashing 120 MB takes ~0.2 s, as long as the start itself: a hash is recorded in node24/verified with
 // the binary's device, inode, size, mtime and ctime (a write or a chmod changes the ctime, which no
 // one can set back), and a start whose binary still has those takes the record instead of hashing.
-import { createHash } from 'node:crypto';
 import {
   closeSync,
   constants,
@@ -56,7 +55,7 @@ export function toolsDir(env = process.env) {
  * { node } to run; { missing, elevated } when there is none; { refused }: one line saying what is
  * wrong and what to do.
  */
-export function node24(env = process.env) {
+export async function node24(env = process.env) {
   let tools;
   try {
     tools = toolsDir(env);
@@ -68,7 +67,7 @@ export function node24(env = process.env) {
   const link = join(tools, 'node24', 'bin', 'node');
   if (!existsSync(link)) return { missing: link, elevated: elevated(env) };
   try {
-    return { node: verified(link) };
+    return { node: await verified(link) };
   } catch (err) {
     const why = err instanceof Refusal ? err.message : `cannot check it (${err.message}); ${INSTALL}`;
     return { refused: `not running ${link}: ${why}` };
@@ -77,7 +76,7 @@ export function node24(env = process.env) {
 
 class Refusal extends Error {}
 
-function verified(link) {
+async function verified(link) {
   const platform = `${process.platform}-${process.arch}`;
   let recorded;
   try {
@@ -108,7 +107,7 @@ function verified(link) {
     const stamp = join(dirname(bin), 'verified');
     const record = `${want} ${[st.dev, st.ino, st.size, st.mtimeNs, st.ctimeNs].join(' ')}\n`;
     if (readRecord(stamp, euid) === record) return real;
-    const got = sha256(fd);
+    const got = await sha256(fd);
     if (got !== want) {
       throw new Refusal(
         `its sha256 is ${got}, not ${want} as .ci/node.sha256 records for ${platform}; remove ${dirname(bin)} and ${INSTALL}`,
@@ -148,7 +147,9 @@ function walkUp(dir, euid) {
   }
 }
 
-function sha256(fd) {
+/** Imports node:crypto (~2 ms) only when there is something to hash. */
+async function sha256(fd) {
+  const { createHash } = await import('node:crypto');
   const hash = createHash('sha256');
   const buffer = Buffer.allocUnsafe(1 << 20);
   for (let position = 0; ; ) {

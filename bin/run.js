@@ -11,7 +11,7 @@ if (major < NEEDED) {
   // The Node 24 that `npm test` / `npm run quickstart` install for this project (.ci/node), if present
   // and unchanged (bin/node24.js).
   const { node24 } = await import('./node24.js');
-  const found = node24();
+  const found = await node24();
   if (found.missing) {
     // Under sudo, CCM_TOOLS_DIR and XDG_CACHE_HOME are the caller's, and not looked in.
     const where = found.elevated ? ` (under sudo, ccm looks for it only at ${found.missing})` : '';
