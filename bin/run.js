@@ -8,20 +8,23 @@ const major = Number(process.versions.node.split('.')[0]);
 
 if (major < NEEDED) {
   const { spawn } = await import('node:child_process');
-  const { existsSync } = await import('node:fs');
-  const { homedir } = await import('node:os');
-  const { join } = await import('node:path');
-  // The Node 24 that `npm test` / `npm run quickstart` install for this project (.ci/node), if present.
-  const tools =
-    process.env.CCM_TOOLS_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'ccm-tools');
-  const node24 = join(tools, 'node24', 'bin', 'node');
-  if (!existsSync(node24)) {
+  // The Node 24 that `npm test` / `npm run quickstart` install for this project (.ci/node), if present
+  // and unchanged (bin/node24.js).
+  const { node24 } = await import('./node24.js');
+  const found = await node24();
+  if (found.missing) {
+    // Under sudo, CCM_TOOLS_DIR and XDG_CACHE_HOME are the caller's, and not looked in.
+    const where = found.elevated ? ` (under sudo, ccm looks for it only at ${found.missing})` : '';
     process.stderr.write(
-      `ccm: needs Node.js ${NEEDED} or newer, this is ${process.versions.node}; install Node 24 (e.g. \`bash .ci/node --bin-dir\` in this repository installs it from the npm registry) and run ccm with it\n`,
+      `ccm: needs Node.js ${NEEDED} or newer, this is ${process.versions.node}; install Node 24 (e.g. \`bash .ci/node --bin-dir\` in this repository installs it from the npm registry) and run ccm with it${where}\n`,
     );
     process.exit(2);
   }
-  const child = spawn(node24, [process.argv[1], ...process.argv.slice(2)], {
+  if (found.refused) {
+    process.stderr.write(`ccm: ${found.refused}\n`);
+    process.exit(2);
+  }
+  const child = spawn(found.node, [process.argv[1], ...process.argv.slice(2)], {
     stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
     env: { ...process.env, CCM_SIGNALS_BY_IPC: '1' },
   });
@@ -79,12 +82,15 @@ function privateCacheDir() {
   const xdg = process.env.XDG_CACHE_HOME;
   const home = getBuiltinModule('node:os').homedir();
   const base = xdg && path.isAbsolute(xdg) ? xdg : path.join(home, '.cache');
-  const dir = path.join(base, 'ccm');
   try {
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    fs.mkdirSync(path.join(base, 'ccm'), { recursive: true, mode: 0o700 });
+    // The folder checked is the one used: resolved once, so that a symlink on the way (base itself, or
+    // a folder above it) swapped after the check cannot lead Node elsewhere.
+    const real = fs.realpathSync(base);
+    const dir = path.join(real, 'ccm');
     const own = fs.lstatSync(dir);
     if (!own.isDirectory() || own.uid !== euid || (own.mode & 0o077) !== 0) return undefined;
-    for (let up = fs.realpathSync(base); ; up = path.dirname(up)) {
+    for (let up = real; ; up = path.dirname(up)) {
       const st = fs.statSync(up);
       const sticky = (st.mode & 0o1000) !== 0;
       if ((st.uid !== euid && st.uid !== 0) || ((st.mode & 0o022) !== 0 && !sticky)) return undefined;

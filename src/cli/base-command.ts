@@ -2,6 +2,7 @@ import type { Interfaces } from '@oclif/core';
 import { Command } from '@oclif/core/command';
 import * as Flags from '@oclif/core/flags';
 import { closest } from '../closest.js';
+import { printable } from '../printable.js';
 import { providerNames } from '../providers/registry.js';
 import { endProcess } from './end-process.js';
 import {
@@ -128,8 +129,10 @@ export abstract class CcmCommand extends Command {
     }
     const debug =
       this.argv.includes('--log-level=debug') || this.argv.join(' ').includes('--log-level debug');
-    process.stderr.write(`ccm: ${this.parseErrorLine(err) ?? oneLine(err)}\n`);
-    if (debug && err.stack) process.stderr.write(`${err.stack}\n`);
+    // An error's message may quote a cloud's answer or a Kubernetes object: no escape sequence of theirs
+    // reaches the terminal.
+    process.stderr.write(`ccm: ${printable(this.parseErrorLine(err) ?? oneLine(err))}\n`);
+    if (debug && err.stack) process.stderr.write(`${printable(err.stack)}\n`);
     // Ended by its loop running dry, as a success is (end-process.ts): work still under way when the
     // error came gets the backstop's second at most.
     endProcess(err.name === 'CLIError' || isParseError(err) ? EXIT_USAGE : exitCodeFor(err));

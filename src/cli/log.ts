@@ -1,5 +1,6 @@
 import chalk from 'chalk';
 import { type DestinationStream, type Logger, pino } from 'pino';
+import { printable } from '../printable.js';
 
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
 
@@ -12,7 +13,10 @@ const LEVEL_STYLE: Record<number, (s: string) => string> = {
 };
 const LEVEL_NAME: Record<number, string> = { 20: 'DBG', 30: 'INF', 40: 'WRN', 50: 'ERR', 60: 'FTL' };
 
-/** One short line per record for a person at a terminal: time, level, controller, Node, message. */
+/**
+ * One short line per record for a person at a terminal: time, level, controller, Node, message. The
+ * message may quote a Service's annotation or a cloud's answer: printable, and one line.
+ */
 export function terminalLine(json: string): string {
   const rec = JSON.parse(json) as {
     level: number;
@@ -23,10 +27,11 @@ export function terminalLine(json: string): string {
   };
   const time = new Date(rec.time).toTimeString().slice(0, 8);
   const level = (LEVEL_STYLE[rec.level] ?? ((s: string) => s))(LEVEL_NAME[rec.level] ?? String(rec.level));
-  const where = [rec.controller && chalk.cyan(rec.controller), rec.node && chalk.bold(rec.node)]
+  const shown = (text: string) => printable(text).replaceAll('\n', ' ');
+  const where = [rec.controller && chalk.cyan(shown(rec.controller)), rec.node && chalk.bold(shown(rec.node))]
     .filter(Boolean)
     .join(' ');
-  return `${chalk.dim(time)} ${level} ${where ? `${where} ` : ''}${rec.msg ?? ''}\n`;
+  return `${chalk.dim(time)} ${level} ${where ? `${where} ` : ''}${shown(rec.msg ?? '')}\n`;
 }
 
 /**

@@ -27,6 +27,7 @@ import { readSecret, type SecretData, sameValues } from '../kube/secrets.js';
 import { type SlimNode, slimNode } from '../kube/slim-node.js';
 import { KubeTransport } from '../kube/transport.js';
 import { nodeCrypto } from '../node-modules.js';
+import { isLoopbackAddress } from '../plain-http.js';
 import { FileNotRead, type FilesRead, filesReadBy, readConfigFileNow } from '../providers/config-files.js';
 import { closeCloudConnections } from '../providers/http-transport.js';
 import { loadProvider } from '../providers/registry.js';
@@ -125,6 +126,11 @@ function checkLeaseTimings(lease: RunInput['lease']): void {
 export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<RunHandle> {
   keepYoungGenerationSmall();
   // --- configuration, checked before anything is written --------------------------------------
+  if (input.plainHttp && !isLoopbackAddress(input.bindAddress)) {
+    throw new UsageError(
+      `--plain-http serves /metrics without authentication, so only on this machine: --bind-address ${input.bindAddress} is not a loopback address; use 127.0.0.1 or ::1 (the default), or leave out --plain-http to serve HTTPS that asks for a token`,
+    );
+  }
   const selection = (() => {
     try {
       return selectControllers(input.controllers);

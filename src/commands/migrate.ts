@@ -83,12 +83,16 @@ export default class Migrate extends BaseCommand {
     if (flags['dry-run'] || !this.human || !process.stdin.isTTY || !process.stdout.isTTY)
       return migrateReport(plan);
     if (!plan.services.some((s) => s.action === 'adopt')) return migrateReport(plan);
+    // Names and addresses of the cloud and of Services: printable, one line each, as the report's are
+    // (render.ts).
+    const { printable } = await import('../printable.js');
     this.log(
       plan.services
         .filter((s) => s.action === 'adopt')
-        .map(
-          (s) =>
+        .map((s) =>
+          printable(
             `  ${s.namespace}/${s.name} → ${s.loadBalancer?.name} (${s.loadBalancer?.addresses.join(', ')})`,
+          ).replaceAll('\n', ' '),
         )
         .join('\n'),
     );

@@ -87,7 +87,7 @@ export default class Run extends CcmCommand {
     }),
     'bind-address': Flags.string({
       description:
-        'Address to serve /healthz, /readyz and /metrics on (default 0.0.0.0; 127.0.0.1 with --plain-http)',
+        'Address to serve /healthz, /readyz and /metrics on (default 0.0.0.0; with --plain-http 127.0.0.1, and only a loopback address is taken)',
     }),
     'secure-port': Flags.integer({
       default: 10258,
@@ -97,7 +97,8 @@ export default class Run extends CcmCommand {
     }),
     'plain-http': Flags.boolean({
       default: false,
-      description: 'Serve plain HTTP without authentication instead of HTTPS (local runs)',
+      description:
+        'Serve plain HTTP without authentication instead of HTTPS (local runs; on a loopback address only)',
     }),
     'authorization-always-allow-paths': Flags.string({
       default: '/healthz,/readyz,/livez',

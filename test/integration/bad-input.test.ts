@@ -368,6 +368,29 @@ describe('`ccm run`: bad input gets one line, exit 2, nothing written', () => {
       ],
       /file not found/,
     ],
+    // /metrics without authentication is for this machine alone (docs/security.md).
+    ...['0.0.0.0', '::', '203.0.113.7', '::ffff:10.0.0.1', 'example.com'].map(
+      (address): [string, () => string[], RegExp] => [
+        `--plain-http with --bind-address ${address}`,
+        () => [...run, ...kc(), '--cloud-config', inventory, '--plain-http', '--bind-address', address],
+        new RegExp(
+          `^ccm: --plain-http serves /metrics without authentication, so only on this machine: --bind-address ${address.replaceAll('.', '\\.')} is not a loopback address; use 127\\.0\\.0\\.1 or ::1`,
+        ),
+      ],
+    ),
+    ...['::1', '127.0.0.2'].map((address): [string, () => string[], RegExp] => [
+      `--plain-http with --bind-address ${address} (loopback) is taken, then the missing inventory is said`,
+      () => [
+        ...run,
+        ...kc(),
+        '--plain-http',
+        '--bind-address',
+        address,
+        '--cloud-config',
+        join(dir, 'none.yaml'),
+      ],
+      /file not found/,
+    ]),
     // ccm run logs until stopped: it has no result to print, so no output flags and no --json contract.
     [
       '--json',

@@ -3,7 +3,7 @@
  * folder: another local user could plant a V8 code cache there (or a symlink) for root's next
  * `sudo ccm cluster prepare`.
  */
-import { chmodSync, existsSync, mkdirSync, readdirSync, statSync, symlinkSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
@@ -56,4 +56,37 @@ it('is not used when the folder is open to others, is a symlink, or sits in a fo
     expect(inTmp, name).toEqual([]);
     expect(cacheFiles(watched), name).toEqual([]);
   }
+});
+
+it('is used in the folder that was checked: a symlink on its way swapped after the check leads nowhere else', async () => {
+  // XDG_CACHE_HOME is a symlink in a folder anyone may write (not sticky): its target passes the
+  // check, and someone swaps the link between the check and Node's use of the folder.
+  const shared = tempDir('ccm-cc-shared-');
+  chmodSync(shared, 0o777);
+  const checked = tempDir('ccm-cc-checked-');
+  const elsewhere = tempDir('ccm-cc-elsewhere-');
+  mkdirSync(join(elsewhere, 'ccm'), { mode: 0o700 });
+  const link = join(shared, 'cache');
+  symlinkSync(checked, link);
+  // Runs right after the check, as the swap's best moment: in enableCompileCache, before it reads its folder.
+  const swap = join(tempDir('ccm-cc-swap-'), 'swap.mjs');
+  writeFileSync(
+    swap,
+    `import module from 'node:module';
+import { rmSync, symlinkSync } from 'node:fs';
+const enable = module.enableCompileCache;
+module.enableCompileCache = (dir) => {
+  rmSync(${JSON.stringify(link)});
+  symlinkSync(${JSON.stringify(elsewhere)}, ${JSON.stringify(link)});
+  return enable(dir);
+};
+`,
+  );
+  const run = await execa(process.execPath, ['--import', swap, bin, '--version'], {
+    env: { XDG_CACHE_HOME: link, NODE_DISABLE_COMPILE_CACHE: undefined },
+    reject: false,
+  });
+  expect(run.exitCode, run.stderr).toBe(0);
+  expect(cacheFiles(join(elsewhere, 'ccm'))).toEqual([]);
+  expect(cacheFiles(join(checked, 'ccm')).length).toBeGreaterThan(0);
 });

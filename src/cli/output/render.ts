@@ -1,4 +1,5 @@
 import chalk, { Chalk, type ChalkInstance, type ColorSupportLevel } from 'chalk';
+import { printable } from '../../printable.js';
 import type { View } from './flags.js';
 import { type Column, jsonText, type Report, type Tone } from './report.js';
 import { ELLIPSIS, fitWidths, logfmtValue, naturalCompare, plural, truncate, widthOf } from './text.js';
@@ -47,15 +48,69 @@ export async function render<Row>(
       const { stringify } = await import('./yaml-text.js');
       return stringify(report.data, { lineWidth: 0 }).trimEnd();
     }
-    case 'name':
-      return ordered(report, report.named ? report.rows.filter(report.named) : listed(report))
-        .map(
-          (row) => `${typeof report.kind === 'string' ? report.kind : report.kind(row)}/${report.name(row)}`,
-        )
+    case 'name': {
+      const shown = screened(report);
+      return ordered(shown, shown.named ? shown.rows.filter(shown.named) : listed(shown))
+        .map((row) => `${typeof shown.kind === 'string' ? shown.kind : shown.kind(row)}/${shown.name(row)}`)
         .join('\n');
+    }
     default:
-      return new HumanView(report, view, terminal, options.noHeaders ?? false).text();
+      return new HumanView(screened(report), view, terminal, options.noHeaders ?? false).text();
   }
+}
+
+/**
+ * The report as the views for a person read it: every string they show passed through printable(),
+ * so that text from Kubernetes or a cloud (a tenant's annotation, a Node's provider ID, an instance's
+ * name, an API's error message) cannot move the cursor, clear the screen or set the title, and so
+ * rewrite what the operator reads. Summary, notes and errors are one line each: a newline in such
+ * text would make a line of its own. The data (-o json / yaml) stays exact.
+ * Each field is named below, so that a field added to Report or Column does not compile until it is
+ * screened here too.
+ */
+function screened<Row>(report: Report<Row>): Report<Row> {
+  const line = (text: string) => printable(text).replaceAll('\n', ' ');
+  const text = (value: string | undefined) => (value === undefined ? undefined : printable(value));
+  const kind = report.kind;
+  const fields: { [K in keyof Required<Report<Row>>]: Report<Row>[K] } = {
+    data: report.data,
+    kind: typeof kind === 'string' ? line(kind) : (row) => line(kind(row)),
+    noun: report.noun,
+    rows: report.rows,
+    keepOrder: report.keepOrder,
+    columns: report.columns.map((column) => screenedColumn(column, text)),
+    name: (row) => line(report.name(row)),
+    named: report.named,
+    tone: report.tone,
+    summary: line(report.summary),
+    notes: report.notes?.map(line),
+    errors: report.errors?.map(line),
+    failed: report.failed,
+    documents: report.documents,
+  };
+  return fields;
+}
+
+function screenedColumn<Row>(
+  column: Column<Row>,
+  text: (value: string | undefined) => string | undefined,
+): Column<Row> {
+  const below = column.below;
+  const fields: { [K in keyof Required<Column<Row>>]: Column<Row>[K] } = {
+    header: column.header,
+    value: (row) => text(column.value(row)),
+    wide: column.wide,
+    toned: column.toned,
+    give: column.give,
+    blank: column.blank,
+    key: column.key,
+    logValue: column.logValue && ((row) => text(column.logValue?.(row))),
+    below: below && {
+      label: below.label,
+      lines: below.lines && ((row) => (below.lines?.(row) ?? []).map((l) => text(l) ?? '')),
+    },
+  };
+  return fields;
 }
 
 function listed<Row>(report: Report<Row>): Row[] {

@@ -93,3 +93,54 @@ describe('human views', () => {
     expect(stdoutTerminal({ isTTY: false }, { FORCE_COLOR: '3' }).colour).toBe(0);
   });
 });
+
+describe('text from elsewhere in the human views', () => {
+  // Title, clear screen, cursor up; a CSI by its 8-bit code; a bidirectional override; a line of its own.
+  const HOSTILE = '\u001b]0;x\u0007\u001b[2J\u001b[1A\u009b2J\u202e\nFORGED';
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+  const CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/;
+  // What chalk itself writes on a colour terminal: SGR sequences, and only those.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: removing chalk's own escapes
+  const SGR = /\u001b\[[0-9;]*m/g;
+
+  const hostile = () =>
+    defineReport<Row>({
+      ...report([{ id: `bad${HOSTILE}`, state: 'broken', detail: `detail${HOSTILE}` }]),
+      kind: (r) => `thing${r.state === 'broken' ? HOSTILE : ''}`,
+      columns: [
+        { header: 'ID', value: (r) => r.id },
+        { header: 'DETAIL', value: (r) => r.detail, logValue: (r) => `logged${r.detail}` },
+        { header: 'FIX', value: (r) => `fix${r.detail}`, below: { label: 'fix' } },
+        {
+          header: 'MORE',
+          value: () => undefined,
+          below: { lines: (r) => [`first${r.detail}`, `second${HOSTILE}`] },
+        },
+      ],
+      summary: `summary${HOSTILE}`,
+      notes: [`note${HOSTILE}`],
+      errors: [`error${HOSTILE}`],
+    });
+
+  it('no view for a person shows a control character of the data, nor a line it made; colour stays', async () => {
+    for (const colour of [0, 3] as const) {
+      for (const view of ['table', 'wide', 'lines', 'quiet', 'name'] as const) {
+        const text = await render(hostile(), view, { ...screen, colour });
+        expect(text.replace(SGR, ''), `${view}, colour ${colour}`).not.toMatch(CONTROL);
+        expect(text, view).not.toMatch(/^FORGED/m);
+        if (view === 'table' && colour) expect(text).toContain('\u001b[31m');
+      }
+    }
+    const wide = await render(hostile(), 'wide', screen);
+    for (const part of ['summary', 'note', 'error', 'bad', 'detail', 'fix: fix', 'first', 'second'])
+      expect(wide).toContain(part);
+    expect(await render(hostile(), 'lines', screen)).toContain('logged');
+  });
+
+  it('-o json and -o yaml keep the data exact', async () => {
+    const data = { text: HOSTILE };
+    const exact = { ...hostile(), data };
+    expect(JSON.parse(await render(exact, 'json', screen))).toEqual(data);
+    expect(await render(exact, 'yaml', screen)).toContain('\\e]0;x\\a\\e[2J');
+  });
+});
