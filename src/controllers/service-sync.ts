@@ -10,7 +10,7 @@ import {
   FINALIZER_LOAD_BALANCER_CLEANUP,
   SOURCE_SERVICE_CONTROLLER,
 } from '../kube/well-known.js';
-import { InvalidConfigError } from '../providers/errors.js';
+import { InvalidConfigError, ProvisioningError } from '../providers/errors.js';
 import { parseProviderID } from '../providers/provider-id.js';
 import type {
   ForeignLoadBalancer,
@@ -23,6 +23,7 @@ import {
   annotationChanges,
   describeRequest,
   hasCleanupFinalizer,
+  loadBalancerName,
   needsCleanup,
   type ServiceRules,
   sameIngress,
@@ -100,7 +101,15 @@ export async function syncService(
   }
   if (options.noBackends) await client.recordEvent(svc, noBackendsEvent(options.noBackends));
   const adopted = await adoptOfficial(request, deps);
-  const status = await balancers.ensure(request, signal);
+  let status: Awaited<ReturnType<LoadBalancers['ensure']>>;
+  try {
+    status = await balancers.ensure(request, signal);
+  } catch (err) {
+    // Created but not ready: the Service claims it now, not only once it is active.
+    if (err instanceof ProvisioningError)
+      await recordClaim(svc, { ...err.annotations, ...adopted }, deps, options);
+    throw err;
+  }
   const kept = { ...status.annotations, ...adopted };
   options.onManagedAnnotations?.(Object.keys(kept));
   const annotations = annotationChanges(svc, kept);
@@ -123,6 +132,18 @@ export async function syncService(
     result: changed ? 'ensured' : 'unchanged',
     managedAnnotations: Object.keys(kept),
   };
+}
+
+async function recordClaim(
+  svc: SlimService,
+  kept: Record<string, string>,
+  deps: ServiceSyncDeps,
+  options: ServiceSyncOptions,
+): Promise<void> {
+  const annotations = annotationChanges(svc, kept);
+  if (Object.keys(annotations).length === 0) return;
+  options.onManagedAnnotations?.(Object.keys(kept));
+  await deps.client.patchStatus(svc, { metadata: { annotations } }, { conditional: false });
 }
 
 /**
@@ -181,6 +202,7 @@ export function claimsOf(
         return {
           service: `${s.namespace}/${s.name}`,
           uid: s.uid,
+          name: loadBalancerName(s.uid),
           annotations: s.annotations,
           ingress: addresses(s.ingress),
           ...(handedOver ? { handedOver } : {}),

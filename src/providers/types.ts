@@ -105,6 +105,8 @@ export interface LoadBalancerClaims {
   others: {
     service: string;
     uid: string;
+    /** The load balancer name derived from its UID (the request's `name` for that Service). */
+    name: string;
     annotations: Readonly<Record<string, string>>;
     ingress: string[];
     handedOver?: string;

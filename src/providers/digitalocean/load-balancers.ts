@@ -1,4 +1,10 @@
-import { InvalidConfigError, isNotFound, NotFoundError, RetryableError } from '../errors.js';
+import {
+  InvalidConfigError,
+  isNotFound,
+  NotFoundError,
+  ProvisioningError,
+  RetryableError,
+} from '../errors.js';
 import { parseProviderID } from '../provider-id.js';
 import type { LoadBalancerNode, LoadBalancerRequest, LoadBalancerStatus, LoadBalancers } from '../types.js';
 import { claimRefusal, doAdoption } from './adoption.js';
@@ -337,21 +343,37 @@ function describe(lb: DoLoadBalancer): string {
   return `load balancer ${lb.name} (${lb.id})`;
 }
 
-/** The Service's status from an active load balancer; in-progress and errored states are errors. */
-export function statusOf(lb: DoLoadBalancer, hostname: string | undefined): LoadBalancerStatus {
+/**
+ * The Service's status from an active load balancer; in-progress and errored states are errors. With
+ * `claim` (the Service created it, or its id or UID-derived name found it) they carry the id annotation,
+ * which the controller records at once, as the official controller does: its EnsureLoadBalancer
+ * (cloud-controller-manager/do/loadbalancers.go) sets load-balancer-id right after the create and
+ * patches the Service in a deferred call, before it looks at the status.
+ */
+export function statusOf(
+  lb: DoLoadBalancer,
+  hostname: string | undefined,
+  claim = false,
+): LoadBalancerStatus {
+  const annotations = { [LOAD_BALANCER_ID]: lb.id };
+  const pending = (message: string, retryAfterMs: number) =>
+    claim
+      ? new ProvisioningError(message, retryAfterMs, annotations)
+      : new RetryableError(message, retryAfterMs);
   if (lb.status === 'errored') {
-    throw new RetryableError(
+    throw pending(
       `DigitalOcean reports ${describe(lb)} as errored; look at it in the DigitalOcean control panel (fix or delete it); ccm checks again, waiting longer each time`,
+      0,
     );
   }
   if (lb.status !== 'active' || !lb.ip) {
-    throw new RetryableError(
+    throw pending(
       `${describe(lb)} is still being set up at DigitalOcean (status ${lb.status ?? 'unknown'}); ccm checks again in ${PROVISIONING_RETRY_MS / 1000} s`,
       PROVISIONING_RETRY_MS,
     );
   }
   const ingress = hostname ? [{ hostname }] : [{ ip: lb.ip }, ...(lb.ipv6 ? [{ ip: lb.ipv6 }] : [])];
-  return { ingress, annotations: { [LOAD_BALANCER_ID]: lb.id } };
+  return { ingress, annotations };
 }
 
 function sameRule(x: ForwardingRule, y: ForwardingRule): boolean {
@@ -585,7 +607,7 @@ export function doLoadBalancers(
     async ensure(req, signal) {
       const who = identify(req);
       const settings = settingsOf(req);
-      const { lb, extras, adopted } = await find(req, who, 'refuse', signal);
+      const { lb, extras, adopted, byId } = await find(req, who, 'refuse', signal);
       // An adopted load balancer keeps the name the official controller gave it.
       if (lb && adopted) settings.name = lb.name;
       if (who.disown) {
@@ -598,8 +620,9 @@ export function doLoadBalancers(
       }
       // ccm's, with this Service's name, and not the one kept: a second creation of this Service.
       for (const extra of extras) await remove(extra, signal);
-      // Still being created, or errored: nothing is changed until DigitalOcean is done with it.
-      if (lb && lb.status !== 'active') return statusOf(lb, who.hostname);
+      // Still being created, or errored: nothing is changed until DigitalOcean is done with it. Found
+      // by a name a user chose, it is not claimed here: the Service that created it claimed it then.
+      if (lb && lb.status !== 'active') return statusOf(lb, who.hostname, byId || who.ownName);
       const droplets = await backendDroplets(req.nodes, signal);
       if (!lb) {
         const created = (
@@ -616,7 +639,7 @@ export function doLoadBalancers(
             signal,
           )
         ).load_balancer;
-        return statusOf(created, who.hostname);
+        return statusOf(created, who.hostname, true);
       }
       if (upToDate(lb, settings, droplets)) return statusOf(lb, who.hostname);
       const updated = (
