@@ -42,6 +42,11 @@ export interface ServiceSyncDeps {
   signal?: AbortSignal;
   /** Every Service of the cluster as last seen (the informer's store): who else claims a load balancer. */
   services?: () => Iterable<SlimService>;
+  /**
+   * Every Node of the cluster, backend or not (excluded, draining): what an adopted load balancer may
+   * balance to. Without it, the backends of the request.
+   */
+  nodes?: () => Iterable<{ providerID: string }>;
 }
 
 export interface ServiceSyncResult {
@@ -175,7 +180,7 @@ async function checkHandOver(
       },
     );
     const lb = found.get(request.service.uid);
-    if (lb?.id === id && adoptable(lb, request.nodes)) return { request };
+    if (lb?.id === id && adoptable(lb, clusterNodes(request, deps))) return { request };
   }
   return {
     request: unadopted,
@@ -211,15 +216,20 @@ export function claimsOf(
   };
 }
 
+const clusterNodes = (request: LoadBalancerRequest, deps: ServiceSyncDeps) =>
+  deps.nodes ? [...deps.nodes()] : request.nodes;
+
 /**
  * What --adopt-official may take besides the official naming: an official name is no identity (every
  * cluster run with the official default --cluster-name, "kubernetes" or "brightbox-k8s", makes the
  * same names, and a do-loadbalancer-name is whatever a Service asks), and Brightbox has no tags. So the
  * load balancer must also balance to this cluster only: at least one backend, and every backend one
  * of this cluster's Nodes, by provider ID (OpenStack's members, which are addresses, are first traced
- * to the servers whose ports hold them on the member's subnet).
+ * to the servers whose ports hold them on the member's subnet). This holds at every sync, not only the
+ * first: the annotation that records the adoption is anyone's to write. A backend whose server is gone
+ * (`departed`, a Node scaled down) is no one's, so it neither cancels the adoption nor counts for it.
  */
-export function adoptable(lb: ForeignLoadBalancer, nodes: readonly LoadBalancerNode[]): boolean {
+export function adoptable(lb: ForeignLoadBalancer, nodes: readonly { providerID: string }[]): boolean {
   if (lb.refusal || !lb.backends || lb.backends.length === 0) return false;
   const key = (value: string) => {
     const id = parseProviderID(value);
@@ -245,7 +255,7 @@ async function adoptOfficial(
     withBackends: true,
   });
   const lb = found.get(request.service.uid);
-  if (!lb || !adoptable(lb, request.nodes)) return undefined;
+  if (!lb || !adoptable(lb, clusterNodes(request, deps))) return undefined;
   request.adoptedID = lb.id;
   return { [ANNOTATION_ADOPTED_LOAD_BALANCER]: lb.id };
 }

@@ -408,6 +408,51 @@ describe('ccm migrate --provider digitalocean', () => {
     expect(sim.loadBalancers.size).toBe(1);
   }, 60_000);
 
+  it('--adopt-official: a Node scaled down (cluster-autoscaler taints it, then deletes it and its droplet) leaves the adopted load balancer, which stays ccm’s to update (review adopt, finding 2)', async () => {
+    const [d1, d2] = (await seedNodes()) as [number, number];
+    const web = await seedOfficial('web', [d1, d2]);
+    const ccm = await world.run(adoptingOfficial(''));
+    await until('web adopted', async () => (await adoptedOf('web')) === web.lb.id, 30_000);
+    const droplets = () => sim.loadBalancers.get(web.lb.id as string)?.droplet_ids as number[];
+    // cluster-autoscaler's scale-down: the Node is tainted first (no longer a backend), then deleted.
+    await api.patchNode(
+      {
+        name: 'worker-2',
+        body: { spec: { taints: [{ key: 'ToBeDeletedByClusterAutoscaler', effect: 'NoSchedule' }] } },
+      },
+      MERGE_PATCH,
+    );
+    await until('worker-2 off the load balancer', async () => droplets().join() === String(d1), 30_000).catch(
+      () => undefined,
+    );
+    expect(droplets()).toEqual([d1]);
+    await api.deleteNode({ name: 'worker-2' });
+    sim.removeDroplet(d2);
+    // The next change of the Service is still applied to the adopted load balancer.
+    await api.patchNamespacedService(
+      {
+        name: 'web',
+        namespace: NS,
+        body: {
+          metadata: {
+            annotations: { 'service.beta.kubernetes.io/do-loadbalancer-enable-proxy-protocol': 'true' },
+          },
+        },
+      },
+      MERGE_PATCH,
+    );
+    await until(
+      'proxy protocol on',
+      async () => sim.loadBalancers.get(web.lb.id as string)?.enable_proxy_protocol === true,
+      30_000,
+    ).catch(() => undefined);
+    expect({
+      proxy: sim.loadBalancers.get(web.lb.id as string)?.enable_proxy_protocol,
+      adopted: await adoptedOf('web'),
+      refused: ccm.logs.filter((l) => /not handed to ccm|does not carry this cluster's tag/.test(l)),
+    }).toEqual({ proxy: true, adopted: web.lb.id, refused: [] });
+  }, 90_000);
+
   it('without --adopt-official or ccm migrate, ccm refuses the official load balancer and says how to hand it over', async () => {
     const [d1] = await seedNodes();
     await seedOfficial('web', [d1 as number]);

@@ -7,6 +7,7 @@ import type {
 } from '../types.js';
 import { HOSTNAME, LOAD_BALANCER_ID, NAME, text } from './annotations.js';
 import type { DigitalOceanClient } from './client.js';
+import { listDroplets } from './instances.js';
 import type { DoLoadBalancer } from './load-balancers.js';
 
 /**
@@ -61,11 +62,14 @@ export function doAdoption(client: DigitalOceanClient): LoadBalancerAdoption {
       );
       const byId = new Map(all.map((lb) => [lb.id, lb]));
       const found = new Map<string, ForeignLoadBalancer>();
+      let droplets: Set<number> | undefined;
       for (const req of services) {
         const official = officialOf(req, all, byId, officialCluster);
+        if (official && options?.withBackends && official.lb.droplet_ids?.length)
+          droplets ??= new Set((await listDroplets(client, signal)).map((d) => d.id));
         if (official)
           found.set(req.service.uid, {
-            ...foreign(official.lb, req, options?.withBackends),
+            ...foreign(official.lb, req, options?.withBackends ? (droplets ?? new Set()) : undefined),
             ...(official.refusal ? { refusal: official.refusal } : {}),
           });
       }
@@ -200,7 +204,13 @@ function officialOf(
  * that hostname as the ingress in place of the IP (cloud-controller-manager/do/loadbalancers.go
  * EnsureLoadBalancer, getHostname), and so does ccm.
  */
-function foreign(lb: DoLoadBalancer, req: LoadBalancerRequest, withBackends?: boolean): ForeignLoadBalancer {
+function foreign(
+  lb: DoLoadBalancer,
+  req: LoadBalancerRequest,
+  /** With backends: the droplets the account has. */
+  droplets?: ReadonlySet<number>,
+): ForeignLoadBalancer {
+  const ids = lb.droplet_ids ?? [];
   return {
     id: lb.id,
     name: lb.name,
@@ -208,6 +218,11 @@ function foreign(lb: DoLoadBalancer, req: LoadBalancerRequest, withBackends?: bo
       Boolean(a),
     ),
     tags: [...(lb.tags ?? [])],
-    ...(withBackends ? { backends: (lb.droplet_ids ?? []).map((id) => `digitalocean://${id}`) } : {}),
+    ...(droplets
+      ? {
+          backends: ids.filter((id) => droplets.has(id)).map((id) => `digitalocean://${id}`),
+          departed: ids.filter((id) => !droplets.has(id)).map((id) => `digitalocean://${id}`),
+        }
+      : {}),
   };
 }
