@@ -481,7 +481,18 @@ export function doLoadBalancers(
       // Our tag names the cluster, not the Service: another Service's load balancer carries it too.
       const refused = lb && owned(lb, who.tag) && claimRefusal(lb, req, false);
       if (refused && foreignById === 'refuse') throw new InvalidConfigError(refused);
-      if (lb && owned(lb, who.tag) && !refused) return { lb, extras: [], byId: true };
+      if (lb && owned(lb, who.tag) && !refused) {
+        // The id is recorded right after the create, so the old leader's create landing after it (a
+        // Lease handover) is found by name only: until the Service shows its load balancer, others
+        // with its own name are extras (never one its status shows).
+        const shown = (x: DoLoadBalancer) =>
+          (req.claims?.ownIngress ?? []).some((a) => a === x.ip || a === x.ipv6);
+        const extras =
+          who.ownName && req.claims && !shown(lb)
+            ? (await namesakes(who, signal)).filter((x) => x.id !== lb.id && !shown(x))
+            : [];
+        return { lb, extras, byId: true };
+      }
       if (lb && foreignById === 'refuse') {
         throw new InvalidConfigError(
           `Service annotation ${LOAD_BALANCER_ID} names ${describe(lb)}, which does not carry this cluster's tag ${who.tag}; ccm takes over a load balancer it did not create only when handed it (ccm migrate --provider digitalocean); remove the annotation to get a new one instead`,
