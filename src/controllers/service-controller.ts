@@ -143,6 +143,7 @@ export class ServiceController {
       rules: this.deps.rules,
       signal,
       services: () => this.deps.services.list(),
+      nodes: () => this.deps.nodes.list(),
     };
     try {
       if (!svc) {

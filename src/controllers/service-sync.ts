@@ -10,7 +10,7 @@ import {
   FINALIZER_LOAD_BALANCER_CLEANUP,
   SOURCE_SERVICE_CONTROLLER,
 } from '../kube/well-known.js';
-import { InvalidConfigError } from '../providers/errors.js';
+import { InvalidConfigError, ProvisioningError } from '../providers/errors.js';
 import { parseProviderID } from '../providers/provider-id.js';
 import type {
   ForeignLoadBalancer,
@@ -23,6 +23,7 @@ import {
   annotationChanges,
   describeRequest,
   hasCleanupFinalizer,
+  loadBalancerName,
   needsCleanup,
   type ServiceRules,
   sameIngress,
@@ -41,6 +42,11 @@ export interface ServiceSyncDeps {
   signal?: AbortSignal;
   /** Every Service of the cluster as last seen (the informer's store): who else claims a load balancer. */
   services?: () => Iterable<SlimService>;
+  /**
+   * Every Node of the cluster, backend or not (excluded, draining): what an adopted load balancer may
+   * balance to. Without it, the backends of the request.
+   */
+  nodes?: () => Iterable<{ providerID: string }>;
 }
 
 export interface ServiceSyncResult {
@@ -100,7 +106,15 @@ export async function syncService(
   }
   if (options.noBackends) await client.recordEvent(svc, noBackendsEvent(options.noBackends));
   const adopted = await adoptOfficial(request, deps);
-  const status = await balancers.ensure(request, signal);
+  let status: Awaited<ReturnType<LoadBalancers['ensure']>>;
+  try {
+    status = await balancers.ensure(request, signal);
+  } catch (err) {
+    // Created but not ready: the Service claims it now, not only once it is active.
+    if (err instanceof ProvisioningError)
+      await recordClaim(svc, { ...err.annotations, ...adopted }, deps, options);
+    throw err;
+  }
   const kept = { ...status.annotations, ...adopted };
   options.onManagedAnnotations?.(Object.keys(kept));
   const annotations = annotationChanges(svc, kept);
@@ -123,6 +137,18 @@ export async function syncService(
     result: changed ? 'ensured' : 'unchanged',
     managedAnnotations: Object.keys(kept),
   };
+}
+
+async function recordClaim(
+  svc: SlimService,
+  kept: Record<string, string>,
+  deps: ServiceSyncDeps,
+  options: ServiceSyncOptions,
+): Promise<void> {
+  const annotations = annotationChanges(svc, kept);
+  if (Object.keys(annotations).length === 0) return;
+  options.onManagedAnnotations?.(Object.keys(kept));
+  await deps.client.patchStatus(svc, { metadata: { annotations } }, { conditional: false });
 }
 
 /**
@@ -154,7 +180,7 @@ async function checkHandOver(
       },
     );
     const lb = found.get(request.service.uid);
-    if (lb?.id === id && adoptable(lb, request.nodes)) return { request };
+    if (lb?.id === id && adoptable(lb, clusterNodes(request, deps))) return { request };
   }
   return {
     request: unadopted,
@@ -181,6 +207,7 @@ export function claimsOf(
         return {
           service: `${s.namespace}/${s.name}`,
           uid: s.uid,
+          name: loadBalancerName(s.uid),
           annotations: s.annotations,
           ingress: addresses(s.ingress),
           ...(handedOver ? { handedOver } : {}),
@@ -189,15 +216,20 @@ export function claimsOf(
   };
 }
 
+const clusterNodes = (request: LoadBalancerRequest, deps: ServiceSyncDeps) =>
+  deps.nodes ? [...deps.nodes()] : request.nodes;
+
 /**
  * What --adopt-official may take besides the official naming: an official name is no identity (every
  * cluster run with the official default --cluster-name, "kubernetes" or "brightbox-k8s", makes the
  * same names, and a do-loadbalancer-name is whatever a Service asks), and Brightbox has no tags. So the
  * load balancer must also balance to this cluster only: at least one backend, and every backend one
  * of this cluster's Nodes, by provider ID (OpenStack's members, which are addresses, are first traced
- * to the servers whose ports hold them on the member's subnet).
+ * to the servers whose ports hold them on the member's subnet). This holds at every sync, not only the
+ * first: the annotation that records the adoption is anyone's to write. A backend whose server is gone
+ * (`departed`, a Node scaled down) is no one's, so it neither cancels the adoption nor counts for it.
  */
-export function adoptable(lb: ForeignLoadBalancer, nodes: readonly LoadBalancerNode[]): boolean {
+export function adoptable(lb: ForeignLoadBalancer, nodes: readonly { providerID: string }[]): boolean {
   if (lb.refusal || !lb.backends || lb.backends.length === 0) return false;
   const key = (value: string) => {
     const id = parseProviderID(value);
@@ -223,7 +255,7 @@ async function adoptOfficial(
     withBackends: true,
   });
   const lb = found.get(request.service.uid);
-  if (!lb || !adoptable(lb, request.nodes)) return undefined;
+  if (!lb || !adoptable(lb, clusterNodes(request, deps))) return undefined;
   request.adoptedID = lb.id;
   return { [ANNOTATION_ADOPTED_LOAD_BALANCER]: lb.id };
 }

@@ -27,6 +27,23 @@ export class RetryableError extends ProviderError {
 }
 
 /**
+ * The resource exists but the cloud is not done with it (still being created, or errored): try again
+ * after `retryAfterMs`. `annotations` already name it, and the controller records them on the Service
+ * now, so that from its creation on it is that Service's claim (a restart finds it by them, another
+ * Service naming it is refused, and deleting the Service deletes it).
+ */
+export class ProvisioningError extends RetryableError {
+  override name = 'ProvisioningError';
+  constructor(
+    message: string,
+    retryAfterMs: number,
+    readonly annotations: Readonly<Record<string, string>>,
+  ) {
+    super(message, retryAfterMs);
+  }
+}
+
+/**
  * No answer at all: the name did not resolve, the connection or its TLS failed, or the request timed
  * out. Nothing is known about the credentials. Transient for the controllers (a RetryableError).
  */

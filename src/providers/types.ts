@@ -105,6 +105,8 @@ export interface LoadBalancerClaims {
   others: {
     service: string;
     uid: string;
+    /** The load balancer name derived from its UID (the request's `name` for that Service). */
+    name: string;
     annotations: Readonly<Record<string, string>>;
     ingress: string[];
     handedOver?: string;
@@ -203,6 +205,11 @@ export interface ForeignLoadBalancer {
    * asked for (`withBackends`): --adopt-official takes it only when all are this cluster's Nodes.
    */
   backends?: string[];
+  /**
+   * Backends whose server the cloud no longer has (a Node scaled down): no one's, so they count neither
+   * for nor against the load balancer being this cluster's, and ccm removes them when it updates it.
+   */
+  departed?: string[];
 }
 
 export interface LoadBalancerAdoption {

@@ -422,6 +422,51 @@ describe('ccm migrate --provider digitalocean', () => {
     expect(sim.loadBalancers.size).toBe(1);
   }, 60_000);
 
+  it('--adopt-official: a Node scaled down (cluster-autoscaler taints it, then deletes it and its droplet) leaves the adopted load balancer, which stays ccm’s to update (review adopt, finding 2)', async () => {
+    const [d1, d2] = (await seedNodes()) as [number, number];
+    const web = await seedOfficial('web', [d1, d2]);
+    const ccm = await world.run(adoptingOfficial(''));
+    await until('web adopted', async () => (await adoptedOf('web')) === web.lb.id, 30_000);
+    const droplets = () => sim.loadBalancers.get(web.lb.id as string)?.droplet_ids as number[];
+    // cluster-autoscaler's scale-down: the Node is tainted first (no longer a backend), then deleted.
+    await api.patchNode(
+      {
+        name: 'worker-2',
+        body: { spec: { taints: [{ key: 'ToBeDeletedByClusterAutoscaler', effect: 'NoSchedule' }] } },
+      },
+      MERGE_PATCH,
+    );
+    await until('worker-2 off the load balancer', async () => droplets().join() === String(d1), 30_000).catch(
+      () => undefined,
+    );
+    expect(droplets()).toEqual([d1]);
+    await api.deleteNode({ name: 'worker-2' });
+    sim.removeDroplet(d2);
+    // The next change of the Service is still applied to the adopted load balancer.
+    await api.patchNamespacedService(
+      {
+        name: 'web',
+        namespace: NS,
+        body: {
+          metadata: {
+            annotations: { 'service.beta.kubernetes.io/do-loadbalancer-enable-proxy-protocol': 'true' },
+          },
+        },
+      },
+      MERGE_PATCH,
+    );
+    await until(
+      'proxy protocol on',
+      async () => sim.loadBalancers.get(web.lb.id as string)?.enable_proxy_protocol === true,
+      30_000,
+    ).catch(() => undefined);
+    expect({
+      proxy: sim.loadBalancers.get(web.lb.id as string)?.enable_proxy_protocol,
+      adopted: await adoptedOf('web'),
+      refused: ccm.logs.filter((l) => /not handed to ccm|does not carry this cluster's tag/.test(l)),
+    }).toEqual({ proxy: true, adopted: web.lb.id, refused: [] });
+  }, 90_000);
+
   it('without --adopt-official or ccm migrate, ccm refuses the official load balancer and says how to hand it over', async () => {
     const [d1] = await seedNodes();
     await seedOfficial('web', [d1 as number]);
@@ -951,6 +996,101 @@ describe("the operator's load balancer in front of the cluster, named by a tenan
     await untilGone('grab', TENANT);
     expect(sim.requestsTo('DELETE', `/v2/load_balancers/${edgeId}`)).toEqual([]);
     expect(sim.loadBalancers.get(edgeId)?.forwarding_rules).toEqual(before?.forwarding_rules);
+  }, 90_000);
+
+  /**
+   * The operator's Service `edge` asks for do-loadbalancer-name `chosen` (else ccm names it by its
+   * UID); ccm creates it, and DigitalOcean keeps it `new` (it takes minutes). The tenant's Service then
+   * asks for the same name.
+   */
+  async function whileBeingBuilt(chosen?: string) {
+    await seedNodes();
+    sim.holdNew = true;
+    const edge = await api.createNamespacedService({
+      namespace: NS,
+      body: lbService(
+        'edge',
+        NS,
+        chosen ? { 'service.beta.kubernetes.io/do-loadbalancer-name': chosen } : {},
+        [{ name: 'https', port: 443 }],
+      ),
+    });
+    const name = chosen ?? defaultLbName(edge);
+    let ccm = await world.run();
+    const lb = await until(
+      `${name} created`,
+      async () => [...sim.loadBalancers.values()].find((x) => x.name === name),
+      30_000,
+    );
+    await until('ccm waits for it', async () => ccm.logs.some((l) => /still being set up/.test(l)));
+    // ccm restarts while DigitalOcean is still building it.
+    await ccm.stop();
+    ccm = await world.run();
+    await api.createNamespacedService({
+      namespace: TENANT,
+      body: lbService('grab', TENANT, { 'service.beta.kubernetes.io/do-loadbalancer-name': name }, [
+        { name: 'http', port: 8080 },
+      ]),
+    });
+    await until('grab looked at', async () => ccm.logs.some((l) => l.includes('grab')), 30_000);
+    sim.holdNew = false;
+    // The tenant's change is synced at once, before edge's retry (10 s after its last).
+    await api.patchNamespacedService(
+      {
+        name: 'grab',
+        namespace: TENANT,
+        body: { spec: { ports: [{ name: 'http', port: 8081, targetPort: 8080 }] } },
+      },
+      MERGE_PATCH,
+    );
+    const served = await until(
+      'edge served',
+      async () => {
+        const s = await api.readNamespacedService({ name: 'edge', namespace: NS });
+        return (s.status?.loadBalancer?.ingress ?? []).length > 0 ? s : undefined;
+      },
+      60_000,
+    ).catch(() => undefined);
+    const grab = await api.readNamespacedService({ name: 'grab', namespace: TENANT });
+    const now = sim.loadBalancers.get(lb.id as string);
+    expect({
+      edge: served?.metadata?.annotations?.[LB_ID],
+      grab: grab.metadata?.annotations?.[LB_ID],
+      grabIngress: grab.status?.loadBalancer?.ingress,
+      entryPorts: ((now?.forwarding_rules ?? []) as { entry_port: number }[]).map((r) => r.entry_port),
+    }).toEqual({ edge: lb.id, grab: undefined, grabIngress: undefined, entryPorts: [443] });
+    await api.deleteNamespacedService({ name: 'grab', namespace: TENANT });
+    await untilGone('grab', TENANT);
+    expect(sim.requestsTo('DELETE', `/v2/load_balancers/${lb.id}`)).toEqual([]);
+    await ccm.stop();
+  }
+
+  it('a tenant naming the operator’s do-loadbalancer-name while DigitalOcean still builds it (and ccm restarted) neither takes, rewrites nor deletes it (review adopt, finding 1)', async () => {
+    await whileBeingBuilt('prod-ingress');
+  }, 120_000);
+
+  it('a tenant naming a load balancer still being built by the name derived from its Service’s UID does not take it (review adopt, finding 1)', async () => {
+    await whileBeingBuilt();
+  }, 120_000);
+
+  it('a Service deleted while its load balancer is still new deletes that load balancer', async () => {
+    await seedNodes();
+    sim.holdNew = true;
+    await api.createNamespacedService({
+      namespace: NS,
+      body: lbService('edge', NS, { 'service.beta.kubernetes.io/do-loadbalancer-name': 'prod-ingress' }),
+    });
+    const ccm = await world.run();
+    const lb = await until(
+      'prod-ingress created',
+      async () => [...sim.loadBalancers.values()].find((x) => x.name === 'prod-ingress'),
+      30_000,
+    );
+    await until('ccm waits for prod-ingress', async () => ccm.logs.some((l) => /still being set up/.test(l)));
+    await api.deleteNamespacedService({ name: 'edge', namespace: NS });
+    await untilGone('edge', NS);
+    expect(sim.loadBalancers.has(lb.id as string)).toBe(false);
+    await ccm.stop();
   }, 90_000);
 
   it('--adopt-official takes the official load balancer by the default name of the Service’s UID, and leaves it when the Service goes (no ccm migrate --yes recorded the hand-over)', async () => {

@@ -502,6 +502,37 @@ describe('route controller, OpenStack', () => {
     );
   }, 60_000);
 
+  it("a Node whose InternalIP its server holds only on another network (reusing the router's range) gets no route to the VM holding it on the router's subnet (review adopt, finding 3)", async () => {
+    await worker(11);
+    // A VM that is no Node holds 10.0.0.5 on the router's subnet. The Node's server has 10.0.0.13
+    // there, and 10.0.0.5 on an isolated storage network that reuses the range.
+    const victim = sim.routing.addPort({ ip: '10.0.0.5', tags: ['db'] });
+    const before = structuredClone(victim);
+    const own = sim.routing.addPort({ ip: '10.0.0.13' });
+    const storage = sim.routing.addPort({
+      ip: '10.0.0.5',
+      deviceID: own.device_id,
+      subnetID: '5e1f0c1d-0000-4000-8000-00000000beef',
+    });
+    await nodeWith('h45', '10.0.0.5', '10.244.13.0/24', own);
+    const ccm = await start();
+    await routeCreated('w11');
+    await morePasses(ccm, 3);
+    expect({
+      routes: routesOf(),
+      victim,
+      storage: { pairs: storage.allowed_address_pairs, tags: storage.tags },
+      reason: await reason('h45'),
+    }).toEqual({
+      routes: ['10.244.11.0/24 via 10.0.0.11'],
+      victim: before,
+      storage: { pairs: [], tags: [] },
+      reason: 'NoRouteCreated',
+    });
+    const events = await failedToCreate('h45');
+    expect(events[0]?.message).toMatch(/only on a subnet router .* has no port on/);
+  }, 60_000);
+
   it('a Node without an OpenStack provider ID is not routed (its server is unknown), and says why', async () => {
     sim.routing.addPort({ ip: '10.0.0.14' });
     await api.createNode({
@@ -634,7 +665,7 @@ describe('route controller, OpenStack', () => {
   }, 60_000);
 
   it('dual stack: both Pod CIDRs through the one port keep both tags and both address pairs', async () => {
-    router.subnets.push('fd00:10::/64');
+    sim.routing.addInterface(router, { cidr: 'fd00:10::/64', subnetID: 'ipv6-subnet' });
     const port = sim.routing.addPort({ ip: '10.0.0.21' });
     port.fixed_ips.push({ subnet_id: 'ipv6-subnet', ip_address: 'fd00:10::21' });
     const podCIDRs = ['10.244.21.0/24', 'fd00:10:244:21::/64'];

@@ -7,6 +7,7 @@ import type {
 } from '../types.js';
 import { HOSTNAME, LOAD_BALANCER_ID, NAME, text } from './annotations.js';
 import type { DigitalOceanClient } from './client.js';
+import { listDroplets } from './instances.js';
 import type { DoLoadBalancer } from './load-balancers.js';
 
 /**
@@ -61,11 +62,14 @@ export function doAdoption(client: DigitalOceanClient): LoadBalancerAdoption {
       );
       const byId = new Map(all.map((lb) => [lb.id, lb]));
       const found = new Map<string, ForeignLoadBalancer>();
+      let droplets: Set<number> | undefined;
       for (const req of services) {
         const official = officialOf(req, all, byId, officialCluster);
+        if (official && options?.withBackends && official.lb.droplet_ids?.length)
+          droplets ??= new Set((await listDroplets(client, signal)).map((d) => d.id));
         if (official)
           found.set(req.service.uid, {
-            ...foreign(official.lb, req, options?.withBackends),
+            ...foreign(official.lb, req, options?.withBackends ? (droplets ?? new Set()) : undefined),
             ...(official.refusal ? { refusal: official.refusal } : {}),
           });
       }
@@ -102,8 +106,10 @@ function taggedByOfficial(lb: DoLoadBalancer, officialCluster: string): boolean 
  * that Service's only if it is named for it (`a`+UID, the reference's default name, or its
  * do-loadbalancer-name, the name ccm derives too) or `ccm migrate --yes` recorded it for this
  * Service's UID, and no other Service of the cluster claims it: by its ingress showing the address, by
- * a hand-over record, or by its own id annotation (unless this Service's ingress already shows the
- * address: a newcomer's annotation does not take an established load balancer away). Upstream
+ * a hand-over record, by the name derived from its UID, or by its own id annotation (unless this
+ * Service's ingress already shows the address, or the load balancer has the name derived from this
+ * Service's UID: a newcomer's annotation does not take away an established load balancer, nor one
+ * still being built, whose id annotation its creator records right after the create). Upstream
  * believes the id annotation alone (cloud-controller-manager/do/loadbalancers.go retrieveLoadBalancer).
  * Returns why not, in one line, or undefined.
  */
@@ -126,11 +132,13 @@ export function claimRefusal(
   if (!namedFor && !handedOver && !established) {
     return `${svc} names load balancer ${lb.name} (${lb.id}), which is not named for it (${req.name} or its ${NAME}) nor handed to it by ccm migrate --yes: ccm neither changes nor deletes it; remove the ${LOAD_BALANCER_ID} annotation`;
   }
+  const ownName = lb.name === req.name;
   const other = claims.others.find(
     (o) =>
       o.ingress.some((a) => addresses.includes(a)) ||
       o.handedOver === lb.id ||
-      (!established && text(o.annotations, LOAD_BALANCER_ID) === lb.id),
+      o.name === lb.name ||
+      (!established && !ownName && text(o.annotations, LOAD_BALANCER_ID) === lb.id),
   );
   if (!other) return undefined;
   return `${svc} names load balancer ${lb.name} (${lb.id}), which Service ${other.service} claims: ccm neither changes nor deletes it; ${by === NAME ? `give ${svc} another ${NAME}` : `remove the ${LOAD_BALANCER_ID} annotation from the Service it is not for`}`;
@@ -196,7 +204,13 @@ function officialOf(
  * that hostname as the ingress in place of the IP (cloud-controller-manager/do/loadbalancers.go
  * EnsureLoadBalancer, getHostname), and so does ccm.
  */
-function foreign(lb: DoLoadBalancer, req: LoadBalancerRequest, withBackends?: boolean): ForeignLoadBalancer {
+function foreign(
+  lb: DoLoadBalancer,
+  req: LoadBalancerRequest,
+  /** With backends: the droplets the account has. */
+  droplets?: ReadonlySet<number>,
+): ForeignLoadBalancer {
+  const ids = lb.droplet_ids ?? [];
   return {
     id: lb.id,
     name: lb.name,
@@ -204,6 +218,11 @@ function foreign(lb: DoLoadBalancer, req: LoadBalancerRequest, withBackends?: bo
       Boolean(a),
     ),
     tags: [...(lb.tags ?? [])],
-    ...(withBackends ? { backends: (lb.droplet_ids ?? []).map((id) => `digitalocean://${id}`) } : {}),
+    ...(droplets
+      ? {
+          backends: ids.filter((id) => droplets.has(id)).map((id) => `digitalocean://${id}`),
+          departed: ids.filter((id) => !droplets.has(id)).map((id) => `digitalocean://${id}`),
+        }
+      : {}),
   };
 }

@@ -1,4 +1,10 @@
-import { InvalidConfigError, isNotFound, NotFoundError, RetryableError } from '../errors.js';
+import {
+  InvalidConfigError,
+  isNotFound,
+  NotFoundError,
+  ProvisioningError,
+  RetryableError,
+} from '../errors.js';
 import { parseProviderID } from '../provider-id.js';
 import type { LoadBalancerNode, LoadBalancerRequest, LoadBalancerStatus, LoadBalancers } from '../types.js';
 import { claimRefusal, doAdoption } from './adoption.js';
@@ -337,21 +343,37 @@ function describe(lb: DoLoadBalancer): string {
   return `load balancer ${lb.name} (${lb.id})`;
 }
 
-/** The Service's status from an active load balancer; in-progress and errored states are errors. */
-export function statusOf(lb: DoLoadBalancer, hostname: string | undefined): LoadBalancerStatus {
+/**
+ * The Service's status from an active load balancer; in-progress and errored states are errors. With
+ * `claim` (the Service created it, or its id or UID-derived name found it) they carry the id annotation,
+ * which the controller records at once, as the official controller does: its EnsureLoadBalancer
+ * (cloud-controller-manager/do/loadbalancers.go) sets load-balancer-id right after the create and
+ * patches the Service in a deferred call, before it looks at the status.
+ */
+export function statusOf(
+  lb: DoLoadBalancer,
+  hostname: string | undefined,
+  claim = false,
+): LoadBalancerStatus {
+  const annotations = { [LOAD_BALANCER_ID]: lb.id };
+  const pending = (message: string, retryAfterMs: number) =>
+    claim
+      ? new ProvisioningError(message, retryAfterMs, annotations)
+      : new RetryableError(message, retryAfterMs);
   if (lb.status === 'errored') {
-    throw new RetryableError(
+    throw pending(
       `DigitalOcean reports ${describe(lb)} as errored; look at it in the DigitalOcean control panel (fix or delete it); ccm checks again, waiting longer each time`,
+      0,
     );
   }
   if (lb.status !== 'active' || !lb.ip) {
-    throw new RetryableError(
+    throw pending(
       `${describe(lb)} is still being set up at DigitalOcean (status ${lb.status ?? 'unknown'}); ccm checks again in ${PROVISIONING_RETRY_MS / 1000} s`,
       PROVISIONING_RETRY_MS,
     );
   }
   const ingress = hostname ? [{ hostname }] : [{ ip: lb.ip }, ...(lb.ipv6 ? [{ ip: lb.ipv6 }] : [])];
-  return { ingress, annotations: { [LOAD_BALANCER_ID]: lb.id } };
+  return { ingress, annotations };
 }
 
 function sameRule(x: ForwardingRule, y: ForwardingRule): boolean {
@@ -459,7 +481,18 @@ export function doLoadBalancers(
       // Our tag names the cluster, not the Service: another Service's load balancer carries it too.
       const refused = lb && owned(lb, who.tag) && claimRefusal(lb, req, false);
       if (refused && foreignById === 'refuse') throw new InvalidConfigError(refused);
-      if (lb && owned(lb, who.tag) && !refused) return { lb, extras: [], byId: true };
+      if (lb && owned(lb, who.tag) && !refused) {
+        // The id is recorded right after the create, so the old leader's create landing after it (a
+        // Lease handover) is found by name only: until the Service shows its load balancer, others
+        // with its own name are extras (never one its status shows).
+        const shown = (x: DoLoadBalancer) =>
+          (req.claims?.ownIngress ?? []).some((a) => a === x.ip || a === x.ipv6);
+        const extras =
+          who.ownName && req.claims && !shown(lb)
+            ? (await namesakes(who, signal)).filter((x) => x.id !== lb.id && !shown(x))
+            : [];
+        return { lb, extras, byId: true };
+      }
       if (lb && foreignById === 'refuse') {
         throw new InvalidConfigError(
           `Service annotation ${LOAD_BALANCER_ID} names ${describe(lb)}, which does not carry this cluster's tag ${who.tag}; ccm takes over a load balancer it did not create only when handed it (ccm migrate --provider digitalocean); remove the annotation to get a new one instead`,
@@ -585,7 +618,7 @@ export function doLoadBalancers(
     async ensure(req, signal) {
       const who = identify(req);
       const settings = settingsOf(req);
-      const { lb, extras, adopted } = await find(req, who, 'refuse', signal);
+      const { lb, extras, adopted, byId } = await find(req, who, 'refuse', signal);
       // An adopted load balancer keeps the name the official controller gave it.
       if (lb && adopted) settings.name = lb.name;
       if (who.disown) {
@@ -598,8 +631,9 @@ export function doLoadBalancers(
       }
       // ccm's, with this Service's name, and not the one kept: a second creation of this Service.
       for (const extra of extras) await remove(extra, signal);
-      // Still being created, or errored: nothing is changed until DigitalOcean is done with it.
-      if (lb && lb.status !== 'active') return statusOf(lb, who.hostname);
+      // Still being created, or errored: nothing is changed until DigitalOcean is done with it. Found
+      // by a name a user chose, it is not claimed here: the Service that created it claimed it then.
+      if (lb && lb.status !== 'active') return statusOf(lb, who.hostname, byId || who.ownName);
       const droplets = await backendDroplets(req.nodes, signal);
       if (!lb) {
         const created = (
@@ -616,7 +650,7 @@ export function doLoadBalancers(
             signal,
           )
         ).load_balancer;
-        return statusOf(created, who.hostname);
+        return statusOf(created, who.hostname, true);
       }
       if (upToDate(lb, settings, droplets)) return statusOf(lb, who.hostname);
       const updated = (

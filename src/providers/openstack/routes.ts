@@ -94,6 +94,8 @@ export class NeutronRoutes implements Routes {
   private readonly portWrites = new Map<string, number>();
   /** Read-modify-writes of the router's routes run one at a time (no extraroute-atomic). */
   private routerLock: Promise<unknown> = Promise.resolve();
+  /** The subnets the router has a port on, read once per listing, when a route is to be made. */
+  private routerSubnets?: Promise<Set<string>>;
 
   constructor(
     private readonly session: Session,
@@ -125,6 +127,7 @@ export class NeutronRoutes implements Routes {
       signal,
     });
     this.routerRoutes = router.routes ?? [];
+    this.routerSubnets = undefined;
     this.ports = new Map();
     for (const port of res.body.ports)
       for (const ip of port.fixed_ips ?? []) this.ports.set(ip.ip_address, port);
@@ -342,13 +345,47 @@ export class NeutronRoutes implements Routes {
   }
 
   /**
-   * The port of the Node's own server that holds `address`. Refused, before any write, when no port of
-   * that server has it: the InternalIP is the kubelet's word, the provider ID the cloud's.
+   * The subnets of the router's ports (its interfaces and gateway), where a next hop is reached: the
+   * official controller looks for the Node's port only on the networks of the router's ports
+   * (cloud-provider-openstack pkg/openstack/routes.go getRouterNetworkIDs, getPortByIP).
+   */
+  private subnetsOfRouter(signal?: AbortSignal): Promise<Set<string>> {
+    this.routerSubnets ??= this.session
+      .request<{ ports: NeutronPort[] }>('network', 'GET', 'v2.0/ports', {
+        query: { device_id: this.routerID },
+        signal,
+      })
+      .then(
+        (res) =>
+          new Set(res.body.ports.flatMap((p) => (p.fixed_ips ?? []).flatMap((ip) => ip.subnet_id ?? []))),
+      );
+    this.routerSubnets.catch(() => {
+      this.routerSubnets = undefined;
+    });
+    return this.routerSubnets;
+  }
+
+  /**
+   * The port of the Node's own server that holds `address` on a subnet of the router: the router sends
+   * the Pod CIDR to whoever holds the address there. Refused, before any write, when no such port of
+   * that server has it: the InternalIP is the kubelet's word, the provider ID the cloud's, and the same
+   * address on another network (one reusing the range) is another machine's as far as the router knows.
    */
   private async serverPort(target: RouteTarget, address: string, signal?: AbortSignal): Promise<NeutronPort> {
     const server = serverOf(target);
-    const own = (await this.portsWith(address, signal)).filter((p) => p.device_id === server);
+    const held = (await this.portsWith(address, signal)).filter((p) => p.device_id === server);
+    const subnets = held.length > 0 ? await this.subnetsOfRouter(signal) : new Set<string>();
+    const own = held.filter((p) =>
+      (p.fixed_ips ?? []).some(
+        (ip) => ip.ip_address === address && ip.subnet_id && subnets.has(ip.subnet_id),
+      ),
+    );
     const [port, ...more] = own;
+    if (!port && held.length > 0) {
+      throw new InvalidConfigError(
+        `Node ${target.name}'s InternalIP ${address} is held by its server ${server} only on a subnet router ${this.routerID} has no port on; the router would send the Pod CIDR to whatever holds ${address} on its own subnets: give the Node the address of its port on the router's network`,
+      );
+    }
     if (!port) {
       throw new InvalidConfigError(
         `Node ${target.name}'s InternalIP ${address} is not an address of its server ${server} (no port of that server has it); ccm routes a Pod CIDR only to the Node's own server: correct the Node's addresses`,

@@ -134,6 +134,11 @@ export class DigitalOceanSimulator {
   /** When each load balancer was last changed (Date.now()). */
   private readonly changedAt = new Map<string, number>();
   private readonly faults = new FaultList<Fault>(1);
+  /**
+   * While true, a load balancer stays `new` however often it is read: DigitalOcean takes minutes to
+   * build one (lbActivationPolls without a count, switched by the test).
+   */
+  holdNew = false;
   private nextDropletId = 100_001;
   private nextLbIp = 1;
   url = '';
@@ -177,6 +182,7 @@ export class DigitalOceanSimulator {
     this.polls.clear();
     this.changedAt.clear();
     this.faults.clear();
+    this.holdNew = false;
   }
 
   fault(fault: Fault): void {
@@ -540,7 +546,7 @@ export class DigitalOceanSimulator {
 
   /** A new load balancer becomes active after `lbActivationPolls` reads. */
   private observe(lb: Json): Json {
-    if (lb.status === 'new') {
+    if (lb.status === 'new' && !this.holdNew) {
       const seen = (this.polls.get(lb.id as string) ?? 0) + 1;
       this.polls.set(lb.id as string, seen);
       if (seen > (this.options.lbActivationPolls ?? 1) - 1) {

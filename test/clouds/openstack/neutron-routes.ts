@@ -43,6 +43,16 @@ export interface SimPort {
 const neutronError = (status: number, type: string, message: string) =>
   new HttpError(status, { NeutronError: { type, message, detail: '' } });
 
+/** The subnet of a port made without one, and of a router's first interface. */
+const DEFAULT_SUBNET_ID = 'a0304c3a-4f08-4c43-88af-d796509c97d2';
+
+function firstHost(cidr: string): string {
+  const [net] = ipaddr.parseCIDR(cidr);
+  const bytes = net.toByteArray();
+  bytes[bytes.length - 1] = (bytes[bytes.length - 1] ?? 0) + 1;
+  return ipaddr.fromByteArray(bytes).toString();
+}
+
 /** neutron/extensions/tagging.py MAX_TAG_LEN and MAX_TAGS_COUNT. */
 const MAX_TAG_LEN = 255;
 const MAX_TAGS_COUNT = 50;
@@ -123,7 +133,20 @@ export class NeutronRouting {
   maxRoutes = 30;
   private macs = 0;
 
-  addRouter(spec: { id?: string; name?: string; subnets: string[]; ips?: string[] }): SimRouter {
+  /**
+   * A router with an interface on each subnet (`subnetIDs`, the first by default the subnet addPort
+   * puts ports on). Each interface is a port of the router: neutron/db/l3_db.py add_router_interface
+   * makes it with device_id = the router's id and device_owner network:router_interface, which is how
+   * the official controller finds the router's networks (cloud-provider-openstack
+   * pkg/openstack/routes.go getRouterNetworkIDs, ports listed by device_id).
+   */
+  addRouter(spec: {
+    id?: string;
+    name?: string;
+    subnets: string[];
+    ips?: string[];
+    subnetIDs?: string[];
+  }): SimRouter {
     const router: SimRouter = {
       id: spec.id ?? randomUUID(),
       name: spec.name ?? 'router1',
@@ -133,7 +156,28 @@ export class NeutronRouting {
       tags: [],
     };
     this.routers.set(router.id, router);
+    spec.subnets.forEach((cidr, i) => {
+      const subnetID = spec.subnetIDs?.[i] ?? (i === 0 ? DEFAULT_SUBNET_ID : randomUUID());
+      this.interfacePort(router, cidr, subnetID, spec.ips?.[i]);
+    });
     return router;
+  }
+
+  /** One more interface of the router, on subnet `subnetID` (CIDR `cidr`). */
+  addInterface(router: SimRouter, spec: { cidr: string; subnetID: string; ip?: string }): void {
+    router.subnets.push(spec.cidr);
+    if (spec.ip) router.ips.push(spec.ip);
+    this.interfacePort(router, spec.cidr, spec.subnetID, spec.ip);
+  }
+
+  private interfacePort(router: SimRouter, cidr: string, subnetID: string, ip?: string): void {
+    const port = this.addPort({
+      ip: ip ?? firstHost(cidr),
+      deviceID: router.id,
+      subnetID,
+      portSecurity: false,
+    });
+    port.device_owner = 'network:router_interface';
   }
 
   addPort(spec: {
@@ -151,9 +195,7 @@ export class NeutronRouting {
       mac_address: `fa:16:3e:${((n >> 16) & 255).toString(16).padStart(2, '0')}:${((n >> 8) & 255).toString(16).padStart(2, '0')}:${(n & 255).toString(16).padStart(2, '0')}`,
       device_id: spec.deviceID ?? randomUUID(),
       device_owner: 'compute:nova',
-      fixed_ips: [
-        { subnet_id: spec.subnetID ?? 'a0304c3a-4f08-4c43-88af-d796509c97d2', ip_address: spec.ip },
-      ],
+      fixed_ips: [{ subnet_id: spec.subnetID ?? DEFAULT_SUBNET_ID, ip_address: spec.ip }],
       allowed_address_pairs: [],
       port_security_enabled: spec.portSecurity ?? true,
       tags: spec.tags ?? [],

@@ -1,4 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest';
+import { adoptable } from '../../../../src/controllers/service-sync.js';
 import type {
   LoadBalancerAdoption,
   LoadBalancerRequest,
@@ -110,5 +111,30 @@ describe('DigitalOcean: the official controller’s load balancers', () => {
     ).toBeUndefined();
     sim.loadBalancers.delete(lb.id as string);
     expect(await lbs.get(request({}, lb.id as string))).toBeUndefined();
+  });
+});
+
+describe('DigitalOcean: the backends of the official controller’s load balancer (review adopt, finding 2)', () => {
+  it('a droplet the account no longer has is departed: no one’s Node, it neither cancels nor makes the adoption', async () => {
+    const [d1, d2] = sim.addDroplets({ name: 'n1' }, { name: 'n2' });
+    const ids = [d1?.id as number, d2?.id as number];
+    const lb = sim.addLoadBalancer({ name: NAME, tags: [], droplet_ids: ids });
+    sim.removeDroplet(ids[1] as number);
+    const found = (await adoption.findOfficial([request()], '', undefined, { withBackends: true })).get(UID);
+    expect({ backends: found?.backends, departed: found?.departed }).toEqual({
+      backends: [`digitalocean://${ids[0]}`],
+      departed: [`digitalocean://${ids[1]}`],
+    });
+    const node = (id: number) => ({ providerID: `digitalocean://${id}` });
+    expect(found && adoptable(found, [node(ids[0] as number)])).toBe(true);
+    // A droplet that still exists and is no Node of this cluster still refuses it.
+    const [other] = sim.addDroplets({ name: 'elsewhere' });
+    lb.droplet_ids = [ids[0], other?.id];
+    const again = (await adoption.findOfficial([request()], '', undefined, { withBackends: true })).get(UID);
+    expect(again && adoptable(again, [node(ids[0] as number)])).toBe(false);
+    // All departed: nothing says it is this cluster's.
+    lb.droplet_ids = [ids[1]];
+    const gone = (await adoption.findOfficial([request()], '', undefined, { withBackends: true })).get(UID);
+    expect(gone && adoptable(gone, [node(ids[0] as number)])).toBe(false);
   });
 });
