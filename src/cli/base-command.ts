@@ -198,8 +198,10 @@ export abstract class BaseCommand extends CcmCommand {
         const { render, stdoutTerminal } = await import('./output/render.js');
         const text = await render(result, this.view, stdoutTerminal(), {
           noHeaders: this.output['no-headers'] ?? false,
+          ...(this.output.output ? { template: this.output.output } : {}),
         });
-        if (text !== '') process.stdout.write(`${text}\n`);
+        // A jsonpath template may end its own last line (`{"\n"}`), as kubectl prints it.
+        if (text !== '') process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
       }
       if (result.failed) endProcess(EXIT_FAILED);
     }

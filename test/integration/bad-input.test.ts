@@ -165,8 +165,16 @@ describe('bad input gets one line, exit 2, nothing written', () => {
     ],
     [
       'an -o format ccm does not print, in the flag style of every other bad value',
-      () => [...init, '--kubeconfig', world.kubeconfig, '--cloud-config', inventory, '-o', 'jsonpath={.x}'],
-      /^ccm: --output: expected one of table, wide, json, yaml, name, got "jsonpath=\{\.x\}"$/,
+      () => [
+        ...init,
+        '--kubeconfig',
+        world.kubeconfig,
+        '--cloud-config',
+        inventory,
+        '-o',
+        'go-template={{.x}}',
+      ],
+      /^ccm: --output: expected one of table, wide, json, yaml, name, jsonpath=TEMPLATE or custom-columns=HEADER:\.path,…, got "go-template=\{\{\.x\}\}"$/,
     ],
     [
       'an unknown controller given to `ccm manifests`',
@@ -516,7 +524,7 @@ describe('start-up', () => {
     expect(runHelp).not.toMatch(/OUTPUT FLAGS|--json|--quiet|--output/);
     for (const cmd of [['nodes', 'init'], ['cluster', 'prepare'], ['manifests']])
       expect(await help(...cmd)).toMatch(
-        /OUTPUT FLAGS\n +-o, --output=<option>[\s\S]*--json +Same as -o json/,
+        /OUTPUT FLAGS\n +-o, --output=<value>[\s\S]*--json +Same as -o json/,
       );
   });
 

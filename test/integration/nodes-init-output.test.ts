@@ -135,7 +135,10 @@ describe('a mixed pass, off a terminal', () => {
     for (const [flags, message] of [
       [['--json', '-o', 'yaml'], /--json is -o json; it cannot be combined with -o yaml/],
       [['-q', '-o', 'wide'], /--quiet prints only failures; it cannot be combined with -o wide/],
-      [['-o', 'xml'], /--output: expected one of table, wide, json, yaml, name, got "xml"/],
+      [
+        ['-o', 'xml'],
+        /--output: expected one of table, wide, json, yaml, name, jsonpath=TEMPLATE or custom-columns=HEADER:\.path,…, got "xml"/,
+      ],
     ] as const) {
       const run = await ccm(args('/nonexistent', ...flags));
       expect(run.exitCode).toBe(2);

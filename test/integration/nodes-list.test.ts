@@ -140,6 +140,38 @@ describe('kubectl reflexes', () => {
   });
 });
 
+describe("kubectl's templates", () => {
+  it('-o jsonpath= (paths, range, filters) and -o custom-columns= over the report, refused before running when malformed', async () => {
+    const names = await list(['nodes', 'list', '-o', 'jsonpath={.nodes[*].name}']);
+    expect(names.stdout.trim().split(' ').sort()).toEqual(['aws-1', 'lost-1', 'new-1', 'ok-1']);
+    const ranged = await list([
+      'nodes',
+      'list',
+      '-o',
+      // As a shell passes it: a backslash and a letter, read as kubectl reads them.
+      'jsonpath={range .nodes[?(@.status=="failed")]}{.name}{"\\t"}{.reason}{"\\n"}{end}',
+    ]);
+    expect(ranged.stdout.trimEnd(), ranged.stderr).toBe('lost-1\tno cloud instance is named lost-1');
+    const columns = await list(['nodes', 'list', '-o', 'custom-columns=NODE:.name,TYPE:.instance.type']);
+    const rows = columns.stdout.trim().split('\n');
+    expect(rows[0]).toMatch(/^NODE\s+TYPE$/);
+    expect(rows).toContainEqual(expect.stringMatching(/^ok-1\s+vbox\.vm\.1g\.2cpu$/));
+    expect(rows).toContainEqual(expect.stringMatching(/^aws-1\s+<none>$/));
+    const bare = await list(['nodes', 'list', '-o', 'custom-columns=NODE:.name', '--no-headers']);
+    expect(bare.stdout.trim().split('\n').sort()).toEqual(['aws-1', 'lost-1', 'new-1', 'ok-1']);
+    for (const [value, said] of [
+      ['jsonpath={.nodes[', 'has a { without its }'],
+      ['jsonpath={range .nodes[*]}{.name}', 'has a {range} without its {end}'],
+      ['custom-columns=NAME', 'is not HEADER:.path'],
+    ]) {
+      const refused = await list(['nodes', 'list', '-o', value as string]);
+      expect(refused.exitCode).toBe(2);
+      expect(refused.stderr).toContain(said as string);
+      expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+    }
+  });
+});
+
 describe('ccm nodes list, a Node whose instance the listing lacks', () => {
   it('is stale at once, Ready and inside the grace period too (it showed ok)', async () => {
     await createNodes(world.api, [{ name: 'gone-1', providerID: 'cloudlycke://gone-1', tainted: false }]);

@@ -1,21 +1,44 @@
 import * as Flags from '@oclif/core/flags';
+import { expectedText } from '../errors.js';
 
 /** The -o formats, as kubectl names them. */
 export const FORMATS = ['table', 'wide', 'json', 'yaml', 'name'] as const;
 export type Format = (typeof FORMATS)[number];
 
-/** What a command's result is shown as: a -o format, plain log lines (the default off a terminal), or --quiet. */
-export type View = Format | 'lines' | 'quiet';
+/** kubectl's template formats: `-o jsonpath=TEMPLATE`, `-o custom-columns=HEADER:.path,…`. */
+export const TEMPLATES = ['jsonpath', 'custom-columns'] as const;
+export type Template = (typeof TEMPLATES)[number];
+
+/**
+ * What a command's result is shown as: a -o format or template, plain log lines (the default off a
+ * terminal), or --quiet.
+ */
+export type View = Format | Template | 'lines' | 'quiet';
+
+/** `-o`'s value: a format, or a template with its text after `=`. */
+export async function parseOutput(value: string): Promise<string> {
+  const template = TEMPLATES.find((t) => value.startsWith(`${t}=`));
+  if ((FORMATS as readonly string[]).includes(value)) return value;
+  if (template && value.length > template.length + 1) {
+    // jsonpath-plus is loaded only when a template is asked for.
+    const { checkTemplate } = await import('./templates.js');
+    checkTemplate(template, value.slice(template.length + 1));
+    return value;
+  }
+  throw new Error(
+    expectedText(`one of ${FORMATS.join(', ')}, jsonpath=TEMPLATE or custom-columns=HEADER:.path,…`, value),
+  );
+}
 
 /** Output flags every command shares (part of the base command's flags). */
 export const outputFlags = {
-  output: Flags.option({
+  output: Flags.string({
     char: 'o',
-    options: FORMATS,
     description:
-      'Output format. Default: table on a terminal, else a summary line and one line per changed or failed object',
+      'Output format: table, wide, json, yaml, name, jsonpath=TEMPLATE or custom-columns=HEADER:.path,… (as kubectl). Default: table on a terminal, else a summary line and one line per changed or failed object',
     helpGroup: 'OUTPUT',
-  })(),
+    parse: parseOutput,
+  }),
   json: Flags.boolean({ description: 'Same as -o json', helpGroup: 'OUTPUT' }),
   'no-headers': Flags.boolean({
     description: "The rows alone, as kubectl's: no summary line and no column header",
@@ -29,7 +52,7 @@ export const outputFlags = {
 };
 
 export interface OutputFlagValues {
-  output?: Format;
+  output?: string;
   json?: boolean;
   quiet?: boolean;
   'no-headers'?: boolean;
@@ -48,7 +71,9 @@ export function conflictIn(flags: OutputFlagValues): string | undefined {
 
 export function chooseView(flags: OutputFlagValues, tty: boolean): View {
   if (flags.quiet) return 'quiet';
-  if (flags.output) return flags.output;
+  const template = TEMPLATES.find((t) => flags.output?.startsWith(`${t}=`));
+  if (template) return template;
+  if (flags.output) return flags.output as Format;
   if (flags.json) return 'json';
   return tty ? 'table' : 'lines';
 }

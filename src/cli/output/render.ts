@@ -37,11 +37,23 @@ export async function render<Row>(
   report: Report<Row>,
   view: View,
   terminal: Terminal,
-  options: { noHeaders?: boolean } = {},
+  options: { noHeaders?: boolean; template?: string } = {},
 ): Promise<string> {
-  const document = report.documents?.[view];
+  const document = report.documents?.[view as keyof NonNullable<Report['documents']>];
   if (document) return document().trimEnd();
   switch (view) {
+    case 'jsonpath': {
+      const { jsonpathText } = await import('./templates.js');
+      return jsonpathText(templateOf(options.template, 'jsonpath'), report.data);
+    }
+    case 'custom-columns': {
+      const { customColumnsText } = await import('./templates.js');
+      return customColumnsText(
+        templateOf(options.template, 'custom-columns'),
+        ordered(report, report.rows),
+        options.noHeaders ?? false,
+      );
+    }
     case 'json':
       return jsonText(report.data);
     case 'yaml': {
@@ -57,6 +69,11 @@ export async function render<Row>(
     default:
       return new HumanView(screened(report), view, terminal, options.noHeaders ?? false).text();
   }
+}
+
+/** The text after `jsonpath=` or `custom-columns=` in -o's value. */
+function templateOf(output: string | undefined, kind: string): string {
+  return output?.startsWith(`${kind}=`) ? output.slice(kind.length + 1) : '';
 }
 
 /**
