@@ -57,8 +57,9 @@ export function nodesListReport(result: NodesListResult): Report<NodeRow> {
         value: (n) => (n.taintAgeSeconds === undefined ? undefined : age(n.taintAgeSeconds)),
       },
       { header: 'STATUS', value: (n) => n.status, toned: true, give: 'last' },
-      { header: 'REASON', value: (n) => n.reason, blank: '', give: 'first' },
-      { header: 'FIX', value: (n) => n.fix, blank: '', give: 'first' },
+      // -o wide cuts nothing: the two texts go under their row, as `nodes init -o wide`'s changes do.
+      { header: 'REASON', value: (n) => n.reason, blank: '', give: 'first', wideBelow: { label: 'reason' } },
+      { header: 'FIX', value: (n) => n.fix, blank: '', give: 'first', wideBelow: { label: 'fix' } },
     ],
     summary,
     notes: orphans,

@@ -11,6 +11,7 @@ import { parse } from 'yaml';
 import { createNodes } from '../controlplane/fixtures.js';
 import { ccm } from '../helpers/cli.js';
 import { CLOUDLYCKE_DEFAULTS, useCloudWorld } from '../helpers/cloud-world.js';
+import { Terminal } from '../helpers/terminal.js';
 import { tempDir } from '../helpers/tmp.js';
 
 // The tests read one cluster, set up once.
@@ -137,6 +138,27 @@ describe('kubectl reflexes', () => {
       version: expect.stringMatching(/^\d+\.\d+\.\d+/),
       node: process.version,
     });
+  });
+});
+
+describe('-o wide in a 120-column terminal', () => {
+  it('wraps no line: the reason and the fix go under their row, as nodes init -o wide does', async () => {
+    const terminal = await Terminal.open(world.args(['nodes', 'list', '-o', 'wide']), {
+      width: 120,
+      height: 40,
+      env: world.env(),
+    });
+    try {
+      expect(await terminal.exit()).toBe(0);
+      const joined = (await terminal.screen({ joined: true })).split('\n');
+      const lines = (await terminal.screen()).split('\n');
+      expect(lines.length).toBe(joined.length);
+      const at = joined.findIndex((l) => l.startsWith('lost-1 '));
+      expect(joined[at + 1]).toBe('    reason: no cloud instance is named lost-1');
+      expect(joined[at + 2]).toMatch(/^ {4}fix: name the instance like the Node/);
+    } finally {
+      await terminal.close();
+    }
   });
 });
 

@@ -122,6 +122,7 @@ function screenedColumn<Row>(
     blank: column.blank,
     key: column.key,
     logValue: column.logValue && ((row) => text(column.logValue?.(row))),
+    wideBelow: column.wideBelow,
     below: below && {
       label: below.label,
       lines: below.lines && ((row) => (below.lines?.(row) ?? []).map((l) => text(l) ?? '')),
@@ -221,7 +222,9 @@ class HumanView<Row> {
   }
 
   private columns(wide: boolean): readonly Column<Row>[] {
-    return this.report.columns.filter((c) => wide || !c.wide);
+    return this.report.columns
+      .filter((c) => wide || !c.wide)
+      .map((c) => (wide && c.wideBelow && !c.below ? { ...c, below: { ...c.wideBelow } } : c));
   }
 
   /** The lines a table shows under a row, for its `below` columns. */

@@ -65,6 +65,11 @@ export interface Column<Row> {
    * Long text a table shows on lines of its own under the row (indented, wrapped at the terminal's
    * width, never cut), not as a column: a fix, a list of changes. Log lines keep it as a key.
    */
+  /**
+   * With -o wide, shown under the row as `below` is (labelled), not as a column: free text that
+   * -o wide, which cuts nothing, would otherwise let run past the terminal's width.
+   */
+  wideBelow?: { label?: string };
   below?: {
     /** Put before the first line, e.g. "fix". */
     label?: string;
