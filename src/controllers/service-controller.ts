@@ -14,7 +14,7 @@ import {
   EVENT_UPDATE_LOAD_BALANCER_FAILED,
   SOURCE_SERVICE_CONTROLLER,
 } from '../kube/well-known.js';
-import { RetryableError } from '../providers/errors.js';
+import { ProvisioningError, RetryableError } from '../providers/errors.js';
 import type { LoadBalancers } from '../providers/types.js';
 import type { Controller, ControllerContext } from './manager.js';
 import { WorkQueue } from './queue.js';
@@ -73,6 +73,8 @@ export class ServiceController {
   private readonly tombstones = new Map<string, SlimService>();
   /** Each failing Service's last failure: logged as a warning only when it starts or its reason changes. */
   private readonly lastFailures = new Map<string, string>();
+  /** Services whose last failure was only their load balancer being built. */
+  private readonly building = new Set<string>();
   /** Services already told that no Node is a backend (one Event, one log line), until one is again. */
   private readonly toldNoBackends = new Set<string>();
   /** Until start(), informer events are the initial list; start() looks at the whole store instead. */
@@ -181,7 +183,11 @@ export class ServiceController {
       }
       this.deps.queue.forget(key);
       if (this.lastFailures.delete(key))
-        this.deps.log?.('info', `load balancer of Service ${key} synced again`, { service: key });
+        this.deps.log?.(
+          'info',
+          `load balancer of Service ${key} ${this.building.delete(key) ? 'is ready' : 'synced again'}`,
+          { service: key },
+        );
     } catch (err) {
       if (signal?.aborted) return;
       this.reasons.set(key, reason === 'nodes' ? 'nodes' : 'spec');
@@ -194,6 +200,7 @@ export class ServiceController {
     this.managedAnnotations.delete(key);
     this.tombstones.delete(key);
     this.lastFailures.delete(key);
+    this.building.delete(key);
     this.toldNoBackends.delete(key);
   }
 
@@ -242,9 +249,19 @@ export class ServiceController {
         // Events are best effort; the retry below is what matters.
       }
     }
-    const level = this.lastFailures.get(key) === message ? 'debug' : 'warn';
+    // A load balancer the cloud is still building is the normal course of a create: said once, at info.
+    const building = err instanceof ProvisioningError && err.retryAfterMs > 0;
+    const level = this.lastFailures.get(key) === message ? 'debug' : building ? 'info' : 'warn';
     this.lastFailures.set(key, message);
-    this.deps.log?.(level, `load balancer of Service ${key} not synced: ${message}`, { service: key });
+    this.deps.log?.(
+      level,
+      building
+        ? `load balancer of Service ${key}: ${message}`
+        : `load balancer of Service ${key} not synced: ${message}`,
+      { service: key },
+    );
+    if (building) this.building.add(key);
+    else this.building.delete(key);
     if (err instanceof RetryableError && err.retryAfterMs > 0) {
       this.deps.queue.addAfter(key, err.retryAfterMs);
     } else {

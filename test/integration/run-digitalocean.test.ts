@@ -163,6 +163,14 @@ describe('ccm run --provider digitalocean', () => {
     expect(
       warnings.filter((m) => !/is still being set up at DigitalOcean \(status new\)/.test(m ?? '')),
     ).toEqual([]);
+    // In the log a normal create is news, not a warning: "being set up" at info, then "is ready".
+    const lines = (ccm?.logs ?? []).map((l) => JSON.parse(l) as { level: number; msg: string });
+    const aboutWeb = lines.filter((l) => l.msg.startsWith(`load balancer of Service ${NS}/web`));
+    expect(aboutWeb.filter((l) => l.level >= 40)).toEqual([]);
+    expect(aboutWeb.map((l) => l.msg.replace(/: .*/, ''))).toEqual([
+      `load balancer of Service ${NS}/web`,
+      `load balancer of Service ${NS}/web is ready`,
+    ]);
 
     await world.api.deleteNamespacedService({ name: 'web', namespace: NS });
     await untilServiceGone(world.api, NS, 'web', 20_000);
