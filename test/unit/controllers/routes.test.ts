@@ -450,8 +450,12 @@ describe('planRoutes (upstream route_controller reconcile)', () => {
     // Outside review 2, finding 3: 0.0.0.0/0 made Cloudlycke's `ip rule add to 0.0.0.0/0` (stored as
     // `from all`: all host traffic into ccm's table), let a hostile 1.0.0.0/8 through, and ccm no longer
     // knew its own rule.
-    expect(() => parseClusterCIDRs('0.0.0.0/0')).toThrow(/^--cluster-cidr: "0\.0\.0\.0\/0" is every IPv4 address/);
-    expect(() => parseClusterCIDRs('10.244.0.0/16,::/0')).toThrow(/^--cluster-cidr: "::\/0" is every IPv6 address/);
+    expect(() => parseClusterCIDRs('0.0.0.0/0')).toThrow(
+      /^--cluster-cidr: "0\.0\.0\.0\/0" is every IPv4 address/,
+    );
+    expect(() => parseClusterCIDRs('10.244.0.0/16,::/0')).toThrow(
+      /^--cluster-cidr: "::\/0" is every IPv6 address/,
+    );
     expect(() => parseClusterCIDRs('0.0.0.0/0')).not.toThrow(/\n/);
     // A short prefix other than /0 is still the operator's Pod range, as upstream takes it.
     expect(parseClusterCIDRs('10.0.0.0/8,fd00::/8')).toHaveLength(2);
