@@ -553,22 +553,83 @@ describe('route controller, OpenStack', () => {
     expect(events[0]?.message).toMatch(/Node n44 has no OpenStack provider ID/);
   }, 60_000);
 
-  it('a route deleted while its address-pair removal fails is put back and deleted again later, pair and tags with it', async () => {
-    const { port, ccm } = await routedW11();
-    sim.fault({ method: 'PUT', path: /\/v2\.0\/ports\/[^/]+$/, status: 500 });
-    await api.deleteNode({ name: 'w11' });
-    await until('the route removed', async () => routesOf().length === 0);
-    await morePasses(ccm, 2);
-    sim.clearFaults();
-    await morePasses(ccm, 4);
-    // The server still exists (the Node was only removed from the cluster): its port must not keep
-    // the 10.244.11.0/24 pair (it could send from the whole Pod CIDR) nor ccm's tags.
-    expect({ pairs: port.allowed_address_pairs.map((p) => p.ip_address), tags: port.tags }).toEqual({
-      pairs: [],
-      tags: [],
+  describe('a delete cut short leaves nothing behind for good (outside review 2, finding 4): pair first, route next, tags last', () => {
+    /** The port as the tests compare it: its pairs and tags, and the router's routes. */
+    const state = (port: SimPort) => ({
+      routes: routesOf(),
+      pairs: port.allowed_address_pairs.map((p) => p.ip_address),
+      tags: port.tags,
     });
-    expect(routesOf()).toEqual([]);
-  }, 60_000);
+
+    it('the address-pair removal failing (and the old undo failing too) leaves the route listed, and it is deleted again, pair and tags with it', async () => {
+      // The reviewer's case: one 409 on the port update, one 409 on add_extraroutes (the old undo).
+      // Before, the route went first and the failed undo was swallowed: no pass listed the route any
+      // more, and the pair 10.244.11.0/24 and ccm's tags stayed on the port for good.
+      const { port, ccm } = await routedW11();
+      sim.fault({
+        method: 'PUT',
+        path: new RegExp(`^/network/v2\\.0/ports/${port.id}$`),
+        status: 409,
+        times: 1,
+      });
+      sim.fault({ method: 'PUT', path: /add_extraroutes$/, status: 409, times: 1 });
+      await api.deleteNode({ name: 'w11' });
+      await until('the route gone', async () => routesOf().length === 0);
+      await morePasses(ccm, 3);
+      expect(state(port)).toEqual({ routes: [], pairs: [], tags: [] });
+    }, 60_000);
+
+    it('an address-pair removal failing for a while: the route stays until its pair is gone, then everything goes', async () => {
+      const { port, ccm } = await routedW11();
+      sim.fault({ method: 'PUT', path: /\/v2\.0\/ports\/[^/]+$/, status: 500 });
+      await api.deleteNode({ name: 'w11' });
+      await morePasses(ccm, 3);
+      // Nothing half-done: the route still there is still listed as ccm's.
+      expect(state(port)).toEqual({
+        routes: ['10.244.11.0/24 via 10.0.0.11'],
+        pairs: ['10.244.11.0/24'],
+        tags: expect.arrayContaining(['ccm-route:10.244.11.0_24']),
+      });
+      sim.clearFaults();
+      await until('the route gone', async () => routesOf().length === 0);
+      await morePasses(ccm, 2);
+      expect(state(port)).toEqual({ routes: [], pairs: [], tags: [] });
+    }, 60_000);
+
+    it('the route removal failing: its pair is gone, the route and tags stay listed, and the next pass deletes it', async () => {
+      const { port, ccm } = await routedW11();
+      sim.fault({ method: 'PUT', path: /remove_extraroutes$/, status: 409, times: 1 });
+      await api.deleteNode({ name: 'w11' });
+      await until('the route gone', async () => routesOf().length === 0);
+      await morePasses(ccm, 2);
+      expect(state(port)).toEqual({ routes: [], pairs: [], tags: [] });
+    }, 60_000);
+
+    it('the tag removal failing after the route is gone: the next listing finds the tagged port without a route and takes the tags off', async () => {
+      const { port, ccm } = await routedW11();
+      sim.fault({ method: 'DELETE', path: /\/tags\/ccm-route/, status: 500, times: 1 });
+      await api.deleteNode({ name: 'w11' });
+      await until('the route gone', async () => routesOf().length === 0);
+      await morePasses(ccm, 3);
+      expect(state(port)).toEqual({ routes: [], pairs: [], tags: [] });
+    }, 60_000);
+
+    it('a create cut short after tagging (the route add failing for good) leaves no tags once its Node is gone', async () => {
+      const port = await worker(11);
+      sim.fault({ method: 'PUT', path: /add_extraroutes$/, status: 500 });
+      const ccm = await start();
+      await until(
+        'the port tagged, its route add failed',
+        async () =>
+          port.tags.includes('ccm-route:10.244.11.0_24') &&
+          sim.requests.some((r) => r.path.endsWith('add_extraroutes')),
+      );
+      await morePasses(ccm, 1);
+      await api.deleteNode({ name: 'w11' });
+      await morePasses(ccm, 3);
+      expect(state(port)).toEqual({ routes: [], pairs: [], tags: [] });
+    }, 60_000);
+  });
 
   it('the shared budget (--cloud-qps 1 --cloud-burst 1) bounds the Neutron requests, one token per request (4 a route, as docs/routes.md counts them)', async () => {
     for (let n = 11; n <= 20; n++) await worker(n);

@@ -24,7 +24,7 @@ import { SCHEME } from './instances.js';
  *
  * Calls: `list` is 2 (the router, the cluster's ports); a missing route costs 5 on a port without
  * ccm's tags (the port by its address, 2 single tags, the route, its address pairs), 4 with the cluster
- * tag there; a delete 3 or 4.
+ * tag there; a delete 3 or 4 (pairs, route, tags: in that order, so a delete cut short is listed again).
  */
 
 interface NeutronRoute {
@@ -89,6 +89,12 @@ export class NeutronRoutes implements Routes {
   private owned = new Set<string>();
   /** Routes of the record whose next hop no port holds any more: removed without any port change. */
   private blackholes = new Set<string>();
+  /**
+   * `ccm-route:` tags of this cluster's ports with no router route via the port: a delete or create
+   * cut short. Listed as incomplete routes, so a Node that still wants the CIDR has it made whole, and
+   * otherwise the delete takes the pair and tags off (no router call: there is no route).
+   */
+  private orphans = new Set<string>();
   /** Changes of one port run one at a time (withPort); writes counted to know a read is stale. */
   private readonly portLocks = new Map<string, Promise<unknown>>();
   private readonly portWrites = new Map<string, number>();
@@ -165,6 +171,21 @@ export class NeutronRoutes implements Routes {
       });
     }
     this.owned = owned;
+    // A port's route tag with no router route via the port (a delete cut short after the route went,
+    // a create cut short before the route came): listed too, or nothing would ever take its tags and
+    // pair off. Only the listing reads; the controller's delete (or create) does the rest.
+    this.orphans = new Set();
+    for (const port of new Set(res.body.ports)) {
+      const ips = (port.fixed_ips ?? []).map((ip) => ip.ip_address);
+      for (const cidr of (port.tags ?? []).flatMap((t) => tagCIDR(t) ?? [])) {
+        if (this.routerRoutes.some((r) => r.destination === cidr && ips.includes(r.nexthop))) continue;
+        const v6 = cidr.includes(':');
+        const nextHop = ips.find((ip) => ip.includes(':') === v6) ?? ips[0];
+        if (nextHop === undefined) continue;
+        this.orphans.add(routeKey({ destination: cidr, nexthop: nextHop }));
+        routes.push({ name: `${cidr} via ${nextHop}`, destinationCIDR: cidr, nextHop, incomplete: true });
+      }
+    }
     return routes;
   }
 
@@ -285,6 +306,14 @@ export class NeutronRoutes implements Routes {
     if (port.revision_number !== undefined) port.revision_number++;
   }
 
+  /**
+   * Takes the address pair off the port first, then the route off the router, then ccm's tags off the
+   * port: each step cut short (a failure, a stop, a lost lease) leaves a state the next listing still
+   * shows, and its delete finishes it. The pair gone first: the route and its tags are still listed
+   * (as incomplete). The route gone: its port's tag is listed as an orphan (see list). The official
+   * controller (cloud-provider-openstack pkg/openstack/routes.go DeleteRoute) removes the route first
+   * and re-adds it when the port update fails; a failed re-add left the pair and tags for good.
+   */
   async delete(clusterID: string, route: Route, signal?: AbortSignal): Promise<void> {
     const cidr = route.destinationCIDR;
     const gone = { destination: cidr, nexthop: route.nextHop };
@@ -294,6 +323,7 @@ export class NeutronRoutes implements Routes {
       this.forget(gone);
       return;
     }
+    const orphan = this.orphans.has(routeKey(gone));
     const listed = this.ports.get(route.nextHop) ?? (await this.portOf(route.nextHop, signal));
     await this.withPort(listed, signal, async (port) => {
       const tags = port.tags ?? [];
@@ -302,26 +332,18 @@ export class NeutronRoutes implements Routes {
           `the route ${cidr} via ${route.nextHop} is not this cluster's (its port has no ${routeTag(cidr)} tag); ccm leaves it`,
         );
       }
-      await this.changeRoutes('remove', gone, signal);
+      await this.changePairs(
+        port,
+        (pairs) =>
+          pairs.some((p) => p.ip_address === cidr) ? pairs.filter((p) => p.ip_address !== cidr) : undefined,
+        signal,
+      );
+      if (!orphan) await this.changeRoutes('remove', gone, signal);
       this.forget(gone);
-      try {
-        await this.changePairs(
-          port,
-          (pairs) =>
-            pairs.some((p) => p.ip_address === cidr) ? pairs.filter((p) => p.ip_address !== cidr) : undefined,
-          signal,
-        );
-        await this.tag(port, 'DELETE', routeTag(cidr), signal);
-        if (!(port.tags ?? []).some((t) => tagCIDR(t) !== undefined))
-          await this.tag(port, 'DELETE', clusterTag(clusterID), signal);
-      } catch (err) {
-        // As the official controller's DeleteRoute (cloud-provider-openstack pkg/openstack/routes.go,
-        // onFailure/unwind): the route is put back when the port's update fails, so the next listing
-        // finds it, still tagged, and the delete is tried again, pair and tags with it. Without it,
-        // nothing would list the route any more and the pair and tags would stay for good.
-        await this.changeRoutes('add', gone, signal).catch(() => undefined);
-        throw err;
-      }
+      this.orphans.delete(routeKey(gone));
+      await this.tag(port, 'DELETE', routeTag(cidr), signal);
+      if (!(port.tags ?? []).some((t) => tagCIDR(t) !== undefined))
+        await this.tag(port, 'DELETE', clusterTag(clusterID), signal);
     });
   }
 
