@@ -215,6 +215,30 @@ describe('route controller, Triton (fabric network routes)', () => {
     expect(sim.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/tags'))).toHaveLength(0);
   });
 
+  it("a machine carrying another cluster's ccm-cluster tag is never re-tagged or routed to, even by a Node of its name: NoRouteCreated with an event (outside review 2, finding 2)", async () => {
+    // Another cluster's machine on the shared fabric network. Before, a Node naming it as its provider
+    // ID with its address had the route written, and AddMachineTags (a merge) overwrote the other
+    // cluster's ccm-cluster with this one's for good: that cluster's listing lost the machine.
+    const db = sim.addMachine({ name: 'db', ips: ['192.168.128.40'], tags: { 'ccm-cluster': 'other', role: 'db' } });
+    const before = structuredClone(db.tags);
+    await api.createNode({
+      body: nodeObject({
+        name: 'db',
+        tainted: false,
+        providerID: `triton://${db.id}`,
+        addresses: internalIPs('192.168.128.40'),
+        podCIDR: '10.244.13.0/24',
+      }),
+    });
+    const run = await start();
+    await untilNoRoute('db', `carries the tag ccm-cluster=other`);
+    await moreRoutePasses(run, 2);
+    await api.deleteNode({ name: 'db' });
+    await moreRoutePasses(run, 2);
+    expect({ routes: network.routes, tags: db.tags }).toEqual({ routes: {}, tags: before });
+    expect(sim.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/tags'))).toHaveLength(0);
+  });
+
   it("a failed UpdateFabricNetwork is never resent with its stale body: ccm reads the network again, so an operator's route written meanwhile stays", async () => {
     let first = true;
     sim.fabrics.beforeUpdate = (n) => {
