@@ -54,6 +54,7 @@ beforeEach(async () => {
   await api.deleteCollectionNode({});
   sim.routing.routers.clear();
   sim.routing.ports.clear();
+  sim.servers.clear();
   sim.routing.extensions.add('extraroute-atomic');
   sim.requests.length = 0;
   sim.clearFaults();
@@ -91,11 +92,20 @@ async function start(
 const serverID = (port: SimPort) => `openstack:///${port.device_id}`;
 
 /**
+ * The Nova server a port belongs to, named `name` (the Node's name, as a kubelet registers it), made
+ * unless the test made that server already: ccm routes only to the server of the Node's name.
+ */
+function serverNamed(port: SimPort, name: string): void {
+  if (!sim.servers.has(port.device_id)) sim.addServer({ id: port.device_id, name });
+}
+
+/**
  * A worker: its server's Neutron port at 10.0.0.<n>, its Node (that server's provider ID) with that
  * InternalIP and Pod CIDR 10.244.<n>.0/24.
  */
 async function worker(n: number, podCIDR = `10.244.${n}.0/24`): Promise<SimPort> {
   const port = sim.routing.addPort({ ip: `10.0.0.${n}` });
+  serverNamed(port, `w${n}`);
   const addresses = [
     { type: 'InternalIP', address: `10.0.0.${n}` },
     { type: 'Hostname', address: `w${n}` },
@@ -130,6 +140,7 @@ const writes = () => sim.requests.filter((r) => r.method !== 'GET' && r.path.sta
  * makes it, or not).
  */
 async function nodeWith(name: string, ip: string, podCIDR: string, port: SimPort): Promise<void> {
+  serverNamed(port, name);
   await api.createNode({
     body: nodeObject({
       name,
@@ -502,6 +513,42 @@ describe('route controller, OpenStack', () => {
     );
   }, 60_000);
 
+  it("a Node naming another VM's server as its provider ID, with that VM's address, gets nothing: the server is not of the Node's name (outside review 2, finding 1)", async () => {
+    await worker(11);
+    // A database VM of the project, no Node: server "db", its port at 10.0.0.40. Before, provider
+    // ID and address agreeing was enough: the router sent 10.244.13.0/24 to the database, whose port
+    // got the pair (anti-spoofing off for a /24) and ccm's tags.
+    const victim = sim.routing.addPort({ ip: '10.0.0.40', tags: ['db'] });
+    sim.addServer({ id: victim.device_id, name: 'db' });
+    const before = structuredClone(victim);
+    await nodeWith('h43', '10.0.0.40', '10.244.13.0/24', victim);
+    const ccm = await start();
+    await routeCreated('w11');
+    await morePasses(ccm, 3);
+    const touched = sim.requests
+      .filter((r) => r.method !== 'GET' && r.path.includes(victim.id))
+      .map((r) => `${r.method} ${r.path}`);
+    expect({ routes: routesOf(), victim, touched, reason: await reason('h43') }).toEqual({
+      routes: ['10.244.11.0/24 via 10.0.0.11'],
+      victim: before,
+      touched: [],
+      reason: 'NoRouteCreated',
+    });
+    const events = await failedToCreate('h43');
+    expect(events[0]?.message).toMatch(
+      new RegExp(`provider ID names server ${victim.device_id}, whose name is db, not h43`),
+    );
+  }, 60_000);
+
+  it('a server named as its Node in other case (the kubelet lowercases its hostname) is routed', async () => {
+    const port = sim.routing.addPort({ ip: '10.0.0.31' });
+    sim.addServer({ id: port.device_id, name: 'W31' });
+    await nodeWith('w31', '10.0.0.31', '10.244.31.0/24', port);
+    await start();
+    await routeCreated('w31');
+    expect(routesOf()).toEqual(['10.244.31.0/24 via 10.0.0.31']);
+  }, 60_000);
+
   it("a Node whose InternalIP its server holds only on another network (reusing the router's range) gets no route to the VM holding it on the router's subnet (review adopt, finding 3)", async () => {
     await worker(11);
     // A VM that is no Node holds 10.0.0.5 on the router's subnet. The Node's server has 10.0.0.13
@@ -728,6 +775,7 @@ describe('route controller, OpenStack', () => {
   it('dual stack: both Pod CIDRs through the one port keep both tags and both address pairs', async () => {
     sim.routing.addInterface(router, { cidr: 'fd00:10::/64', subnetID: 'ipv6-subnet' });
     const port = sim.routing.addPort({ ip: '10.0.0.21' });
+    serverNamed(port, 'w21');
     port.fixed_ips.push({ subnet_id: 'ipv6-subnet', ip_address: 'fd00:10::21' });
     const podCIDRs = ['10.244.21.0/24', 'fd00:10:244:21::/64'];
     const node = nodeObject({

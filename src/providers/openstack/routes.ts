@@ -1,6 +1,6 @@
 import { InvalidConfigError } from '../errors.js';
 import { httpStatus } from '../http.js';
-import { nextHopFor } from '../next-hop.js';
+import { nextHopFor, refuseOtherName } from '../next-hop.js';
 import { parseProviderID } from '../provider-id.js';
 import type { Route, Routes, RouteTarget } from '../types.js';
 import type { Session } from './client.js';
@@ -22,9 +22,9 @@ import { SCHEME } from './instances.js';
  * (its server removed before its Node): the instance keeps that record, and once no port holds the next
  * hop the route is a blackhole that is deleted like upstream's (docs/routes.md).
  *
- * Calls: `list` is 2 (the router, the cluster's ports); a missing route costs 5 on a port without
- * ccm's tags (the port by its address, 2 single tags, the route, its address pairs), 4 with the cluster
- * tag there; a delete 3 or 4 (pairs, route, tags: in that order, so a delete cut short is listed again).
+ * Calls: `list` is 2 (the router, the cluster's ports); a missing route costs 6 on a port without
+ * ccm's tags (the port by its address, the server's name from Nova, 2 single tags, the route, its
+ * address pairs), 5 with the cluster tag there; a delete 3 or 4 (pairs, route, tags: in that order, so a delete cut short is listed again).
  */
 
 interface NeutronRoute {
@@ -219,7 +219,14 @@ export class NeutronRoutes implements Routes {
         `router ${this.routerID} already routes ${cidr} via ${foreign.nexthop} and the route is not ccm's; remove it, or give the Node another Pod CIDR`,
       );
     }
-    await this.withPort(await this.serverPort(route.targetNode, nexthop, signal), signal, async (port) => {
+    const server = await this.serverPort(route.targetNode, nexthop, signal);
+    refuseOtherName(
+      route.targetNode,
+      'server',
+      server.device_id ?? '',
+      await this.serverName(server, signal),
+    );
+    await this.withPort(server, signal, async (port) => {
       // The claim first: a route ccm adds is always one ccm can recognise afterwards.
       for (const tag of [clusterTag(clusterID), routeTag(cidr)])
         if (!(port.tags ?? []).includes(tag)) await this.tag(port, 'PUT', tag, signal);
@@ -345,6 +352,25 @@ export class NeutronRoutes implements Routes {
       if (!(port.tags ?? []).some((t) => tagCIDR(t) !== undefined))
         await this.tag(port, 'DELETE', clusterTag(clusterID), signal);
     });
+  }
+
+  /**
+   * The Nova name of the port's server (`GET /servers/{id}`), read for each create: a Node's route goes
+   * only to the server of its name (refuseOtherName). Undefined when Nova has no such server.
+   */
+  private async serverName(port: NeutronPort, signal?: AbortSignal): Promise<string | undefined> {
+    try {
+      const res = await this.session.request<{ server: { name?: string } }>(
+        'compute',
+        'GET',
+        `servers/${encodeURIComponent(port.device_id ?? '')}`,
+        { signal },
+      );
+      return res.body.server.name;
+    } catch (err) {
+      if ((err as { kind?: string }).kind === 'NotFound') return undefined;
+      throw err;
+    }
   }
 
   private async portsWith(address: string, signal?: AbortSignal): Promise<NeutronPort[]> {

@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import { InvalidConfigError, RetryableError } from '../errors.js';
-import { strictAddress } from '../next-hop.js';
+import { refuseOtherName, strictAddress } from '../next-hop.js';
 import { parseProviderID } from '../provider-id.js';
 import type { Route, Routes, RouteTarget } from '../types.js';
 import type { FabricNetwork, Machine, TritonClient } from './client.js';
@@ -136,6 +136,7 @@ export class FabricRoutes implements Routes {
           `Node ${route.targetNode.name}'s machine ${machineID} carries the tag ${CLUSTER_TAG}=${String(owner)}: it is another cluster's (this one is ${clusterID}); ccm neither tags nor routes to it: correct the Node's provider ID, or remove the tag if the machine left that cluster`,
         );
       }
+      refuseOtherName(route.targetNode, 'machine', machineID, machine.name);
       if (!(machine.ips ?? []).includes(gateway)) {
         throw new InvalidConfigError(
           `Node ${route.targetNode.name}'s InternalIP ${gateway} is not an address of its machine ${machineID} (${(machine.ips ?? []).join(', ') || 'none'}); ccm routes a Pod CIDR only to the Node's own machine: correct the Node's addresses`,
