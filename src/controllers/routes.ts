@@ -45,7 +45,10 @@ export type ClusterCIDRs = readonly [ipaddr.IPv4 | ipaddr.IPv6, number][];
 /**
  * Parses --cluster-cidr (comma list, dual stack); throws one line naming the bad value. As upstream's
  * startRouteController (k8s.io/cloud-provider app/core.go, processCIDRs): at most 2 CIDRs, and 2 only
- * when dual stack, one of each family.
+ * when dual stack, one of each family. Beyond upstream, a /0 is refused: every address is no Pod range,
+ * a Node could then claim any destination (1.0.0.0/8, the host's own traffic), and Cloudlycke's
+ * `ip rule add to 0.0.0.0/0` is stored as `from all`, a rule taking all host traffic that ccm no longer
+ * recognises as its own. Shorter prefixes than a Pod range wants are the operator's choice, as upstream.
  */
 export function parseClusterCIDRs(value: string): ClusterCIDRs {
   const cidrs = value
@@ -55,6 +58,10 @@ export function parseClusterCIDRs(value: string): ClusterCIDRs {
     .map((cidr) => {
       const parsed = strictCIDR(cidr);
       if (!parsed) throw new Error(`--cluster-cidr: "${cidr}" is not a CIDR such as 10.244.0.0/16`);
+      if (parsed[1] === 0)
+        throw new Error(
+          `--cluster-cidr: "${cidr}" is every ${parsed[0].kind() === 'ipv4' ? 'IPv4' : 'IPv6'} address, not a Pod range; give the cluster's Pod CIDR such as 10.244.0.0/16`,
+        );
       return parsed;
     });
   if (cidrs.length > 2)

@@ -43,3 +43,23 @@ export function nextHopFor(target: RouteTarget, cidr: string): string {
     `Node ${target.name} has no ${family === 'ipv4' ? 'IPv4' : 'IPv6'} InternalIP to route ${cidr} to (in four decimal parts, or IPv6); wait for the cloud-node controller to set its addresses`,
   );
 }
+
+/**
+ * Refuses a route to an instance (server, machine) whose name is not the Node's. A Node's provider ID
+ * is whatever its creator wrote, so it proves nothing by itself: a hostile Node could name any VM of
+ * the project. The name does bind: the official OpenStack controller finds a Node's server by the
+ * Node's name (cloud-provider-openstack pkg/openstack/instances.go getServerByName, `^name$`), and with
+ * the NodeRestriction admission plugin a kubelet can create only the Node of its own name. Compared
+ * case-insensitively, as ccm's InstanceIndex does: the kubelet lowercases its hostname, clouds keep case.
+ */
+export function refuseOtherName(
+  target: RouteTarget,
+  what: 'server' | 'machine',
+  id: string,
+  name: string | undefined,
+): void {
+  if (name !== undefined && name.toLowerCase() === target.name.toLowerCase()) return;
+  throw new InvalidConfigError(
+    `Node ${target.name}'s provider ID names ${what} ${id}, whose name is ${name ?? '(none)'}, not ${target.name}; ccm routes a Pod CIDR only to the ${what} of the Node's own name (a provider ID is the word of whoever created the Node): name the ${what} as the Node, or correct the Node's provider ID`,
+  );
+}

@@ -348,6 +348,11 @@ describe('`ccm run`: bad input gets one line, exit 2, nothing written', () => {
       /--cluster-cidr: two IPv4 CIDRs given; two are for dual stack only/,
     ],
     [
+      'a --cluster-cidr of 0.0.0.0/0 (every address: no Pod range)',
+      () => [...run, ...kc(), '--cloud-config', inventory, '--cluster-cidr', '0.0.0.0/0'],
+      /^ccm: --cluster-cidr: "0\.0\.0\.0\/0" is every IPv4 address, not a Pod range/,
+    ],
+    [
       'a malformed credentials Secret reference',
       () => [...run, ...kc(), '--credentials-secret', 'just-a-name'],
       /--credentials-secret "just-a-name" is not namespace\/name/,

@@ -296,6 +296,23 @@ describe('route controller, Cloudlycke (the host routing table, in a network nam
     }
   }, 60_000);
 
+  it('--cluster-cidr 0.0.0.0/0 or ::/0 is refused at start: no `ip rule` (a `to 0.0.0.0/0` rule is stored as `from all`), no route for a hostile 1.0.0.0/8', async () => {
+    // Outside review 2, finding 3: ccm ran, added `from all lookup 100`, routed the hostile Node's
+    // 1.0.0.0/8 (host traffic to 1.1.1.1 went to its VM) and then no longer knew its own rule.
+    ipCalls.length = 0;
+    await worker(12);
+    await nodeWith('evil', '192.168.56.200', '1.0.0.0/8');
+    await expect(start('100', {}, '0.0.0.0/0')).rejects.toThrow(
+      /^--cluster-cidr: "0\.0\.0\.0\/0" is every IPv4 address, not a Pod range/,
+    );
+    await expect(start('100', {}, '10.244.0.0/16,::/0')).rejects.toThrow(/"::\/0" is every IPv6 address/);
+    expect(await ip('rule', 'show')).not.toContain('lookup 100');
+    expect(await ip('route', 'show', 'table', 'all', 'proto', 'static')).toBe('');
+    // No route at all to 1.1.1.1 in the namespace ("Network is unreachable"): certainly not table 100's.
+    expect((await nextHop('1.1.1.1').catch(() => undefined))?.table).toBeUndefined();
+    expect(ipCalls).toEqual([]);
+  });
+
   it("a table of ccm's own (--cloudlycke-route-table 100): the routes go there only", async () => {
     await worker(11);
     await start('100');

@@ -54,6 +54,7 @@ beforeEach(async () => {
   await api.deleteCollectionNode({});
   sim.routing.routers.clear();
   sim.routing.ports.clear();
+  sim.servers.clear();
   sim.routing.extensions.add('extraroute-atomic');
   sim.requests.length = 0;
   sim.clearFaults();
@@ -91,11 +92,20 @@ async function start(
 const serverID = (port: SimPort) => `openstack:///${port.device_id}`;
 
 /**
+ * The Nova server a port belongs to, named `name` (the Node's name, as a kubelet registers it), made
+ * unless the test made that server already: ccm routes only to the server of the Node's name.
+ */
+function serverNamed(port: SimPort, name: string): void {
+  if (!sim.servers.has(port.device_id)) sim.addServer({ id: port.device_id, name });
+}
+
+/**
  * A worker: its server's Neutron port at 10.0.0.<n>, its Node (that server's provider ID) with that
  * InternalIP and Pod CIDR 10.244.<n>.0/24.
  */
 async function worker(n: number, podCIDR = `10.244.${n}.0/24`): Promise<SimPort> {
   const port = sim.routing.addPort({ ip: `10.0.0.${n}` });
+  serverNamed(port, `w${n}`);
   const addresses = [
     { type: 'InternalIP', address: `10.0.0.${n}` },
     { type: 'Hostname', address: `w${n}` },
@@ -130,6 +140,7 @@ const writes = () => sim.requests.filter((r) => r.method !== 'GET' && r.path.sta
  * makes it, or not).
  */
 async function nodeWith(name: string, ip: string, podCIDR: string, port: SimPort): Promise<void> {
+  serverNamed(port, name);
   await api.createNode({
     body: nodeObject({
       name,
@@ -502,6 +513,45 @@ describe('route controller, OpenStack', () => {
     );
   }, 60_000);
 
+  it("a Node naming another VM's server as its provider ID, with that VM's address, gets nothing: the server is not of the Node's name (outside review 2, finding 1)", async () => {
+    await worker(11);
+    // A database VM of the project, no Node: server "db", its port at 10.0.0.40. Before, provider
+    // ID and address agreeing was enough: the router sent 10.244.13.0/24 to the database, whose port
+    // got the pair (anti-spoofing off for a /24) and ccm's tags.
+    const victim = sim.routing.addPort({ ip: '10.0.0.40', tags: ['db'] });
+    sim.addServer({ id: victim.device_id, name: 'db' });
+    const before = structuredClone(victim);
+    await nodeWith('h43', '10.0.0.40', '10.244.13.0/24', victim);
+    const ccm = await start();
+    await routeCreated('w11');
+    await morePasses(ccm, 3);
+    const touched = sim.requests
+      .filter((r) => r.method !== 'GET' && r.path.includes(victim.id))
+      .map((r) => `${r.method} ${r.path}`);
+    expect({ routes: routesOf(), victim, touched, reason: await reason('h43') }).toEqual({
+      routes: ['10.244.11.0/24 via 10.0.0.11'],
+      victim: before,
+      touched: [],
+      reason: 'NoRouteCreated',
+    });
+    // h43 is also an earlier test's Node: its events are still there, so look for this one's.
+    const why = new RegExp(`provider ID names server ${victim.device_id}, whose name is db, not h43`);
+    const events = await failedToCreate('h43');
+    await until('the event naming both names', async () =>
+      (await failedToCreate('h43')).some((e) => why.test(e.message ?? '')),
+    );
+    expect(events.length).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('a server named as its Node in other case (the kubelet lowercases its hostname) is routed', async () => {
+    const port = sim.routing.addPort({ ip: '10.0.0.31' });
+    sim.addServer({ id: port.device_id, name: 'W31' });
+    await nodeWith('w31', '10.0.0.31', '10.244.31.0/24', port);
+    await start();
+    await routeCreated('w31');
+    expect(routesOf()).toEqual(['10.244.31.0/24 via 10.0.0.31']);
+  }, 60_000);
+
   it("a Node whose InternalIP its server holds only on another network (reusing the router's range) gets no route to the VM holding it on the router's subnet (review adopt, finding 3)", async () => {
     await worker(11);
     // A VM that is no Node holds 10.0.0.5 on the router's subnet. The Node's server has 10.0.0.13
@@ -553,22 +603,83 @@ describe('route controller, OpenStack', () => {
     expect(events[0]?.message).toMatch(/Node n44 has no OpenStack provider ID/);
   }, 60_000);
 
-  it('a route deleted while its address-pair removal fails is put back and deleted again later, pair and tags with it', async () => {
-    const { port, ccm } = await routedW11();
-    sim.fault({ method: 'PUT', path: /\/v2\.0\/ports\/[^/]+$/, status: 500 });
-    await api.deleteNode({ name: 'w11' });
-    await until('the route removed', async () => routesOf().length === 0);
-    await morePasses(ccm, 2);
-    sim.clearFaults();
-    await morePasses(ccm, 4);
-    // The server still exists (the Node was only removed from the cluster): its port must not keep
-    // the 10.244.11.0/24 pair (it could send from the whole Pod CIDR) nor ccm's tags.
-    expect({ pairs: port.allowed_address_pairs.map((p) => p.ip_address), tags: port.tags }).toEqual({
-      pairs: [],
-      tags: [],
+  describe('a delete cut short leaves nothing behind for good (outside review 2, finding 4): pair first, route next, tags last', () => {
+    /** The port as the tests compare it: its pairs and tags, and the router's routes. */
+    const state = (port: SimPort) => ({
+      routes: routesOf(),
+      pairs: port.allowed_address_pairs.map((p) => p.ip_address),
+      tags: port.tags,
     });
-    expect(routesOf()).toEqual([]);
-  }, 60_000);
+
+    it('the address-pair removal failing (and the old undo failing too) leaves the route listed, and it is deleted again, pair and tags with it', async () => {
+      // The reviewer's case: one 409 on the port update, one 409 on add_extraroutes (the old undo).
+      // Before, the route went first and the failed undo was swallowed: no pass listed the route any
+      // more, and the pair 10.244.11.0/24 and ccm's tags stayed on the port for good.
+      const { port, ccm } = await routedW11();
+      sim.fault({
+        method: 'PUT',
+        path: new RegExp(`^/network/v2\\.0/ports/${port.id}$`),
+        status: 409,
+        times: 1,
+      });
+      sim.fault({ method: 'PUT', path: /add_extraroutes$/, status: 409, times: 1 });
+      await api.deleteNode({ name: 'w11' });
+      await until('the route gone', async () => routesOf().length === 0);
+      await morePasses(ccm, 3);
+      expect(state(port)).toEqual({ routes: [], pairs: [], tags: [] });
+    }, 60_000);
+
+    it('an address-pair removal failing for a while: the route stays until its pair is gone, then everything goes', async () => {
+      const { port, ccm } = await routedW11();
+      sim.fault({ method: 'PUT', path: /\/v2\.0\/ports\/[^/]+$/, status: 500 });
+      await api.deleteNode({ name: 'w11' });
+      await morePasses(ccm, 3);
+      // Nothing half-done: the route still there is still listed as ccm's.
+      expect(state(port)).toEqual({
+        routes: ['10.244.11.0/24 via 10.0.0.11'],
+        pairs: ['10.244.11.0/24'],
+        tags: expect.arrayContaining(['ccm-route:10.244.11.0_24']),
+      });
+      sim.clearFaults();
+      await until('the route gone', async () => routesOf().length === 0);
+      await morePasses(ccm, 2);
+      expect(state(port)).toEqual({ routes: [], pairs: [], tags: [] });
+    }, 60_000);
+
+    it('the route removal failing: its pair is gone, the route and tags stay listed, and the next pass deletes it', async () => {
+      const { port, ccm } = await routedW11();
+      sim.fault({ method: 'PUT', path: /remove_extraroutes$/, status: 409, times: 1 });
+      await api.deleteNode({ name: 'w11' });
+      await until('the route gone', async () => routesOf().length === 0);
+      await morePasses(ccm, 2);
+      expect(state(port)).toEqual({ routes: [], pairs: [], tags: [] });
+    }, 60_000);
+
+    it('the tag removal failing after the route is gone: the next listing finds the tagged port without a route and takes the tags off', async () => {
+      const { port, ccm } = await routedW11();
+      sim.fault({ method: 'DELETE', path: /\/tags\/ccm-route/, status: 500, times: 1 });
+      await api.deleteNode({ name: 'w11' });
+      await until('the route gone', async () => routesOf().length === 0);
+      await morePasses(ccm, 3);
+      expect(state(port)).toEqual({ routes: [], pairs: [], tags: [] });
+    }, 60_000);
+
+    it('a create cut short after tagging (the route add failing for good) leaves no tags once its Node is gone', async () => {
+      const port = await worker(11);
+      sim.fault({ method: 'PUT', path: /add_extraroutes$/, status: 500 });
+      const ccm = await start();
+      await until(
+        'the port tagged, its route add failed',
+        async () =>
+          port.tags.includes('ccm-route:10.244.11.0_24') &&
+          sim.requests.some((r) => r.path.endsWith('add_extraroutes')),
+      );
+      await morePasses(ccm, 1);
+      await api.deleteNode({ name: 'w11' });
+      await morePasses(ccm, 3);
+      expect(state(port)).toEqual({ routes: [], pairs: [], tags: [] });
+    }, 60_000);
+  });
 
   it('the shared budget (--cloud-qps 1 --cloud-burst 1) bounds the Neutron requests, one token per request (4 a route, as docs/routes.md counts them)', async () => {
     for (let n = 11; n <= 20; n++) await worker(n);
@@ -667,6 +778,7 @@ describe('route controller, OpenStack', () => {
   it('dual stack: both Pod CIDRs through the one port keep both tags and both address pairs', async () => {
     sim.routing.addInterface(router, { cidr: 'fd00:10::/64', subnetID: 'ipv6-subnet' });
     const port = sim.routing.addPort({ ip: '10.0.0.21' });
+    serverNamed(port, 'w21');
     port.fixed_ips.push({ subnet_id: 'ipv6-subnet', ip_address: 'fd00:10::21' });
     const podCIDRs = ['10.244.21.0/24', 'fd00:10:244:21::/64'];
     const node = nodeObject({

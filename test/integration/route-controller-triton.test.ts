@@ -215,6 +215,74 @@ describe('route controller, Triton (fabric network routes)', () => {
     expect(sim.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/tags'))).toHaveLength(0);
   });
 
+  it("a machine carrying another cluster's ccm-cluster tag is never re-tagged or routed to, even by a Node of its name: NoRouteCreated with an event (outside review 2, finding 2)", async () => {
+    // Another cluster's machine on the shared fabric network. Before, a Node naming it as its provider
+    // ID with its address had the route written, and AddMachineTags (a merge) overwrote the other
+    // cluster's ccm-cluster with this one's for good: that cluster's listing lost the machine.
+    const db = sim.addMachine({
+      name: 'db',
+      ips: ['192.168.128.40'],
+      tags: { 'ccm-cluster': 'other', role: 'db' },
+    });
+    const before = structuredClone(db.tags);
+    await api.createNode({
+      body: nodeObject({
+        name: 'db',
+        tainted: false,
+        providerID: `triton://${db.id}`,
+        addresses: internalIPs('192.168.128.40'),
+        podCIDR: '10.244.13.0/24',
+      }),
+    });
+    const run = await start();
+    await untilNoRoute('db', `carries the tag ccm-cluster=other`);
+    await moreRoutePasses(run, 2);
+    await api.deleteNode({ name: 'db' });
+    await moreRoutePasses(run, 2);
+    expect({ routes: network.routes, tags: db.tags }).toEqual({ routes: {}, tags: before });
+    expect(sim.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/tags'))).toHaveLength(0);
+  });
+
+  it("a Node whose provider ID names a machine of another name (a hostile Node's choice) is NoRouteCreated with an event naming both: no route, no tag (outside review 2, finding 1)", async () => {
+    // A machine that is no Node (a database), and a Node "hostile" claiming it by provider ID with
+    // its address: provider ID and address agree, but the machine is not the Node's.
+    const db = sim.addMachine({ name: 'db', ips: ['192.168.128.40'], tags: { role: 'db' } });
+    await worker(11);
+    await api.createNode({
+      body: nodeObject({
+        name: 'hostile',
+        tainted: false,
+        providerID: `triton://${db.id}`,
+        addresses: internalIPs('192.168.128.40'),
+        podCIDR: '10.244.13.0/24',
+      }),
+    });
+    const run = await start();
+    await routeCreated('w11');
+    await untilNoRoute('hostile', `names machine ${db.id}, whose name is db, not hostile`);
+    await moreRoutePasses(run, 2);
+    expect({ routes: network.routes, tags: db.tags }).toEqual({
+      routes: { '10.244.11.0/24': '192.168.128.11' },
+      tags: { role: 'db' },
+    });
+  });
+
+  it('a machine named as its Node in other case (the kubelet lowercases its hostname) is routed', async () => {
+    const m = sim.addMachine({ name: 'W30', ips: ['192.168.128.30'] });
+    await api.createNode({
+      body: nodeObject({
+        name: 'w30',
+        tainted: false,
+        providerID: `triton://${m.id}`,
+        addresses: internalIPs('192.168.128.30'),
+        podCIDR: '10.244.30.0/24',
+      }),
+    });
+    await start();
+    await routeCreated('w30');
+    expect(network.routes).toEqual({ '10.244.30.0/24': '192.168.128.30' });
+  });
+
   it("a failed UpdateFabricNetwork is never resent with its stale body: ccm reads the network again, so an operator's route written meanwhile stays", async () => {
     let first = true;
     sim.fabrics.beforeUpdate = (n) => {

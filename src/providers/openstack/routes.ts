@@ -1,6 +1,6 @@
 import { InvalidConfigError } from '../errors.js';
 import { httpStatus } from '../http.js';
-import { nextHopFor } from '../next-hop.js';
+import { nextHopFor, refuseOtherName } from '../next-hop.js';
 import { parseProviderID } from '../provider-id.js';
 import type { Route, Routes, RouteTarget } from '../types.js';
 import type { Session } from './client.js';
@@ -22,9 +22,9 @@ import { SCHEME } from './instances.js';
  * (its server removed before its Node): the instance keeps that record, and once no port holds the next
  * hop the route is a blackhole that is deleted like upstream's (docs/routes.md).
  *
- * Calls: `list` is 2 (the router, the cluster's ports); a missing route costs 5 on a port without
- * ccm's tags (the port by its address, 2 single tags, the route, its address pairs), 4 with the cluster
- * tag there; a delete 3 or 4.
+ * Calls: `list` is 2 (the router, the cluster's ports); a missing route costs 6 on a port without
+ * ccm's tags (the port by its address, the server's name from Nova, 2 single tags, the route, its
+ * address pairs), 5 with the cluster tag there; a delete 3 or 4 (pairs, route, tags: in that order, so a delete cut short is listed again).
  */
 
 interface NeutronRoute {
@@ -89,6 +89,12 @@ export class NeutronRoutes implements Routes {
   private owned = new Set<string>();
   /** Routes of the record whose next hop no port holds any more: removed without any port change. */
   private blackholes = new Set<string>();
+  /**
+   * `ccm-route:` tags of this cluster's ports with no router route via the port: a delete or create
+   * cut short. Listed as incomplete routes, so a Node that still wants the CIDR has it made whole, and
+   * otherwise the delete takes the pair and tags off (no router call: there is no route).
+   */
+  private orphans = new Set<string>();
   /** Changes of one port run one at a time (withPort); writes counted to know a read is stale. */
   private readonly portLocks = new Map<string, Promise<unknown>>();
   private readonly portWrites = new Map<string, number>();
@@ -165,6 +171,21 @@ export class NeutronRoutes implements Routes {
       });
     }
     this.owned = owned;
+    // A port's route tag with no router route via the port (a delete cut short after the route went,
+    // a create cut short before the route came): listed too, or nothing would ever take its tags and
+    // pair off. Only the listing reads; the controller's delete (or create) does the rest.
+    this.orphans = new Set();
+    for (const port of new Set(res.body.ports)) {
+      const ips = (port.fixed_ips ?? []).map((ip) => ip.ip_address);
+      for (const cidr of (port.tags ?? []).flatMap((t) => tagCIDR(t) ?? [])) {
+        if (this.routerRoutes.some((r) => r.destination === cidr && ips.includes(r.nexthop))) continue;
+        const v6 = cidr.includes(':');
+        const nextHop = ips.find((ip) => ip.includes(':') === v6) ?? ips[0];
+        if (nextHop === undefined) continue;
+        this.orphans.add(routeKey({ destination: cidr, nexthop: nextHop }));
+        routes.push({ name: `${cidr} via ${nextHop}`, destinationCIDR: cidr, nextHop, incomplete: true });
+      }
+    }
     return routes;
   }
 
@@ -198,7 +219,14 @@ export class NeutronRoutes implements Routes {
         `router ${this.routerID} already routes ${cidr} via ${foreign.nexthop} and the route is not ccm's; remove it, or give the Node another Pod CIDR`,
       );
     }
-    await this.withPort(await this.serverPort(route.targetNode, nexthop, signal), signal, async (port) => {
+    const server = await this.serverPort(route.targetNode, nexthop, signal);
+    refuseOtherName(
+      route.targetNode,
+      'server',
+      server.device_id ?? '',
+      await this.serverName(server, signal),
+    );
+    await this.withPort(server, signal, async (port) => {
       // The claim first: a route ccm adds is always one ccm can recognise afterwards.
       for (const tag of [clusterTag(clusterID), routeTag(cidr)])
         if (!(port.tags ?? []).includes(tag)) await this.tag(port, 'PUT', tag, signal);
@@ -285,6 +313,14 @@ export class NeutronRoutes implements Routes {
     if (port.revision_number !== undefined) port.revision_number++;
   }
 
+  /**
+   * Takes the address pair off the port first, then the route off the router, then ccm's tags off the
+   * port: each step cut short (a failure, a stop, a lost lease) leaves a state the next listing still
+   * shows, and its delete finishes it. The pair gone first: the route and its tags are still listed
+   * (as incomplete). The route gone: its port's tag is listed as an orphan (see list). The official
+   * controller (cloud-provider-openstack pkg/openstack/routes.go DeleteRoute) removes the route first
+   * and re-adds it when the port update fails; a failed re-add left the pair and tags for good.
+   */
   async delete(clusterID: string, route: Route, signal?: AbortSignal): Promise<void> {
     const cidr = route.destinationCIDR;
     const gone = { destination: cidr, nexthop: route.nextHop };
@@ -294,6 +330,7 @@ export class NeutronRoutes implements Routes {
       this.forget(gone);
       return;
     }
+    const orphan = this.orphans.has(routeKey(gone));
     const listed = this.ports.get(route.nextHop) ?? (await this.portOf(route.nextHop, signal));
     await this.withPort(listed, signal, async (port) => {
       const tags = port.tags ?? [];
@@ -302,27 +339,38 @@ export class NeutronRoutes implements Routes {
           `the route ${cidr} via ${route.nextHop} is not this cluster's (its port has no ${routeTag(cidr)} tag); ccm leaves it`,
         );
       }
-      await this.changeRoutes('remove', gone, signal);
+      await this.changePairs(
+        port,
+        (pairs) =>
+          pairs.some((p) => p.ip_address === cidr) ? pairs.filter((p) => p.ip_address !== cidr) : undefined,
+        signal,
+      );
+      if (!orphan) await this.changeRoutes('remove', gone, signal);
       this.forget(gone);
-      try {
-        await this.changePairs(
-          port,
-          (pairs) =>
-            pairs.some((p) => p.ip_address === cidr) ? pairs.filter((p) => p.ip_address !== cidr) : undefined,
-          signal,
-        );
-        await this.tag(port, 'DELETE', routeTag(cidr), signal);
-        if (!(port.tags ?? []).some((t) => tagCIDR(t) !== undefined))
-          await this.tag(port, 'DELETE', clusterTag(clusterID), signal);
-      } catch (err) {
-        // As the official controller's DeleteRoute (cloud-provider-openstack pkg/openstack/routes.go,
-        // onFailure/unwind): the route is put back when the port's update fails, so the next listing
-        // finds it, still tagged, and the delete is tried again, pair and tags with it. Without it,
-        // nothing would list the route any more and the pair and tags would stay for good.
-        await this.changeRoutes('add', gone, signal).catch(() => undefined);
-        throw err;
-      }
+      this.orphans.delete(routeKey(gone));
+      await this.tag(port, 'DELETE', routeTag(cidr), signal);
+      if (!(port.tags ?? []).some((t) => tagCIDR(t) !== undefined))
+        await this.tag(port, 'DELETE', clusterTag(clusterID), signal);
     });
+  }
+
+  /**
+   * The Nova name of the port's server (`GET /servers/{id}`), read for each create: a Node's route goes
+   * only to the server of its name (refuseOtherName). Undefined when Nova has no such server.
+   */
+  private async serverName(port: NeutronPort, signal?: AbortSignal): Promise<string | undefined> {
+    try {
+      const res = await this.session.request<{ server: { name?: string } }>(
+        'compute',
+        'GET',
+        `servers/${encodeURIComponent(port.device_id ?? '')}`,
+        { signal },
+      );
+      return res.body.server.name;
+    } catch (err) {
+      if ((err as { kind?: string }).kind === 'NotFound') return undefined;
+      throw err;
+    }
   }
 
   private async portsWith(address: string, signal?: AbortSignal): Promise<NeutronPort[]> {

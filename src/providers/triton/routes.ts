@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import { InvalidConfigError, RetryableError } from '../errors.js';
-import { strictAddress } from '../next-hop.js';
+import { refuseOtherName, strictAddress } from '../next-hop.js';
 import { parseProviderID } from '../provider-id.js';
 import type { Route, Routes, RouteTarget } from '../types.js';
 import type { FabricNetwork, Machine, TritonClient } from './client.js';
@@ -127,6 +127,16 @@ export class FabricRoutes implements Routes {
       // The tag goes on the machine the provider ID names; a gateway that is another machine's address
       // would make a route no listing ever proves ccm's (re-tagged every pass, left behind for good).
       const machine = await this.client.getMachine(machineID, signal);
+      // Another cluster's machine (its ccm-cluster tag another cluster's id) on a shared fabric network:
+      // AddMachineTags merges, so tagging it would overwrite that tag and take the machine out of the
+      // other cluster's listing for good. A provider ID is the Node's creator's word: never written over.
+      const owner = machine.tags?.[CLUSTER_TAG];
+      if (owner !== undefined && String(owner) !== clusterID) {
+        throw new InvalidConfigError(
+          `Node ${route.targetNode.name}'s machine ${machineID} carries the tag ${CLUSTER_TAG}=${String(owner)}: it is another cluster's (this one is ${clusterID}); ccm neither tags nor routes to it: correct the Node's provider ID, or remove the tag if the machine left that cluster`,
+        );
+      }
+      refuseOtherName(route.targetNode, 'machine', machineID, machine.name);
       if (!(machine.ips ?? []).includes(gateway)) {
         throw new InvalidConfigError(
           `Node ${route.targetNode.name}'s InternalIP ${gateway} is not an address of its machine ${machineID} (${(machine.ips ?? []).join(', ') || 'none'}); ccm routes a Pod CIDR only to the Node's own machine: correct the Node's addresses`,

@@ -88,7 +88,7 @@ describe('planRoutes (upstream route_controller reconcile)', () => {
       ['w8', '::/0'],
       ['w9', '192.168.9.0/24'],
     ]);
-    expect(refusal('0.0.0.0/0', parseClusterCIDRs('0.0.0.0/0'), [])).toMatch(/default route/);
+    expect(refusal('0.0.0.0/0', parseClusterCIDRs('10.0.0.0/8'), [])).toMatch(/default route/);
     expect(refusal('10.244.1.0/24', range, ['10.244.1.9'])).toMatch(/holds the Node address 10\.244\.1\.9/);
     expect(refusal('10.245.1.0/24', range, [])).toMatch(/outside --cluster-cidr/);
     expect(refusal('10.244.1.0/24', range, ['10.0.0.1'])).toBeUndefined();
@@ -444,6 +444,21 @@ describe('planRoutes (upstream route_controller reconcile)', () => {
     expect(() => parseClusterCIDRs('10.244.0.0/16,10.245.0.0/16')).toThrow(/two IPv4 CIDRs given/);
     expect(() => parseClusterCIDRs('10.244.0.0/16,fd00:10:244::/56,10.96.0.0/12')).toThrow(/at most 2/);
     expect(parseClusterCIDRs('fd00:10:244::/56, 10.244.0.0/16')).toHaveLength(2);
+  });
+
+  it('a --cluster-cidr of /0 (IPv4 or IPv6) is refused in one line: every address is no Pod range', () => {
+    // Outside review 2, finding 3: 0.0.0.0/0 made Cloudlycke's `ip rule add to 0.0.0.0/0` (stored as
+    // `from all`: all host traffic into ccm's table), let a hostile 1.0.0.0/8 through, and ccm no longer
+    // knew its own rule.
+    expect(() => parseClusterCIDRs('0.0.0.0/0')).toThrow(
+      /^--cluster-cidr: "0\.0\.0\.0\/0" is every IPv4 address/,
+    );
+    expect(() => parseClusterCIDRs('10.244.0.0/16,::/0')).toThrow(
+      /^--cluster-cidr: "::\/0" is every IPv6 address/,
+    );
+    expect(() => parseClusterCIDRs('0.0.0.0/0')).not.toThrow(/\n/);
+    // A short prefix other than /0 is still the operator's Pod range, as upstream takes it.
+    expect(parseClusterCIDRs('10.0.0.0/8,fd00::/8')).toHaveLength(2);
   });
 
   it('invalid --cluster-cidr is one line', () => {
