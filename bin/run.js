@@ -68,7 +68,8 @@ if (major < NEEDED) {
 }
 
 /**
- * $XDG_CACHE_HOME/ccm or ~/.cache/ccm, made 0700 when missing; undefined unless it is a real folder
+ * $XDG_CACHE_HOME/ccm or ~/.cache/ccm, made 0700 when missing (only inside a folder of this user's:
+ * never root-owned folders in the home of the user who ran sudo); undefined unless it is a real folder
  * (no symlink) of this user that nobody else can write, under folders nobody else can change
  * (owned by this user or root, not writable by others unless sticky, like /tmp).
  * process.getBuiltinModule reads node:fs without the start-up cost of an ES import of it.
@@ -83,6 +84,13 @@ function privateCacheDir() {
   const home = getBuiltinModule('node:os').homedir();
   const base = xdg && path.isAbsolute(xdg) ? xdg : path.join(home, '.cache');
   try {
+    // Nothing is made in a folder of someone else's: under root with the caller's HOME or
+    // XDG_CACHE_HOME kept (sudo -E, su without -, doas keepenv), a root-owned ~/.cache (0700) would
+    // lock the caller out of their own cache. The nearest folder that exists on the way to base/ccm
+    // must be this user's, or no compile cache is used.
+    let existing = path.join(base, 'ccm');
+    while (!fs.existsSync(existing) && existing !== path.dirname(existing)) existing = path.dirname(existing);
+    if (fs.statSync(existing).uid !== euid) return undefined;
     fs.mkdirSync(path.join(base, 'ccm'), { recursive: true, mode: 0o700 });
     // The folder checked is the one used: resolved once, so that a symlink on the way (base itself, or
     // a folder above it) swapped after the check cannot lead Node elsewhere.

@@ -17,6 +17,8 @@ const bundled = new Set([
   'diff',
   'ini',
   'ipaddr.js',
+  // What text.ts measures terminal cells with; @oclif/core keeps its own older copy, bundled with it.
+  'string-width',
   'js-yaml',
   'pino',
   'prom-client',

@@ -16,7 +16,9 @@ export function encryptedOrLocal(url: URL): boolean {
 export function isLoopbackAddress(address: string): boolean {
   if (/^localhost$/i.test(address)) return true;
   if (/^127(\.\d{1,3}){3}$/.test(address)) return address.split('.').every((octet) => Number(octet) <= 255);
-  if (!address.includes(':')) return false;
+  // An IPv6 address is hex digits, colons and (for ::ffff:127.0.0.1) dots: anything else (`::1]/x[`,
+  // which the URL parser below would read as the host [::1]) is no address to bind to.
+  if (!address.includes(':') || !/^[0-9a-f:.]+$/i.test(address)) return false;
   try {
     // The URL parser writes an IPv6 address in its one canonical form (0:0::1 → ::1, ::ffff:127.0.0.1 →
     // ::ffff:7f00:1), and refuses what is not one.

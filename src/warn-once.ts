@@ -1,4 +1,12 @@
-import { printable } from './printable.js';
+import { printableLine } from './printable.js';
+
+/**
+ * One `ccm: …` line on stderr: the one way a command writes a warning or an error line, screened
+ * (printableLine), since the text may quote a cloud's answer or a Kubernetes object.
+ */
+export function stderrLine(text: string): void {
+  process.stderr.write(`ccm: ${printableLine(text)}\n`);
+}
 
 const said = new Set<string>();
 
@@ -6,5 +14,5 @@ const said = new Set<string>();
 export function warnOnce(text: string): void {
   if (said.has(text)) return;
   said.add(text);
-  process.stderr.write(`ccm: warning: ${printable(text)}\n`);
+  stderrLine(`warning: ${text}`);
 }

@@ -2,8 +2,9 @@ import type { Interfaces } from '@oclif/core';
 import { Command } from '@oclif/core/command';
 import * as Flags from '@oclif/core/flags';
 import { closest } from '../closest.js';
-import { printable } from '../printable.js';
+import { printableLine } from '../printable.js';
 import { providerNames } from '../providers/registry.js';
+import { stderrLine } from '../warn-once.js';
 import { endProcess } from './end-process.js';
 import {
   EXIT_FAILED,
@@ -131,8 +132,8 @@ export abstract class CcmCommand extends Command {
       this.argv.includes('--log-level=debug') || this.argv.join(' ').includes('--log-level debug');
     // An error's message may quote a cloud's answer or a Kubernetes object: no escape sequence of theirs
     // reaches the terminal.
-    process.stderr.write(`ccm: ${printable(this.parseErrorLine(err) ?? oneLine(err))}\n`);
-    if (debug && err.stack) process.stderr.write(`${printable(err.stack)}\n`);
+    stderrLine(this.parseErrorLine(err) ?? oneLine(err));
+    if (debug && err.stack) process.stderr.write(`${debugStack(err)}\n`);
     // Ended by its loop running dry, as a success is (end-process.ts): work still under way when the
     // error came gets the backstop's second at most.
     endProcess(err.name === 'CLIError' || isParseError(err) ? EXIT_USAGE : exitCodeFor(err));
@@ -237,5 +238,21 @@ export function parseErrorText(
 function isParseError(err: Error): boolean {
   return /Nonexistent flag|Unexpected argument|Expected --|Missing required flag|Expected .* to be one of|Parsing --/i.test(
     err.message,
+  );
+}
+
+/**
+ * The stack --log-level=debug prints under the error's line: its message (which may quote a cloud's
+ * answer, newlines and all) on one line, and every other line indented, so that nothing in it reads
+ * as a `ccm: …` line of its own.
+ */
+export function debugStack(err: Error): string {
+  const stack = err.stack ?? '';
+  const head = `${err.name}: ${err.message}`;
+  const [first, ...rest] = stack.startsWith(head)
+    ? [`${err.name}: ${printableLine(err.message)}`, ...stack.slice(head.length).split('\n').slice(1)]
+    : stack.split('\n');
+  return [printableLine(first ?? ''), ...rest.map((line) => `    ${printableLine(line).trimStart()}`)].join(
+    '\n',
   );
 }

@@ -30,6 +30,7 @@ import { UsageError } from './errors.js';
 import { transportOptionsFrom } from './kube-flags.js';
 import { plural } from './output/text.js';
 import { providerFromFlags } from './provider-config.js';
+import { screenedTasks } from './task-list.js';
 
 export interface ClusterPrepareInput {
   root: string;
@@ -179,7 +180,7 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
   const tainted: string[] = [];
   const { Listr } = await import('listr2');
   await new Listr(
-    [
+    screenedTasks([
       {
         title: `Back up and write files on ${plural(plan.hosts.length, ['host', 'hosts'])}${input.restart ? ', restart what changed' : ''}`,
         task: (_ctx, task) =>
@@ -235,7 +236,7 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
           }
         },
       },
-    ],
+    ]),
     {
       renderer: 'default',
       silentRendererCondition: !input.progress,

@@ -1,6 +1,6 @@
 import chalk from 'chalk';
 import { type DestinationStream, type Logger, pino } from 'pino';
-import { printable } from '../printable.js';
+import { printableLine } from '../printable.js';
 
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
 
@@ -27,7 +27,7 @@ export function terminalLine(json: string): string {
   };
   const time = new Date(rec.time).toTimeString().slice(0, 8);
   const level = (LEVEL_STYLE[rec.level] ?? ((s: string) => s))(LEVEL_NAME[rec.level] ?? String(rec.level));
-  const shown = (text: string) => printable(text).replaceAll('\n', ' ');
+  const shown = printableLine;
   const where = [rec.controller && chalk.cyan(shown(rec.controller)), rec.node && chalk.bold(shown(rec.node))]
     .filter(Boolean)
     .join(' ');

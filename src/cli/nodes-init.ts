@@ -16,6 +16,7 @@ import { KubeTransport } from '../kube/transport.js';
 import { transportOptionsFrom, waitNotices } from './kube-flags.js';
 import { peakRssBytes } from './peak-rss.js';
 import { type ClusterAndCloudFlags, providerWithSecret } from './provider-config.js';
+import { screenedTasks } from './task-list.js';
 import { keepYoungGenerationSmall } from './young-generation.js';
 
 export interface NodesInitInput extends ClusterAndCloudFlags {
@@ -73,7 +74,7 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
 
   const { Listr } = await import('listr2');
   const tasks = new Listr<Ctx>(
-    [
+    screenedTasks([
       {
         title: 'Plan',
         task: async (ctx, task) => {
@@ -96,7 +97,7 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
           });
         },
       },
-    ],
+    ]),
     {
       renderer: 'default',
       silentRendererCondition: !input.progress,

@@ -73,7 +73,13 @@ export default class Migrate extends BaseCommand {
         plan.services.length === 0
       )
         return migrateReport(plan);
-      this.log(plan.services.map((s) => `  ${s.namespace}/${s.name} ← ${s.loadBalancer?.name}`).join('\n'));
+      // The load balancer's name is the tenant's (do-loadbalancer-name): screened, as the hand-over's.
+      const { printableLine } = await import('../printable.js');
+      this.log(
+        plan.services
+          .map((s) => printableLine(`  ${s.namespace}/${s.name} ← ${s.loadBalancer?.name}`))
+          .join('\n'),
+      );
       const { confirm } = await import('@inquirer/prompts');
       const go = await confirm({ message: 'Give these back to the official controller?', default: false });
       return migrateReport(go ? await runMigrate({ ...input, mode: 'rollback' }) : plan);
@@ -85,14 +91,14 @@ export default class Migrate extends BaseCommand {
     if (!plan.services.some((s) => s.action === 'adopt')) return migrateReport(plan);
     // Names and addresses of the cloud and of Services: printable, one line each, as the report's are
     // (render.ts).
-    const { printable } = await import('../printable.js');
+    const { printableLine } = await import('../printable.js');
     this.log(
       plan.services
         .filter((s) => s.action === 'adopt')
         .map((s) =>
-          printable(
+          printableLine(
             `  ${s.namespace}/${s.name} → ${s.loadBalancer?.name} (${s.loadBalancer?.addresses.join(', ')})`,
-          ).replaceAll('\n', ' '),
+          ),
         )
         .join('\n'),
     );

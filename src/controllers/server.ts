@@ -2,6 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Registry } from 'prom-client';
 import { nodeHttp, nodeHttps } from '../node-modules.js';
+import { isLoopbackAddress } from '../plain-http.js';
 import type { Authorize } from './delegated-auth.js';
 
 export interface Check {
@@ -103,6 +104,12 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     });
   });
   const { port, address } = server.address() as AddressInfo;
+  // Plain http is for this machine alone: `localhost` is trusted by name, so what it resolved to is
+  // checked too (a hosts file that maps it elsewhere serves /metrics to the network otherwise).
+  if (options.plain && !isLoopbackAddress(address)) {
+    server.close();
+    throw new Error(`plain http would listen on ${address}, which is not a loopback address`);
+  }
   const host = address.includes(':') ? `[${address}]` : address;
   return {
     url: `${options.plain ? 'http' : 'https'}://${host}:${port}`,

@@ -1,5 +1,6 @@
 import { EXIT_INTERRUPTED, oneLine, UsageError } from '../cli/errors.js';
 import { transportOptionsFrom } from '../cli/kube-flags.js';
+import { screenedTasks } from '../cli/task-list.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { type SecretWrite, type SecretWriteResult, writeSecret } from '../kube/secrets.js';
 import { KubeTransport } from '../kube/transport.js';
@@ -216,7 +217,7 @@ class Steps {
     const { signal } = this.ctrlC;
     let result: { value: T } | undefined;
     const list = new Listr(
-      [
+      screenedTasks([
         {
           title: step.title,
           task: async (_ctx, task) => {
@@ -225,7 +226,7 @@ class Steps {
             task.title = step.done(result.value);
           },
         },
-      ],
+      ]),
       {
         renderer: this.progress ? 'default' : 'silent',
         exitOnError: true,

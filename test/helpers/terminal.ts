@@ -6,7 +6,7 @@
  * screen within a second, but on a loaded one (two busy processes per core, `npm run test:stress`) a
  * Node start alone can take tens of seconds.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,6 +30,11 @@ export interface TerminalOptions {
   env?: Record<string, string | undefined>;
   /** The Node that runs bin/run.js; default this one. */
   node?: string;
+  /**
+   * Record every byte the CLI writes to the terminal (tmux pipe-pane, set before the CLI starts), for
+   * `raw()`: the screen tmux shows has already acted on escape sequences, these bytes have not.
+   */
+  raw?: boolean;
 }
 
 const quote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
@@ -57,7 +62,10 @@ export class Terminal {
     ];
     // The shell outlives a Ctrl-C typed into the terminal (its trap), to write the CLI's exit status.
     const node = quote(options.node ?? process.execPath);
-    const command = `trap true INT; env ${envArgs.join(' ')} ${node} ${quote(bin)} ${args.map(quote).join(' ')}; echo $? > ${quote(status)}; sleep 3600`;
+    // With `raw`, the CLI waits for the pipe to be in place (the file `go`), so its first byte is kept.
+    const go = join(dir, 'go');
+    const wait = options.raw ? `until [ -e ${quote(go)} ]; do sleep 0.05; done; ` : '';
+    const command = `trap true INT; ${wait}env ${envArgs.join(' ')} ${node} ${quote(bin)} ${args.map(quote).join(' ')}; echo $? > ${quote(status)}; sleep 3600`;
     await tmux(dir, [
       'new-session',
       '-d',
@@ -69,7 +77,22 @@ export class Terminal {
       String(options.height),
       command,
     ]);
+    if (options.raw) {
+      await tmux(dir, ['pipe-pane', '-o', '-t', session, `cat >> ${quote(join(dir, 'raw'))}`]);
+      writeFileSync(go, '');
+    }
     return new Terminal(session, dir);
+  }
+
+  /** Every byte the CLI wrote to the terminal so far, as UTF-8 text (open with `raw: true`). */
+  raw(): string {
+    const file = join(this.dir, 'raw');
+    return existsSync(file) ? readFileSync(file, 'utf8') : '';
+  }
+
+  /** The terminal's title, as an escape sequence may have set it. */
+  async title(): Promise<string> {
+    return (await tmux(this.dir, ['display-message', '-p', '-t', this.session, '#{pane_title}'])).stdout;
   }
 
   /** The screen and what scrolled past; `joined` reads a wrapped line as one, as the person saw it. */
@@ -145,4 +168,24 @@ async function poll<T>(timeoutMs: number, probe: () => Promise<T | undefined>): 
     if (Date.now() > deadline) throw new Error('timed out');
     await new Promise((r) => setTimeout(r, 200));
   }
+}
+
+/**
+ * What in a terminal's raw bytes could only have come from hostile data: any BEL, an OSC (a title
+ * set), a screen clear, a C1 control (8-bit CSI, NEL), a line or paragraph separator, or the
+ * terminal's title changed. ccm's own colours and listr2's or inquirer's cursor moves (ESC [ … m,
+ * ESC [ 1A, ESC [ 2K) are not among them. Returns what was found, each with its context.
+ */
+export function hostileBytes(raw: string, title?: string): string[] {
+  const found: string[] = [];
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+  const pattern = /\u0007|\u001b\]|\u001b\[2J|\u001b\[3J|\u001bc|[\u0080-\u009f\u2028\u2029]/g;
+  for (const m of raw.matchAll(pattern)) {
+    const code = m[0].codePointAt(0)?.toString(16).padStart(4, '0');
+    found.push(
+      `U+${code} at ${m.index}: ${JSON.stringify(raw.slice(Math.max(0, m.index - 30), m.index + 20))}`,
+    );
+  }
+  if (title?.includes('PWNED')) found.push(`title set to ${JSON.stringify(title)}`);
+  return found;
 }

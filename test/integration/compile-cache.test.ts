@@ -3,7 +3,16 @@
  * folder: another local user could plant a V8 code cache there (or a symlink) for root's next
  * `sudo ccm cluster prepare`.
  */
-import { chmodSync, existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
@@ -90,3 +99,46 @@ module.enableCompileCache = (dir) => {
   expect(cacheFiles(join(elsewhere, 'ccm'))).toEqual([]);
   expect(cacheFiles(join(checked, 'ccm')).length).toBeGreaterThan(0);
 });
+
+/** A user's folder (owned by uid 65534), as root sees it under `sudo -E` or `su` without `-`. */
+function othersFolder(prefix: string): string {
+  const dir = tempDir(prefix);
+  chmodSync(dir, 0o755);
+  chownSync(dir, 65534, 65534);
+  return dir;
+}
+
+it.runIf(process.geteuid?.() === 0)(
+  "under root with the caller's XDG_CACHE_HOME or HOME kept, creates nothing in the caller's folders",
+  async () => {
+    // XDG_CACHE_HOME kept (sudo -E, doas keepenv): no root-owned ccm folder in it.
+    const xdg = othersFolder('ccm-cc-user-xdg-');
+    const tmp = tempDir('ccm-cc-tmp-');
+    const viaXdg = await execa(process.execPath, [bin, '--version'], {
+      env: { XDG_CACHE_HOME: xdg, TMPDIR: tmp, NODE_DISABLE_COMPILE_CACHE: undefined },
+      reject: false,
+    });
+    expect(viaXdg.exitCode, viaXdg.stderr).toBe(0);
+    expect(readdirSync(xdg)).toEqual([]);
+    expect(readdirSync(tmp)).toEqual([]);
+
+    // HOME kept (su without -): neither ~/.cache nor ~/.cache/ccm is made, root-owned, in it.
+    const home = othersFolder('ccm-cc-user-home-');
+    const viaHome = await execa(process.execPath, [bin, '--version'], {
+      env: { HOME: home, XDG_CACHE_HOME: undefined, TMPDIR: tmp, NODE_DISABLE_COMPILE_CACHE: undefined },
+      reject: false,
+    });
+    expect(viaHome.exitCode, viaHome.stderr).toBe(0);
+    expect(readdirSync(home)).toEqual([]);
+
+    // The caller's ~/.cache exists: no root-owned ccm folder in it either.
+    mkdirSync(join(home, '.cache'), { mode: 0o755 });
+    chownSync(join(home, '.cache'), 65534, 65534);
+    const withCache = await execa(process.execPath, [bin, '--version'], {
+      env: { HOME: home, XDG_CACHE_HOME: undefined, TMPDIR: tmp, NODE_DISABLE_COMPILE_CACHE: undefined },
+      reject: false,
+    });
+    expect(withCache.exitCode, withCache.stderr).toBe(0);
+    expect(readdirSync(join(home, '.cache'))).toEqual([]);
+  },
+);

@@ -124,7 +124,9 @@ describe('text from Kubernetes and the cloud on the operator screen', () => {
   it("an error line with the cloud's message carries no control character", async () => {
     // A cloud (or whatever answers in its place) that fails with a hostile message.
     const body = JSON.stringify({ id: 'server_error', message: `the cloud says${HOSTILE}${OTHERS} no` });
-    for (const args of [['migrate'], ['nodes', 'list']]) {
+    // With --log-level=debug the stack follows the line: the message in it is one line too, so it
+    // cannot forge a line (a `ccm: …` of its own) under it.
+    for (const args of [['migrate'], ['nodes', 'list'], ['nodes', 'list', '--log-level=debug']]) {
       world.sim.fault({
         path: /^\/v2\/(droplets|load_balancers)$/,
         status: 403,
@@ -134,6 +136,10 @@ describe('text from Kubernetes and the cloud on the operator screen', () => {
       expect(run.exitCode).not.toBe(0);
       expect(`${run.stdout}${run.stderr}`).toContain('the cloud says');
       expectClean(run, args.join(' '));
+      expect(
+        run.stderr.split('\n').filter((l) => l.startsWith('ccm: ')),
+        args.join(' '),
+      ).toHaveLength(1);
     }
   });
 });

@@ -17,7 +17,7 @@ import { TritonSim } from '../clouds/triton/server.js';
 import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { conformsToDigitalOceanOpenApi } from '../helpers/openapi.js';
-import { Terminal } from '../helpers/terminal.js';
+import { hostileBytes, Terminal } from '../helpers/terminal.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
@@ -463,6 +463,7 @@ async function inTerminal(
     width: 200,
     height: 60,
     env: { ...CLEAN_ENV, ...env },
+    raw: true,
   });
   const seen: string[] = [];
   try {
@@ -472,11 +473,20 @@ async function inTerminal(
       await terminal.type(...keys);
     });
     const code = await terminal.exit();
-    return { code, screen: await terminal.screen({ joined: true }), seen };
+    return {
+      code,
+      screen: await terminal.screen({ joined: true }),
+      seen,
+      raw: terminal.raw(),
+      title: await terminal.title(),
+    };
   } finally {
     await terminal.close();
   }
 }
+
+/** Set the title, clear the screen, cursor up, an 8-bit CSI, a line separator: a hostile cloud's text. */
+const HOSTILE = '\u001b]0;PWNED\u0007\u001b[2J\u001b[1A\u009b2J\u2028';
 
 /** How often `text` is on `screen`. */
 const count = (screen: string, text: string) => screen.split(text).length - 1;
@@ -555,6 +565,78 @@ describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
       expect(screen).toMatch(
         /^✔ Cluster: https:\/\/127\.0\.0\.1:\d+ \(Kubernetes v[\d.]+\)\n.*DigitalOcean API token/,
       );
+    } finally {
+      await sim.stop();
+      await deleteSecret('digitalocean');
+    }
+  });
+
+  it("a refusal whose message has escape sequences: asked again, the cloud's message shown without them", async () => {
+    await deleteSecret('digitalocean');
+    const sim = await DigitalOceanSimulator.start({ token: 'dop_v1_the_right_one_4567' });
+    try {
+      // The cloud (or whatever answers in its place) refuses with a message that would set the title,
+      // clear the screen, and print a green "all good" line of its own.
+      const message = `Unable to authenticate you${HOSTILE}\n\u001b[32m✔ all good\u001b[0m`;
+      sim.fault({
+        path: '/v2/account',
+        status: 401,
+        raw: { body: JSON.stringify({ id: 'Unauthorized', message }), contentType: 'application/json' },
+      });
+      const { code, screen, raw, title } = await inTerminal(
+        ['--provider', 'digitalocean', '--cloud-api-url', sim.url],
+        {},
+        async (step) => {
+          // The token is right: the fault refuses it once (the simulator checks tokens before faults).
+          await step('DigitalOcean API token', sim.token, 'Enter');
+          await step('Region slug', 'Enter');
+          await step('VPC id', 'Enter');
+          await step(['DigitalOcean API token', 2], sim.token, 'Enter');
+        },
+      );
+      expect(code).toBe(0);
+      expect(screen).toContain('did not accept the credentials');
+      expect(screen).toContain('Unable to authenticate you');
+      expect(screen).not.toMatch(/^✔ all good/m);
+      expect(hostileBytes(raw, title)).toEqual([]);
+    } finally {
+      await sim.stop();
+      await deleteSecret('digitalocean');
+    }
+  });
+
+  it('the account the cloud names (its email, its team) is shown in the task list without escape sequences', async () => {
+    await deleteSecret('digitalocean');
+    const sim = await DigitalOceanSimulator.start();
+    try {
+      const account = {
+        droplet_limit: 25,
+        floating_ip_limit: 5,
+        email: `sammy@example.com${HOSTILE}`,
+        name: 'Sammy',
+        uuid: 'b6fr89dbf6d9156cace5f3c78dc9851d957381ef',
+        email_verified: true,
+        status: 'active',
+        status_message: ' ',
+        team: { uuid: '5df3e3004a17e242b7c20ca6c9fc25b701a47ece', name: `team${HOSTILE}\nFORGED` },
+      };
+      sim.fault({
+        path: '/v2/account',
+        status: 200,
+        raw: { body: JSON.stringify({ account }), contentType: 'application/json' },
+      });
+      const { code, screen, raw, title } = await inTerminal(
+        ['--provider', 'digitalocean', '--cloud-api-url', sim.url],
+        { DO_ACCESS_TOKEN: sim.token },
+        async (step) => {
+          await step('Region slug', 'Enter');
+          await step('VPC id', 'Enter');
+        },
+      );
+      expect(code).toBe(0);
+      expect(screen).toMatch(/Credentials valid: DigitalOcean account sammy@example\.com/);
+      expect(screen).not.toMatch(/^FORGED/m);
+      expect(hostileBytes(raw, title)).toEqual([]);
     } finally {
       await sim.stop();
       await deleteSecret('digitalocean');

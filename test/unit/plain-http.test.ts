@@ -36,7 +36,22 @@ describe('isLoopbackAddress (--plain-http --bind-address)', () => {
     '[::1]',
     'example.com',
     'localhost.example.com',
+    // The URL parser reads it as the host [::1]; it is no address to bind to.
+    '::1]/x[',
+    '::1]:80',
   ])('%s is not', (address) => {
     expect(isLoopbackAddress(address)).toBe(false);
+  });
+});
+
+describe('serve with plain http', () => {
+  it('listens only where the address it got is loopback: localhost trusted by name is checked once bound', async () => {
+    const { Registry } = await import('prom-client');
+    const { serve } = await import('../../src/controllers/server.js');
+    const options = { port: 0, plain: true, healthz: [], readyz: [], registry: new Registry() };
+    const local = await serve({ ...options, bindAddress: 'localhost' });
+    expect(local.url).toMatch(/^http:\/\/(127\.0\.0\.1|\[::1\]):\d+$/);
+    await local.close();
+    await expect(serve({ ...options, bindAddress: '0.0.0.0' })).rejects.toThrow(/not a loopback address/);
   });
 });

@@ -1,5 +1,5 @@
 import chalk, { Chalk, type ChalkInstance, type ColorSupportLevel } from 'chalk';
-import { printable } from '../../printable.js';
+import { printable, printableLine } from '../../printable.js';
 import type { View } from './flags.js';
 import { type Column, jsonText, type Report, type Tone } from './report.js';
 import { ELLIPSIS, fitWidths, logfmtValue, naturalCompare, plural, truncate, widthOf } from './text.js';
@@ -86,7 +86,7 @@ function templateOf(output: string | undefined, kind: string): string {
  * screened here too.
  */
 function screened<Row>(report: Report<Row>): Report<Row> {
-  const line = (text: string) => printable(text).replaceAll('\n', ' ');
+  const line = printableLine;
   const text = (value: string | undefined) => (value === undefined ? undefined : printable(value));
   const kind = report.kind;
   const fields: { [K in keyof Required<Report<Row>>]: Report<Row>[K] } = {

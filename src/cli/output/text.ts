@@ -1,4 +1,5 @@
 /** Text helpers for human output: counts with the right plural, natural order, cutting to a width. */
+import stringWidth from 'string-width';
 
 // ICU's collator and number format each cost ~8 ms the first time they are made: made when used.
 let collator: Intl.Collator | undefined;
@@ -22,11 +23,32 @@ export function plural(n: number, noun: readonly [string, string] | string): str
 
 export const ELLIPSIS = '…';
 
-/** Width of a string in terminal cells (code points; names and messages here are not East Asian wide). */
+/** Printable ASCII: one cell per character, as most names and messages are (no table of 5,000 rows pays more). */
+const ASCII = /^[\x20-\x7e]*$/;
+
+/**
+ * Width of a string in terminal cells: East Asian wide characters (工作节点) take two, combining marks
+ * and zero-width characters none (string-width, as listr2 and cli-truncate measure).
+ */
 export function widthOf(text: string): number {
-  let n = 0;
-  for (const _ of text) n++;
-  return n;
+  return ASCII.test(text) ? text.length : stringWidth(text);
+}
+
+let graphemes: Intl.Segmenter | undefined;
+
+/** The string's first characters (whole graphemes: a letter with its accents) that fit in `width` cells. */
+function fitting(text: string, width: number): string {
+  if (ASCII.test(text)) return text.slice(0, Math.max(0, width));
+  graphemes ??= new Intl.Segmenter();
+  let used = 0;
+  let end = 0;
+  for (const { segment, index } of graphemes.segment(text)) {
+    const w = stringWidth(segment);
+    if (used + w > width) break;
+    used += w;
+    end = index + segment.length;
+  }
+  return text.slice(0, end);
 }
 
 /**
@@ -36,10 +58,10 @@ export function widthOf(text: string): number {
 export function truncate(text: string, width: number): string {
   if (widthOf(text) <= width) return text;
   if (width <= 0) return '';
-  const chars = Array.from(text);
-  let cut = chars.slice(0, width - 1).join('');
+  let cut = fitting(text, width - 1);
   const space = cut.lastIndexOf(' ');
-  if (space >= Math.ceil((width - 1) * (2 / 3))) cut = cut.slice(0, space);
+  if (space >= 0 && widthOf(cut.slice(0, space)) >= Math.ceil((width - 1) * (2 / 3)))
+    cut = cut.slice(0, space);
   return `${cut.replace(/[\s,;:]+$/, '')}${ELLIPSIS}`;
 }
 

@@ -3,6 +3,7 @@ import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
 import type { Report } from '../../cli/output/report.js';
 import type { SecretRow } from '../../secrets/report.js';
+import { stderrLine } from '../../warn-once.js';
 
 export default class SecretCreate extends BaseCommand {
   static override summary =
@@ -71,7 +72,8 @@ export default class SecretCreate extends BaseCommand {
       ...(flags['request-timeout'] !== undefined ? { requestTimeoutMs: flags['request-timeout'] } : {}),
       env: process.env,
       version: this.config.version,
-      warn: (line) => process.stderr.write(`ccm: ${line}\n`),
+      // The cloud's message (a refusal) is in it: stderrLine screens it.
+      warn: stderrLine,
     });
     return secretReport(result);
   }

@@ -31,6 +31,18 @@ describe('text helpers', () => {
     expect(text.truncate('anything', 0)).toBe('');
   });
 
+  it('measures terminal cells: East Asian wide characters take two, combining and zero-width ones none', () => {
+    expect(text.widthOf('工作节点')).toBe(8);
+    expect(text.widthOf('worker-3\u0301\u0301')).toBe(8);
+    expect(text.widthOf('worker-3\u200b')).toBe(8);
+    expect(text.widthOf('worker-3')).toBe(8);
+    const cut = text.truncate('工作节点工作节点工作节点', 9);
+    expect(cut).toBe('工作节点…');
+    expect(text.widthOf(cut)).toBeLessThanOrEqual(9);
+    // A letter is not cut from its accents.
+    expect(text.truncate('e\u0301e\u0301e\u0301e\u0301', 3)).toBe('e\u0301e\u0301…');
+  });
+
   it('fits columns: free text gives first, names last, narrow columns keep their width', () => {
     expect(text.fitWidths([5, 10, 50], 100)).toEqual([5, 10, 50]);
     expect(text.fitWidths([7, 11, 20, 100], 60, ['last', 'last', 'normal', 'first'])).toEqual([
