@@ -28,6 +28,8 @@ beforeAll(async () => {
   run = new ServiceAccountRun(world.cp, NS);
   router = world.sim.routing.addRouter({ subnets: ['10.0.0.0/24'], ips: ['10.0.0.1'] });
   port = world.sim.routing.addPort({ ip: '10.0.0.11' });
+  // The server of that port, named as its Node: ccm routes only to the server of the Node's name.
+  world.sim.addServer({ id: port.device_id, name: 'w11' });
 
   docs = renderManifests(await loadProvider('openstack'), {
     image: 'registry.example.com/ccm:test',
