@@ -63,6 +63,9 @@ try {
   );
   const indexes = Array.from({ length: N }, (_, i) => i);
   const ports = indexes.map((i) => sim.routing.addPort({ ip: nodeIP(i) }));
+  // Each port's server, named as its Node: ccm routes only to the server of the Node's name.
+  for (const i of indexes)
+    sim.addServer({ id: ports[i]?.device_id, name: `node-${String(i).padStart(5, '0')}` });
   await mapLimit(indexes, 32, async (i) => {
     const node = nodeObject({
       name: `node-${String(i).padStart(5, '0')}`,
