@@ -166,7 +166,9 @@ describe('bad input (exit 2): the loop run dry', () => {
     const endings: Ending[] = [];
     for (let i = 0; i < 10; i++) {
       const child = await spawnRun(await freePort(), { stress: true, secret: 'do-refused' });
-      endings.push(await ending(child, 10_000));
+      // A hang never ends; 25 s is the margin a cold start under --stress-concurrent-allocation on a
+      // loaded 2-core machine needs (one of ten took more than 10 s there: it had only begun serving).
+      endings.push(await ending(child, 25_000));
     }
     console.log('ccm run, credentials refused, stress:', summary(endings), endings[0]?.stderr.slice(0, 300));
     // Measured before (process.exit() in CcmCommand.catch): 4 of 10 hung; with the cheaper bad inputs
