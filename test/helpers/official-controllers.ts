@@ -84,6 +84,36 @@ export function officialOpenStackDaemonSet(clusterName = 'kubernetes'): V1Daemon
 }
 
 /**
+ * The body of a load balancer as DigitalOcean's official controller builds it for one HTTP port of a
+ * Service: regional, its droplets, port 80 to the NodePort, the kube-proxy health check on 10256.
+ */
+export function officialDigitalOceanLoadBalancer(
+  name: string,
+  dropletIds: readonly unknown[],
+  nodePort: number,
+): Record<string, unknown> {
+  return {
+    name,
+    region: 'fra1',
+    type: 'REGIONAL',
+    droplet_ids: [...dropletIds],
+    forwarding_rules: [
+      { entry_protocol: 'tcp', entry_port: 80, target_protocol: 'tcp', target_port: nodePort },
+    ],
+    health_check: {
+      protocol: 'http',
+      port: 10256,
+      path: '/healthz',
+      check_interval_seconds: 3,
+      response_timeout_seconds: 5,
+      unhealthy_threshold: 3,
+      healthy_threshold: 5,
+    },
+    tags: [],
+  };
+}
+
+/**
  * The official controller's record of a Service it serves: the finalizer, its own annotations (a
  * null removes one) and the load balancer's address as the ingress.
  */

@@ -37,6 +37,7 @@ import {
   expectCleanDryRun,
   LB_FINALIZER as FINALIZER,
   officialDigitalOceanDeployment,
+  officialDigitalOceanLoadBalancer,
   recordServedByOfficial,
   untilHandOverRefused,
 } from '../helpers/official-controllers.js';
@@ -116,25 +117,13 @@ async function seedOfficial(
     body: lbService(name, NS, annotations),
   });
   const nodePort = created.spec?.ports?.[0]?.nodePort as number;
-  const lb = sim.addLoadBalancer({
-    name: annotations?.['service.beta.kubernetes.io/do-loadbalancer-name'] ?? defaultLbName(created),
-    region: 'fra1',
-    type: 'REGIONAL',
-    droplet_ids: dropletIds,
-    forwarding_rules: [
-      { entry_protocol: 'tcp', entry_port: 80, target_protocol: 'tcp', target_port: nodePort },
-    ],
-    health_check: {
-      protocol: 'http',
-      port: 10256,
-      path: '/healthz',
-      check_interval_seconds: 3,
-      response_timeout_seconds: 5,
-      unhealthy_threshold: 3,
-      healthy_threshold: 5,
-    },
-    tags: [],
-  });
+  const lb = sim.addLoadBalancer(
+    officialDigitalOceanLoadBalancer(
+      annotations?.['service.beta.kubernetes.io/do-loadbalancer-name'] ?? defaultLbName(created),
+      dropletIds,
+      nodePort,
+    ),
+  );
   await recordServedByOfficial(api, name, {
     annotations: { [LB_ID]: lb.id as string, [LB_TYPE]: 'REGIONAL' },
     ingress: ingress ?? { ip: lb.ip as string },

@@ -10,7 +10,11 @@ import { AppsV1Api } from '@kubernetes/client-node';
 import { beforeAll, expect, it } from 'vitest';
 import { createNodes, fixtureClient } from '../controlplane/fixtures.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
-import { officialDigitalOceanDeployment, recordServedByOfficial } from '../helpers/official-controllers.js';
+import {
+  officialDigitalOceanDeployment,
+  officialDigitalOceanLoadBalancer,
+  recordServedByOfficial,
+} from '../helpers/official-controllers.js';
 import { lbService } from '../helpers/services.js';
 import { hostileBytes, Terminal } from '../helpers/terminal.js';
 
@@ -35,25 +39,7 @@ beforeAll(async () => {
     body: lbService('evil', 'default', { [NAME_ANN]: `lb${HOSTILE}` }),
   });
   const nodePort = created.spec?.ports?.[0]?.nodePort as number;
-  const lb = sim.addLoadBalancer({
-    name: `lb${HOSTILE}`,
-    region: 'fra1',
-    type: 'REGIONAL',
-    droplet_ids: [worker?.id],
-    forwarding_rules: [
-      { entry_protocol: 'tcp', entry_port: 80, target_protocol: 'tcp', target_port: nodePort },
-    ],
-    health_check: {
-      protocol: 'http',
-      port: 10256,
-      path: '/healthz',
-      check_interval_seconds: 3,
-      response_timeout_seconds: 5,
-      unhealthy_threshold: 3,
-      healthy_threshold: 5,
-    },
-    tags: [],
-  });
+  const lb = sim.addLoadBalancer(officialDigitalOceanLoadBalancer(`lb${HOSTILE}`, [worker?.id], nodePort));
   await recordServedByOfficial(api, 'evil', {
     annotations: { [LB_ID]: lb.id as string },
     ingress: { ip: lb.ip as string },
