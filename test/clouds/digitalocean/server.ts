@@ -136,7 +136,9 @@ export class DigitalOceanSimulator {
   private readonly faults = new FaultList<Fault>(1);
   /**
    * While true, a load balancer stays `new` however often it is read: DigitalOcean takes minutes to
-   * build one (lbActivationPolls without a count, switched by the test).
+   * build one, and its official controller answers "load-balancer is not yet active" until then
+   * (digitalocean-cloud-controller-manager cloud-controller-manager/do/loadbalancers.go,
+   * EnsureLoadBalancer). lbActivationPolls without a count, switched by the test.
    */
   holdNew = false;
   private nextDropletId = 100_001;
