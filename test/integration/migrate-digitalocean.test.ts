@@ -388,6 +388,40 @@ describe('ccm migrate --provider digitalocean', () => {
     expect(lbWrites()).toEqual([]);
   }, 120_000);
 
+  it('--rollback on a terminal, without --yes, shows what it gives back and asks: no writes nothing, yes gives it back', async () => {
+    const [d1] = await seedNodes();
+    const web = await seedOfficial('web', [d1 as number]);
+    const before = structuredClone(web.svc.metadata?.annotations);
+    expect((await migrate('--yes')).exitCode).toBe(0);
+    expect(await adoptedOf('web')).toBe(web.lb.id);
+    const ask = async (answer: string) => {
+      const terminal = await Terminal.open(migrateArgs('--rollback'), { width: 120, height: 40, env: env() });
+      try {
+        await terminal.waitFor('Give these back to the official controller?');
+        expect(await terminal.screen({ joined: true })).toContain(`default/web ← ${web.lb.name}`);
+        await terminal.type(answer, 'Enter');
+        return { code: await terminal.exit(), screen: await terminal.screen({ joined: true }) };
+      } finally {
+        await terminal.close();
+      }
+    };
+    const writes0 = await ccmWrites();
+    const no = await ask('n');
+    expect(no.code).toBe(0);
+    expect(no.screen).toContain('rollback plan, nothing written');
+    expect(await ccmWrites()).toBe(writes0);
+    expect(await adoptedOf('web')).toBe(web.lb.id);
+
+    const yes = await ask('y');
+    expect(yes.code, yes.screen).toBe(0);
+    expect(yes.screen).not.toContain('nothing written');
+    expect(await adoptedOf('web')).toBeUndefined();
+    const svc = await api.readNamespacedService({ name: 'web', namespace: NS });
+    expect(JSON.stringify(svc.metadata?.annotations)).toBe(JSON.stringify(before));
+    await expectNoBackup();
+    expect(lbWrites()).toEqual([]);
+  }, 120_000);
+
   it('ccm run --adopt-official takes over the official load balancer of a Service without ccm migrate', async () => {
     const [d1] = await seedNodes();
     const web = await seedOfficial('web', [d1 as number]);
