@@ -229,6 +229,7 @@ export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow>
         value: (h) => h.error ?? (h.skips.join('; ') || (h.backup ? `backup ${h.backup}` : '')),
         blank: '',
         give: 'first',
+        wideBelow: { label: 'notes' },
       },
       {
         header: 'VERSIONS',
@@ -239,7 +240,14 @@ export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow>
         wide: true,
       },
       { header: 'BACKUP', value: (h) => h.backup, wide: true },
-      { header: 'PATHS', value: (h) => h.files.join(', '), wide: true, blank: '', give: 'first' },
+      {
+        header: 'PATHS',
+        value: (h) => h.files.join(', '),
+        wide: true,
+        blank: '',
+        give: 'first',
+        wideBelow: { label: 'paths' },
+      },
     ],
     summary: `${out.dryRun ? 'Dry run: nothing written. ' : ''}${parts.join('; ')}`,
     notes,

@@ -54,7 +54,7 @@ export function nodesInitReport({
       { header: 'PROVIDER ID', key: 'providerID', value: (n) => n.providerID },
       { header: 'TYPE', value: (n) => n.instanceType },
       { header: 'ZONE', value: (n) => n.zone },
-      { header: 'REASON', value: (n) => n.reason, blank: '', give: 'first' },
+      { header: 'REASON', value: (n) => n.reason, blank: '', give: 'first', wideBelow: { label: 'reason' } },
       {
         header: 'CHANGES',
         value: (n) => changeTexts(n).join('; '),

@@ -227,6 +227,46 @@ class HumanView<Row> {
       .map((c) => (wide && c.wideBelow && !c.below ? { ...c, below: { ...c.wideBelow } } : c));
   }
 
+  /**
+   * -o wide cuts nothing, so on a terminal too narrow for every column the terminal would wrap each
+   * row at a column. Instead, columns move under the row as `header: value` until the rest fits: free
+   * text first, then the -o wide ones, then others, right to left; never the row's name
+   * (`give: 'last'`) or its result (`toned`).
+   */
+  private folded(
+    columns: readonly Column<Row>[],
+    naturalOf: (cols: readonly Column<Row>[]) => number[],
+  ): Column<Row>[] {
+    const fits = (cols: readonly Column<Row>[]) =>
+      naturalOf(cols).reduce((a, b) => a + b, 0) + GAP.length * (cols.length - 1) <= this.terminal.width;
+    if (fits(columns)) return [];
+    const movable = columns.filter((c, i) => i > 0 && c.give !== 'last' && !c.toned).reverse();
+    const rank = (c: Column<Row>) => (c.give === 'first' ? 0 : c.wide ? 1 : 2);
+    const candidates = [...movable].sort((a, b) => rank(a) - rank(b));
+    const moved: Column<Row>[] = [];
+    for (const column of candidates) {
+      moved.push(column);
+      if (fits(columns.filter((c) => !moved.includes(c)))) break;
+    }
+    return moved;
+  }
+
+  /** The folded columns of a row, `header: value` in the table's order, a pair broken only when it alone is too long. */
+  private foldedLines(row: Row, folded: readonly Column<Row>[]): string[] {
+    if (folded.length === 0) return [];
+    const indent = '    ';
+    const width = this.terminal.width - indent.length;
+    const lines: string[] = [];
+    for (const c of this.report.columns.filter((c) => folded.includes(c))) {
+      const pair = `${c.header.toLowerCase()}: ${oneLine(c.value(row)) || (c.blank ?? '-')}`;
+      const last = lines.at(-1);
+      if (last !== undefined && widthOf(`${last}, ${pair}`) <= width)
+        lines[lines.length - 1] = `${last}, ${pair}`;
+      else lines.push(...this.wrap(pair, width));
+    }
+    return lines.map((l) => `${indent}${l}`);
+  }
+
   /** The lines a table shows under a row, for its `below` columns. */
   private linesBelow(row: Row, columns: readonly Column<Row>[]): string[] {
     const indent = '    ';
@@ -242,12 +282,16 @@ class HumanView<Row> {
   private table(rows: readonly Row[], wide: boolean): string[] {
     const { report, style } = this;
     const all = this.columns(wide);
-    const columns = all.filter((c) => !c.below);
+    const cellsOf = (cols: readonly Column<Row>[]) =>
+      rows.map((row) => cols.map((c) => oneLine(c.value(row)) || (c.blank ?? '-')));
+    const naturalOf = (cols: readonly Column<Row>[], cells: string[][]) =>
+      cols.map((c, i) => Math.max(widthOf(c.header), ...cells.map((r) => widthOf(r[i] ?? ''))));
+    let columns = all.filter((c) => !c.below);
+    const folded = wide ? this.folded(columns, (cols) => naturalOf(cols, cellsOf(cols))) : [];
+    columns = columns.filter((c) => !folded.includes(c));
     const below = all.filter((c) => c.below);
-    const cells = rows.map((row) => columns.map((c) => oneLine(c.value(row)) || (c.blank ?? '-')));
-    const natural = columns.map((c, i) =>
-      Math.max(widthOf(c.header), ...cells.map((r) => widthOf(r[i] ?? ''))),
-    );
+    const cells = cellsOf(columns);
+    const natural = naturalOf(columns, cells);
     // -o wide cuts nothing: it is the view that shows everything.
     const room = wide ? Number.POSITIVE_INFINITY : this.terminal.width - GAP.length * (columns.length - 1);
     const widths = fitWidths(
@@ -271,7 +315,9 @@ class HumanView<Row> {
     const body = rows.flatMap((row, r) => {
       const tone = report.tone(row);
       const paint = TONES[tone](style);
-      const under = this.linesBelow(row, below).map((l) => (tone === 'failed' ? paint(l) : style.dim(l)));
+      const under = [...this.foldedLines(row, folded), ...this.linesBelow(row, below)].map((l) =>
+        tone === 'failed' ? paint(l) : style.dim(l),
+      );
       if (tone === 'failed') return [paint(line(cells[r] ?? [], (t) => t)), ...under];
       return [line(cells[r] ?? [], (t, i) => (columns[i]?.toned ? paint(t) : t)), ...under];
     });

@@ -66,13 +66,17 @@ describe('nodes init, mixed pass', () => {
       expect(text).toContain(name);
   });
 
-  it('wide: every Node, with the exact changes, one a line under it, within 120 columns', async () => {
+  it('wide: every Node, with the exact changes and the reason, one a line under it, every line within 120 columns', async () => {
     const text = await show('wide');
     await expect(text).toMatchFileSnapshot(snapshot('wide.txt'));
-    expect(text.split('\n')[1]).toMatch(/ REASON$/);
+    // As `nodes list -o wide`: the reason is under its row, labelled, not a column to run past 120.
+    expect(text.split('\n')[1]).toMatch(/ ZONE$/);
+    expect(text).toContain(
+      '\nnode-20   failed        -                           -                 -\n    reason: no cloud instance is named node-20;',
+    );
     const changeLines = text.split('\n').filter((l) => l.startsWith('    '));
     expect(changeLines.length).toBeGreaterThan(4);
-    for (const line of changeLines) expect(widthOf(line), line).toBeLessThanOrEqual(120);
+    for (const line of text.split('\n')) expect(widthOf(line), line).toBeLessThanOrEqual(120);
     // The rows themselves no longer carry the changes: node-1's row ends at its zone.
     expect(text).toMatch(/\nnode-1 +initialized +cloudlycke:\/\/node-1 +vbox\.vm\.1g\.2cpu +virtualbox-a\n/);
     const names = text
