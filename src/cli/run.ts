@@ -11,7 +11,6 @@ import {
   type ControllerContext,
   type ControllerLoader,
   controllerLoader,
-  selectControllers,
 } from '../controllers/manager.js';
 import { scopedContext } from '../controllers/scope.js';
 import { type Serving, serve } from '../controllers/server.js';
@@ -25,20 +24,14 @@ import { readSecret, type SecretData, sameValues } from '../kube/secrets.js';
 import { type SlimNode, slimNode } from '../kube/slim-node.js';
 import { KubeTransport } from '../kube/transport.js';
 import { nodeCrypto } from '../node-modules.js';
-import { isLoopbackAddress } from '../plain-http.js';
 import { FileNotRead, type FilesRead, filesReadBy, readConfigFileNow } from '../providers/config-files.js';
 import { closeCloudConnections } from '../providers/http-transport.js';
-import { loadProvider } from '../providers/registry.js';
 import type { Provider } from '../providers/types.js';
 import { UsageError } from './errors.js';
 import { transportOptionsFrom } from './kube-flags.js';
 import { createLogger } from './log.js';
-import {
-  createProvider,
-  credentialSource,
-  parseSecretRef,
-  resolveProviderValues,
-} from './provider-config.js';
+import { createProvider, credentialSource, resolveProviderValues } from './provider-config.js';
+import { checkRunFlags } from './run/flags.js';
 import type { RunDeps, RunHandle, RunInput } from './run/types.js';
 import { keepYoungGenerationSmall } from './young-generation.js';
 
@@ -52,57 +45,17 @@ const RELOAD_DEADLINE_MS = 10_000;
 /** Reads of the provider's files a reload may have out at once (see `readNow`). */
 const MAX_RELOAD_READS = 2;
 
-function checkLeaseTimings(lease: RunInput['lease']): void {
-  if (!(lease.durationMs > lease.renewDeadlineMs)) {
-    throw new UsageError('--leader-elect-lease-duration must be longer than --leader-elect-renew-deadline');
-  }
-  if (!(lease.renewDeadlineMs > lease.retryPeriodMs * 1.2)) {
-    throw new UsageError(
-      '--leader-elect-renew-deadline must be longer than 1.2 × --leader-elect-retry-period',
-    );
-  }
-  if (lease.durationMs < 1000) throw new UsageError('--leader-elect-lease-duration must be at least 1s');
-}
-
 /**
  * `ccm run`: validates everything first (one line, exit 2, nothing written), then serves health and
  * metrics, watches Nodes, and runs the selected controllers while leading.
  */
 export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<RunHandle> {
   keepYoungGenerationSmall();
-  // --- configuration, checked before anything is written --------------------------------------
-  if (input.plainHttp && !isLoopbackAddress(input.bindAddress)) {
-    throw new UsageError(
-      `--plain-http serves /metrics without authentication, so only on this machine: --bind-address ${input.bindAddress} is not a loopback address; use 127.0.0.1 or ::1 (the default), or leave out --plain-http to serve HTTPS that asks for a token`,
-    );
-  }
-  const selection = (() => {
-    try {
-      return selectControllers(input.controllers);
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
-  })();
-  if (input.leaderElect) checkLeaseTimings(input.lease);
-  if (input.controllerOptions.clusterCIDR !== undefined) {
-    const { parseClusterCIDRs } = await import('../controllers/routes.js');
-    try {
-      parseClusterCIDRs(input.controllerOptions.clusterCIDR);
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
-  }
-  if (!input.provider && !deps.definition) {
-    throw new UsageError(
-      'no provider given; pass --provider (e.g. --provider cloudlycke) or set CCM_PROVIDER',
-    );
-  }
-  if (input.credentialsSecret) parseSecretRef(input.credentialsSecret);
+  const { selection, definition } = await checkRunFlags(input, deps);
   const log = createLogger(input.logLevel, {
     ...(deps.logDestination ? { destination: deps.logDestination } : {}),
     ...(deps.prettyLogs !== undefined ? { pretty: deps.prettyLogs } : {}),
   });
-  const definition = deps.definition ?? (await loadProvider(input.provider as string));
   const access = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
   const identity = deps.identity ?? `${hostname()}_${nodeCrypto().randomBytes(4).toString('hex')}`;
 
