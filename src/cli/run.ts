@@ -14,7 +14,6 @@ import {
 } from '../controllers/manager.js';
 import { scopedContext } from '../controllers/scope.js';
 import { type Serving, serve } from '../controllers/server.js';
-import { loadKubeConfig } from '../kube/config.js';
 import { KubeApiError, KubeConfigError, KubeUnreachableError } from '../kube/errors.js';
 import { eventRecorder } from '../kube/event-recorder.js';
 import { createInformer, type Informer, type InformerOptions } from '../kube/informer.js';
@@ -22,24 +21,22 @@ import { LeaderElector } from '../kube/lease.js';
 import { createNodeClient } from '../kube/nodes.js';
 import { readSecret, type SecretData, sameValues } from '../kube/secrets.js';
 import { type SlimNode, slimNode } from '../kube/slim-node.js';
-import { KubeTransport } from '../kube/transport.js';
 import { nodeCrypto } from '../node-modules.js';
 import { FileNotRead, type FilesRead, filesReadBy, readConfigFileNow } from '../providers/config-files.js';
 import { closeCloudConnections } from '../providers/http-transport.js';
 import type { Provider } from '../providers/types.js';
 import { UsageError } from './errors.js';
-import { transportOptionsFrom } from './kube-flags.js';
 import { createLogger } from './log.js';
 import { createProvider, credentialSource, resolveProviderValues } from './provider-config.js';
 import { checkRunFlags } from './run/flags.js';
+import { connectKube } from './run/kube.js';
+import { Leadership } from './run/leadership.js';
 import type { RunDeps, RunHandle, RunInput } from './run/types.js';
 import { keepYoungGenerationSmall } from './young-generation.js';
 
 export type { RunDeps, RunHandle, RunInput };
 
 const SHUTDOWN_BUDGET_MS = 8000;
-/** How long a start waits for an API server that does not answer yet (upstream: 10 s). */
-const API_SERVER_WAIT_MS = 10_000;
 /** How long one re-read of the credentials and the files the provider read may take. */
 const RELOAD_DEADLINE_MS = 10_000;
 /** Reads of the provider's files a reload may have out at once (see `readNow`). */
@@ -56,59 +53,10 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     ...(deps.logDestination ? { destination: deps.logDestination } : {}),
     ...(deps.prettyLogs !== undefined ? { pretty: deps.prettyLogs } : {}),
   });
-  const access = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
   const identity = deps.identity ?? `${hostname()}_${nodeCrypto().randomBytes(4).toString('hex')}`;
-
-  let elector: LeaderElector | undefined;
-  const informers: ControllerContext['informers'] = {} as ControllerContext['informers'];
-  // The one write gate, for Kubernetes and the cloud alike. Only leadership gates writes: a graceful
-  // shutdown lets in-flight writes finish.
-  const mayWrite = () => (elector ? elector.isLeader() : true);
-  const transport = new KubeTransport(access, {
-    ...transportOptionsFrom(input),
-    userAgent: `ccm (${identity})`,
-    mayWrite,
-    onReachable: (reachable, detail) => {
-      if (!probed) return; // the start says it its own way, below
-      if (reachable) {
-        log.info('the Kubernetes API server answers again');
-        // Back from an outage: take the Lease back and watch again now, not at the end of a backoff.
-        elector?.wake();
-        for (const informer of Object.values(informers)) informer.wake();
-      } else
-        log.warn(
-          `cannot reach the Kubernetes API server at ${transport.server} (${detail}); retrying until it answers`,
-        );
-    },
-  });
+  const leadership = new Leadership(input.leaderElect);
+  const { transport, informers } = await connectKube(input, { identity, log, leadership });
   let stopping = false;
-  let probed = false;
-
-  // The API server and our identity on it, before anything else. Like the upstream
-  // cloud-controller-manager (app/controllermanager.go, WaitForAPIServer), a server that does not answer
-  // yet is waited for a while, then the start fails.
-  const deadline = monotonicMs() + API_SERVER_WAIT_MS;
-  for (let said = false; ; ) {
-    try {
-      await transport.request({ method: 'GET', path: '/api/v1/nodes?limit=1', timeoutMs: 15_000 });
-      break;
-    } catch (err) {
-      if (err instanceof KubeApiError && (err.status === 401 || err.status === 403)) {
-        throw new KubeConfigError(
-          `the API server refused ccm's credentials (${err.message}); ${access.inCluster ? "check the Pod's ServiceAccount token" : 'check the kubeconfig user'} or ccm's RBAC`,
-        );
-      }
-      if (!(err instanceof KubeUnreachableError) || monotonicMs() > deadline) throw err;
-      if (!said) {
-        log.warn(
-          `waiting up to ${Math.round(API_SERVER_WAIT_MS / 1000)} s for the Kubernetes API server at ${transport.server}: ${err.message}`,
-        );
-        said = true;
-      }
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-  }
-  probed = true;
 
   const credentials = await credentialSource(
     definition,
@@ -133,7 +81,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     const provider = createProvider(
       definition,
       values,
-      { mayWrite, takeToken },
+      { mayWrite: leadership.mayWrite, takeToken },
       secretRef && data ? { ...secretRef, data } : undefined,
     );
     return deps.wrapProvider ? deps.wrapProvider(provider) : provider;
@@ -144,7 +92,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   const { createMetrics } = await import('../controllers/metrics.js');
   const metrics = createMetrics();
   budgetWaitSeconds = metrics.cloudBudgetWaitSeconds;
-  const provider = budgetedProvider(holder, budget, metrics, mayWrite);
+  const provider = budgetedProvider(holder, budget, metrics, leadership.mayWrite);
 
   let nodes: Informer<SlimNode> | undefined;
   let started = false;
@@ -184,8 +132,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   };
 
   // --- health and metrics, served from the start (readiness waits for the caches) -------------
-  let leading = !input.leaderElect;
-  metrics.leader.set(leading ? 1 : 0);
+  metrics.leader.set(leadership.leading ? 1 : 0);
   let serving: Serving | undefined;
   if (input.securePort >= 0) {
     const tls = input.tls
@@ -230,9 +177,12 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
             run: () =>
               !input.leaderElect
                 ? { ok: true, detail: 'disabled' }
-                : leading
+                : leadership.leading
                   ? { ok: true, detail: 'leading' }
-                  : { ok: true, detail: `standby${elector?.holder ? ` (leader: ${elector.holder})` : ''}` },
+                  : {
+                      ok: true,
+                      detail: `standby${leadership.elector?.holder ? ` (leader: ${leadership.elector.holder})` : ''}`,
+                    },
           },
           { name: 'shutdown', run: () => (stopping ? { ok: false, detail: 'shutting down' } : { ok: true }) },
         ],
@@ -317,7 +267,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     provider,
     budget,
     cloud,
-    informers,
+    informers: informers as ControllerContext['informers'],
     informer: makeInformer,
     log,
     metrics,
@@ -499,8 +449,8 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
       await bounded(stopControllers(), SHUTDOWN_BUDGET_MS - 3500);
       // What the controllers recorded is sent while this replica may still write.
       await eventRecorder(transport).flush(1000);
-      elector?.stop();
-      if (releaseLease) await bounded(elector?.release() ?? Promise.resolve(), 2000);
+      leadership.elector?.stop();
+      if (releaseLease) await bounded(leadership.elector?.release() ?? Promise.resolve(), 2000);
       await bounded(Promise.all(Object.values(informers).map((i) => i.stop())), 1000);
       await serving?.close();
       await transport.close().catch(() => {});
@@ -513,7 +463,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   };
 
   if (input.leaderElect) {
-    elector = new LeaderElector({
+    const elector = new LeaderElector({
       transport,
       namespace: input.lease.namespace,
       name: input.lease.name,
@@ -523,20 +473,20 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
       retryPeriodMs: input.lease.retryPeriodMs,
       log,
       onStartedLeading: () => {
-        leading = true;
+        leadership.leading = true;
         metrics.leader.set(1);
         startControllers();
       },
     });
+    leadership.elector = elector;
     log.info({ identity }, `waiting for the leader Lease ${input.lease.namespace}/${input.lease.name}`);
-    const candidate = elector;
     // Losing the Lease (a renewal missed its deadline: an API server outage, a paused process, a
     // stolen Lease) stops every write at once and the controllers, not the process: the replica stays
     // a candidate under the same identity, keeps its informers and is Ready as a standby.
     // It does not wait for the term's work in flight to end before it is a candidate again.
     void (async () => {
-      while ((await candidate.run()) === 'lost' && !stopping) {
-        leading = false;
+      while ((await elector.run()) === 'lost' && !stopping) {
+        leadership.leading = false;
         metrics.leader.set(0);
         log.error(
           `lost the leader Lease: stopped writing and the controllers; a candidate again as ${identity}`,
