@@ -1,11 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
-import { monotonicMs } from '../clock.js';
-import { budgetedProvider, type ProviderHolder, TokenBucket } from '../controllers/cloud-budget.js';
-import { type CloudView, isFatalCloudError } from '../controllers/cloud-view.js';
 import { delegatedAuth } from '../controllers/delegated-auth.js';
-import { InstanceCache } from '../controllers/instance-cache.js';
 import {
   type Controller,
   type ControllerContext,
@@ -14,24 +10,23 @@ import {
 } from '../controllers/manager.js';
 import { scopedContext } from '../controllers/scope.js';
 import { type Serving, serve } from '../controllers/server.js';
-import { KubeApiError, KubeConfigError, KubeUnreachableError } from '../kube/errors.js';
 import { eventRecorder } from '../kube/event-recorder.js';
 import { createInformer, type Informer, type InformerOptions } from '../kube/informer.js';
 import { LeaderElector } from '../kube/lease.js';
 import { createNodeClient } from '../kube/nodes.js';
 import { readSecret, type SecretData, sameValues } from '../kube/secrets.js';
-import { type SlimNode, slimNode } from '../kube/slim-node.js';
+import { slimNode } from '../kube/slim-node.js';
 import { nodeCrypto } from '../node-modules.js';
 import { FileNotRead, type FilesRead, filesReadBy, readConfigFileNow } from '../providers/config-files.js';
 import { closeCloudConnections } from '../providers/http-transport.js';
-import type { Provider } from '../providers/types.js';
 import { UsageError } from './errors.js';
 import { createLogger } from './log.js';
-import { createProvider, credentialSource, resolveProviderValues } from './provider-config.js';
+import { CloudBudget, startCloud } from './run/cloud.js';
 import { checkRunFlags } from './run/flags.js';
 import { connectKube } from './run/kube.js';
 import { Leadership } from './run/leadership.js';
-import type { RunDeps, RunHandle, RunInput } from './run/types.js';
+import { resolveProvider } from './run/provider.js';
+import type { RunDeps, RunHandle, RunInput, RunPhase } from './run/types.js';
 import { keepYoungGenerationSmall } from './young-generation.js';
 
 export type { RunDeps, RunHandle, RunInput };
@@ -56,80 +51,25 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   const identity = deps.identity ?? `${hostname()}_${nodeCrypto().randomBytes(4).toString('hex')}`;
   const leadership = new Leadership(input.leaderElect);
   const { transport, informers } = await connectKube(input, { identity, log, leadership });
-  let stopping = false;
-
-  const credentials = await credentialSource(
+  const phase: RunPhase = { current: 'starting' };
+  const budget = new CloudBudget(input.cloudQps, input.cloudBurst);
+  const providerConfig = await resolveProvider(input, deps, {
     definition,
-    { ...input, 'credentials-secret': input.credentialsSecret },
-    input.env,
     transport,
-  ).catch(configError);
-  const secretRef = credentials.secret && {
-    namespace: credentials.secret.namespace,
-    name: credentials.secret.name,
-  };
-  let secret: SecretData | undefined = credentials.secret;
-  const budget = new TokenBucket(input.cloudQps, input.cloudBurst);
-  let budgetWaitSeconds: { inc(seconds: number): void } | undefined;
-  // One token per request the provider's API client sends (ProviderDeps.takeToken), not per operation.
-  const takeToken = async () => {
-    const waited = await budget.take();
-    budgetWaitSeconds?.inc(waited / 1000);
-  };
-  const makeProvider = (data = secret?.data): Provider => {
-    const values = resolveProviderValues(definition, input, input.env, data);
-    const provider = createProvider(
-      definition,
-      values,
-      { mayWrite: leadership.mayWrite, takeToken },
-      secretRef && data ? { ...secretRef, data } : undefined,
-    );
-    return deps.wrapProvider ? deps.wrapProvider(provider) : provider;
-  };
-  const { value: firstProvider, files: builtFiles } = filesReadBy(() => makeProvider());
-  const holder: ProviderHolder = { current: firstProvider };
+    providerDeps: { mayWrite: leadership.mayWrite, takeToken: budget.takeToken },
+  });
   // prom-client (with @opentelemetry/api, 150 KB) is loaded once the configuration has been accepted.
   const { createMetrics } = await import('../controllers/metrics.js');
   const metrics = createMetrics();
-  budgetWaitSeconds = metrics.cloudBudgetWaitSeconds;
-  const provider = budgetedProvider(holder, budget, metrics, leadership.mayWrite);
-
-  let nodes: Informer<SlimNode> | undefined;
-  let started = false;
-  // A failing listing is logged when it starts and when its reason changes, not at every retry.
-  let listingFailure: string | undefined;
-  const reportListing = (view: CloudView) => {
-    if (view.listingError) {
-      const level = view.listingError === listingFailure ? 'debug' : 'warn';
-      log[level](`${view.listingError}; Nodes needing the cloud wait, none is deleted`);
-    } else if (listingFailure) log.info('the cloud listing works again');
-    listingFailure = view.listingError;
-  };
-  // Aborted by the shutdown: a listing the cloud does not answer must not outlive it.
-  const listing = new AbortController();
-  const cloud = new InstanceCache({
-    list: (dropped) => provider.instances.list(AbortSignal.any([listing.signal, dropped])),
-    nodes: () => nodes?.list() ?? [],
-    onRefresh: (view) => {
-      metrics.cachedInstances.set(view.index.size);
-      // At start-up a failing listing is either a configuration error (one line, exit 2) or logged
-      // below; one the shutdown aborted is no failure.
-      if (started && !stopping) reportListing(view);
-    },
+  const cloud = startCloud({
+    first: providerConfig.first.value,
+    budget,
+    metrics,
+    mayWrite: leadership.mayWrite,
+    informers,
+    phase,
+    log,
   });
-
-  // Whether the cloud accepted the credentials; asked again (at most every 10 s) while it has not.
-  let credentialsVerified = false;
-  let lastVerifyAt = Number.NEGATIVE_INFINITY;
-  const verifyAgain = async () => {
-    const verify = holder.current.verifyCredentials;
-    if (!verify || monotonicMs() - lastVerifyAt < 10_000) return;
-    lastVerifyAt = monotonicMs();
-    credentialsVerified = await verify.call(holder.current).then(
-      () => true,
-      () => false,
-    );
-  };
 
   // --- health and metrics, served from the start (readiness waits for the caches) -------------
   metrics.leader.set(leadership.leading ? 1 : 0);
@@ -156,21 +96,18 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
               const pending = Object.entries(informers)
                 .filter(([, i]) => !i.hasSynced())
                 .map(([n]) => n);
-              if (!nodes) pending.unshift('nodes');
+              if (!informers.nodes) pending.unshift('nodes');
               return pending.length
                 ? { ok: false, detail: `waiting for ${pending.join(', ')}` }
                 : { ok: true };
             },
           },
           {
-            // Credentials the cloud accepted (or a listing, where the provider has no cheaper check):
-            // only the leader lists, and a standby must be Ready too, or a rolling update never ends.
             name: 'cloud',
-            run: () => {
-              if (credentialsVerified || cloud.hasListed) return { ok: true };
-              void verifyAgain();
-              return { ok: false, detail: 'waiting for the cloud to accept the credentials' };
-            },
+            run: () =>
+              cloud.credentialsAccepted()
+                ? { ok: true }
+                : { ok: false, detail: 'waiting for the cloud to accept the credentials' },
           },
           {
             name: 'leader-election',
@@ -184,7 +121,10 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
                       detail: `standby${leadership.elector?.holder ? ` (leader: ${leadership.elector.holder})` : ''}`,
                     },
           },
-          { name: 'shutdown', run: () => (stopping ? { ok: false, detail: 'shutting down' } : { ok: true }) },
+          {
+            name: 'shutdown',
+            run: () => (phase.current === 'stopping' ? { ok: false, detail: 'shutting down' } : { ok: true }),
+          },
         ],
       });
     } catch (err) {
@@ -196,25 +136,10 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   }
 
   // The credentials must work: one cheap call (or the first listing) before anything is written.
-  try {
-    if (holder.current.verifyCredentials) {
-      try {
-        await holder.current.verifyCredentials();
-        credentialsVerified = true;
-      } catch (err) {
-        if (isFatalCloudError(err)) throw err;
-        log.warn(
-          `the cloud did not answer at start-up (${(err as Error).message}); continuing, it is asked again`,
-        );
-      }
-    } else {
-      await cloud.refreshIfOlderThan(0);
-      if (isFatalCloudError(cloud.lastError)) throw cloud.lastError;
-    }
-  } catch (err) {
+  await cloud.checkCredentials().catch(async (err: unknown) => {
     await serving?.close();
     throw err;
-  }
+  });
 
   // Said once the start was accepted: a start refused is its one line of error, nothing more.
   // One line saying what runs, as kube-controller-manager's start does (version, controllers, election).
@@ -233,11 +158,9 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     log.warn(
       `--controllers ${input.controllers} enables no controller: this process serves health and metrics only`,
     );
-  log.info(`cloud credentials from ${credentials.description}`);
-  // Only a listing that was made and failed is worth a warning: where the credentials were proven by
-  // verifyCredentials, nothing has listed yet (and with --controllers route or service, nothing may).
-  if (cloud.hasListed || cloud.lastError) reportListing(cloud.view());
-  started = true;
+  log.info(`cloud credentials from ${providerConfig.credentials.description}`);
+  cloud.reportStartListing();
+  phase.current = 'running';
 
   // --- informers --------------------------------------------------------------------------------
   const makeInformer = <T>(options: Omit<InformerOptions<T>, 'transport'>): Informer<T> => {
@@ -251,8 +174,8 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     informer.start();
     return informer;
   };
-  nodes = makeInformer({ path: '/api/v1/nodes', resource: 'nodes', slim: slimNode });
-  const countNodes = () => metrics.cachedNodes.set(nodes?.size ?? 0);
+  const nodes = makeInformer({ path: '/api/v1/nodes', resource: 'nodes', slim: slimNode });
+  const countNodes = () => metrics.cachedNodes.set(nodes.size);
   nodes.on('add', countNodes);
   nodes.on('delete', countNodes);
 
@@ -264,9 +187,9 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   const ctx: ControllerContext = {
     transport,
     kube: createNodeClient(transport),
-    provider,
-    budget,
-    cloud,
+    provider: cloud.provider,
+    budget: cloud.budget,
+    cloud: cloud.cache,
     informers: informers as ControllerContext['informers'],
     informer: makeInformer,
     log,
@@ -292,7 +215,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     const { signal } = t.stopper;
     t.started = (async () => {
       await previous;
-      while (!nodes?.hasSynced()) {
+      while (!nodes.hasSynced()) {
         if (signal.aborted) return;
         await new Promise((r) => setTimeout(r, 50));
       }
@@ -344,7 +267,9 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   };
 
   // --- credentials and cloud config, re-read on change --------------------------------------------
-  let providerFiles: FilesRead = builtFiles;
+  const { secretRef } = providerConfig;
+  let secret: SecretData | undefined = providerConfig.credentials.secret;
+  let providerFiles: FilesRead = providerConfig.first.files;
   let reloadFailure: string | undefined;
   let reloading = false;
   // A read that hangs (a dead mount) holds one of libuv's 4 threads, which DNS lookups and every
@@ -386,7 +311,11 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     // build is tried again.
     for (let tries = 1; ; tries++) {
       try {
-        return { changed, fresh, built: filesReadBy(() => makeProvider((fresh ?? secret)?.data), files) };
+        return {
+          changed,
+          fresh,
+          built: filesReadBy(() => providerConfig.build((fresh ?? secret)?.data), files),
+        };
       } catch (err) {
         if (!(err instanceof FileNotRead) || tries >= 16) throw err;
         files.set(err.path, await readNow(err.path));
@@ -412,12 +341,12 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
       // without its token is tried again at the next reload, and warned about until then.
       if (outcome) {
         secret = outcome.fresh ?? secret;
-        holder.current = outcome.built.value;
+        cloud.holder.current = outcome.built.value;
         providerFiles = outcome.built.files;
         const what = outcome.changed.join(' and ');
         log.info(`${what} changed; using them from now on`);
         // Nothing listed with the old ones (maybe another account) may initialise or keep a Node.
-        void cloud.invalidate(`${what} changed; listing the cloud again with them`);
+        void cloud.cache.invalidate(`${what} changed; listing the cloud again with them`);
       }
       if (reloadFailure !== undefined) log.info('credentials and cloud config readable again');
       reloadFailure = undefined;
@@ -440,10 +369,10 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   let finishing: Promise<number> | undefined;
   const finish = (code: number, releaseLease: boolean): Promise<number> => {
     finishing ??= (async () => {
-      stopping = true;
+      phase.current = 'stopping';
       clearInterval(reloadTimer);
       stopper.abort();
-      listing.abort();
+      cloud.stopListing();
       const bounded = <T>(p: Promise<T>, ms: number) =>
         Promise.race([p, new Promise<void>((r) => setTimeout(r, ms).unref())]);
       await bounded(stopControllers(), SHUTDOWN_BUDGET_MS - 3500);
@@ -485,7 +414,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     // a candidate under the same identity, keeps its informers and is Ready as a standby.
     // It does not wait for the term's work in flight to end before it is a candidate again.
     void (async () => {
-      while ((await elector.run()) === 'lost' && !stopping) {
+      while ((await elector.run()) === 'lost' && phase.current !== 'stopping') {
         leadership.leading = false;
         metrics.leader.set(0);
         log.error(
@@ -515,10 +444,4 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
       return finish(1, true);
     },
   };
-
-  function configError(err: unknown): never {
-    if (err instanceof KubeApiError || err instanceof KubeUnreachableError)
-      throw new KubeConfigError((err as Error).message);
-    throw err;
-  }
 }

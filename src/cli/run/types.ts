@@ -58,3 +58,12 @@ export interface RunHandle {
   /** The same orderly shutdown for an error nothing else handled (one line logged), with exit status 1. */
   fail(err: unknown): Promise<number>;
 }
+
+/**
+ * Where the run is, shared by the stages that act differently while it starts or stops (the cloud's
+ * listing reports, readiness, the Lease): `running` once the start line is said, `stopping` from the
+ * shutdown on.
+ */
+export interface RunPhase {
+  current: 'starting' | 'running' | 'stopping';
+}
