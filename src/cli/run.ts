@@ -1,7 +1,5 @@
-import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
-import { delegatedAuth } from '../controllers/delegated-auth.js';
 import {
   type Controller,
   type ControllerContext,
@@ -9,7 +7,6 @@ import {
   controllerLoader,
 } from '../controllers/manager.js';
 import { scopedContext } from '../controllers/scope.js';
-import { type Serving, serve } from '../controllers/server.js';
 import { eventRecorder } from '../kube/event-recorder.js';
 import { createInformer, type Informer, type InformerOptions } from '../kube/informer.js';
 import { LeaderElector } from '../kube/lease.js';
@@ -19,13 +16,13 @@ import { slimNode } from '../kube/slim-node.js';
 import { nodeCrypto } from '../node-modules.js';
 import { FileNotRead, type FilesRead, filesReadBy, readConfigFileNow } from '../providers/config-files.js';
 import { closeCloudConnections } from '../providers/http-transport.js';
-import { UsageError } from './errors.js';
 import { createLogger } from './log.js';
 import { CloudBudget, startCloud } from './run/cloud.js';
 import { checkRunFlags } from './run/flags.js';
 import { connectKube } from './run/kube.js';
 import { Leadership } from './run/leadership.js';
 import { resolveProvider } from './run/provider.js';
+import { serveHealth } from './run/server.js';
 import type { RunDeps, RunHandle, RunInput, RunPhase } from './run/types.js';
 import { keepYoungGenerationSmall } from './young-generation.js';
 
@@ -71,70 +68,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     log,
   });
 
-  // --- health and metrics, served from the start (readiness waits for the caches) -------------
-  metrics.leader.set(leadership.leading ? 1 : 0);
-  let serving: Serving | undefined;
-  if (input.securePort >= 0) {
-    const tls = input.tls
-      ? { cert: await readFile(input.tls.certFile, 'utf8'), key: await readFile(input.tls.keyFile, 'utf8') }
-      : undefined;
-    try {
-      serving = await serve({
-        bindAddress: input.bindAddress,
-        port: input.securePort,
-        plain: input.plainHttp,
-        ...(tls ? { tls } : {}),
-        ...(input.plainHttp
-          ? {}
-          : { authorize: delegatedAuth({ transport, alwaysAllowPaths: input.alwaysAllowPaths }) }),
-        registry: metrics.registry,
-        healthz: [{ name: 'ping', run: () => ({ ok: true }) }],
-        readyz: [
-          {
-            name: 'informer-sync',
-            run: () => {
-              const pending = Object.entries(informers)
-                .filter(([, i]) => !i.hasSynced())
-                .map(([n]) => n);
-              if (!informers.nodes) pending.unshift('nodes');
-              return pending.length
-                ? { ok: false, detail: `waiting for ${pending.join(', ')}` }
-                : { ok: true };
-            },
-          },
-          {
-            name: 'cloud',
-            run: () =>
-              cloud.credentialsAccepted()
-                ? { ok: true }
-                : { ok: false, detail: 'waiting for the cloud to accept the credentials' },
-          },
-          {
-            name: 'leader-election',
-            run: () =>
-              !input.leaderElect
-                ? { ok: true, detail: 'disabled' }
-                : leadership.leading
-                  ? { ok: true, detail: 'leading' }
-                  : {
-                      ok: true,
-                      detail: `standby${leadership.elector?.holder ? ` (leader: ${leadership.elector.holder})` : ''}`,
-                    },
-          },
-          {
-            name: 'shutdown',
-            run: () => (phase.current === 'stopping' ? { ok: false, detail: 'shutting down' } : { ok: true }),
-          },
-        ],
-      });
-    } catch (err) {
-      throw new UsageError(
-        `cannot serve on ${input.bindAddress}:${input.securePort} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); pick another --secure-port or --bind-address`,
-      );
-    }
-    log.info(`serving /healthz, /readyz and /metrics on ${serving.url}`);
-  }
-
+  const serving = await serveHealth(input, { transport, metrics, log, informers, cloud, leadership, phase });
   // The credentials must work: one cheap call (or the first listing) before anything is written.
   await cloud.checkCredentials().catch(async (err: unknown) => {
     await serving?.close();
