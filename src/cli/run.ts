@@ -23,6 +23,7 @@ import { connectKube } from './run/kube.js';
 import { Leadership } from './run/leadership.js';
 import { resolveProvider } from './run/provider.js';
 import { serveHealth } from './run/server.js';
+import { announceStart } from './run/start-line.js';
 import type { RunDeps, RunHandle, RunInput, RunPhase } from './run/types.js';
 import { keepYoungGenerationSmall } from './young-generation.js';
 
@@ -75,24 +76,12 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     throw err;
   });
 
-  // Said once the start was accepted: a start refused is its one line of error, nothing more.
-  // One line saying what runs, as kube-controller-manager's start does (version, controllers, election).
-  const leaderElection = input.leaderElect ? `${input.lease.namespace}/${input.lease.name}` : 'off';
-  log.info(
-    {
-      version: input.version ?? 'unknown',
-      provider: definition.name,
-      controllers: selection.enabled,
-      leaderElection,
-      identity,
-    },
-    `ccm${input.version ? ` ${input.version}` : ''} starting: provider ${definition.name}, controllers ${selection.enabled.join(', ') || 'none'}, leader election ${leaderElection}, identity ${identity}`,
-  );
-  if (selection.enabled.length === 0)
-    log.warn(
-      `--controllers ${input.controllers} enables no controller: this process serves health and metrics only`,
-    );
-  log.info(`cloud credentials from ${providerConfig.credentials.description}`);
+  announceStart(log, input, {
+    provider: definition.name,
+    selection,
+    identity,
+    credentials: providerConfig.credentials.description,
+  });
   cloud.reportStartListing();
   phase.current = 'running';
 
