@@ -1,23 +1,13 @@
 import { hostname } from 'node:os';
-import { setTimeout as delay } from 'node:timers/promises';
-import {
-  type Controller,
-  type ControllerContext,
-  type ControllerLoader,
-  controllerLoader,
-} from '../controllers/manager.js';
-import { scopedContext } from '../controllers/scope.js';
 import { eventRecorder } from '../kube/event-recorder.js';
-import { createInformer, type Informer, type InformerOptions } from '../kube/informer.js';
 import { LeaderElector } from '../kube/lease.js';
-import { createNodeClient } from '../kube/nodes.js';
 import { readSecret, type SecretData, sameValues } from '../kube/secrets.js';
-import { slimNode } from '../kube/slim-node.js';
 import { nodeCrypto } from '../node-modules.js';
 import { FileNotRead, type FilesRead, filesReadBy, readConfigFileNow } from '../providers/config-files.js';
 import { closeCloudConnections } from '../providers/http-transport.js';
 import { createLogger } from './log.js';
 import { CloudBudget, startCloud } from './run/cloud.js';
+import { startControllers } from './run/controllers.js';
 import { checkRunFlags } from './run/flags.js';
 import { connectKube } from './run/kube.js';
 import { Leadership } from './run/leadership.js';
@@ -85,109 +75,15 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   cloud.reportStartListing();
   phase.current = 'running';
 
-  // --- informers --------------------------------------------------------------------------------
-  const makeInformer = <T>(options: Omit<InformerOptions<T>, 'transport'>): Informer<T> => {
-    const informer = createInformer<T>({
-      transport,
-      log,
-      onRestart: (reason) => metrics.watchRestarts.inc({ resource: options.resource, reason }),
-      ...options,
-    });
-    (informers as Record<string, Informer<unknown>>)[options.resource] = informer as Informer<unknown>;
-    informer.start();
-    return informer;
-  };
-  const nodes = makeInformer({ path: '/api/v1/nodes', resource: 'nodes', slim: slimNode });
-  const countNodes = () => metrics.cachedNodes.set(nodes.size);
-  nodes.on('add', countNodes);
-  nodes.on('delete', countNodes);
-
-  // --- controllers, while leading -----------------------------------------------------------------
-  const stopper = new AbortController();
-  for (const name of selection.unavailable) {
-    log.warn(`controller "${name}" is not available in this build of ccm; running without it`);
-  }
-  const ctx: ControllerContext = {
-    transport,
-    kube: createNodeClient(transport),
-    provider: cloud.provider,
-    budget: cloud.budget,
-    cloud: cloud.cache,
-    informers: informers as ControllerContext['informers'],
-    informer: makeInformer,
-    log,
-    metrics,
+  const controllers = startControllers({
+    selection,
     options: input.controllerOptions,
-    signal: stopper.signal,
-  };
-  // A leadership term: the controllers started when this replica became leader, stopped when it
-  // stops leading (a lost Lease, or shutdown); a replica that leads again starts a new term.
-  interface Term {
-    stopper: AbortController;
-    running: { controller: Controller; end(): void }[];
-    started: Promise<void>;
-    stopped?: Promise<void>;
-  }
-  let term: Term | undefined;
-  const startControllers = () => {
-    // The last term's work in flight (a cloud call, a request without an answer) may still be ending:
-    // its controllers are not started twice, and writes pass the gate again only while leading.
-    const previous = term?.stopped ?? Promise.resolve();
-    const t: Term = { stopper: new AbortController(), running: [], started: Promise.resolve() };
-    term = t;
-    const { signal } = t.stopper;
-    t.started = (async () => {
-      await previous;
-      while (!nodes.hasSynced()) {
-        if (signal.aborted) return;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      for (const name of selection.enabled) {
-        const factory = await (controllerLoader(name) as ControllerLoader)();
-        // A start that fails (e.g. the API server answers 503 as the replica takes over) is tried again
-        // with backoff while the term lasts: never an unhandled rejection, never an exit.
-        let failure: string | undefined;
-        for (let waitMs = 1000; !signal.aborted; waitMs = Math.min(waitMs * 2, 30_000)) {
-          const controller = factory();
-          const scope = scopedContext(ctx, signal);
-          const entry = { controller, end: scope.end };
-          t.running.push(entry);
-          try {
-            await controller.start(scope.ctx);
-            if (signal.aborted) break;
-            log.info({ controller: name }, failure ? 'started after all' : 'started');
-            break;
-          } catch (err) {
-            t.running.splice(t.running.indexOf(entry), 1);
-            await controller.stop().catch(() => {});
-            scope.end();
-            const message = (err as Error).message;
-            log[message === failure ? 'debug' : 'warn'](
-              { controller: name },
-              `could not start: ${message}; trying again with backoff (${Math.round(waitMs / 1000)} s)`,
-            );
-            failure = message;
-            await delay(waitMs, undefined, { signal }).catch(() => {});
-          }
-        }
-      }
-    })();
-  };
-  const stopControllers = (): Promise<void> => {
-    const t = term;
-    if (!t) return Promise.resolve();
-    t.stopped ??= (async () => {
-      t.stopper.abort();
-      await t.started;
-      await Promise.all(
-        t.running.splice(0).map(async ({ controller, end }) => {
-          await controller.stop();
-          end();
-        }),
-      );
-    })();
-    return t.stopped;
-  };
+    transport,
+    informers,
+    cloud,
+    metrics,
+    log,
+  });
 
   // --- credentials and cloud config, re-read on change --------------------------------------------
   const { secretRef } = providerConfig;
@@ -294,11 +190,11 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     finishing ??= (async () => {
       phase.current = 'stopping';
       clearInterval(reloadTimer);
-      stopper.abort();
+      controllers.abort();
       cloud.stopListing();
       const bounded = <T>(p: Promise<T>, ms: number) =>
         Promise.race([p, new Promise<void>((r) => setTimeout(r, ms).unref())]);
-      await bounded(stopControllers(), SHUTDOWN_BUDGET_MS - 3500);
+      await bounded(controllers.stopTerm(), SHUTDOWN_BUDGET_MS - 3500);
       // What the controllers recorded is sent while this replica may still write.
       await eventRecorder(transport).flush(1000);
       leadership.elector?.stop();
@@ -327,7 +223,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
       onStartedLeading: () => {
         leadership.leading = true;
         metrics.leader.set(1);
-        startControllers();
+        controllers.startTerm();
       },
     });
     leadership.elector = elector;
@@ -343,11 +239,11 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
         log.error(
           `lost the leader Lease: stopped writing and the controllers; a candidate again as ${identity}`,
         );
-        void stopControllers();
+        void controllers.stopTerm();
       }
     })();
   } else {
-    startControllers();
+    controllers.startTerm();
   }
 
   return {
