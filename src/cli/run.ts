@@ -1,14 +1,12 @@
 import { hostname } from 'node:os';
-import { eventRecorder } from '../kube/event-recorder.js';
-import { LeaderElector } from '../kube/lease.js';
 import { nodeCrypto } from '../node-modules.js';
-import { closeCloudConnections } from '../providers/http-transport.js';
 import { createLogger } from './log.js';
 import { CloudBudget, startCloud } from './run/cloud.js';
 import { startControllers } from './run/controllers.js';
 import { checkRunFlags } from './run/flags.js';
 import { connectKube } from './run/kube.js';
 import { Leadership } from './run/leadership.js';
+import { runLifecycle } from './run/lifecycle.js';
 import { resolveProvider } from './run/provider.js';
 import { watchProviderConfig } from './run/reload.js';
 import { serveHealth } from './run/server.js';
@@ -17,8 +15,6 @@ import type { RunDeps, RunHandle, RunInput, RunPhase } from './run/types.js';
 import { keepYoungGenerationSmall } from './young-generation.js';
 
 export type { RunDeps, RunHandle, RunInput };
-
-const SHUTDOWN_BUDGET_MS = 8000;
 
 /**
  * `ccm run`: validates everything first (one line, exit 2, nothing written), then serves health and
@@ -88,87 +84,17 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     periodMs: input.reloadPeriodMs,
   });
 
-  // --- lifecycle ------------------------------------------------------------------------------
-  let resolveDone: (code: number) => void = () => {};
-  const done = new Promise<number>((resolve) => {
-    resolveDone = resolve;
-  });
-  let finishing: Promise<number> | undefined;
-  const finish = (code: number, releaseLease: boolean): Promise<number> => {
-    finishing ??= (async () => {
-      phase.current = 'stopping';
-      reloads.stop();
-      controllers.abort();
-      cloud.stopListing();
-      const bounded = <T>(p: Promise<T>, ms: number) =>
-        Promise.race([p, new Promise<void>((r) => setTimeout(r, ms).unref())]);
-      await bounded(controllers.stopTerm(), SHUTDOWN_BUDGET_MS - 3500);
-      // What the controllers recorded is sent while this replica may still write.
-      await eventRecorder(transport).flush(1000);
-      leadership.elector?.stop();
-      if (releaseLease) await bounded(leadership.elector?.release() ?? Promise.resolve(), 2000);
-      await bounded(Promise.all(Object.values(informers).map((i) => i.stop())), 1000);
-      await serving?.close();
-      await transport.close().catch(() => {});
-      closeCloudConnections();
-      metrics.leader.set(0);
-      resolveDone(code);
-      return code;
-    })();
-    return finishing;
-  };
-
-  if (input.leaderElect) {
-    const elector = new LeaderElector({
-      transport,
-      namespace: input.lease.namespace,
-      name: input.lease.name,
-      identity,
-      leaseDurationMs: input.lease.durationMs,
-      renewDeadlineMs: input.lease.renewDeadlineMs,
-      retryPeriodMs: input.lease.retryPeriodMs,
-      log,
-      onStartedLeading: () => {
-        leadership.leading = true;
-        metrics.leader.set(1);
-        controllers.startTerm();
-      },
-    });
-    leadership.elector = elector;
-    log.info({ identity }, `waiting for the leader Lease ${input.lease.namespace}/${input.lease.name}`);
-    // Losing the Lease (a renewal missed its deadline: an API server outage, a paused process, a
-    // stolen Lease) stops every write at once and the controllers, not the process: the replica stays
-    // a candidate under the same identity, keeps its informers and is Ready as a standby.
-    // It does not wait for the term's work in flight to end before it is a candidate again.
-    void (async () => {
-      while ((await elector.run()) === 'lost' && phase.current !== 'stopping') {
-        leadership.leading = false;
-        metrics.leader.set(0);
-        log.error(
-          `lost the leader Lease: stopped writing and the controllers; a candidate again as ${identity}`,
-        );
-        void controllers.stopTerm();
-      }
-    })();
-  } else {
-    controllers.startTerm();
-  }
-
-  return {
+  return runLifecycle(input, {
     identity,
-    ...(serving ? { url: serving.url } : {}),
+    log,
+    leadership,
+    phase,
+    transport,
+    informers,
+    cloud,
+    controllers,
+    reloads,
+    serving,
     metrics,
-    done,
-    shutdown: (reason) => {
-      if (!finishing) log.info(`${reason}: shutting down`);
-      return finish(0, true);
-    },
-    fail: (err) => {
-      if (!finishing) {
-        const message = err instanceof Error ? err.message : String(err);
-        log.error(`unexpected error: ${message.split('\n')[0]}; shutting down`);
-      }
-      return finish(1, true);
-    },
-  };
+  });
 }
