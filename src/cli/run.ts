@@ -1,4 +1,6 @@
 import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import type { Metrics } from '../controllers/metrics.js';
 import { nodeCrypto } from '../node-modules.js';
 import { createLogger } from './log.js';
 import { CloudBudget, startCloud } from './run/cloud.js';
@@ -17,72 +19,52 @@ import { keepYoungGenerationSmall } from './young-generation.js';
 export type { RunDeps, RunHandle, RunInput };
 
 /**
- * `ccm run`: validates everything first (one line, exit 2, nothing written), then serves health and
- * metrics, watches Nodes, and runs the selected controllers while leading.
+ * `ccm run`, stage by stage: validates everything first (one line, exit 2, nothing written), then
+ * serves health and metrics, watches Nodes, and runs the selected controllers while leading.
  */
 export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<RunHandle> {
   keepYoungGenerationSmall();
   const { selection, definition } = await checkRunFlags(input, deps);
-  const log = createLogger(input.logLevel, {
-    ...(deps.logDestination ? { destination: deps.logDestination } : {}),
-    ...(deps.prettyLogs !== undefined ? { pretty: deps.prettyLogs } : {}),
-  });
-  const identity = deps.identity ?? `${hostname()}_${nodeCrypto().randomBytes(4).toString('hex')}`;
+  const log = runLogger(input, deps);
+  const identity = deps.identity ?? newIdentity();
+  // Shared by the stages: the write gate (set by the lifecycle stage) and where the run is.
   const leadership = new Leadership(input.leaderElect);
-  const { transport, informers } = await connectKube(input, { identity, log, leadership });
   const phase: RunPhase = { current: 'starting' };
+
+  const { transport, informers } = await connectKube(input, { identity, log, leadership });
+
   const budget = new CloudBudget(input.cloudQps, input.cloudBurst);
+  const { mayWrite } = leadership;
   const providerConfig = await resolveProvider(input, deps, {
     definition,
     transport,
-    providerDeps: { mayWrite: leadership.mayWrite, takeToken: budget.takeToken },
+    providerDeps: { mayWrite, takeToken: budget.takeToken },
   });
-  // prom-client (with @opentelemetry/api, 150 KB) is loaded once the configuration has been accepted.
-  const { createMetrics } = await import('../controllers/metrics.js');
-  const metrics = createMetrics();
+  const metrics = await loadMetrics();
   const cloud = startCloud({
     first: providerConfig.first.value,
     budget,
     metrics,
-    mayWrite: leadership.mayWrite,
+    mayWrite,
     informers,
     phase,
     log,
   });
 
   const serving = await serveHealth(input, { transport, metrics, log, informers, cloud, leadership, phase });
-  // The credentials must work: one cheap call (or the first listing) before anything is written.
+  // The credentials must work (one cheap call, or the first listing) before anything is written.
   await cloud.checkCredentials().catch(async (err: unknown) => {
     await serving?.close();
     throw err;
   });
-
-  announceStart(log, input, {
-    provider: definition.name,
-    selection,
-    identity,
-    credentials: providerConfig.credentials.description,
-  });
+  const credentials = providerConfig.credentials.description;
+  announceStart(log, input, { provider: definition.name, selection, identity, credentials });
   cloud.reportStartListing();
   phase.current = 'running';
 
-  const controllers = startControllers({
-    selection,
-    options: input.controllerOptions,
-    transport,
-    informers,
-    cloud,
-    metrics,
-    log,
-  });
-
-  const reloads = watchProviderConfig({
-    config: providerConfig,
-    cloud,
-    transport,
-    log,
-    periodMs: input.reloadPeriodMs,
-  });
+  const { controllerOptions: options, reloadPeriodMs: periodMs } = input;
+  const controllers = startControllers({ selection, options, transport, informers, cloud, metrics, log });
+  const reloads = watchProviderConfig({ config: providerConfig, cloud, transport, log, periodMs });
 
   return runLifecycle(input, {
     identity,
@@ -91,10 +73,28 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     phase,
     transport,
     informers,
+    metrics,
     cloud,
     controllers,
     reloads,
     serving,
-    metrics,
   });
+}
+
+function runLogger(input: RunInput, deps: RunDeps): Logger {
+  return createLogger(input.logLevel, {
+    ...(deps.logDestination ? { destination: deps.logDestination } : {}),
+    ...(deps.prettyLogs !== undefined ? { pretty: deps.prettyLogs } : {}),
+  });
+}
+
+/** The Lease holder's identity, as client-go makes it: the host name and a random suffix. */
+function newIdentity(): string {
+  return `${hostname()}_${nodeCrypto().randomBytes(4).toString('hex')}`;
+}
+
+/** prom-client (with @opentelemetry/api, 150 KB) is loaded once the configuration has been accepted. */
+async function loadMetrics(): Promise<Metrics> {
+  const { createMetrics } = await import('../controllers/metrics.js');
+  return createMetrics();
 }
