@@ -1,7 +1,5 @@
-import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Metrics } from '../controllers/metrics.js';
-import { nodeCrypto } from '../node-modules.js';
 import { createLogger } from './log.js';
 import { CloudBudget, startCloud } from './run/cloud.js';
 import { startControllers } from './run/controllers.js';
@@ -26,12 +24,15 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   keepYoungGenerationSmall();
   const { selection, definition } = await checkRunFlags(input, deps);
   const log = runLogger(input, deps);
-  const identity = deps.identity ?? newIdentity();
   // Shared by the stages: the write gate (set by the lifecycle stage) and where the run is.
   const leadership = new Leadership(input.leaderElect);
   const phase: RunPhase = { current: 'starting' };
 
-  const { transport, informers } = await connectKube(input, { identity, log, leadership });
+  const { identity, transport, informers } = await connectKube(input, {
+    identity: deps.identity,
+    log,
+    leadership,
+  });
 
   const budget = new CloudBudget(input.cloudQps, input.cloudBurst);
   const { mayWrite } = leadership;
@@ -86,11 +87,6 @@ function runLogger(input: RunInput, deps: RunDeps): Logger {
     ...(deps.logDestination ? { destination: deps.logDestination } : {}),
     ...(deps.prettyLogs !== undefined ? { pretty: deps.prettyLogs } : {}),
   });
-}
-
-/** The Lease holder's identity, as client-go makes it: the host name and a random suffix. */
-function newIdentity(): string {
-  return `${hostname()}_${nodeCrypto().randomBytes(4).toString('hex')}`;
 }
 
 /** prom-client (with @opentelemetry/api, 150 KB) is loaded once the configuration has been accepted. */

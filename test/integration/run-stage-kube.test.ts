@@ -4,6 +4,7 @@
  * configuration error, and the API server coming back wakes the Lease and the informers.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/cli/log.js';
@@ -24,12 +25,17 @@ afterAll(async () => {
   await cp?.stop();
 });
 
-function connect(kubeconfig: string, leadership = new Leadership(false)) {
+function connect(
+  kubeconfig: string,
+  leadership = new Leadership(false),
+  /** null: none given, the stage makes one. */
+  identity: string | null = 'stage-test_1',
+) {
   const sink = logSink();
   const log = createLogger('debug', { destination: sink.stream, pretty: false });
   return {
     lines: sink.lines,
-    connecting: connectKube({ kubeconfig, env: {} }, { identity: 'stage-test_1', log, leadership }),
+    connecting: connectKube({ kubeconfig, env: {} }, { identity: identity ?? undefined, log, leadership }),
   };
 }
 
@@ -42,13 +48,26 @@ const configMap = (name: string) => ({
 describe('connectKube', () => {
   it('hands on a transport that writes as ccm (identity), and no informer yet', async () => {
     const { connecting, lines } = connect(cp.kubeconfigPath);
-    const { transport, informers } = await connecting;
+    const { identity, transport, informers } = await connecting;
     try {
+      expect(identity).toBe('stage-test_1');
       expect(informers).toEqual({});
       await transport.request(configMap('kube-stage-written'));
       const written = (await cp.writes(CCM_USER)).filter((e) => e.objectRef?.name === 'kube-stage-written');
       expect(written.map((e) => e.userAgent)).toEqual(['ccm (stage-test_1)']);
       expect(lines).toEqual([]); // an API server that answers at once is not worth a line
+    } finally {
+      await transport.close();
+    }
+  });
+
+  it('makes an identity when none is given: the host name and a random suffix', async () => {
+    const { identity, transport } = await connect(cp.kubeconfigPath, new Leadership(false), null).connecting;
+    try {
+      expect(identity).toMatch(new RegExp(`^${hostname()}_[0-9a-f]{8}$`));
+      await transport.request(configMap('kube-stage-made-up'));
+      const written = (await cp.writes(CCM_USER)).filter((e) => e.objectRef?.name === 'kube-stage-made-up');
+      expect(written.map((e) => e.userAgent)).toEqual([`ccm (${identity})`]);
     } finally {
       await transport.close();
     }

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { monotonicMs } from '../../clock.js';
 import { type ClusterAccess, loadKubeConfig } from '../../kube/config.js';
@@ -5,6 +6,7 @@ import { KubeApiError, KubeConfigError, KubeUnreachableError } from '../../kube/
 import type { Informer } from '../../kube/informer.js';
 import type { SlimNode } from '../../kube/slim-node.js';
 import { KubeTransport } from '../../kube/transport.js';
+import { nodeCrypto } from '../../node-modules.js';
 import { transportOptionsFrom } from '../kube-flags.js';
 import type { Leadership } from './leadership.js';
 import type { RunInput } from './types.js';
@@ -16,22 +18,27 @@ const API_SERVER_WAIT_MS = 10_000;
 export type Informers = { nodes?: Informer<SlimNode> } & Record<string, Informer<unknown>>;
 
 export interface KubeClient {
+  /** This replica on the API server: its user agent, and its name on the Lease. */
+  identity: string;
   /** Writes pass the leadership gate; an API server back from an outage wakes the Lease and `informers`. */
   transport: KubeTransport;
   informers: Informers;
 }
 
 /**
- * The Kubernetes stage of `ccm run`: the kubeconfig, a transport as this identity, and the API server
- * answering with ccm's credentials accepted, before anything else. Like the upstream
+ * The Kubernetes stage of `ccm run`: the kubeconfig, an identity (the one given, else a new one), a
+ * transport as that identity, and the API server answering with ccm's credentials accepted, before
+ * anything else. Like the upstream
  * cloud-controller-manager (app/controllermanager.go, WaitForAPIServer), a server that does not answer
  * yet is waited for a while, then the start fails.
  */
 export async function connectKube(
   input: Pick<RunInput, 'kubeconfig' | 'context' | 'env' | 'request-timeout'>,
-  { identity, log, leadership }: { identity: string; log: Logger; leadership: Leadership },
+  { identity: given, log, leadership }: { identity?: string; log: Logger; leadership: Leadership },
 ): Promise<KubeClient> {
   const access = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
+  // Made only once the kubeconfig is read: a start refused before needs no node:crypto.
+  const identity = given ?? newIdentity();
   const informers: Informers = {};
   let probed = false;
   const transport = new KubeTransport(access, {
@@ -53,7 +60,12 @@ export async function connectKube(
   });
   await waitForApiServer(transport, access, log);
   probed = true;
-  return { transport, informers };
+  return { identity, transport, informers };
+}
+
+/** The Lease holder's identity, as client-go makes it: the host name and a random suffix. */
+function newIdentity(): string {
+  return `${hostname()}_${nodeCrypto().randomBytes(4).toString('hex')}`;
 }
 
 async function waitForApiServer(transport: KubeTransport, access: ClusterAccess, log: Logger): Promise<void> {
