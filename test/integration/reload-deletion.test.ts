@@ -2,7 +2,7 @@
  * A deletion is confirmed with the credentials that made the listing (issue 23, item 8).
  *
  * The lifecycle controller reads the cached view, and before its confirming lookup the credentials
- * are reloaded: `ccm run` swaps the provider, then invalidates the cache (src/cli/run.ts, reload).
+ * are reloaded: `ccm run` swaps the provider, then invalidates the cache (src/cli/run/reload.ts).
  * The lookup then asks another account, which answers "not found" for every instance of this
  * cluster; its own listing, which would have shown that, was never consulted. The test makes that
  * interleaving explicit: the view is read, the reload happens, then the Node is reconciled with the

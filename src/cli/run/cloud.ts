@@ -1,0 +1,143 @@
+import type { Logger } from 'pino';
+import { monotonicMs } from '../../clock.js';
+import { budgetedProvider, type ProviderHolder, TokenBucket } from '../../controllers/cloud-budget.js';
+import { type CloudView, isFatalCloudError } from '../../controllers/cloud-view.js';
+import { InstanceCache } from '../../controllers/instance-cache.js';
+import type { Metrics } from '../../controllers/metrics.js';
+import type { Provider } from '../../providers/types.js';
+import type { Informers } from './kube.js';
+import type { RunPhase } from './types.js';
+
+/**
+ * The cloud request budget every controller shares. Its waits are counted once the metrics exist:
+ * they are made after the provider, which takes `takeToken` when it is built.
+ */
+export class CloudBudget {
+  readonly bucket: TokenBucket;
+  private waitSeconds?: { inc(seconds: number): void };
+
+  constructor(qps: number, burst: number) {
+    this.bucket = new TokenBucket(qps, burst);
+  }
+
+  /** One token per request the provider's API client sends (ProviderDeps.takeToken), not per operation. */
+  readonly takeToken = async (): Promise<void> => {
+    const waited = await this.bucket.take();
+    this.waitSeconds?.inc(waited / 1000);
+  };
+
+  countWaitsIn(counter: { inc(seconds: number): void }): void {
+    this.waitSeconds = counter;
+  }
+}
+
+export interface Cloud {
+  /** The provider in use; a reload puts a new one here. */
+  holder: ProviderHolder;
+  /** The holder's provider, every call through the budget, counted, and gated by leadership. */
+  provider: Provider;
+  budget: TokenBucket;
+  /** The one cached instance listing the controllers share. */
+  cache: InstanceCache;
+  /** At start: the credentials must work (one cheap call, or the first listing) before anything is written. */
+  checkCredentials(): Promise<void>;
+  /** For readiness: whether the cloud accepted the credentials; asked again (at most every 10 s) while not. */
+  credentialsAccepted(): boolean;
+  /** Once the start was accepted: a listing made at start that failed, said once. */
+  reportStartListing(): void;
+  /** Aborts a listing in flight: one the cloud does not answer must not outlive the shutdown. */
+  stopListing(): void;
+}
+
+/** The cloud stage of `ccm run`: the started provider behind the shared budget, and the cached listing. */
+export function startCloud({
+  first,
+  budget,
+  metrics,
+  mayWrite,
+  informers,
+  phase,
+  log,
+}: {
+  first: Provider;
+  budget: CloudBudget;
+  metrics: Metrics;
+  mayWrite: () => boolean;
+  /** The cache checks the listing against `informers.nodes`, once there is one. */
+  informers: Informers;
+  phase: RunPhase;
+  log: Logger;
+}): Cloud {
+  const holder: ProviderHolder = { current: first };
+  budget.countWaitsIn(metrics.cloudBudgetWaitSeconds);
+  const provider = budgetedProvider(holder, budget.bucket, metrics, mayWrite);
+
+  // A failing listing is logged when it starts and when its reason changes, not at every retry.
+  let listingFailure: string | undefined;
+  const reportListing = (view: CloudView) => {
+    if (view.listingError) {
+      const level = view.listingError === listingFailure ? 'debug' : 'warn';
+      log[level](`${view.listingError}; Nodes needing the cloud wait, none is deleted`);
+    } else if (listingFailure) log.info('the cloud listing works again');
+    listingFailure = view.listingError;
+  };
+  const listing = new AbortController();
+  const cache = new InstanceCache({
+    list: (dropped) => provider.instances.list(AbortSignal.any([listing.signal, dropped])),
+    nodes: () => informers.nodes?.list() ?? [],
+    onRefresh: (view) => {
+      metrics.cachedInstances.set(view.index.size);
+      // At start-up a failing listing is either a configuration error (one line, exit 2) or said
+      // after the start line; one the shutdown aborted is no failure.
+      if (phase.current === 'running') reportListing(view);
+    },
+  });
+
+  let credentialsVerified = false;
+  let lastVerifyAt = Number.NEGATIVE_INFINITY;
+  const verifyAgain = async () => {
+    const verify = holder.current.verifyCredentials;
+    if (!verify || monotonicMs() - lastVerifyAt < 10_000) return;
+    lastVerifyAt = monotonicMs();
+    credentialsVerified = await verify.call(holder.current).then(
+      () => true,
+      () => false,
+    );
+  };
+
+  return {
+    holder,
+    provider,
+    budget: budget.bucket,
+    cache,
+    checkCredentials: async () => {
+      if (holder.current.verifyCredentials) {
+        try {
+          await holder.current.verifyCredentials();
+          credentialsVerified = true;
+        } catch (err) {
+          if (isFatalCloudError(err)) throw err;
+          log.warn(
+            `the cloud did not answer at start-up (${(err as Error).message}); continuing, it is asked again`,
+          );
+        }
+      } else {
+        await cache.refreshIfOlderThan(0);
+        if (isFatalCloudError(cache.lastError)) throw cache.lastError;
+      }
+    },
+    credentialsAccepted: () => {
+      // A listing counts too, where the provider has no cheaper check: only the leader lists, and a
+      // standby must be Ready too, or a rolling update never ends.
+      if (credentialsVerified || cache.hasListed) return true;
+      void verifyAgain();
+      return false;
+    },
+    // Only a listing that was made and failed is worth a warning: where the credentials were proven by
+    // verifyCredentials, nothing has listed yet (and with --controllers route or service, nothing may).
+    reportStartListing: () => {
+      if (cache.hasListed || cache.lastError) reportListing(cache.view());
+    },
+    stopListing: () => listing.abort(),
+  };
+}
