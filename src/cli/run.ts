@@ -344,7 +344,6 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
         `cannot serve on ${input.bindAddress}:${input.securePort} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); pick another --secure-port or --bind-address`,
       );
     }
-    log.info(`serving /healthz, /readyz and /metrics on ${serving.url}`);
   }
 
   // The credentials must work: one cheap call (or the first listing) before anything is written.
@@ -385,6 +384,9 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     log.warn(
       `--controllers ${input.controllers} enables no controller: this process serves health and metrics only`,
     );
+  // Where it serves comes after the line that says what runs (docs/run.md, "Logs"), although the port
+  // was bound first: a port in use is bad input, refused before anything else.
+  if (serving) log.info(`serving /healthz, /readyz and /metrics on ${serving.url}`);
   log.info(`cloud credentials from ${credentials.description}`);
   // Only a listing that was made and failed is worth a warning: where the credentials were proven by
   // verifyCredentials, nothing has listed yet (and with --controllers route or service, nothing may).
