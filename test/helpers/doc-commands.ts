@@ -61,7 +61,8 @@ export function docPages(root: string): string[] {
   return ['README.md', ...docs.sort()];
 }
 
-const ASSIGNMENT = /^(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*/;
+/** Leading `NAME=value` assignments: a value quoted or a `<placeholder>` may hold spaces; `[…]` is optional. */
+const ASSIGNMENT = /^(?:\[?[A-Za-z_][A-Za-z0-9_]*=(?:"[^"]*"|'[^']*'|<[^>]*>|[^\s\]])*\]?\s+)*/;
 
 /** Whether an inline code span's text is a command line. */
 export function isCommandLine(text: string): boolean {
