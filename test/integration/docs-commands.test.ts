@@ -836,8 +836,10 @@ describe('docs/secrets.md, the scripted lines (Node 20)', () => {
       'cloud.conf': readFileSync(join(work, 'cloud.conf'), 'utf8'),
     });
 
-    // `--dry-run` prints the Secret and calls nothing; secret values are <redacted>.
+    // `--dry-run` prints the Secret and calls nothing (neither the cluster nor the cloud); secret
+    // values are <redacted>, the others shown as they are, under stringData.
     const writes = (await cp.writes(CCM_USER)).length;
+    const brightboxCalls = bbSim.requests.length;
     const dry = await ok(
       secrets(
         'ccm secret create --provider brightbox --dry-run -o yaml            # secrets redacted; --show-secrets shows them',
@@ -848,6 +850,7 @@ describe('docs/secrets.md, the scripted lines (Node 20)', () => {
     expect(dry.stdout).toContain(`controller-client: ${SIM_CLIENT.id}`);
     expect(dry.stdout).not.toContain(SIM_CLIENT.secret);
     expect((await cp.writes(CCM_USER)).length).toBe(writes);
+    expect(bbSim.requests.length).toBe(brightboxCalls);
   });
 
   it('the next commands it names, for each provider whose Secret the lines above wrote', async () => {
@@ -1150,6 +1153,12 @@ describe("docs/troubleshooting.md and docs/nodes.md on a Cloudlycke cluster like
       /^Dry run, nothing written\. 4 Nodes: 1 would initialize, 1 failed, 1 unchanged, 1 skipped;/m,
     );
     expect((await cp.writes(CCM_USER)).length).toBe(writes);
+    // output.md: "-o name: node/<name> for each changed or failed object"
+    const changed = await shell('ccm nodes init --provider cloudlycke --dry-run -o name', {
+      notDocs: true,
+      page: 'docs/output.md',
+    });
+    expect(changed.stdout.split('\n').sort()).toEqual(['node/lost-1', 'node/new-1']);
     const json = await shell(
       docLine('docs/reference/commands.md', 'ccm nodes init --provider cloudlycke -o json'),
     );
@@ -1269,9 +1278,12 @@ describe('docs/providers (Node 20)', () => {
     expect(init.stdout).toMatch(/^1 Node: 1 initialized;/m);
     const node = await api.readNode({ name: 'srv-docs1' });
     expect(node.spec?.providerID).toBe('brightbox://srv-docs1');
+    // "zone is the zone handle (gb1-a), region the zone without its last -x (gb1), instance type the
+    // server type handle"
     expect(node.metadata?.labels).toMatchObject({
       'topology.kubernetes.io/zone': 'gb1-a',
       'topology.kubernetes.io/region': 'gb1',
+      'node.kubernetes.io/instance-type': '2gb.ssd',
     });
   });
 
