@@ -20,7 +20,15 @@
  * A `ccm` line fails when it exits 2 (usage or configuration, docs/output.md) where the page does not
  * say so: it ran for real, so a flag, a value or a command the CLI does not take cannot pass.
  */
-import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from 'node:fs';
 import { homedir, hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -239,9 +247,20 @@ const NODE20_PAGES = /^(README\.md|docs\/deploy\.md|docs\/secrets\.md|docs\/prov
 const NEEDS_PROVIDER = /^ccm (run|nodes|doctor|migrate|secret)\b/;
 
 /**
- * The docs' placeholders, filled. A line is run only once none is left (`<…>` or `…`).
- * Files the lines name (inventory.yaml, cloud.conf, $HOME/.ssh/id_rsa) are in the reader's folder and
- * home; programs of the reader's (`pass`, ssh's config) are stand-ins in `fakeBin` (see beforeAll).
+ * The docs' placeholders, filled in the line (as quickstart.test.ts fills what the quick start
+ * printed). A line is run only once none is left (`<…>`, `…`, `X`, `ns/name`). What the lines name but
+ * leave in place is made for them:
+ * - `inventory.yaml`: a Cloudlycke inventory in the reader's folder, written by each test for its Nodes
+ *   (`writeInventory`); `templates/…` is the repository's, for the README's lines run there;
+ * - `cloud.conf`: cloud-provider-openstack's example cloud.conf, its auth-url the OpenStack simulator's,
+ *   with `[Route] router-id` naming the simulator's router (beforeAll);
+ * - `$HOME/.ssh/id_rsa`: an RSA key with a passphrase (TRITON_KEY_PASSPHRASE) that the Triton
+ *   simulator's account `me` knows, in this test's home;
+ * - `pass show do-token`: a `pass` on PATH whose store holds the DigitalOcean simulator's token;
+ * - `root@10.0.0.11`, `root@10.0.0.12`: an `ssh` on PATH that reaches them as the test sshd on
+ *   127.0.0.1 and 127.0.0.2 (the `--ssh` test), as a reader's ssh config would;
+ * - a kubeadm node for `ccm cluster prepare`: this machine is none; the lines are pointed at a copy of
+ *   test/fixtures/cluster/kubeadm-v1.36.3 by the hidden `--root`/`--remote-root` flags.
  */
 function fill(line: string, provider?: { name: string; secret: string }): string {
   let out = line
@@ -1224,6 +1243,30 @@ describe('docs/output.md', () => {
     expect(runJson.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^ccm: unknown flag --json/)]);
   });
 
+  it('ccm manifests: -o name in apply order, --out one file per object, each listed', async () => {
+    const reference = (line: string) => docLine('docs/reference/commands.md', line);
+    // "-o name kubectl's kind/name lines in apply order (daemonset.apps/ccm)"
+    expect(readFileSync(join(root, 'docs/output.md'), 'utf8')).toContain('(`daemonset.apps/ccm`)');
+    const named = await ok(
+      reference('ccm manifests --provider digitalocean --image registry.example.com/ccm:0.1.0 -o name'),
+    );
+    const kinds = named.stdout.split('\n');
+    expect(kinds[0]).toBe('serviceaccount/ccm');
+    expect(kinds.at(-1)).toBe('daemonset.apps/ccm');
+    expect(kinds.every((l) => /^[a-z0-9.]+\/[a-z0-9:.-]+$/.test(l))).toBe(true);
+    // "With --out DIR it writes one file per object … and lists KIND, NAME, NAMESPACE and FILE of each"
+    const out = await ok(
+      reference(
+        'ccm manifests --provider cloudlycke --image registry.example.com/ccm:0.1.0 --cronjob --out ./ccm-manifests',
+      ),
+    );
+    const rows = out.stdout.split('\n').filter((l) => l.startsWith('kind='));
+    expect(rows).toHaveLength(readdirSync(join(work, 'ccm-manifests')).length);
+    expect(rows.at(-1)).toMatch(
+      /^kind=CronJob name=ccm-nodes-init namespace=kube-system file=ccm-manifests\/\d+-cronjob-ccm-nodes-init\.yaml$/,
+    );
+  });
+
   it('the usage errors it quotes are the ones ccm prints: one line, exit 2', async () => {
     const page = readFileSync(join(root, 'docs/output.md'), 'utf8').replace(/\s+/g, ' ');
     // What a reader types to meet each (the page quotes the answer, not the line), and the answer.
@@ -1624,8 +1667,6 @@ describe('every other command line of the docs', () => {
         expect(r.code, `${r.ran}\n${r.stdout}\n${r.stderr}`).toBe(expected);
       }
     }
-    // `ccm manifests … --out ./ccm-manifests` wrote one file per object into the reader's folder.
-    expect(existsSync(join(work, 'ccm-manifests'))).toBe(true);
   });
 
   it("named commands and flags exist: their programs' help knows them", async () => {
