@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { describeRequest, wantsLoadBalancer } from '../controllers/service.js';
 import { adoptable, claimsOf } from '../controllers/service-sync.js';
 import { clusterIdentity } from '../kube/cluster-identity.js';
@@ -452,11 +453,15 @@ export async function planMigration(
       };
     }
     if (!lb) {
+      // A hostname (DigitalOcean's do-loadbalancer-hostname) is the annotation's own value, no proof of
+      // which load balancer the Service has: an ingress of hostnames only is no address to find it by.
+      const hostnamesOnly = common.ingress.length > 0 && common.ingress.every((a) => isIP(a) === 0);
       return {
         ...common,
         action: 'none',
-        note:
-          common.ingress.length > 0
+        note: hostnamesOnly
+          ? `its ingress shows no IP, only ${common.ingress.join(', ')}, which names no load balancer: check which one is the Service's, add its IP to the Service's ingress, then run ccm migrate again (docs/migrate.md)`
+          : common.ingress.length > 0
             ? `its load balancer (${common.ingress.join(', ')}) is not ${official.id}'s (ccm's already, or another's): nothing to hand over`
             : `no load balancer of ${official.id} found for it: ccm builds one when it runs`,
       };

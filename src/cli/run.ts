@@ -52,14 +52,20 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     log,
   });
 
-  const serving = await serveHealth(input, { transport, metrics, log, informers, cloud, leadership, phase });
+  const serving = await serveHealth(input, { transport, metrics, informers, cloud, leadership, phase });
   // The credentials must work (one cheap call, or the first listing) before anything is written.
   await cloud.checkCredentials().catch(async (err: unknown) => {
     await serving?.close();
     throw err;
   });
   const credentials = providerConfig.credentials.description;
-  announceStart(log, input, { provider: definition.name, selection, identity, credentials });
+  announceStart(log, input, {
+    provider: definition.name,
+    selection,
+    identity,
+    credentials,
+    serving: serving?.url,
+  });
   cloud.reportStartListing();
   phase.current = 'running';
 

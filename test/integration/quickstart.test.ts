@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { execa, type ResultPromise } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixtureApi } from '../controlplane/fixtures.js';
+import { holdPort } from '../helpers/port-lock.js';
 import { until } from '../helpers/run.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -97,8 +98,21 @@ function shell(exports: string[], line: string, options: { detached?: boolean } 
   });
 }
 
-/** Starts `ccm run` as the README's line, waits for `npm run quickstart:add -- node worker-3` to be initialised, then Ctrl-C. */
+/**
+ * Starts `ccm run` as the README's line, waits for `npm run quickstart:add -- node worker-3` to be
+ * initialised, then Ctrl-C. The line serves on port 10258, as docs-commands.test.ts's lines do: the two
+ * files take turns.
+ */
 async function runAndAddNode(exports: string[], runLine: string, kubeconfig: string, more: string[] = []) {
+  const release = await holdPort(10258);
+  try {
+    return await runAndAddNodeOnPort(exports, runLine, kubeconfig, more);
+  } finally {
+    release();
+  }
+}
+
+async function runAndAddNodeOnPort(exports: string[], runLine: string, kubeconfig: string, more: string[]) {
   const run = shell(exports, runLine, { detached: true });
   started.push(run);
   let logs = '';

@@ -64,12 +64,7 @@ export function readinessChecks({ informers, cloud, leadership, phase }: Readine
  */
 export async function serveHealth(
   input: Pick<RunInput, 'securePort' | 'bindAddress' | 'plainHttp' | 'alwaysAllowPaths' | 'tls'>,
-  {
-    transport,
-    metrics,
-    log,
-    ...readiness
-  }: ReadinessSources & { transport: KubeTransport; metrics: Metrics; log: Logger },
+  { transport, metrics, ...readiness }: ReadinessSources & { transport: KubeTransport; metrics: Metrics },
 ): Promise<Serving | undefined> {
   metrics.leader.set(readiness.leadership.leading ? 1 : 0);
   if (input.securePort < 0) return undefined;
@@ -95,6 +90,5 @@ export async function serveHealth(
       `cannot serve on ${input.bindAddress}:${input.securePort} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); pick another --secure-port or --bind-address`,
     );
   }
-  log.info(`serving /healthz, /readyz and /metrics on ${serving.url}`);
   return serving;
 }

@@ -38,7 +38,8 @@ export function announceStart(
     selection,
     identity,
     credentials,
-  }: { provider: string; selection: Selection; identity: string; credentials: string },
+    serving,
+  }: { provider: string; selection: Selection; identity: string; credentials: string; serving?: string },
 ): void {
   const line = startLine(input, { provider, controllers: selection.enabled, identity });
   log.info(line.fields, line.message);
@@ -46,5 +47,8 @@ export function announceStart(
     log.warn(
       `--controllers ${input.controllers} enables no controller: this process serves health and metrics only`,
     );
+  // Where it serves comes after the line that says what runs (docs/run.md, "Logs"), although the port
+  // was bound first: a port in use is bad input, refused before anything else.
+  if (serving) log.info(`serving /healthz, /readyz and /metrics on ${serving}`);
   log.info(`cloud credentials from ${credentials}`);
 }

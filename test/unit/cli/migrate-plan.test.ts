@@ -23,7 +23,7 @@ const official: OfficialController = {
 
 function service(
   name: string,
-  extra: { annotations?: Record<string, string>; ip?: string; cls?: string } = {},
+  extra: { annotations?: Record<string, string>; ip?: string; hostname?: string; cls?: string } = {},
 ) {
   return slimService({
     metadata: {
@@ -39,7 +39,11 @@ function service(
       ...(extra.cls ? { loadBalancerClass: extra.cls } : {}),
       ports: [{ name: 'http', protocol: 'TCP', port: 80, nodePort: 30080 }],
     },
-    status: extra.ip ? { loadBalancer: { ingress: [{ ip: extra.ip }] } } : {},
+    status: extra.ip
+      ? { loadBalancer: { ingress: [{ ip: extra.ip }] } }
+      : extra.hostname
+        ? { loadBalancer: { ingress: [{ hostname: extra.hostname }] } }
+        : {},
   });
 }
 
@@ -124,6 +128,23 @@ describe('ccm migrate: the plan', () => {
       [
         'none',
         `its load balancer (203.0.113.50) is not ${official.id}'s (ccm's already, or another's): nothing to hand over`,
+      ],
+    ]);
+  });
+
+  it("a Service whose ingress is a hostname only is told to add the IP, not that the load balancer is another's", async () => {
+    const plans = await planMigration(
+      [service('named', { hostname: 'named.example.com' })],
+      official,
+      adoption({}, ['ccm-cluster:abc']),
+      'abc',
+      'kubernetes',
+      new Map(),
+    );
+    expect(plans.map((p) => [p.action, p.note])).toEqual([
+      [
+        'none',
+        "its ingress shows no IP, only named.example.com, which names no load balancer: check which one is the Service's, add its IP to the Service's ingress, then run ccm migrate again (docs/migrate.md)",
       ],
     ]);
   });

@@ -46,7 +46,7 @@ describe('startLine', () => {
 });
 
 describe('announceStart', () => {
-  const said = (controllers: string) => {
+  const said = (controllers: string, serving?: string) => {
     const { lines, stream } = logSink();
     announceStart(
       createLogger('debug', { destination: stream, pretty: false }),
@@ -56,6 +56,7 @@ describe('announceStart', () => {
         selection: selectControllers(controllers),
         identity: 'h_1',
         credentials: 'flags and environment',
+        serving,
       },
     );
     return lines.map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -74,6 +75,14 @@ describe('announceStart', () => {
       identity: 'h_1',
     });
     expect(lines[1]).toMatchObject({ level: 30, msg: 'cloud credentials from flags and environment' });
+  });
+
+  it('says where it serves after what runs (the port was bound before)', () => {
+    expect(said('*', 'https://127.0.0.1:10258').map((l) => l.msg)).toEqual([
+      'ccm 1.2.3 starting: provider cloudlycke, controllers cloud-node, cloud-node-lifecycle, service, route, leader election off, identity h_1',
+      'serving /healthz, /readyz and /metrics on https://127.0.0.1:10258',
+      'cloud credentials from flags and environment',
+    ]);
   });
 
   it('warns when --controllers enables none', () => {
