@@ -119,7 +119,11 @@ export interface CloudWorld<C extends CloudName = CloudName> {
   /** `ccm run` in this process against this world; stopped by `stopRuns` (after each test). */
   run(overrides?: Partial<RunInput>, deps?: RunDeps): Promise<InProcess>;
   stopRuns(): Promise<void>;
-  /** Between tests: every Node deleted, the simulator emptied (or restarted with `fresh`). */
+  /**
+   * Between tests: every Node deleted, and their Events (the deletion brake counts the deletions of
+   * the last 10 minutes from them: the previous test's would count towards this one's), the simulator
+   * emptied (or restarted with `fresh`).
+   */
   reset(options?: { fresh?: boolean }): Promise<void>;
   cleanup(): Promise<void>;
 }
@@ -419,6 +423,7 @@ export async function cloudWorld<C extends CloudName>(
         world.sim = await adapter.start(world as CloudWorld);
       } else adapter.clear(world.sim);
       await deleteAllNodes(world.api);
+      await world.api.deleteCollectionNamespacedEvent({ namespace: 'default' });
     },
     async cleanup() {
       await world.stopRuns();
