@@ -5,6 +5,7 @@ import { monotonicMs } from '../clock.js';
 import { budgetedProvider, type ProviderHolder, TokenBucket } from '../controllers/cloud-budget.js';
 import { type CloudView, isFatalCloudError } from '../controllers/cloud-view.js';
 import { delegatedAuth } from '../controllers/delegated-auth.js';
+import type { HoldStatus } from '../controllers/deletion-guard.js';
 import { InstanceCache } from '../controllers/instance-cache.js';
 import {
   type Controller,
@@ -288,6 +289,8 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   // --- health and metrics, served from the start (readiness waits for the caches) -------------
   let leading = !input.leaderElect;
   metrics.leader.set(leading ? 1 : 0);
+  // Set by the lifecycle controller while this replica leads and holds deletions.
+  const deletionHold: HoldStatus = {};
   let serving: Serving | undefined;
   if (input.securePort >= 0) {
     const tls = input.tls
@@ -335,6 +338,19 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
                 : leading
                   ? { ok: true, detail: 'leading' }
                   : { ok: true, detail: `standby${elector?.holder ? ` (leader: ${elector.holder})` : ''}` },
+          },
+          {
+            // A note, never a failure: a held deletion needs a person, not a restart.
+            name: 'deletion-brake',
+            run: () => {
+              const hold = deletionHold.current;
+              return hold
+                ? {
+                    ok: true,
+                    detail: `holding the deletion of ${hold.count} Nodes (hold ${hold.id}): ${hold.reason}; release: ${hold.release}`,
+                  }
+                : { ok: true };
+            },
           },
           { name: 'shutdown', run: () => (stopping ? { ok: false, detail: 'shutting down' } : { ok: true }) },
         ],
@@ -425,6 +441,8 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     metrics,
     options: input.controllerOptions,
     signal: stopper.signal,
+    ...(secretRef ? { credentialsSecret: secretRef } : {}),
+    deletionHold,
   };
   // A leadership term: the controllers started when this replica became leader, stopped when it
   // stops leading (a lost Lease, or shutdown); a replica that leads again starts a new term.

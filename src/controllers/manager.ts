@@ -28,6 +28,7 @@ import type { KubeTransport } from '../kube/transport.js';
 import { InvalidConfigError } from '../providers/errors.js';
 import type { Provider } from '../providers/types.js';
 import type { TokenBucket } from './cloud-budget.js';
+import type { HoldStatus } from './deletion-guard.js';
 import type { InstanceCache } from './instance-cache.js';
 import type { Metrics } from './metrics.js';
 
@@ -52,6 +53,10 @@ export interface ControllerOptions {
   routeReconciliationPeriodMs?: number;
   /** --adopt-official: take over the official controller's load balancers, named for this cluster name. */
   adoptOfficial?: { clusterName: string };
+  /** --max-deletion-ratio (deletion-brake.ts; default 0.55). */
+  maxDeletionRatio?: number;
+  /** --node-deletion-rate (deletion-brake.ts; default 0.1 a second). */
+  nodeDeletionRate?: number;
 }
 
 export interface ControllerContext {
@@ -67,6 +72,10 @@ export interface ControllerContext {
   metrics: Metrics;
   options: ControllerOptions;
   signal: AbortSignal;
+  /** The Secret the credentials are read from (and re-read): its annotation releases a held deletion. */
+  credentialsSecret?: { namespace: string; name: string };
+  /** The deletion brake's hold, for /readyz (set by the lifecycle controller while it leads). */
+  deletionHold?: HoldStatus;
 }
 
 export interface Controller {
