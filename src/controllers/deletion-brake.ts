@@ -106,8 +106,8 @@ export interface BrakeVerdict {
   nextInMs: number;
   /** Missing Nodes a release covers, by provider ID: deleted without the brake. */
   released: ReadonlySet<string>;
-  /** The deletions of the window that counted (not released ones). */
-  recent: number;
+  /** The times of the window's deletions that counted (not released ones), for the rate. */
+  recent: number[];
 }
 
 /** `<count>-<8 hex digits>`: the same set of provider IDs always gives the same id, another set another. */
@@ -152,7 +152,7 @@ export function brakeVerdict(input: BrakeInput): BrakeVerdict {
     allowedNow,
     nextInMs,
     released,
-    recent: counting.length,
+    recent: counting.map((d) => d.at),
   };
   if (counted.length === 0) return verdict;
   const share = total > 0 ? affected / total : 1;
@@ -252,10 +252,19 @@ export function heldEventMessage(verdict: BrakeVerdict, release: string): string
   return `Deletion held (hold ${verdict.id}): ${verdict.held}. If these Nodes' instances are really gone (\`ccm nodes list\`), release it: ${release}`;
 }
 
-/** Why a candidate waits, with when the rate lets the next deletion through. */
-export function waitingReason(verdict: BrakeVerdict, options: BrakeOptions): string {
-  const next = Math.max(1, Math.ceil(verdict.nextInMs / 1000));
-  return `deletion waits for --node-deletion-rate ${options.rate}/s (${verdict.recent} deleted in the last ${minutes(options.windowMs)}); the next in ${next}s`;
+/**
+ * Why a candidate waits, with when the rate lets the next deletion through: `deleted`, the deletions
+ * since the verdict (a pass's own), are counted too.
+ */
+export function waitingReason(
+  verdict: BrakeVerdict,
+  options: BrakeOptions,
+  now: number,
+  deleted = 0,
+): string {
+  const times = [...verdict.recent, ...Array<number>(deleted).fill(now)];
+  const next = Math.max(1, Math.ceil(rateAllowance(times, now, options).nextInMs / 1000));
+  return `deletion waits for --node-deletion-rate ${options.rate}/s (${times.length} deleted in the last ${minutes(options.windowMs)}, ${options.burst} at most at once); the next in ${next}s`;
 }
 
 /** The deletions of a window, from the DeletingNode Events read back, with their release marks. */

@@ -140,7 +140,7 @@ export class DeletionGuard {
       this.reserve(node);
       return { kind: 'allowed' };
     }
-    return { kind: 'waiting', reason: waitingReason(verdict, this.deps.options) };
+    return { kind: 'waiting', reason: waitingReason(verdict, this.deps.options, this.now()) };
   }
 
   /** After an allowed candidate's reconcile: a Node that was not deleted after all does not count. */

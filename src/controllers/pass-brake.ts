@@ -122,7 +122,8 @@ export async function confirmBraked(
     await confirmDeletions(batch, provider, options.concurrency);
     allowance -= batch.filter((p) => p.deletion).length;
   }
-  const reason = waitingReason(verdict, brakeOptionsOf(options));
+  const deleted = rest.filter((p) => p.deletion).length;
+  const reason = waitingReason(verdict, brakeOptionsOf(options), nowOf(options), deleted);
   for (const plan of queue) plan.waiting = reason;
 }
 

@@ -14,6 +14,7 @@ import {
   managedNodes,
   type RecentDeletion,
   rateAllowance,
+  waitingReason,
 } from '../../../src/controllers/deletion-brake.js';
 import { LABEL_EXCLUDE_FROM_LIFECYCLE } from '../../../src/kube/well-known.js';
 import { GRACE_MS, makeInstance, makeNode, NOW } from './fixtures.js';
@@ -79,7 +80,7 @@ describe('the share', () => {
     expect(verdict(6, 2, { deletions: later })).toMatchObject({ affected: 4, total: 8 });
     expect(verdict(6, 2, { deletions: later }).held).toBeUndefined();
     const gone = recent.map((d) => ({ ...d, at: d.at - 10 * MIN }));
-    expect(verdict(6, 2, { deletions: gone })).toMatchObject({ affected: 2, total: 6, recent: 0 });
+    expect(verdict(6, 2, { deletions: gone })).toMatchObject({ affected: 2, total: 6, recent: [] });
   });
 
   it('counts a Node deleted a moment ago once, though it is still listed', () => {
@@ -135,7 +136,7 @@ describe('a release', () => {
       release: { id: held.id, providerIDs },
       options: DEFAULT_BRAKE_OPTIONS,
     });
-    expect(afterFive).toMatchObject({ affected: 0, total: 2, recent: 0 });
+    expect(afterFive).toMatchObject({ affected: 0, total: 2, recent: [] });
     expect(afterFive.held).toBeUndefined();
     expect(afterFive.allowedNow).toBe(3);
   });
@@ -191,7 +192,7 @@ describe('the rate', () => {
   it('is part of a verdict outside a hold', () => {
     const v = verdict(30, 10, { deletions: deleted(1000, 1000, 1000) });
     expect(v.held).toBeUndefined();
-    expect(v).toMatchObject({ allowedNow: 0, recent: 3 });
+    expect(v).toMatchObject({ allowedNow: 0, recent: [T - 1000, T - 1000, T - 1000] });
     expect(v.nextInMs).toBeGreaterThan(0);
   });
 });
@@ -243,5 +244,17 @@ describe('managedNodes', () => {
       expect(managed).toHaveLength(2);
       expect(missing).toEqual([]);
     }
+  });
+});
+
+describe('waitingReason', () => {
+  it("counts the pass's own deletions: after a burst of 3 the next is 1/rate away", () => {
+    const options = { ...DEFAULT_BRAKE_OPTIONS, rate: 2 };
+    const v = verdict(30, 10, { options });
+    expect(waitingReason(v, options, T, 3)).toBe(
+      'deletion waits for --node-deletion-rate 2/s (3 deleted in the last 10m, 3 at most at once); the next in 1s',
+    );
+    const slow = verdict(30, 10, { deletions: deleted(1000, 1000, 1000) });
+    expect(waitingReason(slow, DEFAULT_BRAKE_OPTIONS, T)).toMatch(/\(3 deleted .*\); the next in 9s$/);
   });
 });
