@@ -213,6 +213,7 @@ export class DeletionGuard {
     const now = this.now();
     const windowStart = now - this.deps.options.windowMs;
     for (const [uid, d] of this.own) if (d.at <= windowStart) this.own.delete(uid);
+    for (const [uid, t] of this.told) if (now - t.at >= HELD_EVENT_REPEAT_MS) this.told.delete(uid);
     if (this.released && this.released.at <= windowStart) this.released = undefined;
     // A second's clock in the key: the window and the rate move with time.
     const key = [snapshot, this.version, this.released, Math.floor(now / 1000)];

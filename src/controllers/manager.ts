@@ -16,6 +16,8 @@
  *   ctx.informers     started informers by resource: `nodes` always; `ctx.informer(...)` adds others,
  *                     e.g. ctx.informer({ path: '/api/v1/services', resource: 'services', slim })
  *   ctx.log, ctx.metrics, ctx.options (periods, concurrency, grace), ctx.signal (aborted at shutdown)
+ *   ctx.credentialsSecret  the Secret the credentials come from, when they do (its annotation
+ *                     releases a held deletion); ctx.deletionHold the brake's hold, for /readyz
  *
  * A name registered as an empty slot (registerSlot) is skipped by `*` while no factory fills it, and
  * naming it explicitly says in one line that it is not available.

@@ -395,6 +395,25 @@ export function deletionBrakeTests(cloud: CloudName): void {
       expect(await heldMetric(ccm)).toBe(3);
     });
 
+    it('a new leader counts the deletions of the one before: after 5 of 10 deleted, the next one lost is held', async () => {
+      const nodes = await cluster(10);
+      const first = await run(20);
+      for (const node of nodes.slice(0, 5)) {
+        await lose([node]);
+        await until(`${node.name} deleted`, async () => !(await names()).includes(node.name));
+      }
+      // A leader change: the Lease's next holder is another process, with nothing in memory.
+      await first.stop();
+      const second = await run(20);
+      await lose([nodes[5] as ClusterNode]);
+      await until('the sixth held', async () =>
+        (await events('NodeDeletionHeld')).some((e) => e.involvedObject.name === nodes[5]?.name),
+      );
+      await sleep(1000);
+      expect(await names()).toEqual(nodes.slice(5).map((n) => n.name));
+      expect(await heldMetric(second)).toBe(1);
+    });
+
     it('the release: a stale id releases nothing; the current hold is deleted and nothing else; a later outage is held again', async () => {
       const nodes = await cluster(10);
       const lost = nodes.slice(0, 6);
