@@ -204,7 +204,7 @@ export abstract class BaseCommand extends CcmCommand {
         // A jsonpath template may end its own last line (`{"\n"}`), as kubectl prints it.
         if (text !== '') process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
       }
-      if (result.failed) endProcess(EXIT_FAILED);
+      if (result.failed) endProcess(result.exitCode ?? EXIT_FAILED);
     }
     return result;
   }

@@ -5,6 +5,13 @@
 import { basename } from 'node:path';
 import { getFlag } from '../cluster/flags.js';
 import type { RunningProcess } from '../cluster/types.js';
+import {
+  type BrakeOptions,
+  type BrakeVerdict,
+  DEFAULT_BRAKE_OPTIONS,
+  releaseAnnotation,
+  releaseCommand,
+} from '../controllers/deletion-brake.js';
 import { selectControllers } from '../controllers/manager.js';
 import { parseClusterCIDRs, planRoutes } from '../controllers/routes.js';
 import type { LeaseInfo, PodInfo, ServerVersion, WorkloadInfo } from '../kube/diagnostics.js';
@@ -19,6 +26,7 @@ import { InstanceIndex } from '../providers/instance-index.js';
 import { parseProviderID } from '../providers/provider-id.js';
 import type { CredentialSchema, Instance, Route } from '../providers/types.js';
 import { age } from './age.js';
+import { parseDuration } from './duration.js';
 
 export type CheckStatus = 'pass' | 'fail' | 'warn';
 
@@ -623,6 +631,58 @@ export function checkListing(
     );
   }
   return pass('cloud-listing', `the cloud listing (${count}) contains all ${ours.length} Node(s)`);
+}
+
+/** The deletion brake's settings as `ccm run` is deployed (else its defaults), to judge as it does. */
+export function brakeSetting(deployed: { args: readonly string[] } | undefined): {
+  options: BrakeOptions;
+  deletionGracePeriodMs: number;
+} {
+  const args = deployed?.args ?? [];
+  const number = (flag: string) => {
+    const value = Number(argValue(args, flag));
+    return Number.isFinite(value) && value > 0 ? value : undefined;
+  };
+  return {
+    options: {
+      ...DEFAULT_BRAKE_OPTIONS,
+      maxRatio: number('max-deletion-ratio') ?? DEFAULT_BRAKE_OPTIONS.maxRatio,
+      rate: number('node-deletion-rate') ?? DEFAULT_BRAKE_OPTIONS.rate,
+    },
+    deletionGracePeriodMs: parseDuration(argValue(args, 'deletion-grace-period') ?? '5m') ?? 5 * 60_000,
+  };
+}
+
+/**
+ * The deletion brake on this listing, as `ccm run` judges it: a warning while it holds, with the
+ * command that releases the hold; the Nodes whose instances are missing either way.
+ */
+export function checkDeletionBrake(
+  verdict: BrakeVerdict,
+  options: BrakeOptions,
+  secret: { namespace: string; name: string } | undefined,
+): CheckResult {
+  const missing = verdict.counted.map((n) => n.name);
+  if (verdict.held) {
+    const annotation = secret ? ` (for \`ccm run\`: ${releaseAnnotation(secret, verdict.id)})` : '';
+    return withItems(
+      warn(
+        'deletion-brake',
+        `ccm holds every Node deletion (hold ${verdict.id}): ${verdict.held}; ${missing.length} Node(s): ${names(missing)}`,
+        `look at \`ccm nodes list\`: if these Nodes' instances are really gone, release the hold: ${releaseCommand(verdict.id)}${annotation}; if not, fix the credentials, project or region ccm lists with`,
+      ),
+      missing,
+    );
+  }
+  if (missing.length === 0)
+    return pass('deletion-brake', "no Node's instance is missing from the cloud listing: nothing to hold");
+  return withItems(
+    pass(
+      'deletion-brake',
+      `${missing.length} Node(s)' instances missing from the cloud listing (${verdict.affected} of ${verdict.total} with the deletions of the last 10m, at most --max-deletion-ratio ${options.maxRatio}): their deletion is not held`,
+    ),
+    missing,
+  );
 }
 
 /** Whether ccm as deployed runs the route controller, and why (for the check's line). */

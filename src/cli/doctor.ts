@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs';
 import { KUBEADM_FLAGS_ENV } from '../cluster/detect.js';
 import { localHost } from '../cluster/host.js';
+import { viewOf } from '../controllers/cloud-view.js';
+import { brakeVerdict, deletionsFromEvents, managedNodes } from '../controllers/deletion-brake.js';
 import { selectControllers } from '../controllers/manager.js';
 import { clusterIdentity } from '../kube/cluster-identity.js';
 import { loadKubeConfig } from '../kube/config.js';
@@ -16,14 +18,18 @@ import {
   type WorkloadInfo,
 } from '../kube/diagnostics.js';
 import { KubeApiError } from '../kube/errors.js';
+import { listNodeEvents } from '../kube/node-events.js';
 import { createNodeClient } from '../kube/nodes.js';
 import { readSecret } from '../kube/secrets.js';
+import type { SlimNode } from '../kube/slim-node.js';
 import { KubeTransport } from '../kube/transport.js';
+import { EVENT_DELETING_NODE } from '../kube/well-known.js';
 import { isUnreachable, UnauthorizedError } from '../providers/errors.js';
 import { loadProvider, providerNames } from '../providers/registry.js';
-import type { Provider, ProviderDefinition } from '../providers/types.js';
+import type { Instance, Provider, ProviderDefinition } from '../providers/types.js';
 import {
   type AccessVerdict,
+  brakeSetting,
   type CheckResult,
   type CredentialsOutcome,
   checkApiServer,
@@ -32,6 +38,7 @@ import {
   checkControllerManager,
   checkControllerPods,
   checkCredentials,
+  checkDeletionBrake,
   checkForeignProviderIDs,
   checkKubeletsExternal,
   checkLease,
@@ -178,8 +185,12 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
       checks.push(checkSecret(definition.credentials, secretRef, secret.data, secret.error));
     }
     const clusterID = () => clusterIdentity(http, input['cluster-name']);
-    const routes = routesSetting(deployedRun(workloads, input.namespace, ccmPods));
-    checks.push(...(await cloudChecks(clusterID, definition, input, nodes, secretRef, secret?.data, routes)));
+    const deployed = deployedRun(workloads, input.namespace, ccmPods);
+    const routes = routesSetting(deployed);
+    const brake = { http, setting: brakeSetting(deployed), now };
+    checks.push(
+      ...(await cloudChecks(clusterID, definition, input, nodes, secretRef, secret?.data, routes, brake)),
+    );
     return resultOf(checks, definition.name);
   } finally {
     await http.close();
@@ -280,6 +291,7 @@ async function cloudChecks(
   secretRef: { namespace: string; name: string } | undefined,
   secret: Record<string, string> | undefined,
   routes: RoutesSetting,
+  brake: { http: KubeTransport; setting: ReturnType<typeof brakeSetting>; now: Date },
 ): Promise<CheckResult[]> {
   let provider: Provider;
   let where = `the environment / --cloud-config of ${definition.name}`;
@@ -318,6 +330,8 @@ async function cloudChecks(
       verified && 'ok' in verified ? verified.ok : '',
     ),
   );
+  if ('instances' in listing)
+    checks.push(await deletionBrakeCheck(brake, nodes, listing.instances, provider, secretRef));
   // Only where `ccm run` runs the route controller: deployed without it (no --cluster-cidr, or `route`
   // left out of --controllers), the cluster has no routes to miss.
   if (selectControllers(input.controllers).enabled.includes('route'))
@@ -327,6 +341,39 @@ async function cloudChecks(
         : checkRoutesOff(nodes, routes),
     );
   return checks;
+}
+
+/** The deletion brake as `ccm run` judges this listing, with the deletions of its window read back. */
+async function deletionBrakeCheck(
+  brake: { http: KubeTransport; setting: ReturnType<typeof brakeSetting>; now: Date },
+  nodes: readonly SlimNode[],
+  instances: readonly Instance[],
+  provider: Provider,
+  secretRef: { namespace: string; name: string } | undefined,
+): Promise<CheckResult> {
+  const { options, deletionGracePeriodMs } = brake.setting;
+  const now = brake.now.getTime();
+  const recent = await listNodeEvents(brake.http, EVENT_DELETING_NODE, now - options.windowMs).then(
+    (events) => ({ deletions: deletionsFromEvents(events) }),
+    (err: Error) => ({ deletions: [], error: oneLine(err) }),
+  );
+  const view = viewOf({ instances: [...instances] }, nodes);
+  const { managed, missing } = managedNodes(
+    nodes,
+    view,
+    provider.providerIdScheme,
+    brake.now,
+    deletionGracePeriodMs,
+  );
+  const verdict = brakeVerdict({
+    managed,
+    missing,
+    deletions: recent.deletions,
+    ...('error' in recent ? { deletionsError: recent.error } : {}),
+    now,
+    options,
+  });
+  return checkDeletionBrake(verdict, options, secretRef);
 }
 
 /** Resources without a namespace: "(all namespaces)" would say something false of them. */

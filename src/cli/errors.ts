@@ -2,6 +2,8 @@
 export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;
+/** The deletion brake held a pass's deletions: nothing is wrong with the pass, the cloud's answer needs a person. */
+export const EXIT_HELD = 3;
 /** 128 + SIGINT, as a shell reports a program Ctrl-C ended. */
 export const EXIT_INTERRUPTED = 130;
 

@@ -102,6 +102,8 @@ export function clusterRules(controllers: readonly string[]): PolicyRule[] {
     });
   }
   rules.push({ apiGroups: [''], resources: ['events'], verbs: ['create'] });
+  // The deletion brake reads the Node deletions of the last 10 minutes back from their Events.
+  if (has('cloud-node-lifecycle')) rules.push({ apiGroups: [''], resources: ['events'], verbs: ['list'] });
   // /metrics over HTTPS: the scraper's token and its right to `get /metrics`, asked of the API server.
   rules.push(
     { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
@@ -116,6 +118,8 @@ export function nodesInitRules(): PolicyRule[] {
     { apiGroups: [''], resources: ['nodes'], verbs: ['delete', 'get', 'list', 'patch'] },
     { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+    // The deletion brake: the recent deletions, and whether a held Node was told already.
+    { apiGroups: [''], resources: ['events'], verbs: ['list'] },
   ];
 }
 

@@ -1,18 +1,26 @@
 import { monotonicMs } from '../clock.js';
+import type { BrakeVerdict } from '../controllers/deletion-brake.js';
 import {
   applyPlans,
   buildReport,
-  confirmDeletions,
   type PassOptions,
   type PassReport,
   planPass,
   readState,
 } from '../controllers/nodes-pass.js';
+import {
+  confirmBraked,
+  judgePass,
+  type PassHold,
+  readRecentDeletions,
+  tellHeld,
+} from '../controllers/pass-brake.js';
 import type { NodePlan } from '../controllers/plan.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { eventRecorder } from '../kube/event-recorder.js';
 import { createNodeClient } from '../kube/nodes.js';
 import { KubeTransport } from '../kube/transport.js';
+import { UsageError } from './errors.js';
 import { transportOptionsFrom, waitNotices } from './kube-flags.js';
 import { peakRssBytes } from './peak-rss.js';
 import { type ClusterAndCloudFlags, providerWithSecret } from './provider-config.js';
@@ -23,6 +31,8 @@ export interface NodesInitInput extends ClusterAndCloudFlags {
   /** A task list on the terminal while the pass runs (else nothing until the report). */
   progress: boolean;
   pass: PassOptions;
+  /** --allow-mass-deletion: the id of the hold this pass releases (it must be the current one). */
+  allowMassDeletion?: string;
   env: Readonly<Record<string, string | undefined>>;
 }
 
@@ -40,6 +50,7 @@ export interface NodesInitResult {
 
 interface Ctx {
   plans?: NodePlan[];
+  hold?: PassHold;
 }
 
 /** `ccm nodes init`: one pass, with a task list on a terminal that clears itself when done. */
@@ -58,6 +69,8 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
   const { pass } = input;
   let configured: Awaited<ReturnType<typeof providerWithSecret>>;
   let state: Awaited<ReturnType<typeof readState>>;
+  let verdict: BrakeVerdict;
+  let release: string | undefined;
   try {
     configured = await providerWithSecret(input, input.env, transport, () => {
       cloudCalls++;
@@ -65,6 +78,13 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
     // Read before the task list starts: an unreachable API server or a broken inventory is a
     // configuration error and must print one line, not a failed task.
     state = await readState(kube, configured.provider);
+    const recent = await readRecentDeletions(kube, pass);
+    verdict = judgePass(state, configured.provider, recent, pass);
+    if (input.allowMassDeletion !== undefined) {
+      release = checkRelease(input.allowMassDeletion, verdict);
+      const providerIDs = new Set(verdict.counted.map((n) => n.providerID));
+      verdict = judgePass(state, configured.provider, recent, pass, { id: release, providerIDs });
+    }
   } catch (err) {
     stopNotices();
     throw err;
@@ -82,7 +102,8 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
           const candidates = ctx.plans.filter((p) => p.deletionCandidate).length;
           if (candidates > 0) {
             task.output = `confirming ${candidates} deletion candidate(s) with the cloud`;
-            await confirmDeletions(ctx.plans, provider, pass.concurrency);
+            await confirmBraked(ctx.plans, provider, verdict, pass, release);
+            ctx.hold = await tellHeld(ctx.plans, kube, verdict, state.nodes, pass);
           }
           const changing = ctx.plans.filter((p) => p.changes.length > 0).length;
           task.title = `Plan: ${changing} of ${state.nodes.length} Nodes to change (${state.index.size} ${provider.name} instances)`;
@@ -111,7 +132,7 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
   // Events are sent beside the work (event-recorder.ts); the pass ends when they are, or in 10 s.
   await eventRecorder(transport).flush(10_000);
   return {
-    report: buildReport(provider, plans, state, pass.dryRun),
+    report: buildReport(provider, plans, state, pass.dryRun, ctx.hold),
     plans,
     kubeWrites: kube.writes,
     cloudCalls,
@@ -119,4 +140,22 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
     maxRssBytes: peakRssBytes(),
     credentials,
   };
+}
+
+/**
+ * The id an operator passed must name the hold of this very listing: a pass never deletes more than
+ * the Nodes it was shown, and an id from an earlier look (another outage) releases nothing.
+ */
+function checkRelease(id: string, verdict: BrakeVerdict): string {
+  if (!verdict.held) {
+    throw new UsageError(
+      `--allow-mass-deletion ${id}: no deletion is held now (${verdict.counted.length} Node(s) missing from the cloud listing); nothing was written`,
+    );
+  }
+  if (verdict.id !== id) {
+    throw new UsageError(
+      `--allow-mass-deletion ${id}: the current hold is ${verdict.id} (${verdict.counted.length} Nodes); look at \`ccm nodes list\` again and pass that id; nothing was written`,
+    );
+  }
+  return id;
 }

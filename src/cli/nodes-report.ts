@@ -1,4 +1,6 @@
 import type { NodeReport, NodeResult } from '../controllers/nodes-pass.js';
+import type { PassHold } from '../controllers/pass-brake.js';
+import { EXIT_HELD } from './errors.js';
 import type { NodesInitResult } from './nodes-init.js';
 import { defineReport, type Report, type Tone } from './output/report.js';
 import { grouped, groupNotes, plural } from './output/text.js';
@@ -9,13 +11,25 @@ const TONE: Record<NodeResult, Tone> = {
   initialized: 'changed',
   updated: 'changed',
   deleted: 'warning',
+  // Kept by --quiet, as failures are: the pass exits 3 for them.
+  held: 'failed',
+  waiting: 'warning',
   failed: 'failed',
   unchanged: 'unchanged',
   // A Node of another cloud or of bare metal, left alone on every pass: counted, not listed.
   skipped: 'unchanged',
 };
 
-const ORDER: NodeResult[] = ['initialized', 'updated', 'deleted', 'failed', 'unchanged', 'skipped'];
+const ORDER: NodeResult[] = [
+  'initialized',
+  'updated',
+  'deleted',
+  'waiting',
+  'held',
+  'failed',
+  'unchanged',
+  'skipped',
+];
 
 const WOULD: Partial<Record<NodeResult, string>> = {
   initialized: 'would initialize',
@@ -68,11 +82,20 @@ export function nodesInitReport({
       report.nodes.flatMap((n) => (n.notes ?? []).map((note) => ({ name: n.name, note }))),
       NOUN,
     ),
-    errors: report.listingError ? [report.listingError] : [],
+    errors: [
+      ...(report.listingError ? [report.listingError] : []),
+      ...(report.hold ? [holdLine(report.hold)] : []),
+    ],
     // A pass whose cloud listing failed reconciled nothing that needs the cloud, even when every Node
     // was skipped: exit 1, so a CronJob's failed Job shows it.
-    failed: s.failed > 0 || report.listingError !== undefined,
+    failed: s.failed > 0 || report.listingError !== undefined || report.hold !== undefined,
+    ...(report.hold ? { exitCode: EXIT_HELD } : {}),
   });
+}
+
+/** The hold in one line: what, why, and the one command that releases it. */
+export function holdLine(hold: PassHold): string {
+  return `deletion held (hold ${hold.id}, ${plural(hold.count, NOUN)}): ${hold.reason}; if \`ccm nodes list\` shows their instances are really gone, release it: ${hold.release}`;
 }
 
 /** The summary's word on the credentials: named when a Secret was read, which the user may not have typed. */

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { HoldStatus } from '../controllers/deletion-guard.js';
 import type { Metrics } from '../controllers/metrics.js';
 import { createLogger } from './log.js';
 import { CloudBudget, startCloud } from './run/cloud.js';
@@ -27,6 +28,8 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   // Shared by the stages: the write gate (set by the lifecycle stage) and where the run is.
   const leadership = new Leadership(input.leaderElect);
   const phase: RunPhase = { current: 'starting' };
+  // Set by the lifecycle controller while this replica leads and holds deletions; /readyz says it.
+  const deletionHold: HoldStatus = {};
 
   const { identity, transport, informers } = await connectKube(input, {
     identity: deps.identity,
@@ -52,7 +55,15 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     log,
   });
 
-  const serving = await serveHealth(input, { transport, metrics, informers, cloud, leadership, phase });
+  const serving = await serveHealth(input, {
+    transport,
+    metrics,
+    informers,
+    cloud,
+    leadership,
+    phase,
+    deletionHold,
+  });
   // The credentials must work (one cheap call, or the first listing) before anything is written.
   await cloud.checkCredentials().catch(async (err: unknown) => {
     await serving?.close();
@@ -70,7 +81,17 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   phase.current = 'running';
 
   const { controllerOptions: options, reloadPeriodMs: periodMs } = input;
-  const controllers = startControllers({ selection, options, transport, informers, cloud, metrics, log });
+  const controllers = startControllers({
+    selection,
+    options,
+    transport,
+    informers,
+    cloud,
+    metrics,
+    log,
+    ...(providerConfig.secretRef ? { credentialsSecret: providerConfig.secretRef } : {}),
+    deletionHold,
+  });
   const reloads = watchProviderConfig({ config: providerConfig, cloud, transport, log, periodMs });
 
   return runLifecycle(input, {

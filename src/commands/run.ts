@@ -1,5 +1,6 @@
 import * as Flags from '@oclif/core/flags';
 import { CcmCommand } from '../cli/base-command.js';
+import { brakeFlags } from '../cli/brake-flags.js';
 import { parseDuration } from '../cli/duration.js';
 import { endProcess } from '../cli/end-process.js';
 import { flagValueError } from '../cli/errors.js';
@@ -25,6 +26,7 @@ export default class Run extends CcmCommand {
     'Run the cloud controller: node initialisation, node lifecycle, load balancers and Pod routes';
   static override description = [
     'The long-running controller, as the DaemonSet of `ccm manifests` runs it or a person runs it in a terminal. Watches Nodes, initialises tainted ones as they appear, keeps labels and addresses in step with the cloud, taints Nodes whose instance is shut down and deletes Nodes whose instance the cloud positively reports as gone, with the same rules as `ccm nodes init`.',
+    'Deletions pass the deletion brake: when the listing lost more than --max-deletion-ratio of the Nodes (counting those deleted in the last 10 minutes), none is deleted; the log, a Warning Event on each held Node, /readyz?verbose and ccm_node_deletions_held say so, and the annotation ccm.io/allow-mass-deletion=<hold id> on the credentials Secret releases that hold. Beyond 3 back to back, deletions go no faster than --node-deletion-rate.',
     'Only the replica holding the leader Lease writes. /healthz, /readyz and /metrics are served on --bind-address:--secure-port. SIGTERM or SIGINT: stop, finish in-flight writes, release the Lease, exit 0.',
     'A lost Lease (an API server outage, a paused process) stops the writes and the controllers, not the process: the replica stays a candidate under the same identity and leads again as soon as it can. It exits 2 for a configuration refused at start, 1 after an unexpected error (logged in one line, the Lease released).',
   ].join('\n\n');
@@ -55,6 +57,7 @@ export default class Run extends CcmCommand {
       description: 'A Node younger than this is never deleted',
       default: '5m',
     }),
+    ...brakeFlags,
     'cloud-qps': Flags.string({
       description: 'Cloud requests per second, shared by all controllers (work waits, never fails)',
       default: '1',
@@ -193,6 +196,8 @@ export default class Run extends CcmCommand {
           ? { configureCloudRoutes: flags['configure-cloud-routes'] }
           : {}),
         ...(flags['cluster-cidr'] ? { clusterCIDR: flags['cluster-cidr'] } : {}),
+        maxDeletionRatio: flags['max-deletion-ratio'],
+        nodeDeletionRate: flags['node-deletion-rate'],
         routeReconciliationPeriodMs: duration(
           'route-reconciliation-period',
           flags['route-reconciliation-period'],

@@ -16,6 +16,8 @@
  *   ctx.informers     started informers by resource: `nodes` always; `ctx.informer(...)` adds others,
  *                     e.g. ctx.informer({ path: '/api/v1/services', resource: 'services', slim })
  *   ctx.log, ctx.metrics, ctx.options (periods, concurrency, grace), ctx.signal (aborted at shutdown)
+ *   ctx.credentialsSecret  the Secret the credentials come from, when they do (its annotation
+ *                     releases a held deletion); ctx.deletionHold the brake's hold, for /readyz
  *
  * A name registered as an empty slot (registerSlot) is skipped by `*` while no factory fills it, and
  * naming it explicitly says in one line that it is not available.
@@ -28,6 +30,7 @@ import type { KubeTransport } from '../kube/transport.js';
 import { InvalidConfigError } from '../providers/errors.js';
 import type { Provider } from '../providers/types.js';
 import type { TokenBucket } from './cloud-budget.js';
+import type { HoldStatus } from './deletion-guard.js';
 import type { InstanceCache } from './instance-cache.js';
 import type { Metrics } from './metrics.js';
 
@@ -52,6 +55,10 @@ export interface ControllerOptions {
   routeReconciliationPeriodMs?: number;
   /** --adopt-official: take over the official controller's load balancers, named for this cluster name. */
   adoptOfficial?: { clusterName: string };
+  /** --max-deletion-ratio (deletion-brake.ts; default 0.55). */
+  maxDeletionRatio?: number;
+  /** --node-deletion-rate (deletion-brake.ts; default 0.1 a second). */
+  nodeDeletionRate?: number;
 }
 
 export interface ControllerContext {
@@ -67,6 +74,10 @@ export interface ControllerContext {
   metrics: Metrics;
   options: ControllerOptions;
   signal: AbortSignal;
+  /** The Secret the credentials are read from (and re-read): its annotation releases a held deletion. */
+  credentialsSecret?: { namespace: string; name: string };
+  /** The deletion brake's hold, for /readyz (set by the lifecycle controller while it leads). */
+  deletionHold?: HoldStatus;
 }
 
 export interface Controller {

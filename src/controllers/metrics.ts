@@ -79,6 +79,11 @@ export function createMetrics() {
       labelNames: ['state'] as const,
       registers: [registry],
     }),
+    nodeDeletionsHeld: new Gauge({
+      name: 'ccm_node_deletions_held',
+      help: 'Nodes whose deletion the deletion brake holds now (0: none held); docs/nodes.md, The deletion brake',
+      registers: [registry],
+    }),
     watchRestarts: new Counter({
       name: 'ccm_watch_restarts_total',
       help: 'Watch restarts by resource and reason (gone: 410 relist, error, stall)',

@@ -1,4 +1,6 @@
 import { nodeName } from '../kube/slim-node.js';
+import { DEFAULT_BRAKE_OPTIONS } from './deletion-brake.js';
+import { DeletionGuard } from './deletion-guard.js';
 import { hasShutdownTaint, isReady } from './lifecycle.js';
 import type { Controller, ControllerContext } from './manager.js';
 import { reconcileNode, reportReconcile } from './node-reconcile.js';
@@ -20,6 +22,7 @@ export function nodeLifecycleController(): Controller {
   let workers: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let ticking = false;
+  let guard: DeletionGuard | undefined;
   const lastErrors = new Map<string, string>();
 
   return {
@@ -31,6 +34,23 @@ export function nodeLifecycleController(): Controller {
       queue = q;
       const nodes = ctx.informers.nodes;
       nodes.on('delete', (n) => lastErrors.delete(nodeName(n)));
+      const brake = new DeletionGuard({
+        kube: ctx.kube,
+        transport: ctx.transport,
+        log: ctx.log.child({ controller: NAME }),
+        metrics: ctx.metrics,
+        options: {
+          ...DEFAULT_BRAKE_OPTIONS,
+          maxRatio: ctx.options.maxDeletionRatio ?? DEFAULT_BRAKE_OPTIONS.maxRatio,
+          rate: ctx.options.nodeDeletionRate ?? DEFAULT_BRAKE_OPTIONS.rate,
+        },
+        deletionGracePeriodMs: ctx.options.deletionGracePeriodMs,
+        scheme: () => ctx.provider.providerIdScheme,
+        nodes: () => nodes.list(),
+        ...(ctx.credentialsSecret ? { secret: ctx.credentialsSecret } : {}),
+        status: ctx.deletionHold ?? {},
+      });
+      guard = brake;
 
       const monitor = async () => {
         if (ticking) return;
@@ -41,7 +61,10 @@ export function nodeLifecycleController(): Controller {
           const period =
             ctx.options.cloudListPeriodMs ??
             (someNotReady ? LIST_PERIOD_NOT_READY_MS : LIST_PERIOD_ALL_READY_MS);
-          await ctx.cloud.refreshIfOlderThan(period);
+          const view = await ctx.cloud.refreshIfOlderThan(period);
+          await brake.review(view).catch((err: Error) => {
+            ctx.log.warn({ controller: NAME }, `deletion brake: ${err.message}`);
+          });
           for (const n of all) {
             if (n.spec?.providerID && (!isReady(n) || hasShutdownTaint(n))) q.add(nodeName(n));
           }
@@ -61,6 +84,7 @@ export function nodeLifecycleController(): Controller {
           const { plan, result } = await reconcileNode(ctx, node, ctx.cloud.view(), {
             cloudNode: false,
             lifecycle: true,
+            brake,
           });
           reportReconcile(ctx, NAME, key, plan, lastErrors);
           ctx.metrics.reconciles.inc({ controller: NAME, result: result === 'failed' ? 'error' : 'success' });
@@ -73,6 +97,7 @@ export function nodeLifecycleController(): Controller {
       if (timer) clearInterval(timer);
       queue?.shutDown();
       await workers;
+      guard?.stop();
     },
   };
 }

@@ -1,6 +1,7 @@
 import { monotonicMs } from '../clock.js';
 import type { SlimNode } from '../kube/slim-node.js';
 import type { CloudView } from './cloud-view.js';
+import type { DeletionGuard } from './deletion-guard.js';
 import type { ControllerContext } from './manager.js';
 import {
   applyPlans,
@@ -13,14 +14,17 @@ import {
 import type { NodePlan } from './plan.js';
 
 /**
- * One Node through the path `nodes init` takes (planNode → confirmDeletions → applyPlans), for the
- * controllers of `ccm run`: the same plan, on the cached cloud view, limited to the controller's half.
+ * One Node through the path `nodes init` takes (planNode → brake → confirmDeletions → applyPlans),
+ * for the controllers of `ccm run`: the same plan, on the cached cloud view, limited to the
+ * controller's half. The lifecycle half asks the deletion brake before a candidate's lookup.
  */
 export async function reconcileNode(
   ctx: ControllerContext,
   node: SlimNode,
   view: CloudView,
-  parts: { cloudNode: boolean; lifecycle: boolean },
+  parts:
+    | { cloudNode: boolean; lifecycle: false }
+    | { cloudNode: boolean; lifecycle: true; brake: DeletionGuard },
   addresses?: WrittenAddresses,
 ): Promise<{ plan: NodePlan; result: NodeResult }> {
   const pass = {
@@ -30,17 +34,40 @@ export async function reconcileNode(
     parts,
   };
   const state = { nodes: [node], ...view };
-  const plans = [planNode(node, state, ctx.provider, pass)];
-  if (parts.lifecycle) {
-    await confirmDeletions(plans, ctx.provider, 1);
-    // Reloaded credentials or cloud config since the listing: its candidates were confirmed (or not)
-    // by a lookup with the new ones. The next monitor period plans again from a listing made with them.
-    if (!ctx.cloud.isCurrent(view)) withdrawDeletions(plans);
+  const planned = planNode(node, state, ctx.provider, pass);
+  const plans = [planned];
+  let admitted = false;
+  try {
+    if (parts.lifecycle) {
+      let release: string | undefined;
+      if (planned.deletionCandidate) {
+        const admission = await parts.brake.admit(node, view);
+        if (admission.kind === 'held') {
+          planned.held = admission.reason;
+          if (admission.event) planned.events.push(admission.event);
+        } else if (admission.kind === 'waiting') planned.waiting = admission.reason;
+        else {
+          admitted = true;
+          release = admission.release;
+        }
+      }
+      await confirmDeletions(plans, ctx.provider, 1);
+      if (planned.deletion && release) planned.deletion.release = release;
+      // Reloaded credentials or cloud config since the listing: its candidates were confirmed (or not)
+      // by a lookup with the new ones. The next monitor period plans again from a listing made with them.
+      if (!ctx.cloud.isCurrent(view)) withdrawDeletions(plans);
+      if (admitted && planned.deletion) await parts.brake.beforeDelete(node, ctx.signal);
+    }
+    if (addresses) for (const p of plans) addresses.dropRepeat(node, p);
+    const [plan] = await applyPlans(plans, state, ctx.kube, ctx.provider, pass);
+    if (addresses && plan?.addresses && !plan.error) addresses.wrote(node, plan.addresses);
+    const result = resultOf(plan as NodePlan);
+    if (admitted && parts.lifecycle) parts.brake.settle(node, result === 'deleted');
+    admitted = false;
+    return { plan: plan as NodePlan, result };
+  } finally {
+    if (admitted && parts.lifecycle) parts.brake.settle(node, false);
   }
-  if (addresses) for (const p of plans) addresses.dropRepeat(node, p);
-  const [plan] = await applyPlans(plans, state, ctx.kube, ctx.provider, pass);
-  if (addresses && plan?.addresses && !plan.error) addresses.wrote(node, plan.addresses);
-  return { plan: plan as NodePlan, result: resultOf(plan as NodePlan) };
 }
 
 /**

@@ -2,6 +2,7 @@ import { KubeApiError } from '../kube/errors.js';
 import type { NodeClient } from '../kube/nodes.js';
 import type { SlimNode, SlimTaint } from '../kube/slim-node.js';
 import {
+  ANNOTATION_DELETION_RELEASE,
   EVENT_DELETING_NODE,
   EVENT_DELETING_NODE_FAILED,
   LABEL_PAIRS,
@@ -13,8 +14,10 @@ import { parseProviderID } from '../providers/provider-id.js';
 import type { Instance, Provider } from '../providers/types.js';
 import { type CloudView, isFatalCloudError, type ListingOutcome, viewOf } from './cloud-view.js';
 import { mapLimit } from './concurrency.js';
+import type { BrakeOptions } from './deletion-brake.js';
 import { isReady as isReadyNode, planLifecycle, shutdownTaint } from './lifecycle.js';
 import { isUninitialized, planInitialization, planInitializedNode, syncedEvent } from './node.js';
+import { confirmBraked, judgePass, type PassHold, readRecentDeletions, tellHeld } from './pass-brake.js';
 import { emptyPlan, hasWrites, type NodePlan, type PlannedEvent } from './plan.js';
 
 /**
@@ -34,13 +37,23 @@ export interface PassOptions {
    * as separate controllers that can be turned off one by one.
    */
   parts?: { cloudNode: boolean; lifecycle: boolean };
+  /** The deletion brake's settings (deletion-brake.ts; default: its defaults). */
+  brake?: BrakeOptions;
 }
 
 export interface ClusterState extends CloudView {
   nodes: SlimNode[];
 }
 
-export type NodeResult = 'initialized' | 'updated' | 'deleted' | 'unchanged' | 'skipped' | 'failed';
+export type NodeResult =
+  | 'initialized'
+  | 'updated'
+  | 'deleted'
+  | 'held'
+  | 'waiting'
+  | 'unchanged'
+  | 'skipped'
+  | 'failed';
 
 export interface NodeReport {
   name: string;
@@ -62,6 +75,8 @@ export interface PassReport {
   summary: Record<NodeResult, number> & { total: number };
   cloudInstances: number;
   listingError?: string;
+  /** The deletion brake held this pass's deletions (deletion-brake.ts). */
+  hold?: PassHold;
 }
 
 /**
@@ -201,7 +216,7 @@ export async function confirmDeletions(
   provider: Provider,
   concurrency: number,
 ): Promise<void> {
-  const candidates = plans.filter((p) => p.deletionCandidate);
+  const candidates = plans.filter((p) => p.deletionCandidate && !p.held && !p.waiting);
   await mapLimit(candidates, concurrency, async (plan) => {
     const providerID = plan.deletionCandidate?.providerID ?? '';
     try {
@@ -309,11 +324,13 @@ async function applyOne(plan: NodePlan, node: SlimNode, kube: NodeClient): Promi
   if (plan.error && !hasWrites(plan)) return;
   if (plan.deletion) {
     const message = `Deleting node ${plan.name} because it does not exist in the cloud provider`;
+    const { release } = plan.deletion;
     await recordEvent(kube, plan, node, {
       type: 'Normal',
       reason: EVENT_DELETING_NODE,
       message,
       component: SOURCE_LIFECYCLE_CONTROLLER,
+      ...(release ? { annotations: { [ANNOTATION_DELETION_RELEASE]: release } } : {}),
     });
     try {
       await kube.deleteNode(node);
@@ -364,8 +381,11 @@ async function recordEvent(
 
 export function resultOf(plan: NodePlan): NodeResult {
   if (plan.skipped) return 'skipped';
+  if (plan.deletion && !plan.error) return 'deleted';
+  // Before a failure: a held Node's news is the hold (a tainted one also "has no instance").
+  if (plan.held) return 'held';
   if (plan.error) return 'failed';
-  if (plan.deletion) return 'deleted';
+  if (plan.waiting) return 'waiting';
   if (plan.events.some((e) => e.reason === syncedEvent.reason)) return 'initialized';
   if (plan.patch || plan.addresses) return 'updated';
   return 'unchanged';
@@ -376,12 +396,15 @@ export function buildReport(
   plans: NodePlan[],
   state: ClusterState,
   dryRun: boolean,
+  hold?: PassHold,
 ): PassReport {
   const summary = {
     total: plans.length,
     initialized: 0,
     updated: 0,
     deleted: 0,
+    held: 0,
+    waiting: 0,
     unchanged: 0,
     skipped: 0,
     failed: 0,
@@ -397,7 +420,7 @@ export function buildReport(
       name: plan.name,
       result,
       changes: plan.changes,
-      ...(plan.error || plan.skipped ? { reason: plan.error ?? plan.skipped } : {}),
+      ...(reasonOf(plan, result) ? { reason: reasonOf(plan, result) } : {}),
       ...(plan.notes.length > 0 ? { notes: plan.notes } : {}),
       providerID: plan.patch?.providerID ?? node?.spec?.providerID,
       instanceType: instance?.type ?? labels[LABEL_PAIRS.instanceType.ga],
@@ -411,10 +434,19 @@ export function buildReport(
     summary,
     cloudInstances: state.index.size,
     ...(state.listingError ? { listingError: state.listingError } : {}),
+    ...(hold ? { hold } : {}),
   };
 }
 
-/** read → plan → confirm → apply (unless dry-run), for callers that need no progress display. */
+function reasonOf(plan: NodePlan, result: NodeResult): string | undefined {
+  if (result === 'held') return `deletion held: ${plan.held}`;
+  if (result === 'waiting') return plan.waiting;
+  return plan.error ?? plan.skipped;
+}
+
+/**
+ * read → plan → brake → confirm → apply (unless dry-run), for callers that need no progress display.
+ */
 export async function runNodesPass(
   kube: NodeClient,
   provider: Provider,
@@ -422,7 +454,9 @@ export async function runNodesPass(
 ): Promise<PassReport> {
   const state = await readState(kube, provider);
   let plans = planPass(state, provider, options);
-  await confirmDeletions(plans, provider, options.concurrency);
+  const verdict = judgePass(state, provider, await readRecentDeletions(kube, options), options);
+  await confirmBraked(plans, provider, verdict, options);
+  const hold = await tellHeld(plans, kube, verdict, state.nodes, options);
   if (!options.dryRun) plans = await applyPlans(plans, state, kube, provider, options);
-  return buildReport(provider, plans, state, options.dryRun);
+  return buildReport(provider, plans, state, options.dryRun, hold);
 }

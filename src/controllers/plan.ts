@@ -11,8 +11,15 @@ export interface NodePlan {
   events: PlannedEvent[];
   /** The listing no longer has the instance; a lookup by provider ID must confirm before deletion. */
   deletionCandidate?: { providerID: string };
-  /** Confirmed: the cloud answered "not found" for the Node's own provider ID. */
-  deletion?: { reason: string };
+  /**
+   * Confirmed: the cloud answered "not found" for the Node's own provider ID. `release`: the id of the
+   * hold an operator released that allowed it (deletion-brake.ts).
+   */
+  deletion?: { reason: string; release?: string };
+  /** Why the deletion brake keeps this candidate (a share lost at once): no lookup, no deletion. */
+  held?: string;
+  /** Why this candidate waits for the deletion rate: no lookup, no deletion this pass. */
+  waiting?: string;
   /** Human-readable list of what changes (or would change). */
   changes: string[];
   /** Why the Node is left alone entirely. */
@@ -28,6 +35,7 @@ export interface PlannedEvent {
   reason: string;
   message: string;
   component: string;
+  annotations?: Record<string, string>;
 }
 
 export function emptyPlan(name: string): NodePlan {

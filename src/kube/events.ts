@@ -14,6 +14,8 @@ export interface EventSpec {
   reason: string;
   message: string;
   component: string;
+  /** On the Event object itself (ccm's own marks, e.g. the release that allowed a deletion). */
+  annotations?: Record<string, string>;
 }
 
 /**
@@ -23,7 +25,7 @@ export interface EventSpec {
 export async function createEvent(
   http: KubeTransport,
   about: InvolvedObject,
-  { type, reason, message, component }: EventSpec,
+  { type, reason, message, component, annotations }: EventSpec,
 ): Promise<void> {
   const now = new Date().toISOString();
   const namespace = about.namespace ?? 'default';
@@ -32,7 +34,7 @@ export async function createEvent(
     path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events?fieldManager=${FIELD_MANAGER}`,
     discardResponse: true,
     body: {
-      metadata: { generateName: `${about.name}.`, namespace },
+      metadata: { generateName: `${about.name}.`, namespace, ...(annotations ? { annotations } : {}) },
       involvedObject: about,
       type,
       reason,

@@ -2,6 +2,7 @@ import type { ClusterAccess } from './config.js';
 import { KubeApiError, KubeConfigError } from './errors.js';
 import { eventRecorder } from './event-recorder.js';
 import { listAll } from './list-all.js';
+import { listNodeEvents, type NodeEventRecord } from './node-events.js';
 import { type SlimNode, slimNode } from './slim-node.js';
 import { type KubeRequest, KubeTransport } from './transport.js';
 import { FIELD_MANAGER } from './well-known.js';
@@ -14,6 +15,7 @@ export interface NodeEventSpec {
   reason: string;
   message: string;
   component: string;
+  annotations?: Record<string, string>;
 }
 
 /**
@@ -35,6 +37,8 @@ export interface NodeClient {
   /** Deletes exactly the Node that was evaluated: uid and resourceVersion are preconditions. */
   deleteNode(node: SlimNode): Promise<void>;
   createEvent(event: NodeEventSpec): Promise<void>;
+  /** The lifecycle controller's Events of this reason about Nodes since `sinceMs` (wall-clock ms). */
+  listNodeEvents(reason: string, sinceMs: number): Promise<NodeEventRecord[]>;
   /** Write requests sent so far (patches, deletes, events). */
   readonly writes: number;
 }
@@ -126,5 +130,6 @@ export function createNodeClient(source: ClusterAccess | KubeTransport): NodeCli
       };
       if (eventRecorder(http).record(about, event)) writes++;
     },
+    listNodeEvents: (reason, sinceMs) => listNodeEvents(http, reason, sinceMs),
   };
 }

@@ -7,6 +7,8 @@ export interface SecretData {
   data: Record<string, string>;
   /** The values as the API server sent them (base64): decoding binary ones as UTF-8 may merge two. */
   encoded?: Record<string, string>;
+  /** Not credentials: an operator's word to ccm (e.g. the release of a held deletion). */
+  annotations?: Record<string, string>;
 }
 
 /** Whether two Secrets hold the same values, as the API server sent them. */
@@ -26,7 +28,7 @@ export async function readSecret(
 ): Promise<SecretData> {
   try {
     const secret = await http.request<{
-      metadata?: { resourceVersion?: string };
+      metadata?: { resourceVersion?: string; annotations?: Record<string, string> };
       data?: Record<string, string>;
     }>({
       method: 'GET',
@@ -37,7 +39,12 @@ export async function readSecret(
     const data: Record<string, string> = {};
     for (const [key, value] of Object.entries(secret.data ?? {}))
       data[key] = Buffer.from(value, 'base64').toString('utf8');
-    return { resourceVersion: secret.metadata?.resourceVersion ?? '', data, encoded: secret.data ?? {} };
+    return {
+      resourceVersion: secret.metadata?.resourceVersion ?? '',
+      data,
+      encoded: secret.data ?? {},
+      annotations: secret.metadata?.annotations ?? {},
+    };
   } catch (err) {
     if (err instanceof KubeApiError && err.status === 404) {
       throw new KubeApiError(

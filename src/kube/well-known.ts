@@ -33,6 +33,17 @@ export const SOURCE_LIFECYCLE_CONTROLLER = 'cloud-node-lifecycle-controller';
 export const EVENT_SYNCED = 'Synced';
 export const EVENT_DELETING_NODE = 'DeletingNode';
 export const EVENT_DELETING_NODE_FAILED = 'DeletingNodeFailed';
+/** ccm's own: the deletion brake kept this Node (deletion-brake.ts). */
+export const EVENT_NODE_DELETION_HELD = 'NodeDeletionHeld';
+/**
+ * On a DeletingNode Event: the hold an operator released, which allowed the deletion. Such deletions
+ * count towards neither the brake's share nor its rate.
+ */
+export const ANNOTATION_DELETION_RELEASE = 'ccm.io/deletion-release';
+/** On a NodeDeletionHeld Event: the id of the hold it tells of. */
+export const ANNOTATION_DELETION_HOLD = 'ccm.io/deletion-hold';
+/** On the credentials Secret: `ccm run` deletes the held Nodes whose hold has this id. */
+export const ANNOTATION_ALLOW_MASS_DELETION = 'ccm.io/allow-mass-deletion';
 
 /** Label domains a cloud's additional labels may not use. */
 export const RESERVED_LABEL_DOMAINS = ['kubernetes.io', 'k8s.io'] as const;

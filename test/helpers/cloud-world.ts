@@ -12,12 +12,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
+import { type CoreV1Api, PatchStrategy, setHeaderOptions, type V1Secret } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { parse, stringify } from 'yaml';
 import type { RunDeps, RunInput } from '../../src/cli/run.js';
 import { loadKubeConfig } from '../../src/kube/config.js';
 import { KubeTransport } from '../../src/kube/transport.js';
+import { parseProviderID } from '../../src/providers/provider-id.js';
 import { credentials as tritonCredentials } from '../../src/providers/triton/credentials.js';
 import { BrightboxSimulator, SIM_CLIENT } from '../clouds/brightbox/simulator.js';
 import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
@@ -47,6 +48,8 @@ export const CLOUDLYCKE_LABELS = {
 /** Cloudlycke's "simulator": its inventory file, which tests rewrite as Vagrant would. */
 export class CloudlyckeInventory {
   path = '';
+  /** What `seed` wrote at `path`, for `vanish` to rewrite. */
+  instances: InventoryInstance[] = [];
   /** Writes a new inventory file (with CLOUDLYCKE_DEFAULTS) and returns its path. */
   write(instances: InventoryInstance[], defaults: Record<string, string> = CLOUDLYCKE_DEFAULTS): string {
     return writeInventory(instances, defaults);
@@ -116,12 +119,33 @@ export interface CloudWorld<C extends CloudName = CloudName> {
    * never lists) too (test/helpers/run.ts expectTwoReadyReplicas).
    */
   expectTwoReadyReplicas(): Promise<void>;
+  /** Adds n instances (as `options.instances` does) and returns the Nodes their kubelets register. */
+  seed(n: number): NodeSpec[];
+  /** The instance of this provider ID is deleted behind ccm's back. */
+  vanish(providerID: string): void;
+  /**
+   * Another account of the same cloud, with an instance of its own and none of this world's: its
+   * every lookup of this world's instances is a genuine "not found". Stopped by cleanup.
+   */
+  otherAccount(): Promise<OtherAccount>;
   /** `ccm run` in this process against this world; stopped by `stopRuns` (after each test). */
   run(overrides?: Partial<RunInput>, deps?: RunDeps): Promise<InProcess>;
   stopRuns(): Promise<void>;
-  /** Between tests: every Node deleted, the simulator emptied (or restarted with `fresh`). */
+  /**
+   * Between tests: every Node deleted, and their Events (the deletion brake counts the deletions of
+   * the last 10 minutes from them: the previous test's would count towards this one's), the simulator
+   * emptied (or restarted with `fresh`).
+   */
   reset(options?: { fresh?: boolean }): Promise<void>;
   cleanup(): Promise<void>;
+}
+
+export interface OtherAccount {
+  /** The CLI's cloud flags and env for this account (what `world.ccm` takes as `cloudFlags` and `env`). */
+  cli: { flags: string[]; env: Record<string, string | undefined> };
+  /** Points what `ccm run` reads (its credentials Secret; Cloudlycke: its inventory file) at this account. */
+  rotate(): Promise<void>;
+  stop(): Promise<void>;
 }
 
 interface Adapter<S> {
@@ -134,6 +158,16 @@ interface Adapter<S> {
   runProvider(sim: S, world: CloudWorld): Promise<Partial<RunInput>>;
   /** Adds n instances and returns the Nodes their kubelets register. */
   seed(sim: S, n: number): NodeSpec[];
+  vanish(sim: S, id: string): void;
+  otherAccount(sim: S, world: CloudWorld): Promise<OtherAccount>;
+}
+
+/** A merge patch of the Secret `ccm run` reads (kubectl patch secret … --type merge). */
+async function patchSecret(world: CloudWorld, name: string, stringData: Record<string, string>) {
+  await world.api.patchNamespacedSecret(
+    { name, namespace: 'kube-system', body: { stringData } },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
 }
 
 const fixture = (path: string) =>
@@ -192,10 +226,25 @@ const ADAPTERS: { [C in CloudName]: Adapter<Simulators[C]> } = {
     runProvider: async (sim) => ({ provider: 'cloudlycke', 'cloud-config': sim.path }),
     seed: (sim, n) => {
       const ids = Array.from({ length: n }, (_, i) => padded(i));
-      sim.path = sim.write(
-        ids.map((id, i) => ({ id, addresses: [{ type: 'InternalIP', address: instanceIp(i) }] })),
-      );
+      sim.instances = ids.map((id, i) => ({
+        id,
+        addresses: [{ type: 'InternalIP', address: instanceIp(i) }],
+      }));
+      sim.path = sim.write(sim.instances);
       return registered(ids);
+    },
+    vanish: (sim, id) => {
+      sim.instances = sim.instances.filter((i) => i.id !== id);
+      sim.rewrite(sim.path, sim.instances);
+    },
+    otherAccount: async (sim) => {
+      const theirs = [{ id: 'someone-elses-1' }, { id: 'someone-elses-2' }];
+      const path = sim.write(theirs);
+      return {
+        cli: { flags: ['--cloud-config', path], env: {} },
+        rotate: async () => sim.rewrite(sim.path, theirs),
+        stop: async () => {},
+      };
     },
   },
   digitalocean: {
@@ -221,6 +270,16 @@ const ADAPTERS: { [C in CloudName]: Adapter<Simulators[C]> } = {
         })),
       );
       return registered(names);
+    },
+    vanish: (sim, id) => sim.removeDroplet(Number(id)),
+    otherAccount: async (sim, world) => {
+      const other = sim.addAccount('dop_v1_anotheraccount0123456789abcd');
+      other.addDroplets({ id: 900_001, name: 'someone-elses-1', privateIP: '10.200.0.1' });
+      return {
+        cli: { flags: ['--cloud-api-url', sim.url], env: { DO_ACCESS_TOKEN: other.token } },
+        rotate: () => patchSecret(world, 'digitalocean', { 'access-token': other.token }),
+        stop: async () => {},
+      };
     },
   },
   openstack: {
@@ -249,6 +308,21 @@ const ADAPTERS: { [C in CloudName]: Adapter<Simulators[C]> } = {
         sim.addServer({ name, addresses: { private: [{ addr: instanceIp(i) }] } });
       });
       return registered(names);
+    },
+    vanish: (sim, id) => {
+      sim.servers.delete(id);
+    },
+    otherAccount: async (_, world) => {
+      // Another cloud (its own Keystone), named by the cloud.conf in the Secret.
+      const other = await new OpenStackSimulator().start();
+      other.addServer({ name: 'someone-elses-1', addresses: { private: [{ addr: '10.200.0.1' }] } });
+      const path = join(world.dir, 'other-cloud.conf');
+      writeFileSync(path, openStackCloudConf(other), { mode: 0o600 });
+      return {
+        cli: { flags: ['--cloud-config', path], env: {} },
+        rotate: () => patchSecret(world, 'cloud-config', { 'cloud.conf': openStackCloudConf(other) }),
+        stop: () => other.stop(),
+      };
     },
   },
   brightbox: {
@@ -287,6 +361,22 @@ const ADAPTERS: { [C in CloudName]: Adapter<Simulators[C]> } = {
           { type: 'Hostname', address: name },
         ],
       }));
+    },
+    vanish: (sim, id) => {
+      sim.servers.delete(id);
+    },
+    otherAccount: async (_, world) => {
+      // Another account's API (the Secret's apiurl), with the same client's credentials.
+      const other = await new BrightboxSimulator().start();
+      other.addServer({ id: 'srv-zzzzz', name: 'someone-elses-1', zone: 'gb1-a', ipv4: '10.250.0.1' });
+      return {
+        cli: {
+          flags: ['--cloud-api-url', other.url],
+          env: { BRIGHTBOX_CLIENT: SIM_CLIENT.id, BRIGHTBOX_CLIENT_SECRET: SIM_CLIENT.secret },
+        },
+        rotate: () => patchSecret(world, 'brightbox-credentials', { apiurl: other.url }),
+        stop: () => other.close(),
+      };
     },
   },
   triton: {
@@ -336,6 +426,26 @@ const ADAPTERS: { [C in CloudName]: Adapter<Simulators[C]> } = {
       });
       return registered(names);
     },
+    vanish: (sim, id) => {
+      sim.machines.delete(id);
+    },
+    otherAccount: async (sim, world) => {
+      // Another datacenter's CloudAPI (the Secret's url), which knows the same key.
+      const other = await new TritonSim({ login: 'demo' }).start();
+      other.addKey(world.key.publicKey);
+      other.addMachine({ name: 'someone-elses-1', ips: ['10.200.0.1'], primaryIp: '10.200.0.1' });
+      const own = ADAPTERS.triton.cli(sim, world);
+      return {
+        cli: { flags: own.flags, env: { ...own.env, TRITON_URL: other.url } },
+        rotate: () =>
+          patchSecret(
+            world,
+            tritonCredentials.secretName as string,
+            tritonSecret({ url: other.url }).stringData as Record<string, string>,
+          ),
+        stop: () => other.stop(),
+      };
+    },
   },
 };
 
@@ -346,6 +456,7 @@ export async function cloudWorld<C extends CloudName>(
 ): Promise<CloudWorld<C>> {
   const adapter = ADAPTERS[cloud] as unknown as Adapter<Simulators[C]>;
   const runs = new Set<InProcess>();
+  const others: OtherAccount[] = [];
   let transport: KubeTransport | undefined;
   const keys = new KeyFolder();
   const world: CloudWorld<C> = {
@@ -383,6 +494,17 @@ export async function cloudWorld<C extends CloudName>(
       const seconds = (performance.now() - started) / 1000;
       return { ...result, seconds, writes: (await world.cp.writes(CCM_USER)).slice(before) };
     },
+    seed: (n) => adapter.seed(world.sim, n),
+    vanish: (providerID) => {
+      const parsed = parseProviderID(providerID);
+      if (!parsed) throw new Error(`vanish: ${providerID} is no provider ID`);
+      adapter.vanish(world.sim, parsed.id);
+    },
+    async otherAccount() {
+      const other = await adapter.otherAccount(world.sim, world as CloudWorld);
+      others.push(other);
+      return other;
+    },
     async runProvider() {
       return { provider: cloud, 'cloud-config': undefined, ...(await adapter.runProvider(world.sim, world)) };
     },
@@ -419,9 +541,11 @@ export async function cloudWorld<C extends CloudName>(
         world.sim = await adapter.start(world as CloudWorld);
       } else adapter.clear(world.sim);
       await deleteAllNodes(world.api);
+      await world.api.deleteCollectionNamespacedEvent({ namespace: 'default' });
     },
     async cleanup() {
       await world.stopRuns();
+      await Promise.all(others.splice(0).map((o) => o.stop()));
       await transport?.close();
       await Promise.all([world.cp?.stop(), world.sim && adapter.stop(world.sim)]);
       keys.remove();

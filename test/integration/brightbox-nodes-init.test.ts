@@ -103,15 +103,23 @@ describe('ccm nodes init --provider brightbox', () => {
       { name: 'srv-flaky', providerID: 'brightbox://srv-flaky', ...gone },
     ]);
     world.sim.inject({ path: '/1.0/servers/srv-proxy', status: 404, body: '<html>Not Found</html>' });
-    world.sim.inject({ path: '/1.0/servers/srv-flaky', status: 503, times: 10 });
-    const run = await nodesInit('--deletion-grace-period', '0s', '--json');
+    world.sim.inject({ path: '/1.0/servers/srv-flaky', status: 503, times: 20 });
+    // 5 of 6 missing would be held by the deletion brake before any lookup, and a pass confirms 3
+    // deletions at most: the lookups are what this test is about, so two passes, brake wide open.
+    const brake = ['--max-deletion-ratio', '0.9', '--node-deletion-rate', '1000'];
+    const first = await nodesInit('--deletion-grace-period', '0s', '--json', ...brake);
+    // The first pass's deletions are read back from their Events, whose times count to the end of
+    // their second: past it, the rate has tokens again.
+    await new Promise((r) => setTimeout(r, 1100));
+    const run = await nodesInit('--deletion-grace-period', '0s', '--json', ...brake);
     const names = (await api().listNode()).items.map((n) => n.metadata?.name).sort();
     // The official controller's instances.go l.133-144: a server answered as deleted or failed does
     // not exist, like Brightbox's own 404 (srv-gone1); a foreign 404 or an outage is never "gone".
     expect(names).toEqual(['srv-alive', 'srv-flaky', 'srv-proxy']);
+    expect(JSON.parse(first.stdout).summary).toMatchObject({ deleted: 3 });
     expect(run.exitCode).toBe(1);
     const report = JSON.parse(run.stdout);
-    expect(report.summary).toMatchObject({ deleted: 3 });
+    expect(report.summary).toMatchObject({ deleted: 0, failed: 2, waiting: 0 });
   });
 
   it('deletes and initialises nothing when the listing fails', async () => {

@@ -283,6 +283,7 @@ describe('the generated CronJob', () => {
       { apiGroups: [''], resources: ['nodes'], verbs: ['delete', 'get', 'list', 'patch'] },
       { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['list'] },
     ]);
     const binding = await rbac.readClusterRoleBinding({ name: ROLE });
     expect(binding.roleRef).toEqual({
@@ -303,6 +304,8 @@ describe('the generated CronJob', () => {
 describe('`ccm nodes init` as the CronJob ServiceAccount', () => {
   beforeEach(async () => {
     await deleteAllNodes(core);
+    // The deletion brake counts the last 10 minutes' deletions from their Events: not the last test's.
+    await core.deleteCollectionNamespacedEvent({ namespace: 'default' });
   });
 
   it('accepts the example inventory of the ConfigMap (dry run)', async () => {
@@ -411,6 +414,52 @@ describe('`ccm nodes init` as the CronJob ServiceAccount', () => {
     expect(await nodeExists('gone')).toBe(true);
     expect(run.writes.filter((w) => w.responseStatus?.code === 403).map(describeWrite)).toEqual([
       'delete nodes',
+    ]);
+  });
+
+  it('negative control: the same role without `list` on events holds the gone Node (the brake cannot count), exit 3', async () => {
+    const name = 'ccm-without-list-events';
+    const role = generatedDocument<V1ClusterRole>('ClusterRole', ROLE);
+    const listRule = role.rules?.find((r) => r.resources?.includes('events') && r.verbs.includes('list'));
+    expect(listRule?.verbs).toEqual(['list']);
+    role.rules = role.rules?.filter((r) => r !== listRule);
+    role.metadata = { name: `ccm-test:${name}` };
+    await apply({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace: NAMESPACE } });
+    await apply(role);
+    await apply({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: `ccm-test:${name}` },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `ccm-test:${name}` },
+      subjects: [{ kind: 'ServiceAccount', name, namespace: NAMESPACE }],
+    });
+
+    const inventory = writeInventory([{ id: 'alive' }], DEFAULTS);
+    await createNodes(core, [
+      { name: 'alive', providerID: 'cloudlycke://alive', tainted: false },
+      { name: 'gone', providerID: 'cloudlycke://gone', ...gone },
+    ]);
+    const user = `system:serviceaccount:${NAMESPACE}:${name}`;
+    const before = (await world.cp.requests(user)).length;
+    const run = await nodesInitAs(
+      user,
+      await serviceAccountKubeconfig(name),
+      inventory,
+      '--deletion-grace-period',
+      '0s',
+      '--json',
+    );
+    expect(run.exitCode).toBe(3);
+    const report = JSON.parse(run.stdout);
+    expect(report.nodes.find((n: { name: string }) => n.name === 'gone')).toMatchObject({
+      result: 'held',
+      reason: expect.stringMatching(/could not be read \(not allowed to list events in namespace default;/),
+    });
+    expect(await nodeExists('gone')).toBe(true);
+    const requests = (await world.cp.requests(user)).slice(before);
+    expect(requests.filter((r) => r.responseStatus?.code === 403).map(describeWrite)).toEqual([
+      'list events',
+      'list events',
     ]);
   });
 });

@@ -205,7 +205,7 @@ describe('ccm doctor', () => {
     expect(run.stderr).toBe('');
     const marks = run.lines.filter((l) => /^[✓✗!] /.test(l));
     expect(marks.filter((l) => !l.startsWith('✓'))).toEqual([]);
-    expect(marks.length).toBe(16);
+    expect(marks.length).toBe(17);
     // The rows in the order of the table of checks in docs/troubleshooting.md.
     const page = readFileSync(new URL('../../docs/troubleshooting.md', import.meta.url), 'utf8');
     const table = page.split('| check | what it reads | ✗ when |')[1]?.split('\n\n')[0] ?? '';

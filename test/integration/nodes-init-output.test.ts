@@ -106,6 +106,8 @@ describe('a mixed pass, off a terminal', () => {
       initialized: 1,
       updated: 1,
       deleted: 1,
+      held: 0,
+      waiting: 0,
       unchanged: 1,
       skipped: 1,
       failed: 2,

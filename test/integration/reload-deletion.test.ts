@@ -11,10 +11,14 @@
  */
 import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { pino } from 'pino';
 import { afterAll, expect, it } from 'vitest';
 import { budgetedProvider, type ProviderHolder, TokenBucket } from '../../src/controllers/cloud-budget.js';
+import { DEFAULT_BRAKE_OPTIONS } from '../../src/controllers/deletion-brake.js';
+import { DeletionGuard } from '../../src/controllers/deletion-guard.js';
 import { InstanceCache } from '../../src/controllers/instance-cache.js';
 import type { ControllerContext } from '../../src/controllers/manager.js';
+import { createMetrics } from '../../src/controllers/metrics.js';
 import { reconcileNode } from '../../src/controllers/node-reconcile.js';
 import { createNodeClient } from '../../src/kube/nodes.js';
 import { type SlimNode, slimNode } from '../../src/kube/slim-node.js';
@@ -45,12 +49,25 @@ it('a lookup made with reloaded credentials does not confirm a deletion from the
   const holder: ProviderHolder = { current: cloudlycke.create({ inventory: ours }, {}) };
   const provider = budgetedProvider(holder, new TokenBucket(100, 100));
   const cloud = new InstanceCache({ list: () => provider.instances.list(), nodes: () => known });
+  const kube = createNodeClient(world.transport());
   const ctx = {
-    kube: createNodeClient(world.transport()),
+    kube,
     provider,
     cloud,
     options: { deletionGracePeriodMs: 0 },
   } as unknown as ControllerContext;
+  // The lifecycle controller's deletion brake, as it runs: 1 Node of 2 is never held.
+  const brake = new DeletionGuard({
+    kube,
+    transport: world.transport(),
+    log: pino({ level: 'silent' }),
+    metrics: createMetrics(),
+    options: DEFAULT_BRAKE_OPTIONS,
+    deletionGracePeriodMs: 0,
+    scheme: () => provider.providerIdScheme,
+    nodes: () => known,
+    status: {},
+  });
   const reload = (inventory: string) => {
     holder.current = cloudlycke.create({ inventory }, {});
     return cloud.invalidate('credentials changed (test)');
@@ -59,6 +76,7 @@ it('a lookup made with reloaded credentials does not confirm a deletion from the
     reconcileNode(ctx, slimNode(await world.api.readNode({ name: 'gone-1' })), view, {
       cloudNode: false,
       lifecycle: true,
+      brake,
     });
   const exists = async (name: string) =>
     (await world.api.listNode({ fieldSelector: `metadata.name=${name}` })).items.length === 1;

@@ -55,6 +55,7 @@ async function stage(controllers: string, instances: string[]) {
     log,
   });
   const started = startControllers({
+    deletionHold: {},
     selection: selectControllers(controllers),
     options: TEST_CONTROLLER_OPTIONS,
     transport,

@@ -12,6 +12,7 @@ import type { Informers } from '../../src/cli/run/kube.js';
 import { Leadership } from '../../src/cli/run/leadership.js';
 import { serveHealth } from '../../src/cli/run/server.js';
 import type { RunPhase } from '../../src/cli/run/types.js';
+import type { HoldStatus } from '../../src/controllers/deletion-guard.js';
 import { createMetrics } from '../../src/controllers/metrics.js';
 import type { Serving } from '../../src/controllers/server.js';
 import { loadKubeConfig } from '../../src/kube/config.js';
@@ -51,6 +52,7 @@ function sources(elect = false) {
     },
     leadership: new Leadership(elect),
     phase: { current: 'running' } as RunPhase,
+    deletionHold: {} as HoldStatus,
     metrics: createMetrics(),
     transport,
     lines: sink.lines,
@@ -85,6 +87,7 @@ describe('serveHealth', () => {
           '[-]informer-sync failed: waiting for nodes',
           '[-]cloud failed: waiting for the cloud to accept the credentials',
           '[+]leader-election ok: disabled',
+          '[+]deletion-brake ok',
           '[+]shutdown ok',
           'not ok',
         ],
@@ -97,9 +100,24 @@ describe('serveHealth', () => {
         '[+]informer-sync ok',
         '[+]cloud ok',
         '[+]leader-election ok: disabled',
+        '[+]deletion-brake ok',
         '[+]shutdown ok',
         'ok',
       ]);
+      // A held deletion is a note, never a failure: a restart would not release it.
+      s.deletionHold.current = {
+        id: '6-0123abcd',
+        count: 6,
+        reason: 'the listing lost 6 of 10 Nodes',
+        release: 'R',
+      };
+      expect(await readyz(serving)).toMatchObject({
+        status: 200,
+        lines: expect.arrayContaining([
+          '[+]deletion-brake ok: holding the deletion of 6 Nodes (hold 6-0123abcd): the listing lost 6 of 10 Nodes; release: R',
+        ]),
+      });
+      s.deletionHold.current = undefined;
       expect(await (await fetch(`${serving.url}/metrics`)).text()).toContain('ccm_leader 1');
       s.phase.current = 'stopping';
       expect(await readyz(serving)).toMatchObject({

@@ -103,6 +103,7 @@ function screened<Row>(report: Report<Row>): Report<Row> {
     notes: report.notes?.map(line),
     errors: report.errors?.map(line),
     failed: report.failed,
+    exitCode: report.exitCode,
     documents: report.documents,
   };
   return fields;

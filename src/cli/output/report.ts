@@ -26,8 +26,10 @@ export interface Report<Row = unknown> {
   notes?: readonly string[];
   /** Failures not tied to one row; shown in red, kept by --quiet. */
   errors?: readonly string[];
-  /** Exit status 1. */
+  /** Exit status 1 (or `exitCode`). */
   failed: boolean;
+  /** The exit status of a failed report when it is not 1 (`nodes init`'s 3 for a held pass). */
+  exitCode?: number;
   /**
    * Views in which the result is a document of its own rather than a summary and a table (the YAML
    * of `ccm manifests`, which must stay appliable as it is printed).

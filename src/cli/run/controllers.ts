@@ -1,5 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import type { HoldStatus } from '../../controllers/deletion-guard.js';
 import {
   type Controller,
   type ControllerContext,
@@ -14,6 +15,7 @@ import { createInformer, type Informer, type InformerOptions } from '../../kube/
 import { createNodeClient } from '../../kube/nodes.js';
 import { slimNode } from '../../kube/slim-node.js';
 import type { KubeTransport } from '../../kube/transport.js';
+import type { SecretRef } from '../provider-config.js';
 import type { Cloud } from './cloud.js';
 import type { Informers } from './kube.js';
 
@@ -38,6 +40,8 @@ export function startControllers({
   cloud,
   metrics,
   log,
+  credentialsSecret,
+  deletionHold,
 }: {
   selection: Selection;
   options: ControllerOptions;
@@ -47,6 +51,10 @@ export function startControllers({
   cloud: Pick<Cloud, 'provider' | 'budget' | 'cache'>;
   metrics: Metrics;
   log: Logger;
+  /** The Secret whose ccm.io/allow-mass-deletion annotation releases a held deletion. */
+  credentialsSecret?: SecretRef;
+  /** Where the lifecycle controller says a deletion hold, for /readyz. */
+  deletionHold: HoldStatus;
 }): Controllers {
   const makeInformer = <T>(informerOptions: Omit<InformerOptions<T>, 'transport'>): Informer<T> => {
     const informer = createInformer<T>({
@@ -80,6 +88,8 @@ export function startControllers({
     metrics,
     options,
     signal: stopper.signal,
+    ...(credentialsSecret ? { credentialsSecret } : {}),
+    deletionHold,
   };
   // A leadership term: the controllers started when this replica became leader, stopped when it
   // stops leading (a lost Lease, or shutdown); a replica that leads again starts a new term.

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { delegatedAuth } from '../../controllers/delegated-auth.js';
+import type { HoldStatus } from '../../controllers/deletion-guard.js';
 import type { Metrics } from '../../controllers/metrics.js';
 import { type Check, type Serving, serve } from '../../controllers/server.js';
 import type { KubeTransport } from '../../kube/transport.js';
@@ -16,10 +17,18 @@ export interface ReadinessSources {
   cloud: Pick<Cloud, 'credentialsAccepted'>;
   leadership: Leadership;
   phase: RunPhase;
+  /** Set by the lifecycle controller while this replica leads and holds deletions. */
+  deletionHold: HoldStatus;
 }
 
-/** /readyz: the informers synced, the credentials accepted, the replica's role, and not shutting down. */
-export function readinessChecks({ informers, cloud, leadership, phase }: ReadinessSources): Check[] {
+/** /readyz: the informers synced, the credentials accepted, the replica's role, a deletion hold (a note), and not shutting down. */
+export function readinessChecks({
+  informers,
+  cloud,
+  leadership,
+  phase,
+  deletionHold,
+}: ReadinessSources): Check[] {
   return [
     {
       name: 'informer-sync',
@@ -49,6 +58,19 @@ export function readinessChecks({ informers, cloud, leadership, phase }: Readine
                 ok: true,
                 detail: `standby${leadership.elector?.holder ? ` (leader: ${leadership.elector.holder})` : ''}`,
               },
+    },
+    {
+      // A note, never a failure: a held deletion needs a person, not a restart.
+      name: 'deletion-brake',
+      run: () => {
+        const hold = deletionHold.current;
+        return hold
+          ? {
+              ok: true,
+              detail: `holding the deletion of ${hold.count} Nodes (hold ${hold.id}): ${hold.reason}; release: ${hold.release}`,
+            }
+          : { ok: true };
+      },
     },
     {
       name: 'shutdown',

@@ -1,5 +1,6 @@
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand, integerInRange } from '../../cli/base-command.js';
+import { brakeFlags, brakeOptionsFrom } from '../../cli/brake-flags.js';
 import { parseDuration } from '../../cli/duration.js';
 import { flagValueError } from '../../cli/errors.js';
 import type { Report } from '../../cli/output/report.js';
@@ -9,12 +10,14 @@ export default class NodesInit extends BaseCommand {
   static override summary = 'Initialise and reconcile every Node against the cloud once, then exit';
   static override description = [
     'Initialises Nodes tainted node.cloudprovider.kubernetes.io/uninitialized (provider ID, instance type, zone and region labels, addresses; the taint is removed), reconciles labels and addresses of initialised Nodes, taints Nodes whose instance is shut down, and deletes Nodes whose instance the cloud positively reports as gone. Meant for a CronJob.',
-    'Exit status: 0 all Nodes reconciled, 1 some failed or the cloud listing failed (the report says which and why), 2 usage or configuration error.',
+    'Deletions pass the deletion brake: when the listing lost more than --max-deletion-ratio of the Nodes at once (counting those deleted in the last 10 minutes), none is deleted and the report names the hold; beyond 3 back to back, deletions wait for --node-deletion-rate, and a later pass deletes the rest.',
+    'Exit status: 0 all Nodes reconciled (some may wait for the deletion rate), 1 some failed or the cloud listing failed (the report says which and why), 2 usage or configuration error, 3 the deletion brake held the deletions (release them with --allow-mass-deletion <id>).',
   ].join('\n\n');
   static override examples = [
     '<%= config.bin %> nodes init --provider cloudlycke --cloud-config inventory.yaml',
     '<%= config.bin %> nodes init --provider cloudlycke --dry-run -o wide',
     '<%= config.bin %> nodes init --provider cloudlycke -o json',
+    '<%= config.bin %> nodes init --provider digitalocean --allow-mass-deletion 18-3f9a2c1b',
   ];
   static override flags = {
     'dry-run': Flags.boolean({ description: 'Print the plan; write nothing', default: false }),
@@ -28,6 +31,11 @@ export default class NodesInit extends BaseCommand {
     'deletion-grace-period': Flags.string({
       description: 'A Node younger than this is never deleted (clouds are eventually consistent)',
       default: '5m',
+    }),
+    ...brakeFlags,
+    'allow-mass-deletion': Flags.string({
+      description:
+        'Delete the Nodes of this held deletion (the id the held report and Events name), in this pass only; refused unless it is the current hold',
     }),
   };
 
@@ -46,7 +54,15 @@ export default class NodesInit extends BaseCommand {
     const result = await runNodesInit({
       ...flags,
       progress: this.progress,
-      pass: { dryRun: flags['dry-run'], concurrency: flags.concurrency, deletionGracePeriodMs: grace },
+      pass: {
+        dryRun: flags['dry-run'],
+        concurrency: flags.concurrency,
+        deletionGracePeriodMs: grace,
+        brake: brakeOptionsFrom(flags),
+      },
+      ...(flags['allow-mass-deletion'] !== undefined
+        ? { allowMassDeletion: flags['allow-mass-deletion'] }
+        : {}),
       env: process.env,
     });
     return nodesInitReport(result);

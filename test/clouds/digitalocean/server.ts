@@ -134,6 +134,8 @@ export class DigitalOceanSimulator {
   /** When each load balancer was last changed (Date.now()). */
   private readonly changedAt = new Map<string, number>();
   private readonly faults = new FaultList<Fault>(1);
+  /** Other accounts on the same API, by their `Authorization` header (addAccount). */
+  private readonly accounts = new Map<string, DigitalOceanSimulator>();
   /**
    * While true, a load balancer stays `new` however often it is read: DigitalOcean takes minutes to
    * build one, and its official controller answers "load-balancer is not yet active" until then
@@ -178,6 +180,7 @@ export class DigitalOceanSimulator {
   }
 
   reset(): void {
+    this.accounts.clear();
     this.requests.length = 0;
     this.droplets.clear();
     this.loadBalancers.clear();
@@ -189,6 +192,18 @@ export class DigitalOceanSimulator {
 
   fault(fault: Fault): void {
     this.faults.add(fault);
+  }
+
+  /**
+   * Another account on the same API: requests with its token see its own droplets and load
+   * balancers, never this account's (a droplet of this one is a plain 404 to it), and are recorded
+   * in its own `requests`.
+   */
+  addAccount(token: string): DigitalOceanSimulator {
+    const other = new DigitalOceanSimulator(this.spec, { ...this.options, token });
+    other.url = this.url;
+    this.accounts.set(`Bearer ${token}`, other);
+    return other;
   }
 
   addDroplets(...inputs: DropletInput[]): Json[] {
@@ -257,6 +272,8 @@ export class DigitalOceanSimulator {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const account = this.accounts.get(req.headers.authorization ?? '');
+    if (account) return account.handle(req, res);
     const raw = await readBody(req);
     const url = new URL(req.url ?? '/', this.url);
     const record: RecordedRequest = {

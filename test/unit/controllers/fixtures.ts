@@ -1,6 +1,7 @@
 import type { PassOptions } from '../../../src/controllers/nodes-pass.js';
 import type { NodePlan } from '../../../src/controllers/plan.js';
 import { KubeApiError } from '../../../src/kube/errors.js';
+import type { NodeEventRecord } from '../../../src/kube/node-events.js';
 import type { NodeClient, NodeConditionSpec, NodeEventSpec } from '../../../src/kube/nodes.js';
 import type { SlimNode, SlimNodeAddress, SlimTaint } from '../../../src/kube/slim-node.js';
 import {
@@ -231,5 +232,12 @@ export class FakeNodeClient implements NodeClient {
 
   async createEvent(event: NodeEventSpec): Promise<void> {
     this.record({ op: 'createEvent', event: structuredClone(event) });
+  }
+
+  /** The Events a test says were recorded before (none by default); read, not written. */
+  nodeEvents: (NodeEventRecord & { reason: string })[] = [];
+
+  async listNodeEvents(reason: string, sinceMs: number): Promise<NodeEventRecord[]> {
+    return this.nodeEvents.filter((e) => e.reason === reason && e.at > sinceMs);
   }
 }

@@ -773,6 +773,8 @@ describe('resultOf and buildReport', () => {
       initialized: 1,
       updated: 2,
       deleted: 1,
+      held: 0,
+      waiting: 0,
       unchanged: 1,
       skipped: 1,
       failed: 1,

@@ -1,0 +1,4 @@
+/** The deletion brake on brightbox: `ccm nodes init` and `ccm run` (test/helpers/deletion-brake.ts). */
+import { deletionBrakeTests } from '../helpers/deletion-brake.js';
+
+deletionBrakeTests('brightbox');
