@@ -569,27 +569,3 @@ const NODES_INIT_RESOURCES = { requests: { cpu: '50m', memory: '128Mi' }, limits
 export function manifestsAsYaml(objects: readonly K8sObject[]): string {
   return objects.map((o) => `---\n${objectYaml(o)}`).join('');
 }
-
-export function fileName(object: K8sObject, index: number): string {
-  const safe = object.metadata.name.replace(/[^a-z0-9.-]+/gi, '-');
-  return `${String(index + 1).padStart(2, '0')}-${object.kind.toLowerCase()}-${safe}.yaml`;
-}
-
-/** One file per object, numbered in apply order; an existing folder's other files are left alone. */
-export async function writeManifests(
-  dir: string,
-  objects: readonly K8sObject[],
-  format: 'yaml' | 'json',
-): Promise<string[]> {
-  const { mkdir, writeFile } = await import('node:fs/promises');
-  const { join } = await import('node:path');
-  await mkdir(dir, { recursive: true });
-  const written: string[] = [];
-  for (const [i, object] of objects.entries()) {
-    const name = fileName(object, i).replace(/\.yaml$/, format === 'json' ? '.json' : '.yaml');
-    const path = join(dir, name);
-    await writeFile(path, format === 'json' ? `${JSON.stringify(object, null, 2)}\n` : objectYaml(object));
-    written.push(path);
-  }
-  return written;
-}

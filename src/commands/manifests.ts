@@ -66,7 +66,7 @@ export default class Manifests extends BaseCommand {
     }),
     out: Flags.string({
       description:
-        'Write one file per object into this folder instead of printing (YAML files; JSON files with -o json), and list what was written',
+        'Write one file per object into this folder instead of printing (YAML; JSON with -o json), and list them. A later run replaces the files it wrote there and removes those it no longer writes; a folder holding YAML or JSON files ccm did not write is refused',
     }),
   };
 
@@ -97,7 +97,7 @@ export default class Manifests extends BaseCommand {
         }`,
       );
     }
-    const { parseNodeSelector, renderManifests, writeManifests } = await import('../cli/manifests.js');
+    const { parseNodeSelector, renderManifests } = await import('../cli/manifests.js');
     const { manifestsReport, manifestsWrittenReport } = await import('../cli/manifests-report.js');
     const objects = renderManifests(provider, {
       image: flags.image,
@@ -119,7 +119,8 @@ export default class Manifests extends BaseCommand {
       leaseName: 'cloud-controller-manager',
     });
     if (!flags.out) return manifestsReport(objects, flags.provider);
-    const files = await writeManifests(flags.out, objects, this.view === 'json' ? 'json' : 'yaml');
-    return manifestsWrittenReport(objects, files, flags.out);
+    const { writeManifests } = await import('../cli/manifests-out.js');
+    const written = await writeManifests(flags.out, objects, this.view === 'json' ? 'json' : 'yaml');
+    return manifestsWrittenReport(objects, written, flags.out);
   }
 }
