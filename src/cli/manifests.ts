@@ -8,6 +8,7 @@ import {
   TAINT_NOT_READY,
   TAINT_UNINITIALIZED,
 } from '../kube/well-known.js';
+import { encryptedOrLocal } from '../plain-http.js';
 import type { ProviderDefinition } from '../providers/types.js';
 import { UsageError } from './errors.js';
 import { objectYaml } from './output/object-yaml.js';
@@ -39,6 +40,8 @@ export interface ManifestOptions {
   imagePullPolicy?: ImagePullPolicy;
   /** --cloud-api-url of the pods' `ccm run` and `ccm nodes init`. */
   cloudApiUrl?: string;
+  /** --insecure-cloud-api: a plain-http cloudApiUrl on the Node's loopback is taken (see checkPodCloudApiUrl). */
+  insecureCloudApi?: boolean;
   /** --log-level of the pods, when not the default (info). */
   logLevel?: string;
   /** --request-timeout of the pods, in ms (0: none). */
@@ -155,6 +158,28 @@ export function checkImage(image: string, pullPolicy: ImagePullPolicy = 'IfNotPr
   }
 }
 
+/**
+ * The pods send the cloud token to --cloud-api-url from their Node's own network (hostNetwork). Plain
+ * http there carries it unencrypted: to another machine across the network (which `ccm run` refuses
+ * anyway, so the pods would only crash), or to whatever listens on that port of each Node's loopback,
+ * which any local user may serve, as a `localhost/` image is refused for. The loopback case is taken
+ * with --insecure-cloud-api, for a proxy the operator runs on every Node or a test cloud.
+ */
+export function checkPodCloudApiUrl(url: string, insecure: boolean): void {
+  const parsed = new URL(url);
+  if (parsed.protocol !== 'http:') return;
+  if (!encryptedOrLocal(parsed)) {
+    throw new UsageError(
+      `--cloud-api-url ${url} is plain http to another machine: the token would cross the network unencrypted, and \`ccm run\` in the pods refuses it; give the cloud's https URL`,
+    );
+  }
+  if (insecure) return;
+  const port = parsed.port || '80';
+  throw new UsageError(
+    `--cloud-api-url ${url} is plain http: the pods use their Node's network, so each would send the token unencrypted to whatever listens on port ${port} of its Node; give the cloud's https URL (or add --insecure-cloud-api for a proxy you run on every Node)`,
+  );
+}
+
 const NODE_SELECTOR_KEY =
   /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 const NODE_SELECTOR_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
@@ -198,7 +223,10 @@ function durationArg(ms: number): string {
 
 export function renderManifests(provider: ProviderDefinition, options: ManifestOptions): K8sObject[] {
   checkImage(options.image, options.imagePullPolicy);
-  if (options.cloudApiUrl !== undefined) checkCloudApiUrl(provider, options.cloudApiUrl);
+  if (options.cloudApiUrl !== undefined) {
+    checkCloudApiUrl(provider, options.cloudApiUrl);
+    checkPodCloudApiUrl(options.cloudApiUrl, options.insecureCloudApi ?? false);
+  }
   const placement = options.placement ?? { kind: 'control-plane' };
   const { nodeSelector, nodeAffinity } = placementOf(placement);
   const { enabled, unavailable } = selectControllers(options.controllers);

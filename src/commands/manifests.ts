@@ -10,7 +10,7 @@ export default class Manifests extends BaseCommand {
   static override description = [
     'Prints kubectl-appliable YAML for one provider: the ServiceAccount, a least-privilege ClusterRole (exactly what the enabled controllers call), the leader-election Role, a get-by-name Role on the credentials Secret, a DaemonSet of `ccm run` (one pod per Node it may run on, one leader, the others standbys) and, with --cronjob, the `ccm nodes init` CronJob. The pods run before the CNI and on uninitialised Nodes.',
     'The pods run on control-plane Nodes only (required node affinity on node-role.kubernetes.io/control-plane, whose taint they tolerate): they hold the cloud credentials and may delete Nodes. --node-selector (still a DaemonSet, on those Nodes) or --any-node (a Deployment of two replicas, one per Node, with a PodDisruptionBudget) for clusters whose control plane runs elsewhere.',
-    'Every flag given reaches the pods: --cloud-api-url, --log-level and --request-timeout are passed to `ccm run` and `ccm nodes init`; --kubeconfig, --context and --cloud-config have no meaning in a pod and are refused.',
+    "Every flag given reaches the pods: --cloud-api-url, --log-level and --request-timeout are passed to `ccm run` and `ccm nodes init`; --kubeconfig, --context and --cloud-config have no meaning in a pod and are refused. The pods send the cloud token to --cloud-api-url from their Node's network, so it must be https (a plain http:// one on the Node's loopback only with --insecure-cloud-api).",
     'Apply with: ccm manifests --provider X --image <registry>/ccm:<version> | kubectl apply --server-side -f -',
   ].join('\n\n');
   static override examples = [
@@ -59,6 +59,11 @@ export default class Manifests extends BaseCommand {
     }),
     'cluster-cidr': Flags.string({
       description: "The cluster's Pod CIDR(s), passed to `ccm run` (the route controller runs only with it)",
+    }),
+    'insecure-cloud-api': Flags.boolean({
+      description:
+        "Take a plain http:// --cloud-api-url on the Node's loopback (a proxy you run on every Node, a test cloud): the pods send the token to it unencrypted",
+      default: false,
     }),
     cronjob: Flags.boolean({
       description: 'Also the `ccm nodes init` CronJob and its ClusterRole',
@@ -113,6 +118,7 @@ export default class Manifests extends BaseCommand {
       ...(flags['cluster-name'] ? { clusterName: flags['cluster-name'] } : {}),
       ...(flags['cluster-cidr'] ? { clusterCIDR: flags['cluster-cidr'] } : {}),
       ...(flags['cloud-api-url'] !== undefined ? { cloudApiUrl: flags['cloud-api-url'] } : {}),
+      insecureCloudApi: flags['insecure-cloud-api'],
       logLevel: flags['log-level'],
       ...(flags['request-timeout'] !== undefined ? { requestTimeoutMs: flags['request-timeout'] } : {}),
       cronjob: flags.cronjob,
