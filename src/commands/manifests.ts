@@ -14,11 +14,11 @@ export default class Manifests extends BaseCommand {
     'Apply with: ccm manifests --provider X --image <registry>/ccm:<version> | kubectl apply --server-side -f -',
   ].join('\n\n');
   static override examples = [
-    '<%= config.bin %> manifests --provider digitalocean --image registry.example.com/ccm:0.1.0 | kubectl apply --server-side -f -',
-    '<%= config.bin %> manifests --provider digitalocean --image registry.example.com/ccm:0.1.0 -o name',
-    '<%= config.bin %> manifests --provider cloudlycke --image registry.example.com/ccm:0.1.0 --cronjob --out ./ccm-manifests',
-    '<%= config.bin %> manifests --provider openstack --image registry.example.com/ccm:0.1.0 --node-selector node-role.kubernetes.io/system=true',
-    '<%= config.bin %> manifests --provider digitalocean --image localhost/ccm:0.1.0 --image-pull-policy Never',
+    '<%= config.bin %> manifests --provider digitalocean \\\n    --image registry.example.com/ccm:0.1.0 | kubectl apply --server-side -f -',
+    '<%= config.bin %> manifests --provider digitalocean \\\n    --image registry.example.com/ccm:0.1.0 -o name',
+    '<%= config.bin %> manifests --provider cloudlycke --image registry.example.com/ccm:0.1.0 \\\n    --cronjob --out ./ccm-manifests',
+    '<%= config.bin %> manifests --provider openstack --image registry.example.com/ccm:0.1.0 \\\n    --node-selector node-role.kubernetes.io/system=true',
+    '<%= config.bin %> manifests --provider digitalocean --image localhost/ccm:0.1.0 \\\n    --image-pull-policy Never',
   ];
   static override flags = {
     image: Flags.string({
