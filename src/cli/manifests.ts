@@ -127,6 +127,20 @@ function sorted(set: Set<string>): string[] {
 }
 
 /**
+ * An image reference as the container runtime parses it (distribution/reference): an optional
+ * registry host (any case, a port, or an IPv6 address in brackets), a lower-case repository path,
+ * an optional tag and an optional digest. Anything else is refused here rather than by the kubelet.
+ */
+const DOMAIN_COMPONENT = '(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])';
+const PATH_COMPONENT = '[a-z0-9]+(?:(?:[_.]|__|-+)[a-z0-9]+)*';
+const IMAGE_REFERENCE = new RegExp(
+  `^(?:(?:${DOMAIN_COMPONENT}(?:\\.${DOMAIN_COMPONENT})*|\\[[0-9a-fA-F:.]+\\])(?::[0-9]+)?/)?` +
+    `${PATH_COMPONENT}(?:/${PATH_COMPONENT})*` +
+    '(?::[\\w][\\w.-]{0,127})?' +
+    '(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$',
+);
+
+/**
  * Refuses an image a Node would pull from itself: with `localhost/…` (what podman names a local
  * build) or `127.0.0.1:5000/…`, a Node without the image asks whatever listens on its own loopback,
  * which any local user can serve, and the pod that image runs holds the cloud token. With
@@ -134,9 +148,18 @@ function sorted(set: Set<string>): string[] {
  */
 export function checkImage(image: string, pullPolicy: ImagePullPolicy = 'IfNotPresent'): void {
   const reference = image.trim();
-  if (!reference || /\s/.test(reference)) {
+  if (!IMAGE_REFERENCE.test(reference)) {
+    // The usual slip: a capital letter in the repository, which the grammar keeps lower case.
+    const slash = reference.indexOf('/');
+    const domain =
+      slash > 0 && /[.:]|^localhost$/i.test(reference.slice(0, slash)) ? reference.slice(0, slash + 1) : '';
+    const rest = reference.slice(domain.length);
+    const at = rest.search(/[:@]/);
+    const lowered = `${domain}${at < 0 ? rest.toLowerCase() : `${rest.slice(0, at).toLowerCase()}${rest.slice(at)}`}`;
     throw new UsageError(
-      `--image ${JSON.stringify(image)} is not an image reference; use e.g. registry.example.com/ccm:0.1.0`,
+      lowered !== reference && IMAGE_REFERENCE.test(lowered)
+        ? `--image ${JSON.stringify(image)} is not an image reference: a repository name is lower case (${lowered})`
+        : `--image ${JSON.stringify(image)} is not an image reference; use e.g. registry.example.com/ccm:0.1.0`,
     );
   }
   const first = (reference.split('/')[0] ?? '').toLowerCase();
