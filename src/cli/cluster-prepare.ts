@@ -142,7 +142,7 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
     kube,
   );
   if (plan.hosts.every((h) => h.error)) {
-    throw new UsageError(plan.hosts.map((h) => `${h.host.name}: ${h.error}`).join('; '));
+    throw new UsageError(hostErrors(plan.hosts));
   }
   const existing = nodes ? existingUninitialised(nodes, clusterNodes) : [];
   const candidates = input.initializeExisting ? existing : [];
@@ -299,7 +299,7 @@ async function rollback(
     plan.untaint.length > 0;
   if (input.dryRun || !changes) {
     if (failedPlans && plan.hosts.every((h) => h.error)) {
-      throw new UsageError(plan.hosts.map((h) => `${h.host.name}: ${h.error}`).join('; '));
+      throw new UsageError(hostErrors(plan.hosts));
     }
     return { rollbackPlan: plan, restart: input.restart, dryRun: input.dryRun, failed: failedPlans };
   }
@@ -417,4 +417,17 @@ export function instanceProviderID(
   throw new Error(
     `cannot tell which ${provider} instance this host is (${tried.join('; ')} among ${live.size} listed); pass --provider-id`,
   );
+}
+
+/**
+ * Every host's error, each after its host's name: "local: no kubeadm files (…)". An error that ends
+ * by naming its host ("… on local") does not name it twice.
+ */
+function hostErrors(hosts: readonly { host: { name: string }; error?: string }[]): string {
+  return hosts
+    .map(({ host, error = '' }) => {
+      const own = ` on ${host.name}`;
+      return `${host.name}: ${error.endsWith(own) ? error.slice(0, -own.length) : error}`;
+    })
+    .join('; ');
 }

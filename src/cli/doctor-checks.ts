@@ -286,17 +286,31 @@ export function checkLocalKubelet(
   );
 }
 
+/**
+ * The Lease ccm elects on. `workload` is ccm's DaemonSet (or Deployment), when applied: then the fix
+ * is not to deploy it again but what keeps its Pods from leading, which the controller-pods check names.
+ */
 export function checkLease(
   lease: LeaseInfo | undefined,
   ref: { namespace: string; name: string },
   now: Date,
+  workload?: Pick<WorkloadInfo, 'kind' | 'namespace' | 'name'>,
 ): CheckResult {
   const where = `Lease ${ref.namespace}/${ref.name}`;
-  const deploy =
-    'deploy a cloud controller: `ccm manifests --provider <cloud> --image <registry>/ccm:<version> | kubectl apply --server-side -f -`';
-  if (!lease) return fail('controller-lease', `no ${where}: no cloud controller has ever run here`, deploy);
+  const fix = workload
+    ? `${workload.kind} ${workload.namespace}/${workload.name} is applied, but none of its Pods leads: the controller-pods and rbac checks and their logs (kubectl -n ${workload.namespace} logs -l app.kubernetes.io/name=ccm) say why`
+    : 'deploy a cloud controller: `ccm manifests --provider <cloud> --image <registry>/ccm:<version> | kubectl apply --server-side -f -`';
+  if (!lease) {
+    return fail(
+      'controller-lease',
+      workload
+        ? `no ${where}: no cloud controller has led here yet`
+        : `no ${where}: no cloud controller has ever run here`,
+      fix,
+    );
+  }
   if (!lease.holderIdentity)
-    return fail('controller-lease', `${where} has no holder: the controller stopped`, deploy);
+    return fail('controller-lease', `${where} has no holder: the controller stopped`, fix);
   const duration = lease.leaseDurationSeconds ?? 15;
   const renewed = lease.renewTime
     ? Math.round((now.getTime() - Date.parse(lease.renewTime)) / 1000)

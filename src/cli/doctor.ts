@@ -69,6 +69,8 @@ import {
   whatFlagsAndEnvLack,
 } from './provider-config.js';
 
+type ProviderFlagsGiven = Pick<ClusterAndCloudFlags, 'cloud-api-url' | 'credentials-secret'>;
+
 /** `ccm doctor`: reads the cluster (and the cloud, with --provider) once, and checks it end to end. */
 
 export interface DoctorInput extends ClusterAndCloudFlags {
@@ -90,13 +92,33 @@ export interface DoctorResult {
 
 const CCM_POD_SELECTOR = 'app.kubernetes.io/name=ccm,app.kubernetes.io/component=controller';
 
-/** The result; with --provider given, a fix names that provider where it would say `<cloud>`. */
-function resultOf(checks: CheckResult[], provider?: string): DoctorResult {
-  const named = provider
-    ? checks.map((c) =>
-        c.fix ? { ...c, fix: c.fix.replaceAll('--provider <cloud>', `--provider ${provider}`) } : c,
+/**
+ * The result; with --provider given, a fix names that provider where it would say `<cloud>`, and a
+ * `ccm manifests` or `ccm migrate` in it gets the --credentials-secret and --cloud-api-url given here,
+ * so that it is copied whole. `ccm manifests` takes no plain-http URL (its pods would send the token
+ * unencrypted from their Node): such a URL is left out of it, and the fix says so.
+ */
+export function resultOf(checks: CheckResult[], provider?: string, input?: ProviderFlagsGiven): DoctorResult {
+  const url = input?.['cloud-api-url'];
+  const secret = input?.['credentials-secret'];
+  const plainHttp = url !== undefined && URL.canParse(url) && new URL(url).protocol === 'http:';
+  const word = (w: string) => (/^[\w@%+=:,./~-]+$/.test(w) ? w : `'${w.replaceAll("'", `'\\''`)}'`);
+  const extra = (withUrl: boolean) =>
+    `${secret ? ` --credentials-secret ${word(secret)}` : ''}${url && withUrl ? ` --cloud-api-url ${word(url)}` : ''}`;
+  const name = (fix: string) => {
+    const deploys = fix.includes('`ccm manifests --provider <cloud> --image');
+    const named = fix
+      .replaceAll(
+        'ccm manifests --provider <cloud>',
+        `ccm manifests --provider ${provider}${extra(!plainHttp)}`,
       )
-    : checks;
+      .replaceAll('ccm migrate --provider <cloud>', `ccm migrate --provider ${provider}${extra(true)}`)
+      .replaceAll('--provider <cloud>', `--provider ${provider}`);
+    return deploys && plainHttp
+      ? `${named} (with the cloud's https URL: ccm manifests refuses the plain-http --cloud-api-url ${url}, which its pods would send the token over unencrypted)`
+      : named;
+  };
+  const named = provider ? checks.map((c) => (c.fix ? { ...c, fix: name(c.fix) } : c)) : checks;
   return {
     checks: named,
     failed: checks.filter((c) => c.status === 'fail').length,
@@ -155,8 +177,8 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
         ),
       ),
     );
-    const leaseCheck = checkLease(lease, leaseRef, now);
     const ccmWorkload = workloads.find((w) => w.namespace === input.namespace && w.name === 'ccm');
+    const leaseCheck = checkLease(lease, leaseRef, now, ccmWorkload);
     checks.push(
       leaseCheck,
       checkControllerPods(
@@ -191,7 +213,7 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
     checks.push(
       ...(await cloudChecks(clusterID, definition, input, nodes, secretRef, secret?.data, routes, brake)),
     );
-    return resultOf(checks, definition.name);
+    return resultOf(checks, definition.name, input);
   } finally {
     await http.close();
   }

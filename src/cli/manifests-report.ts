@@ -1,4 +1,5 @@
 import { type K8sObject, manifestsAsYaml } from './manifests.js';
+import type { WrittenManifests } from './manifests-out.js';
 import { defineReport, type Report } from './output/report.js';
 import { plural } from './output/text.js';
 
@@ -57,15 +58,16 @@ export function manifestsReport(objects: readonly K8sObject[], provider: string)
   });
 }
 
-/** `ccm manifests --out DIR`: what was written where. */
+/** `ccm manifests --out DIR`: what was written where, and what an earlier run wrote that is gone. */
 export function manifestsWrittenReport(
   objects: readonly K8sObject[],
-  files: readonly string[],
+  written: WrittenManifests,
   dir: string,
 ): Report<ManifestRow> {
+  const { files, removed } = written;
   const rows = objects.map((o, i) => rowOf(o, files[i]));
   return defineReport<ManifestRow>({
-    data: { directory: dir, files: rows },
+    data: { directory: dir, files: rows, removed },
     kind: resource,
     noun: NOUN,
     rows,
@@ -73,7 +75,10 @@ export function manifestsWrittenReport(
     name: (r) => r.name,
     tone: () => 'changed',
     columns: [...COLUMNS, { header: 'FILE', value: (r) => r.file, give: 'first' }],
-    summary: `wrote ${plural(files.length, ['file', 'files'])} to ${dir}`,
+    summary: `wrote ${plural(files.length, ['file', 'files'])} to ${dir}${
+      removed.length > 0 ? `; removed ${plural(removed.length, ['file', 'files'])} an earlier run wrote` : ''
+    }`,
+    notes: removed.length > 0 ? [`Removed (no longer part of the manifests): ${removed.join(', ')}`] : [],
     failed: false,
   });
 }

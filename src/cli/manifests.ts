@@ -8,6 +8,7 @@ import {
   TAINT_NOT_READY,
   TAINT_UNINITIALIZED,
 } from '../kube/well-known.js';
+import { encryptedOrLocal } from '../plain-http.js';
 import type { ProviderDefinition } from '../providers/types.js';
 import { UsageError } from './errors.js';
 import { objectYaml } from './output/object-yaml.js';
@@ -39,6 +40,8 @@ export interface ManifestOptions {
   imagePullPolicy?: ImagePullPolicy;
   /** --cloud-api-url of the pods' `ccm run` and `ccm nodes init`. */
   cloudApiUrl?: string;
+  /** --insecure-cloud-api: a plain-http cloudApiUrl on the Node's loopback is taken (see checkPodCloudApiUrl). */
+  insecureCloudApi?: boolean;
   /** --log-level of the pods, when not the default (info). */
   logLevel?: string;
   /** --request-timeout of the pods, in ms (0: none). */
@@ -128,6 +131,20 @@ function sorted(set: Set<string>): string[] {
 }
 
 /**
+ * An image reference as the container runtime parses it (distribution/reference): an optional
+ * registry host (any case, a port, or an IPv6 address in brackets), a lower-case repository path,
+ * an optional tag and an optional digest. Anything else is refused here rather than by the kubelet.
+ */
+const DOMAIN_COMPONENT = '(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])';
+const PATH_COMPONENT = '[a-z0-9]+(?:(?:[_.]|__|-+)[a-z0-9]+)*';
+const IMAGE_REFERENCE = new RegExp(
+  `^(?:(?:${DOMAIN_COMPONENT}(?:\\.${DOMAIN_COMPONENT})*|\\[[0-9a-fA-F:.]+\\])(?::[0-9]+)?/)?` +
+    `${PATH_COMPONENT}(?:/${PATH_COMPONENT})*` +
+    '(?::[\\w][\\w.-]{0,127})?' +
+    '(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$',
+);
+
+/**
  * Refuses an image a Node would pull from itself: with `localhost/…` (what podman names a local
  * build) or `127.0.0.1:5000/…`, a Node without the image asks whatever listens on its own loopback,
  * which any local user can serve, and the pod that image runs holds the cloud token. With
@@ -135,9 +152,18 @@ function sorted(set: Set<string>): string[] {
  */
 export function checkImage(image: string, pullPolicy: ImagePullPolicy = 'IfNotPresent'): void {
   const reference = image.trim();
-  if (!reference || /\s/.test(reference)) {
+  if (!IMAGE_REFERENCE.test(reference)) {
+    // The usual slip: a capital letter in the repository, which the grammar keeps lower case.
+    const slash = reference.indexOf('/');
+    const domain =
+      slash > 0 && /[.:]|^localhost$/i.test(reference.slice(0, slash)) ? reference.slice(0, slash + 1) : '';
+    const rest = reference.slice(domain.length);
+    const at = rest.search(/[:@]/);
+    const lowered = `${domain}${at < 0 ? rest.toLowerCase() : `${rest.slice(0, at).toLowerCase()}${rest.slice(at)}`}`;
     throw new UsageError(
-      `--image ${JSON.stringify(image)} is not an image reference; use e.g. registry.example.com/ccm:0.1.0`,
+      lowered !== reference && IMAGE_REFERENCE.test(lowered)
+        ? `--image ${JSON.stringify(image)} is not an image reference: a repository name is lower case (${lowered})`
+        : `--image ${JSON.stringify(image)} is not an image reference; use e.g. registry.example.com/ccm:0.1.0`,
     );
   }
   const first = (reference.split('/')[0] ?? '').toLowerCase();
@@ -157,6 +183,28 @@ export function checkImage(image: string, pullPolicy: ImagePullPolicy = 'IfNotPr
       `--image ${reference} names a registry on the Node itself, which any local user could serve; push the image to a registry and pass that name (pinned by digest), or load it onto each Node and add --image-pull-policy Never`,
     );
   }
+}
+
+/**
+ * The pods send the cloud token to --cloud-api-url from their Node's own network (hostNetwork). Plain
+ * http there carries it unencrypted: to another machine across the network (which `ccm run` refuses
+ * anyway, so the pods would only crash), or to whatever listens on that port of each Node's loopback,
+ * which any local user may serve, as a `localhost/` image is refused for. The loopback case is taken
+ * with --insecure-cloud-api, for a proxy the operator runs on every Node or a test cloud.
+ */
+export function checkPodCloudApiUrl(url: string, insecure: boolean): void {
+  const parsed = new URL(url);
+  if (parsed.protocol !== 'http:') return;
+  if (!encryptedOrLocal(parsed)) {
+    throw new UsageError(
+      `--cloud-api-url ${url} is plain http to another machine: the token would cross the network unencrypted, and \`ccm run\` in the pods refuses it; give the cloud's https URL`,
+    );
+  }
+  if (insecure) return;
+  const port = parsed.port || '80';
+  throw new UsageError(
+    `--cloud-api-url ${url} is plain http: the pods use their Node's network, so each would send the token unencrypted to whatever listens on port ${port} of its Node; give the cloud's https URL (or add --insecure-cloud-api for a proxy you run on every Node)`,
+  );
 }
 
 const NODE_SELECTOR_KEY =
@@ -202,7 +250,10 @@ function durationArg(ms: number): string {
 
 export function renderManifests(provider: ProviderDefinition, options: ManifestOptions): K8sObject[] {
   checkImage(options.image, options.imagePullPolicy);
-  if (options.cloudApiUrl !== undefined) checkCloudApiUrl(provider, options.cloudApiUrl);
+  if (options.cloudApiUrl !== undefined) {
+    checkCloudApiUrl(provider, options.cloudApiUrl);
+    checkPodCloudApiUrl(options.cloudApiUrl, options.insecureCloudApi ?? false);
+  }
   const placement = options.placement ?? { kind: 'control-plane' };
   const { nodeSelector, nodeAffinity } = placementOf(placement);
   const { enabled, unavailable } = selectControllers(options.controllers);
@@ -572,28 +623,4 @@ const NODES_INIT_RESOURCES = { requests: { cpu: '50m', memory: '128Mi' }, limits
 
 export function manifestsAsYaml(objects: readonly K8sObject[]): string {
   return objects.map((o) => `---\n${objectYaml(o)}`).join('');
-}
-
-export function fileName(object: K8sObject, index: number): string {
-  const safe = object.metadata.name.replace(/[^a-z0-9.-]+/gi, '-');
-  return `${String(index + 1).padStart(2, '0')}-${object.kind.toLowerCase()}-${safe}.yaml`;
-}
-
-/** One file per object, numbered in apply order; an existing folder's other files are left alone. */
-export async function writeManifests(
-  dir: string,
-  objects: readonly K8sObject[],
-  format: 'yaml' | 'json',
-): Promise<string[]> {
-  const { mkdir, writeFile } = await import('node:fs/promises');
-  const { join } = await import('node:path');
-  await mkdir(dir, { recursive: true });
-  const written: string[] = [];
-  for (const [i, object] of objects.entries()) {
-    const name = fileName(object, i).replace(/\.yaml$/, format === 'json' ? '.json' : '.yaml');
-    const path = join(dir, name);
-    await writeFile(path, format === 'json' ? `${JSON.stringify(object, null, 2)}\n` : objectYaml(object));
-    written.push(path);
-  }
-  return written;
 }

@@ -45,25 +45,35 @@ const SAID: Record<MigrateResult['mode'], Record<ServiceAction, string>> = {
 export function migrateReport(result: MigrateResult): Report<ServicePlan> {
   const adopt = result.services.filter((s) => s.action === 'adopt');
   const rollingBack = result.mode === 'rollback' || result.mode === 'rollback-dry-run';
+  // With nothing to hand over, the dry run and --yes say the same: there is nothing to apply.
+  const nothingToDo =
+    result.workloads.length === 0 && result.leases.length === 0
+      ? `nothing to do: no ${result.from} found (no Deployment, DaemonSet or Lease of it), and no load balancer of it`
+      : `nothing to do: no load balancer of ${result.from} to hand over`;
   const summary =
     result.mode === 'rollback'
       ? `${plural(result.services.length, ['Service', 'Services'])} given back to ${result.from}`
       : result.mode === 'rollback-dry-run'
         ? `rollback plan, nothing written: ${plural(result.services.length, ['Service', 'Services'])} to give back to ${result.from}${result.services.length > 0 ? '; pass --yes to apply' : ''}`
-        : result.mode === 'dry-run'
-          ? `dry run, nothing written: ${plural(adopt.length, 'load balancer')} of ${result.from} to hand to ccm (${result.provider}, cluster ${result.clusterID}); pass --yes to apply`
-          : result.wrote
-            ? `${plural(adopt.length, 'load balancer')} of ${result.from} handed to ccm (cluster ${result.clusterID}); --rollback gives them back`
-            : result.workloads.length === 0 && result.leases.length === 0
-              ? `nothing to do: no ${result.from} found (no Deployment, DaemonSet or Lease of it), and no load balancer of it`
-              : `nothing to do: no load balancer of ${result.from} to hand over`;
+        : adopt.length === 0 && !result.wrote
+          ? nothingToDo
+          : result.mode === 'dry-run'
+            ? `dry run, nothing written: ${plural(adopt.length, 'load balancer')} of ${result.from} to hand to ccm (${result.provider}, cluster ${result.clusterID}); pass --yes to apply`
+            : `${plural(adopt.length, 'load balancer')} of ${result.from} handed to ccm (cluster ${result.clusterID}); --rollback gives them back`;
   const found = [
     `cluster name in its names and tags: ${result.officialCluster ? `"${result.officialCluster}"` : 'none'} (${result.officialClusterFrom})`,
     ...result.workloads.map((w) => `${w.kind} ${w.namespace}/${w.name}: ${plural(w.replicas, 'replica')}`),
     ...result.leases.map((l) => `Lease kube-system/${l.name}${l.holder ? ` held by ${l.holder}` : ''}`),
+    // Said here once, not again under "Not touched": ccm migrate never writes a Secret.
     ...result.secrets.map(
       (s) =>
-        `Secret kube-system/${s.name}: ${s.exists ? (s.compatible ? 'ccm reads it as it is' : 'found') : 'not found'}`,
+        `Secret kube-system/${s.name}: ${
+          !s.exists
+            ? 'not found'
+            : s.compatible
+              ? 'ccm reads it as it is; left unchanged'
+              : "its format differs from ccm's (ccm secret create writes ccm's); left unchanged"
+        }`,
     ),
     ...result.configMaps.map((c) => `ConfigMap kube-system/${c.name}: ${c.exists ? 'found' : 'not found'}`),
   ];
@@ -94,12 +104,13 @@ export function migrateReport(result: MigrateResult): Report<ServicePlan> {
             .join(',') || undefined,
         wide: true,
       },
-      { header: 'NOTE', value: (s) => s.note, blank: '', give: 'first' },
+      // Under the row, whole: the reason a Service is left alone is said here only, never cut.
+      { header: 'NOTE', value: (s) => s.note, blank: '', below: { label: 'note' } },
     ],
     summary,
     keepOrder: false,
     notes: [
-      `Found of ${result.from}:${found.length === 0 ? ' nothing' : ''}`,
+      `What ccm migrate found of ${result.from}:${found.length === 0 ? ' nothing' : ''}`,
       ...found.map((l) => `  ${l}`),
       ...(rollingBack ? [] : retagLines(result)),
       'Not touched:',

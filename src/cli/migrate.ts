@@ -218,7 +218,7 @@ export async function runMigrate(input: MigrateInput): Promise<MigrateResult> {
       handOvers,
       nodes,
     );
-    const untouched = untouchedLines(base.workloads, base.leases, base.secrets, plans);
+    const untouched = untouchedLines(base.workloads, base.leases);
     const firstFound = plans.find((p) => p.loadBalancer)?.loadBalancer;
     const note = firstFound && adoption.ownershipTags(firstFound, clusterID).note;
     Object.assign(base, note ? { retagNote: note } : {});
@@ -503,13 +503,15 @@ export async function planMigration(
   });
 }
 
+/**
+ * What ccm migrate leaves as it is, said once: the Secrets are under what it found, and a Service it
+ * leaves alone has the reason in its own row (NOTE), so neither is repeated here.
+ */
 function untouchedLines(
   workloads: readonly FoundWorkload[],
   leases: readonly { name: string; holder?: string }[],
-  secrets: readonly { name: string; exists: boolean; compatible: boolean }[],
-  plans: readonly ServicePlan[],
 ): string[] {
-  const lines = [
+  return [
     ...workloads.map((w) =>
       w.replicas === 0
         ? `${w.kind} ${w.namespace}/${w.name}: scaled to 0 already; keep it so while ccm runs`
@@ -519,21 +521,9 @@ function untouchedLines(
       (l) =>
         `Lease kube-system/${l.name}: left as it is; ccm elects on the same name by default, so only one of the two leads at a time`,
     ),
-    ...secrets
-      .filter((s) => s.exists)
-      .map((s) =>
-        s.compatible
-          ? `Secret kube-system/${s.name}: ccm reads it as it is, unchanged`
-          : `Secret kube-system/${s.name}: unchanged; its format differs from ccm's (ccm secret create writes ccm's)`,
-      ),
     'every load balancer stays (ccm migrate creates and deletes none), with its name, id, addresses, listeners and backends',
     'finalizers and every other annotation of the Services',
   ];
-  for (const p of plans) {
-    if (p.action === 'none' || p.action === 'mismatch')
-      lines.push(`Service ${p.namespace}/${p.name}: ${p.note}`);
-  }
-  return lines;
 }
 
 async function readBackup(http: KubeTransport): Promise<Map<string, BackupRecord> | undefined> {

@@ -10,15 +10,15 @@ export default class Manifests extends BaseCommand {
   static override description = [
     'Prints kubectl-appliable YAML for one provider: the ServiceAccount, a least-privilege ClusterRole (exactly what the enabled controllers call), the leader-election Role, a get-by-name Role on the credentials Secret, a DaemonSet of `ccm run` (one pod per Node it may run on, one leader, the others standbys) and, with --cronjob, the `ccm nodes init` CronJob. The pods run before the CNI and on uninitialised Nodes.',
     'The pods run on control-plane Nodes only (required node affinity on node-role.kubernetes.io/control-plane, whose taint they tolerate): they hold the cloud credentials and may delete Nodes. --node-selector (still a DaemonSet, on those Nodes) or --any-node (a Deployment of two replicas, one per Node, with a PodDisruptionBudget) for clusters whose control plane runs elsewhere.',
-    'Every flag given reaches the pods: --cloud-api-url, --log-level and --request-timeout are passed to `ccm run` and `ccm nodes init`; --kubeconfig, --context and --cloud-config have no meaning in a pod and are refused.',
+    "Every flag given reaches the pods: --cloud-api-url, --log-level and --request-timeout are passed to `ccm run` and `ccm nodes init`; --kubeconfig, --context and --cloud-config have no meaning in a pod and are refused. The pods send the cloud token to --cloud-api-url from their Node's network, so it must be https (a plain http:// one on the Node's loopback only with --insecure-cloud-api).",
     'Apply with: ccm manifests --provider X --image <registry>/ccm:<version> | kubectl apply --server-side -f -',
   ].join('\n\n');
   static override examples = [
-    '<%= config.bin %> manifests --provider digitalocean --image registry.example.com/ccm:0.1.0 | kubectl apply --server-side -f -',
-    '<%= config.bin %> manifests --provider digitalocean --image registry.example.com/ccm:0.1.0 -o name',
-    '<%= config.bin %> manifests --provider cloudlycke --image registry.example.com/ccm:0.1.0 --cronjob --out ./ccm-manifests',
-    '<%= config.bin %> manifests --provider openstack --image registry.example.com/ccm:0.1.0 --node-selector node-role.kubernetes.io/system=true',
-    '<%= config.bin %> manifests --provider digitalocean --image localhost/ccm:0.1.0 --image-pull-policy Never',
+    '<%= config.bin %> manifests --provider digitalocean \\\n    --image registry.example.com/ccm:0.1.0 | kubectl apply --server-side -f -',
+    '<%= config.bin %> manifests --provider digitalocean \\\n    --image registry.example.com/ccm:0.1.0 -o name',
+    '<%= config.bin %> manifests --provider cloudlycke --image registry.example.com/ccm:0.1.0 \\\n    --cronjob --out ./ccm-manifests',
+    '<%= config.bin %> manifests --provider openstack --image registry.example.com/ccm:0.1.0 \\\n    --node-selector node-role.kubernetes.io/system=true',
+    '<%= config.bin %> manifests --provider digitalocean --image localhost/ccm:0.1.0 \\\n    --image-pull-policy Never',
   ];
   static override flags = {
     image: Flags.string({
@@ -60,13 +60,18 @@ export default class Manifests extends BaseCommand {
     'cluster-cidr': Flags.string({
       description: "The cluster's Pod CIDR(s), passed to `ccm run` (the route controller runs only with it)",
     }),
+    'insecure-cloud-api': Flags.boolean({
+      description:
+        "Take a plain http:// --cloud-api-url on the Node's loopback (a proxy you run on every Node, a test cloud): the pods send the token to it unencrypted",
+      default: false,
+    }),
     cronjob: Flags.boolean({
       description: 'Also the `ccm nodes init` CronJob and its ClusterRole',
       default: false,
     }),
     out: Flags.string({
       description:
-        'Write one file per object into this folder instead of printing (YAML files; JSON files with -o json), and list what was written',
+        'Write one file per object into this folder instead of printing (YAML; JSON with -o json), and list them. A later run replaces the files it wrote there and removes those it no longer writes; a folder holding YAML or JSON files ccm did not write is refused',
     }),
   };
 
@@ -97,7 +102,7 @@ export default class Manifests extends BaseCommand {
         }`,
       );
     }
-    const { parseNodeSelector, renderManifests, writeManifests } = await import('../cli/manifests.js');
+    const { parseNodeSelector, renderManifests } = await import('../cli/manifests.js');
     const { manifestsReport, manifestsWrittenReport } = await import('../cli/manifests-report.js');
     const objects = renderManifests(provider, {
       image: flags.image,
@@ -113,13 +118,15 @@ export default class Manifests extends BaseCommand {
       ...(flags['cluster-name'] ? { clusterName: flags['cluster-name'] } : {}),
       ...(flags['cluster-cidr'] ? { clusterCIDR: flags['cluster-cidr'] } : {}),
       ...(flags['cloud-api-url'] !== undefined ? { cloudApiUrl: flags['cloud-api-url'] } : {}),
+      insecureCloudApi: flags['insecure-cloud-api'],
       logLevel: flags['log-level'],
       ...(flags['request-timeout'] !== undefined ? { requestTimeoutMs: flags['request-timeout'] } : {}),
       cronjob: flags.cronjob,
       leaseName: 'cloud-controller-manager',
     });
     if (!flags.out) return manifestsReport(objects, flags.provider);
-    const files = await writeManifests(flags.out, objects, this.view === 'json' ? 'json' : 'yaml');
-    return manifestsWrittenReport(objects, files, flags.out);
+    const { writeManifests } = await import('../cli/manifests-out.js');
+    const written = await writeManifests(flags.out, objects, this.view === 'json' ? 'json' : 'yaml');
+    return manifestsWrittenReport(objects, written, flags.out);
   }
 }

@@ -31,8 +31,8 @@ export default class Run extends CcmCommand {
     'A lost Lease (an API server outage, a paused process) stops the writes and the controllers, not the process: the replica stays a candidate under the same identity and leads again as soon as it can. It exits 2 for a configuration refused at start, 1 after an unexpected error (logged in one line, the Lease released).',
   ].join('\n\n');
   static override examples = [
-    '<%= config.bin %> run --provider cloudlycke --cloud-config inventory.yaml --leader-elect=false --plain-http --secure-port 10258',
-    '<%= config.bin %> run --provider digitalocean --credentials-secret kube-system/digitalocean',
+    '<%= config.bin %> run --provider cloudlycke --cloud-config inventory.yaml \\\n    --leader-elect=false --plain-http --secure-port 10258',
+    '<%= config.bin %> run --provider digitalocean \\\n    --credentials-secret kube-system/digitalocean',
   ];
   static override flags = {
     controllers: Flags.string({

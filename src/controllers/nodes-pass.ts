@@ -104,7 +104,8 @@ export function planNode(
   const plan = emptyPlan(name);
   const providerID = node.spec?.providerID;
   if (providerID && parseProviderID(providerID)?.scheme !== provider.providerIdScheme) {
-    plan.skipped = `provider ID ${providerID} is not a ${provider.name} instance; Node left alone`;
+    const article = /^[aeiou]/i.test(provider.name) ? 'an' : 'a';
+    plan.skipped = `provider ID ${providerID} is not ${article} ${provider.name} instance; Node left alone`;
     return plan;
   }
   const listingOk = state.listingError === undefined;

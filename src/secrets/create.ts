@@ -56,6 +56,8 @@ export interface CreateSecretResult {
   /** The Secret as it would be written, for --dry-run: secret values redacted unless showSecrets. */
   manifest?: Record<string, unknown>;
   next: string[];
+  /** Why a value given here is left out of the next commands, when one is. */
+  nextNote?: string;
 }
 
 /** Ctrl-C while ccm talks to the cluster or the cloud: one line, and 130 as a shell reports SIGINT. */
@@ -172,7 +174,7 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
     changedKeys: [],
     ...(verified !== undefined ? { verified } : {}),
     notStored: notStored.map((key) => givenAs(definition, key)),
-    next: nextCommands(definition, input, `${namespace}/${name}`, resolved, notStored),
+    ...nextCommands(definition, input, `${namespace}/${name}`, resolved, notStored),
   };
   if (cluster) {
     const written = await write(cluster, steps, {
@@ -349,7 +351,9 @@ function givenAs(definition: ProviderDefinition, key: string): string {
 
 /**
  * The commands that come next, whole: with the values the Secret does not hold (--cloud-api-url), and
- * the kubeconfig and context this command was given for the commands that run here.
+ * the kubeconfig and context this command was given for the commands that run here. A plain-http API
+ * URL (a simulator on this machine) is for `ccm run` here only: `ccm manifests` refuses it, since its
+ * pods would send the token unencrypted from their Node, so it is left out there, and the note says so.
  */
 function nextCommands(
   definition: ProviderDefinition,
@@ -357,13 +361,15 @@ function nextCommands(
   secret: string,
   resolved: Resolved,
   notStored: readonly string[],
-): string[] {
+): Pick<CreateSecretResult, 'next' | 'nextNote'> {
   const flag = (name: string, value: string | undefined) => (value ? [`--${name}`, shellWord(value)] : []);
   const value = (key: string | undefined) =>
     key && notStored.includes(key) && resolved.get(key)?.source !== 'default'
       ? resolved.get(key)?.value
       : undefined;
-  const apiUrl = flag('cloud-api-url', value(definition.apiUrlField));
+  const url = value(definition.apiUrlField);
+  const apiUrl = flag('cloud-api-url', url);
+  const plainHttp = url !== undefined && URL.canParse(url) && new URL(url).protocol === 'http:';
   const kube = [...flag('kubeconfig', input.kubeconfig), ...flag('context', input.context)];
   const manifests = [
     'ccm manifests --provider',
@@ -372,7 +378,7 @@ function nextCommands(
     `<registry>/ccm:${input.version ?? '<version>'}`,
     '--credentials-secret',
     secret,
-    ...apiUrl,
+    ...(plainHttp ? [] : apiUrl),
     '| kubectl apply',
     ...kube,
     '--server-side -f -',
@@ -386,7 +392,14 @@ function nextCommands(
     ...apiUrl,
     ...flag('cloud-config', value(definition.configFileField)),
   ];
-  return [manifests.join(' '), run.join(' ')];
+  return {
+    next: [manifests.join(' '), run.join(' ')],
+    ...(plainHttp
+      ? {
+          nextNote: `ccm manifests below leaves out --cloud-api-url ${url}: it takes no plain http, which its pods would send the token over unencrypted; give it the cloud's https URL`,
+        }
+      : {}),
+  };
 }
 
 /** A word as a shell reads it back: quoted when it holds anything but safe characters. */

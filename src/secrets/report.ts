@@ -45,6 +45,7 @@ export function secretReport(result: CreateSecretResult): Report<SecretRow> {
     ...(result.notStored.length
       ? [`Not stored in the Secret, so ccm run needs it as well: ${result.notStored.join(', ')}`]
       : []),
+    ...(result.nextNote ? [result.nextNote] : []),
     'Next:',
     ...result.next.flatMap((c) => continued(c).map((line, i) => `${i === 0 ? '  ' : '      '}${line}`)),
   ];

@@ -129,6 +129,8 @@ describe('ccm deployed in a real kubeadm cluster (DigitalOcean)', () => {
         '--cronjob',
         '--cloud-api-url',
         sim.url,
+        // The simulator answers plain http on the Node's loopback: taken only when asked for.
+        '--insecure-cloud-api',
       ],
       env(),
     );

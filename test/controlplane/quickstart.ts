@@ -5,6 +5,7 @@
  * that `secret create`, `doctor` and a LoadBalancer Service can be tried against it.
  */
 import { parseArgs } from 'node:util';
+import { continued } from '../../src/secrets/report.js';
 import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
 import { createNodes, fixtureApi } from './fixtures.js';
 import { startControlPlane } from './harness.js';
@@ -26,43 +27,72 @@ sim?.addDroplets(
   ...Object.entries(QUICKSTART_PRIVATE_IPS).map(([name, privateIP]) => ({ name, region: 'fra1', privateIP })),
 );
 
-const cloudlycke = `
-  ccm nodes init --provider cloudlycke --cloud-config ${INVENTORY} --dry-run -o wide
-  ccm nodes init --provider cloudlycke --cloud-config ${INVENTORY}
-  ccm nodes init --provider cloudlycke --cloud-config ${INVENTORY} -o json
-  ccm nodes list --provider cloudlycke --cloud-config ${INVENTORY}
+/**
+ * A command as the operator copies it: lines continued with a backslash, broken before a flag or a
+ * pipe, so that a terminal of 80 columns never breaks a token, a URL or a path at its edge.
+ */
+const command = (line: string) =>
+  continued(line)
+    .map((part, i) => `${i === 0 ? '  ' : '      '}${part}`)
+    .join('\n');
 
-The controller, in the foreground (Ctrl-C stops it and releases everything):
+/** Prose broken at spaces into lines of at most 80 columns. */
+function prose(text: string): string {
+  const lines: string[] = [];
+  for (const word of text.split(' ')) {
+    const last = lines.length - 1;
+    if (last >= 0 && `${lines[last]} ${word}`.length <= 80) lines[last] = `${lines[last]} ${word}`;
+    else lines.push(word);
+  }
+  return lines.join('\n');
+}
 
-  ccm run --provider cloudlycke --cloud-config ${INVENTORY} --leader-elect=false --plain-http --secure-port 10258
+const cloudlycke = [
+  command(`ccm nodes init --provider cloudlycke --cloud-config ${INVENTORY} --dry-run -o wide`),
+  command(`ccm nodes init --provider cloudlycke --cloud-config ${INVENTORY}`),
+  command(`ccm nodes init --provider cloudlycke --cloud-config ${INVENTORY} -o json`),
+  command(`ccm nodes list --provider cloudlycke --cloud-config ${INVENTORY}`),
+  '',
+  'The controller, in the foreground (Ctrl-C stops it and releases everything):',
+  '',
+  command(
+    `ccm run --provider cloudlycke --cloud-config ${INVENTORY} --leader-elect=false --plain-http --secure-port 10258`,
+  ),
+  '',
+  'and, in one more terminal, a new tainted Node for it to initialise:',
+  '',
+  command('npm run quickstart:add -- node worker-3'),
+].join('\n');
 
-and, in one more terminal, a new tainted Node for it to initialise:
-
-  npm run quickstart:add -- node worker-3`;
-
-const digitalocean = `
-  printf '%s' '${sim?.token}' | ccm secret create --provider digitalocean --cloud-api-url ${sim?.url} --from-stdin
-  ccm doctor --provider digitalocean --cloud-api-url ${sim?.url}
-  ccm run --provider digitalocean --cloud-api-url ${sim?.url} --leader-elect=false --plain-http --secure-port 10258
-
-and, in one more terminal, a tainted Node and a LoadBalancer Service for it:
-
-  npm run quickstart:add -- node worker-3
-  npm run quickstart:add -- service web`;
+const digitalocean = [
+  command(
+    `printf '%s' '${sim?.token}' | ccm secret create --provider digitalocean --cloud-api-url ${sim?.url} --from-stdin`,
+  ),
+  command(`ccm doctor --provider digitalocean --cloud-api-url ${sim?.url}`),
+  command(
+    `ccm run --provider digitalocean --cloud-api-url ${sim?.url} --leader-elect=false --plain-http --secure-port 10258`,
+  ),
+  '',
+  'and, in one more terminal, a tainted Node and a LoadBalancer Service for it:',
+  '',
+  command('npm run quickstart:add -- node worker-3'),
+  command('npm run quickstart:add -- service web'),
+].join('\n');
 
 process.stdout.write(`
-A kube-apiserver ${cp.server} is running with 3 Nodes tainted node.cloudprovider.kubernetes.io/uninitialized.${
+${prose(`A kube-apiserver ${cp.server} is running with 3 Nodes tainted node.cloudprovider.kubernetes.io/uninitialized.`)}${
   sim
-    ? `\nThe DigitalOcean simulator answers at ${sim.url}, with a droplet for each Node and the token ${sim.token}.`
+    ? `\n${prose(`The DigitalOcean simulator answers at ${sim.url}, with a droplet for each Node and the token ${sim.token}.`)}`
     : ''
 }
 In another terminal:
 
-  export KUBECONFIG=${cp.kubeconfigPath}
-  export PATH="$PWD/bin:$PATH"
+${command(`export KUBECONFIG=${cp.kubeconfigPath}`)}
+${command('export PATH="$PWD/bin:$PATH"')}
+
 ${sim ? digitalocean : cloudlycke}
 
-Press Ctrl-C to stop the control plane${sim ? ' and the simulator' : ''} (everything it started is removed).
+${prose(`Press Ctrl-C to stop the control plane${sim ? ' and the simulator' : ''} (everything it started is removed).`)}
 `);
 const stop = async () => {
   await Promise.all([cp.stop(), sim?.stop()]);

@@ -30,6 +30,8 @@ export interface TerminalOptions {
   env?: Record<string, string | undefined>;
   /** The Node that runs bin/run.js; default this one. */
   node?: string;
+  /** A program and its first arguments to run instead of the built CLI (`node bin/run.js`). */
+  program?: string[];
   /**
    * Record every byte the CLI writes to the terminal (tmux pipe-pane, set before the CLI starts), for
    * `raw()`: the screen tmux shows has already acted on escape sequences, these bytes have not.
@@ -65,7 +67,8 @@ export class Terminal {
     // With `raw`, the CLI waits for the pipe to be in place (the file `go`), so its first byte is kept.
     const go = join(dir, 'go');
     const wait = options.raw ? `until [ -e ${quote(go)} ]; do sleep 0.05; done; ` : '';
-    const command = `trap true INT; ${wait}env ${envArgs.join(' ')} ${node} ${quote(bin)} ${args.map(quote).join(' ')}; echo $? > ${quote(status)}; sleep 3600`;
+    const program = options.program ? options.program.map(quote).join(' ') : `${node} ${quote(bin)}`;
+    const command = `trap true INT; ${wait}env ${envArgs.join(' ')} ${program} ${args.map(quote).join(' ')}; echo $? > ${quote(status)}; sleep 3600`;
     await tmux(dir, [
       'new-session',
       '-d',

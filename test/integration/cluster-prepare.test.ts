@@ -628,3 +628,14 @@ describe('a rollback whose kubelet restart fails, then a re-run', () => {
     expect(done.stdout).toMatch(/1 host: 1 nothing to roll back; nothing written/);
   });
 });
+
+describe('a machine with no cluster at all', () => {
+  it('--dry-run says what it looked for in one line, naming the host once, exit 2', async () => {
+    const run = await ccm(['cluster', 'prepare', '--root', tempDir('ccm-root-empty-'), '--dry-run']);
+    expect(run).toMatchObject({ exitCode: 2, stdout: '' });
+    expect(run.stderr).toMatch(
+      /^ccm: local: no kubeadm files \(\/etc\/kubernetes\/manifests\/kube-apiserver\.yaml, [^)]*\) and no hard-way units \([^)]*\)$/,
+    );
+    expect(run.stderr.split('local').length - 1).toBe(1);
+  });
+});

@@ -243,17 +243,55 @@ describe('ccm doctor', () => {
     expect(new Set(statuses)).toEqual(new Set(['pass', 'fail']));
   });
 
-  it('no controller: no Lease', async () => {
+  it('no controller: no Lease, and no DaemonSet to lead it', async () => {
     await objects.delete({
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
       metadata: { name: 'cloud-controller-manager', namespace: NS },
     });
-    const { line, fix } = await doctorFails('no Lease kube-system/cloud-controller-manager');
-    expect(line).toContain('no cloud controller has ever run here');
-    // --provider was given: the fix names it, not a placeholder.
-    expect(fix).toContain('ccm manifests --provider digitalocean --image');
+    const daemonSet = manifests.find((o) => o.kind === 'DaemonSet') as KubernetesObject;
+    await objects.delete(daemonSet);
+    try {
+      const { line, fix } = await doctorFails('no Lease kube-system/cloud-controller-manager');
+      expect(line).toContain('no cloud controller has ever run here');
+      // --provider was given: the fix names it, not a placeholder. The simulator's plain-http URL is
+      // not in it, since ccm manifests refuses that URL, and the fix says so.
+      expect(fix).toContain(
+        'ccm manifests --provider digitalocean --image <registry>/ccm:<version> | kubectl apply --server-side -f -',
+      );
+      expect(fix).toContain(`ccm manifests refuses the plain-http --cloud-api-url ${sim.url}`);
+    } finally {
+      await apply(structuredClone(daemonSet));
+    }
   });
+
+  it.each([
+    ['no Lease', 'no Lease kube-system/cloud-controller-manager: no cloud controller has led here yet'],
+    ['a Lease without a holder', 'Lease kube-system/cloud-controller-manager has no holder'],
+  ])(
+    'the DaemonSet applied and %s: the fix points at its Pods, not at deploying it again',
+    async (what, text) => {
+      if (what === 'no Lease') {
+        await objects.delete({
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name: 'cloud-controller-manager', namespace: NS },
+        });
+      } else {
+        // Server-side apply by the same manager drops the fields it no longer gives: holder and renewal.
+        await apply({
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name: 'cloud-controller-manager', namespace: NS },
+          spec: { leaseDurationSeconds: 15 },
+        } as KubernetesObject);
+      }
+      const { fix } = await doctorFails(text);
+      expect(fix).toBe(
+        'DaemonSet kube-system/ccm is applied, but none of its Pods leads: the controller-pods and rbac checks and their logs (kubectl -n kube-system logs -l app.kubernetes.io/name=ccm) say why',
+      );
+    },
+  );
 
   it('a Lease its holder stopped renewing', async () => {
     await apply({
@@ -284,7 +322,8 @@ describe('ccm doctor', () => {
         'ccm runs beside digitalocean-cloud-controller-manager (Deployment kube-system/digitalocean-cloud-controller-manager, 1 replica)',
       );
       expect(run.stdout).toContain('same Lease, kube-system/cloud-controller-manager');
-      expect(run.stdout).toContain('ccm migrate --provider digitalocean');
+      // The --cloud-api-url given here is in the command, which reads the same cloud.
+      expect(run.stdout).toContain(`ccm migrate --provider digitalocean --cloud-api-url ${sim.url}`);
       expect(run.exitCode).toBe(0);
     } finally {
       await objects.delete(official);

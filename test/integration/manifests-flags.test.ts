@@ -56,6 +56,8 @@ describe('ccm manifests --cloud-api-url', () => {
         '--cronjob',
         '--cloud-api-url',
         sim.url,
+        // The simulator answers plain http on this machine's loopback, as a proxy on a Node would.
+        '--insecure-cloud-api',
         '--log-level',
         'debug',
         '--request-timeout',
@@ -140,6 +142,10 @@ describe('flags that mean nothing in a pod', () => {
     [
       ['--provider', 'digitalocean', '--cloud-api-url', 'api.example.com'],
       /^ccm: --cloud-api-url "api\.example\.com" is not an http\(s\) URL/,
+    ],
+    [
+      ['--provider', 'digitalocean', '--cloud-api-url', 'http://127.0.0.1:36173'],
+      /^ccm: --cloud-api-url http:\/\/127\.0\.0\.1:36173 is plain http: .* the token unencrypted .* \(or add --insecure-cloud-api for a proxy you run on every Node\)$/,
     ],
   ])('%j: one line, exit 2, nothing printed', async (flags, message) => {
     const result = await ccm(['manifests', ...IMAGE, ...(flags as string[])]);

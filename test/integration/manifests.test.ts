@@ -79,7 +79,7 @@ describe('ccm manifests', () => {
 });
 
 describe('the built CLI', () => {
-  it('`ccm manifests` without --image, or with a registry on localhost, says so in one line, exit 2', async () => {
+  it('`ccm manifests` without --image, with a registry on localhost or with no image reference, says so in one line, exit 2', async () => {
     const none = await ccm(['manifests', '--provider', 'digitalocean']);
     expect(none).toMatchObject({ exitCode: 2, stdout: '' });
     expect(none.stderr).toMatch(/^ccm: no image given; pass --image <registry>\/ccm:\d+\.\d+\.\d+ [^\n]*$/);
@@ -87,6 +87,12 @@ describe('the built CLI', () => {
     expect(local).toMatchObject({ exitCode: 2, stdout: '' });
     expect(local.stderr).toMatch(
       /^ccm: --image localhost\/ccm:0\.1\.0 names a registry on the Node itself, [^\n]*$/,
+    );
+    // A capital in the repository: no image reference, which the kubelet would refuse only on the Node.
+    const upper = await ccm(['manifests', '--provider', 'digitalocean', '--image', 'r.example/CCM:1']);
+    expect(upper).toMatchObject({ exitCode: 2, stdout: '' });
+    expect(upper.stderr).toBe(
+      'ccm: --image "r.example/CCM:1" is not an image reference: a repository name is lower case (r.example/ccm:1)',
     );
     const both = await ccm([...IMAGE_ARGS, '--node-selector', 'a=b', '--any-node']);
     expect(both.exitCode).toBe(2);

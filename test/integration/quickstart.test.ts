@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { fixtureApi } from '../controlplane/fixtures.js';
 import { holdPort } from '../helpers/port-lock.js';
 import { until } from '../helpers/run.js';
+import { Terminal } from '../helpers/terminal.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const NODE20_DIR = '/usr/bin';
@@ -19,13 +20,29 @@ const NODE20_DIR = '/usr/bin';
 // load 9), which says nothing about the quick start.
 const tsxLoader = fileURLToPath(new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url));
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
+const quickstartScript = fileURLToPath(new URL('../controlplane/quickstart.ts', import.meta.url));
 
-/** The shell blocks of the README's "Quick start" section, in order. */
+/**
+ * Commands as bash reads them: a line ending in ` \` goes on with the next one (the README and the
+ * quick start's screen break long commands so, where each chose: the command is the same).
+ */
+function logical(lines: readonly string[]): string[] {
+  const whole: string[] = [];
+  let open = false;
+  for (const line of lines.map((l) => l.trim())) {
+    if (open) whole[whole.length - 1] = `${whole.at(-1)} ${line.replace(/ \\$/, '')}`;
+    else whole.push(line.replace(/ \\$/, ''));
+    open = line.endsWith(' \\');
+  }
+  return whole;
+}
+
+/** The shell blocks of the README's "Quick start" section, in order, one command a line. */
 function quickStartBlocks(): string[][] {
   const readme = readFileSync(`${root}/README.md`, 'utf8');
   const section = readme.split('\n## Quick start')[1]?.split('\n## ')[0] ?? '';
   return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) =>
-    (m[1] as string).split('\n').filter((l) => l.trim() !== ''),
+    logical((m[1] as string).split('\n').filter((l) => l.trim() !== '')),
   );
 }
 
@@ -63,10 +80,7 @@ async function quickstart(...args: string[]): Promise<Quickstart> {
     out += String(d);
   });
   await until('the quick start printed its commands', async () => out.includes('Press Ctrl-C'), 120_000);
-  const printed = out
-    .split('\n')
-    .filter((l) => l.startsWith('  '))
-    .map((l) => l.trim());
+  const printed = logical(out.split('\n').filter((l) => l.startsWith('  ')));
   const kubeconfig = /export KUBECONFIG=(\S+)/.exec(out)?.[1] as string;
   const url = /simulator answers at (\S+),/.exec(out)?.[1];
   const token = /the token (\S+?)\./.exec(out)?.[1];
@@ -141,6 +155,35 @@ async function runAndAddNodeOnPort(exports: string[], runLine: string, kubeconfi
   return { logs, outputs };
 }
 
+describe("the quick start's own screen", () => {
+  it.each([120, 80])(
+    'in a %i-column terminal: no command, token or URL is cut at its edge; long commands go on with \\',
+    async (width) => {
+      const terminal = await Terminal.open(['--cloud', 'digitalocean'], {
+        width,
+        height: 40,
+        program: [process.execPath, '--import', tsxLoader, quickstartScript],
+      });
+      try {
+        await terminal.waitFor('Press Ctrl-C');
+        const shown = (await terminal.screen()).split('\n');
+        const joined = (await terminal.screen({ joined: true })).split('\n');
+        // tmux joins (-J) only the lines the terminal wrapped: none.
+        expect(joined.filter((l) => l.length > width)).toEqual([]);
+        expect(shown.length).toBe(joined.length);
+        const token = /the token (\S+?)\./.exec(joined.join('\n'))?.[1] as string;
+        expect(joined.some((l) => l.includes(`'${token}'`))).toBe(true);
+        expect(joined.filter((l) => l.endsWith(' \\')).length).toBeGreaterThan(0);
+        await terminal.type('C-c');
+        expect(await terminal.exit()).toBe(0);
+      } finally {
+        await terminal.close();
+      }
+    },
+    240_000,
+  );
+});
+
 describe('the README quick start under Node 20', () => {
   it('cloudlycke: nodes init, nodes list, then ccm run initialising a Node added later', async () => {
     const node20 = await execa(`${NODE20_DIR}/node`, ['--version']);
@@ -185,8 +228,29 @@ describe('the README quick start under Node 20', () => {
     const secret = await shell(exports, secretLine as string);
     expect(secret.exitCode, secret.stderr).toBe(0);
     expect(`${secret.stdout}${secret.stderr}`).not.toContain('dop_v1_');
+    // What the README says doctor shows on the bare quick start, check by check (off a terminal:
+    // `status=fail check=rbac result="…"`).
     const doctor = await shell(exports, doctorLine as string);
     expect(doctor.stdout).toContain('the cloud accepts the credentials');
+    const checks = (status: string) =>
+      [...doctor.stdout.matchAll(new RegExp(`^status=${status} check=(\\S+) `, 'gm'))]
+        .map((m) => m[1])
+        .sort();
+    expect(checks('fail'), doctor.stdout).toEqual([
+      'controller-lease',
+      'controller-pods',
+      'provider-id',
+      'rbac',
+    ]);
+    expect(checks('warn'), doctor.stdout).toEqual(['kube-controller-manager', 'routes', 'uninitialized']);
+    expect(checks('pass'), doctor.stdout).toEqual(
+      expect.arrayContaining(['cloud-credentials', 'cloud-listing', 'credentials-secret']),
+    );
+    expect(doctor.exitCode).toBe(1);
+    const readme = readFileSync(`${root}/README.md`, 'utf8');
+    for (const check of [...checks('fail'), ...checks('warn'), 'cloud-credentials', 'cloud-listing']) {
+      expect(readme.split('### With DigitalOcean')[1]).toContain(`\`${check}\``);
+    }
 
     const { outputs } = await runAndAddNode(exports, runLine as string, qs.kubeconfig, [
       addNode as string,

@@ -83,7 +83,9 @@ describe('text from Kubernetes and the cloud on the operator screen', () => {
     }
     const wide = await world.ccm(['migrate', '-o', 'wide']);
     expect(wide.stdout).toContain(`${LB_ID}=lb`);
-    expect(wide.stdout).toMatch(/Not touched:[\s\S]*Service default\/evil: carries/);
+    // The Service's note, under its row, once (not again under "Not touched").
+    expect(wide.stdout).toMatch(/^default\/evil .*\n(?: {4}.*\n)*? {4}note: carries/m);
+    expect(wide.stdout.split('carries ccm.io/adopted-load-balancer').length - 1).toBe(1);
 
     const json = await world.ccm(['migrate', '-o', 'json']);
     const evil = JSON.parse(json.stdout).services.find((s: { name: string }) => s.name === 'evil');

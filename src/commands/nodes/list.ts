@@ -11,7 +11,7 @@ export default class NodesList extends BaseCommand {
   ].join('\n\n');
   static override examples = [
     '<%= config.bin %> nodes list --provider digitalocean',
-    '<%= config.bin %> nodes list --provider cloudlycke --cloud-config inventory.yaml -o wide --show-orphans',
+    '<%= config.bin %> nodes list --provider cloudlycke --cloud-config inventory.yaml \\\n    -o wide --show-orphans',
   ];
   static override flags = {
     'show-orphans': Flags.boolean({

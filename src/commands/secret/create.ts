@@ -15,7 +15,7 @@ export default class SecretCreate extends BaseCommand {
   static override examples = [
     '<%= config.bin %> secret create --provider digitalocean',
     'pass show do-token | <%= config.bin %> secret create --provider digitalocean --from-stdin',
-    '<%= config.bin %> secret create --provider triton --set url=https://us-east-1.api.example.com --set account=me --from-file keyMaterial=$HOME/.ssh/id_rsa',
+    '<%= config.bin %> secret create --provider triton \\\n    --set url=https://us-east-1.api.example.com --set account=me \\\n    --from-file keyMaterial=$HOME/.ssh/id_rsa',
     '<%= config.bin %> secret create --provider openstack --cloud-config cloud.conf --dry-run',
   ];
   static override flags = {

@@ -34,8 +34,9 @@ export function createBrightbox(options: BrightboxClientOptions): Provider {
   return {
     name: 'brightbox',
     providerIdScheme: SCHEME,
+    // gobrightbox interfaces.go and cloud_ips.go. Said in every start log: an operator's words.
     noRoutesReason:
-      "Brightbox's API has no routes: a server interface is only a MAC and its addresses (gobrightbox interfaces.go), and a cloud IP's mode route/nat maps one address, not a CIDR (cloud_ips.go)",
+      "Brightbox's API has no routes: a server interface is only a MAC address and its IP addresses, and a cloud IP maps one address, not a range",
     instances: brightboxInstances(client),
     loadBalancers: brightboxLoadBalancers(client),
     verifyCredentials: (signal) => client.verify(signal),

@@ -46,8 +46,10 @@ export function createDigitalOcean(
   return {
     name: 'digitalocean',
     providerIdScheme: SCHEME,
+    // PUT/PATCH /v2/vpcs/{vpc_id} takes only these (OpenAPI components.schemas.vpc_updatable). The
+    // reason is in every start log and in doctor: an operator's words, no document's internals.
     noRoutesReason:
-      "DigitalOcean's VPC API has no routes: PUT/PATCH /v2/vpcs/{vpc_id} takes only name, description and default (OpenAPI components.schemas.vpc_updatable)",
+      "DigitalOcean's API has no routes: a VPC takes only a name, a description and whether it is the default",
     instances: dropletInstances(client),
     loadBalancers: doLoadBalancers(client, place),
     async verifyCredentials(signal) {

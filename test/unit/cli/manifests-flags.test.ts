@@ -75,6 +75,31 @@ describe('ccm manifests: every flag reaches the pods', () => {
   });
 });
 
+describe('ccm manifests: a plain-http --cloud-api-url', () => {
+  it("is refused: the pods, on their Node's network, would send the token unencrypted", async () => {
+    await expect(args('digitalocean', { cloudApiUrl: 'http://127.0.0.1:36173' })).rejects.toThrow(
+      /^--cloud-api-url http:\/\/127\.0\.0\.1:36173 is plain http: the pods use their Node's network, so each would send the token unencrypted to whatever listens on port 36173 of its Node; give the cloud's https URL \(or add --insecure-cloud-api for a proxy you run on every Node\)$/,
+    );
+    await expect(args('digitalocean', { cloudApiUrl: 'http://localhost/v2' })).rejects.toThrow(
+      /on port 80 of its Node/,
+    );
+    // To another machine not even with --insecure-cloud-api: `ccm run` in the pods refuses it.
+    await expect(
+      args('digitalocean', { cloudApiUrl: 'http://10.0.0.5:8080', insecureCloudApi: true }),
+    ).rejects.toThrow(
+      /^--cloud-api-url http:\/\/10\.0\.0\.5:8080 is plain http to another machine: the token would cross the network unencrypted/,
+    );
+  });
+
+  it('is taken on the loopback with --insecure-cloud-api, for a proxy on every Node', async () => {
+    const { run, nodesInit } = await args('digitalocean', {
+      cloudApiUrl: 'http://127.0.0.1:36173',
+      insecureCloudApi: true,
+    });
+    for (const list of [run, nodesInit]) expect(list).toContain('--cloud-api-url=http://127.0.0.1:36173');
+  });
+});
+
 describe('--cloud-api-url on every command', () => {
   it('an empty value (an unset shell variable) or one that is no http(s) URL is a usage error, never the real API', async () => {
     const digitalocean = await loadProvider('digitalocean');

@@ -167,6 +167,34 @@ describe('ccm manifests: the image', () => {
     expect(() => checkImage(image)).not.toThrow();
   });
 
+  it.each([
+    ['r.example/CCM:1', 'r.example/ccm:1'],
+    [
+      'Registry.Example.com/Team/CCM@sha256:0123456789abcdef0123456789abcdef',
+      'Registry.Example.com/team/ccm@sha256:0123456789abcdef0123456789abcdef',
+    ],
+    ['ccm/Web:V1', 'ccm/web:V1'],
+  ])('refuses %s, whose repository has capitals, naming the lower-case form', (image, lowered) => {
+    expect(() => checkImage(image)).toThrow(
+      `--image "${image}" is not an image reference: a repository name is lower case (${lowered})`,
+    );
+  });
+
+  it.each([
+    '',
+    ' ',
+    'r.example/ccm:1 x',
+    'r.example/ccm:',
+    'r.example//ccm',
+    'r.example/ccm:-1',
+    'r.example/ccm@sha256:xyz',
+    '-ccm',
+  ])('refuses %j, no image reference at all', (image) => {
+    expect(() => checkImage(image)).toThrow(
+      /is not an image reference; use e\.g\. registry\.example\.com\/ccm:0\.1\.0$/,
+    );
+  });
+
   it('takes a name on the Node itself with imagePullPolicy Never: nothing is pulled, the name finds the loaded image', () => {
     expect(() => checkImage('localhost/ccm:0.1.0', 'Never')).not.toThrow();
     expect(() => checkImage('localhost/ccm:0.1.0', 'IfNotPresent')).toThrow(/--image-pull-policy Never/);

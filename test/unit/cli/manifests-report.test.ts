@@ -4,9 +4,11 @@
  * --out what was written where.
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { renderManifests, writeManifests } from '../../../src/cli/manifests.js';
+import { renderManifests } from '../../../src/cli/manifests.js';
+import { writeManifests } from '../../../src/cli/manifests-out.js';
 import { manifestsReport, manifestsWrittenReport } from '../../../src/cli/manifests-report.js';
 import type { View } from '../../../src/cli/output/flags.js';
 import { render, type Terminal } from '../../../src/cli/output/render.js';
@@ -65,11 +67,13 @@ describe('ccm manifests, printed', () => {
 
 describe('ccm manifests --out DIR', () => {
   it('reports each file written with its object, in every view', async () => {
-    const dir = tempDir('ccm-manifests-out-');
+    const dir = join(tempDir('ccm-manifests-out-'), 'out');
     const all = await objects();
-    const files = await writeManifests(dir, all, 'yaml');
-    const report = manifestsWrittenReport(all, files, dir);
-    expect(readdirSync(dir)).toHaveLength(all.length);
+    const written = await writeManifests(dir, all, 'yaml');
+    const { files } = written;
+    const report = manifestsWrittenReport(all, written, dir);
+    // One file per object, and the index of what ccm wrote there.
+    expect(readdirSync(dir)).toHaveLength(all.length + 1);
 
     const lines = (await render(report, 'lines', pipe)).split('\n');
     expect(lines[0]).toBe(`wrote ${all.length} files to ${dir}`);

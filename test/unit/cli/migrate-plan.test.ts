@@ -1,12 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { flagValue, planMigration } from '../../../src/cli/migrate.js';
 import { migrateReport } from '../../../src/cli/migrate-report.js';
+import type { View } from '../../../src/cli/output/flags.js';
+import { render, type Terminal } from '../../../src/cli/output/render.js';
 import { slimService } from '../../../src/kube/services.js';
 import type {
   ForeignLoadBalancer,
   LoadBalancerAdoption,
   OfficialController,
 } from '../../../src/providers/types.js';
+import { pipe } from './pipe.js';
 
 const official: OfficialController = {
   id: 'official-ccm',
@@ -218,6 +221,61 @@ describe('ccm migrate: the plan', () => {
     );
     const nothingLeft = migrateReport({ ...base, mode: 'apply', wrote: false, services: [] });
     expect(nothingLeft.summary).toBe('nothing to do: no load balancer of official-ccm to hand over');
+  });
+});
+
+describe('ccm migrate with no official controller: the dry run and --yes say the same, each line once', () => {
+  const result = (mode: 'dry-run' | 'apply') => ({
+    mode,
+    provider: 'digitalocean',
+    from: 'digitalocean-cloud-controller-manager',
+    clusterID: 'abc',
+    officialCluster: '',
+    officialClusterFrom: "digitalocean-cloud-controller-manager's default",
+    workloads: [],
+    leases: [],
+    secrets: [{ name: 'digitalocean', exists: true, compatible: true }],
+    configMaps: [],
+    // As the plan of a Service whose load balancer ccm built says it (the trial's `web`).
+    services: [
+      {
+        namespace: 'default',
+        name: 'web',
+        action: 'none' as const,
+        ingress: ['203.0.113.3'],
+        finalised: true,
+        officialAnnotations: {},
+        tags: [],
+        note: "its load balancer (203.0.113.3) is not digitalocean-cloud-controller-manager's (ccm's already, or another's): nothing to hand over",
+      },
+    ],
+    untouched: [
+      'every load balancer stays (ccm migrate creates and deletes none), with its name, id, addresses, listeners and backends',
+      'finalizers and every other annotation of the Services',
+    ],
+    wrote: false,
+  });
+
+  it.each<[View, Terminal]>([
+    ['table', { tty: true, width: 120, height: 40, colour: 0 }],
+    ['lines', pipe],
+  ])('%s', async (view, where) => {
+    // Lines wrapped at the terminal's width read as one: every run of spaces and newlines as a space.
+    const shown = async (mode: 'dry-run' | 'apply') =>
+      (await render(migrateReport(result(mode)), view, where)).replace(/\s+/g, ' ');
+    const dry = await shown('dry-run');
+    const yes = await shown('apply');
+    const summary =
+      'nothing to do: no digitalocean-cloud-controller-manager found (no Deployment, DaemonSet or Lease of it), and no load balancer of it';
+    expect(dry.startsWith(summary)).toBe(true);
+    expect(yes.startsWith(summary)).toBe(true);
+    expect(dry).not.toContain('--yes');
+    for (const text of [dry, yes]) {
+      expect(text.split('is not digitalocean-cloud-controller-manager').length - 1, text).toBe(1);
+      expect(text.split('Secret kube-system/digitalocean').length - 1, text).toBe(1);
+      expect(text).toContain('What ccm migrate found of digitalocean-cloud-controller-manager:');
+      expect(text).not.toContain('Found of');
+    }
   });
 });
 

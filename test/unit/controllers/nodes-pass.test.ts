@@ -92,6 +92,17 @@ describe('planNode: whose Nodes', () => {
     expect(resultOf(plan)).toBe('skipped');
   });
 
+  it('says which cloud it is not, with the right article: "an openstack instance", "a cloudlycke instance"', () => {
+    const node = makeNode({ providerID: 'digitalocean://12345' });
+    const state = clusterState([node], [makeInstance()]);
+    expect(planNode(node, state, { ...provider, name: 'openstack' }, options).skipped).toBe(
+      'provider ID digitalocean://12345 is not an openstack instance; Node left alone',
+    );
+    expect(planNode(node, state, { ...provider, name: 'cloudlycke' }, options).skipped).toBe(
+      'provider ID digitalocean://12345 is not a cloudlycke instance; Node left alone',
+    );
+  });
+
   it('leaves a Node of another scheme alone even when it is NotReady and unlisted (never deleted)', () => {
     const node = makeNode({ providerID: 'aws:///eu-west-1a/i-0abc' });
     const plan = planNode(node, clusterState([node], [makeInstance()]), provider, options);
