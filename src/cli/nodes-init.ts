@@ -13,7 +13,7 @@ import { loadKubeConfig } from '../kube/config.js';
 import { eventRecorder } from '../kube/event-recorder.js';
 import { createNodeClient } from '../kube/nodes.js';
 import { KubeTransport } from '../kube/transport.js';
-import { transportOptionsFrom, waitNotices } from './kube-flags.js';
+import { kubeWaitNotices, transportOptionsFrom, waitNotices } from './kube-flags.js';
 import { peakRssBytes } from './peak-rss.js';
 import { type ClusterAndCloudFlags, providerWithSecret } from './provider-config.js';
 import { screenedTasks } from './task-list.js';
@@ -50,8 +50,20 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
   // Configuration is checked before anything is read or written. The lean kubeconfig reader keeps
   // client-node (~870 modules) out of the start unless the kubeconfig needs an exec plugin.
   const kc = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
-  const transport = new KubeTransport(kc, transportOptionsFrom(input));
-  // A slow cloud is said while the listing runs; on a terminal only until the task list draws.
+  // A slow API server or cloud is said, as in every command; on a terminal only until the task list
+  // draws (nothing is awaited then, so no line is left on screen).
+  const kubeNotices = kubeWaitNotices(Boolean(input.progress));
+  let taskListDraws = false;
+  const transport = new KubeTransport(
+    kc,
+    transportOptionsFrom({
+      ...input,
+      waitingNoticeMs: kubeNotices.waitingNoticeMs,
+      onWaiting: (what) => {
+        if (!taskListDraws) kubeNotices.onWaiting(what);
+      },
+    }),
+  );
   const { onCloudWait } = await import('../providers/http.js');
   const stopNotices = onCloudWait(...waitNotices(Boolean(input.progress)));
   const kube = createNodeClient(transport);
@@ -69,7 +81,10 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
     stopNotices();
     throw err;
   }
-  if (input.progress) stopNotices();
+  if (input.progress) {
+    stopNotices();
+    taskListDraws = true;
+  }
   const { provider, credentials } = configured;
 
   const { Listr } = await import('listr2');

@@ -31,7 +31,6 @@ export async function readSecret(
     }>({
       method: 'GET',
       path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(name)}`,
-      timeoutMs: 10_000,
       signal,
     });
     const data: Record<string, string> = {};

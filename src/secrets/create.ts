@@ -209,8 +209,30 @@ interface Step<T> {
  */
 class Steps {
   private readonly ctrlC = new AbortController();
+  /** The running step's task, while it runs on a terminal. */
+  private task?: { output?: string };
+  private overdue = 0;
 
   constructor(private readonly progress: boolean) {}
+
+  /**
+   * After how long a slow answer is said: on a terminal after 1 s (the API server) or 3 s (the
+   * cloud), anywhere else after 10 s, as every command says it (kube-flags.ts).
+   */
+  noticeAfterMs(side: 'kube' | 'cloud'): number {
+    return this.progress ? (side === 'kube' ? 1000 : 3000) : 10_000;
+  }
+
+  /**
+   * What a slow answer is waited for (undefined: it came): under the running step on a terminal,
+   * else one `ccm: waiting for …` line on stderr.
+   */
+  readonly notice = (what: string | undefined): void => {
+    if (this.progress) {
+      if (this.task) this.task.output = what ?? '';
+    } else if (what === undefined) this.overdue--;
+    else if (this.overdue++ === 0) process.stderr.write(`ccm: ${what}\n`);
+  };
 
   async run<T>(step: Step<T>): Promise<T> {
     const { Listr } = await import('listr2');
@@ -222,7 +244,13 @@ class Steps {
           title: step.title,
           task: async (_ctx, task) => {
             signal.throwIfAborted();
-            result = { value: await step.work(signal) };
+            this.task = task;
+            try {
+              result = { value: await step.work(signal) };
+            } finally {
+              this.task = undefined;
+            }
+            task.output = '';
             task.title = step.done(result.value);
           },
         },
@@ -262,7 +290,11 @@ async function connect(input: CreateSecretInput, steps: Steps): Promise<KubeTran
   const kc = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
   const transport = new KubeTransport(
     kc,
-    transportOptionsFrom({ 'request-timeout': input.requestTimeoutMs }),
+    transportOptionsFrom({
+      'request-timeout': input.requestTimeoutMs,
+      onWaiting: steps.notice,
+      waitingNoticeMs: steps.noticeAfterMs('kube'),
+    }),
   );
   await steps.run({
     title: `Connect to the cluster at ${transport.server}`,

@@ -27,7 +27,7 @@ export default class NodesList extends BaseCommand {
   async run(): Promise<Report<NodeRow>> {
     const { flags } = await this.parse(NodesList);
     const { runNodesList } = await import('../../cli/nodes-list.js');
-    const { waitingLine, waitNotices } = await import('../../cli/kube-flags.js');
+    const { kubeWaitNotices, waitNotices } = await import('../../cli/kube-flags.js');
     const { nodesListReport } = await import('../../cli/nodes-list-report.js');
     const { onCloudWait } = await import('../../providers/http.js');
     const stopNotices = onCloudWait(...waitNotices(this.progress));
@@ -37,7 +37,7 @@ export default class NodesList extends BaseCommand {
           ...flags,
           showOrphans: flags['show-orphans'],
           env: process.env,
-          ...(this.progress ? { onWaiting: waitingLine() } : {}),
+          ...kubeWaitNotices(this.progress),
         }),
       );
     } finally {
