@@ -132,3 +132,50 @@ it('Ctrl-C while a command waits on an API server that never answers: ended by S
     silent.close();
   }
 }, 300_000);
+
+/** A loopback listener that accepts connections and never answers; `port` and what it holds. */
+async function silentListener() {
+  const connected: Socket[] = [];
+  const silent = createServer((socket) => connected.push(socket.on('error', () => {})));
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (silent.address() as AddressInfo).port,
+    connected,
+    close: () => {
+      for (const socket of connected) socket.destroy();
+      silent.close();
+    },
+  };
+}
+
+it("Ctrl-C while ccm run's start waits on a cloud that never answers, under the machine's Node: said, exit 0 (review 44, finding 2)", async () => {
+  const cloud = await silentListener();
+  const node = machineNode();
+  const terminal = await Terminal.open(
+    [
+      'run',
+      '--kubeconfig',
+      cp.kubeconfigPath,
+      '--provider',
+      'digitalocean',
+      '--cloud-api-url',
+      `http://127.0.0.1:${cloud.port}`,
+      '--leader-elect=false',
+      '--plain-http',
+      '--secure-port',
+      '0',
+    ],
+    { width: 200, height: 50, node, env: { DO_ACCESS_TOKEN: 'dop_v1_never_answered' } },
+  );
+  try {
+    await terminal.waitFor('waiting for the cloud at');
+    await terminal.type('C-c');
+    expect(await terminal.exit(20_000)).toBe(0);
+    const screen = await terminal.screen({ joined: true });
+    expect(screen).toContain('SIGINT received: shutting down');
+    expect(screen).not.toContain('starting: provider');
+  } finally {
+    await terminal.close();
+    cloud.close();
+  }
+}, 300_000);
