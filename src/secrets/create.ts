@@ -310,9 +310,12 @@ function verify(definition: ProviderDefinition, provider: Provider, steps: Steps
   return steps.run({
     title: 'Validate the credentials with the cloud',
     work: async (signal) => {
+      // The cloud's own limits, as every command has them (up to 30 s an attempt, 5 attempts), said
+      // as every command says them; no limit of this command's ends the check in words of its own.
+      const { onCloudWait } = await import('../providers/http.js');
+      const stopNotices = onCloudWait(steps.notice, steps.noticeAfterMs('cloud'));
       try {
-        const timeout = AbortSignal.timeout(60_000);
-        return (await provider.verifyCredentials?.(AbortSignal.any([signal, timeout]))) ?? '';
+        return (await provider.verifyCredentials?.(signal)) ?? '';
       } catch (err) {
         if (signal.aborted) throw err;
         // Unreachable is not refused: a good token must not look bad because of DNS or a proxy.
@@ -329,6 +332,8 @@ function verify(definition: ProviderDefinition, provider: Provider, steps: Steps
         throw new UsageError(
           `checking the credentials with ${definition.name} failed: ${oneLine(err)}${tail}`,
         );
+      } finally {
+        stopNotices();
       }
     },
     done: (verified) => `Credentials valid: ${verified}`,
