@@ -20,10 +20,14 @@ export function expectedText(expected: string, value: string): string {
   return `expected ${expected}, got ${JSON.stringify(value)}`;
 }
 
+/**
+ * Exit 2: retrying the same command cannot help. An API server that cannot be reached is not among
+ * them (exit 1): ccm cannot tell an address typed wrong from a server away for a moment, and a
+ * CronJob's retry helps the second (docs/output.md, "Exit codes").
+ */
 const CONFIG_ERROR_NAMES = new Set([
   'UsageError',
   'KubeConfigError',
-  'KubeUnreachableError',
   'KubeUnauthorizedError',
   'InvalidConfigError',
   'UnauthorizedError',

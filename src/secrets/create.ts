@@ -4,7 +4,7 @@ import { screenedTasks } from '../cli/task-list.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { type SecretWrite, type SecretWriteResult, writeSecret } from '../kube/secrets.js';
 import { KubeTransport } from '../kube/transport.js';
-import { isUnreachable, UnauthorizedError } from '../providers/errors.js';
+import { isUnreachable, RetryableError, UnauthorizedError } from '../providers/errors.js';
 import { loadProvider } from '../providers/registry.js';
 import type { Provider, ProviderDefinition, ProviderValues } from '../providers/types.js';
 import {
@@ -62,6 +62,11 @@ export interface CreateSecretResult {
 class InterruptedError extends Error {
   override name = 'InterruptedError';
   readonly oclif = { exit: EXIT_INTERRUPTED };
+}
+
+/** The cloud could not be reached, or failed for the moment: the work failed (exit 1), a retry may help. */
+class CloudUnavailableError extends Error {
+  override name = 'CloudUnavailableError';
 }
 
 /** The cloud refused the credentials (not: could not be reached). */
@@ -320,9 +325,11 @@ function verify(definition: ProviderDefinition, provider: Provider, steps: Steps
         if (signal.aborted) throw err;
         // Unreachable is not refused: a good token must not look bad because of DNS or a proxy.
         const tail = '; nothing written (--no-verify skips this check)';
-        if (isUnreachable(err))
-          throw new UsageError(
-            `cannot reach ${definition.name}, so the credentials were not checked: ${oneLine(err)}${tail}`,
+        // A cloud that cannot be reached, or answers 5xx, may answer later: exit 1, as the same cloud
+        // in `nodes init` (docs/output.md).
+        if (isUnreachable(err) || err instanceof RetryableError)
+          throw new CloudUnavailableError(
+            `${isUnreachable(err) ? `cannot reach ${definition.name}` : `${definition.name} failed for the moment`}, so the credentials were not checked: ${oneLine(err)}${tail}`,
           );
         if (err instanceof UnauthorizedError)
           throw new RefusedError(

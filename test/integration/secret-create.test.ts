@@ -211,13 +211,13 @@ describe('ccm secret create, scripted', { timeout: 240_000 }, () => {
     expect(await readSecret('digitalocean')).toBeUndefined();
   });
 
-  it('an API that cannot be reached is not a refusal: its own line, asked once, no Secret', async () => {
+  it('an API that cannot be reached is not a refusal: its own line, asked once, no Secret, exit 1 as in nodes init (review 44, finding 4)', async () => {
     await deleteSecret('digitalocean');
     const run = await secretCreate(
       ['--provider', 'digitalocean', '--cloud-api-url', 'https://no-such-host.invalid', '--from-stdin'],
       { input: 'dop_v1_a_good_token_for_all_we_know' },
     );
-    expect(run.exitCode).toBe(2);
+    expect(run.exitCode).toBe(1);
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
     expect(run.stderr).toMatch(
       /^ccm: cannot reach digitalocean, so the credentials were not checked: .*GET \/v2\/account: request failed \(.*no-such-host\.invalid.*\): the cloud could not be reached; check the API URL, and this machine's DNS, network and proxy; nothing written/,
@@ -247,12 +247,23 @@ describe('ccm secret create, scripted', { timeout: 240_000 }, () => {
       ]);
       // 5 attempts of 13 s: more than the 60 s that ended the check before, with "The operation was aborted due to timeout".
       expect(took).toBeGreaterThan(65_000);
-      expect(run.exitCode).not.toBe(0);
+      expect(run.exitCode).toBe(1);
       expect(run.writes).toEqual([]);
     } finally {
       await cloud.close();
     }
   }, 180_000);
+
+  it('a namespace that does not exist is configuration, exit 2, as a Secret that does not exist (review 44, finding 4)', async () => {
+    const run = await secretCreate(['--provider', 'digitalocean', '--no-verify', '--namespace', 'nope-ns'], {
+      env: { DO_ACCESS_TOKEN: 'dop_v1_not_checked' },
+    });
+    expect({ exitCode: run.exitCode, stderr: run.stderr.trim() }).toEqual({
+      exitCode: 2,
+      stderr: 'ccm: namespace nope-ns does not exist; create it or pass --namespace',
+    });
+    expect(run.writes.filter((w) => w.responseStatus?.code === 201)).toEqual([]);
+  });
 
   it('no terminal and a missing value: one line naming the flag, exit 2, nothing written', async () => {
     const run = await secretCreate(['--provider', 'brightbox', '--set', 'client=cli-12345']);
@@ -586,7 +597,7 @@ describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
           );
         },
       );
-      expect(code).not.toBe(0);
+      expect(code).toBe(1);
       expect(screen).toContain('✖ Validate the credentials with the cloud');
       expect(screen).toContain(
         'timed out after 2000 ms, gave up after 5 attempts: the cloud could not be reached',
