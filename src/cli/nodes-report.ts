@@ -1,23 +1,33 @@
-import type { NodeReport, NodeResult } from '../controllers/nodes-pass.js';
+import type { NodeReport, PassResult } from '../controllers/nodes-pass.js';
 import type { NodesInitResult } from './nodes-init.js';
 import { defineReport, type Report, type Tone } from './output/report.js';
 import { grouped, groupNotes, plural } from './output/text.js';
 
 const NOUN = ['Node', 'Nodes'] as const;
 
-const TONE: Record<NodeResult, Tone> = {
+const TONE: Record<PassResult, Tone> = {
   initialized: 'changed',
   updated: 'changed',
   deleted: 'warning',
+  // Not compared with its instance: the listing failed (the report's error says why), not the Node.
+  unknown: 'warning',
   failed: 'failed',
   unchanged: 'unchanged',
   // A Node of another cloud or of bare metal, left alone on every pass: counted, not listed.
   skipped: 'unchanged',
 };
 
-const ORDER: NodeResult[] = ['initialized', 'updated', 'deleted', 'failed', 'unchanged', 'skipped'];
+const ORDER: PassResult[] = [
+  'initialized',
+  'updated',
+  'deleted',
+  'unknown',
+  'failed',
+  'unchanged',
+  'skipped',
+];
 
-const WOULD: Partial<Record<NodeResult, string>> = {
+const WOULD: Partial<Record<PassResult, string>> = {
   initialized: 'would initialize',
   updated: 'would update',
   deleted: 'would delete',
@@ -32,7 +42,7 @@ export function nodesInitReport({
   maxRssBytes,
   credentials,
 }: Omit<NodesInitResult, 'plans'>): Report<NodeReport> {
-  const resultWord = (r: NodeResult) => (report.dryRun ? (WOULD[r] ?? r) : r);
+  const resultWord = (r: PassResult) => (report.dryRun ? (WOULD[r] ?? r) : r);
   const changeTexts = (n: NodeReport) => n.changes.map((c) => (report.dryRun ? `would ${c}` : c));
   const s = report.summary;
   const counts = ORDER.filter((k) => s[k] > 0).map((k) => `${grouped(s[k])} ${resultWord(k)}`);

@@ -11,7 +11,13 @@ import { isNotFound } from '../providers/errors.js';
 import type { InstanceIndex } from '../providers/instance-index.js';
 import { parseProviderID } from '../providers/provider-id.js';
 import type { Instance, Provider } from '../providers/types.js';
-import { type CloudView, isFatalCloudError, type ListingOutcome, viewOf } from './cloud-view.js';
+import {
+  type CloudView,
+  isFatalCloudError,
+  type ListingOutcome,
+  NOT_COMPARED,
+  viewOf,
+} from './cloud-view.js';
 import { mapLimit } from './concurrency.js';
 import { isReady as isReadyNode, planLifecycle, shutdownTaint } from './lifecycle.js';
 import { isUninitialized, planInitialization, planInitializedNode, syncedEvent } from './node.js';
@@ -42,9 +48,16 @@ export interface ClusterState extends CloudView {
 
 export type NodeResult = 'initialized' | 'updated' | 'deleted' | 'unchanged' | 'skipped' | 'failed';
 
+/**
+ * A pass's word for each Node in its report: its result, or `unknown` when the cloud listing failed
+ * and the Node needed it (not compared with its instance, so not reconciled), as `nodes list` says
+ * it. `failed` is a Node's own failure, with its own reason (docs/output.md).
+ */
+export type PassResult = NodeResult | 'unknown';
+
 export interface NodeReport {
   name: string;
-  result: NodeResult;
+  result: PassResult;
   changes: string[];
   reason?: string;
   notes?: string[];
@@ -59,7 +72,7 @@ export interface PassReport {
   provider: string;
   dryRun: boolean;
   nodes: NodeReport[];
-  summary: Record<NodeResult, number> & { total: number };
+  summary: Record<PassResult, number> & { total: number };
   cloudInstances: number;
   listingError?: string;
 }
@@ -384,11 +397,13 @@ export function buildReport(
     deleted: 0,
     unchanged: 0,
     skipped: 0,
+    unknown: 0,
     failed: 0,
   };
   const nodesByName = new Map(state.nodes.map((n) => [n.metadata?.name ?? '', n]));
   const nodes = plans.map((plan): NodeReport => {
-    const result = resultOf(plan);
+    const unknown = state.listingError !== undefined && plan.error === state.listingError;
+    const result: PassResult = unknown ? 'unknown' : resultOf(plan);
     summary[result]++;
     const node = nodesByName.get(plan.name);
     const instance = node && !plan.skipped ? findInstance(node, state.index) : undefined;
@@ -397,7 +412,11 @@ export function buildReport(
       name: plan.name,
       result,
       changes: plan.changes,
-      ...(plan.error || plan.skipped ? { reason: plan.error ?? plan.skipped } : {}),
+      ...(unknown
+        ? { reason: NOT_COMPARED }
+        : plan.error || plan.skipped
+          ? { reason: plan.error ?? plan.skipped }
+          : {}),
       ...(plan.notes.length > 0 ? { notes: plan.notes } : {}),
       providerID: plan.patch?.providerID ?? node?.spec?.providerID,
       instanceType: instance?.type ?? labels[LABEL_PAIRS.instanceType.ga],

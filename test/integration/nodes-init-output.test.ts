@@ -108,6 +108,7 @@ describe('a mixed pass, off a terminal', () => {
       deleted: 1,
       unchanged: 1,
       skipped: 1,
+      unknown: 0,
       failed: 2,
     });
     expect(json.nodes.find((n: { name: string }) => n.name === 'node-1')).toMatchObject({
