@@ -10,6 +10,12 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+/** Ctrl-C while a command works: one line saying what was written, and 130 as a shell reports SIGINT. */
+export class InterruptedError extends Error {
+  override name = 'InterruptedError';
+  readonly oclif = { exit: EXIT_INTERRUPTED };
+}
+
 /** A flag's value outside what it takes, in the one wording every flag uses: "--flag: expected …, got "value"". */
 export function flagValueError(flag: string, expected: string, value: string): UsageError {
   return new UsageError(`--${flag}: ${expectedText(expected, value)}`);

@@ -9,7 +9,7 @@ export default class NodesInit extends BaseCommand {
   static override summary = 'Initialise and reconcile every Node against the cloud once, then exit';
   static override description = [
     'Initialises Nodes tainted node.cloudprovider.kubernetes.io/uninitialized (provider ID, instance type, zone and region labels, addresses; the taint is removed), reconciles labels and addresses of initialised Nodes, taints Nodes whose instance is shut down, and deletes Nodes whose instance the cloud positively reports as gone. Meant for a CronJob.',
-    'Exit status: 0 all Nodes reconciled, 1 some failed or the cloud listing failed (the report says which and why), or the API server could not be reached, 2 usage or configuration error.',
+    'Exit status: 0 all Nodes reconciled, 1 some failed or the cloud listing failed (the report says which and why), or the API server could not be reached, 2 usage or configuration error, 130 Ctrl-C (its line says whether anything was written).',
   ].join('\n\n');
   static override examples = [
     '<%= config.bin %> nodes init --provider cloudlycke --cloud-config inventory.yaml',
