@@ -12,6 +12,12 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+/** Ctrl-C while a command works: one line saying what was written, and 130 as a shell reports SIGINT. */
+export class InterruptedError extends Error {
+  override name = 'InterruptedError';
+  readonly oclif = { exit: EXIT_INTERRUPTED };
+}
+
 /** A flag's value outside what it takes, in the one wording every flag uses: "--flag: expected …, got "value"". */
 export function flagValueError(flag: string, expected: string, value: string): UsageError {
   return new UsageError(`--${flag}: ${expectedText(expected, value)}`);
@@ -22,10 +28,14 @@ export function expectedText(expected: string, value: string): string {
   return `expected ${expected}, got ${JSON.stringify(value)}`;
 }
 
+/**
+ * Exit 2: retrying the same command cannot help. An API server that cannot be reached is not among
+ * them (exit 1): ccm cannot tell an address typed wrong from a server away for a moment, and a
+ * CronJob's retry helps the second (docs/output.md, "Exit codes").
+ */
 const CONFIG_ERROR_NAMES = new Set([
   'UsageError',
   'KubeConfigError',
-  'KubeUnreachableError',
   'KubeUnauthorizedError',
   'InvalidConfigError',
   'UnauthorizedError',

@@ -20,8 +20,9 @@ import { loadKubeConfig } from '../kube/config.js';
 import { eventRecorder } from '../kube/event-recorder.js';
 import { createNodeClient } from '../kube/nodes.js';
 import { KubeTransport } from '../kube/transport.js';
-import { UsageError } from './errors.js';
-import { transportOptionsFrom, waitNotices } from './kube-flags.js';
+import { InterruptedError, UsageError } from './errors.js';
+import { kubeWaitNotices, transportOptionsFrom, waitNotices } from './kube-flags.js';
+import { plural } from './output/text.js';
 import { peakRssBytes } from './peak-rss.js';
 import { type ClusterAndCloudFlags, providerWithSecret } from './provider-config.js';
 import { screenedTasks } from './task-list.js';
@@ -53,19 +54,99 @@ interface Ctx {
   hold?: PassHold;
 }
 
-/** `ccm nodes init`: one pass, with a task list on a terminal that clears itself when done. */
+/**
+ * `ccm nodes init`: one pass, with a task list on a terminal that clears itself when done.
+ *
+ * Ctrl-C is ccm's, not listr2's (which ends the process with 127): no write is sent after it, and the
+ * command ends with 130 and one line saying whether anything was written, as `secret create` does.
+ * While the pass reads (the API server, the cloud: the waits said above) it ends at once; while the
+ * task list runs, once the writes under way are answered (a second Ctrl-C does not wait for them).
+ */
 export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResult> {
   keepYoungGenerationSmall();
+  let ctrlC: number | undefined;
+  let writing = false;
+  let interrupt: (err: Error) => void = () => {};
+  const interrupted = new Promise<never>((_, reject) => {
+    interrupt = reject;
+  });
+  const pass: Pass = {
+    mayWrite: () => ctrlC === undefined,
+    startWriting: () => {
+      writing = true;
+    },
+  };
+  const interruption = () => {
+    const writes = pass.kube?.writes ?? 0;
+    return new InterruptedError(
+      writes === 0
+        ? 'cancelled (Ctrl-C); nothing was written'
+        : `cancelled (Ctrl-C) after ${plural(writes, 'Kubernetes write')}; the next pass does the rest`,
+    );
+  };
+  const onSigint = () => {
+    const first = ctrlC;
+    // A terminal's Ctrl-C reaches this process twice under the Node 20 wrapper (bin/run.js): one.
+    if (first !== undefined && monotonicMs() - first < 1000) return;
+    ctrlC = monotonicMs();
+    if (writing && first === undefined) return;
+    // The waiting line (and the ^C the terminal echoed after it) is erased, not left half a line.
+    if (input.progress && process.stderr.isTTY) process.stderr.write('\r\u001b[K');
+    interrupt(interruption());
+  };
+  process.on('SIGINT', onSigint);
+  const work = runPass(input, pass);
+  try {
+    const result = await Promise.race([work, interrupted]);
+    if (ctrlC !== undefined) throw interruption();
+    return result;
+  } catch (err) {
+    throw ctrlC !== undefined ? interruption() : err;
+  } finally {
+    process.off('SIGINT', onSigint);
+    // What the pass still waits for after Ctrl-C sends nothing (the gate) and holds nothing open.
+    if (ctrlC !== undefined) {
+      work.catch(() => {});
+      await pass.transport?.close();
+      const { closeCloudConnections } = await import('../providers/http-transport.js');
+      closeCloudConnections();
+    }
+  }
+}
+
+/** What runNodesInit's Ctrl-C needs of the pass: the write gate, and how far it got. */
+interface Pass {
+  mayWrite: () => boolean;
+  startWriting: () => void;
+  transport?: KubeTransport;
+  kube?: { writes: number };
+}
+
+async function runPass(input: NodesInitInput, control: Pass): Promise<NodesInitResult> {
   const started = monotonicMs();
   let cloudCalls = 0;
   // Configuration is checked before anything is read or written. The lean kubeconfig reader keeps
   // client-node (~870 modules) out of the start unless the kubeconfig needs an exec plugin.
   const kc = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
-  const transport = new KubeTransport(kc, transportOptionsFrom(input));
-  // A slow cloud is said while the listing runs; on a terminal only until the task list draws.
+  // A slow API server or cloud is said, as in every command; on a terminal only until the task list
+  // draws (nothing is awaited then, so no line is left on screen).
+  const kubeNotices = kubeWaitNotices(Boolean(input.progress));
+  let taskListDraws = false;
+  const transport = new KubeTransport(kc, {
+    ...transportOptionsFrom({
+      ...input,
+      waitingNoticeMs: kubeNotices.waitingNoticeMs,
+      onWaiting: (what) => {
+        if (!taskListDraws) kubeNotices.onWaiting(what);
+      },
+    }),
+    mayWrite: control.mayWrite,
+  });
+  control.transport = transport;
   const { onCloudWait } = await import('../providers/http.js');
   const stopNotices = onCloudWait(...waitNotices(Boolean(input.progress)));
   const kube = createNodeClient(transport);
+  control.kube = kube;
   const { pass } = input;
   let configured: Awaited<ReturnType<typeof providerWithSecret>>;
   let state: Awaited<ReturnType<typeof readState>>;
@@ -89,9 +170,12 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
     stopNotices();
     throw err;
   }
-  if (input.progress) stopNotices();
+  if (input.progress) {
+    stopNotices();
+    taskListDraws = true;
+  }
+  control.startWriting();
   const { provider, credentials } = configured;
-
   const { Listr } = await import('listr2');
   const tasks = new Listr<Ctx>(
     screenedTasks([
@@ -123,11 +207,14 @@ export async function runNodesInit(input: NodesInitInput): Promise<NodesInitResu
       renderer: 'default',
       silentRendererCondition: !input.progress,
       exitOnError: true,
+      registerSignalListeners: false,
       // The report's summary line replaces the task list.
       rendererOptions: { collapseSubtasks: false, clearOutput: true },
     },
   );
   const ctx = await tasks.run({}).finally(stopNotices);
+  // Ctrl-C during the writes: the writes after it were refused, and no Event is waited for.
+  if (!control.mayWrite()) throw new InterruptedError('cancelled');
   const plans = ctx.plans ?? [];
   // Events are sent beside the work (event-recorder.ts); the pass ends when they are, or in 10 s.
   await eventRecorder(transport).flush(10_000);

@@ -1,4 +1,5 @@
 import { monotonicMs } from '../clock.js';
+import { NOT_COMPARED } from '../controllers/cloud-view.js';
 import { findInstance, type PassOptions, planNode, readState } from '../controllers/nodes-pass.js';
 import type { NodePlan } from '../controllers/plan.js';
 import { loadKubeConfig } from '../kube/config.js';
@@ -187,7 +188,7 @@ export function rowOf(
     return {
       ...row,
       status: 'unknown',
-      reason: 'the cloud listing failed, so this Node was not compared with its instance',
+      reason: NOT_COMPARED,
       fix: 'see the listing error below; run again once the cloud answers',
     };
   }

@@ -1,4 +1,4 @@
-import type { NodeReport, NodeResult } from '../controllers/nodes-pass.js';
+import type { NodeReport, PassResult } from '../controllers/nodes-pass.js';
 import type { PassHold } from '../controllers/pass-brake.js';
 import { EXIT_HELD } from './errors.js';
 import type { NodesInitResult } from './nodes-init.js';
@@ -7,31 +7,34 @@ import { grouped, groupNotes, plural } from './output/text.js';
 
 const NOUN = ['Node', 'Nodes'] as const;
 
-const TONE: Record<NodeResult, Tone> = {
+const TONE: Record<PassResult, Tone> = {
   initialized: 'changed',
   updated: 'changed',
   deleted: 'warning',
   // Kept by --quiet, as failures are: the pass exits 3 for them.
   held: 'failed',
   waiting: 'warning',
+  // Not compared with its instance: the listing failed (the report's error says why), not the Node.
+  unknown: 'warning',
   failed: 'failed',
   unchanged: 'unchanged',
   // A Node of another cloud or of bare metal, left alone on every pass: counted, not listed.
   skipped: 'unchanged',
 };
 
-const ORDER: NodeResult[] = [
+const ORDER: PassResult[] = [
   'initialized',
   'updated',
   'deleted',
   'waiting',
   'held',
+  'unknown',
   'failed',
   'unchanged',
   'skipped',
 ];
 
-const WOULD: Partial<Record<NodeResult, string>> = {
+const WOULD: Partial<Record<PassResult, string>> = {
   initialized: 'would initialize',
   updated: 'would update',
   deleted: 'would delete',
@@ -46,7 +49,7 @@ export function nodesInitReport({
   maxRssBytes,
   credentials,
 }: Omit<NodesInitResult, 'plans'>): Report<NodeReport> {
-  const resultWord = (r: NodeResult) => (report.dryRun ? (WOULD[r] ?? r) : r);
+  const resultWord = (r: PassResult) => (report.dryRun ? (WOULD[r] ?? r) : r);
   const changeTexts = (n: NodeReport) => n.changes.map((c) => (report.dryRun ? `would ${c}` : c));
   const s = report.summary;
   const counts = ORDER.filter((k) => s[k] > 0).map((k) => `${grouped(s[k])} ${resultWord(k)}`);

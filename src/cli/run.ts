@@ -1,10 +1,11 @@
 import type { Logger } from 'pino';
 import type { HoldStatus } from '../controllers/deletion-guard.js';
 import type { Metrics } from '../controllers/metrics.js';
+import { closeCloudConnections } from '../providers/http-transport.js';
 import { createLogger } from './log.js';
 import { CloudBudget, startCloud } from './run/cloud.js';
 import { startControllers } from './run/controllers.js';
-import { checkRunFlags } from './run/flags.js';
+import { checkRunFlags, type RunFlags } from './run/flags.js';
 import { connectKube } from './run/kube.js';
 import { Leadership } from './run/leadership.js';
 import { runLifecycle } from './run/lifecycle.js';
@@ -12,19 +13,40 @@ import { resolveProvider } from './run/provider.js';
 import { watchProviderConfig } from './run/reload.js';
 import { serveHealth } from './run/server.js';
 import { announceStart } from './run/start-line.js';
+import { StartScope } from './run/start-scope.js';
 import type { RunDeps, RunHandle, RunInput, RunPhase } from './run/types.js';
 import { keepYoungGenerationSmall } from './young-generation.js';
 
+export { StartStopped } from './run/start-scope.js';
 export type { RunDeps, RunHandle, RunInput };
 
 /**
  * `ccm run`, stage by stage: validates everything first (one line, exit 2, nothing written), then
  * serves health and metrics, watches Nodes, and runs the selected controllers while leading.
+ * `stop` is aborted (with the signal's name) by a signal during the start: the start's waits end,
+ * what it holds is released, and it rejects with StartStopped.
  */
-export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<RunHandle> {
+export async function startRun(input: RunInput, deps: RunDeps = {}, stop?: AbortSignal): Promise<RunHandle> {
   keepYoungGenerationSmall();
   const { selection, definition } = await checkRunFlags(input, deps);
   const log = runLogger(input, deps);
+  const start = new StartScope(log, stop);
+  try {
+    start.check();
+    const handle = await startStages(input, deps, { selection, definition, log, start });
+    start.done();
+    return handle;
+  } catch (err) {
+    throw await start.failure(err);
+  }
+}
+
+async function startStages(
+  input: RunInput,
+  deps: RunDeps,
+  { selection, definition, log, start }: RunFlags & { log: Logger; start: StartScope },
+): Promise<RunHandle> {
+  const { signal } = start;
   // Shared by the stages: the write gate (set by the lifecycle stage) and where the run is.
   const leadership = new Leadership(input.leaderElect);
   const phase: RunPhase = { current: 'starting' };
@@ -35,7 +57,10 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     identity: deps.identity,
     log,
     leadership,
+    ...(signal ? { signal } : {}),
   });
+  start.hold(() => transport.close());
+  start.check();
 
   const budget = new CloudBudget(input.cloudQps, input.cloudBurst);
   const { mayWrite } = leadership;
@@ -44,6 +69,8 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     transport,
     providerDeps: { mayWrite, takeToken: budget.takeToken },
   });
+  start.hold(closeCloudConnections);
+  start.check();
   const metrics = await loadMetrics();
   const cloud = startCloud({
     first: providerConfig.first.value,
@@ -54,6 +81,7 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     phase,
     log,
   });
+  start.hold(() => cloud.stopListing());
 
   const serving = await serveHealth(input, {
     transport,
@@ -64,11 +92,11 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
     phase,
     deletionHold,
   });
+  start.hold(() => serving?.close());
+  start.check();
   // The credentials must work (one cheap call, or the first listing) before anything is written.
-  await cloud.checkCredentials().catch(async (err: unknown) => {
-    await serving?.close();
-    throw err;
-  });
+  await cloud.checkCredentials(signal);
+  start.check();
   const credentials = providerConfig.credentials.description;
   announceStart(log, input, {
     provider: definition.name,

@@ -38,7 +38,7 @@ export default class Doctor extends BaseCommand {
     const { flags } = await this.parse(Doctor);
     const { runDoctor } = await import('../cli/doctor.js');
     const { doctorReport } = await import('../cli/doctor-report.js');
-    const { waitingLine, waitNotices } = await import('../cli/kube-flags.js');
+    const { kubeWaitNotices, waitNotices } = await import('../cli/kube-flags.js');
     const { onCloudWait } = await import('../providers/http.js');
     const stopNotices = onCloudWait(...waitNotices(this.progress));
     try {
@@ -46,7 +46,7 @@ export default class Doctor extends BaseCommand {
         await runDoctor({
           ...flags,
           env: process.env,
-          ...(this.progress ? { onWaiting: waitingLine() } : {}),
+          ...kubeWaitNotices(this.progress),
         }),
       );
     } finally {

@@ -1,7 +1,7 @@
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../cli/base-command.js';
 import { UsageError } from '../cli/errors.js';
-import type { ServicePlan } from '../cli/migrate.js';
+import type { MigrateInput, ServicePlan } from '../cli/migrate.js';
 import type { Report } from '../cli/output/report.js';
 
 export default class Migrate extends BaseCommand {
@@ -59,14 +59,28 @@ export default class Migrate extends BaseCommand {
         '--dry-run and --yes exclude each other; pass one (no flag: a plan, confirmed on a terminal)',
       );
     }
+    // A slow API server or cloud is said as in every command (docs/output.md).
+    const { kubeWaitNotices, waitNotices } = await import('../cli/kube-flags.js');
+    const { onCloudWait } = await import('../providers/http.js');
+    const stopNotices = onCloudWait(...waitNotices(this.progress));
+    try {
+      return await this.migrate({ ...flags, env: process.env, ...kubeWaitNotices(this.progress) });
+    } finally {
+      stopNotices();
+    }
+  }
+
+  /** The plan, a confirmation on a terminal, then the hand-over or the give-back (--rollback). */
+  private async migrate(
+    input: Omit<MigrateInput, 'mode'> & { rollback: boolean; yes: boolean; 'dry-run': boolean },
+  ): Promise<Report<ServicePlan>> {
     const { planKeys, runMigrate } = await import('../cli/migrate.js');
     const { migrateReport } = await import('../cli/migrate-report.js');
-    const input = { ...flags, env: process.env };
-    if (flags.rollback) {
-      if (flags.yes) return migrateReport(await runMigrate({ ...input, mode: 'rollback' }));
+    if (input.rollback) {
+      if (input.yes) return migrateReport(await runMigrate({ ...input, mode: 'rollback' }));
       const plan = await runMigrate({ ...input, mode: 'rollback-dry-run' });
       if (
-        flags['dry-run'] ||
+        input['dry-run'] ||
         !this.human ||
         !process.stdin.isTTY ||
         !process.stdout.isTTY ||
@@ -84,9 +98,9 @@ export default class Migrate extends BaseCommand {
       const go = await confirm({ message: 'Give these back to the official controller?', default: false });
       return migrateReport(go ? await runMigrate({ ...input, mode: 'rollback' }) : plan);
     }
-    if (flags.yes) return migrateReport(await runMigrate({ ...input, mode: 'apply' }));
+    if (input.yes) return migrateReport(await runMigrate({ ...input, mode: 'apply' }));
     const plan = await runMigrate({ ...input, mode: 'dry-run' });
-    if (flags['dry-run'] || !this.human || !process.stdin.isTTY || !process.stdout.isTTY)
+    if (input['dry-run'] || !this.human || !process.stdin.isTTY || !process.stdout.isTTY)
       return migrateReport(plan);
     if (!plan.services.some((s) => s.action === 'adopt')) return migrateReport(plan);
     // Names and addresses of the cloud and of Services: printable, one line each, as the report's are

@@ -4,6 +4,7 @@ import { brakeFlags } from '../cli/brake-flags.js';
 import { parseDuration } from '../cli/duration.js';
 import { endProcess } from '../cli/end-process.js';
 import { flagValueError } from '../cli/errors.js';
+import type { RunHandle, RunInput } from '../cli/run.js';
 
 function duration(flag: string, value: string, min = 1): number {
   const ms = parseDuration(value);
@@ -173,7 +174,23 @@ export default class Run extends CcmCommand {
     if (!(qps > 0))
       throw flagValueError('cloud-qps', 'a number above 0 such as 0.5 or 2', flags['cloud-qps']);
     const { startRun } = await import('../cli/run.js');
-    const handle = await startRun({
+    // One shutdown, whatever comes after: a terminal's Ctrl-C reaches both this process and the
+    // Node 20 wrapper of bin/run.js, which passes it on, and the second must not end the process
+    // before the Lease is released. The shutdown bounds each step; this is the backstop for the
+    // 10 s a kubelet grants. A signal during the start (its waits for the API server and the cloud
+    // can take minutes) ends it the same way: logged, what it holds released, exit 0.
+    let stopping = false;
+    let handle: RunHandle | undefined;
+    const starting = new AbortController();
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (stopping) return;
+      stopping = true;
+      setTimeout(() => process.exit(1), 9500).unref();
+      if (handle) void handle.shutdown(`${signal} received`);
+      else starting.abort(signal);
+    };
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => onSignal(signal));
+    const input: RunInput = {
       ...flags,
       logLevel: flags['log-level'],
       version: this.config.version,
@@ -233,25 +250,21 @@ export default class Run extends CcmCommand {
       ...(flags['credentials-secret'] ? { credentialsSecret: flags['credentials-secret'] } : {}),
       reloadPeriodMs: duration('config-reload-period', flags['config-reload-period']),
       env: process.env,
-    });
-    let stopping = false;
-    const onSignal = (signal: NodeJS.Signals) => {
-      // One shutdown, whatever comes after: a terminal's Ctrl-C reaches both this process and the
-      // Node 20 wrapper of bin/run.js, which passes it on, and the second must not end the process
-      // before the Lease is released. The shutdown bounds each step; this is the backstop for the
-      // 10 s a kubelet grants.
-      if (stopping) return;
-      stopping = true;
-      setTimeout(() => process.exit(1), 9500).unref();
-      void handle.shutdown(`${signal} received`);
     };
-    for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => onSignal(signal));
+    try {
+      handle = await startRun(input, {}, starting.signal);
+    } catch (err) {
+      // Ended by a signal during the start: logged, released; the loop runs dry.
+      if (starting.signal.aborted) return endProcess(0);
+      throw err;
+    }
     // A bug that escapes every handler is one logged line and the same orderly exit (status 1, the
     // Lease released), never a stack trace and a replica that leaves its Lease to expire.
+    const running = handle;
     const onUnexpected = (err: unknown) => {
       if (!stopping) setTimeout(() => process.exit(1), 9500).unref();
       stopping = true;
-      void handle.fail(err);
+      void running.fail(err);
     };
     process.on('unhandledRejection', onUnexpected);
     process.on('uncaughtException', onUnexpected);

@@ -23,6 +23,9 @@ export function isFatalCloudError(error: unknown): boolean {
   return error instanceof UnauthorizedError || error instanceof InvalidConfigError;
 }
 
+/** Why a Node has no verdict when the cloud listing failed: `unknown` in `nodes list` and `nodes init`. */
+export const NOT_COMPARED = 'the cloud listing failed, so this Node was not compared with its instance';
+
 export function listingErrorText(error: unknown): string {
   const message = isProviderError(error) || error instanceof Error ? error.message : String(error);
   return `cloud listing failed: ${message}`;

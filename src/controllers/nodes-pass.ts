@@ -12,7 +12,13 @@ import { isNotFound } from '../providers/errors.js';
 import type { InstanceIndex } from '../providers/instance-index.js';
 import { parseProviderID } from '../providers/provider-id.js';
 import type { Instance, Provider } from '../providers/types.js';
-import { type CloudView, isFatalCloudError, type ListingOutcome, viewOf } from './cloud-view.js';
+import {
+  type CloudView,
+  isFatalCloudError,
+  type ListingOutcome,
+  NOT_COMPARED,
+  viewOf,
+} from './cloud-view.js';
 import { mapLimit } from './concurrency.js';
 import type { BrakeOptions } from './deletion-brake.js';
 import { isReady as isReadyNode, planLifecycle, shutdownTaint } from './lifecycle.js';
@@ -55,9 +61,16 @@ export type NodeResult =
   | 'skipped'
   | 'failed';
 
+/**
+ * A pass's word for each Node in its report: its result, or `unknown` when the cloud listing failed
+ * and the Node needed it (not compared with its instance, so not reconciled), as `nodes list` says
+ * it. `failed` is a Node's own failure, with its own reason (docs/output.md).
+ */
+export type PassResult = NodeResult | 'unknown';
+
 export interface NodeReport {
   name: string;
-  result: NodeResult;
+  result: PassResult;
   changes: string[];
   reason?: string;
   notes?: string[];
@@ -72,7 +85,7 @@ export interface PassReport {
   provider: string;
   dryRun: boolean;
   nodes: NodeReport[];
-  summary: Record<NodeResult, number> & { total: number };
+  summary: Record<PassResult, number> & { total: number };
   cloudInstances: number;
   listingError?: string;
   /** The deletion brake held this pass's deletions (deletion-brake.ts). */
@@ -408,11 +421,13 @@ export function buildReport(
     waiting: 0,
     unchanged: 0,
     skipped: 0,
+    unknown: 0,
     failed: 0,
   };
   const nodesByName = new Map(state.nodes.map((n) => [n.metadata?.name ?? '', n]));
   const nodes = plans.map((plan): NodeReport => {
-    const result = resultOf(plan);
+    const unknown = state.listingError !== undefined && plan.error === state.listingError;
+    const result: PassResult = unknown ? 'unknown' : resultOf(plan);
     summary[result]++;
     const node = nodesByName.get(plan.name);
     const instance = node && !plan.skipped ? findInstance(node, state.index) : undefined;
@@ -421,7 +436,11 @@ export function buildReport(
       name: plan.name,
       result,
       changes: plan.changes,
-      ...(reasonOf(plan, result) ? { reason: reasonOf(plan, result) } : {}),
+      ...(unknown
+        ? { reason: NOT_COMPARED }
+        : reasonOf(plan, result as NodeResult)
+          ? { reason: reasonOf(plan, result as NodeResult) }
+          : {}),
       ...(plan.notes.length > 0 ? { notes: plan.notes } : {}),
       providerID: plan.patch?.providerID ?? node?.spec?.providerID,
       instanceType: instance?.type ?? labels[LABEL_PAIRS.instanceType.ga],

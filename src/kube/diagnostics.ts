@@ -59,7 +59,7 @@ export interface AccessRequest {
 }
 
 export async function serverVersion(http: KubeTransport): Promise<ServerVersion> {
-  return http.request<ServerVersion>({ method: 'GET', path: '/version', timeoutMs: 10_000 });
+  return http.request<ServerVersion>({ method: 'GET', path: '/version' });
 }
 
 export async function listPods(http: KubeTransport, namespace: string, selector: string): Promise<PodInfo[]> {

@@ -1,5 +1,5 @@
 import { nodeUtil } from '../node-modules.js';
-import { KubeApiError } from './errors.js';
+import { KubeApiError, KubeConfigError } from './errors.js';
 import type { KubeTransport } from './transport.js';
 
 export interface SecretData {
@@ -33,7 +33,6 @@ export async function readSecret(
     }>({
       method: 'GET',
       path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(name)}`,
-      timeoutMs: 10_000,
       signal,
     });
     const data: Record<string, string> = {};
@@ -149,14 +148,14 @@ export async function writeSecret(http: KubeTransport, want: SecretWrite): Promi
 }
 
 function forbidden(err: unknown, verb: string, want: { namespace: string; name: string }): unknown {
+  // Configuration (exit 2), as a Secret that does not exist is: the same command again cannot help.
   if (err instanceof KubeApiError && err.status === 403) {
-    return new KubeApiError(
+    return new KubeConfigError(
       `not allowed to ${verb} Secret ${want.namespace}/${want.name}; grant get, create and update on it`,
-      403,
     );
   }
   if (err instanceof KubeApiError && err.status === 404 && verb === 'create') {
-    return new KubeApiError(`namespace ${want.namespace} does not exist; create it or pass --namespace`, 404);
+    return new KubeConfigError(`namespace ${want.namespace} does not exist; create it or pass --namespace`);
   }
   return err;
 }

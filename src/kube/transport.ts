@@ -74,10 +74,12 @@ export interface TransportOptions {
    */
   requestTimeoutMs?: number;
   /**
-   * For a person at a terminal: called with what is being waited for when an answer takes longer
-   * than a second, and with undefined once it came.
+   * Called with what is being waited for, and for how long at most, when an answer takes longer than
+   * `waitingNoticeMs`, and with undefined once it came (or the request ended without one).
    */
   onWaiting?: (what: string | undefined) => void;
+  /** How long an answer may take before `onWaiting` hears of it; default 1 s (a terminal's line). */
+  waitingNoticeMs?: number;
 }
 
 const WAITING_NOTICE_MS = 1000;
@@ -321,19 +323,26 @@ export class KubeTransport {
     const limit = mode.kind === 'lines' ? undefined : this.transportOptions.requestTimeoutMs;
     const timeout = limit ?? req.timeoutMs ?? TIMEOUT_MS;
     const { signal } = req;
-    const { onWaiting } = this.transportOptions;
+    const { onWaiting, waitingNoticeMs = WAITING_NOTICE_MS } = this.transportOptions;
     if (signal?.aborted) return Promise.reject(abortError(signal));
     return new Promise<Response>((resolve, reject) => {
       let settled = false;
       let waitingShown = false;
-      const waitingTimer = onWaiting
+      let waitingTimer = onWaiting
         ? setTimeout(() => {
             waitingShown = true;
             onWaiting(
-              `waiting for the Kubernetes API server at ${this.server} (${req.method} ${req.path.split('?')[0]})`,
+              `waiting for the Kubernetes API server at ${this.server} (${req.method} ${req.path.split('?')[0]}): ${waitLimit(limit, timeout)}`,
             );
-          }, WAITING_NOTICE_MS)
+          }, waitingNoticeMs)
         : undefined;
+      // The answer has begun (a long list streams in, a watch stays open): no longer waited for.
+      const answered = () => {
+        clearTimeout(waitingTimer);
+        waitingTimer = undefined;
+        if (waitingShown) onWaiting?.(undefined);
+        waitingShown = false;
+      };
       const deadline =
         limit !== undefined && limit > 0
           ? setTimeout(() => {
@@ -350,10 +359,9 @@ export class KubeTransport {
         if (settled) return;
         settled = true;
         signal?.removeEventListener('abort', onAbort);
-        clearTimeout(waitingTimer);
+        answered();
         clearTimeout(deadline);
         clearTimeout(answerDeadline);
-        if (waitingShown) onWaiting?.(undefined);
         fn();
       };
       const fail = (err: Error & { code?: string }) =>
@@ -375,6 +383,7 @@ export class KubeTransport {
         },
         (res: IncomingMessage) => {
           clearTimeout(answerDeadline);
+          answered();
           const status = res.statusCode ?? 0;
           const contentType = res.headers['content-type'] ?? '';
           this.markReachable(true, 'answering again');
@@ -487,6 +496,13 @@ export class KubeTransport {
       `cannot reach the Kubernetes API server at ${this.server} (${reason}); ${this.accessHint}`,
     );
   }
+}
+
+/** How long a request waits at most, for the waiting line: "up to 30 s", "up to 5 s (--request-timeout)". */
+function waitLimit(flag: number | undefined, timeout: number): string {
+  if (flag === 0) return 'no time limit (--request-timeout 0)';
+  if (flag !== undefined) return `up to ${flag / 1000} s (--request-timeout)`;
+  return timeout > 0 ? `up to ${timeout / 1000} s` : 'no time limit';
 }
 
 function closedEarly(): Error {

@@ -4,7 +4,7 @@ import { screenedTasks } from '../cli/task-list.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { type SecretWrite, type SecretWriteResult, writeSecret } from '../kube/secrets.js';
 import { KubeTransport } from '../kube/transport.js';
-import { isUnreachable, UnauthorizedError } from '../providers/errors.js';
+import { isUnreachable, RetryableError, UnauthorizedError } from '../providers/errors.js';
 import { loadProvider } from '../providers/registry.js';
 import type { Provider, ProviderDefinition, ProviderValues } from '../providers/types.js';
 import {
@@ -64,6 +64,11 @@ export interface CreateSecretResult {
 class InterruptedError extends Error {
   override name = 'InterruptedError';
   readonly oclif = { exit: EXIT_INTERRUPTED };
+}
+
+/** The cloud could not be reached, or failed for the moment: the work failed (exit 1), a retry may help. */
+class CloudUnavailableError extends Error {
+  override name = 'CloudUnavailableError';
 }
 
 /** The cloud refused the credentials (not: could not be reached). */
@@ -211,8 +216,30 @@ interface Step<T> {
  */
 class Steps {
   private readonly ctrlC = new AbortController();
+  /** The running step's task, while it runs on a terminal. */
+  private task?: { output?: string };
+  private overdue = 0;
 
   constructor(private readonly progress: boolean) {}
+
+  /**
+   * After how long a slow answer is said: on a terminal after 1 s (the API server) or 3 s (the
+   * cloud), anywhere else after 10 s, as every command says it (kube-flags.ts).
+   */
+  noticeAfterMs(side: 'kube' | 'cloud'): number {
+    return this.progress ? (side === 'kube' ? 1000 : 3000) : 10_000;
+  }
+
+  /**
+   * What a slow answer is waited for (undefined: it came): under the running step on a terminal,
+   * else one `ccm: waiting for …` line on stderr.
+   */
+  readonly notice = (what: string | undefined): void => {
+    if (this.progress) {
+      if (this.task) this.task.output = what ?? '';
+    } else if (what === undefined) this.overdue--;
+    else if (this.overdue++ === 0) process.stderr.write(`ccm: ${what}\n`);
+  };
 
   async run<T>(step: Step<T>): Promise<T> {
     const { Listr } = await import('listr2');
@@ -224,7 +251,13 @@ class Steps {
           title: step.title,
           task: async (_ctx, task) => {
             signal.throwIfAborted();
-            result = { value: await step.work(signal) };
+            this.task = task;
+            try {
+              result = { value: await step.work(signal) };
+            } finally {
+              this.task = undefined;
+            }
+            task.output = '';
             task.title = step.done(result.value);
           },
         },
@@ -264,7 +297,11 @@ async function connect(input: CreateSecretInput, steps: Steps): Promise<KubeTran
   const kc = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
   const transport = new KubeTransport(
     kc,
-    transportOptionsFrom({ 'request-timeout': input.requestTimeoutMs }),
+    transportOptionsFrom({
+      'request-timeout': input.requestTimeoutMs,
+      onWaiting: steps.notice,
+      waitingNoticeMs: steps.noticeAfterMs('kube'),
+    }),
   );
   await steps.run({
     title: `Connect to the cluster at ${transport.server}`,
@@ -280,16 +317,21 @@ function verify(definition: ProviderDefinition, provider: Provider, steps: Steps
   return steps.run({
     title: 'Validate the credentials with the cloud',
     work: async (signal) => {
+      // The cloud's own limits, as every command has them (up to 30 s an attempt, 5 attempts), said
+      // as every command says them; no limit of this command's ends the check in words of its own.
+      const { onCloudWait } = await import('../providers/http.js');
+      const stopNotices = onCloudWait(steps.notice, steps.noticeAfterMs('cloud'));
       try {
-        const timeout = AbortSignal.timeout(60_000);
-        return (await provider.verifyCredentials?.(AbortSignal.any([signal, timeout]))) ?? '';
+        return (await provider.verifyCredentials?.(signal)) ?? '';
       } catch (err) {
         if (signal.aborted) throw err;
         // Unreachable is not refused: a good token must not look bad because of DNS or a proxy.
         const tail = '; nothing written (--no-verify skips this check)';
-        if (isUnreachable(err))
-          throw new UsageError(
-            `cannot reach ${definition.name}, so the credentials were not checked: ${oneLine(err)}${tail}`,
+        // A cloud that cannot be reached, or answers 5xx, may answer later: exit 1, as the same cloud
+        // in `nodes init` (docs/output.md).
+        if (isUnreachable(err) || err instanceof RetryableError)
+          throw new CloudUnavailableError(
+            `${isUnreachable(err) ? `cannot reach ${definition.name}` : `${definition.name} failed for the moment`}, so the credentials were not checked: ${oneLine(err)}${tail}`,
           );
         if (err instanceof UnauthorizedError)
           throw new RefusedError(
@@ -299,6 +341,8 @@ function verify(definition: ProviderDefinition, provider: Provider, steps: Steps
         throw new UsageError(
           `checking the credentials with ${definition.name} failed: ${oneLine(err)}${tail}`,
         );
+      } finally {
+        stopNotices();
       }
     },
     done: (verified) => `Credentials valid: ${verified}`,

@@ -235,7 +235,7 @@ describe('kubeconfig credentials, as the real API server sees them', () => {
     await expect(whoami(access)).rejects.toMatchObject({ status: 401 });
   });
 
-  it('a refused token is one line naming the user and context, exit 2 (a configuration error, as an unreachable server)', async () => {
+  it('a refused token is one line naming the user and context, exit 2 (a configuration error: the same kubeconfig again cannot help)', async () => {
     const path = kubeconfig({ user: { token: 'not-a-token' } });
     const run = await ccm([
       'nodes',

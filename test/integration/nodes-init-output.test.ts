@@ -110,6 +110,7 @@ describe('a mixed pass, off a terminal', () => {
       waiting: 0,
       unchanged: 1,
       skipped: 1,
+      unknown: 0,
       failed: 2,
     });
     expect(json.nodes.find((n: { name: string }) => n.name === 'node-1')).toMatchObject({

@@ -227,6 +227,34 @@ describe('ccm nodes list, a Node whose instance the listing lacks', () => {
     expect(statuses.get('ok-1')).toBe('unknown');
     expect(statuses.get('aws-1')).toBe('skipped');
   });
+
+  it('nodes init calls the same Nodes unknown, in the same words, where it said failed (review 44, item 13)', async () => {
+    const bin = tempDir('ccm-list-broken-');
+    writeFileSync(join(bin, 'vagrant'), '#!/bin/sh\necho "vagrant exploded" >&2\nexit 1\n', { mode: 0o755 });
+    const env = { PATH: `${bin}:${process.env.PATH}`, CLOUDLYCKE_VAGRANT_DIR: tempDir('ccm-list-vagrant-') };
+    const args = ['-o', 'json', '--provider', 'cloudlycke', '--kubeconfig', world.kubeconfig];
+    const [list, init] = await Promise.all([
+      ccm(['nodes', 'list', ...args], env),
+      ccm(['nodes', 'init', '--dry-run', ...args], env),
+    ]);
+    expect([list.exitCode, init.exitCode]).toEqual([1, 1]);
+    const listed = (JSON.parse(list.stdout) as { nodes: Row[] }).nodes;
+    const passed = (JSON.parse(init.stdout) as { nodes: { name: string; result: string; reason?: string }[] })
+      .nodes;
+    const unknownInList = listed.filter((n) => n.status === 'unknown');
+    expect(unknownInList.map((n) => n.name)).toContain('new-1');
+    for (const row of unknownInList) {
+      expect(
+        passed.find((n) => n.name === row.name),
+        row.name,
+      ).toMatchObject({
+        result: 'unknown',
+        reason: row.reason,
+      });
+    }
+    expect(passed.filter((n) => n.result === 'failed')).toEqual([]);
+    expect(JSON.parse(init.stdout).listingError).toBe(JSON.parse(list.stdout).listingError);
+  });
 });
 
 describe('ccm nodes list against a server that is not Kubernetes', () => {

@@ -10,12 +10,15 @@
  * (docs/run.md): a process killed by the test's timeout hung.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { connect, type Socket } from 'node:net';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createNodes } from '../controlplane/fixtures.js';
 import { digitalOceanSecret, useCloudWorld } from '../helpers/cloud-world.js';
 import { freePort, until } from '../helpers/run.js';
+import { tempDir } from '../helpers/tmp.js';
 
 const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 const world = useCloudWorld('digitalocean');
@@ -215,6 +218,91 @@ describe('ccm run: SIGTERM while a cloud request hangs', () => {
     // Measured before: 8 of 8 hung (killed 25 s after SIGTERM), each after "Exited the environment with code 0".
     expect(summary(endings).hung).toBe(0);
   }, 240_000);
+});
+
+/** What `child` wrote to stderr so far, as it comes. */
+function stderrOf(child: ChildProcess): () => string {
+  let text = '';
+  child.stderr?.on('data', (c: Buffer) => {
+    text += c.toString();
+  });
+  return () => text;
+}
+
+/**
+ * Review 44, finding 2: a signal during the start-up waits (the API server, the cloud's credential
+ * check: minutes against a cloud that does not answer) ended the process by the signal (143 for
+ * SIGTERM, with nothing logged), not as docs/run.md says.
+ */
+describe('ccm run: SIGTERM while the start waits', () => {
+  it('for the cloud: logged, exit 0 by its loop running dry, well within 10 s', async () => {
+    world.sim.fault({ path: '/v2/account', hang: true, times: 100 });
+    const child = await spawnRun(await freePort());
+    const stderr = stderrOf(child);
+    const end = ending(child, 60_000);
+    await until('the cloud wait is said', async () => stderr().includes('waiting for the cloud at'), 60_000);
+    const at = Date.now();
+    child.kill('SIGTERM');
+    const e = await end;
+    console.log('SIGTERM during the start-up cloud wait:', { ...e, stderr: e.stderr.slice(-400) });
+    expect({ code: e.code, signal: e.signal, byProcessExit: e.byProcessExit }).toEqual({
+      code: 0,
+      signal: null,
+      byProcessExit: false,
+    });
+    expect(e.endedAt - at).toBeLessThan(10_000);
+    expect(e.stderr).toContain('SIGTERM received: shutting down');
+    expect(e.stderr).not.toContain('starting: provider');
+  }, 120_000);
+
+  it('for the API server: logged, exit 0 by its loop running dry, well within 10 s', async () => {
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => sockets.push(socket.on('error', () => {})));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const kubeconfig = join(tempDir('ccm-process-end-'), 'kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      readFileSync(world.kubeconfig, 'utf8').replace(
+        world.cp.server,
+        `https://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+      ),
+    );
+    try {
+      const child = spawn(
+        process.execPath,
+        [
+          '--trace-exit',
+          bin,
+          'run',
+          '--provider',
+          'cloudlycke',
+          '--cloud-config',
+          '/dev/null',
+          '--kubeconfig',
+          kubeconfig,
+          '--leader-elect=false',
+          '--secure-port=-1',
+        ],
+        { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, KUBECONFIG: '' } },
+      );
+      const stderr = stderrOf(child);
+      const end = ending(child, 60_000);
+      await until('the wait is said', async () => stderr().includes('waiting up to 10 s'), 60_000);
+      const at = Date.now();
+      child.kill('SIGTERM');
+      const e = await end;
+      expect({ code: e.code, signal: e.signal, byProcessExit: e.byProcessExit }).toEqual({
+        code: 0,
+        signal: null,
+        byProcessExit: false,
+      });
+      expect(e.endedAt - at).toBeLessThan(10_000);
+      expect(e.stderr).toContain('SIGTERM received: shutting down');
+    } finally {
+      for (const s of sockets) s.destroy();
+      silent.close();
+    }
+  }, 120_000);
 });
 
 describe('ccm run over HTTPS (the default): SIGTERM with a connection that has not finished its TLS handshake', () => {

@@ -99,36 +99,116 @@ it('Ctrl-C at a prompt ends the same way through the Node 20 wrapper as under No
   expect(await outcome(machineNode())).toEqual(direct);
 }, 300_000);
 
-it('Ctrl-C while a command waits on an API server that never answers: ended by SIGINT, through the wrapper too', async () => {
+/** A loopback listener that accepts connections and never answers; `port` and what it holds. */
+async function silentListener() {
   const connected: Socket[] = [];
-  const silent = createServer((socket) => connected.push(socket));
+  const silent = createServer((socket) => connected.push(socket.on('error', () => {})));
   await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-  const port = (silent.address() as AddressInfo).port;
-  const kubeconfig = join(tempDir('ccm-ctrl-c-kube-'), 'kubeconfig');
-  writeFileSync(
-    kubeconfig,
-    readFileSync(cp.kubeconfigPath, 'utf8').replace(cp.server, `https://127.0.0.1:${port}`),
-  );
+  return {
+    port: (silent.address() as AddressInfo).port,
+    connected,
+    close: () => {
+      for (const socket of connected) socket.destroy();
+      silent.close();
+    },
+  };
+}
+
+/**
+ * Ctrl-C while `nodes init` waits (review 44, item 13): it ended by the signal, the waiting line left
+ * on screen with ^C after it. Now: the line erased, one line saying nothing was written, 130 (what a
+ * shell reports for Ctrl-C), directly and through the Node 20 wrapper.
+ */
+async function ctrlCWhileWaiting(args: string[], waitingFor: string, env: Record<string, string> = {}) {
   const outcome = async (node: string) => {
-    const before = connected.length;
-    const terminal = await Terminal.open(
-      ['nodes', 'init', '--provider', 'cloudlycke', '--cloud-config', inventory, '--kubeconfig', kubeconfig],
-      { width: 160, height: 40, node },
-    );
+    const terminal = await Terminal.open(args, { width: 160, height: 40, node, env });
     try {
-      await until('a connection to the silent API server', async () => connected.length > before, 180_000);
+      await terminal.waitFor(waitingFor);
       await terminal.type('C-c');
-      return await terminal.exit();
+      const code = await terminal.exit();
+      const screen = await terminal.screen({ joined: true });
+      return { code, screen };
     } finally {
       await terminal.close();
     }
   };
+  for (const node of [process.execPath, machineNode()]) {
+    const { code, screen } = await outcome(node);
+    expect({ node, code, lines: screen.split('\n') }).toEqual({
+      node,
+      code: 130,
+      lines: ['ccm: cancelled (Ctrl-C); nothing was written'],
+    });
+  }
+}
+
+it('Ctrl-C while nodes init waits on an API server that never answers: the line erased, cancelled, 130, through the wrapper too', async () => {
+  const silent = await silentListener();
+  const kubeconfig = join(tempDir('ccm-ctrl-c-kube-'), 'kubeconfig');
+  writeFileSync(
+    kubeconfig,
+    readFileSync(cp.kubeconfigPath, 'utf8').replace(cp.server, `https://127.0.0.1:${silent.port}`),
+  );
   try {
-    // 130: the shell's status for a process ended by SIGINT (128 + 2).
-    expect(await outcome(process.execPath)).toBe(130);
-    expect(await outcome(machineNode())).toBe(130);
+    await ctrlCWhileWaiting(
+      ['nodes', 'init', '--provider', 'cloudlycke', '--cloud-config', inventory, '--kubeconfig', kubeconfig],
+      'waiting for the Kubernetes API server at',
+    );
   } finally {
-    for (const socket of connected) socket.destroy();
     silent.close();
+  }
+}, 300_000);
+
+it('Ctrl-C while nodes init waits on a cloud that never answers: the line erased, cancelled, 130, through the wrapper too', async () => {
+  const cloud = await silentListener();
+  try {
+    await ctrlCWhileWaiting(
+      [
+        'nodes',
+        'init',
+        '--provider',
+        'digitalocean',
+        '--cloud-api-url',
+        `http://127.0.0.1:${cloud.port}`,
+        '--kubeconfig',
+        cp.kubeconfigPath,
+      ],
+      'waiting for the cloud at',
+      { DO_ACCESS_TOKEN: 'dop_v1_never_answered' },
+    );
+  } finally {
+    cloud.close();
+  }
+}, 300_000);
+
+it("Ctrl-C while ccm run's start waits on a cloud that never answers, under the machine's Node: said, exit 0 (review 44, finding 2)", async () => {
+  const cloud = await silentListener();
+  const node = machineNode();
+  const terminal = await Terminal.open(
+    [
+      'run',
+      '--kubeconfig',
+      cp.kubeconfigPath,
+      '--provider',
+      'digitalocean',
+      '--cloud-api-url',
+      `http://127.0.0.1:${cloud.port}`,
+      '--leader-elect=false',
+      '--plain-http',
+      '--secure-port',
+      '0',
+    ],
+    { width: 200, height: 50, node, env: { DO_ACCESS_TOKEN: 'dop_v1_never_answered' } },
+  );
+  try {
+    await terminal.waitFor('waiting for the cloud at');
+    await terminal.type('C-c');
+    expect(await terminal.exit(20_000)).toBe(0);
+    const screen = await terminal.screen({ joined: true });
+    expect(screen).toContain('SIGINT received: shutting down');
+    expect(screen).not.toContain('starting: provider');
+  } finally {
+    await terminal.close();
+    cloud.close();
   }
 }, 300_000);

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveProvider } from '../../src/cli/run/provider.js';
 import type { RunInput } from '../../src/cli/run/types.js';
 import { loadKubeConfig } from '../../src/kube/config.js';
-import { KubeConfigError } from '../../src/kube/errors.js';
+import { KubeUnreachableError } from '../../src/kube/errors.js';
 import { KubeTransport } from '../../src/kube/transport.js';
 import { filesReadBy } from '../../src/providers/config-files.js';
 import { InvalidConfigError } from '../../src/providers/errors.js';
@@ -101,7 +101,7 @@ describe('resolveProvider', () => {
     );
   });
 
-  it('makes an API server that does not answer while the Secret is read a configuration error', async () => {
+  it('leaves an API server that does not answer while the Secret is read what it is: no configuration error (exit 1, docs/output.md)', async () => {
     const kubeconfig = join(tempDir('ccm-provider-stage-'), 'kubeconfig');
     writeFileSync(
       kubeconfig,
@@ -114,7 +114,7 @@ describe('resolveProvider', () => {
       credentialsSecret: 'kube-system/do-stage',
     });
     try {
-      await expect(resolve(input, undefined, nowhere)).rejects.toBeInstanceOf(KubeConfigError);
+      await expect(resolve(input, undefined, nowhere)).rejects.toBeInstanceOf(KubeUnreachableError);
     } finally {
       await nowhere.close();
     }

@@ -4,10 +4,10 @@
  * error; it never says it retries "until it answers" and then exits.
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startRun } from '../../src/cli/run.js';
+import { StartStopped, startRun } from '../../src/cli/run.js';
 import { KubeUnreachableError } from '../../src/kube/errors.js';
 import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
@@ -122,4 +122,134 @@ it('a shutdown during a cloud listing is no "cloud listing failed" warning', asy
   }
   const warnings = ccm.logs.map((l) => JSON.parse(l)).filter((l) => l.level >= 40); // pino's warn and above
   expect(warnings.filter((l) => l.msg.includes('cloud listing failed'))).toEqual([]);
+}, 60_000);
+
+/** A loopback listener that accepts connections and never answers (review 44's "hanging endpoint"). */
+async function silentServer(): Promise<{ url: (scheme: string) => string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((socket) => sockets.add(socket.on('error', () => {})));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: (scheme) => `${scheme}://127.0.0.1:${port}`,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+it('an API server that accepts and never answers: said after a second, the start fails after the 10 s of docs/run.md (it took 15 s, unsaid)', async () => {
+  const silent = await silentServer();
+  try {
+    const kubeconfig = join(tempDir('ccm-run-start-'), 'kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      readFileSync(cp.kubeconfigPath, 'utf8').replace(cp.server, silent.url('https')),
+    );
+    const { lines, stream } = logSink();
+    const started = Date.now();
+    const failed = await startRun(runInput(kubeconfig, inventory), {
+      logDestination: stream,
+      prettyLogs: false,
+    }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    const took = Date.now() - started;
+    expect(failed).toBeInstanceOf(KubeUnreachableError);
+    expect((failed as Error).message).toBe(
+      `cannot reach the Kubernetes API server at ${silent.url('https')} (no answer within 10 s); check --kubeconfig and --context`,
+    );
+    expect(took).toBeGreaterThanOrEqual(9_500);
+    expect(took).toBeLessThan(13_000);
+    const said = lines.map((l) => JSON.parse(l)).filter((l) => l.msg.startsWith('waiting up to 10 s'));
+    expect(said.map((l) => l.msg)).toEqual([
+      `waiting up to 10 s for the Kubernetes API server at ${silent.url('https')}: GET /api/v1/nodes: no answer yet`,
+    ]);
+    expect(said[0].time - started).toBeLessThan(3000);
+  } finally {
+    await silent.close();
+  }
+}, 60_000);
+
+it('a cloud that does not answer the start-up credential check is said once, what and how long; a signal then ends the start at once, said, the port released', async () => {
+  const cloud = await silentServer();
+  const stop = new AbortController();
+  const { lines, stream } = logSink();
+  const logs = () => lines.map((l) => JSON.parse(l) as { msg: string; level: number });
+  try {
+    const starting = startRun(
+      runInput(cp.kubeconfigPath, '', {
+        provider: 'digitalocean',
+        'cloud-config': undefined,
+        env: {
+          DO_ACCESS_TOKEN: 'dop_v1_never_answered',
+          DO_OVERRIDE_URL: cloud.url('http'),
+          DO_API_TIMEOUT_SECONDS: '30',
+        },
+      }),
+      { logDestination: stream, prettyLogs: false },
+      stop.signal,
+    ).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    await until('the cloud wait is said', async () =>
+      logs().some((l) => l.msg.startsWith('waiting for the cloud')),
+    );
+    const serving = logs().find((l) => l.msg.startsWith('serving'))?.msg ?? '';
+    const url = /on (http:\/\/\S+)/.exec(serving)?.[1];
+    expect(url).toBeDefined();
+    expect(logs().filter((l) => l.msg.startsWith('waiting for the cloud'))).toEqual([
+      expect.objectContaining({
+        level: 40,
+        msg: `waiting for the cloud at ${cloud.url('http')} (GET /v2/account): up to 30 s an attempt, 5 attempts; the controllers start once it answers, or after the last attempt without it`,
+      }),
+    ]);
+    const signalled = Date.now();
+    stop.abort('SIGTERM');
+    const failed = await starting;
+    expect(Date.now() - signalled).toBeLessThan(2000);
+    expect(failed).toBeInstanceOf(StartStopped);
+    expect(logs().map((l) => l.msg)).toContain('SIGTERM received: shutting down');
+    expect(logs().some((l) => l.msg.startsWith('ccm '))).toBe(false); // never started
+    expect(
+      await fetch(`${url}/healthz`).then(
+        () => 'answered',
+        () => 'closed',
+      ),
+    ).toBe('closed');
+  } finally {
+    await cloud.close();
+  }
+}, 60_000);
+
+it('a signal while the API server is waited for ends the start at once, said', async () => {
+  const silent = await silentServer();
+  try {
+    const kubeconfig = join(tempDir('ccm-run-start-'), 'kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      readFileSync(cp.kubeconfigPath, 'utf8').replace(cp.server, silent.url('https')),
+    );
+    const { lines, stream } = logSink();
+    const stop = new AbortController();
+    const starting = startRun(
+      runInput(kubeconfig, inventory),
+      { logDestination: stream, prettyLogs: false },
+      stop.signal,
+    ).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    await until('the wait is said', async () => lines.some((l) => l.includes('waiting up to 10 s')));
+    const signalled = Date.now();
+    stop.abort('SIGINT');
+    expect(await starting).toBeInstanceOf(StartStopped);
+    expect(Date.now() - signalled).toBeLessThan(2000);
+    expect(lines.map((l) => JSON.parse(l).msg)).toContain('SIGINT received: shutting down');
+  } finally {
+    await silent.close();
+  }
 }, 60_000);

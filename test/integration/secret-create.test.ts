@@ -4,6 +4,7 @@
  * interactive sessions typed into a real terminal (tmux).
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
@@ -48,21 +49,21 @@ let tritonKey: TestKey;
 
 async function ccm(
   args: string[],
-  options: { env?: Record<string, string | undefined>; input?: string } = {},
+  options: { env?: Record<string, string | undefined>; input?: string; timeoutMs?: number } = {},
 ) {
   const result = await execa(process.execPath, [bin, ...args, '--kubeconfig', cp.kubeconfigPath], {
     reject: false,
     env: { ...CLEAN_ENV, ...options.env },
     extendEnv: true,
     ...(options.input !== undefined ? { input: options.input } : { stdin: 'ignore' }),
-    timeout: 60_000,
+    timeout: options.timeoutMs ?? 60_000,
   });
   return { exitCode: result.exitCode ?? -1, stdout: String(result.stdout), stderr: String(result.stderr) };
 }
 
 async function secretCreate(
   args: string[],
-  options: { env?: Record<string, string | undefined>; input?: string } = {},
+  options: { env?: Record<string, string | undefined>; input?: string; timeoutMs?: number } = {},
 ) {
   const before = (await cp.writes(CCM_USER)).length;
   const result = await ccm(['secret', 'create', ...args], options);
@@ -214,13 +215,13 @@ describe('ccm secret create, scripted', { timeout: 240_000 }, () => {
     expect(await readSecret('digitalocean')).toBeUndefined();
   });
 
-  it('an API that cannot be reached is not a refusal: its own line, asked once, no Secret', async () => {
+  it('an API that cannot be reached is not a refusal: its own line, asked once, no Secret, exit 1 as in nodes init (review 44, finding 4)', async () => {
     await deleteSecret('digitalocean');
     const run = await secretCreate(
       ['--provider', 'digitalocean', '--cloud-api-url', 'https://no-such-host.invalid', '--from-stdin'],
       { input: 'dop_v1_a_good_token_for_all_we_know' },
     );
-    expect(run.exitCode).toBe(2);
+    expect(run.exitCode).toBe(1);
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
     expect(run.stderr).toMatch(
       /^ccm: cannot reach digitalocean, so the credentials were not checked: .*GET \/v2\/account: request failed \(.*no-such-host\.invalid.*\): the cloud could not be reached; check the API URL, and this machine's DNS, network and proxy; nothing written/,
@@ -228,6 +229,44 @@ describe('ccm secret create, scripted', { timeout: 240_000 }, () => {
     expect(run.stderr).not.toContain('gave up after');
     expect(run.writes).toEqual([]);
     expect(await readSecret('digitalocean')).toBeUndefined();
+  });
+
+  it("a cloud that never answers: said after 10 s, then the cloud's own limits (5 attempts), ended in ccm's words, not JavaScript's after 60 s (review 44, findings 3 and 4)", async () => {
+    await deleteSecret('digitalocean');
+    const cloud = await silentCloud();
+    try {
+      const started = Date.now();
+      const run = await secretCreate(
+        ['--provider', 'digitalocean', '--cloud-api-url', cloud.url, '--from-stdin'],
+        {
+          input: 'dop_v1_a_good_token_for_all_we_know',
+          env: { DO_API_TIMEOUT_SECONDS: '13' },
+          timeoutMs: 150_000,
+        },
+      );
+      const took = Date.now() - started;
+      expect(run.stderr.trim().split('\n')).toEqual([
+        `ccm: waiting for the cloud at ${cloud.url} (GET /v2/account): up to 13 s an attempt, 5 attempts`,
+        `ccm: cannot reach digitalocean, so the credentials were not checked: DigitalOcean checking the token (GET /v2/account) failed: GET /v2/account: timed out after 13000 ms, gave up after 5 attempts: the cloud could not be reached; check the API URL, and this machine's DNS, network and proxy; nothing written (--no-verify skips this check)`,
+      ]);
+      // 5 attempts of 13 s: more than the 60 s that ended the check before, with "The operation was aborted due to timeout".
+      expect(took).toBeGreaterThan(65_000);
+      expect(run.exitCode).toBe(1);
+      expect(run.writes).toEqual([]);
+    } finally {
+      await cloud.close();
+    }
+  }, 180_000);
+
+  it('a namespace that does not exist is configuration, exit 2, as a Secret that does not exist (review 44, finding 4)', async () => {
+    const run = await secretCreate(['--provider', 'digitalocean', '--no-verify', '--namespace', 'nope-ns'], {
+      env: { DO_ACCESS_TOKEN: 'dop_v1_not_checked' },
+    });
+    expect({ exitCode: run.exitCode, stderr: run.stderr.trim() }).toEqual({
+      exitCode: 2,
+      stderr: 'ccm: namespace nope-ns does not exist; create it or pass --namespace',
+    });
+    expect(run.writes.filter((w) => w.responseStatus?.code === 201)).toEqual([]);
   });
 
   it('no terminal and a missing value: one line naming the flag, exit 2, nothing written', async () => {
@@ -492,6 +531,20 @@ async function inTerminal(
 /** Set the title, clear the screen, cursor up, an 8-bit CSI, a line separator: a hostile cloud's text. */
 const HOSTILE = '\u001b]0;PWNED\u0007\u001b[2J\u001b[1A\u009b2J\u2028';
 
+/** A cloud on this machine that accepts connections and never answers. */
+async function silentCloud(): Promise<{ url: string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => sockets.add(socket.on('error', () => {})));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
 /** How often `text` is on `screen`. */
 const count = (screen: string, text: string) => screen.split(text).length - 1;
 
@@ -531,6 +584,32 @@ describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
       expect(await readSecret('digitalocean')).toBeUndefined();
     } finally {
       await sim.stop();
+    }
+  });
+
+  it("a cloud that never answers: the wait said under the step, with its limits; the end in ccm's words (review 44, finding 3)", async () => {
+    const cloud = await silentCloud();
+    try {
+      const { code, screen } = await inTerminal(
+        ['--provider', 'digitalocean', '--cloud-api-url', cloud.url],
+        { DO_ACCESS_TOKEN: 'dop_v1_from_the_env', DO_API_TIMEOUT_SECONDS: '2' },
+        async (step) => {
+          await step('Region slug', 'Enter');
+          await step('VPC id', 'Enter');
+          await step(
+            `waiting for the cloud at ${cloud.url} (GET /v2/account): up to 2 s an attempt, 5 attempts`,
+          );
+        },
+      );
+      expect(code).toBe(1);
+      expect(screen).toContain('✖ Validate the credentials with the cloud');
+      expect(screen).toContain(
+        'timed out after 2000 ms, gave up after 5 attempts: the cloud could not be reached',
+      );
+      expect(screen).not.toContain('waiting for the cloud');
+      expect(screen).not.toContain('aborted');
+    } finally {
+      await cloud.close();
     }
   });
 

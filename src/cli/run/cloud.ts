@@ -4,9 +4,13 @@ import { budgetedProvider, type ProviderHolder, TokenBucket } from '../../contro
 import { type CloudView, isFatalCloudError } from '../../controllers/cloud-view.js';
 import { InstanceCache } from '../../controllers/instance-cache.js';
 import type { Metrics } from '../../controllers/metrics.js';
+import { onCloudWait } from '../../providers/http.js';
 import type { Provider } from '../../providers/types.js';
 import type { Informers } from './kube.js';
 import type { RunPhase } from './types.js';
+
+/** After how long a start-up cloud request still unanswered is said: as a one-pass command's, on a terminal. */
+const START_WAIT_NOTICE_MS = 3000;
 
 /**
  * The cloud request budget every controller shares. Its waits are counted once the metrics exist:
@@ -39,8 +43,12 @@ export interface Cloud {
   budget: TokenBucket;
   /** The one cached instance listing the controllers share. */
   cache: InstanceCache;
-  /** At start: the credentials must work (one cheap call, or the first listing) before anything is written. */
-  checkCredentials(): Promise<void>;
+  /**
+   * At start: the credentials must work (one cheap call, or the first listing) before anything is
+   * written. A cloud slow to answer is said once, what is waited for and how long; `signal` ends the
+   * wait (a signal during the start).
+   */
+  checkCredentials(signal?: AbortSignal): Promise<void>;
   /** For readiness: whether the cloud accepted the credentials; asked again (at most every 10 s) while not. */
   credentialsAccepted(): boolean;
   /** Once the start was accepted: a listing made at start that failed, said once. */
@@ -110,20 +118,35 @@ export function startCloud({
     provider,
     budget: budget.bucket,
     cache,
-    checkCredentials: async () => {
-      if (holder.current.verifyCredentials) {
-        try {
-          await holder.current.verifyCredentials();
-          credentialsVerified = true;
-        } catch (err) {
-          if (isFatalCloudError(err)) throw err;
-          log.warn(
-            `the cloud did not answer at start-up (${(err as Error).message}); continuing, it is asked again`,
-          );
+    checkCredentials: async (signal) => {
+      let said = false;
+      const stopNotices = onCloudWait((what) => {
+        if (what === undefined || said) return;
+        said = true;
+        log.warn(`${what}; the controllers start once it answers, or after the last attempt without it`);
+      }, START_WAIT_NOTICE_MS);
+      const onStop = () => listing.abort();
+      signal?.addEventListener('abort', onStop, { once: true });
+      try {
+        if (holder.current.verifyCredentials) {
+          try {
+            await holder.current.verifyCredentials(signal);
+            credentialsVerified = true;
+          } catch (err) {
+            signal?.throwIfAborted();
+            if (isFatalCloudError(err)) throw err;
+            log.warn(
+              `the cloud did not answer at start-up (${(err as Error).message}); continuing, it is asked again`,
+            );
+          }
+        } else {
+          await cache.refreshIfOlderThan(0);
+          signal?.throwIfAborted();
+          if (isFatalCloudError(cache.lastError)) throw cache.lastError;
         }
-      } else {
-        await cache.refreshIfOlderThan(0);
-        if (isFatalCloudError(cache.lastError)) throw cache.lastError;
+      } finally {
+        stopNotices();
+        signal?.removeEventListener('abort', onStop);
       }
     },
     credentialsAccepted: () => {

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { monotonicMs } from '../../clock.js';
 import { type ClusterAccess, loadKubeConfig } from '../../kube/config.js';
 import { KubeApiError, KubeConfigError, KubeUnreachableError } from '../../kube/errors.js';
 import type { Informer } from '../../kube/informer.js';
@@ -11,8 +11,14 @@ import { transportOptionsFrom } from '../kube-flags.js';
 import type { Leadership } from './leadership.js';
 import type { RunInput } from './types.js';
 
-/** How long a start waits for an API server that does not answer yet (upstream: 10 s). */
+/**
+ * How long a start waits for an API server that does not answer yet (upstream: 10 s), whether it
+ * refuses the connection or accepts it and says nothing; said once after WAIT_NOTICE_MS, as every
+ * command says a slow API server after a second (docs/output.md).
+ */
 const API_SERVER_WAIT_MS = 10_000;
+const WAIT_NOTICE_MS = 1000;
+const PROBE = { method: 'GET', path: '/api/v1/nodes?limit=1' } as const;
 
 /** The run's informers by resource: none until the controllers stage starts `nodes`. */
 export type Informers = { nodes?: Informer<SlimNode> } & Record<string, Informer<unknown>>;
@@ -34,7 +40,18 @@ export interface KubeClient {
  */
 export async function connectKube(
   input: Pick<RunInput, 'kubeconfig' | 'context' | 'env' | 'request-timeout'>,
-  { identity: given, log, leadership }: { identity?: string; log: Logger; leadership: Leadership },
+  {
+    identity: given,
+    log,
+    leadership,
+    signal,
+  }: {
+    identity?: string;
+    log: Logger;
+    leadership: Leadership;
+    /** Ends the wait (a signal during the start). */
+    signal?: AbortSignal;
+  },
 ): Promise<KubeClient> {
   const access = loadKubeConfig({ kubeconfig: input.kubeconfig, context: input.context, env: input.env });
   // Made only once the kubeconfig is read: a start refused before needs no node:crypto.
@@ -58,7 +75,12 @@ export async function connectKube(
         );
     },
   });
-  await waitForApiServer(transport, access, log);
+  try {
+    await waitForApiServer(transport, access, log, signal);
+  } catch (err) {
+    await transport.close();
+    throw err;
+  }
   probed = true;
   return { identity, transport, informers };
 }
@@ -68,26 +90,48 @@ function newIdentity(): string {
   return `${hostname()}_${nodeCrypto().randomBytes(4).toString('hex')}`;
 }
 
-async function waitForApiServer(transport: KubeTransport, access: ClusterAccess, log: Logger): Promise<void> {
-  const deadline = monotonicMs() + API_SERVER_WAIT_MS;
-  for (let said = false; ; ) {
-    try {
-      await transport.request({ method: 'GET', path: '/api/v1/nodes?limit=1', timeoutMs: 15_000 });
-      return;
-    } catch (err) {
-      if (err instanceof KubeApiError && (err.status === 401 || err.status === 403)) {
-        throw new KubeConfigError(
-          `the API server refused ccm's credentials (${err.message}); ${access.inCluster ? "check the Pod's ServiceAccount token" : 'check the kubeconfig user'} or ccm's RBAC`,
-        );
+async function waitForApiServer(
+  transport: KubeTransport,
+  access: ClusterAccess,
+  log: Logger,
+  stop?: AbortSignal,
+): Promise<void> {
+  const deadline = AbortSignal.timeout(API_SERVER_WAIT_MS);
+  const signal = AbortSignal.any([deadline, ...(stop ? [stop] : [])]);
+  const limit = `${API_SERVER_WAIT_MS / 1000} s`;
+  let last: Error | undefined;
+  const notice = setTimeout(() => {
+    const why = last ? last.message : `${PROBE.method} ${PROBE.path.split('?')[0]}: no answer yet`;
+    log.warn(`waiting up to ${limit} for the Kubernetes API server at ${transport.server}: ${why}`);
+  }, WAIT_NOTICE_MS);
+  const noAnswer = () =>
+    new KubeUnreachableError(
+      `cannot reach the Kubernetes API server at ${transport.server} (no answer within ${limit}); ${transport.accessHint}`,
+    );
+  try {
+    for (;;) {
+      try {
+        await transport.request({ ...PROBE, signal });
+        return;
+      } catch (err) {
+        stop?.throwIfAborted();
+        if (deadline.aborted) throw noAnswer();
+        if (err instanceof KubeApiError && (err.status === 401 || err.status === 403)) {
+          throw new KubeConfigError(
+            `the API server refused ccm's credentials (${err.message}); ${access.inCluster ? "check the Pod's ServiceAccount token" : 'check the kubeconfig user'} or ccm's RBAC`,
+          );
+        }
+        if (!(err instanceof KubeUnreachableError)) throw err;
+        last = err;
       }
-      if (!(err instanceof KubeUnreachableError) || monotonicMs() > deadline) throw err;
-      if (!said) {
-        log.warn(
-          `waiting up to ${Math.round(API_SERVER_WAIT_MS / 1000)} s for the Kubernetes API server at ${transport.server}: ${err.message}`,
-        );
-        said = true;
+      try {
+        await delay(1000, undefined, { signal });
+      } catch {
+        stop?.throwIfAborted();
+        throw last;
       }
-      await new Promise((r) => setTimeout(r, 1000));
     }
+  } finally {
+    clearTimeout(notice);
   }
 }

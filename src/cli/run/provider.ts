@@ -1,4 +1,4 @@
-import { KubeApiError, KubeConfigError, KubeUnreachableError } from '../../kube/errors.js';
+import { KubeApiError, KubeConfigError } from '../../kube/errors.js';
 import type { KubeTransport } from '../../kube/transport.js';
 import { type FilesRead, filesReadBy } from '../../providers/config-files.js';
 import type { Provider, ProviderDefinition, ProviderDeps } from '../../providers/types.js';
@@ -61,9 +61,11 @@ export async function resolveProvider(
   return { credentials, ...(secretRef ? { secretRef } : {}), build, first };
 }
 
-/** The cluster failing while the credentials are read is a configuration error too (exit 2). */
+/**
+ * The API server refusing to give the credentials is a configuration error too (exit 2); one that
+ * cannot be reached is not (exit 1, docs/output.md): it may answer the next start.
+ */
 function configError(err: unknown): never {
-  if (err instanceof KubeApiError || err instanceof KubeUnreachableError)
-    throw new KubeConfigError((err as Error).message);
+  if (err instanceof KubeApiError) throw new KubeConfigError(err.message);
   throw err;
 }

@@ -11,7 +11,7 @@ export default class NodesInit extends BaseCommand {
   static override description = [
     'Initialises Nodes tainted node.cloudprovider.kubernetes.io/uninitialized (provider ID, instance type, zone and region labels, addresses; the taint is removed), reconciles labels and addresses of initialised Nodes, taints Nodes whose instance is shut down, and deletes Nodes whose instance the cloud positively reports as gone. Meant for a CronJob.',
     'Deletions pass the deletion brake: when the listing lost more than --max-deletion-ratio of the Nodes at once (counting those deleted in the last 10 minutes), none is deleted and the report names the hold; beyond 3 back to back, deletions wait for --node-deletion-rate, and a later pass deletes the rest.',
-    'Exit status: 0 all Nodes reconciled (some may wait for the deletion rate), 1 some failed or the cloud listing failed (the report says which and why), 2 usage or configuration error, 3 the deletion brake held the deletions (release them with --allow-mass-deletion <id>).',
+    'Exit status: 0 all Nodes reconciled (some may wait for the deletion rate), 1 some failed or the cloud listing failed (the report says which and why), or the API server could not be reached, 2 usage or configuration error, 3 the deletion brake held the deletions (release them with --allow-mass-deletion <id>), 130 Ctrl-C (its line says whether anything was written).',
   ].join('\n\n');
   static override examples = [
     '<%= config.bin %> nodes init --provider cloudlycke --cloud-config inventory.yaml',

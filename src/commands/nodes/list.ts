@@ -7,7 +7,7 @@ export default class NodesList extends BaseCommand {
   static override summary = 'List every Node beside its cloud instance, and why a Node is not initialised';
   static override description = [
     "One table: each Node, its provider ID, its cloud instance (name, state, type, zone), whether it is initialised, how long it has carried the uninitialized taint and, for each Node that is not as it should be, the reason and the fix. The verdict is `ccm nodes init --dry-run`'s own plan. Reads: one Node listing and one cloud listing; writes nothing.",
-    'Exit status: 0 listed; 1 the cloud listing failed (the Nodes are still listed, without their instances), or the API server failed; 2 usage or configuration error, a server that is not a Kubernetes API server included.',
+    'Exit status: 0 listed; 1 the cloud listing failed (the Nodes are still listed, without their instances), or the API server failed or could not be reached; 2 usage or configuration error, a server that is not a Kubernetes API server included.',
   ].join('\n\n');
   static override examples = [
     '<%= config.bin %> nodes list --provider digitalocean',
@@ -27,7 +27,7 @@ export default class NodesList extends BaseCommand {
   async run(): Promise<Report<NodeRow>> {
     const { flags } = await this.parse(NodesList);
     const { runNodesList } = await import('../../cli/nodes-list.js');
-    const { waitingLine, waitNotices } = await import('../../cli/kube-flags.js');
+    const { kubeWaitNotices, waitNotices } = await import('../../cli/kube-flags.js');
     const { nodesListReport } = await import('../../cli/nodes-list-report.js');
     const { onCloudWait } = await import('../../providers/http.js');
     const stopNotices = onCloudWait(...waitNotices(this.progress));
@@ -37,7 +37,7 @@ export default class NodesList extends BaseCommand {
           ...flags,
           showOrphans: flags['show-orphans'],
           env: process.env,
-          ...(this.progress ? { onWaiting: waitingLine() } : {}),
+          ...kubeWaitNotices(this.progress),
         }),
       );
     } finally {

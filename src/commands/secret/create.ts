@@ -10,7 +10,7 @@ export default class SecretCreate extends BaseCommand {
     "Create or update the Secret with a provider's credentials, checked with the cloud first";
   static override description = [
     "Works from each provider's credentials schema: asks for what is missing when stdin is a terminal (masked input for secrets, a list of SSH keys from ~/.ssh and the ssh-agent), otherwise takes every value from --set, --from-file, --from-stdin or the provider's environment variables. One call to the cloud proves the credentials before anything is written. The Secret gets the official controller's name, keys and namespace by default; an identical second run writes nothing.",
-    'RBAC: get, create and update on that Secret. Exit status: 0 written or unchanged, 2 usage error, missing value or credentials the cloud refused (nothing written), 130 Ctrl-C.',
+    'RBAC: get, create and update on that Secret. Exit status: 0 written or unchanged, 1 the cluster or the cloud could not be reached (nothing written), 2 usage error, missing value, a namespace that does not exist or credentials the cloud refused (nothing written), 130 Ctrl-C.',
   ].join('\n\n');
   static override examples = [
     '<%= config.bin %> secret create --provider digitalocean',

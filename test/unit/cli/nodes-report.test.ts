@@ -199,6 +199,7 @@ function counted(
         waiting: 0,
         unchanged: 0,
         skipped: 0,
+        unknown: 0,
         failed: 0,
       },
       cloudInstances: 1,

@@ -788,6 +788,7 @@ describe('resultOf and buildReport', () => {
       waiting: 0,
       unchanged: 1,
       skipped: 1,
+      unknown: 0,
       failed: 1,
     });
     expect(report.nodes[0]).toEqual({
@@ -804,6 +805,26 @@ describe('resultOf and buildReport', () => {
       notes: ['a note'],
     });
     expect(report.nodes[6]).toEqual({ name: 'unchanged', result: 'unchanged', changes: [] });
+  });
+
+  it('reports a Node the failed listing left uncompared as unknown, in the words of nodes list', () => {
+    const listingError = 'cloud listing failed: timed out';
+    const state: ClusterState = { ...clusterState([], []), listingError };
+    const report = buildReport(
+      makeProvider(),
+      [
+        { ...emptyPlan('waits'), error: listingError },
+        { ...emptyPlan('own'), error: 'no instance named own' },
+      ],
+      state,
+      false,
+    );
+    expect(report.nodes.map((n) => [n.name, n.result, n.reason])).toEqual([
+      ['waits', 'unknown', 'the cloud listing failed, so this Node was not compared with its instance'],
+      ['own', 'failed', 'no instance named own'],
+    ]);
+    expect(report.summary).toMatchObject({ unknown: 1, failed: 1 });
+    expect(report.listingError).toBe(listingError);
   });
 
   it('has no listingError key when the listing succeeded', () => {
