@@ -22,6 +22,7 @@ import type {
   ProviderDefinition,
 } from '../providers/types.js';
 import { UsageError } from './errors.js';
+import { didYouMean } from './flag-values.js';
 import { transportOptionsFrom } from './kube-flags.js';
 import { type ClusterAndCloudFlags, credentialSource, resolveProviderValues } from './provider-config.js';
 
@@ -242,7 +243,10 @@ function officialOf(definition: ProviderDefinition, from: string | undefined): O
   const found = all.find((c) => c.id === from);
   if (!found) {
     throw new UsageError(
-      `--from ${from} is no official controller of ${definition.name}; use one of: ${all.map((c) => c.id).join(', ')}`,
+      `--from: expected one of ${all.map((c) => c.id).join(', ')} (the official controllers of ${definition.name}), got ${JSON.stringify(from)}${didYouMean(
+        from,
+        all.map((c) => c.id),
+      )}`,
     );
   }
   return found;

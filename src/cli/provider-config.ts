@@ -5,6 +5,7 @@ import { InvalidConfigError } from '../providers/errors.js';
 import { loadProvider } from '../providers/registry.js';
 import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../providers/types.js';
 import { UsageError } from './errors.js';
+import { httpUrlFlag, parseSecretRef, type SecretRef } from './flag-values.js';
 import type { KubeRequestFlags } from './kube-flags.js';
 
 export interface ProviderFlags {
@@ -30,8 +31,10 @@ export function checkCloudApiUrl(provider: ProviderDefinition, url: string): voi
       `--cloud-api-url: the ${provider.name} provider has no API URL to set (its endpoint comes from its configuration)`,
     );
   }
-  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
-    throw new UsageError(`--cloud-api-url "${url}" is not an http(s) URL; use e.g. https://api.example.com`);
+  try {
+    httpUrlFlag(url);
+  } catch (err) {
+    throw new UsageError(`--cloud-api-url: ${(err as Error).message}`);
   }
 }
 
@@ -86,10 +89,7 @@ async function definitionFromFlags(flags: ProviderFlags): Promise<ProviderDefini
   return loadProvider(flags.provider);
 }
 
-export interface SecretRef {
-  namespace: string;
-  name: string;
-}
+export type { SecretRef } from './flag-values.js';
 
 /** Where a command's cloud credentials came from, as it tells the user. */
 export interface CredentialSource {
@@ -209,12 +209,4 @@ export function createProvider(
 }
 
 /** `--credentials-secret namespace/name`, checked before anything is read. */
-export function parseSecretRef(ref: string): SecretRef {
-  const match = /^([a-z0-9][-a-z0-9]*)\/([a-z0-9][-a-z0-9.]*)$/.exec(ref);
-  if (!match) {
-    throw new UsageError(
-      `--credentials-secret "${ref}" is not namespace/name; e.g. kube-system/digitalocean`,
-    );
-  }
-  return { namespace: match[1] as string, name: match[2] as string };
-}
+export { parseSecretRef } from './flag-values.js';

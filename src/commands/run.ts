@@ -3,6 +3,7 @@ import { CcmCommand } from '../cli/base-command.js';
 import { parseDuration } from '../cli/duration.js';
 import { endProcess } from '../cli/end-process.js';
 import { flagValueError } from '../cli/errors.js';
+import { secretRefFlag } from '../cli/flag-values.js';
 
 function duration(flag: string, value: string, min = 1): number {
   const ms = parseDuration(value);
@@ -156,6 +157,7 @@ export default class Run extends CcmCommand {
     'credentials-secret': Flags.string({
       description:
         "Read the provider's credentials from this Secret (namespace/name), re-read on change; default: the flags and environment, else the provider's Secret in kube-system (the one `secret create` writes)",
+      parse: async (input) => secretRefFlag(input),
     }),
     'config-reload-period': Flags.string({
       default: '30s',

@@ -139,7 +139,7 @@ describe('flags that mean nothing in a pod', () => {
     ],
     [
       ['--provider', 'digitalocean', '--cloud-api-url', 'api.example.com'],
-      /^ccm: --cloud-api-url "api\.example\.com" is not an http\(s\) URL/,
+      /^ccm: --cloud-api-url: expected an http\(s\) URL \(e\.g\. https:\/\/api\.example\.com\), got "api\.example\.com"$/,
     ],
   ])('%j: one line, exit 2, nothing printed', async (flags, message) => {
     const result = await ccm(['manifests', ...IMAGE, ...(flags as string[])]);
