@@ -38,6 +38,7 @@ import { createLogger, type LogLevel } from './log.js';
 import {
   createProvider,
   credentialSource,
+  originOf,
   parseSecretRef,
   resolveProviderValues,
 } from './provider-config.js';
@@ -232,12 +233,9 @@ export async function startRun(input: RunInput, deps: RunDeps = {}): Promise<Run
   };
   const makeProvider = (data = secret?.data): Provider => {
     const values = resolveProviderValues(definition, input, input.env, data);
-    const provider = createProvider(
-      definition,
-      values,
-      { mayWrite, takeToken },
-      secretRef && data ? { ...secretRef, data } : undefined,
-    );
+    const stored = secretRef && data ? { ...secretRef, data } : undefined;
+    const origin = originOf(definition, input, input.env, stored);
+    const provider = createProvider(definition, values, { mayWrite, takeToken, origin }, stored);
     return deps.wrapProvider ? deps.wrapProvider(provider) : provider;
   };
   const { value: firstProvider, files: builtFiles } = filesReadBy(() => makeProvider());

@@ -418,4 +418,11 @@ export interface ProviderDeps {
    * wrapper then takes no token per operation (an operation is several requests).
    */
   takeToken?: () => Promise<void>;
+  /**
+   * Where the edge took a field's value from (or, for a field without one, where the operator's
+   * Secret would hold it), in words an error line can name: "key vpc-id of Secret kube-system/do",
+   * "--set vpc-id", "env DO_CLUSTER_VPC_ID", "--from-stdin". A provider's error names this rather than
+   * the official Secret or variable it reads by default; undefined when the edge does not say.
+   */
+  origin?: (field: string) => string | undefined;
 }

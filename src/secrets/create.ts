@@ -6,14 +6,16 @@ import { type SecretWrite, type SecretWriteResult, writeSecret } from '../kube/s
 import { KubeTransport } from '../kube/transport.js';
 import { isUnreachable, UnauthorizedError } from '../providers/errors.js';
 import { loadProvider } from '../providers/registry.js';
-import type { Provider, ProviderDefinition, ProviderValues } from '../providers/types.js';
+import type { CredentialField, Provider, ProviderDefinition, ProviderValues } from '../providers/types.js';
 import {
   flagFor,
   type GivenValues,
   isFilePath,
+  nameOf,
   type Resolved,
   readValueFile,
   resolveGiven,
+  stdinField,
 } from './values.js';
 
 export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'ccm' } as const;
@@ -103,7 +105,7 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
     );
   }
 
-  const resolved = resolveGiven(definition, input.given);
+  const resolved = resolveGiven(definition, { ...input.given, secret: `${namespace}/${name}` });
   const promptOptions = {
     ...(input.sshDir ? { sshDir: input.sshDir } : {}),
     ...(input.env.SSH_AUTH_SOCK ? { agentSocket: input.env.SSH_AUTH_SOCK } : {}),
@@ -112,18 +114,14 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
     ? await (await import('./prompts.js')).promptMissing(definition, resolved, promptOptions)
     : [];
   for (const field of definition.credentials.fields) {
-    if (field.required && !resolved.get(field.key)?.value.trim()) {
-      const env = field.env.length ? ` or set ${field.env[0]}` : '';
-      throw new UsageError(
-        `${definition.name}: ${field.key} is missing; pass ${flagFor(definition, field)}${env} (or run in a terminal to be asked)`,
-      );
-    }
+    if (field.required && !resolved.get(field.key)?.value.trim())
+      throw new UsageError(`${definition.name}: ${missingLine(definition, field, resolved)}`);
   }
   for (const [key, { source }] of resolved) {
     const field = definition.credentials.fields.find((f) => f.key === key);
     if (field?.secret && source === 'argv') {
       input.warn(
-        `warning: ${key} was given on the command line, where shell history and ps can read it; prefer --from-stdin, --from-file or ${field.env[0] ?? 'a prompt'}`,
+        `warning: ${nameOf(field)} was given on the command line, where shell history and ps can read it; prefer --from-stdin, --from-file or ${field.env[0] ?? 'a prompt'}`,
       );
     }
   }
@@ -187,6 +185,23 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
   }
   if (input.dryRun) result.manifest = manifest(definition, namespace, name, data, input.showSecrets);
   return result;
+}
+
+/**
+ * A required value nothing gave, and the ways to give it: a secret through stdin, a file or its
+ * variable (never `--set`, which the command itself warns about for a secret); anything else by flag.
+ */
+function missingLine(definition: ProviderDefinition, field: CredentialField, resolved: Resolved): string {
+  const name = nameOf(field);
+  const ways = field.secret
+    ? [
+        ...(stdinField(definition, resolved) === field ? ['pipe it to --from-stdin'] : []),
+        `pass --from-file ${name}=FILE`,
+      ]
+    : [`pass ${flagFor(definition, field)}`];
+  if (field.env[0]) ways.push(`set ${field.env[0]}`);
+  const last = ways.pop();
+  return `${name} is missing; ${ways.length ? `${ways.join(', ')} or ${last}` : last} (or run in a terminal to be asked)`;
 }
 
 /** One step of the task list. */
@@ -332,11 +347,21 @@ async function build(
       const given = resolved.get(field.key);
       const path = given?.path ?? (given && isFilePath(given.value) ? given.value : undefined);
       throw new UsageError(
-        `${field.key}${path ? ` (${path})` : ''} is not a PEM or OpenSSH private key; give the private key file (not the .pub)`,
+        `${nameOf(field)}${path ? ` (${path})` : ''} is not a PEM or OpenSSH private key; give the private key file (not the .pub)`,
       );
     }
   }
-  return { data, provider: definition.create(providerValues(definition, resolved, data), {}) };
+  // A provider's error names where a value was given here (--set vpc-id, --from-stdin), not the
+  // official Secret and variables `ccm run` would read it from.
+  const origin = (key: string) => {
+    const given = resolved.get(key);
+    if (given?.source === 'prompt') return 'the prompt';
+    return given?.origin;
+  };
+  return {
+    data,
+    provider: definition.create(providerValues(definition, resolved, data), { origin }),
+  };
 }
 
 /** How a value the Secret does not hold is given to `ccm run`: its flag, else its variable. */

@@ -128,6 +128,21 @@ describe('bad input gets one line, exit 2, nothing written', () => {
       /^ccm: Secret kube-system\/without-token has no key access-token; add it, or name the Secret `ccm secret create` wrote with --credentials-secret$/,
     ],
     [
+      '`ccm migrate` names the --credentials-secret without the key too, not the default Secret (review 44, finding 7)',
+      () => [
+        'migrate',
+        '--provider',
+        'digitalocean',
+        '--cloud-api-url',
+        'http://127.0.0.1:9',
+        '--kubeconfig',
+        world.kubeconfig,
+        '--credentials-secret',
+        'kube-system/without-token',
+      ],
+      /^ccm: Secret kube-system\/without-token has no key access-token; add it, or name the Secret `ccm secret create` wrote with --credentials-secret$/,
+    ],
+    [
       'a cloud.conf with an unknown key names the key and its line, and looks for no Secret instead',
       () => {
         const conf = join(dir, 'bogus.conf');

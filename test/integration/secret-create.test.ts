@@ -229,13 +229,53 @@ describe('ccm secret create, scripted', { timeout: 240_000 }, () => {
   it('no terminal and a missing value: one line naming the flag, exit 2, nothing written', async () => {
     const run = await secretCreate(['--provider', 'brightbox', '--set', 'client=cli-12345']);
     expect(run.exitCode).toBe(2);
+    // A secret: stdin, a file or its variable, never the --set the command warns about.
     expect(run.stderr).toBe(
-      'ccm: brightbox: clientSecret is missing; pass --set clientSecret=… or set BRIGHTBOX_CLIENT_SECRET (or run in a terminal to be asked)',
+      'ccm: brightbox: controller-client-secret is missing; pipe it to --from-stdin, pass --from-file controller-client-secret=FILE or set BRIGHTBOX_CLIENT_SECRET (or run in a terminal to be asked)',
+    );
+    const client = await secretCreate(['--provider', 'brightbox', '--from-stdin'], { input: 's3cret' });
+    expect(client.stderr).toBe(
+      'ccm: brightbox: controller-client is missing; pass --set controller-client=… or set BRIGHTBOX_CLIENT (or run in a terminal to be asked)',
     );
     expect(run.writes).toEqual([]);
     const none = await secretCreate([]);
     expect(none.exitCode).toBe(2);
     expect(none.stderr).toBe('ccm: no provider given; pass --provider (e.g. --provider digitalocean)');
+  });
+
+  it('every line names the Secret, key and flag given, not the defaults (review 44, finding 7)', async () => {
+    const named = ['--provider', 'digitalocean', '--cloud-api-url', sim.url, '--name', 'do-trial'];
+    const refused = await secretCreate([...named, '--from-stdin'], { input: 'dop_v1_wrong' });
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stderr).toMatch(
+      /^ccm: digitalocean did not accept the credentials: .*the token is invalid or revoked; create one with read and write scope \(the token from --from-stdin\); nothing written/,
+    );
+    expect(refused.stderr).not.toContain('kube-system/digitalocean');
+
+    const vpc = await secretCreate([...named, '--set', 'vpc-id=abc', '--from-stdin'], { input: sim.token });
+    expect(vpc.stderr).toBe(
+      'ccm: DigitalOcean VPC id "abc" (from --set vpc-id) is not a VPC id (a UUID); give the id of the cluster\'s VPC',
+    );
+
+    const missing = await secretCreate(named);
+    expect(missing.stderr).toBe(
+      'ccm: digitalocean: access-token is missing; pipe it to --from-stdin, pass --from-file access-token=FILE or set DO_ACCESS_TOKEN (or run in a terminal to be asked)',
+    );
+
+    const empty = await secretCreate([...named, '--from-stdin'], { input: '' });
+    expect(empty.stderr).toBe(
+      'ccm: --from-stdin: expected the access-token on stdin, got nothing (stdin was empty)',
+    );
+
+    const typo = await secretCreate([...named, '--set', 'acess-token=x']);
+    expect(typo.stderr).toBe(
+      'ccm: --set: expected one of access-token, region, vpc-id (the keys of Secret kube-system/do-trial) or apiUrl, timeoutSeconds (for the check, not stored), got "acess-token"; did you mean access-token?',
+    );
+    for (const run of [refused, vpc, missing, empty, typo]) {
+      expect(run.exitCode).toBe(2);
+      expect(run.writes).toEqual([]);
+    }
+    expect(await readSecret('do-trial')).toBeUndefined();
   });
 
   it('--dry-run does not call the cloud; with --verify it calls it once', async () => {
@@ -368,7 +408,7 @@ describe('ccm secret create, scripted, every other provider', { timeout: 240_000
     ]);
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toBe(
-      `ccm: keyMaterial (${yaml}) is not a PEM or OpenSSH private key; give the private key file (not the .pub)`,
+      `ccm: key-material (${yaml}) is not a PEM or OpenSSH private key; give the private key file (not the .pub)`,
     );
     expect(run.writes).toEqual([]);
   });
@@ -434,7 +474,7 @@ describe('ccm secret create, scripted, every other provider', { timeout: 240_000
   it('--help shows no empty default for --set and --from-file', async () => {
     const help = await ccm(['secret', 'create', '--help']);
     expect(help.exitCode).toBe(0);
-    expect(help.stdout).toMatch(/--set=<value>\.\.\. +A value, as field=value/);
+    expect(help.stdout).toMatch(/--set=<value>\.\.\. +A value, as key=value/);
     expect(help.stdout).toMatch(/--from-file=<value>\.\.\. +A value read from a file/);
     expect(help.stdout).not.toContain('[default: ]');
   });

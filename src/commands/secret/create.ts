@@ -15,16 +15,17 @@ export default class SecretCreate extends BaseCommand {
   static override examples = [
     '<%= config.bin %> secret create --provider digitalocean',
     'pass show do-token | <%= config.bin %> secret create --provider digitalocean --from-stdin',
-    '<%= config.bin %> secret create --provider triton --set url=https://us-east-1.api.example.com --set account=me --from-file keyMaterial=$HOME/.ssh/id_rsa',
+    '<%= config.bin %> secret create --provider triton --set url=https://us-east-1.api.example.com --set account=me --from-file key-material=$HOME/.ssh/id_rsa',
     '<%= config.bin %> secret create --provider openstack --cloud-config cloud.conf --dry-run',
   ];
   static override flags = {
     set: Flags.string({
-      description: 'A value, as field=value (the field or the Secret key); repeatable',
+      description:
+        'A value, as key=value (the Secret key, e.g. vpc-id, or a field the Secret does not hold); repeatable',
       multiple: true,
     }),
     'from-file': Flags.string({
-      description: 'A value read from a file, as field=path; repeatable',
+      description: 'A value read from a file, as key=path (e.g. key-material=~/.ssh/ccm-triton); repeatable',
       multiple: true,
     }),
     'from-stdin': Flags.boolean({
