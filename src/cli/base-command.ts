@@ -205,10 +205,18 @@ export abstract class BaseCommand extends CcmCommand {
     if (isReport(result)) {
       if (!this.jsonEnabled()) {
         const { render, stdoutTerminal } = await import('./output/render.js');
-        const text = await render(result, this.view, stdoutTerminal(), {
-          noHeaders: this.output['no-headers'] ?? false,
-          ...(this.output.output ? { template: this.output.output } : {}),
-        });
+        let text: string;
+        try {
+          text = await render(result, this.view, stdoutTerminal(), {
+            noHeaders: this.output['no-headers'] ?? false,
+            allowMissingKeys: this.output['allow-missing-template-keys'] ?? true,
+            ...(this.output.output ? { template: this.output.output } : {}),
+          });
+        } catch (err) {
+          // A template that fails on the result (--allow-missing-template-keys=false): one line, exit 1.
+          await this.catch(err as Error);
+          return result;
+        }
         // A jsonpath template may end its own last line (`{"\n"}`), as kubectl prints it.
         if (text !== '') process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
       }

@@ -1,6 +1,6 @@
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../cli/base-command.js';
-import type { CheckResult } from '../cli/doctor-checks.js';
+import type { CheckRow } from '../cli/doctor-report.js';
 import { secretRefFlag } from '../cli/flag-values.js';
 import type { Report } from '../cli/output/report.js';
 
@@ -36,7 +36,7 @@ export default class Doctor extends BaseCommand {
     }),
   };
 
-  async run(): Promise<Report<CheckResult>> {
+  async run(): Promise<Report<CheckRow>> {
     const { flags } = await this.parse(Doctor);
     const { runDoctor } = await import('../cli/doctor.js');
     const { doctorReport } = await import('../cli/doctor-report.js');
