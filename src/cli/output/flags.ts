@@ -47,7 +47,8 @@ export const outputFlags = {
   'allow-missing-template-keys': Flags.boolean({
     description:
       "As kubectl's: with -o jsonpath, a field no object has prints nothing; =false makes it an error (exit 1), for scripts that must not read a misspelt path as an empty answer",
-    helpGroup: 'OUTPUT',
+    // A section of its own: its long name would widen OUTPUT's first column past the terminal.
+    helpGroup: 'TEMPLATE',
     default: true,
     allowNo: true,
   }),
