@@ -53,6 +53,8 @@ export interface CreateSecretResult {
   changedKeys: string[];
   /** What the cloud said the credentials are (account, project), when verified. */
   verified?: string;
+  /** Why they were written unchecked, when the person chose that at the prompt (the cloud was away). */
+  unverified?: string;
   /** Values given that the Secret does not hold, as `ccm run` takes them (its flag, else its variable). */
   notStored: string[];
   /** The Secret as it would be written, for --dry-run: secret values redacted unless showSecrets. */
@@ -64,6 +66,16 @@ export interface CreateSecretResult {
 class InterruptedError extends Error {
   override name = 'InterruptedError';
   readonly oclif = { exit: EXIT_INTERRUPTED };
+}
+
+/** The cloud could not be reached, so the credentials were not checked (not: refused). */
+class UnreachableCloudError extends UsageError {
+  constructor(
+    message: string,
+    readonly detail: string,
+  ) {
+    super(message);
+  }
 }
 
 /** The cloud refused the credentials (not: could not be reached). */
@@ -109,6 +121,7 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
   const promptOptions = {
     ...(input.sshDir ? { sshDir: input.sshDir } : {}),
     ...(input.env.SSH_AUTH_SOCK ? { agentSocket: input.env.SSH_AUTH_SOCK } : {}),
+    secret: `${namespace}/${name}`,
   };
   const asked = input.interactive
     ? await (await import('./prompts.js')).promptMissing(definition, resolved, promptOptions)
@@ -130,12 +143,30 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
   if (!input.dryRun) cluster ??= await connect(input, steps);
 
   let verified: string | undefined;
+  let unverified: string | undefined;
   // A dry run calls nothing unless --verify asks it to.
   while (input.verify && provider.verifyCredentials) {
     try {
       verified = await verify(definition, provider, steps);
       break;
     } catch (err) {
+      // On a terminal, a cloud that cannot be reached with what was typed here throws none of it
+      // away: the address is asked again, or the Secret written unchecked, or nothing.
+      if (input.interactive && asked.length > 0 && err instanceof UnreachableCloudError) {
+        input.warn(`cannot reach ${definition.name}, so the credentials were not checked: ${err.detail}`);
+        const prompts = await import('./prompts.js');
+        const next = await prompts.promptUnreachable(definition, resolved, asked, promptOptions);
+        if (next === 'stop')
+          throw new UsageError(
+            `nothing written: ${definition.name} could not be reached (--no-verify skips the check)`,
+          );
+        if (next === 'unchecked') {
+          unverified = `${definition.name} could not be reached (${err.detail})`;
+          break;
+        }
+        ({ data, provider } = await build(definition, resolved));
+        continue;
+      }
       // On a terminal a refused token is typed again, not the whole command run again.
       if (!input.interactive || !(err instanceof RefusedError)) throw err;
       const again = definition.credentials.fields.filter(
@@ -169,6 +200,7 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
     keys: Object.keys(data).sort(),
     changedKeys: [],
     ...(verified !== undefined ? { verified } : {}),
+    ...(unverified !== undefined ? { unverified } : {}),
     notStored: notStored.map((key) => givenAs(definition, key)),
     next: nextCommands(definition, input, `${namespace}/${name}`, resolved, notStored),
   };
@@ -301,8 +333,9 @@ function verify(definition: ProviderDefinition, provider: Provider, steps: Steps
         // Unreachable is not refused: a good token must not look bad because of DNS or a proxy.
         const tail = '; nothing written (--no-verify skips this check)';
         if (isUnreachable(err))
-          throw new UsageError(
+          throw new UnreachableCloudError(
             `cannot reach ${definition.name}, so the credentials were not checked: ${oneLine(err)}${tail}`,
+            oneLine(err),
           );
         if (err instanceof UnauthorizedError)
           throw new RefusedError(
@@ -449,11 +482,14 @@ function providerValues(
     const fromSecret = field.secretKey ? data[field.secretKey] : undefined;
     values[field.key] = fromSecret ?? resolved.get(field.key)?.value;
   }
-  // The stored document wins over the path it was read from, as it will in the cluster.
-  if (definition.configFileField && Object.values(data).length && values[definition.configFileField]) {
-    const documentField = definition.credentials.fields.find((f) => f.prompt === 'editor' && f.secretKey);
-    if (documentField && values[documentField.key]) values[definition.configFileField] = undefined;
-  }
+  // A document typed or built here wins over a path, as the stored one will in the cluster. One read
+  // from a file (--cloud-config, --from-file, a path at the prompt) is checked by that path, so that
+  // its errors name the file as every other command's do (`/tmp/cloud.conf line 7: …`).
+  const documentField = definition.credentials.fields.find((f) => f.prompt === 'editor' && f.secretKey);
+  const document = documentField ? resolved.get(documentField.key) : undefined;
+  if (definition.configFileField && document)
+    values[definition.configFileField] =
+      document.path && isFilePath(document.path) ? document.path : undefined;
   return values;
 }
 

@@ -28,6 +28,8 @@ export interface ResolvedValue {
   path?: string;
   /** Where it was given, as error lines name it: "--set vpc-id", "env DO_ACCESS_TOKEN", "--from-stdin". */
   origin?: string;
+  /** A document built from questions at the prompt: the answers, so one can be asked again. */
+  answers?: Record<string, string>;
 }
 
 export type Resolved = Map<string, ResolvedValue>;
