@@ -14,9 +14,9 @@ import { checkPassphrase, findSshKeys, isEncryptedKey, isPrivateKey } from './ss
 import { isFilePath, type Resolved, readValueFile } from './values.js';
 
 /**
- * The interactive half: asks, in schema order, for what nothing else gave. Secret answers are
- * masked; each answer is checked as it is typed (required, a readable file, a passphrase that
- * opens the key), and the schema's default is shown.
+ * The interactive half: asks, in schema order (a field computed from another right after it), for
+ * what nothing else gave. Secret answers are not echoed; each answer is checked as it is typed
+ * (required, a readable file, a passphrase that opens the key), and the schema's default is shown.
  */
 
 /**
