@@ -12,9 +12,11 @@ import {
   EXIT_USAGE,
   exitCodeFor,
   expectedText,
+  flagValueError,
   oneLine,
   UsageError,
 } from './errors.js';
+import { httpUrlFlag, parseBoolean, providerName } from './flag-values.js';
 import { parseRequestTimeout } from './kube-flags.js';
 import {
   chooseView,
@@ -59,8 +61,9 @@ export const globalFlags = {
     description: `Cloud provider: ${providerNames.join(', ')}`,
     env: 'CCM_PROVIDER',
     helpGroup: 'GLOBAL',
-    // DigitalOcean, OpenStack: the names as people write them are the same provider.
-    parse: async (input) => input.trim().toLowerCase(),
+    // DigitalOcean, OpenStack: the names as people write them are the same provider. A name ccm does
+    // not know is refused here, before the kubeconfig is read, with the closest one.
+    parse: async (input, context) => providerName(input, context?.token ? undefined : 'CCM_PROVIDER'),
   }),
   'cloud-config': Flags.string({
     description: "Provider config file (Cloudlycke: the inventory YAML; env: each provider's own)",
@@ -69,6 +72,7 @@ export const globalFlags = {
   'cloud-api-url': Flags.string({
     description: "The cloud API's base URL, to override the provider's default (env: each provider's own)",
     helpGroup: 'GLOBAL',
+    parse: async (input) => httpUrlFlag(input),
   }),
   'log-level': Flags.option({
     options: ['error', 'warn', 'info', 'debug'] as const,
@@ -86,19 +90,23 @@ export abstract class CcmCommand extends Command {
   static override baseFlags = globalFlags;
 
   /**
-   * Boolean flags also take `--name=false` / `--name=true`, the spelling of the reference controllers
-   * (e.g. `--leader-elect=false`), which oclif alone reads as a stray argument.
+   * Boolean flags also take `--name=false` / `--name=true` (and the rest of what Go's ParseBool
+   * takes), the spelling of the reference controllers (e.g. `--leader-elect=false`), which oclif alone
+   * reads as a stray argument. Any other value is the flag's bad value, not an argument.
    */
   override async init(): Promise<void> {
     const flags = { ...this.ctor.baseFlags, ...this.ctor.flags } as Record<
       string,
       { type?: string; allowNo?: boolean; default?: unknown } | undefined
     >;
-    this.argv = this.argv.flatMap((arg) => {
-      const match = /^--([a-z0-9-]+)=(true|false)$/i.exec(arg);
-      const flag = match ? flags[match[1] as string] : undefined;
+    const end = this.argv.indexOf('--');
+    this.argv = this.argv.flatMap((arg, i) => {
+      const match = /^--([a-z0-9-]+)=(.*)$/is.exec(arg);
+      const flag = match && (end < 0 || i < end) ? flags[match[1] as string] : undefined;
       if (!match || flag?.type !== 'boolean') return [arg];
-      if (match[2]?.toLowerCase() === 'true') return [`--${match[1]}`];
+      const value = parseBoolean(match[2] as string);
+      if (value === undefined) throw flagValueError(match[1] as string, 'true or false', match[2] as string);
+      if (value) return [`--${match[1]}`];
       if (flag.allowNo) return [`--no-${match[1]}`];
       // false is already the value of a flag that defaults to false.
       return flag.default ? [arg] : [];
@@ -197,10 +205,18 @@ export abstract class BaseCommand extends CcmCommand {
     if (isReport(result)) {
       if (!this.jsonEnabled()) {
         const { render, stdoutTerminal } = await import('./output/render.js');
-        const text = await render(result, this.view, stdoutTerminal(), {
-          noHeaders: this.output['no-headers'] ?? false,
-          ...(this.output.output ? { template: this.output.output } : {}),
-        });
+        let text: string;
+        try {
+          text = await render(result, this.view, stdoutTerminal(), {
+            noHeaders: this.output['no-headers'] ?? false,
+            allowMissingKeys: this.output['allow-missing-template-keys'] ?? true,
+            ...(this.output.output ? { template: this.output.output } : {}),
+          });
+        } catch (err) {
+          // A template that fails on the result (--allow-missing-template-keys=false): one line, exit 1.
+          await this.catch(err as Error);
+          return result;
+        }
         // A jsonpath template may end its own last line (`{"\n"}`), as kubectl prints it.
         if (text !== '') process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
       }
@@ -231,12 +247,20 @@ export function parseErrorText(
     return `unexpected argument "${argument.split(/,\s*/)[0]}"; ${takesArguments ? `\`ccm ${command} --help\` shows what it takes` : `ccm ${command} takes no arguments, only flags`}`;
   }
   const choice = /^Expected --([\w-]+)=(.*) to be one of: (.+)$/m.exec(message);
-  if (choice) return `--${choice[1]}: expected one of ${choice[3]}, got "${choice[2]}"`;
+  if (choice) return `--${choice[1]}: ${expectedText(`one of ${choice[3]}`, choice[2] as string)}`;
+  // `-o` or `--provider` last on the line, or before another flag.
+  const noValue = /^Flag --([\w-]+) expects (?:a value|one of these values: (.+))$/m.exec(message);
+  if (noValue)
+    return `--${noValue[1]}: expected ${noValue[2] ? `one of ${noValue[2]}` : 'a value'}, got nothing`;
+  const exclusive = /^\s*--([\w-]+)(?:=.*)? cannot also be provided when using --([\w-]+)$/m.exec(message);
+  if (exclusive) return `--${exclusive[1]} and --${exclusive[2]} exclude each other; give one of them`;
+  const needs = /^\s*All of the following must be provided when using --([\w-]+): (.+)$/m.exec(message);
+  if (needs) return `--${needs[1]} needs ${needs[2]} as well`;
   return undefined;
 }
 
 function isParseError(err: Error): boolean {
-  return /Nonexistent flag|Unexpected argument|Expected --|Missing required flag|Expected .* to be one of|Parsing --/i.test(
+  return /Nonexistent flag|Unexpected argument|Expected --|Missing required flag|Expected .* to be one of|Parsing --|^Flag --[\w-]+ expects|cannot also be provided when using|must be provided when using/im.test(
     err.message,
   );
 }

@@ -6,14 +6,21 @@ import { plural } from './output/text.js';
 const MARK: Record<CheckStatus, string> = { pass: '✓', fail: '✗', warn: '!' };
 const TONE: Record<CheckStatus, Tone> = { pass: 'ok', fail: 'failed', warn: 'warning' };
 
-/** `ccm doctor`: one row per check (✓ / ✗ / !), with its fix; exit 1 when any check failed. */
-export function doctorReport(result: DoctorResult): Report<CheckResult> {
+/** A check as -o json, yaml and custom-columns show it: named `name`, as every report's rows are. */
+export type CheckRow = { name: string } & CheckResult;
+
+/**
+ * `ccm doctor`: one row per check (✓ / ✗ / !), with its fix; exit 1 when any check failed. Each row
+ * is named `name` (docs/output.md); `id`, its name before, stays for the scripts that read it.
+ */
+export function doctorReport(result: DoctorResult): Report<CheckRow> {
   const passed = result.checks.length - result.failed - result.warnings;
-  return defineReport<CheckResult>({
-    data: result,
+  const checks: CheckRow[] = result.checks.map((c) => ({ name: c.id, ...c }));
+  return defineReport<CheckRow>({
+    data: { ...result, checks },
     kind: 'check',
     noun: ['check', 'checks'],
-    rows: result.checks,
+    rows: checks,
     // In the order docs/troubleshooting.md's table explains them (failures still come last).
     keepOrder: true,
     name: (c) => c.id,

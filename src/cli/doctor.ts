@@ -325,7 +325,12 @@ async function cloudChecks(
       (input['credentials-secret'] !== undefined ||
         whatFlagsAndEnvLack(definition, input, input.env) !== undefined);
     if (useSecret) where = `Secret ${secretRef.namespace}/${secretRef.name}`;
-    provider = await providerFromFlags(input, input.env, undefined, useSecret ? secret : undefined);
+    provider = await providerFromFlags(
+      input,
+      input.env,
+      undefined,
+      useSecret && secret ? { ...secretRef, data: secret } : undefined,
+    );
   } catch (err) {
     return [checkCredentials(credentialsFailure(err), where)];
   }

@@ -162,8 +162,8 @@ export function checkImage(image: string, pullPolicy: ImagePullPolicy = 'IfNotPr
     const lowered = `${domain}${at < 0 ? rest.toLowerCase() : `${rest.slice(0, at).toLowerCase()}${rest.slice(at)}`}`;
     throw new UsageError(
       lowered !== reference && IMAGE_REFERENCE.test(lowered)
-        ? `--image ${JSON.stringify(image)} is not an image reference: a repository name is lower case (${lowered})`
-        : `--image ${JSON.stringify(image)} is not an image reference; use e.g. registry.example.com/ccm:0.1.0`,
+        ? `--image: expected an image reference, whose repository name is lower case (${lowered}), got ${JSON.stringify(image)}`
+        : `--image: expected an image reference (e.g. registry.example.com/ccm:0.1.0), got ${JSON.stringify(image)}`,
     );
   }
   const first = (reference.split('/')[0] ?? '').toLowerCase();
@@ -207,26 +207,7 @@ export function checkPodCloudApiUrl(url: string, insecure: boolean): void {
   );
 }
 
-const NODE_SELECTOR_KEY =
-  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
-const NODE_SELECTOR_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
-
-/** `--node-selector key=value[,key=value…]` as kubectl's `-l` equality selectors, validated as labels. */
-export function parseNodeSelector(text: string): Record<string, string> {
-  const labels: Record<string, string> = {};
-  for (const pair of text.split(',')) {
-    const eq = pair.indexOf('=');
-    const key = (eq < 0 ? pair : pair.slice(0, eq)).trim();
-    const value = eq < 0 ? undefined : pair.slice(eq + 1).trim();
-    if (value === undefined || !NODE_SELECTOR_KEY.test(key) || !NODE_SELECTOR_VALUE.test(value)) {
-      throw new UsageError(
-        `--node-selector "${text}" is not a list of label=value pairs; use e.g. --node-selector node-role.kubernetes.io/system=true`,
-      );
-    }
-    labels[key] = value;
-  }
-  return labels;
-}
+export { parseNodeSelector } from './flag-values.js';
 
 /** Where the pods run (see ManifestOptions.placement). */
 function placementOf(placement: Placement): {

@@ -23,8 +23,15 @@ import type {
   ProviderDefinition,
 } from '../providers/types.js';
 import { UsageError } from './errors.js';
+import { didYouMean } from './flag-values.js';
 import { transportOptionsFrom } from './kube-flags.js';
-import { type ClusterAndCloudFlags, credentialSource, resolveProviderValues } from './provider-config.js';
+import {
+  type ClusterAndCloudFlags,
+  createProvider,
+  credentialSource,
+  originOf,
+  resolveProviderValues,
+} from './provider-config.js';
 
 /**
  * `ccm migrate`: takes over what the cloud's official controller left in a cluster. It reads the
@@ -141,9 +148,12 @@ export async function runMigrate(input: MigrateInput): Promise<MigrateResult> {
   const http = new KubeTransport(auth, transportOptionsFrom(input));
   try {
     const source = await credentialSource(definition, input, input.env, http);
-    const provider = definition.create(
+    // createProvider: a --credentials-secret without the key is said as that Secret's, not the default's.
+    const provider = createProvider(
+      definition,
       resolveProviderValues(definition, input, input.env, source.secret?.data),
-      {},
+      { origin: originOf(definition, input, input.env, source.secret) },
+      source.secret,
     );
     const adoption = provider.loadBalancers?.adoption;
     if (!adoption) {
@@ -243,7 +253,10 @@ function officialOf(definition: ProviderDefinition, from: string | undefined): O
   const found = all.find((c) => c.id === from);
   if (!found) {
     throw new UsageError(
-      `--from ${from} is no official controller of ${definition.name}; use one of: ${all.map((c) => c.id).join(', ')}`,
+      `--from: expected one of ${all.map((c) => c.id).join(', ')} (the official controllers of ${definition.name}), got ${JSON.stringify(from)}${didYouMean(
+        from,
+        all.map((c) => c.id),
+      )}`,
     );
   }
   return found;

@@ -5,6 +5,7 @@ import { InvalidConfigError } from '../providers/errors.js';
 import { loadProvider } from '../providers/registry.js';
 import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../providers/types.js';
 import { UsageError } from './errors.js';
+import { httpUrlFlag, parseSecretRef, type SecretRef } from './flag-values.js';
 import type { KubeRequestFlags } from './kube-flags.js';
 
 export interface ProviderFlags {
@@ -30,8 +31,10 @@ export function checkCloudApiUrl(provider: ProviderDefinition, url: string): voi
       `--cloud-api-url: the ${provider.name} provider has no API URL to set (its endpoint comes from its configuration)`,
     );
   }
-  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
-    throw new UsageError(`--cloud-api-url "${url}" is not an http(s) URL; use e.g. https://api.example.com`);
+  try {
+    httpUrlFlag(url);
+  } catch (err) {
+    throw new UsageError(`--cloud-api-url: ${(err as Error).message}`);
   }
 }
 
@@ -64,6 +67,40 @@ export function resolveProviderValues(
   return values;
 }
 
+/**
+ * Where each field's value comes from, as resolveProviderValues chooses it (a flag, then the Secret,
+ * then the environment), for the provider's error lines (ProviderDeps.origin): "--cloud-api-url",
+ * "key access-token of Secret kube-system/do", "env DO_ACCESS_TOKEN". A field without a value belongs
+ * in the Secret the operator named, when there is one.
+ */
+export function originOf(
+  definition: ProviderDefinition,
+  flags: ProviderFlags,
+  env: Readonly<Record<string, string | undefined>>,
+  secret?: SecretRef & { data: Readonly<Record<string, string>> },
+): (field: string) => string | undefined {
+  return (key) => {
+    const field = definition.credentials.fields.find((f) => f.key === key);
+    if (!field) return undefined;
+    const given = flags as Record<string, string | undefined>;
+    const flag =
+      key === definition.configFileField
+        ? 'cloud-config'
+        : key === definition.apiUrlField
+          ? 'cloud-api-url'
+          : field.flag;
+    if (flag && given[flag] !== undefined) return `--${flag}`;
+    const inSecret =
+      secret && field.secretKey
+        ? `key ${field.secretKey} of Secret ${secret.namespace}/${secret.name}`
+        : undefined;
+    if (inSecret && nonEmpty(secret?.data[field.secretKey ?? ''])) return inSecret;
+    const variable = field.env.find((name) => env[name] !== undefined && env[name] !== '');
+    if (variable) return `env ${variable}`;
+    return inSecret;
+  };
+}
+
 function nonEmpty(value: string | undefined): string | undefined {
   return value?.trim() ? value.trim() : undefined;
 }
@@ -72,10 +109,13 @@ export async function providerFromFlags(
   flags: ProviderFlags,
   env: Readonly<Record<string, string | undefined>>,
   onCloudCall?: (what: string) => void,
-  secret?: Readonly<Record<string, string>>,
+  secret?: SecretRef & { data: Readonly<Record<string, string>> },
 ): Promise<Provider> {
   const definition = await definitionFromFlags(flags);
-  return definition.create(resolveProviderValues(definition, flags, env, secret), { onCloudCall });
+  return definition.create(resolveProviderValues(definition, flags, env, secret?.data), {
+    onCloudCall,
+    origin: originOf(definition, flags, env, secret),
+  });
 }
 
 async function definitionFromFlags(flags: ProviderFlags): Promise<ProviderDefinition> {
@@ -86,10 +126,7 @@ async function definitionFromFlags(flags: ProviderFlags): Promise<ProviderDefini
   return loadProvider(flags.provider);
 }
 
-export interface SecretRef {
-  namespace: string;
-  name: string;
-}
+export type { SecretRef } from './flag-values.js';
 
 /** Where a command's cloud credentials came from, as it tells the user. */
 export interface CredentialSource {
@@ -177,7 +214,12 @@ export async function providerWithSecret(
   const source = await credentialSource(definition, flags, env, transport);
   const values = resolveProviderValues(definition, flags, env, source.secret?.data);
   return {
-    provider: createProvider(definition, values, { onCloudCall }, source.secret),
+    provider: createProvider(
+      definition,
+      values,
+      { onCloudCall, origin: originOf(definition, flags, env, source.secret) },
+      source.secret,
+    ),
     credentials: source.description,
   };
 }
@@ -209,12 +251,4 @@ export function createProvider(
 }
 
 /** `--credentials-secret namespace/name`, checked before anything is read. */
-export function parseSecretRef(ref: string): SecretRef {
-  const match = /^([a-z0-9][-a-z0-9]*)\/([a-z0-9][-a-z0-9.]*)$/.exec(ref);
-  if (!match) {
-    throw new UsageError(
-      `--credentials-secret "${ref}" is not namespace/name; e.g. kube-system/digitalocean`,
-    );
-  }
-  return { namespace: match[1] as string, name: match[2] as string };
-}
+export { parseSecretRef } from './flag-values.js';

@@ -1,6 +1,7 @@
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../cli/base-command.js';
-import type { CheckResult } from '../cli/doctor-checks.js';
+import type { CheckRow } from '../cli/doctor-report.js';
+import { secretRefFlag } from '../cli/flag-values.js';
 import type { Report } from '../cli/output/report.js';
 
 export default class Doctor extends BaseCommand {
@@ -28,13 +29,14 @@ export default class Doctor extends BaseCommand {
     'credentials-secret': Flags.string({
       description:
         "Secret (namespace/name) with the provider's credentials; default: the official controller's",
+      parse: async (input) => secretRefFlag(input),
     }),
     'cluster-name': Flags.string({
       description: "The --cluster-name ccm runs with, if any (it names this cluster's routes in the cloud)",
     }),
   };
 
-  async run(): Promise<Report<CheckResult>> {
+  async run(): Promise<Report<CheckRow>> {
     const { flags } = await this.parse(Doctor);
     const { runDoctor } = await import('../cli/doctor.js');
     const { doctorReport } = await import('../cli/doctor-report.js');

@@ -1,6 +1,7 @@
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../cli/base-command.js';
 import { UsageError } from '../cli/errors.js';
+import { nodeSelectorFlag, secretRefFlag } from '../cli/flag-values.js';
 import type { ManifestRow } from '../cli/manifests-report.js';
 import type { Report } from '../cli/output/report.js';
 import { loadProvider } from '../providers/registry.js';
@@ -35,6 +36,7 @@ export default class Manifests extends BaseCommand {
       description:
         'Run the pods on Nodes with these labels (key=value,…) instead of control-plane Nodes: for clusters whose control plane runs elsewhere',
       exclusive: ['any-node'],
+      parse: async (input) => nodeSelectorFlag(input),
     }),
     'any-node': Flags.boolean({
       description:
@@ -53,6 +55,7 @@ export default class Manifests extends BaseCommand {
     'credentials-secret': Flags.string({
       description:
         "Secret (namespace/name) with the provider's credentials; default: the official controller's",
+      parse: async (input) => secretRefFlag(input),
     }),
     'cluster-name': Flags.string({
       description: 'Identity in the ownership tag of cloud resources (default: from kube-system)',

@@ -1,6 +1,7 @@
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../cli/base-command.js';
 import { UsageError } from '../cli/errors.js';
+import { secretRefFlag } from '../cli/flag-values.js';
 import type { MigrateInput, ServicePlan } from '../cli/migrate.js';
 import type { Report } from '../cli/output/report.js';
 
@@ -48,6 +49,7 @@ export default class Migrate extends BaseCommand {
     'credentials-secret': Flags.string({
       description:
         "Read the provider's credentials from this Secret (namespace/name); default: the flags and environment, else the official controller's Secret in kube-system",
+      parse: async (input) => secretRefFlag(input),
     }),
   };
 

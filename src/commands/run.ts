@@ -4,6 +4,7 @@ import { brakeFlags } from '../cli/brake-flags.js';
 import { parseDuration } from '../cli/duration.js';
 import { endProcess } from '../cli/end-process.js';
 import { flagValueError } from '../cli/errors.js';
+import { secretRefFlag } from '../cli/flag-values.js';
 import type { RunHandle, RunInput } from '../cli/run.js';
 
 function duration(flag: string, value: string, min = 1): number {
@@ -160,6 +161,7 @@ export default class Run extends CcmCommand {
     'credentials-secret': Flags.string({
       description:
         "Read the provider's credentials from this Secret (namespace/name), re-read on change; default: the flags and environment, else the provider's Secret in kube-system (the one `secret create` writes)",
+      parse: async (input) => secretRefFlag(input),
     }),
     'config-reload-period': Flags.string({
       default: '30s',

@@ -22,7 +22,9 @@
  * A name registered as an empty slot (registerSlot) is skipped by `*` while no factory fills it, and
  * naming it explicitly says in one line that it is not available.
  */
+
 import type { Logger } from 'pino';
+import { closest } from '../closest.js';
 import type { Informer, InformerOptions } from '../kube/informer.js';
 import type { NodeClient } from '../kube/nodes.js';
 import type { SlimNode } from '../kube/slim-node.js';
@@ -135,8 +137,9 @@ export function selectControllers(spec: string): Selection {
   for (const item of items) {
     const name = item.startsWith('-') ? item.slice(1) : item;
     if (name !== '*' && !names.includes(name)) {
+      const near = closest(name, names);
       throw new InvalidConfigError(
-        `--controllers: unknown controller "${name}"; known: ${names.join(', ')} (and * for all)`,
+        `--controllers: expected a list of ${names.join(', ')} (* for all, -name for all but one), got ${JSON.stringify(name)}${near ? `; did you mean ${near}?` : ''}`,
       );
     }
   }

@@ -57,7 +57,8 @@ export function parseClusterCIDRs(value: string): ClusterCIDRs {
     .filter(Boolean)
     .map((cidr) => {
       const parsed = strictCIDR(cidr);
-      if (!parsed) throw new Error(`--cluster-cidr: "${cidr}" is not a CIDR such as 10.244.0.0/16`);
+      if (!parsed)
+        throw new Error(`--cluster-cidr: expected CIDRs such as 10.244.0.0/16, got ${JSON.stringify(cidr)}`);
       if (parsed[1] === 0)
         throw new Error(
           `--cluster-cidr: "${cidr}" is every ${parsed[0].kind() === 'ipv4' ? 'IPv4' : 'IPv6'} address, not a Pod range; give the cluster's Pod CIDR such as 10.244.0.0/16`,

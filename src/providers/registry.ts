@@ -1,3 +1,4 @@
+import { closest } from '../closest.js';
 import { InvalidConfigError } from './errors.js';
 import type { CredentialSchema, ProviderDefinition } from './types.js';
 
@@ -34,11 +35,18 @@ const clouds: Record<
 
 export const providerNames: readonly string[] = Object.keys(clouds).sort();
 
+/**
+ * A provider name ccm does not have, in the flag style (`--provider: expected one of …, got "…"`),
+ * with the closest name; `env` names the variable it came from instead of the flag.
+ */
+export function unknownProviderText(name: string, env?: string): string {
+  const near = closest(name.trim().toLowerCase(), providerNames);
+  return `expected one of ${providerNames.join(', ')}, got ${JSON.stringify(name)}${env ? ` (from ${env})` : ''}${near ? `; did you mean ${near}?` : ''}`;
+}
+
 export async function loadProvider(name: string): Promise<ProviderDefinition> {
   const cloud = clouds[name];
-  if (!cloud) {
-    throw new InvalidConfigError(`unknown provider "${name}"; use one of: ${providerNames.join(', ')}`);
-  }
+  if (!cloud) throw new InvalidConfigError(`--provider: ${unknownProviderText(name)}`);
   return cloud.definition();
 }
 

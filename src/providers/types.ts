@@ -305,6 +305,11 @@ export interface CredentialField {
   builder?: DocumentBuilder;
   /** Shown before a person picks a key ('ssh-key' fields): which key to give, and how to make one. */
   advice?: string;
+  /**
+   * The key of a field this one is computed from when that has a value (Triton's key fingerprint,
+   * from the private key): asked after it, and only when it has none.
+   */
+  computedFrom?: string;
 }
 
 export interface DocumentQuestion {
@@ -320,6 +325,11 @@ export interface DocumentQuestion {
   when?: (answers: Readonly<Record<string, string>>) => boolean;
   /** true, or what is wrong with the value (shown as it is typed). */
   validate?: (value: string) => true | string;
+  /**
+   * The cloud's address (OpenStack's auth-url): when the cloud cannot be reached with it, this
+   * question alone is asked again, the other answers kept.
+   */
+  endpoint?: boolean;
 }
 
 export interface DocumentBuilder {
@@ -418,4 +428,11 @@ export interface ProviderDeps {
    * wrapper then takes no token per operation (an operation is several requests).
    */
   takeToken?: () => Promise<void>;
+  /**
+   * Where the edge took a field's value from (or, for a field without one, where the operator's
+   * Secret would hold it), in words an error line can name: "key vpc-id of Secret kube-system/do",
+   * "--set vpc-id", "env DO_CLUSTER_VPC_ID", "--from-stdin". A provider's error names this rather than
+   * the official Secret or variable it reads by default; undefined when the edge does not say.
+   */
+  origin?: (field: string) => string | undefined;
 }

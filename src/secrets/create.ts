@@ -6,14 +6,16 @@ import { type SecretWrite, type SecretWriteResult, writeSecret } from '../kube/s
 import { KubeTransport } from '../kube/transport.js';
 import { isUnreachable, RetryableError, UnauthorizedError } from '../providers/errors.js';
 import { loadProvider } from '../providers/registry.js';
-import type { Provider, ProviderDefinition, ProviderValues } from '../providers/types.js';
+import type { CredentialField, Provider, ProviderDefinition, ProviderValues } from '../providers/types.js';
 import {
   flagFor,
   type GivenValues,
   isFilePath,
+  nameOf,
   type Resolved,
   readValueFile,
   resolveGiven,
+  stdinField,
 } from './values.js';
 
 export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'ccm' } as const;
@@ -51,6 +53,8 @@ export interface CreateSecretResult {
   changedKeys: string[];
   /** What the cloud said the credentials are (account, project), when verified. */
   verified?: string;
+  /** Why they were written unchecked, when the person chose that at the prompt (the cloud was away). */
+  unverified?: string;
   /** Values given that the Secret does not hold, as `ccm run` takes them (its flag, else its variable). */
   notStored: string[];
   /** The Secret as it would be written, for --dry-run: secret values redacted unless showSecrets. */
@@ -66,9 +70,18 @@ class InterruptedError extends Error {
   readonly oclif = { exit: EXIT_INTERRUPTED };
 }
 
-/** The cloud could not be reached, or failed for the moment: the work failed (exit 1), a retry may help. */
-class CloudUnavailableError extends Error {
-  override name = 'CloudUnavailableError';
+/**
+ * The cloud could not be reached, or failed for the moment, so the credentials were not checked (not:
+ * refused): the work failed (exit 1), a retry may help; on a terminal the typed address is asked again.
+ */
+class UnreachableCloudError extends Error {
+  override name = 'UnreachableCloudError';
+  constructor(
+    message: string,
+    readonly detail: string,
+  ) {
+    super(message);
+  }
 }
 
 /** The cloud refused the credentials (not: could not be reached). */
@@ -110,27 +123,24 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
     );
   }
 
-  const resolved = resolveGiven(definition, input.given);
+  const resolved = resolveGiven(definition, { ...input.given, secret: `${namespace}/${name}` });
   const promptOptions = {
     ...(input.sshDir ? { sshDir: input.sshDir } : {}),
     ...(input.env.SSH_AUTH_SOCK ? { agentSocket: input.env.SSH_AUTH_SOCK } : {}),
+    secret: `${namespace}/${name}`,
   };
   const asked = input.interactive
     ? await (await import('./prompts.js')).promptMissing(definition, resolved, promptOptions)
     : [];
   for (const field of definition.credentials.fields) {
-    if (field.required && !resolved.get(field.key)?.value.trim()) {
-      const env = field.env.length ? ` or set ${field.env[0]}` : '';
-      throw new UsageError(
-        `${definition.name}: ${field.key} is missing; pass ${flagFor(definition, field)}${env} (or run in a terminal to be asked)`,
-      );
-    }
+    if (field.required && !resolved.get(field.key)?.value.trim())
+      throw new UsageError(`${definition.name}: ${missingLine(definition, field, resolved)}`);
   }
   for (const [key, { source }] of resolved) {
     const field = definition.credentials.fields.find((f) => f.key === key);
     if (field?.secret && source === 'argv') {
       input.warn(
-        `warning: ${key} was given on the command line, where shell history and ps can read it; prefer --from-stdin, --from-file or ${field.env[0] ?? 'a prompt'}`,
+        `warning: ${nameOf(field)} was given on the command line, where shell history and ps can read it; prefer --from-stdin, --from-file or ${field.env[0] ?? 'a prompt'}`,
       );
     }
   }
@@ -139,12 +149,30 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
   if (!input.dryRun) cluster ??= await connect(input, steps);
 
   let verified: string | undefined;
+  let unverified: string | undefined;
   // A dry run calls nothing unless --verify asks it to.
   while (input.verify && provider.verifyCredentials) {
     try {
       verified = await verify(definition, provider, steps);
       break;
     } catch (err) {
+      // On a terminal, a cloud that cannot be reached with what was typed here throws none of it
+      // away: the address is asked again, or the Secret written unchecked, or nothing.
+      if (input.interactive && asked.length > 0 && err instanceof UnreachableCloudError) {
+        input.warn(`cannot reach ${definition.name}, so the credentials were not checked: ${err.detail}`);
+        const prompts = await import('./prompts.js');
+        const next = await prompts.promptUnreachable(definition, resolved, asked, promptOptions);
+        if (next === 'stop')
+          throw new UsageError(
+            `nothing written: ${definition.name} could not be reached (--no-verify skips the check)`,
+          );
+        if (next === 'unchecked') {
+          unverified = `${definition.name} could not be reached (${err.detail})`;
+          break;
+        }
+        ({ data, provider } = await build(definition, resolved));
+        continue;
+      }
       // On a terminal a refused token is typed again, not the whole command run again.
       if (!input.interactive || !(err instanceof RefusedError)) throw err;
       const again = definition.credentials.fields.filter(
@@ -178,6 +206,7 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
     keys: Object.keys(data).sort(),
     changedKeys: [],
     ...(verified !== undefined ? { verified } : {}),
+    ...(unverified !== undefined ? { unverified } : {}),
     notStored: notStored.map((key) => givenAs(definition, key)),
     ...nextCommands(definition, input, `${namespace}/${name}`, resolved, notStored),
   };
@@ -194,6 +223,23 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
   }
   if (input.dryRun) result.manifest = manifest(definition, namespace, name, data, input.showSecrets);
   return result;
+}
+
+/**
+ * A required value nothing gave, and the ways to give it: a secret through stdin, a file or its
+ * variable (never `--set`, which the command itself warns about for a secret); anything else by flag.
+ */
+function missingLine(definition: ProviderDefinition, field: CredentialField, resolved: Resolved): string {
+  const name = nameOf(field);
+  const ways = field.secret
+    ? [
+        ...(stdinField(definition, resolved) === field ? ['pipe it to --from-stdin'] : []),
+        `pass --from-file ${name}=FILE`,
+      ]
+    : [`pass ${flagFor(definition, field)}`];
+  if (field.env[0]) ways.push(`set ${field.env[0]}`);
+  const last = ways.pop();
+  return `${name} is missing; ${ways.length ? `${ways.join(', ')} or ${last}` : last} (or run in a terminal to be asked)`;
 }
 
 /** One step of the task list. */
@@ -330,8 +376,9 @@ function verify(definition: ProviderDefinition, provider: Provider, steps: Steps
         // A cloud that cannot be reached, or answers 5xx, may answer later: exit 1, as the same cloud
         // in `nodes init` (docs/output.md).
         if (isUnreachable(err) || err instanceof RetryableError)
-          throw new CloudUnavailableError(
+          throw new UnreachableCloudError(
             `${isUnreachable(err) ? `cannot reach ${definition.name}` : `${definition.name} failed for the moment`}, so the credentials were not checked: ${oneLine(err)}${tail}`,
+            oneLine(err),
           );
         if (err instanceof UnauthorizedError)
           throw new RefusedError(
@@ -378,11 +425,21 @@ async function build(
       const given = resolved.get(field.key);
       const path = given?.path ?? (given && isFilePath(given.value) ? given.value : undefined);
       throw new UsageError(
-        `${field.key}${path ? ` (${path})` : ''} is not a PEM or OpenSSH private key; give the private key file (not the .pub)`,
+        `${nameOf(field)}${path ? ` (${path})` : ''} is not a PEM or OpenSSH private key; give the private key file (not the .pub)`,
       );
     }
   }
-  return { data, provider: definition.create(providerValues(definition, resolved, data), {}) };
+  // A provider's error names where a value was given here (--set vpc-id, --from-stdin), not the
+  // official Secret and variables `ccm run` would read it from.
+  const origin = (key: string) => {
+    const given = resolved.get(key);
+    if (given?.source === 'prompt') return 'the prompt';
+    return given?.origin;
+  };
+  return {
+    data,
+    provider: definition.create(providerValues(definition, resolved, data), { origin }),
+  };
 }
 
 /** How a value the Secret does not hold is given to `ccm run`: its flag, else its variable. */
@@ -481,11 +538,14 @@ function providerValues(
     const fromSecret = field.secretKey ? data[field.secretKey] : undefined;
     values[field.key] = fromSecret ?? resolved.get(field.key)?.value;
   }
-  // The stored document wins over the path it was read from, as it will in the cluster.
-  if (definition.configFileField && Object.values(data).length && values[definition.configFileField]) {
-    const documentField = definition.credentials.fields.find((f) => f.prompt === 'editor' && f.secretKey);
-    if (documentField && values[documentField.key]) values[definition.configFileField] = undefined;
-  }
+  // A document typed or built here wins over a path, as the stored one will in the cluster. One read
+  // from a file (--cloud-config, --from-file, a path at the prompt) is checked by that path, so that
+  // its errors name the file as every other command's do (`/tmp/cloud.conf line 7: …`).
+  const documentField = definition.credentials.fields.find((f) => f.prompt === 'editor' && f.secretKey);
+  const document = documentField ? resolved.get(documentField.key) : undefined;
+  if (definition.configFileField && document)
+    values[definition.configFileField] =
+      document.path && isFilePath(document.path) ? document.path : undefined;
   return values;
 }
 

@@ -132,6 +132,21 @@ describe('bad input gets one line, exit 2, nothing written', () => {
       /^ccm: Secret kube-system\/without-token has no key access-token; add it, or name the Secret `ccm secret create` wrote with --credentials-secret$/,
     ],
     [
+      '`ccm migrate` names the --credentials-secret without the key too, not the default Secret (review 44, finding 7)',
+      () => [
+        'migrate',
+        '--provider',
+        'digitalocean',
+        '--cloud-api-url',
+        'http://127.0.0.1:9',
+        '--kubeconfig',
+        world.kubeconfig,
+        '--credentials-secret',
+        'kube-system/without-token',
+      ],
+      /^ccm: Secret kube-system\/without-token has no key access-token; add it, or name the Secret `ccm secret create` wrote with --credentials-secret$/,
+    ],
+    [
       'a cloud.conf with an unknown key names the key and its line, and looks for no Secret instead',
       () => {
         const conf = join(dir, 'bogus.conf');
@@ -191,7 +206,7 @@ describe('bad input gets one line, exit 2, nothing written', () => {
         '--controllers',
         'bogus',
       ],
-      /^ccm: --controllers: unknown controller "bogus"/,
+      /^ccm: --controllers: expected a list of cloud-node, .*, got "bogus"$/,
     ],
     [
       'a concurrency out of range (issue 6, item 11)',
@@ -201,7 +216,7 @@ describe('bad input gets one line, exit 2, nothing written', () => {
     [
       'an unknown provider',
       () => ['nodes', 'init', '--provider', 'aws', '--kubeconfig', world.kubeconfig],
-      /unknown provider "aws"; use one of: .*cloudlycke/,
+      /^ccm: --provider: expected one of brightbox, cloudlycke, digitalocean, openstack, triton, got "aws"$/,
     ],
     [
       'no provider',
@@ -221,7 +236,7 @@ describe('bad input gets one line, exit 2, nothing written', () => {
     [
       'ccm migrate --from naming no official controller of the cloud',
       () => ['migrate', '--provider', 'openstack', '--from', 'occm', '--kubeconfig', world.kubeconfig],
-      /^ccm: --from occm is no official controller of openstack; use one of: openstack-cloud-controller-manager$/,
+      /^ccm: --from: expected one of openstack-cloud-controller-manager \(the official controllers of openstack\), got "occm"$/,
     ],
     [
       'a malformed inventory',
@@ -330,7 +345,7 @@ describe('`ccm run`: bad input gets one line, exit 2, nothing written', () => {
     [
       'an unknown controller',
       () => [...run, ...kc(), '--cloud-config', inventory, '--controllers', '*,-routes'],
-      /--controllers: unknown controller "routes"/,
+      /^ccm: --controllers: expected a list of .*, got "routes"; did you mean route\?$/,
     ],
     [
       'a bad period',
@@ -345,7 +360,7 @@ describe('`ccm run`: bad input gets one line, exit 2, nothing written', () => {
     [
       'a --cluster-cidr that is not a CIDR',
       () => [...run, ...kc(), '--cloud-config', inventory, '--cluster-cidr', '10.244.0.0/16,10.300.0.0/16'],
-      /--cluster-cidr: "10\.300\.0\.0\/16" is not a CIDR such as 10\.244\.0\.0\/16/,
+      /^ccm: --cluster-cidr: expected CIDRs such as 10\.244\.0\.0\/16, got "10\.300\.0\.0\/16"$/,
     ],
     [
       'a --cluster-cidr of two IPv4 ranges (two are for dual stack only, as upstream)',
@@ -360,7 +375,7 @@ describe('`ccm run`: bad input gets one line, exit 2, nothing written', () => {
     [
       'a malformed credentials Secret reference',
       () => [...run, ...kc(), '--credentials-secret', 'just-a-name'],
-      /--credentials-secret "just-a-name" is not namespace\/name/,
+      /^ccm: --credentials-secret: expected namespace\/name \(e\.g\. kube-system\/digitalocean\), got "just-a-name"$/,
     ],
     [
       'a credentials Secret that does not exist',
@@ -482,6 +497,73 @@ describe('one wording across commands', () => {
       exitCode: 2,
       stderr: `ccm: --${flag}: expected ${expected}, got "${value}"`,
     });
+  });
+
+  // Review 44, finding 10: each in the one style, and said before a kubeconfig is looked for (HOME has none).
+  it.each([
+    [['nodes', 'list', '-o'], '--output: expected a value, got nothing'],
+    [['nodes', 'init', '--provider'], '--provider: expected a value, got nothing'],
+    [['run', '--log-level'], '--log-level: expected one of error, warn, info, debug, got nothing'],
+    [['run', '--leader-elect=flase'], '--leader-elect: expected true or false, got "flase"'],
+    [['nodes', 'init', '--dry-run=maybe'], '--dry-run: expected true or false, got "maybe"'],
+    [
+      ['nodes', 'init', '--provider', 'digitalocean', '--credentials-secret', 'nope'],
+      '--credentials-secret: expected namespace/name (e.g. kube-system/digitalocean), got "nope"',
+    ],
+    [
+      ['nodes', 'list', '--provider', 'digitalocean', '--cloud-api-url', 'ftp://x'],
+      '--cloud-api-url: expected an http(s) URL (e.g. https://api.example.com), got "ftp://x"',
+    ],
+    [
+      ['manifests', '--provider', 'digitalocean', '--image', 'r.example/ccm:1', '--node-selector', 'foo'],
+      '--node-selector: expected label=value pairs separated by commas (e.g. node-role.kubernetes.io/system=true), got "foo"',
+    ],
+    [
+      ['nodes', 'init', '--provider', 'cloudlyke'],
+      '--provider: expected one of brightbox, cloudlycke, digitalocean, openstack, triton, got "cloudlyke"; did you mean cloudlycke?',
+    ],
+    [
+      ['run', '--provider', 'cloudlycke', '--controllers', 'cloud-node,servce'],
+      '--controllers: expected a list of cloud-node, cloud-node-lifecycle, service, route (* for all, -name for all but one), got "servce"; did you mean service?',
+    ],
+    [
+      [
+        'manifests',
+        '--provider',
+        'digitalocean',
+        '--image',
+        'r.example/ccm:1',
+        '--any-node',
+        '--node-selector',
+        'a=b',
+      ],
+      '--any-node and --node-selector exclude each other; give one of them',
+    ],
+    [['run', '--tls-cert-file', 'x.crt'], '--tls-cert-file needs --tls-private-key-file as well'],
+    [['version', 'extra'], 'unexpected argument "extra"; ccm version takes no arguments, only flags'],
+    [
+      ['nodes', 'init', 'extra'],
+      'unexpected argument "extra"; ccm nodes init takes no arguments, only flags',
+    ],
+  ])('%j: one line in the flag style, exit 2', async (args, line) => {
+    const run = await ccm(args, { HOME: dir });
+    expect({ exitCode: run.exitCode, stderr: run.stderr.trim() }).toEqual({
+      exitCode: 2,
+      stderr: `ccm: ${line}`,
+    });
+  });
+
+  it("--leader-elect=0 is false, as the reference controllers' Go flags read it", async () => {
+    const run = await ccm([
+      'run',
+      '--provider',
+      'cloudlycke',
+      '--leader-elect=0',
+      '--secure-port=-1',
+      '--kubeconfig',
+      join(dir, 'nope'),
+    ]);
+    expect(run.stderr).toMatch(/does not exist; pass an existing file to --kubeconfig/);
   });
 
   it.each([

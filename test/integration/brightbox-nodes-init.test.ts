@@ -140,7 +140,9 @@ describe('ccm nodes init --provider brightbox', () => {
     const run = await nodesInitWith({ BRIGHTBOX_CLIENT_SECRET: 'not-the-secret' });
     expect(run.exitCode).toBe(2);
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
-    expect(run.stderr).toContain('check BRIGHTBOX_CLIENT and BRIGHTBOX_CLIENT_SECRET');
+    expect(run.stderr).toContain(
+      'check the client id (env BRIGHTBOX_CLIENT) and its secret (env BRIGHTBOX_CLIENT_SECRET)',
+    );
     expect(run.stderr + run.stdout).not.toContain('not-the-secret');
     expect(run.writes).toEqual([]);
   });

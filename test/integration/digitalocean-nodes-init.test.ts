@@ -257,7 +257,7 @@ describe('ccm nodes init --provider digitalocean', () => {
       expect(run.exitCode).toBe(2);
       expect(run.stdout).toBe('');
       expect(run.stderr).toBe(
-        'ccm: DigitalOcean listing droplets failed (GET /v2/droplets?per_page=200: 401 Unauthorized (Unable to authenticate you.)): the token is invalid or revoked; create one with read and write scope (env DO_ACCESS_TOKEN or Secret kube-system/digitalocean, key access-token)',
+        'ccm: DigitalOcean listing droplets failed (GET /v2/droplets?per_page=200: 401 Unauthorized (Unable to authenticate you.)): the token is invalid or revoked; create one with read and write scope (the token from env DO_ACCESS_TOKEN)',
       );
       expect(run.writes).toEqual([]);
       expect(await exists('ghost')).toBe(true);

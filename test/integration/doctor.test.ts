@@ -230,6 +230,18 @@ describe('ccm doctor', () => {
     expect(run.stdout).not.toContain(sim.token);
   });
 
+  it("each row is named `name`, as every report's; `id` stays for older scripts (review 44, finding 8)", async () => {
+    const json = JSON.parse((await ccm([...doctorArgs(), '-o', 'json'])).stdout) as {
+      checks: { name: string; id: string }[];
+    };
+    expect(json.checks.length).toBeGreaterThan(5);
+    for (const check of json.checks) expect(check.name).toBe(check.id);
+    const names = await ccm([...doctorArgs(), '-o', 'jsonpath={.checks[*].name}']);
+    expect(names.stdout.split(' ')).toEqual(json.checks.map((c) => c.name));
+    const columns = await ccm([...doctorArgs(), '-o', 'custom-columns=CHECK:.name', '--no-headers']);
+    expect(columns.stdout.trim().split('\n')).toEqual(json.checks.map((c) => c.name));
+  });
+
   it('-o name names the checks that need care only; a pipe spells the status as a word', async () => {
     await objects.delete({
       apiVersion: 'coordination.k8s.io/v1',

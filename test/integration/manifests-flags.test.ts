@@ -141,7 +141,7 @@ describe('flags that mean nothing in a pod', () => {
     ],
     [
       ['--provider', 'digitalocean', '--cloud-api-url', 'api.example.com'],
-      /^ccm: --cloud-api-url "api\.example\.com" is not an http\(s\) URL/,
+      /^ccm: --cloud-api-url: expected an http\(s\) URL \(e\.g\. https:\/\/api\.example\.com\), got "api\.example\.com"$/,
     ],
     [
       ['--provider', 'digitalocean', '--cloud-api-url', 'http://127.0.0.1:36173'],

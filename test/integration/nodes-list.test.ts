@@ -194,6 +194,44 @@ describe("kubectl's templates", () => {
   });
 });
 
+describe("kubectl's --allow-missing-template-keys (review 44, finding 8)", () => {
+  // kubectl 1.36's own default (k8s.io/cli-runtime genericclioptions.NewKubeTemplatePrintFlags:
+  // allowMissingKeys true) prints nothing for a field no object has; =false is client-go jsonpath's
+  // "<field> is not found", exit 1, while a path to an empty list still prints nothing, exit 0.
+  it('a misspelt field prints nothing by default, as kubectl; =false makes it an error, exit 1', async () => {
+    const lenient = await list(['nodes', 'list', '-o', 'jsonpath={.nodes[*].nmae}']);
+    expect({ code: lenient.exitCode, out: lenient.stdout, err: lenient.stderr }).toEqual({
+      code: 0,
+      out: '',
+      err: '',
+    });
+    const strict = await list([
+      'nodes',
+      'list',
+      '-o',
+      'jsonpath={.nodes[*].nmae}',
+      '--allow-missing-template-keys=false',
+    ]);
+    expect({ code: strict.exitCode, out: strict.stdout, err: strict.stderr.trim() }).toEqual({
+      code: 1,
+      out: '',
+      err: 'ccm: error executing jsonpath "{.nodes[*].nmae}": nmae is not found',
+    });
+    const none = await list([
+      'nodes',
+      'list',
+      '-o',
+      'jsonpath={.nodes[?(@.status=="no-such-status")].name}',
+      '--allow-missing-template-keys=false',
+    ]);
+    expect({ code: none.exitCode, out: none.stdout.trim(), err: none.stderr }).toEqual({
+      code: 0,
+      out: '',
+      err: '',
+    });
+  });
+});
+
 describe('ccm nodes list, a Node whose instance the listing lacks', () => {
   it('is stale at once, Ready and inside the grace period too (it showed ok)', async () => {
     await createNodes(world.api, [{ name: 'gone-1', providerID: 'cloudlycke://gone-1', tainted: false }]);

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
 import { execa } from 'execa';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { widthOf } from '../../src/cli/output/text.js';
 import { SIM_CLIENT, startBrightboxSimulator } from '../clouds/brightbox/simulator.js';
 import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
 import { OpenStackSimulator } from '../clouds/openstack/simulator.js';
@@ -272,13 +273,53 @@ describe('ccm secret create, scripted', { timeout: 240_000 }, () => {
   it('no terminal and a missing value: one line naming the flag, exit 2, nothing written', async () => {
     const run = await secretCreate(['--provider', 'brightbox', '--set', 'client=cli-12345']);
     expect(run.exitCode).toBe(2);
+    // A secret: stdin, a file or its variable, never the --set the command warns about.
     expect(run.stderr).toBe(
-      'ccm: brightbox: clientSecret is missing; pass --set clientSecret=… or set BRIGHTBOX_CLIENT_SECRET (or run in a terminal to be asked)',
+      'ccm: brightbox: controller-client-secret is missing; pipe it to --from-stdin, pass --from-file controller-client-secret=FILE or set BRIGHTBOX_CLIENT_SECRET (or run in a terminal to be asked)',
+    );
+    const client = await secretCreate(['--provider', 'brightbox', '--from-stdin'], { input: 's3cret' });
+    expect(client.stderr).toBe(
+      'ccm: brightbox: controller-client is missing; pass --set controller-client=… or set BRIGHTBOX_CLIENT (or run in a terminal to be asked)',
     );
     expect(run.writes).toEqual([]);
     const none = await secretCreate([]);
     expect(none.exitCode).toBe(2);
     expect(none.stderr).toBe('ccm: no provider given; pass --provider (e.g. --provider digitalocean)');
+  });
+
+  it('every line names the Secret, key and flag given, not the defaults (review 44, finding 7)', async () => {
+    const named = ['--provider', 'digitalocean', '--cloud-api-url', sim.url, '--name', 'do-trial'];
+    const refused = await secretCreate([...named, '--from-stdin'], { input: 'dop_v1_wrong' });
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stderr).toMatch(
+      /^ccm: digitalocean did not accept the credentials: .*the token is invalid or revoked; create one with read and write scope \(the token from --from-stdin\); nothing written/,
+    );
+    expect(refused.stderr).not.toContain('kube-system/digitalocean');
+
+    const vpc = await secretCreate([...named, '--set', 'vpc-id=abc', '--from-stdin'], { input: sim.token });
+    expect(vpc.stderr).toBe(
+      'ccm: DigitalOcean VPC id "abc" (from --set vpc-id) is not a VPC id (a UUID); give the id of the cluster\'s VPC',
+    );
+
+    const missing = await secretCreate(named);
+    expect(missing.stderr).toBe(
+      'ccm: digitalocean: access-token is missing; pipe it to --from-stdin, pass --from-file access-token=FILE or set DO_ACCESS_TOKEN (or run in a terminal to be asked)',
+    );
+
+    const empty = await secretCreate([...named, '--from-stdin'], { input: '' });
+    expect(empty.stderr).toBe(
+      'ccm: --from-stdin: expected the access-token on stdin, got nothing (stdin was empty)',
+    );
+
+    const typo = await secretCreate([...named, '--set', 'acess-token=x']);
+    expect(typo.stderr).toBe(
+      'ccm: --set: expected one of access-token, region, vpc-id (the keys of Secret kube-system/do-trial) or apiUrl, timeoutSeconds (for the check, not stored), got "acess-token"; did you mean access-token?',
+    );
+    for (const run of [refused, vpc, missing, empty, typo]) {
+      expect(run.exitCode).toBe(2);
+      expect(run.writes).toEqual([]);
+    }
+    expect(await readSecret('do-trial')).toBeUndefined();
   });
 
   it('--dry-run does not call the cloud; with --verify it calls it once', async () => {
@@ -411,7 +452,7 @@ describe('ccm secret create, scripted, every other provider', { timeout: 240_000
     ]);
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toBe(
-      `ccm: keyMaterial (${yaml}) is not a PEM or OpenSSH private key; give the private key file (not the .pub)`,
+      `ccm: key-material (${yaml}) is not a PEM or OpenSSH private key; give the private key file (not the .pub)`,
     );
     expect(run.writes).toEqual([]);
   });
@@ -477,7 +518,7 @@ describe('ccm secret create, scripted, every other provider', { timeout: 240_000
   it('--help shows no empty default for --set and --from-file', async () => {
     const help = await ccm(['secret', 'create', '--help']);
     expect(help.exitCode).toBe(0);
-    expect(help.stdout).toMatch(/--set=<value>\.\.\. +A value, as field=value/);
+    expect(help.stdout).toMatch(/--set=<value>\.\.\. +A value, as key=value/);
     expect(help.stdout).toMatch(/--from-file=<value>\.\.\. +A value read from a file/);
     expect(help.stdout).not.toContain('[default: ]');
   });
@@ -499,11 +540,11 @@ async function inTerminal(
   args: string[],
   env: Record<string, string>,
   answer: (step: (waitText: string | [string, number], ...keys: string[]) => Promise<void>) => Promise<void>,
-  options: { kubeconfig?: string } = {},
+  options: { kubeconfig?: string; width?: number } = {},
 ) {
   const kubeconfig = options.kubeconfig ?? cp.kubeconfigPath;
   const terminal = await Terminal.open(['secret', 'create', '--kubeconfig', kubeconfig, ...args], {
-    width: 200,
+    width: options.width ?? 200,
     height: 60,
     env: { ...CLEAN_ENV, ...env },
     raw: true,
@@ -543,6 +584,16 @@ async function silentCloud(): Promise<{ url: string; close(): Promise<void> }> {
       await new Promise((r) => server.close(r));
     },
   };
+}
+
+/** A loopback port nobody listens on (a mistyped port: the connection is refused). */
+async function closedPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() => resolve(typeof address === 'object' && address ? address.port : 1));
+    });
+  });
 }
 
 /** How often `text` is on `screen`. */
@@ -747,14 +798,15 @@ describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
     }
   });
 
-  it('DigitalOcean: picks the provider, asks for the token masked, creates the Secret', async () => {
+  it('DigitalOcean: picks the provider, asks for the token without echo, creates the Secret', async () => {
     await deleteSecret('digitalocean');
     const sim = await DigitalOceanSimulator.start({ token: 'dop_v1_typed_in_a_terminal_0123' });
     try {
       const { code, screen, seen } = await inTerminal(['--cloud-api-url', sim.url], {}, async (step) => {
         // brightbox, digitalocean, openstack, triton: Cloudlycke keeps nothing in a Secret.
         await step('Cloud provider', 'Down', 'Enter');
-        await step('DigitalOcean API token', sim.token, 'Enter');
+        await step('DigitalOcean API token', sim.token.slice(0, 10));
+        await step('DigitalOcean API token', sim.token.slice(10), 'Enter');
         // Optional: what load balancers need on a cluster whose Nodes are all excluded from them.
         await step('Region slug', 'Enter');
         await step('VPC id', 'Enter');
@@ -764,10 +816,13 @@ describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
       expect(screen).toContain('Secret kube-system/digitalocean created');
       expect(code).toBe(0);
       expect(screen).not.toContain(sim.token);
+      // No echo, as ssh and sudo ask (review 44, finding 13): not a mask character per key either,
+      // which gave away the token's length, neither while it is typed nor once answered.
+      expect(seen[2]).toMatch(/DigitalOcean API token .*not shown as typed/);
+      expect(seen[2]).not.toContain('*');
       // An answered question stays as a short line, without the examples that helped to answer it.
-      expect(screen).toContain(
-        `✔ DigitalOcean API token with read and write scope ${'*'.repeat(sim.token.length)}`,
-      );
+      expect(screen).toMatch(/^✔ DigitalOcean API token with read and write scope ?$/m);
+      expect(screen).not.toContain('**');
       expect(screen).toContain("✔ Region slug of the cluster's load balancers skipped");
       expect(screen).toContain("✔ VPC id of the cluster's droplets skipped");
       expect(screen).not.toMatch(/✔ .*(Control Panel|e\.g\.|Enter to skip|default:)/);
@@ -784,7 +839,7 @@ describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
     }
   });
 
-  it('OpenStack: builds cloud.conf from questions, the password masked, and creates the Secret', async () => {
+  it('OpenStack: builds cloud.conf from questions, the password not shown, and creates the Secret', async () => {
     await deleteSecret('cloud-config');
     const sim = await new OpenStackSimulator().start();
     try {
@@ -802,7 +857,7 @@ describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
       expect(screen).toContain('Secret kube-system/cloud-config created');
       expect(code).toBe(0);
       expect(screen).not.toContain('passw0rd');
-      expect(screen).toContain('Password (password) ********');
+      expect(screen).toMatch(/^✔ Password \(password\) ?$/m);
       expect(decoded(await readSecret('cloud-config'))).toEqual({
         'cloud.conf': [
           '[Global]',
@@ -887,7 +942,6 @@ describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
         await step('CloudAPI URL', sim.url, 'Enter');
         await step('Account login name', 'demo', 'Enter');
         await step('Sub-user login', 'Enter');
-        await step('Fingerprint of the signing key', 'Enter');
         // No key in ~/.ssh: "Another file…" is the first choice.
         await step('Another file', 'Enter');
         await step('Path of the private key', yaml, 'Enter');
@@ -933,20 +987,22 @@ describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
           await step('CloudAPI URL', sim.url, 'Enter');
           await step('Account login name', 'demo', 'Enter');
           await step('Sub-user login', 'Enter');
-          await step('Fingerprint of the signing key', 'Enter');
+          // The key first: its fingerprint is computed from it, so it is not asked (review 44, finding 13).
           await step(sha, 'Down', 'Enter');
           await step('Passphrase of', 'wrong', 'Enter');
           await step('does not open the key', ...Array(5).fill('BSpace'), passphrase, 'Enter');
         },
       );
       // The list, as the person saw it: both keys of ~/.ssh, with their fingerprints.
-      const list = seen[4] as string;
-      // Above the list: a key of ccm's own, and how to make and register one.
-      expect(list).toContain(
+      const list = seen[3] as string;
+      // Above the list: a key of ccm's own, and how to make and register one (broken between words).
+      expect(list.replaceAll('\n', ' ')).toContain(
         "A key of its own for ccm is recommended, not a personal one: make it with `ssh-keygen -t ecdsa -b 256 -N '' -f ~/.ssh/ccm-triton`, add ~/.ssh/ccm-triton.pub to the account (`triton key add ~/.ssh/ccm-triton.pub`, or the portal), then choose it below.",
       );
-      expect(list).toContain(`${otherSha} ecdsa ccm-test ${join(home, '.ssh', 'id_ecdsa')}`);
-      expect(list).toContain(`${sha} rsa ccm-test ${join(home, '.ssh', 'id_rsa')} [encrypted]`);
+      expect(list).toContain(`${otherSha} ecdsa ccm-test ~/.ssh/id_ecdsa`);
+      expect(list).toContain(`${sha} rsa ccm-test ~/.ssh/id_rsa [encrypted]`);
+      expect(screen).not.toContain('Fingerprint of the signing key');
+      expect(screen).toMatch(/^✔ The SSH private key ~\/\.ssh\/id_rsa$/m);
       expect(screen).toContain('Secret kube-system/triton created');
       expect(code).toBe(0);
       expect(screen).not.toContain(passphrase);
@@ -960,6 +1016,207 @@ describe('ccm secret create in a terminal', { timeout: 240_000 }, () => {
       await sim.stop();
       await deleteSecret('triton');
     }
+  });
+
+  it('Triton without a key file ("None"): the fingerprint is asked after the key, as the agent needs it', async () => {
+    const home = tempDir('ccm-secret-home-');
+    mkdirSync(join(home, '.ssh'), { mode: 0o700 });
+    const { code, seen } = await inTerminal(['--provider', 'triton'], { HOME: home }, async (step) => {
+      await step('CloudAPI URL', 'https://us-east-1.api.example.com', 'Enter');
+      await step('Account login name', 'demo', 'Enter');
+      await step('Sub-user login', 'Enter');
+      await step('Another file', 'Down', 'Enter');
+      await step('Fingerprint of the signing key', 'C-c');
+    });
+    expect(code).toBe(130);
+    expect(seen[3]).not.toContain('Fingerprint of the signing key');
+  });
+
+  it('OpenStack: a Keystone URL that cannot be reached is asked again alone, every other answer kept (review 44, finding 6)', async () => {
+    await deleteSecret('os-trial');
+    const sim = await new OpenStackSimulator().start();
+    const port = await closedPort();
+    const typo = `http://127.0.0.1:${port}/v3`;
+    try {
+      const { code, screen, seen } = await inTerminal(
+        ['--provider', 'openstack', '--name', 'os-trial'],
+        {},
+        async (step) => {
+          await step('Content of cloud.conf', 'Down', 'Enter');
+          await step('Keystone URL', typo, 'Enter');
+          await step('Authenticate with', 'Enter');
+          await step('User name (username)', 'admin', 'Enter');
+          await step('Password (password)', 'passw0rd', 'Enter');
+          await step("The user's domain", 'Enter');
+          await step('Project name (tenant-name)', 'admin', 'Enter');
+          await step("The project's domain", 'Enter');
+          await step('Region', 'RegionOne', 'Enter');
+          await step('What now?', 'Enter');
+          // Asked alone, the URL typed before offered as its default.
+          await step(['Keystone URL', 2], sim.authUrl, 'Enter');
+        },
+      );
+      // The prompt names the Secret being written (--name), not the default one (finding 7).
+      expect(seen[0]).toContain('it goes to Secret kube-system/os-trial, key cloud.conf');
+      expect(seen[0]).not.toContain('kube-system/cloud-config');
+      expect(seen[9]).toContain(
+        `cannot reach openstack, so the credentials were not checked: POST /v3/auth/tokens`,
+      );
+      expect(seen[9]).toContain('Type the Keystone URL (auth-url) again (the other answers are kept)');
+      expect(seen[9]).toContain('Write the Secret without checking it (as --no-verify)');
+      expect(count(screen, 'Password (password)')).toBe(1);
+      expect(screen).toContain('Secret kube-system/os-trial created');
+      expect(code).toBe(0);
+      expect(decoded(await readSecret('os-trial'))['cloud.conf']).toBe(
+        [
+          '[Global]',
+          `auth-url = ${sim.authUrl}`,
+          'username = admin',
+          'password = passw0rd',
+          'user-domain-name = Default',
+          'tenant-name = admin',
+          'tenant-domain-name = Default',
+          'region = RegionOne',
+          '',
+        ].join('\n'),
+      );
+    } finally {
+      await sim.stop();
+      await deleteSecret('os-trial');
+    }
+  });
+
+  it('OpenStack: a Keystone that cannot be reached can be written unchecked, as --no-verify, or not at all', async () => {
+    await deleteSecret('os-trial');
+    const port = await closedPort();
+    const answers = async (step: (t: string | [string, number], ...k: string[]) => Promise<void>) => {
+      await step('Content of cloud.conf', 'Down', 'Enter');
+      await step('Keystone URL', `http://127.0.0.1:${port}/v3`, 'Enter');
+      await step('Authenticate with', 'Enter');
+      await step('User name (username)', 'admin', 'Enter');
+      await step('Password (password)', 'passw0rd', 'Enter');
+      await step("The user's domain", 'Enter');
+      await step('Project name (tenant-name)', 'admin', 'Enter');
+      await step("The project's domain", 'Enter');
+      await step('Region', 'Enter');
+    };
+    try {
+      const stopped = await inTerminal(
+        ['--provider', 'openstack', '--name', 'os-trial'],
+        {},
+        async (step) => {
+          await answers(step);
+          await step('What now?', 'Down', 'Down', 'Enter');
+        },
+      );
+      // An unreachable cloud stays exit 2, nothing written, said once.
+      expect(stopped.code).toBe(2);
+      expect(stopped.screen).toContain(
+        'ccm: nothing written: openstack could not be reached (--no-verify skips the check)',
+      );
+      expect(count(stopped.screen, 'cannot reach openstack')).toBe(1);
+      expect(await readSecret('os-trial')).toBeUndefined();
+
+      const unchecked = await inTerminal(
+        ['--provider', 'openstack', '--name', 'os-trial'],
+        {},
+        async (step) => {
+          await answers(step);
+          await step('What now?', 'Down', 'Enter');
+        },
+      );
+      expect(unchecked.code).toBe(0);
+      expect(unchecked.screen).toContain('Secret kube-system/os-trial created');
+      expect(unchecked.screen).toContain(
+        'Not checked with the cloud, as you chose: openstack could not be reached',
+      );
+      expect(decoded(await readSecret('os-trial'))['cloud.conf']).toContain(
+        `auth-url = http://127.0.0.1:${port}/v3`,
+      );
+    } finally {
+      await deleteSecret('os-trial');
+    }
+  });
+});
+
+/**
+ * A line inquirer or the terminal broke where the width ended, inside a word: a line of the full
+ * width (ccm's own lines leave the last column free) ending in a letter or digit, the next line going
+ * on with one; or a line wider than the terminal (the terminal's wrap, joined again by tmux -J).
+ */
+function midWordBreaks(screen: string, width: number): string[] {
+  const lines = screen.split('\n');
+  return lines.flatMap((line, i) => {
+    const next = lines[i + 1] ?? '';
+    if (widthOf(line) > width) return [`wider than ${width}: ${line}`];
+    return widthOf(line) === width && /[\p{L}\p{N}]$/u.test(line) && /^[\p{L}\p{N}]/u.test(next)
+      ? [`${line}⏎${next}`]
+      : [];
+  });
+}
+
+describe('the questions of secret create fit the terminal: no line breaks inside a word (review 44, finding 9)', {
+  timeout: 240_000,
+}, () => {
+  it.each([120, 80])('DigitalOcean at %i columns', async (width) => {
+    const { code, seen, screen } = await inTerminal(
+      ['--dry-run'],
+      {},
+      async (step) => {
+        await step('Cloud provider', 'Down', 'Enter');
+        await step('DigitalOcean API token', 'dop_v1_never_checked', 'Enter');
+        await step('Region slug', 'Enter');
+        await step('VPC id', 'Enter');
+      },
+      { width },
+    );
+    expect(code).toBe(0);
+    for (const shown of [...seen, screen]) expect(midWordBreaks(shown, width)).toEqual([]);
+    // The whole question is there while it is asked, broken between words.
+    expect(seen[2]?.replace(/\n {2}/g, ' ')).toContain(
+      "Region slug (e.g. nyc3) of the cluster's load balancers; default: their first backend droplet's region (optional, Enter to skip)",
+    );
+  });
+
+  it.each([120, 80])('OpenStack at %i columns', async (width) => {
+    const { seen } = await inTerminal(
+      ['--provider', 'openstack', '--name', 'a-long-secret-name-for-the-cloud-conf'],
+      {},
+      async (step) => {
+        await step('Content of cloud.conf', 'Down', 'Enter');
+        await step('Keystone URL', 'https://keystone.example.com:5000/v3', 'Enter');
+        await step('Authenticate with', 'Down', 'Enter');
+        await step('Application credential ID', 'abc', 'Enter');
+        await step('Application credential secret', 'C-c');
+      },
+      { width },
+    );
+    for (const shown of seen) expect(midWordBreaks(shown, width)).toEqual([]);
+    expect(seen[0]?.replace(/\n {2}/g, ' ')).toContain(
+      'Content of cloud.conf (it holds the password or application credential secret); it goes to Secret kube-system/a-long-secret-name-for-the-cloud-conf, key cloud.conf',
+    );
+  });
+
+  it.each([120, 80])('Triton at %i columns', async (width) => {
+    const home = tempDir('ccm-secret-home-');
+    mkdirSync(join(home, '.ssh'), { mode: 0o700 });
+    writeFileSync(join(home, '.ssh', 'id_rsa'), tritonKey.privateKey, { mode: 0o600 });
+    const { seen } = await inTerminal(
+      ['--provider', 'triton'],
+      { HOME: home },
+      async (step) => {
+        await step('CloudAPI URL', 'https://us-east-1.api.example.com', 'Enter');
+        await step('Account login name', 'demo', 'Enter');
+        await step('Sub-user login', 'Enter');
+        await step('Another file', 'Enter');
+        await step('Passphrase of', 'C-c');
+      },
+      { width },
+    );
+    for (const shown of seen) expect(midWordBreaks(shown, width)).toEqual([]);
+    expect(seen[3]?.replace(/\n {2}/g, ' ')).toContain(
+      'The SSH private key (PEM or OpenSSH format; RSA, ECDSA, Ed25519 or DSA), or the path of its file; without it ccm signs through the ssh-agent',
+    );
   });
 });
 

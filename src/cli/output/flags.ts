@@ -44,6 +44,14 @@ export const outputFlags = {
     description: "The rows alone, as kubectl's: no summary line and no column header",
     helpGroup: 'OUTPUT',
   }),
+  'allow-missing-template-keys': Flags.boolean({
+    description:
+      "As kubectl's: with -o jsonpath, a field no object has prints nothing; =false makes it an error (exit 1), for scripts that must not read a misspelt path as an empty answer",
+    // A section of its own: its long name would widen OUTPUT's first column past the terminal.
+    helpGroup: 'TEMPLATE',
+    default: true,
+    allowNo: true,
+  }),
   quiet: Flags.boolean({
     char: 'q',
     description: 'Print only failures (nothing when there are none); the exit status stays the same',
@@ -56,6 +64,7 @@ export interface OutputFlagValues {
   json?: boolean;
   quiet?: boolean;
   'no-headers'?: boolean;
+  'allow-missing-template-keys'?: boolean;
 }
 
 /** Why the output flags contradict each other, if they do. */

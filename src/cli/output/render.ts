@@ -37,14 +37,16 @@ export async function render<Row>(
   report: Report<Row>,
   view: View,
   terminal: Terminal,
-  options: { noHeaders?: boolean; template?: string } = {},
+  options: { noHeaders?: boolean; template?: string; allowMissingKeys?: boolean } = {},
 ): Promise<string> {
   const document = report.documents?.[view as keyof NonNullable<Report['documents']>];
   if (document) return document().trimEnd();
   switch (view) {
     case 'jsonpath': {
       const { jsonpathText } = await import('./templates.js');
-      return jsonpathText(templateOf(options.template, 'jsonpath'), report.data);
+      return jsonpathText(templateOf(options.template, 'jsonpath'), report.data, {
+        ...(options.allowMissingKeys === false ? { allowMissingKeys: false } : {}),
+      });
     }
     case 'custom-columns': {
       const { customColumnsText } = await import('./templates.js');

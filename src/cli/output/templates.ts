@@ -17,6 +17,14 @@ type Piece =
 /** A template kubectl would refuse: `-o`'s parse error (exit 2), said before the command runs. */
 export class TemplateError extends Error {}
 
+/**
+ * `--allow-missing-template-keys=false`: a path names a field that none of the objects on its way
+ * has (client-go jsonpath's `<field> is not found`); exit 1, as kubectl's.
+ */
+export class MissingKeyError extends Error {
+  override name = 'MissingKeyError';
+}
+
 /** `.a.b[*]` (kubectl's spelling, `$` optional) as jsonpath-plus reads it. */
 function jsonPath(expression: string): string {
   const trimmed = expression.trim();
@@ -26,11 +34,40 @@ function jsonPath(expression: string): string {
   return trimmed.startsWith('.') || trimmed.startsWith('[') ? `$${trimmed}` : `$.${trimmed}`;
 }
 
-function evaluate(expression: string, json: unknown): unknown[] {
+function evaluate(expression: string, json: unknown, strict = false): unknown[] {
+  const path = jsonPath(expression);
+  let found: unknown[];
   try {
-    return JSONPath({ path: jsonPath(expression), json: json as object, wrap: true, eval: 'safe' }) ?? [];
+    found = query(path, json);
   } catch (err) {
     throw new TemplateError(`"${expression}" is not a JSONPath (${(err as Error).message})`);
+  }
+  if (strict && found.length === 0) missingField(path, json);
+  return found;
+}
+
+function query(path: string, json: unknown): unknown[] {
+  return JSONPath({ path, json: json as object, wrap: true, eval: 'safe' }) ?? [];
+}
+
+/**
+ * client-go's rule (util/jsonpath, evalField without allowMissingKeys): a field step that finds
+ * nothing in objects it was given is an error; a step with nothing to look in (an empty list, a
+ * filter that kept nothing) is not, so a path to an empty list still prints nothing.
+ */
+function missingField(path: string, json: unknown): void {
+  const steps = JSONPath.toPathArray(path);
+  let before: unknown[] = [json];
+  for (let i = 1; i < steps.length; i++) {
+    const step = steps[i] as string;
+    const after = query(JSONPath.toPathString(steps.slice(0, i + 1)), json);
+    if (after.length === 0) {
+      const field = !/^(\*|\.\.|[?(].*|-?\d*(:-?\d*){0,2}|.*,.*)$/.test(step) && steps[i - 1] !== '..';
+      if (field && before.some((v) => v !== null && v !== undefined))
+        throw new MissingKeyError(`${step} is not found`);
+      return;
+    }
+    before = after;
   }
 }
 
@@ -74,13 +111,13 @@ function valueText(value: unknown): string {
   return typeof value === 'object' ? JSON.stringify(value) : String(value);
 }
 
-function run(pieces: readonly Piece[], json: unknown): string {
+function run(pieces: readonly Piece[], json: unknown, strict: boolean): string {
   return pieces
     .map((p) => {
       if (p.kind === 'text') return p.text;
-      if (p.kind === 'path') return evaluate(p.path, json).map(valueText).join(' ');
-      return evaluate(p.path, json)
-        .map((item) => run(p.body, item))
+      if (p.kind === 'path') return evaluate(p.path, json, strict).map(valueText).join(' ');
+      return evaluate(p.path, json, strict)
+        .map((item) => run(p.body, item, strict))
         .join('');
     })
     .join('');
@@ -99,9 +136,23 @@ export function checkTemplate(kind: 'jsonpath' | 'custom-columns', template: str
   for (const path of paths(tokens(template))) evaluate(path, {});
 }
 
-/** `-o jsonpath=TEMPLATE`: the template over the report's data (what -o json prints). */
-export function jsonpathText(template: string, data: unknown): string {
-  return run(tokens(template), data);
+/**
+ * `-o jsonpath=TEMPLATE`: the template over the report's data (what -o json prints). A field no
+ * object has prints nothing, as kubectl's `--allow-missing-template-keys` (default true) has it;
+ * with `allowMissingKeys: false` it is kubectl's error instead.
+ */
+export function jsonpathText(
+  template: string,
+  data: unknown,
+  options: { allowMissingKeys?: boolean } = {},
+): string {
+  try {
+    return run(tokens(template), data, options.allowMissingKeys === false);
+  } catch (err) {
+    if (err instanceof MissingKeyError)
+      throw new MissingKeyError(`error executing jsonpath ${JSON.stringify(template)}: ${err.message}`);
+    throw err;
+  }
 }
 
 /**

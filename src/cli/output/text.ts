@@ -65,6 +65,33 @@ export function truncate(text: string, width: number): string {
   return `${cut.replace(/[\s,;:]+$/, '')}${ELLIPSIS}`;
 }
 
+/**
+ * Words in lines of at most `width` cells, broken between words; only a word longer than a whole
+ * line (a path, a fingerprint) is split, where the line ends. Nothing is cut.
+ */
+export function wrapWords(text: string, width: number): string[] {
+  const room = Math.max(1, width);
+  const lines: string[] = [];
+  let line = '';
+  for (let word of text.split(' ')) {
+    const next = line === '' ? word : `${line} ${word}`;
+    if (widthOf(next) <= room) {
+      line = next;
+      continue;
+    }
+    if (line !== '') lines.push(line);
+    while (widthOf(word) > room) {
+      // A character wider than the line (room 1, a wide one) still moves on.
+      const head = fitting(word, room) || String.fromCodePoint(word.codePointAt(0) as number);
+      lines.push(head);
+      word = word.slice(head.length);
+    }
+    line = word;
+  }
+  lines.push(line);
+  return lines;
+}
+
 /** How a column gives way when a table is wider than the terminal. */
 export type Give = 'last' | 'normal' | 'first';
 

@@ -6,6 +6,7 @@ import {
   type CredentialSource,
   createProvider,
   credentialSource,
+  originOf,
   resolveProviderValues,
   type SecretRef,
 } from '../provider-config.js';
@@ -49,12 +50,9 @@ export async function resolveProvider(
   };
   const build = (data: Readonly<Record<string, string>> | undefined): Provider => {
     const values = resolveProviderValues(definition, input, input.env, data);
-    const provider = createProvider(
-      definition,
-      values,
-      providerDeps,
-      secretRef && data ? { ...secretRef, data } : undefined,
-    );
+    const stored = secretRef && data ? { ...secretRef, data } : undefined;
+    const origin = originOf(definition, input, input.env, stored);
+    const provider = createProvider(definition, values, { ...providerDeps, origin }, stored);
     return deps.wrapProvider ? deps.wrapProvider(provider) : provider;
   };
   const first = filesReadBy(() => build(credentials.secret?.data));

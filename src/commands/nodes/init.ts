@@ -3,6 +3,7 @@ import { BaseCommand, integerInRange } from '../../cli/base-command.js';
 import { brakeFlags, brakeOptionsFrom } from '../../cli/brake-flags.js';
 import { parseDuration } from '../../cli/duration.js';
 import { flagValueError } from '../../cli/errors.js';
+import { secretRefFlag } from '../../cli/flag-values.js';
 import type { Report } from '../../cli/output/report.js';
 import type { NodeReport } from '../../controllers/nodes-pass.js';
 
@@ -27,6 +28,7 @@ export default class NodesInit extends BaseCommand {
     'credentials-secret': Flags.string({
       description:
         "Read the provider's credentials from this Secret (namespace/name), as a CronJob does; default: the flags and environment, else the provider's Secret in kube-system (the one `secret create` writes)",
+      parse: async (input) => secretRefFlag(input),
     }),
     'deletion-grace-period': Flags.string({
       description: 'A Node younger than this is never deleted (clouds are eventually consistent)',

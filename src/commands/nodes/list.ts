@@ -1,5 +1,6 @@
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
+import { secretRefFlag } from '../../cli/flag-values.js';
 import type { NodeRow } from '../../cli/nodes-list.js';
 import type { Report } from '../../cli/output/report.js';
 
@@ -21,6 +22,7 @@ export default class NodesList extends BaseCommand {
     'credentials-secret': Flags.string({
       description:
         "Read the provider's credentials from this Secret (namespace/name); default: the flags and environment, else the provider's Secret in kube-system (the one `secret create` writes)",
+      parse: async (input) => secretRefFlag(input),
     }),
   };
 

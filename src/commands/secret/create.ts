@@ -9,22 +9,23 @@ export default class SecretCreate extends BaseCommand {
   static override summary =
     "Create or update the Secret with a provider's credentials, checked with the cloud first";
   static override description = [
-    "Works from each provider's credentials schema: asks for what is missing when stdin is a terminal (masked input for secrets, a list of SSH keys from ~/.ssh and the ssh-agent), otherwise takes every value from --set, --from-file, --from-stdin or the provider's environment variables. One call to the cloud proves the credentials before anything is written. The Secret gets the official controller's name, keys and namespace by default; an identical second run writes nothing.",
+    "Works from each provider's credentials schema: asks for what is missing when stdin is a terminal (secrets not echoed, a list of SSH keys from ~/.ssh and the ssh-agent), otherwise takes every value from --set, --from-file, --from-stdin or the provider's environment variables. One call to the cloud proves the credentials before anything is written. The Secret gets the official controller's name, keys and namespace by default; an identical second run writes nothing.",
     'RBAC: get, create and update on that Secret. Exit status: 0 written or unchanged, 1 the cluster or the cloud could not be reached (nothing written), 2 usage error, missing value, a namespace that does not exist or credentials the cloud refused (nothing written), 130 Ctrl-C.',
   ].join('\n\n');
   static override examples = [
     '<%= config.bin %> secret create --provider digitalocean',
     'pass show do-token | <%= config.bin %> secret create --provider digitalocean --from-stdin',
-    '<%= config.bin %> secret create --provider triton \\\n    --set url=https://us-east-1.api.example.com --set account=me \\\n    --from-file keyMaterial=$HOME/.ssh/id_rsa',
+    '<%= config.bin %> secret create --provider triton \\\n    --set url=https://us-east-1.api.example.com --set account=me \\\n    --from-file key-material=$HOME/.ssh/id_rsa',
     '<%= config.bin %> secret create --provider openstack --cloud-config cloud.conf --dry-run',
   ];
   static override flags = {
     set: Flags.string({
-      description: 'A value, as field=value (the field or the Secret key); repeatable',
+      description:
+        'A value, as key=value (the Secret key, e.g. vpc-id, or a field the Secret does not hold); repeatable',
       multiple: true,
     }),
     'from-file': Flags.string({
-      description: 'A value read from a file, as field=path; repeatable',
+      description: 'A value read from a file, as key=path (e.g. key-material=~/.ssh/ccm-triton); repeatable',
       multiple: true,
     }),
     'from-stdin': Flags.boolean({

@@ -115,6 +115,8 @@ export interface BrightboxClientOptions {
   onCloudCall?: (what: string) => void;
   /** The leader gate for requests that change the cloud (ProviderDeps.mayWrite). */
   mayWrite?: () => boolean;
+  /** Where the client id and secret came from (ProviderDeps.origin), for the line of a refusal. */
+  credentialsFrom?: string;
   /** Test seams of the shared HTTP client (sleep, retries, fetch); never credentials. */
   http?: Pick<HttpClientOptions, 'sleep' | 'retries' | 'timeoutMs' | 'backoff' | 'fetch'>;
   now?: () => number;
@@ -247,7 +249,7 @@ export class BrightboxClient {
       const status = httpStatus(err);
       if (status === 400 || status === 401 || status === 403) {
         throw new UnauthorizedError(
-          `Brightbox refused API client ${this.options.clientId} (${status}): check BRIGHTBOX_CLIENT and BRIGHTBOX_CLIENT_SECRET (Secret keys controller-client, controller-client-secret)`,
+          `Brightbox refused API client ${this.options.clientId} (${status}): check ${this.options.credentialsFrom ?? 'BRIGHTBOX_CLIENT and BRIGHTBOX_CLIENT_SECRET (Secret keys controller-client, controller-client-secret)'}`,
         );
       }
       throw err;

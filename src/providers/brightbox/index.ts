@@ -68,7 +68,16 @@ export function clientOptions(values: ProviderValues, deps: ProviderDeps): Brigh
     ...(account ? { accountId: account } : {}),
     ...(deps.onCloudCall ? { onCloudCall: deps.onCloudCall } : {}),
     ...(deps.mayWrite ? { mayWrite: deps.mayWrite } : {}),
+    ...credentialsFrom(deps),
   };
+}
+
+/** "the id from X and the secret from Y", when the edge says where each came from. */
+function credentialsFrom(deps: ProviderDeps): { credentialsFrom?: string } {
+  const id = deps.origin?.('client');
+  const secret = deps.origin?.('clientSecret');
+  if (!id || !secret) return {};
+  return { credentialsFrom: `the client id (${id}) and its secret (${secret})` };
 }
 
 /** https, or http to a loopback address only: the client secret travels in every token request. */

@@ -146,11 +146,11 @@ export class HostRoutes implements Routes {
     // No leading zero: iproute2 would read 0254 as octal, another table than the 254 it looks like.
     if (!/^(main|[1-9]\d*|[A-Za-z][\w.-]*)$/.test(table))
       throw new InvalidConfigError(
-        `--cloudlycke-route-table: "${table}" is not a routing table name or number`,
+        `--cloudlycke-route-table: expected a routing table name or number (1 to ${MAX_TABLE_ID}), got ${JSON.stringify(table)}`,
       );
     if (/^\d+$/.test(table) && Number(table) > MAX_TABLE_ID)
       throw new InvalidConfigError(
-        `--cloudlycke-route-table: ${table} is not a table number (1 to ${MAX_TABLE_ID})`,
+        `--cloudlycke-route-table: expected a routing table name or number (1 to ${MAX_TABLE_ID}), got ${JSON.stringify(table)}`,
       );
   }
 

@@ -32,6 +32,8 @@ export interface DigitalOceanClientOptions {
   onCloudCall?: (what: string) => void;
   /** The leader gate for requests that change the cloud (ProviderDeps.mayWrite). */
   mayWrite?: () => boolean;
+  /** Where the token came from (ProviderDeps.origin), for the line of a refusal. */
+  tokenFrom?: string;
   /** Seams for tests: timers, backoff, retries. */
   http?: Pick<HttpClientOptions, 'sleep' | 'backoff' | 'retries' | 'now' | 'maxRetryAfterMs'>;
 }
@@ -89,8 +91,11 @@ function nextPage(link: string | undefined, current: number): number | undefined
 export class DigitalOceanClient {
   private readonly http: HttpClient;
   private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** What a refusal's line says of the token: where it came from, else where ccm reads it. */
+  private readonly tokenHint: string;
 
   constructor(options: DigitalOceanClientOptions) {
+    this.tokenHint = options.tokenFrom ? `the token from ${options.tokenFrom}` : CREDENTIAL_HINT;
     const { token } = options;
     if (!token.trim()) {
       throw new InvalidConfigError(
@@ -154,7 +159,7 @@ export class DigitalOceanClient {
         });
         return res.body;
       } catch (err) {
-        if (!(err instanceof BusyError)) throw explain(err, what);
+        if (!(err instanceof BusyError)) throw explain(err, what, this.tokenHint);
         const wait = BUSY_WAITS_MS[attempt];
         if (wait === undefined) {
           const waited = BUSY_WAITS_MS.reduce((sum, ms) => sum + ms, 0) / 1000;
@@ -220,7 +225,7 @@ export class DigitalOceanClient {
 }
 
 /** Which call failed, why, and what to do; same error kind, never the token. */
-function explain(err: unknown, what: string): unknown {
+function explain(err: unknown, what: string, tokenHint = CREDENTIAL_HINT): unknown {
   if (!isProviderError(err)) return err;
   const status = httpStatus(err);
   if (err instanceof UnauthorizedError) {
@@ -229,7 +234,7 @@ function explain(err: unknown, what: string): unknown {
       status === 403
         ? 'the token is not allowed to do this; create one with read and write scope'
         : 'the token is invalid or revoked; create one with read and write scope';
-    return new UnauthorizedError(`DigitalOcean ${what} failed (${request}): ${advice} (${CREDENTIAL_HINT})`);
+    return new UnauthorizedError(`DigitalOcean ${what} failed (${request}): ${advice} (${tokenHint})`);
   }
   const message = `DigitalOcean ${what} failed: ${err.message}`;
   if (err instanceof UnreachableError) return new UnreachableError(message, err.retryAfterMs);

@@ -31,8 +31,9 @@ export const digitalocean: ProviderDefinition = {
         timeoutMs: timeoutSeconds(values.timeoutSeconds) * 1000,
         ...(deps.onCloudCall ? { onCloudCall: deps.onCloudCall } : {}),
         ...(deps.mayWrite ? { mayWrite: deps.mayWrite } : {}),
+        ...(deps.origin?.('token') ? { tokenFrom: deps.origin('token') } : {}),
       },
-      placement(values.region, values.vpcId),
+      placement(values.region, values.vpcId, deps.origin),
     );
   },
 };
@@ -69,21 +70,38 @@ export function createDigitalOcean(
   };
 }
 
-/** REGION and DO_CLUSTER_VPC_ID, checked for their shape before any call. */
-function placement(region: string | undefined, vpcId: string | undefined): LoadBalancerPlacement {
+/**
+ * REGION and DO_CLUSTER_VPC_ID, checked for their shape before any call. A bad value's line names
+ * where it was given (`origin`: a flag, the operator's Secret), else where ccm reads it by default.
+ */
+function placement(
+  region: string | undefined,
+  vpcId: string | undefined,
+  origin?: (field: string) => string | undefined,
+): LoadBalancerPlacement {
   const r = region?.trim();
   const v = vpcId?.trim();
+  const regionFrom = origin?.('region');
   if (r && !/^[a-z]+[0-9]+$/.test(r)) {
     throw new InvalidConfigError(
-      `DigitalOcean region "${r}" is not a region slug; set REGION (or key region of Secret kube-system/digitalocean) to e.g. nyc3`,
+      regionFrom
+        ? `DigitalOcean region "${r}" (from ${regionFrom}) is not a region slug; give one such as nyc3`
+        : `DigitalOcean region "${r}" is not a region slug; set REGION (or key region of Secret kube-system/digitalocean) to e.g. nyc3`,
     );
   }
+  const vpcFrom = origin?.('vpcId');
   if (v && !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v)) {
     throw new InvalidConfigError(
-      `DigitalOcean VPC id "${v}" is not a VPC id (a UUID); set DO_CLUSTER_VPC_ID (or key vpc-id of Secret kube-system/digitalocean) to the cluster's VPC`,
+      vpcFrom
+        ? `DigitalOcean VPC id "${v}" (from ${vpcFrom}) is not a VPC id (a UUID); give the id of the cluster's VPC`
+        : `DigitalOcean VPC id "${v}" is not a VPC id (a UUID); set DO_CLUSTER_VPC_ID (or key vpc-id of Secret kube-system/digitalocean) to the cluster's VPC`,
     );
   }
-  return { ...(r ? { region: r } : {}), ...(v ? { vpcId: v } : {}) };
+  return {
+    ...(r ? { region: r } : {}),
+    ...(v ? { vpcId: v } : {}),
+    ...(regionFrom ? { regionFrom } : {}),
+  };
 }
 
 function timeoutSeconds(value: string | undefined): number {

@@ -433,6 +433,8 @@ function upToDate(lb: DoLoadBalancer, want: Settings, droplets: number[]): boole
 export interface LoadBalancerPlacement {
   region?: string;
   vpcId?: string;
+  /** Where the region is given (or belongs): the operator's Secret, a flag; default REGION or kube-system/digitalocean. */
+  regionFrom?: string;
 }
 
 /**
@@ -568,7 +570,7 @@ export function doLoadBalancers(
     const region = place.region ?? droplet?.region.slug;
     if (!region) {
       throw new RetryableError(
-        `Service ${req.service.namespace}/${req.service.name} has no backend Node with a DigitalOcean droplet, so the load balancer's region is unknown; set the region (env REGION, or key region of Secret kube-system/digitalocean) to create it without backends`,
+        `Service ${req.service.namespace}/${req.service.name} has no backend Node with a DigitalOcean droplet, so the load balancer's region is unknown; set the region (${place.regionFrom ?? 'env REGION, or key region of Secret kube-system/digitalocean'}) to create it without backends`,
         PROVISIONING_RETRY_MS,
       );
     }

@@ -32,6 +32,7 @@ export const cloudConfBuilder: DocumentBuilder = {
       key: 'auth-url',
       message: 'Keystone URL (auth-url), e.g. https://keystone.example.com:5000/v3',
       required: true,
+      endpoint: true,
       validate: (v) => {
         try {
           const url = new URL(v);

@@ -25,8 +25,7 @@ export const credentials: CredentialSchema = {
     },
     {
       key: CLOUD_CONFIG_CONTENT,
-      description:
-        'Content of cloud.conf, as the Secret kube-system/cloud-config holds it under the key cloud.conf (it contains the password or application credential secret)',
+      description: 'Content of cloud.conf (it holds the password or application credential secret)',
       secret: true,
       required: false,
       prompt: 'editor',

@@ -44,6 +44,8 @@ export const credentials: CredentialSchema = {
       secret: false,
       required: false,
       prompt: 'input',
+      // Asked after the key, and only without one: with the key it is computed, not typed.
+      computedFrom: 'keyMaterial',
       env: ['TRITON_KEY_ID', 'SDC_KEY_ID'],
       secretKey: 'key-id',
     },

@@ -69,7 +69,7 @@ describe('ccm manifests: every flag reaches the pods', () => {
     }
     for (const bad of ['api.example.com', 'ftp://api.example.com', '']) {
       await expect(args('digitalocean', { cloudApiUrl: bad })).rejects.toThrow(
-        /^--cloud-api-url ".*" is not an http\(s\) URL; use e\.g\./,
+        /^--cloud-api-url: expected an http\(s\) URL \(e\.g\. https:\/\/api\.example\.com\), got ".*"$/,
       );
     }
   });
@@ -105,7 +105,7 @@ describe('--cloud-api-url on every command', () => {
     const digitalocean = await loadProvider('digitalocean');
     for (const url of ['', 'not a url', 'ftp://x']) {
       expect(() => resolveProviderValues(digitalocean, { 'cloud-api-url': url }, {})).toThrow(
-        /^--cloud-api-url ".*" is not an http\(s\) URL/,
+        /^--cloud-api-url: expected an http\(s\) URL \(e\.g\. https:\/\/api\.example\.com\), got ".*"$/,
       );
     }
     expect(() =>

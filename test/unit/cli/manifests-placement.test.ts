@@ -93,7 +93,7 @@ describe('ccm manifests: where the pods run', () => {
     expect(parseNodeSelector('a=b,example.com/c=')).toEqual({ a: 'b', 'example.com/c': '' });
     for (const bad of ['a', 'a=b,', '=b', 'a=b c', 'a=-b', 'exa mple/a=b']) {
       expect(() => parseNodeSelector(bad), bad).toThrow(
-        /^--node-selector ".*" is not a list of label=value pairs; use e\.g\./,
+        /^--node-selector: expected label=value pairs separated by commas \(e\.g\. node-role\.kubernetes\.io\/system=true\), got ".*"$/,
       );
     }
   });

@@ -33,9 +33,11 @@ describe('--controllers', () => {
       unavailable: ['node-ipam'],
     });
   });
-  it('an unknown name is one clear error', () => {
+  it('an unknown name is one clear error in the flag style, with the closest name', () => {
     expect(() => selectControllers('cloud-node,routes')).toThrow(
-      /^--controllers: unknown controller "routes"; known: cloud-node, cloud-node-lifecycle, service, route/,
+      /^--controllers: expected a list of cloud-node, cloud-node-lifecycle, service, route[\w, -]* \(\* for all, -name for all but one\), got "routes"; did you mean route\?$/,
     );
+    expect(() => selectControllers('cloud-node,servce')).toThrow(/got "servce"; did you mean service\?$/);
+    expect(() => selectControllers('bogus')).toThrow(/got "bogus"$/);
   });
 });

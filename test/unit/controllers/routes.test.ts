@@ -120,7 +120,7 @@ describe('planRoutes (upstream route_controller reconcile)', () => {
     ]);
     for (const cidr of ['10.244.1.0/024', '10.244.1/24', '0x0a.244.1.0/24', 'fd00:10:244:1::/129'])
       expect(refusal(cidr, range, []), cidr).toMatch(/is not a CIDR/);
-    expect(() => parseClusterCIDRs('10.244.00.0/16')).toThrow(/is not a CIDR/);
+    expect(() => parseClusterCIDRs('10.244.00.0/16')).toThrow(/expected CIDRs such as/);
   });
 
   it('a Pod CIDR two Nodes claim is routed to one: the Node it already goes to, else the oldest', () => {
@@ -462,7 +462,9 @@ describe('planRoutes (upstream route_controller reconcile)', () => {
   });
 
   it('invalid --cluster-cidr is one line', () => {
-    expect(() => parseClusterCIDRs('10.244.0.0/16,nope')).toThrow(/--cluster-cidr: "nope" is not a CIDR/);
+    expect(() => parseClusterCIDRs('10.244.0.0/16,nope')).toThrow(
+      /^--cluster-cidr: expected CIDRs such as 10\.244\.0\.0\/16, got "nope"$/,
+    );
   });
 });
 

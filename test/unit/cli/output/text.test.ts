@@ -77,3 +77,23 @@ describe('text helpers', () => {
     expect(lines[5]).toBe('… 4 more notes');
   });
 });
+
+describe('wrapWords', () => {
+  it('breaks between words, never inside one that fits a line, and cuts nothing', () => {
+    const sentence = "Region slug (e.g. nyc3) of the cluster's load balancers (optional, Enter to skip)";
+    const lines = text.wrapWords(sentence, 30);
+    expect(lines.join(' ')).toBe(sentence);
+    for (const line of lines) expect(line.length).toBeLessThanOrEqual(30);
+    expect(lines).toContain('(optional, Enter to skip)');
+  });
+
+  it('splits only a word longer than a whole line, where the line ends', () => {
+    expect(text.wrapWords('key SHA256:abcdefghijklmnop done', 10)).toEqual([
+      'key',
+      'SHA256:abc',
+      'defghijklm',
+      'nop done',
+    ]);
+    expect(text.wrapWords('工作节点', 3)).toEqual(['工', '作', '节', '点']);
+  });
+});

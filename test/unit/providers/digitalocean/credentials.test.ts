@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { resolveProviderValues } from '../../../../src/cli/provider-config.js';
+import { originOf, resolveProviderValues } from '../../../../src/cli/provider-config.js';
 import { digitalocean } from '../../../../src/providers/digitalocean/index.js';
 import { loadProvider } from '../../../../src/providers/registry.js';
 import { DigitalOceanSimulator } from '../../../clouds/digitalocean/server.js';
@@ -104,6 +104,39 @@ describe('the region and VPC of load balancers', () => {
     );
     expect(() => digitalocean.create({ token: 't', vpcId: 'default' }, {})).toThrow(
       /^DigitalOcean VPC id "default" is not a VPC id \(a UUID\); set DO_CLUSTER_VPC_ID/,
+    );
+  });
+
+  it('names where a bad value was given, when the edge says (review 44, finding 7)', () => {
+    const secret = { namespace: 'kube-system', name: 'do-trial', data: { 'vpc-id': 'abc' } };
+    const origin = originOf(
+      digitalocean,
+      { 'cloud-api-url': 'http://127.0.0.1:1' },
+      { REGION: 'x y' },
+      secret,
+    );
+    expect([origin('vpcId'), origin('region'), origin('apiUrl'), origin('token')]).toEqual([
+      'key vpc-id of Secret kube-system/do-trial',
+      'env REGION',
+      '--cloud-api-url',
+      // Unset: it belongs in the Secret the operator named.
+      'key access-token of Secret kube-system/do-trial',
+    ]);
+    expect(() => digitalocean.create({ token: 't', vpcId: 'abc' }, { origin })).toThrow(
+      'DigitalOcean VPC id "abc" (from key vpc-id of Secret kube-system/do-trial) is not a VPC id (a UUID); give the id of the cluster\'s VPC',
+    );
+    expect(() =>
+      digitalocean.create({ token: 't', region: 'x y' }, { origin: () => '--set region' }),
+    ).toThrow('DigitalOcean region "x y" (from --set region) is not a region slug; give one such as nyc3');
+  });
+
+  it('a refused token names where it came from', async () => {
+    const provider = digitalocean.create(
+      { token: 'dop_v1_wrong', apiUrl: sim.url },
+      { origin: (f) => (f === 'token' ? 'key access-token of Secret kube-system/do-trial' : undefined) },
+    );
+    await expect(provider.verifyCredentials?.()).rejects.toThrow(
+      /the token is invalid or revoked; create one with read and write scope \(the token from key access-token of Secret kube-system\/do-trial\)$/,
     );
   });
 });
