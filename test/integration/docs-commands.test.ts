@@ -1705,6 +1705,62 @@ describe("the docs' command lines", () => {
     expect(found.filter((c) => c.where === 'sh').length).toBeGreaterThanOrEqual(25);
     expect(found.some((c) => c.where === 'prompt')).toBe(true);
     expect(found.filter((c) => c.where === 'inline').length).toBeGreaterThan(200);
+    // No fragment of a command continued with `\`: neither its head nor a flag line of its own.
+    expect(found.filter((c) => /\\$/.test(c.line) || /^-/.test(c.line))).toEqual([]);
+  });
+
+  it('joins a command continued with `\\` into one line in every kind of block, and only a command', () => {
+    const dir = tempDir('ccm-docs-extract-');
+    mkdirSync(join(dir, 'docs'));
+    writeFileSync(
+      join(dir, 'README.md'),
+      [
+        '```sh',
+        'ccm a --provider p \\',
+        '    --b c \\',
+        '  --d',
+        '# a comment \\',
+        'ccm e',
+        'ccm f --g\\',
+        'h',
+        '```',
+        '',
+        '```',
+        '$ ccm i \\',
+        '    --j',
+        'output ending in a backslash \\',
+        '$ ccm k',
+        '```',
+        '',
+      ].join('\n'),
+    );
+    writeFileSync(
+      join(dir, 'docs/reference.md'),
+      [
+        '```',
+        'USAGE',
+        '  $ ccm x [--y <value>] \\',
+        '    [--z]',
+        '',
+        'EXAMPLES',
+        '  $ ccm x --provider p \\',
+        '      --y z | kubectl apply -f -',
+        '',
+        '  pass show t | ccm x \\',
+        '      --from-stdin',
+        '```',
+        '',
+      ].join('\n'),
+    );
+    expect(docCommands(dir).map((c) => `${c.page}:${c.at} ${c.where} ${c.line}`)).toEqual([
+      'README.md:2 sh ccm a --provider p --b c --d',
+      'README.md:6 sh ccm e',
+      'README.md:7 sh ccm f --gh',
+      'README.md:12 prompt ccm i --j',
+      'README.md:15 prompt ccm k',
+      'docs/reference.md:7 example ccm x --provider p --y z | kubectl apply -f -',
+      'docs/reference.md:10 example pass show t | ccm x --from-stdin',
+    ]);
   });
 
   it('every line was run above, or is listed with its reason; every listed line is still in the docs', () => {
