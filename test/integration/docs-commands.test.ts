@@ -827,14 +827,31 @@ describe('docs/secrets.md, the scripted lines (Node 20)', () => {
     // "The Secret is labelled app.kubernetes.io/managed-by: ccm"
     const written = await api.readNamespacedSecret({ name: 'digitalocean', namespace: 'kube-system' });
     expect(written.metadata?.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'ccm' });
-    // "Then a summary and the next commands, whole: with --cloud-api-url when the Secret does not hold the URL"
-    const next = fromPass.stdout.replace(/ \\\n\s+/g, ' ');
-    expect(next).toContain(
-      `ccm manifests --provider digitalocean --image <registry>/ccm:0.1.0 --credentials-secret kube-system/digitalocean --cloud-api-url ${doSim.url} | kubectl apply --server-side -f -`,
+    // "Then a summary and the next commands, whole: with --cloud-api-url when the Secret does not hold
+    // the URL (not in ccm manifests when it is plain http://, which that command refuses: a line above
+    // says so)". The simulator's URL is plain http on loopback.
+    const [above = '', next = ''] = fromPass.stdout.replace(/ \\\n\s+/g, ' ').split('\nNext:\n');
+    expect(above.split('\n').at(-1)).toMatch(
+      new RegExp(`^ccm manifests below leaves out --cloud-api-url ${doSim.url}: .*plain http`),
     );
-    expect(next).toContain(
+    expect(next.split('\n').map((l) => l.trim())).toEqual([
+      'ccm manifests --provider digitalocean --image <registry>/ccm:0.1.0 --credentials-secret kube-system/digitalocean | kubectl apply --server-side -f -',
       `ccm run --provider digitalocean --credentials-secret kube-system/digitalocean --cloud-api-url ${doSim.url}`,
-    );
+    ]);
+    // deploy.md: "a plain http:// URL is refused too (exit 2) … --insecure-cloud-api takes a loopback
+    // http:// URL all the same" (and only a loopback one).
+    const manifests = `ccm manifests --provider digitalocean --image ${REGISTRY}/ccm:0.1.0 --cloud-api-url`;
+    for (const [args, code] of [
+      [doSim.url, 2],
+      [`${doSim.url} --insecure-cloud-api`, 0],
+      ['http://203.0.113.10 --insecure-cloud-api', 2],
+    ] as const) {
+      const r = await shell(`${manifests} ${args}`, { notDocs: true, page: 'docs/deploy.md' });
+      expect(r.code, `${r.ran}\n${r.stderr}`).toBe(code);
+      if (code === 2)
+        expect(r.stderr.trimEnd().split('\n'), r.ran).toEqual([expect.stringMatching(/^ccm: /)]);
+      else expect(r.stdout, r.ran).toContain(`- --cloud-api-url=${doSim.url}`);
+    }
 
     await ok(
       secrets(
