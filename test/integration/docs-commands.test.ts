@@ -27,6 +27,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  rmSync,
   writeFileSync,
 } from 'node:fs';
 import { homedir, hostname } from 'node:os';
@@ -248,8 +249,8 @@ const NEEDS_PROVIDER = /^ccm (run|nodes|doctor|migrate|secret)\b/;
 
 /**
  * The docs' placeholders, filled in the line (as quickstart.test.ts fills what the quick start
- * printed). A line is run only once none is left (`<…>`, `…`, `X`, `ns/name`). What the lines name but
- * leave in place is made for them:
+ * printed). A line is run only once none is left (`<…>`, `…`, `X`, `ns/name`, `DIR`). What the lines
+ * name but leave in place is made for them:
  * - `inventory.yaml`: a Cloudlycke inventory in the reader's folder, written by each test for its Nodes
  *   (`writeInventory`); `templates/…` is the repository's, for the README's lines run there;
  * - `cloud.conf`: cloud-provider-openstack's example cloud.conf, its auth-url the OpenStack simulator's,
@@ -290,13 +291,15 @@ function fill(line: string, provider?: { name: string; secret: string }): string
     .replaceAll('table <table>', 'table 100')
     .replaceAll('lookup <table>', 'lookup 100')
     .replaceAll('realm <realm>', 'realm 7')
-    .replaceAll('table <name>', 'table main');
+    .replaceAll('table <name>', 'table main')
+    // deploy.md's and output.md's folder of `ccm manifests --out`: the one the reference's line names.
+    .replaceAll('kubectl apply -f DIR', 'kubectl apply -f ./ccm-manifests');
   // secrets.md: `--provider X` and `ns/name` are the provider chosen and its Secret.
   if (provider)
     out = out
       .replaceAll('--provider X', `--provider ${provider.name}`)
       .replaceAll('ns/name', provider.secret);
-  const left = /<[A-Za-z][^>]*>|…|--provider X\b|\bns\/name\b/.exec(out);
+  const left = /<[A-Za-z][^>]*>|…|--provider X\b|\bns\/name\b|\bDIR\b/.exec(out);
   if (left) throw new Error(`${line}: the placeholder ${left[0]} has no filling in this test`);
   return out;
 }
@@ -1260,7 +1263,7 @@ describe('docs/output.md', () => {
     expect(runJson.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^ccm: unknown flag --json/)]);
   });
 
-  it('ccm manifests: -o name in apply order, --out one file per object, each listed', async () => {
+  it('ccm manifests: -o name in apply order; --out one file per object, each listed, a folder for kubectl apply -f that the next run keeps to its objects', async () => {
     const reference = (line: string) => docLine('docs/reference/commands.md', line);
     // "-o name kubectl's kind/name lines in apply order (daemonset.apps/ccm)"
     expect(readFileSync(join(root, 'docs/output.md'), 'utf8')).toContain('(`daemonset.apps/ccm`)');
@@ -1271,17 +1274,73 @@ describe('docs/output.md', () => {
     expect(kinds[0]).toBe('serviceaccount/ccm');
     expect(kinds.at(-1)).toBe('daemonset.apps/ccm');
     expect(kinds.every((l) => /^[a-z0-9.]+\/[a-z0-9:.-]+$/.test(l))).toBe(true);
-    // "With --out DIR it writes one file per object … and lists KIND, NAME, NAMESPACE and FILE of each"
+
+    // "With --out DIR it writes one file per object … and lists KIND, NAME, NAMESPACE and FILE of each";
+    // "a file is named after its object alone (06-daemonset-ccm.yaml, the number its kind's place in
+    // the apply order)", and the files ccm wrote are "listed in its .ccm-manifests".
+    const dir = join(work, 'ccm-manifests');
     const out = await ok(
       reference(
         'ccm manifests --provider cloudlycke --image registry.example.com/ccm:0.1.0 --cronjob --out ./ccm-manifests',
       ),
     );
-    const rows = out.stdout.split('\n').filter((l) => l.startsWith('kind='));
-    expect(rows).toHaveLength(readdirSync(join(work, 'ccm-manifests')).length);
-    expect(rows.at(-1)).toMatch(
-      /^kind=CronJob name=ccm-nodes-init namespace=kube-system file=ccm-manifests\/\d+-cronjob-ccm-nodes-init\.yaml$/,
+    const listed = (stdout: string) =>
+      stdout
+        .split('\n')
+        .filter((l) => l.startsWith('kind='))
+        .map((l) => /^kind=\S+ name=\S+ (?:namespace=\S+ )?file=ccm-manifests\/(\S+)$/.exec(l)?.[1] ?? l);
+    const objects = (folder: string) =>
+      readdirSync(folder)
+        .filter((f) => /\.(yaml|json)$/.test(f))
+        .sort();
+    const index = () =>
+      readFileSync(join(dir, '.ccm-manifests'), 'utf8')
+        .split('\n')
+        .filter((l) => l !== '' && !l.startsWith('#'))
+        .sort();
+    const files = objects(dir);
+    expect([...listed(out.stdout)].sort()).toEqual(files);
+    expect(files).toContain('06-daemonset-ccm.yaml');
+    expect(files).toContain('09-cronjob-ccm-nodes-init.yaml');
+    expect(index()).toEqual(files);
+
+    // "The folder is meant for `kubectl apply -f DIR`, which applies every YAML and JSON file in it"
+    const applied = await ok(docLine('docs/output.md', 'kubectl apply -f DIR'));
+    expect(applied.stdout.trim().split('\n')).toHaveLength(files.length);
+    expect(applied.stdout).toMatch(/^daemonset\.apps\/ccm (created|configured|unchanged)$/m);
+    expect(applied.stdout).toMatch(/^cronjob\.batch\/ccm-nodes-init (created|configured|unchanged)$/m);
+
+    // "the next run replaces the files ccm wrote there … and removes those it no longer writes (the
+    // CronJob once --cronjob is dropped, the YAML after -o json), saying so"
+    const again = (extra = '') =>
+      shell(
+        `ccm manifests --provider cloudlycke --image ${REGISTRY}/ccm:0.1.0${extra} --out ./ccm-manifests`,
+        { notDocs: true, page: 'docs/output.md' },
+      );
+    const noCronJob = await again();
+    expect(noCronJob.code, noCronJob.stderr).toBe(0);
+    expect(objects(dir)).not.toContain('09-cronjob-ccm-nodes-init.yaml');
+    expect(objects(dir)).toEqual([...listed(noCronJob.stdout)].sort());
+    expect(noCronJob.stdout).toMatch(
+      /^Removed \(no longer part of the manifests\): .*09-cronjob-ccm-nodes-init\.yaml/m,
     );
+    const json = await again(' -o json');
+    expect(json.code, json.stderr).toBe(0);
+    expect(objects(dir).every((f) => f.endsWith('.json'))).toBe(true);
+    expect(JSON.parse(json.stdout).removed).toContain('06-daemonset-ccm.yaml');
+    expect(index()).toEqual(objects(dir));
+
+    // "A folder holding a YAML or JSON file ccm did not write is refused … (one line, exit 2); other
+    // files (a README, .gitkeep, subfolders) are left alone."
+    writeFileSync(join(dir, 'README'), 'kept\n');
+    writeFileSync(join(dir, 'mine.yaml'), 'kind: ConfigMap\n');
+    const refused = await again();
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^ccm: --out .*mine\.yaml/)]);
+    expect(objects(dir).filter((f) => f.endsWith('.yaml'))).toEqual(['mine.yaml']);
+    rmSync(join(dir, 'mine.yaml'));
+    expect((await again()).code).toBe(0);
+    expect(readFileSync(join(dir, 'README'), 'utf8')).toBe('kept\n');
   });
 
   it('the usage errors it quotes are the ones ccm prints: one line, exit 2', async () => {
