@@ -249,8 +249,9 @@ const NEEDS_PROVIDER = /^ccm (run|nodes|doctor|migrate|secret)\b/;
 
 /**
  * The docs' placeholders, filled in the line (as quickstart.test.ts fills what the quick start
- * printed). A line is run only once none is left (`<…>`, `…`, `X`, `ns/name`, `DIR`). What the lines
- * name but leave in place is made for them:
+ * printed). A line is run only once none is left (`<…>`, `…`, `X`, `ns/name`, `DIR`, and the hold id
+ * `6-3f9a2c1b` of the deletion brake's pages, filled with the hold ccm printed, or run as shown where
+ * the test means a stale id). What the lines name but leave in place is made for them:
  * - `inventory.yaml`: a Cloudlycke inventory in the reader's folder, written by each test for its Nodes
  *   (`writeInventory`); `templates/…` is the repository's, for the README's lines run there;
  * - `cloud.conf`: cloud-provider-openstack's example cloud.conf, its auth-url the OpenStack simulator's,
@@ -261,9 +262,11 @@ const NEEDS_PROVIDER = /^ccm (run|nodes|doctor|migrate|secret)\b/;
  * - `root@10.0.0.11`, `root@10.0.0.12`: an `ssh` on PATH that reaches them as the test sshd on
  *   127.0.0.1 and 127.0.0.2 (the `--ssh` test), as a reader's ssh config would;
  * - a kubeadm node for `ccm cluster prepare`: this machine is none; the lines are pointed at a copy of
- *   test/fixtures/cluster/kubeadm-v1.36.3 by the hidden `--root`/`--remote-root` flags.
+ *   test/fixtures/cluster/kubeadm-v1.36.3 by the hidden `--root`/`--remote-root` flags;
+ * - Nodes older than `--deletion-grace-period` (5m) for the deletion brake's lines: these are seconds
+ *   old, so those lines run with `--deletion-grace-period 0s` added, which makes them as old.
  */
-function fill(line: string, provider?: { name: string; secret: string }): string {
+function fill(line: string, provider?: { name: string; secret: string }, hold?: string): string {
   let out = line
     // What `npm run quickstart` printed: this file's control plane and DigitalOcean simulator.
     .replaceAll('<the path it printed>', cp.kubeconfigPath)
@@ -299,10 +302,24 @@ function fill(line: string, provider?: { name: string; secret: string }): string
     out = out
       .replaceAll('--provider X', `--provider ${provider.name}`)
       .replaceAll('ns/name', provider.secret);
-  const left = /<[A-Za-z][^>]*>|…|--provider X\b|\bns\/name\b|\bDIR\b/.exec(out);
+  // nodes.md's and troubleshooting.md's hold id (`6-3f9a2c1b`, `18-3f9a2c1b`): the hold ccm printed,
+  // of as many Nodes as the page's; 'shown' runs the page's own id, which names no hold here (stale).
+  if (hold !== undefined && hold !== 'shown') {
+    out = out.replace(HOLD_EXAMPLE, (example, count: string) => {
+      if (!hold.startsWith(`${count}-`))
+        throw new Error(`${line}: ${example} is a hold of ${count} Nodes, not ${hold}`);
+      return hold;
+    });
+  }
+  const left =
+    /<[A-Za-z][^>]*>|…|--provider X\b|\bns\/name\b|\bDIR\b/.exec(out) ??
+    (hold === undefined ? HOLD_EXAMPLE.exec(out) : null);
   if (left) throw new Error(`${line}: the placeholder ${left[0]} has no filling in this test`);
   return out;
 }
+
+/** The hold id of the docs' examples, with its count of held Nodes. */
+const HOLD_EXAMPLE = /\b(\d+)-3f9a2c1b\b/;
 
 /** The line, as the page shows it: a line no page shows is no docs line (fails with the page named). */
 function docLine(page: string, line: string): string {
@@ -322,6 +339,8 @@ interface ShellOptions {
   before?: string[];
   /** secrets.md's `--provider X` / `ns/name`. */
   provider?: { name: string; secret: string };
+  /** The hold id ccm printed, for the page's example id; 'shown': the page's id as it stands. */
+  hold?: string;
   /** Text after the line (a hidden flag that points `cluster prepare` at a node's root). */
   append?: string;
   cwd?: string;
@@ -340,7 +359,7 @@ function command(
   options: ShellOptions,
 ): { script: string; cwd: string; env: Record<string, string>; filled: string } {
   const page = options.page ?? pagesOf(line)[0] ?? '';
-  const filled = `${fill(line, options.provider)}${options.append ?? ''}`;
+  const filled = `${fill(line, options.provider, options.hold)}${options.append ?? ''}`;
   // Cloudlycke's routes are this machine's own routing table: never from a test outside a namespace.
   if (/--provider cloudlycke/.test(filled) && /--cluster-cidr/.test(filled)) {
     throw new Error(`${line}: would route Pod CIDRs in this machine's table; run it in a network namespace`);
@@ -1245,6 +1264,189 @@ describe("docs/troubleshooting.md and docs/nodes.md on a Cloudlycke cluster like
         .map((r) => `check/${r.check}`)
         .sort(),
     );
+  });
+});
+
+// --- The deletion brake: docs/nodes.md, docs/troubleshooting.md -------------------------------------
+
+describe('the deletion brake (docs/nodes.md, docs/troubleshooting.md) on DigitalOcean', () => {
+  /**
+   * A Node younger than --deletion-grace-period (5m) is never counted missing: the pages' Nodes are
+   * older, these are seconds old, so each ccm line here runs with the grace period that makes them so.
+   */
+  const GRACE = ' --deletion-grace-period 0s';
+  const nodeNames = async () => (await api.listNode()).items.map((n) => n.metadata?.name ?? '').sort();
+  const holdOf = (text: string) => /\(hold (\d+-[0-9a-f]{8})[,)]/.exec(text)?.[1] ?? '';
+
+  /**
+   * A DigitalOcean cluster of `total` initialised Nodes whose first `lost` instances vanished from the
+   * cloud at once, their kubelets silent since (NotReady), as the brake's own tests make one
+   * (test/helpers/deletion-brake.ts); no DeletingNode Event of an earlier test left in the window.
+   */
+  async function outage(total: number, lost: number): Promise<{ lost: string[]; kept: string[] }> {
+    await resetCluster();
+    doSim.reset();
+    await api.deleteCollectionNamespacedEvent({ namespace: 'default' });
+    const names = Array.from({ length: total }, (_, i) => `node-${String(i + 1).padStart(2, '0')}`);
+    const ip = (i: number) => `10.114.0.${i + 2}`;
+    const droplets = doSim.addDroplets(
+      ...names.map((name, i) => ({ name, region: 'fra1', privateIP: ip(i) })),
+    );
+    await createNodes(
+      api,
+      droplets.map((d, i) => ({
+        name: names[i] as string,
+        providerID: `digitalocean://${d.id}`,
+        tainted: false,
+        ready: i >= lost,
+        addresses: [
+          { type: 'InternalIP', address: ip(i) },
+          { type: 'Hostname', address: names[i] as string },
+        ],
+      })),
+    );
+    for (const d of droplets.slice(0, lost)) doSim.removeDroplet(d.id as number);
+    return { lost: names.slice(0, lost), kept: names.slice(lost) };
+  }
+
+  it('ccm nodes init: held (exit 3, `held` rows, the hold and its release named); a stale id refused (exit 2, the current id named, nothing written); the current id deletes the held Nodes and nothing else', async () => {
+    const trouble = (line: string) => docLine('docs/troubleshooting.md', line);
+    // Each page's release line, on a cluster like its example: 6 of 10 lost (nodes.md), 18 of 30
+    // (troubleshooting.md and the reference's example).
+    const releases: [total: number, lost: number, line: string][] = [
+      [10, 6, docLine('docs/nodes.md', 'ccm nodes init --allow-mass-deletion 6-3f9a2c1b')],
+      [30, 18, trouble('ccm nodes init --allow-mass-deletion 18-3f9a2c1b')],
+      [
+        30,
+        18,
+        docLine(
+          'docs/reference/commands.md',
+          'ccm nodes init --provider digitalocean --allow-mass-deletion 18-3f9a2c1b',
+        ),
+      ],
+    ];
+    for (const [total, count, line] of releases) {
+      const { lost, kept } = await outage(total, count);
+      // "1. `ccm nodes list` (and `kubectl get nodes`): are those instances really gone?"
+      const nodes = await ok(trouble('kubectl get nodes'));
+      for (const name of lost) expect(nodes.stdout).toMatch(new RegExp(`^${name} +NotReady `, 'm'));
+      for (const name of kept) expect(nodes.stdout).toMatch(new RegExp(`^${name} +Ready `, 'm'));
+      const listed = await shell(trouble('ccm nodes list'));
+      for (const name of lost)
+        expect(listed.stdout).toMatch(
+          new RegExp(
+            `^node=${name} initialised=yes status=stale reason="instance digitalocean://\\d+ is not in the cloud listing"`,
+            'm',
+          ),
+        );
+      for (const name of kept) expect(listed.stdout).toMatch(new RegExp(`^node=${name} .* status=ok$`, 'm'));
+
+      // "`ccm nodes init` exits 3 and reports `held` Nodes"; "names the hold and its release under the table"
+      const held = await shell(trouble('ccm nodes init'), { append: GRACE });
+      const told = `${held.stdout}\n${held.stderr}`;
+      expect(held.code, told).toBe(3);
+      for (const name of lost) expect(held.stdout).toMatch(new RegExp(`^node=${name} result=held `, 'm'));
+      const id = holdOf(held.stdout);
+      expect(id, told).toMatch(new RegExp(`^${count}-[0-9a-f]{8}$`));
+      // output.md: "the hold with the command that releases it is the line under the table"
+      expect(held.stdout.trimEnd().split('\n').at(-1)).toMatch(
+        new RegExp(
+          `^deletion held \\(hold ${id}, ${count} Nodes\\): the instances of ${count} of ${total} Nodes \\(60%\\) are missing from the cloud listing, above --max-deletion-ratio 0\\.55; .*release it: ccm nodes init --allow-mass-deletion ${id}$`,
+        ),
+      );
+      expect(await nodeNames()).toEqual([...lost, ...kept].sort());
+
+      // "Any other id is refused in one line, exit 2, nothing written, naming the current one": the
+      // page's own id names no hold of this cluster.
+      const writes = (await cp.writes(CCM_USER)).length;
+      const stale = await shell(line, { append: GRACE, hold: 'shown' });
+      expect(stale.code, stale.stderr).toBe(2);
+      expect(stale.stderr.trimEnd().split('\n')).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `^ccm: --allow-mass-deletion ${count}-3f9a2c1b: the current hold is ${id} \\(${count} Nodes\\);.*nothing was written$`,
+          ),
+        ),
+      ]);
+      expect((await cp.writes(CCM_USER)).length).toBe(writes);
+
+      // "deletes, in that pass, the held Nodes the cloud confirms gone, without the rate"
+      const released = await ok(line, { append: GRACE, hold: id });
+      expect(released.stdout).toMatch(new RegExp(`^${total} Nodes: .*\\b${count} deleted\\b`, 'm'));
+      expect(await nodeNames()).toEqual(kept);
+      const after = await ok(trouble('kubectl get nodes'));
+      for (const name of lost) expect(after.stdout).not.toMatch(new RegExp(`^${name} `, 'm'));
+    }
+  });
+
+  it('ccm run: one log line for the hold; the Secret annotated with a stale id is logged and ignored, with the hold id its Nodes are deleted and the hold ends', async () => {
+    const annotation = 'ccm.io/allow-mass-deletion';
+    // The credentials Secret `ccm run` reads (--credentials-secret): secrets.md's line wrote it; this
+    // writes it only if a test above did not.
+    await ok('ccm secret create --provider digitalocean', { notDocs: true, page: 'docs/nodes.md' });
+    const runLine = docLine(
+      'docs/reference/commands.md',
+      'ccm run --provider digitalocean --credentials-secret kube-system/digitalocean',
+    );
+    const releases: [total: number, lost: number, page: string][] = [
+      [10, 6, 'docs/nodes.md'],
+      [30, 18, 'docs/troubleshooting.md'],
+    ];
+    let previous: string | undefined;
+    for (const [total, count, page] of releases) {
+      const line = docLine(
+        page,
+        `kubectl -n kube-system annotate secret digitalocean ${annotation}=${count}-3f9a2c1b --overwrite`,
+      );
+      const { lost, kept } = await outage(total, count);
+      const ccm = await start(runLine, /holding every Node deletion/, {
+        append: GRACE,
+        env: { DO_ACCESS_TOKEN: undefined },
+      });
+      const id = holdOf(ccm.output());
+      expect(id, ccm.output()).toMatch(new RegExp(`^${count}-[0-9a-f]{8}$`));
+      // "`ccm run` logs one line (`holding every Node deletion (hold 6-3f9a2c1b): the instances of 6 of
+      // 10 Nodes (60%) are missing from the cloud listing, above --max-deletion-ratio 0.55 …`)"
+      const holding = logLines(ccm.output()).filter((l) => l.msg.startsWith('holding every Node deletion'));
+      expect(holding.map((l) => l.msg)).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `^holding every Node deletion \\(hold ${id}\\): the instances of ${count} of ${total} Nodes \\(60%\\) are missing from the cloud listing, above --max-deletion-ratio 0\\.55\\b.*kubectl -n kube-system annotate secret digitalocean ${annotation}=${id} --overwrite`,
+          ),
+        ),
+      ]);
+
+      // "one that names a stale id is logged and ignored": first the page's own id; then the release of
+      // the outage before, left on the Secret ("a later, different outage has another id and is held
+      // again, so the annotation may stay").
+      let stale = previous;
+      if (stale === undefined) {
+        await ok(line, { hold: 'shown' });
+        stale = `${count}-3f9a2c1b`;
+      }
+      await until(`the stale id ${stale} logged`, async () =>
+        ccm.output().includes(`${annotation}=${stale}, but the current hold is ${id}: nothing released`),
+      );
+      expect(await nodeNames()).toEqual([...lost, ...kept].sort());
+
+      // "`ccm run` reads it while it holds, and deletes that hold's Nodes" and logs "one when the hold ends"
+      await ok(line, { hold: id });
+      await until(
+        `the ${count} held Nodes deleted`,
+        async () => (await nodeNames()).length === kept.length,
+        60_000,
+      );
+      expect(await nodeNames()).toEqual(kept);
+      await until('the hold ended', async () => ccm.output().includes(`hold ${id} ended (released)`));
+      const ended = await ccm.stop();
+      expect(ended.code, ccm.output()).toBe(0);
+      previous = id;
+    }
+    // "remove it when done"
+    await ok(`kubectl -n kube-system annotate secret digitalocean ${annotation}-`, {
+      notDocs: true,
+      page: 'docs/troubleshooting.md',
+    });
   });
 });
 
