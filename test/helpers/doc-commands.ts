@@ -1,10 +1,11 @@
 /**
  * Every command line README.md and docs/ show a reader, found with marked's lexer (as the link test
- * reads the pages): each line of a ```sh block (`\` continuations joined, comment lines left out),
- * each `$ …` line of another block (in the generated command reference, every line of an EXAMPLES
- * section; its USAGE synopses are no command lines), and each inline code span that is a command
- * line: its first word, after any `NAME=value` assignments, is a program a reader runs
- * (PROGRAMS), followed by at least one more word.
+ * reads the pages): each line of a ```sh block (comment lines left out), each `$ …` line of another
+ * block (in the generated command reference, every line of an EXAMPLES section; its USAGE synopses
+ * are no command lines), and each inline code span that is a command line: its first word, after any
+ * `NAME=value` assignments, is a program a reader runs (PROGRAMS), followed by at least one more word.
+ * In every kind of block a command continued with `\` on the next lines (as help examples and the
+ * quick start wrap at 80 columns) is one line, joined as bash joins it, never its fragments.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -70,35 +71,60 @@ export function isCommandLine(text: string): boolean {
   return words.length > 1 && PROGRAMS.includes(words[0] as string);
 }
 
-/** The command lines of a ```sh block's text, each with its line's offset in the block. */
+/** Whether a line ends in a `\` that continues it (an odd run of backslashes: `\\` is one escaped). */
+const continues = (line: string) => /(?:^|[^\\])(?:\\\\)*\\$/.test(line);
+
+/**
+ * The command starting at `raw[i]`, its `\` continuations joined as bash reads them: the backslash and
+ * line break go, and the whitespace around them is one space (none when there was none); `end` is the
+ * index of its last line.
+ */
+function joined(raw: string[], i: number): { line: string; end: number } {
+  let line = raw[i] as string;
+  let end = i;
+  // A comment's backslash is part of the comment: bash continues no comment line.
+  while (continues(line) && !line.trim().startsWith('#') && end + 1 < raw.length) {
+    const head = line.slice(0, -1);
+    const next = raw[++end] as string;
+    line = /\s$/.test(head) || /^\s/.test(next) ? `${head.trimEnd()} ${next.trim()}` : `${head}${next}`;
+  }
+  return { line: line.trim(), end };
+}
+
+/** The command lines of a ```sh block's text, each with its first line's offset in the block. */
 function shLines(text: string): { line: string; offset: number }[] {
   const out: { line: string; offset: number }[] = [];
   const raw = text.split('\n');
   for (let i = 0; i < raw.length; i++) {
-    const first = i;
-    let line = raw[i] as string;
-    while (line.endsWith('\\') && i + 1 < raw.length)
-      line = `${line.slice(0, -1)}${(raw[++i] as string).trim()}`;
-    line = line.trim();
-    if (line !== '' && !line.startsWith('#')) out.push({ line, offset: first });
+    const { line, end } = joined(raw, i);
+    if (line !== '' && !line.startsWith('#')) out.push({ line, offset: i });
+    i = end;
   }
   return out;
 }
 
-/** The command lines of another block: `$ ` lines; in the command reference, EXAMPLES, not USAGE. */
+/**
+ * The command lines of another block: `$ ` lines; in the command reference, EXAMPLES, not USAGE. Only
+ * a command is joined with the lines it continues: the output shown after one is left as it is.
+ */
 function promptLines(text: string): { line: string; where: Where; offset: number }[] {
   const out: { line: string; where: Where; offset: number }[] = [];
+  const raw = text.split('\n');
   let section = '';
-  text.split('\n').forEach((raw, offset) => {
-    if (/^[A-Z][A-Z ]+$/.test(raw)) {
-      section = raw;
-      return;
+  for (let i = 0; i < raw.length; i++) {
+    const first = raw[i] as string;
+    if (/^[A-Z][A-Z ]+$/.test(first)) {
+      section = first;
+      continue;
     }
-    const line = raw.trim();
-    if (section === 'USAGE' || line === '') return;
-    if (section === 'EXAMPLES') out.push({ line: line.replace(/^\$ /, ''), where: 'example', offset });
-    else if (line.startsWith('$ ')) out.push({ line: line.slice(2), where: 'prompt', offset });
-  });
+    const trimmed = first.trim();
+    if (section === 'USAGE' || trimmed === '') continue;
+    if (section !== 'EXAMPLES' && !trimmed.startsWith('$ ')) continue;
+    const { line, end } = joined(raw, i);
+    if (section === 'EXAMPLES') out.push({ line: line.replace(/^\$ /, ''), where: 'example', offset: i });
+    else out.push({ line: line.slice(2), where: 'prompt', offset: i });
+    i = end;
+  }
   return out;
 }
 

@@ -27,6 +27,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  rmSync,
   writeFileSync,
 } from 'node:fs';
 import { homedir, hostname } from 'node:os';
@@ -248,8 +249,9 @@ const NEEDS_PROVIDER = /^ccm (run|nodes|doctor|migrate|secret)\b/;
 
 /**
  * The docs' placeholders, filled in the line (as quickstart.test.ts fills what the quick start
- * printed). A line is run only once none is left (`<…>`, `…`, `X`, `ns/name`). What the lines name but
- * leave in place is made for them:
+ * printed). A line is run only once none is left (`<…>`, `…`, `X`, `ns/name`, `DIR`, and the hold id
+ * `6-3f9a2c1b` of the deletion brake's pages, filled with the hold ccm printed, or run as shown where
+ * the test means a stale id). What the lines name but leave in place is made for them:
  * - `inventory.yaml`: a Cloudlycke inventory in the reader's folder, written by each test for its Nodes
  *   (`writeInventory`); `templates/…` is the repository's, for the README's lines run there;
  * - `cloud.conf`: cloud-provider-openstack's example cloud.conf, its auth-url the OpenStack simulator's,
@@ -260,9 +262,11 @@ const NEEDS_PROVIDER = /^ccm (run|nodes|doctor|migrate|secret)\b/;
  * - `root@10.0.0.11`, `root@10.0.0.12`: an `ssh` on PATH that reaches them as the test sshd on
  *   127.0.0.1 and 127.0.0.2 (the `--ssh` test), as a reader's ssh config would;
  * - a kubeadm node for `ccm cluster prepare`: this machine is none; the lines are pointed at a copy of
- *   test/fixtures/cluster/kubeadm-v1.36.3 by the hidden `--root`/`--remote-root` flags.
+ *   test/fixtures/cluster/kubeadm-v1.36.3 by the hidden `--root`/`--remote-root` flags;
+ * - Nodes older than `--deletion-grace-period` (5m) for the deletion brake's lines: these are seconds
+ *   old, so those lines run with `--deletion-grace-period 0s` added, which makes them as old.
  */
-function fill(line: string, provider?: { name: string; secret: string }): string {
+function fill(line: string, provider?: { name: string; secret: string }, hold?: string): string {
   let out = line
     // What `npm run quickstart` printed: this file's control plane and DigitalOcean simulator.
     .replaceAll('<the path it printed>', cp.kubeconfigPath)
@@ -290,16 +294,32 @@ function fill(line: string, provider?: { name: string; secret: string }): string
     .replaceAll('table <table>', 'table 100')
     .replaceAll('lookup <table>', 'lookup 100')
     .replaceAll('realm <realm>', 'realm 7')
-    .replaceAll('table <name>', 'table main');
+    .replaceAll('table <name>', 'table main')
+    // deploy.md's and output.md's folder of `ccm manifests --out`: the one the reference's line names.
+    .replaceAll('kubectl apply -f DIR', 'kubectl apply -f ./ccm-manifests');
   // secrets.md: `--provider X` and `ns/name` are the provider chosen and its Secret.
   if (provider)
     out = out
       .replaceAll('--provider X', `--provider ${provider.name}`)
       .replaceAll('ns/name', provider.secret);
-  const left = /<[A-Za-z][^>]*>|…|--provider X\b|\bns\/name\b/.exec(out);
+  // nodes.md's and troubleshooting.md's hold id (`6-3f9a2c1b`, `18-3f9a2c1b`): the hold ccm printed,
+  // of as many Nodes as the page's; 'shown' runs the page's own id, which names no hold here (stale).
+  if (hold !== undefined && hold !== 'shown') {
+    out = out.replace(HOLD_EXAMPLE, (example, count: string) => {
+      if (!hold.startsWith(`${count}-`))
+        throw new Error(`${line}: ${example} is a hold of ${count} Nodes, not ${hold}`);
+      return hold;
+    });
+  }
+  const left =
+    /<[A-Za-z][^>]*>|…|--provider X\b|\bns\/name\b|\bDIR\b/.exec(out) ??
+    (hold === undefined ? HOLD_EXAMPLE.exec(out) : null);
   if (left) throw new Error(`${line}: the placeholder ${left[0]} has no filling in this test`);
   return out;
 }
+
+/** The hold id of the docs' examples, with its count of held Nodes. */
+const HOLD_EXAMPLE = /\b(\d+)-3f9a2c1b\b/;
 
 /** The line, as the page shows it: a line no page shows is no docs line (fails with the page named). */
 function docLine(page: string, line: string): string {
@@ -319,6 +339,8 @@ interface ShellOptions {
   before?: string[];
   /** secrets.md's `--provider X` / `ns/name`. */
   provider?: { name: string; secret: string };
+  /** The hold id ccm printed, for the page's example id; 'shown': the page's id as it stands. */
+  hold?: string;
   /** Text after the line (a hidden flag that points `cluster prepare` at a node's root). */
   append?: string;
   cwd?: string;
@@ -337,7 +359,7 @@ function command(
   options: ShellOptions,
 ): { script: string; cwd: string; env: Record<string, string>; filled: string } {
   const page = options.page ?? pagesOf(line)[0] ?? '';
-  const filled = `${fill(line, options.provider)}${options.append ?? ''}`;
+  const filled = `${fill(line, options.provider, options.hold)}${options.append ?? ''}`;
   // Cloudlycke's routes are this machine's own routing table: never from a test outside a namespace.
   if (/--provider cloudlycke/.test(filled) && /--cluster-cidr/.test(filled)) {
     throw new Error(`${line}: would route Pod CIDRs in this machine's table; run it in a network namespace`);
@@ -827,14 +849,31 @@ describe('docs/secrets.md, the scripted lines (Node 20)', () => {
     // "The Secret is labelled app.kubernetes.io/managed-by: ccm"
     const written = await api.readNamespacedSecret({ name: 'digitalocean', namespace: 'kube-system' });
     expect(written.metadata?.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'ccm' });
-    // "Then a summary and the next commands, whole: with --cloud-api-url when the Secret does not hold the URL"
-    const next = fromPass.stdout.replace(/ \\\n\s+/g, ' ');
-    expect(next).toContain(
-      `ccm manifests --provider digitalocean --image <registry>/ccm:0.1.0 --credentials-secret kube-system/digitalocean --cloud-api-url ${doSim.url} | kubectl apply --server-side -f -`,
+    // "Then a summary and the next commands, whole: with --cloud-api-url when the Secret does not hold
+    // the URL (not in ccm manifests when it is plain http://, which that command refuses: a line above
+    // says so)". The simulator's URL is plain http on loopback.
+    const [above = '', next = ''] = fromPass.stdout.replace(/ \\\n\s+/g, ' ').split('\nNext:\n');
+    expect(above.split('\n').at(-1)).toMatch(
+      new RegExp(`^ccm manifests below leaves out --cloud-api-url ${doSim.url}: .*plain http`),
     );
-    expect(next).toContain(
+    expect(next.split('\n').map((l) => l.trim())).toEqual([
+      'ccm manifests --provider digitalocean --image <registry>/ccm:0.1.0 --credentials-secret kube-system/digitalocean | kubectl apply --server-side -f -',
       `ccm run --provider digitalocean --credentials-secret kube-system/digitalocean --cloud-api-url ${doSim.url}`,
-    );
+    ]);
+    // deploy.md: "a plain http:// URL is refused too (exit 2) … --insecure-cloud-api takes a loopback
+    // http:// URL all the same" (and only a loopback one).
+    const manifests = `ccm manifests --provider digitalocean --image ${REGISTRY}/ccm:0.1.0 --cloud-api-url`;
+    for (const [args, code] of [
+      [doSim.url, 2],
+      [`${doSim.url} --insecure-cloud-api`, 0],
+      ['http://203.0.113.10 --insecure-cloud-api', 2],
+    ] as const) {
+      const r = await shell(`${manifests} ${args}`, { notDocs: true, page: 'docs/deploy.md' });
+      expect(r.code, `${r.ran}\n${r.stderr}`).toBe(code);
+      if (code === 2)
+        expect(r.stderr.trimEnd().split('\n'), r.ran).toEqual([expect.stringMatching(/^ccm: /)]);
+      else expect(r.stdout, r.ran).toContain(`- --cloud-api-url=${doSim.url}`);
+    }
 
     await ok(
       secrets(
@@ -1228,6 +1267,189 @@ describe("docs/troubleshooting.md and docs/nodes.md on a Cloudlycke cluster like
   });
 });
 
+// --- The deletion brake: docs/nodes.md, docs/troubleshooting.md -------------------------------------
+
+describe('the deletion brake (docs/nodes.md, docs/troubleshooting.md) on DigitalOcean', () => {
+  /**
+   * A Node younger than --deletion-grace-period (5m) is never counted missing: the pages' Nodes are
+   * older, these are seconds old, so each ccm line here runs with the grace period that makes them so.
+   */
+  const GRACE = ' --deletion-grace-period 0s';
+  const nodeNames = async () => (await api.listNode()).items.map((n) => n.metadata?.name ?? '').sort();
+  const holdOf = (text: string) => /\(hold (\d+-[0-9a-f]{8})[,)]/.exec(text)?.[1] ?? '';
+
+  /**
+   * A DigitalOcean cluster of `total` initialised Nodes whose first `lost` instances vanished from the
+   * cloud at once, their kubelets silent since (NotReady), as the brake's own tests make one
+   * (test/helpers/deletion-brake.ts); no DeletingNode Event of an earlier test left in the window.
+   */
+  async function outage(total: number, lost: number): Promise<{ lost: string[]; kept: string[] }> {
+    await resetCluster();
+    doSim.reset();
+    await api.deleteCollectionNamespacedEvent({ namespace: 'default' });
+    const names = Array.from({ length: total }, (_, i) => `node-${String(i + 1).padStart(2, '0')}`);
+    const ip = (i: number) => `10.114.0.${i + 2}`;
+    const droplets = doSim.addDroplets(
+      ...names.map((name, i) => ({ name, region: 'fra1', privateIP: ip(i) })),
+    );
+    await createNodes(
+      api,
+      droplets.map((d, i) => ({
+        name: names[i] as string,
+        providerID: `digitalocean://${d.id}`,
+        tainted: false,
+        ready: i >= lost,
+        addresses: [
+          { type: 'InternalIP', address: ip(i) },
+          { type: 'Hostname', address: names[i] as string },
+        ],
+      })),
+    );
+    for (const d of droplets.slice(0, lost)) doSim.removeDroplet(d.id as number);
+    return { lost: names.slice(0, lost), kept: names.slice(lost) };
+  }
+
+  it('ccm nodes init: held (exit 3, `held` rows, the hold and its release named); a stale id refused (exit 2, the current id named, nothing written); the current id deletes the held Nodes and nothing else', async () => {
+    const trouble = (line: string) => docLine('docs/troubleshooting.md', line);
+    // Each page's release line, on a cluster like its example: 6 of 10 lost (nodes.md), 18 of 30
+    // (troubleshooting.md and the reference's example).
+    const releases: [total: number, lost: number, line: string][] = [
+      [10, 6, docLine('docs/nodes.md', 'ccm nodes init --allow-mass-deletion 6-3f9a2c1b')],
+      [30, 18, trouble('ccm nodes init --allow-mass-deletion 18-3f9a2c1b')],
+      [
+        30,
+        18,
+        docLine(
+          'docs/reference/commands.md',
+          'ccm nodes init --provider digitalocean --allow-mass-deletion 18-3f9a2c1b',
+        ),
+      ],
+    ];
+    for (const [total, count, line] of releases) {
+      const { lost, kept } = await outage(total, count);
+      // "1. `ccm nodes list` (and `kubectl get nodes`): are those instances really gone?"
+      const nodes = await ok(trouble('kubectl get nodes'));
+      for (const name of lost) expect(nodes.stdout).toMatch(new RegExp(`^${name} +NotReady `, 'm'));
+      for (const name of kept) expect(nodes.stdout).toMatch(new RegExp(`^${name} +Ready `, 'm'));
+      const listed = await shell(trouble('ccm nodes list'));
+      for (const name of lost)
+        expect(listed.stdout).toMatch(
+          new RegExp(
+            `^node=${name} initialised=yes status=stale reason="instance digitalocean://\\d+ is not in the cloud listing"`,
+            'm',
+          ),
+        );
+      for (const name of kept) expect(listed.stdout).toMatch(new RegExp(`^node=${name} .* status=ok$`, 'm'));
+
+      // "`ccm nodes init` exits 3 and reports `held` Nodes"; "names the hold and its release under the table"
+      const held = await shell(trouble('ccm nodes init'), { append: GRACE });
+      const told = `${held.stdout}\n${held.stderr}`;
+      expect(held.code, told).toBe(3);
+      for (const name of lost) expect(held.stdout).toMatch(new RegExp(`^node=${name} result=held `, 'm'));
+      const id = holdOf(held.stdout);
+      expect(id, told).toMatch(new RegExp(`^${count}-[0-9a-f]{8}$`));
+      // output.md: "the hold with the command that releases it is the line under the table"
+      expect(held.stdout.trimEnd().split('\n').at(-1)).toMatch(
+        new RegExp(
+          `^deletion held \\(hold ${id}, ${count} Nodes\\): the instances of ${count} of ${total} Nodes \\(60%\\) are missing from the cloud listing, above --max-deletion-ratio 0\\.55; .*release it: ccm nodes init --allow-mass-deletion ${id}$`,
+        ),
+      );
+      expect(await nodeNames()).toEqual([...lost, ...kept].sort());
+
+      // "Any other id is refused in one line, exit 2, nothing written, naming the current one": the
+      // page's own id names no hold of this cluster.
+      const writes = (await cp.writes(CCM_USER)).length;
+      const stale = await shell(line, { append: GRACE, hold: 'shown' });
+      expect(stale.code, stale.stderr).toBe(2);
+      expect(stale.stderr.trimEnd().split('\n')).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `^ccm: --allow-mass-deletion ${count}-3f9a2c1b: the current hold is ${id} \\(${count} Nodes\\);.*nothing was written$`,
+          ),
+        ),
+      ]);
+      expect((await cp.writes(CCM_USER)).length).toBe(writes);
+
+      // "deletes, in that pass, the held Nodes the cloud confirms gone, without the rate"
+      const released = await ok(line, { append: GRACE, hold: id });
+      expect(released.stdout).toMatch(new RegExp(`^${total} Nodes: .*\\b${count} deleted\\b`, 'm'));
+      expect(await nodeNames()).toEqual(kept);
+      const after = await ok(trouble('kubectl get nodes'));
+      for (const name of lost) expect(after.stdout).not.toMatch(new RegExp(`^${name} `, 'm'));
+    }
+  });
+
+  it('ccm run: one log line for the hold; the Secret annotated with a stale id is logged and ignored, with the hold id its Nodes are deleted and the hold ends', async () => {
+    const annotation = 'ccm.io/allow-mass-deletion';
+    // The credentials Secret `ccm run` reads (--credentials-secret): secrets.md's line wrote it; this
+    // writes it only if a test above did not.
+    await ok('ccm secret create --provider digitalocean', { notDocs: true, page: 'docs/nodes.md' });
+    const runLine = docLine(
+      'docs/reference/commands.md',
+      'ccm run --provider digitalocean --credentials-secret kube-system/digitalocean',
+    );
+    const releases: [total: number, lost: number, page: string][] = [
+      [10, 6, 'docs/nodes.md'],
+      [30, 18, 'docs/troubleshooting.md'],
+    ];
+    let previous: string | undefined;
+    for (const [total, count, page] of releases) {
+      const line = docLine(
+        page,
+        `kubectl -n kube-system annotate secret digitalocean ${annotation}=${count}-3f9a2c1b --overwrite`,
+      );
+      const { lost, kept } = await outage(total, count);
+      const ccm = await start(runLine, /holding every Node deletion/, {
+        append: GRACE,
+        env: { DO_ACCESS_TOKEN: undefined },
+      });
+      const id = holdOf(ccm.output());
+      expect(id, ccm.output()).toMatch(new RegExp(`^${count}-[0-9a-f]{8}$`));
+      // "`ccm run` logs one line (`holding every Node deletion (hold 6-3f9a2c1b): the instances of 6 of
+      // 10 Nodes (60%) are missing from the cloud listing, above --max-deletion-ratio 0.55 …`)"
+      const holding = logLines(ccm.output()).filter((l) => l.msg.startsWith('holding every Node deletion'));
+      expect(holding.map((l) => l.msg)).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `^holding every Node deletion \\(hold ${id}\\): the instances of ${count} of ${total} Nodes \\(60%\\) are missing from the cloud listing, above --max-deletion-ratio 0\\.55\\b.*kubectl -n kube-system annotate secret digitalocean ${annotation}=${id} --overwrite`,
+          ),
+        ),
+      ]);
+
+      // "one that names a stale id is logged and ignored": first the page's own id; then the release of
+      // the outage before, left on the Secret ("a later, different outage has another id and is held
+      // again, so the annotation may stay").
+      let stale = previous;
+      if (stale === undefined) {
+        await ok(line, { hold: 'shown' });
+        stale = `${count}-3f9a2c1b`;
+      }
+      await until(`the stale id ${stale} logged`, async () =>
+        ccm.output().includes(`${annotation}=${stale}, but the current hold is ${id}: nothing released`),
+      );
+      expect(await nodeNames()).toEqual([...lost, ...kept].sort());
+
+      // "`ccm run` reads it while it holds, and deletes that hold's Nodes" and logs "one when the hold ends"
+      await ok(line, { hold: id });
+      await until(
+        `the ${count} held Nodes deleted`,
+        async () => (await nodeNames()).length === kept.length,
+        60_000,
+      );
+      expect(await nodeNames()).toEqual(kept);
+      await until('the hold ended', async () => ccm.output().includes(`hold ${id} ended (released)`));
+      const ended = await ccm.stop();
+      expect(ended.code, ccm.output()).toBe(0);
+      previous = id;
+    }
+    // "remove it when done"
+    await ok(`kubectl -n kube-system annotate secret digitalocean ${annotation}-`, {
+      notDocs: true,
+      page: 'docs/troubleshooting.md',
+    });
+  });
+});
+
 describe('docs/output.md', () => {
   it('ccm version (-o json) names the versions; ccm run --json is a usage error, exit 2', async () => {
     const version = await ok(docLine('docs/output.md', 'ccm version'));
@@ -1243,7 +1465,7 @@ describe('docs/output.md', () => {
     expect(runJson.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^ccm: unknown flag --json/)]);
   });
 
-  it('ccm manifests: -o name in apply order, --out one file per object, each listed', async () => {
+  it('ccm manifests: -o name in apply order; --out one file per object, each listed, a folder for kubectl apply -f that the next run keeps to its objects', async () => {
     const reference = (line: string) => docLine('docs/reference/commands.md', line);
     // "-o name kubectl's kind/name lines in apply order (daemonset.apps/ccm)"
     expect(readFileSync(join(root, 'docs/output.md'), 'utf8')).toContain('(`daemonset.apps/ccm`)');
@@ -1254,17 +1476,73 @@ describe('docs/output.md', () => {
     expect(kinds[0]).toBe('serviceaccount/ccm');
     expect(kinds.at(-1)).toBe('daemonset.apps/ccm');
     expect(kinds.every((l) => /^[a-z0-9.]+\/[a-z0-9:.-]+$/.test(l))).toBe(true);
-    // "With --out DIR it writes one file per object … and lists KIND, NAME, NAMESPACE and FILE of each"
+
+    // "With --out DIR it writes one file per object … and lists KIND, NAME, NAMESPACE and FILE of each";
+    // "a file is named after its object alone (06-daemonset-ccm.yaml, the number its kind's place in
+    // the apply order)", and the files ccm wrote are "listed in its .ccm-manifests".
+    const dir = join(work, 'ccm-manifests');
     const out = await ok(
       reference(
         'ccm manifests --provider cloudlycke --image registry.example.com/ccm:0.1.0 --cronjob --out ./ccm-manifests',
       ),
     );
-    const rows = out.stdout.split('\n').filter((l) => l.startsWith('kind='));
-    expect(rows).toHaveLength(readdirSync(join(work, 'ccm-manifests')).length);
-    expect(rows.at(-1)).toMatch(
-      /^kind=CronJob name=ccm-nodes-init namespace=kube-system file=ccm-manifests\/\d+-cronjob-ccm-nodes-init\.yaml$/,
+    const listed = (stdout: string) =>
+      stdout
+        .split('\n')
+        .filter((l) => l.startsWith('kind='))
+        .map((l) => /^kind=\S+ name=\S+ (?:namespace=\S+ )?file=ccm-manifests\/(\S+)$/.exec(l)?.[1] ?? l);
+    const objects = (folder: string) =>
+      readdirSync(folder)
+        .filter((f) => /\.(yaml|json)$/.test(f))
+        .sort();
+    const index = () =>
+      readFileSync(join(dir, '.ccm-manifests'), 'utf8')
+        .split('\n')
+        .filter((l) => l !== '' && !l.startsWith('#'))
+        .sort();
+    const files = objects(dir);
+    expect([...listed(out.stdout)].sort()).toEqual(files);
+    expect(files).toContain('06-daemonset-ccm.yaml');
+    expect(files).toContain('09-cronjob-ccm-nodes-init.yaml');
+    expect(index()).toEqual(files);
+
+    // "The folder is meant for `kubectl apply -f DIR`, which applies every YAML and JSON file in it"
+    const applied = await ok(docLine('docs/output.md', 'kubectl apply -f DIR'));
+    expect(applied.stdout.trim().split('\n')).toHaveLength(files.length);
+    expect(applied.stdout).toMatch(/^daemonset\.apps\/ccm (created|configured|unchanged)$/m);
+    expect(applied.stdout).toMatch(/^cronjob\.batch\/ccm-nodes-init (created|configured|unchanged)$/m);
+
+    // "the next run replaces the files ccm wrote there … and removes those it no longer writes (the
+    // CronJob once --cronjob is dropped, the YAML after -o json), saying so"
+    const again = (extra = '') =>
+      shell(
+        `ccm manifests --provider cloudlycke --image ${REGISTRY}/ccm:0.1.0${extra} --out ./ccm-manifests`,
+        { notDocs: true, page: 'docs/output.md' },
+      );
+    const noCronJob = await again();
+    expect(noCronJob.code, noCronJob.stderr).toBe(0);
+    expect(objects(dir)).not.toContain('09-cronjob-ccm-nodes-init.yaml');
+    expect(objects(dir)).toEqual([...listed(noCronJob.stdout)].sort());
+    expect(noCronJob.stdout).toMatch(
+      /^Removed \(no longer part of the manifests\): .*09-cronjob-ccm-nodes-init\.yaml/m,
     );
+    const json = await again(' -o json');
+    expect(json.code, json.stderr).toBe(0);
+    expect(objects(dir).every((f) => f.endsWith('.json'))).toBe(true);
+    expect(JSON.parse(json.stdout).removed).toContain('06-daemonset-ccm.yaml');
+    expect(index()).toEqual(objects(dir));
+
+    // "A folder holding a YAML or JSON file ccm did not write is refused … (one line, exit 2); other
+    // files (a README, .gitkeep, subfolders) are left alone."
+    writeFileSync(join(dir, 'README'), 'kept\n');
+    writeFileSync(join(dir, 'mine.yaml'), 'kind: ConfigMap\n');
+    const refused = await again();
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^ccm: --out .*mine\.yaml/)]);
+    expect(objects(dir).filter((f) => f.endsWith('.yaml'))).toEqual(['mine.yaml']);
+    rmSync(join(dir, 'mine.yaml'));
+    expect((await again()).code).toBe(0);
+    expect(readFileSync(join(dir, 'README'), 'utf8')).toBe('kept\n');
   });
 
   it('the usage errors it quotes are the ones ccm prints: one line, exit 2', async () => {
@@ -1705,6 +1983,62 @@ describe("the docs' command lines", () => {
     expect(found.filter((c) => c.where === 'sh').length).toBeGreaterThanOrEqual(25);
     expect(found.some((c) => c.where === 'prompt')).toBe(true);
     expect(found.filter((c) => c.where === 'inline').length).toBeGreaterThan(200);
+    // No fragment of a command continued with `\`: neither its head nor a flag line of its own.
+    expect(found.filter((c) => /\\$/.test(c.line) || /^-/.test(c.line))).toEqual([]);
+  });
+
+  it('joins a command continued with `\\` into one line in every kind of block, and only a command', () => {
+    const dir = tempDir('ccm-docs-extract-');
+    mkdirSync(join(dir, 'docs'));
+    writeFileSync(
+      join(dir, 'README.md'),
+      [
+        '```sh',
+        'ccm a --provider p \\',
+        '    --b c \\',
+        '  --d',
+        '# a comment \\',
+        'ccm e',
+        'ccm f --g\\',
+        'h',
+        '```',
+        '',
+        '```',
+        '$ ccm i \\',
+        '    --j',
+        'output ending in a backslash \\',
+        '$ ccm k',
+        '```',
+        '',
+      ].join('\n'),
+    );
+    writeFileSync(
+      join(dir, 'docs/reference.md'),
+      [
+        '```',
+        'USAGE',
+        '  $ ccm x [--y <value>] \\',
+        '    [--z]',
+        '',
+        'EXAMPLES',
+        '  $ ccm x --provider p \\',
+        '      --y z | kubectl apply -f -',
+        '',
+        '  pass show t | ccm x \\',
+        '      --from-stdin',
+        '```',
+        '',
+      ].join('\n'),
+    );
+    expect(docCommands(dir).map((c) => `${c.page}:${c.at} ${c.where} ${c.line}`)).toEqual([
+      'README.md:2 sh ccm a --provider p --b c --d',
+      'README.md:6 sh ccm e',
+      'README.md:7 sh ccm f --gh',
+      'README.md:12 prompt ccm i --j',
+      'README.md:15 prompt ccm k',
+      'docs/reference.md:7 example ccm x --provider p --y z | kubectl apply -f -',
+      'docs/reference.md:10 example pass show t | ccm x --from-stdin',
+    ]);
   });
 
   it('every line was run above, or is listed with its reason; every listed line is still in the docs', () => {
