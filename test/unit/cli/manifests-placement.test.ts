@@ -176,7 +176,7 @@ describe('ccm manifests: the image', () => {
     ['ccm/Web:V1', 'ccm/web:V1'],
   ])('refuses %s, whose repository has capitals, naming the lower-case form', (image, lowered) => {
     expect(() => checkImage(image)).toThrow(
-      `--image "${image}" is not an image reference: a repository name is lower case (${lowered})`,
+      `--image: expected an image reference, whose repository name is lower case (${lowered}), got ${JSON.stringify(image)}`,
     );
   });
 
@@ -191,7 +191,7 @@ describe('ccm manifests: the image', () => {
     '-ccm',
   ])('refuses %j, no image reference at all', (image) => {
     expect(() => checkImage(image)).toThrow(
-      /is not an image reference; use e\.g\. registry\.example\.com\/ccm:0\.1\.0$/,
+      /^--image: expected an image reference \(e\.g\. registry\.example\.com\/ccm:0\.1\.0\), got ".*"$/,
     );
   });
 

@@ -49,7 +49,7 @@ describe('checkRunFlags', () => {
     const err = await refusal({ controllers: 'cloud-node,ipam' });
     expect(err).toBeInstanceOf(UsageError);
     expect(err.message).toBe(
-      '--controllers: unknown controller "ipam"; known: cloud-node, cloud-node-lifecycle, service, route (and * for all)',
+      '--controllers: expected a list of cloud-node, cloud-node-lifecycle, service, route (* for all, -name for all but one), got "ipam"',
     );
   });
 
@@ -96,14 +96,14 @@ describe('checkRunFlags', () => {
     );
     const unknown = await refusal({ provider: 'nimbus' });
     expect(unknown).toBeInstanceOf(InvalidConfigError);
-    expect(unknown.message).toMatch(/^unknown provider "nimbus"; use one of: /);
+    expect(unknown.message).toMatch(/^--provider: expected one of brightbox, .*, got "nimbus"$/);
   });
 
   it('refuses a --credentials-secret that is not namespace/name', async () => {
     const err = await refusal({ credentialsSecret: 'digitalocean' });
     expect(err).toBeInstanceOf(UsageError);
     expect(err.message).toBe(
-      '--credentials-secret "digitalocean" is not namespace/name; e.g. kube-system/digitalocean',
+      '--credentials-secret: expected namespace/name (e.g. kube-system/digitalocean), got "digitalocean"',
     );
   });
 
