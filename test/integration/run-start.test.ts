@@ -12,7 +12,7 @@ import { KubeUnreachableError } from '../../src/kube/errors.js';
 import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { writeInventory } from '../helpers/inventory.js';
-import { logSink, runInput, startInProcess, until } from '../helpers/run.js';
+import { freePort, logSink, runInput, startInProcess, until } from '../helpers/run.js';
 import { tempDir } from '../helpers/tmp.js';
 
 let cp: ControlPlane;
@@ -178,9 +178,13 @@ it('a cloud that does not answer the start-up credential check is said once, wha
   const stop = new AbortController();
   const { lines, stream } = logSink();
   const logs = () => lines.map((l) => JSON.parse(l) as { msg: string; level: number });
+  // Its own port: where it serves is said after the start line, which a start still waiting never logs.
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
   try {
     const starting = startRun(
       runInput(cp.kubeconfigPath, '', {
+        securePort: port,
         provider: 'digitalocean',
         'cloud-config': undefined,
         env: {
@@ -198,9 +202,7 @@ it('a cloud that does not answer the start-up credential check is said once, wha
     await until('the cloud wait is said', async () =>
       logs().some((l) => l.msg.startsWith('waiting for the cloud')),
     );
-    const serving = logs().find((l) => l.msg.startsWith('serving'))?.msg ?? '';
-    const url = /on (http:\/\/\S+)/.exec(serving)?.[1];
-    expect(url).toBeDefined();
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
     expect(logs().filter((l) => l.msg.startsWith('waiting for the cloud'))).toEqual([
       expect.objectContaining({
         level: 40,
