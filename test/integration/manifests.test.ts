@@ -92,7 +92,7 @@ describe('the built CLI', () => {
     const upper = await ccm(['manifests', '--provider', 'digitalocean', '--image', 'r.example/CCM:1']);
     expect(upper).toMatchObject({ exitCode: 2, stdout: '' });
     expect(upper.stderr).toBe(
-      'ccm: --image "r.example/CCM:1" is not an image reference: a repository name is lower case (r.example/ccm:1)',
+      'ccm: --image: expected an image reference, whose repository name is lower case (r.example/ccm:1), got "r.example/CCM:1"',
     );
     const both = await ccm([...IMAGE_ARGS, '--node-selector', 'a=b', '--any-node']);
     expect(both.exitCode).toBe(2);
