@@ -162,9 +162,11 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
         input.warn(`cannot reach ${definition.name}, so the credentials were not checked: ${err.detail}`);
         const prompts = await import('./prompts.js');
         const next = await prompts.promptUnreachable(definition, resolved, asked, promptOptions);
+        // Exit 1, as the same cloud unreachable off a terminal (docs/output.md): it may answer later.
         if (next === 'stop')
-          throw new UsageError(
+          throw new UnreachableCloudError(
             `nothing written: ${definition.name} could not be reached (--no-verify skips the check)`,
+            err.detail,
           );
         if (next === 'unchecked') {
           unverified = `${definition.name} could not be reached (${err.detail})`;
