@@ -77,6 +77,8 @@ export interface SecretWriteResult {
   action: 'created' | 'updated' | 'unchanged';
   /** Keys added, changed or removed (names only: the values are credentials). */
   changedKeys: string[];
+  /** Labels of ccm's set or changed on an existing Secret (one made by hand has none of them). */
+  changedLabels?: string[];
 }
 
 /**
@@ -131,8 +133,11 @@ export async function writeSecret(http: KubeTransport, want: SecretWrite): Promi
     else data[key] = next;
   }
   const labels = { ...(current.metadata.labels ?? {}), ...want.labels };
-  const labelsChanged = Object.entries(want.labels).some(([k, v]) => current.metadata.labels?.[k] !== v);
-  if (changedKeys.length === 0 && !labelsChanged) return { action: 'unchanged', changedKeys };
+  const changedLabels = Object.entries(want.labels)
+    .filter(([k, v]) => current.metadata.labels?.[k] !== v)
+    .map(([k]) => k)
+    .sort();
+  if (changedKeys.length === 0 && changedLabels.length === 0) return { action: 'unchanged', changedKeys };
   want.signal?.throwIfAborted();
   try {
     await http.request({
@@ -144,7 +149,11 @@ export async function writeSecret(http: KubeTransport, want: SecretWrite): Promi
   } catch (err) {
     throw forbidden(err, 'update', want);
   }
-  return { action: 'updated', changedKeys: changedKeys.sort() };
+  return {
+    action: 'updated',
+    changedKeys: changedKeys.sort(),
+    ...(changedLabels.length > 0 ? { changedLabels } : {}),
+  };
 }
 
 function forbidden(err: unknown, verb: string, want: { namespace: string; name: string }): unknown {

@@ -51,6 +51,8 @@ export interface CreateSecretResult {
   /** Keys the Secret holds, and those this run changed: names only, never values. */
   keys: string[];
   changedKeys: string[];
+  /** Labels of ccm's this run set on a Secret that lacked them (e.g. one made by hand). */
+  changedLabels?: string[];
   /** What the cloud said the credentials are (account, project), when verified. */
   verified?: string;
   /** Why they were written unchecked, when the person chose that at the prompt (the cloud was away). */
@@ -222,6 +224,7 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
     });
     result.action = written.action;
     result.changedKeys = written.changedKeys;
+    if (written.changedLabels) result.changedLabels = written.changedLabels;
   }
   if (input.dryRun) result.manifest = manifest(definition, namespace, name, data, input.showSecrets);
   return result;

@@ -29,7 +29,7 @@ export function secretReport(result: CreateSecretResult): Report<SecretRow> {
     name: result.name,
     action: result.action,
     keys: result.keys.join(', '),
-    changed: result.changedKeys.join(', '),
+    changed: [...result.changedKeys, ...(result.changedLabels ?? []).map((l) => `label ${l}`)].join(', '),
   };
   const { manifest, ...data } = result;
   const summary =

@@ -174,6 +174,19 @@ describe('ccm secret create, scripted', { timeout: 240_000 }, () => {
     expect(again.stdout).toContain('unchanged');
     expect(again.writes).toEqual([]);
 
+    // A Secret made by hand (as for DigitalOcean's own controller) with the same token: only ccm's label
+    // is written, and the summary names it, not an empty list.
+    await api.replaceNamespacedSecret({
+      name: 'digitalocean',
+      namespace: 'kube-system',
+      body: { metadata: { name: 'digitalocean', namespace: 'kube-system' }, data: secret?.data },
+    });
+    const labelled = await secretCreate(args, { input: sim.token });
+    expect(labelled.exitCode).toBe(0);
+    expect(labelled.stdout).toContain(
+      'Secret kube-system/digitalocean updated (keys: access-token; changed: label app.kubernetes.io/managed-by)',
+    );
+
     await expectInitFromSecret('digitalocean', 'digitalocean', 'do-w1', `digitalocean://${droplet?.id}`, [
       '--cloud-api-url',
       sim.url,
