@@ -541,8 +541,9 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
             activeDeadlineSeconds: 180,
             podFailurePolicy: {
               rules: [
-                // Exit 2 is a usage or configuration error: retrying cannot help.
-                { action: 'FailJob', onExitCodes: { containerName: 'ccm', operator: 'In', values: [2] } },
+                // Exit 2 is a usage or configuration error, exit 3 deletions the brake held until a
+                // person releases them: a retry a few seconds later cannot help either.
+                { action: 'FailJob', onExitCodes: { containerName: 'ccm', operator: 'In', values: [2, 3] } },
                 { action: 'Ignore', onPodConditions: [{ type: 'DisruptionTarget' }] },
               ],
             },

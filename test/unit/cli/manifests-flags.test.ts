@@ -113,3 +113,28 @@ describe('--cloud-api-url on every command', () => {
     ).not.toThrow();
   });
 });
+
+describe('ccm manifests: the CronJob retries only what a retry can help (docs/output.md, exit codes)', () => {
+  it('fails the Job at once on 2 (usage, configuration) and 3 (deletions held), retries 1 (unreachable, failed)', async () => {
+    const objects = renderManifests(await loadProvider('digitalocean'), {
+      image: 'registry.example.com/ccm:0.1.0',
+      namespace: 'kube-system',
+      controllers: '*',
+      cronjob: true,
+      leaseName: 'cloud-controller-manager',
+    }) as unknown as { kind: string; spec: Record<string, never> }[];
+    const job = (
+      objects.find((o) => o.kind === 'CronJob')?.spec as unknown as {
+        jobTemplate: {
+          spec: {
+            backoffLimit: number;
+            podFailurePolicy: { rules: { action: string; onExitCodes?: { values: number[] } }[] };
+          };
+        };
+      }
+    ).jobTemplate.spec;
+    const failJob = job.podFailurePolicy.rules.filter((r) => r.action === 'FailJob');
+    expect(failJob.flatMap((r) => r.onExitCodes?.values ?? []).sort()).toEqual([2, 3]);
+    expect(job.backoffLimit).toBeGreaterThanOrEqual(1);
+  });
+});
