@@ -263,13 +263,6 @@ export function deletionBrakeTests(cloud: CloudName): void {
       expect(await names()).toEqual(nodes.slice(10).map((n) => n.name));
       const times = (await nodeDeletes()).map((w) => Date.parse(w.requestReceivedTimestamp ?? ''));
       expect(times).toHaveLength(10);
-      console.log(
-        'TIMES',
-        [...times]
-          .sort((a, b) => a - b)
-          .map((t, i, a) => t - (a[0] as number))
-          .join(','),
-      );
       expect(keepsToRate(times, 2, 3)).toEqual([]);
       expect(Math.max(...times) - Math.min(...times)).toBeGreaterThanOrEqual(3000);
     });
@@ -380,13 +373,6 @@ export function deletionBrakeTests(cloud: CloudName): void {
       expect(await names()).toEqual(nodes.slice(10).map((n) => n.name));
       const times = (await nodeDeletes()).map((w) => Date.parse(w.requestReceivedTimestamp ?? ''));
       expect(times).toHaveLength(10);
-      console.log(
-        'TIMES',
-        [...times]
-          .sort((a, b) => a - b)
-          .map((t, i, a) => t - (a[0] as number))
-          .join(','),
-      );
       expect(keepsToRate(times, 2, 3)).toEqual([]);
       expect(Math.max(...times) - Math.min(...times)).toBeGreaterThanOrEqual(3000);
     });

@@ -1,5 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import type { Logger } from 'pino';
 import { delegatedAuth } from '../../controllers/delegated-auth.js';
 import type { HoldStatus } from '../../controllers/deletion-guard.js';
 import type { Metrics } from '../../controllers/metrics.js';

@@ -123,8 +123,10 @@ describe('ccm manifests: the CronJob retries only what a retry can help (docs/ou
       cronjob: true,
       leaseName: 'cloud-controller-manager',
     }) as unknown as { kind: string; spec: Record<string, never> }[];
+    const cronjob = objects.find((o) => o.kind === 'CronJob');
+    if (!cronjob) throw new Error('no CronJob rendered');
     const job = (
-      objects.find((o) => o.kind === 'CronJob')?.spec as unknown as {
+      cronjob.spec as unknown as {
         jobTemplate: {
           spec: {
             backoffLimit: number;
