@@ -151,11 +151,11 @@ export class DeletionGuard {
    * have waited seconds for the cloud budget while a later admission's did not, so the DELETEs are
    * spaced by the rate again, counting only deletions already sent, from this moment.
    */
-  async beforeDelete(node: SlimNode, signal: AbortSignal): Promise<void> {
+  async beforeDelete(node: SlimNode, signal?: AbortSignal): Promise<void> {
     const mine = this.own.get(node.metadata?.uid ?? '');
     if (!mine || mine.release !== undefined) return;
     for (;;) {
-      if (signal.aborted) throw new Error('stopped before the deletion');
+      if (signal?.aborted) throw new Error('stopped before the deletion');
       const now = this.now();
       const sent = [
         ...(this.read?.deletions ?? []).filter((d) => !this.own.has(d.uid)),
@@ -170,7 +170,7 @@ export class DeletionGuard {
         this.version++;
         return;
       }
-      await delay(Math.max(nextInMs, 10), undefined, { signal }).catch(() => {});
+      await delay(Math.max(nextInMs, 10), undefined, signal ? { signal } : {}).catch(() => {});
     }
   }
 

@@ -877,7 +877,7 @@ describe('docs/secrets.md, the scripted lines (Node 20)', () => {
 
     await ok(
       secrets(
-        'ccm secret create --provider triton --set url=https://us-east-1.api.example.com --set account=me --from-file keyMaterial=$HOME/.ssh/id_rsa          # passphrase from TRITON_KEY_PASSPHRASE',
+        'ccm secret create --provider triton --set url=https://us-east-1.api.example.com --set account=me --from-file key-material=$HOME/.ssh/id_rsa         # passphrase from TRITON_KEY_PASSPHRASE',
       ),
     );
     const tritonSecret = await secretData('triton');
@@ -1550,10 +1550,7 @@ describe('docs/output.md', () => {
     // What a reader types to meet each (the page quotes the answer, not the line), and the answer.
     const quoted: [args: string, answer: string | RegExp][] = [
       ['nodes init --provider cloudlycke --dryrun', 'ccm: unknown flag --dryrun; did you mean --dry-run?'],
-      [
-        'nodes init --provider cloudlycke node-1',
-        'ccm: unexpected argument "node-1"; ccm nodes init takes no arguments, only flags',
-      ],
+      ['version extra', 'ccm: unexpected argument "extra"; ccm version takes no arguments, only flags'],
       [
         'nodes lsit',
         'ccm: "nodes lsit" is not a ccm command; did you mean "ccm nodes list"? `ccm --help` lists them',
