@@ -42,14 +42,17 @@ export default class Doctor extends BaseCommand {
     const { doctorReport } = await import('../cli/doctor-report.js');
     const { kubeWaitNotices, waitNotices } = await import('../cli/kube-flags.js');
     const { onCloudWait } = await import('../providers/http.js');
+    const { cancellableRead } = await import('../cli/read-interrupt.js');
     const stopNotices = onCloudWait(...waitNotices(this.progress));
     try {
       return doctorReport(
-        await runDoctor({
-          ...flags,
-          env: process.env,
-          ...kubeWaitNotices(this.progress),
-        }),
+        await cancellableRead(this.progress, () =>
+          runDoctor({
+            ...flags,
+            env: process.env,
+            ...kubeWaitNotices(this.progress),
+          }),
+        ),
       );
     } finally {
       stopNotices();

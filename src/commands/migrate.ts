@@ -78,38 +78,42 @@ export default class Migrate extends BaseCommand {
   ): Promise<Report<ServicePlan>> {
     const { planKeys, runMigrate } = await import('../cli/migrate.js');
     const { migrateReport } = await import('../cli/migrate-report.js');
+    const { cancellableRead } = await import('../cli/read-interrupt.js');
+    // The plans only read: Ctrl-C while they wait ends with one line. The writes keep to the signal.
+    const plan = (mode: 'dry-run' | 'rollback-dry-run') =>
+      cancellableRead(this.progress, () => runMigrate({ ...input, mode }));
     if (input.rollback) {
       if (input.yes) return migrateReport(await runMigrate({ ...input, mode: 'rollback' }));
-      const plan = await runMigrate({ ...input, mode: 'rollback-dry-run' });
+      const back = await plan('rollback-dry-run');
       if (
         input['dry-run'] ||
         !this.human ||
         !process.stdin.isTTY ||
         !process.stdout.isTTY ||
-        plan.services.length === 0
+        back.services.length === 0
       )
-        return migrateReport(plan);
+        return migrateReport(back);
       // The load balancer's name is the tenant's (do-loadbalancer-name): screened, as the hand-over's.
       const { printableLine } = await import('../printable.js');
       this.log(
-        plan.services
+        back.services
           .map((s) => printableLine(`  ${s.namespace}/${s.name} ← ${s.loadBalancer?.name}`))
           .join('\n'),
       );
       const { confirm } = await import('@inquirer/prompts');
       const go = await confirm({ message: 'Give these back to the official controller?', default: false });
-      return migrateReport(go ? await runMigrate({ ...input, mode: 'rollback' }) : plan);
+      return migrateReport(go ? await runMigrate({ ...input, mode: 'rollback' }) : back);
     }
     if (input.yes) return migrateReport(await runMigrate({ ...input, mode: 'apply' }));
-    const plan = await runMigrate({ ...input, mode: 'dry-run' });
+    const handOver = await plan('dry-run');
     if (input['dry-run'] || !this.human || !process.stdin.isTTY || !process.stdout.isTTY)
-      return migrateReport(plan);
-    if (!plan.services.some((s) => s.action === 'adopt')) return migrateReport(plan);
+      return migrateReport(handOver);
+    if (!handOver.services.some((s) => s.action === 'adopt')) return migrateReport(handOver);
     // Names and addresses of the cloud and of Services: printable, one line each, as the report's are
     // (render.ts).
     const { printableLine } = await import('../printable.js');
     this.log(
-      plan.services
+      handOver.services
         .filter((s) => s.action === 'adopt')
         .map((s) =>
           printableLine(
@@ -120,8 +124,10 @@ export default class Migrate extends BaseCommand {
     );
     const { confirm } = await import('@inquirer/prompts');
     const go = await confirm({ message: `Hand these load balancers to ccm?`, default: false });
-    if (!go) return migrateReport(plan);
+    if (!go) return migrateReport(handOver);
     // Exactly the plan confirmed: applying refuses if the cluster or the cloud changed it meanwhile.
-    return migrateReport(await runMigrate({ ...input, mode: 'apply', confirmed: planKeys(plan.services) }));
+    return migrateReport(
+      await runMigrate({ ...input, mode: 'apply', confirmed: planKeys(handOver.services) }),
+    );
   }
 }

@@ -212,3 +212,61 @@ it("Ctrl-C while ccm run's start waits on a cloud that never answers, under the 
     cloud.close();
   }
 }, 300_000);
+
+/** A kubeconfig whose server accepts connections and never answers, and that listener. */
+async function silentKubeconfig() {
+  const silent = await silentListener();
+  const kubeconfig = join(tempDir('ccm-ctrl-c-kube-'), 'kubeconfig');
+  writeFileSync(
+    kubeconfig,
+    readFileSync(cp.kubeconfigPath, 'utf8').replace(cp.server, `https://127.0.0.1:${silent.port}`),
+  );
+  return { kubeconfig, close: () => silent.close() };
+}
+
+it('Ctrl-C while nodes list waits on a cloud that never answers: the line erased, cancelled, 130, through the wrapper too', async () => {
+  const cloud = await silentListener();
+  try {
+    await ctrlCWhileWaiting(
+      [
+        'nodes',
+        'list',
+        '--provider',
+        'digitalocean',
+        '--cloud-api-url',
+        `http://127.0.0.1:${cloud.port}`,
+        '--kubeconfig',
+        cp.kubeconfigPath,
+      ],
+      'waiting for the cloud at',
+      { DO_ACCESS_TOKEN: 'dop_v1_never_answered' },
+    );
+  } finally {
+    cloud.close();
+  }
+}, 300_000);
+
+it('Ctrl-C while doctor waits on an API server that never answers: the line erased, cancelled, 130, through the wrapper too', async () => {
+  const silent = await silentKubeconfig();
+  try {
+    await ctrlCWhileWaiting(
+      ['doctor', '--provider', 'cloudlycke', '--cloud-config', inventory, '--kubeconfig', silent.kubeconfig],
+      'waiting for the Kubernetes API server at',
+    );
+  } finally {
+    silent.close();
+  }
+}, 300_000);
+
+it("Ctrl-C while migrate's plan waits on an API server that never answers: the line erased, cancelled, 130, through the wrapper too", async () => {
+  const silent = await silentKubeconfig();
+  try {
+    await ctrlCWhileWaiting(
+      ['migrate', '--provider', 'digitalocean', '--dry-run', '--kubeconfig', silent.kubeconfig],
+      'waiting for the Kubernetes API server at',
+      { DO_ACCESS_TOKEN: 'dop_v1_never_answered' },
+    );
+  } finally {
+    silent.close();
+  }
+}, 300_000);

@@ -32,15 +32,18 @@ export default class NodesList extends BaseCommand {
     const { kubeWaitNotices, waitNotices } = await import('../../cli/kube-flags.js');
     const { nodesListReport } = await import('../../cli/nodes-list-report.js');
     const { onCloudWait } = await import('../../providers/http.js');
+    const { cancellableRead } = await import('../../cli/read-interrupt.js');
     const stopNotices = onCloudWait(...waitNotices(this.progress));
     try {
       return nodesListReport(
-        await runNodesList({
-          ...flags,
-          showOrphans: flags['show-orphans'],
-          env: process.env,
-          ...kubeWaitNotices(this.progress),
-        }),
+        await cancellableRead(this.progress, () =>
+          runNodesList({
+            ...flags,
+            showOrphans: flags['show-orphans'],
+            env: process.env,
+            ...kubeWaitNotices(this.progress),
+          }),
+        ),
       );
     } finally {
       stopNotices();
