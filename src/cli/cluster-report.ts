@@ -136,19 +136,26 @@ export interface HostRow {
   error?: string;
 }
 
+/**
+ * A host as -o json, yaml and custom-columns show it: named `name`, as every report's rows are
+ * (docs/output.md); `host`, its name before, stays for the scripts that read it.
+ */
+export type HostReportRow = { name: string } & HostRow;
+
 const UNCHANGED = new Set<HostRow['result']>(['unchanged', 'nothing to roll back']);
 
 /** kubeadm-config outcomes that belong in the summary line; any other is a note. */
 const KUBEADM_CONFIG_DONE = new Set(['updated', 'rolled back']);
 
 /** `ccm cluster prepare`'s result (prepare or --rollback): the JSON report scripts read, and its table. */
-export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow> {
+export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostReportRow> {
   const { plan, rollbackPlan, restart = true, ...rest } = out;
-  const rows: HostRow[] =
+  const rows: HostReportRow[] = (
     out.result?.hosts ??
     plan?.hosts.map((h) => fromPlan(h, out.dryRun, restart)) ??
     rollbackPlan?.hosts.map((h) => fromRollbackPlan(h, out.dryRun, restart)) ??
-    [];
+    []
+  ).map((h) => ({ name: h.host, ...h }));
   const r = out.result;
   const counts = new Map<string, number>();
   for (const row of rows) counts.set(row.result, (counts.get(row.result) ?? 0) + 1);
@@ -185,12 +192,13 @@ export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow>
       `${plural(n, ['existing Node has', 'existing Nodes have'])} no provider ID and the kubelet will not taint ${n === 1 ? 'it' : 'them'} again, so \`ccm nodes init\` leaves ${n === 1 ? 'it' : 'them'} alone: re-run with --initialize-existing to have ${n === 1 ? 'it' : 'them'} initialised.`,
     );
   }
-  return defineReport<HostRow>({
+  return defineReport<HostReportRow>({
     data: {
       ...rest,
       ...(rollbackPlan
         ? {
             rollback: rollbackPlan.hosts.map((h) => ({
+              name: h.host.name,
               host: h.host.name,
               backup: h.set?.id,
               files: h.files.map((f) => ({ path: f.file.path, how: f.how })),
@@ -203,6 +211,7 @@ export function clusterPrepareReport(out: ClusterPrepareOutput): Report<HostRow>
           }
         : {}),
       hosts: plan?.hosts.map((h) => ({
+        name: h.host.name,
         host: h.host.name,
         layout: h.detection?.layout,
         files: h.edits.map((e) => ({ path: e.file.path, changes: e.changes })),

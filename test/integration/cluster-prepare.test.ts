@@ -178,6 +178,8 @@ describe.each([
     expect(run.exitCode).toBe(0);
     expect(snapshot(root)).toEqual(before);
     expect(JSON.parse(run.stdout).hosts[0].files).toEqual([]);
+    // Named `name`, as every report's rows are; `host` stays for the scripts that read it (review 44).
+    expect(JSON.parse(run.stdout).hosts[0]).toMatchObject({ name: 'local', host: 'local' });
   });
 
   it('previews a rollback with --dry-run and writes nothing (issue 6, item 1)', async () => {

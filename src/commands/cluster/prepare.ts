@@ -1,7 +1,7 @@
 import { isatty } from 'node:tty';
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand, integerInRange } from '../../cli/base-command.js';
-import type { HostRow } from '../../cli/cluster-report.js';
+import type { HostReportRow } from '../../cli/cluster-report.js';
 import { parseDuration } from '../../cli/duration.js';
 import { flagValueError } from '../../cli/errors.js';
 import type { Report } from '../../cli/output/report.js';
@@ -76,7 +76,7 @@ export default class ClusterPrepare extends BaseCommand {
     }),
   };
 
-  async run(): Promise<Report<HostRow>> {
+  async run(): Promise<Report<HostReportRow>> {
     const { flags } = await this.parse(ClusterPrepare);
     const readyTimeoutMs = parseDuration(flags['ready-timeout']);
     if (readyTimeoutMs === undefined)
