@@ -5,8 +5,7 @@ import { secretRefFlag } from '../cli/flag-values.js';
 import type { Report } from '../cli/output/report.js';
 
 export default class Doctor extends BaseCommand {
-  static override summary =
-    'Check a cluster end to end for an external cloud controller, and say how to fix each problem';
+  static override summary = 'Check a cluster for an external cloud controller; say how to fix each problem';
   static override description = [
     "One row per check (✓ pass, ✗ fail, ! warning) with the fix of each failure: the kubeconfig and API server version; Nodes tainted uninitialized and for how long; Nodes without a provider ID or with another cloud's; kube-controller-manager with --cloud-provider=external; kube-apiserver 1.33+ without --cloud-provider; kubelets registered external; the controller's Lease and Pods (and the CCM↔CNI bootstrap deadlock); the credentials Secret, its keys and whether the cloud accepts them (one call); the ServiceAccount's RBAC (one SubjectAccessReview per rule verb); whether the cloud listing holds the cluster's instances; whether every Pod CIDR has its route in the cloud (one listing) and no Node is still NetworkUnavailable. Writes nothing.",
     'Exit status: 0 no check failed, 1 some check failed, 2 usage or configuration error.',

@@ -6,8 +6,7 @@ import type { MigrateInput, ServicePlan } from '../cli/migrate.js';
 import type { Report } from '../cli/output/report.js';
 
 export default class Migrate extends BaseCommand {
-  static override summary =
-    "Take over the official cloud controller's load balancers, in place, with a way back";
+  static override summary = "Take over the official controller's load balancers, in place, with a way back";
   static override description = [
     "Finds what the cloud's official controller left in the cluster (its Deployment or DaemonSet, its Lease, its Secret, the Services it finalised and their annotations) and, in the cloud, the load balancer of each Service by that controller's own naming and tagging rules. Prints the plan: the Secret ccm will read, the load balancer ccm adopts for each Service with its IP, the tags it adds next to the official ones, and what it leaves alone.",
     "By default a dry run that writes nothing. --yes applies (on a terminal the plan is confirmed first): a backup in ConfigMap kube-system/ccm-migrate-backup, ccm's ownership tag where the cloud can tag, and the annotation ccm.io/adopted-load-balancer on each Service; `ccm run` then updates that load balancer in place (same id, name and address). --rollback restores the tags and annotations exactly as they were. No load balancer is ever created or deleted, no address changed.",

@@ -24,8 +24,7 @@ async function officialClusterName(provider: string | undefined, flag: string | 
 }
 
 export default class Run extends CcmCommand {
-  static override summary =
-    'Run the cloud controller: node initialisation, node lifecycle, load balancers and Pod routes';
+  static override summary = 'Run the cloud controller: Node setup and lifecycle, load balancers, Pod routes';
   static override description = [
     'The long-running controller, as the DaemonSet of `ccm manifests` runs it or a person runs it in a terminal. Watches Nodes, initialises tainted ones as they appear, keeps labels and addresses in step with the cloud, taints Nodes whose instance is shut down and deletes Nodes whose instance the cloud positively reports as gone, with the same rules as `ccm nodes init`.',
     'Deletions pass the deletion brake: when the listing lost more than --max-deletion-ratio of the Nodes (counting those deleted in the last 10 minutes), none is deleted; the log, a Warning Event on each held Node, /readyz?verbose and ccm_node_deletions_held say so, and the annotation ccm.io/allow-mass-deletion=<hold id> on the credentials Secret releases that hold. Beyond 3 back to back, deletions go no faster than --node-deletion-rate.',

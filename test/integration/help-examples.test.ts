@@ -2,7 +2,8 @@
  * The EXAMPLES of every command's help fit 80 columns, as oclif wraps the rest of the help: a long
  * example goes on with ` \` on the next line, broken before a flag, so that the terminal never cuts
  * it inside a word. Read in a real terminal (tmux) of 80 columns: `capture-pane -J` joins only the
- * lines the terminal itself wrapped.
+ * lines the terminal itself wrapped. So does each command's summary, the help's first line, which oclif
+ * prints as it is (review 44).
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -12,7 +13,7 @@ import { Terminal } from '../helpers/terminal.js';
 const WIDTH = 80;
 const manifest = JSON.parse(
   readFileSync(fileURLToPath(new URL('../../oclif.manifest.json', import.meta.url)), 'utf8'),
-) as { commands: Record<string, { examples?: string[] }> };
+) as { commands: Record<string, { examples?: string[]; summary?: string }> };
 const withExamples = Object.entries(manifest.commands)
   .filter(([, c]) => (c.examples ?? []).length > 0)
   .map(([id]) => id.replaceAll(':', ' '));
@@ -38,3 +39,10 @@ it.each(withExamples)(
     }
   },
 );
+
+it('every command summary (the first line of its help) fits 80 columns', () => {
+  const long = Object.entries(manifest.commands)
+    .filter(([, c]) => (c.summary ?? '').length > WIDTH)
+    .map(([id, c]) => `${id}: ${c.summary}`);
+  expect(long).toEqual([]);
+});

@@ -6,8 +6,7 @@ import type { SecretRow } from '../../secrets/report.js';
 import { stderrLine } from '../../warn-once.js';
 
 export default class SecretCreate extends BaseCommand {
-  static override summary =
-    "Create or update the Secret with a provider's credentials, checked with the cloud first";
+  static override summary = "Create or update a provider's credentials Secret, checked with the cloud first";
   static override description = [
     "Works from each provider's credentials schema: asks for what is missing when stdin is a terminal (secrets not echoed, a list of SSH keys from ~/.ssh and the ssh-agent), otherwise takes every value from --set, --from-file, --from-stdin or the provider's environment variables. One call to the cloud proves the credentials before anything is written. The Secret gets the official controller's name, keys and namespace by default; an identical second run writes nothing.",
     'RBAC: get, create and update on that Secret. Exit status: 0 written or unchanged, 1 the cluster or the cloud could not be reached (nothing written), 2 usage error, missing value, a namespace that does not exist or credentials the cloud refused (nothing written), 130 Ctrl-C.',
