@@ -4,6 +4,7 @@
  * (test/clouds/triton/cmon-cert.ts). What each answer follows is cited in cmon.ts.
  */
 import { describe, expect, it } from 'vitest';
+import { createSigner } from '../../src/providers/triton/signer.js';
 import { cmonCertificate } from '../clouds/triton/cmon-cert.js';
 import { cmonGet, useCmon } from '../helpers/use-cmon.js';
 
@@ -230,9 +231,39 @@ describe('/metrics, routed by Host', () => {
   });
 });
 
-describe('ListServices', () => {
-  it("names CMON on each account's CloudAPI while it runs", () => {
-    expect(world.demo.services).toEqual({ cmon: world.cmon.url });
-    expect(world.other.services.cmon).toBe(`https://cmon.us-test-1.triton.test:${world.cmon.port}`);
+/** A CloudAPI call signed with demo's key, as ccm's Triton client signs one. */
+async function cloudapi(method: string, path: string, body?: unknown) {
+  const signer = createSigner({ account: 'demo', keyMaterial: world.keys.demo.privateKey });
+  const date = new Date().toUTCString();
+  const { algorithm, signature } = await signer.sign(`date: ${date}`);
+  const res = await fetch(`${world.demo.url}${path}`, {
+    method,
+    headers: {
+      date,
+      'accept-version': '~8',
+      'content-type': 'application/json',
+      authorization: `Signature keyId="${signer.keyId}",algorithm="${algorithm}",headers="date",signature="${signature}"`,
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+describe('CMON and CloudAPI share the account', () => {
+  it('discovers a group as soon as CloudAPI has written the tag (triton-tags validated there)', async () => {
+    const { untagged } = machines();
+    const path = `/demo/machines/${untagged.id}/tags`;
+    expect((await cloudapi('POST', path, { 'triton.cmon.groups': 'k8s a' })).status).toBe(409);
+    expect((await cloudapi('POST', path, { 'triton.cmon.groups': 'k8s-b' })).status).toBe(200);
+    const answer = await cmonGet(world.cmon, '/v1/discover?groups=k8s-b', { cert: demoCert() });
+    expect(ids(answer.body)).toEqual(['db-1']);
+  });
+
+  it('is named by ListServices while it runs', async () => {
+    expect(await cloudapi('GET', '/demo/services')).toEqual({
+      status: 200,
+      body: { cloudapi: world.demo.url, cmon: `https://cmon.us-test-1.triton.test:${world.cmon.port}` },
+    });
+    expect(world.other.services).toEqual({ cmon: world.cmon.url });
   });
 });
