@@ -29,10 +29,22 @@ export interface TritonSdConfig {
   tls_config?: { ca_file?: string; cert_file?: string; key_file?: string; insecure_skip_verify?: boolean };
 }
 
+/** One target's /metrics as Prometheus' text parser read it (test/prometheus-sd/scrape.go). */
+export interface Scraped {
+  address: string;
+  status?: number;
+  content_type?: string;
+  /** Each series as Prometheus prints it (`name{label="v"}`) and its value. */
+  series?: Record<string, number>;
+  error?: string;
+}
+
 export interface TritonSdResult {
   /** Every target of every group (Prometheus sends one group, its Source the discovery URL). */
   targets: Record<string, string>[];
   sources: string[];
+  /** With `scrape`: every target's /metrics, fetched with the same TLS settings and parsed. */
+  scrapes: Scraped[];
   /** What the discovery logged instead of sending targets (a refresh that failed). */
   error?: string;
   exitCode: number;
@@ -40,14 +52,23 @@ export interface TritonSdResult {
 }
 
 /**
- * Writes `config` as YAML (as JSON, which YAML reads) into `dir` and runs one discovery. The program
- * resolves every name to 127.0.0.1, in-process.
+ * Writes `config` as YAML (as JSON, which YAML reads) into `dir` and runs one discovery, and with
+ * `scrape` fetches every target found. The program resolves every name to 127.0.0.1, in-process.
  */
-export async function runTritonSd(bin: string, dir: string, config: TritonSdConfig): Promise<TritonSdResult> {
+export async function runTritonSd(
+  bin: string,
+  dir: string,
+  config: TritonSdConfig,
+  { scrape = false }: { scrape?: boolean } = {},
+): Promise<TritonSdResult> {
   const file = join(dir, 'triton_sd.yml');
   writeFileSync(file, JSON.stringify(config));
-  const run = await runSdkProgram(bin, [file], {}, 60_000);
-  let out: { groups?: { source: string; targets: Record<string, string>[] }[]; error?: string } = {};
+  const run = await runSdkProgram(bin, [...(scrape ? ['-scrape'] : []), file], {}, 60_000);
+  let out: {
+    groups?: { source: string; targets: Record<string, string>[] }[];
+    scrapes?: Scraped[];
+    error?: string;
+  } = {};
   try {
     out = JSON.parse(run.stdout) as typeof out;
   } catch {
@@ -56,6 +77,7 @@ export async function runTritonSd(bin: string, dir: string, config: TritonSdConf
   return {
     targets: (out.groups ?? []).flatMap((g) => g.targets),
     sources: (out.groups ?? []).map((g) => g.source),
+    scrapes: out.scrapes ?? [],
     ...(out.error !== undefined ? { error: out.error } : {}),
     exitCode: run.exitCode,
     stderr: run.stderr,

@@ -21,7 +21,7 @@ beforeAll(async () => {
 }, 900_000);
 
 /** Runs one discovery as the `demo` account with `cert` (none: no tls client files). */
-async function discover(cert: CmonCert | undefined, extra: Partial<TritonSdConfig> = {}) {
+async function discover(cert: CmonCert | undefined, extra: Partial<TritonSdConfig> = {}, scrape = false) {
   const dir = tempDir('ccm-triton-sd-');
   writeFileSync(join(dir, 'ca.pem'), world.cmon.ca);
   if (cert) {
@@ -31,18 +31,23 @@ async function discover(cert: CmonCert | undefined, extra: Partial<TritonSdConfi
   // The triton_sd_configs entry cmon-certgen writes (node-triton profilecommon.js
   // generateExampleConfig): dns_suffix and endpoint both CMON's name, version 1; here also the port
   // and the simulator's CA.
-  return runTritonSd(bin, dir, {
-    account: 'demo',
-    dns_suffix: world.cmon.host,
-    endpoint: world.cmon.host,
-    port: world.cmon.port,
-    version: 1,
-    tls_config: {
-      ca_file: 'ca.pem',
-      ...(cert ? { cert_file: 'cmon-demo-cert.pem', key_file: 'cmon-demo-key.pem' } : {}),
+  return runTritonSd(
+    bin,
+    dir,
+    {
+      account: 'demo',
+      dns_suffix: world.cmon.host,
+      endpoint: world.cmon.host,
+      port: world.cmon.port,
+      version: 1,
+      tls_config: {
+        ca_file: 'ca.pem',
+        ...(cert ? { cert_file: 'cmon-demo-cert.pem', key_file: 'cmon-demo-key.pem' } : {}),
+      },
+      ...extra,
     },
-    ...extra,
-  });
+    { scrape },
+  );
 }
 
 function cluster() {
@@ -108,6 +113,28 @@ describe("Prometheus' triton_sd_configs against the CMON simulator", () => {
     expect(found.targets.find((t) => t.__meta_triton_machine_alias === 'bastion')).not.toHaveProperty(
       '__meta_triton_groups',
     );
+  });
+
+  it("scrapes each target found at its address, Host-routed, in text Prometheus' parser reads", async () => {
+    const { cp, worker } = cluster();
+    world.demo.machine(worker.id).ips = ['10.0.0.5', '192.168.0.5'];
+    const cert = cmonCertificate({ account: 'demo', signer: world.keys.demo.privateKey });
+    const found = await discover(cert, { groups: ['k8s-a'] }, true);
+    expect(found.scrapes.map((s) => s.address).sort()).toEqual(
+      [cp.id, worker.id].map((id) => `${id}.${world.cmon.host}:${world.cmon.port}`).sort(),
+    );
+    for (const s of found.scrapes) {
+      expect(s).toMatchObject({ status: 200, content_type: 'text/plain' });
+      expect(s.error).toBeUndefined();
+      expect(s.series?.mem_limit).toBe(4096 * 1024 * 1024);
+    }
+    const workerScrape = found.scrapes.find((s) => s.address.startsWith(worker.id));
+    expect(Object.keys(workerScrape?.series ?? {}).filter((k) => k.startsWith('net_agg_bytes_in'))).toEqual([
+      'net_agg_bytes_in{interface="vnic0"}',
+      'net_agg_bytes_in{interface="vnic1"}',
+    ]);
+    const hosts = world.cmon.requests.filter((r) => r.path === '/metrics').map((r) => r.host.split(':')[0]);
+    expect(hosts.sort()).toEqual([cp.id, worker.id].map((id) => world.cmon.instanceHost(id)).sort());
   });
 
   it('is refused without a certificate: Prometheus then sees no targets, and no error', async () => {

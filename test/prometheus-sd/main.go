@@ -2,11 +2,13 @@
 // discovery/triton) once and prints what it found, for the tests of the CMON simulator
 // (test/clouds/triton/cmon.ts).
 //
-//	triton-sd CONFIG.yaml
+//	triton-sd [-scrape] CONFIG.yaml
 //
 // CONFIG.yaml is one entry of a scrape job's triton_sd_configs. The output is one JSON object:
 //
 //	{"groups":[{"source":"...","targets":[{"__address__":"...","__meta_triton_machine_id":"..."}]}]}
+//
+// With -scrape, also "scrapes": every target's /metrics read by Prometheus' text parser (scrape.go).
 //
 // or, when the discovery logged an error instead of sending targets, {"error":"..."} with exit code 1.
 //
@@ -22,6 +24,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -43,8 +46,9 @@ type group struct {
 }
 
 type result struct {
-	Groups []group `json:"groups,omitempty"`
-	Error  string  `json:"error,omitempty"`
+	Groups  []group   `json:"groups,omitempty"`
+	Scrapes []scraped `json:"scrapes,omitempty"`
+	Error   string    `json:"error,omitempty"`
 }
 
 // errorHandler turns the discovery's "Unable to refresh target groups" log record into the result:
@@ -73,13 +77,16 @@ func main() {
 		_ = out.Encode(result{Error: msg})
 		os.Exit(1)
 	}
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: triton-sd CONFIG.yaml")
+	scrape := flag.Bool("scrape", false, "also fetch and parse every target's /metrics")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: triton-sd [-scrape] CONFIG.yaml")
 		os.Exit(2)
 	}
+	file := flag.Arg(0)
 	loopbackOnly()
 
-	raw, err := os.ReadFile(os.Args[1])
+	raw, err := os.ReadFile(file)
 	if err != nil {
 		fail(err.Error())
 	}
@@ -87,7 +94,7 @@ func main() {
 	if err := yaml.UnmarshalStrict(raw, &conf); err != nil {
 		fail("config: " + err.Error())
 	}
-	abs, _ := filepath.Abs(os.Args[1])
+	abs, _ := filepath.Abs(file)
 	conf.SetDirectory(filepath.Dir(abs))
 
 	reg := prometheus.NewRegistry()
@@ -128,6 +135,9 @@ func main() {
 				}
 			}
 			res.Groups = append(res.Groups, g)
+		}
+		if *scrape {
+			res.Scrapes = scrapeTargets(ctx, &conf, res.Groups)
 		}
 		_ = out.Encode(res)
 	case msg := <-errs:
