@@ -8,14 +8,15 @@
 //
 //	{"groups":[{"source":"...","targets":[{"__address__":"...","__meta_triton_machine_id":"..."}]}]}
 //
-// With -scrape, also "scrapes": every target's /metrics read by Prometheus' text parser (scrape.go).
-//
 // or, when the discovery logged an error instead of sending targets, {"error":"..."} with exit code 1.
+// With -scrape it also holds "scrapes": every target's /metrics read by Prometheus' text parser
+// (scrape.go).
 //
-// Why a small program and not the prometheus binary: this links only the discovery package and its
-// dependencies (no TSDB, no web UI, no PromQL), so it builds in a fraction of the time, and it runs
-// exactly one refresh through the same code path (refresh.Discovery.Run -> triton.Discovery.refresh)
-// that Prometheus runs, without scraping or a time-based wait for the first sync. It also lets the
+// Why a small program and not the prometheus binary: this links only the discovery package, the text
+// parser and their dependencies (no TSDB, no web UI, no PromQL, no scrape loop), so it builds in a
+// fraction of the time, and it runs exactly one refresh through the same code path
+// (refresh.Discovery.Run -> triton.Discovery.refresh) that Prometheus runs, with no wait for a
+// scrape interval or the first sync, and prints what it found instead of storing it. It also lets the
 // program resolve every name to 127.0.0.1 in-process (resolve.go): CMON routes on the Host header
 // (cmon.<dc>.<suffix>, <vm_uuid>.cmon.<dc>.<suffix>), so the names must stay real, and the tests may
 // send no traffic anywhere but loopback.
