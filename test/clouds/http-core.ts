@@ -5,7 +5,7 @@
  * log's fields — stays in its own folder.
  */
 import { createServer, type IncomingMessage, type RequestListener, type Server } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import { createServer as createHttpsServer, type ServerOptions as HttpsOptions } from 'node:https';
 import type { AddressInfo } from 'node:net';
 
 export interface Listening {
@@ -16,10 +16,13 @@ export interface Listening {
   close(): Promise<void>;
 }
 
-/** Listens on 127.0.0.1 on a free port; with `tls` (PEM key and certificate) over HTTPS. */
+/**
+ * Listens on 127.0.0.1 on a free port; with `tls` (PEM key and certificate, and any other option of
+ * node:https, e.g. asking for a client certificate) over HTTPS.
+ */
 export async function listen(
   handler: RequestListener,
-  tls?: { key: string; cert: string },
+  tls?: HttpsOptions & { key: string; cert: string },
 ): Promise<Listening> {
   const server = tls ? createHttpsServer(tls, handler) : createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -24,21 +24,32 @@ const CACHE = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'ccm
  * into the program's folder), unless a binary of the same sources is cached; resolves to its path.
  */
 export async function buildSdkProgram(cloud: string): Promise<string> {
-  const dir = join(SDK_ROOT, cloud);
+  return buildGoProgram(join(SDK_ROOT, cloud), cloud, SHARED);
+}
+
+/**
+ * Builds the Go program (a module with a committed go.sum) in `dir`, plus the .go files of `shared`
+ * added to its package as shared_<name>, unless a binary of the same sources is cached in
+ * ~/.cache/ccm-sdk as <name>-<hash>; resolves to its path. Built under a per-process temporary
+ * name and renamed, so that a build cut short is never cached and two at once do not clash.
+ */
+export async function buildGoProgram(dir: string, name: string, shared?: string): Promise<string> {
   const hash = createHash('sha256');
   const sources = (folder: string) =>
     readdirSync(folder)
       .sort()
-      .filter((name) => name === 'go.mod' || name === 'go.sum' || name.endsWith('.go'));
-  for (const name of sources(dir)) hash.update(name).update(readFileSync(join(dir, name)));
-  const shared = sources(SHARED);
-  for (const name of shared) hash.update(`shared/${name}`).update(readFileSync(join(SHARED, name)));
-  const bin = join(CACHE, `${cloud}-${hash.digest('hex').slice(0, 16)}`);
+      .filter((file) => file === 'go.mod' || file === 'go.sum' || file.endsWith('.go'));
+  for (const file of sources(dir)) hash.update(file).update(readFileSync(join(dir, file)));
+  const extra = shared ? sources(shared) : [];
+  for (const file of extra) hash.update(`shared/${file}`).update(readFileSync(join(shared as string, file)));
+  const bin = join(CACHE, `${name}-${hash.digest('hex').slice(0, 16)}`);
   if (existsSync(bin)) return bin;
   mkdirSync(CACHE, { recursive: true });
   const partial = `${bin}.${process.pid}.partial`;
   const overlay = `${partial}.overlay.json`;
-  const replace = Object.fromEntries(shared.map((name) => [join(dir, `shared_${name}`), join(SHARED, name)]));
+  const replace = Object.fromEntries(
+    extra.map((file) => [join(dir, `shared_${file}`), join(shared as string, file)]),
+  );
   writeFileSync(overlay, JSON.stringify({ Replace: replace }));
   try {
     // -mod=readonly: go.sum is committed, so a build never rewrites it (or fetches what it does not pin).

@@ -168,6 +168,13 @@ export class TritonSim {
   /** Fabric networks (GetFabricNetwork, UpdateFabricNetwork), for the route controller. */
   readonly fabrics = new FabricNetworks();
   readonly requests: RequestRecord[] = [];
+  /**
+   * ListServices' answer, name to URL, besides `cloudapi` (this simulator's URL). A CMON simulator
+   * (cmon.ts) started on this CloudAPI adds `cmon`; without it the account's data centre has no CMON,
+   * which `triton profile cmon-certgen` reports as 'no "cmon" service on this datacenter'
+   * (joyent/node-triton lib/do_profile/profilecommon.js checkForCmon).
+   */
+  readonly services: Record<string, string> = {};
   private readonly injected = new FaultList<Fault & { skip?: number }>(Number.POSITIVE_INFINITY);
   /** The injected faults, with their counts; `faults.length = 0` removes them. */
   get faults() {
@@ -474,6 +481,15 @@ export class TritonSim {
           status: 200,
           payload: { [sim.datacenter]: sim.url, 'us-other-1': 'https://us-other-1.api.example.com' },
         };
+      },
+    },
+    {
+      // GET /<login>/services (joyent/node-triton lib/cloudapi2.js listServices).
+      method: 'GET',
+      path: /^\/[^/]+\/services$/,
+      handle: (sim, { authorize }) => {
+        authorize('listservices');
+        return { status: 200, payload: { cloudapi: sim.url, ...sim.services } };
       },
     },
     {

@@ -40,6 +40,12 @@ async function call(method: string, path: string, body?: unknown, signer = accou
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }
 
+describe('ListServices', () => {
+  it('names only CloudAPI in a data centre without CMON (test/clouds/triton/cmon.ts adds it)', async () => {
+    expect(await call('GET', '/demo/services')).toEqual({ status: 200, body: { cloudapi: sim.url } });
+  });
+});
+
 describe('ListMachines and machine states', () => {
   it('a failed machine is listed only with tombstone, like a destroyed one; GetMachine answers it', async () => {
     const ok = sim.addMachine({ name: 'ok', ips: ['10.0.0.1'] });
