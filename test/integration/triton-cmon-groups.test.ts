@@ -202,6 +202,14 @@ describe('ccm nodes init --cmon-groups', () => {
     expect(groupsOf(w1)).toBe(`team-a,${cluster}`);
   });
 
+  it('ccm run refuses a bad value at once: one line, exit 2', async () => {
+    const run = await cli(['run', '--provider', 'triton', '--cmon-groups', 'cluster,cluster']);
+    expect(run.stderr).toBe(
+      'ccm: --cmon-groups: expected cluster, cluster=NAME and/or role, comma-separated (e.g. cluster,role), or none, got "cluster,cluster"',
+    );
+    expect(run.exitCode).toBe(2);
+  });
+
   it('another provider refuses the flag', async () => {
     const run = await cli(
       [
