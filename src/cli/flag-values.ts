@@ -6,6 +6,7 @@
  */
 import { closest } from '../closest.js';
 import { providerNames, unknownProviderText } from '../providers/registry.js';
+import { parseCmonGroups } from '../providers/triton/cmon-spec.js';
 import { expectedText, UsageError } from './errors.js';
 
 /** "; did you mean X?" when `typed` is a likely typo of one of `candidates`, else "". */
@@ -88,4 +89,10 @@ export function parseBoolean(text: string): boolean | undefined {
   if (word === 'true' || word === 't' || word === '1') return true;
   if (word === 'false' || word === 'f' || word === '0') return false;
   return undefined;
+}
+
+/** `--cmon-groups` (Triton): cluster, cluster=NAME, role, comma-separated, or none (cmon-spec.ts). */
+export function cmonGroupsFlag(input: string): string {
+  parseCmonGroups(input);
+  return input;
 }

@@ -1,5 +1,6 @@
 import { monotonicMs } from '../clock.js';
 import type { BrakeVerdict } from '../controllers/deletion-brake.js';
+import type { PassGroupsChange } from '../controllers/instance-groups.js';
 import {
   applyPlans,
   buildReport,
@@ -16,6 +17,7 @@ import {
   tellHeld,
 } from '../controllers/pass-brake.js';
 import type { NodePlan } from '../controllers/plan.js';
+import { clusterIdentity } from '../kube/cluster-identity.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { eventRecorder } from '../kube/event-recorder.js';
 import { createNodeClient } from '../kube/nodes.js';
@@ -32,6 +34,8 @@ export interface NodesInitInput extends ClusterAndCloudFlags {
   /** A task list on the terminal while the pass runs (else nothing until the report). */
   progress: boolean;
   pass: PassOptions;
+  /** --cluster-name: the cluster identity of the instance groups (default: from the kube-system UID). */
+  'cluster-name'?: string;
   /** --allow-mass-deletion: the id of the hold this pass releases (it must be the current one). */
   allowMassDeletion?: string;
   env: Readonly<Record<string, string | undefined>>;
@@ -52,6 +56,7 @@ export interface NodesInitResult {
 interface Ctx {
   plans?: NodePlan[];
   hold?: PassHold;
+  groups?: PassGroupsChange[];
 }
 
 /**
@@ -152,6 +157,7 @@ async function runPass(input: NodesInitInput, control: Pass): Promise<NodesInitR
   let state: Awaited<ReturnType<typeof readState>>;
   let verdict: BrakeVerdict;
   let release: string | undefined;
+  let clusterID: string | undefined;
   try {
     configured = await providerWithSecret(input, input.env, transport, () => {
       cloudCalls++;
@@ -159,6 +165,9 @@ async function runPass(input: NodesInitInput, control: Pass): Promise<NodesInitR
     // Read before the task list starts: an unreachable API server or a broken inventory is a
     // configuration error and must print one line, not a failed task.
     state = await readState(kube, configured.provider);
+    // The instance groups' owner: the identity `ccm run` uses (its --cluster-name, else the UID's).
+    if (configured.provider.instanceGroups)
+      clusterID = await clusterIdentity(transport, input['cluster-name']);
     const recent = await readRecentDeletions(kube, pass);
     verdict = judgePass(state, configured.provider, recent, pass);
     if (input.allowMassDeletion !== undefined) {
@@ -189,6 +198,16 @@ async function runPass(input: NodesInitInput, control: Pass): Promise<NodesInitR
             await confirmBraked(ctx.plans, provider, verdict, pass, release);
             ctx.hold = await tellHeld(ctx.plans, kube, verdict, state.nodes, pass);
           }
+          if (provider.instanceGroups && clusterID !== undefined) {
+            const { planPassGroups } = await import('../controllers/instance-groups.js');
+            ctx.groups = await planPassGroups(
+              provider.instanceGroups,
+              clusterID,
+              state.nodes,
+              ctx.plans,
+              provider.providerIdScheme,
+            );
+          }
           const changing = ctx.plans.filter((p) => p.changes.length > 0).length;
           task.title = `Plan: ${changing} of ${state.nodes.length} Nodes to change (${state.index.size} ${provider.name} instances)`;
         },
@@ -200,6 +219,11 @@ async function runPass(input: NodesInitInput, control: Pass): Promise<NodesInitR
           ctx.plans = await applyPlans(ctx.plans ?? [], state, kube, provider, pass, (done, total) => {
             if (done % 50 === 0 || done === total) task.title = `Apply (${done}/${total})`;
           });
+          // The instances' groups after the Nodes: a Node initialised now has its provider ID.
+          if (provider.instanceGroups && clusterID !== undefined && ctx.groups) {
+            const { applyPassGroups } = await import('../controllers/instance-groups.js');
+            await applyPassGroups(provider.instanceGroups, clusterID, ctx.groups, control.mayWrite);
+          }
         },
       },
     ]),
@@ -216,10 +240,14 @@ async function runPass(input: NodesInitInput, control: Pass): Promise<NodesInitR
   // Ctrl-C during the writes: the writes after it were refused, and no Event is waited for.
   if (!control.mayWrite()) throw new InterruptedError('cancelled');
   const plans = ctx.plans ?? [];
+  const leaving = ctx.groups ? withGroups(plans, ctx.groups) : undefined;
   // Events are sent beside the work (event-recorder.ts); the pass ends when they are, or in 10 s.
   await eventRecorder(transport).flush(10_000);
   return {
-    report: buildReport(provider, plans, state, pass.dryRun, ctx.hold),
+    report: {
+      ...buildReport(provider, plans, state, pass.dryRun, ctx.hold),
+      ...(leaving ? { instanceGroups: leaving } : {}),
+    },
     plans,
     kubeWrites: kube.writes,
     cloudCalls,
@@ -245,4 +273,30 @@ function checkRelease(id: string, verdict: BrakeVerdict): string {
     );
   }
   return id;
+}
+
+/**
+ * The groups changes in the report: a Node's among its changes (a refused or failed one is the Node's
+ * failure), those of instances no managed Node has on their own.
+ */
+function withGroups(
+  plans: NodePlan[],
+  changes: readonly PassGroupsChange[],
+): NonNullable<PassReport['instanceGroups']> {
+  const byName = new Map(plans.map((p) => [p.name, p]));
+  const leaving: NonNullable<PassReport['instanceGroups']> = [];
+  for (const c of changes) {
+    const plan = c.node === undefined ? undefined : byName.get(c.node);
+    if (!plan) {
+      leaving.push({ providerID: c.providerID, change: c.change, ...(c.error ? { error: c.error } : {}) });
+      continue;
+    }
+    if (c.error) {
+      plan.error = plan.error ? `${plan.error}; ${c.error}` : c.error;
+      continue;
+    }
+    plan.instanceGroups = c.change;
+    plan.changes.push(c.change);
+  }
+  return leaving;
 }

@@ -52,6 +52,7 @@ export function nodesInitReport({
   const resultWord = (r: PassResult) => (report.dryRun ? (WOULD[r] ?? r) : r);
   const changeTexts = (n: NodeReport) => n.changes.map((c) => (report.dryRun ? `would ${c}` : c));
   const s = report.summary;
+  const leaving = report.instanceGroups ?? [];
   const counts = ORDER.filter((k) => s[k] > 0).map((k) => `${grouped(s[k])} ${resultWord(k)}`);
   const summary =
     `${report.dryRun ? 'Dry run, nothing written. ' : ''}${plural(s.total, NOUN)}` +
@@ -81,17 +82,30 @@ export function nodesInitReport({
       },
     ],
     summary,
-    notes: groupNotes(
-      report.nodes.flatMap((n) => (n.notes ?? []).map((note) => ({ name: n.name, note }))),
-      NOUN,
-    ),
+    notes: [
+      ...groupNotes(
+        report.nodes.flatMap((n) => (n.notes ?? []).map((note) => ({ name: n.name, note }))),
+        NOUN,
+      ),
+      // Instances whose Node left: ccm's groups come off them (said, as a Node's changes are).
+      ...leaving
+        .filter((i) => !i.error)
+        .map((i) => `instance ${i.providerID} (no Node): ${report.dryRun ? 'would ' : ''}${i.change}`),
+    ],
     errors: [
       ...(report.listingError ? [report.listingError] : []),
       ...(report.hold ? [holdLine(report.hold)] : []),
+      ...leaving
+        .filter((i) => i.error)
+        .map((i) => `instance ${i.providerID} (no Node): ${i.change}: ${i.error}`),
     ],
     // A pass whose cloud listing failed reconciled nothing that needs the cloud, even when every Node
     // was skipped: exit 1, so a CronJob's failed Job shows it.
-    failed: s.failed > 0 || report.listingError !== undefined || report.hold !== undefined,
+    failed:
+      s.failed > 0 ||
+      report.listingError !== undefined ||
+      report.hold !== undefined ||
+      leaving.some((i) => i.error !== undefined),
     ...(report.hold ? { exitCode: EXIT_HELD } : {}),
   });
 }

@@ -12,6 +12,8 @@ export interface ProviderFlags {
   provider?: string;
   'cloud-config'?: string;
   'cloud-api-url'?: string;
+  /** Triton's CMON groups (a field's `flag`): refused with a provider that has no such field. */
+  'cmon-groups'?: string;
 }
 
 /** The flags of a command that reads the cluster and the cloud once (nodes init, nodes list, doctor). */
@@ -49,6 +51,14 @@ export function resolveProviderValues(
   secret?: Readonly<Record<string, string>>,
 ): ProviderValues {
   if (flags['cloud-api-url'] !== undefined) checkCloudApiUrl(definition, flags['cloud-api-url']);
+  if (
+    flags['cmon-groups'] !== undefined &&
+    !definition.credentials.fields.some((f) => f.flag === 'cmon-groups')
+  ) {
+    throw new UsageError(
+      `--cmon-groups: the ${definition.name} provider has no CMON groups (Triton's Container Monitor); leave it out`,
+    );
+  }
   const values: Record<string, string | undefined> = {};
   for (const field of definition.credentials.fields) {
     const fromFlag =

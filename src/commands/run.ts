@@ -4,7 +4,7 @@ import { brakeFlags } from '../cli/brake-flags.js';
 import { parseDuration } from '../cli/duration.js';
 import { endProcess } from '../cli/end-process.js';
 import { flagValueError } from '../cli/errors.js';
-import { secretRefFlag } from '../cli/flag-values.js';
+import { cmonGroupsFlag, secretRefFlag } from '../cli/flag-values.js';
 import type { RunHandle, RunInput } from '../cli/run.js';
 
 function duration(flag: string, value: string, min = 1): number {
@@ -147,6 +147,11 @@ export default class Run extends CcmCommand {
     'cloudlycke-route-table': Flags.string({
       description:
         "Cloudlycke: the host's routing table for Pod routes, a name or number (default main; env CLOUDLYCKE_ROUTE_TABLE)",
+    }),
+    'cmon-groups': Flags.string({
+      description:
+        "Triton: the CMON groups kept in the triton.cmon.groups tag of each Node's machine, merged with others' (cluster, cluster=NAME, role; comma-separated; none takes ccm's off; env TRITON_CMON_GROUPS)",
+      parse: async (input) => cmonGroupsFlag(input),
     }),
     'adopt-official': Flags.boolean({
       default: false,

@@ -1,6 +1,7 @@
 import { monotonicMs } from '../clock.js';
 import { isProviderError, RetryableError } from '../providers/errors.js';
 import type {
+  InstanceGroups,
   LoadBalancerAdoption,
   LoadBalancerRequest,
   LoadBalancers,
@@ -143,12 +144,25 @@ export function budgetedProvider(
         }
       : {}),
   };
+  const groupsOf = (p: Provider): InstanceGroups => {
+    // A reload that turned the groups off: nothing to plan, nothing of the old plan to write.
+    if (!p.instanceGroups)
+      throw new RetryableError(`the ${p.name} provider keeps no instance groups since a reload`);
+    return p.instanceGroups;
+  };
   const routes: Routes | undefined = holder.current.routes && {
     list: (clusterID, signal) => call('route_list', (p) => (p.routes as Routes).list(clusterID, signal)),
     create: (clusterID, nameHint, route, signal) =>
       call('route_create', (p) => (p.routes as Routes).create(clusterID, nameHint, route, signal), true),
     delete: (clusterID, route, signal) =>
       call('route_delete', (p) => (p.routes as Routes).delete(clusterID, route, signal), true),
+  };
+  // The instance groups' tag writes are cloud writes like a load balancer's: budgeted, counted, gated.
+  const instanceGroups: InstanceGroups | undefined = holder.current.instanceGroups && {
+    plan: (clusterID, nodes, signal) =>
+      call('instance_groups_plan', (p) => groupsOf(p).plan(clusterID, nodes, signal)),
+    apply: (clusterID, change, signal) =>
+      call('instance_groups_apply', (p) => groupsOf(p).apply(clusterID, change, signal), true),
   };
   return {
     get name() {
@@ -163,6 +177,7 @@ export function budgetedProvider(
     },
     ...(loadBalancers ? { loadBalancers } : {}),
     ...(routes ? { routes } : {}),
+    ...(instanceGroups ? { instanceGroups } : {}),
     ...(holder.current.noRoutesReason ? { noRoutesReason: holder.current.noRoutesReason } : {}),
   };
 }

@@ -3,6 +3,7 @@ import { nodeName, type SlimNode } from '../kube/slim-node.js';
 import { LABEL_PAIRS } from '../kube/well-known.js';
 import type { CloudView } from './cloud-view.js';
 import { FirstSeen } from './first-seen.js';
+import { startInstanceGroups } from './instance-groups.js';
 import type { Controller, ControllerContext } from './manager.js';
 import { isUninitialized } from './node.js';
 import { reconcileNode, reportReconcile, WrittenAddresses } from './node-reconcile.js';
@@ -52,6 +53,7 @@ export function cloudNodeController(): Controller {
   let queue: WorkQueue<string> | undefined;
   let workers: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
+  let groups: { stop(): Promise<void> } | undefined;
   const lastErrors = new Map<string, string>();
 
   return {
@@ -92,6 +94,9 @@ export function cloudNodeController(): Controller {
       };
       timer = setInterval(() => void refreshAddresses(), ctx.options.nodeStatusUpdateFrequencyMs);
       timer.unref?.();
+      // The groups the provider keeps on each managed Node's instance (Triton's CMON groups), if any.
+      const instanceGroups = ctx.provider.instanceGroups;
+      if (instanceGroups) groups = startInstanceGroups(ctx, instanceGroups);
 
       workers = q.run(
         ctx.options.concurrency,
@@ -141,7 +146,7 @@ export function cloudNodeController(): Controller {
     async stop() {
       if (timer) clearInterval(timer);
       queue?.shutDown();
-      await workers;
+      await Promise.all([workers, groups?.stop()]);
     },
   };
 }

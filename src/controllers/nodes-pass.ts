@@ -90,6 +90,11 @@ export interface PassReport {
   listingError?: string;
   /** The deletion brake held this pass's deletions (deletion-brake.ts). */
   hold?: PassHold;
+  /**
+   * Instances no managed Node has any more whose groups ccm takes off (a Node's own change is among
+   * its `changes`); absent when the provider keeps none.
+   */
+  instanceGroups?: { providerID: string; change: string; error?: string }[];
 }
 
 /**
@@ -401,7 +406,7 @@ export function resultOf(plan: NodePlan): NodeResult {
   if (plan.error) return 'failed';
   if (plan.waiting) return 'waiting';
   if (plan.events.some((e) => e.reason === syncedEvent.reason)) return 'initialized';
-  if (plan.patch || plan.addresses) return 'updated';
+  if (plan.patch || plan.addresses || plan.instanceGroups) return 'updated';
   return 'unchanged';
 }
 

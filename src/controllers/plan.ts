@@ -28,6 +28,8 @@ export interface NodePlan {
   error?: string;
   /** Things worth telling the operator that are not failures. */
   notes: string[];
+  /** The instance's groups change (Triton's CMON groups; a cloud write, made after the Node's). */
+  instanceGroups?: string;
 }
 
 export interface PlannedEvent {

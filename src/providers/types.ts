@@ -282,6 +282,46 @@ export interface Routes {
   delete(clusterID: string, route: Route, signal?: AbortSignal): Promise<void>;
 }
 
+/** A Node's role, from its well-known labels (node-role.kubernetes.io/control-plane, …/worker). */
+export type NodeRole = 'control-plane' | 'worker';
+
+/** A Node ccm manages, as a provider that keeps groups on each Node's instance needs it. */
+export interface GroupedNode {
+  name: string;
+  providerID: string;
+  roles: readonly NodeRole[];
+}
+
+/** What one instance's groups would become. */
+export interface InstanceGroupsChange {
+  providerID: string;
+  /** The managed Node it belongs to; absent when none has it any more (ccm's groups go). */
+  node?: string;
+  /** The groups ccm keeps on it afterwards; empty: ccm's own groups are taken off. */
+  groups: string[];
+  /** One line, what changes: "tag triton.cmon.groups: add a, b; remove c". */
+  change: string;
+  /** Why it is left alone (e.g. another cluster's record on it); nothing is written then. */
+  refused?: string;
+}
+
+/**
+ * Groups a cloud's monitoring reads from each Node's instance (Triton: CMON's `triton.cmon.groups`
+ * tag). ccm merges its groups with those others set, records what it added, and takes off only its
+ * own, from an instance whose Node left too. Changes go one instance at a time, each from the
+ * instance's tags as they are when it is made.
+ */
+export interface InstanceGroups {
+  /** The changes that make exactly `nodes`' instances carry this cluster's groups (one listing). */
+  plan(
+    clusterID: string,
+    nodes: readonly GroupedNode[],
+    signal?: AbortSignal,
+  ): Promise<InstanceGroupsChange[]>;
+  /** Makes one planned change (read again, merged, written, read back). */
+  apply(clusterID: string, change: InstanceGroupsChange, signal?: AbortSignal): Promise<void>;
+}
+
 /** One credential or setting of a provider, as the official controller names it. */
 export interface CredentialField {
   key: string;
@@ -355,6 +395,8 @@ export interface Provider {
   readonly routes?: Routes;
   /** Where `routes` is absent: why the cloud cannot hold a Pod route, in one line citing its API. */
   readonly noRoutesReason?: string;
+  /** Groups kept on each managed Node's instance (configured; absent: none). */
+  readonly instanceGroups?: InstanceGroups;
   /** Its API client takes a token of the shared budget per request (ProviderDeps.takeToken). */
   readonly requestBudgeted?: boolean;
   /**

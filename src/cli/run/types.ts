@@ -11,6 +11,7 @@ export interface RunInput {
   provider?: string;
   'cloud-config'?: string;
   'cloudlycke-route-table'?: string;
+  'cmon-groups'?: string;
   logLevel: LogLevel;
   /** ccm's version, for the start line. */
   version?: string;

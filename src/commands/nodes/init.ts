@@ -3,7 +3,7 @@ import { BaseCommand, integerInRange } from '../../cli/base-command.js';
 import { brakeFlags, brakeOptionsFrom } from '../../cli/brake-flags.js';
 import { parseDuration } from '../../cli/duration.js';
 import { flagValueError } from '../../cli/errors.js';
-import { secretRefFlag } from '../../cli/flag-values.js';
+import { cmonGroupsFlag, secretRefFlag } from '../../cli/flag-values.js';
 import type { Report } from '../../cli/output/report.js';
 import type { NodeReport } from '../../controllers/nodes-pass.js';
 
@@ -19,6 +19,7 @@ export default class NodesInit extends BaseCommand {
     '<%= config.bin %> nodes init --provider cloudlycke --dry-run -o wide',
     '<%= config.bin %> nodes init --provider cloudlycke -o json',
     '<%= config.bin %> nodes init --provider digitalocean --allow-mass-deletion 18-3f9a2c1b',
+    '<%= config.bin %> nodes init --provider triton --cmon-groups cluster,role --dry-run',
   ];
   static override flags = {
     'dry-run': Flags.boolean({ description: 'Print the plan; write nothing', default: false }),
@@ -33,6 +34,15 @@ export default class NodesInit extends BaseCommand {
     'deletion-grace-period': Flags.string({
       description: 'A Node younger than this is never deleted (clouds are eventually consistent)',
       default: '5m',
+    }),
+    'cmon-groups': Flags.string({
+      description:
+        "Triton: the CMON groups kept in the triton.cmon.groups tag of each Node's machine, merged with others' (cluster, cluster=NAME, role; comma-separated; none takes ccm's off; env TRITON_CMON_GROUPS)",
+      parse: async (input) => cmonGroupsFlag(input),
+    }),
+    'cluster-name': Flags.string({
+      description:
+        "The cluster identity `ccm run` is given (its --cluster-name): the default CMON cluster group, and the owner in ccm's record of its groups (default: derived from the kube-system namespace UID)",
     }),
     ...brakeFlags,
     'allow-mass-deletion': Flags.string({

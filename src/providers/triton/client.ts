@@ -370,7 +370,7 @@ function validationReasons(body: unknown): string {
 
 /** The CloudAPI actions (route names, as RBAC policies name them) ccm calls. */
 const NEEDED_ACTIONS =
-  'getaccount, listmachines, getmachine, listdatacenters unless TRITON_DATACENTER is set, and for CNS load balancing listmachinetags, addmachinetags, deletemachinetag';
+  'getaccount, listmachines, getmachine, listdatacenters unless TRITON_DATACENTER is set, and for CNS load balancing and CMON groups listmachinetags, addmachinetags, deletemachinetag';
 
 /** Whether this machine's clock is outside CloudAPI's window, by the Date of CloudAPI's own answer. */
 function clockAdvice(skewMs: number | undefined, answer = 'answer'): string {

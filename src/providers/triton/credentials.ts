@@ -107,5 +107,16 @@ export const credentials: CredentialSchema = {
       prompt: 'input',
       env: ['TRITON_ROUTE_NETWORK'],
     },
+    {
+      key: 'cmonGroups',
+      description:
+        "CMON groups ccm keeps in the triton.cmon.groups tag of each Node's machine: cluster (the cluster identity), cluster=NAME, role (<cluster group>-control-plane, -worker), comma-separated, or none; unset: ccm leaves the tag alone",
+      secret: false,
+      required: false,
+      prompt: 'input',
+      flag: 'cmon-groups',
+      env: ['TRITON_CMON_GROUPS'],
+      secretKey: 'cmon-groups',
+    },
   ],
 };

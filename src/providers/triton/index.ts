@@ -3,6 +3,8 @@ import { InvalidConfigError } from '../errors.js';
 import type { Provider, ProviderDefinition, ProviderDeps, ProviderValues } from '../types.js';
 import { ANNOTATIONS } from './annotations.js';
 import { TritonClient } from './client.js';
+import { CmonGroups } from './cmon.js';
+import { parseCmonGroups } from './cmon-spec.js';
 import { credentials } from './credentials.js';
 import { type DatacenterResolver, SCHEME, tritonInstances } from './instances.js';
 import { CnsLoadBalancers } from './load-balancers.js';
@@ -56,6 +58,7 @@ export const triton: ProviderDefinition = {
       name: 'triton',
       providerIdScheme: SCHEME,
       ...routesOf(client, value(values.routeNetwork)),
+      ...groupsOf(client, value(values.cmonGroups), deps),
       instances: tritonInstances(client, datacenter),
       loadBalancers: new CnsLoadBalancers(client, {
         datacenter,
@@ -83,6 +86,21 @@ function routesOf(
     );
   }
   return { routes: new FabricRoutes(client, Number(m[1]), (m[2] as string).toLowerCase()) };
+}
+
+/** TRITON_CMON_GROUPS (--cmon-groups, Secret key cmon-groups): the CMON groups ccm keeps, else none. */
+function groupsOf(
+  client: TritonClient,
+  text: string | undefined,
+  deps: ProviderDeps,
+): Pick<Provider, 'instanceGroups'> {
+  if (text === undefined) return {};
+  try {
+    return { instanceGroups: new CmonGroups(client, parseCmonGroups(text.trim())) };
+  } catch (err) {
+    const where = deps.origin?.('cmonGroups') ?? 'TRITON_CMON_GROUPS';
+    throw new InvalidConfigError(`${where}: ${(err as Error).message}`);
+  }
 }
 
 function value(v: string | undefined): string | undefined {

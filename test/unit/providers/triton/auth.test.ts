@@ -124,7 +124,7 @@ describe('requests signed with the account key are accepted by the verifying sim
     const err = await verifyFailure(norole);
     expect(err).toBeInstanceOf(UnauthorizedError);
     expect(err.message).toBe(
-      `CloudAPI refused action "getaccount" to user norole of account demo (403 NotAuthorized: You do not have permission to access /demo (getaccount)): the credentials are valid, but no policy of the user's default roles allows it; give user norole a default role whose policy says "CAN getaccount" (ccm needs getaccount, listmachines, getmachine, listdatacenters unless TRITON_DATACENTER is set, and for CNS load balancing listmachinetags, addmachinetags, deletemachinetag)`,
+      `CloudAPI refused action "getaccount" to user norole of account demo (403 NotAuthorized: You do not have permission to access /demo (getaccount)): the credentials are valid, but no policy of the user's default roles allows it; give user norole a default role whose policy says "CAN getaccount" (ccm needs getaccount, listmachines, getmachine, listdatacenters unless TRITON_DATACENTER is set, and for CNS load balancing and CMON groups listmachinetags, addmachinetags, deletemachinetag)`,
     );
     // 'ops' may read its account, not list machines
     const ops = provider({ keyMaterial: subUserKey.privateKey, user: 'ops' });
