@@ -155,7 +155,20 @@ export async function chaosRun(options: ChaosOptions): Promise<ChaosReport> {
     churn.nodesAdded += 6;
     churn.servicesCreated += 2;
     stops.push(every(3000, () => world.kubelets(), errors));
-    stops.push(every(5000, () => invariants.checkContinuously(), errors));
+    let told = 0;
+    stops.push(
+      every(
+        5000,
+        () => {
+          invariants.checkContinuously();
+          // Said when found, so that a long run's log shows it beside the fault that caused it.
+          for (const v of invariants.violations.slice(told))
+            log(`VIOLATION ${new Date(v.at).toISOString()} [${v.invariant}] ${v.what}`);
+          told = invariants.violations.length;
+        },
+        errors,
+      ),
+    );
     const seen = new Map<string, number>();
     const stopOperator = every(3000, () => operatorStep(world, brake, seen), errors);
     const stopChurn = every(
