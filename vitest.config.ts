@@ -22,6 +22,19 @@ export default defineConfig({
       {
         extends: true,
         test: {
+          // The chaos runs (test/chaos, docs/chaos.md): in `npm test` one short run per cloud with a
+          // fixed seed, beside the suite; with CHAOS_RUN=1 (`npm run test:chaos`) only the long run.
+          name: 'chaos',
+          include: process.env.CHAOS_RUN ? ['test/chaos/run.test.ts'] : ['test/chaos/ci-*.test.ts'],
+          setupFiles: ['test/helpers/cleanup.ts'],
+          maxWorkers: 2,
+          testTimeout: 15 * 60_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
           // The real kubeadm cluster (test/cluster): one machine-wide cluster, so one file at a time, after
           // the rest of the suite; its global teardown takes the cluster down.
           name: 'cluster',

@@ -37,6 +37,8 @@ export interface AuditEvent {
   userAgent?: string;
   /** When the API server received the request (RFC 3339, microseconds). */
   requestReceivedTimestamp?: string;
+  /** The request's body, where the policy logs it (StartOptions.auditLeaseBodies). */
+  requestObject?: unknown;
 }
 
 export interface ControlPlane {
@@ -175,7 +177,18 @@ export interface StartOptions {
   extraArgs?: string[];
   /** More static-token identities, each in system:masters; their tokens are in ControlPlane.tokens. */
   tokenUsers?: string[];
+  /**
+   * Audit the request bodies of Lease writes too (level Request), so that a test can read who each
+   * write named as holder (the chaos run's leader timeline).
+   */
+  auditLeaseBodies?: boolean;
 }
+
+/** The audit rule that logs Lease writes with their bodies, ahead of the policy's other rules. */
+const LEASE_BODIES_RULE = `  - level: Request
+    verbs: ["create", "update", "patch"]
+    resources: [{ group: "coordination.k8s.io", resources: ["leases"] }]
+`;
 
 /** `openssl req` options for a new unencrypted EC P-256 key. */
 const NEW_EC_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
@@ -311,7 +324,12 @@ async function startOnFreePorts(options: StartOptions): Promise<ControlPlane> {
     const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     writeFileSync(join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
     writeFileSync(join(dir, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
-    writeFileSync(join(dir, 'audit-policy.yaml'), AUDIT_POLICY);
+    writeFileSync(
+      join(dir, 'audit-policy.yaml'),
+      options.auditLeaseBodies
+        ? AUDIT_POLICY.replace('rules:\n', `rules:\n${LEASE_BODIES_RULE}`)
+        : AUDIT_POLICY,
+    );
     writeFileSync(join(dir, 'audit.log'), '');
 
     const startApiserver = () =>

@@ -161,6 +161,14 @@ const NOT_RUN: [reason: string, lines: string[]][] = [
   ],
   ['the official Go SDKs against the simulators: minutes, Go modules fetched', ['npm run test:sdk']],
   [
+    'chaos runs: minutes to an hour of three ccm replicas under faults, on two cores; npm test runs the short one of each cloud (test/chaos/ci-*.test.ts)',
+    [
+      'npm run test:chaos',
+      'CHAOS_CLOUD=openstack CHAOS_MINUTES=60 npm run test:chaos',
+      'CHAOS_CLOUD=digitalocean CHAOS_SEED=45 CHAOS_MINUTES=3 npm run test:chaos',
+    ],
+  ],
+  [
     "starts its own control plane and simulator as a reader does: quickstart.test.ts runs it, and the README's blocks with it",
     ['npm run quickstart', 'npm run quickstart -- --cloud digitalocean'],
   ],

@@ -136,6 +136,8 @@ export class DigitalOceanSimulator {
   private readonly faults = new FaultList<Fault>(1);
   /** Other accounts on the same API, by their `Authorization` header (addAccount). */
   private readonly accounts = new Map<string, DigitalOceanSimulator>();
+  /** More tokens of this same account (`Authorization` headers), as a rotated personal access token. */
+  private readonly moreTokens = new Set<string>();
   /**
    * While true, a load balancer stays `new` however often it is read: DigitalOcean takes minutes to
    * build one, and its official controller answers "load-balancer is not yet active" until then
@@ -181,6 +183,7 @@ export class DigitalOceanSimulator {
 
   reset(): void {
     this.accounts.clear();
+    this.moreTokens.clear();
     this.requests.length = 0;
     this.droplets.clear();
     this.loadBalancers.clear();
@@ -204,6 +207,11 @@ export class DigitalOceanSimulator {
     other.url = this.url;
     this.accounts.set(`Bearer ${token}`, other);
     return other;
+  }
+
+  /** Another token of this account: a rotation to it changes the credentials, not what they see. */
+  acceptToken(token: string): void {
+    this.moreTokens.add(`Bearer ${token}`);
   }
 
   addDroplets(...inputs: DropletInput[]): Json[] {
@@ -315,7 +323,8 @@ export class DigitalOceanSimulator {
     });
     specViolations.push(...(checked?.errors ?? []));
 
-    if (req.headers.authorization !== `Bearer ${this.token}`) {
+    const authorization = req.headers.authorization ?? '';
+    if (authorization !== `Bearer ${this.token}` && !this.moreTokens.has(authorization)) {
       return this.send(res, record, checked?.operation, { status: 401, body: errorBody(401) });
     }
     const burst = this.burstWait(record.at);
