@@ -80,21 +80,41 @@ function duration(random: Random, kind: FaultKind): number {
   }
 }
 
-/** The fault schedule of a chaos phase of `chaosMs`: a fault every 6–20 s. */
-export function drawSchedule(random: Random, chaosMs: number): ScheduledFault[] {
+/**
+ * The fault schedule of a chaos phase of `chaosMs`: a fault every 6–20 s. With `everyKindFirst`, the
+ * schedule opens with each kind once, in an order drawn from the seed, every 4–8 s, so that a short
+ * run (CI's) meets every fault; the draws after that are as without it.
+ */
+export function drawSchedule(
+  random: Random,
+  chaosMs: number,
+  options: { everyKindFirst?: boolean } = {},
+): ScheduledFault[] {
   const total = FAULT_KINDS.reduce((sum, k) => sum + WEIGHTS[k], 0);
   const schedule: ScheduledFault[] = [];
-  for (let at = random.between(3000, 8000); at < chaosMs; at += random.between(6000, 20_000)) {
-    const r = random.next() * total;
-    let sum = 0;
-    const kind =
-      FAULT_KINDS.find((k) => {
-        sum += WEIGHTS[k];
-        return r < sum;
-      }) ?? 'cloud-500';
+  const add = (at: number, kind: FaultKind) => {
     // Every fault is over when the chaos phase ends: the quiet period starts from a healed world.
     const durationMs = Math.min(duration(random, kind), Math.max(0, Math.round(chaosMs - at)));
     schedule.push({ at: Math.round(at), kind, durationMs, pick: random.next() });
+  };
+  let at = random.between(3000, 8000);
+  if (options.everyKindFirst) {
+    for (const kind of random.sample(FAULT_KINDS, FAULT_KINDS.length)) {
+      if (at >= chaosMs) break;
+      add(at, kind);
+      at += random.between(4000, 8000);
+    }
+  }
+  for (; at < chaosMs; at += random.between(6000, 20_000)) {
+    const r = random.next() * total;
+    let sum = 0;
+    add(
+      at,
+      FAULT_KINDS.find((k) => {
+        sum += WEIGHTS[k];
+        return r < sum;
+      }) ?? 'cloud-500',
+    );
   }
   return schedule;
 }
