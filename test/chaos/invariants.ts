@@ -54,6 +54,8 @@ export class Invariants {
     Invariant,
     number
   >;
+  /** How long after the quiet period the settled state held (or the bound, when it did not). */
+  settledAfterMs = 0;
   /** Successful Lease writes, in order of receipt. */
   readonly leaseWrites: LeaseWrite[] = [];
   /** ccm's Kubernetes writes not judged yet (the Lease's own excluded). */
@@ -210,8 +212,33 @@ export class Invariants {
     }
   }
 
-  /** After the quiet period: the state the cluster and the cloud must have settled in. */
-  async checkSettled(): Promise<void> {
+  /**
+   * After the quiet period: the state the cluster and the cloud must have settled in, looked at every
+   * 5 s until it holds or `boundMs` has passed; what still fails then is a violation. The bound is the
+   * longest a failed key may rightly wait: the service controller's backoff doubles to 300 s, as
+   * upstream's. `settledAfterMs` says how long it took.
+   */
+  async checkSettled(boundMs: number): Promise<void> {
+    const started = Date.now();
+    for (;;) {
+      const { checks, problems } = await this.settledProblems();
+      if (problems.length === 0 || Date.now() - started >= boundMs) {
+        for (const [invariant, n] of Object.entries(checks)) this.checks[invariant as Invariant] += n;
+        for (const p of problems) this.fail(p.invariant, p.what);
+        this.settledAfterMs = Date.now() - started;
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 5000));
+    }
+  }
+
+  private async settledProblems() {
+    const checks: Partial<Record<Invariant, number>> = {};
+    const problems: { invariant: Invariant; what: string }[] = [];
+    const count = (invariant: Invariant) => {
+      checks[invariant] = (checks[invariant] ?? 0) + 1;
+    };
+    const fail = (invariant: Invariant, what: string) => problems.push({ invariant, what });
     const { api, cloud } = this.world;
     const nodes = (await api.listNode()).items;
     for (const node of nodes) {
@@ -220,10 +247,10 @@ export class Invariants {
       // A machine that went before ccm could initialise its Node leaves a Node without a provider
       // ID, which ccm never deletes (a Node of no known instance is never "gone"): not ccm's to fix.
       if (instance?.goneAt && !node.spec?.providerID) continue;
-      this.checks['every-node-initialised']++;
+      count('every-node-initialised');
       const tainted = (node.spec?.taints ?? []).some((t) => t.key === UNINITIALIZED);
       if (tainted || !node.spec?.providerID)
-        this.fail(
+        fail(
           'every-node-initialised',
           `Node ${name} is not initialised after the quiet period (${tainted ? 'still tainted' : 'no taint'}, providerID ${node.spec?.providerID ?? 'none'}; instance ${instance?.goneAt ? 'gone' : instance?.running ? 'running' : 'stopped'})`,
         );
@@ -241,9 +268,9 @@ export class Invariants {
     const lbs = cloud.loadBalancers(views);
     for (const s of live) {
       const name = s.metadata?.name ?? '';
-      this.checks['one-load-balancer-per-service']++;
+      count('one-load-balancer-per-service');
       if (s.metadata?.deletionTimestamp) {
-        this.fail(
+        fail(
           'one-load-balancer-per-service',
           `Service ${name} is still being deleted after the quiet period`,
         );
@@ -252,24 +279,25 @@ export class Invariants {
       const own = lbs.filter((lb) => lb.service === name);
       const ingress = (s.status?.loadBalancer?.ingress ?? []).map((i) => i.ip ?? i.hostname ?? '');
       if (own.length !== 1)
-        this.fail(
+        fail(
           'one-load-balancer-per-service',
           `Service ${name} has ${own.length} load balancers (${own.map((lb) => lb.id).join(', ')})`,
         );
       else if (!own[0]?.ips.some((ip) => ingress.includes(ip)))
-        this.fail(
+        fail(
           'one-load-balancer-per-service',
           `Service ${name}'s ingress ${JSON.stringify(ingress)} does not show its load balancer's address (${own[0]?.ips.join(', ')})`,
         );
     }
     for (const lb of lbs) {
-      this.checks['no-orphan-or-twice-created-load-balancer']++;
+      count('no-orphan-or-twice-created-load-balancer');
       if (!lb.service || !live.some((s) => s.metadata?.name === lb.service))
-        this.fail(
+        fail(
           'no-orphan-or-twice-created-load-balancer',
           `load balancer ${lb.id} (${lb.ips.join(', ')}) is left without its Service${lb.service ? ` ${lb.service}` : ''}`,
         );
     }
+    return { checks, problems };
   }
 
   /** Everything left to judge, at the very end (nothing is written any more). */

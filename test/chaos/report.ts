@@ -22,6 +22,8 @@ export interface ChaosReport {
     maxRssMiB: Record<string, number>;
     memoryGrowthMiBPerMin: Record<string, number | undefined>;
     deletionBrake: BrakeFigures;
+    /** Seconds after the quiet period until the settled state held (the bound when it never did). */
+    settledAfterS: number;
     harnessErrors: { count: number; last?: string };
   };
   violations: Violation[];
@@ -87,6 +89,7 @@ export function report(input: {
       maxRssMiB: Object.fromEntries(input.memory.map((m) => [m.replica, m.maxRssMiB])),
       memoryGrowthMiBPerMin: Object.fromEntries(input.memory.map((m) => [m.replica, m.growthMiBPerMin])),
       deletionBrake: input.brake,
+      settledAfterS: Math.round(invariants.settledAfterMs / 1000),
       harnessErrors: input.harnessErrors,
     },
     violations: invariants.violations,
