@@ -162,7 +162,7 @@ export function cmonPrometheusYaml(options: CmonOptions): string {
   const { namespace, name } = options.secret;
   return [
     `# Triton CMON: the Nodes of the cluster whose CMON group is ${options.group}`,
-    "# (ccm manifests --provider triton --cmon). Prometheus reads the client certificate from the",
+    '# (ccm manifests --provider triton --cmon). Prometheus reads the client certificate from the',
     `# kubernetes.io/tls Secret ${namespace}/${name} mounted at ${PROMETHEUS_SECRETS_DIR}/${name}`,
     `# (Prometheus Operator: spec.secrets: [${name}], in the Prometheus' namespace).`,
     objectYaml(config),
