@@ -189,6 +189,10 @@ describe('ccm manifests --provider triton --cmon, run by Prometheus against CMON
       kind: 'Secret',
       metadata: { name: 'ccm-triton-cmon-scrape', namespace: 'kube-system' },
     });
+    // The API server takes it as it is printed (what `kubectl apply` sends).
+    const stored = await api.createNamespacedSecret({ namespace: 'kube-system', body: docs[0] });
+    expect(stored.type).toBe('Opaque');
+    await api.deleteNamespacedSecret({ namespace: 'kube-system', name: 'ccm-triton-cmon-scrape' });
     const jobs = docs[0].stringData['triton-cmon.yaml'];
     // additionalScrapeConfigs holds a list of scrape jobs: the very job of --cmon-format job.
     expect(parse(jobs)).toEqual(parse(await printedJob()).scrape_configs);
