@@ -37,6 +37,8 @@ const KIND_ORDER = [
   'Deployment',
   'PodDisruptionBudget',
   'CronJob',
+  // Last, so that the files of the kinds above keep their names: `--cmon-format additional-scrape-configs`.
+  'Secret',
 ] as const;
 
 /** A file name ccm writes: "01-serviceaccount-ccm.yaml". Nothing else in an index is trusted. */

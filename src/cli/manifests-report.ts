@@ -58,6 +58,30 @@ export function manifestsReport(objects: readonly K8sObject[], provider: string)
   });
 }
 
+/**
+ * `ccm manifests --provider triton --cmon`: a Prometheus configuration, not Kubernetes objects. Every
+ * human view and -o yaml are its YAML (`yaml`, with comments); -o json is the configuration itself.
+ * It has no rows: -o name is refused before it gets here.
+ */
+export function scrapeJobReport(
+  config: { scrape_configs: { job_name: string }[] },
+  yaml: string,
+): Report<ManifestRow> {
+  const text = () => yaml;
+  return defineReport<ManifestRow>({
+    data: config,
+    kind: 'job',
+    noun: ['scrape job', 'scrape jobs'],
+    rows: [],
+    name: (r) => r.name,
+    tone: () => 'ok',
+    columns: COLUMNS,
+    summary: `Prometheus scrape job ${config.scrape_configs.map((j) => j.job_name).join(', ')}`,
+    failed: false,
+    documents: { table: text, wide: text, lines: text, yaml: text },
+  });
+}
+
 /** `ccm manifests --out DIR`: what was written where, and what an earlier run wrote that is gone. */
 export function manifestsWrittenReport(
   objects: readonly K8sObject[],

@@ -2,6 +2,7 @@ import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../cli/base-command.js';
 import { UsageError } from '../cli/errors.js';
 import { nodeSelectorFlag, secretRefFlag } from '../cli/flag-values.js';
+import { CMON_FORMATS, CMON_SECRET_DEFAULT, type CmonFormat } from '../cli/manifests-cmon-flags.js';
 import type { ManifestRow } from '../cli/manifests-report.js';
 import type { Report } from '../cli/output/report.js';
 import { loadProvider } from '../providers/registry.js';
@@ -13,6 +14,7 @@ export default class Manifests extends BaseCommand {
     'The pods run on control-plane Nodes only (required node affinity on node-role.kubernetes.io/control-plane, whose taint they tolerate): they hold the cloud credentials and may delete Nodes. --node-selector (still a DaemonSet, on those Nodes) or --any-node (a Deployment of two replicas, one per Node, with a PodDisruptionBudget) for clusters whose control plane runs elsewhere.',
     "Every flag given reaches the pods: --cloud-api-url, --log-level and --request-timeout are passed to `ccm run` and `ccm nodes init`; --kubeconfig, --context and --cloud-config have no meaning in a pod and are refused. The pods send the cloud token to --cloud-api-url from their Node's network, so it must be https (a plain http:// one on the Node's loopback only with --insecure-cloud-api).",
     'Apply with: ccm manifests --provider X --image <registry>/ccm:<version> | kubectl apply --server-side -f -',
+    "Triton: --cmon prints, instead, what Prometheus needs to scrape the cluster's Nodes through CMON (Triton's Container Monitor): a scrape job whose Triton discovery finds the machines of the cluster's CMON group (the one --cmon-groups cluster of ccm run tags), reads the client certificate of the kubernetes.io/tls Secret that secret create --cmon writes, and labels every series with its Node's name (node) and machine UUID (instance). --cmon-format additional-scrape-configs puts the job in a Secret for the Prometheus Operator's spec.additionalScrapeConfigs (its ScrapeConfig resource has no Triton discovery).",
   ].join('\n\n');
   static override examples = [
     '<%= config.bin %> manifests --provider digitalocean \\\n    --image registry.example.com/ccm:0.1.0 | kubectl apply --server-side -f -',
@@ -20,6 +22,7 @@ export default class Manifests extends BaseCommand {
     '<%= config.bin %> manifests --provider cloudlycke --image registry.example.com/ccm:0.1.0 \\\n    --cronjob --out ./ccm-manifests',
     '<%= config.bin %> manifests --provider openstack --image registry.example.com/ccm:0.1.0 \\\n    --node-selector node-role.kubernetes.io/system=true',
     '<%= config.bin %> manifests --provider digitalocean --image localhost/ccm:0.1.0 \\\n    --image-pull-policy Never',
+    '<%= config.bin %> manifests --provider triton --cmon --cluster-name prod \\\n    --cmon-url https://cmon.us-east-1.triton.zone:9163 --cmon-account acme',
   ];
   static override flags = {
     image: Flags.string({
@@ -76,12 +79,44 @@ export default class Manifests extends BaseCommand {
       description:
         'Write one file per object into this folder instead of printing (YAML; JSON with -o json), and list them. A later run replaces the files it wrote there and removes those it no longer writes; a folder holding YAML or JSON files ccm did not write is refused',
     }),
+    cmon: Flags.boolean({
+      description:
+        "Triton: instead of ccm's manifests, the Prometheus scrape job of the cluster's Nodes through CMON, each series labelled with its Node's name",
+      // No default: oclif's dependsOn of the --cmon-* flags takes a false as given.
+    }),
+    'cmon-format': Flags.option({
+      description:
+        "With --cmon: job (default: a prometheus.yml holding the scrape job) or additional-scrape-configs (a Secret holding it, for the Prometheus Operator's spec.additionalScrapeConfigs)",
+      options: CMON_FORMATS,
+      dependsOn: ['cmon'],
+    })(),
+    'cmon-url': Flags.string({
+      description:
+        "With --cmon: CMON's URL, the cmon entry of `triton services` (CloudAPI ListServices), e.g. https://cmon.us-east-1.triton.zone:9163",
+      dependsOn: ['cmon'],
+    }),
+    'cmon-account': Flags.string({
+      description:
+        'With --cmon: the Triton account whose machines CMON lists (its login, as in the certificate); default: TRITON_ACCOUNT, SDC_ACCOUNT',
+      dependsOn: ['cmon'],
+    }),
+    'cmon-group': Flags.string({
+      description:
+        "With --cmon: the cluster's CMON group, as ccm run's --cmon-groups tags it; default: --cluster-name",
+      dependsOn: ['cmon'],
+    }),
+    'cmon-secret': Flags.string({
+      description: `With --cmon: the kubernetes.io/tls Secret (namespace/name) with the CMON client certificate, in the namespace Prometheus runs in; default: ${CMON_SECRET_DEFAULT}`,
+      dependsOn: ['cmon'],
+      parse: async (input) => secretRefFlag(input),
+    }),
   };
 
   async run(): Promise<Report<ManifestRow>> {
     const { flags } = await this.parse(Manifests);
     if (!flags.provider)
       throw new UsageError('no provider given; pass --provider (e.g. --provider cloudlycke)');
+    if (flags.cmon) return this.cmon({ ...flags, provider: flags.provider });
     // No default: there is no published image, and a made-up name would be pulled from wherever it points.
     if (!flags.image)
       throw new UsageError(
@@ -132,4 +167,111 @@ export default class Manifests extends BaseCommand {
     const written = await writeManifests(flags.out, objects, this.view === 'json' ? 'json' : 'yaml');
     return manifestsWrittenReport(objects, written, flags.out);
   }
+
+  /** --cmon: the Prometheus side of Triton CMON (src/cli/manifests-cmon.ts) instead of ccm's manifests. */
+  private async cmon(flags: CmonFlags): Promise<Report<ManifestRow>> {
+    if (flags.provider !== 'triton') {
+      throw new UsageError(
+        `--cmon is Triton's (CMON, its Container Monitor); --provider is ${flags.provider}`,
+      );
+    }
+    // What configures ccm's own pods means nothing here: refused rather than dropped unseen.
+    const given = (
+      [
+        ['image', flags.image],
+        ['node-selector', flags['node-selector']],
+        ['any-node', flags['any-node'] || undefined],
+        ['cronjob', flags.cronjob || undefined],
+        ['credentials-secret', flags['credentials-secret']],
+        ['cluster-cidr', flags['cluster-cidr']],
+        ['cloud-api-url', flags['cloud-api-url']],
+        ['insecure-cloud-api', flags['insecure-cloud-api'] || undefined],
+        ['request-timeout', flags['request-timeout']],
+        ['kubeconfig', flags.kubeconfig],
+        ['context', flags.context],
+        ['cloud-config', flags['cloud-config']],
+      ] as const
+    ).find(([, value]) => value !== undefined);
+    if (given) {
+      throw new UsageError(
+        `--${given[0]} does not apply with --cmon, which prints a Prometheus scrape job and not ccm's own pods`,
+      );
+    }
+    if (!flags['cmon-url']) {
+      throw new UsageError(
+        "--cmon needs --cmon-url, CMON's URL: the cmon entry of `triton services` (e.g. https://cmon.us-east-1.triton.zone:9163)",
+      );
+    }
+    const account = flags['cmon-account'] ?? envValue('TRITON_ACCOUNT') ?? envValue('SDC_ACCOUNT');
+    if (!account) {
+      throw new UsageError('--cmon needs the Triton account: pass --cmon-account or set TRITON_ACCOUNT');
+    }
+    const group = flags['cmon-group'] ?? flags['cluster-name'];
+    if (!group) {
+      throw new UsageError(
+        "--cmon needs the cluster's CMON group and `ccm manifests` reads no cluster: pass --cluster-name as `ccm run` has it, or --cmon-group (by default k8s- and the first 16 hex digits of the kube-system namespace's UID)",
+      );
+    }
+    const { parseSecretRef } = await import('../cli/provider-config.js');
+    const { cmonAdditionalScrapeConfigs, cmonPrometheusConfig, cmonPrometheusYaml } = await import(
+      '../cli/manifests-cmon.js'
+    );
+    const options = {
+      format: flags['cmon-format'] ?? 'job',
+      url: flags['cmon-url'],
+      account,
+      group,
+      secret: parseSecretRef(flags['cmon-secret'] ?? CMON_SECRET_DEFAULT),
+    };
+    const { manifestsReport, manifestsWrittenReport, scrapeJobReport } = await import(
+      '../cli/manifests-report.js'
+    );
+    if (options.format === 'job') {
+      if (flags.out) {
+        throw new UsageError(
+          '--out writes Kubernetes objects for `kubectl apply -f DIR`, and a scrape job is none: redirect the output to a file, or use --cmon-format additional-scrape-configs',
+        );
+      }
+      if (this.view === 'name') {
+        throw new UsageError(
+          '-o name names Kubernetes objects, and a scrape job is none: use -o yaml, or --cmon-format additional-scrape-configs',
+        );
+      }
+      return scrapeJobReport(cmonPrometheusConfig(options), cmonPrometheusYaml(options));
+    }
+    const objects = [cmonAdditionalScrapeConfigs(options)];
+    if (!flags.out) return manifestsReport(objects, flags.provider);
+    const { writeManifests } = await import('../cli/manifests-out.js');
+    const written = await writeManifests(flags.out, objects, this.view === 'json' ? 'json' : 'yaml');
+    return manifestsWrittenReport(objects, written, flags.out);
+  }
+}
+
+/** The flags `--cmon` reads, or refuses. */
+interface CmonFlags {
+  provider: string;
+  image?: string | undefined;
+  'node-selector'?: string | undefined;
+  'any-node': boolean;
+  cronjob: boolean;
+  'credentials-secret'?: string | undefined;
+  'cluster-cidr'?: string | undefined;
+  'cloud-api-url'?: string | undefined;
+  'insecure-cloud-api': boolean;
+  'request-timeout'?: number | undefined;
+  kubeconfig?: string | undefined;
+  context?: string | undefined;
+  'cloud-config'?: string | undefined;
+  'cluster-name'?: string | undefined;
+  out?: string | undefined;
+  'cmon-format'?: CmonFormat | undefined;
+  'cmon-url'?: string | undefined;
+  'cmon-account'?: string | undefined;
+  'cmon-group'?: string | undefined;
+  'cmon-secret'?: string | undefined;
+}
+
+function envValue(name: string): string | undefined {
+  const value = process.env[name]?.trim();
+  return value ? value : undefined;
 }

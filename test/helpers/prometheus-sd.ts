@@ -83,3 +83,58 @@ export async function runTritonSd(
     stderr: run.stderr,
   };
 }
+
+/** What `triton-sd -job` found: the first scrape job's targets after its relabel_configs (job.go). */
+export interface PrometheusJobResult {
+  job?: string;
+  /** Each kept target's labels as Prometheus scrapes it: the series' target labels, __address__, __scheme__. */
+  targets: Record<string, string>[];
+  /** The machine ids the relabelling dropped. */
+  dropped: string[];
+  /** The discovered targets before relabelling. */
+  discovered: Record<string, string>[];
+  scrapes: Scraped[];
+  error?: string;
+  exitCode: number;
+  stderr: string;
+}
+
+/**
+ * Writes `prometheusYml` (a whole Prometheus configuration) into `dir`, loads it with Prometheus'
+ * config package, runs one discovery of its first job's triton_sd_configs and relabels the targets
+ * with the job's relabel_configs; `ca` is trusted where the job's TLS settings name no CA.
+ */
+export async function runPrometheusJob(
+  bin: string,
+  dir: string,
+  prometheusYml: string,
+  { ca, scrape = false }: { ca?: string; scrape?: boolean } = {},
+): Promise<PrometheusJobResult> {
+  const file = join(dir, 'prometheus.yml');
+  writeFileSync(file, prometheusYml);
+  const args = ['-job', ...(ca ? ['-ca', ca] : []), ...(scrape ? ['-scrape'] : []), file];
+  const run = await runSdkProgram(bin, args, {}, 60_000);
+  let out: {
+    job?: string;
+    groups?: { targets: Record<string, string>[] }[];
+    targets?: Record<string, string>[];
+    dropped?: string[];
+    scrapes?: Scraped[];
+    error?: string;
+  } = {};
+  try {
+    out = JSON.parse(run.stdout) as typeof out;
+  } catch {
+    out = { error: `no JSON on stdout: ${run.stdout}` };
+  }
+  return {
+    ...(out.job !== undefined ? { job: out.job } : {}),
+    targets: out.targets ?? [],
+    dropped: out.dropped ?? [],
+    discovered: (out.groups ?? []).flatMap((g) => g.targets),
+    scrapes: out.scrapes ?? [],
+    ...(out.error !== undefined ? { error: out.error } : {}),
+    exitCode: run.exitCode,
+    stderr: run.stderr,
+  };
+}

@@ -105,6 +105,7 @@ const NAMED = [
   'ccm manifests --cronjob',
   'ccm manifests --provider X',
   'ccm manifests --provider cloudlycke --cronjob',
+  'ccm manifests --provider triton --cmon',
   'ccm manifests | kubectl apply',
   'ccm manifests | kubectl apply --server-side -f -',
   'ccm manifests --provider … | kubectl apply --server-side -f -',
@@ -195,7 +196,13 @@ const NOT_RUN: [reason: string, lines: string[]][] = [
   ],
   [
     "a real cloud account's own CLI",
-    ['triton vlan list', 'triton network list', 'openstack router remove route'],
+    [
+      'triton vlan list',
+      'triton network list',
+      'triton services',
+      'triton profile cmon-certgen',
+      'openstack router remove route',
+    ],
   ],
 ];
 

@@ -3,6 +3,7 @@
 // (test/clouds/triton/cmon.ts).
 //
 //	triton-sd [-scrape] CONFIG.yaml
+//	triton-sd -job [-ca CA.pem] [-scrape] PROMETHEUS.yml
 //
 // CONFIG.yaml is one entry of a scrape job's triton_sd_configs. The output is one JSON object:
 //
@@ -11,6 +12,13 @@
 // or, when the discovery logged an error instead of sending targets, {"error":"..."} with exit code 1.
 // With -scrape it also holds "scrapes": every target's /metrics read by Prometheus' text parser
 // (scrape.go).
+//
+// With -job the file is a whole Prometheus configuration, loaded and validated by Prometheus' own
+// config package as `prometheus` and `promtool check config` load it (job.go); the first scrape job's
+// triton_sd_configs entry is discovered, and each target's labels then go through the job's
+// relabel_configs with Prometheus' own model/relabel ("targets": the label sets Prometheus would scrape;
+// "dropped": the machine ids the relabelling dropped). -ca adds a CA to the TLS settings that have
+// none, as a system trust store that holds CMON's certificate authority would.
 //
 // Why a small program and not the prometheus binary: this links only the discovery package, the text
 // parser and their dependencies (no TSDB, no web UI, no PromQL, no scrape loop), so it builds in a
@@ -49,7 +57,11 @@ type group struct {
 type result struct {
 	Groups  []group   `json:"groups,omitempty"`
 	Scrapes []scraped `json:"scrapes,omitempty"`
-	Error   string    `json:"error,omitempty"`
+	// With -job: the label sets of the targets the relabelling kept, and the machine ids it dropped.
+	Targets []map[string]string `json:"targets,omitempty"`
+	Dropped []string            `json:"dropped,omitempty"`
+	Job     string              `json:"job,omitempty"`
+	Error   string              `json:"error,omitempty"`
 }
 
 // errorHandler turns the discovery's "Unable to refresh target groups" log record into the result:
@@ -79,13 +91,24 @@ func main() {
 		os.Exit(1)
 	}
 	scrape := flag.Bool("scrape", false, "also fetch and parse every target's /metrics")
+	job := flag.Bool("job", false, "the file is a whole Prometheus configuration: discover and relabel its first job")
+	ca := flag.String("ca", "", "with -job: a CA file for the TLS settings that name none")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: triton-sd [-scrape] CONFIG.yaml")
+		fmt.Fprintln(os.Stderr, "usage: triton-sd [-scrape] CONFIG.yaml | triton-sd -job [-ca CA.pem] [-scrape] PROMETHEUS.yml")
 		os.Exit(2)
 	}
 	file := flag.Arg(0)
 	loopbackOnly()
+
+	if *job {
+		res, err := runJob(file, *ca, *scrape)
+		if err != "" {
+			fail(err)
+		}
+		_ = out.Encode(res)
+		return
+	}
 
 	raw, err := os.ReadFile(file)
 	if err != nil {
@@ -98,10 +121,20 @@ func main() {
 	abs, _ := filepath.Abs(file)
 	conf.SetDirectory(filepath.Dir(abs))
 
+	res, msg := discover(&conf, *scrape)
+	if msg != "" {
+		fail(msg)
+	}
+	_ = out.Encode(res)
+}
+
+// discover runs one refresh of the Triton discovery `conf` and, with scrape, scrapes what it found;
+// a refresh that failed is the message the discovery logged.
+func discover(conf *triton.SDConfig, scrape bool) (result, string) {
 	reg := prometheus.NewRegistry()
 	metrics := conf.NewDiscovererMetrics(reg, discovery.NewRefreshMetrics(reg))
 	if err := metrics.Register(); err != nil {
-		fail(err.Error())
+		return result{}, err.Error()
 	}
 	errs := make(chan string, 1)
 	d, err := conf.NewDiscoverer(discovery.DiscovererOptions{
@@ -110,7 +143,7 @@ func main() {
 		SetName: "triton",
 	})
 	if err != nil {
-		fail(err.Error())
+		return result{}, err.Error()
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -137,13 +170,13 @@ func main() {
 			}
 			res.Groups = append(res.Groups, g)
 		}
-		if *scrape {
-			res.Scrapes = scrapeTargets(ctx, &conf, res.Groups)
+		if scrape {
+			res.Scrapes = scrapeTargets(ctx, conf, res.Groups)
 		}
-		_ = out.Encode(res)
+		return res, ""
 	case msg := <-errs:
-		fail(msg)
+		return result{}, msg
 	case <-ctx.Done():
-		fail("no refresh within 30s")
+		return result{}, "no refresh within 30s"
 	}
 }

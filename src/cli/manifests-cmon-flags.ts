@@ -1,0 +1,12 @@
+/**
+ * The values of `ccm manifests --cmon`'s flags, without imports: the command's flag definitions read
+ * them at every start, and the renderer (manifests-cmon.ts) is loaded only with --cmon.
+ */
+export const CMON_FORMATS = ['job', 'additional-scrape-configs'] as const;
+export type CmonFormat = (typeof CMON_FORMATS)[number];
+
+/**
+ * The kubernetes.io/tls Secret `ccm secret create --provider triton --cmon` writes by default: named
+ * as ccm's other objects of one provider (`ccm-<provider>-config`), in kube-system as the credentials.
+ */
+export const CMON_SECRET_DEFAULT = 'kube-system/ccm-triton-cmon';
