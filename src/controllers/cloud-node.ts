@@ -65,6 +65,16 @@ export function cloudNodeController(): Controller {
         onDepth: (depth) => ctx.metrics.queueDepth.set({ controller: NAME }, depth),
       });
       queue = q;
+      // New credentials may be what a failing Node waited for (a 401): each one in backoff (up to
+      // 1,000 s) is tried once now, from the listing made with them, its backoff started over.
+      ctx.onReload?.(() => {
+        const retried = q.retryBackoffNow();
+        if (retried > 0)
+          ctx.log.info(
+            { controller: NAME },
+            `credentials or cloud config reloaded: retrying ${retried} Node(s) waiting out their backoff now`,
+          );
+      });
       const nodes = ctx.informers.nodes;
       const seen = new FirstSeen();
       const note = (n: SlimNode) => (isUninitialized(n) ? seen.at(n) : seen.forget(n));

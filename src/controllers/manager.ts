@@ -16,6 +16,8 @@
  *   ctx.informers     started informers by resource: `nodes` always; `ctx.informer(...)` adds others,
  *                     e.g. ctx.informer({ path: '/api/v1/services', resource: 'services', slim })
  *   ctx.log, ctx.metrics, ctx.options (periods, concurrency, grace), ctx.signal (aborted at shutdown)
+ *   ctx.onReload(fn)  fn is called after each credential or cloud config reload (once the cloud was
+ *                     listed with the new ones): retry what failed, e.g. queue.retryBackoffNow()
  *   ctx.credentialsSecret  the Secret the credentials come from, when they do (its annotation
  *                     releases a held deletion); ctx.deletionHold the brake's hold, for /readyz
  *
@@ -80,6 +82,11 @@ export interface ControllerContext {
   credentialsSecret?: { namespace: string; name: string };
   /** The deletion brake's hold, for /readyz (set by the lifecycle controller while it leads). */
   deletionHold?: HoldStatus;
+  /**
+   * Calls `listener` after each reload of the credentials or the cloud config, once the cloud was
+   * listed with the new ones; returns what unsubscribes it (the term's end does too).
+   */
+  onReload?(listener: () => void): () => void;
 }
 
 export interface Controller {

@@ -6,6 +6,7 @@
  *   queue.addAfter('svc/x', 30_000);  // e.g. a cloud's Retry-After
  *   queue.addRateLimited('node-a');   // after base·2^failures, capped at max
  *   queue.forget('node-a');           // success: the key's backoff starts again from base
+ *   queue.retryBackoffNow();          // the cause is fixed (new credentials): every key in backoff now
  *   const done = queue.run(4, async (key) => { … });  // 4 workers; a throw means addRateLimited
  *   await queue.shutDown();           // stop intake, let in-flight handlers finish
  *
@@ -28,7 +29,8 @@ export class WorkQueue<K = string> {
   private readonly failures = new Map<K, number>();
   /** Keys their handler put back with a delay while it ran: a failure it handled itself. */
   private readonly requeued = new Set<K>();
-  private readonly timers = new Map<K, { timer: NodeJS.Timeout; readyAt: number }>();
+  /** Keys waiting to be added again; `backoff`: put there by addRateLimited (not a cloud's Retry-After). */
+  private readonly timers = new Map<K, { timer: NodeJS.Timeout; readyAt: number; backoff: boolean }>();
   private readonly waiters: ((key: K | undefined) => void)[] = [];
   private shuttingDown = false;
   private readonly baseDelayMs: number;
@@ -66,6 +68,10 @@ export class WorkQueue<K = string> {
    * replaces it, a longer one is ignored (client-go util/workqueue/delaying_queue.go, `insert`).
    */
   addAfter(key: K, ms: number): void {
+    this.delay(key, ms, false);
+  }
+
+  private delay(key: K, ms: number, backoff: boolean): void {
     if (this.shuttingDown) return;
     if (this.processing.has(key)) this.requeued.add(key);
     if (ms <= 0) {
@@ -83,14 +89,40 @@ export class WorkQueue<K = string> {
       this.add(key);
     }, ms);
     timer.unref?.();
-    this.timers.set(key, { timer, readyAt });
+    this.timers.set(key, { timer, readyAt, backoff });
   }
 
   /** Adds the key after its backoff, which doubles with each call until `forget`. */
   addRateLimited(key: K): void {
     const failures = this.failures.get(key) ?? 0;
     this.failures.set(key, failures + 1);
-    this.addAfter(key, this.backoffFor(failures));
+    this.delay(key, this.backoffFor(failures), true);
+  }
+
+  /**
+   * What made the keys fail may be fixed (the credentials were reloaded): every key waiting out its
+   * backoff is added now, its backoff forgotten, and a key in flight that has failed before runs once
+   * more when it is done. One call is one retry each: failing again, a key waits the base delay, then
+   * longer. A key waiting for a delay it was given (addAfter: a cloud's Retry-After, a load balancer
+   * still being built) keeps it. Returns how many keys it retries.
+   */
+  retryBackoffNow(): number {
+    if (this.shuttingDown) return 0;
+    let retried = 0;
+    for (const [key, pending] of [...this.timers]) {
+      if (!pending.backoff) continue;
+      clearTimeout(pending.timer);
+      this.timers.delete(key);
+      this.failures.delete(key);
+      this.add(key);
+      retried++;
+    }
+    for (const key of this.processing) {
+      if (!this.failures.delete(key)) continue;
+      this.dirty.add(key);
+      retried++;
+    }
+    return retried;
   }
 
   backoffFor(failures: number): number {

@@ -3,7 +3,7 @@ import type { ControllerContext } from './manager.js';
 
 export interface Scope {
   ctx: ControllerContext;
-  /** Unsubscribes every handler the controller added; the informers themselves go on. */
+  /** Unsubscribes every handler the controller added (informers, reloads); the informers themselves go on. */
   end(): void;
 }
 
@@ -37,6 +37,15 @@ export function scopedContext(base: ControllerContext, signal: AbortSignal): Sco
       return scoped(running ?? base.informer(options));
     },
     signal,
+    ...(base.onReload
+      ? {
+          onReload: (listener: () => void) => {
+            const off = (base.onReload as NonNullable<ControllerContext['onReload']>)(listener);
+            subscriptions.push(off);
+            return off;
+          },
+        }
+      : {}),
   };
   return {
     ctx,

@@ -320,6 +320,16 @@ export function serviceController(): Controller {
         onDepth: (depth) => ctx.metrics.queueDepth.set({ controller: NAME }, depth),
       });
       queue = q;
+      // New credentials may be what a failing Service waited for (a 401): each one in backoff is
+      // tried once now, its backoff started over.
+      ctx.onReload?.(() => {
+        const retried = q.retryBackoffNow();
+        if (retried > 0)
+          ctx.log.info(
+            { controller: NAME },
+            `credentials or cloud config reloaded: retrying ${retried} Service(s) waiting out their backoff now`,
+          );
+      });
       const services = ctx.informer({ path: '/api/v1/services', resource: 'services', slim: slimService });
       const nodes = ctx.informers.nodes;
       const controller = new ServiceController({

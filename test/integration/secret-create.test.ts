@@ -1190,7 +1190,7 @@ describe('the questions of secret create fit the terminal: no line breaks inside
     for (const shown of [...seen, screen]) expect(midWordBreaks(shown, width)).toEqual([]);
     // The whole question is there while it is asked, broken between words.
     expect(seen[2]?.replace(/\n {2}/g, ' ')).toContain(
-      "Region slug (e.g. nyc3) of the cluster's load balancers; default: their first backend droplet's region (optional, Enter to skip)",
+      "Region slug (e.g. nyc3) of the cluster's load balancers; default: the region of a backend droplet that exists (optional, Enter to skip)",
     );
   });
 

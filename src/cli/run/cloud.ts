@@ -55,6 +55,13 @@ export interface Cloud {
   reportStartListing(): void;
   /** Aborts a listing in flight: one the cloud does not answer must not outlive the shutdown. */
   stopListing(): void;
+  /**
+   * Calls `listener` after each reload of the credentials or the cloud config, once the cloud was
+   * listed with the new ones (whatever the listing's outcome); returns what unsubscribes it.
+   */
+  onReload(listener: () => void): () => void;
+  /** The reload stage: the provider was replaced and the listing made with it has landed. */
+  reloaded(): void;
 }
 
 /** The cloud stage of `ccm run`: the started provider behind the shared budget, and the cached listing. */
@@ -100,6 +107,8 @@ export function startCloud({
       if (phase.current === 'running') reportListing(view);
     },
   });
+
+  const reloadListeners = new Set<() => void>();
 
   let credentialsVerified = false;
   let lastVerifyAt = Number.NEGATIVE_INFINITY;
@@ -162,5 +171,13 @@ export function startCloud({
       if (cache.hasListed || cache.lastError) reportListing(cache.view());
     },
     stopListing: () => listing.abort(),
+    onReload: (listener) => {
+      const entry = () => listener();
+      reloadListeners.add(entry);
+      return () => reloadListeners.delete(entry);
+    },
+    reloaded: () => {
+      for (const listener of [...reloadListeners]) listener();
+    },
   };
 }

@@ -48,7 +48,7 @@ export function startControllers({
   transport: KubeTransport;
   /** Filled here: `nodes`, then what the controllers ask for. */
   informers: Informers;
-  cloud: Pick<Cloud, 'provider' | 'budget' | 'cache'>;
+  cloud: Pick<Cloud, 'provider' | 'budget' | 'cache'> & Partial<Pick<Cloud, 'onReload'>>;
   metrics: Metrics;
   log: Logger;
   /** The Secret whose ccm.io/allow-mass-deletion annotation releases a held deletion. */
@@ -82,6 +82,7 @@ export function startControllers({
     provider: cloud.provider,
     budget: cloud.budget,
     cloud: cloud.cache,
+    ...(cloud.onReload ? { onReload: cloud.onReload } : {}),
     informers: informers as ControllerContext['informers'],
     informer: makeInformer,
     log,

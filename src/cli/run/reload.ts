@@ -29,7 +29,7 @@ export function watchProviderConfig({
   periodMs,
 }: {
   config: ProviderConfig;
-  cloud: Pick<Cloud, 'holder' | 'cache'>;
+  cloud: Pick<Cloud, 'holder' | 'cache'> & Partial<Pick<Cloud, 'reloaded'>>;
   transport: KubeTransport;
   log: Logger;
   periodMs: number;
@@ -109,7 +109,11 @@ export function watchProviderConfig({
         const what = outcome.changed.join(' and ');
         log.info(`${what} changed; using them from now on`);
         // Nothing listed with the old ones (maybe another account) may initialise or keep a Node.
-        void cloud.cache.invalidate(`${what} changed; listing the cloud again with them`);
+        // Once the cloud is listed with the new ones, the controllers retry what waits out a backoff:
+        // the failure may have been what the new ones fix (a 401).
+        void cloud.cache
+          .invalidate(`${what} changed; listing the cloud again with them`)
+          .then(() => cloud.reloaded?.());
       }
       if (reloadFailure !== undefined) log.info('credentials and cloud config readable again');
       reloadFailure = undefined;

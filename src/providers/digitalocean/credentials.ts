@@ -43,7 +43,7 @@ export const credentials: CredentialSchema = {
     {
       key: 'region',
       description:
-        "Region slug (e.g. nyc3) of the cluster's load balancers; default: their first backend droplet's region",
+        "Region slug (e.g. nyc3) of the cluster's load balancers; default: the region of a backend droplet that exists",
       secret: false,
       required: false,
       prompt: 'input',
@@ -53,7 +53,7 @@ export const credentials: CredentialSchema = {
     {
       key: 'vpcId',
       description:
-        "VPC id of the cluster's droplets, for its load balancers; default: the first backend droplet's VPC, else the region's default VPC",
+        "VPC id of the cluster's droplets, for its load balancers; default: the VPC of a backend droplet that exists, else the region's default VPC",
       secret: false,
       required: false,
       prompt: 'input',

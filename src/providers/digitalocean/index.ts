@@ -5,7 +5,7 @@ import { officialController } from './adoption.js';
 import { annotationReference } from './annotations.js';
 import { DigitalOceanClient, type DigitalOceanClientOptions } from './client.js';
 import { credentials, DEFAULT_TIMEOUT_SECONDS } from './credentials.js';
-import { dropletInstances, SCHEME } from './instances.js';
+import { DropletMemo, dropletInstances, SCHEME } from './instances.js';
 import { doLoadBalancers, type LoadBalancerPlacement } from './load-balancers.js';
 
 /** DigitalOcean: droplets as instances, load balancers, token credentials as its own controller reads them. */
@@ -44,6 +44,8 @@ export function createDigitalOcean(
   place: LoadBalancerPlacement = {},
 ): Provider {
   const client = new DigitalOceanClient(options);
+  // The droplets the instance listing showed: load balancers are placed by them without a call.
+  const droplets = new DropletMemo();
   return {
     name: 'digitalocean',
     providerIdScheme: SCHEME,
@@ -51,8 +53,8 @@ export function createDigitalOcean(
     // reason is in every start log and in doctor: an operator's words, no document's internals.
     noRoutesReason:
       "DigitalOcean's API has no routes: a VPC takes only a name, a description and whether it is the default",
-    instances: dropletInstances(client),
-    loadBalancers: doLoadBalancers(client, place),
+    instances: dropletInstances(client, droplets),
+    loadBalancers: doLoadBalancers(client, place, droplets),
     async verifyCredentials(signal) {
       const body = await client.get<{
         account?: { email: string; status: string; team?: { name?: string } };

@@ -67,11 +67,63 @@ function external(address: string): NodeAddress {
   return { type: 'ExternalIP', address };
 }
 
+/** Where a droplet is: what a new load balancer over it is placed by. */
+export interface DropletPlace {
+  region: string;
+  vpc?: string;
+}
+
+/** Droplet ids proven gone (a 404) that are kept, the oldest forgotten first. */
+const MAX_GONE = 10_000;
+
+/**
+ * What this provider last learnt of droplets, for load balancers to use without a call of their own:
+ * the region and VPC of each droplet of its last complete listing (the instance listing `ccm run`
+ * shares between controllers, or a load balancer's own by-name listing), and of each it read since;
+ * and the droplets a read answered 404 for. Droplet ids are never reused, so a droplet once gone stays
+ * gone. A provider is built anew on every credential reload, and with it this memo: a 404 seen with
+ * other credentials (another account) never counts.
+ */
+export class DropletMemo {
+  private places = new Map<number, DropletPlace>();
+  private readonly gone = new Set<number>();
+
+  /** A complete listing: it replaces what the last one said. */
+  listed(droplets: readonly Droplet[]): void {
+    this.places = new Map();
+    for (const droplet of droplets) this.seen(droplet);
+  }
+
+  /** One droplet read (or listed): it exists, here. */
+  seen(droplet: Droplet): void {
+    if (!droplet.region?.slug) return;
+    this.places.set(droplet.id, {
+      region: droplet.region.slug,
+      ...(droplet.vpc_uuid ? { vpc: droplet.vpc_uuid } : {}),
+    });
+    this.gone.delete(droplet.id);
+  }
+
+  markGone(id: number): void {
+    this.places.delete(id);
+    this.gone.add(id);
+    if (this.gone.size > MAX_GONE) this.gone.delete(this.gone.values().next().value as number);
+  }
+
+  isGone(id: number): boolean {
+    return this.gone.has(id);
+  }
+
+  placeOf(id: number): DropletPlace | undefined {
+    return this.places.get(id);
+  }
+}
+
 /** Droplets: one paginated listing per pass; `get` reads one droplet, 404 (not_found) is gone. */
-export function dropletInstances(client: DigitalOceanClient): Instances {
+export function dropletInstances(client: DigitalOceanClient, memo?: DropletMemo): Instances {
   return {
     async list(signal) {
-      const droplets = await listDroplets(client, signal);
+      const droplets = await listDroplets(client, signal, memo);
       return droplets.map(fromDroplet);
     },
     async get(providerID, signal) {
@@ -81,8 +133,20 @@ export function dropletInstances(client: DigitalOceanClient): Instances {
   };
 }
 
-export function listDroplets(client: DigitalOceanClient, signal?: AbortSignal): Promise<Droplet[]> {
-  return client.listAll<Droplet>('listing droplets', '/v2/droplets', 'droplets', signal, slimDroplet);
+export async function listDroplets(
+  client: DigitalOceanClient,
+  signal?: AbortSignal,
+  memo?: DropletMemo,
+): Promise<Droplet[]> {
+  const droplets = await client.listAll<Droplet>(
+    'listing droplets',
+    '/v2/droplets',
+    'droplets',
+    signal,
+    slimDroplet,
+  );
+  memo?.listed(droplets);
+  return droplets;
 }
 
 /**

@@ -40,7 +40,7 @@ import {
   text,
 } from './annotations.js';
 import type { DigitalOceanClient } from './client.js';
-import { dropletIdFromProviderID, getDroplet, listDroplets, SCHEME } from './instances.js';
+import { DropletMemo, dropletIdFromProviderID, getDroplet, listDroplets, SCHEME } from './instances.js';
 
 /** components/schemas/forwarding_rule */
 export interface ForwardingRule {
@@ -132,6 +132,11 @@ const TAG_PREFIX = 'k8s:';
 const TAG = /^[a-zA-Z0-9_\-:]+$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PROVISIONING_RETRY_MS = 10_000;
+/**
+ * Backend droplets a create reads at most, of those the last listing did not show: a droplet found
+ * gone (404) is remembered and never read again, so each attempt gets further.
+ */
+const MAX_DROPLET_READS = 3;
 
 /** The ownership tag, `k8s:<cluster id>`, the official controller's format. */
 export function ownershipTag(clusterID: string): string {
@@ -445,6 +450,7 @@ export interface LoadBalancerPlacement {
 export function doLoadBalancers(
   client: DigitalOceanClient,
   place: LoadBalancerPlacement = {},
+  memo: DropletMemo = new DropletMemo(),
 ): LoadBalancers {
   const adoption = doAdoption(client);
   /** Load balancers named `who.name` with this cluster's tag, the oldest first. */
@@ -547,39 +553,57 @@ export function doLoadBalancers(
   }
 
   /**
-   * Region and VPC of a new load balancer: as configured (as the official controller takes REGION),
-   * else the first backend droplet's. Upstream's service controller asks for a load balancer even
-   * with no backend Node (a one-Node kubeadm cluster labels its only Node excluded): with a region
-   * configured it is made without backends, and gets them as Nodes qualify.
+   * Region and VPC of a new load balancer, and the backend droplets it is created with. The region is
+   * as configured (as the official controller takes REGION), else that of a backend droplet that
+   * exists: the droplets the last listing showed (the instance listing the node controllers share)
+   * cost no call; one it did not show is read, at most MAX_DROPLET_READS of them, and one the cloud
+   * answers 404 for is left out (DigitalOcean refuses a load balancer over a droplet that does not
+   * exist). A Node whose droplet is gone can stay for a while (the deletion brake holds it, or the
+   * lifecycle controller has not deleted it yet): it must not keep every new load balancer from
+   * being made. Upstream's service controller asks for a load balancer even with no backend Node (a
+   * one-Node kubeadm cluster labels its only Node excluded): with a region configured it is made
+   * without backends, and gets them as Nodes qualify.
    */
   async function placementOf(
     req: LoadBalancerRequest,
     droplets: readonly number[],
     signal?: AbortSignal,
-  ): Promise<{ region: string; vpc_uuid?: string }> {
-    const first = droplets[0];
-    let droplet: Awaited<ReturnType<typeof getDroplet>> | undefined;
-    if (first !== undefined && (!place.region || !place.vpcId)) {
+  ): Promise<{ region: string; vpc_uuid?: string; droplet_ids: number[] }> {
+    let reads = 0;
+    for (const id of droplets) {
+      if (reads >= MAX_DROPLET_READS) break;
+      if (memo.isGone(id) || memo.placeOf(id)) continue;
+      reads++;
       try {
-        droplet = await getDroplet(client, first, signal);
+        memo.seen(await getDroplet(client, id, signal));
       } catch (err) {
-        if (err instanceof NotFoundError) throw new RetryableError(err.message, PROVISIONING_RETRY_MS);
-        throw err;
+        if (!(err instanceof NotFoundError)) throw err;
+        memo.markGone(id);
       }
     }
-    const region = place.region ?? droplet?.region.slug;
+    const existing = droplets.filter((id) => !memo.isGone(id));
+    const from = existing.map((id) => memo.placeOf(id)).find((p) => p !== undefined);
+    const region = place.region ?? from?.region;
     if (!region) {
+      const gone = droplets.filter((id) => memo.isGone(id));
+      const why =
+        gone.length > 0
+          ? `the droplets of its backend Nodes are gone (${gone.join(', ')}) or were not read yet`
+          : 'no backend Node with a DigitalOcean droplet';
       throw new RetryableError(
-        `Service ${req.service.namespace}/${req.service.name} has no backend Node with a DigitalOcean droplet, so the load balancer's region is unknown; set the region (${place.regionFrom ?? 'env REGION, or key region of Secret kube-system/digitalocean'}) to create it without backends`,
+        `Service ${req.service.namespace}/${req.service.name} has ${why}, so the load balancer's region is unknown; set the region (${place.regionFrom ?? 'env REGION, or key region of Secret kube-system/digitalocean'}) to create it without backends`,
         PROVISIONING_RETRY_MS,
       );
     }
     // A droplet of another region says nothing of this region's VPCs: DigitalOcean then picks its default.
-    const vpc = place.vpcId ?? (droplet?.region.slug === region ? droplet.vpc_uuid : undefined);
-    return { region, ...(vpc ? { vpc_uuid: vpc } : {}) };
+    const vpc = place.vpcId ?? (from?.region === region ? from.vpc : undefined);
+    return { region, ...(vpc ? { vpc_uuid: vpc } : {}), droplet_ids: existing };
   }
 
-  /** Droplet ids of the backend Nodes: by provider ID, else by a unique droplet name (never a guess). */
+  /**
+   * Droplet ids of the backend Nodes: by provider ID, else by a unique droplet name (never a guess).
+   * A droplet a read found gone (404) is left out: DigitalOcean refuses one that does not exist.
+   */
   async function backendDroplets(
     nodes: readonly LoadBalancerNode[],
     signal?: AbortSignal,
@@ -593,7 +617,7 @@ export function doLoadBalancers(
     }
     if (unnamed.length > 0) {
       const byName = new Map<string, number[]>();
-      for (const droplet of await listDroplets(client, signal)) {
+      for (const droplet of await listDroplets(client, signal, memo)) {
         const key = droplet.name.toLowerCase();
         byName.set(key, [...(byName.get(key) ?? []), droplet.id]);
       }
@@ -602,7 +626,7 @@ export function doLoadBalancers(
         if (matches.length === 1 && matches[0] !== undefined) ids.add(matches[0]);
       }
     }
-    return [...ids].sort((a, b) => a - b);
+    return [...ids].filter((id) => !memo.isGone(id)).sort((a, b) => a - b);
   }
 
   return {
@@ -643,12 +667,7 @@ export function doLoadBalancers(
             `creating load balancer ${settings.name}`,
             'POST',
             '/v2/load_balancers',
-            {
-              ...settings,
-              ...(await placementOf(req, droplets, signal)),
-              droplet_ids: droplets,
-              tags: [who.tag],
-            },
+            { ...settings, ...(await placementOf(req, droplets, signal)), tags: [who.tag] },
             signal,
           )
         ).load_balancer;

@@ -124,4 +124,24 @@ describe('WorkQueue', () => {
     q.shutDown();
     await run;
   });
+
+  it('retryBackoffNow: keys in backoff run at once with their backoff forgotten; a given delay is kept', async () => {
+    const q = new WorkQueue<string>({ baseDelayMs: 60_000, maxDelayMs: 600_000 });
+    const seen: string[] = [];
+    const run = q.run(1, async (k) => {
+      seen.push(k);
+    });
+    q.addRateLimited('failing');
+    q.addRateLimited('failing');
+    q.addAfter('retry-after', 60_000);
+    expect(q.retries('failing')).toBe(2);
+    expect(q.retryBackoffNow()).toBe(1);
+    await eventually(() => seen.length === 1);
+    expect(seen).toEqual(['failing']);
+    expect(q.retries('failing')).toBe(0);
+    // One retry per call: nothing waits in backoff now.
+    expect(q.retryBackoffNow()).toBe(0);
+    q.shutDown();
+    await run;
+  });
 });

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { answeredLabel, fitted } from '../../../src/secrets/prompts.js';
 
 const question =
-  "VPC id of the cluster's droplets, for its load balancers; default: the first backend droplet's VPC, else the region's default VPC (optional, Enter to skip)";
+  "VPC id of the cluster's droplets, for its load balancers; default: the VPC of a backend droplet that exists, else the region's default VPC (optional, Enter to skip)";
 
 describe('fitted', () => {
   it.each([120, 80, 40])(
