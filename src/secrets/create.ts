@@ -492,7 +492,12 @@ async function cmonSecret(
     endpoint = await steps
       .run({
         title: 'Find CMON (CloudAPI ListServices)',
-        work: async (signal) => cmon.cmonEndpoint((await access.listServices(signal)).cmon, request.url),
+        work: async (signal) => {
+          // Checked even with --cmon-url: the account's data centre must have CMON, as for cmon-certgen.
+          const service = (await access.listServices(signal)).cmon;
+          if (!service) throw cmon.noCmon();
+          return cmon.cmonEndpoint(service, request.url);
+        },
         done: (e) => `CMON: ${e.url.origin}${e.name !== e.url.hostname ? ` (as ${e.name})` : ''}`,
       })
       .catch((err) => nothingWritten(err));

@@ -17,7 +17,8 @@ import type { KeySigner } from './signer.js';
  *   keyAgreement), as cmon-certgen's certificate has them;
  * - signed by the account's SSH key, from the key file or through the ssh-agent (cmon-certgen asks
  *   the agent: sshpk-agent createCertificate, whose x509 signAsync path this takes too);
- * - valid from now for a lifetime in days, 3650 by default (node-triton's DEFAULT_CERT_LIFETIME).
+ * - valid for a lifetime in days (3650 by default, node-triton's DEFAULT_CERT_LIFETIME) from now, and
+ *   from 5 minutes before now against clock skew (cmon-certgen's starts at its now);
  * This file is the product's own generator; test/clouds/triton/cmon-cert.ts is the tests' separate one.
  */
 
@@ -29,6 +30,7 @@ export const CMON_PORT = 9163;
 export const DEFAULT_CMON_LIFETIME_DAYS = 3650;
 const PURPOSES = ['signature', 'identity', 'clientAuth', 'joyentCmon'];
 const SECONDS_PER_DAY = 86_400;
+const CLOCK_SKEW_MS = 300_000;
 /** The x509 signature algorithms sshpk writes (formats/x509.js SIGN_ALGS). */
 const X509_ALGORITHMS = new Set([
   'rsa-sha256',
@@ -67,9 +69,13 @@ export async function makeCmonCertificate(options: CmonCertificateOptions): Prom
   const subject = sshpk.identityFromDN(`CN=${options.account}`);
   const issuer = sshpk.identityFromDN(`CN=${signKey.fingerprint('md5').toString('base64')}`);
   const tlsKey = sshpk.generatePrivateKey('ecdsa', { curve: 'nistp256' });
-  const validFrom = options.now ?? new Date();
+  // X.509 times are whole seconds. Valid from 5 minutes ago (CloudAPI's own allowance for clock skew),
+  // so that a CMON whose clock is a little behind this machine's takes it at once; cmon-certgen
+  // starts it at its own now, and a CMON behind that refuses it as not yet valid.
+  const now = Math.floor((options.now ?? new Date()).getTime() / 1000) * 1000;
+  const validFrom = new Date(now - CLOCK_SKEW_MS);
   const validUntil = new Date(
-    validFrom.getTime() + (options.lifetimeDays ?? DEFAULT_CMON_LIFETIME_DAYS) * SECONDS_PER_DAY * 1000,
+    now + (options.lifetimeDays ?? DEFAULT_CMON_LIFETIME_DAYS) * SECONDS_PER_DAY * 1000,
   );
   // The purposes sshpk's createCertificate gives a host-like subject (CN only): cmon-certgen's.
   const purposes = [...PURPOSES];
@@ -143,11 +149,14 @@ export function readCmonCertificate(pem: string): CmonCertificateInfo {
   } catch {
     throw new InvalidConfigError('tls.crt is no PEM X.509 certificate');
   }
+  // sshpk 1.18 reads an X.509 time into a Date of the moment it parses, and leaves that moment's
+  // milliseconds in it (formats/x509.js utcTimeToDate): the time itself has whole seconds.
+  const whole = (d: Date) => new Date(Math.floor(d.getTime() / 1000) * 1000);
   return {
     account: String(cert.subjects[0]?.get('cn') ?? ''),
     issuer: String(cert.issuer.get('cn') ?? ''),
-    validFrom: cert.validFrom,
-    validUntil: cert.validUntil,
+    validFrom: whole(cert.validFrom),
+    validUntil: whole(cert.validUntil),
   };
 }
 
@@ -181,14 +190,26 @@ export function cmonEndpoint(service: string | undefined, override?: string): Cm
   };
   const known = service ? parse(service, "CloudAPI's cmon service") : undefined;
   const url = override ? parse(override, '--cmon-url') : known;
-  if (!url) {
-    throw new InvalidConfigError(
-      'this data centre has no CMON: CloudAPI ListServices lists no "cmon" service (as `triton profile cmon-certgen` checks)',
-    );
-  }
-  const isAddress = /^[\d.]+$|^\[/.test(url.hostname);
-  const name = isAddress && known ? known.hostname : url.hostname;
+  if (!url) throw noCmon();
+  const name = isAddress(url.hostname) && known ? known.hostname : url.hostname;
   return { url, name };
+}
+
+/** CloudAPI lists no CMON: `triton profile cmon-certgen` stops there too ("no "cmon" service on this datacenter"). */
+export function noCmon(): InvalidConfigError {
+  return new InvalidConfigError(
+    'this data centre has no CMON: CloudAPI ListServices lists no "cmon" service (as `triton profile cmon-certgen` checks)',
+  );
+}
+
+/** Whether an override needs CloudAPI's cmon entry for CMON's name: none given, or an IP address. */
+export function needsServiceName(override: string | undefined): boolean {
+  if (!override || !URL.canParse(override)) return true;
+  return isAddress(new URL(override).hostname);
+}
+
+function isAddress(hostname: string): boolean {
+  return /^[\d.]+$|^\[/.test(hostname);
 }
 
 export interface DiscoverOptions {
@@ -222,7 +243,8 @@ export function cmonDiscover(options: DiscoverOptions): Promise<Discovered> {
         port: Number(endpoint.url.port),
         path: '/v1/discover',
         method: 'GET',
-        servername: endpoint.name,
+        // SNI carries a name only (RFC 6066): an address is sent none.
+        ...(isAddress(endpoint.name) ? {} : { servername: endpoint.name }),
         headers: { host: `${endpoint.name}:${endpoint.url.port}`, accept: 'application/json' },
         cert: options.cert,
         key: options.key,
