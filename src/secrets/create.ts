@@ -458,7 +458,9 @@ function write(transport: KubeTransport, steps: Steps, want: SecretWrite): Promi
 
 /** Adds what was not done to an error's line, keeping its class (and so its exit code). */
 function nothingWritten(err: unknown, tail = '; nothing written'): never {
-  if (err instanceof Error && !err.message.endsWith(tail)) err.message += tail;
+  // Ctrl-C's line already says what was written.
+  if (err instanceof Error && !(err instanceof InterruptedError) && !err.message.endsWith(tail))
+    err.message += tail;
   throw err;
 }
 
