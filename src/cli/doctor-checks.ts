@@ -916,3 +916,91 @@ export function checkOfficialController(
   }
   return pass('official-controller', 'no official cloud controller runs beside ccm');
 }
+
+/** How long before its expiry a CMON certificate is warned about. */
+export const CMON_WARN_DAYS = 14;
+const DAY_MS = 86_400_000;
+
+/** The CMON client certificate's Secret as read: its certificate's dates, or why there is none. */
+export type CmonSecretOutcome =
+  | { absent: true; required: boolean }
+  | { error: string }
+  | { account: string; validFrom: Date; validUntil: Date };
+
+const CMON_CREATE = 'ccm secret create --provider triton --cmon';
+
+/**
+ * The certificate `ccm secret create --cmon` wrote: expired (or not yet valid) fails, since CMON
+ * refuses it (triton-cmon lib/common.js: a joyentCmon certificate's expiry is checked); within 14 days
+ * of its expiry warns. Prometheus' Triton discovery ignores CMON's refusal, so nobody else says it.
+ */
+export function checkCmonCertificate(
+  ref: { namespace: string; name: string },
+  outcome: CmonSecretOutcome,
+  now: Date,
+): CheckResult | undefined {
+  const where = `Secret ${ref.namespace}/${ref.name}`;
+  const create = `${CMON_CREATE} --namespace ${ref.namespace} --name ${ref.name}`;
+  if ('absent' in outcome)
+    return outcome.required
+      ? fail('cmon-certificate', `${where} does not exist`, `make the CMON certificate: ${create}`)
+      : undefined;
+  if ('error' in outcome)
+    return fail('cmon-certificate', `${where}: ${outcome.error}`, `make it again: ${create}`);
+  const until = outcome.validUntil.toISOString();
+  const what = `the CMON certificate in ${where} (account ${outcome.account})`;
+  if (outcome.validFrom.getTime() > now.getTime())
+    return fail(
+      'cmon-certificate',
+      `${what} is not valid before ${outcome.validFrom.toISOString()}, and CMON refuses it until then`,
+      `check this machine's clock, or make a new one: ${create}`,
+    );
+  const left = outcome.validUntil.getTime() - now.getTime();
+  if (left <= 0)
+    return fail(
+      'cmon-certificate',
+      `${what} expired ${until}: CMON refuses it, and Prometheus scrapes nothing`,
+      `make a new one: ${create}`,
+    );
+  const days = Math.floor(left / DAY_MS);
+  if (left < CMON_WARN_DAYS * DAY_MS)
+    return warn(
+      'cmon-certificate',
+      `${what} expires ${until}, in ${days === 0 ? 'less than a day' : `${days} day(s)`}`,
+      `make a new one before then: ${create}`,
+    );
+  return pass('cmon-certificate', `${what} expires ${until}, in ${days} days`);
+}
+
+export type CmonAccessOutcome =
+  | { instances: number; where: string }
+  | { error: string; why: 'unreachable' | 'refused' | 'other' };
+
+/** Whether CMON's /v1/discover accepts the certificate (200 with the account's instances). */
+export function checkCmonAccess(
+  outcome: CmonAccessOutcome,
+  ref: { namespace: string; name: string },
+): CheckResult {
+  if ('instances' in outcome)
+    return pass(
+      'cmon-access',
+      `${outcome.where} accepts the certificate: /v1/discover lists ${outcome.instances} instance(s) of the account`,
+    );
+  if (outcome.why === 'refused')
+    return fail(
+      'cmon-access',
+      `CMON refuses the certificate of Secret ${ref.namespace}/${ref.name}: ${outcome.error}`,
+      `make a new one with a key the account has: ${CMON_CREATE} --namespace ${ref.namespace} --name ${ref.name}`,
+    );
+  if (outcome.why === 'unreachable')
+    return fail(
+      'cmon-access',
+      `cannot reach CMON, so the certificate was not checked: ${outcome.error}`,
+      "check --cmon-url (default: CloudAPI's cmon service), --cmon-ca, and this machine's DNS, network and proxy",
+    );
+  return fail(
+    'cmon-access',
+    `CMON could not be checked: ${outcome.error}`,
+    'see the message; --cmon-url names CMON',
+  );
+}

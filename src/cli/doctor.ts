@@ -27,14 +27,19 @@ import { EVENT_DELETING_NODE } from '../kube/well-known.js';
 import { isUnreachable, UnauthorizedError } from '../providers/errors.js';
 import { loadProvider, providerNames } from '../providers/registry.js';
 import type { Instance, Provider, ProviderDefinition } from '../providers/types.js';
+import { readValueFile } from '../secrets/values.js';
 import {
   type AccessVerdict,
   brakeSetting,
   type CheckResult,
+  type CmonAccessOutcome,
+  type CmonSecretOutcome,
   type CredentialsOutcome,
   checkApiServer,
   checkApiServerFlags,
   checkApiServerUnreachable,
+  checkCmonAccess,
+  checkCmonCertificate,
   checkControllerManager,
   checkControllerPods,
   checkCredentials,
@@ -66,6 +71,7 @@ import {
   checkCloudApiUrl,
   parseSecretRef,
   providerFromFlags,
+  resolveProviderValues,
   whatFlagsAndEnvLack,
 } from './provider-config.js';
 
@@ -80,6 +86,12 @@ export interface DoctorInput extends ClusterAndCloudFlags {
   controllers: string;
   /** The identity in ccm's ownership tags, when `ccm run` is given one (default: from kube-system). */
   'cluster-name'?: string;
+  /** Triton: the CMON certificate's Secret (namespace/name); given, it must exist. */
+  'cmon-secret'?: string;
+  /** Triton: CMON's URL instead of CloudAPI ListServices' cmon entry. */
+  'cmon-url'?: string;
+  /** Triton: a PEM file of the CAs CMON's certificate is checked against. */
+  'cmon-ca'?: string;
   env: Readonly<Record<string, string | undefined>>;
   now?: () => Date;
 }
@@ -213,6 +225,8 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
     checks.push(
       ...(await cloudChecks(clusterID, definition, input, nodes, secretRef, secret?.data, routes, brake)),
     );
+    if (definition.name === 'triton')
+      checks.push(...(await cmonChecks(http, definition, input, secretRef, secret?.data, now)));
     return resultOf(checks, definition.name, input);
   } finally {
     await http.close();
@@ -368,6 +382,86 @@ async function cloudChecks(
         : checkRoutesOff(nodes, routes),
     );
   return checks;
+}
+
+/**
+ * Triton's CMON certificate (`ccm secret create --cmon`), when its Secret exists or --cmon-secret
+ * names it: its expiry, and whether CMON's /v1/discover accepts it. Prometheus' Triton discovery
+ * ignores /v1/discover's status, so a refused certificate is an empty target list there: here it is
+ * a failure with its reason.
+ */
+async function cmonChecks(
+  http: KubeTransport,
+  definition: ProviderDefinition,
+  input: DoctorInput,
+  credentialsRef: { namespace: string; name: string } | undefined,
+  credentials: Record<string, string> | undefined,
+  now: Date,
+): Promise<CheckResult[]> {
+  const cmon = await import('../providers/triton/cmon-certificate.js');
+  const given = input['cmon-secret'];
+  const ref = given ? parseSecretRef(given) : { namespace: 'kube-system', name: cmon.CMON_SECRET_NAME };
+  let outcome: CmonSecretOutcome;
+  let pair: { cert: string; key: string } | undefined;
+  try {
+    const { data } = await readSecret(http, ref.namespace, ref.name);
+    const cert = data['tls.crt'];
+    const key = data['tls.key'];
+    if (!cert?.trim() || !key?.trim()) outcome = { error: 'it has no tls.crt and tls.key' };
+    else {
+      outcome = cmon.readCmonCertificate(cert);
+      pair = { cert, key };
+    }
+  } catch (err) {
+    outcome =
+      err instanceof KubeApiError && err.status === 404
+        ? { absent: true, required: given !== undefined }
+        : { error: oneLine(err) };
+  }
+  const expiry = checkCmonCertificate(ref, outcome, now);
+  if (!expiry) return [];
+  if (!pair) return [expiry];
+  return [
+    expiry,
+    checkCmonAccess(await cmonAccessOutcome(definition, input, credentialsRef, credentials, pair), ref),
+  ];
+}
+
+async function cmonAccessOutcome(
+  definition: ProviderDefinition,
+  input: DoctorInput,
+  credentialsRef: { namespace: string; name: string } | undefined,
+  credentials: Record<string, string> | undefined,
+  pair: { cert: string; key: string },
+): Promise<CmonAccessOutcome> {
+  const cmon = await import('../providers/triton/cmon-certificate.js');
+  let endpoint: import('../providers/triton/cmon-certificate.js').CmonEndpoint;
+  let ca: string | undefined;
+  try {
+    ca = input['cmon-ca'] ? readValueFile(input['cmon-ca'], '--cmon-ca') : undefined;
+    const override = input['cmon-url'];
+    // CloudAPI names CMON unless --cmon-url gives a name of its own (an address needs CMON's name).
+    let service: string | undefined;
+    if (cmon.needsServiceName(override)) {
+      const useSecret =
+        credentialsRef !== undefined &&
+        (input['credentials-secret'] !== undefined ||
+          whatFlagsAndEnvLack(definition, input, input.env) !== undefined);
+      const { cmonAccess } = await import('../providers/triton/index.js');
+      const values = resolveProviderValues(definition, input, input.env, useSecret ? credentials : undefined);
+      service = (await cmonAccess(values).listServices()).cmon;
+    }
+    endpoint = cmon.cmonEndpoint(service, override);
+  } catch (err) {
+    return { error: `finding CMON: ${oneLine(err)}`, why: isUnreachable(err) ? 'unreachable' : 'other' };
+  }
+  try {
+    const found = await cmon.cmonDiscover({ endpoint, ...pair, ...(ca ? { ca } : {}) });
+    return { instances: found.containers.length, where: `CMON at ${endpoint.url.origin}` };
+  } catch (err) {
+    const why = isUnreachable(err) ? 'unreachable' : err instanceof UnauthorizedError ? 'refused' : 'other';
+    return { error: oneLine(err), why };
+  }
 }
 
 /** The deletion brake as `ccm run` judges this listing, with the deletions of its window read back. */

@@ -69,6 +69,11 @@ export interface SecretWrite {
   /** Keys this writer owns: those absent from `data` are removed; any other key is left alone. */
   ownedKeys: readonly string[];
   labels: Record<string, string>;
+  /**
+   * The Secret's type, default Opaque. The API server never changes a Secret's type: an existing one
+   * of another type is refused here, before anything is written.
+   */
+  type?: string;
   /** Aborts the read; once the write is sent it is not cut off, so that it happened or it did not. */
   signal?: AbortSignal;
 }
@@ -113,7 +118,7 @@ export async function writeSecret(http: KubeTransport, want: SecretWrite): Promi
           apiVersion: 'v1',
           kind: 'Secret',
           metadata: { name: want.name, namespace: want.namespace, labels: want.labels },
-          type: 'Opaque',
+          type: want.type ?? 'Opaque',
           data: encoded,
         },
         discardResponse: true,
@@ -122,6 +127,12 @@ export async function writeSecret(http: KubeTransport, want: SecretWrite): Promi
       throw forbidden(createErr, 'create', want);
     }
     return { action: 'created', changedKeys: Object.keys(want.data).sort() };
+  }
+  const type = want.type ?? 'Opaque';
+  if ((current.type ?? 'Opaque') !== type) {
+    throw new KubeConfigError(
+      `Secret ${want.namespace}/${want.name} exists with type ${current.type ?? 'Opaque'}, not ${type}, and a Secret's type cannot change; choose another name (--name) or delete it first`,
+    );
   }
   const data: Record<string, string> = { ...(current.data ?? {}) };
   const changedKeys: string[] = [];

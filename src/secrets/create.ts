@@ -41,6 +41,20 @@ export interface CreateSecretInput {
   /** ccm's version, for the image in the next command. */
   version?: string;
   warn: (line: string) => void;
+  /**
+   * Triton: write CMON's client certificate (a kubernetes.io/tls Secret) instead of the credentials,
+   * made and checked with them (src/providers/triton/cmon.ts).
+   */
+  cmon?: CmonRequest;
+}
+
+export interface CmonRequest {
+  /** CMON's URL instead of CloudAPI ListServices' `cmon` entry (--cmon-url, TRITON_CMON_URL). */
+  url?: string;
+  /** A PEM file of the CAs CMON's certificate is checked against (--cmon-ca, TRITON_CMON_CA). */
+  caFile?: string;
+  /** The certificate's lifetime in days. */
+  lifetimeDays?: number;
 }
 
 export interface CreateSecretResult {
@@ -64,6 +78,9 @@ export interface CreateSecretResult {
   next: string[];
   /** Why a value given here is left out of the next commands, when one is. */
   nextNote?: string;
+  /** --cmon: when the certificate stops being valid (ISO 8601), and what it is. */
+  expires?: string;
+  certificate?: string;
 }
 
 /** Ctrl-C while ccm talks to the cluster or the cloud: one line, and 130 as a shell reports SIGINT. */
@@ -111,6 +128,12 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
   if (!providerName)
     throw new UsageError('no provider given; pass --provider (e.g. --provider digitalocean)');
   const definition = await loadProvider(providerName);
+  if (input.cmon && definition.name !== 'triton')
+    throw new UsageError(
+      `--cmon: only the triton provider has CMON (Triton's Container Monitor), not ${definition.name}`,
+    );
+  // Read before anything is asked or called: a CA file that is not there is a typing error.
+  const cmonCa = input.cmon?.caFile ? readValueFile(input.cmon.caFile, '--cmon-ca') : undefined;
   const stored = definition.credentials.fields.filter((f) => f.secretKey);
   if (stored.length === 0) {
     throw new UsageError(
@@ -118,7 +141,11 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
     );
   }
   const namespace = input.namespace ?? DEFAULT_NAMESPACE;
-  const name = input.name ?? definition.credentials.secretName ?? `${definition.name}-credentials`;
+  const name =
+    input.name ??
+    (input.cmon ? (await import('../providers/triton/cmon-certificate.js')).CMON_SECRET_NAME : undefined) ??
+    definition.credentials.secretName ??
+    `${definition.name}-credentials`;
   if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(name) || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(namespace)) {
     throw new UsageError(
       `"${namespace}/${name}" is not a valid Secret namespace/name; use lower-case DNS names`,
@@ -192,6 +219,19 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
       );
       ({ data, provider } = await build(definition, resolved));
     }
+  }
+
+  if (input.cmon) {
+    return cmonSecret(input, input.cmon, cmonCa, {
+      definition,
+      values: providerValues(definition, resolved, data),
+      cluster,
+      steps,
+      namespace,
+      name,
+      verified,
+      unverified,
+    });
   }
 
   const notStored = [...resolved.keys()].filter(
@@ -414,6 +454,130 @@ function write(transport: KubeTransport, steps: Steps, want: SecretWrite): Promi
         : NOTHING_WRITTEN,
     forced: `cancelled (Ctrl-C) while Secret ${where} was being written; see whether it was with kubectl -n ${want.namespace} get secret ${want.name}`,
   });
+}
+
+/** Adds what was not done to an error's line, keeping its class (and so its exit code). */
+function nothingWritten(err: unknown, tail = '; nothing written'): never {
+  // Ctrl-C's line already says what was written.
+  if (err instanceof Error && !(err instanceof InterruptedError) && !err.message.endsWith(tail))
+    err.message += tail;
+  throw err;
+}
+
+/**
+ * `--cmon`: the credentials (already proven with GetAccount, unless --no-verify) sign a CMON client
+ * certificate, as `triton profile cmon-certgen` makes one; CloudAPI's ListServices says where CMON is
+ * (none: the account's data centre has no CMON), CMON's /v1/discover must accept the certificate, and
+ * only then is the kubernetes.io/tls Secret written. Nothing is written when any step fails.
+ */
+async function cmonSecret(
+  input: CreateSecretInput,
+  request: CmonRequest,
+  ca: string | undefined,
+  ctx: {
+    definition: ProviderDefinition;
+    values: ProviderValues;
+    cluster: KubeTransport | undefined;
+    steps: Steps;
+    namespace: string;
+    name: string;
+    verified: string | undefined;
+    unverified: string | undefined;
+  },
+): Promise<CreateSecretResult> {
+  const { steps, namespace, name } = ctx;
+  const { cmonAccess } = await import('../providers/triton/index.js');
+  const cmon = await import('../providers/triton/cmon-certificate.js');
+  const access = cmonAccess(ctx.values);
+  let endpoint: import('../providers/triton/cmon-certificate.js').CmonEndpoint | undefined;
+  if (input.verify) {
+    endpoint = await steps
+      .run({
+        title: 'Find CMON (CloudAPI ListServices)',
+        work: async (signal) => {
+          // Checked even with --cmon-url: the account's data centre must have CMON, as for cmon-certgen.
+          const service = (await access.listServices(signal)).cmon;
+          if (!service) throw cmon.noCmon();
+          return cmon.cmonEndpoint(service, request.url);
+        },
+        done: (e) => `CMON: ${e.url.origin}${e.name !== e.url.hostname ? ` (as ${e.name})` : ''}`,
+      })
+      .catch((err) => nothingWritten(err));
+  }
+  const certificate = await steps
+    .run({
+      title: `Make a CMON client certificate for account ${access.account}`,
+      work: () =>
+        cmon.makeCmonCertificate({
+          account: access.account,
+          signer: access.keySigner(),
+          ...(request.lifetimeDays !== undefined ? { lifetimeDays: request.lifetimeDays } : {}),
+        }),
+      done: (c) =>
+        `Certificate for account ${access.account}, signed by key ${c.signedBy}, valid until ${c.validUntil.toISOString()}`,
+    })
+    .catch((err) => nothingWritten(err));
+  let verified = ctx.verified;
+  if (endpoint) {
+    const where = endpoint;
+    const found = await steps
+      .run({
+        title: 'Check the certificate with CMON (GET /v1/discover)',
+        work: (signal) =>
+          cmon.cmonDiscover({
+            endpoint: where,
+            cert: certificate.cert,
+            key: certificate.key,
+            ...(ca ? { ca } : {}),
+            signal,
+          }),
+        done: (d) => `CMON accepts the certificate: ${d.containers.length} instance(s) to scrape`,
+      })
+      .catch((err) => nothingWritten(err, '; nothing written (--no-verify skips this check)'));
+    verified = `${verified ? `${verified}; ` : ''}CMON at ${where.url.origin} accepts the certificate (${found.containers.length} instance(s) of ${access.account})`;
+  }
+  const data = { 'tls.crt': certificate.cert, 'tls.key': certificate.key };
+  const result: CreateSecretResult = {
+    provider: ctx.definition.name,
+    namespace,
+    name,
+    action: 'dry-run',
+    keys: Object.keys(data).sort(),
+    changedKeys: [],
+    ...(verified !== undefined ? { verified } : {}),
+    ...(ctx.unverified !== undefined ? { unverified: ctx.unverified } : {}),
+    notStored: [],
+    next: [
+      `kubectl -n ${namespace} get secret ${name} -o jsonpath='{.data.tls\\.crt}' | base64 -d | openssl x509 -noout -subject -issuer -enddate`,
+    ],
+    expires: certificate.validUntil.toISOString(),
+    certificate: `CN=${access.account}, issued by the key ${certificate.signedBy}`,
+  };
+  if (ctx.cluster) {
+    const written = await write(ctx.cluster, steps, {
+      namespace,
+      name,
+      data,
+      ownedKeys: ['tls.crt', 'tls.key'],
+      labels: { ...MANAGED_BY },
+      type: 'kubernetes.io/tls',
+    });
+    result.action = written.action;
+    result.changedKeys = written.changedKeys;
+    if (written.changedLabels) result.changedLabels = written.changedLabels;
+  }
+  if (input.dryRun)
+    result.manifest = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name, namespace, labels: { ...MANAGED_BY } },
+      type: 'kubernetes.io/tls',
+      data: {
+        'tls.crt': Buffer.from(certificate.cert, 'utf8').toString('base64'),
+        'tls.key': input.showSecrets ? Buffer.from(certificate.key, 'utf8').toString('base64') : '<redacted>',
+      },
+    };
+  return result;
 }
 
 /** The provider built from the values, which runs its own checks (OpenStack parses cloud.conf). */

@@ -42,6 +42,11 @@ export function secretReport(result: CreateSecretResult): Report<SecretRow> {
           })`;
   const notes = [
     ...(result.verified ? [`Verified with ${result.provider}: ${result.verified}`] : []),
+    ...(result.expires
+      ? [
+          `CMON certificate ${result.certificate ?? ''}; expires ${result.expires} (ccm doctor warns 14 days before)`,
+        ]
+      : []),
     ...(result.unverified ? [`Not checked with the cloud, as you chose: ${result.unverified}`] : []),
     ...(result.notStored.length
       ? [`Not stored in the Secret, so ccm run needs it as well: ${result.notStored.join(', ')}`]

@@ -25,8 +25,8 @@ describe('ccm manifests --cmon: what it prints', () => {
     expect(r.exitCode).toBe(0);
     const job = parse(r.stdout).scrape_configs[0];
     const tls = {
-      cert_file: '/etc/prometheus/secrets/ccm-triton-cmon/tls.crt',
-      key_file: '/etc/prometheus/secrets/ccm-triton-cmon/tls.key',
+      cert_file: '/etc/prometheus/secrets/triton-cmon/tls.crt',
+      key_file: '/etc/prometheus/secrets/triton-cmon/tls.key',
     };
     expect(job).toMatchObject({ job_name: 'triton-cmon-prod', scheme: 'https', tls_config: tls });
     expect(job.triton_sd_configs).toEqual([
@@ -41,7 +41,7 @@ describe('ccm manifests --cmon: what it prints', () => {
       },
     ]);
     expect(r.stdout).toContain(
-      '\n# kubernetes.io/tls Secret kube-system/ccm-triton-cmon mounted at /etc/prometheus/secrets/ccm-triton-cmon\n',
+      '\n# kubernetes.io/tls Secret kube-system/triton-cmon mounted at /etc/prometheus/secrets/triton-cmon\n',
     );
   });
 
@@ -113,4 +113,10 @@ describe('ccm manifests --cmon: bad input, one line', () => {
     expect(r.stderr).toMatch(message);
     expect(r.exitCode).toBe(2);
   });
+});
+
+it("the job's default Secret is the one `secret create --cmon` writes", async () => {
+  const { CMON_SECRET_DEFAULT } = await import('../../src/cli/manifests-cmon-flags.js');
+  const { CMON_SECRET_NAME } = await import('../../src/providers/triton/cmon-certificate.js');
+  expect(CMON_SECRET_DEFAULT).toBe(`kube-system/${CMON_SECRET_NAME}`);
 });

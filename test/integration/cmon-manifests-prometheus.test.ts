@@ -24,7 +24,7 @@ import { tempDir } from '../helpers/tmp.js';
 import { useCmon } from '../helpers/use-cmon.js';
 
 const world = useCmon();
-const MOUNT = '/etc/prometheus/secrets/ccm-triton-cmon';
+const MOUNT = '/etc/prometheus/secrets/triton-cmon';
 const GROUPS = 'triton.cmon.groups';
 let cp: ControlPlane;
 let api: CoreV1Api;
@@ -187,12 +187,12 @@ describe('ccm manifests --provider triton --cmon, run by Prometheus against CMON
     expect(docs[0]).toMatchObject({
       apiVersion: 'v1',
       kind: 'Secret',
-      metadata: { name: 'ccm-triton-cmon-scrape', namespace: 'kube-system' },
+      metadata: { name: 'triton-cmon-scrape', namespace: 'kube-system' },
     });
     // The API server takes it as it is printed (what `kubectl apply` sends).
     const stored = await api.createNamespacedSecret({ namespace: 'kube-system', body: docs[0] });
     expect(stored.type).toBe('Opaque');
-    await api.deleteNamespacedSecret({ namespace: 'kube-system', name: 'ccm-triton-cmon-scrape' });
+    await api.deleteNamespacedSecret({ namespace: 'kube-system', name: 'triton-cmon-scrape' });
     const jobs = docs[0].stringData['triton-cmon.yaml'];
     // additionalScrapeConfigs holds a list of scrape jobs: the very job of --cmon-format job.
     expect(parse(jobs)).toEqual(parse(await printedJob()).scrape_configs);

@@ -41,6 +41,7 @@ import { BrightboxSimulator, SIM_CLIENT } from '../clouds/brightbox/simulator.js
 import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
 import type { SimRouter } from '../clouds/openstack/neutron-routes.js';
 import { OpenStackSimulator } from '../clouds/openstack/simulator.js';
+import { CmonSim } from '../clouds/triton/cmon.js';
 import { KeyFolder, type TestKey } from '../clouds/triton/keys.js';
 import { TritonSim } from '../clouds/triton/server.js';
 import { createNodes, fixtureApi, fixtureClient } from '../controlplane/fixtures.js';
@@ -110,6 +111,7 @@ const NAMED = [
   'ccm manifests | kubectl apply --server-side -f -',
   'ccm manifests --provider … | kubectl apply --server-side -f -',
   'ccm nodes init --credentials-secret',
+  'ccm doctor --provider triton',
   'kubectl apply',
   'kubectl apply --server-side',
   'kubectl create secret',
@@ -899,6 +901,39 @@ describe('docs/secrets.md, the scripted lines (Node 20)', () => {
     expect(Object.values(tritonSecret)).toEqual(
       expect.arrayContaining([triton.url, 'me', tritonKey.privateKey, TRITON_PASSPHRASE]),
     );
+
+    // --cmon: CMON's client certificate, checked with CMON (the simulator on the Triton simulator,
+    // reached by address as docs/providers/triton.md says --cmon-url may be, its CA by --cmon-ca).
+    const cmon = await new CmonSim(triton).start();
+    try {
+      const ca = join(work, 'cmon-ca.pem');
+      writeFileSync(ca, cmon.ca);
+      const cmonEnv = { TRITON_CMON_URL: `https://127.0.0.1:${cmon.port}`, TRITON_CMON_CA: ca };
+      const made = await ok(
+        secrets(
+          "ccm secret create --provider triton --set url=https://us-east-1.api.example.com --set account=me --from-file key-material=$HOME/.ssh/id_rsa --cmon  # CMON's client certificate, kube-system/triton-cmon",
+        ),
+        { env: cmonEnv },
+      );
+      expect(made.stdout).toContain('Secret kube-system/triton-cmon created');
+      expect(Object.keys(await secretData('triton-cmon')).sort()).toEqual(['tls.crt', 'tls.key']);
+      // The reference's example and triton.md's span: the credentials from the environment.
+      const again = await ok(
+        docLine('docs/providers/triton.md', 'ccm secret create --provider triton --cmon'),
+        {
+          env: {
+            ...cmonEnv,
+            TRITON_URL: triton.url,
+            TRITON_ACCOUNT: 'me',
+            TRITON_KEY_MATERIAL: join(home, '.ssh/id_rsa'),
+          },
+        },
+      );
+      expect(again.stdout).toContain('Secret kube-system/triton-cmon updated');
+      expect(cmon.requests.filter((r) => r.path === '/v1/discover' && r.status === 200)).toHaveLength(2);
+    } finally {
+      await cmon.stop();
+    }
 
     await ok(
       secrets(

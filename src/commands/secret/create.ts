@@ -1,6 +1,6 @@
 import { isatty } from 'node:tty';
 import * as Flags from '@oclif/core/flags';
-import { BaseCommand } from '../../cli/base-command.js';
+import { BaseCommand, integerInRange } from '../../cli/base-command.js';
 import type { Report } from '../../cli/output/report.js';
 import type { SecretRow } from '../../secrets/report.js';
 import { stderrLine } from '../../warn-once.js';
@@ -16,6 +16,7 @@ export default class SecretCreate extends BaseCommand {
     'pass show do-token | <%= config.bin %> secret create --provider digitalocean --from-stdin',
     '<%= config.bin %> secret create --provider triton \\\n    --set url=https://us-east-1.api.example.com --set account=me \\\n    --from-file key-material=$HOME/.ssh/id_rsa',
     '<%= config.bin %> secret create --provider openstack --cloud-config cloud.conf --dry-run',
+    '<%= config.bin %> secret create --provider triton --cmon',
   ];
   static override flags = {
     set: Flags.string({
@@ -44,6 +45,28 @@ export default class SecretCreate extends BaseCommand {
       default: false,
     }),
     'show-secrets': Flags.boolean({ description: 'With --dry-run: print the values too', default: false }),
+    cmon: Flags.boolean({
+      description:
+        "Triton: write a CMON (Container Monitor) client certificate, signed with the account's key as `triton profile cmon-certgen` signs it, to a kubernetes.io/tls Secret (default name triton-cmon), once CMON accepts it",
+      default: false,
+    }),
+    'cmon-url': Flags.string({
+      description:
+        "With --cmon: CMON's URL (default: CloudAPI ListServices' cmon entry); an IP address is where to connect, CMON still named as ListServices names it",
+      env: 'TRITON_CMON_URL',
+      dependsOn: ['cmon'],
+    }),
+    'cmon-ca': Flags.string({
+      description:
+        "With --cmon: a PEM file of the CAs that CMON's own certificate is checked against (CMON's default certificate is self-signed)",
+      env: 'TRITON_CMON_CA',
+      dependsOn: ['cmon'],
+    }),
+    'cmon-lifetime': integerInRange({
+      description: "With --cmon: the certificate's lifetime in days (default 3650, as cmon-certgen's)",
+      min: 1,
+      max: 3650,
+    })({ dependsOn: ['cmon'] }),
   };
 
   async run(): Promise<Report<SecretRow>> {
@@ -74,6 +97,15 @@ export default class SecretCreate extends BaseCommand {
       version: this.config.version,
       // The cloud's message (a refusal) is in it: stderrLine screens it.
       warn: stderrLine,
+      ...(flags.cmon
+        ? {
+            cmon: {
+              ...(flags['cmon-url'] ? { url: flags['cmon-url'] } : {}),
+              ...(flags['cmon-ca'] ? { caFile: flags['cmon-ca'] } : {}),
+              ...(flags['cmon-lifetime'] !== undefined ? { lifetimeDays: flags['cmon-lifetime'] } : {}),
+            },
+          }
+        : {}),
     });
     return secretReport(result);
   }

@@ -149,6 +149,17 @@ export class TritonClient {
     return body;
   }
 
+  /**
+   * ListServices: { name: url } of the data centre's services (cloudapi, docker, cmon, …), as
+   * `triton profile cmon-certgen` reads it to find CMON.
+   */
+  async listServices(signal?: AbortSignal): Promise<Record<string, string>> {
+    const path = `/${this.login}/services`;
+    const { body } = await this.http.get<Record<string, string>>(path, { signal });
+    if (!isObject(body)) throw unexpectedAnswer(`GET ${path}`, 'the services (name: URL)', body);
+    return body;
+  }
+
   /** ListDatacenters: { name: url }. */
   async listDatacenters(signal?: AbortSignal): Promise<Record<string, string>> {
     return (await this.http.get<Record<string, string>>(`/${this.login}/datacenters`, { signal })).body;

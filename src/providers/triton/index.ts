@@ -9,7 +9,7 @@ import { credentials } from './credentials.js';
 import { type DatacenterResolver, SCHEME, tritonInstances } from './instances.js';
 import { CnsLoadBalancers } from './load-balancers.js';
 import { FabricRoutes } from './routes.js';
-import { createSigner } from './signer.js';
+import { createKeySigner, createSigner, type KeySigner } from './signer.js';
 
 const DEFAULT_CNS_SUFFIX = 'triton.zone';
 
@@ -72,6 +72,43 @@ export const triton: ProviderDefinition = {
     };
   },
 };
+
+/**
+ * What `secret create --cmon` and `doctor` need for CMON, from the same values as the provider: the
+ * account, CloudAPI's ListServices (where CMON is), and the account's key as a certificate signer
+ * (the key file, else the ssh-agent), built only when asked for.
+ */
+export interface CmonAccess {
+  account: string;
+  listServices(signal?: AbortSignal): Promise<Record<string, string>>;
+  keySigner(): KeySigner;
+}
+
+export function cmonAccess(values: ProviderValues, deps: Pick<ProviderDeps, 'onCloudCall'> = {}): CmonAccess {
+  const url = required(values.url, 'the CloudAPI URL', 'TRITON_URL (or --cloud-api-url)');
+  const account = required(values.account, 'the account', 'TRITON_ACCOUNT');
+  checkUrl(url);
+  const options = {
+    account,
+    user: value(values.user),
+    keyId: value(values.keyId),
+    keyMaterial: value(values.keyMaterial),
+    passphrase: value(values.keyPassphrase),
+    agentSocket: value(values.sshAuthSock),
+  };
+  const client = new TritonClient({
+    url,
+    account,
+    signer: createSigner(options),
+    secrets: [options.keyMaterial, options.passphrase].filter((s): s is string => s !== undefined),
+    onRequest: deps.onCloudCall ? (info) => deps.onCloudCall?.(`${info.method} ${info.path}`) : undefined,
+  });
+  return {
+    account,
+    listServices: (signal) => client.listServices(signal),
+    keySigner: () => createKeySigner(options),
+  };
+}
 
 /** TRITON_ROUTE_NETWORK, VLAN/NETWORK-UUID: the fabric network of the Pod routes, else none. */
 function routesOf(

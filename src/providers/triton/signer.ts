@@ -145,7 +145,38 @@ function keySigner(options: SignerOptions, key: sshpk.PrivateKey): RequestSigner
   };
 }
 
-function agentSigner(options: SignerOptions): RequestSigner {
+/**
+ * The account's key as a signer of raw bytes (a certificate's to-be-signed part, CMON's client
+ * certificate): from the key file, or through the ssh-agent, chosen exactly as createSigner chooses.
+ */
+export interface KeySigner {
+  /** The public key that signs; through the ssh-agent, the agent is asked for it. */
+  publicKey(): Promise<sshpk.Key>;
+  sign(data: Buffer): Promise<sshpk.Signature>;
+}
+
+export function createKeySigner(options: SignerOptions): KeySigner {
+  if (options.keyMaterial?.trim()) {
+    const key = loadPrivateKey(options);
+    const hash = hashFor(key);
+    return {
+      publicKey: async () => key.toPublic(),
+      async sign(data) {
+        const signer = key.createSign(hash);
+        signer.update(data);
+        return signer.sign();
+      },
+    };
+  }
+  const chosen = agentKey(options);
+  return {
+    publicKey: async () => (await chosen.get()).key,
+    sign: (data) => chosen.sign(data),
+  };
+}
+
+/** The agent's key whose fingerprint is the configured one, asked for once and again after a failure. */
+function agentKey(options: SignerOptions) {
   const socket = options.agentSocket?.trim();
   const keyId = options.keyId?.trim();
   if (!socket) {
@@ -177,22 +208,38 @@ function agentSigner(options: SignerOptions): RequestSigner {
     checkType(key.type);
     return { agent, key, fingerprint: key.fingerprint('md5').toString('hex') };
   };
+  const get = async () => {
+    chosen ??= choose();
+    return chosen.catch((err) => {
+      chosen = undefined;
+      throw err;
+    });
+  };
+  return {
+    keyId,
+    get,
+    async sign(data: Buffer): Promise<sshpk.Signature> {
+      const { agent, key } = await get();
+      return agent.sign(key, data).catch((err: Error) => {
+        // The agent may have gone away: the next request connects again.
+        chosen = undefined;
+        throw new InvalidConfigError(`the ssh-agent refused to sign (${err.message.split('\n')[0]})`);
+      });
+    },
+  };
+}
+
+function agentSigner(options: SignerOptions): RequestSigner {
+  const chosen = agentKey(options);
+  const keyId = chosen.keyId;
   const signer: RequestSigner = {
     // Until the agent is asked, the id is the one configured; CloudAPI names keys by MD5.
     keyId: keyIdFor(options.account, options.user, keyId.replace(/^MD5:/i, '')),
     fingerprint: keyId.replace(/^MD5:/i, ''),
     async sign(text) {
-      chosen ??= choose();
-      const { agent, key, fingerprint } = await chosen.catch((err) => {
-        chosen = undefined;
-        throw err;
-      });
+      const { key, fingerprint } = await chosen.get();
       Object.assign(signer, { fingerprint, keyId: keyIdFor(options.account, options.user, fingerprint) });
-      const sig = await agent.sign(key, Buffer.from(text)).catch((err: Error) => {
-        // The agent may have gone away: the next request connects again.
-        chosen = undefined;
-        throw new InvalidConfigError(`the ssh-agent refused to sign (${err.message.split('\n')[0]})`);
-      });
+      const sig = await chosen.sign(Buffer.from(text));
       return { algorithm: `${key.type}-${sig.hashAlgorithm}`, signature: sig.toString() };
     },
   };
