@@ -13,6 +13,8 @@ import {
   judgePass,
   type PassHold,
   readRecentDeletions,
+  recordAhead,
+  serverClock,
   tellHeld,
 } from '../controllers/pass-brake.js';
 import type { NodePlan } from '../controllers/plan.js';
@@ -147,7 +149,8 @@ async function runPass(input: NodesInitInput, control: Pass): Promise<NodesInitR
   const stopNotices = onCloudWait(...waitNotices(Boolean(input.progress)));
   const kube = createNodeClient(transport);
   control.kube = kube;
-  const { pass } = input;
+  let { pass } = input;
+  let releaseSet: { id: string; providerIDs: ReadonlySet<string> } | undefined;
   let configured: Awaited<ReturnType<typeof providerWithSecret>>;
   let state: Awaited<ReturnType<typeof readState>>;
   let verdict: BrakeVerdict;
@@ -159,12 +162,16 @@ async function runPass(input: NodesInitInput, control: Pass): Promise<NodesInitR
     // Read before the task list starts: an unreachable API server or a broken inventory is a
     // configuration error and must print one line, not a failed task.
     state = await readState(kube, configured.provider);
-    const recent = await readRecentDeletions(kube, pass);
+    const recent = await readRecentDeletions(kube);
+    // The API server's clock from here on: the record's times are its, and so are the Nodes' ages.
+    const clock = pass.now ? undefined : serverClock(recent, monotonicMs);
+    if (clock) pass = { ...pass, now: clock };
     verdict = judgePass(state, configured.provider, recent, pass);
     if (input.allowMassDeletion !== undefined) {
       release = checkRelease(input.allowMassDeletion, verdict);
       const providerIDs = new Set(verdict.counted.map((n) => n.providerID));
-      verdict = judgePass(state, configured.provider, recent, pass, { id: release, providerIDs });
+      releaseSet = { id: release, providerIDs };
+      verdict = judgePass(state, configured.provider, recent, pass, releaseSet);
     }
   } catch (err) {
     stopNotices();
@@ -187,6 +194,9 @@ async function runPass(input: NodesInitInput, control: Pass): Promise<NodesInitR
           if (candidates > 0) {
             task.output = `confirming ${candidates} deletion candidate(s) with the cloud`;
             await confirmBraked(ctx.plans, provider, verdict, pass, release);
+            // Each deletion in the record before its DELETE: judged again there, or not deleted.
+            if (!pass.dryRun)
+              verdict = (await recordAhead(ctx.plans, kube, state, provider, pass, releaseSet)) ?? verdict;
             ctx.hold = await tellHeld(ctx.plans, kube, verdict, state.nodes, pass);
           }
           const changing = ctx.plans.filter((p) => p.changes.length > 0).length;
@@ -216,7 +226,8 @@ async function runPass(input: NodesInitInput, control: Pass): Promise<NodesInitR
   // Ctrl-C during the writes: the writes after it were refused, and no Event is waited for.
   if (!control.mayWrite()) throw new InterruptedError('cancelled');
   const plans = ctx.plans ?? [];
-  // Events are sent beside the work (event-recorder.ts); the pass ends when they are, or in 10 s.
+  // Events are sent beside the work (event-recorder.ts); the pass ends when they are, or in 10 s. The
+  // brake's memory is not among them: each deletion was recorded before its DELETE (recordAhead).
   await eventRecorder(transport).flush(10_000);
   return {
     report: buildReport(provider, plans, state, pass.dryRun, ctx.hold),

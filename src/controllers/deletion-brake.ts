@@ -16,7 +16,7 @@
  * broken listing, which no zone boundary contains. Above the share nothing is deleted, at any size.
  */
 import type { SlimNode } from '../kube/slim-node.js';
-import { ANNOTATION_ALLOW_MASS_DELETION, ANNOTATION_DELETION_RELEASE } from '../kube/well-known.js';
+import { ANNOTATION_ALLOW_MASS_DELETION } from '../kube/well-known.js';
 import { nodeCrypto } from '../node-modules.js';
 import { parseProviderID } from '../providers/provider-id.js';
 import type { CloudView } from './cloud-view.js';
@@ -65,11 +65,13 @@ export interface BrakeNode {
   providerID: string;
 }
 
-/** A Node deletion ccm made (read back from its DeletingNode Event, or remembered by this process). */
+/** A Node deletion ccm made (read from the record of deletions, or remembered by this process). */
 export interface RecentDeletion {
   uid: string;
   name: string;
-  /** Wall-clock ms. */
+  /** The Node's provider ID (what a release names). */
+  providerID?: string;
+  /** The API server's clock, ms. */
   at: number;
   /** The id of the hold an operator released to allow it: such a deletion counts towards nothing. */
   release?: string;
@@ -81,9 +83,9 @@ export interface BrakeInput {
   /** Of those, the ones whose instance a trusted listing lost (past their grace period), Ready or not. */
   missing: readonly BrakeNode[];
   deletions: readonly RecentDeletion[];
-  /** Why the recent deletions could not be read: then every deletion is held. */
+  /** Why the recent deletions could not be read: then nothing is deleted, and nothing is held. */
   deletionsError?: string;
-  /** Wall-clock ms. */
+  /** The API server's clock, ms (the deletions' clock). */
   now: number;
   /** A hold the operator released: its Nodes are deleted without the brake. */
   release?: { id: string; providerIDs: ReadonlySet<string> };
@@ -100,6 +102,11 @@ export interface BrakeVerdict {
   total: number;
   /** Why nothing is deleted; undefined when deletions may go ahead. */
   held?: string;
+  /**
+   * Why nothing is deleted this pass though nothing is held: the record of the window's deletions
+   * could not be read, so no share can be judged. No hold, no Event: the next pass reads again.
+   */
+  unjudged?: string;
   /** Deletions the rate allows now (outside a hold). */
   allowedNow: number;
   /** When the next one is allowed, from now (0: now). */
@@ -126,6 +133,7 @@ function minutes(ms: number): string {
 
 export function brakeVerdict(input: BrakeInput): BrakeVerdict {
   const { options, now } = input;
+  // A deletion whose time lies ahead of `now` is inside the window: no clock can push one out early.
   const recent = input.deletions.filter((d) => d.at > now - options.windowMs);
   const counting = recent.filter((d) => d.release === undefined);
   // A Node deleted a moment ago may still be in the caller's list: counted once, as a deletion.
@@ -158,7 +166,7 @@ export function brakeVerdict(input: BrakeInput): BrakeVerdict {
   const share = total > 0 ? affected / total : 1;
   const window = minutes(options.windowMs);
   if (input.deletionsError !== undefined) {
-    verdict.held = `the Node deletions of the last ${window} could not be read (${input.deletionsError}), and without them no share can be judged`;
+    verdict.unjudged = `not deleted this pass: the record of the last ${window}'s Node deletions could not be read (${input.deletionsError}), and without it no share can be judged`;
   } else if (affected > 1 && share > options.maxRatio) {
     const deletedNote = counting.length > 0 ? `, with ${counting.length} deleted in the last ${window}` : '';
     verdict.held = `the instances of ${affected} of ${total} Nodes (${percent(share)}${deletedNote}) are missing from the cloud listing, above --max-deletion-ratio ${options.maxRatio}`;
@@ -265,14 +273,4 @@ export function waitingReason(
   const times = [...verdict.recent, ...Array<number>(deleted).fill(now)];
   const next = Math.max(1, Math.ceil(rateAllowance(times, now, options).nextInMs / 1000));
   return `deletion waits for --node-deletion-rate ${options.rate}/s (${times.length} deleted in the last ${minutes(options.windowMs)}, ${options.burst} at most at once); the next in ${next}s`;
-}
-
-/** The deletions of a window, from the DeletingNode Events read back, with their release marks. */
-export function deletionsFromEvents(
-  events: readonly { uid: string; name: string; at: number; annotations: Record<string, string> }[],
-): RecentDeletion[] {
-  return events.map((e) => {
-    const release = e.annotations[ANNOTATION_DELETION_RELEASE];
-    return { uid: e.uid, name: e.name, at: e.at, ...(release ? { release } : {}) };
-  });
 }

@@ -1,5 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { monotonicMs } from '../clock.js';
+import { DELETION_RECORD, type DeletionRecord, type NewDeletion } from '../kube/deletion-record.js';
 import type { NodeClient } from '../kube/nodes.js';
 import { readSecret } from '../kube/secrets.js';
 import type { SlimNode } from '../kube/slim-node.js';
@@ -7,7 +9,6 @@ import type { KubeTransport } from '../kube/transport.js';
 import {
   ANNOTATION_ALLOW_MASS_DELETION,
   ANNOTATION_DELETION_HOLD,
-  EVENT_DELETING_NODE,
   EVENT_NODE_DELETION_HELD,
   SOURCE_LIFECYCLE_CONTROLLER,
 } from '../kube/well-known.js';
@@ -17,7 +18,7 @@ import {
   type BrakeOptions,
   type BrakeVerdict,
   brakeVerdict,
-  deletionsFromEvents,
+  DELETION_WINDOW_MS,
   heldEventMessage,
   managedNodes,
   type RecentDeletion,
@@ -38,7 +39,18 @@ export interface HoldStatus {
 export type Admission =
   | { kind: 'allowed'; release?: string }
   | { kind: 'held'; reason: string; event?: PlannedEvent }
-  | { kind: 'waiting'; reason: string };
+  | { kind: 'waiting'; reason: string }
+  /** Not deleted this pass, not held either: the record of deletions could not be read. */
+  | { kind: 'unjudged'; reason: string };
+
+/** What became of an admitted deletion at its write-ahead: sent only when `recorded`. */
+export type Recorded =
+  | { kind: 'recorded' }
+  | { kind: 'held'; reason: string }
+  | { kind: 'waiting'; reason: string }
+  | { kind: 'failed'; reason: string };
+
+type CommitOutcome = Recorded | { kind: 'retry'; inMs: number };
 
 export interface GuardDeps {
   kube: NodeClient;
@@ -53,11 +65,11 @@ export interface GuardDeps {
   /** The credentials Secret `ccm run` reads: its annotation releases a hold. */
   secret?: { namespace: string; name: string };
   status: HoldStatus;
-  /** Wall-clock ms (the Events' clock). */
+  /** The API server's clock, ms (the record's). Default: its Date header at the last read, moved on by this process's monotonic clock. */
   now?: () => number;
 }
 
-/** The Events are read again when older than this (a deletion of this process is known at once). */
+/** The record is read again when older than this (a deletion of this process is known at once). */
 const DELETIONS_MAX_AGE_MS = 5000;
 /** The Secret is read at most this often while a hold lasts. */
 const SECRET_MAX_AGE_MS = 2000;
@@ -65,13 +77,19 @@ const SECRET_MAX_AGE_MS = 2000;
 /**
  * The deletion brake in `ccm run`'s lifecycle controller, which reconciles Node by Node from a cached
  * listing: every candidate asks `admit` before its confirming lookup, against the same listing's
- * judgement of every managed Node. The recent deletions are those read back from the DeletingNode
- * Events (a replica that led before, a `nodes init` CronJob) and this process's own, including the
- * ones under way, so two workers never both take the last token. A hold is said once in the log, on
- * /readyz and in `ccm_node_deletions_held`, and once on each held Node as a Warning Event.
+ * judgement of every managed Node. The recent deletions are those of the record of deletions
+ * (deletion-record.ts: a replica that led before, a `nodes init` CronJob) and this process's own,
+ * including the ones under way, so two workers never both take the last token. Before its DELETE, an
+ * admitted deletion is written into the record (`record`), judged again on the record as it is then;
+ * not written, not sent. A hold is said once in the log, on /readyz and in `ccm_node_deletions_held`,
+ * and once on each held Node as a Warning Event.
  */
 export class DeletionGuard {
-  private read?: { at: number; deletions: RecentDeletion[]; error?: string };
+  /** The last read of the record: `mono` this process's monotonic clock then, `serverNow` the API server's. */
+  private read?: { mono: number; serverNow?: number; deletions: RecentDeletion[]; error?: string };
+  private readError?: string;
+  private commits: { entry: NewDeletion; resolve: (outcome: CommitOutcome) => void }[] = [];
+  private committing?: Promise<void>;
   private reading?: Promise<void>;
   /** This process's deletions, made or under way, by Node UID. */
   /** This process's deletions: admitted (counted from then on), `sent` once the DELETE is on its way. */
@@ -89,8 +107,12 @@ export class DeletionGuard {
 
   constructor(private readonly deps: GuardDeps) {}
 
-  private now(): number {
-    return this.deps.now?.() ?? Date.now();
+  /** The API server's clock (the record's), as well as this process knows it. */
+  now(): number {
+    if (this.deps.now) return this.deps.now();
+    const read = this.read;
+    if (read?.serverNow !== undefined) return read.serverNow + (monotonicMs() - read.mono);
+    return Date.now();
   }
 
   /** Once each monitor period, before the Nodes are queued: the hold's log line, metric and status. */
@@ -116,6 +138,8 @@ export class DeletionGuard {
     const verdict = this.judge();
     const providerID = node.spec?.providerID ?? '';
     const uid = node.metadata?.uid ?? '';
+    // Deleted by this process a moment ago, still in the informer's cache: not deleted twice.
+    if (this.own.get(uid)?.sent) return { kind: 'waiting', reason: 'deleted a moment ago' };
     if (verdict.released.has(providerID)) {
       const release = this.released?.id;
       this.reserve(node, release);
@@ -139,6 +163,7 @@ export class DeletionGuard {
         },
       };
     }
+    if (verdict.unjudged) return { kind: 'unjudged', reason: verdict.unjudged };
     if (verdict.allowedNow >= 1) {
       this.reserve(node);
       return { kind: 'allowed' };
@@ -147,31 +172,135 @@ export class DeletionGuard {
   }
 
   /**
-   * Just before the DELETE of an admitted Node. Its cloud lookup, between admission and now, may
-   * have waited seconds for the cloud budget while a later admission's did not, so the DELETEs are
-   * spaced by the rate again, counting only deletions already sent, from this moment.
+   * Just before the DELETE of an admitted Node: its deletion is written into the record first, and
+   * only a recorded deletion may be sent. Its cloud lookup, between admission and now, may have
+   * waited seconds for the cloud budget while a later admission's did not, so the deletions are
+   * spaced by the rate again, counting only deletions already recorded, from this moment; the record
+   * itself is judged again as it is when written (another process may have deleted since).
    */
-  async beforeDelete(node: SlimNode, signal?: AbortSignal): Promise<void> {
-    const mine = this.own.get(node.metadata?.uid ?? '');
-    if (!mine || mine.release !== undefined) return;
+  async record(node: SlimNode, signal?: AbortSignal): Promise<Recorded> {
+    const uid = node.metadata?.uid ?? '';
+    const mine = this.own.get(uid);
+    if (!mine) return { kind: 'failed', reason: 'not deleted: not admitted by the deletion brake' };
     for (;;) {
-      if (signal?.aborted) throw new Error('stopped before the deletion');
-      const now = this.now();
-      const sent = [
-        ...(this.read?.deletions ?? []).filter((d) => !this.own.has(d.uid)),
-        ...[...this.own.values()].filter((d) => d.sent),
-      ]
-        .filter((d) => d.release === undefined)
-        .map((d) => d.at);
-      const { allowedNow, nextInMs } = rateAllowance(sent, now, this.deps.options);
-      if (allowedNow >= 1) {
-        mine.at = now;
-        mine.sent = true;
-        this.version++;
-        return;
+      if (signal?.aborted) return { kind: 'failed', reason: 'not deleted: stopped before the deletion' };
+      if (mine.release === undefined) {
+        const { allowedNow, nextInMs } = rateAllowance(this.sentTimes(), this.now(), this.deps.options);
+        if (allowedNow < 1) {
+          await delay(Math.max(nextInMs, 10), undefined, signal ? { signal } : {}).catch(() => {});
+          continue;
+        }
       }
-      await delay(Math.max(nextInMs, 10), undefined, signal ? { signal } : {}).catch(() => {});
+      const outcome = await this.commit({
+        uid,
+        name: mine.name,
+        providerID: node.spec?.providerID ?? '',
+        ...(mine.release ? { release: mine.release } : {}),
+      });
+      if (outcome.kind !== 'retry') return outcome;
+      await delay(Math.max(outcome.inMs, 10), undefined, signal ? { signal } : {}).catch(() => {});
     }
+  }
+
+  /** The times of the recorded deletions that count for the rate (read, and this process's own since). */
+  private sentTimes(): number[] {
+    return [
+      ...(this.read?.deletions ?? []).filter((d) => !this.own.has(d.uid)),
+      ...[...this.own.values()].filter((d) => d.sent),
+    ]
+      .filter((d) => d.release === undefined)
+      .map((d) => d.at);
+  }
+
+  /** Group commit: the deletions waiting to be recorded are written together, in one conditional write. */
+  private commit(entry: NewDeletion): Promise<CommitOutcome> {
+    return new Promise((resolve) => {
+      this.commits.push({ entry, resolve });
+      this.committing ??= this.flushCommits().finally(() => {
+        this.committing = undefined;
+      });
+    });
+  }
+
+  private async flushCommits(): Promise<void> {
+    while (this.commits.length > 0) {
+      const batch = this.commits.splice(0);
+      const outcomes = new Map<string, CommitOutcome>();
+      try {
+        const result = await this.deps.kube.writeAheadDeletions(
+          (read) => {
+            outcomes.clear();
+            return this.decide(batch, read, outcomes);
+          },
+          Math.max(this.deps.options.windowMs, DELETION_WINDOW_MS),
+        );
+        for (const d of result.written) {
+          const mine = this.own.get(d.uid);
+          if (mine) {
+            mine.at = d.at;
+            mine.sent = true;
+          }
+          outcomes.set(d.uid, { kind: 'recorded' });
+        }
+        for (const d of result.full) {
+          outcomes.set(d.uid, {
+            kind: 'failed',
+            reason: `not deleted: the record of Node deletions (${DELETION_RECORD}) is full; it is deleted once older deletions leave the window`,
+          });
+        }
+        const read = result.record;
+        this.read = {
+          mono: monotonicMs(),
+          serverNow: read.serverNow,
+          deletions: [...read.deletions, ...result.written],
+        };
+        this.version++;
+      } catch (err) {
+        const reason = `not deleted: its deletion could not be written into the record of Node deletions (${DELETION_RECORD}) first: ${(err as Error).message}`;
+        this.deps.log.warn(`deletion brake: ${reason}`);
+        for (const { entry } of batch) outcomes.set(entry.uid, { kind: 'failed', reason });
+      }
+      for (const { entry, resolve } of batch)
+        resolve(outcomes.get(entry.uid) ?? { kind: 'failed', reason: 'not deleted: not recorded' });
+    }
+  }
+
+  /** Which of a batch the record takes, judged on the record as read for this very write. */
+  private decide(
+    batch: readonly { entry: NewDeletion }[],
+    read: DeletionRecord,
+    outcomes: Map<string, CommitOutcome>,
+  ): NewDeletion[] {
+    const accepted: NewDeletion[] = [];
+    const now = read.serverNow;
+    const stamped = () => accepted.map((d) => ({ ...d, at: now + 999 }));
+    const snapshot = this.snapshot;
+    for (const { entry } of batch) {
+      if (entry.release !== undefined) {
+        accepted.push(entry);
+        continue;
+      }
+      const byUid = new Map<string, RecentDeletion>();
+      for (const d of this.own.values()) byUid.set(d.uid, d);
+      for (const d of [...read.deletions, ...stamped()]) byUid.set(d.uid, d);
+      const verdict = brakeVerdict({
+        managed: snapshot?.managed ?? [],
+        missing: snapshot?.missing ?? [],
+        deletions: [...byUid.values()],
+        now,
+        ...(this.released ? { release: this.released } : {}),
+        options: this.deps.options,
+      });
+      if (verdict.held) {
+        outcomes.set(entry.uid, { kind: 'held', reason: verdict.held });
+        continue;
+      }
+      const times = [...read.deletions, ...stamped()].filter((d) => d.release === undefined).map((d) => d.at);
+      const { allowedNow, nextInMs } = rateAllowance(times, now, this.deps.options);
+      if (allowedNow >= 1) accepted.push(entry);
+      else outcomes.set(entry.uid, { kind: 'retry', inMs: nextInMs });
+    }
+    return accepted;
   }
 
   /** After an allowed candidate's reconcile: a Node that was not deleted after all does not count. */
@@ -218,17 +347,31 @@ export class DeletionGuard {
   }
 
   private freshDeletions(): Promise<void> {
-    if (this.read && this.now() - this.read.at < DELETIONS_MAX_AGE_MS) return Promise.resolve();
+    if (this.read && monotonicMs() - this.read.mono < DELETIONS_MAX_AGE_MS) return Promise.resolve();
     this.reading ??= (async () => {
-      const at = this.now();
       try {
-        const events = await this.deps.kube.listNodeEvents(
-          EVENT_DELETING_NODE,
-          at - this.deps.options.windowMs,
-        );
-        this.read = { at, deletions: deletionsFromEvents(events) };
+        const record = await this.deps.kube.readDeletionRecord();
+        this.read = { mono: monotonicMs(), serverNow: record.serverNow, deletions: record.deletions };
+        if (this.readError !== undefined) {
+          this.deps.log.info(
+            `deletion brake: the record of Node deletions (${DELETION_RECORD}) is read again`,
+          );
+          this.readError = undefined;
+        }
       } catch (err) {
-        this.read = { at, deletions: this.read?.deletions ?? [], error: (err as Error).message };
+        const error = (err as Error).message;
+        this.read = {
+          mono: monotonicMs(),
+          ...(this.read?.serverNow !== undefined ? { serverNow: this.now() } : {}),
+          deletions: this.read?.deletions ?? [],
+          error,
+        };
+        if (this.readError !== error) {
+          this.readError = error;
+          this.deps.log.warn(
+            `deletion brake: no Node is deleted until the record of Node deletions (${DELETION_RECORD}) can be read: ${error}`,
+          );
+        }
       }
       this.version++;
     })().finally(() => {
@@ -268,7 +411,8 @@ export class DeletionGuard {
   }
 
   private publish(verdict: BrakeVerdict): void {
-    if (this.stopped) return;
+    // An unread record judges nothing: a hold stays as it was (said), and nothing is deleted meanwhile.
+    if (this.stopped || verdict.unjudged) return;
     const { log, metrics, status } = this.deps;
     if (verdict.held) {
       metrics.nodeDeletionsHeld.set(verdict.counted.length);

@@ -102,10 +102,18 @@ describe('the share', () => {
     expect(verdict(3, 0, { deletions: deleted(1, 2, 3, 4, 5) }).held).toBeUndefined();
   });
 
-  it('holds every deletion, a single one too, while the recent deletions cannot be read', () => {
-    const v = verdict(10, 1, { deletionsError: 'events is forbidden' });
-    expect(v.held).toMatch(/could not be read \(events is forbidden\)/);
-    expect(verdict(10, 0, { deletionsError: 'x' }).held).toBeUndefined();
+  it('deletes nothing while the recent deletions cannot be read, and holds nothing either (no hold, no Event)', () => {
+    const v = verdict(10, 1, { deletionsError: 'configmaps is forbidden' });
+    expect(v.held).toBeUndefined();
+    expect(v.unjudged).toMatch(/^not deleted this pass: .*could not be read \(configmaps is forbidden\)/);
+    expect(verdict(10, 0, { deletionsError: 'x' }).unjudged).toBeUndefined();
+  });
+
+  it('counts a deletion whose time lies ahead of now (another clock) inside the window', () => {
+    const v = verdict(5, 1, {
+      deletions: deleted(1, 2, 3, 4, 5).map((d) => ({ ...d, at: d.at + 30 * 60_000 })),
+    });
+    expect(v.held).toMatch(/6 of 10/);
   });
 });
 
