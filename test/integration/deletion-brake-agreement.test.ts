@@ -1,0 +1,71 @@
+/**
+ * The deletion brake, as every process that deletes Nodes agrees on it (review 45, findings 2-6), on
+ * DigitalOcean (one world): the window is judged on the API server's clock, whatever a process's own
+ * says; two deleters at once (the CronJob and an operator, `ccm run` and a pass) share one burst; a
+ * held Node is told once, whoever tells it and however often `ccm run` restarts; `ccm run`, `nodes
+ * init` and `doctor` say the same of Nodes whose kubelets are still Ready; absurd rates are refused;
+ * an unreadable record holds nothing; a release survives a restart.
+ */
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { brakeKit, type ClusterNode, sleep } from '../helpers/brake-kit.js';
+import { useCloudWorld } from '../helpers/cloud-world.js';
+
+const world = useCloudWorld('digitalocean', {
+  afterEachTest: async (w) => {
+    const secret = (await w.runProvider()).credentialsSecret;
+    if (!secret) return;
+    const [namespace = '', name = ''] = secret.split('/');
+    await w.api.deleteNamespacedSecret({ namespace, name }).catch(() => undefined);
+  },
+});
+const skew = fileURLToPath(new URL('../fixtures/clock-skew.mjs', import.meta.url));
+const skewed = (ms: number) => ({ env: { NODE_OPTIONS: `--import=${skew}`, SKEW_MS: String(ms) } });
+
+describe('the window is on the API server clock', () => {
+  it('a pass whose clock is 11 minutes ahead (a CronJob pod on a Node whose clock jumped) still counts the last minute’s deletions', async () => {
+    const kit = brakeKit(world);
+    const nodes = await kit.cluster(10);
+    await kit.lose(nodes.slice(0, 5));
+    // 5 of 10 lost: allowed, deleted by passes with right clocks.
+    for (let i = 0; i < 10 && (await kit.names()).length > 5; i++) {
+      await kit.nodesInit(['--node-deletion-rate', '2']);
+      if ((await kit.names()).length > 5) await sleep(600);
+    }
+    expect(await kit.names()).toEqual(nodes.slice(5).map((n) => n.name));
+    // One more lost within the same minute: 6 of 10 in the window, held, though the pass's clock
+    // reads those deletions as 11 minutes old.
+    await kit.lose([nodes[5] as ClusterNode]);
+    const ahead = await kit.nodesInit([], skewed(11 * 60_000));
+    expect(ahead.exitCode, ahead.stderr).toBe(3);
+    expect(await kit.names()).toEqual(nodes.slice(5).map((n) => n.name));
+  });
+
+  it('deletions made by a pass whose clock is 11 minutes behind are counted by every later pass', async () => {
+    const kit = brakeKit(world);
+    const nodes = await kit.cluster(10);
+    await kit.lose(nodes.slice(0, 5));
+    for (let i = 0; i < 10 && (await kit.names()).length > 5; i++) {
+      await kit.nodesInit(['--node-deletion-rate', '2'], skewed(-11 * 60_000));
+      if ((await kit.names()).length > 5) await sleep(600);
+    }
+    expect(await kit.names()).toEqual(nodes.slice(5).map((n) => n.name));
+    await kit.lose([nodes[5] as ClusterNode]);
+    const right = await kit.nodesInit();
+    expect(right.exitCode, right.stderr).toBe(3);
+    expect(await kit.names()).toEqual(nodes.slice(5).map((n) => n.name));
+  });
+});
+
+describe('two deleters at once share one burst (each deletion recorded first, on one record)', () => {
+  it('two nodes init passes at once (the CronJob and an operator): at most 3 DELETEs, none refused', async () => {
+    const kit = brakeKit(world);
+    const nodes = await kit.cluster(30);
+    await kit.lose(nodes.slice(0, 10));
+    const [a, b] = await Promise.all([kit.nodesInit(), kit.nodesInit()]);
+    const deletes = await kit.nodeDeletes();
+    expect(deletes.length).toBeLessThanOrEqual(3);
+    expect((a.report?.summary.deleted ?? 0) + (b.report?.summary.deleted ?? 0)).toBe(deletes.length);
+    expect(await kit.record()).toHaveLength(deletes.length);
+  });
+});
