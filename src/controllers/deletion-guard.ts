@@ -38,7 +38,7 @@ export interface HoldStatus {
 
 export type Admission =
   | { kind: 'allowed'; release?: string }
-  | { kind: 'held'; reason: string; event?: PlannedEvent }
+  | { kind: 'held'; reason: string }
   | { kind: 'waiting'; reason: string }
   /** Not deleted this pass, not held either: the record of deletions could not be read. */
   | { kind: 'unjudged'; reason: string };
@@ -102,7 +102,11 @@ export class DeletionGuard {
   private annotation?: { value?: string; at: number };
   private ignoredAnnotation?: string;
   private holding?: string;
+  /** The held Nodes told, by UID: by this process, or by any other (read from their Events). */
   private readonly told = new Map<string, { id: string; at: number }>();
+  /** Whether `told` has what the API server has (read once, and again with each new hold). */
+  private toldRead = false;
+  private readingTold?: Promise<boolean>;
   private stopped = false;
 
   constructor(private readonly deps: GuardDeps) {}
@@ -121,6 +125,9 @@ export class DeletionGuard {
     if (view.listingError !== undefined) return;
     const snapshot = this.snapshotOf(view, true);
     if (snapshot.missing.length === 0 && !this.holding && !this.released) return;
+    // What was told before this process led (a restart, another leader, the CronJob), read before
+    // a hold can need it.
+    if (!this.toldRead) await this.readTold();
     await this.freshDeletions();
     const verdict = this.judge();
     if (verdict.held && (await this.checkAnnotation(verdict))) this.judge();
@@ -146,22 +153,8 @@ export class DeletionGuard {
       return release ? { kind: 'allowed', release } : { kind: 'allowed' };
     }
     if (verdict.held) {
-      const told = this.told.get(uid);
-      const now = this.now();
-      if (told?.id === verdict.id && now - told.at < HELD_EVENT_REPEAT_MS)
-        return { kind: 'held', reason: verdict.held };
-      this.told.set(uid, { id: verdict.id, at: now });
-      return {
-        kind: 'held',
-        reason: verdict.held,
-        event: {
-          type: 'Warning',
-          reason: EVENT_NODE_DELETION_HELD,
-          message: heldEventMessage(verdict, this.releaseText(verdict.id)),
-          component: SOURCE_LIFECYCLE_CONTROLLER,
-          annotations: { [ANNOTATION_DELETION_HOLD]: verdict.id },
-        },
-      };
+      await this.tell(node, verdict);
+      return { kind: 'held', reason: verdict.held };
     }
     if (verdict.unjudged) return { kind: 'unjudged', reason: verdict.unjudged };
     if (verdict.allowedNow >= 1) {
@@ -303,6 +296,63 @@ export class DeletionGuard {
     return accepted;
   }
 
+  /**
+   * One Warning Event on a held Node, unless it was told of this hold in the last
+   * HELD_EVENT_REPEAT_MS, by this process or another (their Events are read: a restarted `ccm run`
+   * or a new leader does not tell again). Sent at once and awaited, not queued with the best-effort
+   * Events (whose queue keeps 1,000): a Node counts as told only once its Event is stored, so every
+   * Node of a hold of any size is told, and one whose Event failed is told at its next reconcile.
+   * While the Events cannot be read, no Node is told: a duplicate is worse than a moment's wait.
+   */
+  private async tell(node: SlimNode, verdict: BrakeVerdict): Promise<void> {
+    const uid = node.metadata?.uid ?? '';
+    if (!this.toldRead && !(await this.readTold())) return;
+    const told = this.told.get(uid);
+    const now = this.now();
+    if (told?.id === verdict.id && now - told.at < HELD_EVENT_REPEAT_MS) return;
+    // Marked before the write: two workers never tell one Node twice; undone if it fails.
+    this.told.set(uid, { id: verdict.id, at: now });
+    try {
+      await this.deps.kube.createEvent({
+        node,
+        type: 'Warning',
+        reason: EVENT_NODE_DELETION_HELD,
+        message: heldEventMessage(verdict, this.releaseText(verdict.id)),
+        component: SOURCE_LIFECYCLE_CONTROLLER,
+        annotations: { [ANNOTATION_DELETION_HOLD]: verdict.id },
+        direct: true,
+      });
+    } catch (err) {
+      if (this.told.get(uid)?.at === now) this.told.delete(uid);
+      this.deps.log.debug(
+        `deletion brake: the held Node ${node.metadata?.name ?? ''} was not told (${(err as Error).message}); told again at its next reconcile`,
+      );
+    }
+  }
+
+  /** The NodeDeletionHeld Events of the last HELD_EVENT_REPEAT_MS into `told`; false when they could not be read. */
+  private readTold(): Promise<boolean> {
+    this.readingTold ??= (async () => {
+      try {
+        const since = this.now() - HELD_EVENT_REPEAT_MS;
+        for (const e of await this.deps.kube.listNodeEvents(EVENT_NODE_DELETION_HELD, since)) {
+          const id = e.annotations[ANNOTATION_DELETION_HOLD];
+          const mine = this.told.get(e.uid);
+          if (id && (!mine || mine.at < e.at)) this.told.set(e.uid, { id, at: e.at });
+        }
+        this.toldRead = true;
+      } catch (err) {
+        this.deps.log.debug(
+          `deletion brake: the NodeDeletionHeld Events could not be read: ${(err as Error).message}`,
+        );
+      }
+      return this.toldRead;
+    })().finally(() => {
+      this.readingTold = undefined;
+    });
+    return this.readingTold;
+  }
+
   /** After an allowed candidate's reconcile: a Node that was not deleted after all does not count. */
   settle(node: SlimNode, deleted: boolean): void {
     if (deleted) return;
@@ -420,6 +470,8 @@ export class DeletionGuard {
       status.current = { id: verdict.id, count: verdict.counted.length, reason: verdict.held, release };
       if (this.holding !== verdict.id) {
         this.holding = verdict.id;
+        // Another process (the CronJob) may have told this hold's Nodes since `told` was read.
+        this.toldRead = false;
         log.warn(
           { hold: verdict.id, nodes: verdict.counted.length },
           `holding every Node deletion (hold ${verdict.id}): ${verdict.held}. If \`ccm nodes list\` shows these Nodes' instances are really gone, release it: ${release}`,

@@ -44,10 +44,8 @@ export async function reconcileNode(
       let release: string | undefined;
       if (planned.deletionCandidate) {
         const admission = await parts.brake.admit(node, view);
-        if (admission.kind === 'held') {
-          planned.held = admission.reason;
-          if (admission.event) planned.events.push(admission.event);
-        } else if (admission.kind === 'waiting') planned.waiting = admission.reason;
+        if (admission.kind === 'held') planned.held = admission.reason;
+        else if (admission.kind === 'waiting') planned.waiting = admission.reason;
         else if (admission.kind === 'unjudged') {
           // Neither looked up nor held: said as this Node's failure, and tried again next period.
           planned.deletionCandidate = undefined;

@@ -261,6 +261,8 @@ export async function tellHeld(
       message: heldEventMessage(verdict, release),
       component: SOURCE_LIFECYCLE_CONTROLLER,
       annotations: { [ANNOTATION_DELETION_HOLD]: verdict.id },
+      // At once and awaited: a hold of more than the recorder's 1,000 queued Events tells each Node.
+      direct: true,
     });
   }
   return {

@@ -80,7 +80,7 @@ export function brakeKit(world: CloudWorld) {
       let report:
         | {
             summary: Record<string, number>;
-            hold?: { id: string; count: number; nodes: string[] };
+            hold?: { id: string; count: number; nodes: string[]; reason: string };
             nodes: { name: string; result: string; reason?: string; notes?: string[] }[];
           }
         | undefined;

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { brakeKit, type ClusterNode, sleep } from '../helpers/brake-kit.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
+import { until } from '../helpers/run.js';
 
 const world = useCloudWorld('digitalocean', {
   afterEachTest: async (w) => {
@@ -67,5 +68,38 @@ describe('two deleters at once share one burst (each deletion recorded first, on
     expect(deletes.length).toBeLessThanOrEqual(3);
     expect((a.report?.summary.deleted ?? 0) + (b.report?.summary.deleted ?? 0)).toBe(deletes.length);
     expect(await kit.record()).toHaveLength(deletes.length);
+  });
+});
+
+describe('a held Node is told once', () => {
+  it('ccm run restarted (or a new leader) while holding: each held Node keeps one Event, not one per process', async () => {
+    const kit = brakeKit(world);
+    const nodes = await kit.cluster(10);
+    const first = await world.run();
+    await kit.lose(nodes.slice(0, 6));
+    await until(
+      'an Event on each held Node',
+      async () => (await kit.events('NodeDeletionHeld')).length === 6,
+    );
+    await first.stop();
+    const second = await world.run();
+    await until('the hold', async () => second.logs.some((l) => l.includes('holding every Node deletion')));
+    await sleep(2500);
+    const held = await kit.events('NodeDeletionHeld');
+    expect(held.map((e) => e.involvedObject.name).sort()).toEqual(nodes.slice(0, 6).map((n) => n.name));
+  });
+
+  it('a nodes init pass while ccm run holds tells no Node again, nor does ccm run after the pass', async () => {
+    const kit = brakeKit(world);
+    const nodes = await kit.cluster(10);
+    await kit.lose(nodes.slice(0, 6));
+    const pass = await kit.nodesInit();
+    expect(pass.exitCode).toBe(3);
+    expect((await kit.events('NodeDeletionHeld')).length).toBe(6);
+    const ccm = await world.run();
+    await until('the hold', async () => ccm.logs.some((l) => l.includes('holding every Node deletion')));
+    await sleep(2500);
+    expect((await kit.nodesInit()).exitCode).toBe(3);
+    expect((await kit.events('NodeDeletionHeld')).length).toBe(6);
   });
 });
