@@ -29,7 +29,6 @@ import {
 } from './deletion-brake.js';
 import type { Metrics } from './metrics.js';
 import { HELD_EVENT_REPEAT_MS } from './pass-brake.js';
-import type { PlannedEvent } from './plan.js';
 
 /** The hold `ccm run` keeps now, for /readyz (run.ts): one object for the process, set by the leader. */
 export interface HoldStatus {
