@@ -20,7 +20,7 @@ import { ANNOTATION_ALLOW_MASS_DELETION } from '../kube/well-known.js';
 import { nodeCrypto } from '../node-modules.js';
 import { parseProviderID } from '../providers/provider-id.js';
 import type { CloudView } from './cloud-view.js';
-import { isExcluded } from './lifecycle.js';
+import { isExcluded, isReady } from './lifecycle.js';
 
 export interface BrakeOptions {
   /** --max-deletion-ratio: above this share of the managed Nodes lost at once, none is deleted. */
@@ -80,7 +80,7 @@ export interface RecentDeletion {
 export interface BrakeInput {
   /** Nodes of this cloud's provider-ID scheme, not excluded from lifecycle. */
   managed: readonly BrakeNode[];
-  /** Of those, the ones whose instance a trusted listing lost (past their grace period), Ready or not. */
+  /** Of those, the NotReady ones whose instance a trusted listing lost (past their grace period). */
   missing: readonly BrakeNode[];
   deletions: readonly RecentDeletion[];
   /** Why the recent deletions could not be read: then nothing is deleted, and nothing is held. */
@@ -216,10 +216,14 @@ function brakeNode(node: SlimNode): BrakeNode {
 
 /**
  * The Nodes the brake counts, from one listing: every Node of this cloud's scheme not excluded from
- * lifecycle, and of those the ones the listing lost, Ready or not. Ready ones count too: the kubelets
- * of an outage turn NotReady over tens of seconds, and a share counted from NotReady Nodes alone
- * would let the first few be deleted before it is reached. Nothing is missing from a listing that
- * cannot be trusted (failed, empty, or of another account): no Node is deleted from one anyway.
+ * lifecycle, and of those the ones the listing lost whose Ready condition is not True. That is the
+ * rule by which Nodes are deletion candidates at all (lifecycle.ts planLifecycle; upstream's cloud
+ * node lifecycle controller, MonitorNodes, skips every Node whose Ready condition is True): what the
+ * share counts is what a hold holds, and `ccm run`, `nodes init` and `doctor` say the same. A Ready
+ * Node's kubelet still reports, so its instance exists whatever a listing says. Nodes of an outage
+ * turning NotReady one by one are counted as they turn, with the window's deletions. Nothing is
+ * missing from a listing that cannot be trusted (failed, empty, or of another account): no Node is
+ * deleted from one anyway.
  */
 export function managedNodes(
   nodes: readonly SlimNode[],
@@ -236,7 +240,7 @@ export function managedNodes(
     if (!providerID || parseProviderID(providerID)?.scheme !== scheme || isExcluded(node)) continue;
     const entry = brakeNode(node);
     managed.push(entry);
-    if (!trusted) continue;
+    if (!trusted || isReady(node)) continue;
     const created = node.metadata?.creationTimestamp;
     if (!created || now.getTime() - Date.parse(created) < deletionGracePeriodMs) continue;
     const instance = view.index.byProviderID(providerID);

@@ -35,7 +35,7 @@ export const HELD_EVENT_REPEAT_MS = 30 * 60_000;
 export interface PassHold {
   id: string;
   reason: string;
-  /** The held candidates (the hold counts Ready Nodes the listing lost too; they are not deleted anyway). */
+  /** The held candidates: the Nodes the hold counts (NotReady, their instances missing). */
   nodes: string[];
   /** Nodes the hold counts: what the id names. */
   count: number;

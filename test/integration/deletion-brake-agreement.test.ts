@@ -103,3 +103,34 @@ describe('a held Node is told once', () => {
     expect((await kit.events('NodeDeletionHeld')).length).toBe(6);
   });
 });
+
+describe('Nodes whose instances are gone but whose kubelets are still Ready', () => {
+  it('6 of 10: ccm run and nodes init agree nothing is held (none is a candidate); once NotReady, both say held', async () => {
+    const kit = brakeKit(world);
+    const nodes = await kit.cluster(10);
+    for (const node of nodes.slice(0, 6)) world.vanish(node.providerID);
+    const ccm = await world.run();
+    await sleep(2500);
+    const heldMetric = async () =>
+      Number(
+        (await (await fetch(`${ccm.url}/metrics`)).text())
+          .split('\n')
+          .find((l) => l.startsWith('ccm_node_deletions_held '))
+          ?.split(' ')[1],
+      );
+    expect(await heldMetric()).toBe(0);
+    expect(ccm.logs.filter((l) => l.includes('holding every Node deletion'))).toEqual([]);
+    const pass = await kit.nodesInit();
+    expect(pass.exitCode).toBe(0);
+    expect(pass.report?.hold).toBeUndefined();
+    expect(await kit.events('NodeDeletionHeld')).toEqual([]);
+    expect(await kit.names()).toHaveLength(10);
+    // The kubelets stop: the same six are now candidates, and every command holds them.
+    for (const node of nodes.slice(0, 6)) await kit.notReady(node.name);
+    await until('ccm run holds', async () => (await heldMetric()) === 6);
+    const held = await kit.nodesInit();
+    expect(held.exitCode).toBe(3);
+    expect(held.report?.hold?.count).toBe(6);
+    expect(await kit.names()).toHaveLength(10);
+  });
+});

@@ -214,19 +214,27 @@ describe('managedNodes', () => {
   const node = (name: string, options: Parameters<typeof makeNode>[0] = { name }) =>
     makeNode({ providerID: `cloudlycke://${name}`, created: OLD, ...options, name });
 
-  it('counts Nodes of this scheme not excluded; missing: lost from the listing, Ready or not, past grace', () => {
+  it('counts Nodes of this scheme not excluded; missing: lost from the listing, not Ready (as candidates are), past grace', () => {
     const all = [
       node('a'),
       node('ready-lost', { name: 'ready-lost', ready: true }),
       node('notready-lost', { name: 'notready-lost', ready: false }),
+      node('unknown-lost', { name: 'unknown-lost', ready: 'missing' }),
       node('young-lost', { name: 'young-lost', ready: false, created: new Date(T - 1000) }),
       node('pet', { name: 'pet', ready: false, labels: { [LABEL_EXCLUDE_FROM_LIFECYCLE]: 'true' } }),
       makeNode({ name: 'droplet', providerID: 'digitalocean://1', ready: false, created: OLD }),
       makeNode({ name: 'no-id', ready: false, created: OLD }),
     ];
     const { managed, missing } = managedNodes(all, listed('a'), 'cloudlycke', NOW, GRACE_MS);
-    expect(managed.map((n) => n.name)).toEqual(['a', 'ready-lost', 'notready-lost', 'young-lost']);
-    expect(missing.map((n) => n.name)).toEqual(['ready-lost', 'notready-lost']);
+    expect(managed.map((n) => n.name)).toEqual([
+      'a',
+      'ready-lost',
+      'notready-lost',
+      'unknown-lost',
+      'young-lost',
+    ]);
+    // Upstream's cloud node lifecycle controller skips a Node whose Ready condition is True.
+    expect(missing.map((n) => n.name)).toEqual(['notready-lost', 'unknown-lost']);
   });
 
   it('counts an instance the listing shows as gone as missing', () => {
