@@ -51,6 +51,11 @@ export const DELETION_BURST = 3;
 export const DELETION_WINDOW_MS = 10 * 60_000;
 /** The rate at which the burst refills within the window: slower would forget deletions it still counts. */
 export const MIN_NODE_DELETION_RATE = DELETION_BURST / (DELETION_WINDOW_MS / 1000);
+/**
+ * A thousand a second: faster is no rate at all (a pass deletes as fast as the API server answers),
+ * and an absurd value (Infinity, from 400 digits) made NaN of the waits.
+ */
+export const MAX_NODE_DELETION_RATE = 1000;
 
 export const DEFAULT_BRAKE_OPTIONS: BrakeOptions = {
   maxRatio: DEFAULT_MAX_DELETION_RATIO,

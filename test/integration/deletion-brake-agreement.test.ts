@@ -134,3 +134,25 @@ describe('Nodes whose instances are gone but whose kubelets are still Ready', ()
     expect(await kit.names()).toHaveLength(10);
   });
 });
+
+describe('the brake flags refuse what is no rate or share', () => {
+  it.each([
+    ['nodes', 'init', '--node-deletion-rate', '9'.repeat(400)],
+    ['nodes', 'init', '--node-deletion-rate', '1001'],
+    ['nodes', 'init', '--node-deletion-rate', '0.001'],
+    ['nodes', 'init', '--node-deletion-rate', '1e3'],
+    ['nodes', 'init', '--max-deletion-ratio', '9'.repeat(400)],
+    ['run', '--node-deletion-rate', '9'.repeat(400)],
+  ])('case %#: exit 2, one line with the allowed range, nothing written', async (...args) => {
+    const run = await world.ccm(args);
+    expect(run.exitCode).toBe(2);
+    const lines = run.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      args.includes('--max-deletion-ratio')
+        ? /^ccm: --max-deletion-ratio: expected a number between 0 and 1 such as 0\.55, got "9{400}"$/
+        : /^ccm: --node-deletion-rate: expected a number from 0\.005 to 1000 \(Nodes a second\) such as 0\.1, got "[^"]+"$/,
+    );
+    expect(run.writes).toEqual([]);
+  });
+});
