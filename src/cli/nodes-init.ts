@@ -1,5 +1,5 @@
 import { monotonicMs } from '../clock.js';
-import type { BrakeVerdict } from '../controllers/deletion-brake.js';
+import { type BrakeVerdict, type RecentDeletion, releaseNamesHold } from '../controllers/deletion-brake.js';
 import {
   applyPlans,
   buildReport,
@@ -168,7 +168,7 @@ async function runPass(input: NodesInitInput, control: Pass): Promise<NodesInitR
     if (clock) pass = { ...pass, now: clock };
     verdict = judgePass(state, configured.provider, recent, pass);
     if (input.allowMassDeletion !== undefined) {
-      release = checkRelease(input.allowMassDeletion, verdict);
+      release = checkRelease(input.allowMassDeletion, verdict, recent.deletions);
       const providerIDs = new Set(verdict.counted.map((n) => n.providerID));
       releaseSet = { id: release, providerIDs };
       verdict = judgePass(state, configured.provider, recent, pass, releaseSet);
@@ -244,13 +244,15 @@ async function runPass(input: NodesInitInput, control: Pass): Promise<NodesInitR
  * The id an operator passed must name the hold of this very listing: a pass never deletes more than
  * the Nodes it was shown, and an id from an earlier look (another outage) releases nothing.
  */
-function checkRelease(id: string, verdict: BrakeVerdict): string {
+function checkRelease(id: string, verdict: BrakeVerdict, deletions: readonly RecentDeletion[]): string {
   if (!verdict.held) {
     throw new UsageError(
       `--allow-mass-deletion ${id}: no deletion is held now (${verdict.counted.length} Node(s) missing from the cloud listing); nothing was written`,
     );
   }
-  if (verdict.id !== id) {
+  // A release some of whose Nodes were deleted already (by `ccm run`, by a pass cut short) still
+  // names the rest: the same set, with those deleted under it.
+  if (!releaseNamesHold(id, verdict, deletions)) {
     throw new UsageError(
       `--allow-mass-deletion ${id}: the current hold is ${verdict.id} (${verdict.counted.length} Nodes); look at \`ccm nodes list\` again and pass that id; nothing was written`,
     );

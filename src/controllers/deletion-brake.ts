@@ -283,3 +283,22 @@ export function waitingReason(
   const next = Math.max(1, Math.ceil(rateAllowance(times, now, options).nextInMs / 1000));
   return `deletion waits for --node-deletion-rate ${options.rate}/s (${times.length} deleted in the last ${minutes(options.windowMs)}, ${options.burst} at most at once); the next in ${next}s`;
 }
+
+/**
+ * Whether an operator's release id names this hold: the hold's id itself, or, once some of its Nodes
+ * were deleted under that release (a restart of `ccm run` mid-release, a `nodes init` pass after the
+ * annotation), the id of the Nodes still held together with those deleted under it: the same set.
+ */
+export function releaseNamesHold(
+  id: string,
+  verdict: BrakeVerdict,
+  deletions: readonly RecentDeletion[],
+): boolean {
+  if (id === verdict.id) return true;
+  const deletedUnder = deletions
+    .filter((d) => d.release === id && d.providerID)
+    .map((d) => d.providerID ?? '');
+  if (deletedUnder.length === 0) return false;
+  const set = new Set([...verdict.counted.map((n) => n.providerID), ...deletedUnder]);
+  return holdId([...set]) === id;
+}

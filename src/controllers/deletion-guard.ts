@@ -25,6 +25,7 @@ import {
   rateAllowance,
   releaseAnnotation,
   releaseCommand,
+  releaseNamesHold,
   waitingReason,
 } from './deletion-brake.js';
 import type { Metrics } from './metrics.js';
@@ -513,7 +514,10 @@ export class DeletionGuard {
     }
     const value = this.annotation.value;
     if (!value) return false;
-    if (value !== verdict.id) {
+    // The id names this hold, or the hold it was before some of its Nodes were deleted under it
+    // (a restart mid-release: the same set of Nodes, told apart from a new outage by the record).
+    const deletions = [...(this.read?.deletions ?? []), ...this.own.values()];
+    if (!releaseNamesHold(value, verdict, deletions)) {
       if (this.ignoredAnnotation !== `${value}/${verdict.id}`) {
         this.ignoredAnnotation = `${value}/${verdict.id}`;
         log.warn(

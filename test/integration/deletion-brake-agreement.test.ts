@@ -8,7 +8,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { brakeKit, type ClusterNode, sleep } from '../helpers/brake-kit.js';
+import { brakeKit, type ClusterNode, MERGE_PATCH, sleep } from '../helpers/brake-kit.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
 import { until } from '../helpers/run.js';
 
@@ -154,5 +154,78 @@ describe('the brake flags refuse what is no rate or share', () => {
         : /^ccm: --node-deletion-rate: expected a number from 0\.005 to 1000 \(Nodes a second\) such as 0\.1, got "[^"]+"$/,
     );
     expect(run.writes).toEqual([]);
+  });
+});
+
+describe('a release outlives a restart of ccm run', () => {
+  it('8 of 10 held and released by the annotation; ccm run restarted after 2 deletions: the other 6 are still released', async () => {
+    const kit = brakeKit(world);
+    const nodes = await kit.cluster(10);
+    const lost = nodes.slice(0, 8);
+    await kit.lose(lost);
+    // The cloud cannot confirm 6 of them yet (their lookups fail): the release stops half way.
+    const sim = world.sim as unknown as {
+      fault(f: { method: string; path: string; status: number; times: number }): void;
+      faults: { clear(): void };
+    };
+    for (const node of lost.slice(2))
+      sim.fault({
+        method: 'GET',
+        path: `/v2/droplets/${node.providerID.split('://')[1]}`,
+        status: 500,
+        times: 1000,
+      });
+    const first = await world.run();
+    await until('the hold', async () => (await kit.events('NodeDeletionHeld')).length === 8);
+    const id =
+      (await kit.events('NodeDeletionHeld'))[0]?.metadata?.annotations?.['ccm.io/deletion-hold'] ?? '';
+    expect(id).toMatch(/^8-/);
+    const secret = ((await world.runProvider()).credentialsSecret ?? '').split('/');
+    await world.api.patchNamespacedSecret(
+      {
+        namespace: secret[0] ?? '',
+        name: secret[1] ?? '',
+        body: { metadata: { annotations: { 'ccm.io/allow-mass-deletion': id } } },
+      },
+      MERGE_PATCH,
+    );
+    await until('2 deleted', async () => (await kit.names()).length === 8);
+    await first.stop();
+    sim.faults.clear();
+    // A new process: the 6 left are a hold of another id, but the same set with the 2 deleted under it.
+    const second = await world.run();
+    await until('the other 6 deleted', async () => (await kit.names()).length === 2, 15_000).catch(
+      () => undefined,
+    );
+    expect(await kit.names()).toEqual(nodes.slice(8).map((n) => n.name));
+    expect(second.logs.some((l) => l.includes(`hold ${id} released by ccm.io/allow-mass-deletion`))).toBe(
+      true,
+    );
+  });
+});
+
+describe('a record of deletions that cannot be read', () => {
+  it('one lost Node: neither deleted nor held, no Event; each command says why', async () => {
+    const kit = brakeKit(world);
+    const nodes = await kit.cluster(10);
+    await world.api.createNamespacedConfigMap({
+      namespace: 'kube-system',
+      body: { metadata: { name: 'ccm-node-deletions' }, data: { deletions: 'edited by hand\n' } },
+    });
+    await kit.lose([nodes[0] as ClusterNode]);
+    const pass = await kit.nodesInit();
+    expect(pass.report?.hold).toBeUndefined();
+    expect(pass.exitCode).not.toBe(3);
+    const node = pass.report?.nodes.find((n) => n.name === nodes[0]?.name);
+    expect(node?.result).toBe('failed');
+    expect(node?.reason).toMatch(
+      /^not deleted this pass: the record of the last 10m's Node deletions could not be read \(ConfigMap kube-system\/ccm-node-deletions: line 1 of deletions is not a deletion/,
+    );
+    const ccm = await world.run();
+    await until('said', async () => ccm.logs.some((l) => l.includes('no Node is deleted until the record')));
+    await sleep(1500);
+    expect(ccm.logs.filter((l) => l.includes('holding every Node deletion'))).toEqual([]);
+    expect(await kit.events('NodeDeletionHeld')).toEqual([]);
+    expect(await kit.names()).toHaveLength(10);
   });
 });
