@@ -191,7 +191,8 @@ async function runPass(input: NodesInitInput, control: Pass): Promise<NodesInitR
         task: async (ctx, task) => {
           ctx.plans = planPass(state, provider, pass);
           const candidates = ctx.plans.filter((p) => p.deletionCandidate).length;
-          if (candidates > 0) {
+          // A hold of Ready Nodes has no candidate, and is reported all the same.
+          if (candidates > 0 || verdict.held) {
             task.output = `confirming ${candidates} deletion candidate(s) with the cloud`;
             await confirmBraked(ctx.plans, provider, verdict, pass, release);
             // Each deletion in the record before its DELETE: judged again there, or not deleted.

@@ -20,7 +20,7 @@ import { ANNOTATION_ALLOW_MASS_DELETION } from '../kube/well-known.js';
 import { nodeCrypto } from '../node-modules.js';
 import { parseProviderID } from '../providers/provider-id.js';
 import type { CloudView } from './cloud-view.js';
-import { isExcluded, isReady } from './lifecycle.js';
+import { isExcluded } from './lifecycle.js';
 
 export interface BrakeOptions {
   /** --max-deletion-ratio: above this share of the managed Nodes lost at once, none is deleted. */
@@ -85,7 +85,7 @@ export interface RecentDeletion {
 export interface BrakeInput {
   /** Nodes of this cloud's provider-ID scheme, not excluded from lifecycle. */
   managed: readonly BrakeNode[];
-  /** Of those, the NotReady ones whose instance a trusted listing lost (past their grace period). */
+  /** Of those, the ones whose instance a trusted listing lost (past their grace period), Ready or not. */
   missing: readonly BrakeNode[];
   deletions: readonly RecentDeletion[];
   /** Why the recent deletions could not be read: then nothing is deleted, and nothing is held. */
@@ -221,14 +221,13 @@ function brakeNode(node: SlimNode): BrakeNode {
 
 /**
  * The Nodes the brake counts, from one listing: every Node of this cloud's scheme not excluded from
- * lifecycle, and of those the ones the listing lost whose Ready condition is not True. That is the
- * rule by which Nodes are deletion candidates at all (lifecycle.ts planLifecycle; upstream's cloud
- * node lifecycle controller, MonitorNodes, skips every Node whose Ready condition is True): what the
- * share counts is what a hold holds, and `ccm run`, `nodes init` and `doctor` say the same. A Ready
- * Node's kubelet still reports, so its instance exists whatever a listing says. Nodes of an outage
- * turning NotReady one by one are counted as they turn, with the window's deletions. Nothing is
- * missing from a listing that cannot be trusted (failed, empty, or of another account): no Node is
- * deleted from one anyway.
+ * lifecycle, and of those the ones the listing lost, Ready or not. Only NotReady ones are ever
+ * deleted (lifecycle.ts planLifecycle, as upstream's cloud node lifecycle controller, MonitorNodes,
+ * skips every Node whose Ready condition is True), but Ready ones count towards the share, and both
+ * commands report them as held: the kubelets of an outage turn NotReady over tens of seconds, and a
+ * share of NotReady Nodes alone would let the burst delete the first 3 before it is reached. Nothing
+ * is missing from a listing that cannot be trusted (failed, empty, or of another account): no Node
+ * is deleted from one anyway.
  */
 export function managedNodes(
   nodes: readonly SlimNode[],
@@ -245,7 +244,7 @@ export function managedNodes(
     if (!providerID || parseProviderID(providerID)?.scheme !== scheme || isExcluded(node)) continue;
     const entry = brakeNode(node);
     managed.push(entry);
-    if (!trusted || isReady(node)) continue;
+    if (!trusted) continue;
     const created = node.metadata?.creationTimestamp;
     if (!created || now.getTime() - Date.parse(created) < deletionGracePeriodMs) continue;
     const instance = view.index.byProviderID(providerID);

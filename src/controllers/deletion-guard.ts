@@ -13,6 +13,7 @@ import {
   SOURCE_LIFECYCLE_CONTROLLER,
 } from '../kube/well-known.js';
 import type { CloudView } from './cloud-view.js';
+import { mapLimit } from './concurrency.js';
 import {
   type BrakeNode,
   type BrakeOptions,
@@ -69,6 +70,8 @@ export interface GuardDeps {
   now?: () => number;
 }
 
+/** Held Events sent at once by a review. */
+const TELL_CONCURRENCY = 8;
 /** The record is read again when older than this (a deletion of this process is known at once). */
 const DELETIONS_MAX_AGE_MS = 5000;
 /** The Secret is read at most this often while a hold lasts. */
@@ -131,6 +134,14 @@ export class DeletionGuard {
     await this.freshDeletions();
     const verdict = this.judge();
     if (verdict.held && (await this.checkAnnotation(verdict))) this.judge();
+    // Every Node the hold counts is told, a Ready one too (it is counted, never a candidate: no
+    // admission tells it), as nodes init reports it.
+    const current = this.judge();
+    if (current.held) {
+      const byUid = new Map(this.deps.nodes().map((n) => [n.metadata?.uid ?? '', n]));
+      const nodes = current.counted.map((n) => byUid.get(n.uid)).filter((n) => n !== undefined);
+      await mapLimit(nodes, TELL_CONCURRENCY, (node) => this.tell(node, current));
+    }
     if (this.released && !snapshot.missing.some((n) => this.released?.providerIDs.has(n.providerID))) {
       this.deps.log.info(`hold ${this.released.id}: every Node it released is deleted`);
       this.released = undefined;

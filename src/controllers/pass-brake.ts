@@ -35,7 +35,7 @@ export const HELD_EVENT_REPEAT_MS = 30 * 60_000;
 export interface PassHold {
   id: string;
   reason: string;
-  /** The held candidates: the Nodes the hold counts (NotReady, their instances missing). */
+  /** The held Nodes: every Node the hold counts, candidates or (Ready) not, as `ccm run` reports them. */
   nodes: string[];
   /** Nodes the hold counts: what the id names. */
   count: number;
@@ -239,6 +239,14 @@ export async function tellHeld(
   options: PassOptions,
 ): Promise<PassHold | undefined> {
   if (!verdict.held) return undefined;
+  // Every Node the hold counts is held, a Ready one too (never a candidate, but counted in the
+  // share): the report, the exit code and the Events say what ccm run's metric and /readyz say.
+  const counted = new Set(verdict.counted.map((n) => n.uid));
+  const uidOf = new Map(nodes.map((n) => [n.metadata?.name ?? '', n.metadata?.uid ?? '']));
+  for (const plan of plans) {
+    if (!plan.held && !plan.deletion && !plan.skipped && counted.has(uidOf.get(plan.name) ?? ''))
+      plan.held = verdict.held;
+  }
   const held = plans.filter((p) => p.held);
   const release = releaseCommand(verdict.id);
   let told = new Set<string>();

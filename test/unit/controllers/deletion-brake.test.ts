@@ -214,7 +214,7 @@ describe('managedNodes', () => {
   const node = (name: string, options: Parameters<typeof makeNode>[0] = { name }) =>
     makeNode({ providerID: `cloudlycke://${name}`, created: OLD, ...options, name });
 
-  it('counts Nodes of this scheme not excluded; missing: lost from the listing, not Ready (as candidates are), past grace', () => {
+  it('counts Nodes of this scheme not excluded; missing: lost from the listing, Ready or not, past grace', () => {
     const all = [
       node('a'),
       node('ready-lost', { name: 'ready-lost', ready: true }),
@@ -233,8 +233,7 @@ describe('managedNodes', () => {
       'unknown-lost',
       'young-lost',
     ]);
-    // Upstream's cloud node lifecycle controller skips a Node whose Ready condition is True.
-    expect(missing.map((n) => n.name)).toEqual(['notready-lost', 'unknown-lost']);
+    expect(missing.map((n) => n.name)).toEqual(['ready-lost', 'notready-lost', 'unknown-lost']);
   });
 
   it('counts an instance the listing shows as gone as missing', () => {
