@@ -54,18 +54,23 @@ describe('the deletion guard of ccm run', () => {
     expect(told.every((c) => c.op === 'createEvent' && c.event.direct === true)).toBe(true);
   });
 
-  it('a Node whose Event failed is told at its next admission', async () => {
+  it('a Node whose Event failed is told again, and once stored never again', async () => {
     const { nodes, kube, guard, view } = world(10, 6);
     let fail = true;
     kube.failWith = (call) => {
       if (call.op === 'createEvent' && fail) throw new Error('429 Too Many Requests');
     };
-    await guard.review(view);
-    await guard.admit(nodes[0] as never, view);
+    const node = nodes[0] as (typeof nodes)[number];
+    const tries = () =>
+      kube.calls.filter((c) => c.op === 'createEvent' && c.event.node.metadata?.name === node.metadata?.name);
+    await guard.review(view); // told at the review: refused
+    await guard.admit(node, view); // told again: refused
+    expect(tries()).toHaveLength(2);
     fail = false;
-    await guard.admit(nodes[0] as never, view);
-    await guard.admit(nodes[0] as never, view);
-    expect(kube.calls.filter((c) => c.op === 'createEvent')).toHaveLength(2);
+    await guard.admit(node, view); // stored
+    await guard.admit(node, view);
+    await guard.review(view);
+    expect(tries()).toHaveLength(3);
   });
 
   it('an unreadable record of deletions: a single lost Node is neither deleted nor held, and nobody is told', async () => {
