@@ -4,11 +4,16 @@ import {
   DEFAULT_BRAKE_OPTIONS,
   DEFAULT_MAX_DELETION_RATIO,
   DEFAULT_NODE_DELETION_RATE,
+  MAX_NODE_DELETION_RATE,
   MIN_NODE_DELETION_RATE,
 } from '../controllers/deletion-brake.js';
 import { expectedText } from './errors.js';
 
-/** A number flag, refused outside (min, max) with the one wording every flag uses. */
+/**
+ * A number flag, refused outside its range with the one wording every flag uses. Digits only (no
+ * exponent), and finite: 400 digits are Infinity to Number(), and a rate of Infinity made NaN of
+ * every later wait.
+ */
 function numberFlag(options: {
   description: string;
   default: number;
@@ -20,7 +25,8 @@ function numberFlag(options: {
     default: options.default,
     parse: async (input) => {
       const value = /^\s*\d*\.?\d+\s*$/.test(input) ? Number(input) : Number.NaN;
-      if (!options.accepts(value)) throw new Error(expectedText(options.expected, input));
+      if (!Number.isFinite(value) || !options.accepts(value))
+        throw new Error(expectedText(options.expected, input));
       return value;
     },
   })();
@@ -37,8 +43,8 @@ export const brakeFlags = {
   'node-deletion-rate': numberFlag({
     description: `Nodes deleted a second once 3 were deleted back to back (kube-controller-manager's --node-eviction-rate, ${DEFAULT_NODE_DELETION_RATE})`,
     default: DEFAULT_NODE_DELETION_RATE,
-    accepts: (v) => v >= MIN_NODE_DELETION_RATE,
-    expected: `a number of at least ${MIN_NODE_DELETION_RATE} such as 0.1`,
+    accepts: (v) => v >= MIN_NODE_DELETION_RATE && v <= MAX_NODE_DELETION_RATE,
+    expected: `a number from ${MIN_NODE_DELETION_RATE} to ${MAX_NODE_DELETION_RATE} (Nodes a second) such as 0.1`,
   }),
 };
 

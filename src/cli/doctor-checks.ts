@@ -690,6 +690,16 @@ export function checkDeletionBrake(
   }
   if (missing.length === 0)
     return pass('deletion-brake', "no Node's instance is missing from the cloud listing: nothing to hold");
+  if (verdict.unjudged) {
+    return withItems(
+      warn(
+        'deletion-brake',
+        `${missing.length} Node(s)' instances missing from the cloud listing, and their deletion is ${verdict.unjudged.replace(/^not deleted this pass: /, 'not judged: ')}; ccm deletes none of them until it can read it`,
+        'check that ccm may get, create and update ConfigMap kube-system/ccm-node-deletions (`ccm manifests` grants it), and that its data is the record ccm wrote',
+      ),
+      missing,
+    );
+  }
   return withItems(
     pass(
       'deletion-brake',

@@ -2,10 +2,11 @@ import { existsSync } from 'node:fs';
 import { KUBEADM_FLAGS_ENV } from '../cluster/detect.js';
 import { localHost } from '../cluster/host.js';
 import { viewOf } from '../controllers/cloud-view.js';
-import { brakeVerdict, deletionsFromEvents, managedNodes } from '../controllers/deletion-brake.js';
+import { brakeVerdict, managedNodes } from '../controllers/deletion-brake.js';
 import { selectControllers } from '../controllers/manager.js';
 import { clusterIdentity } from '../kube/cluster-identity.js';
 import { loadKubeConfig } from '../kube/config.js';
+import { readDeletionRecord } from '../kube/deletion-record.js';
 import {
   type AccessRequest,
   type LeaseInfo,
@@ -18,12 +19,11 @@ import {
   type WorkloadInfo,
 } from '../kube/diagnostics.js';
 import { KubeApiError } from '../kube/errors.js';
-import { listNodeEvents } from '../kube/node-events.js';
 import { createNodeClient } from '../kube/nodes.js';
 import { readSecret } from '../kube/secrets.js';
 import type { SlimNode } from '../kube/slim-node.js';
 import { KubeTransport } from '../kube/transport.js';
-import { EVENT_DELETING_NODE } from '../kube/well-known.js';
+import { NODE_DELETIONS_NAMESPACE } from '../kube/well-known.js';
 import { isUnreachable, UnauthorizedError } from '../providers/errors.js';
 import { loadProvider, providerNames } from '../providers/registry.js';
 import type { Instance, Provider, ProviderDefinition } from '../providers/types.js';
@@ -64,7 +64,7 @@ import {
 } from './doctor-checks.js';
 import { oneLine } from './errors.js';
 import { transportOptionsFrom } from './kube-flags.js';
-import { clusterRules } from './manifests.js';
+import { clusterRules, nodeDeletionsRules } from './manifests.js';
 import { isOfficial } from './migrate.js';
 import {
   type ClusterAndCloudFlags,
@@ -473,17 +473,18 @@ async function deletionBrakeCheck(
   secretRef: { namespace: string; name: string } | undefined,
 ): Promise<CheckResult> {
   const { options, deletionGracePeriodMs } = brake.setting;
-  const now = brake.now.getTime();
-  const recent = await listNodeEvents(brake.http, EVENT_DELETING_NODE, now - options.windowMs).then(
-    (events) => ({ deletions: deletionsFromEvents(events) }),
+  // The record's clock is the API server's: its times are judged against the server's own now.
+  const recent = await readDeletionRecord(brake.http).then(
+    (record) => ({ deletions: record.deletions, serverNow: record.serverNow }),
     (err: Error) => ({ deletions: [], error: oneLine(err) }),
   );
+  const now = 'serverNow' in recent ? recent.serverNow : brake.now.getTime();
   const view = viewOf({ instances: [...instances] }, nodes);
   const { managed, missing } = managedNodes(
     nodes,
     view,
     provider.providerIdScheme,
-    brake.now,
+    new Date(now),
     deletionGracePeriodMs,
   );
   const verdict = brakeVerdict({
@@ -546,6 +547,18 @@ async function reviewAccess(
     { ...leases, verb: 'get', name: input.lease },
     { ...leases, verb: 'update', name: input.lease },
   );
+  if (selectControllers(input.controllers).enabled.includes('cloud-node-lifecycle')) {
+    for (const rule of nodeDeletionsRules())
+      for (const verb of rule.verbs)
+        for (const name of rule.resourceNames ?? [undefined])
+          needed.push({
+            verb,
+            group: '',
+            resource: 'configmaps',
+            namespace: NODE_DELETIONS_NAMESPACE,
+            ...(name ? { name } : {}),
+          });
+  }
   if (secretRef) needed.push({ verb: 'get', group: '', resource: 'secrets', ...secretRef });
   const forbidden: AccessRequest[] = [
     ...['get', 'list', 'watch'].map((verb) => ({ verb, group: '', resource: 'secrets' })),

@@ -4,6 +4,8 @@ import { parseClusterCIDRs } from '../controllers/routes.js';
 import {
   LABEL_CONTROL_PLANE,
   MIGRATION_BACKUP_CONFIGMAP,
+  NODE_DELETIONS_CONFIGMAP,
+  NODE_DELETIONS_NAMESPACE,
   TAINT_CONTROL_PLANE,
   TAINT_NOT_READY,
   TAINT_UNINITIALIZED,
@@ -105,7 +107,7 @@ export function clusterRules(controllers: readonly string[]): PolicyRule[] {
     });
   }
   rules.push({ apiGroups: [''], resources: ['events'], verbs: ['create'] });
-  // The deletion brake reads the Node deletions of the last 10 minutes back from their Events.
+  // The deletion brake: whether a held Node was told already (its NodeDeletionHeld Events).
   if (has('cloud-node-lifecycle')) rules.push({ apiGroups: [''], resources: ['events'], verbs: ['list'] });
   // /metrics over HTTPS: the scraper's token and its right to `get /metrics`, asked of the API server.
   rules.push(
@@ -121,8 +123,25 @@ export function nodesInitRules(): PolicyRule[] {
     { apiGroups: [''], resources: ['nodes'], verbs: ['delete', 'get', 'list', 'patch'] },
     { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
-    // The deletion brake: the recent deletions, and whether a held Node was told already.
+    // The deletion brake: whether a held Node was told already.
     { apiGroups: [''], resources: ['events'], verbs: ['list'] },
+  ];
+}
+
+/**
+ * The deletion brake's record of deletions (src/kube/deletion-record.ts), a Role in kube-system for
+ * whoever deletes Nodes (`ccm run`'s lifecycle controller, the CronJob): created by the first
+ * deletion (`create` cannot be limited by name), then read and updated by name, nothing else.
+ */
+export function nodeDeletionsRules(): PolicyRule[] {
+  return [
+    { apiGroups: [''], resources: ['configmaps'], verbs: ['create'] },
+    {
+      apiGroups: [''],
+      resources: ['configmaps'],
+      verbs: ['get', 'update'],
+      resourceNames: [NODE_DELETIONS_CONFIGMAP],
+    },
   ];
 }
 
@@ -347,6 +366,28 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
         ],
       },
       binding('RoleBinding', 'ccm:migration-record', 'kube-system'),
+    );
+  }
+  const deleters = [
+    ...(enabled.includes('cloud-node-lifecycle')
+      ? [{ account: SERVICE_ACCOUNT, component: 'controller' }]
+      : []),
+    ...(options.cronjob ? [{ account: NODES_INIT_SERVICE_ACCOUNT, component: 'nodes-init' }] : []),
+  ];
+  for (const { account, component } of deleters) {
+    // One Role per identity, so that each is labelled with its own component (the rule-removal test).
+    const name = account === SERVICE_ACCOUNT ? 'ccm:node-deletions' : 'ccm-nodes-init:node-deletions';
+    objects.push(
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: meta(name, component, NODE_DELETIONS_NAMESPACE),
+        rules: nodeDeletionsRules(),
+      },
+      {
+        ...binding('RoleBinding', name, NODE_DELETIONS_NAMESPACE, account),
+        metadata: meta(name, component, NODE_DELETIONS_NAMESPACE),
+      },
     );
   }
   if (secretRef) {

@@ -1,5 +1,5 @@
 import { monotonicMs } from '../clock.js';
-import type { BrakeVerdict } from '../controllers/deletion-brake.js';
+import { type BrakeVerdict, type RecentDeletion, releaseNamesHold } from '../controllers/deletion-brake.js';
 import type { PassGroupsChange } from '../controllers/instance-groups.js';
 import {
   applyPlans,
@@ -14,6 +14,8 @@ import {
   judgePass,
   type PassHold,
   readRecentDeletions,
+  recordAhead,
+  serverClock,
   tellHeld,
 } from '../controllers/pass-brake.js';
 import type { NodePlan } from '../controllers/plan.js';
@@ -152,7 +154,8 @@ async function runPass(input: NodesInitInput, control: Pass): Promise<NodesInitR
   const stopNotices = onCloudWait(...waitNotices(Boolean(input.progress)));
   const kube = createNodeClient(transport);
   control.kube = kube;
-  const { pass } = input;
+  let { pass } = input;
+  let releaseSet: { id: string; providerIDs: ReadonlySet<string> } | undefined;
   let configured: Awaited<ReturnType<typeof providerWithSecret>>;
   let state: Awaited<ReturnType<typeof readState>>;
   let verdict: BrakeVerdict;
@@ -168,12 +171,16 @@ async function runPass(input: NodesInitInput, control: Pass): Promise<NodesInitR
     // The instance groups' owner: the identity `ccm run` uses (its --cluster-name, else the UID's).
     if (configured.provider.instanceGroups)
       clusterID = await clusterIdentity(transport, input['cluster-name']);
-    const recent = await readRecentDeletions(kube, pass);
+    const recent = await readRecentDeletions(kube);
+    // The API server's clock from here on: the record's times are its, and so are the Nodes' ages.
+    const clock = pass.now ? undefined : serverClock(recent, monotonicMs);
+    if (clock) pass = { ...pass, now: clock };
     verdict = judgePass(state, configured.provider, recent, pass);
     if (input.allowMassDeletion !== undefined) {
-      release = checkRelease(input.allowMassDeletion, verdict);
+      release = checkRelease(input.allowMassDeletion, verdict, recent.deletions);
       const providerIDs = new Set(verdict.counted.map((n) => n.providerID));
-      verdict = judgePass(state, configured.provider, recent, pass, { id: release, providerIDs });
+      releaseSet = { id: release, providerIDs };
+      verdict = judgePass(state, configured.provider, recent, pass, releaseSet);
     }
   } catch (err) {
     stopNotices();
@@ -193,9 +200,13 @@ async function runPass(input: NodesInitInput, control: Pass): Promise<NodesInitR
         task: async (ctx, task) => {
           ctx.plans = planPass(state, provider, pass);
           const candidates = ctx.plans.filter((p) => p.deletionCandidate).length;
-          if (candidates > 0) {
+          // A hold of Ready Nodes has no candidate, and is reported all the same.
+          if (candidates > 0 || verdict.held) {
             task.output = `confirming ${candidates} deletion candidate(s) with the cloud`;
             await confirmBraked(ctx.plans, provider, verdict, pass, release);
+            // Each deletion in the record before its DELETE: judged again there, or not deleted.
+            if (!pass.dryRun)
+              verdict = (await recordAhead(ctx.plans, kube, state, provider, pass, releaseSet)) ?? verdict;
             ctx.hold = await tellHeld(ctx.plans, kube, verdict, state.nodes, pass);
           }
           if (provider.instanceGroups && clusterID !== undefined) {
@@ -241,7 +252,8 @@ async function runPass(input: NodesInitInput, control: Pass): Promise<NodesInitR
   if (!control.mayWrite()) throw new InterruptedError('cancelled');
   const plans = ctx.plans ?? [];
   const leaving = ctx.groups ? withGroups(plans, ctx.groups) : undefined;
-  // Events are sent beside the work (event-recorder.ts); the pass ends when they are, or in 10 s.
+  // Events are sent beside the work (event-recorder.ts); the pass ends when they are, or in 10 s. The
+  // brake's memory is not among them: each deletion was recorded before its DELETE (recordAhead).
   await eventRecorder(transport).flush(10_000);
   return {
     report: {
@@ -261,13 +273,15 @@ async function runPass(input: NodesInitInput, control: Pass): Promise<NodesInitR
  * The id an operator passed must name the hold of this very listing: a pass never deletes more than
  * the Nodes it was shown, and an id from an earlier look (another outage) releases nothing.
  */
-function checkRelease(id: string, verdict: BrakeVerdict): string {
+function checkRelease(id: string, verdict: BrakeVerdict, deletions: readonly RecentDeletion[]): string {
   if (!verdict.held) {
     throw new UsageError(
       `--allow-mass-deletion ${id}: no deletion is held now (${verdict.counted.length} Node(s) missing from the cloud listing); nothing was written`,
     );
   }
-  if (verdict.id !== id) {
+  // A release some of whose Nodes were deleted already (by `ccm run`, by a pass cut short) still
+  // names the rest: the same set, with those deleted under it.
+  if (!releaseNamesHold(id, verdict, deletions)) {
     throw new UsageError(
       `--allow-mass-deletion ${id}: the current hold is ${verdict.id} (${verdict.counted.length} Nodes); look at \`ccm nodes list\` again and pass that id; nothing was written`,
     );

@@ -16,7 +16,7 @@
  * broken listing, which no zone boundary contains. Above the share nothing is deleted, at any size.
  */
 import type { SlimNode } from '../kube/slim-node.js';
-import { ANNOTATION_ALLOW_MASS_DELETION, ANNOTATION_DELETION_RELEASE } from '../kube/well-known.js';
+import { ANNOTATION_ALLOW_MASS_DELETION } from '../kube/well-known.js';
 import { nodeCrypto } from '../node-modules.js';
 import { parseProviderID } from '../providers/provider-id.js';
 import type { CloudView } from './cloud-view.js';
@@ -51,6 +51,11 @@ export const DELETION_BURST = 3;
 export const DELETION_WINDOW_MS = 10 * 60_000;
 /** The rate at which the burst refills within the window: slower would forget deletions it still counts. */
 export const MIN_NODE_DELETION_RATE = DELETION_BURST / (DELETION_WINDOW_MS / 1000);
+/**
+ * A thousand a second: faster is no rate at all (a pass deletes as fast as the API server answers),
+ * and an absurd value (Infinity, from 400 digits) made NaN of the waits.
+ */
+export const MAX_NODE_DELETION_RATE = 1000;
 
 export const DEFAULT_BRAKE_OPTIONS: BrakeOptions = {
   maxRatio: DEFAULT_MAX_DELETION_RATIO,
@@ -65,11 +70,13 @@ export interface BrakeNode {
   providerID: string;
 }
 
-/** A Node deletion ccm made (read back from its DeletingNode Event, or remembered by this process). */
+/** A Node deletion ccm made (read from the record of deletions, or remembered by this process). */
 export interface RecentDeletion {
   uid: string;
   name: string;
-  /** Wall-clock ms. */
+  /** The Node's provider ID (what a release names). */
+  providerID?: string;
+  /** The API server's clock, ms. */
   at: number;
   /** The id of the hold an operator released to allow it: such a deletion counts towards nothing. */
   release?: string;
@@ -81,9 +88,9 @@ export interface BrakeInput {
   /** Of those, the ones whose instance a trusted listing lost (past their grace period), Ready or not. */
   missing: readonly BrakeNode[];
   deletions: readonly RecentDeletion[];
-  /** Why the recent deletions could not be read: then every deletion is held. */
+  /** Why the recent deletions could not be read: then nothing is deleted, and nothing is held. */
   deletionsError?: string;
-  /** Wall-clock ms. */
+  /** The API server's clock, ms (the deletions' clock). */
   now: number;
   /** A hold the operator released: its Nodes are deleted without the brake. */
   release?: { id: string; providerIDs: ReadonlySet<string> };
@@ -100,6 +107,11 @@ export interface BrakeVerdict {
   total: number;
   /** Why nothing is deleted; undefined when deletions may go ahead. */
   held?: string;
+  /**
+   * Why nothing is deleted this pass though nothing is held: the record of the window's deletions
+   * could not be read, so no share can be judged. No hold, no Event: the next pass reads again.
+   */
+  unjudged?: string;
   /** Deletions the rate allows now (outside a hold). */
   allowedNow: number;
   /** When the next one is allowed, from now (0: now). */
@@ -126,6 +138,7 @@ function minutes(ms: number): string {
 
 export function brakeVerdict(input: BrakeInput): BrakeVerdict {
   const { options, now } = input;
+  // A deletion whose time lies ahead of `now` is inside the window: no clock can push one out early.
   const recent = input.deletions.filter((d) => d.at > now - options.windowMs);
   const counting = recent.filter((d) => d.release === undefined);
   // A Node deleted a moment ago may still be in the caller's list: counted once, as a deletion.
@@ -158,7 +171,7 @@ export function brakeVerdict(input: BrakeInput): BrakeVerdict {
   const share = total > 0 ? affected / total : 1;
   const window = minutes(options.windowMs);
   if (input.deletionsError !== undefined) {
-    verdict.held = `the Node deletions of the last ${window} could not be read (${input.deletionsError}), and without them no share can be judged`;
+    verdict.unjudged = `not deleted this pass: the record of the last ${window}'s Node deletions could not be read (${input.deletionsError}), and without it no share can be judged`;
   } else if (affected > 1 && share > options.maxRatio) {
     const deletedNote = counting.length > 0 ? `, with ${counting.length} deleted in the last ${window}` : '';
     verdict.held = `the instances of ${affected} of ${total} Nodes (${percent(share)}${deletedNote}) are missing from the cloud listing, above --max-deletion-ratio ${options.maxRatio}`;
@@ -208,10 +221,13 @@ function brakeNode(node: SlimNode): BrakeNode {
 
 /**
  * The Nodes the brake counts, from one listing: every Node of this cloud's scheme not excluded from
- * lifecycle, and of those the ones the listing lost, Ready or not. Ready ones count too: the kubelets
- * of an outage turn NotReady over tens of seconds, and a share counted from NotReady Nodes alone
- * would let the first few be deleted before it is reached. Nothing is missing from a listing that
- * cannot be trusted (failed, empty, or of another account): no Node is deleted from one anyway.
+ * lifecycle, and of those the ones the listing lost, Ready or not. Only NotReady ones are ever
+ * deleted (lifecycle.ts planLifecycle, as upstream's cloud node lifecycle controller, MonitorNodes,
+ * skips every Node whose Ready condition is True), but Ready ones count towards the share, and both
+ * commands report them as held: the kubelets of an outage turn NotReady over tens of seconds, and a
+ * share of NotReady Nodes alone would let the burst delete the first 3 before it is reached. Nothing
+ * is missing from a listing that cannot be trusted (failed, empty, or of another account): no Node
+ * is deleted from one anyway.
  */
 export function managedNodes(
   nodes: readonly SlimNode[],
@@ -267,12 +283,21 @@ export function waitingReason(
   return `deletion waits for --node-deletion-rate ${options.rate}/s (${times.length} deleted in the last ${minutes(options.windowMs)}, ${options.burst} at most at once); the next in ${next}s`;
 }
 
-/** The deletions of a window, from the DeletingNode Events read back, with their release marks. */
-export function deletionsFromEvents(
-  events: readonly { uid: string; name: string; at: number; annotations: Record<string, string> }[],
-): RecentDeletion[] {
-  return events.map((e) => {
-    const release = e.annotations[ANNOTATION_DELETION_RELEASE];
-    return { uid: e.uid, name: e.name, at: e.at, ...(release ? { release } : {}) };
-  });
+/**
+ * Whether an operator's release id names this hold: the hold's id itself, or, once some of its Nodes
+ * were deleted under that release (a restart of `ccm run` mid-release, a `nodes init` pass after the
+ * annotation), the id of the Nodes still held together with those deleted under it: the same set.
+ */
+export function releaseNamesHold(
+  id: string,
+  verdict: BrakeVerdict,
+  deletions: readonly RecentDeletion[],
+): boolean {
+  if (id === verdict.id) return true;
+  const deletedUnder = deletions
+    .filter((d) => d.release === id && d.providerID)
+    .map((d) => d.providerID ?? '');
+  if (deletedUnder.length === 0) return false;
+  const set = new Set([...verdict.counted.map((n) => n.providerID), ...deletedUnder]);
+  return holdId([...set]) === id;
 }

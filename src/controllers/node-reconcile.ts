@@ -32,6 +32,8 @@ export async function reconcileNode(
     concurrency: 1,
     deletionGracePeriodMs: ctx.options.deletionGracePeriodMs,
     parts,
+    // The lifecycle half ages Nodes on the API server's clock, as the brake does (deletion-guard.ts).
+    ...(parts.lifecycle ? { now: () => new Date(parts.brake.now()) } : {}),
   };
   const state = { nodes: [node], ...view };
   const planned = planNode(node, state, ctx.provider, pass);
@@ -42,11 +44,13 @@ export async function reconcileNode(
       let release: string | undefined;
       if (planned.deletionCandidate) {
         const admission = await parts.brake.admit(node, view);
-        if (admission.kind === 'held') {
-          planned.held = admission.reason;
-          if (admission.event) planned.events.push(admission.event);
-        } else if (admission.kind === 'waiting') planned.waiting = admission.reason;
-        else {
+        if (admission.kind === 'held') planned.held = admission.reason;
+        else if (admission.kind === 'waiting') planned.waiting = admission.reason;
+        else if (admission.kind === 'unjudged') {
+          // Neither looked up nor held: said as this Node's failure, and tried again next period.
+          planned.deletionCandidate = undefined;
+          planned.error = admission.reason;
+        } else {
           admitted = true;
           release = admission.release;
         }
@@ -56,7 +60,17 @@ export async function reconcileNode(
       // Reloaded credentials or cloud config since the listing: its candidates were confirmed (or not)
       // by a lookup with the new ones. The next monitor period plans again from a listing made with them.
       if (!ctx.cloud.isCurrent(view)) withdrawDeletions(plans);
-      if (admitted && planned.deletion) await parts.brake.beforeDelete(node, ctx.signal);
+      // Write-ahead: the deletion is in the record of deletions before its DELETE, or it is not sent.
+      if (admitted && planned.deletion) {
+        const recorded = await parts.brake.record(node, ctx.signal);
+        if (recorded.kind !== 'recorded') {
+          planned.deletion = undefined;
+          planned.changes = [];
+          if (recorded.kind === 'held') planned.held = recorded.reason;
+          else if (recorded.kind === 'waiting') planned.waiting = recorded.reason;
+          else planned.error = recorded.reason;
+        }
+      }
     }
     if (addresses) for (const p of plans) addresses.dropRepeat(node, p);
     const [plan] = await applyPlans(plans, state, ctx.kube, ctx.provider, pass);

@@ -1,3 +1,4 @@
+import { monotonicMs } from '../clock.js';
 import { KubeApiError } from '../kube/errors.js';
 import type { NodeClient } from '../kube/nodes.js';
 import type { SlimNode, SlimTaint } from '../kube/slim-node.js';
@@ -23,7 +24,15 @@ import { mapLimit } from './concurrency.js';
 import type { BrakeOptions } from './deletion-brake.js';
 import { isReady as isReadyNode, planLifecycle, shutdownTaint } from './lifecycle.js';
 import { isUninitialized, planInitialization, planInitializedNode, syncedEvent } from './node.js';
-import { confirmBraked, judgePass, type PassHold, readRecentDeletions, tellHeld } from './pass-brake.js';
+import {
+  confirmBraked,
+  judgePass,
+  type PassHold,
+  readRecentDeletions,
+  recordAhead,
+  serverClock,
+  tellHeld,
+} from './pass-brake.js';
 import { emptyPlan, hasWrites, type NodePlan, type PlannedEvent } from './plan.js';
 
 /**
@@ -384,7 +393,10 @@ async function applyOne(plan: NodePlan, node: SlimNode, kube: NodeClient): Promi
   for (const event of plan.events) await recordEvent(kube, plan, node, event);
 }
 
-/** Events are best effort, as with the reference's event recorder: they never block the change itself. */
+/**
+ * Events are best effort, as with the reference's event recorder: they never block the change itself.
+ * The record a deletion needs is not an Event: it was written before (pass-brake.ts recordAhead).
+ */
 async function recordEvent(
   kube: NodeClient,
   plan: NodePlan,
@@ -478,10 +490,14 @@ export async function runNodesPass(
   options: PassOptions,
 ): Promise<PassReport> {
   const state = await readState(kube, provider);
-  let plans = planPass(state, provider, options);
-  const verdict = judgePass(state, provider, await readRecentDeletions(kube, options), options);
-  await confirmBraked(plans, provider, verdict, options);
-  const hold = await tellHeld(plans, kube, verdict, state.nodes, options);
-  if (!options.dryRun) plans = await applyPlans(plans, state, kube, provider, options);
+  const recent = await readRecentDeletions(kube);
+  const clock = options.now ? undefined : serverClock(recent, monotonicMs);
+  const pass = clock ? { ...options, now: clock } : options;
+  let plans = planPass(state, provider, pass);
+  let verdict = judgePass(state, provider, recent, pass);
+  await confirmBraked(plans, provider, verdict, pass);
+  if (!pass.dryRun) verdict = (await recordAhead(plans, kube, state, provider, pass)) ?? verdict;
+  const hold = await tellHeld(plans, kube, verdict, state.nodes, pass);
+  if (!pass.dryRun) plans = await applyPlans(plans, state, kube, provider, pass);
   return buildReport(provider, plans, state, options.dryRun, hold);
 }

@@ -38,6 +38,8 @@ export interface PlannedEvent {
   message: string;
   component: string;
   annotations?: Record<string, string>;
+  /** Sent at once and awaited, not queued with the best-effort ones (nodes.ts NodeEventSpec.direct). */
+  direct?: boolean;
 }
 
 export function emptyPlan(name: string): NodePlan {

@@ -8,7 +8,7 @@ export interface NodeEventRecord {
   /** The Node's. */
   uid: string;
   name: string;
-  /** Wall-clock ms. */
+  /** The API server's clock (the Event's creationTimestamp), ms. */
   at: number;
   annotations: Record<string, string>;
 }
@@ -39,7 +39,9 @@ export async function listNodeEvents(
       '/api/v1/namespaces/default/events',
       (item) => {
         const event = item as RawEvent;
-        const stamp = event.lastTimestamp ?? event.eventTime ?? event.metadata?.creationTimestamp;
+        // The API server's clock (it sets creationTimestamp), never the writer's: a writer whose
+        // clock is off would move its Events in or out of a window judged on another clock.
+        const stamp = event.metadata?.creationTimestamp ?? event.lastTimestamp ?? event.eventTime;
         const parsed = stamp ? Date.parse(stamp) : Number.NaN;
         if (Number.isNaN(parsed)) return;
         // Whole seconds: taken at the end of its second, an Event is never thought older than it is

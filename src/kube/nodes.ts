@@ -1,6 +1,14 @@
 import type { ClusterAccess } from './config.js';
+import {
+  type DeletionRecord,
+  type NewDeletion,
+  readDeletionRecord,
+  type WriteAhead,
+  writeAheadDeletions,
+} from './deletion-record.js';
 import { KubeApiError, KubeConfigError } from './errors.js';
 import { eventRecorder } from './event-recorder.js';
+import { createEvent } from './events.js';
 import { listAll } from './list-all.js';
 import { listNodeEvents, type NodeEventRecord } from './node-events.js';
 import { type SlimNode, slimNode } from './slim-node.js';
@@ -16,6 +24,11 @@ export interface NodeEventSpec {
   message: string;
   component: string;
   annotations?: Record<string, string>;
+  /**
+   * Sent at once and awaited, not through the recorder's queue (which drops the oldest of 1,000 and
+   * is not waited for past 10 s): a failure throws, so the caller knows the Node was not told.
+   */
+  direct?: boolean;
 }
 
 /**
@@ -37,8 +50,12 @@ export interface NodeClient {
   /** Deletes exactly the Node that was evaluated: uid and resourceVersion are preconditions. */
   deleteNode(node: SlimNode): Promise<void>;
   createEvent(event: NodeEventSpec): Promise<void>;
-  /** The lifecycle controller's Events of this reason about Nodes since `sinceMs` (wall-clock ms). */
+  /** The lifecycle controller's Events of this reason about Nodes since `sinceMs` (the API server's clock). */
   listNodeEvents(reason: string, sinceMs: number): Promise<NodeEventRecord[]>;
+  /** The deletion brake's record of the window's Node deletions (deletion-record.ts). */
+  readDeletionRecord(): Promise<DeletionRecord>;
+  /** Writes deletions into the record before their DELETEs are sent (deletion-record.ts). */
+  writeAheadDeletions(decide: (record: DeletionRecord) => NewDeletion[], keepMs: number): Promise<WriteAhead>;
   /** Write requests sent so far (patches, deletes, events). */
   readonly writes: number;
 }
@@ -121,15 +138,23 @@ export function createNodeClient(source: ClusterAccess | KubeTransport): NodeCli
         body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid, resourceVersion } },
       });
     },
-    async createEvent({ node, ...event }) {
+    async createEvent({ node, direct, ...event }) {
       const about = {
         kind: 'Node',
         apiVersion: 'v1',
         name: node.metadata?.name ?? '',
         uid: node.metadata?.uid,
       };
-      if (eventRecorder(http).record(about, event)) writes++;
+      if (direct) {
+        writes++;
+        await createEvent(http, about, event);
+      } else if (eventRecorder(http).record(about, event)) writes++;
     },
     listNodeEvents: (reason, sinceMs) => listNodeEvents(http, reason, sinceMs),
+    readDeletionRecord: () => readDeletionRecord(http),
+    async writeAheadDeletions(decide, keepMs) {
+      writes++;
+      return writeAheadDeletions(http, decide, keepMs);
+    },
   };
 }

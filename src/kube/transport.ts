@@ -116,6 +116,8 @@ interface Response {
   /** The whole body, unless it was discarded or streamed. */
   body?: Buffer;
   streamed?: boolean;
+  /** The API server's clock when it answered (its Date header), ms; whole seconds. */
+  serverTime?: number;
 }
 
 export class KubeTransport {
@@ -204,6 +206,29 @@ export class KubeTransport {
     if (status >= 200 && status < 300) {
       const text = body?.toString('utf8');
       return (text && contentType.includes('json') ? JSON.parse(text) : undefined) as T;
+    }
+    throw this.apiError(req, status, body);
+  }
+
+  /**
+   * As `request`, with the API server's clock when it answered (its HTTP Date header: whole seconds,
+   * undefined when absent), and `allowed` statuses besides 2xx answered rather than thrown (a 404 of
+   * an object that does not exist yet).
+   */
+  async requestDated<T>(
+    req: KubeRequest,
+    allowed: readonly number[] = [],
+  ): Promise<{ status: number; body?: T; serverTime?: number }> {
+    const { status, contentType, body, serverTime } = await this.exchange(req, { kind: 'buffer' });
+    if ((status >= 200 && status < 300) || allowed.includes(status)) {
+      const text = body?.toString('utf8');
+      const parsed =
+        status < 300 && text && contentType.includes('json') ? (JSON.parse(text) as T) : undefined;
+      return {
+        status,
+        ...(parsed !== undefined ? { body: parsed } : {}),
+        ...(serverTime ? { serverTime } : {}),
+      };
     }
     throw this.apiError(req, status, body);
   }
@@ -477,7 +502,15 @@ export class KubeTransport {
             if (size > MAX_BODY_BYTES) tooLarge('the answer', MAX_BODY_BYTES);
             else chunks.push(c);
           });
-          res.on('end', () => succeed({ status, contentType, body: Buffer.concat(chunks) }));
+          const date = Date.parse(res.headers.date ?? '');
+          res.on('end', () =>
+            succeed({
+              status,
+              contentType,
+              body: Buffer.concat(chunks),
+              ...(Number.isNaN(date) ? {} : { serverTime: date }),
+            }),
+          );
         },
       );
       const onAbort = () => r.destroy(abortError(signal as AbortSignal));

@@ -80,6 +80,12 @@ export const EVENT_AMBIGUOUS_NODE_ADDRESS = 'AmbiguousNodeAddress';
  * controller updates that one in place, never builds a second.
  */
 export const ANNOTATION_ADOPTED_LOAD_BALANCER = 'ccm.io/adopted-load-balancer';
+/**
+ * The ConfigMap (kube-system) where the deletion brake keeps the Node deletions of its window: each
+ * written before its DELETE is sent (src/kube/deletion-record.ts).
+ */
+export const NODE_DELETIONS_CONFIGMAP = 'ccm-node-deletions';
+export const NODE_DELETIONS_NAMESPACE = 'kube-system';
 /** The ConfigMap (kube-system) where `ccm migrate --yes` keeps what `--rollback` restores. */
 export const MIGRATION_BACKUP_CONFIGMAP = 'ccm-migrate-backup';
 /**

@@ -107,6 +107,20 @@ export async function deleteAllNodes(api: CoreV1Api): Promise<void> {
   await api.deleteCollectionNode({});
 }
 
+/**
+ * Forgets the deletion brake's memory: its record of the window's deletions (ConfigMap
+ * kube-system/ccm-node-deletions) and the Events in `default` (a held Node's Event is not told
+ * twice), so that a test does not inherit the last one's deletions.
+ */
+export async function forgetNodeDeletions(api: CoreV1Api): Promise<void> {
+  await api
+    .deleteNamespacedConfigMap({ name: 'ccm-node-deletions', namespace: 'kube-system' })
+    .catch((err: { code?: number }) => {
+      if (err.code !== 404) throw err;
+    });
+  await api.deleteCollectionNamespacedEvent({ namespace: 'default' });
+}
+
 export async function listNodes(api: CoreV1Api): Promise<V1Node[]> {
   return (await api.listNode()).items;
 }

@@ -25,8 +25,14 @@ import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
 import { OpenStackSimulator } from '../clouds/openstack/simulator.js';
 import { KeyFolder, type KeyOptions, type TestKey } from '../clouds/triton/keys.js';
 import { TritonSim } from '../clouds/triton/server.js';
-import { deleteAllNodes, fixtureApi, type NodeSpec } from '../controlplane/fixtures.js';
-import { type AuditEvent, CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { deleteAllNodes, fixtureApi, forgetNodeDeletions, type NodeSpec } from '../controlplane/fixtures.js';
+import {
+  type AuditEvent,
+  CCM_USER,
+  type ControlPlane,
+  type StartOptions,
+  startControlPlane,
+} from '../controlplane/harness.js';
 import { type CliResult, ccm as cli } from './cli.js';
 import { type InventoryInstance, writeInventory } from './inventory.js';
 import { expectTwoReadyReplicas, type InProcess, runInput, startInProcess } from './run.js';
@@ -74,6 +80,8 @@ export interface WorldOptions {
   instances?: number;
   /** Triton: the key requests are signed with (default ECDSA P-256 with a passphrase). */
   key?: KeyOptions;
+  /** kube-apiserver options (extra flags: an admission plugin). */
+  controlPlane?: StartOptions;
 }
 
 export interface CliRun extends CliResult {
@@ -541,7 +549,7 @@ export async function cloudWorld<C extends CloudName>(
         world.sim = await adapter.start(world as CloudWorld);
       } else adapter.clear(world.sim);
       await deleteAllNodes(world.api);
-      await world.api.deleteCollectionNamespacedEvent({ namespace: 'default' });
+      await forgetNodeDeletions(world.api);
     },
     async cleanup() {
       await world.stopRuns();
@@ -558,7 +566,10 @@ export async function cloudWorld<C extends CloudName>(
         options.key ?? { type: 'ecdsa', bits: 256, passphrase: 'a passphrase nobody may see' },
       );
     }
-    const [cp, sim] = await Promise.all([startControlPlane(), adapter.start(world as CloudWorld)]);
+    const [cp, sim] = await Promise.all([
+      startControlPlane(options.controlPlane),
+      adapter.start(world as CloudWorld),
+    ]);
     world.cp = cp;
     world.sim = sim;
     world.kubeconfig = cp.kubeconfigPath;

@@ -26,7 +26,7 @@ import {
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { renderManifests } from '../../src/cli/manifests.js';
 import { loadProvider } from '../../src/providers/registry.js';
-import { createNodes, deleteAllNodes, UNINITIALIZED } from '../controlplane/fixtures.js';
+import { createNodes, deleteAllNodes, forgetNodeDeletions, UNINITIALIZED } from '../controlplane/fixtures.js';
 import { type AuditEvent, CCM_USER } from '../controlplane/harness.js';
 import { ccm } from '../helpers/cli.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
@@ -42,6 +42,8 @@ const SA = 'ccm-nodes-init';
 const CONFIG_MAP = 'ccm-cloudlycke-config';
 const SA_USER = `system:serviceaccount:${NAMESPACE}:${SA}`;
 const ROLE = 'system:ccm-nodes-init';
+/** The deletion brake's record of deletions (ConfigMap kube-system/ccm-node-deletions), for the CronJob. */
+const RECORD_ROLE = 'ccm-nodes-init:node-deletions';
 const FIELD_MANAGER = 'ccm-test';
 const DEFAULTS = { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'virtualbox' };
 const gone = { ready: false, tainted: false } as const;
@@ -158,6 +160,17 @@ beforeAll(async () => {
   });
 });
 
+/** Binds the CronJob's Role on the record of deletions to a test's ServiceAccount too. */
+async function bindRecordRole(account: string): Promise<void> {
+  await apply({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: `ccm-test:${account}`, namespace: NAMESPACE },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: RECORD_ROLE },
+    subjects: [{ kind: 'ServiceAccount', name: account, namespace: NAMESPACE }],
+  });
+}
+
 describe('the generated CronJob', () => {
   it('is accepted object by object by server-side apply', () => {
     expect(applied.map((o) => `${o.kind} ${o.metadata?.namespace ?? ''}/${o.metadata?.name}`)).toEqual([
@@ -169,6 +182,10 @@ describe('the generated CronJob', () => {
       'RoleBinding kube-system/ccm:leader-election',
       'Role kube-system/ccm:migration-record',
       'RoleBinding kube-system/ccm:migration-record',
+      'Role kube-system/ccm:node-deletions',
+      'RoleBinding kube-system/ccm:node-deletions',
+      `Role kube-system/${RECORD_ROLE}`,
+      `RoleBinding kube-system/${RECORD_ROLE}`,
       `ClusterRole /${ROLE}`,
       `ClusterRoleBinding /${ROLE}`,
       'DaemonSet kube-system/ccm',
@@ -292,20 +309,30 @@ describe('the generated CronJob', () => {
       name: ROLE,
     });
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: SA, namespace: NAMESPACE }]);
+    const record = await rbac.readNamespacedRole({ name: RECORD_ROLE, namespace: NAMESPACE });
+    expect(record.rules).toEqual([
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['create'] },
+      {
+        apiGroups: [''],
+        resources: ['configmaps'],
+        verbs: ['get', 'update'],
+        resourceNames: ['ccm-node-deletions'],
+      },
+    ]);
     // ...and that ServiceAccount is bound to nothing else: `ccm run`'s roles are for `ccm` alone.
     const bindings = [
       ...(await rbac.listClusterRoleBinding()).items,
       ...(await rbac.listNamespacedRoleBinding({ namespace: NAMESPACE })).items,
     ].filter((b) => (b.subjects ?? []).some((s) => s.kind === 'ServiceAccount' && s.name === SA));
-    expect(bindings.map((b) => b.metadata?.name)).toEqual([ROLE]);
+    expect(bindings.map((b) => b.metadata?.name).sort()).toEqual([RECORD_ROLE, ROLE]);
   });
 });
 
 describe('`ccm nodes init` as the CronJob ServiceAccount', () => {
   beforeEach(async () => {
     await deleteAllNodes(core);
-    // The deletion brake counts the last 10 minutes' deletions from their Events: not the last test's.
-    await core.deleteCollectionNamespacedEvent({ namespace: 'default' });
+    // The deletion brake counts the last 10 minutes' deletions from its record: not the last test's.
+    await forgetNodeDeletions(core);
   });
 
   it('accepts the example inventory of the ConfigMap (dry run)', async () => {
@@ -359,7 +386,7 @@ describe('`ccm nodes init` as the CronJob ServiceAccount', () => {
     // The writes were made as the ServiceAccount (not the harness's system:masters identity)...
     expect((await world.cp.writes(CCM_USER)).length).toBe(operatorWritesBefore);
     expect(new Set(run.writes.map(describeWrite))).toEqual(
-      new Set(['patch nodes', 'patch nodes/status', 'create events', 'delete nodes']),
+      new Set(['patch nodes', 'patch nodes/status', 'create events', 'create configmaps', 'delete nodes']),
     );
     // ...and every one of them was allowed.
     expect(run.writes.filter((w) => w.responseStatus?.code === 403).map(describeWrite)).toEqual([]);
@@ -385,6 +412,7 @@ describe('`ccm nodes init` as the CronJob ServiceAccount', () => {
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `ccm-test:${name}` },
       subjects: [{ kind: 'ServiceAccount', name, namespace: NAMESPACE }],
     });
+    await bindRecordRole(name);
 
     const inventory = writeInventory([{ id: 'alive' }], DEFAULTS);
     await createNodes(core, [
@@ -417,7 +445,7 @@ describe('`ccm nodes init` as the CronJob ServiceAccount', () => {
     ]);
   });
 
-  it('negative control: the same role without `list` on events holds the gone Node (the brake cannot count), exit 3', async () => {
+  it('negative control: the same role without `list` on events tells a held Node again at each pass (it cannot see it was told)', async () => {
     const name = 'ccm-without-list-events';
     const role = generatedDocument<V1ClusterRole>('ClusterRole', ROLE);
     const listRule = role.rules?.find((r) => r.resources?.includes('events') && r.verbs.includes('list'));
@@ -433,14 +461,54 @@ describe('`ccm nodes init` as the CronJob ServiceAccount', () => {
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `ccm-test:${name}` },
       subjects: [{ kind: 'ServiceAccount', name, namespace: NAMESPACE }],
     });
+    await bindRecordRole(name);
 
+    // 2 of 3 gone: held.
+    const inventory = writeInventory([{ id: 'alive' }], DEFAULTS);
+    await createNodes(core, [
+      { name: 'alive', providerID: 'cloudlycke://alive', tainted: false },
+      { name: 'gone', providerID: 'cloudlycke://gone', ...gone },
+      { name: 'gone2', providerID: 'cloudlycke://gone2', ...gone },
+    ]);
+    const user = `system:serviceaccount:${NAMESPACE}:${name}`;
+    const kubeconfig = await serviceAccountKubeconfig(name);
+    const before = (await world.cp.requests(user)).length;
+    for (let i = 0; i < 2; i++) {
+      const run = await nodesInitAs(user, kubeconfig, inventory, '--deletion-grace-period', '0s', '--json');
+      expect(run.exitCode).toBe(3);
+    }
+    const told = await core.listNamespacedEvent({
+      namespace: 'default',
+      fieldSelector: 'reason=NodeDeletionHeld',
+    });
+    expect(told.items).toHaveLength(4);
+    expect(await nodeExists('gone')).toBe(true);
+    const requests = (await world.cp.requests(user)).slice(before);
+    expect(requests.filter((r) => r.responseStatus?.code === 403).map(describeWrite)).toEqual([
+      'list events',
+      'list events',
+    ]);
+  });
+
+  it('negative control: without the Role on the record of deletions the gone Node is neither deleted nor held, exit 1', async () => {
+    const name = 'ccm-without-record';
+    const role = generatedDocument<V1ClusterRole>('ClusterRole', ROLE);
+    role.metadata = { name: `ccm-test:${name}` };
+    await apply({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace: NAMESPACE } });
+    await apply(role);
+    await apply({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: `ccm-test:${name}` },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `ccm-test:${name}` },
+      subjects: [{ kind: 'ServiceAccount', name, namespace: NAMESPACE }],
+    });
     const inventory = writeInventory([{ id: 'alive' }], DEFAULTS);
     await createNodes(core, [
       { name: 'alive', providerID: 'cloudlycke://alive', tainted: false },
       { name: 'gone', providerID: 'cloudlycke://gone', ...gone },
     ]);
     const user = `system:serviceaccount:${NAMESPACE}:${name}`;
-    const before = (await world.cp.requests(user)).length;
     const run = await nodesInitAs(
       user,
       await serviceAccountKubeconfig(name),
@@ -449,17 +517,15 @@ describe('`ccm nodes init` as the CronJob ServiceAccount', () => {
       '0s',
       '--json',
     );
-    expect(run.exitCode).toBe(3);
+    expect(run.exitCode).toBe(1);
     const report = JSON.parse(run.stdout);
+    expect(report.hold).toBeUndefined();
     expect(report.nodes.find((n: { name: string }) => n.name === 'gone')).toMatchObject({
-      result: 'held',
-      reason: expect.stringMatching(/could not be read \(not allowed to list events in namespace default;/),
+      result: 'failed',
+      reason: expect.stringMatching(
+        /^not deleted this pass: the record of the last 10m's Node deletions could not be read \(not allowed to get ConfigMap kube-system\/ccm-node-deletions;/,
+      ),
     });
     expect(await nodeExists('gone')).toBe(true);
-    const requests = (await world.cp.requests(user)).slice(before);
-    expect(requests.filter((r) => r.responseStatus?.code === 403).map(describeWrite)).toEqual([
-      'list events',
-      'list events',
-    ]);
   });
 });

@@ -15,7 +15,7 @@ import { loadKubeConfig } from '../../src/kube/config.js';
 import { createNodeClient } from '../../src/kube/nodes.js';
 import { HttpClient } from '../../src/providers/http.js';
 import type { Instance, Provider } from '../../src/providers/types.js';
-import { createNodes, deleteAllNodes, fixtureApi } from '../controlplane/fixtures.js';
+import { createNodes, deleteAllNodes, fixtureApi, forgetNodeDeletions } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 
 type Fault = 'not-found' | 401 | 500 | 'hang';
@@ -56,8 +56,8 @@ afterAll(async () => {
 });
 beforeEach(async () => {
   await deleteAllNodes(api);
-  // The deletion brake counts the last 10 minutes' deletions from their Events: not the last test's.
-  await api.deleteCollectionNamespacedEvent({ namespace: 'default' });
+  // The deletion brake counts the last 10 minutes' deletions from its record: not the last test's.
+  await forgetNodeDeletions(api);
   lookups = 0;
 });
 

@@ -44,7 +44,7 @@ import { OpenStackSimulator } from '../clouds/openstack/simulator.js';
 import { CmonSim } from '../clouds/triton/cmon.js';
 import { KeyFolder, type TestKey } from '../clouds/triton/keys.js';
 import { TritonSim } from '../clouds/triton/server.js';
-import { createNodes, fixtureApi, fixtureClient } from '../controlplane/fixtures.js';
+import { createNodes, fixtureApi, fixtureClient, forgetNodeDeletions } from '../controlplane/fixtures.js';
 import { binDir, CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { QUICKSTART_NODES, QUICKSTART_PRIVATE_IPS } from '../controlplane/quickstart-nodes.js';
 import { type Sshd, startSshd } from '../controlplane/sshd.js';
@@ -1336,7 +1336,7 @@ describe('the deletion brake (docs/nodes.md, docs/troubleshooting.md) on Digital
   async function outage(total: number, lost: number): Promise<{ lost: string[]; kept: string[] }> {
     await resetCluster();
     doSim.reset();
-    await api.deleteCollectionNamespacedEvent({ namespace: 'default' });
+    await forgetNodeDeletions(api);
     const names = Array.from({ length: total }, (_, i) => `node-${String(i + 1).padStart(2, '0')}`);
     const ip = (i: number) => `10.114.0.${i + 2}`;
     const droplets = doSim.addDroplets(

@@ -68,6 +68,8 @@ describe('ccm manifests --out DIR', () => {
       '01-serviceaccount-ccm-nodes-init.yaml',
       '02-clusterrole-system-ccm-nodes-init.yaml',
       '03-clusterrolebinding-system-ccm-nodes-init.yaml',
+      '04-role-ccm-nodes-init-node-deletions.yaml',
+      '05-rolebinding-ccm-nodes-init-node-deletions.yaml',
       '09-cronjob-ccm-nodes-init.yaml',
     ]);
     const now = applied(dir);

@@ -102,10 +102,18 @@ describe('the share', () => {
     expect(verdict(3, 0, { deletions: deleted(1, 2, 3, 4, 5) }).held).toBeUndefined();
   });
 
-  it('holds every deletion, a single one too, while the recent deletions cannot be read', () => {
-    const v = verdict(10, 1, { deletionsError: 'events is forbidden' });
-    expect(v.held).toMatch(/could not be read \(events is forbidden\)/);
-    expect(verdict(10, 0, { deletionsError: 'x' }).held).toBeUndefined();
+  it('deletes nothing while the recent deletions cannot be read, and holds nothing either (no hold, no Event)', () => {
+    const v = verdict(10, 1, { deletionsError: 'configmaps is forbidden' });
+    expect(v.held).toBeUndefined();
+    expect(v.unjudged).toMatch(/^not deleted this pass: .*could not be read \(configmaps is forbidden\)/);
+    expect(verdict(10, 0, { deletionsError: 'x' }).unjudged).toBeUndefined();
+  });
+
+  it('counts a deletion whose time lies ahead of now (another clock) inside the window', () => {
+    const v = verdict(5, 1, {
+      deletions: deleted(1, 2, 3, 4, 5).map((d) => ({ ...d, at: d.at + 30 * 60_000 })),
+    });
+    expect(v.held).toMatch(/6 of 10/);
   });
 });
 
@@ -211,14 +219,21 @@ describe('managedNodes', () => {
       node('a'),
       node('ready-lost', { name: 'ready-lost', ready: true }),
       node('notready-lost', { name: 'notready-lost', ready: false }),
+      node('unknown-lost', { name: 'unknown-lost', ready: 'missing' }),
       node('young-lost', { name: 'young-lost', ready: false, created: new Date(T - 1000) }),
       node('pet', { name: 'pet', ready: false, labels: { [LABEL_EXCLUDE_FROM_LIFECYCLE]: 'true' } }),
       makeNode({ name: 'droplet', providerID: 'digitalocean://1', ready: false, created: OLD }),
       makeNode({ name: 'no-id', ready: false, created: OLD }),
     ];
     const { managed, missing } = managedNodes(all, listed('a'), 'cloudlycke', NOW, GRACE_MS);
-    expect(managed.map((n) => n.name)).toEqual(['a', 'ready-lost', 'notready-lost', 'young-lost']);
-    expect(missing.map((n) => n.name)).toEqual(['ready-lost', 'notready-lost']);
+    expect(managed.map((n) => n.name)).toEqual([
+      'a',
+      'ready-lost',
+      'notready-lost',
+      'unknown-lost',
+      'young-lost',
+    ]);
+    expect(missing.map((n) => n.name)).toEqual(['ready-lost', 'notready-lost', 'unknown-lost']);
   });
 
   it('counts an instance the listing shows as gone as missing', () => {

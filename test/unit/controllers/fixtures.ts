@@ -1,5 +1,11 @@
 import type { PassOptions } from '../../../src/controllers/nodes-pass.js';
 import type { NodePlan } from '../../../src/controllers/plan.js';
+import type {
+  DeletionRecord,
+  NewDeletion,
+  RecordedDeletion,
+  WriteAhead,
+} from '../../../src/kube/deletion-record.js';
 import { KubeApiError } from '../../../src/kube/errors.js';
 import type { NodeEventRecord } from '../../../src/kube/node-events.js';
 import type { NodeClient, NodeConditionSpec, NodeEventSpec } from '../../../src/kube/nodes.js';
@@ -239,5 +245,31 @@ export class FakeNodeClient implements NodeClient {
 
   async listNodeEvents(reason: string, sinceMs: number): Promise<NodeEventRecord[]> {
     return this.nodeEvents.filter((e) => e.reason === reason && e.at > sinceMs);
+  }
+
+  /** The record of deletions (deletion-record.ts): what a test says was deleted before, and what was written since. */
+  deletionRecord: RecordedDeletion[] = [];
+  /** Set: reading or writing the record fails with it. */
+  deletionRecordError?: Error;
+  /** The API server's clock the record's reads give (default this process's). */
+  serverNow: () => number = () => Date.now();
+
+  async readDeletionRecord(): Promise<DeletionRecord> {
+    if (this.deletionRecordError) throw this.deletionRecordError;
+    return {
+      deletions: structuredClone(this.deletionRecord),
+      serverNow: this.serverNow(),
+      resourceVersion: '1',
+    };
+  }
+
+  async writeAheadDeletions(
+    decide: (record: DeletionRecord) => NewDeletion[],
+    _keepMs: number,
+  ): Promise<WriteAhead> {
+    const record = await this.readDeletionRecord();
+    const written = decide(record).map((d) => ({ ...d, at: record.serverNow + 999 }));
+    this.deletionRecord.push(...written);
+    return { written, full: [], record };
   }
 }
