@@ -85,6 +85,8 @@ export class DeletionGuard {
   private ignoredAnnotation?: string;
   private holding?: string;
   private readonly told = new Map<string, { id: string; at: number }>();
+  /** The NodeDeletionHeld Events of a hold read back once (a leader before, `nodes init`): told already. */
+  private toldRead?: { id: string; done: Promise<void> };
   private stopped = false;
 
   constructor(private readonly deps: GuardDeps) {}
@@ -122,6 +124,7 @@ export class DeletionGuard {
       return release ? { kind: 'allowed', release } : { kind: 'allowed' };
     }
     if (verdict.held) {
+      await this.readTold(verdict.id);
       const told = this.told.get(uid);
       const now = this.now();
       if (told?.id === verdict.id && now - told.at < HELD_EVENT_REPEAT_MS)
@@ -196,6 +199,29 @@ export class DeletionGuard {
       ...(release ? { release } : {}),
     });
     this.version++;
+  }
+
+  /**
+   * The Nodes told of this hold in the last HELD_EVENT_REPEAT_MS by any process (the leader before a
+   * rollout, a `nodes init` CronJob), read back once per hold as `nodes init` does: a new leader
+   * would otherwise give every held Node a second Event. Unreadable Events: each is told again.
+   */
+  private readTold(id: string): Promise<void> {
+    if (this.toldRead?.id === id) return this.toldRead.done;
+    const done = (async () => {
+      try {
+        const since = this.now() - HELD_EVENT_REPEAT_MS;
+        for (const event of await this.deps.kube.listNodeEvents(EVENT_NODE_DELETION_HELD, since)) {
+          if (event.annotations[ANNOTATION_DELETION_HOLD] !== id) continue;
+          const known = this.told.get(event.uid);
+          if (known?.id !== id || known.at < event.at) this.told.set(event.uid, { id, at: event.at });
+        }
+      } catch (err) {
+        this.deps.log.debug(`reading the NodeDeletionHeld Events of hold ${id}: ${(err as Error).message}`);
+      }
+    })();
+    this.toldRead = { id, done };
+    return done;
   }
 
   private releaseText(id: string): string {
