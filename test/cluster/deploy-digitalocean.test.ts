@@ -7,22 +7,25 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
-import { ccm } from '../helpers/cli.js';
+import type { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
 import { conformsToDigitalOceanOpenApi } from '../helpers/openapi.js';
 import {
+  ccmPods,
+  deployCcm,
+  doctor as doctorOf,
+  lease,
+  type NodeObject,
+  NS,
+  prepareDigitalOceanCluster,
+  rolloutStatus as rolloutStatusOf,
+  setArg,
+} from './digitalocean.js';
+import {
   CCM_IMAGE,
-  ccmWorkload,
-  controllerManagerLeader,
-  ensureImage,
-  freshCluster,
-  hostPath,
   hostSystemctl,
-  KUBECONFIG,
   kubectl,
   kubectlJson,
   leaveCluster,
-  NODE_IP,
   NODE_NAME,
   nodeReady,
   recordFigure,
@@ -31,76 +34,15 @@ import {
   until,
 } from './harness.js';
 
-const NS = 'kube-system';
-const TAINT = 'node.cloudprovider.kubernetes.io/uninitialized';
 let sim: DigitalOceanSimulator;
 let dropletId: number;
 let workload: string;
 
-interface Lease {
-  spec: { holderIdentity?: string; leaseTransitions?: number };
-}
-interface Pod {
-  metadata: { name: string; labels?: Record<string, string>; deletionTimestamp?: string };
-  spec: { nodeName?: string };
-  status: {
-    phase: string;
-    conditions?: Array<{ type: string; status: string }>;
-    containerStatuses?: Array<{ ready: boolean; image: string }>;
-  };
-}
-interface NodeObject {
-  metadata: { labels: Record<string, string> };
-  spec: { providerID?: string; taints?: Array<{ key: string }> };
-  status: { addresses: Array<{ type: string; address: string }> };
-}
-
-function env() {
-  return { KUBECONFIG, PATH: hostPath(), DO_ACCESS_TOKEN: sim.token, REGION: 'nyc3' };
-}
-
-async function doctor() {
-  return ccm(['doctor', '--provider', 'digitalocean', '--cloud-api-url', sim.url], env(), 180_000);
-}
-
-async function ccmPods(): Promise<Pod[]> {
-  const list = await kubectlJson<{ items: Pod[] }>([
-    '-n',
-    NS,
-    'get',
-    'pods',
-    '-l',
-    'app.kubernetes.io/name=ccm',
-  ]);
-  return list.items.filter((p) => p.metadata.labels?.['app.kubernetes.io/component'] !== 'nodes-init');
-}
-
-async function lease(): Promise<Lease['spec']> {
-  return (await kubectlJson<Lease>(['-n', NS, 'get', 'lease', 'cloud-controller-manager'])).spec;
-}
-
-async function rolloutStatus(timeout = '240s') {
-  return kubectl(['-n', NS, 'rollout', 'status', workload, `--timeout=${timeout}`], {
-    reject: false,
-    timeoutMs: 300_000,
-  });
-}
+const doctor = () => doctorOf(sim);
+const rolloutStatus = () => rolloutStatusOf(workload);
 
 beforeAll(async () => {
-  await freshCluster();
-  sim = await DigitalOceanSimulator.start();
-  const [droplet] = sim.addDroplets({ name: NODE_NAME, privateIP: NODE_IP, publicIP: '203.0.113.10' });
-  dropletId = droplet?.id as number;
-  await ensureImage();
-  const controllerManager = await controllerManagerLeader();
-  const prepared = await ccm(['cluster', 'prepare', '--yes', '--initialize-existing'], env(), 300_000);
-  expect(prepared.exitCode, prepared.stdout + prepared.stderr).toBe(0);
-  // The restarted kube-controller-manager (its DaemonSet controller) leads before ccm is applied, as on
-  // a cluster prepared some time before: its first election waits out the old instance's Lease.
-  await until(
-    'the restarted kube-controller-manager leading',
-    async () => (await controllerManagerLeader()) !== controllerManager,
-  );
+  ({ sim, dropletId } = await prepareDigitalOceanCluster());
 });
 
 afterAll(async () => {
@@ -111,70 +53,12 @@ afterAll(async () => {
 
 describe('ccm deployed in a real kubeadm cluster (DigitalOcean)', () => {
   it('secret create, manifests | kubectl apply: the Pod runs and initialises the Node', async () => {
-    const secret = await ccm(
-      ['secret', 'create', '--provider', 'digitalocean', '--cloud-api-url', sim.url],
-      env(),
-    );
-    expect(secret.exitCode, secret.stderr).toBe(0);
-
-    const manifests = await ccm(
-      [
-        'manifests',
-        '--provider',
-        'digitalocean',
-        '--image',
-        CCM_IMAGE,
-        '--image-pull-policy',
-        'Never',
-        '--cronjob',
-        '--cloud-api-url',
-        sim.url,
-        // The simulator answers plain http on the Node's loopback: taken only when asked for.
-        '--insecure-cloud-api',
-      ],
-      env(),
-    );
-    expect(manifests.exitCode, manifests.stderr).toBe(0);
-    expect(manifests.stdout).toContain(sim.url);
-
-    const t0 = Date.now();
-    await kubectl(['apply', '--server-side', '-f', '-'], { input: manifests.stdout });
-    const seen: Record<string, number> = {};
-    const mark = (what: string, done: boolean) => {
-      if (done && seen[what] === undefined) seen[what] = (Date.now() - t0) / 1000;
-    };
-    await until(
-      'ccm Running and Ready, the Node initialised and untainted',
-      async () => {
-        const [pod] = await ccmPods();
-        const node = await kubectlJson<NodeObject>(['get', 'node', NODE_NAME]);
-        mark(
-          'scheduled',
-          pod?.status.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'True') ?? false,
-        );
-        mark('running', pod?.status.phase === 'Running');
-        mark(
-          'ready',
-          pod?.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
-        );
-        mark('initialised', node.spec.providerID === `digitalocean://${dropletId}`);
-        mark('untainted', !(node.spec.taints ?? []).some((t) => t.key === TAINT));
-        // As upstream's cloud-node controller, the addresses are a status write after the taint is gone.
-        mark(
-          'addresses',
-          node.status.addresses.some((a) => a.type === 'ExternalIP'),
-        );
-        return Object.keys(seen).length === 6;
-      },
-      180_000,
-    );
-    recordFigure('apply → Node initialised (DigitalOcean)', seen);
+    const deployed = await deployCcm(sim, dropletId);
+    workload = deployed.workload;
+    recordFigure('apply → Node initialised (DigitalOcean)', deployed.seen);
     const node = await kubectlJson<NodeObject>(['get', 'node', NODE_NAME]);
     expect(node.metadata.labels['topology.kubernetes.io/region']).toBe('nyc3');
     expect(node.status.addresses).toContainEqual({ type: 'ExternalIP', address: '203.0.113.10' });
-    workload = await ccmWorkload();
-    expect(workload).toMatch(/ccm$/);
-    await until('a leader', async () => (await lease()).holderIdentity);
   });
 
   it('ccm doctor exits 0 on the healthy cluster', async () => {
@@ -328,22 +212,7 @@ describe('ccm deployed in a real kubeadm cluster (DigitalOcean)', () => {
     timeout: 600_000,
   }, async () => {
     // A short grace period, as an operator would set it through the workload's args.
-    const args = (
-      await kubectl(['-n', NS, 'get', workload, '-o', 'jsonpath={.spec.template.spec.containers[0].args}'])
-    ).stdout;
-    const next = [
-      ...(JSON.parse(args) as string[]).filter((a) => !a.startsWith('--deletion-grace-period')),
-      '--deletion-grace-period=0s',
-    ];
-    await kubectl([
-      '-n',
-      NS,
-      'patch',
-      workload,
-      '--type=json',
-      '-p',
-      JSON.stringify([{ op: 'replace', path: '/spec/template/spec/containers/0/args', value: next }]),
-    ]);
+    await setArg(workload, 'deletion-grace-period', '0s');
     expect((await rolloutStatus()).exitCode).toBe(0);
     await until('a leader', async () => (await lease()).holderIdentity);
 

@@ -416,6 +416,27 @@ export function deletionBrakeTests(cloud: CloudName): void {
       expect(await heldMetric(second)).toBe(1);
     });
 
+    it('a new leader tells no held Node twice: the NodeDeletionHeld Events of the one before count', async () => {
+      // Found in the real cluster (test/cluster/deletion-brake.test.ts): a rollout while deletions
+      // were held gave every held Node a second Event, from the new Pod with nothing in memory.
+      const nodes = await cluster(10);
+      const lost = nodes.slice(0, 6);
+      const first = await run();
+      await lose(lost);
+      await until('an Event on each held Node', async () => (await events('NodeDeletionHeld')).length === 6);
+      const id = (await events('NodeDeletionHeld'))[0]?.metadata?.annotations?.['ccm.io/deletion-hold'];
+      await first.stop();
+      const second = await run();
+      await until('the new leader holding', async () => (await readyz(second)).includes(`(hold ${id})`));
+      // Its workers have asked about every held Node many times by now (a monitor period is 200 ms).
+      await sleep(2000);
+      expect((await events('NodeDeletionHeld')).map((e) => e.involvedObject.name).sort()).toEqual(
+        lost.map((n) => n.name),
+      );
+      expect(await nodeDeletes()).toEqual([]);
+      expect(await heldMetric(second)).toBe(6);
+    });
+
     it('the release: a stale id releases nothing; the current hold is deleted and nothing else; a later outage is held again', async () => {
       const nodes = await cluster(10);
       const lost = nodes.slice(0, 6);
