@@ -27,7 +27,9 @@ export default defineConfig({
           name: 'chaos',
           include: process.env.CHAOS_RUN ? ['test/chaos/run.test.ts'] : ['test/chaos/ci-*.test.ts'],
           setupFiles: ['test/helpers/cleanup.ts'],
-          maxWorkers: 2,
+          // The suite's: vitest runs projects of one group (the suite's, so beside it) only with one
+          // maxWorkers; the chaos project has two files, so it takes two workers of the six.
+          maxWorkers: 6,
           testTimeout: 15 * 60_000,
           hookTimeout: 120_000,
         },
