@@ -339,6 +339,11 @@ export interface CredentialField {
   /** Key in the Kubernetes Secret the official controller reads, when the field lives there. */
   secretKey?: string;
   /**
+   * False for a setting of ccm's own that may live in the Secret but is no credential (Triton's CMON
+   * groups): `secret create` takes it from its flag or `--set`, and does not ask for it.
+   */
+  asked?: false;
+  /**
    * For an 'editor' field: questions that build the document for someone who has none yet
    * (OpenStack's cloud.conf), and the provider's own check of the result.
    */

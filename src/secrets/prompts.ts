@@ -164,6 +164,7 @@ export async function promptMissing(
     if (options.only && !options.only.has(field.key)) continue;
     // Only what the Secret holds is asked; the rest belongs to `ccm run`'s own flags.
     if (!field.secretKey) continue;
+    if (field.asked === false) continue;
     // The document a provider takes by path (OpenStack's --cloud-config) is that file, read whole.
     if (field.prompt === 'editor' && definition.configFileField && resolved.has(definition.configFileField))
       continue;

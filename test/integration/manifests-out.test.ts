@@ -58,13 +58,13 @@ describe('ccm manifests --out DIR | kubectl apply -f DIR', () => {
     const dir = join(tempDir('ccm-out-'), 'mf3');
     const first = await ccm([...MANIFESTS, '--image', 'r.example/ccm:0.1.0', '--cronjob', '--out', dir]);
     expect(first.exitCode, first.stderr).toBe(0);
-    expect(first.stdout).toMatch(/^wrote 12 files to /);
+    expect(first.stdout).toMatch(/^wrote 16 files to /);
     expect(await dryRunApply(dir)).toContain('CronJob/ccm-nodes-init');
 
     const second = await ccm([...MANIFESTS, '--image', 'r.example/ccm:0.2.0', '--out', dir]);
     expect(second.exitCode, second.stderr).toBe(0);
     expect(second.stdout.split('\n')[0]).toBe(
-      `wrote 8 files to ${dir}; removed 4 files an earlier run wrote`,
+      `wrote 10 files to ${dir}; removed 6 files an earlier run wrote`,
     );
     const objects = await dryRunApply(dir);
     expect(objects.filter((o) => o.startsWith('DaemonSet/'))).toEqual(['DaemonSet/ccm r.example/ccm:0.2.0']);

@@ -117,6 +117,7 @@ export const credentials: CredentialSchema = {
       flag: 'cmon-groups',
       env: ['TRITON_CMON_GROUPS'],
       secretKey: 'cmon-groups',
+      asked: false,
     },
   ],
 };
