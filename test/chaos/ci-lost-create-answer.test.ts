@@ -18,7 +18,11 @@ it('a create answered 504 after the cloud made it, then the name annotation: one
   try {
     world.proxy.fail({ kind: 'lost-answer', status: 504 });
     const svc = await world.addService();
-    await waitFor('the create', () => world.proxy.log.some((r) => world.cloud.isCreate(r.method, r.path)), 60_000);
+    await waitFor(
+      'the create',
+      () => world.proxy.log.some((r) => world.cloud.isCreate(r.method, r.path)),
+      60_000,
+    );
     world.proxy.clear();
     await world.annotate(svc, NAME, 'name');
     log.push(`annotated ${svc.name} ${NAME}=${svc.annotations[NAME]}`);

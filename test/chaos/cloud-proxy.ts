@@ -220,7 +220,9 @@ export async function startCloudProxy(options: CloudProxyOptions): Promise<Cloud
         // The work is done (entry.status says how it went); ccm never learns it.
         entry.outcome = 'lost-answer';
         if (now.status) {
-          res.writeHead(now.status, { 'content-type': 'application/json' }).end(JSON.stringify(options.errorBody(now.status)));
+          res
+            .writeHead(now.status, { 'content-type': 'application/json' })
+            .end(JSON.stringify(options.errorBody(now.status)));
         } else res.socket?.destroy();
         return;
       }

@@ -188,14 +188,15 @@ export async function applyFault(world: World, fault: ScheduledFault, onDeath: (
     case 'cloud-hang':
     case 'cloud-lost-answer': {
       const f: import('./cloud-proxy.js').CloudFault =
-        fault.kind === 'cloud-lost-answer' ? { kind: 'lost-answer', status: 504 } :
-        fault.kind === 'cloud-500'
-          ? ({ kind: 'status', status: 500 } as const)
-          : fault.kind === 'cloud-429'
-            ? ({ kind: 'status', status: 429, retryAfterSeconds: 1 + Math.floor(fault.pick * 5) } as const)
-            : fault.kind === 'cloud-slow'
-              ? ({ kind: 'slow', delayMs: 2000 + Math.round(fault.pick * 10_000) } as const)
-              : ({ kind: 'hang' } as const);
+        fault.kind === 'cloud-lost-answer'
+          ? { kind: 'lost-answer', status: 504 }
+          : fault.kind === 'cloud-500'
+            ? ({ kind: 'status', status: 500 } as const)
+            : fault.kind === 'cloud-429'
+              ? ({ kind: 'status', status: 429, retryAfterSeconds: 1 + Math.floor(fault.pick * 5) } as const)
+              : fault.kind === 'cloud-slow'
+                ? ({ kind: 'slow', delayMs: 2000 + Math.round(fault.pick * 10_000) } as const)
+                : ({ kind: 'hang' } as const);
       fault.target = `every replica: ${JSON.stringify(f)}`;
       world.proxy.fail(f);
       await sleep(fault.durationMs);
@@ -235,11 +236,13 @@ export async function applyFault(world: World, fault: ScheduledFault, onDeath: (
         try {
           await world.rotate(before);
         } catch (err) {
-          if (attempt === 1) fault.target += ` (restore failed at first: ${String((err as Error).message ?? err).slice(0, 80)})`;
+          if (attempt === 1)
+            fault.target += ` (restore failed at first: ${String((err as Error).message ?? err).slice(0, 80)})`;
           await sleep(1000);
           continue;
         }
-        if (attempt > 1) fault.target += `; restored ${((Date.now() - due) / 1000).toFixed(1)} s late, after ${attempt} attempts`;
+        if (attempt > 1)
+          fault.target += `; restored ${((Date.now() - due) / 1000).toFixed(1)} s late, after ${attempt} attempts`;
       }
       return;
     }

@@ -194,7 +194,8 @@ export class Invariants {
         at: () => t0,
         ...(who ? { who } : {}),
         verdictOk: Boolean(who) && who === h,
-        what: () => `${e.verb} ${e.objectRef?.resource} ${e.objectRef?.namespace ?? ''}/${e.objectRef?.name ?? ''} by ${who} at ${new Date(t0).toISOString()}`,
+        what: () =>
+          `${e.verb} ${e.objectRef?.resource} ${e.objectRef?.namespace ?? ''}/${e.objectRef?.name ?? ''} by ${who} at ${new Date(t0).toISOString()}`,
       });
     }
     const identity = /ccm \(([^)]+)\)/.exec(e.userAgent ?? '')?.[1];

@@ -20,7 +20,11 @@ it('A2: create answered 504 after the cloud made it, then the Service deleted', 
   try {
     world.proxy.fail({ kind: 'lost-answer', status: 504 });
     const svc = await world.addService();
-    await waitFor('the create', () => world.proxy.log.some((r) => world.cloud.isCreate(r.method, r.path)), 60_000);
+    await waitFor(
+      'the create',
+      () => world.proxy.log.some((r) => world.cloud.isCreate(r.method, r.path)),
+      60_000,
+    );
     world.proxy.clear();
     await world.deleteService(svc);
     await sleep(45_000);

@@ -11,7 +11,11 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function waitFor(what: string, fn: () => Promise<boolean> | boolean, ms: number): Promise<void> {
   const deadline = Date.now() + ms;
-  while (!(await Promise.resolve().then(fn).catch(() => false))) {
+  while (
+    !(await Promise.resolve()
+      .then(fn)
+      .catch(() => false))
+  ) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(250);
   }
@@ -22,7 +26,11 @@ export async function world3(log: string[]): Promise<World> {
   const world = await startWorld('digitalocean');
   log.push(`folder ${world.dir}`);
   try {
-    await waitFor('a leader', async () => (await Promise.all(world.replicas.map(roleOf))).includes('leading'), 90_000);
+    await waitFor(
+      'a leader',
+      async () => (await Promise.all(world.replicas.map(roleOf))).includes('leading'),
+      90_000,
+    );
     for (let i = 0; i < 3; i++) await world.addNode();
     await waitFor(
       'Nodes initialised',
