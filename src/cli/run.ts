@@ -95,7 +95,9 @@ async function startStages(
   start.hold(() => serving?.close());
   start.check();
   // The credentials must work (one cheap call, or the first listing) before anything is written.
-  await cloud.checkCredentials(signal);
+  // Refused credentials end the start, unless they come from a Secret the reload stage re-reads.
+  const watched = providerConfig.secretRef;
+  await cloud.checkCredentials(signal, watched && `${watched.namespace}/${watched.name}`);
   start.check();
   const credentials = providerConfig.credentials.description;
   announceStart(log, input, {

@@ -23,7 +23,9 @@ export interface CloudRequest {
   answeredAt?: number;
   status?: number;
   /** What the proxy made of it: forwarded, or the fault that answered it. */
-  outcome: 'forwarded' | 'failed' | 'partitioned' | 'hung' | 'upstream-error';
+  outcome: 'forwarded' | 'failed' | 'partitioned' | 'hung' | 'upstream-error' | 'lost-answer';
+  /** Review 45b: a partitioned request TCP delivered when the partition healed (Date.now()). */
+  deliveredAt?: number;
   /** Request bodies of the writes the caller asked to keep (`keepBody`). */
   body?: string;
   /** The answer's body, for those kept requests. */
@@ -33,7 +35,13 @@ export interface CloudRequest {
 export type CloudFault =
   | { kind: 'status'; status: number; retryAfterSeconds?: number }
   | { kind: 'slow'; delayMs: number }
-  | { kind: 'hang' };
+  | { kind: 'hang' }
+  /**
+   * Review 45b: the cloud does the write, but its answer never reaches ccm (a gateway that times out,
+   * a connection reset after the request was handled). Reads pass. Upstream-realistic: a 504 after
+   * the work was done is common at cloud APIs.
+   */
+  | { kind: 'lost-answer'; status?: number };
 
 export interface CloudProxyOptions {
   upstream: string;
@@ -54,8 +62,10 @@ export interface CloudProxy {
   /** Clears `fault` if it is still the one in force (a later one may have replaced it). */
   clearIf(fault: CloudFault): void;
   /** Requests from this replica go unanswered, on open and new connections, until `heal`. */
-  partition(name: string): void;
+  partition(name: string, options?: { deliverOnHeal?: boolean }): void;
   heal(name: string): void;
+  /** Review 45b: called with each request as it reaches the proxy, before any fault (a test's trigger). */
+  tap?: (entry: CloudRequest) => void;
   close(): Promise<void>;
 }
 
@@ -96,6 +106,9 @@ function owns(pid: number, inode: string): boolean {
 export async function startCloudProxy(options: CloudProxyOptions): Promise<CloudProxy> {
   const replicas = new Map<string, number>();
   const partitioned = new Set<string>();
+  /** Partitions whose held requests TCP delivers once the network heals (the client still waiting). */
+  const delivering = new Set<string>();
+  const queued = new Map<string, (() => void)[]>();
   const log: CloudRequest[] = [];
   const held = new Set<ServerResponse>();
   let fault: CloudFault | undefined;
@@ -133,11 +146,25 @@ export async function startCloudProxy(options: CloudProxyOptions): Promise<Cloud
     const keep = options.keepBody(method, path);
     if (keep) entry.body = body.toString('utf8');
     log.push(entry);
+    proxy.tap?.(entry);
+    const now = fault;
     if (partitioned.has(entry.replica)) {
       entry.outcome = 'partitioned';
+      if (delivering.has(entry.replica)) {
+        // The bytes are in the network: delivered when it heals, as TCP retransmits, if the client
+        // still waits for them (a client that gave up reset its connection).
+        const list = queued.get(entry.replica) ?? [];
+        list.push(() => {
+          if (res.destroyed || req.socket.destroyed) return;
+          entry.outcome = 'forwarded';
+          entry.deliveredAt = Date.now();
+          forward(entry, req, res, body, keep, undefined);
+        });
+        queued.set(entry.replica, list);
+        return;
+      }
       return hold(res);
     }
-    const now = fault;
     if (now?.kind === 'hang') {
       entry.outcome = 'hung';
       return hold(res);
@@ -154,6 +181,18 @@ export async function startCloudProxy(options: CloudProxyOptions): Promise<Cloud
         .end(JSON.stringify(options.errorBody(now.status)));
       return;
     }
+    forward(entry, req, res, body, keep, now);
+  };
+
+  const forward = (
+    entry: CloudRequest,
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: Buffer,
+    keep: boolean,
+    now: CloudFault | undefined,
+  ) => {
+    const { method, path } = entry;
     // Slow: the cloud does the work at once and answers late, as an overloaded API does; a client
     // that gives up meanwhile does not know whether its change was made.
     const headers = { ...req.headers };
@@ -177,6 +216,16 @@ export async function startCloudProxy(options: CloudProxyOptions): Promise<Cloud
       if (keep) entry.answer = text;
       entry.status = answer.statusCode ?? 0;
       entry.answeredAt = Date.now();
+      if (now?.kind === 'lost-answer' && method !== 'GET') {
+        // The work is done (entry.status says how it went); ccm never learns it.
+        entry.outcome = 'lost-answer';
+        if (now.status) {
+          res
+            .writeHead(now.status, { 'content-type': 'application/json' })
+            .end(JSON.stringify(options.errorBody(now.status)));
+        } else res.socket?.destroy();
+        return;
+      }
       if (res.destroyed) return;
       text = text ?? '';
       res.writeHead(entry.status, { ...out, 'content-length': String(Buffer.byteLength(text)) }).end(text);
@@ -192,7 +241,7 @@ export async function startCloudProxy(options: CloudProxyOptions): Promise<Cloud
   server.keepAliveTimeout = 30_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  return {
+  const proxy: CloudProxy = {
     url,
     log,
     register: (name, pid) => {
@@ -207,11 +256,16 @@ export async function startCloudProxy(options: CloudProxyOptions): Promise<Cloud
     clearIf: (f) => {
       if (fault === f) fault = undefined;
     },
-    partition: (name) => {
+    partition: (name, opts) => {
       partitioned.add(name);
+      if (opts?.deliverOnHeal) delivering.add(name);
     },
     heal: (name) => {
       partitioned.delete(name);
+      delivering.delete(name);
+      const list = queued.get(name) ?? [];
+      queued.delete(name);
+      for (const deliver of list) deliver();
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -220,4 +274,5 @@ export async function startCloudProxy(options: CloudProxyOptions): Promise<Cloud
         server.close(() => resolve());
       }),
   };
+  return proxy;
 }

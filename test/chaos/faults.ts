@@ -23,10 +23,13 @@ export const FAULT_KINDS = [
   'instance-stop',
   'mass-vanish',
   'annotation-mid-create',
+  // Review 45b (only with CHAOS_REALISTIC=1, so that older seeds keep their schedules): the cloud
+  // does a write but its answer is lost (504 after the work).
+  ...(process.env.CHAOS_REALISTIC === '1' ? (['cloud-lost-answer'] as const) : []),
 ] as const;
-export type FaultKind = (typeof FAULT_KINDS)[number];
+export type FaultKind = (typeof FAULT_KINDS)[number] | 'cloud-lost-answer';
 
-const WEIGHTS: Record<FaultKind, number> = {
+const WEIGHTS: Record<FaultKind | 'cloud-lost-answer', number> = {
   'leader-kill': 1,
   'leader-pause': 1,
   'apiserver-restart': 1,
@@ -41,6 +44,7 @@ const WEIGHTS: Record<FaultKind, number> = {
   'instance-stop': 1.5,
   'mass-vanish': 0.4,
   'annotation-mid-create': 1.5,
+  'cloud-lost-answer': 1,
 };
 
 export interface ScheduledFault {
@@ -127,6 +131,9 @@ export async function currentLeader(world: World): Promise<Replica | undefined> 
   return undefined;
 }
 
+/** The Secret fault that wrote the Secret last: only it puts back what it changed. */
+let secretWriter: ScheduledFault | undefined;
+
 const pickOf = <T>(items: T[], pick: number): T | undefined => items[Math.floor(pick * items.length)];
 
 /** Live instances of initialised-or-not Nodes the harness has not removed. */
@@ -178,15 +185,18 @@ export async function applyFault(world: World, fault: ScheduledFault, onDeath: (
     case 'cloud-500':
     case 'cloud-429':
     case 'cloud-slow':
-    case 'cloud-hang': {
-      const f =
-        fault.kind === 'cloud-500'
-          ? ({ kind: 'status', status: 500 } as const)
-          : fault.kind === 'cloud-429'
-            ? ({ kind: 'status', status: 429, retryAfterSeconds: 1 + Math.floor(fault.pick * 5) } as const)
-            : fault.kind === 'cloud-slow'
-              ? ({ kind: 'slow', delayMs: 2000 + Math.round(fault.pick * 10_000) } as const)
-              : ({ kind: 'hang' } as const);
+    case 'cloud-hang':
+    case 'cloud-lost-answer': {
+      const f: import('./cloud-proxy.js').CloudFault =
+        fault.kind === 'cloud-lost-answer'
+          ? { kind: 'lost-answer', status: 504 }
+          : fault.kind === 'cloud-500'
+            ? ({ kind: 'status', status: 500 } as const)
+            : fault.kind === 'cloud-429'
+              ? ({ kind: 'status', status: 429, retryAfterSeconds: 1 + Math.floor(fault.pick * 5) } as const)
+              : fault.kind === 'cloud-slow'
+                ? ({ kind: 'slow', delayMs: 2000 + Math.round(fault.pick * 10_000) } as const)
+                : ({ kind: 'hang' } as const);
       fault.target = `every replica: ${JSON.stringify(f)}`;
       world.proxy.fail(f);
       await sleep(fault.durationMs);
@@ -200,7 +210,9 @@ export async function applyFault(world: World, fault: ScheduledFault, onDeath: (
       const target = fault.pick < 0.5 && leader ? leader : pickOf(live, fault.pick);
       if (!target) return skip('no replica runs');
       fault.target = `${target.name} (${target.identity})`;
-      world.proxy.partition(target.name);
+      // Review 45b: with CHAOS_REALISTIC=1 the partition drops packets as a network does: TCP delivers
+      // what a client still waits for when it heals.
+      world.proxy.partition(target.name, { deliverOnHeal: process.env.CHAOS_REALISTIC === '1' });
       await sleep(fault.durationMs);
       world.proxy.heal(target.name);
       return;
@@ -212,9 +224,26 @@ export async function applyFault(world: World, fault: ScheduledFault, onDeath: (
       fault.target = `${world.cloud.secret.namespace}/${world.cloud.secret.name} → ${to}`;
       const before = world.credentials === 'bad' ? 'good' : world.credentials;
       await world.rotate(to);
+      secretWriter = fault;
       if (to !== 'bad') return;
       await sleep(fault.durationMs);
-      if (world.credentials === 'bad') await world.rotate(before);
+      // Put the good token back, however long the API server takes to answer again (an
+      // `apiserver-restart` may overlap): a restore that failed once left the Secret bad until the
+      // quiet period, and the report called the fault failed when it had in fact lasted longer. A
+      // later Secret fault that took its place, or healAll, ends the retrying.
+      const due = Date.now();
+      for (let attempt = 1; secretWriter === fault && world.credentials === 'bad'; attempt++) {
+        try {
+          await world.rotate(before);
+        } catch (err) {
+          if (attempt === 1)
+            fault.target += ` (restore failed at first: ${String((err as Error).message ?? err).slice(0, 80)})`;
+          await sleep(1000);
+          continue;
+        }
+        if (attempt > 1)
+          fault.target += `; restored ${((Date.now() - due) / 1000).toFixed(1)} s late, after ${attempt} attempts`;
+      }
       return;
     }
     case 'instance-vanish':

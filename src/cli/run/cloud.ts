@@ -4,6 +4,7 @@ import { budgetedProvider, type ProviderHolder, TokenBucket } from '../../contro
 import { type CloudView, isFatalCloudError } from '../../controllers/cloud-view.js';
 import { InstanceCache } from '../../controllers/instance-cache.js';
 import type { Metrics } from '../../controllers/metrics.js';
+import { UnauthorizedError } from '../../providers/errors.js';
 import { onCloudWait } from '../../providers/http.js';
 import type { Provider } from '../../providers/types.js';
 import type { Informers } from './kube.js';
@@ -47,10 +48,17 @@ export interface Cloud {
    * At start: the credentials must work (one cheap call, or the first listing) before anything is
    * written. A cloud slow to answer is said once, what is waited for and how long; `signal` ends the
    * wait (a signal during the start).
+   *
+   * Credentials the cloud refuses (401, 403) end the start, unless `watchedSecret` names the Secret
+   * they come from, which the reload stage re-reads: then the start goes on, not ready, the refusal
+   * said once, until the Secret changes to credentials the cloud accepts (as a running replica
+   * waits). A Pod started during a credentials incident must not crash-loop, or a rollout never ends.
    */
-  checkCredentials(signal?: AbortSignal): Promise<void>;
+  checkCredentials(signal?: AbortSignal, watchedSecret?: string): Promise<void>;
   /** For readiness: whether the cloud accepted the credentials; asked again (at most every 10 s) while not. */
   credentialsAccepted(): boolean;
+  /** For readiness, while not accepted: why, in one line, when the cloud refused them at start. */
+  credentialsRefusal(): string | undefined;
   /** Once the start was accepted: a listing made at start that failed, said once. */
   reportStartListing(): void;
   /** Aborts a listing in flight: one the cloud does not answer must not outlive the shutdown. */
@@ -112,6 +120,14 @@ export function startCloud({
 
   let credentialsVerified = false;
   let lastVerifyAt = Number.NEGATIVE_INFINITY;
+  /** The cloud's refusal of the credentials at start, while a watched Secret may still fix it. */
+  let refusal: string | undefined;
+  const accepted = () => {
+    if (refusal !== undefined) {
+      refusal = undefined;
+      log.info('the cloud accepts the credentials now');
+    }
+  };
   const verifyAgain = async () => {
     const verify = holder.current.verifyCredentials;
     if (!verify || monotonicMs() - lastVerifyAt < 10_000) return;
@@ -120,6 +136,14 @@ export function startCloud({
       () => true,
       () => false,
     );
+    if (credentialsVerified) accepted();
+  };
+  const refused = (err: unknown, watchedSecret: string | undefined) => {
+    if (!(err instanceof UnauthorizedError) || !watchedSecret) throw err;
+    refusal = `the cloud refuses the credentials from Secret ${watchedSecret}: ${(err as Error).message}`;
+    log.warn(
+      `${refusal}; starting anyway, not ready: ccm uses the Secret's next credentials as soon as it changes`,
+    );
   };
 
   return {
@@ -127,7 +151,7 @@ export function startCloud({
     provider,
     budget: budget.bucket,
     cache,
-    checkCredentials: async (signal) => {
+    checkCredentials: async (signal, watchedSecret) => {
       let said = false;
       const stopNotices = onCloudWait((what) => {
         if (what === undefined || said) return;
@@ -143,15 +167,16 @@ export function startCloud({
             credentialsVerified = true;
           } catch (err) {
             signal?.throwIfAborted();
-            if (isFatalCloudError(err)) throw err;
-            log.warn(
-              `the cloud did not answer at start-up (${(err as Error).message}); continuing, it is asked again`,
-            );
+            if (isFatalCloudError(err)) refused(err, watchedSecret);
+            else
+              log.warn(
+                `the cloud did not answer at start-up (${(err as Error).message}); continuing, it is asked again`,
+              );
           }
         } else {
           await cache.refreshIfOlderThan(0);
           signal?.throwIfAborted();
-          if (isFatalCloudError(cache.lastError)) throw cache.lastError;
+          if (isFatalCloudError(cache.lastError)) refused(cache.lastError, watchedSecret);
         }
       } finally {
         stopNotices();
@@ -161,10 +186,16 @@ export function startCloud({
     credentialsAccepted: () => {
       // A listing counts too, where the provider has no cheaper check: only the leader lists, and a
       // standby must be Ready too, or a rolling update never ends.
-      if (credentialsVerified || cache.hasListed) return true;
+      // A listing refused as at start proves nothing: not ready until one is not refused.
+      const listed = cache.hasListed && (refusal === undefined || !isFatalCloudError(cache.lastError));
+      if (credentialsVerified || listed) {
+        accepted();
+        return true;
+      }
       void verifyAgain();
       return false;
     },
+    credentialsRefusal: () => refusal,
     // Only a listing that was made and failed is worth a warning: where the credentials were proven by
     // verifyCredentials, nothing has listed yet (and with --controllers route or service, nothing may).
     reportStartListing: () => {
@@ -177,6 +208,11 @@ export function startCloud({
       return () => reloadListeners.delete(entry);
     },
     reloaded: () => {
+      // Refused at start: the new credentials are checked at once, not at the next readiness probe's turn.
+      if (refusal !== undefined && !credentialsVerified) {
+        lastVerifyAt = Number.NEGATIVE_INFINITY;
+        void verifyAgain();
+      }
       for (const listener of [...reloadListeners]) listener();
     },
   };

@@ -13,7 +13,7 @@ import type { RunInput, RunPhase } from './types.js';
 /** What readiness looks at, each read at every probe. */
 export interface ReadinessSources {
   informers: Informers;
-  cloud: Pick<Cloud, 'credentialsAccepted'>;
+  cloud: Pick<Cloud, 'credentialsAccepted'> & Partial<Pick<Cloud, 'credentialsRefusal'>>;
   leadership: Leadership;
   phase: RunPhase;
   /** Set by the lifecycle controller while this replica leads and holds deletions. */
@@ -44,7 +44,10 @@ export function readinessChecks({
       run: () =>
         cloud.credentialsAccepted()
           ? { ok: true }
-          : { ok: false, detail: 'waiting for the cloud to accept the credentials' },
+          : {
+              ok: false,
+              detail: cloud.credentialsRefusal?.() ?? 'waiting for the cloud to accept the credentials',
+            },
     },
     {
       name: 'leader-election',

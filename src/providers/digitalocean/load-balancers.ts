@@ -455,13 +455,18 @@ export function doLoadBalancers(
   const adoption = doAdoption(client);
   /** Load balancers named `who.name` with this cluster's tag, the oldest first. */
   async function namesakes(who: Identity, signal?: AbortSignal): Promise<DoLoadBalancer[]> {
+    return (await tagged(who, signal)).filter((lb) => lb.name === who.name);
+  }
+
+  /** Every load balancer with this cluster's tag, the oldest first. */
+  async function tagged(who: Identity, signal?: AbortSignal): Promise<DoLoadBalancer[]> {
     const all = await client.listAll<DoLoadBalancer>(
       'listing load balancers',
       '/v2/load_balancers',
       'load_balancers',
       signal,
     );
-    return all.filter((lb) => lb.name === who.name && owned(lb, who.tag)).sort(oldestFirst);
+    return all.filter((lb) => owned(lb, who.tag)).sort(oldestFirst);
   }
 
   /**
@@ -475,7 +480,7 @@ export function doLoadBalancers(
     who: Identity,
     foreignById: 'refuse' | 'skip',
     signal?: AbortSignal,
-  ): Promise<{ lb?: DoLoadBalancer; extras: DoLoadBalancer[]; byId?: true; adopted?: true }> {
+  ): Promise<{ lb?: DoLoadBalancer; extras: DoLoadBalancer[]; byId?: true; adopted?: true; own?: true }> {
     // Handed over by `ccm migrate` (or found by --adopt-official): the official controller's, without
     // ccm's tag, which DigitalOcean cannot add after creation. It is used as it is, under its name.
     if (req.adoptedID) {
@@ -507,7 +512,38 @@ export function doLoadBalancers(
         );
       }
     }
-    const [lb, ...extras] = await namesakes(who, signal);
+    if (!who.ownName) {
+      // What marks a load balancer as this Service's is ccm's own: the cluster's tag (given at
+      // creation, the only time DigitalOcean takes tags) and the name ccm gives it from the Service's
+      // UID. A create whose answer was lost (a gateway's 504, a timeout after the cloud did the work)
+      // left no id annotation behind; if the Service was given a do-loadbalancer-name since, that
+      // load balancer is found by its UID name and adopted (ensure renames it), never created again.
+      const all = await tagged(who, signal);
+      const shown = (x: DoLoadBalancer) =>
+        (req.claims?.ownIngress ?? []).some((a) => a === x.ip || a === x.ipv6);
+      const own = all.filter((x) => x.name === req.name);
+      const named = all.filter((x) => x.name === who.name);
+      const kept = own.find(shown) ?? own[0];
+      if (kept && named.length === 0)
+        return { lb: kept, extras: own.filter((x) => x.id !== kept.id && !shown(x)), own: true };
+      const found = pickNamed(req, who, named, foreignById);
+      // The Service has its load balancer under the annotated name: any left with its UID name are
+      // second creations of it (by a ccm that created again after a lost answer), never shown in its
+      // status.
+      if (found.lb) found.extras.push(...own.filter((x) => !shown(x)));
+      return found;
+    }
+    return pickNamed(req, who, await namesakes(who, signal), foreignById);
+  }
+
+  /** Of ccm's load balancers named `who.name` (the oldest first), this Service's, and the extras. */
+  function pickNamed(
+    req: LoadBalancerRequest,
+    who: Identity,
+    namesakes: DoLoadBalancer[],
+    foreignById: 'refuse' | 'skip',
+  ): { lb?: DoLoadBalancer; extras: DoLoadBalancer[] } {
+    const [lb, ...extras] = namesakes;
     // A name chosen by annotation may be another Service's too (the tag names the cluster, not the
     // Service): which of them is this Service's is for a person to say, and none is deleted.
     if (extras.length > 0 && !who.ownName) {
@@ -644,7 +680,7 @@ export function doLoadBalancers(
     async ensure(req, signal) {
       const who = identify(req);
       const settings = settingsOf(req);
-      const { lb, extras, adopted, byId } = await find(req, who, 'refuse', signal);
+      const { lb, extras, adopted, byId, own } = await find(req, who, 'refuse', signal);
       // An adopted load balancer keeps the name the official controller gave it.
       if (lb && adopted) settings.name = lb.name;
       if (who.disown) {
@@ -659,7 +695,7 @@ export function doLoadBalancers(
       for (const extra of extras) await remove(extra, signal);
       // Still being created, or errored: nothing is changed until DigitalOcean is done with it. Found
       // by a name a user chose, it is not claimed here: the Service that created it claimed it then.
-      if (lb && lb.status !== 'active') return statusOf(lb, who.hostname, byId || who.ownName);
+      if (lb && lb.status !== 'active') return statusOf(lb, who.hostname, byId || who.ownName || own);
       const droplets = await backendDroplets(req.nodes, signal);
       if (!lb) {
         const created = (

@@ -59,6 +59,11 @@ export interface Fault {
   hang?: boolean;
   /** Answer with this raw body instead (e.g. a proxy's HTML 404). */
   raw?: { body: string; contentType: string };
+  /**
+   * The request is handled (a create creates), but the client gets `status` (default 504) instead of
+   * the answer: a gateway that timed out after the cloud did the work.
+   */
+  lostAnswer?: boolean;
   /** Runs once the answer is sent: e.g. a droplet vanishes between two pages. */
   after?: (sim: DigitalOceanSimulator) => void;
 }
@@ -345,6 +350,13 @@ export class DigitalOceanSimulator {
         record.status = fault.status ?? 404;
         record.answeredAt = Date.now();
         res.writeHead(record.status, { 'content-type': fault.raw.contentType }).end(fault.raw.body);
+        fault.after?.(this);
+        return;
+      }
+      if (fault.lostAnswer) {
+        if (found && !checked?.errors.length) found.route.handle(this, { url, body, match: found.match });
+        const status = fault.status ?? 504;
+        this.send(res, record, checked?.operation, { status, body: errorBody(status) });
         fault.after?.(this);
         return;
       }

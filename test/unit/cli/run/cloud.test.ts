@@ -10,7 +10,7 @@ import type { RunPhase } from '../../../../src/cli/run/types.js';
 import { createMetrics } from '../../../../src/controllers/metrics.js';
 import type { Informer } from '../../../../src/kube/informer.js';
 import type { SlimNode } from '../../../../src/kube/slim-node.js';
-import { RetryableError, UnauthorizedError } from '../../../../src/providers/errors.js';
+import { InvalidConfigError, RetryableError, UnauthorizedError } from '../../../../src/providers/errors.js';
 import type { LoadBalancerRequest, LoadBalancers, Provider } from '../../../../src/providers/types.js';
 import { logSink } from '../../../helpers/run.js';
 import { makeInstance, makeNode, makeProvider } from '../../controllers/fixtures.js';
@@ -59,6 +59,27 @@ describe('startCloud', () => {
     expect(cloud.cache.view().index.size).toBe(1);
     cloud.reportStartListing();
     expect(said()).toEqual([]);
+  });
+
+  it('credentials from a watched Secret that the cloud refuses: the start goes on, not ready, the refusal said once', async () => {
+    const refused = stage(
+      failingOnce(makeProvider([makeInstance()]), new UnauthorizedError('401 from the cloud')),
+    );
+    await refused.cloud.checkCredentials(undefined, 'kube-system/digitalocean');
+    expect(refused.cloud.credentialsAccepted()).toBe(false);
+    expect(refused.cloud.credentialsRefusal()).toBe(
+      'the cloud refuses the credentials from Secret kube-system/digitalocean: 401 from the cloud',
+    );
+    expect(refused.said()).toHaveLength(1);
+    // A listing the cloud accepts (the Secret changed): ready, the refusal gone.
+    await refused.cloud.cache.refreshIfOlderThan(0);
+    expect(refused.cloud.credentialsAccepted()).toBe(true);
+    expect(refused.cloud.credentialsRefusal()).toBeUndefined();
+    // An InvalidConfigError stays fatal, watched Secret or not.
+    const invalid = stage(failingOnce(makeProvider(), new InvalidConfigError('no such region')));
+    await expect(invalid.cloud.checkCredentials(undefined, 'kube-system/digitalocean')).rejects.toThrow(
+      'no such region',
+    );
   });
 
   it('refuses credentials the cloud refuses, and only says a listing failure once the start is accepted', async () => {
