@@ -69,7 +69,7 @@ describe('ccm manifests --out DIR | kubectl apply -f DIR', () => {
     const objects = await dryRunApply(dir);
     expect(objects.filter((o) => o.startsWith('DaemonSet/'))).toEqual(['DaemonSet/ccm r.example/ccm:0.2.0']);
     expect(objects.filter((o) => o.startsWith('CronJob/'))).toEqual([]);
-    expect(objects).toHaveLength(8);
+    expect(objects).toHaveLength(10);
 
     // -o json into the same folder: JSON files only, the same objects.
     const json = await ccm([...MANIFESTS, '--image', 'r.example/ccm:0.2.0', '-o', 'json', '--out', dir]);
