@@ -169,6 +169,8 @@ const NOT_RUN: [reason: string, lines: string[]][] = [
       'npm run test:chaos',
       'CHAOS_CLOUD=openstack CHAOS_MINUTES=60 npm run test:chaos',
       'CHAOS_CLOUD=digitalocean CHAOS_SEED=45 CHAOS_MINUTES=3 npm run test:chaos',
+      // Scenario B fails by design (docs/chaos.md, "What a Lease cannot promise").
+      "bash .ci/node node_modules/.bin/vitest run --config test/chaos/review.vitest.config.ts -t 'B: a create'",
     ],
   ],
   [
