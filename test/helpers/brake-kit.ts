@@ -22,6 +22,7 @@ export function brakeKit(world: CloudWorld) {
     async cluster(n: number): Promise<ClusterNode[]> {
       await createNodes(world.api, world.seed(n));
       const init = await world.ccm(['nodes', 'init', '--json']);
+      expect(init.stderr).toBe('');
       expect(init.exitCode).toBe(0);
       const nodes = (await world.api.listNode()).items.map((node) => ({
         name: node.metadata?.name ?? '',

@@ -8,20 +8,12 @@
  * window's share passes the ratio, and a release (the flag, the Secret's annotation) deletes the held
  * Nodes and nothing else, while a stale id releases nothing.
  */
-import { AppsV1Api, PatchStrategy, setHeaderOptions, type V1Node } from '@kubernetes/client-node';
+import { AppsV1Api, type V1Node } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { createNodes, fixtureClient } from '../controlplane/fixtures.js';
-import { type AuditEvent, CCM_USER } from '../controlplane/harness.js';
+import { fixtureClient } from '../controlplane/fixtures.js';
+import { brakeKit, type ClusterNode, isDelete, MERGE_PATCH, sleep } from './brake-kit.js';
 import { type CloudName, type CloudWorld, useCloudWorld } from './cloud-world.js';
 import { type InProcess, TEST_CONTROLLER_OPTIONS, until } from './run.js';
-
-const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-interface ClusterNode {
-  name: string;
-  providerID: string;
-}
 
 interface HeldReport {
   exitCode: number;
@@ -58,54 +50,6 @@ export function deletionBrakeTests(cloud: CloudName): void {
     },
   });
 
-  /** n instances, the Nodes of their kubelets, initialised by one `nodes init` pass. */
-  async function cluster(n: number): Promise<ClusterNode[]> {
-    await createNodes(world.api, world.seed(n));
-    const init = await world.ccm(['nodes', 'init', '--json']);
-    expect(init.stderr).toBe('');
-    expect(init.exitCode).toBe(0);
-    const nodes = (await world.api.listNode()).items.map((node) => ({
-      name: node.metadata?.name ?? '',
-      providerID: node.spec?.providerID ?? '',
-    }));
-    expect(nodes.filter((node) => !node.providerID)).toEqual([]);
-    mark = (await world.cp.writes(CCM_USER)).length;
-    return nodes.sort((a, b) => (a.name < b.name ? -1 : 1));
-  }
-
-  async function notReady(name: string): Promise<void> {
-    const now = new Date();
-    await world.api.patchNodeStatus(
-      {
-        name,
-        body: {
-          status: {
-            conditions: [
-              {
-                type: 'Ready',
-                status: 'Unknown',
-                reason: 'NodeStatusUnknown',
-                message: 'Kubelet stopped posting node status.',
-                lastHeartbeatTime: now,
-                lastTransitionTime: now,
-              },
-            ],
-          },
-        },
-      },
-      MERGE_PATCH,
-    );
-  }
-
-  /**
-   * The instances vanish from the cloud at once (no listing sees some of them gone and not the
-   * others), then their kubelets stop posting, as after a `terraform destroy`.
-   */
-  async function lose(nodes: ClusterNode[]): Promise<void> {
-    for (const node of nodes) world.vanish(node.providerID);
-    for (const node of nodes) await notReady(node.name);
-  }
-
   /** `ccm run` as deployed, for `ccm doctor` to read its flags: a DaemonSet no controller runs here. */
   async function deployedRun(args: string[]): Promise<void> {
     await fixtureClient(world.kubeconfig, AppsV1Api).createNamespacedDaemonSet({
@@ -128,16 +72,9 @@ export function deletionBrakeTests(cloud: CloudName): void {
   const names = async () =>
     (await world.api.listNode()).items.map((n: V1Node) => n.metadata?.name ?? '').sort();
 
-  const isDelete = (w: AuditEvent) =>
-    w.verb === 'delete' && w.objectRef?.resource === 'nodes' && !w.objectRef.subresource;
-  /** The audit log's length when the test's cluster was ready: what ccm deleted is counted from there. */
-  let mark = 0;
-  const nodeDeletes = async () => (await world.cp.writes(CCM_USER)).slice(mark).filter(isDelete);
-
-  async function events(reason: string) {
-    return (await world.api.listNamespacedEvent({ namespace: 'default', fieldSelector: `reason=${reason}` }))
-      .items;
-  }
+  // n instances and their kubelets' Nodes, initialised by one `nodes init` pass; the instances lost at
+  // once and their kubelets gone quiet; ccm's Node deletions since the cluster was ready.
+  const { cluster, notReady, lose, nodeDeletes, events } = brakeKit(world);
 
   const nodesInit = async (args: string[] = [], options: Parameters<CloudWorld['ccm']>[1] = {}) => {
     const run = await world.ccm(
