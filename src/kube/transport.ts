@@ -1,4 +1,5 @@
 import type { Agent as HttpAgent, IncomingMessage } from 'node:http';
+import { endWhenConnected } from '../end-when-connected.js';
 import { nodeHttp, nodeHttps, nodeTls } from '../node-modules.js';
 import type { ClusterAccess } from './config.js';
 import type { Credential } from './credentials.js';
@@ -290,11 +291,20 @@ export class KubeTransport {
   }
 
   private gate(req: KubeRequest): void {
-    if (req.method !== 'GET' && !req.ungated && this.transportOptions.mayWrite?.() === false) {
-      throw new NotLeaderError(
-        `${req.method} ${req.path.split('?')[0]} refused: this replica is not the leader`,
-      );
-    }
+    const refused = this.refusal(req);
+    if (refused) throw refused;
+  }
+
+  private gated(req: KubeRequest): boolean {
+    return req.method !== 'GET' && !req.ungated && this.transportOptions.mayWrite !== undefined;
+  }
+
+  /** The write gate's answer: asked before a request and again once its connection is up. */
+  private refusal(req: KubeRequest): NotLeaderError | undefined {
+    if (!this.gated(req) || this.transportOptions.mayWrite?.() !== false) return undefined;
+    return new NotLeaderError(
+      `${req.method} ${req.path.split('?')[0]} refused: this replica is not the leader`,
+    );
   }
 
   private apiError(req: KubeRequest, status: number, body: Buffer | undefined): KubeApiError {
@@ -390,7 +400,15 @@ export class KubeTransport {
         fn();
       };
       const fail = (err: Error & { code?: string }) =>
-        done(() => reject(signal?.aborted ? abortError(signal) : this.unreachable(err)));
+        done(() =>
+          reject(
+            signal?.aborted
+              ? abortError(signal)
+              : err instanceof NotLeaderError
+                ? err
+                : this.unreachable(err),
+          ),
+        );
       const succeed = (res: Response) => {
         this.markReachable(true, 'answering again');
         done(() => resolve(res));
@@ -518,7 +536,7 @@ export class KubeTransport {
       r.on('timeout', () => r.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })));
       r.on('error', fail);
       r.on('close', () => fail(closedEarly()));
-      r.end(body);
+      endWhenConnected(r, body, this.gated(req) ? () => this.refusal(req) : undefined);
     });
   }
 

@@ -1,5 +1,6 @@
 import type { Agent, IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
+import { endWhenConnected } from '../end-when-connected.js';
 import { nodeHttp, nodeHttps, nodeTls, nodeZlib } from '../node-modules.js';
 
 /**
@@ -26,6 +27,11 @@ export interface TransportRequest {
   headers: RequestHeaders & { forEach(fn: (value: string, name: string) => void): void };
   body?: string;
   signal: AbortSignal;
+  /**
+   * Asked once the connection is up, just before anything is sent (the leader gate, again): an error
+   * refuses the request unsent, and the transport rejects with that error itself.
+   */
+  refusal?: () => Error | undefined;
 }
 
 export interface TransportResponse {
@@ -203,9 +209,21 @@ function send(url: URL, req: TransportRequest, maxBytes: number, agent: Agent): 
           fail(new TypeError('request failed', { cause: new Error('the answer was cut short') }));
       });
     });
-    outgoing.on('error', (err) => fail(new TypeError('request failed', { cause: err })));
+    let refused: Error | undefined;
+    const refusal = req.refusal;
+    outgoing.on('error', (err) =>
+      fail(err === refused ? err : new TypeError('request failed', { cause: err })),
+    );
     signal.addEventListener('abort', onAbort, { once: true });
-    outgoing.end(req.body);
+    endWhenConnected(
+      outgoing,
+      req.body,
+      refusal &&
+        (() => {
+          refused = refusal();
+          return refused;
+        }),
+    );
   });
 }
 

@@ -17,6 +17,7 @@ import {
   type RequestHeaders,
   ResponseTooLarge,
   type Transport,
+  type TransportRequest,
   type TransportResponse,
 } from './http-transport.js';
 
@@ -263,15 +264,21 @@ export class HttpClient {
       } catch (err) {
         throw this.unusable(err, `${method} ${url.pathname}${url.search}`, headers);
       }
-      if (!READS.has(method) && this.options.mayWrite?.() === false) {
-        throw new RetryableError(
-          `${method} ${redact(url.pathname, this.options.secrets?.())} refused: this replica is not the leader`,
-        );
-      }
+      const refusal = READS.has(method) ? undefined : () => this.notLeader(method, url);
+      const refused = refusal?.();
+      if (refused) throw refused;
 
       const started = this.now();
       const signal = AbortSignal.any([AbortSignal.timeout(this.timeoutMs), ...(caller ? [caller] : [])]);
-      const { res, text, error } = await this.send(url, { method, headers, body, signal });
+      const { res, text, error } = await this.send(url, {
+        method,
+        headers,
+        body,
+        signal,
+        ...(refusal ? { refusal } : {}),
+      });
+      // Refused once its connection was up (the Lease lost meanwhile): nothing was sent.
+      if (error instanceof NotLeaderRefusal) throw error;
       const secrets = this.secrets(headers, res);
       const shown = redact(url.pathname + url.search, secrets);
       const status = res?.status ?? 'error';
@@ -317,9 +324,17 @@ export class HttpClient {
     }
   }
 
+  /** The leader gate's answer for a request that changes the cloud. */
+  private notLeader(method: string, url: URL): RetryableError | undefined {
+    if (this.options.mayWrite?.() !== false) return undefined;
+    return new NotLeaderRefusal(
+      `${method} ${redact(url.pathname, this.options.secrets?.())} refused: this replica is not the leader`,
+    );
+  }
+
   private async send(
     url: URL,
-    init: { method: string; headers: HeaderMap; body?: string; signal: AbortSignal },
+    init: TransportRequest,
   ): Promise<{ res?: TransportResponse; text: string; error?: unknown }> {
     try {
       // Redirects are not followed: they would carry X-Auth-Token along to another host.
@@ -482,6 +497,9 @@ function headerSecrets(value: string | null | undefined): string[] {
   const space = value.indexOf(' ');
   return space > 0 ? [value, value.slice(space + 1)] : [value];
 }
+
+/** A write the leader gate refused: retried, once this replica leads again. */
+class NotLeaderRefusal extends RetryableError {}
 
 /** Timeouts and lost connections (a TypeError with a cause, as the transports report them); anything else is a bug or bad input. */
 function isTransportError(err: unknown): boolean {

@@ -119,6 +119,8 @@ export interface SimulatorOptions {
    * does not rewrite bodies (DO_OVERRIDE_URL), whose links still say https://api.digitalocean.com.
    */
   linkOrigin?: string;
+  /** PEM key and certificate: listen over HTTPS, as the real API does (a test of the connection itself). */
+  tls?: { key: string; cert: string };
 }
 
 /**
@@ -172,7 +174,7 @@ export class DigitalOceanSimulator {
         sim.violations.push(`simulator failed: ${err instanceof Error ? err.stack : String(err)}`);
         if (!res.headersSent) res.writeHead(500).end();
       });
-    });
+    }, options.tls);
     sim.url = sim.listening.url;
     return sim;
   }

@@ -510,15 +510,12 @@ describe('HttpClient: the leader gate', () => {
   it('sends no write once mayWrite says no, asked after authorize and again before each retry; reads pass', async () => {
     handler = (_req, res, n) => (n === 1 ? json(res, 503, {}) : json(res, 200, {}));
     let leading = true;
-    let asked = 0;
+    let authorized = 0;
     const { http } = client({
-      mayWrite: () => {
-        asked++;
-        return leading;
-      },
-      // a token fetched or a signature made while the Lease ran out
+      mayWrite: () => leading,
+      // the retry's token fetched or signature made while the Lease ran out
       authorize: () => {
-        if (asked === 1) leading = false;
+        if (++authorized === 2) leading = false;
       },
     });
     const err = await failure(http.put('/v2/load_balancers/1', { name: 'a' }));
