@@ -5,7 +5,7 @@ import { officialController } from './adoption.js';
 import { ANNOTATIONS, type AnnotationSpec } from './annotations.js';
 import { BrightboxClient, type BrightboxClientOptions, DEFAULT_API_URL } from './client.js';
 import { credentials } from './credentials.js';
-import { brightboxInstances, SCHEME } from './instances.js';
+import { brightboxInstances, GoneServers, SCHEME } from './instances.js';
 import { brightboxLoadBalancers } from './load-balancers.js';
 
 export const brightbox: ProviderDefinition = {
@@ -31,14 +31,16 @@ export const brightbox: ProviderDefinition = {
 /** Builds the provider from checked options; tests hand in the HTTP seams here. */
 export function createBrightbox(options: BrightboxClientOptions): Provider {
   const client = new BrightboxClient(options);
+  // What the instance lookups proved gone: load balancers leave those servers out without a call.
+  const gone = new GoneServers();
   return {
     name: 'brightbox',
     providerIdScheme: SCHEME,
     // gobrightbox interfaces.go and cloud_ips.go. Said in every start log: an operator's words.
     noRoutesReason:
       "Brightbox's API has no routes: a server interface is only a MAC address and its IP addresses, and a cloud IP maps one address, not a range",
-    instances: brightboxInstances(client),
-    loadBalancers: brightboxLoadBalancers(client),
+    instances: brightboxInstances(client, gone),
+    loadBalancers: brightboxLoadBalancers(client, gone),
     verifyCredentials: (signal) => client.verify(signal),
   };
 }

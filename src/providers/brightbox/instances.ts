@@ -18,32 +18,75 @@ export const SERVER_ID = /^srv-[0-9a-z]{5}$/;
  * Brightbox's own 404. A listing leaves deleted and failed servers out, so that no Node is ever
  * initialised from, or matched by name to, a server that does not exist.
  */
-export function brightboxInstances(client: BrightboxClient): Instances {
+export function brightboxInstances(client: BrightboxClient, gone = new GoneServers()): Instances {
   return {
     async list(signal) {
       const servers = await client.get<ApiServer[]>('servers', signal);
       if (!Array.isArray(servers)) {
         throw new InvalidConfigError('GET /1.0/servers did not answer with a list; check the API URL');
       }
+      gone.listed(servers.filter((server) => listState(server.status) !== 'gone').map((server) => server.id));
       return servers.flatMap((server) => {
         const state = listState(server.status);
+        if (state === 'gone') gone.mark(server.id);
         return state === 'gone' ? [] : [toInstance(server, state)];
       });
     },
     async get(providerID, signal) {
       const id = serverID(providerID);
-      const server = await client.get<ApiServer>(`servers/${id}`, signal);
+      let server: ApiServer;
+      try {
+        server = await client.get<ApiServer>(`servers/${id}`, signal);
+      } catch (err) {
+        if (err instanceof NotFoundError) gone.mark(id);
+        throw err;
+      }
       // Another server's record (a proxy or cache mixing answers) says nothing about this one.
       if (server.id !== id) {
         throw new RetryableError(`Brightbox answered the lookup of server ${id} with server ${server.id}`);
       }
       const state = listState(server.status);
       if (state === 'gone') {
+        gone.mark(id);
         throw new NotFoundError(`Brightbox reports server ${id} as ${server.status}: it does not exist`);
       }
       return toInstance(server, state);
     },
   };
+}
+
+/** Server ids proven gone that are kept, the oldest forgotten first. */
+const MAX_GONE = 10_000;
+
+/**
+ * The servers this provider has proven gone, for load balancers to leave out of their nodes and
+ * server groups: one gone server among a Service's backends (a Node the deletion brake holds, or one
+ * the lifecycle controller has not deleted yet) must not fail the balancer of every Service. Proof is
+ * a lookup answering 404, `deleted` or `failed`, or a server that one complete listing showed and the
+ * next one does not (server ids are never reused, so a server once gone stays gone). A server never
+ * listed is not presumed gone: it may be newer than the listing. Built anew with the provider on every
+ * credential reload, so a listing of another account proves nothing.
+ */
+export class GoneServers {
+  private previous = new Set<string>();
+  private readonly gone = new Set<string>();
+
+  /** The servers that exist, by one complete listing. */
+  listed(ids: readonly string[]): void {
+    const now = new Set(ids);
+    for (const id of this.previous) if (!now.has(id)) this.mark(id);
+    this.previous = now;
+  }
+
+  mark(id: string): void {
+    this.gone.delete(id);
+    this.gone.add(id);
+    if (this.gone.size > MAX_GONE) this.gone.delete(this.gone.values().next().value as string);
+  }
+
+  has(id: string): boolean {
+    return this.gone.has(id);
+  }
 }
 
 /** The server id of a `brightbox://srv-xxxxx` provider ID. */

@@ -20,7 +20,7 @@ import type {
   BrightboxClient,
   CloudIPRef,
 } from './client.js';
-import { SCHEME, SERVER_ID } from './instances.js';
+import { type GoneServers, SCHEME, SERVER_ID } from './instances.js';
 
 /**
  * Load balancers as the official controller builds them (load_balancer_cloud.go): per Service a
@@ -57,8 +57,8 @@ const DEFAULTS = {
 
 const SSL_PORT = 443;
 
-export function brightboxLoadBalancers(client: BrightboxClient): LoadBalancers {
-  return new BrightboxLoadBalancers(client);
+export function brightboxLoadBalancers(client: BrightboxClient, gone?: GoneServers): LoadBalancers {
+  return new BrightboxLoadBalancers(client, gone);
 }
 
 /** The name every resource ccm makes for this Service carries: its ownership marker. */
@@ -87,7 +87,7 @@ interface Plan {
 }
 
 /** Checks the Service against what Brightbox load balancers can do and builds the wanted shape. */
-export function planBalancer(req: LoadBalancerRequest): Plan {
+export function planBalancer(req: LoadBalancerRequest, gone?: GoneServers): Plan {
   const settings = parseAnnotations(req.service.annotations);
   const svc = `Service ${req.service.namespace}/${req.service.name}`;
   if (req.ports.length === 0) throw new InvalidConfigError(`${svc} has no ports to balance`);
@@ -151,7 +151,7 @@ export function planBalancer(req: LoadBalancerRequest): Plan {
   const ports = [...new Set([...req.ports.map((p) => p.nodePort), ...(local ? [local] : [])])];
   return {
     settings,
-    serverIDs: backendServers(req),
+    serverIDs: backendServers(req).filter((id) => !gone?.has(id)),
     listeners,
     healthcheck,
     policy: settings.policy ?? DEFAULTS.policy,
@@ -321,7 +321,10 @@ function adoptedGroup(group: ApiServerGroup, scope: Scope, servers: ReadonlySet<
 class BrightboxLoadBalancers implements LoadBalancers {
   readonly adoption: LoadBalancerAdoption;
 
-  constructor(private readonly client: BrightboxClient) {
+  constructor(
+    private readonly client: BrightboxClient,
+    private readonly gone?: GoneServers,
+  ) {
     this.adoption = brightboxAdoption(client);
   }
 
@@ -358,7 +361,7 @@ class BrightboxLoadBalancers implements LoadBalancers {
   }
 
   async ensure(req: LoadBalancerRequest, signal?: AbortSignal): Promise<LoadBalancerStatus> {
-    const plan = planBalancer(req);
+    const plan = planBalancer(req, this.gone);
     const scope = await this.scopeOf(req, signal);
     const adopted = scope.adoptedID ? (await this.balancers(scope, signal))[0] : undefined;
     if (scope.adoptedID && !adopted) {
