@@ -75,8 +75,10 @@ interface Unpacked {
 const images = {} as Record<Arch, Unpacked>;
 
 const page = readFileSync(join(repo, 'docs', 'deploy.md'), 'utf8');
-/** The line docs/deploy.md shows under "The image", run as written (bash, from the repository). */
-const imageLine = /```sh\n([^\n]*)\n```/.exec(page.split('\n## The image\n')[1] ?? '')?.[1];
+/** The lines docs/deploy.md shows under "The image", run as written (bash, from the repository). */
+const [imageLine, inspectLine] = [
+  ...(page.split('\n## The image\n')[1]?.split('\n### ')[0] ?? '').matchAll(/```sh\n([^\n]*)\n```/g),
+].map((m) => m[1] as string);
 /** The page's "Without a registry": the line run on each Node, and the `ccm manifests` line. */
 const [importLine, manifestsLine] = [
   ...(page.split('\n### Without a registry\n')[1]?.split('\n## ')[0] ?? '').matchAll(/```sh\n([^\n]*)\n```/g),
@@ -194,6 +196,21 @@ describe('the index', () => {
   it('is the one name of the archive and names a linux/amd64 and a linux/arm64 image', () => {
     expect(indexName).toBe(`localhost/ccm:${version}`);
     expect(indexPlatforms.sort()).toEqual(['linux/amd64', 'linux/arm64']);
+  });
+
+  it("is what the page's skopeo line shows, with both platforms", () => {
+    expect(inspectLine).toMatch(/^skopeo inspect --raw oci-archive:dist\/image\/ccm-0\.1\.0\.oci\.tar$/);
+    const shown = JSON.parse(
+      execFileSync('bash', ['-c', inspectLine as string], {
+        cwd: repo,
+        encoding: 'utf8',
+      }),
+    ) as { mediaType: string; manifests: Descriptor[] };
+    expect(shown.mediaType).toBe('application/vnd.oci.image.index.v1+json');
+    expect(shown.manifests.map((d) => `${d.platform?.os}/${d.platform?.architecture}`).sort()).toEqual([
+      'linux/amd64',
+      'linux/arm64',
+    ]);
   });
 });
 
