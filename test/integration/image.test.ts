@@ -138,9 +138,13 @@ beforeAll(() => {
     }
     images[arch] = { rootfs, config: json(blob(manifest.config)), elf: elfFiles(rootfs) };
     if (arch !== NATIVE) {
-      const qemu = execFileSync('bash', ['-c', `command -v ${PLATFORMS[arch].qemu}`], {
-        encoding: 'utf8',
-      }).trim();
+      const found = spawnSync('bash', ['-c', `command -v ${PLATFORMS[arch].qemu}`], { encoding: 'utf8' });
+      if (found.status !== 0) {
+        throw new Error(
+          `no ${PLATFORMS[arch].qemu} to run the ${arch} image: bash test/setup.sh installs it`,
+        );
+      }
+      const qemu = found.stdout.trim();
       copyFileSync(qemu, join(rootfs, EMULATOR));
       chmodSync(join(rootfs, EMULATOR), 0o755);
     }
