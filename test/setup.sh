@@ -5,8 +5,11 @@
 #   built from Go modules into ~/.cache/ccm-controlplane, and kubectl of the same version (the deploy
 #   page's commands pipe into it);
 # - Debian's openssh-server/-client (the `cluster prepare --ssh` tests), tmux (prompts in a real
-#   terminal), containerd (the image imported as on a Node) and iputils-ping (the routes test's pings
-#   between network namespaces), when missing.
+#   terminal), containerd (the image imported as on a Node), iputils-ping (the routes test's pings
+#   between network namespaces), qemu-user-static (the image test runs the arm64 image under it),
+#   binutils (readelf: `npm run image` reads the libraries node links) and skopeo (the image index),
+#   when missing. `npm run image` itself installs buildah and adds Debian's arm64 architecture (for
+#   apt-get download) when missing.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
@@ -21,6 +24,8 @@ CCM_K8S_VERSION=1.30.14 bash "$here/controlplane/build.sh" kubeadm
 bash "$here/cluster/cluster.sh" build
 
 # Debian packages: a real sshd and client for the ssh tests, tmux for the prompts in a real terminal,
-# containerd and ctr to import the image as a Node without a registry does, ping for Pod traffic.
+# containerd and ctr to import the image as a Node without a registry does, ping for Pod traffic,
+# qemu-user-static to run the image of the other architecture, readelf to build the image, skopeo for
+# the deploy page's line that shows the image index.
 bash "$here/debian-packages.sh" openssh-server:/usr/sbin/sshd openssh-client:ssh tmux:tmux containerd:containerd \
-  iputils-ping:ping
+  iputils-ping:ping qemu-user-static:qemu-aarch64-static binutils:readelf skopeo:skopeo

@@ -3,8 +3,8 @@
  * as the quick start puts it there): every line of its command blocks is run with bash, copied as is,
  * with only `<your registry>` filled in, against the real kube-apiserver (the operator's kubeconfig),
  * the DigitalOcean simulator as the cloud and kubectl of the control plane's version. The README's
- * "Deploying ccm in three commands" must be the page's own block. The image block (`npm run image`)
- * is run by image.test.ts.
+ * "Deploying ccm in three commands" must be the page's own block. The image's blocks (`npm run image`,
+ * the `skopeo inspect` of its index) are run by image.test.ts.
  */
 import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,15 +1,30 @@
 /**
  * The container image, built as an operator would (`npm run image`, the line docs/deploy.md shows;
- * buildah, no engine), unpacked from its OCI archive and run with chroot as the image's user; and
- * loaded into a containerd of the test's own as the page's "Without a registry" shows it.
+ * buildah, no engine): one OCI index naming a linux/amd64 and a linux/arm64 image. Each image's
+ * layers are unpacked from the archive and run with chroot as the image's user: the machine's own
+ * architecture natively, the other under Debian's qemu-user-static. Every ELF file in each is of its
+ * own architecture, and its SBOM lists every production dependency. The archive is then loaded into a
+ * containerd of the test's own as the page's "Without a registry" shows it.
+ *
+ * The emulator: binfmt_misc is not mounted on these machines (no systemd), so the foreign node is
+ * started by qemu-aarch64-static (or -x86_64-) itself. Not as `qemu-aarch64-static -L <rootfs>`: Debian
+ * 12's qemu 7.2 maps open() under -L but not statx(), so Node finds no /app/bin/run.js, and a file
+ * missing from the image would be read from this machine instead. The static emulator is copied into
+ * the unpacked root (after the ELF check) and run inside the chroot, as binfmt_misc's F flag would.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import {
+  chmodSync,
+  closeSync,
+  copyFileSync,
   existsSync,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readdirSync,
   readFileSync,
+  readSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -18,47 +33,121 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
+import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 const version = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')).version as string;
 const archive = join(repo, 'dist', 'image', `ccm-${version}.oci.tar`);
+const sbomBeside = join(repo, 'dist', 'image', `ccm-${version}.sbom.cdx.json`);
+const nodeVersion = /^version=(\S+)$/m.exec(readFileSync(join(repo, '.ci', 'node'), 'utf8'))?.[1] as string;
+
+type Arch = 'amd64' | 'arm64';
+/** Per image platform: npm's name of it, its ELF e_machine, its qemu. */
+const PLATFORMS: Record<Arch, { npm: string; machine: number; qemu: string }> = {
+  amd64: { npm: 'linux-x64', machine: 62 /* EM_X86_64 */, qemu: 'qemu-x86_64-static' },
+  arm64: { npm: 'linux-arm64', machine: 183 /* EM_AARCH64 */, qemu: 'qemu-aarch64-static' },
+};
+const ARCHES = Object.keys(PLATFORMS) as Arch[];
+const NATIVE: Arch | undefined =
+  process.arch === 'x64' ? 'amd64' : process.arch === 'arm64' ? 'arm64' : undefined;
+/** Where the emulator goes in an unpacked root of the other architecture (not in the image). */
+const EMULATOR = '/.test-emulator';
 
 let work: string;
-let rootfs: string;
-let config: { config?: { User?: string; Entrypoint?: string[] } };
+let indexName: string | undefined;
+let indexPlatforms: string[] = [];
 
 interface Descriptor {
   mediaType: string;
   digest: string;
+  platform?: { architecture: string; os: string };
+  annotations?: Record<string, string>;
 }
 
+interface Unpacked {
+  rootfs: string;
+  config: { architecture?: string; os?: string; config?: { User?: string; Entrypoint?: string[] } };
+  /** Every ELF file of the image (path in the image) with its e_machine, read before the emulator came. */
+  elf: Map<string, number>;
+}
+const images = {} as Record<Arch, Unpacked>;
+
 const page = readFileSync(join(repo, 'docs', 'deploy.md'), 'utf8');
-/** The line docs/deploy.md shows under "The image", run as written (bash, from the repository). */
-const imageLine = /```sh\n([^\n]*)\n```/.exec(page.split('\n## The image\n')[1] ?? '')?.[1];
+/** The lines docs/deploy.md shows under "The image", run as written (bash, from the repository). */
+const [imageLine, inspectLine] = [
+  ...(page.split('\n## The image\n')[1]?.split('\n### ')[0] ?? '').matchAll(/```sh\n([^\n]*)\n```/g),
+].map((m) => m[1] as string);
 /** The page's "Without a registry": the line run on each Node, and the `ccm manifests` line. */
 const [importLine, manifestsLine] = [
   ...(page.split('\n### Without a registry\n')[1]?.split('\n## ')[0] ?? '').matchAll(/```sh\n([^\n]*)\n```/g),
 ].map((m) => m[1] as string);
+
+/** The e_machine of an ELF file, or undefined for any other file. */
+function elfMachine(path: string): number | undefined {
+  const head = Buffer.alloc(20);
+  const fd = openSync(path, 'r');
+  try {
+    if (readSync(fd, head, 0, 20, 0) < 20) return undefined;
+  } finally {
+    closeSync(fd);
+  }
+  if (head.readUInt32BE(0) !== 0x7f454c46) return undefined;
+  // EI_DATA: 1 little-endian, 2 big-endian.
+  return head[5] === 2 ? head.readUInt16BE(18) : head.readUInt16LE(18);
+}
+
+function elfFiles(root: string, dir = ''): Map<string, number> {
+  const found = new Map<string, number>();
+  for (const name of readdirSync(join(root, dir))) {
+    const path = `${dir}/${name}`;
+    const stat = lstatSync(join(root, path));
+    if (stat.isDirectory()) for (const [p, m] of elfFiles(root, path)) found.set(p, m);
+    else if (stat.isFile()) {
+      const machine = elfMachine(join(root, path));
+      if (machine !== undefined) found.set(path, machine);
+    }
+  }
+  return found;
+}
 
 beforeAll(() => {
   expect(imageLine).toMatch(/^npm run image\b/);
   execFileSync('bash', ['-c', imageLine as string], { cwd: repo, stdio: 'pipe' });
   work = mkdtempSync(join(tmpdir(), 'ccm-image-'));
   const oci = join(work, 'oci');
-  rootfs = join(work, 'rootfs');
   mkdirSync(oci);
-  mkdirSync(rootfs);
   execFileSync('tar', ['-xf', archive, '-C', oci]);
   const blob = (d: Descriptor) => join(oci, 'blobs', ...d.digest.split(':'));
-  const index = JSON.parse(readFileSync(join(oci, 'index.json'), 'utf8')) as { manifests: Descriptor[] };
-  const manifest = JSON.parse(readFileSync(blob(index.manifests[0] as Descriptor), 'utf8')) as {
-    config: Descriptor;
-    layers: Descriptor[];
-  };
-  config = JSON.parse(readFileSync(blob(manifest.config), 'utf8'));
-  for (const layer of manifest.layers) {
-    const gzip = layer.mediaType.endsWith('+gzip') ? ['-z'] : [];
-    execFileSync('tar', ['-x', ...gzip, '-f', blob(layer), '-C', rootfs]);
+  const json = <T>(path: string) => JSON.parse(readFileSync(path, 'utf8')) as T;
+  // The archive's one name is the index; the index names one image per platform.
+  const top = json<{ manifests: Descriptor[] }>(join(oci, 'index.json')).manifests;
+  expect(top.map((d) => d.mediaType)).toEqual(['application/vnd.oci.image.index.v1+json']);
+  indexName = top[0]?.annotations?.['org.opencontainers.image.ref.name'];
+  const index = json<{ manifests: Descriptor[] }>(blob(top[0] as Descriptor));
+  indexPlatforms = index.manifests.map((d) => `${d.platform?.os}/${d.platform?.architecture}`);
+  for (const d of index.manifests) {
+    const arch = d.platform?.architecture as Arch;
+    const rootfs = join(work, `rootfs-${arch}`);
+    mkdirSync(rootfs);
+    const manifest = json<{ config: Descriptor; layers: Descriptor[] }>(blob(d));
+    for (const layer of manifest.layers) {
+      const gzip = layer.mediaType.endsWith('+gzip') ? ['-z'] : [];
+      execFileSync('tar', ['-x', ...gzip, '-f', blob(layer), '-C', rootfs]);
+    }
+    images[arch] = { rootfs, config: json(blob(manifest.config)), elf: elfFiles(rootfs) };
+    if (arch !== NATIVE) {
+      const found = spawnSync('bash', ['-c', `command -v ${PLATFORMS[arch].qemu}`], { encoding: 'utf8' });
+      if (found.status !== 0) {
+        throw new Error(
+          `no ${PLATFORMS[arch].qemu} to run the ${arch} image: bash test/setup.sh installs it`,
+        );
+      }
+      const qemu = found.stdout.trim();
+      copyFileSync(qemu, join(rootfs, EMULATOR));
+      chmodSync(join(rootfs, EMULATOR), 0o755);
+    }
   }
 }, 600_000);
 
@@ -66,32 +155,110 @@ afterAll(() => {
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
-function inImage(...args: string[]): string {
-  return execFileSync(
+/** `argv` inside the image of `arch`, with chroot as the image's user (under qemu if foreign). */
+function inImage(arch: Arch, argv: string[]): { status: number | null; stdout: string; stderr: string } {
+  const emulator = arch === NATIVE ? [] : [EMULATOR];
+  const run = spawnSync(
     '/usr/sbin/chroot',
-    ['--userspec=65532:65532', rootfs, '/usr/bin/node', '/app/bin/run.js', ...args],
+    ['--userspec=65532:65532', images[arch].rootfs, ...emulator, ...argv],
     {
       encoding: 'utf8',
-      env: { HOME: '/home/nonroot', PATH: '/usr/bin' },
+      env: { HOME: '/home/nonroot', PATH: '/usr/bin', NODE_ENV: 'production' },
+      timeout: 120_000,
     },
   );
+  return { status: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
-describe('the ccm image', () => {
-  it('runs as uid 65532 with ccm as its entrypoint', () => {
+/** `ccm args…` in the image of `arch`; its stdout, after a zero exit. */
+function ccmIn(arch: Arch, ...args: string[]): string {
+  const run = inImage(arch, ['/usr/bin/node', '/app/bin/run.js', ...args]);
+  expect(run.stderr).toBe('');
+  expect(run.status).toBe(0);
+  return run.stdout;
+}
+
+/** name@version of every package installed under `dir`/node_modules (nested ones too). */
+function installed(dir: string): Set<string> {
+  const found = new Set<string>();
+  const modules = join(dir, 'node_modules');
+  if (!existsSync(modules)) return found;
+  for (const entry of readdirSync(modules)) {
+    const names = entry.startsWith('@')
+      ? readdirSync(join(modules, entry)).map((n) => `${entry}/${n}`)
+      : [entry];
+    for (const name of names.filter((n) => !n.startsWith('.'))) {
+      const pkg = JSON.parse(readFileSync(join(modules, name, 'package.json'), 'utf8'));
+      found.add(`${pkg.name}@${pkg.version}`);
+      for (const nested of installed(join(modules, name))) found.add(nested);
+    }
+  }
+  return found;
+}
+
+describe('the index', () => {
+  it('is the one name of the archive and names a linux/amd64 and a linux/arm64 image', () => {
+    expect(indexName).toBe(`localhost/ccm:${version}`);
+    expect(indexPlatforms.sort()).toEqual(['linux/amd64', 'linux/arm64']);
+  });
+
+  it("is what the page's skopeo line shows, with both platforms", () => {
+    expect(inspectLine).toMatch(/^skopeo inspect --raw oci-archive:dist\/image\/ccm-0\.1\.0\.oci\.tar$/);
+    const shown = JSON.parse(
+      execFileSync('bash', ['-c', inspectLine as string], {
+        cwd: repo,
+        encoding: 'utf8',
+      }),
+    ) as { mediaType: string; manifests: Descriptor[] };
+    expect(shown.mediaType).toBe('application/vnd.oci.image.index.v1+json');
+    expect(shown.manifests.map((d) => `${d.platform?.os}/${d.platform?.architecture}`).sort()).toEqual([
+      'linux/amd64',
+      'linux/arm64',
+    ]);
+  });
+});
+
+describe.each(ARCHES)('the linux/%s image', (arch) => {
+  it('says its platform, runs as uid 65532 with ccm as its entrypoint', () => {
+    const { config } = images[arch];
+    expect([config.os, config.architecture]).toEqual(['linux', arch]);
     expect(config.config?.User).toBe('65532:65532');
     expect(config.config?.Entrypoint).toEqual(['/usr/bin/node', '/app/bin/run.js']);
   });
 
-  it('runs `ccm --version` and `ccm run --help` inside it as that user', () => {
-    expect(inImage('--version')).toMatch(
-      new RegExp(`^ccm/${version.replace(/\./g, '\\.')} linux-x64 node-v24\\.`),
+  it(`holds ELF files of its own machine only: Node ${nodeVersion}, its loader and glibc, nothing of the build machine`, () => {
+    const { elf } = images[arch];
+    const foreign = [...elf].filter(([, machine]) => machine !== PLATFORMS[arch].machine);
+    expect(foreign).toEqual([]);
+    expect([...elf.keys()]).toContain('/usr/bin/node');
+    expect([...elf.keys()].some((p) => /\/libc\.so\.6$/.test(p))).toBe(true);
+    // Node is the registry's binary whose digest .ci/node.sha256 records.
+    const want = readFileSync(join(repo, '.ci', 'node.sha256'), 'utf8')
+      .split('\n')
+      .find((l) => l.endsWith(`  ${PLATFORMS[arch].npm}`))
+      ?.split(' ')[0];
+    const got = execFileSync('sha256sum', [join(images[arch].rootfs, 'usr/bin/node')], { encoding: 'utf8' });
+    expect(got.split(' ')[0]).toBe(want);
+  });
+
+  it('runs its node, `ccm --version`, `ccm nodes init --help` and `ccm run --help` as that user', () => {
+    const node = inImage(arch, [
+      '/usr/bin/node',
+      '-p',
+      'process.version + " " + process.platform + "-" + process.arch',
+    ]);
+    expect(node.stdout.trim()).toBe(`v${nodeVersion} ${PLATFORMS[arch].npm}`);
+    expect(ccmIn(arch, '--version')).toMatch(
+      new RegExp(
+        `^ccm/${version.replace(/\./g, '\\.')} ${PLATFORMS[arch].npm} node-v${nodeVersion.replace(/\./g, '\\.')}\\n`,
+      ),
     );
-    expect(inImage('nodes', 'init', '--help')).toMatch(/Initialise and reconcile every Node/);
-    expect(inImage('run', '--help')).toMatch(/USAGE\s+\$ ccm run/);
+    expect(ccmIn(arch, 'nodes', 'init', '--help')).toMatch(/Initialise and reconcile every Node/);
+    expect(ccmIn(arch, 'run', '--help')).toMatch(/USAGE\s+\$ ccm run/);
   });
 
   it('holds no dev dependencies, test files, sources or npm cache', () => {
+    const { rootfs } = images[arch];
     const modules = readdirSync(join(rootfs, 'app', 'node_modules'));
     const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as { devDependencies: object };
     for (const dev of Object.keys(pkg.devDependencies).filter((name) => name !== '@types/node')) {
@@ -103,6 +270,78 @@ describe('the ccm image', () => {
     }
     expect(statSync(join(rootfs, 'usr', 'bin', 'node')).isFile()).toBe(true);
   });
+
+  it('holds the SBOM beside the archive at /app/sbom.cdx.json, listing every production dependency as installed', () => {
+    const { rootfs } = images[arch];
+    const sbom = readFileSync(join(rootfs, 'app', 'sbom.cdx.json'), 'utf8');
+    expect(sbom).toBe(readFileSync(sbomBeside, 'utf8'));
+    const bom = JSON.parse(sbom) as {
+      bomFormat: string;
+      metadata: { component: { name: string; version: string } };
+      components: { name: string; version: string; purl: string }[];
+    };
+    expect(bom.bomFormat).toBe('CycloneDX');
+    expect(bom.metadata.component).toMatchObject({ name: 'ccm', version });
+    const listed = new Set(bom.components.map((c) => `${c.name}@${c.version}`));
+    // Every production dependency of the lock (npm ci --omit=dev installs these) …
+    const lock = JSON.parse(readFileSync(join(repo, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { name?: string; version: string; dev?: boolean; link?: boolean }>;
+    };
+    const production = Object.entries(lock.packages)
+      .filter(([path, p]) => path.startsWith('node_modules/') && !p.dev && !p.link)
+      .map(([path, p]) => `${p.name ?? path.split('node_modules/').pop()}@${p.version}`);
+    expect(production.length).toBeGreaterThan(100);
+    expect(production.filter((p) => !listed.has(p))).toEqual([]);
+    expect(production).toContain(`@oclif/core@${lock.packages['node_modules/@oclif/core']?.version}`);
+    // … and exactly what is installed in the image.
+    expect([...listed].sort()).toEqual([...installed(join(rootfs, 'app'))].sort());
+  });
+});
+
+describe('`ccm nodes init --dry-run` in each image against a real kube-apiserver', () => {
+  let cp: ControlPlane;
+
+  beforeAll(async () => {
+    cp = await startControlPlane();
+    await createNodes(fixtureApi(cp.kubeconfigPath), [{ name: 'node-1' }]);
+  }, 180_000);
+
+  afterAll(async () => {
+    await cp?.stop();
+  });
+
+  it.each(ARCHES)(
+    'linux/%s: plans to initialise the Node, writes nothing',
+    async (arch) => {
+      const { rootfs } = images[arch];
+      const dir = join(rootfs, 'tmp', 'ccm-test');
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, 'kubeconfig'), readFileSync(cp.kubeconfigPath), { mode: 0o644 });
+      writeFileSync(
+        join(dir, 'inventory.yaml'),
+        stringify({
+          defaults: { type: 'vbox.vm.1g.2cpu', region: 'virtualbox', zone: 'virtualbox' },
+          instances: [{ id: 'node-1', addresses: [{ type: 'InternalIP', address: '192.168.56.11' }] }],
+        }),
+        { mode: 0o644 },
+      );
+      const out = ccmIn(
+        arch,
+        ...['nodes', 'init', '--provider', 'cloudlycke', '--kubeconfig', '/tmp/ccm-test/kubeconfig'],
+        ...['--cloud-config', '/tmp/ccm-test/inventory.yaml', '--dry-run', '--json'],
+      );
+      const result = JSON.parse(out) as {
+        summary: { initialized: number; failed: number };
+        nodes: { name: string; providerID?: string }[];
+      };
+      expect(result.summary).toMatchObject({ initialized: 1, failed: 0 });
+      expect(result.nodes.find((n) => n.name === 'node-1')).toMatchObject({
+        providerID: 'cloudlycke://node-1',
+      });
+      expect(await cp.writes(CCM_USER)).toEqual([]);
+    },
+    180_000,
+  );
 });
 
 describe('the image without a registry', () => {
