@@ -548,10 +548,10 @@ export class KubeTransport {
   }
 
   private unreachable(err: Error & { code?: string }): KubeUnreachableError {
-    const reason = err.code ?? err.message;
-    this.markReachable(false, reason);
     // Told as the proxy's failure: the proxy (never its credentials), where it was set, what to check.
     const atProxy = proxyFailure(err, this.access.proxy, this.url);
+    const reason = err.code ?? err.message;
+    this.markReachable(false, atProxy?.message ?? reason);
     if (atProxy) {
       return new KubeUnreachableError(
         `cannot reach the Kubernetes API server at ${this.server}: ${atProxy.message}`,
