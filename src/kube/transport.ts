@@ -367,6 +367,13 @@ export class KubeTransport {
     const { signal } = req;
     const { onWaiting, waitingNoticeMs = WAITING_NOTICE_MS } = this.transportOptions;
     if (signal?.aborted) return Promise.reject(abortError(signal));
+    let agent: HttpAgent;
+    try {
+      agent = this.agentFor(credential);
+    } catch (err) {
+      // A proxy this Node cannot tunnel through (agentProxyOptions): nothing was sent.
+      return Promise.reject(err);
+    }
     return new Promise<Response>((resolve, reject) => {
       let settled = false;
       let waitingShown = false;
@@ -428,7 +435,7 @@ export class KubeTransport {
           path: `${basePath}${req.path}`,
           method: req.method,
           headers,
-          agent: this.agentFor(credential),
+          agent,
           ...(timeout > 0 ? { timeout } : {}),
         },
         (res: IncomingMessage) => {
