@@ -4,6 +4,7 @@ import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { isatty } from 'node:tty';
 import { encryptedOrLocal } from '../plain-http.js';
+import { kubeconfigProxy, ProxyConfigError, type ProxySetting, proxyFromEnvironment } from '../proxy.js';
 import { warnOnce } from '../warn-once.js';
 import { type Credentials, createCredentials } from './credentials.js';
 import { KubeConfigError } from './errors.js';
@@ -42,6 +43,8 @@ export interface ClusterAccess {
   insecure?: string;
   /** The server is the `kubernetes` Service of a Pod's environment, not a kubeconfig's. */
   inCluster?: boolean;
+  /** The proxy the API server is reached through (`apiServerProxy`). */
+  proxy?: ProxySetting;
 }
 
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -192,11 +195,7 @@ export function loadKubeConfig(options: KubeConfigOptions): ClusterAccess {
       `the kubeconfig's cluster ${clusterName} sets both a certificate authority and insecure-skip-tls-verify, which kubectl refuses; remove insecure-skip-tls-verify`,
     );
   }
-  if (cluster.proxyUrl) {
-    throw new KubeConfigError(
-      `the kubeconfig's cluster ${clusterName} uses proxy-url ${cluster.proxyUrl}, which ccm does not support yet; reach the API server directly`,
-    );
-  }
+  const proxy = apiServerProxy(cluster, clusterName, inClusterAccess, env);
   const tls = {
     ca: readCA(cluster, clusterName),
     rejectUnauthorized: cluster.insecureSkipTlsVerify !== true,
@@ -228,5 +227,41 @@ export function loadKubeConfig(options: KubeConfigOptions): ClusterAccess {
     credentials,
     ...(insecure ? { insecure } : {}),
     ...(inClusterAccess ? { inCluster: true } : {}),
+    ...(proxy ? { proxy } : {}),
   };
+}
+
+/**
+ * The proxy to the API server, as client-go chooses it: the cluster's `proxy-url` when the kubeconfig
+ * sets one (client-go tools/clientcmd/client_config.go: then for every request, NO_PROXY aside), else
+ * the environment's rule (src/proxy.ts; client-go transport/cache.go falls back to Go's
+ * http.ProxyFromEnvironment). In a Pod the API server is the `kubernetes` Service, which a proxy
+ * outside the cluster cannot reach: the environment's proxy, set for the cloud, is never used for it
+ * (client-go would use it unless NO_PROXY named the Service's address); there is no proxy-url to ask
+ * for one.
+ */
+function apiServerProxy(
+  cluster: KubeconfigCluster,
+  clusterName: string,
+  inClusterAccess: boolean,
+  env: KubeConfigOptions['env'],
+): ProxySetting | undefined {
+  if (inClusterAccess) return undefined;
+  const server = new URL(cluster.server as string);
+  try {
+    const proxy = cluster.proxyUrl
+      ? kubeconfigProxy(cluster.proxyUrl, clusterName)
+      : proxyFromEnvironment(env)(server);
+    // The proxy would read the credentials of a plain http request (an absolute-form request, no
+    // tunnel): such a server is taken only on this machine, and then never through a proxy.
+    if (proxy && server.protocol === 'http:') {
+      throw new ProxyConfigError(
+        `the kubeconfig's cluster ${clusterName} has the plain http server ${cluster.server} and the proxy ${proxy.shown} (${proxy.source}): the proxy would read the credentials; use the server's https URL or no proxy`,
+      );
+    }
+    return proxy;
+  } catch (err) {
+    if (err instanceof ProxyConfigError) throw new KubeConfigError(err.message);
+    throw err;
+  }
 }

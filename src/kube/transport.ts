@@ -1,6 +1,7 @@
 import type { Agent as HttpAgent, IncomingMessage } from 'node:http';
 import { endWhenConnected } from '../end-when-connected.js';
 import { nodeHttp, nodeHttps, nodeTls } from '../node-modules.js';
+import { agentProxyOptions, proxyFailure } from '../proxy.js';
 import type { ClusterAccess } from './config.js';
 import type { Credential } from './credentials.js';
 import {
@@ -153,7 +154,13 @@ export class KubeTransport {
     if (!this.agent || this.agentCert !== credential.cert) {
       const previous = this.agent;
       const { ca, rejectUnauthorized, servername } = this.access.tls;
-      const common = { keepAlive: true, maxSockets: MAX_CONNECTIONS, scheduling: 'lifo' as const };
+      // Through the proxy the kubeconfig or the environment names (ClusterAccess.proxy), or none.
+      const common = {
+        keepAlive: true,
+        maxSockets: MAX_CONNECTIONS,
+        scheduling: 'lifo' as const,
+        ...agentProxyOptions(this.access.proxy, this.url),
+      };
       this.agent =
         this.url.protocol === 'https:'
           ? new (nodeHttps().Agent)({
@@ -360,6 +367,13 @@ export class KubeTransport {
     const { signal } = req;
     const { onWaiting, waitingNoticeMs = WAITING_NOTICE_MS } = this.transportOptions;
     if (signal?.aborted) return Promise.reject(abortError(signal));
+    let agent: HttpAgent;
+    try {
+      agent = this.agentFor(credential);
+    } catch (err) {
+      // A proxy this Node cannot tunnel through (agentProxyOptions): nothing was sent.
+      return Promise.reject(err);
+    }
     return new Promise<Response>((resolve, reject) => {
       let settled = false;
       let waitingShown = false;
@@ -421,7 +435,7 @@ export class KubeTransport {
           path: `${basePath}${req.path}`,
           method: req.method,
           headers,
-          agent: this.agentFor(credential),
+          agent,
           ...(timeout > 0 ? { timeout } : {}),
         },
         (res: IncomingMessage) => {
@@ -541,8 +555,15 @@ export class KubeTransport {
   }
 
   private unreachable(err: Error & { code?: string }): KubeUnreachableError {
+    // Told as the proxy's failure: the proxy (never its credentials), where it was set, what to check.
+    const atProxy = proxyFailure(err, this.access.proxy, this.url);
     const reason = err.code ?? err.message;
-    this.markReachable(false, reason);
+    this.markReachable(false, atProxy?.message ?? reason);
+    if (atProxy) {
+      return new KubeUnreachableError(
+        `cannot reach the Kubernetes API server at ${this.server}: ${atProxy.message}`,
+      );
+    }
     return new KubeUnreachableError(
       `cannot reach the Kubernetes API server at ${this.server} (${reason}); ${this.accessHint}`,
     );

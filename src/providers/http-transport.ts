@@ -2,6 +2,14 @@ import type { Agent, IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import { endWhenConnected } from '../end-when-connected.js';
 import { nodeHttp, nodeHttps, nodeTls, nodeZlib } from '../node-modules.js';
+import {
+  agentProxyOptions,
+  type Env,
+  type ProxyFor,
+  type ProxySetting,
+  proxyFailure,
+  proxyFromEnvironment,
+} from '../proxy.js';
 
 /**
  * How the cloud clients' requests reach the wire: node:http/node:https with one keep-alive pool, the
@@ -92,49 +100,74 @@ export function closeCloudConnections(): void {
   for (const pool of pools) pool.deref()?.destroy();
 }
 
-/** A transport with its own connection pool (and TLS settings); `defaultTransport` for the usual case. */
-export function nodeTransport(tls: TlsOptions = {}): Transport {
-  let https: Agent | undefined;
-  let http: Agent | undefined;
+export interface ProxyOptions {
+  /**
+   * Where HTTPS_PROXY, HTTP_PROXY and NO_PROXY are read (src/proxy.ts has the rule), once, at the
+   * first request; default process.env.
+   */
+  env?: Env;
+}
+
+/**
+ * A transport with its own connection pools (and TLS settings); `defaultTransport` for the usual case.
+ * One pool per scheme for the requests that go direct, and one per scheme and proxy for those that go
+ * through a proxy: NO_PROXY may send one host of a cloud (OpenStack's identity, say) around the proxy
+ * and another through it.
+ */
+export function nodeTransport(tls: TlsOptions = {}, options: ProxyOptions = {}): Transport {
+  const agents = new Map<string, Agent>();
+  let proxyFor: ProxyFor | undefined;
   // An idle connection is closed after 4 s, as fetch's (undici's keepAliveTimeout) was, or sooner where
   // the server's Keep-Alive header says so: a request is not sent down a socket the server is closing.
   const common = { keepAlive: true, scheduling: 'lifo' as const, timeout: 4_000 };
-  const agentFor = (url: URL): Agent => {
-    if (url.protocol === 'http:') {
-      http ??= pooled(new (nodeHttp().Agent)({ ...common, ...envProxy(nodeHttp().globalAgent) }));
-      return http;
-    }
-    https ??= pooled(
-      new (nodeHttps().Agent)({
-        ...common,
-        ...envProxy(nodeHttps().globalAgent),
-        // One TLS context (CA store, client certificate) shared by every connection, not one each.
-        secureContext: nodeTls().createSecureContext({
-          ...(tls.ca ? { ca: tls.ca } : {}),
-          ...(tls.cert ? { cert: tls.cert } : {}),
-          ...(tls.key ? { key: tls.key } : {}),
-        }),
-        rejectUnauthorized: tls.rejectUnauthorized ?? true,
-      }),
-    );
-    return https;
+  const agentFor = (url: URL, proxy: ProxySetting | undefined): Agent => {
+    const key = `${url.protocol}${proxy ? ` ${proxy.url.href}` : ''}`;
+    let agent = agents.get(key);
+    if (agent) return agent;
+    const proxied = agentProxyOptions(proxy, url);
+    agent =
+      url.protocol === 'http:'
+        ? new (nodeHttp().Agent)({ ...common, ...proxied })
+        : new (nodeHttps().Agent)({
+            ...common,
+            ...proxied,
+            // One TLS context (CA store, client certificate) shared by every connection, not one each.
+            // Through a proxy it is the tunnelled connection's, to the cloud; an https:// proxy's own
+            // certificate is checked against the system's CAs.
+            secureContext: nodeTls().createSecureContext({
+              ...(tls.ca ? { ca: tls.ca } : {}),
+              ...(tls.cert ? { cert: tls.cert } : {}),
+              ...(tls.key ? { key: tls.key } : {}),
+            }),
+            rejectUnauthorized: tls.rejectUnauthorized ?? true,
+          });
+    agents.set(key, pooled(agent));
+    return agent;
   };
-  return (url, req, maxBytes) => send(url, req, maxBytes, agentFor(url));
+  return (url, req, maxBytes) => {
+    let proxy: ProxySetting | undefined;
+    let agent: Agent;
+    try {
+      proxyFor ??= proxyFromEnvironment(options.env ?? process.env);
+      proxy = proxyFor(url);
+      agent = agentFor(url, proxy);
+    } catch (err) {
+      // A proxy setting that cannot be used: not a transport failure, nothing was sent.
+      return Promise.reject(err);
+    }
+    if (!proxy) return send(url, req, maxBytes, agent);
+    return send(url, req, maxBytes, agent).catch((err: unknown) => {
+      // Told as the proxy's failure, naming the proxy (never its credentials) and its variable.
+      const atProxy = err instanceof TypeError ? proxyFailure(err.cause, proxy, url) : undefined;
+      throw atProxy ? new TypeError('request failed', { cause: atProxy }) : err;
+    });
+  };
 }
 
 function pooled(agent: Agent): Agent {
   pools = pools.filter((pool) => pool.deref() !== undefined);
   pools.push(new WeakRef(agent));
   return agent;
-}
-
-/**
- * HTTP_PROXY, HTTPS_PROXY and NO_PROXY where Node is told to honour them (NODE_USE_ENV_PROXY=1 or
- * --use-env-proxy), as fetch did: Node gives them to its global agents only, not to agents of our own.
- */
-export function envProxy(globalAgent: Agent): { proxyEnv?: NodeJS.ProcessEnv } {
-  const proxyEnv = (globalAgent as Agent & { options: { proxyEnv?: NodeJS.ProcessEnv } }).options.proxyEnv;
-  return proxyEnv ? { proxyEnv } : {};
 }
 
 let shared: Transport | undefined;

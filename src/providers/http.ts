@@ -1,6 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { nodeHttp } from '../node-modules.js';
 import { encryptedOrLocal } from '../plain-http.js';
+import { ProxyError } from '../proxy.js';
 import {
   InvalidConfigError,
   isProviderError,
@@ -128,10 +129,12 @@ const JSON_FIELD = new RegExp(String.raw`("(?:${SECRET_KEY})"\s*:\s*)"(?:[^"\\]|
 const FORM_FIELD = new RegExp(String.raw`(^|[?&;\s])(${SECRET_KEY})=(?:[^&\s#"',;:)]|:(?!\s|$))*`, 'gi');
 const HEADER_LINE =
   /\b(authorization|x-auth-token|x-subject-token)(\s*:\s*)["']?(?:(?:bearer|basic|signature)\s+)?[^\s)]+/gi;
+/** The user name and password of a URL (a proxy's, `http://user:pass@proxy:3128`). */
+const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]*@/gi;
 
 /**
- * Replaces every secret (also URL- and JSON-encoded), auth header values and token / password / secret
- * fields of a query, form or JSON text with `[REDACTED]`.
+ * Replaces every secret (also URL- and JSON-encoded), auth header values, token / password / secret
+ * fields of a query, form or JSON text, and the user name and password of a URL with `[REDACTED]`.
  */
 export function redact(text: string, secrets: readonly string[] = []): string {
   const forms = secrets
@@ -149,7 +152,8 @@ export function redact(text: string, secrets: readonly string[] = []): string {
   return text
     .replace(JSON_FIELD, `$1"${REDACTED}"`)
     .replace(FORM_FIELD, `$1$2=${REDACTED}`)
-    .replace(HEADER_LINE, `$1$2${REDACTED}`);
+    .replace(HEADER_LINE, `$1$2${REDACTED}`)
+    .replace(URL_USERINFO, `$1${REDACTED}@`);
 }
 
 const statuses = new WeakMap<object, number>();
@@ -300,6 +304,7 @@ export class HttpClient {
           redact(`${method} ${shown}: ${what}${suffix}`, secrets),
           retryAfterMs,
           res && this.isOwnNotFound(res, text),
+          error instanceof Error && error.cause instanceof ProxyError,
         );
 
       const code = res?.status;
@@ -443,11 +448,14 @@ export class HttpClient {
     message: string,
     retryAfterMs: number,
     ownNotFound = false,
+    atProxy = false,
   ): ProviderError {
     let err: ProviderError;
     if (code === undefined) {
       err = new UnreachableError(
-        `${message}: the cloud could not be reached; check the API URL, and this machine's DNS, network and proxy`,
+        atProxy
+          ? message
+          : `${message}: the cloud could not be reached; check the API URL, and this machine's DNS, network and proxy`,
         retryAfterMs,
       );
     } else if (code >= 500 || RATE_LIMITS.includes(code) || this.retryStatuses.includes(code)) {
@@ -512,6 +520,7 @@ function isTransportError(err: unknown): boolean {
 /** Transport failures that another attempt would meet again: no such name, a refused certificate. */
 function isLasting(err: unknown): boolean {
   const cause = err instanceof Error ? (err.cause as NodeJS.ErrnoException | undefined) : undefined;
+  if (cause instanceof ProxyError) return cause.lasting;
   const code = cause?.code ?? '';
   return code === 'ENOTFOUND' || /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(code);
 }
@@ -519,6 +528,8 @@ function isLasting(err: unknown): boolean {
 function describeFailure(err: unknown, timeoutMs: number): string {
   if (err instanceof Error && err.name === 'TimeoutError') return `timed out after ${timeoutMs} ms`;
   const cause = err instanceof Error && err.cause instanceof Error ? err.cause : err;
+  // The proxy's own line names the proxy, where it was set, and what to check.
+  if (cause instanceof ProxyError) return cause.message;
   return `request failed (${cause instanceof Error ? cause.message : String(cause)})`;
 }
 

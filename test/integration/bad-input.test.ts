@@ -265,16 +265,16 @@ describe('bad input gets one line, exit 2, nothing written', () => {
       /^ccm: --deletion-grace-period: expected a duration such as 90s, 5m or 1h, got "/,
     ],
     [
-      'a kubeconfig with a proxy-url',
+      'a kubeconfig with a socks5 proxy-url (http and https ones are used: test/integration/proxy.test.ts)',
       () => {
         const text = readFileSync(world.kubeconfig, 'utf8').replace(
           /(server: https:\/\/127\.0\.0\.1:\d+)/,
-          '$1\n      proxy-url: http://127.0.0.1:3128',
+          '$1\n      proxy-url: socks5://127.0.0.1:1080',
         );
         writeFileSync(join(dir, 'proxied'), text);
         return [...init, '--kubeconfig', join(dir, 'proxied'), '--cloud-config', inventory];
       },
-      /uses proxy-url http:\/\/127\.0\.0\.1:3128, which ccm does not support yet/,
+      /^ccm: the proxy-url of cluster \S+ in the kubeconfig names a socks5 proxy \(socks5:\/\/127\.0\.0\.1:1080\), which ccm does not support; use an http:\/\/ or https:\/\/ proxy$/,
     ],
     [
       'an unknown flag',

@@ -68,6 +68,8 @@ const REGISTRY = 'registry.example.com';
 const CLUSTER_CIDR = '10.244.0.0/16';
 const TRITON_PASSPHRASE = 'a passphrase nobody may see';
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
+/** deploy.md's proxy, as its lines run here (`fill`). */
+const NO_ONE_LISTENING = 'http://127.0.0.1:9';
 
 /**
  * How long a `ccm run` line waits for port 10258 while something outside this file holds it (see
@@ -317,7 +319,10 @@ function fill(line: string, provider?: { name: string; secret: string }, hold?: 
     .replaceAll('realm <realm>', 'realm 7')
     .replaceAll('table <name>', 'table main')
     // deploy.md's and output.md's folder of `ccm manifests --out`: the one the reference's line names.
-    .replaceAll('kubectl apply -f DIR', 'kubectl apply -f ./ccm-manifests');
+    .replaceAll('kubectl apply -f DIR', 'kubectl apply -f ./ccm-manifests')
+    // deploy.md's proxy: a port nothing listens on. No line sends anything through it (its servers are
+    // on loopback, which is never proxied), and one that did would fail rather than look a name up.
+    .replaceAll('http://proxy.corp.example:3128', NO_ONE_LISTENING);
   // secrets.md: `--provider X` and `ns/name` are the provider chosen and its Secret.
   if (provider)
     out = out
@@ -842,6 +847,47 @@ describe('docs/deploy.md (Node 20)', () => {
       },
     );
     expect(cronjob.stdout).toBe('*/5 * * * *');
+
+    // Proxies: the variables set in the pods of both, kept by a later apply of the manifests.
+    await ok(
+      deploy(
+        'kubectl -n kube-system set env daemonset/ccm cronjob/ccm-nodes-init HTTPS_PROXY=http://proxy.corp.example:3128 NO_PROXY=.corp.example',
+      ),
+    );
+    await ok(
+      deploy(
+        'ccm manifests --provider cloudlycke --cronjob --image <your registry>/ccm:0.1.0 | kubectl apply --server-side -f -',
+      ),
+    );
+    const proxyEnv = [
+      { name: 'HTTPS_PROXY', value: NO_ONE_LISTENING },
+      { name: 'NO_PROXY', value: '.corp.example' },
+    ];
+    const daemonSet = await apps.readNamespacedDaemonSet({ name: 'ccm', namespace: 'kube-system' });
+    expect(daemonSet.spec?.template.spec?.containers[0]?.env).toEqual(expect.arrayContaining(proxyEnv));
+    const jobEnv = await execa(
+      join(binDir(), 'kubectl'),
+      [
+        '-n',
+        'kube-system',
+        'get',
+        'cronjob',
+        'ccm-nodes-init',
+        '-o',
+        'jsonpath={.spec.jobTemplate.spec.template.spec.containers[0].env}',
+      ],
+      { env: { KUBECONFIG: cp.kubeconfigPath, KUBECACHEDIR: kubeCache } },
+    );
+    expect(JSON.parse(jobEnv.stdout)).toEqual(expect.arrayContaining(proxyEnv));
+  });
+
+  it("proxies: a workstation's line, the API server and the cloud here both on loopback, so never through it", async () => {
+    const listed = await ok(
+      deploy(
+        'HTTPS_PROXY=http://proxy.corp.example:3128 NO_PROXY=10.0.0.0/8 ccm nodes list --provider digitalocean',
+      ),
+    );
+    expect(listed.stderr).toBe('');
   });
 });
 

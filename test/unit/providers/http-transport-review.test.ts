@@ -246,7 +246,7 @@ describe('Triton', () => {
 });
 
 describe('proxies', () => {
-  it('with NODE_USE_ENV_PROXY=1 and HTTP(S)_PROXY, cloud requests use the proxy, as fetch did', async () => {
+  it("NODE_USE_ENV_PROXY=1 no longer decides: ccm's own rule (src/proxy.ts) sends loopback direct, where Node's rule and fetch proxy it", async () => {
     const { connect } = await import('node:net');
     const seen: string[] = [];
     const proxy = createServer((req, res) => {
@@ -292,11 +292,11 @@ describe('proxies', () => {
     );
     try {
       const result = JSON.parse(out);
-      // fetch (undici's EnvHttpProxyAgent) tunnels through the proxy: CONNECT 127.0.0.1:<port>.
-      expect(seen).toContain(`CONNECT 127.0.0.1:${targetPort}`);
+      // fetch (undici's EnvHttpProxyAgent) tunnels through the proxy even to loopback.
+      expect(seen).toEqual([`CONNECT 127.0.0.1:${targetPort}`]);
       expect(result.viaFetch).toEqual({ via: 'direct' });
-      // ccm's own requests: the proxy should have seen a second tunnel (or the absolute-form GET).
-      expect(seen.length).toBe(2);
+      // ccm's request did not reach the proxy: Go's rule never proxies loopback.
+      expect(result.viaCcm).toEqual({ via: 'direct' });
     } finally {
       await close(proxy);
       await close(target);

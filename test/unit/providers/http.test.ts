@@ -643,6 +643,12 @@ describe('HttpClient: secrets', () => {
       '{"user":{"name":"u","password":"[REDACTED]"},"application_credential":{"secret":"[REDACTED]"},"token_type":"bearer"}',
     );
     expect(redact('Authorization: Bearer abc')).toBe('Authorization: [REDACTED]');
+    expect(redact('Proxy-Authorization: Basic dTpw')).toBe('Proxy-Authorization: [REDACTED]');
+    // A URL's user name and password (a proxy's), whatever the scheme; the rest of the URL stays.
+    expect(redact('via http://user:p%40ss@proxy.corp:3128/ and HTTPS://u@p.example')).toBe(
+      'via http://[REDACTED]@proxy.corp:3128/ and HTTPS://[REDACTED]@p.example',
+    );
+    expect(redact('https://api.example/v2?x=a@b')).toBe('https://api.example/v2?x=a@b');
     expect(redact('nothing secret here', ['', 'zzz'])).toBe('nothing secret here');
   });
 });
