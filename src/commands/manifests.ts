@@ -116,6 +116,11 @@ export default class Manifests extends BaseCommand {
       dependsOn: ['service-monitor'],
       parse: async (input) => secretRefFlag(input),
     }),
+    helm: Flags.string({
+      description:
+        'Write the templates of the Helm chart into this chart folder (its templates/), generated from the code that prints the manifests',
+      exclusive: ['image', 'out', 'cmon'],
+    }),
     out: Flags.string({
       description:
         'Write one file per object into this folder instead of printing (YAML; JSON with -o json), and list them. A later run replaces the files it wrote there and removes those it no longer writes; a folder holding YAML or JSON files ccm did not write is refused',
@@ -155,6 +160,10 @@ export default class Manifests extends BaseCommand {
 
   async run(): Promise<Report<ManifestRow>> {
     const { flags } = await this.parse(Manifests);
+    if (flags.helm !== undefined) {
+      const { writeHelmTemplates, helmTemplatesReport } = await import('../cli/manifests-helm.js');
+      return helmTemplatesReport(await writeHelmTemplates(flags.helm), flags.helm);
+    }
     if (!flags.provider)
       throw new UsageError('no provider given; pass --provider (e.g. --provider cloudlycke)');
     if (flags.cmon) return this.cmon({ ...flags, provider: flags.provider });
