@@ -119,7 +119,6 @@ export default class Manifests extends BaseCommand {
     helm: Flags.string({
       description:
         'Write the templates of the Helm chart into this chart folder (its templates/), generated from the code that prints the manifests',
-      exclusive: ['image', 'out', 'cmon'],
     }),
     out: Flags.string({
       description:
@@ -161,6 +160,13 @@ export default class Manifests extends BaseCommand {
   async run(): Promise<Report<ManifestRow>> {
     const { flags } = await this.parse(Manifests);
     if (flags.helm !== undefined) {
+      // The templates hold every provider and value; what picks one set of objects means nothing here.
+      const given = (['image', 'out', 'cmon'] as const).find((f) => flags[f] !== undefined);
+      if (given) {
+        throw new UsageError(
+          `--${given} does not apply with --helm, which writes the chart's templates for every provider and value`,
+        );
+      }
       const { writeHelmTemplates, helmTemplatesReport } = await import('../cli/manifests-helm.js');
       return helmTemplatesReport(await writeHelmTemplates(flags.helm), flags.helm);
     }
