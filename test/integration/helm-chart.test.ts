@@ -276,7 +276,7 @@ describe('helm install and helm upgrade against the test API server', () => {
               name: 'v1',
               served: true,
               storage: true,
-              schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+              schema: { openAPIV3Schema: { type: 'object', x_kubernetes_preserve_unknown_fields: true } },
             },
           ],
         },
