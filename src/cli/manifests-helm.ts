@@ -513,6 +513,9 @@ function helpersText(providers: ReadonlyMap<string, ProviderDefinition>): string
 {{- if not (regexMatch ${goRegex(IMAGE_PATTERN)} (include "ccm.image" .)) }}
 {{- fail (printf "image: expected an image reference (e.g. registry.example.com/ccm:0.1.0), got %q" (include "ccm.image" .)) }}
 {{- end }}
+{{- if and (ne .Values.image.pullPolicy "Never") (regexMatch "^(localhost|[^/]*\\\\.localhost|127\\\\.[0-9]+\\\\.[0-9]+\\\\.[0-9]+|\\\\[::1\\\\]|0\\\\.0\\\\.0\\\\.0)(:[0-9]+)?/" (lower (include "ccm.image" .))) }}
+{{- fail (printf "image: %s names a registry on the Node itself, which any local user could serve; push the image to a registry and give that name (pinned by digest), or load it onto each Node and set image.pullPolicy: Never" (include "ccm.image" .)) }}
+{{- end }}
 {{- if and .Values.credentialsSecret (not (regexMatch "^[a-z0-9][-a-z0-9]*/[a-z0-9][-a-z0-9.]*$" .Values.credentialsSecret)) }}
 {{- fail (printf "credentialsSecret: expected namespace/name (e.g. kube-system/digitalocean), got %q" .Values.credentialsSecret) }}
 {{- end }}

@@ -179,10 +179,21 @@ describe('helm template and ccm manifests', () => {
       [{ ...base('digitalocean'), anyNode: true, leaderElection: { enabled: false } }, /needs one pod/],
       [{ ...base('digitalocean'), anyNode: true, nodeSelector: { a: 'b' } }, /anyNode and nodeSelector/],
       [
+        { provider: 'digitalocean', image: { repository: 'localhost/ccm' } },
+        /names a registry on the Node itself/,
+      ],
+      [{ provider: 'digitalocean', image: { repository: '127.0.0.1:5000/ccm' } }, /on the Node itself/],
+      [
         { ...base('digitalocean'), credentialsSecret: 'digitalocean' },
         /credentialsSecret: expected namespace\/name/,
       ],
     ];
+    // An image loaded onto each Node is found by its name, never pulled: taken, as by ccm manifests.
+    const loaded = await helmTemplate({
+      provider: 'digitalocean',
+      image: { repository: 'localhost/ccm', pullPolicy: 'Never' },
+    });
+    expect(loaded.result.exitCode, loaded.result.stderr).toBe(0);
     for (const [values, message] of refusals) {
       const { result } = await helmTemplate(values);
       expect(result.exitCode, JSON.stringify(values)).not.toBe(0);
