@@ -43,6 +43,8 @@ const STRINGS: Record<string, string> = {
   zzccmscraperns: '.Values.metrics.scraper.namespace',
   zzccmscrapername: '.Values.metrics.scraper.name',
   zzccmprovider: '.Values.provider',
+  zzccmcloudapiurl: '.Values.cloudApiUrl',
+  zzccmloglevel: '.Values.logLevel',
 };
 /** Placeholder map keys: the map is the whole value of this expression. */
 const MAPS: Record<string, string> = {
@@ -87,19 +89,25 @@ function dimensions(providers: readonly string[]): Dimension[] {
     bool('clusterName', '.Values.clusterName'),
     bool('cronjob', '.Values.cronjob.enabled'),
     bool('metrics', '.Values.metrics.serviceMonitor'),
+    bool('cloudApiUrl', '.Values.cloudApiUrl'),
+    bool('logLevel', '(and .Values.logLevel (ne .Values.logLevel "info"))'),
   ];
 }
 
 type Assignment = Record<string, string>;
 
 /** Every combination the chart accepts (the helpers' ccm.validate refuses the others). */
-function assignments(dims: readonly Dimension[]): Assignment[] {
+function assignments(
+  dims: readonly Dimension[],
+  providers: ReadonlyMap<string, ProviderDefinition>,
+): Assignment[] {
   let all: Assignment[] = [{}];
   for (const d of dims) all = all.flatMap((a) => d.values.map((v) => ({ ...a, [d.name]: v })));
   return all.filter(
     (a) =>
       (a.placement !== 'any-node' || a.deployment === 'true') &&
-      (a.leaderElect === 'true' || a.deployment === 'true'),
+      (a.leaderElect === 'true' || a.deployment === 'true') &&
+      (a.cloudApiUrl === 'false' || providers.get(a.provider as string)?.apiUrlField !== undefined),
   );
 }
 
@@ -132,6 +140,8 @@ function optionsOf(a: Assignment, provider: ProviderDefinition): ManifestOptions
     ...(a.metrics === 'true'
       ? { metrics: { scraper: { namespace: 'zzccmscraperns', name: 'zzccmscrapername' } } }
       : {}),
+    ...(a.cloudApiUrl === 'true' ? { cloudApiUrl: 'zzccmcloudapiurl' } : {}),
+    ...(a.logLevel === 'true' ? { logLevel: 'zzccmloglevel' } : {}),
   };
 }
 
@@ -428,9 +438,9 @@ function fileText(lines: readonly string[]): string {
 export async function helmTemplates(): Promise<Map<string, string>> {
   const providers = [...providerNames];
   const dims = dimensions(providers);
-  const assigned = assignments(dims);
   const loaded = new Map<string, ProviderDefinition>();
   for (const name of providers) loaded.set(name, await loadProvider(name));
+  const assigned = assignments(dims, loaded);
   const variants: Variant[] = assigned.map((a, id) => {
     const provider = loaded.get(a.provider as string) as ProviderDefinition;
     const objects = renderManifests(provider, optionsOf(a, provider), { placeholders: true })
@@ -467,6 +477,7 @@ export async function helmTemplates(): Promise<Map<string, string>> {
 
 function helpersText(providers: ReadonlyMap<string, ProviderDefinition>): string {
   const names = [...providers.keys()];
+  const withApiUrl = [...providers.values()].filter((p) => p.apiUrlField).map((p) => p.name);
   const defaults = [...providers.values()]
     .filter((p) => p.credentials.secretName)
     .map((p) => `${JSON.stringify(p.name)} ${JSON.stringify(`kube-system/${p.credentials.secretName}`)}`)
@@ -518,6 +529,24 @@ function helpersText(providers: ReadonlyMap<string, ProviderDefinition>): string
 {{- end }}
 {{- if and .Values.credentialsSecret (not (regexMatch "^[a-z0-9][-a-z0-9]*/[a-z0-9][-a-z0-9.]*$" .Values.credentialsSecret)) }}
 {{- fail (printf "credentialsSecret: expected namespace/name (e.g. kube-system/digitalocean), got %q" .Values.credentialsSecret) }}
+{{- end }}
+{{- if .Values.cloudApiUrl }}
+{{- if not (has .Values.provider (list ${withApiUrl.map((n) => JSON.stringify(n)).join(' ')})) }}
+{{- fail (printf "cloudApiUrl: the %s provider has no API URL to set (its endpoint comes from its configuration)" .Values.provider) }}
+{{- end }}
+{{- if not (regexMatch "^https?://[^/?#]+" .Values.cloudApiUrl) }}
+{{- fail (printf "cloudApiUrl: expected an http(s) URL (e.g. https://api.example.com), got %q" .Values.cloudApiUrl) }}
+{{- end }}
+{{- if hasPrefix "http://" .Values.cloudApiUrl }}
+{{- if not (regexMatch "^http://(localhost|127\\\\.[0-9]+\\\\.[0-9]+\\\\.[0-9]+|\\\\[::1\\\\])(:[0-9]+)?(/|$)" .Values.cloudApiUrl) }}
+{{- fail (printf "cloudApiUrl: %s is plain http to another machine: the token would cross the network unencrypted, and ccm run in the pods refuses it; give the cloud's https URL" .Values.cloudApiUrl) }}
+{{- else if not .Values.insecureCloudApi }}
+{{- fail (printf "cloudApiUrl: %s is plain http: the pods use their Node's network, so each would send the token unencrypted to whatever listens on that port of its Node; give the cloud's https URL (or set insecureCloudApi: true for a proxy you run on every Node)" .Values.cloudApiUrl) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if and .Values.logLevel (not (has .Values.logLevel (list "error" "warn" "info" "debug"))) }}
+{{- fail (printf "logLevel: expected one of error, warn, info, debug, got %q" .Values.logLevel) }}
 {{- end }}
 {{- if and .Values.anyNode .Values.nodeSelector }}
 {{- fail "anyNode and nodeSelector: give one of them" }}

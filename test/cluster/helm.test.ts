@@ -1,11 +1,10 @@
 /**
  * The Helm chart (charts/ccm) in the real kubeadm cluster, with the DigitalOcean simulator as the cloud
  * (on loopback; ccm's Pods use hostNetwork): `helm install` with the image `npm run image` built and
- * imported into containerd initialises the Node; `helm upgrade` to a Deployment of one replica rolls
- * the controller over and the Lease is held again; `helm uninstall` removes ccm's Pods and RBAC.
- *
- * The CronJob stays off: the chart gives `ccm nodes init` no --cloud-api-url (only `ccm run` takes
- * extraArgs), and nothing here may reach the real DigitalOcean API.
+ * imported into containerd initialises the Node; `helm upgrade` to a Deployment of one replica with the
+ * CronJob rolls the controller over, the Lease is held again and the CronJob's Job succeeds; `helm
+ * uninstall` removes ccm's Pods and RBAC. Both pods call the simulator (cloudApiUrl on the Node's
+ * loopback, plain http, so insecureCloudApi), never the real DigitalOcean API.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -33,6 +32,7 @@ import {
   leaveCluster,
   NODE_NAME,
   recordFigure,
+  runCronJobNow,
   saveCcmLogs,
   until,
 } from './harness.js';
@@ -47,7 +47,8 @@ let dropletId: number;
 const values = (extra: Record<string, unknown> = {}) => ({
   provider: 'digitalocean',
   image: { repository: CCM_IMAGE.slice(0, CCM_IMAGE.lastIndexOf(':')), pullPolicy: 'Never' },
-  extraArgs: [`--cloud-api-url=${sim.url}`],
+  cloudApiUrl: sim.url,
+  insecureCloudApi: true,
   ...extra,
 });
 
@@ -96,10 +97,10 @@ describe('the Helm chart in a real kubeadm cluster (DigitalOcean)', () => {
     expect((await rolloutStatus('daemonset.apps/ccm')).exitCode).toBe(0);
   });
 
-  it('helm upgrade to a Deployment of one replica: the new Pod runs and holds the Lease', async () => {
+  it("helm upgrade to a Deployment of one replica with the CronJob: the new Pod holds the Lease, the CronJob's Job succeeds", async () => {
     const before = await lease();
     const upgrade = await helm(
-      ['upgrade', 'ccm', CHART, '--namespace', NS, '-f', valuesFile(values({ replicas: 1 }))],
+      ['upgrade', 'ccm', CHART, '--namespace', NS, '-f', valuesFile(values({ replicas: 1, cronjob: { enabled: true } }))],
       KUBECONFIG,
     );
     expect(upgrade.exitCode, upgrade.stderr).toBe(0);
@@ -114,6 +115,8 @@ describe('the Helm chart in a real kubeadm cluster (DigitalOcean)', () => {
     });
     const pods = (await ccmPods()).filter((p) => !p.metadata.deletionTimestamp);
     expect(pods).toHaveLength(1);
+    expect(await runCronJobNow('helm-nodes-init-now')).toMatchObject({ succeeded: 1 });
+    await kubectl(['-n', NS, 'delete', 'job', 'helm-nodes-init-now', '--wait=false']);
   });
 
   it('helm uninstall removes the Pods and the RBAC; the Node stays initialised', async () => {

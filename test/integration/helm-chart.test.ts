@@ -130,6 +130,34 @@ const CASES: Case[] = [
     ],
   },
   {
+    name: 'the cloud API URL and the log level, in both pods',
+    values: {
+      ...base('brightbox'),
+      cloudApiUrl: 'https://api.gb1s.example.com',
+      logLevel: 'debug',
+      cronjob: { enabled: true },
+    },
+    flags: [
+      '--provider',
+      'brightbox',
+      '--cloud-api-url',
+      'https://api.gb1s.example.com',
+      '--log-level',
+      'debug',
+      '--cronjob',
+    ],
+  },
+  {
+    name: "a plain http cloud API on the Node's loopback, taken when asked",
+    values: {
+      ...base('triton'),
+      cloudApiUrl: 'http://127.0.0.1:8080',
+      insecureCloudApi: true,
+      logLevel: 'info',
+    },
+    flags: ['--provider', 'triton', '--cloud-api-url', 'http://127.0.0.1:8080', '--insecure-cloud-api'],
+  },
+  {
     name: 'a namespace of its own',
     values: { ...base('digitalocean'), cronjob: { enabled: true } },
     flags: ['--provider', 'digitalocean', '--cronjob', '--namespace', 'ccm-system'],
@@ -183,6 +211,16 @@ describe('helm template and ccm manifests', () => {
         /names a registry on the Node itself/,
       ],
       [{ provider: 'digitalocean', image: { repository: '127.0.0.1:5000/ccm' } }, /on the Node itself/],
+      [
+        { ...base('openstack'), cloudApiUrl: 'https://a.example.com' },
+        /the openstack provider has no API URL/,
+      ],
+      [{ ...base('digitalocean'), cloudApiUrl: 'http://api.example.com' }, /plain http to another machine/],
+      [{ ...base('digitalocean'), cloudApiUrl: 'http://127.0.0.1:8080' }, /or set insecureCloudApi: true/],
+      [
+        { ...base('digitalocean'), logLevel: 'verbose' },
+        /logLevel: expected one of error, warn, info, debug/,
+      ],
       [
         { ...base('digitalocean'), credentialsSecret: 'digitalocean' },
         /credentialsSecret: expected namespace\/name/,

@@ -45,6 +45,24 @@
 {{- if and .Values.credentialsSecret (not (regexMatch "^[a-z0-9][-a-z0-9]*/[a-z0-9][-a-z0-9.]*$" .Values.credentialsSecret)) }}
 {{- fail (printf "credentialsSecret: expected namespace/name (e.g. kube-system/digitalocean), got %q" .Values.credentialsSecret) }}
 {{- end }}
+{{- if .Values.cloudApiUrl }}
+{{- if not (has .Values.provider (list "brightbox" "digitalocean" "triton")) }}
+{{- fail (printf "cloudApiUrl: the %s provider has no API URL to set (its endpoint comes from its configuration)" .Values.provider) }}
+{{- end }}
+{{- if not (regexMatch "^https?://[^/?#]+" .Values.cloudApiUrl) }}
+{{- fail (printf "cloudApiUrl: expected an http(s) URL (e.g. https://api.example.com), got %q" .Values.cloudApiUrl) }}
+{{- end }}
+{{- if hasPrefix "http://" .Values.cloudApiUrl }}
+{{- if not (regexMatch "^http://(localhost|127\\.[0-9]+\\.[0-9]+\\.[0-9]+|\\[::1\\])(:[0-9]+)?(/|$)" .Values.cloudApiUrl) }}
+{{- fail (printf "cloudApiUrl: %s is plain http to another machine: the token would cross the network unencrypted, and ccm run in the pods refuses it; give the cloud's https URL" .Values.cloudApiUrl) }}
+{{- else if not .Values.insecureCloudApi }}
+{{- fail (printf "cloudApiUrl: %s is plain http: the pods use their Node's network, so each would send the token unencrypted to whatever listens on that port of its Node; give the cloud's https URL (or set insecureCloudApi: true for a proxy you run on every Node)" .Values.cloudApiUrl) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if and .Values.logLevel (not (has .Values.logLevel (list "error" "warn" "info" "debug"))) }}
+{{- fail (printf "logLevel: expected one of error, warn, info, debug, got %q" .Values.logLevel) }}
+{{- end }}
 {{- if and .Values.anyNode .Values.nodeSelector }}
 {{- fail "anyNode and nodeSelector: give one of them" }}
 {{- end }}
