@@ -100,7 +100,15 @@ describe('the Helm chart in a real kubeadm cluster (DigitalOcean)', () => {
   it("helm upgrade to a Deployment of one replica with the CronJob: the new Pod holds the Lease, the CronJob's Job succeeds", async () => {
     const before = await lease();
     const upgrade = await helm(
-      ['upgrade', 'ccm', CHART, '--namespace', NS, '-f', valuesFile(values({ replicas: 1, cronjob: { enabled: true } }))],
+      [
+        'upgrade',
+        'ccm',
+        CHART,
+        '--namespace',
+        NS,
+        '-f',
+        valuesFile(values({ replicas: 1, cronjob: { enabled: true } })),
+      ],
       KUBECONFIG,
     );
     expect(upgrade.exitCode, upgrade.stderr).toBe(0);
