@@ -16,7 +16,8 @@ import {
   RbacAuthorizationV1Api,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { providerNames } from '../../src/providers/registry.js';
+import { renderManifests } from '../../src/cli/manifests.js';
+import { loadProvider, providerNames } from '../../src/providers/registry.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { ccm } from '../helpers/cli.js';
 import { CHART, type Doc, helm, helmTemplate, objectsOf, valuesFile } from '../helpers/helm.js';
@@ -190,6 +191,68 @@ describe('helm template and ccm manifests', () => {
     expect(chart.objects.map(key).sort()).toEqual(manifests.map(key).sort());
     const byKey = new Map(manifests.map((o) => [key(o), o]));
     for (const object of chart.objects) expect(object, key(object)).toEqual(byKey.get(key(object)));
+  });
+
+  it('sampled combinations of every choice: the same objects as renderManifests', async () => {
+    // A fixed seed: the same 16 combinations each run, of choices the cases above take one by one.
+    let seed = 47;
+    const pick = <T>(list: readonly T[]): T => {
+      seed = ((Math.imul(seed, 1103515245) + 12345) >>> 0) % 2 ** 31;
+      // The high bits: the low ones of this generator repeat with a short period.
+      return list[Math.floor(seed / 65_536) % list.length] as T;
+    };
+    let sampled = 0;
+    while (sampled < 16) {
+      const provider = pick(providerNames);
+      const definition = await loadProvider(provider);
+      const placement = pick(['control-plane', 'node-selector', 'any-node'] as const);
+      const deployment = placement === 'any-node' || pick([true, false]);
+      const leaderElect = !deployment || pick([true, false]);
+      const cloudApiUrl = definition.apiUrlField !== undefined && pick([true, false]);
+      const [secret, cidr, name, cronjob, metrics, debug] = [1, 2, 3, 4, 5, 6].map(() => pick([true, false]));
+      const replicas = deployment ? (leaderElect ? 3 : 1) : undefined;
+      const values = {
+        ...base(provider),
+        ...(secret ? { credentialsSecret: 'ccm/credentials' } : {}),
+        ...(placement === 'node-selector' ? { nodeSelector: { pool: 'system' } } : {}),
+        ...(placement === 'any-node' ? { anyNode: true } : {}),
+        ...(replicas !== undefined ? { replicas } : {}),
+        leaderElection: { enabled: leaderElect },
+        ...(cidr ? { clusterCIDR: '10.244.0.0/16' } : {}),
+        ...(name ? { clusterName: 'prod' } : {}),
+        cronjob: { enabled: cronjob },
+        metrics: { serviceMonitor: metrics },
+        ...(cloudApiUrl ? { cloudApiUrl: 'https://api.example.com' } : {}),
+        ...(debug ? { logLevel: 'debug' } : {}),
+      };
+      const expected = renderManifests(definition, {
+        image: IMAGE,
+        namespace: 'kube-system',
+        controllers: '*',
+        leaseName: 'cloud-controller-manager',
+        placement:
+          placement === 'node-selector'
+            ? { kind: 'node-selector', labels: { pool: 'system' } }
+            : { kind: placement },
+        ...(secret ? { credentialsSecret: 'ccm/credentials' } : {}),
+        ...(replicas !== undefined ? { replicas } : {}),
+        leaderElect,
+        ...(cidr ? { clusterCIDR: '10.244.0.0/16' } : {}),
+        ...(name ? { clusterName: 'prod' } : {}),
+        cronjob: cronjob === true,
+        ...(metrics ? { metrics: { scraper: { namespace: 'monitoring', name: 'prometheus-k8s' } } } : {}),
+        ...(cloudApiUrl ? { cloudApiUrl: 'https://api.example.com' } : {}),
+        ...(debug ? { logLevel: 'debug' } : {}),
+      }) as unknown as Doc[];
+      const chart = await helmTemplate(values);
+      expect(chart.result.exitCode, `${JSON.stringify(values)}\n${chart.result.stderr}`).toBe(0);
+      const byKey = new Map(expected.map((o) => [key(o), o]));
+      expect(chart.objects.map(key).sort(), JSON.stringify(values)).toEqual([...byKey.keys()].sort());
+      for (const object of chart.objects) {
+        expect(object, `${key(object)} of ${JSON.stringify(values)}`).toEqual(byKey.get(key(object)));
+      }
+      sampled++;
+    }
   });
 
   it('refuses, in one line, what ccm manifests refuses', async () => {
