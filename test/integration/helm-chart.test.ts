@@ -13,6 +13,7 @@ import {
   AuthorizationV1Api,
   BatchV1Api,
   KubeConfig,
+  KubernetesObjectApi,
   RbacAuthorizationV1Api,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -348,6 +349,23 @@ describe('helm install and helm upgrade against the test API server', () => {
       kubeconfig,
     );
     expect(install.exitCode, install.stderr).toBe(0);
+    // Every object of the release exists, and they are those ccm manifests prints for the same choices.
+    const release = objectsOf(
+      (await helm(['get', 'manifest', 'ccm', '--namespace', 'kube-system'], kubeconfig)).stdout,
+    );
+    const printed = objectsOf(
+      (await ccm(['manifests', '--provider', 'digitalocean', '--image', IMAGE])).stdout,
+    );
+    expect(release.map(key).sort()).toEqual(printed.map(key).sort());
+    const objects = KubernetesObjectApi.makeApiClient(kc);
+    for (const o of release) {
+      const read = await objects.read({
+        apiVersion: o.apiVersion as string,
+        kind: o.kind,
+        metadata: o.metadata,
+      });
+      expect(read.metadata?.annotations?.['meta.helm.sh/release-name'], key(o)).toBe('ccm');
+    }
     const ds = await apps().readNamespacedDaemonSet({ name: 'ccm', namespace: 'kube-system' });
     expect(ds.spec?.template.spec?.containers[0]?.image).toBe(IMAGE);
     expect(ds.spec?.template.spec?.containers[0]?.args).toContain(
