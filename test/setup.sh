@@ -3,7 +3,7 @@
 # - kube-apiserver + etcd (the test control plane), kube-scheduler + kube-controller-manager (rollouts
 #   of the generated workload) and kubeadm 1.30 / 1.36 (cluster prepare fixtures),
 #   built from Go modules into ~/.cache/ccm-controlplane, and kubectl of the same version (the deploy
-#   page's commands pipe into it);
+#   page's commands pipe into it), and helm (the chart's tests), built the same way;
 # - Debian's openssh-server/-client (the `cluster prepare --ssh` tests), tmux (prompts in a real
 #   terminal), containerd (the image imported as on a Node), iputils-ping (the routes test's pings
 #   between network namespaces), qemu-user-static (the image test runs the arm64 image under it),
@@ -19,6 +19,8 @@ bash "$here/controlplane/build.sh" kubectl
 bash "$here/controlplane/build.sh" kube-scheduler kube-controller-manager
 CCM_K8S_VERSION=1.36.3 bash "$here/controlplane/build.sh" kubeadm
 CCM_K8S_VERSION=1.30.14 bash "$here/controlplane/build.sh" kubeadm
+# The real helm, for the chart's tests (charts/ccm): lint, template, install and upgrade.
+bash "$here/helm/build.sh" >/dev/null
 
 # The real kubeadm cluster's binaries and images (test/cluster), and the Debian packages it runs on.
 bash "$here/cluster/cluster.sh" build

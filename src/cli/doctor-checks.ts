@@ -27,6 +27,7 @@ import { parseProviderID } from '../providers/provider-id.js';
 import type { CredentialSchema, Instance, Route } from '../providers/types.js';
 import { age } from './age.js';
 import { parseDuration } from './duration.js';
+import { parseBoolean } from './flag-values.js';
 
 export type CheckStatus = 'pass' | 'fail' | 'warn';
 
@@ -287,6 +288,21 @@ export function checkLocalKubelet(
 }
 
 /**
+ * Whether `ccm run` with these arguments runs without leader election (`ccm manifests
+ * --no-leader-elect`, the chart's leaderElection.enabled false): the last of its leader-elect flags.
+ */
+export function leaderElectionOff(args: readonly string[]): boolean {
+  let off = false;
+  for (const arg of args) {
+    if (arg === '--no-leader-elect') off = true;
+    else if (arg === '--leader-elect') off = false;
+    else if (arg.startsWith('--leader-elect='))
+      off = parseBoolean(arg.slice('--leader-elect='.length)) === false;
+  }
+  return off;
+}
+
+/**
  * The Lease ccm elects on. `workload` is ccm's DaemonSet (or Deployment), when applied: then the fix
  * is not to deploy it again but what keeps its Pods from leading, which the controller-pods check names.
  */
@@ -295,8 +311,15 @@ export function checkLease(
   ref: { namespace: string; name: string },
   now: Date,
   workload?: Pick<WorkloadInfo, 'kind' | 'namespace' | 'name'>,
+  withoutLeaderElection = false,
 ): CheckResult {
   const where = `Lease ${ref.namespace}/${ref.name}`;
+  if (workload && withoutLeaderElection) {
+    return pass(
+      'controller-lease',
+      `${workload.kind} ${workload.namespace}/${workload.name} runs ccm without leader election (--no-leader-elect): no Lease to hold`,
+    );
+  }
   const fix = workload
     ? `${workload.kind} ${workload.namespace}/${workload.name} is applied, but none of its Pods leads: the controller-pods and rbac checks and their logs (kubectl -n ${workload.namespace} logs -l app.kubernetes.io/name=ccm) say why`
     : 'deploy a cloud controller: `ccm manifests --provider <cloud> --image <registry>/ccm:<version> | kubectl apply --server-side -f -`';

@@ -58,6 +58,7 @@ import {
   checkSecret,
   checkUninitialized,
   controllerManagerLeads,
+  leaderElectionOff,
   type RoutesOutcome,
   type RoutesSetting,
   routesSetting,
@@ -190,7 +191,10 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
       ),
     );
     const ccmWorkload = workloads.find((w) => w.namespace === input.namespace && w.name === 'ccm');
-    const leaseCheck = checkLease(lease, leaseRef, now, ccmWorkload);
+    const deployed = deployedRun(workloads, input.namespace, ccmPods);
+    // Deployed without leader election (one replica): no Lease to hold, and no Role for one.
+    const withoutLease = deployed !== undefined && leaderElectionOff(deployed.args);
+    const leaseCheck = checkLease(lease, leaseRef, now, ccmWorkload, withoutLease);
     checks.push(
       leaseCheck,
       checkControllerPods(
@@ -205,7 +209,8 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
       await officialControllerCheck(http, definition, workloads, leaseRef, lease, ccmPods.length > 0, now),
     );
     const saName = `${sa.namespace}/${sa.name}`;
-    checks.push(checkRbacNeeded(access.needed, saName), checkRbacSecrets(access.secrets, saName));
+    const needed = withoutLease ? access.needed.filter((v) => !/^\S+ leases\b/.test(v.what)) : access.needed;
+    checks.push(checkRbacNeeded(needed, saName), checkRbacSecrets(access.secrets, saName));
     if (!definition) {
       checks.push({
         id: 'cloud',
@@ -219,7 +224,6 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
       checks.push(checkSecret(definition.credentials, secretRef, secret.data, secret.error));
     }
     const clusterID = () => clusterIdentity(http, input['cluster-name']);
-    const deployed = deployedRun(workloads, input.namespace, ccmPods);
     const routes = routesSetting(deployed);
     const brake = { http, setting: brakeSetting(deployed), now };
     checks.push(

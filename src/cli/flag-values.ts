@@ -96,3 +96,37 @@ export function cmonGroupsFlag(input: string): string {
   parseCmonGroups(input);
   return input;
 }
+
+const TOLERATION = /^([^=:\s]+)(?:=([^:\s]*))?:(NoSchedule|PreferNoSchedule|NoExecute)$/;
+const TOLERATION_EXPECTED =
+  'key[=value]:Effect as kubectl taint names a taint (e.g. dedicated=ccm:NoSchedule)';
+
+/** `--toleration key[=value]:Effect`: the toleration of that taint (Exists without a value). */
+export function parseToleration(text: string): Record<string, string> {
+  const match = TOLERATION.exec(text.trim());
+  if (!match) throw new UsageError(`--toleration: ${expectedText(TOLERATION_EXPECTED, text)}`);
+  const [, key, value, effect] = match as unknown as [string, string, string | undefined, string];
+  return value === undefined
+    ? { key, operator: 'Exists', effect }
+    : { key, operator: 'Equal', value, effect };
+}
+
+export function tolerationFlag(input: string): string {
+  if (!TOLERATION.test(input.trim())) throw new Error(expectedText(TOLERATION_EXPECTED, input));
+  return input;
+}
+
+const QUANTITIES =
+  /^(cpu|memory|ephemeral-storage)=[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?(,(cpu|memory|ephemeral-storage)=[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?)*$/;
+const QUANTITIES_EXPECTED = 'resource=quantity pairs separated by commas (e.g. cpu=50m,memory=256Mi)';
+
+/** `--requests` / `--limits cpu=50m,memory=256Mi`, as a container's resources name them. */
+export function parseQuantities(text: string): Record<string, string> {
+  if (!QUANTITIES.test(text)) throw new UsageError(expectedText(QUANTITIES_EXPECTED, text));
+  return Object.fromEntries(text.split(',').map((pair) => pair.split('=') as [string, string]));
+}
+
+export function quantitiesFlag(input: string): string {
+  if (!QUANTITIES.test(input)) throw new Error(expectedText(QUANTITIES_EXPECTED, input));
+  return input;
+}

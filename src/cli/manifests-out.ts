@@ -39,6 +39,9 @@ const KIND_ORDER = [
   'CronJob',
   // Last, so that the files of the kinds above keep their names: `--cmon-format additional-scrape-configs`.
   'Secret',
+  // After it, for the same reason: what `--service-monitor` adds.
+  'Service',
+  'ServiceMonitor',
 ] as const;
 
 /** A file name ccm writes: "01-serviceaccount-ccm.yaml". Nothing else in an index is trusted. */

@@ -48,6 +48,29 @@ export interface ManifestOptions {
   logLevel?: string;
   /** --request-timeout of the pods, in ms (0: none). */
   requestTimeoutMs?: number;
+  /**
+   * A Deployment of this many replicas (one per Node) instead of a DaemonSet; --any-node's default is 2.
+   * The Nodes are still those of `placement`.
+   */
+  replicas?: number;
+  /** Default true. Without it the pod of `ccm run` is the only one: a Deployment of one replica. */
+  leaderElect?: boolean;
+  /** Tolerations of both pods, after those every ccm pod has (see podSpec). */
+  tolerations?: Record<string, unknown>[];
+  /** The resources of `ccm run`'s container, instead of RUN_RESOURCES. */
+  resources?: Record<string, unknown>;
+  /** Further arguments of `ccm run`, after those the manifests give it. */
+  extraArgs?: string[];
+  /**
+   * A Service and a Prometheus Operator ServiceMonitor for /metrics, and the one RBAC rule the
+   * scraper (this ServiceAccount, namespace/name) needs for ccm's delegated authorisation.
+   */
+  metrics?: { scraper: { namespace: string; name: string } };
+}
+
+/** Checks only the generator of the Helm chart skips: its values are placeholders (src/cli/manifests-helm.ts). */
+export interface RenderMode {
+  placeholders?: boolean;
 }
 
 export type ImagePullPolicy = 'IfNotPresent' | 'Always' | 'Never';
@@ -70,6 +93,8 @@ export type K8sObject = Record<string, unknown> & {
 };
 
 const APP = 'ccm';
+/** The Prometheus of kube-prometheus (and of its Helm chart's default release name). */
+export const METRICS_SCRAPER_DEFAULT = 'monitoring/prometheus-k8s';
 const SERVICE_ACCOUNT = 'ccm';
 /** The CronJob has an identity of its own, so that each role is exactly what its job calls. */
 const NODES_INIT_SERVICE_ACCOUNT = 'ccm-nodes-init';
@@ -162,6 +187,8 @@ const IMAGE_REFERENCE = new RegExp(
     '(?::[\\w][\\w.-]{0,127})?' +
     '(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$',
 );
+/** The same grammar for the chart's Go templates (RE2 reads it as JavaScript does). */
+export const IMAGE_PATTERN = IMAGE_REFERENCE.source;
 
 /**
  * Refuses an image a Node would pull from itself: with `localhost/…` (what podman names a local
@@ -248,19 +275,30 @@ function durationArg(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
 }
 
-export function renderManifests(provider: ProviderDefinition, options: ManifestOptions): K8sObject[] {
-  checkImage(options.image, options.imagePullPolicy);
-  if (options.cloudApiUrl !== undefined) {
-    checkCloudApiUrl(provider, options.cloudApiUrl);
-    checkPodCloudApiUrl(options.cloudApiUrl, options.insecureCloudApi ?? false);
-  }
+export function renderManifests(
+  provider: ProviderDefinition,
+  options: ManifestOptions,
+  mode: RenderMode = {},
+): K8sObject[] {
+  if (!mode.placeholders) checkOptions(provider, options);
   const placement = options.placement ?? { kind: 'control-plane' };
-  const { nodeSelector, nodeAffinity } = placementOf(placement);
   const { enabled, unavailable } = selectControllers(options.controllers);
   if (unavailable.length > 0) {
     throw new UsageError(`--controllers names ${unavailable.join(', ')}, which this build does not have`);
   }
   if (enabled.length === 0) throw new UsageError('--controllers enables no controller; use e.g. "*"');
+  const replicas = options.replicas ?? (placement.kind === 'any-node' ? 2 : undefined);
+  const leaderElect = options.leaderElect ?? true;
+  return renderObjects(provider, options, enabled, placement, replicas, leaderElect);
+}
+
+/** What `ccm manifests` refuses of its values (the chart's helpers refuse the same, in Go templates). */
+function checkOptions(provider: ProviderDefinition, options: ManifestOptions): void {
+  checkImage(options.image, options.imagePullPolicy);
+  if (options.cloudApiUrl !== undefined) {
+    checkCloudApiUrl(provider, options.cloudApiUrl);
+    checkPodCloudApiUrl(options.cloudApiUrl, options.insecureCloudApi ?? false);
+  }
   if (options.clusterCIDR !== undefined) {
     try {
       parseClusterCIDRs(options.clusterCIDR);
@@ -268,6 +306,27 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
       throw new UsageError((err as Error).message);
     }
   }
+  if (options.replicas !== undefined && (!Number.isInteger(options.replicas) || options.replicas < 1)) {
+    throw new UsageError(`--replicas: expected a whole number of at least 1, got ${options.replicas}`);
+  }
+  const replicas = options.replicas ?? (options.placement?.kind === 'any-node' ? 2 : undefined);
+  if (options.leaderElect === false && replicas !== 1) {
+    // Two pods without the Lease would both patch Nodes and delete them; a DaemonSet may run many.
+    throw new UsageError(
+      '--no-leader-elect needs one pod of `ccm run`: add --replicas 1 (a Deployment of one replica), or keep leader election',
+    );
+  }
+}
+
+function renderObjects(
+  provider: ProviderDefinition,
+  options: ManifestOptions,
+  enabled: string[],
+  placement: Placement,
+  replicas: number | undefined,
+  leaderElect: boolean,
+): K8sObject[] {
+  const { nodeSelector, nodeAffinity } = placementOf(placement);
   const ns = options.namespace;
   const secretRef = options.credentialsSecret
     ? parseSecretRef(options.credentialsSecret)
@@ -333,22 +392,26 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
       rules: clusterRules(enabled),
     },
     binding('ClusterRoleBinding', 'system:ccm'),
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'Role',
-      metadata: meta('ccm:leader-election', 'controller', ns),
-      rules: [
-        { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
-        {
-          apiGroups: ['coordination.k8s.io'],
-          resources: ['leases'],
-          verbs: ['get', 'update'],
-          resourceNames: [options.leaseName],
-        },
-      ],
-    },
-    binding('RoleBinding', 'ccm:leader-election', ns),
   );
+  if (leaderElect) {
+    objects.push(
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: meta('ccm:leader-election', 'controller', ns),
+        rules: [
+          { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+          {
+            apiGroups: ['coordination.k8s.io'],
+            resources: ['leases'],
+            verbs: ['get', 'update'],
+            resourceNames: [options.leaseName],
+          },
+        ],
+      },
+      binding('RoleBinding', 'ccm:leader-election', ns),
+    );
+  }
   if (enabled.includes('service')) {
     objects.push(
       {
@@ -441,6 +504,7 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
       { key: TAINT_NOT_READY, operator: 'Exists', effect: 'NoSchedule' },
       { key: TAINT_NOT_READY, operator: 'Exists', effect: 'NoExecute' },
       { key: TAINT_CONTROL_PLANE, operator: 'Exists', effect: 'NoSchedule' },
+      ...(options.tolerations ?? []),
     ],
     securityContext: {
       runAsNonRoot: true,
@@ -466,7 +530,7 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
           readOnlyRootFilesystem: true,
           capabilities: { drop: ['ALL'] },
         },
-        resources: component === 'controller' ? RUN_RESOURCES : NODES_INIT_RESOURCES,
+        resources: component === 'controller' ? (options.resources ?? RUN_RESOURCES) : NODES_INIT_RESOURCES,
         ...(component === 'controller'
           ? {
               ports: [{ name: 'https', containerPort: RUN_PORT, protocol: 'TCP' }],
@@ -498,25 +562,31 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
     'run',
     ...providerArgs,
     `--controllers=${options.controllers}`,
-    '--leader-elect',
-    `--leader-elect-resource-namespace=${ns}`,
-    `--leader-elect-resource-name=${options.leaseName}`,
+    ...(leaderElect
+      ? [
+          '--leader-elect',
+          `--leader-elect-resource-namespace=${ns}`,
+          `--leader-elect-resource-name=${options.leaseName}`,
+        ]
+      : ['--no-leader-elect']),
     `--secure-port=${RUN_PORT}`,
     ...(options.clusterName ? [`--cluster-name=${options.clusterName}`] : []),
     ...(options.clusterCIDR ? [`--cluster-cidr=${options.clusterCIDR}`] : []),
+    ...(options.extraArgs ?? []),
   ];
   const selector = { ...LABELS, 'app.kubernetes.io/component': 'controller' };
   const controllerPod = podSpec('controller', runArgs);
-  if (placement.kind === 'any-node') {
-    // Any Node may be many: two replicas, one per Node (hostNetwork: one port per Node), rolled one
-    // at a time. A rollout needs two Nodes to run them; the DaemonSet below needs no count at all.
+  if (replicas !== undefined) {
+    // Any Node may be many: two replicas (or --replicas), one per Node (hostNetwork: one port per
+    // Node), rolled one at a time. A rollout needs two Nodes to run them; the DaemonSet below needs
+    // no count at all.
     objects.push(
       {
         apiVersion: 'apps/v1',
         kind: 'Deployment',
         metadata: meta('ccm', 'controller', ns),
         spec: {
-          replicas: 2,
+          replicas,
           selector: { matchLabels: selector },
           strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } },
           template: {
@@ -524,6 +594,7 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
             spec: {
               ...controllerPod,
               affinity: {
+                ...(nodeAffinity ? { nodeAffinity } : {}),
                 podAntiAffinity: {
                   requiredDuringSchedulingIgnoredDuringExecution: [
                     { labelSelector: { matchLabels: selector }, topologyKey: 'kubernetes.io/hostname' },
@@ -597,7 +668,70 @@ export function renderManifests(provider: ProviderDefinition, options: ManifestO
       },
     });
   }
+  if (options.metrics) objects.push(...metricsObjects(ns, options.metrics.scraper, selector));
   return objects;
+}
+
+/**
+ * /metrics for a Prometheus Operator: a headless Service on the controller pods' port (hostNetwork:
+ * its endpoints are the Nodes' addresses), a ServiceMonitor that scrapes it over HTTPS with the
+ * scraper's own ServiceAccount token, and the one rule ccm's delegated authorisation asks the API
+ * server about for that token (SubjectAccessReview of `get /metrics`, docs/run.md#metrics).
+ */
+function metricsObjects(
+  ns: string,
+  scraper: { namespace: string; name: string },
+  selector: Record<string, string>,
+): K8sObject[] {
+  const meta = (name: string, namespace?: string) => ({
+    name,
+    ...(namespace ? { namespace } : {}),
+    labels: { ...LABELS, 'app.kubernetes.io/component': 'metrics' },
+  });
+  return [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: meta('ccm:metrics-reader'),
+      rules: [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: meta('ccm:metrics-reader'),
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'ccm:metrics-reader' },
+      subjects: [{ kind: 'ServiceAccount', name: scraper.name, namespace: scraper.namespace }],
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: meta('ccm-metrics', ns),
+      spec: {
+        clusterIP: 'None',
+        selector,
+        ports: [{ name: 'https', port: RUN_PORT, targetPort: 'https', protocol: 'TCP' }],
+      },
+    },
+    {
+      apiVersion: 'monitoring.coreos.com/v1',
+      kind: 'ServiceMonitor',
+      metadata: meta('ccm', ns),
+      spec: {
+        selector: { matchLabels: { ...LABELS, 'app.kubernetes.io/component': 'metrics' } },
+        endpoints: [
+          {
+            port: 'https',
+            scheme: 'https',
+            path: '/metrics',
+            // The scraper's own token, which ccm hands to the API server (TokenReview) to authenticate.
+            bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
+            // ccm serves a self-signed certificate unless given --tls-cert-file (docs/run.md).
+            tlsConfig: { insecureSkipVerify: true },
+          },
+        ],
+      },
+    },
+  ];
 }
 
 /** The workload of `ccm run` among rendered objects: a DaemonSet, or with --any-node a Deployment. */
@@ -635,7 +769,7 @@ export const RUN_ENV: Readonly<Record<string, string>> = {
   ...ONE_MALLOC_ARENA,
 };
 export const NODES_INIT_ENV: Readonly<Record<string, string>> = { ...ONE_MALLOC_ARENA };
-const RUN_RESOURCES = { requests: { cpu: '50m', memory: '256Mi' }, limits: { memory: '512Mi' } };
+export const RUN_RESOURCES = { requests: { cpu: '50m', memory: '256Mi' }, limits: { memory: '512Mi' } };
 /**
  * `nodes init` holds a slim copy of every Node for one pass: measured peaks 107 MB at 1,000 Nodes and
  * 130 MB at 5,000 (docs/benchmarks.md). The request covers a pass over ~1,000 Nodes with a quarter to

@@ -1,7 +1,7 @@
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../cli/base-command.js';
 import { UsageError } from '../cli/errors.js';
-import { nodeSelectorFlag, secretRefFlag } from '../cli/flag-values.js';
+import { nodeSelectorFlag, quantitiesFlag, secretRefFlag, tolerationFlag } from '../cli/flag-values.js';
 import { CMON_FORMATS, CMON_SECRET_DEFAULT, type CmonFormat } from '../cli/manifests-cmon-flags.js';
 import type { ManifestRow } from '../cli/manifests-report.js';
 import type { Report } from '../cli/output/report.js';
@@ -14,6 +14,7 @@ export default class Manifests extends BaseCommand {
     'The pods run on control-plane Nodes only (required node affinity on node-role.kubernetes.io/control-plane, whose taint they tolerate): they hold the cloud credentials and may delete Nodes. --node-selector (still a DaemonSet, on those Nodes) or --any-node (a Deployment of two replicas, one per Node, with a PodDisruptionBudget) for clusters whose control plane runs elsewhere.',
     "Every flag given reaches the pods: --cloud-api-url, --log-level and --request-timeout are passed to `ccm run` and `ccm nodes init`; --kubeconfig, --context and --cloud-config have no meaning in a pod and are refused. The pods send the cloud token to --cloud-api-url from their Node's network, so it must be https (a plain http:// one on the Node's loopback only with --insecure-cloud-api).",
     'Apply with: ccm manifests --provider X --image <registry>/ccm:<version> | kubectl apply --server-side -f -',
+    'Helm: --helm DIR writes, instead, the templates of the chart in DIR (charts/ccm of the repository), generated from this same code for every provider and value: each value of the chart is one of these flags, and `helm template` prints what this command prints for the same choices.',
     "Triton: --cmon prints, instead, what Prometheus needs to scrape the cluster's Nodes through CMON (Triton's Container Monitor): a scrape job whose Triton discovery finds the machines of the cluster's CMON group (the one --cmon-groups cluster of ccm run tags), reads the client certificate of the kubernetes.io/tls Secret that secret create --cmon writes, and labels every series with its Node's name (node) and machine UUID (instance). --cmon-format additional-scrape-configs puts the job in a Secret for the Prometheus Operator's spec.additionalScrapeConfigs (its ScrapeConfig resource has no Triton discovery).",
   ].join('\n\n');
   static override examples = [
@@ -75,6 +76,51 @@ export default class Manifests extends BaseCommand {
       description: 'Also the `ccm nodes init` CronJob and its ClusterRole',
       default: false,
     }),
+    replicas: Flags.integer({
+      description:
+        'Run `ccm run` as a Deployment of this many replicas, one per Node, instead of a DaemonSet (--any-node: 2)',
+      min: 1,
+    }),
+    'leader-elect': Flags.boolean({
+      description:
+        'Run `ccm run` with leader election and the Role of its Lease; --no-leader-elect only with --replicas 1',
+      default: true,
+      allowNo: true,
+    }),
+    toleration: Flags.string({
+      description:
+        'Also tolerate this taint (key[=value]:Effect, as kubectl taint names it), beside those every ccm pod tolerates; repeatable',
+      multiple: true,
+      parse: async (input) => tolerationFlag(input),
+    }),
+    requests: Flags.string({
+      description:
+        'Resource requests of `ccm run` (e.g. cpu=50m,memory=256Mi), instead of the measured default',
+      parse: async (input) => quantitiesFlag(input),
+    }),
+    limits: Flags.string({
+      description: 'Resource limits of `ccm run` (e.g. memory=512Mi), instead of the measured default',
+      parse: async (input) => quantitiesFlag(input),
+    }),
+    'extra-arg': Flags.string({
+      description: 'A further argument of `ccm run`, e.g. --extra-arg=--concurrency=4; repeatable',
+      multiple: true,
+    }),
+    'service-monitor': Flags.boolean({
+      description:
+        'Also a Service and a Prometheus Operator ServiceMonitor for /metrics, and the ClusterRole the scraper needs (get /metrics)',
+      default: false,
+    }),
+    'metrics-scraper': Flags.string({
+      description:
+        "With --service-monitor: the scraper's ServiceAccount (namespace/name), allowed get /metrics; default: monitoring/prometheus-k8s (kube-prometheus)",
+      dependsOn: ['service-monitor'],
+      parse: async (input) => secretRefFlag(input),
+    }),
+    helm: Flags.string({
+      description:
+        'Write the templates of the Helm chart into this chart folder (its templates/), generated from the code that prints the manifests',
+    }),
     out: Flags.string({
       description:
         'Write one file per object into this folder instead of printing (YAML; JSON with -o json), and list them. A later run replaces the files it wrote there and removes those it no longer writes; a folder holding YAML or JSON files ccm did not write is refused',
@@ -114,6 +160,17 @@ export default class Manifests extends BaseCommand {
 
   async run(): Promise<Report<ManifestRow>> {
     const { flags } = await this.parse(Manifests);
+    if (flags.helm !== undefined) {
+      // The templates hold every provider and value; what picks one set of objects means nothing here.
+      const given = (['image', 'out', 'cmon'] as const).find((f) => flags[f] !== undefined);
+      if (given) {
+        throw new UsageError(
+          `--${given} does not apply with --helm, which writes the chart's templates for every provider and value`,
+        );
+      }
+      const { writeHelmTemplates, helmTemplatesReport } = await import('../cli/manifests-helm.js');
+      return helmTemplatesReport(await writeHelmTemplates(flags.helm), flags.helm);
+    }
     if (!flags.provider)
       throw new UsageError('no provider given; pass --provider (e.g. --provider cloudlycke)');
     if (flags.cmon) return this.cmon({ ...flags, provider: flags.provider });
@@ -140,7 +197,10 @@ export default class Manifests extends BaseCommand {
         }`,
       );
     }
-    const { parseNodeSelector, renderManifests } = await import('../cli/manifests.js');
+    const { METRICS_SCRAPER_DEFAULT, parseNodeSelector, RUN_RESOURCES, renderManifests } = await import(
+      '../cli/manifests.js'
+    );
+    const { parseQuantities, parseSecretRef, parseToleration } = await import('../cli/flag-values.js');
     const { manifestsReport, manifestsWrittenReport } = await import('../cli/manifests-report.js');
     const objects = renderManifests(provider, {
       image: flags.image,
@@ -161,6 +221,22 @@ export default class Manifests extends BaseCommand {
       ...(flags['request-timeout'] !== undefined ? { requestTimeoutMs: flags['request-timeout'] } : {}),
       cronjob: flags.cronjob,
       leaseName: 'cloud-controller-manager',
+      ...(flags.replicas !== undefined ? { replicas: flags.replicas } : {}),
+      leaderElect: flags['leader-elect'],
+      ...(flags.toleration ? { tolerations: flags.toleration.map(parseToleration) } : {}),
+      ...(flags.requests !== undefined || flags.limits !== undefined
+        ? {
+            resources: {
+              requests:
+                flags.requests !== undefined ? parseQuantities(flags.requests) : RUN_RESOURCES.requests,
+              limits: flags.limits !== undefined ? parseQuantities(flags.limits) : RUN_RESOURCES.limits,
+            },
+          }
+        : {}),
+      ...(flags['extra-arg'] ? { extraArgs: flags['extra-arg'] } : {}),
+      ...(flags['service-monitor']
+        ? { metrics: { scraper: parseSecretRef(flags['metrics-scraper'] ?? METRICS_SCRAPER_DEFAULT) } }
+        : {}),
     });
     if (!flags.out) return manifestsReport(objects, flags.provider);
     const { writeManifests } = await import('../cli/manifests-out.js');
@@ -184,6 +260,13 @@ export default class Manifests extends BaseCommand {
         ['cronjob', flags.cronjob || undefined],
         ['credentials-secret', flags['credentials-secret']],
         ['cluster-cidr', flags['cluster-cidr']],
+        ['replicas', flags.replicas],
+        ['no-leader-elect', flags['leader-elect'] === false ? true : undefined],
+        ['toleration', flags.toleration],
+        ['requests', flags.requests],
+        ['limits', flags.limits],
+        ['extra-arg', flags['extra-arg']],
+        ['service-monitor', flags['service-monitor'] || undefined],
         ['cloud-api-url', flags['cloud-api-url']],
         ['insecure-cloud-api', flags['insecure-cloud-api'] || undefined],
         ['request-timeout', flags['request-timeout']],
@@ -256,6 +339,13 @@ interface CmonFlags {
   cronjob: boolean;
   'credentials-secret'?: string | undefined;
   'cluster-cidr'?: string | undefined;
+  replicas?: number | undefined;
+  'leader-elect': boolean;
+  toleration?: string[] | undefined;
+  requests?: string | undefined;
+  limits?: string | undefined;
+  'extra-arg'?: string[] | undefined;
+  'service-monitor': boolean;
   'cloud-api-url'?: string | undefined;
   'insecure-cloud-api': boolean;
   'request-timeout'?: number | undefined;

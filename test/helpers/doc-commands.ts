@@ -20,6 +20,7 @@ export const PROGRAMS = [
   'bash',
   'sh',
   'kubectl',
+  'helm',
   'kubeadm',
   'ctr',
   'skopeo',

@@ -30,6 +30,7 @@ import { createNodes, deleteAllNodes, forgetNodeDeletions, UNINITIALIZED } from 
 import { type AuditEvent, CCM_USER } from '../controlplane/harness.js';
 import { ccm } from '../helpers/cli.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
+import { helmTemplate } from '../helpers/helm.js';
 import { writeInventory } from '../helpers/inventory.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -172,6 +173,20 @@ async function bindRecordRole(account: string): Promise<void> {
 }
 
 describe('the generated CronJob', () => {
+  it("is the Helm chart's too: helm template with cronjob.enabled gives these objects, so what is proven here holds for both", async () => {
+    const { objects: chart, result } = await helmTemplate({
+      provider: 'cloudlycke',
+      image: { repository: 'registry.example.com/ccm', tag: 'test' },
+      cronjob: { enabled: true },
+    });
+    expect(result.exitCode, result.stderr).toBe(0);
+    const key = (d: { kind?: string; metadata?: { name?: string; namespace?: string } }) =>
+      `${d.kind} ${d.metadata?.namespace ?? ''}/${d.metadata?.name}`;
+    const ours = new Map(documents.map((d) => [key(d), d]));
+    expect(chart.map(key).sort()).toEqual([...ours.keys()].sort());
+    for (const doc of chart) expect(doc, key(doc)).toEqual(ours.get(key(doc)));
+  });
+
   it('is accepted object by object by server-side apply', () => {
     expect(applied.map((o) => `${o.kind} ${o.metadata?.namespace ?? ''}/${o.metadata?.name}`)).toEqual([
       'ServiceAccount kube-system/ccm',

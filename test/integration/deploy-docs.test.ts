@@ -7,13 +7,14 @@
  * the `skopeo inspect` of its index) are run by image.test.ts.
  */
 import { copyFileSync, existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
 import { binDir, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { type Doc, helmBin, objectsOf } from '../helpers/helm.js';
 import { conformsToDigitalOceanOpenApi } from '../helpers/openapi.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -153,6 +154,53 @@ describe('docs/deploy.md under Node 20', () => {
       'kubectl -n kube-system get daemonset ccm -o jsonpath={.spec.template.spec.containers[0].image},{.spec.template.spec.containers[0].imagePullPolicy}',
     );
     expect(kubectl.stdout).toBe('localhost/ccm:0.1.0,Never');
+  });
+
+  it("the Helm chart: kubectl apply's objects removed, then lint, install, upgrade, uninstall; template is ccm manifests", async () => {
+    const [lifecycle, template, removal] = blocks('docs/deploy.md', '## Helm chart');
+    expect([lifecycle?.length, template?.length, removal?.length]).toEqual([4, 1, 2]);
+    // helm on PATH, with folders of its own rather than the machine's ~/.config/helm and ~/.cache/helm.
+    const home = tempDir('ccm-helm-home-');
+    const env = {
+      PATH: `${dirname(helmBin())}:${join(root, 'bin')}:${binDir()}:${NODE20_DIR}:${process.env.PATH}`,
+      HELM_CONFIG_HOME: join(home, 'config'),
+      HELM_CACHE_HOME: join(home, 'cache'),
+      HELM_DATA_HOME: join(home, 'data'),
+    };
+    const run = async (line: string) => {
+      const result = await shell(line, env);
+      expect(result.exitCode, `${line}\n${result.stderr}`).toBe(0);
+      return result;
+    };
+    const image = () =>
+      shell('kubectl -n kube-system get daemonset ccm -o jsonpath={.spec.template.spec.containers[0].image}');
+    // The tests above applied `ccm manifests`: helm would refuse to take those objects over.
+    expect((await image()).stdout).toBe('localhost/ccm:0.1.0');
+    for (const line of removal as string[]) await run(line);
+    expect((await image()).exitCode).not.toBe(0);
+
+    const [lint, install, upgrade, uninstall] = lifecycle as [string, string, string, string];
+    expect((await run(lint)).stdout).toContain('1 chart(s) linted, 0 chart(s) failed');
+    await run(install);
+    expect((await image()).stdout).toBe(`${REGISTRY}/ccm:0.1.0`);
+    await run(upgrade);
+    expect((await image()).stdout).toBe(`${REGISTRY}/ccm:0.2.0`);
+    const cronjob = await shell(
+      'kubectl -n kube-system get cronjob ccm-nodes-init -o jsonpath={.spec.schedule}',
+    );
+    expect(cronjob.stdout).toBe('*/5 * * * *');
+    await run(uninstall);
+    expect((await image()).exitCode).not.toBe(0);
+
+    // "prints, object by object, what `ccm manifests --provider digitalocean --image …` prints"
+    const key = (o: Doc) => `${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+    const byKey = (yaml: string) => new Map(objectsOf(yaml).map((o) => [key(o), o]));
+    const chart = byKey((await run((template as string[])[0] as string)).stdout);
+    const manifests = byKey(
+      (await run('ccm manifests --provider digitalocean --image <your registry>/ccm:0.1.0')).stdout,
+    );
+    expect([...chart.keys()].sort()).toEqual([...manifests.keys()].sort());
+    for (const [name, object] of chart) expect(object, name).toEqual(manifests.get(name));
   });
 });
 

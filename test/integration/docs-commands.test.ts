@@ -28,6 +28,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { homedir, hostname } from 'node:os';
@@ -49,6 +50,7 @@ import { binDir, CCM_USER, type ControlPlane, startControlPlane } from '../contr
 import { QUICKSTART_NODES, QUICKSTART_PRIVATE_IPS } from '../controlplane/quickstart-nodes.js';
 import { type Sshd, startSshd } from '../controlplane/sshd.js';
 import { type DocCommand, docCommands } from '../helpers/doc-commands.js';
+import { type Doc, helmBin, objectsOf } from '../helpers/helm.js';
 import {
   officialDigitalOceanDeployment,
   officialDigitalOceanLoadBalancer,
@@ -106,6 +108,7 @@ const NAMED = [
   'ccm manifests --cluster-cidr',
   'ccm manifests --controllers route',
   'ccm manifests --cronjob',
+  'ccm manifests --namespace',
   'ccm manifests --provider X',
   'ccm manifests --provider cloudlycke --cronjob',
   'ccm manifests --provider triton --cmon',
@@ -114,6 +117,9 @@ const NAMED = [
   'ccm manifests --provider … | kubectl apply --server-side -f -',
   'ccm nodes init --credentials-secret',
   'ccm doctor --provider triton',
+  'helm install',
+  'helm lint',
+  'helm template',
   'kubectl apply',
   'kubectl apply --server-side',
   'kubectl create secret',
@@ -157,8 +163,8 @@ const NOT_RUN: [reason: string, lines: string[]][] = [
     ['npm ci', 'npm install -g .'],
   ],
   [
-    'rewrites the repository under the running tests (dist/, the sources, docs/reference: reference.test.ts compares that page with the CLI); lint is minutes of tsc on two cores; CI runs all four',
-    ['npm run build', 'npm run format', 'npm run readme', 'npm run lint'],
+    'rewrites the repository under the running tests (dist/, the sources, docs/reference: reference.test.ts compares that page with the CLI, charts/ccm/templates: helm-templates.test.ts compares them with the code); lint is minutes of tsc on two cores; CI runs all five',
+    ['npm run build', 'npm run format', 'npm run readme', 'npm run lint', 'npm run chart'],
   ],
   [
     'benchmarks: minutes of full load on two cores (docs/benchmarks.md); their scripts and files exist (checked)',
@@ -549,7 +555,8 @@ async function checkNamed(span: string): Promise<void> {
         expect(help, span).toContain(`${w.slice(0, 2)}[${w.slice(2)}]`);
       continue;
     }
-    const bin = program === 'ccm' ? join(root, 'bin/ccm') : join(binDir(), program);
+    const bin =
+      program === 'ccm' ? join(root, 'bin/ccm') : program === 'helm' ? helmBin() : join(binDir(), program);
     const r = await execa(bin, [...command, '--help'], {
       reject: false,
       env: { PATH: `${NODE24_DIR}:${process.env.PATH}`, HOME: home, KUBECACHEDIR: kubeCache },
@@ -888,6 +895,75 @@ describe('docs/deploy.md (Node 20)', () => {
       ),
     );
     expect(listed.stderr).toBe('');
+  });
+
+  it('the Helm chart: the objects kubectl applied removed; lint, install, upgrade, uninstall, template; --helm', async () => {
+    // helm on PATH, as the reader's; the chart in the reader's folder, as in their clone.
+    if (!existsSync(join(fakeBin, 'helm'))) symlinkSync(helmBin(), join(fakeBin, 'helm'));
+    cpSync(join(root, 'charts'), join(work, 'charts'), { recursive: true });
+    const image = async () =>
+      (
+        await shell(
+          'kubectl -n kube-system get daemonset ccm -o jsonpath={.spec.template.spec.containers[0].image}',
+          {
+            notDocs: true,
+            page: 'docs/deploy.md',
+          },
+        )
+      ).stdout;
+    expect(await image()).toBe(`${REGISTRY}/ccm:0.1.0`);
+    await ok(
+      deploy(
+        'kubectl -n kube-system delete daemonset,deployment,poddisruptionbudget,cronjob,serviceaccount,role,rolebinding -l app.kubernetes.io/name=ccm',
+      ),
+    );
+    await ok(deploy('kubectl delete clusterrole,clusterrolebinding -l app.kubernetes.io/name=ccm'));
+    expect(await image()).toBe('');
+    const lint = await ok(
+      deploy('helm lint charts/ccm --set provider=digitalocean --set image.repository=<your registry>/ccm'),
+    );
+    expect(lint.stdout).toContain('1 chart(s) linted, 0 chart(s) failed');
+    await ok(
+      deploy(
+        'helm install ccm charts/ccm --namespace kube-system --set provider=digitalocean --set image.repository=<your registry>/ccm',
+      ),
+    );
+    expect(await image()).toBe(`${REGISTRY}/ccm:0.1.0`);
+    await ok(
+      deploy(
+        'helm upgrade ccm charts/ccm --namespace kube-system --reuse-values --set image.tag=0.2.0 --set cronjob.enabled=true',
+      ),
+    );
+    expect(await image()).toBe(`${REGISTRY}/ccm:0.2.0`);
+    expect(
+      (await apps.readNamespacedDaemonSet({ name: 'ccm', namespace: 'kube-system' })).spec?.template.spec
+        ?.serviceAccountName,
+    ).toBe('ccm');
+    await ok(deploy('helm uninstall ccm --namespace kube-system'));
+    expect(await image()).toBe('');
+
+    // "prints, object by object, what `ccm manifests --provider digitalocean --image …` prints"
+    const key = (o: Doc) => `${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+    const byKey = (yaml: string) => new Map(objectsOf(yaml).map((o) => [key(o), o]));
+    const chart = byKey(
+      (
+        await ok(
+          deploy(
+            'helm template ccm charts/ccm --namespace kube-system --set provider=digitalocean --set image.repository=<your registry>/ccm',
+          ),
+        )
+      ).stdout,
+    );
+    const printed = byKey(
+      (await ok(deploy('ccm manifests --provider digitalocean --image <your registry>/ccm:0.1.0'))).stdout,
+    );
+    expect([...chart.keys()].sort()).toEqual([...printed.keys()].sort());
+    for (const [name, object] of chart) expect(object, name).toEqual(printed.get(name));
+    // The reader's copy of the chart holds the templates the code writes.
+    const before = readFileSync(join(work, 'charts/ccm/templates/06-daemonset-ccm.yaml'), 'utf8');
+    const written = await ok(deploy('ccm manifests --helm charts/ccm'));
+    expect(written.stdout).toMatch(/^wrote \d+ templates of the chart in charts\/ccm$/m);
+    expect(readFileSync(join(work, 'charts/ccm/templates/06-daemonset-ccm.yaml'), 'utf8')).toBe(before);
   });
 });
 

@@ -425,6 +425,47 @@ describe('ccm doctor', () => {
     expect(run.exitCode).toBe(1);
   });
 
+  it('ccm deployed without leader election (--replicas 1 --no-leader-elect): no Lease and no Role for one, both checks pass', async () => {
+    const printed = await ccm([
+      'manifests',
+      '--provider',
+      'digitalocean',
+      '--image',
+      'registry.example.com/ccm:test',
+      '--replicas',
+      '1',
+      '--no-leader-elect',
+    ]);
+    expect(printed.exitCode, printed.stderr).toBe(0);
+    const single = parseAllDocuments(printed.stdout).map((d) => d.toJS() as KubernetesObject);
+    expect(single.map((o) => o.metadata?.name)).not.toContain('ccm:leader-election');
+    const gone = [
+      ...manifests.filter((o) => o.kind === 'DaemonSet' || o.metadata?.name === 'ccm:leader-election'),
+      {
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: { name: 'cloud-controller-manager', namespace: NS },
+      },
+    ];
+    for (const obj of gone) await objects.delete(structuredClone(obj));
+    const added = single.filter((o) => o.kind === 'Deployment' || o.kind === 'PodDisruptionBudget');
+    for (const obj of added) await apply(structuredClone(obj));
+    try {
+      const run = await ccm([...doctorArgs(), '--json']);
+      const report = JSON.parse(run.stdout) as { checks: { id: string; status: string; message: string }[] };
+      const check = (id: string) => report.checks.find((c) => c.id === id);
+      expect(check('controller-lease')).toMatchObject({
+        status: 'pass',
+        message:
+          'Deployment kube-system/ccm runs ccm without leader election (--no-leader-elect): no Lease to hold',
+      });
+      // The ServiceAccount may not touch Leases now, and need not.
+      expect(check('rbac')?.status, check('rbac')?.message).toBe('pass');
+    } finally {
+      for (const obj of added) await objects.delete(structuredClone(obj));
+    }
+  });
+
   it('a ClusterRole missing a rule', async () => {
     const role = structuredClone(manifests.find((m) => m.kind === 'ClusterRole')) as KubernetesObject & {
       rules: { resources: string[] }[];

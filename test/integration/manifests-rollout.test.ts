@@ -9,7 +9,9 @@
  * - three control-plane Nodes: one Pod on each, and at least two running at every moment of the
  *   rollout, so a standby is there to take the Lease;
  * - --any-node on three workers: the Deployment of two replicas (`kubectl rollout restart`), and on
- *   one, where its second replica stays Pending: `ccm doctor` warns of a missing standby, no failure.
+ *   one, where its second replica stays Pending: `ccm doctor` warns of a missing standby, no failure;
+ * - --replicas 2 (the chart's `replicas`) on three control-plane Nodes and a worker: a Deployment whose
+ *   two Pods keep to two control-plane Nodes, rolled one at a time.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -212,6 +214,31 @@ describe('ccm manifests rolls out', () => {
     expect(fewest).toBeGreaterThanOrEqual(1);
     expect(after).toHaveLength(2);
     expect(new Set(after.map((p) => p.spec?.nodeName)).size).toBe(2);
+  }, 300_000);
+
+  it('--replicas 2 on three control-plane Nodes and a worker: two Pods on two control-plane Nodes, rolled one at a time', async () => {
+    await nodes(3, 1);
+    const workload = await deploy('--replicas', '2');
+    expect(workload).toBe('deployment/ccm');
+    await rolledOut(workload);
+    const placed = (pods: V1Pod[]) => pods.map((p) => p.spec?.nodeName ?? '');
+    const first = await ccmPods();
+    expect(first).toHaveLength(2);
+    expect(new Set(placed(first)).size).toBe(2);
+    expect(placed(first).every((n) => n.startsWith('cp-'))).toBe(true);
+    let fewest = Number.POSITIVE_INFINITY;
+    const restart = async () => {
+      const restarted = await kubectl('rollout', 'restart', workload);
+      expect(restarted.code, restarted.out).toBe(0);
+      await rolledOut(workload);
+    };
+    const after = await rollOut(restart, async () => {
+      fewest = Math.min(fewest, (await ccmPods()).filter(ready).length);
+    });
+    expect(fewest).toBeGreaterThanOrEqual(1);
+    expect(after).toHaveLength(2);
+    expect(placed(after).every((n) => n.startsWith('cp-'))).toBe(true);
+    expect(new Set(placed(after)).size).toBe(2);
   }, 300_000);
 
   it('--any-node on a single Node: the second replica stays Pending, which `ccm doctor` calls a missing standby, not a failure', async () => {

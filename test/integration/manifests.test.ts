@@ -7,14 +7,26 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type KubernetesObject, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import {
+  type KubernetesObject,
+  PatchStrategy,
+  RbacAuthorizationV1Api,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
 import { controllerWorkload, type PolicyRule, renderManifests } from '../../src/cli/manifests.js';
 import { loadProvider, providerNames } from '../../src/providers/registry.js';
-import { createNodes, deleteAllNodes, forgetNodeDeletions, UNINITIALIZED } from '../controlplane/fixtures.js';
+import {
+  createNodes,
+  deleteAllNodes,
+  fixtureClient,
+  forgetNodeDeletions,
+  UNINITIALIZED,
+} from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { ccm } from '../helpers/cli.js';
+import { helmTemplate } from '../helpers/helm.js';
 import { until } from '../helpers/run.js';
 import { type ManifestDoc, ServiceAccountRun } from '../helpers/service-account-run.js';
 
@@ -119,12 +131,36 @@ describe('the built CLI', () => {
   });
 });
 
-describe('ccm run with the RBAC of its manifests', () => {
+/** The same choices as chart values: the chart's objects (charts/ccm, rendered by the real helm). */
+async function chartDocs(): Promise<ManifestDoc[]> {
+  const { objects, result } = await helmTemplate({
+    provider: 'cloudlycke',
+    image: { repository: 'registry.example.com/ccm', tag: 'test' },
+    credentialsSecret: `${NS}/${SECRET}`,
+    cronjob: { enabled: true },
+  });
+  expect(result.exitCode, result.stderr).toBe(0);
+  return objects as unknown as ManifestDoc[];
+}
+
+// The RBAC of `ccm manifests`, and the same proof for the Helm chart's (issue #47): both must be minimal.
+describe.each([
+  ['its manifests', () => render('cloudlycke', { credentialsSecret: `${NS}/${SECRET}` })],
+  ['the Helm chart', chartDocs],
+])('ccm run with the RBAC of %s', (_source, source) => {
   let docs: ManifestDoc[];
   const inventory = () => join(dir, 'inventory.yaml');
 
   beforeAll(async () => {
-    docs = await render('cloudlycke', { credentialsSecret: `${NS}/${SECRET}` });
+    docs = await source();
+    // Nothing of the other source's RBAC may stay behind to hide a role this one lacks.
+    const rbac = fixtureClient(cp.kubeconfigPath, RbacAuthorizationV1Api);
+    const labelSelector = 'app.kubernetes.io/name=ccm';
+    await rbac.deleteCollectionClusterRole({ labelSelector });
+    await rbac.deleteCollectionClusterRoleBinding({ labelSelector });
+    await rbac.deleteCollectionNamespacedRole({ namespace: NS, labelSelector });
+    await rbac.deleteCollectionNamespacedRoleBinding({ namespace: NS, labelSelector });
+    await run.core.deleteNamespacedSecret({ name: SECRET, namespace: NS }).catch(() => undefined);
     await run.core.createNamespacedSecret({
       namespace: NS,
       body: { metadata: { name: SECRET }, stringData: { x: 'y' } },

@@ -12,6 +12,7 @@ import {
   checkRoutes,
   checkRoutesOff,
   checkUninitialized,
+  leaderElectionOff,
   routesSetting,
 } from '../../../src/cli/doctor-checks.js';
 import type { PodInfo } from '../../../src/kube/diagnostics.js';
@@ -78,6 +79,21 @@ describe('doctor checks on time', () => {
     expect(checkLease(undefined, ref, now).message).toContain(
       'no Lease kube-system/cloud-controller-manager',
     );
+  });
+
+  it('ccm deployed without leader election (--no-leader-elect, one replica) holds no Lease: that passes', () => {
+    const ref = { namespace: 'kube-system', name: 'cloud-controller-manager' };
+    const workload = { kind: 'Deployment' as const, namespace: 'kube-system', name: 'ccm' };
+    expect(checkLease(undefined, ref, now, workload, true)).toMatchObject({
+      status: 'pass',
+      message:
+        'Deployment kube-system/ccm runs ccm without leader election (--no-leader-elect): no Lease to hold',
+    });
+    expect(checkLease(undefined, ref, now, workload, false).status).toBe('fail');
+    expect(leaderElectionOff(['run', '--provider=digitalocean', '--no-leader-elect'])).toBe(true);
+    expect(leaderElectionOff(['run', '--leader-elect=false'])).toBe(true);
+    expect(leaderElectionOff(['run', '--no-leader-elect', '--leader-elect'])).toBe(false);
+    expect(leaderElectionOff(['run', '--leader-elect', '--leader-elect-resource-name=x'])).toBe(false);
   });
 });
 
