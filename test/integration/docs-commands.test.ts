@@ -1505,10 +1505,13 @@ describe('the deletion brake (docs/nodes.md, docs/troubleshooting.md) on Digital
 describe('docs/output.md', () => {
   it('ccm version (-o json) names the versions; ccm run --json is a usage error, exit 2', async () => {
     const version = await ok(docLine('docs/output.md', 'ccm version'));
-    expect(version.stdout).toMatch(/^ccm 0\.1\.0 \(Node\.js v24\.\d+\.\d+, linux\/(x64|arm64)\)$/m);
+    expect(version.stdout).toMatch(
+      /^ccm 0\.1\.0 \(commit ([0-9a-f]{12}(-dirty)?|unknown), Node\.js v24\.\d+\.\d+, linux\/(x64|arm64)\)$/m,
+    );
     const json = await ok(docLine('docs/reference/commands.md', 'ccm version -o json'));
     expect(JSON.parse(json.stdout)).toMatchObject({
       version: '0.1.0',
+      commit: expect.stringMatching(/^([0-9a-f]{40}(-dirty)?|unknown)$/),
       node: expect.stringMatching(/^v24\./),
       platform: expect.stringMatching(/^linux\//),
     });

@@ -83,10 +83,17 @@ describe('the ccm image', () => {
     expect(config.config?.Entrypoint).toEqual(['/usr/bin/node', '/app/bin/run.js']);
   });
 
-  it('runs `ccm --version` and `ccm run --help` inside it as that user', () => {
+  it('runs `ccm --version`, `ccm version` (the commit it was built from) and `ccm run --help` inside it as that user', () => {
     expect(inImage('--version')).toMatch(
       new RegExp(`^ccm/${version.replace(/\./g, '\\.')} linux-x64 node-v24\\.`),
     );
+    // The commit `npm run image` built from: this checkout's HEAD (build/commit.mjs).
+    const head = execFileSync('git', ['-C', repo, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+    expect(JSON.parse(inImage('version', '-o', 'json'))).toMatchObject({
+      version,
+      commit: expect.stringMatching(new RegExp(`^${head}(-dirty)?$`)),
+      platform: 'linux/x64',
+    });
     expect(inImage('nodes', 'init', '--help')).toMatch(/Initialise and reconcile every Node/);
     expect(inImage('run', '--help')).toMatch(/USAGE\s+\$ ccm run/);
   });
