@@ -5,8 +5,8 @@
 #   built from Go modules into ~/.cache/ccm-controlplane, and kubectl of the same version (the deploy
 #   page's commands pipe into it);
 # - Debian's openssh-server/-client (the `cluster prepare --ssh` tests), tmux (prompts in a real
-#   terminal), containerd (the image imported as on a Node) and iputils-ping (the routes test's pings
-#   between network namespaces), when missing.
+#   terminal), containerd (the image imported as on a Node), iputils-ping (the routes test's pings
+#   between network namespaces) and zsh and fish (`ccm completion` in each shell), when missing.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
@@ -21,6 +21,7 @@ CCM_K8S_VERSION=1.30.14 bash "$here/controlplane/build.sh" kubeadm
 bash "$here/cluster/cluster.sh" build
 
 # Debian packages: a real sshd and client for the ssh tests, tmux for the prompts in a real terminal,
-# containerd and ctr to import the image as a Node without a registry does, ping for Pod traffic.
+# containerd and ctr to import the image as a Node without a registry does, ping for Pod traffic, the
+# shells `ccm completion` writes for (bash is Debian's own).
 bash "$here/debian-packages.sh" openssh-server:/usr/sbin/sshd openssh-client:ssh tmux:tmux containerd:containerd \
-  iputils-ping:ping
+  iputils-ping:ping zsh:zsh fish:fish

@@ -5,8 +5,8 @@ import { CcmCommandCore } from '../cli/base-command.js';
 export default class Completion extends CcmCommandCore {
   static override summary = 'Print a shell completion script for bash, zsh or fish';
   static override description = [
-    "The script completes ccm's commands, their flags, and the values of --provider, -o and the other flags that take one of a fixed set. It holds all of them: a TAB starts no program, so completing reaches no network, cloud or API server. Print it again after upgrading ccm (the lines below do, in each new shell).",
-    'bash: `source <(ccm completion bash)`, in ~/.bashrc for every shell. zsh: `source <(ccm completion zsh)` in ~/.zshrc, after `autoload -Uz compinit && compinit`. fish: `ccm completion fish | source`, in ~/.config/fish/config.fish.',
+    "The script completes ccm's commands, their flags, and the values of --provider, -o and the other flags that take one of a fixed set. It holds all of them: a TAB starts no program, so completing reaches no network, cloud or API server.",
+    'bash: `source <(ccm completion bash)`, in ~/.bashrc for every new shell. zsh: `source <(ccm completion zsh)` in ~/.zshrc, after `autoload -Uz compinit && compinit`. fish: `ccm completion fish | source`, in ~/.config/fish/config.fish. Loaded so, each new shell prints the script of the ccm it finds, upgraded or not.',
   ].join('\n\n');
   static override examples = [
     '<%= config.bin %> completion bash',
