@@ -11,7 +11,7 @@
  * start, so a completion that ran ccm, Node or anything that reaches a network would fail. The time
  * each completion takes is measured (docs/deploy.md, "Shell completion and version").
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
@@ -151,11 +151,14 @@ describe('bash', () => {
    * One bash (test/fixtures/completion/complete-lines.bash): the docs' line loads the script, `complete
    * -p ccm` says what it registered, then each line is completed as readline would, PATH empty.
    */
-  async function bashAnswers(lines: string[]): Promise<{ registered: string; answers: string[][] }> {
+  async function bashAnswers(
+    lines: string[],
+    env: Record<string, string> = {},
+  ): Promise<{ registered: string; answers: string[][] }> {
     const harness = join(fixtures, 'complete-lines.bash');
     const run = await execa('bash', ['--norc', '--noprofile', harness, ...lines], {
       cwd: work,
-      env: { PATH, HOME: work },
+      env: { PATH, HOME: work, ...env },
       extendEnv: false,
     });
     expect(run.stderr).toBe('');
@@ -179,6 +182,19 @@ describe('bash', () => {
         expect(sorted(reply.map((r) => kept + r.replaceAll('\\*', '*'))), line).toEqual(sorted(expected));
       }
     });
+  });
+
+  it('--flag=value also where = is no word break (COMP_WORDBREAKS changed)', async () => {
+    const { answers } = await bashAnswers(
+      ['ccm nodes init --provider=o', 'ccm run --controllers=cloud-node,r'],
+      {
+        KEEP_EQUALS: '1',
+      },
+    );
+    expect(answers.map(([kept, , , ...reply]) => [kept, ...reply])).toEqual([
+      ['', '--provider=openstack'],
+      ['', '--controllers=cloud-node,route'],
+    ]);
   });
 
   it('escapes *, and puts no space after jsonpath= (its template follows)', async () => {
@@ -242,6 +258,37 @@ describe('zsh', () => {
     } finally {
       await terminal.close();
     }
+  });
+
+  it('saved as _ccm in a folder of $fpath, compinit finds it and the first TAB completes', async () => {
+    const dir = tempDir('ccm-zsh-fpath-');
+    const functions = join(dir, 'functions');
+    mkdirSync(functions);
+    writeFileSync(join(functions, '_ccm'), (await ccm(['completion', 'zsh'])).stdout);
+    const terminal = await shellTerminal(['zsh', '-f', '-i'], { ZDOTDIR: dir });
+    try {
+      await terminal.type(
+        `fpath=(${functions} $fpath); autoload -Uz compinit && compinit -u -d ${dir}/zcompdump; path=()`,
+        'Enter',
+      );
+      await terminal.waitFor('ready> ', undefined, 2);
+      await tabTo(terminal, 'ccm nodes i', 'ccm nodes init');
+      await tabTo(terminal, '--provider=d', 'ccm nodes init --provider=digitalocean');
+    } finally {
+      await terminal.close();
+    }
+  });
+
+  it('sourced before compinit: one line that says to load it, status 1', async () => {
+    const run = await execa('zsh', ['-f', '-c', 'source <(ccm completion zsh)'], {
+      env: { PATH, HOME: work },
+      extendEnv: false,
+      reject: false,
+    });
+    expect(run.exitCode).toBe(1);
+    expect(run.stderr).toBe(
+      "ccm completion: zsh's completion system is not loaded; run 'autoload -Uz compinit && compinit' first",
+    );
   });
 
   /** The answer _ccm_test recorded (the file emptied before the TAB). */

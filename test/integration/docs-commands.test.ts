@@ -89,6 +89,7 @@ const NOT_COMMAND_LINES: Record<string, string> = {
   'ccm 0.1.0 starting: provider digitalocean, controllers cloud-node, cloud-node-lifecycle, service, route, leader election kube-system/cloud-controller-manager, identity cp-1_5f2a91c3':
     "a log line of `ccm run` (docs/run.md); the run.md test compares ccm's own first line with it",
   'ccm help [COMMAND]': "oclif's synopsis, in the command reference's index",
+  'ccm completion [SHELL]': "oclif's synopsis, in the command reference's index",
   'sudo -E': "sudo's option, named in docs/security.md's prose",
 };
 
@@ -99,6 +100,7 @@ const NOT_COMMAND_LINES: Record<string, string> = {
  * the span names (`checkNamed`).
  */
 const NAMED = [
+  'ccm completion',
   'ccm manifests',
   'ccm cluster prepare',
   'ccm manifests --cluster-cidr',
