@@ -56,6 +56,9 @@ const CASES: [line: string, expected: string[] | 'files'][] = [
   ['ccm cluster p', ['prepare']],
   ['ccm help nodes ', ['init', 'list']],
   ['ccm completion ', ['bash', 'zsh', 'fish']],
+  // After a command and its arguments, a TAB lists its flags.
+  ['ccm completion bash ', ['-h', '--help']],
+  ['ccm help nodes init ', ['-n', '--nested-commands', '-h', '--help']],
   ['ccm -', ['-h', '--help', '--version']],
   ['ccm bogus ', []],
   ['ccm nodes init --prov', ['--provider']],
