@@ -6,6 +6,7 @@ import { existsSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:
 import { createRequire } from 'node:module';
 import { join, relative, resolve } from 'node:path';
 import { build } from 'esbuild';
+import { buildCommit } from './commit.mjs';
 
 const pjson = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
 // In the bundle: oclif, what the commands print with (diff, chalk, yaml), what `ccm run` starts with
@@ -177,6 +178,9 @@ const options = {
   target: 'node22',
   external,
   sourcemap: true,
+  // The commit `ccm version` names (src/cli/build-info.ts), recorded now: the image and a package
+  // carry the bundle, not the repository.
+  define: { __CCM_COMMIT__: JSON.stringify(buildCommit(process.cwd())) },
   // oclif is CommonJS: its require() of Node's own modules needs a require in the ES module.
   banner: {
     js:

@@ -7,9 +7,9 @@
 # - Debian's openssh-server/-client (the `cluster prepare --ssh` tests), tmux (prompts in a real
 #   terminal), containerd (the image imported as on a Node), iputils-ping (the routes test's pings
 #   between network namespaces), qemu-user-static (the image test runs the arm64 image under it),
-#   binutils (readelf: `npm run image` reads the libraries node links) and skopeo (the image index),
-#   when missing. `npm run image` itself installs buildah and adds Debian's arm64 architecture (for
-#   apt-get download) when missing.
+#   binutils (readelf: `npm run image` reads the libraries node links), skopeo (the image index), and
+#   zsh and fish (`ccm completion` in each shell), when missing. `npm run image` itself installs
+#   buildah and adds Debian's arm64 architecture (for apt-get download) when missing.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
@@ -28,6 +28,7 @@ bash "$here/cluster/cluster.sh" build
 # Debian packages: a real sshd and client for the ssh tests, tmux for the prompts in a real terminal,
 # containerd and ctr to import the image as a Node without a registry does, ping for Pod traffic,
 # qemu-user-static to run the image of the other architecture, readelf to build the image, skopeo for
-# the deploy page's line that shows the image index.
+# the deploy page's line that shows the image index, the shells `ccm completion` writes for (bash is
+# Debian's own).
 bash "$here/debian-packages.sh" openssh-server:/usr/sbin/sshd openssh-client:ssh tmux:tmux containerd:containerd \
-  iputils-ping:ping qemu-user-static:qemu-aarch64-static binutils:readelf skopeo:skopeo
+  iputils-ping:ping qemu-user-static:qemu-aarch64-static binutils:readelf skopeo:skopeo zsh:zsh fish:fish

@@ -82,13 +82,11 @@ export const globalFlags = {
 };
 
 /**
- * What every command shares: the global flags, `--flag=false`, and errors as one line on stderr with
- * the right exit code and no stack trace (unless --log-level=debug). A command with a result to
- * print extends BaseCommand; `ccm run`, which logs until it is stopped, extends this.
+ * What every command shares but the global flags: `--flag=false`, and errors as one line on stderr
+ * with the right exit code and no stack trace (unless --log-level=debug). `ccm completion`, which
+ * has nothing to do with a cluster or a cloud, extends this.
  */
-export abstract class CcmCommand extends Command {
-  static override baseFlags = globalFlags;
-
+export abstract class CcmCommandCore extends Command {
   /**
    * Boolean flags also take `--name=false` / `--name=true` (and the rest of what Go's ParseBool
    * takes), the spelling of the reference controllers (e.g. `--leader-elect=false`), which oclif alone
@@ -146,6 +144,15 @@ export abstract class CcmCommand extends Command {
     // error came gets the backstop's second at most.
     endProcess(err.name === 'CLIError' || isParseError(err) ? EXIT_USAGE : exitCodeFor(err));
   }
+}
+
+/**
+ * What every command shares: the global flags, and CcmCommandCore's flag values and error lines. A
+ * command with a result to print extends BaseCommand; `ccm run`, which logs until it is stopped,
+ * extends this.
+ */
+export abstract class CcmCommand extends CcmCommandCore {
+  static override baseFlags = globalFlags;
 }
 
 /**

@@ -8,6 +8,7 @@ import { execute } from '@oclif/core/execute';
 import type { Logger } from '@oclif/core/interfaces';
 import { settings } from '@oclif/core/settings';
 import ClusterPrepare from '../commands/cluster/prepare.js';
+import Completion from '../commands/completion.js';
 import Doctor from '../commands/doctor.js';
 import Help from '../commands/help.js';
 import Manifests from '../commands/manifests.js';
@@ -24,6 +25,7 @@ export { CcmHelp } from './help.js';
 
 export const COMMANDS = {
   'cluster:prepare': ClusterPrepare,
+  completion: Completion,
   doctor: Doctor,
   help: Help,
   manifests: Manifests,

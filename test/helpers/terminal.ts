@@ -121,7 +121,8 @@ export class Terminal {
   async type(...keys: string[]): Promise<void> {
     for (const key of keys) {
       const literal = !(key.length > 1 && /^[A-Z]/.test(key));
-      await tmux(this.dir, ['send-keys', '-t', this.session, ...(literal ? ['-l', key] : [key])]);
+      // `--` before a literal: text that starts with `-` (`--provider=o`) is no option of tmux's.
+      await tmux(this.dir, ['send-keys', '-t', this.session, ...(literal ? ['-l', '--', key] : [key])]);
     }
   }
 

@@ -93,6 +93,7 @@ const NOT_COMMAND_LINES: Record<string, string> = {
   'ccm 0.1.0 starting: provider digitalocean, controllers cloud-node, cloud-node-lifecycle, service, route, leader election kube-system/cloud-controller-manager, identity cp-1_5f2a91c3':
     "a log line of `ccm run` (docs/run.md); the run.md test compares ccm's own first line with it",
   'ccm help [COMMAND]': "oclif's synopsis, in the command reference's index",
+  'ccm completion [SHELL]': "oclif's synopsis, in the command reference's index",
   'sudo -E': "sudo's option, named in docs/security.md's prose",
 };
 
@@ -103,6 +104,7 @@ const NOT_COMMAND_LINES: Record<string, string> = {
  * the span names (`checkNamed`).
  */
 const NAMED = [
+  'ccm completion',
   'ccm manifests',
   'ccm cluster prepare',
   'ccm manifests --cluster-cidr',
@@ -1629,10 +1631,13 @@ describe('the deletion brake (docs/nodes.md, docs/troubleshooting.md) on Digital
 describe('docs/output.md', () => {
   it('ccm version (-o json) names the versions; ccm run --json is a usage error, exit 2', async () => {
     const version = await ok(docLine('docs/output.md', 'ccm version'));
-    expect(version.stdout).toMatch(/^ccm 0\.1\.0 \(Node\.js v24\.\d+\.\d+, linux\/(x64|arm64)\)$/m);
+    expect(version.stdout).toMatch(
+      /^ccm 0\.1\.0 \(commit ([0-9a-f]{12}(-dirty)?|unknown), Node\.js v24\.\d+\.\d+, linux\/(x64|arm64)\)$/m,
+    );
     const json = await ok(docLine('docs/reference/commands.md', 'ccm version -o json'));
     expect(JSON.parse(json.stdout)).toMatchObject({
       version: '0.1.0',
+      commit: expect.stringMatching(/^([0-9a-f]{40}(-dirty)?|unknown)$/),
       node: expect.stringMatching(/^v24\./),
       platform: expect.stringMatching(/^linux\//),
     });
@@ -1745,6 +1750,93 @@ describe('docs/output.md', () => {
         typeof answer === 'string' ? answer : expect.stringMatching(answer),
       ]);
     }
+  });
+});
+
+// --- docs/deploy.md, "Shell completion and version" ----------------------------------------------------
+
+describe('docs/deploy.md: shell completion and version (Node 20)', () => {
+  const page = 'docs/deploy.md';
+  const deploy = (line: string) => docLine(page, line);
+
+  /** A zsh or fish block's lines, run in that shell as the page says, then `check` (this test's own). */
+  async function inShell(program: 'zsh' | 'fish', lines: string[], check: string): Promise<Shell> {
+    for (const line of lines) ran.add(line);
+    // The reader's environment for a line of the page (ccm on PATH, Node 20 first).
+    const { cwd, env } = command('ccm version', { page });
+    const script = [...lines, check].join('\n');
+    const r = await execa(program, program === 'zsh' ? ['-f', '-c', script] : ['--no-config', '-c', script], {
+      cwd,
+      env,
+      extendEnv: false,
+      reject: false,
+      stdin: 'ignore',
+      timeout: 120_000,
+    });
+    return { code: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr), ran: script };
+  }
+
+  it('bash: the script in this shell, and from ~/.bashrc in every new one; its function completes', async () => {
+    const load = deploy('source <(ccm completion bash)');
+    expect(pagesOf(load)).toContain('docs/reference/commands.md');
+    await ok(load);
+    const here = await ok('complete -p ccm', { before: [load], notDocs: true, page });
+    expect(here.stdout).toBe('complete -F _ccm ccm');
+    const bashrc = join(home, '.bashrc');
+    rmSync(bashrc, { force: true });
+    try {
+      await ok(deploy("echo 'source <(ccm completion bash)' >> ~/.bashrc"));
+      expect(readFileSync(bashrc, 'utf8')).toBe('source <(ccm completion bash)\n');
+      // A new interactive bash (-i reads ~/.bashrc): ccm's completion is there, and answers.
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion, not a JS template
+      const check = 'complete -p ccm; COMP_WORDS=(ccm nodes i); COMP_CWORD=2; _ccm; echo "${COMPREPLY[*]}"';
+      const next = await ok(`bash -i -c '${check}'`, { notDocs: true, page });
+      expect(next.stdout.split('\n')).toEqual(['complete -F _ccm ccm', 'init']);
+    } finally {
+      rmSync(bashrc, { force: true });
+    }
+  });
+
+  it('zsh: compinit, then the script; compsys completes ccm with it', async () => {
+    const r = await inShell(
+      'zsh',
+      [deploy('autoload -Uz compinit && compinit'), deploy('source <(ccm completion zsh)')],
+      'print -r -- $_comps[ccm]',
+    );
+    expect(r.code, `${r.ran}\n${r.stderr}`).toBe(0);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe('_ccm');
+  });
+
+  it('fish: the script piped into source; fish completes ccm with it', async () => {
+    const r = await inShell('fish', [deploy('ccm completion fish | source')], 'complete -C"ccm nodes i"');
+    expect(r.code, `${r.ran}\n${r.stderr}`).toBe(0);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toMatch(/^init\tInitialise and reconcile every Node/);
+  });
+
+  it('another shell is refused in the one line the page quotes, exit 2', async () => {
+    const answer = 'ccm: no completion for "tcsh"; completion takes bash, zsh or fish';
+    expect(readFileSync(join(root, page), 'utf8').replace(/\s+/g, ' ')).toContain(answer);
+    const r = await shell(deploy('ccm completion tcsh'));
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe(answer);
+  });
+
+  it("ccm version names the commit as the page's example does; -o json its fields; ccm --version agrees", async () => {
+    const line =
+      /^ccm 0\.1\.0 \(commit ([0-9a-f]{12}(-dirty)?|unknown), Node\.js v24\.\d+\.\d+, linux\/(x64|arm64)\)$/;
+    const text = readFileSync(join(root, page), 'utf8');
+    expect(text.split('\n').filter((l) => line.test(l))).toHaveLength(1);
+    const version = await ok(deploy('ccm version'));
+    expect(version.stdout).toMatch(line);
+    const json = JSON.parse((await ok(deploy('ccm version -o json'))).stdout) as Record<string, string>;
+    expect(Object.keys(json)).toEqual(['version', 'commit', 'node', 'platform']);
+    expect(version.stdout).toContain(`(commit ${json.commit?.replace(/^([0-9a-f]{12})[0-9a-f]+/, '$1')},`);
+    const flag = await ok(docLine('docs/deploy.md', 'ccm --version'));
+    expect(flag.stdout).toBe(`ccm/${json.version} ${json.platform?.replace('/', '-')} node-${json.node}`);
+    expect(text).toContain('`ccm/0.1.0 linux-x64 node-v24.21.0`');
   });
 });
 

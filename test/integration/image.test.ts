@@ -241,7 +241,7 @@ describe.each(ARCHES)('the linux/%s image', (arch) => {
     expect(got.split(' ')[0]).toBe(want);
   });
 
-  it('runs its node, `ccm --version`, `ccm nodes init --help` and `ccm run --help` as that user', () => {
+  it('runs its node, `ccm --version`, `ccm version` (the commit it was built from), `ccm nodes init --help` and `ccm run --help` as that user', () => {
     const node = inImage(arch, [
       '/usr/bin/node',
       '-p',
@@ -253,6 +253,13 @@ describe.each(ARCHES)('the linux/%s image', (arch) => {
         `^ccm/${version.replace(/\./g, '\\.')} ${PLATFORMS[arch].npm} node-v${nodeVersion.replace(/\./g, '\\.')}\\n`,
       ),
     );
+    // The commit `npm run image` built from: this checkout's HEAD (build/commit.mjs).
+    const head = execFileSync('git', ['-C', repo, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+    expect(JSON.parse(ccmIn(arch, 'version', '-o', 'json'))).toMatchObject({
+      version,
+      commit: expect.stringMatching(new RegExp(`^${head}(-dirty)?$`)),
+      platform: PLATFORMS[arch].npm.replace('-', '/'),
+    });
     expect(ccmIn(arch, 'nodes', 'init', '--help')).toMatch(/Initialise and reconcile every Node/);
     expect(ccmIn(arch, 'run', '--help')).toMatch(/USAGE\s+\$ ccm run/);
   });

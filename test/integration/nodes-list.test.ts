@@ -133,7 +133,7 @@ describe('kubectl reflexes', () => {
     expect(help.exitCode).toBe(0);
     expect(help.stdout).toMatch(/^List every Node beside its cloud instance/);
     const version = await ccm(['version']);
-    expect(version.stdout).toMatch(/^ccm \d+\.\d+\.\d+ \(Node\.js v\d+/);
+    expect(version.stdout).toMatch(/^ccm \d+\.\d+\.\d+ \(commit [^,]+, Node\.js v\d+/);
     expect(JSON.parse((await ccm(['version', '-o', 'json'])).stdout)).toMatchObject({
       version: expect.stringMatching(/^\d+\.\d+\.\d+/),
       node: process.version,
