@@ -1,7 +1,7 @@
 /**
  * A DigitalOcean API (v2) on 127.0.0.1 for tests: droplets, load balancers that move from new to
- * active, the account, pagination (per_page, page, links.pages, meta.total), rate-limit headers and
- * the burst limit, and injectable faults. Written from DigitalOcean's OpenAPI document. When the document
+ * active, the account, pagination (per_page, page, links.pages, meta.total), the rate limits per token
+ * (250 a minute, 5,000 an hour, with their headers and 429s: rateLimit), and injectable faults. Written from DigitalOcean's OpenAPI document. When the document
  * is found (openapi.ts), every request and every response is checked against it and each mismatch is kept
  * in `specViolations`; what breaks the simulator's own rules is kept in `violations` either way.
  */
@@ -107,8 +107,10 @@ export interface SimulatorOptions {
   token?: string;
   /** GETs of a new load balancer before it is active; default 1. */
   lbActivationPolls?: number;
-  /** Requests per minute before 429 (DigitalOcean's burst limit); default 250. */
+  /** Requests per minute and token before 429 (DigitalOcean's burst limit); default 250. */
   burstLimitPerMinute?: number;
+  /** Requests per hour and token before 429 (the `ratelimit-limit` header); default 5,000. */
+  limitPerHour?: number;
   /**
    * How long a load balancer refuses changes after each change (it "processes previous actions");
    * default 200 ms, so a client that sends two changes back to back meets the refusal.
@@ -145,6 +147,13 @@ export class DigitalOceanSimulator {
   private readonly accounts = new Map<string, DigitalOceanSimulator>();
   /** More tokens of this same account (`Authorization` headers), as a rotated personal access token. */
   private readonly moreTokens = new Set<string>();
+  /**
+   * The rate limits' count, per token (its `Authorization` header): when each request it was
+   * answered for arrived (Date.now()), oldest first, kept for an hour. See rateLimit.
+   */
+  private readonly counted = new Map<string, number[]>();
+  /** The ratelimit-* headers worked out for each request when it arrived (send adds them). */
+  private readonly limitHeaders = new WeakMap<RecordedRequest, Record<string, string>>();
   /**
    * While true, a load balancer stays `new` however often it is read: DigitalOcean takes minutes to
    * build one, and its official controller answers "load-balancer is not yet active" until then
@@ -191,6 +200,7 @@ export class DigitalOceanSimulator {
   reset(): void {
     this.accounts.clear();
     this.moreTokens.clear();
+    this.counted.clear();
     this.requests.length = 0;
     this.droplets.clear();
     this.loadBalancers.clear();
@@ -334,9 +344,15 @@ export class DigitalOceanSimulator {
     if (authorization !== `Bearer ${this.token}` && !this.moreTokens.has(authorization)) {
       return this.send(res, record, checked?.operation, { status: 401, body: errorBody(401) });
     }
-    const burst = this.burstWait(record.at);
-    if (burst !== undefined) {
-      return this.send(res, record, checked?.operation, { status: 429, body: errorBody(429) }, burst);
+    const limited = this.rateLimit(authorization, record);
+    if (limited) {
+      return this.send(
+        res,
+        record,
+        checked?.operation,
+        { status: 429, body: errorBody(429) },
+        limited.retryAfterSeconds,
+      );
     }
 
     const page = Number(url.searchParams.get('page') ?? '1');
@@ -393,7 +409,7 @@ export class DigitalOceanSimulator {
   ): void {
     const headers: Record<string, string> = {
       'content-type': 'application/json; charset=utf-8',
-      ...this.rateLimitHeaders(record.at),
+      ...(this.limitHeaders.get(record) ?? this.rateLimitHeaders([], record.at)),
       ...(retryAfterSeconds !== undefined ? { 'retry-after': String(retryAfterSeconds) } : {}),
     };
     if (this.spec && operation) {
@@ -409,24 +425,65 @@ export class DigitalOceanSimulator {
     }
   }
 
-  /** ratelimit-* as DigitalOcean sends them: 5,000 an hour, each request counted for an hour. */
-  private rateLimitHeaders(now: number): Record<string, string> {
-    const hour = this.requests.filter((r) => r.at > now - 3_600_000);
-    const oldest = hour[0]?.at ?? now;
-    return {
-      'ratelimit-limit': '5000',
-      'ratelimit-remaining': String(Math.max(0, 5000 - hour.length)),
-      'ratelimit-reset': String(Math.ceil((oldest + 3_600_000) / 1000)),
-    };
+  /**
+   * DigitalOcean's rate limits, from the "Rate Limit" section of its OpenAPI document
+   * (info.description): "Requests through the API are rate limited per OAuth token", "5,000 requests
+   * per hour" and "250 requests per minute (5% of the hourly total)"; "each request contributes toward
+   * the ratelimit-remaining count for one complete hour after the request is made" (a sliding window,
+   * not a reset on the hour); ratelimit-limit is the requests an hour, ratelimit-reset the Unix time
+   * at which the oldest counted request expires. Over either limit the answer is 429 with the
+   * `too_many_requests` body ("Sample Rate Exceeded Response", components.responses.too_many_requests)
+   * and ratelimit-remaining 0 ("ratelimit-remaining reaching zero can also indicate that the burst
+   * limit of 250 requests per minute limit was met"); only a burst 429 carries retry-after ("More rate
+   * limiting information is returned only within burst limit error response headers"). godo reads the
+   * same three headers from every answer, errors included (godo.go `Rate`, `populateRate`;
+   * godo_test.go TestDo_rateLimit_errorResponse), and CheckResponse turns the 429 body into its
+   * ErrorResponse.
+   *
+   * The document does not say whether a refused request counts: here it does not, so a client that
+   * waits retry-after is served. A request whose token is refused (401) counts for no token.
+   *
+   * Returns the refusal, or undefined once the request is counted; the headers are kept for send.
+   */
+  private rateLimit(
+    authorization: string,
+    record: RecordedRequest,
+  ): { retryAfterSeconds?: number } | undefined {
+    const now = record.at;
+    let times = this.counted.get(authorization);
+    if (!times) {
+      times = [];
+      this.counted.set(authorization, times);
+    }
+    const expired = times.findIndex((t) => t > now - 3_600_000);
+    times.splice(0, expired === -1 ? times.length : expired);
+    const perHour = this.options.limitPerHour ?? 5000;
+    const perMinute = this.options.burstLimitPerMinute ?? 250;
+    if (times.length >= perHour) {
+      this.limitHeaders.set(record, { ...this.rateLimitHeaders(times, now), 'ratelimit-remaining': '0' });
+      return {};
+    }
+    const minuteStart = times.findIndex((t) => t > now - 60_000);
+    const inMinute = minuteStart === -1 ? 0 : times.length - minuteStart;
+    if (inMinute >= perMinute) {
+      // Free again when the request perMinute places back expires from the minute.
+      const freedAt = (times[times.length - perMinute] ?? now) + 60_000;
+      this.limitHeaders.set(record, { ...this.rateLimitHeaders(times, now), 'ratelimit-remaining': '0' });
+      return { retryAfterSeconds: Math.max(1, Math.ceil((freedAt - now) / 1000)) };
+    }
+    times.push(now);
+    this.limitHeaders.set(record, this.rateLimitHeaders(times, now));
+    return undefined;
   }
 
-  /** Seconds to wait when this request is over the burst limit (250 a minute). */
-  private burstWait(now: number): number | undefined {
-    const limit = this.options.burstLimitPerMinute ?? 250;
-    const minute = this.requests.filter((r) => r.at > now - 60_000);
-    if (minute.length <= limit) return undefined;
-    const oldest = minute[minute.length - limit - 1]?.at ?? now;
-    return Math.max(1, Math.ceil((oldest + 60_000 - now) / 1000));
+  /** ratelimit-* for a token's counted requests (oldest first) at `now`. */
+  private rateLimitHeaders(times: readonly number[], now: number): Record<string, string> {
+    const perHour = this.options.limitPerHour ?? 5000;
+    return {
+      'ratelimit-limit': String(perHour),
+      'ratelimit-remaining': String(Math.max(0, perHour - times.length)),
+      'ratelimit-reset': String(Math.ceil(((times[0] ?? now) + 3_600_000) / 1000)),
+    };
   }
 
   /**

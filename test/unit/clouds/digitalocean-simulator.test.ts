@@ -3,7 +3,7 @@
  * show that a request or a response off the document is caught, so "zero violations" in the other
  * test files means something.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { specViolations } from '../../clouds/digitalocean/openapi.js';
 import { DigitalOceanSimulator, OPERATIONS } from '../../clouds/digitalocean/server.js';
 import { conformsToDigitalOceanOpenApi, withDigitalOceanOpenApi } from '../../helpers/openapi.js';
@@ -18,6 +18,9 @@ afterAll(async () => {
 beforeEach(() => {
   sim.reset();
   sim.takeViolations();
+});
+afterEach(() => {
+  vi.useRealTimers();
 });
 
 async function call(method: string, path: string, body?: unknown, token = sim.token) {
@@ -38,18 +41,95 @@ describe('DigitalOcean simulator', () => {
     const res = await call('GET', '/v2/droplets/77', undefined, 'wrong');
     expect(res.status).toBe(401);
     expect(res.body).toMatchObject({ id: 'unauthorized', message: 'Unable to authenticate you.' });
+    // A refused token is no token the limits count for: its answer shows a whole hour left.
     expect(res.headers.get('ratelimit-limit')).toBe('5000');
-    expect(res.headers.get('ratelimit-remaining')).toBe('4999');
+    expect(res.headers.get('ratelimit-remaining')).toBe('5000');
     expect(Number(res.headers.get('ratelimit-reset'))).toBeGreaterThan(Date.now() / 1000);
     expect(sim.takeViolations()).toEqual([]);
   });
 
-  it('enforces the burst limit with 429 and retry-after', async () => {
+  it('counts every answered request in ratelimit-remaining, for an hour from the oldest', async () => {
+    const first = await call('GET', '/v2/account');
+    const second = await call('GET', '/v2/droplets/77'); // a 404 counts too
+    expect(second.status).toBe(404);
+    expect(first.headers.get('ratelimit-remaining')).toBe('4999');
+    expect(second.headers.get('ratelimit-remaining')).toBe('4998');
+    const firstAt = sim.requests[0]?.at ?? 0;
+    expect(second.headers.get('ratelimit-reset')).toBe(String(Math.ceil((firstAt + 3_600_000) / 1000)));
+  });
+
+  it('enforces the burst limit with the real 429: body, ratelimit-remaining 0, retry-after', async () => {
     for (let i = 0; i < 3; i++) expect((await call('GET', '/v2/account')).status).toBe(200);
     const limited = await call('GET', '/v2/account');
     expect(limited.status).toBe(429);
+    expect(limited.body).toMatchObject({ id: 'too_many_requests', message: 'API Rate limit exceeded.' });
+    expect(limited.headers.get('ratelimit-limit')).toBe('5000');
+    expect(limited.headers.get('ratelimit-remaining')).toBe('0');
+    expect(Number(limited.headers.get('ratelimit-reset'))).toBeGreaterThan(Date.now() / 1000);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(59);
+    expect(Number(limited.headers.get('retry-after'))).toBeLessThanOrEqual(60);
     expect(sim.takeViolations()).toEqual([]);
+  });
+
+  it('counts per token: a second token of the same account has its own minute', async () => {
+    sim.acceptToken('dop_v1_second');
+    for (let i = 0; i < 3; i++) expect((await call('GET', '/v2/account')).status).toBe(200);
+    expect((await call('GET', '/v2/account')).status).toBe(429);
+    const other = await call('GET', '/v2/account', undefined, 'dop_v1_second');
+    expect(other.status).toBe(200);
+    expect(other.headers.get('ratelimit-remaining')).toBe('4999');
+  });
+
+  it('slides the minute: a request is served again once the oldest leaves it, and a refused one is not counted', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(Date.UTC(2026, 0, 1, 12, 0, 0));
+    expect((await call('GET', '/v2/account')).status).toBe(200);
+    vi.setSystemTime(Date.UTC(2026, 0, 1, 12, 0, 30));
+    expect((await call('GET', '/v2/account')).status).toBe(200);
+    expect((await call('GET', '/v2/account')).status).toBe(200);
+    const refused = await call('GET', '/v2/account');
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('30');
+    expect((await call('GET', '/v2/account')).status).toBe(429);
+    // 12:01:01: the request of 12:00:00 has left the minute, the refused ones never were in it.
+    vi.setSystemTime(Date.UTC(2026, 0, 1, 12, 1, 1));
+    expect((await call('GET', '/v2/account')).status).toBe(200);
+    expect((await call('GET', '/v2/account')).status).toBe(429);
+  });
+
+  it('enforces the hourly limit with 429 and no retry-after, until the oldest request expires', async () => {
+    const hourly = await DigitalOceanSimulator.start({ burstLimitPerMinute: 100, limitPerHour: 3 });
+    try {
+      vi.useFakeTimers({ toFake: ['Date'] });
+      const t0 = Date.UTC(2026, 0, 1, 12, 0, 0);
+      const get = async () => {
+        const res = await fetch(`${hourly.url}/v2/account`, {
+          headers: { authorization: `Bearer ${hourly.token}` },
+        });
+        return { status: res.status, headers: res.headers, body: await res.json() };
+      };
+      for (let i = 0; i < 3; i++) {
+        vi.setSystemTime(t0 + i * 600_000); // 12:00, 12:10, 12:20: never a burst
+        const ok = await get();
+        expect(ok.status).toBe(200);
+        expect(ok.headers.get('ratelimit-limit')).toBe('3');
+        expect(ok.headers.get('ratelimit-remaining')).toBe(String(2 - i));
+      }
+      vi.setSystemTime(t0 + 1_800_000);
+      const refused = await get();
+      expect(refused.status).toBe(429);
+      expect(refused.body).toMatchObject({ id: 'too_many_requests' });
+      expect(refused.headers.get('ratelimit-remaining')).toBe('0');
+      expect(refused.headers.get('ratelimit-reset')).toBe(String((t0 + 3_600_000) / 1000));
+      expect(refused.headers.get('retry-after')).toBeNull();
+      vi.setSystemTime(t0 + 3_600_001);
+      const again = await get();
+      expect(again.status).toBe(200);
+      expect(again.headers.get('ratelimit-reset')).toBe(String((t0 + 600_000 + 3_600_000) / 1000));
+      expect(hourly.takeViolations()).toEqual([]);
+    } finally {
+      await hourly.stop();
+    }
   });
 
   withDigitalOceanOpenApi(
