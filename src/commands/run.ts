@@ -60,10 +60,14 @@ export default class Run extends CcmCommand {
     }),
     ...brakeFlags,
     'cloud-qps': Flags.string({
-      description: 'Cloud requests per second, shared by all controllers (work waits, never fails)',
-      default: '1',
+      description:
+        "Cloud HTTP requests per second (each attempt, each page), shared by all controllers (work waits, never fails); default: the cloud's published limit (digitalocean 1.34), else 1",
     }),
-    'cloud-burst': Flags.integer({ description: 'Cloud requests allowed in a burst', default: 10, min: 1 }),
+    'cloud-burst': Flags.integer({
+      description:
+        "Cloud HTTP requests allowed in a burst; default: within the cloud's published limit (digitalocean 150), else 10",
+      min: 1,
+    }),
     'leader-elect': Flags.boolean({
       description: 'Run only while holding the leader Lease',
       default: true,
@@ -176,9 +180,10 @@ export default class Run extends CcmCommand {
   async run(): Promise<void> {
     // `--leader-elect=false` (the Kubernetes spelling) is mapped by CcmCommand.init().
     const { flags } = await this.parse(Run);
-    const qps = Number(flags['cloud-qps']);
-    if (!(qps > 0))
-      throw flagValueError('cloud-qps', 'a number above 0 such as 0.5 or 2', flags['cloud-qps']);
+    const qpsFlag = flags['cloud-qps'];
+    const qps = qpsFlag === undefined ? undefined : Number(qpsFlag);
+    if (qpsFlag !== undefined && !(Number(qpsFlag) > 0))
+      throw flagValueError('cloud-qps', 'a number above 0 such as 0.5 or 2', qpsFlag);
     const { startRun } = await import('../cli/run.js');
     // One shutdown, whatever comes after: a terminal's Ctrl-C reaches both this process and the
     // Node 20 wrapper of bin/run.js, which passes it on, and the second must not end the process
@@ -233,8 +238,8 @@ export default class Run extends CcmCommand {
             }
           : {}),
       },
-      cloudQps: qps,
-      cloudBurst: flags['cloud-burst'],
+      ...(qps !== undefined ? { cloudQps: qps } : {}),
+      ...(flags['cloud-burst'] !== undefined ? { cloudBurst: flags['cloud-burst'] } : {}),
       leaderElect: flags['leader-elect'],
       lease: {
         durationMs: duration('leader-elect-lease-duration', flags['leader-elect-lease-duration']),

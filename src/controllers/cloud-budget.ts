@@ -35,7 +35,8 @@ export class TokenBucket {
     const turn = this.tail.then(async () => {
       this.refill();
       if (this.tokens < 1) {
-        const waitMs = ((1 - this.tokens) / this.qps) * 1000;
+        // A hold (below) puts `last` in the future: nothing refills before it.
+        const waitMs = Math.max(0, this.last - this.now()) + ((1 - this.tokens) / this.qps) * 1000;
         await new Promise((r) => setTimeout(r, waitMs));
         this.refill();
       }
@@ -45,8 +46,21 @@ export class TokenBucket {
     return turn.then(() => this.now() - started);
   }
 
+  /**
+   * The cloud answered "too many requests, retry in `ms`" (429 with Retry-After or ratelimit-reset):
+   * the budget is empty for everyone until then, and refills from then on, with no burst saved up
+   * meanwhile. Without this, every other request queued behind it would be sent and refused too.
+   */
+  hold(ms: number): void {
+    if (!(ms > 0)) return;
+    this.refill();
+    this.tokens = Math.min(this.tokens, 0);
+    this.last = Math.max(this.last, this.now() + ms);
+  }
+
   private refill(): void {
     const now = this.now();
+    if (now <= this.last) return;
     this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.qps);
     this.last = now;
   }

@@ -83,6 +83,8 @@ export interface HttpClientOptions {
   mayWrite?: () => boolean;
   /** The shared request budget (ProviderDeps.takeToken): waited for before each attempt. */
   takeToken?: () => Promise<void>;
+  /** A rate-limit answer (429, 420) and how long the cloud asked to wait (ProviderDeps.rateLimited). */
+  onRateLimited?: (waitMs: number) => void;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** How requests are sent; default: one node:https keep-alive pool for the process. */
   transport?: Transport;
@@ -308,6 +310,8 @@ export class HttpClient {
         );
 
       const code = res?.status;
+      if (code !== undefined && RATE_LIMITS.includes(code))
+        this.options.onRateLimited?.(wait ?? this.backoff(attempt));
       const rateLimited =
         code !== undefined && RATE_LIMITS.includes(code) && this.retryStatuses.includes(code);
       // A 5xx or a lost connection on a POST may have created something: only rate limits are safe to repeat.

@@ -438,6 +438,11 @@ export interface ProviderDefinition {
   readonly officialControllers?: readonly OfficialController[];
   /** Why there is nothing to migrate from, when officialControllers is empty. */
   readonly noOfficialController?: string;
+  /**
+   * `ccm run`'s default request budget (--cloud-qps, --cloud-burst) where the cloud publishes its
+   * limits, with what they are in words; absent: 1 a second, bursts of 10.
+   */
+  readonly requestBudget?: { readonly qps: number; readonly burst: number };
 }
 
 export interface AnnotationDoc {
@@ -475,6 +480,12 @@ export interface ProviderDeps {
    * wrapper then takes no token per operation (an operation is several requests).
    */
   takeToken?: () => Promise<void>;
+  /**
+   * The cloud refused a request for its rate limit and asked to wait `waitMs` (Retry-After,
+   * DigitalOcean's ratelimit-reset): the shared budget holds every request meanwhile. Pass it to the
+   * API's HttpClient (`onRateLimited`) with takeToken.
+   */
+  rateLimited?: (waitMs: number) => void;
   /**
    * Where the edge took a field's value from (or, for a field without one, where the operator's
    * Secret would hold it), in words an error line can name: "key vpc-id of Secret kube-system/do",

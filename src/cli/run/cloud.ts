@@ -13,6 +13,10 @@ import type { RunPhase } from './types.js';
 /** After how long a start-up cloud request still unanswered is said: as a one-pass command's, on a terminal. */
 const START_WAIT_NOTICE_MS = 3000;
 
+/** The budget of a cloud that publishes no limits (ProviderDefinition.requestBudget): --cloud-qps, --cloud-burst. */
+export const DEFAULT_CLOUD_QPS = 1;
+export const DEFAULT_CLOUD_BURST = 10;
+
 /**
  * The cloud request budget every controller shares. Its waits are counted once the metrics exist:
  * they are made after the provider, which takes `takeToken` when it is built.
@@ -29,6 +33,14 @@ export class CloudBudget {
   readonly takeToken = async (): Promise<void> => {
     const waited = await this.bucket.take();
     this.waitSeconds?.inc(waited / 1000);
+  };
+
+  /**
+   * The cloud refused a request for its rate limit: nothing is sent until the wait it asked for is
+   * over, at most a minute (an hour-long reset is probed once a minute, not waited out in silence).
+   */
+  readonly rateLimited = (waitMs: number): void => {
+    this.bucket.hold(Math.min(waitMs, 60_000));
   };
 
   countWaitsIn(counter: { inc(seconds: number): void }): void {

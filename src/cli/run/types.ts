@@ -17,8 +17,9 @@ export interface RunInput {
   version?: string;
   controllers: string;
   controllerOptions: ControllerOptions;
-  cloudQps: number;
-  cloudBurst: number;
+  /** The shared request budget; absent: the provider's (ProviderDefinition.requestBudget), else 1 and 10. */
+  cloudQps?: number;
+  cloudBurst?: number;
   leaderElect: boolean;
   lease: {
     durationMs: number;

@@ -32,6 +32,10 @@ export interface DigitalOceanClientOptions {
   onCloudCall?: (what: string) => void;
   /** The leader gate for requests that change the cloud (ProviderDeps.mayWrite). */
   mayWrite?: () => boolean;
+  /** The shared request budget (ProviderDeps.takeToken): one token per request sent, retries and pages included. */
+  takeToken?: () => Promise<void>;
+  /** The shared budget's hold on a 429 (ProviderDeps.rateLimited). */
+  rateLimited?: (waitMs: number) => void;
   /** Where the token came from (ProviderDeps.origin), for the line of a refusal. */
   tokenFrom?: string;
   /** Seams for tests: timers, backoff, retries. */
@@ -134,6 +138,8 @@ export class DigitalOceanClient {
       describeError: describeDigitalOceanError,
       onRequest: (info) => options.onCloudCall?.(`${info.method} ${info.path}`),
       ...(options.mayWrite ? { mayWrite: options.mayWrite } : {}),
+      ...(options.takeToken ? { takeToken: options.takeToken } : {}),
+      ...(options.rateLimited ? { onRateLimited: options.rateLimited } : {}),
     });
     this.sleep = options.http?.sleep ?? ((ms, signal) => delay(ms, undefined, { signal }));
   }

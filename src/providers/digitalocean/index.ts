@@ -8,6 +8,23 @@ import { credentials, DEFAULT_TIMEOUT_SECONDS } from './credentials.js';
 import { DropletMemo, dropletInstances, SCHEME } from './instances.js';
 import { doLoadBalancers, type LoadBalancerPlacement } from './load-balancers.js';
 
+/**
+ * `ccm run`'s default budget on DigitalOcean, from its published limits per token: 5,000 requests an
+ * hour and 250 a minute (OpenAPI document, info.description "Rate Limit"; each request counts for a
+ * sliding hour). A token bucket of rate r and size b, full at the start, lets through at most
+ * b + r·T requests in any window of T seconds. So both limits hold when
+ *   b + 60·r ≤ 250    (the minute)    and    b + 3600·r ≤ 5000    (the hour).
+ * The sustained rate can only be 5000/3600 = 1.389 a second with no burst at all; r = 1.34 leaves
+ * b ≤ 176 for the hour and b ≤ 169 for the minute. b = 150 keeps a margin on both for requests that
+ * arrive closer together than they left (latency jitter): at most 230 in any minute (20 under the
+ * limit), 4,974 in any hour (26 under). The same token used by anything else (DigitalOcean's CSI
+ * driver, a person's doctl) shares those limits: lower --cloud-qps / --cloud-burst for it.
+ */
+export const DIGITALOCEAN_REQUEST_BUDGET = {
+  qps: 1.34,
+  burst: 150,
+} as const;
+
 /** DigitalOcean: droplets as instances, load balancers, token credentials as its own controller reads them. */
 export const digitalocean: ProviderDefinition = {
   name: 'digitalocean',
@@ -23,6 +40,7 @@ export const digitalocean: ProviderDefinition = {
   // Droplet names do not resolve in DNS: the API server reaches kubelets by IP.
   clusterFlags: { kubeApiserver: { 'kubelet-preferred-address-types': 'InternalIP,ExternalIP,Hostname' } },
   officialControllers: [officialController],
+  requestBudget: DIGITALOCEAN_REQUEST_BUDGET,
   create(values: ProviderValues, deps: ProviderDeps): Provider {
     return createDigitalOcean(
       {
@@ -31,6 +49,8 @@ export const digitalocean: ProviderDefinition = {
         timeoutMs: timeoutSeconds(values.timeoutSeconds) * 1000,
         ...(deps.onCloudCall ? { onCloudCall: deps.onCloudCall } : {}),
         ...(deps.mayWrite ? { mayWrite: deps.mayWrite } : {}),
+        ...(deps.takeToken ? { takeToken: deps.takeToken } : {}),
+        ...(deps.rateLimited ? { rateLimited: deps.rateLimited } : {}),
         ...(deps.origin?.('token') ? { tokenFrom: deps.origin('token') } : {}),
       },
       placement(values.region, values.vpcId, deps.origin),
@@ -53,6 +73,8 @@ export function createDigitalOcean(
     // reason is in every start log and in doctor: an operator's words, no document's internals.
     noRoutesReason:
       "DigitalOcean's API has no routes: a VPC takes only a name, a description and whether it is the default",
+    // Each request the client sends takes its token (the API's limits count requests, not operations).
+    ...(options.takeToken ? { requestBudgeted: true } : {}),
     instances: dropletInstances(client, droplets),
     loadBalancers: doLoadBalancers(client, place, droplets),
     async verifyCredentials(signal) {

@@ -106,6 +106,7 @@ export class Session {
       isNotFound: NOT_FOUND[type],
       ...(this.deps.mayWrite ? { mayWrite: this.deps.mayWrite } : {}),
       ...(this.deps.takeToken ? { takeToken: this.deps.takeToken } : {}),
+      ...(this.deps.rateLimited ? { onRateLimited: this.deps.rateLimited } : {}),
     });
     const entry = { http, region: endpoint.region };
     this.services.set(type, entry);

@@ -1,9 +1,25 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { budgetedProvider, TokenBucket } from '../../../src/controllers/cloud-budget.js';
 import { createMetrics } from '../../../src/controllers/metrics.js';
+import { DIGITALOCEAN_REQUEST_BUDGET } from '../../../src/providers/digitalocean/index.js';
 import { NotFoundError, RetryableError, UnauthorizedError } from '../../../src/providers/errors.js';
 import type { LoadBalancers } from '../../../src/providers/types.js';
 import { makeInstance, makeProvider } from './fixtures.js';
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+/** The most of `times` (ms, ascending) that fall in any window of `windowMs`. */
+function mostInAnyWindow(times: readonly number[], windowMs: number): number {
+  let most = 0;
+  let start = 0;
+  for (let end = 0; end < times.length; end++) {
+    while ((times[end] as number) - (times[start] as number) >= windowMs) start++;
+    most = Math.max(most, end - start + 1);
+  }
+  return most;
+}
 
 describe('the cloud request budget', () => {
   it('lets a burst through at once, then makes work wait at qps; nothing fails', async () => {
@@ -20,6 +36,44 @@ describe('the cloud request budget', () => {
     // the burst of 3 needs no wait; the 4th waits for a token (50 ms at 20/s), the 7th for four
     expect((done[3] as number) - (done[2] as number)).toBeGreaterThanOrEqual(40);
     expect(done[6]).toBeGreaterThanOrEqual(180);
+  });
+
+  it("at DigitalOcean's default, an endless demand gets at most 250 requests in any minute and 5,000 in any hour", async () => {
+    vi.useFakeTimers({ loopLimit: 100_000 });
+    const { qps, burst } = DIGITALOCEAN_REQUEST_BUDGET;
+    const bucket = new TokenBucket(qps, burst, () => Date.now());
+    const times: number[] = [];
+    const twoHours = 7_200_000;
+    const start = Date.now();
+    const demand = (async () => {
+      while (Date.now() - start < twoHours) {
+        await bucket.take();
+        times.push(Date.now());
+      }
+    })();
+    await vi.runAllTimersAsync();
+    await demand;
+    expect(mostInAnyWindow(times, 60_000)).toBeLessThanOrEqual(250);
+    expect(mostInAnyWindow(times, 3_600_000)).toBeLessThanOrEqual(5000);
+    // ... and not far under: the burst, then the sustained rate (1.34 a second, 96% of 5,000 an hour).
+    expect(mostInAnyWindow(times, 60_000)).toBeGreaterThanOrEqual(225);
+    expect(times.length).toBeGreaterThanOrEqual(burst + Math.floor(qps * 7199));
+  });
+
+  it('holds every request after a rate-limit answer for the wait asked, with no burst saved up meanwhile', async () => {
+    vi.useFakeTimers();
+    const bucket = new TokenBucket(10, 5, () => Date.now());
+    const t0 = Date.now();
+    bucket.hold(2000);
+    const times: number[] = [];
+    const takes = Array.from({ length: 3 }, async () => {
+      await bucket.take();
+      times.push(Date.now() - t0);
+    });
+    await vi.runAllTimersAsync();
+    await Promise.all(takes);
+    // The first a token (100 ms) after the 2 s, then one each 100 ms: no burst was saved up on the hold.
+    expect(times).toEqual([2100, 2200, 2300]);
   });
 
   it('counts each cloud call by operation and outcome, through the current provider', async () => {

@@ -416,9 +416,12 @@ describe('HttpClient: retries', () => {
             },
           )
         : json(res, 200, {});
-    const { http, sleeps } = client({ now: () => now });
+    const held: number[] = [];
+    const { http, sleeps } = client({ now: () => now, onRateLimited: (ms) => held.push(ms) });
     await http.get('/v2/droplets');
     expect(sleeps).toEqual([7000]);
+    // The shared budget is told, so that the other requests wait too (CloudBudget.rateLimited).
+    expect(held).toEqual([7000]);
   });
 
   it('throws RetryableError with retryAfterMs at once when the cloud asks to wait too long', async () => {

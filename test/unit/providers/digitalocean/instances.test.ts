@@ -119,6 +119,27 @@ describe('listing droplets', () => {
     expect(listings().map((r) => r.status)).toEqual([200, 503, 200, 200]);
   });
 
+  it('takes one token of the shared budget per request sent (each page, each retry), and tells it of a 429', async () => {
+    fleet(450);
+    sim.fault({ path: '/v2/droplets', page: 2, status: 503 });
+    sim.fault({ path: '/v2/droplets', page: 3, status: 429, retryAfterSeconds: 1 });
+    let tokens = 0;
+    const held: number[] = [];
+    const budgeted = provider({
+      takeToken: async () => {
+        tokens++;
+      },
+      rateLimited: (ms) => held.push(ms),
+    });
+    expect(budgeted.requestBudgeted).toBe(true);
+    expect(await budgeted.instances.list()).toHaveLength(450);
+    expect(listings().map((r) => r.status)).toEqual([200, 503, 200, 429, 200]);
+    expect(tokens).toBe(5);
+    expect(held).toEqual([1000]);
+    // Without a budget (one-pass commands), the operations are not marked as budgeted per request.
+    expect(provider().requestBudgeted).toBeUndefined();
+  });
+
   it('throws, never a partial listing, when a page keeps failing', async () => {
     fleet(450);
     sim.fault({ path: '/v2/droplets', page: 2, status: 500, times: 10 });
