@@ -14,8 +14,10 @@ import { TEST_CONTROLLER_OPTIONS, until, untilInitialised } from '../helpers/run
 import { lbService } from '../helpers/services.js';
 
 const NS = 'default';
-/** Enough that their requests (a create, the status reads and listings) are well over 250. */
-const SERVICES = Number(process.env.RATE_LIMIT_SERVICES ?? 80);
+/** Enough that their requests (a create and two listings each, with one worker) are over 250. */
+const SERVICES = Number(process.env.RATE_LIMIT_SERVICES ?? 100);
+/** --concurrent-service-syncs; default 1, as the flag's. */
+const SYNCS = Number(process.env.RATE_LIMIT_SYNCS ?? 1);
 
 const world = useCloudWorld('digitalocean', {
   services: true,
@@ -43,7 +45,11 @@ describe("ccm at DigitalOcean's rate limits", () => {
     );
     // The default budget and the default listing period: nothing of the tests' quicker settings.
     const { cloudListPeriodMs: _, ...options } = TEST_CONTROLLER_OPTIONS;
-    await world.run({ cloudQps: undefined, cloudBurst: undefined, controllerOptions: options });
+    await world.run({
+      cloudQps: undefined,
+      cloudBurst: undefined,
+      controllerOptions: { ...options, concurrentServiceSyncs: SYNCS },
+    });
     await createNodes(
       world.api,
       names.map((name) => ({ name })),
@@ -73,7 +79,7 @@ describe("ccm at DigitalOcean's rate limits", () => {
       byOperation.set(key, (byOperation.get(key) ?? 0) + 1);
     }
     console.log(
-      `${SERVICES} Services: every IP after ${seconds.toFixed(1)} s; ${requests.length} requests, ` +
+      `${SERVICES} Services, ${SYNCS} syncs: every IP after ${seconds.toFixed(1)} s; ${requests.length} requests, ` +
         `at most ${mostInAnyWindow(times, 60_000)} in a minute; ${JSON.stringify(Object.fromEntries(byOperation))}`,
     );
     expect(requests.filter((r) => r.status === 429)).toEqual([]);
@@ -81,5 +87,7 @@ describe("ccm at DigitalOcean's rate limits", () => {
     // The limits were met, not avoided: more was asked than one minute allows.
     expect(requests.length).toBeGreaterThan(250);
     expect(world.sim.requestsTo('POST', '/v2/load_balancers')).toHaveLength(SERVICES);
+    // A Service waiting for its address reads its load balancer from the shared listing, not by id.
+    expect(world.sim.requestsTo('GET', /^\/v2\/load_balancers\/[^/]+$/)).toHaveLength(0);
   }, 480_000);
 });

@@ -443,6 +443,38 @@ export interface LoadBalancerPlacement {
 }
 
 /**
+ * One listing shared by every caller who asked before it started: a caller is answered by the first
+ * listing that starts after it asked, never by one already under way (which may predate what it must
+ * see, e.g. the load balancer its own create just made). So N Services waiting for their status at
+ * once cost one listing (its pages), not N. A caller's signal ends its own wait, not the listing.
+ */
+export class NextListing<T> {
+  private queued?: Promise<T>;
+  private running?: Promise<unknown>;
+
+  constructor(private readonly list: () => Promise<T>) {}
+
+  next(signal?: AbortSignal): Promise<T> {
+    this.queued ??= (async () => {
+      await this.running?.catch(() => undefined);
+      // Started now: whoever asks from here on waits for the one after.
+      this.queued = undefined;
+      const run = this.list();
+      this.running = run;
+      return run;
+    })();
+    const shared = this.queued;
+    if (!signal) return shared;
+    signal.throwIfAborted();
+    return new Promise<T>((resolve, reject) => {
+      const abort = () => reject(signal.reason);
+      signal.addEventListener('abort', abort, { once: true });
+      shared.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort));
+    });
+  }
+}
+
+/**
  * Load balancers through /v2/load_balancers. ccm only ever touches a load balancer that carries its
  * cluster's tag (`k8s:<cluster id>`): one made by hand, by another cluster or by a controller without
  * this cluster's identity is never adopted, changed or deleted.
@@ -453,19 +485,26 @@ export function doLoadBalancers(
   memo: DropletMemo = new DropletMemo(),
 ): LoadBalancers {
   const adoption = doAdoption(client);
+  /** Every load balancer of the account, one listing for all the Services that asked meanwhile. */
+  const listing = new NextListing(() =>
+    client.listAll<DoLoadBalancer>('listing load balancers', '/v2/load_balancers', 'load_balancers'),
+  );
   /** Load balancers named `who.name` with this cluster's tag, the oldest first. */
-  async function namesakes(who: Identity, signal?: AbortSignal): Promise<DoLoadBalancer[]> {
-    return (await tagged(who, signal)).filter((lb) => lb.name === who.name);
+  async function namesakes(
+    who: Identity,
+    signal?: AbortSignal,
+    listed?: readonly DoLoadBalancer[],
+  ): Promise<DoLoadBalancer[]> {
+    return (await tagged(who, signal, listed)).filter((lb) => lb.name === who.name);
   }
 
-  /** Every load balancer with this cluster's tag, the oldest first. */
-  async function tagged(who: Identity, signal?: AbortSignal): Promise<DoLoadBalancer[]> {
-    const all = await client.listAll<DoLoadBalancer>(
-      'listing load balancers',
-      '/v2/load_balancers',
-      'load_balancers',
-      signal,
-    );
+  /** Every load balancer with this cluster's tag, the oldest first (of `listed`, else of the next listing). */
+  async function tagged(
+    who: Identity,
+    signal?: AbortSignal,
+    listed?: readonly DoLoadBalancer[],
+  ): Promise<DoLoadBalancer[]> {
+    const all = listed ?? (await listing.next(signal));
     return all.filter((lb) => owned(lb, who.tag)).sort(oldestFirst);
   }
 
@@ -490,7 +529,13 @@ export function doLoadBalancers(
       if (adopted && !refused) return { lb: adopted, extras: [], byId: true, adopted: true };
     }
     if (who.id) {
-      const lb = await byIdOrNothing(who.id, signal);
+      // A Service whose status shows no address yet (its load balancer is being made) needs the
+      // listing anyway, for second creations of it (below): its load balancer is read from that
+      // listing, shared with every other Service waiting, rather than on its own. One the listing
+      // does not show (made after it started, or the id of something else) is still read by id.
+      const waiting = who.ownName && req.claims && req.claims.ownIngress.length === 0;
+      const listed = waiting ? await listing.next(signal) : undefined;
+      const lb = listed?.find((x) => x.id === who.id) ?? (await byIdOrNothing(who.id, signal));
       // Our tag names the cluster, not the Service: another Service's load balancer carries it too.
       const refused = lb && owned(lb, who.tag) && claimRefusal(lb, req, false);
       if (refused && foreignById === 'refuse') throw new InvalidConfigError(refused);
@@ -502,7 +547,7 @@ export function doLoadBalancers(
           (req.claims?.ownIngress ?? []).some((a) => a === x.ip || a === x.ipv6);
         const extras =
           who.ownName && req.claims && !shown(lb)
-            ? (await namesakes(who, signal)).filter((x) => x.id !== lb.id && !shown(x))
+            ? (await namesakes(who, signal, listed)).filter((x) => x.id !== lb.id && !shown(x))
             : [];
         return { lb, extras, byId: true };
       }
