@@ -84,8 +84,10 @@ describe("ccm at DigitalOcean's rate limits", () => {
     );
     expect(requests.filter((r) => r.status === 429)).toEqual([]);
     expect(mostInAnyWindow(times, 60_000)).toBeLessThanOrEqual(250);
-    // The limits were met, not avoided: more was asked than one minute allows.
-    expect(requests.length).toBeGreaterThan(250);
+    // The limits were met, not avoided: with one worker (a create and two listings a Service) more
+    // was asked than one minute allows. More workers share listings (RATE_LIMIT_SYNCS=8: 100
+    // creates and 50 listings), and only the burst is sure to be spent.
+    expect(requests.length).toBeGreaterThan(SYNCS === 1 ? 250 : 150);
     expect(world.sim.requestsTo('POST', '/v2/load_balancers')).toHaveLength(SERVICES);
     // A Service waiting for its address reads its load balancer from the shared listing, not by id.
     expect(world.sim.requestsTo('GET', /^\/v2\/load_balancers\/[^/]+$/)).toHaveLength(0);

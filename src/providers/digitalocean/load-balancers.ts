@@ -1,3 +1,4 @@
+import { monotonicMs } from '../../clock.js';
 import {
   InvalidConfigError,
   isNotFound,
@@ -443,27 +444,52 @@ export interface LoadBalancerPlacement {
 }
 
 /**
- * One listing shared by every caller who asked before it started: a caller is answered by the first
- * listing that starts after it asked, never by one already under way (which may predate what it must
- * see, e.g. the load balancer its own create just made). So N Services waiting for their status at
- * once cost one listing (its pages), not N. A caller's signal ends its own wait, not the listing.
+ * One listing shared by every caller who asked before it started: `next` answers with the first
+ * listing that starts after the call, never one already under way (which may predate what the
+ * caller must see); `since` also accepts the one under way when it started after the given time
+ * (monotonicMs), e.g. after the caller's own last create was answered. So N Services waiting for
+ * their status at once cost one listing (its pages), not N. A caller's signal ends its own wait,
+ * not the listing.
  */
 export class NextListing<T> {
   private queued?: Promise<T>;
-  private running?: Promise<unknown>;
+  private running?: { listing: Promise<T>; startedAt: number; done: boolean };
 
-  constructor(private readonly list: () => Promise<T>) {}
+  constructor(
+    private readonly list: () => Promise<T>,
+    private readonly now: () => number = monotonicMs,
+  ) {}
+
+  /** The listing under way if it started after `after` (undefined: any), else the next. */
+  since(after: number | undefined, signal?: AbortSignal): Promise<T> {
+    const running = this.running;
+    if (running && !running.done && (after === undefined || running.startedAt > after)) {
+      return this.wait(running.listing, signal);
+    }
+    return this.next(signal);
+  }
 
   next(signal?: AbortSignal): Promise<T> {
     this.queued ??= (async () => {
-      await this.running?.catch(() => undefined);
+      await this.running?.listing.catch(() => undefined);
       // Started now: whoever asks from here on waits for the one after.
       this.queued = undefined;
-      const run = this.list();
-      this.running = run;
-      return run;
+      const running = { listing: this.list(), startedAt: this.now(), done: false };
+      this.running = running;
+      running.listing.then(
+        () => {
+          running.done = true;
+        },
+        () => {
+          running.done = true;
+        },
+      );
+      return running.listing;
     })();
-    const shared = this.queued;
+    return this.wait(this.queued, signal);
+  }
+
+  private wait(shared: Promise<T>, signal?: AbortSignal): Promise<T> {
     if (!signal) return shared;
     signal.throwIfAborted();
     return new Promise<T>((resolve, reject) => {
@@ -489,22 +515,30 @@ export function doLoadBalancers(
   const listing = new NextListing(() =>
     client.listAll<DoLoadBalancer>('listing load balancers', '/v2/load_balancers', 'load_balancers'),
   );
+  /**
+   * When this provider's last create of each load balancer name was answered (or failed): a listing
+   * must have started after it to show that load balancer, so a Service after its own create waits
+   * for the next listing, and any other joins the one under way.
+   */
+  const createdAt = new Map<string, number>();
   /** Load balancers named `who.name` with this cluster's tag, the oldest first. */
   async function namesakes(
+    req: LoadBalancerRequest,
     who: Identity,
     signal?: AbortSignal,
     listed?: readonly DoLoadBalancer[],
   ): Promise<DoLoadBalancer[]> {
-    return (await tagged(who, signal, listed)).filter((lb) => lb.name === who.name);
+    return (await tagged(req, who, signal, listed)).filter((lb) => lb.name === who.name);
   }
 
   /** Every load balancer with this cluster's tag, the oldest first (of `listed`, else of the next listing). */
   async function tagged(
+    req: LoadBalancerRequest,
     who: Identity,
     signal?: AbortSignal,
     listed?: readonly DoLoadBalancer[],
   ): Promise<DoLoadBalancer[]> {
-    const all = listed ?? (await listing.next(signal));
+    const all = listed ?? (await listing.since(createdAt.get(req.name), signal));
     return all.filter((lb) => owned(lb, who.tag)).sort(oldestFirst);
   }
 
@@ -534,7 +568,7 @@ export function doLoadBalancers(
       // listing, shared with every other Service waiting, rather than on its own. One the listing
       // does not show (made after it started, or the id of something else) is still read by id.
       const waiting = who.ownName && req.claims && req.claims.ownIngress.length === 0;
-      const listed = waiting ? await listing.next(signal) : undefined;
+      const listed = waiting ? await listing.since(createdAt.get(req.name), signal) : undefined;
       const lb = listed?.find((x) => x.id === who.id) ?? (await byIdOrNothing(who.id, signal));
       // Our tag names the cluster, not the Service: another Service's load balancer carries it too.
       const refused = lb && owned(lb, who.tag) && claimRefusal(lb, req, false);
@@ -547,7 +581,7 @@ export function doLoadBalancers(
           (req.claims?.ownIngress ?? []).some((a) => a === x.ip || a === x.ipv6);
         const extras =
           who.ownName && req.claims && !shown(lb)
-            ? (await namesakes(who, signal, listed)).filter((x) => x.id !== lb.id && !shown(x))
+            ? (await namesakes(req, who, signal, listed)).filter((x) => x.id !== lb.id && !shown(x))
             : [];
         return { lb, extras, byId: true };
       }
@@ -563,7 +597,7 @@ export function doLoadBalancers(
       // UID. A create whose answer was lost (a gateway's 504, a timeout after the cloud did the work)
       // left no id annotation behind; if the Service was given a do-loadbalancer-name since, that
       // load balancer is found by its UID name and adopted (ensure renames it), never created again.
-      const all = await tagged(who, signal);
+      const all = await tagged(req, who, signal);
       const shown = (x: DoLoadBalancer) =>
         (req.claims?.ownIngress ?? []).some((a) => a === x.ip || a === x.ipv6);
       const own = all.filter((x) => x.name === req.name);
@@ -578,7 +612,7 @@ export function doLoadBalancers(
       if (found.lb) found.extras.push(...own.filter((x) => !shown(x)));
       return found;
     }
-    return pickNamed(req, who, await namesakes(who, signal), foreignById);
+    return pickNamed(req, who, await namesakes(req, who, signal), foreignById);
   }
 
   /** Of ccm's load balancers named `who.name` (the oldest first), this Service's, and the extras. */
@@ -743,15 +777,23 @@ export function doLoadBalancers(
       if (lb && lb.status !== 'active') return statusOf(lb, who.hostname, byId || who.ownName || own);
       const droplets = await backendDroplets(req.nodes, signal);
       if (!lb) {
-        const created = (
-          await client.call<{ load_balancer: DoLoadBalancer }>(
-            `creating load balancer ${settings.name}`,
-            'POST',
-            '/v2/load_balancers',
-            { ...settings, ...(await placementOf(req, droplets, signal)), tags: [who.tag] },
-            signal,
-          )
-        ).load_balancer;
+        const body = { ...settings, ...(await placementOf(req, droplets, signal)), tags: [who.tag] };
+        let created: DoLoadBalancer;
+        try {
+          created = (
+            await client.call<{ load_balancer: DoLoadBalancer }>(
+              `creating load balancer ${settings.name}`,
+              'POST',
+              '/v2/load_balancers',
+              body,
+              signal,
+            )
+          ).load_balancer;
+        } finally {
+          // Answered or not (a lost answer may still have created it): only a listing started from
+          // now on is sure to show it.
+          createdAt.set(req.name, monotonicMs());
+        }
         return statusOf(created, who.hostname, true);
       }
       if (upToDate(lb, settings, droplets)) return statusOf(lb, who.hostname);
@@ -806,9 +848,10 @@ export function doLoadBalancers(
       // The one the annotation names, and every other of ccm's with this Service's name (a second
       // creation of it, whose id no Service recorded).
       const { lb, extras, byId } = await find(req, who, 'skip', signal);
-      const all = byId && who.ownName ? await namesakes(who, signal) : extras;
+      const all = byId && who.ownName ? await namesakes(req, who, signal) : extras;
       if (lb) all.push(lb);
       for (const x of new Map(all.map((x) => [x.id, x])).values()) await remove(x, signal);
+      createdAt.delete(req.name);
     },
   };
 }

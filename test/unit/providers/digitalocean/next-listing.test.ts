@@ -35,6 +35,36 @@ describe('the load balancer listing shared by the Services waiting', () => {
     expect(await Promise.all([c, d])).toEqual([2, 2]);
   });
 
+  it('since: joins the listing under way when it started after the given time, else waits for the next', async () => {
+    let clock = 0;
+    const finishes: ((value: number) => void)[] = [];
+    const listing = new NextListing(
+      () => new Promise<number>((resolve) => finishes.push(resolve)),
+      () => clock,
+    );
+    clock = 10;
+    const first = listing.next();
+    await tick(); // the first listing started at 10
+    expect(finishes).toHaveLength(1);
+    const anyone = listing.since(undefined); // never created anything: the one under way will do
+    const createdBefore = listing.since(5); // its create was answered at 5, before the listing began
+    const createdAfter = listing.since(12); // at 12: the listing under way may not show it
+    await tick();
+    expect(finishes).toHaveLength(1);
+    finishes[0]?.(1);
+    expect(await Promise.all([first, anyone, createdBefore])).toEqual([1, 1, 1]);
+    await tick();
+    expect(finishes).toHaveLength(2);
+    finishes[1]?.(2);
+    expect(await createdAfter).toBe(2);
+    // None under way: a new one, even for a caller that created nothing.
+    const later = listing.since(undefined);
+    await tick();
+    expect(finishes).toHaveLength(3);
+    finishes[2]?.(3);
+    expect(await later).toBe(3);
+  });
+
   it("ends one caller's wait on its signal, not the listing the others wait for", async () => {
     const { listing, finishes } = manualListing();
     const stop = new AbortController();
