@@ -278,6 +278,12 @@ describe.each(ARCHES)('the linux/%s image', (arch) => {
     expect(statSync(join(rootfs, 'usr', 'bin', 'node')).isFile()).toBe(true);
   });
 
+  it('gives its HOME, /home/nonroot, to its user 65532', () => {
+    const home = statSync(join(images[arch].rootfs, 'home', 'nonroot'));
+    expect(home.isDirectory()).toBe(true);
+    expect([home.uid, home.gid]).toEqual([65532, 65532]);
+  });
+
   it('holds the SBOM beside the archive at /app/sbom.cdx.json, listing every production dependency as installed', () => {
     const { rootfs } = images[arch];
     const sbom = readFileSync(join(rootfs, 'app', 'sbom.cdx.json'), 'utf8');
