@@ -383,6 +383,14 @@ describe.each(ARCHES)('the linux/%s image, for scanners', (arch) => {
       );
       expect(listed[0]?.hashes?.[0]?.content, name).toMatch(/^[0-9a-f]{64}$/);
     }
+    // The release they came from, for a scanner to match them against (syft: os-release; trivy: debian_version).
+    const release = /^VERSION_ID="?([^"\n]*)/m.exec(
+      readFileSync(join(images[arch].rootfs, 'etc', 'os-release'), 'utf8'),
+    )?.[1] as string;
+    expect(readFileSync(join(images[arch].rootfs, 'etc', 'os-release'), 'utf8')).toMatch(/^ID=debian$/m);
+    expect(readFileSync(join(images[arch].rootfs, 'etc', 'debian_version'), 'utf8')).toMatch(
+      new RegExp(`^${release}\\.\\d+\\n$`),
+    );
     // Every component but the npm packages is one of these.
     expect(
       all
