@@ -982,8 +982,22 @@ export function checkCmonCertificate(
   return pass('cmon-certificate', `${what} expires ${until}, in ${days} days`);
 }
 
+/**
+ * CMON's own server certificate as Prometheus (Go) will judge it: ccm's Node accepted a name that is
+ * only in the CN, which Go refuses, so the scrape job finds nothing (warn, with the flag it needs).
+ */
+export function checkCmonServerCertificate(problem: string | undefined): CheckResult | undefined {
+  if (!problem) return undefined;
+  const [what, fix] = problem.split('; print the job with ');
+  return warn(
+    'cmon-server-certificate',
+    what ?? problem,
+    fix ? `print the job with ${fix}` : 'ccm manifests --cmon --cmon-insecure-skip-verify',
+  );
+}
+
 export type CmonAccessOutcome =
-  | { instances: number; where: string }
+  | { instances: number; where: string; serverNameProblem?: string }
   | { error: string; why: 'unreachable' | 'refused' | 'other' };
 
 /** Whether CMON's /v1/discover accepts the certificate (200 with the account's instances). */

@@ -40,6 +40,7 @@ import {
   checkApiServerUnreachable,
   checkCmonAccess,
   checkCmonCertificate,
+  checkCmonServerCertificate,
   checkControllerManager,
   checkControllerPods,
   checkCredentials,
@@ -402,7 +403,7 @@ async function cmonChecks(
   const given = input['cmon-secret'];
   const ref = given ? parseSecretRef(given) : { namespace: 'kube-system', name: cmon.CMON_SECRET_NAME };
   let outcome: CmonSecretOutcome;
-  let pair: { cert: string; key: string } | undefined;
+  let pair: { cert: string; key: string; ca?: string } | undefined;
   try {
     const { data } = await readSecret(http, ref.namespace, ref.name);
     const cert = data['tls.crt'];
@@ -410,7 +411,9 @@ async function cmonChecks(
     if (!cert?.trim() || !key?.trim()) outcome = { error: 'it has no tls.crt and tls.key' };
     else {
       outcome = cmon.readCmonCertificate(cert);
-      pair = { cert, key };
+      // ca.crt (secret create --cmon --cmon-ca): the CA the scrape job checks CMON against.
+      const ca = data['ca.crt']?.trim() ? data['ca.crt'] : undefined;
+      pair = { cert, key, ...(ca ? { ca } : {}) };
     }
   } catch (err) {
     outcome =
@@ -421,10 +424,9 @@ async function cmonChecks(
   const expiry = checkCmonCertificate(ref, outcome, now);
   if (!expiry) return [];
   if (!pair) return [expiry];
-  return [
-    expiry,
-    checkCmonAccess(await cmonAccessOutcome(definition, input, credentialsRef, credentials, pair), ref),
-  ];
+  const access = await cmonAccessOutcome(definition, input, credentialsRef, credentials, pair);
+  const server = checkCmonServerCertificate('instances' in access ? access.serverNameProblem : undefined);
+  return [expiry, checkCmonAccess(access, ref), ...(server ? [server] : [])];
 }
 
 async function cmonAccessOutcome(
@@ -432,13 +434,13 @@ async function cmonAccessOutcome(
   input: DoctorInput,
   credentialsRef: { namespace: string; name: string } | undefined,
   credentials: Record<string, string> | undefined,
-  pair: { cert: string; key: string },
+  { ca: secretCa, ...pair }: { cert: string; key: string; ca?: string },
 ): Promise<CmonAccessOutcome> {
   const cmon = await import('../providers/triton/cmon-certificate.js');
   let endpoint: import('../providers/triton/cmon-certificate.js').CmonEndpoint;
   let ca: string | undefined;
   try {
-    ca = input['cmon-ca'] ? readValueFile(input['cmon-ca'], '--cmon-ca') : undefined;
+    ca = input['cmon-ca'] ? readValueFile(input['cmon-ca'], '--cmon-ca') : secretCa;
     const override = input['cmon-url'];
     // CloudAPI names CMON unless --cmon-url gives a name of its own (an address needs CMON's name).
     let service: string | undefined;
@@ -457,7 +459,11 @@ async function cmonAccessOutcome(
   }
   try {
     const found = await cmon.cmonDiscover({ endpoint, ...pair, ...(ca ? { ca } : {}) });
-    return { instances: found.containers.length, where: `CMON at ${endpoint.url.origin}` };
+    return {
+      instances: found.containers.length,
+      where: `CMON at ${endpoint.url.origin}`,
+      ...(found.serverNameProblem ? { serverNameProblem: found.serverNameProblem } : {}),
+    };
   } catch (err) {
     const why = isUnreachable(err) ? 'unreachable' : err instanceof UnauthorizedError ? 'refused' : 'other';
     return { error: oneLine(err), why };

@@ -30,6 +30,7 @@
 // A CMON group goes into the `keep` regex unescaped, which its characters (cmon-spec.ts) allow.
 
 import { isIP } from 'node:net';
+import { nodeCrypto } from '../node-modules.js';
 import { CMON_GROUP } from '../providers/triton/cmon-spec.js';
 import { expectedText, UsageError } from './errors.js';
 import type { SecretRef } from './flag-values.js';
@@ -43,6 +44,8 @@ export const CMON_PORT = 9163;
 export const PROMETHEUS_SECRETS_DIR = '/etc/prometheus/secrets';
 /** The key of the additional-scrape-configs Secret that holds the job. */
 export const ADDITIONAL_SCRAPE_CONFIGS_KEY = 'triton-cmon.yaml';
+/** The key of the certificate Secret with CMON's CA (secret create --cmon --cmon-ca), as cert-manager names it. */
+export const CMON_CA_KEY = 'ca.crt';
 
 /** A Triton login (UFDS: a letter, then letters, digits, `_`, `.`, `@`, `-`). */
 const LOGIN = /^[A-Za-z][A-Za-z0-9_.@-]*$/;
@@ -57,6 +60,17 @@ export interface CmonOptions {
   group: string;
   /** The kubernetes.io/tls Secret with the client certificate. */
   secret: SecretRef;
+  /**
+   * --cmon-ca: CMON's certificate is checked against the CA in the Secret's `ca.crt` (which
+   * `ccm secret create --cmon --cmon-ca FILE` writes beside tls.crt and tls.key).
+   */
+  ca?: boolean;
+  /**
+   * --cmon-insecure-skip-verify: CMON's certificate is not checked. What CMON's default certificate
+   * needs (triton-cmon boot/setup.sh: self-signed, its name in the CN only, which Go's TLS refuses
+   * even when trusted) until its operator installs one with subjectAltNames.
+   */
+  insecureSkipVerify?: boolean;
 }
 
 export interface CmonEndpoint {
@@ -108,13 +122,40 @@ export function checkCmonOptions(options: CmonOptions): CmonEndpoint {
   return endpoint;
 }
 
+/**
+ * --cmon-ca's file: PEM certificates. One that is CMON's own certificate with its name in the CN only
+ * (boot/setup.sh's) is refused: Prometheus (Go) refuses that name even from a trusted certificate.
+ */
+export function checkCmonCa(pem: string, host: string): void {
+  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  if (blocks.length === 0) throw new UsageError("--cmon-ca: expected a PEM file of certificates (CMON's CA)");
+  for (const block of blocks) {
+    let cert: import('node:crypto').X509Certificate;
+    try {
+      cert = new (nodeCrypto().X509Certificate)(block);
+    } catch {
+      throw new UsageError('--cmon-ca: a certificate of the file cannot be read');
+    }
+    if (!cert.subjectAltName && cert.checkHost(host, { subject: 'always' }) !== undefined) {
+      throw new UsageError(
+        `--cmon-ca: this is a certificate naming ${host} in its CN only (CMON's own, self-signed), which Prometheus refuses even when trusted (x509: certificate relies on legacy Common Name field); use --cmon-insecure-skip-verify until CMON has a certificate with subjectAltNames`,
+      );
+    }
+  }
+}
+
 export type ScrapeJob = Record<string, unknown> & { job_name: string };
 
 /** The scrape job (one entry of prometheus.yml's scrape_configs). */
 export function cmonScrapeJob(options: CmonOptions): ScrapeJob {
   const { host, port } = checkCmonOptions(options);
   const dir = `${PROMETHEUS_SECRETS_DIR}/${options.secret.name}`;
-  const tls = { cert_file: `${dir}/tls.crt`, key_file: `${dir}/tls.key` };
+  const tls: Record<string, unknown> = {
+    ...(options.ca ? { ca_file: `${dir}/${CMON_CA_KEY}` } : {}),
+    cert_file: `${dir}/tls.crt`,
+    key_file: `${dir}/tls.key`,
+    ...(options.insecureSkipVerify ? { insecure_skip_verify: true } : {}),
+  };
   return {
     job_name: `triton-cmon-${options.group}`,
     scheme: 'https',
@@ -162,6 +203,17 @@ export function cmonPrometheusYaml(options: CmonOptions): string {
     '# (ccm manifests --provider triton --cmon). Prometheus reads the client certificate from the',
     `# kubernetes.io/tls Secret ${namespace}/${name} mounted at ${PROMETHEUS_SECRETS_DIR}/${name}`,
     `# (Prometheus Operator: spec.secrets: [${name}], in the Prometheus' namespace).`,
+    ...(options.ca
+      ? [
+          `# CMON's certificate is checked against the Secret's ${CMON_CA_KEY}: ccm secret create --provider triton --cmon --cmon-ca FILE writes it.`,
+        ]
+      : []),
+    ...(options.insecureSkipVerify
+      ? [
+          "# insecure_skip_verify: CMON's own certificate (self-signed, its name in the CN only) is refused by",
+          '# Prometheus even when trusted; drop it once CMON has a certificate with subjectAltNames.',
+        ]
+      : []),
     objectYaml(config),
   ].join('\n');
 }

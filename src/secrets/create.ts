@@ -535,8 +535,14 @@ async function cmonSecret(
       })
       .catch((err) => nothingWritten(err, '; nothing written (--no-verify skips this check)'));
     verified = `${verified ? `${verified}; ` : ''}CMON at ${where.url.origin} accepts the certificate (${found.containers.length} instance(s) of ${access.account})`;
+    if (found.serverNameProblem) input.warn(`warning: ${found.serverNameProblem}`);
   }
-  const data = { 'tls.crt': certificate.cert, 'tls.key': certificate.key };
+  // --cmon-ca goes into the Secret as ca.crt, where the job of `ccm manifests --cmon --cmon-ca` reads it.
+  const data: Record<string, string> = {
+    'tls.crt': certificate.cert,
+    'tls.key': certificate.key,
+    ...(ca ? { 'ca.crt': ca } : {}),
+  };
   const result: CreateSecretResult = {
     provider: ctx.definition.name,
     namespace,
@@ -558,7 +564,8 @@ async function cmonSecret(
       namespace,
       name,
       data,
-      ownedKeys: ['tls.crt', 'tls.key'],
+      // ca.crt only when given: one the operator put there stays.
+      ownedKeys: ca ? ['tls.crt', 'tls.key', 'ca.crt'] : ['tls.crt', 'tls.key'],
       labels: { ...MANAGED_BY },
       type: 'kubernetes.io/tls',
     });
@@ -575,6 +582,7 @@ async function cmonSecret(
       data: {
         'tls.crt': Buffer.from(certificate.cert, 'utf8').toString('base64'),
         'tls.key': input.showSecrets ? Buffer.from(certificate.key, 'utf8').toString('base64') : '<redacted>',
+        ...(ca ? { 'ca.crt': Buffer.from(ca, 'utf8').toString('base64') } : {}),
       },
     };
   return result;

@@ -162,7 +162,8 @@ describe('ccm secret create --cmon', { timeout: 120_000 }, () => {
 
     const secret = await readSecret('triton-cmon');
     expect(secret?.type).toBe('kubernetes.io/tls');
-    expect(Object.keys(secret?.data ?? {}).sort()).toEqual(['tls.crt', 'tls.key']);
+    // --cmon-ca is kept as ca.crt, where the scrape job of `manifests --cmon --cmon-ca` reads it.
+    expect(Object.keys(secret?.data ?? {}).sort()).toEqual(['ca.crt', 'tls.crt', 'tls.key']);
     expect(secret?.metadata?.labels).toEqual({ 'app.kubernetes.io/managed-by': 'ccm' });
     const pair = pairOf(secret);
     // The private key is in the Secret, and nowhere in what the command printed.

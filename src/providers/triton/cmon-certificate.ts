@@ -225,6 +225,38 @@ export interface DiscoverOptions {
 export interface Discovered {
   /** The instances CMON lists for the account (its vm_uuid and vm_alias). */
   containers: { vm_uuid: string; vm_alias?: string; vm_owner_uuid?: string }[];
+  /**
+   * Why Prometheus will refuse CMON's own certificate while Node accepted it, in one line: a name (CMON's,
+   * or `<uuid>.<CMON's>` the instances are scraped at) that only its CN gives. Node still falls back
+   * to the CN when a certificate has no DNS subjectAltName; Go's TLS does not ("x509: certificate
+   * relies on legacy Common Name field, use SANs instead"). CMON makes such a certificate for itself
+   * until its operator installs one (triton-cmon boot/setup.sh setup_tls_certificate).
+   */
+  serverNameProblem?: string;
+}
+
+/** The fix a scrape job needs for such a certificate. */
+export const CMON_SKIP_VERIFY_FIX =
+  "print the job with `ccm manifests --cmon --cmon-insecure-skip-verify` until CMON's operator installs a certificate with them";
+
+/** What Go's TLS would say of CMON's certificate for `name` and `<uuid>.name`, or undefined when fine. */
+export function serverNameProblem(raw: Buffer | undefined, name: string): string | undefined {
+  if (!raw || raw.length === 0 || isAddress(name)) return undefined;
+  let cert: import('node:crypto').X509Certificate;
+  try {
+    cert = new (nodeCrypto().X509Certificate)(raw);
+  } catch {
+    return undefined;
+  }
+  const instance = `00000000-0000-0000-0000-000000000000.${name}`;
+  const missing = [name, `*.${name}`].filter(
+    (n, i) => cert.checkHost(i === 0 ? name : instance, { subject: 'never' }) === undefined,
+  );
+  if (missing.length === 0) return undefined;
+  const how = cert.subjectAltName
+    ? `its subjectAltName lacks ${missing.join(' and ')}`
+    : 'it has no subjectAltName';
+  return `CMON's certificate (${cert.subject.replace(/\n/g, ', ')}) will be refused by Prometheus: ${how}, and Go's TLS ignores the CN (x509: certificate relies on legacy Common Name field); ${CMON_SKIP_VERIFY_FIX}`;
 }
 
 /**
@@ -297,7 +329,12 @@ export function cmonDiscover(options: DiscoverOptions): Promise<Discovered> {
             );
             return;
           }
-          resolve({ containers: containers as Discovered['containers'] });
+          const peer = (res.socket as import('node:tls').TLSSocket).getPeerCertificate?.();
+          const problem = serverNameProblem(peer?.raw, endpoint.name);
+          resolve({
+            containers: containers as Discovered['containers'],
+            ...(problem ? { serverNameProblem: problem } : {}),
+          });
         });
       },
     );
