@@ -31,7 +31,7 @@
 
 import { isIP } from 'node:net';
 import { nodeCrypto } from '../node-modules.js';
-import { CMON_GROUP } from '../providers/triton/cmon-spec.js';
+import { CMON_CLUSTER_GROUP, CMON_ROLE_GROUP } from '../providers/triton/cmon-spec.js';
 import { expectedText, UsageError } from './errors.js';
 import type { SecretRef } from './flag-values.js';
 import type { K8sObject } from './manifests.js';
@@ -114,9 +114,9 @@ export function checkCmonOptions(options: CmonOptions): CmonEndpoint {
       `--cmon-account: ${expectedText("the account's login name (the one CMON certificates name, never my)", options.account)}`,
     );
   }
-  if (!CMON_GROUP.test(options.group)) {
+  if (!CMON_CLUSTER_GROUP.test(options.group) && !CMON_ROLE_GROUP.test(options.group)) {
     throw new UsageError(
-      `the CMON group "${options.group}" is no triton.cmon.groups name (letters, digits, _ and -, 1 to 100 characters); pass --cmon-group, the name ccm run's --cmon-groups cluster=NAME gives`,
+      `the CMON group "${options.group}" is no group ccm keeps: a cluster group (letters, digits and -, 1 to 100 characters) or a role group (<cluster group>_control-plane or _worker); pass --cmon-group, the name ccm run's --cmon-groups cluster=NAME gives`,
     );
   }
   return endpoint;

@@ -58,8 +58,8 @@ describe('ccm nodes init --cmon-groups', () => {
       { name: 'w1', providedNodeIP: '10.10.0.11' },
       { name: 'cp1', providerID: `triton://${cp1.id}`, tainted: false, labels: { [CONTROL_PLANE]: '' } },
     ]);
-    const worker = [cluster, `${cluster}-worker`];
-    const controlPlane = [cluster, `${cluster}-control-plane`];
+    const worker = [cluster, `${cluster}_worker`];
+    const controlPlane = [cluster, `${cluster}_control-plane`];
 
     const dry = await world.ccm([
       'nodes',
@@ -240,15 +240,15 @@ describe('ccm run --cmon-groups', () => {
     ccm = await world.run({ 'cmon-groups': 'cluster,role' });
     await until(
       'groups on both machines',
-      async () => groupsOf(cp1) === `${cluster},${cluster}-control-plane`,
+      async () => groupsOf(cp1) === `${cluster},${cluster}_control-plane`,
     );
-    await until('w1', async () => groupsOf(w1) === `team-a,${cluster},${cluster}-worker`);
+    await until('w1', async () => groupsOf(w1) === `team-a,${cluster},${cluster}_worker`);
 
     // w1 becomes a control-plane Node: its worker group goes, the control-plane group comes.
     await labelControlPlane('w1');
     await until(
       'w1 follows its role',
-      async () => groupsOf(w1) === `team-a,${cluster},${cluster}-control-plane`,
+      async () => groupsOf(w1) === `team-a,${cluster},${cluster}_control-plane`,
     );
 
     // Deleted: ccm's groups and record go, the others' stay.
@@ -257,7 +257,7 @@ describe('ccm run --cmon-groups', () => {
     expect(w1.tags).toEqual({ [GROUPS]: 'team-a', role: 'web' });
     expect(db.tags).toEqual({ [GROUPS]: 'db' });
     expect(ccm.logs.join('\n')).toContain(
-      `Node cp1: tag ${GROUPS}: add ${cluster}, ${cluster}-control-plane`,
+      `Node cp1: tag ${GROUPS}: add ${cluster}, ${cluster}_control-plane`,
     );
 
     // Every change went through the shared budget and is counted there.
@@ -305,7 +305,7 @@ describe('ccm run --cmon-groups', () => {
     await adminRequest(world.cp, 'DELETE', `${leases}/${lease}`);
     await until(
       'leading, groups kept',
-      async () => groupsOf(w1) === `team-a,${cluster},${cluster}-control-plane`,
+      async () => groupsOf(w1) === `team-a,${cluster},${cluster}_control-plane`,
       15_000,
     );
   }, 60_000);

@@ -19,6 +19,7 @@ import { parseProviderID } from '../provider-id.js';
 import type { GroupedNode, InstanceGroups, InstanceGroupsChange, NodeRole } from '../types.js';
 import type { Machine, Tags, TritonClient } from './client.js';
 import {
+  CMON_CLUSTER_GROUP,
   CMON_GROUP,
   CMON_MAX_GROUP_LENGTH,
   type CmonGroupsSpec,
@@ -38,9 +39,9 @@ export function groupsFor(spec: CmonGroupsSpec, clusterID: string, roles: readon
   const base = spec.name ?? clusterID;
   if (!spec.cluster && !spec.role) return [];
   const room = CMON_MAX_GROUP_LENGTH - (spec.role ? LONGEST_ROLE_SUFFIX : 0);
-  if (!CMON_GROUP.test(base) || base.length > room) {
+  if (!CMON_CLUSTER_GROUP.test(base) || base.length > room) {
     throw new InvalidConfigError(
-      `--cmon-groups: the cluster identity "${clusterID}" (--cluster-name) is no CMON group name (letters, digits, _ and -, at most ${room} characters); name the group with cluster=NAME`,
+      `--cmon-groups: the cluster identity "${clusterID}" (--cluster-name) is no CMON cluster group name (letters, digits and -, at most ${room} characters; _ is for role groups); name the group with cluster=NAME`,
     );
   }
   return [

@@ -22,7 +22,7 @@ describe('--cmon-groups', () => {
   it.each([
     ['cluster', { cluster: true, role: false }],
     ['cluster,role', { cluster: true, role: true }],
-    ['role, cluster=prod_1', { cluster: true, role: true, name: 'prod_1' }],
+    ['role, cluster=prod-1', { cluster: true, role: true, name: 'prod-1' }],
     ['role', { cluster: false, role: true }],
     ['none', { cluster: false, role: false }],
   ])('%s', (text, spec) => expect(parseCmonGroups(text)).toEqual(spec));
@@ -33,11 +33,22 @@ describe('--cmon-groups', () => {
     ['cluster,cluster', 'cluster, cluster=NAME and/or role, comma-separated (e.g. cluster,role), or none'],
     ['none,role', 'cluster, cluster=NAME and/or role, comma-separated (e.g. cluster,role), or none'],
     ['role=x', 'cluster, cluster=NAME and/or role, comma-separated (e.g. cluster,role), or none'],
-    ['cluster=a.b', 'cluster=NAME, NAME a CMON group of letters, digits, _ and - (1 to 100 characters)'],
-    ['cluster=', 'cluster=NAME, NAME a CMON group of letters, digits, _ and - (1 to 100 characters)'],
+    [
+      'cluster=a.b',
+      'cluster=NAME, NAME a CMON group of letters, digits and - (1 to 100 characters; _ is for role groups)',
+    ],
+    [
+      'cluster=',
+      'cluster=NAME, NAME a CMON group of letters, digits and - (1 to 100 characters; _ is for role groups)',
+    ],
+    // A role group's separator: a cluster group with it could be another cluster's role group.
+    [
+      'cluster=prod_worker',
+      'cluster=NAME, NAME a CMON group of letters, digits and - (1 to 100 characters; _ is for role groups)',
+    ],
     [
       `cluster=${'x'.repeat(87)},role`,
-      'cluster=NAME of at most 86 characters with role (NAME-control-plane is a group too)',
+      'cluster=NAME of at most 86 characters with role (NAME_control-plane is a group too)',
     ],
   ])('refuses %j', (text, expected) =>
     expect(() => parseCmonGroups(text)).toThrow(`expected ${expected}, got ${JSON.stringify(text)}`),
@@ -48,12 +59,15 @@ describe('--cmon-groups', () => {
     const groups = groupsFor(spec, 'k8s-0123456789abcdef', ['control-plane', 'worker']);
     expect(tritonTags.validateTritonTag(GROUPS_TAG, groups.join(','))).toBeNull();
     const derived = groupsFor(parseCmonGroups('cluster,role'), 'k8s-0123456789abcdef', ['worker']);
-    expect(derived).toEqual(['k8s-0123456789abcdef', 'k8s-0123456789abcdef-worker']);
+    expect(derived).toEqual(['k8s-0123456789abcdef', 'k8s-0123456789abcdef_worker']);
   });
 
   it('a cluster identity that is no group name is refused, naming cluster=NAME', () => {
     expect(() => groupsFor(parseCmonGroups('cluster'), 'prod, eu', ['worker'])).toThrow(
-      '--cmon-groups: the cluster identity "prod, eu" (--cluster-name) is no CMON group name (letters, digits, _ and -, at most 100 characters); name the group with cluster=NAME',
+      '--cmon-groups: the cluster identity "prod, eu" (--cluster-name) is no CMON cluster group name (letters, digits and -, at most 100 characters; _ is for role groups); name the group with cluster=NAME',
+    );
+    expect(() => groupsFor(parseCmonGroups('cluster'), 'prod_worker', ['worker'])).toThrow(
+      'the cluster identity "prod_worker" (--cluster-name) is no CMON cluster group name',
     );
   });
 });
@@ -62,26 +76,26 @@ describe('planGroups', () => {
   const owner = (groups: string[], cluster = 'c1') => JSON.stringify({ cluster, groups });
 
   it('adds its groups after those of others, and records only what it added', () => {
-    const change = planGroups({ [GROUPS_TAG]: 'web,c1' }, 'c1', ['c1', 'c1-worker']);
-    expect(change.groups).toEqual(['web', 'c1', 'c1-worker']);
+    const change = planGroups({ [GROUPS_TAG]: 'web,c1' }, 'c1', ['c1', 'c1_worker']);
+    expect(change.groups).toEqual(['web', 'c1', 'c1_worker']);
     // c1 was there before ccm wanted it: not ccm's.
-    expect(change.ownership).toEqual({ cluster: 'c1', groups: ['c1-worker'] });
-    expect(change.added).toEqual(['c1-worker']);
+    expect(change.ownership).toEqual({ cluster: 'c1', groups: ['c1_worker'] });
+    expect(change.added).toEqual(['c1_worker']);
     expect(tritonTags.validateTritonTag(GROUPS_TAG, change.groups.join(','))).toBeNull();
   });
 
   it('takes off only its own when the Node leaves', () => {
-    const tags = { [GROUPS_TAG]: 'c1,web,c1-worker', [GROUPS_OWNER_TAG]: owner(['c1', 'c1-worker']) };
+    const tags = { [GROUPS_TAG]: 'c1,web,c1_worker', [GROUPS_OWNER_TAG]: owner(['c1', 'c1_worker']) };
     const change = planGroups(tags, 'c1', undefined);
-    expect(change).toMatchObject({ groups: ['web'], removed: ['c1', 'c1-worker'], changed: true });
+    expect(change).toMatchObject({ groups: ['web'], removed: ['c1', 'c1_worker'], changed: true });
     expect(change.ownership).toBeUndefined();
   });
 
   it('a role change swaps the role group', () => {
-    const tags = { [GROUPS_TAG]: 'c1,c1-worker', [GROUPS_OWNER_TAG]: owner(['c1', 'c1-worker']) };
-    const change = planGroups(tags, 'c1', ['c1', 'c1-control-plane']);
-    expect(change.groups).toEqual(['c1', 'c1-control-plane']);
-    expect(change.ownership?.groups).toEqual(['c1', 'c1-control-plane']);
+    const tags = { [GROUPS_TAG]: 'c1,c1_worker', [GROUPS_OWNER_TAG]: owner(['c1', 'c1_worker']) };
+    const change = planGroups(tags, 'c1', ['c1', 'c1_control-plane']);
+    expect(change.groups).toEqual(['c1', 'c1_control-plane']);
+    expect(change.ownership?.groups).toEqual(['c1', 'c1_control-plane']);
   });
 
   it('nothing to do once done; another cluster’s record is never read as its own', () => {
