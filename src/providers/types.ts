@@ -320,6 +320,11 @@ export interface InstanceGroups {
   ): Promise<InstanceGroupsChange[]>;
   /** Makes one planned change (read again, merged, written, read back). */
   apply(clusterID: string, change: InstanceGroupsChange, signal?: AbortSignal): Promise<void>;
+  /**
+   * Throws an InvalidConfigError when the cluster identity cannot name this cluster's groups: `ccm run`
+   * calls it at start with its --cluster-name, as a configuration error (exit 2), not a retry.
+   */
+  checkCluster?(clusterID: string): void;
 }
 
 /** One credential or setting of a provider, as the official controller names it. */

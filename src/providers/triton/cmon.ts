@@ -150,6 +150,10 @@ export class CmonGroups implements InstanceGroups {
     private readonly options: { attempts?: number; settleDelayMs?: number } = {},
   ) {}
 
+  checkCluster(clusterID: string): void {
+    groupsFor(this.spec, clusterID, ['control-plane', 'worker']);
+  }
+
   async plan(
     clusterID: string,
     nodes: readonly GroupedNode[],
