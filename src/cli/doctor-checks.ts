@@ -155,7 +155,7 @@ function flagValue(pod: PodInfo, flag: string): string | undefined {
 }
 
 /** A flag's value in a command line: `--flag=value`, `--flag value`, or '' for a bare `--flag`. */
-function argValue(args: readonly string[], flag: string): string | undefined {
+export function argValue(args: readonly string[], flag: string): string | undefined {
   for (const [i, arg] of args.entries()) {
     if (arg.startsWith(`--${flag}=`)) return arg.slice(flag.length + 3);
     if (arg === `--${flag}`) {
@@ -948,6 +948,8 @@ export function checkCmonCertificate(
   ref: { namespace: string; name: string },
   outcome: CmonSecretOutcome,
   now: Date,
+  /** The Triton account ccm is configured with (its credentials), when known. */
+  account?: string,
 ): CheckResult | undefined {
   const where = `Secret ${ref.namespace}/${ref.name}`;
   const create = `${CMON_CREATE} --namespace ${ref.namespace} --name ${ref.name}`;
@@ -957,6 +959,15 @@ export function checkCmonCertificate(
       : undefined;
   if ('error' in outcome)
     return fail('cmon-certificate', `${where}: ${outcome.error}`, `make it again: ${create}`);
+  // CMON takes the account from the certificate's CN (triton-cmon lib/common.js authenticationHandler)
+  // and lists that account's machines: another account's certificate is accepted, and finds none of
+  // this cluster's.
+  if (account !== undefined && outcome.account !== account)
+    return fail(
+      'cmon-certificate',
+      `the CMON certificate in ${where} is account ${outcome.account || '(none)'}'s, and ccm's Triton account is ${account}: CMON lists ${outcome.account || 'no'} account's machines to it, none of this cluster's`,
+      `make one with the credentials of account ${account}: ${create}`,
+    );
   const until = outcome.validUntil.toISOString();
   const what = `the CMON certificate in ${where} (account ${outcome.account})`;
   if (outcome.validFrom.getTime() > now.getTime())
@@ -1008,7 +1019,7 @@ export function checkCmonAccess(
   if ('instances' in outcome)
     return pass(
       'cmon-access',
-      `${outcome.where} accepts the certificate: /v1/discover lists ${outcome.instances} instance(s) of the account`,
+      `${outcome.where} accepts the certificate of Secret ${ref.namespace}/${ref.name}`,
     );
   if (outcome.why === 'refused')
     return fail(
@@ -1026,5 +1037,105 @@ export function checkCmonAccess(
     'cmon-access',
     `CMON could not be checked: ${outcome.error}`,
     'see the message; --cmon-url names CMON',
+  );
+}
+
+/** The cluster's CMON groups as ccm keeps them (its --cmon-groups), and where that was read. */
+export interface CmonClusterGroups {
+  /** The groups ccm keeps on the Nodes' machines: the cluster's, and/or its role groups. */
+  names: string[];
+  /** The --cmon-groups value, and where it was found ("--cmon-groups of DaemonSet kube-system/ccm"). */
+  spec: string;
+  from: string;
+}
+
+/** Which of the cluster's Nodes' machines CMON's /v1/discover lists to the certificate. */
+export interface CmonTargetsOutcome {
+  account: string;
+  /** The Nodes with a Triton provider ID, with their machine UUIDs (lower case). */
+  nodes: readonly { name: string; machine: string }[];
+  /** The cluster's groups, asked for; absent: ccm keeps none (no --cmon-groups), so none was asked. */
+  groups?: CmonClusterGroups;
+  /** The machine UUIDs (lower case) /v1/discover lists, with `groups` when known. */
+  listed: ReadonlySet<string>;
+  /** With groups, when some Node's machine was not listed: the account's whole list, without groups. */
+  listedWithoutGroups?: ReadonlySet<string>;
+}
+
+/**
+ * What Prometheus' job will find, as CMON answers it: the job of `ccm manifests --cmon` asks
+ * /v1/discover for the cluster's group, so a Node whose machine CMON does not list there is no
+ * target. None of them: fail (the job scrapes nothing). Some: warn, naming them. Without a group that
+ * ccm keeps, the job cannot find them even when CMON lists them: warn (the machines are reachable,
+ * and a job of another's making may not ask for a group), and fail only when CMON lists none at all.
+ */
+export function checkCmonTargets(outcome: CmonTargetsOutcome): CheckResult {
+  const { nodes, groups, listed, account } = outcome;
+  const asked = groups
+    ? `${groups.names.length === 1 ? 'group' : 'groups'} ${groups.names.join(', ')} (${groups.spec}, ${groups.from})`
+    : `account ${account}`;
+  if (nodes.length === 0)
+    return pass(
+      'cmon-targets',
+      `CMON lists ${listed.size} instance(s) in ${asked}; no Node has a Triton provider ID yet to look for among them`,
+    );
+  const missing = nodes.filter((n) => !listed.has(n.machine));
+  const found = nodes.length - missing.length;
+  if (!groups) {
+    if (found === 0)
+      return withItems(
+        fail(
+          'cmon-targets',
+          `CMON lists none of the ${nodes.length} Node(s)' machines of account ${account} (${listed.size} instance(s) in all): it discovers only running machines of the certificate's account, so Prometheus scrapes none of them`,
+          'check that the machines run and are account ' +
+            `${account}'s: \`ccm nodes list --provider triton\` shows each Node's machine and its state`,
+        ),
+        missing.map((n) => n.name),
+      );
+    return withItems(
+      warn(
+        'cmon-targets',
+        `ccm keeps no CMON group on the Nodes' machines (no --cmon-groups given here, on ccm's DaemonSet, in its credentials Secret or TRITON_CMON_GROUPS): CMON lists ${found} of ${nodes.length} Node(s)' machines of the account, but the job of \`ccm manifests --cmon\` asks for the cluster's group, which ccm does not keep on them, so it finds none unless another puts it there`,
+        'run ccm with --cmon-groups cluster (or the key cmon-groups of its credentials Secret), then check again; when ccm runs outside the cluster, give doctor the same --cmon-groups',
+      ),
+      missing.map((n) => n.name),
+    );
+  }
+  if (missing.length === 0)
+    return pass(
+      'cmon-targets',
+      `CMON lists all ${nodes.length} Node(s)' machines in ${asked}: the job of \`ccm manifests --cmon\` finds them`,
+    );
+  const all = outcome.listedWithoutGroups;
+  const untagged = all ? missing.filter((n) => all.has(n.machine)).map((n) => n.name) : [];
+  const unlisted = missing.filter((n) => !untagged.includes(n.name)).map((n) => n.name);
+  const why = [
+    ...(untagged.length > 0
+      ? [
+          `${names(untagged)}: listed without the group, so their machines lack it in triton.cmon.groups (ccm run adds it within a sweep after the Node has its provider ID, when it runs with the same --cmon-groups)`,
+        ]
+      : []),
+    ...(unlisted.length > 0
+      ? [`${names(unlisted)}: not listed at all (CMON lists only running machines of account ${account})`]
+      : []),
+  ].join('; ');
+  const fix = `ccm run (or \`ccm nodes init --provider triton --cmon-groups ${groups.spec}\`) keeps the groups on the machines of the Nodes it manages: look for "instance groups" in its log, and \`ccm nodes init --provider triton --cmon-groups ${groups.spec} --dry-run\` shows what it would write; a stopped machine is no target until it runs`;
+  const list = missing.map((n) => n.name);
+  if (found === 0)
+    return withItems(
+      fail(
+        'cmon-targets',
+        `CMON lists none of the ${nodes.length} Node(s)' machines in ${asked}: Prometheus' job finds no target. ${why}`,
+        fix,
+      ),
+      list,
+    );
+  return withItems(
+    warn(
+      'cmon-targets',
+      `CMON lists ${found} of ${nodes.length} Node(s)' machines in ${asked}: Prometheus' job does not find the others. ${why}`,
+      fix,
+    ),
+    list,
   );
 }

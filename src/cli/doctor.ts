@@ -25,14 +25,16 @@ import type { SlimNode } from '../kube/slim-node.js';
 import { KubeTransport } from '../kube/transport.js';
 import { NODE_DELETIONS_NAMESPACE } from '../kube/well-known.js';
 import { isUnreachable, UnauthorizedError } from '../providers/errors.js';
+import { parseProviderID } from '../providers/provider-id.js';
 import { loadProvider, providerNames } from '../providers/registry.js';
-import type { Instance, Provider, ProviderDefinition } from '../providers/types.js';
+import type { Instance, Provider, ProviderDefinition, ProviderValues } from '../providers/types.js';
 import { readValueFile } from '../secrets/values.js';
 import {
   type AccessVerdict,
+  argValue,
   brakeSetting,
   type CheckResult,
-  type CmonAccessOutcome,
+  type CmonClusterGroups,
   type CmonSecretOutcome,
   type CredentialsOutcome,
   checkApiServer,
@@ -41,6 +43,7 @@ import {
   checkCmonAccess,
   checkCmonCertificate,
   checkCmonServerCertificate,
+  checkCmonTargets,
   checkControllerManager,
   checkControllerPods,
   checkCredentials,
@@ -227,7 +230,9 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
       ...(await cloudChecks(clusterID, definition, input, nodes, secretRef, secret?.data, routes, brake)),
     );
     if (definition.name === 'triton')
-      checks.push(...(await cmonChecks(http, definition, input, secretRef, secret?.data, now)));
+      checks.push(
+        ...(await cmonChecks(http, definition, input, secretRef, secret?.data, nodes, deployed, now)),
+      );
     return resultOf(checks, definition.name, input);
   } finally {
     await http.close();
@@ -387,9 +392,10 @@ async function cloudChecks(
 
 /**
  * Triton's CMON certificate (`ccm secret create --cmon`), when its Secret exists or --cmon-secret
- * names it: its expiry, and whether CMON's /v1/discover accepts it. Prometheus' Triton discovery
- * ignores /v1/discover's status, so a refused certificate is an empty target list there: here it is
- * a failure with its reason.
+ * names it: its expiry, its account against ccm's, whether CMON's /v1/discover accepts it, and which of
+ * the cluster's Nodes' machines it lists in the cluster's group. Prometheus' Triton discovery ignores
+ * /v1/discover's status and lists what CMON lists, so a refused certificate, another account's, or
+ * machines without the group are an empty target list there: here each is a row with its reason.
  */
 async function cmonChecks(
   http: KubeTransport,
@@ -397,6 +403,8 @@ async function cmonChecks(
   input: DoctorInput,
   credentialsRef: { namespace: string; name: string } | undefined,
   credentials: Record<string, string> | undefined,
+  nodes: readonly SlimNode[],
+  deployed: { args: string[]; where: string } | undefined,
   now: Date,
 ): Promise<CheckResult[]> {
   const cmon = await import('../providers/triton/cmon-certificate.js');
@@ -421,21 +429,126 @@ async function cmonChecks(
         ? { absent: true, required: given !== undefined }
         : { error: oneLine(err) };
   }
-  const expiry = checkCmonCertificate(ref, outcome, now);
+  const values = cmonValues(definition, input, credentialsRef, credentials);
+  const account = values?.account?.trim() || undefined;
+  const expiry = checkCmonCertificate(ref, outcome, now, account);
   if (!expiry) return [];
-  if (!pair) return [expiry];
-  const access = await cmonAccessOutcome(definition, input, credentialsRef, credentials, pair);
-  const server = checkCmonServerCertificate('instances' in access ? access.serverNameProblem : undefined);
-  return [expiry, checkCmonAccess(access, ref), ...(server ? [server] : [])];
+  // Another account's certificate: CMON would list that account's machines, nothing to check here.
+  const foreign = account !== undefined && 'account' in outcome && outcome.account !== account;
+  if (!pair || foreign) return [expiry];
+  const groups = await cmonClusterGroups(http, input, credentialsRef, credentials, deployed);
+  const access = await cmonAccessOutcome(values, input, pair, groups?.names);
+  if ('error' in access) return [expiry, checkCmonAccess(access, ref)];
+  const server = checkCmonServerCertificate(access.found.serverNameProblem);
+  const machines = tritonMachines(nodes);
+  const listed = new Set(access.found.containers.map((c) => c.vm_uuid.toLowerCase()));
+  // Some Node's machine is not in the group: the account's whole list tells an untagged machine from
+  // one CMON does not list at all (stopped, another account's).
+  let listedWithoutGroups: Set<string> | undefined;
+  if (groups && machines.some((m) => !listed.has(m.machine))) {
+    listedWithoutGroups = await access.discover().then(
+      (all) => new Set(all.containers.map((c) => c.vm_uuid.toLowerCase())),
+      () => undefined,
+    );
+  }
+  return [
+    expiry,
+    checkCmonAccess({ instances: listed.size, where: access.where }, ref),
+    ...(server ? [server] : []),
+    checkCmonTargets({
+      account: account ?? ('account' in outcome ? outcome.account : ''),
+      nodes: machines,
+      ...(groups ? { groups } : {}),
+      listed,
+      ...(listedWithoutGroups ? { listedWithoutGroups } : {}),
+    }),
+  ];
 }
 
-async function cmonAccessOutcome(
+/** The Nodes with a Triton provider ID, and their machines' UUIDs. */
+function tritonMachines(nodes: readonly SlimNode[]): { name: string; machine: string }[] {
+  const found: { name: string; machine: string }[] = [];
+  for (const node of nodes) {
+    const parsed = parseProviderID(node.spec?.providerID ?? '');
+    if (parsed?.scheme === 'triton' && parsed.id)
+      found.push({ name: node.metadata?.name ?? '', machine: parsed.id.toLowerCase() });
+  }
+  return found;
+}
+
+/** Triton's values as every command resolves them (the default Secret only when flags and env lack). */
+function cmonValues(
   definition: ProviderDefinition,
   input: DoctorInput,
   credentialsRef: { namespace: string; name: string } | undefined,
   credentials: Record<string, string> | undefined,
+): ProviderValues | undefined {
+  const useSecret =
+    credentialsRef !== undefined &&
+    (input['credentials-secret'] !== undefined ||
+      whatFlagsAndEnvLack(definition, input, input.env) !== undefined);
+  try {
+    return resolveProviderValues(definition, input, input.env, useSecret ? credentials : undefined);
+  } catch {
+    return undefined; // the credentials row says why
+  }
+}
+
+/**
+ * The groups ccm keeps on the cluster's machines, as `ccm run` is given them: doctor's --cmon-groups,
+ * else the deployed ccm's, else its credentials Secret's key cmon-groups, else TRITON_CMON_GROUPS; with
+ * the cluster identity from --cluster-name (doctor's, else the deployed ccm's) or kube-system's UID.
+ * Undefined when ccm keeps none (unset, `none`) or they cannot be named.
+ */
+async function cmonClusterGroups(
+  http: KubeTransport,
+  input: DoctorInput,
+  credentialsRef: { namespace: string; name: string } | undefined,
+  credentials: Record<string, string> | undefined,
+  deployed: { args: string[]; where: string } | undefined,
+): Promise<CmonClusterGroups | undefined> {
+  const fromDeployed = deployed ? argValue(deployed.args, 'cmon-groups') : undefined;
+  const fromSecret = credentials?.['cmon-groups']?.trim() || undefined;
+  const fromEnv = input.env.TRITON_CMON_GROUPS?.trim() || undefined;
+  const [spec, from] =
+    input['cmon-groups'] !== undefined
+      ? [input['cmon-groups'], '--cmon-groups']
+      : fromDeployed
+        ? [fromDeployed, `--cmon-groups of ${deployed?.where}`]
+        : fromSecret && credentialsRef
+          ? [fromSecret, `key cmon-groups of Secret ${credentialsRef.namespace}/${credentialsRef.name}`]
+          : fromEnv
+            ? [fromEnv, 'env TRITON_CMON_GROUPS']
+            : [undefined, ''];
+  if (!spec) return undefined;
+  const { parseCmonGroups } = await import('../providers/triton/cmon-spec.js');
+  const { groupsFor } = await import('../providers/triton/cmon.js');
+  try {
+    const parsed = parseCmonGroups(spec.trim());
+    const name = input['cluster-name'] ?? (deployed ? argValue(deployed.args, 'cluster-name') : undefined);
+    const clusterID = await clusterIdentity(http, name || undefined);
+    const names = groupsFor(parsed, clusterID, ['control-plane', 'worker']);
+    return names.length > 0 ? { names, spec: `--cmon-groups ${spec.trim()}`, from } : undefined;
+  } catch {
+    return undefined; // ccm run refuses such a value at start, in one line
+  }
+}
+
+type CmonAccess =
+  | {
+      found: import('../providers/triton/cmon-certificate.js').Discovered;
+      where: string;
+      /** /v1/discover again with the same certificate, without groups. */
+      discover(): Promise<import('../providers/triton/cmon-certificate.js').Discovered>;
+    }
+  | { error: string; why: 'unreachable' | 'refused' | 'other' };
+
+async function cmonAccessOutcome(
+  values: ProviderValues | undefined,
+  input: DoctorInput,
   { ca: secretCa, ...pair }: { cert: string; key: string; ca?: string },
-): Promise<CmonAccessOutcome> {
+  groups: readonly string[] | undefined,
+): Promise<CmonAccess> {
   const cmon = await import('../providers/triton/cmon-certificate.js');
   let endpoint: import('../providers/triton/cmon-certificate.js').CmonEndpoint;
   let ca: string | undefined;
@@ -445,24 +558,21 @@ async function cmonAccessOutcome(
     // CloudAPI names CMON unless --cmon-url gives a name of its own (an address needs CMON's name).
     let service: string | undefined;
     if (cmon.needsServiceName(override)) {
-      const useSecret =
-        credentialsRef !== undefined &&
-        (input['credentials-secret'] !== undefined ||
-          whatFlagsAndEnvLack(definition, input, input.env) !== undefined);
+      if (!values) throw new Error("ccm's Triton credentials are not usable (see the credentials row)");
       const { cmonAccess } = await import('../providers/triton/index.js');
-      const values = resolveProviderValues(definition, input, input.env, useSecret ? credentials : undefined);
       service = (await cmonAccess(values).listServices()).cmon;
     }
     endpoint = cmon.cmonEndpoint(service, override);
   } catch (err) {
     return { error: `finding CMON: ${oneLine(err)}`, why: isUnreachable(err) ? 'unreachable' : 'other' };
   }
+  const discover = (asked?: readonly string[]) =>
+    cmon.cmonDiscover({ endpoint, ...pair, ...(ca ? { ca } : {}), ...(asked ? { groups: asked } : {}) });
   try {
-    const found = await cmon.cmonDiscover({ endpoint, ...pair, ...(ca ? { ca } : {}) });
     return {
-      instances: found.containers.length,
+      found: await discover(groups),
       where: `CMON at ${endpoint.url.origin}`,
-      ...(found.serverNameProblem ? { serverNameProblem: found.serverNameProblem } : {}),
+      discover: () => discover(),
     };
   } catch (err) {
     const why = isUnreachable(err) ? 'unreachable' : err instanceof UnauthorizedError ? 'refused' : 'other';

@@ -15,12 +15,12 @@ import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { CoreV1Api } from '@kubernetes/client-node';
+import { AppsV1Api, type CoreV1Api } from '@kubernetes/client-node';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cmonCertificate } from '../clouds/triton/cmon-cert.js';
 import { KeyFolder } from '../clouds/triton/keys.js';
-import { fixtureApi } from '../controlplane/fixtures.js';
+import { createNodes, deleteAllNodes, fixtureApi, fixtureClient } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { tempDir } from '../helpers/tmp.js';
 import { useCmon } from '../helpers/use-cmon.js';
@@ -43,12 +43,14 @@ const CLEAN_ENV: Record<string, string | undefined> = {
 const world = useCmon();
 let cp: ControlPlane;
 let api: CoreV1Api;
+let apps: AppsV1Api;
 let caFile: string;
 const folder = new KeyFolder();
 
 beforeAll(async () => {
   cp = await startControlPlane();
   api = fixtureApi(cp.kubeconfigPath);
+  apps = fixtureClient(cp.kubeconfigPath, AppsV1Api);
   const dir = tempDir('r46-cmon-');
   caFile = join(dir, 'cmon-ca.pem');
   writeFileSync(caFile, world.cmon.ca);
@@ -84,6 +86,25 @@ async function putTlsSecret(namespace: string, name: string, cert: { cert: strin
   });
 }
 
+/** A DaemonSet kube-system/ccm whose container runs `ccm` with these arguments (no kubelet runs it). */
+async function deployCcm(args: string[]) {
+  await apps.deleteNamespacedDaemonSet({ name: 'ccm', namespace: 'kube-system' }).catch(() => undefined);
+  const labels = { 'app.kubernetes.io/name': 'ccm', 'app.kubernetes.io/component': 'controller' };
+  await apps.createNamespacedDaemonSet({
+    namespace: 'kube-system',
+    body: {
+      metadata: { name: 'ccm', labels },
+      spec: {
+        selector: { matchLabels: labels },
+        template: {
+          metadata: { labels },
+          spec: { containers: [{ name: 'ccm', image: 'registry.example.com/ccm:0.1.0', args }] },
+        },
+      },
+    },
+  });
+}
+
 type Row = { name: string; status: string; message: string; fix?: string };
 async function cmonRows(extra: string[] = []): Promise<Row[]> {
   const run = await ccm(
@@ -105,33 +126,106 @@ async function cmonRows(extra: string[] = []): Promise<Row[]> {
 }
 
 describe('review 46: ccm doctor on CMON', { timeout: 180_000 }, () => {
-  it("passes a certificate of ANOTHER account (doctor runs as demo): CMON lists none of demo's machines", async () => {
+  const demoCert = () => cmonCertificate({ account: 'demo', signer: world.keys.demo.privateKey });
+  /** The demo account's machines, and a Node for each (provider ID triton://<uuid>). */
+  async function cluster(machines: { name: string; state?: string; groups?: string }[]) {
     world.demo.machines.clear();
     world.other.machines.clear();
-    world.demo.addMachine({ name: 'web-1', tags: { 'triton.cmon.groups': 'prod' } });
+    await deleteAllNodes(api);
+    const made = machines.map((m) =>
+      world.demo.addMachine({
+        name: m.name,
+        ...(m.state ? { state: m.state } : {}),
+        ...(m.groups ? { tags: { 'triton.cmon.groups': m.groups } } : {}),
+      }),
+    );
+    await createNodes(
+      api,
+      made.map((m) => ({ name: m.name, providerID: `triton://${m.id}` })),
+    );
+    return made;
+  }
+  const byName = (rows: Row[]) => Object.fromEntries(rows.map((r) => [r.name, r]));
+
+  it('fails a certificate of ANOTHER account (doctor runs as demo), in one line with the fix, and asks CMON nothing', async () => {
+    await cluster([{ name: 'web-1', groups: 'prod' }]);
     await putTlsSecret(
       'kube-system',
       'triton-cmon',
       cmonCertificate({ account: 'other', signer: world.keys.other.privateKey }),
     );
-    const rows = await cmonRows();
-    console.log(JSON.stringify(rows, null, 1));
-    expect(rows.map((r) => `${r.name}:${r.status}`)).toEqual(['cmon-certificate:pass', 'cmon-access:pass']);
-    expect(rows[0]?.message).toContain('(account other)');
-    expect(rows[1]?.message).toContain('lists 0 instance(s)');
+    const asked = world.cmon.requests.length;
+    const rows = await cmonRows(['--cmon-groups', 'cluster', '--cluster-name', 'prod']);
+    expect(rows.map((r) => `${r.name}:${r.status}`)).toEqual(['cmon-certificate:fail']);
+    expect(rows[0]?.message).toContain("is account other's, and ccm's Triton account is demo");
+    expect(rows[0]?.message).not.toContain('\n');
+    expect(rows[0]?.fix).toContain(
+      'ccm secret create --provider triton --cmon --namespace kube-system --name triton-cmon',
+    );
+    expect(world.cmon.requests.length).toBe(asked);
   });
 
-  it('passes when CMON lists nothing at all for the account (no machine tagged, or none running)', async () => {
-    world.demo.machines.clear();
-    world.demo.addMachine({ name: 'web-1', state: 'stopped' });
-    await putTlsSecret(
-      'kube-system',
-      'triton-cmon',
-      cmonCertificate({ account: 'demo', signer: world.keys.demo.privateKey }),
+  it("fails when CMON lists none of the Nodes' machines in the cluster's group: one stopped, one untagged", async () => {
+    const [stopped, untagged] = await cluster([
+      { name: 'web-1', state: 'stopped', groups: 'prod' },
+      { name: 'web-2', groups: 'team-a' },
+    ]);
+    await putTlsSecret('kube-system', 'triton-cmon', demoCert());
+    const rows = byName(await cmonRows(['--cmon-groups', 'cluster', '--cluster-name', 'prod']));
+    expect(rows['cmon-certificate']?.status).toBe('pass');
+    expect(rows['cmon-access']?.status).toBe('pass');
+    const targets = rows['cmon-targets'];
+    expect(targets?.status, JSON.stringify(targets)).toBe('fail');
+    expect(targets?.message).toContain(
+      "none of the 2 Node(s)' machines in group prod (--cmon-groups cluster, --cmon-groups)",
     );
-    const rows = await cmonRows();
-    expect(rows.map((r) => `${r.name}:${r.status}`)).toEqual(['cmon-certificate:pass', 'cmon-access:pass']);
-    expect(rows[1]?.message).toContain('lists 0 instance(s)');
+    expect(targets?.message).toContain('web-2: listed without the group');
+    expect(targets?.message).toContain('web-1: not listed at all');
+    expect(targets?.fix).toContain('--cmon-groups cluster --dry-run');
+    // As Prometheus asks: the group in the query.
+    expect(world.cmon.requests.map((r) => r.query)).toContain('?groups=prod');
+    expect(stopped && untagged).toBeTruthy();
+  });
+
+  it('warns naming the Node whose machine lacks the group, passes when all have it (groups of the deployed ccm)', async () => {
+    await cluster([
+      { name: 'web-1', groups: 'team-a,prod' },
+      { name: 'web-2', groups: 'team-a' },
+    ]);
+    await putTlsSecret('kube-system', 'triton-cmon', demoCert());
+    // ccm as `ccm manifests` deploys it, with --cmon-groups and --cluster-name in its arguments.
+    await deployCcm(['run', '--provider', 'triton', '--cmon-groups', 'cluster,role', '--cluster-name=prod']);
+    try {
+      let rows = byName(await cmonRows());
+      expect(rows['cmon-targets']?.status, JSON.stringify(rows['cmon-targets'])).toBe('warn');
+      expect(rows['cmon-targets']?.message).toContain(
+        "CMON lists 1 of 2 Node(s)' machines in groups prod, prod_control-plane, prod_worker (--cmon-groups cluster,role, --cmon-groups of DaemonSet kube-system/ccm)",
+      );
+      expect(rows['cmon-targets']?.message).toContain('web-2: listed without the group');
+      world.demo.machines.forEach((m) => {
+        m.tags['triton.cmon.groups'] = 'prod,prod_worker';
+      });
+      rows = byName(await cmonRows());
+      expect(rows['cmon-targets']?.status, JSON.stringify(rows['cmon-targets'])).toBe('pass');
+      expect(rows['cmon-targets']?.message).toContain("CMON lists all 2 Node(s)' machines");
+    } finally {
+      await apps.deleteNamespacedDaemonSet({ name: 'ccm', namespace: 'kube-system' }).catch(() => undefined);
+    }
+  });
+
+  it('without --cmon-groups anywhere: warns that the job asks for a group ccm does not keep; fails when CMON lists none', async () => {
+    await cluster([{ name: 'web-1' }]);
+    await putTlsSecret('kube-system', 'triton-cmon', demoCert());
+    let rows = byName(await cmonRows());
+    expect(rows['cmon-targets']?.status, JSON.stringify(rows['cmon-targets'])).toBe('warn');
+    expect(rows['cmon-targets']?.message).toContain('ccm keeps no CMON group');
+    expect(rows['cmon-targets']?.fix).toContain('--cmon-groups cluster');
+    world.demo.machines.forEach((m) => {
+      m.state = 'stopped';
+    });
+    rows = byName(await cmonRows());
+    expect(rows['cmon-targets']?.status, JSON.stringify(rows['cmon-targets'])).toBe('fail');
+    expect(rows['cmon-targets']?.message).toContain("none of the 1 Node(s)' machines of account demo");
   });
 
   it('says nothing when the certificate is in the Prometheus namespace (as the docs ask)', async () => {

@@ -421,8 +421,16 @@ describe('ccm doctor on the CMON certificate', { timeout: 120_000 }, () => {
     machines();
     expect((await createCmon()).exitCode).toBe(0);
     const rows = await cmonRows();
-    expect(status(rows), JSON.stringify(rows)).toEqual({ 'cmon-certificate': 'pass', 'cmon-access': 'pass' });
-    expect(rows[1]?.message).toContain('lists 1 instance(s)');
+    expect(status(rows), JSON.stringify(rows)).toEqual({
+      'cmon-certificate': 'pass',
+      'cmon-access': 'pass',
+      'cmon-targets': 'pass',
+    });
+    expect(rows[1]?.message).toContain('accepts the certificate of Secret kube-system/triton-cmon');
+    // No Node here: the instance CMON lists is nobody's target yet.
+    expect(rows[2]?.message).toContain(
+      'CMON lists 1 instance(s) in account demo; no Node has a Triton provider ID',
+    );
     await deleteSecret('triton-cmon');
   });
 
@@ -433,7 +441,11 @@ describe('ccm doctor on the CMON certificate', { timeout: 120_000 }, () => {
       cmonCertificate({ account: 'demo', signer: world.keys.demo.privateKey, lifetimeDays: 10 }),
     );
     const rows = await cmonRows();
-    expect(status(rows), JSON.stringify(rows)).toEqual({ 'cmon-certificate': 'warn', 'cmon-access': 'pass' });
+    expect(status(rows), JSON.stringify(rows)).toEqual({
+      'cmon-certificate': 'warn',
+      'cmon-access': 'pass',
+      'cmon-targets': 'pass',
+    });
     expect(rows[0]?.message).toMatch(/expires .* in 9 day\(s\)/);
     await deleteSecret('triton-cmon');
   });

@@ -218,13 +218,18 @@ export interface DiscoverOptions {
   key: string;
   /** PEM of the CAs that CMON's certificate is checked against (default: the system's). */
   ca?: string;
+  /**
+   * Only the instances with any of these groups (lib/endpoints/discover.js: `groups`, split on ","),
+   * as Prometheus' Triton discovery asks with the job's `groups`; absent: every one of the account.
+   */
+  groups?: readonly string[];
   signal?: AbortSignal;
   timeoutMs?: number;
 }
 
 export interface Discovered {
-  /** The instances CMON lists for the account (its vm_uuid and vm_alias). */
-  containers: { vm_uuid: string; vm_alias?: string; vm_owner_uuid?: string }[];
+  /** The instances CMON lists for the account (its vm_uuid and vm_alias, and the groups CMON read). */
+  containers: { vm_uuid: string; vm_alias?: string; vm_owner_uuid?: string; groups?: string[] }[];
   /**
    * Why Prometheus will refuse CMON's own certificate while Node accepted it, in one line: a name (CMON's,
    * or `<uuid>.<CMON's>` the instances are scraped at) that only its CN gives. Node still falls back
@@ -273,7 +278,7 @@ export function cmonDiscover(options: DiscoverOptions): Promise<Discovered> {
       {
         host: endpoint.url.hostname.replace(/^\[|\]$/g, ''),
         port: Number(endpoint.url.port),
-        path: '/v1/discover',
+        path: `/v1/discover${options.groups?.length ? `?${new URLSearchParams({ groups: options.groups.join(',') })}` : ''}`,
         method: 'GET',
         // SNI carries a name only (RFC 6066): an address is sent none.
         ...(isAddress(endpoint.name) ? {} : { servername: endpoint.name }),
