@@ -153,7 +153,10 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
   }
 
   const resolved = resolveGiven(definition, { ...input.given, secret: `${namespace}/${name}` });
+  // --cmon: only what the certificate is signed with is asked (no CMON groups, which it does not hold).
+  const only = input.cmon ? (await import('../providers/triton/index.js')).CMON_SIGNER_FIELDS : undefined;
   const promptOptions = {
+    ...(only ? { only } : {}),
     ...(input.sshDir ? { sshDir: input.sshDir } : {}),
     ...(input.env.SSH_AUTH_SOCK ? { agentSocket: input.env.SSH_AUTH_SOCK } : {}),
     secret: `${namespace}/${name}`,
