@@ -1040,6 +1040,35 @@ export function checkCmonAccess(
   );
 }
 
+/**
+ * No CMON certificate Secret of the default name in any namespace. Said, not silent: with the CMON
+ * groups kept (the Nodes' machines are tagged for Prometheus) nothing can scrape them, a warning; else
+ * CMON metrics are simply not set up, and the row says how to.
+ */
+export function checkCmonNoSecret(name: string, groups: CmonClusterGroups | undefined): CheckResult {
+  const none = `no CMON certificate: no kubernetes.io/tls Secret ${name} in any namespace (--cmon-secret names one of another name)`;
+  const make = `make it in Prometheus' namespace, where its Pod can mount it: ${CMON_CREATE} --namespace <Prometheus' namespace>`;
+  if (groups)
+    return warn(
+      'cmon-certificate',
+      `${none}, while ccm keeps the CMON ${groups.names.length === 1 ? 'group' : 'groups'} ${groups.names.join(', ')} on the Nodes' machines (${groups.spec}, ${groups.from}): Prometheus cannot scrape them without one`,
+      make,
+    );
+  return pass('cmon-certificate', `${none}: CMON metrics are not set up; to set them up, ${make}`);
+}
+
+/** The Secrets of all namespaces could not be listed (RBAC): only the default one was read. */
+export function checkCmonSecretsUnlisted(
+  error: string,
+  fallback: { namespace: string; name: string },
+): CheckResult {
+  return warn(
+    'cmon-certificate',
+    `cannot list Secrets in all namespaces to find the CMON certificate (${error}): only Secret ${fallback.namespace}/${fallback.name} was looked at`,
+    `pass --cmon-secret <Prometheus' namespace>/${fallback.name}, or run doctor as a user who may list Secrets`,
+  );
+}
+
 /** The cluster's CMON groups as ccm keeps them (its --cmon-groups), and where that was read. */
 export interface CmonClusterGroups {
   /** The groups ccm keeps on the Nodes' machines: the cluster's, and/or its role groups. */
@@ -1052,6 +1081,8 @@ export interface CmonClusterGroups {
 /** Which of the cluster's Nodes' machines CMON's /v1/discover lists to the certificate. */
 export interface CmonTargetsOutcome {
   account: string;
+  /** The certificate's Secret. */
+  secret: { namespace: string; name: string };
   /** The Nodes with a Triton provider ID, with their machine UUIDs (lower case). */
   nodes: readonly { name: string; machine: string }[];
   /** The cluster's groups, asked for; absent: ccm keeps none (no --cmon-groups), so none was asked. */
@@ -1071,9 +1102,12 @@ export interface CmonTargetsOutcome {
  */
 export function checkCmonTargets(outcome: CmonTargetsOutcome): CheckResult {
   const { nodes, groups, listed, account } = outcome;
-  const asked = groups
-    ? `${groups.names.length === 1 ? 'group' : 'groups'} ${groups.names.join(', ')} (${groups.spec}, ${groups.from})`
-    : `account ${account}`;
+  const to = `to the certificate of Secret ${outcome.secret.namespace}/${outcome.secret.name}`;
+  const asked = `${
+    groups
+      ? `${groups.names.length === 1 ? 'group' : 'groups'} ${groups.names.join(', ')} (${groups.spec}, ${groups.from})`
+      : `account ${account}`
+  } ${to}`;
   if (nodes.length === 0)
     return pass(
       'cmon-targets',
@@ -1086,7 +1120,7 @@ export function checkCmonTargets(outcome: CmonTargetsOutcome): CheckResult {
       return withItems(
         fail(
           'cmon-targets',
-          `CMON lists none of the ${nodes.length} Node(s)' machines of account ${account} (${listed.size} instance(s) in all): it discovers only running machines of the certificate's account, so Prometheus scrapes none of them`,
+          `CMON lists none of the ${nodes.length} Node(s)' machines of account ${account} ${to} (${listed.size} instance(s) in all): it discovers only running machines of the certificate's account, so Prometheus scrapes none of them`,
           'check that the machines run and are account ' +
             `${account}'s: \`ccm nodes list --provider triton\` shows each Node's machine and its state`,
         ),
@@ -1095,7 +1129,7 @@ export function checkCmonTargets(outcome: CmonTargetsOutcome): CheckResult {
     return withItems(
       warn(
         'cmon-targets',
-        `ccm keeps no CMON group on the Nodes' machines (no --cmon-groups given here, on ccm's DaemonSet, in its credentials Secret or TRITON_CMON_GROUPS): CMON lists ${found} of ${nodes.length} Node(s)' machines of the account, but the job of \`ccm manifests --cmon\` asks for the cluster's group, which ccm does not keep on them, so it finds none unless another puts it there`,
+        `ccm keeps no CMON group on the Nodes' machines (no --cmon-groups given here, on ccm's DaemonSet, in its credentials Secret or TRITON_CMON_GROUPS): CMON lists ${found} of ${nodes.length} Node(s)' machines of the account ${to}, but the job of \`ccm manifests --cmon\` asks for the cluster's group, which ccm does not keep on them, so it finds none unless another puts it there`,
         'run ccm with --cmon-groups cluster (or the key cmon-groups of its credentials Secret), then check again; when ccm runs outside the cluster, give doctor the same --cmon-groups',
       ),
       missing.map((n) => n.name),

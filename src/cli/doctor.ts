@@ -20,7 +20,7 @@ import {
 } from '../kube/diagnostics.js';
 import { KubeApiError } from '../kube/errors.js';
 import { createNodeClient } from '../kube/nodes.js';
-import { readSecret } from '../kube/secrets.js';
+import { listSecretsNamed, readSecret } from '../kube/secrets.js';
 import type { SlimNode } from '../kube/slim-node.js';
 import { KubeTransport } from '../kube/transport.js';
 import { NODE_DELETIONS_NAMESPACE } from '../kube/well-known.js';
@@ -42,6 +42,8 @@ import {
   checkApiServerUnreachable,
   checkCmonAccess,
   checkCmonCertificate,
+  checkCmonNoSecret,
+  checkCmonSecretsUnlisted,
   checkCmonServerCertificate,
   checkCmonTargets,
   checkControllerManager,
@@ -408,12 +410,55 @@ async function cmonChecks(
   now: Date,
 ): Promise<CheckResult[]> {
   const cmon = await import('../providers/triton/cmon-certificate.js');
+  const values = cmonValues(definition, input, credentialsRef, credentials);
+  const account = values?.account?.trim() || undefined;
+  const groups = await cmonClusterGroups(http, input, credentialsRef, credentials, deployed);
+  const context = { values, account, groups, nodes, input, now };
   const given = input['cmon-secret'];
-  const ref = given ? parseSecretRef(given) : { namespace: 'kube-system', name: cmon.CMON_SECRET_NAME };
+  if (given) return cmonSecretChecks(http, parseSecretRef(given), true, context);
+  // Where the docs tell operators to put it: the default name in Prometheus' namespace, whichever
+  // that is (a Pod mounts only Secrets of its own), or kube-system where secret create writes it.
+  let found: { namespace: string; name: string; data: Record<string, string> }[];
+  try {
+    found = await listSecretsNamed(http, cmon.CMON_SECRET_NAME, 'kubernetes.io/tls');
+  } catch (err) {
+    const fallback = { namespace: 'kube-system', name: cmon.CMON_SECRET_NAME };
+    return [
+      checkCmonSecretsUnlisted(oneLine(err), fallback),
+      ...(await cmonSecretChecks(http, fallback, false, context)),
+    ];
+  }
+  if (found.length === 0) return [checkCmonNoSecret(cmon.CMON_SECRET_NAME, groups)];
+  const rows: CheckResult[] = [];
+  for (const secret of found) {
+    const ref = { namespace: secret.namespace, name: secret.name };
+    rows.push(...(await cmonSecretChecks(http, ref, false, { ...context, data: secret.data })));
+  }
+  return rows;
+}
+
+/** One certificate Secret's rows: its expiry and account, CMON's answer to it, and the targets. */
+async function cmonSecretChecks(
+  http: KubeTransport,
+  ref: { namespace: string; name: string },
+  required: boolean,
+  context: {
+    values: ProviderValues | undefined;
+    account: string | undefined;
+    groups: CmonClusterGroups | undefined;
+    nodes: readonly SlimNode[];
+    input: DoctorInput;
+    now: Date;
+    /** The Secret's data, when the listing brought it. */
+    data?: Record<string, string>;
+  },
+): Promise<CheckResult[]> {
+  const cmon = await import('../providers/triton/cmon-certificate.js');
+  const { values, account, groups, nodes, input, now } = context;
   let outcome: CmonSecretOutcome;
   let pair: { cert: string; key: string; ca?: string } | undefined;
   try {
-    const { data } = await readSecret(http, ref.namespace, ref.name);
+    const data = context.data ?? (await readSecret(http, ref.namespace, ref.name)).data;
     const cert = data['tls.crt'];
     const key = data['tls.key'];
     if (!cert?.trim() || !key?.trim()) outcome = { error: 'it has no tls.crt and tls.key' };
@@ -426,17 +471,14 @@ async function cmonChecks(
   } catch (err) {
     outcome =
       err instanceof KubeApiError && err.status === 404
-        ? { absent: true, required: given !== undefined }
+        ? { absent: true, required }
         : { error: oneLine(err) };
   }
-  const values = cmonValues(definition, input, credentialsRef, credentials);
-  const account = values?.account?.trim() || undefined;
   const expiry = checkCmonCertificate(ref, outcome, now, account);
   if (!expiry) return [];
   // Another account's certificate: CMON would list that account's machines, nothing to check here.
   const foreign = account !== undefined && 'account' in outcome && outcome.account !== account;
   if (!pair || foreign) return [expiry];
-  const groups = await cmonClusterGroups(http, input, credentialsRef, credentials, deployed);
   const access = await cmonAccessOutcome(values, input, pair, groups?.names);
   if ('error' in access) return [expiry, checkCmonAccess(access, ref)];
   const server = checkCmonServerCertificate(access.found.serverNameProblem);
@@ -457,6 +499,7 @@ async function cmonChecks(
     ...(server ? [server] : []),
     checkCmonTargets({
       account: account ?? ('account' in outcome ? outcome.account : ''),
+      secret: ref,
       nodes: machines,
       ...(groups ? { groups } : {}),
       listed,

@@ -15,13 +15,15 @@ import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AppsV1Api, type CoreV1Api } from '@kubernetes/client-node';
+import { AppsV1Api, type CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import { cmonCertificate } from '../clouds/triton/cmon-cert.js';
 import { KeyFolder } from '../clouds/triton/keys.js';
 import { createNodes, deleteAllNodes, fixtureApi, fixtureClient } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { serviceAccountToken } from '../helpers/service-account-run.js';
 import { tempDir } from '../helpers/tmp.js';
 import { useCmon } from '../helpers/use-cmon.js';
 
@@ -84,6 +86,76 @@ async function putTlsSecret(namespace: string, name: string, cert: { cert: strin
       stringData: { 'tls.crt': cert.cert, 'tls.key': cert.key },
     },
   });
+}
+
+/**
+ * A kubeconfig of a ServiceAccount that may read what doctor reads, and get (not list) Secrets in
+ * kube-system only: an operator whose RBAC does not let them list Secrets cluster-wide.
+ */
+async function limitedKubeconfig(): Promise<string> {
+  const rbac = fixtureClient(cp.kubeconfigPath, RbacAuthorizationV1Api);
+  const name = 'r46-doctor-limited';
+  await api
+    .createNamespacedServiceAccount({ namespace: 'kube-system', body: { metadata: { name } } })
+    .catch(() => undefined);
+  await rbac
+    .createClusterRole({
+      body: {
+        metadata: { name },
+        rules: [
+          {
+            apiGroups: ['', 'apps', 'coordination.k8s.io'],
+            resources: ['nodes', 'pods', 'namespaces', 'configmaps', 'leases', 'daemonsets', 'deployments'],
+            verbs: ['get', 'list'],
+          },
+          { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+        ],
+      },
+    })
+    .catch(() => undefined);
+  await rbac
+    .createClusterRoleBinding({
+      body: {
+        metadata: { name },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+        subjects: [{ kind: 'ServiceAccount', name, namespace: 'kube-system' }],
+      },
+    })
+    .catch(() => undefined);
+  await rbac
+    .createNamespacedRole({
+      namespace: 'kube-system',
+      body: {
+        metadata: { name },
+        rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }],
+      },
+    })
+    .catch(() => undefined);
+  await rbac
+    .createNamespacedRoleBinding({
+      namespace: 'kube-system',
+      body: {
+        metadata: { name },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+        subjects: [{ kind: 'ServiceAccount', name, namespace: 'kube-system' }],
+      },
+    })
+    .catch(() => undefined);
+  const token = await serviceAccountToken(api, name, 'kube-system');
+  const path = join(tempDir('r46-kubeconfig-'), 'kubeconfig');
+  writeFileSync(
+    path,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'test', cluster: { server: cp.server, 'certificate-authority-data': cp.caData } }],
+      users: [{ name, user: { token } }],
+      contexts: [{ name, context: { cluster: 'test', user: name } }],
+      'current-context': name,
+    }),
+    { mode: 0o600 },
+  );
+  return path;
 }
 
 /** A DaemonSet kube-system/ccm whose container runs `ccm` with these arguments (no kubelet runs it). */
@@ -228,7 +300,8 @@ describe('review 46: ccm doctor on CMON', { timeout: 180_000 }, () => {
     expect(rows['cmon-targets']?.message).toContain("none of the 1 Node(s)' machines of account demo");
   });
 
-  it('says nothing when the certificate is in the Prometheus namespace (as the docs ask)', async () => {
+  it('finds the certificate in the Prometheus namespace (as the docs ask): an expired one fails', async () => {
+    await cluster([{ name: 'web-1', groups: 'prod' }]);
     await api
       .deleteNamespacedSecret({ name: 'triton-cmon', namespace: 'kube-system' })
       .catch(() => undefined);
@@ -243,7 +316,81 @@ describe('review 46: ccm doctor on CMON', { timeout: 180_000 }, () => {
       }),
     );
     // An EXPIRED certificate in monitoring/triton-cmon, the one `manifests --cmon-secret monitoring/triton-cmon` mounts.
-    expect(await cmonRows()).toEqual([]);
+    const rows = await cmonRows();
+    expect(rows[0]?.name).toBe('cmon-certificate');
+    expect(rows[0]?.status).toBe('fail');
+    expect(rows[0]?.message).toContain('Secret monitoring/triton-cmon');
+    expect(rows[0]?.message).toContain('expired');
+  });
+
+  it('reports each Secret triton-cmon it finds, in every namespace', async () => {
+    await cluster([{ name: 'web-1', groups: 'prod' }]);
+    await putTlsSecret('kube-system', 'triton-cmon', demoCert());
+    const rows = await cmonRows(['--cmon-groups', 'cluster', '--cluster-name', 'prod']);
+    const certificates = rows.filter((r) => r.name === 'cmon-certificate');
+    expect(certificates.map((r) => `${r.status} ${/Secret (\S+)/.exec(r.message)?.[1]}`).sort()).toEqual([
+      'fail monitoring/triton-cmon',
+      'pass kube-system/triton-cmon',
+    ]);
+    const targets = rows.filter((r) => r.name === 'cmon-targets');
+    expect(targets.map((r) => r.status)).toEqual(['pass']);
+    expect(targets[0]?.message).toContain('to the certificate of Secret kube-system/triton-cmon');
+  });
+
+  it('says so when there is none: how to make one; a warning when ccm keeps CMON groups', async () => {
+    await cluster([{ name: 'web-1', groups: 'prod' }]);
+    for (const namespace of ['kube-system', 'monitoring'])
+      await api.deleteNamespacedSecret({ name: 'triton-cmon', namespace }).catch(() => undefined);
+    let rows = await cmonRows();
+    expect(rows.map((r) => `${r.name}:${r.status}`)).toEqual(['cmon-certificate:pass']);
+    expect(rows[0]?.message).toContain(
+      'no CMON certificate: no kubernetes.io/tls Secret triton-cmon in any namespace',
+    );
+    expect(rows[0]?.message).toContain(
+      "ccm secret create --provider triton --cmon --namespace <Prometheus' namespace>",
+    );
+    rows = await cmonRows(['--cmon-groups', 'cluster', '--cluster-name', 'prod']);
+    expect(rows.map((r) => `${r.name}:${r.status}`)).toEqual(['cmon-certificate:warn']);
+    expect(rows[0]?.message).toContain("while ccm keeps the CMON group prod on the Nodes' machines");
+    expect(rows[0]?.fix).toContain('ccm secret create --provider triton --cmon --namespace');
+  });
+
+  it('without the right to list Secrets everywhere: says so, and reads kube-system/triton-cmon', async () => {
+    await cluster([{ name: 'web-1', groups: 'prod' }]);
+    await putTlsSecret('kube-system', 'triton-cmon', demoCert());
+    const kubeconfig = await limitedKubeconfig();
+    const run = await execa(
+      process.execPath,
+      [
+        bin,
+        'doctor',
+        '--provider',
+        'triton',
+        '--cloud-api-url',
+        world.demo.url,
+        ...cmonFlags(),
+        '-o',
+        'json',
+        '--kubeconfig',
+        kubeconfig,
+      ],
+      {
+        reject: false,
+        env: { ...CLEAN_ENV, TRITON_ACCOUNT: 'demo', TRITON_KEY_MATERIAL: world.keys.demo.path },
+        extendEnv: true,
+        stdin: 'ignore',
+        timeout: 90_000,
+      },
+    );
+    const rows = (JSON.parse(String(run.stdout)) as { checks: Row[] }).checks.filter((c) =>
+      c.name.startsWith('cmon-'),
+    );
+    expect(rows[0]?.status, JSON.stringify(rows)).toBe('warn');
+    expect(rows[0]?.message).toContain('cannot list Secrets in all namespaces');
+    expect(rows[0]?.message).toContain('only Secret kube-system/triton-cmon was looked at');
+    expect(rows[0]?.fix).toContain("--cmon-secret <Prometheus' namespace>/triton-cmon");
+    expect(rows[1]?.message).toContain('Secret kube-system/triton-cmon');
+    expect(rows[1]?.status).toBe('pass');
   });
 
   it('an unreachable CMON (accepts TCP, never answers TLS): how long doctor takes, and what it says', async () => {

@@ -409,9 +409,11 @@ describe('ccm doctor on the CMON certificate', { timeout: 120_000 }, () => {
   }
   const status = (rows: Row[]) => Object.fromEntries(rows.map((r) => [r.name, r.status]));
 
-  it('says nothing without the Secret, and fails when --cmon-secret names one that is missing', async () => {
+  it('says there is none (and how to make one) without the Secret, and fails when --cmon-secret names one that is missing', async () => {
     await deleteSecret('triton-cmon');
-    expect(await cmonRows()).toEqual([]);
+    const none = await cmonRows();
+    expect(status(none), JSON.stringify(none)).toEqual({ 'cmon-certificate': 'pass' });
+    expect(none[0]?.message).toContain('no CMON certificate');
     const rows = await cmonRows(['--cmon-secret', 'kube-system/triton-cmon']);
     expect(status(rows), JSON.stringify(rows)).toEqual({ 'cmon-certificate': 'fail' });
     expect(rows[0]?.fix).toContain('ccm secret create --provider triton --cmon');
@@ -429,7 +431,7 @@ describe('ccm doctor on the CMON certificate', { timeout: 120_000 }, () => {
     expect(rows[1]?.message).toContain('accepts the certificate of Secret kube-system/triton-cmon');
     // No Node here: the instance CMON lists is nobody's target yet.
     expect(rows[2]?.message).toContain(
-      'CMON lists 1 instance(s) in account demo; no Node has a Triton provider ID',
+      'CMON lists 1 instance(s) in account demo to the certificate of Secret kube-system/triton-cmon; no Node has a Triton provider ID',
     );
     await deleteSecret('triton-cmon');
   });

@@ -3,7 +3,12 @@
  * of the cluster's Nodes' machines CMON lists in the cluster's group.
  */
 import { describe, expect, it } from 'vitest';
-import { checkCmonCertificate, checkCmonTargets } from '../../../src/cli/doctor-checks.js';
+import {
+  checkCmonCertificate,
+  checkCmonNoSecret,
+  checkCmonSecretsUnlisted,
+  checkCmonTargets,
+} from '../../../src/cli/doctor-checks.js';
 
 const ref = { namespace: 'monitoring', name: 'triton-cmon' };
 const now = new Date('2026-06-01T00:00:00Z');
@@ -36,7 +41,13 @@ describe('checkCmonTargets', () => {
   const groups = { names: ['prod'], spec: '--cmon-groups cluster', from: '--cmon-groups' };
 
   it('passes when every Node is listed in the group', () => {
-    const row = checkCmonTargets({ account: 'demo', nodes, groups, listed: new Set(['a', 'b', 'c', 'x']) });
+    const row = checkCmonTargets({
+      account: 'demo',
+      secret: ref,
+      nodes,
+      groups,
+      listed: new Set(['a', 'b', 'c', 'x']),
+    });
     expect(row.status).toBe('pass');
     expect(row.message).toContain("all 3 Node(s)' machines in group prod");
   });
@@ -44,6 +55,7 @@ describe('checkCmonTargets', () => {
   it('fails when none is listed, telling an untagged machine from one CMON does not list', () => {
     const row = checkCmonTargets({
       account: 'demo',
+      secret: ref,
       nodes,
       groups,
       listed: new Set(['x']),
@@ -56,21 +68,48 @@ describe('checkCmonTargets', () => {
   });
 
   it('warns naming the missing Nodes when some are listed', () => {
-    const row = checkCmonTargets({ account: 'demo', nodes, groups, listed: new Set(['a']) });
+    const row = checkCmonTargets({ account: 'demo', secret: ref, nodes, groups, listed: new Set(['a']) });
     expect(row.status).toBe('warn');
     expect(row.message).toContain("CMON lists 1 of 3 Node(s)' machines");
     expect(row.items).toEqual(['w2', 'w3']);
   });
 
   it('without a group ccm keeps: warns when CMON lists the machines, fails when it lists none', () => {
-    const seen = checkCmonTargets({ account: 'demo', nodes, listed: new Set(['a', 'b', 'c']) });
+    const seen = checkCmonTargets({ account: 'demo', secret: ref, nodes, listed: new Set(['a', 'b', 'c']) });
     expect(seen.status).toBe('warn');
     expect(seen.message).toContain('ccm keeps no CMON group');
-    const none = checkCmonTargets({ account: 'demo', nodes, listed: new Set(['x']) });
+    const none = checkCmonTargets({ account: 'demo', secret: ref, nodes, listed: new Set(['x']) });
     expect(none.status).toBe('fail');
   });
 
   it('no Node with a Triton provider ID: nothing to look for', () => {
-    expect(checkCmonTargets({ account: 'demo', nodes: [], groups, listed: new Set() }).status).toBe('pass');
+    expect(
+      checkCmonTargets({ account: 'demo', secret: ref, nodes: [], groups, listed: new Set() }).status,
+    ).toBe('pass');
+  });
+});
+
+describe('no certificate Secret found', () => {
+  it('says how to make one; a warning only when ccm keeps CMON groups on the machines', () => {
+    const off = checkCmonNoSecret('triton-cmon', undefined);
+    expect(off.status).toBe('pass');
+    expect(off.message).toContain(
+      "no CMON certificate: no kubernetes.io/tls Secret triton-cmon in any namespace (--cmon-secret names one of another name): CMON metrics are not set up; to set them up, make it in Prometheus' namespace",
+    );
+    const on = checkCmonNoSecret('triton-cmon', {
+      names: ['prod'],
+      spec: '--cmon-groups cluster',
+      from: 'env TRITON_CMON_GROUPS',
+    });
+    expect(on.status).toBe('warn');
+    expect(on.fix).toBe(
+      "make it in Prometheus' namespace, where its Pod can mount it: ccm secret create --provider triton --cmon --namespace <Prometheus' namespace>",
+    );
+  });
+
+  it('a listing RBAC forbids is a warning, not silence', () => {
+    const row = checkCmonSecretsUnlisted('forbidden', { namespace: 'kube-system', name: 'triton-cmon' });
+    expect(row.status).toBe('warn');
+    expect(row.message).toContain('only Secret kube-system/triton-cmon was looked at');
   });
 });
