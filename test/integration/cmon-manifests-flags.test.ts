@@ -97,7 +97,11 @@ describe('ccm manifests --cmon: bad input, one line', () => {
       /--cmon-account: .*never my/,
     ],
     ['no group', [...BASE, '--cmon-account', 'acme'], /needs the cluster's CMON group .* --cluster-name/],
-    ['a group CMON cannot have', [...OK, '--cmon-group', 'a.b'], /"a\.b" is no triton\.cmon\.groups name/],
+    [
+      'a group CMON cannot have',
+      [...OK, '--cmon-group', 'a.b'],
+      /the CMON group "a\.b" is no group ccm keeps/,
+    ],
     ['http', [...OK.slice(0, 5), 'http://cmon.x.test', ...OK.slice(6)], /--cmon-url: CMON speaks HTTPS only/],
     ['an address', [...OK.slice(0, 5), 'https://10.0.0.1', ...OK.slice(6)], /must name it; got the address/],
     ['a path', [...OK.slice(0, 5), 'https://cmon.x.test/v1', ...OK.slice(6)], /CMON's origin alone/],
