@@ -149,6 +149,9 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
   const definition = input.provider ? await loadProvider(input.provider) : undefined;
   if (definition && input['cloud-api-url'] !== undefined)
     checkCloudApiUrl(definition, input['cloud-api-url']);
+  // Triton's --cmon-url is a typing error before anything is read, as in secret create (exit 2).
+  if (definition?.name === 'triton' && input['cmon-url'])
+    (await import('../providers/triton/cmon-certificate.js')).checkCmonUrl(input['cmon-url']);
   const secretRef = input['credentials-secret']
     ? parseSecretRef(input['credentials-secret'])
     : definition?.credentials.secretName
@@ -614,7 +617,7 @@ async function cmonAccessOutcome(
   try {
     return {
       found: await discover(groups),
-      where: `CMON at ${endpoint.url.origin}`,
+      where: `CMON at ${endpoint.origin}`,
       discover: () => discover(),
     };
   } catch (err) {

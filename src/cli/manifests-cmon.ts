@@ -32,14 +32,13 @@
 import { isIP } from 'node:net';
 import { nodeCrypto } from '../node-modules.js';
 import { CMON_CLUSTER_GROUP, CMON_ROLE_GROUP } from '../providers/triton/cmon-spec.js';
+import { cmonPort } from '../providers/triton/cmon-url.js';
 import { expectedText, UsageError } from './errors.js';
 import type { SecretRef } from './flag-values.js';
 import type { K8sObject } from './manifests.js';
 import type { CmonFormat } from './manifests-cmon-flags.js';
 import { objectYaml } from './output/object-yaml.js';
 
-/** CMON's port (triton-cmon docs/README.md; Prometheus' triton_sd_configs default). */
-export const CMON_PORT = 9163;
 /** Where the Prometheus Operator mounts each Secret of a Prometheus' `spec.secrets`. */
 export const PROMETHEUS_SECRETS_DIR = '/etc/prometheus/secrets';
 /** The key of the additional-scrape-configs Secret that holds the job. */
@@ -102,8 +101,10 @@ export function parseCmonUrl(text: string): CmonEndpoint {
       `CMON serves each instance at <instance uuid>.${host}, so its URL must name it; got the address ${host}`,
     );
   }
-  // node-triton keeps only the host name, so Prometheus asks CMON's own port, 9163.
-  return { host, port: url.port ? Number(url.port) : CMON_PORT };
+  // The port as written (WHATWG URL drops a written 443); none: CMON's own, 9163.
+  const port = cmonPort(text);
+  if ('error' in port) throw bad(`${port.error}; got ${text}`);
+  return { host, port: port.port };
 }
 
 /** Checks the account and group; a usage error in one line. */

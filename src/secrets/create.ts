@@ -132,8 +132,10 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
     throw new UsageError(
       `--cmon: only the triton provider has CMON (Triton's Container Monitor), not ${definition.name}`,
     );
-  // Read before anything is asked or called: a CA file that is not there is a typing error.
+  // Read before anything is asked or called: a CA file that is not there is a typing error, and so
+  // is a CMON URL that names no https port.
   const cmonCa = input.cmon?.caFile ? readValueFile(input.cmon.caFile, '--cmon-ca') : undefined;
+  if (input.cmon?.url) (await import('../providers/triton/cmon-certificate.js')).checkCmonUrl(input.cmon.url);
   const stored = definition.credentials.fields.filter((f) => f.secretKey);
   if (stored.length === 0) {
     throw new UsageError(
@@ -503,7 +505,7 @@ async function cmonSecret(
           if (!service) throw cmon.noCmon();
           return cmon.cmonEndpoint(service, request.url);
         },
-        done: (e) => `CMON: ${e.url.origin}${e.name !== e.url.hostname ? ` (as ${e.name})` : ''}`,
+        done: (e) => `CMON: ${e.origin}${e.name !== e.url.hostname ? ` (as ${e.name})` : ''}`,
       })
       .catch((err) => nothingWritten(err));
   }
@@ -537,7 +539,7 @@ async function cmonSecret(
         done: (d) => `CMON accepts the certificate: ${d.containers.length} instance(s) to scrape`,
       })
       .catch((err) => nothingWritten(err, '; nothing written (--no-verify skips this check)'));
-    verified = `${verified ? `${verified}; ` : ''}CMON at ${where.url.origin} accepts the certificate (${found.containers.length} instance(s) of ${access.account})`;
+    verified = `${verified ? `${verified}; ` : ''}CMON at ${where.origin} accepts the certificate (${found.containers.length} instance(s) of ${access.account})`;
     if (found.serverNameProblem) input.warn(`warning: ${found.serverNameProblem}`);
   }
   // --cmon-ca goes into the Secret as ca.crt, where the job of `ccm manifests --cmon --cmon-ca` reads it.

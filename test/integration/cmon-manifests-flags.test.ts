@@ -70,6 +70,12 @@ describe('ccm manifests --cmon: what it prints', () => {
     expect(job.tls_config.cert_file).toBe('/etc/prometheus/secrets/cmon/tls.crt');
   });
 
+  it("keeps a port written as https's default, 443 (WHATWG URL drops it; review 46, finding 6)", async () => {
+    const r = await ccm([...OK.slice(0, 5), 'https://cmon.example.net:443', ...OK.slice(6), '-o', 'json']);
+    expect(r.exitCode).toBe(0);
+    expect(JSON.parse(r.stdout).scrape_configs[0].triton_sd_configs[0].port).toBe(443);
+  });
+
   it('--cmon-format additional-scrape-configs: a Secret, named by -o name and written by --out', async () => {
     const format = ['--cmon-format', 'additional-scrape-configs', '--cmon-secret', 'monitoring/cmon'];
     const named = await ccm([...OK, ...format, '-o', 'name']);
@@ -105,6 +111,7 @@ describe('ccm manifests --cmon: bad input, one line', () => {
     ['http', [...OK.slice(0, 5), 'http://cmon.x.test', ...OK.slice(6)], /--cmon-url: CMON speaks HTTPS only/],
     ['an address', [...OK.slice(0, 5), 'https://10.0.0.1', ...OK.slice(6)], /must name it; got the address/],
     ['a path', [...OK.slice(0, 5), 'https://cmon.x.test/v1', ...OK.slice(6)], /CMON's origin alone/],
+    ['port 0', [...OK.slice(0, 5), 'https://cmon.x.test:0', ...OK.slice(6)], /--cmon-url: port 0 is no port/],
     ['a pod flag', [...OK, '--image', 'r.example/ccm:1'], /--image does not apply with --cmon/],
     ['-o name of a job', [...OK, '-o', 'name'], /-o name names Kubernetes objects/],
     ['--out of a job', [...OK, '--out', '/tmp/nowhere'], /--out writes Kubernetes objects/],

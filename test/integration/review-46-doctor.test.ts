@@ -461,7 +461,7 @@ describe('review 46: secret create --cmon', { timeout: 180_000 }, () => {
     expect(run.stderr).not.toMatch(/administrator|sub-user|user ops/i);
   });
 
-  it('--cmon-url https://NAME:443 connects to 9163', async () => {
+  it('--cmon-url https://NAME:443 connects to 443, as written (WHATWG URL drops the default port)', async () => {
     const run = await ccm(
       [
         'secret',
@@ -484,7 +484,50 @@ describe('review 46: secret create --cmon', { timeout: 180_000 }, () => {
       ],
       {},
     );
-    console.log(run.exitCode, run.stderr);
-    expect(run.stderr).toContain('https://127.0.0.1:9163');
+    // Nothing listens on 443 here: CMON away is exit 1, at the port given.
+    expect(run.stderr).toContain('https://127.0.0.1:443');
+    expect(run.stderr).not.toContain('9163');
+    expect(run.exitCode).toBe(1);
+  });
+
+  it('--cmon-url with port 0 is refused in one line, exit 2, before anything is called (secret create, doctor)', async () => {
+    const asked = world.demo.requests.length;
+    const base = [
+      '--cloud-api-url',
+      world.demo.url,
+      '--cmon-url',
+      'https://cmon.example.net:0',
+      '--cmon-ca',
+      caFile,
+    ];
+    const runs = [
+      await ccm(
+        [
+          'secret',
+          'create',
+          '--provider',
+          'triton',
+          '--cmon',
+          '--set',
+          'account=demo',
+          '--from-file',
+          `key-material=${world.keys.demo.path}`,
+          ...base,
+        ],
+        {},
+      ),
+      await ccm(['doctor', '--provider', 'triton', ...base], {
+        TRITON_ACCOUNT: 'demo',
+        TRITON_KEY_MATERIAL: world.keys.demo.path,
+      }),
+    ];
+    for (const run of runs) {
+      expect(run.exitCode, run.stderr).toBe(2);
+      expect(run.stderr.trimEnd().split('\n')).toEqual([
+        expect.stringMatching(/^ccm: --cmon-url .*port 0 is no port/),
+      ]);
+      expect(run.stdout).toBe('');
+    }
+    expect(world.demo.requests.length).toBe(asked);
   });
 });

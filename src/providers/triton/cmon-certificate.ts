@@ -2,6 +2,7 @@ import sshpk from 'sshpk';
 import { nodeCrypto, nodeHttps } from '../../node-modules.js';
 import { printableLine } from '../../printable.js';
 import { InvalidConfigError, RetryableError, UnauthorizedError, UnreachableError } from '../errors.js';
+import { cmonPort } from './cmon-url.js';
 import type { KeySigner } from './signer.js';
 
 /**
@@ -24,8 +25,6 @@ import type { KeySigner } from './signer.js';
 
 /** The Secret `ccm secret create --cmon` writes by default (namespace kube-system, as the credentials'). */
 export const CMON_SECRET_NAME = 'triton-cmon';
-/** CMON's port (triton-cmon docs/README.md: https://cmon.<az>.triton.zone:9163). */
-export const CMON_PORT = 9163;
 /** node-triton's DEFAULT_CERT_LIFETIME, in days. */
 export const DEFAULT_CMON_LIFETIME_DAYS = 3650;
 const PURPOSES = ['signature', 'identity', 'clientAuth', 'joyentCmon'];
@@ -168,8 +167,12 @@ export function readCmonCertificate(pem: string): CmonCertificateInfo {
  * Host, SNI and the certificate check keep the service's name.
  */
 export interface CmonEndpoint {
-  /** Where the connection goes. */
+  /** Where the connection goes (its hostname; not its port, which WHATWG URL drops when 443). */
   url: URL;
+  /** The port written in the URL, else CMON's 9163 (cmon-url.ts). */
+  port: number;
+  /** https://<host>:<port>, for messages. */
+  origin: string;
   /** The name sent as Host and SNI, and checked in CMON's certificate. */
   name: string;
 }
@@ -185,14 +188,20 @@ export function cmonEndpoint(service: string | undefined, override?: string): Cm
       );
     }
     if (url.protocol !== 'https:') throw new InvalidConfigError(`${what} ${url.origin} must use https`);
-    if (!url.port) url.port = String(CMON_PORT);
-    return url;
+    const port = cmonPort(value);
+    if ('error' in port) throw new InvalidConfigError(`${what} ${printableLine(value)}: ${port.error}`);
+    return { url, port: port.port, origin: `https://${url.hostname}:${port.port}` };
   };
   const known = service ? parse(service, "CloudAPI's cmon service") : undefined;
-  const url = override ? parse(override, '--cmon-url') : known;
-  if (!url) throw noCmon();
-  const name = isAddress(url.hostname) && known ? known.hostname : url.hostname;
-  return { url, name };
+  const chosen = override ? parse(override, '--cmon-url') : known;
+  if (!chosen) throw noCmon();
+  const name = isAddress(chosen.url.hostname) && known ? known.url.hostname : chosen.url.hostname;
+  return { ...chosen, name };
+}
+
+/** --cmon-url (TRITON_CMON_URL) checked before anything is asked or called: a URL, https, a port. */
+export function checkCmonUrl(override: string): void {
+  cmonEndpoint(undefined, override);
 }
 
 /** CloudAPI lists no CMON: `triton profile cmon-certgen` stops there too ("no "cmon" service on this datacenter"). */
@@ -272,17 +281,17 @@ export function serverNameProblem(raw: Buffer | undefined, name: string): string
  */
 export function cmonDiscover(options: DiscoverOptions): Promise<Discovered> {
   const { endpoint } = options;
-  const where = `CMON at ${endpoint.url.origin}${endpoint.name !== endpoint.url.hostname ? ` (as ${endpoint.name})` : ''}`;
+  const where = `CMON at ${endpoint.origin}${endpoint.name !== endpoint.url.hostname ? ` (as ${endpoint.name})` : ''}`;
   return new Promise((resolve, reject) => {
     const req = nodeHttps().request(
       {
         host: endpoint.url.hostname.replace(/^\[|\]$/g, ''),
-        port: Number(endpoint.url.port),
+        port: endpoint.port,
         path: `/v1/discover${options.groups?.length ? `?${new URLSearchParams({ groups: options.groups.join(',') })}` : ''}`,
         method: 'GET',
         // SNI carries a name only (RFC 6066): an address is sent none.
         ...(isAddress(endpoint.name) ? {} : { servername: endpoint.name }),
-        headers: { host: `${endpoint.name}:${endpoint.url.port}`, accept: 'application/json' },
+        headers: { host: `${endpoint.name}:${endpoint.port}`, accept: 'application/json' },
         cert: options.cert,
         key: options.key,
         ...(options.ca ? { ca: options.ca } : {}),
