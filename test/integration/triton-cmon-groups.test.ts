@@ -174,11 +174,11 @@ describe('ccm nodes init --cmon-groups', () => {
     ],
     [
       ['--cmon-groups', 'cluster=prod.eu'],
-      'ccm: --cmon-groups: expected cluster=NAME, NAME a CMON group of letters, digits, _ and - (1 to 100 characters), got "cluster=prod.eu"',
+      'ccm: --cmon-groups: expected cluster=NAME, NAME a CMON group of letters, digits and - (1 to 100 characters; _ is for role groups), got "cluster=prod.eu"',
     ],
     [
       ['--cmon-groups', 'cluster', '--cluster-name', 'prod eu'],
-      'ccm: --cmon-groups: the cluster identity "prod eu" (--cluster-name) is no CMON group name (letters, digits, _ and -, at most 100 characters); name the group with cluster=NAME',
+      'ccm: --cmon-groups: the cluster identity "prod eu" (--cluster-name) is no CMON cluster group name (letters, digits and -, at most 100 characters; _ is for role groups); name the group with cluster=NAME',
     ],
   ])('refuses %j in one line, exit 2, nothing written', async (flags, line) => {
     const { w1 } = machines();
