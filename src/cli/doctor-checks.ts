@@ -1069,6 +1069,31 @@ export function checkCmonSecretsUnlisted(
   );
 }
 
+/**
+ * Whether Prometheus will label each Node's CMON series with the Node's name: the job makes `node` of
+ * the machine's name, lowercased (src/providers/triton/cmon.ts nodeLabelProblems says when not).
+ */
+export function checkCmonNodeNames(
+  problems: readonly { node: string; note: string }[],
+  total: number,
+): CheckResult {
+  if (problems.length === 0)
+    return pass(
+      'cmon-node-names',
+      `each of the ${total} Node(s) is named as its machine (lowercased): Prometheus' CMON series carry node="<the Node's name>"`,
+    );
+  const shown = problems.slice(0, 3).map((p) => `${p.node}: ${p.note}`);
+  const more = problems.length > 3 ? `; and ${problems.length - 3} more` : '';
+  return withItems(
+    warn(
+      'cmon-node-names',
+      `${problems.length} of ${total} Node(s) will not be node="<their name>" in Prometheus' CMON series. ${shown.join('; ')}${more}`,
+      "rename the machines to their Nodes' names (CloudAPI RenameMachine), names that differ beyond case; until then, query these Nodes by instance (the machine UUID)",
+    ),
+    problems.map((p) => p.node),
+  );
+}
+
 /** The cluster's CMON groups as ccm keeps them (its --cmon-groups), and where that was read. */
 export interface CmonClusterGroups {
   /** The groups ccm keeps on the Nodes' machines: the cluster's, and/or its role groups. */

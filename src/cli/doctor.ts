@@ -42,6 +42,7 @@ import {
   checkApiServerUnreachable,
   checkCmonAccess,
   checkCmonCertificate,
+  checkCmonNodeNames,
   checkCmonNoSecret,
   checkCmonSecretsUnlisted,
   checkCmonServerCertificate,
@@ -231,12 +232,35 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
     const deployed = deployedRun(workloads, input.namespace, ccmPods);
     const routes = routesSetting(deployed);
     const brake = { http, setting: brakeSetting(deployed), now };
+    let instances: readonly Instance[] | undefined;
     checks.push(
-      ...(await cloudChecks(clusterID, definition, input, nodes, secretRef, secret?.data, routes, brake)),
+      ...(await cloudChecks(
+        clusterID,
+        definition,
+        input,
+        nodes,
+        secretRef,
+        secret?.data,
+        routes,
+        brake,
+        (i) => {
+          instances = i;
+        },
+      )),
     );
     if (definition.name === 'triton')
       checks.push(
-        ...(await cmonChecks(http, definition, input, secretRef, secret?.data, nodes, deployed, now)),
+        ...(await cmonChecks(
+          http,
+          definition,
+          input,
+          secretRef,
+          secret?.data,
+          nodes,
+          instances,
+          deployed,
+          now,
+        )),
       );
     return resultOf(checks, definition.name, input);
   } finally {
@@ -339,6 +363,8 @@ async function cloudChecks(
   secret: Record<string, string> | undefined,
   routes: RoutesSetting,
   brake: { http: KubeTransport; setting: ReturnType<typeof brakeSetting>; now: Date },
+  /** Given the cloud's instances, when they could be listed (for the CMON checks). */
+  listed: (instances: readonly Instance[]) => void = () => undefined,
 ): Promise<CheckResult[]> {
   let provider: Provider;
   let where = `the environment / --cloud-config of ${definition.name}`;
@@ -382,6 +408,7 @@ async function cloudChecks(
       verified && 'ok' in verified ? verified.ok : '',
     ),
   );
+  if ('instances' in listing) listed(listing.instances);
   if ('instances' in listing)
     checks.push(await deletionBrakeCheck(brake, nodes, listing.instances, provider, secretRef));
   // Only where `ccm run` runs the route controller: deployed without it (no --cluster-cidr, or `route`
@@ -409,13 +436,39 @@ async function cmonChecks(
   credentialsRef: { namespace: string; name: string } | undefined,
   credentials: Record<string, string> | undefined,
   nodes: readonly SlimNode[],
+  instances: readonly Instance[] | undefined,
   deployed: { args: string[]; where: string } | undefined,
   now: Date,
+): Promise<CheckResult[]> {
+  const groups = await cmonClusterGroups(http, input, credentialsRef, credentials, deployed);
+  const rows = await cmonCertificateChecks(http, definition, input, credentialsRef, credentials, {
+    nodes,
+    groups,
+    now,
+  });
+  // The Node names Prometheus will give the series, when CMON is in use (a certificate, or groups).
+  const inUse = groups !== undefined || rows.some((r) => r.id === 'cmon-access');
+  const managed = tritonMachines(nodes).map((n) => ({ name: n.name, providerID: `triton://${n.machine}` }));
+  if (!inUse || !instances || managed.length === 0) return rows;
+  const { nodeLabelProblems } = await import('../providers/triton/cmon.js');
+  const machines = instances.flatMap((i) => {
+    const id = parseProviderID(i.providerID)?.id;
+    return id ? [{ id, name: i.name }] : [];
+  });
+  return [...rows, checkCmonNodeNames(nodeLabelProblems(managed, machines), managed.length)];
+}
+
+async function cmonCertificateChecks(
+  http: KubeTransport,
+  definition: ProviderDefinition,
+  input: DoctorInput,
+  credentialsRef: { namespace: string; name: string } | undefined,
+  credentials: Record<string, string> | undefined,
+  { nodes, groups, now }: { nodes: readonly SlimNode[]; groups: CmonClusterGroups | undefined; now: Date },
 ): Promise<CheckResult[]> {
   const cmon = await import('../providers/triton/cmon-certificate.js');
   const values = cmonValues(definition, input, credentialsRef, credentials);
   const account = values?.account?.trim() || undefined;
-  const groups = await cmonClusterGroups(http, input, credentialsRef, credentials, deployed);
   const context = { values, account, groups, nodes, input, now };
   const given = input['cmon-secret'];
   if (given) return cmonSecretChecks(http, parseSecretRef(given), true, context);

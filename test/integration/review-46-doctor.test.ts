@@ -228,7 +228,11 @@ describe('review 46: ccm doctor on CMON', { timeout: 180_000 }, () => {
     );
     const asked = world.cmon.requests.length;
     const rows = await cmonRows(['--cmon-groups', 'cluster', '--cluster-name', 'prod']);
-    expect(rows.map((r) => `${r.name}:${r.status}`)).toEqual(['cmon-certificate:fail']);
+    // The CMON groups are kept: the Node names Prometheus will show are checked as well.
+    expect(rows.map((r) => `${r.name}:${r.status}`)).toEqual([
+      'cmon-certificate:fail',
+      'cmon-node-names:pass',
+    ]);
     expect(rows[0]?.message).toContain("is account other's, and ccm's Triton account is demo");
     expect(rows[0]?.message).not.toContain('\n');
     expect(rows[0]?.fix).toContain(
@@ -350,7 +354,10 @@ describe('review 46: ccm doctor on CMON', { timeout: 180_000 }, () => {
       "ccm secret create --provider triton --cmon --namespace <Prometheus' namespace>",
     );
     rows = await cmonRows(['--cmon-groups', 'cluster', '--cluster-name', 'prod']);
-    expect(rows.map((r) => `${r.name}:${r.status}`)).toEqual(['cmon-certificate:warn']);
+    expect(rows.map((r) => `${r.name}:${r.status}`)).toEqual([
+      'cmon-certificate:warn',
+      'cmon-node-names:pass',
+    ]);
     expect(rows[0]?.message).toContain("while ccm keeps the CMON group prod on the Nodes' machines");
     expect(rows[0]?.fix).toContain('ccm secret create --provider triton --cmon --namespace');
   });
@@ -391,6 +398,29 @@ describe('review 46: ccm doctor on CMON', { timeout: 180_000 }, () => {
     expect(rows[0]?.fix).toContain("--cmon-secret <Prometheus' namespace>/triton-cmon");
     expect(rows[1]?.message).toContain('Secret kube-system/triton-cmon');
     expect(rows[1]?.status).toBe('pass');
+  });
+
+  it('warns when a Node will not be node="<its name>" in Prometheus: named otherwise than its machine, or sharing its name but for case', async () => {
+    world.demo.machines.clear();
+    await deleteAllNodes(api);
+    const tags = { 'triton.cmon.groups': 'prod' };
+    const web = world.demo.addMachine({ name: 'web-1', tags });
+    const web1b = world.demo.addMachine({ name: 'Web-1', tags });
+    const api1 = world.demo.addMachine({ name: 'api', tags });
+    // web-1b's machine is named Web-1; api.example.com is a kubelet's --hostname-override.
+    await createNodes(api, [
+      { name: 'web-1', providerID: `triton://${web.id}` },
+      { name: 'web-1b', providerID: `triton://${web1b.id}` },
+      { name: 'api.example.com', providerID: `triton://${api1.id}` },
+    ]);
+    await putTlsSecret('kube-system', 'triton-cmon', demoCert());
+    const rows = byName(await cmonRows(['--cmon-groups', 'cluster', '--cluster-name', 'prod']));
+    const names = rows['cmon-node-names'];
+    expect(names?.status, JSON.stringify(names)).toBe('warn');
+    expect(names?.message).toMatch(/^3 of 3 Node\(s\) will not be node="<their name>"/);
+    expect(names?.message).toContain(`api.example.com: its machine ${api1.id} is named "api"`);
+    expect(names?.message).toContain(`web-1: its machine's name "web-1" is also machine ${web1b.id}`);
+    expect(names?.fix).toContain('rename the machines');
   });
 
   it('an unreachable CMON (accepts TCP, never answers TLS): how long doctor takes, and what it says', async () => {

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   checkCmonCertificate,
+  checkCmonNodeNames,
   checkCmonNoSecret,
   checkCmonSecretsUnlisted,
   checkCmonTargets,
@@ -111,5 +112,18 @@ describe('no certificate Secret found', () => {
     const row = checkCmonSecretsUnlisted('forbidden', { namespace: 'kube-system', name: 'triton-cmon' });
     expect(row.status).toBe('warn');
     expect(row.message).toContain('only Secret kube-system/triton-cmon was looked at');
+  });
+});
+
+describe('checkCmonNodeNames', () => {
+  it('passes when no Node has a problem, warns naming each that has', () => {
+    expect(checkCmonNodeNames([], 2).status).toBe('pass');
+    const problems = ['a', 'b', 'c', 'd'].map((node) => ({ node, note: `${node}'s note` }));
+    const row = checkCmonNodeNames(problems, 5);
+    expect(row.status).toBe('warn');
+    expect(row.message).toBe(
+      `4 of 5 Node(s) will not be node="<their name>" in Prometheus' CMON series. a: a's note; b: b's note; c: c's note; and 1 more`,
+    );
+    expect(row.items).toEqual(['a', 'b', 'c', 'd']);
   });
 });

@@ -9,6 +9,7 @@ import {
   GROUPS_OWNER_TAG,
   GROUPS_TAG,
   groupsFor,
+  nodeLabelProblems,
   parseGroupsOwnership,
   planGroups,
 } from '../../../../src/providers/triton/cmon.js';
@@ -104,5 +105,52 @@ describe('planGroups', () => {
     const theirs = { [GROUPS_TAG]: 'c2', [GROUPS_OWNER_TAG]: owner(['c2'], 'c2') };
     expect(planGroups(theirs, 'c1', undefined).removed).toEqual([]);
     expect(parseGroupsOwnership('not json')).toBeUndefined();
+  });
+});
+
+describe("nodeLabelProblems: the Node name Prometheus' CMON job gives (review 46, finding 7)", () => {
+  const A = '11111111-1111-4111-8111-111111111111';
+  const B = '22222222-2222-4222-8222-222222222222';
+  const C = '33333333-3333-4333-8333-333333333333';
+  const node = (name: string, id: string) => ({ name, providerID: `triton://${id}` });
+
+  it('nothing when each Node is named as its machine, lowercased, or as its UUID when it has no name', () => {
+    expect(
+      nodeLabelProblems(
+        [node('worker-1', A), node(B, B)],
+        [
+          { id: A, name: 'Worker-1' },
+          { id: B, name: '' },
+        ],
+      ),
+    ).toEqual([]);
+  });
+
+  it('a Node registered under another name than its machine', () => {
+    const notes = nodeLabelProblems([node('w1.example.com', A)], [{ id: A, name: 'w1' }]);
+    expect(notes).toEqual([
+      {
+        node: 'w1.example.com',
+        providerID: `triton://${A}`,
+        note: `its machine ${A} is named "w1": Prometheus' CMON job labels its series node="w1", not the Node's name (the job takes the machine's name, lowercased, else its UUID; rename the machine to the Node's name)`,
+      },
+    ]);
+  });
+
+  it('two machines whose names differ only in case: both Nodes are told, whichever is right', () => {
+    const notes = nodeLabelProblems(
+      [node('worker-1', A), node('worker-1b', B), node('db', C)],
+      [
+        { id: A, name: 'worker-1' },
+        { id: B, name: 'Worker-1' },
+        { id: C, name: 'db' },
+        // A machine of no Node: not the cluster's.
+        { id: '44444444-4444-4444-8444-444444444444', name: 'WORKER-1' },
+      ],
+    );
+    expect(notes.map((n) => n.node)).toEqual(['worker-1', 'worker-1b']);
+    expect(notes[0]?.note).toBe(
+      `its machine's name "worker-1" is also machine ${B} ("Worker-1", Node worker-1b)'s, case aside: Prometheus' CMON job labels the series of both node="worker-1" (give the machines names that differ beyond case)`,
+    );
   });
 });
