@@ -1025,7 +1025,7 @@ export function checkCmonAccess(
     return fail(
       'cmon-access',
       `CMON refuses the certificate of Secret ${ref.namespace}/${ref.name}: ${outcome.error}`,
-      `make a new one with a key the account has: ${CMON_CREATE} --namespace ${ref.namespace} --name ${ref.name}`,
+      `make a new one with a key the account has (or a sub-user's in the account's administrator role): ${CMON_CREATE} --namespace ${ref.namespace} --name ${ref.name}`,
     );
   if (outcome.why === 'unreachable')
     return fail(

@@ -534,6 +534,7 @@ async function cmonSecret(
             cert: certificate.cert,
             key: certificate.key,
             ...(ca ? { ca } : {}),
+            ...(ctx.values.user?.trim() ? { user: ctx.values.user.trim() } : {}),
             signal,
           }),
         done: (d) => `CMON accepts the certificate: ${d.containers.length} instance(s) to scrape`,

@@ -232,6 +232,8 @@ export interface DiscoverOptions {
    * as Prometheus' Triton discovery asks with the job's `groups`; absent: every one of the account.
    */
   groups?: readonly string[];
+  /** The sub-user whose key signed the certificate, if one did (for the reason of a refusal). */
+  user?: string;
   signal?: AbortSignal;
   timeoutMs?: number;
 }
@@ -315,7 +317,7 @@ export function cmonDiscover(options: DiscoverOptions): Promise<Discovered> {
           if (status === 401 || status === 403) {
             reject(
               new UnauthorizedError(
-                `${where} refused the certificate (${status}${said}): it is expired, not yet valid, not signed by a key of the account, or for another account`,
+                `${where} refused the certificate (${status}${said}): ${refusedWhy(options.user)}`,
               ),
             );
             return;
@@ -359,6 +361,21 @@ export function cmonDiscover(options: DiscoverOptions): Promise<Discovered> {
     });
     req.end();
   });
+}
+
+/**
+ * Why CMON answers 401, which is the same for every cause (triton-cmon lib/common.js
+ * authenticationHandler). A key that is not on the account is looked for among the keys of the
+ * members of the account's `administrator` role (mahi `/roles?account=…&role=administrator`), and
+ * nowhere else: a sub-user's key is accepted only when the sub-user is in that role, whatever
+ * CloudAPI lets the sub-user do.
+ */
+export function refusedWhy(user: string | undefined): string {
+  const subUser =
+    "a sub-user's key only when the sub-user is a member of the account's administrator role (triton-cmon lib/common.js)";
+  return user
+    ? `it is signed by sub-user ${user}'s key, which CMON accepts only when ${user} is a member of the account's administrator role (triton-cmon lib/common.js); else it is expired, not yet valid, or for another account`
+    : `it is expired, not yet valid, for another account, or signed by a key the account does not have (CMON accepts ${subUser})`;
 }
 
 /** restify's {code, message}, as ` Unauthorized: …`, when CMON sent one. */
