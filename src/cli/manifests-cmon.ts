@@ -41,6 +41,13 @@ import { objectYaml } from './output/object-yaml.js';
 
 /** Where the Prometheus Operator mounts each Secret of a Prometheus' `spec.secrets`. */
 export const PROMETHEUS_SECRETS_DIR = '/etc/prometheus/secrets';
+/**
+ * The oldest Prometheus that loads the job: its `node` rule's `action: lowercase` came in 2.36.0
+ * (prometheus CHANGELOG.md: "Add lowercase and uppercase relabel action. #10641"). An older one
+ * refuses the whole configuration file, not only this job.
+ */
+export const CMON_MIN_PROMETHEUS = '2.36';
+const MIN_PROMETHEUS_COMMENT = `# Needs Prometheus ${CMON_MIN_PROMETHEUS} or later (the lowercase relabel action of the node label); an older one refuses the whole configuration.`;
 /** The key of the additional-scrape-configs Secret that holds the job. */
 export const ADDITIONAL_SCRAPE_CONFIGS_KEY = 'triton-cmon.yaml';
 /** The key of the certificate Secret with CMON's CA (secret create --cmon --cmon-ca), as cert-manager names it. */
@@ -204,6 +211,7 @@ export function cmonPrometheusYaml(options: CmonOptions): string {
     '# (ccm manifests --provider triton --cmon). Prometheus reads the client certificate from the',
     `# kubernetes.io/tls Secret ${namespace}/${name} mounted at ${PROMETHEUS_SECRETS_DIR}/${name}`,
     `# (Prometheus Operator: spec.secrets: [${name}], in the Prometheus' namespace).`,
+    MIN_PROMETHEUS_COMMENT,
     ...(options.ca
       ? [
           `# CMON's certificate is checked against the Secret's ${CMON_CA_KEY}: ccm secret create --provider triton --cmon --cmon-ca FILE writes it.`,
@@ -231,6 +239,6 @@ export function cmonAdditionalScrapeConfigs(options: CmonOptions): K8sObject {
       labels: { 'app.kubernetes.io/name': 'ccm', 'app.kubernetes.io/component': 'cmon' },
     },
     type: 'Opaque',
-    stringData: { [ADDITIONAL_SCRAPE_CONFIGS_KEY]: objectYaml([job]) },
+    stringData: { [ADDITIONAL_SCRAPE_CONFIGS_KEY]: `${MIN_PROMETHEUS_COMMENT}\n${objectYaml([job])}` },
   };
 }

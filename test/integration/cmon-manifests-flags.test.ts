@@ -43,6 +43,10 @@ describe('ccm manifests --cmon: what it prints', () => {
     expect(r.stdout).toContain(
       '\n# kubernetes.io/tls Secret kube-system/triton-cmon mounted at /etc/prometheus/secrets/triton-cmon\n',
     );
+    // The node rule's lowercase action came in Prometheus 2.36.0 (review 46, finding 9).
+    expect(r.stdout).toContain(
+      '\n# Needs Prometheus 2.36 or later (the lowercase relabel action of the node label); an older one refuses the whole configuration.\n',
+    );
   });
 
   it('-o json: the same configuration; the account from TRITON_ACCOUNT; another Secret and port', async () => {
@@ -78,6 +82,8 @@ describe('ccm manifests --cmon: what it prints', () => {
 
   it('--cmon-format additional-scrape-configs: a Secret, named by -o name and written by --out', async () => {
     const format = ['--cmon-format', 'additional-scrape-configs', '--cmon-secret', 'monitoring/cmon'];
+    const yaml = await ccm([...OK, ...format]);
+    expect(parse(yaml.stdout).stringData['triton-cmon.yaml']).toMatch(/^# Needs Prometheus 2\.36 or later/);
     const named = await ccm([...OK, ...format, '-o', 'name']);
     expect(named).toMatchObject({ exitCode: 0, stdout: 'secret/cmon-scrape' });
     const dir = tempDir('ccm-cmon-out-');
