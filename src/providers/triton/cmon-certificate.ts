@@ -98,9 +98,16 @@ export async function makeCmonCertificate(options: CmonCertificateOptions): Prom
   // which hash this key (or the agent, for RSA) uses, as sshpk-agent's signCertificate asks.
   const probe = await options.signer.sign(Buffer.from('test'));
   const algo = `${signKey.type}-${probe.hashAlgorithm}`;
+  if (algo === 'rsa-sha1') {
+    // X.509 could carry it (sshpk formats/x509.js SIGN_ALGS has rsa-sha1, and CMON would verify it):
+    // ccm will not sign a certificate with SHA-1, whose collisions are practical.
+    throw new InvalidConfigError(
+      "the ssh-agent signs with the RSA key in rsa-sha1 (SHA-1), and ccm refuses SHA-1 signatures for the certificate because they are weak (SHA-1 collisions are practical): it asked for rsa-sha2-256, which this agent ignores; use an agent that honours it (OpenSSH's ssh-agent 7.2 or later), give the key file instead (TRITON_KEY_MATERIAL, --from-file key-material=…), or an ECDSA or Ed25519 key of the account",
+    );
+  }
   if (!X509_ALGORITHMS.has(algo)) {
     throw new InvalidConfigError(
-      `the key signs ${algo}, which an X.509 certificate cannot carry; use an RSA, ECDSA or Ed25519 key of the account`,
+      `the key signs ${algo}, which ccm does not put in an X.509 certificate; use an RSA, ECDSA or Ed25519 key of the account`,
     );
   }
   cert.signatures.x509 = { algo } as sshpk.Format.x509Signature;
