@@ -291,7 +291,21 @@ export function serverNameProblem(raw: Buffer | undefined, name: string): string
 export function cmonDiscover(options: DiscoverOptions): Promise<Discovered> {
   const { endpoint } = options;
   const where = `CMON at ${endpoint.origin}${endpoint.name !== endpoint.url.hostname ? ` (as ${endpoint.name})` : ''}`;
-  return new Promise((resolve, reject) => {
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  return new Promise((resolveOnce, rejectOnce) => {
+    // One deadline for the whole request: https.request's `timeout` is the socket's idle time, and
+    // Node postpones its first expiry while a write is queued (net.js Socket._onTimeout), which the
+    // request is, behind a TLS handshake that a CMON accepting TCP never answers: it fired after
+    // twice its time (doctor waited 60 s for a 30 s timeout).
+    let deadline: NodeJS.Timeout | undefined;
+    const resolve = (found: Discovered) => {
+      clearTimeout(deadline);
+      resolveOnce(found);
+    };
+    const reject = (err: unknown) => {
+      clearTimeout(deadline);
+      rejectOnce(err);
+    };
     const req = nodeHttps().request(
       {
         host: endpoint.url.hostname.replace(/^\[|\]$/g, ''),
@@ -305,7 +319,6 @@ export function cmonDiscover(options: DiscoverOptions): Promise<Discovered> {
         key: options.key,
         ...(options.ca ? { ca: options.ca } : {}),
         agent: false,
-        timeout: options.timeoutMs ?? 30_000,
         ...(options.signal ? { signal: options.signal } : {}),
       },
       (res) => {
@@ -361,7 +374,10 @@ export function cmonDiscover(options: DiscoverOptions): Promise<Discovered> {
         });
       },
     );
-    req.on('timeout', () => req.destroy(new Error('no answer in time')));
+    deadline = setTimeout(
+      () => req.destroy(new Error(`no answer in ${Math.round(timeoutMs / 1000)} s`)),
+      timeoutMs,
+    );
     req.on('error', (err) => {
       if (options.signal?.aborted) reject(options.signal.reason);
       else reject(new UnreachableError(`${where} could not be reached: ${printableLine(err.message)}`));
