@@ -107,10 +107,13 @@ const NAMED = [
   'ccm manifests --provider X',
   'ccm manifests --provider cloudlycke --cronjob',
   'ccm manifests --provider triton --cmon',
+  'ccm manifests --cmon',
+  'ccm manifests --cmon --cmon-insecure-skip-verify',
   'ccm manifests | kubectl apply',
   'ccm manifests | kubectl apply --server-side -f -',
   'ccm manifests --provider … | kubectl apply --server-side -f -',
   'ccm nodes init --credentials-secret',
+  'ccm run --cmon-groups',
   'ccm doctor --provider triton',
   'kubectl apply',
   'kubectl apply --server-side',
@@ -195,6 +198,10 @@ const NOT_RUN: [reason: string, lines: string[]][] = [
   [
     'what ccm runs on the Vagrant path: no Vagrant here (unit tests answer with test/fixtures/cloudlycke/vagrant-standin)',
     ['vagrant status --machine-readable', 'vagrant ssh-config', 'vagrant ssh NAME --no-tty -c …'],
+  ],
+  [
+    "what CMON's own bootstrap runs (triton-cmon boot/setup.sh), quoted to say which certificate it makes",
+    ['openssl req -x509 -subj "/CN=<its name>" … -days 365'],
   ],
   [
     "a real cloud account's own CLI",
@@ -916,7 +923,8 @@ describe('docs/secrets.md, the scripted lines (Node 20)', () => {
         { env: cmonEnv },
       );
       expect(made.stdout).toContain('Secret kube-system/triton-cmon created');
-      expect(Object.keys(await secretData('triton-cmon')).sort()).toEqual(['tls.crt', 'tls.key']);
+      // "ca.crt with --cmon-ca" (secrets.md): the CA this reader gives (TRITON_CMON_CA), for the job's ca_file.
+      expect(Object.keys(await secretData('triton-cmon')).sort()).toEqual(['ca.crt', 'tls.crt', 'tls.key']);
       // The reference's example and triton.md's span: the credentials from the environment.
       const again = await ok(
         docLine('docs/providers/triton.md', 'ccm secret create --provider triton --cmon'),
