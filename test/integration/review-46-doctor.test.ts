@@ -1,15 +1,15 @@
 /**
  * Review 46: `ccm doctor` and `ccm secret create --cmon` against the real kube-apiserver, the CloudAPI
- * simulators and the CMON simulator.
+ * simulators and the CMON simulator. The review's reproductions, now asserting the fixed behaviour:
  *
- * 1. doctor passes a certificate with which CMON lists none of the cluster's machines (a
- *    certificate of another account, and one of the right account while no machine is tagged):
- *    "cmon-access: pass", while the printed job would scrape nothing.
- * 2. doctor is silent (no CMON row at all) when the certificate lives in the Prometheus namespace,
- *    where docs/providers/triton.md says it must be for a Pod to mount it.
- * 3. secret create --cmon with a sub-user's key: CMON (real: unless the sub-user is in the
- *    account's administrator role) refuses; the line names no sub-user/administrator cause.
- * 4. --cmon-url https://NAME:443 is taken as port 9163 (WHATWG URL drops the default port).
+ * - finding 4: a certificate of another account fails (CN against ccm's account); CMON is asked for
+ *   the cluster's groups, as Prometheus' job asks, and compared with the Nodes' machines (cmon-targets);
+ * - finding 5: every kubernetes.io/tls Secret triton-cmon is found, in any namespace (Prometheus'), none
+ *   found is said, and a listing RBAC forbids is a warning;
+ * - finding 6: --cmon-url https://NAME:443 keeps 443, and port 0 is refused in one line (exit 2);
+ * - finding 7: a Node whose series will not carry its name (cmon-node-names);
+ * - finding 8: a sub-user's key refused with the reason (the account's administrator role);
+ * - finding 10: a CMON that accepts TCP and never answers TLS costs one 30 s timeout, not two.
  */
 import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
