@@ -273,7 +273,7 @@ export function serverNameProblem(raw: Buffer | undefined, name: string): string
   }
   const instance = `00000000-0000-0000-0000-000000000000.${name}`;
   const missing = [name, `*.${name}`].filter(
-    (n, i) => cert.checkHost(i === 0 ? name : instance, { subject: 'never' }) === undefined,
+    (_, i) => cert.checkHost(i === 0 ? name : instance, { subject: 'never' }) === undefined,
   );
   if (missing.length === 0) return undefined;
   const how = cert.subjectAltName

@@ -27,7 +27,6 @@ import type {
 import type { Machine, Tags, TritonClient } from './client.js';
 import {
   CMON_CLUSTER_GROUP,
-  CMON_GROUP,
   CMON_MAX_GROUP_LENGTH,
   type CmonGroupsSpec,
   LONGEST_ROLE_SUFFIX,
