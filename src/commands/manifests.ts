@@ -156,6 +156,17 @@ export default class Manifests extends BaseCommand {
       dependsOn: ['cmon'],
       parse: async (input) => secretRefFlag(input),
     }),
+    'cmon-ca': Flags.string({
+      description:
+        "With --cmon: a PEM file of the CA that signed CMON's certificate; the job checks CMON against ca.crt of the certificate's Secret (secret create --cmon --cmon-ca FILE writes it). Not for CMON's own certificate, which names it in the CN only: Prometheus refuses that one even when trusted",
+      dependsOn: ['cmon'],
+      exclusive: ['cmon-insecure-skip-verify'],
+    }),
+    'cmon-insecure-skip-verify': Flags.boolean({
+      description:
+        "With --cmon: the job does not check CMON's certificate (insecure_skip_verify). What CMON's own certificate needs (self-signed, its name in the CN only, refused by Prometheus) until its operator installs one with subjectAltNames",
+      dependsOn: ['cmon'],
+    }),
   };
 
   async run(): Promise<Report<ManifestRow>> {
@@ -296,15 +307,25 @@ export default class Manifests extends BaseCommand {
       );
     }
     const { parseSecretRef } = await import('../cli/provider-config.js');
-    const { cmonAdditionalScrapeConfigs, cmonPrometheusConfig, cmonPrometheusYaml } = await import(
-      '../cli/manifests-cmon.js'
-    );
+    const {
+      checkCmonCa,
+      cmonAdditionalScrapeConfigs,
+      cmonPrometheusConfig,
+      cmonPrometheusYaml,
+      parseCmonUrl,
+    } = await import('../cli/manifests-cmon.js');
+    if (flags['cmon-ca']) {
+      const { readValueFile } = await import('../secrets/values.js');
+      checkCmonCa(readValueFile(flags['cmon-ca'], '--cmon-ca'), parseCmonUrl(flags['cmon-url']).host);
+    }
     const options = {
       format: flags['cmon-format'] ?? 'job',
       url: flags['cmon-url'],
       account,
       group,
       secret: parseSecretRef(flags['cmon-secret'] ?? CMON_SECRET_DEFAULT),
+      ...(flags['cmon-ca'] ? { ca: true } : {}),
+      ...(flags['cmon-insecure-skip-verify'] ? { insecureSkipVerify: true } : {}),
     };
     const { manifestsReport, manifestsWrittenReport, scrapeJobReport } = await import(
       '../cli/manifests-report.js'
@@ -359,6 +380,8 @@ interface CmonFlags {
   'cmon-account'?: string | undefined;
   'cmon-group'?: string | undefined;
   'cmon-secret'?: string | undefined;
+  'cmon-ca'?: string | undefined;
+  'cmon-insecure-skip-verify'?: boolean | undefined;
 }
 
 function envValue(name: string): string | undefined {

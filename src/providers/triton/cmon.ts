@@ -16,10 +16,17 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { InvalidConfigError, RetryableError } from '../errors.js';
 import { parseProviderID } from '../provider-id.js';
-import type { GroupedNode, InstanceGroups, InstanceGroupsChange, NodeRole } from '../types.js';
+import type {
+  GroupedNode,
+  InstanceGroups,
+  InstanceGroupsChange,
+  InstanceGroupsNote,
+  InstanceGroupsPlan,
+  NodeRole,
+} from '../types.js';
 import type { Machine, Tags, TritonClient } from './client.js';
 import {
-  CMON_GROUP,
+  CMON_CLUSTER_GROUP,
   CMON_MAX_GROUP_LENGTH,
   type CmonGroupsSpec,
   LONGEST_ROLE_SUFFIX,
@@ -38,9 +45,9 @@ export function groupsFor(spec: CmonGroupsSpec, clusterID: string, roles: readon
   const base = spec.name ?? clusterID;
   if (!spec.cluster && !spec.role) return [];
   const room = CMON_MAX_GROUP_LENGTH - (spec.role ? LONGEST_ROLE_SUFFIX : 0);
-  if (!CMON_GROUP.test(base) || base.length > room) {
+  if (!CMON_CLUSTER_GROUP.test(base) || base.length > room) {
     throw new InvalidConfigError(
-      `--cmon-groups: the cluster identity "${clusterID}" (--cluster-name) is no CMON group name (letters, digits, _ and -, at most ${room} characters); name the group with cluster=NAME`,
+      `--cmon-groups: the cluster identity "${clusterID}" (--cluster-name) is no CMON cluster group name (letters, digits and -, at most ${room} characters; _ is for role groups); name the group with cluster=NAME`,
     );
   }
   return [
@@ -149,11 +156,15 @@ export class CmonGroups implements InstanceGroups {
     private readonly options: { attempts?: number; settleDelayMs?: number } = {},
   ) {}
 
+  checkCluster(clusterID: string): void {
+    groupsFor(this.spec, clusterID, ['control-plane', 'worker']);
+  }
+
   async plan(
     clusterID: string,
     nodes: readonly GroupedNode[],
     signal?: AbortSignal,
-  ): Promise<InstanceGroupsChange[]> {
+  ): Promise<InstanceGroupsPlan> {
     // The groups are checked before anything is listed: a cluster identity that is no group is a
     // configuration error, the same for every Node.
     const desiredOf = new Map<string, { node: string; groups: string[] }>();
@@ -195,7 +206,7 @@ export class CmonGroups implements InstanceGroups {
         ...(refused ? { refused } : {}),
       });
     }
-    return changes;
+    return { changes, notes: nodeLabelProblems(nodes, machines) };
   }
 
   apply(clusterID: string, change: InstanceGroupsChange, signal?: AbortSignal): Promise<void> {
@@ -247,6 +258,44 @@ export class CmonGroups implements InstanceGroups {
       5000,
     );
   }
+}
+
+/**
+ * The Nodes whose CMON series Prometheus will not label with their own name. The job of `ccm
+ * manifests --cmon` makes `node` of what CMON lists of a machine (src/cli/manifests-cmon.ts): its name
+ * (alias) lowercased, else its UUID. A Node registered under another name (--hostname-override, a
+ * fully qualified name, a machine renamed since) gets that label, not its own; and two machines whose
+ * names differ only in case (CloudAPI does not keep names unique: sdc-cloudapi lib/machines.js checks
+ * none) give their series the same label, which nothing in the job can tell apart.
+ */
+export function nodeLabelProblems(
+  nodes: readonly { name: string; providerID: string }[],
+  machines: readonly { id: string; name?: string }[],
+): InstanceGroupsNote[] {
+  const byId = new Map(machines.map((m) => [m.id.toLowerCase(), m]));
+  const label = (m: { id: string; name?: string }) => (m.name ? m.name.toLowerCase() : m.id.toLowerCase());
+  const managed = nodes.flatMap((node) => {
+    const parsed = parseProviderID(node.providerID);
+    const machine = parsed?.scheme === SCHEME ? byId.get(parsed.id.toLowerCase()) : undefined;
+    return machine ? [{ node, machine }] : [];
+  });
+  const byLabel = new Map<string, typeof managed>();
+  for (const m of managed) byLabel.set(label(m.machine), [...(byLabel.get(label(m.machine)) ?? []), m]);
+  const notes: InstanceGroupsNote[] = [];
+  for (const { node, machine } of managed) {
+    const shown = label(machine);
+    const others = (byLabel.get(shown) ?? []).filter((o) => o.machine.id !== machine.id);
+    let note: string | undefined;
+    if (others.length > 0) {
+      const names = others.map((o) => `machine ${o.machine.id} ("${o.machine.name}", Node ${o.node.name})`);
+      note = `its machine's name "${machine.name}" is also ${names.join(' and ')}'s, case aside: Prometheus' CMON job labels the series of both node="${shown}" (give the machines names that differ beyond case)`;
+    } else if (shown !== node.name) {
+      const what = machine.name ? `is named "${machine.name}"` : 'has no name';
+      note = `its machine ${machine.id} ${what}: Prometheus' CMON job labels its series node="${shown}", not the Node's name (the job takes the machine's name, lowercased, else its UUID; rename the machine to the Node's name)`;
+    }
+    if (note) notes.push({ node: node.name, providerID: node.providerID, note });
+  }
+  return notes;
 }
 
 function otherCluster(machine: Pick<Machine, 'id'>, record: GroupsOwnership, cluster: string): string {

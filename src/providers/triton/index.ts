@@ -84,6 +84,20 @@ export interface CmonAccess {
   keySigner(): KeySigner;
 }
 
+/**
+ * The values a CMON certificate is made with (cmonAccess): CloudAPI, the account and its key. `secret
+ * create --cmon` asks only these on a terminal; the rest (CMON groups, …) belongs to the credentials.
+ */
+export const CMON_SIGNER_FIELDS: ReadonlySet<string> = new Set([
+  'url',
+  'account',
+  'user',
+  'keyId',
+  'keyMaterial',
+  'keyPassphrase',
+  'sshAuthSock',
+]);
+
 export function cmonAccess(values: ProviderValues, deps: Pick<ProviderDeps, 'onCloudCall'> = {}): CmonAccess {
   const url = required(values.url, 'the CloudAPI URL', 'TRITON_URL (or --cloud-api-url)');
   const account = required(values.account, 'the account', 'TRITON_ACCOUNT');
