@@ -451,6 +451,38 @@ describe('what the chart refuses, ccm manifests refuses, and the other way round
     expect(printed.stderr.trim().split('\n')).toHaveLength(1);
   });
 
+  it('values.schema.json: a misspelt key or a wrong type is refused before anything renders', async () => {
+    const refused: [Record<string, unknown>, RegExp][] = [
+      [
+        { ...base('openstack'), clustercidr: '10.244.0.0/16' },
+        /additional properties 'clustercidr' not allowed/,
+      ],
+      [
+        { ...base('openstack'), leaderElection: { enable: false } },
+        /additional properties 'enable' not allowed/,
+      ],
+      [{ ...base('openstack'), anyNode: 'always' }, /at '\/anyNode': got string, want boolean/],
+      [{ ...base('openstack'), extraArgs: '--concurrency=4' }, /at '\/extraArgs': got string, want array/],
+      [{ ...base('openstack'), env: ['HTTPS_PROXY=x'] }, /at '\/env': got array, want object/],
+    ];
+    for (const [values, message] of refused) {
+      const { result } = await helmTemplate(values);
+      expect(result.exitCode, JSON.stringify(values)).not.toBe(0);
+      expect(result.stderr).toMatch(message);
+    }
+    // The flags of the same mistakes are refused too.
+    const misspelt = await ccm([
+      'manifests',
+      '--provider',
+      'openstack',
+      '--image',
+      IMAGE,
+      '--clustercidr',
+      'x',
+    ]);
+    expect(misspelt.exitCode).toBe(2);
+  });
+
   it('takes, as ccm manifests does, an integral replicas given as a float and a dual-stack CIDR', async () => {
     const chart = await helmTemplate({
       ...base('openstack'),
