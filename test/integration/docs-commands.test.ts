@@ -110,6 +110,7 @@ const NAMED = [
   'ccm manifests --cluster-cidr',
   'ccm manifests --controllers route',
   'ccm manifests --cronjob',
+  'ccm manifests --env',
   'ccm manifests --namespace',
   'ccm manifests --provider X',
   'ccm manifests --provider cloudlycke --cronjob',
@@ -118,6 +119,7 @@ const NAMED = [
   'ccm manifests --cmon --cmon-insecure-skip-verify',
   'ccm manifests | kubectl apply',
   'ccm manifests | kubectl apply --server-side -f -',
+  'ccm manifests | kubectl apply --server-side',
   'ccm manifests --provider … | kubectl apply --server-side -f -',
   'ccm nodes init --credentials-secret',
   'ccm run --cmon-groups',
@@ -126,6 +128,7 @@ const NAMED = [
   'helm install',
   'helm lint',
   'helm template',
+  'helm upgrade',
   'kubectl apply',
   'kubectl apply --server-side',
   'kubectl create secret',
@@ -133,6 +136,7 @@ const NAMED = [
   'kubectl rollout status',
   'kubectl rollout undo',
   'kubectl set image',
+  'kubectl set env',
   'kubeadm upgrade',
   'ip -json',
   'ip route get',
@@ -941,7 +945,7 @@ describe('docs/deploy.md (Node 20)', () => {
     expect(await image()).toBe(`${REGISTRY}/ccm:0.1.0`);
     await ok(
       deploy(
-        'helm upgrade ccm charts/ccm --namespace kube-system --reuse-values --set image.tag=0.2.0 --set cronjob.enabled=true',
+        'helm upgrade ccm charts/ccm --namespace kube-system --reset-then-reuse-values --set image.tag=0.2.0 --set cronjob.enabled=true',
       ),
     );
     expect(await image()).toBe(`${REGISTRY}/ccm:0.2.0`);
@@ -949,7 +953,45 @@ describe('docs/deploy.md (Node 20)', () => {
       (await apps.readNamespacedDaemonSet({ name: 'ccm', namespace: 'kube-system' })).spec?.template.spec
         ?.serviceAccountName,
     ).toBe('ccm');
+    // Proxies, the chart's way: the env value, in both pods; the earlier values kept.
+    // (The docs' proxy is this test's NO_ONE_LISTENING, as in the lines above.)
+    const proxyEnv = [
+      { name: 'HTTPS_PROXY', value: NO_ONE_LISTENING },
+      { name: 'NO_PROXY', value: '.corp.example' },
+    ];
+    await ok(
+      deploy(
+        'helm upgrade ccm charts/ccm --namespace kube-system --reset-then-reuse-values --set env.HTTPS_PROXY=http://proxy.corp.example:3128 --set env.NO_PROXY=.corp.example',
+      ),
+    );
+    expect(await image()).toBe(`${REGISTRY}/ccm:0.2.0`);
+    const withEnv = await apps.readNamespacedDaemonSet({ name: 'ccm', namespace: 'kube-system' });
+    expect(withEnv.spec?.template.spec?.containers[0]?.env?.slice(-2)).toEqual(proxyEnv);
+    const cronEnv = await shell(
+      'kubectl -n kube-system get cronjob ccm-nodes-init -o jsonpath={.spec.jobTemplate.spec.template.spec.containers[0].env}',
+      { notDocs: true, page: 'docs/deploy.md' },
+    );
+    expect(JSON.parse(cronEnv.stdout).slice(-2)).toEqual(proxyEnv);
     await ok(deploy('helm uninstall ccm --namespace kube-system'));
+    expect(await image()).toBe('');
+    // Proxies, the manifests' way: --env, in both pods; then removed again, as before the chart.
+    await ok(
+      deploy(
+        'ccm manifests --provider digitalocean --image <your registry>/ccm:0.1.0 --cronjob --env HTTPS_PROXY=http://proxy.corp.example:3128 --env NO_PROXY=.corp.example | kubectl apply --server-side -f -',
+      ),
+    );
+    const applied = await apps.readNamespacedDaemonSet({ name: 'ccm', namespace: 'kube-system' });
+    expect(applied.spec?.template.spec?.containers[0]?.env?.slice(-2)).toEqual(proxyEnv);
+    const appliedCron = await shell(
+      'kubectl -n kube-system get cronjob ccm-nodes-init -o jsonpath={.spec.jobTemplate.spec.template.spec.containers[0].env}',
+      { notDocs: true, page: 'docs/deploy.md' },
+    );
+    expect(JSON.parse(appliedCron.stdout).slice(-2)).toEqual(proxyEnv);
+    for (const line of [
+      'kubectl -n kube-system delete daemonset,deployment,poddisruptionbudget,cronjob,serviceaccount,role,rolebinding -l app.kubernetes.io/name=ccm',
+      'kubectl delete clusterrole,clusterrolebinding -l app.kubernetes.io/name=ccm',
+    ])
+      await ok(line, { notDocs: true, page: 'docs/deploy.md' });
     expect(await image()).toBe('');
 
     // "prints, object by object, what `ccm manifests --provider digitalocean --image …` prints"
