@@ -13,8 +13,7 @@
  * Ownership as with CNS (cns.ts): ccm records the groups it added in the tag `ccm.cmon.groups`
  * (`{"cluster":…,"groups":[…]}`), merges with the groups others set and removes only its own.
  */
-import { setTimeout as delay } from 'node:timers/promises';
-import { InvalidConfigError, RetryableError } from '../errors.js';
+import { InvalidConfigError } from '../errors.js';
 import { parseProviderID } from '../provider-id.js';
 import type {
   GroupedNode,
@@ -33,6 +32,7 @@ import {
   ROLE_SUFFIX,
 } from './cmon-spec.js';
 import { SCHEME } from './instances.js';
+import { type MachineTagOptions, MachineTagWriter } from './machine-tags.js';
 
 export const GROUPS_TAG = 'triton.cmon.groups';
 export const GROUPS_OWNER_TAG = 'ccm.cmon.groups';
@@ -145,16 +145,20 @@ function settledGroups(tags: Readonly<Tags>, change: GroupsTagChange): boolean {
  * The instance groups of the Triton provider. Listing: one ListMachines with `tombstone` (failed
  * machines too, whose tags CloudAPI still writes; destroyed ones need nothing). A change: the
  * machine's tags read, merged, written with AddMachineTags / DeleteMachineTag, read back until
- * CloudAPI shows it (it applies tag writes asynchronously), as CNS changes are (load-balancers.ts).
+ * CloudAPI shows it (it applies tag writes asynchronously), through the provider's one tag writer
+ * (machine-tags.ts), which the CNS changes share.
  */
 export class CmonGroups implements InstanceGroups {
-  private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly tags: MachineTagWriter;
 
   constructor(
     private readonly client: TritonClient,
     readonly spec: CmonGroupsSpec,
-    private readonly options: { attempts?: number; settleDelayMs?: number } = {},
-  ) {}
+    options: MachineTagOptions = {},
+    tags?: MachineTagWriter,
+  ) {
+    this.tags = tags ?? new MachineTagWriter(client, options);
+  }
 
   checkCluster(clusterID: string): void {
     groupsFor(this.spec, clusterID, ['control-plane', 'worker']);
@@ -209,53 +213,34 @@ export class CmonGroups implements InstanceGroups {
     return { changes, notes: nodeLabelProblems(nodes, machines) };
   }
 
-  apply(clusterID: string, change: InstanceGroupsChange, signal?: AbortSignal): Promise<void> {
-    const id = parseProviderID(change.providerID)?.id ?? '';
-    const previous = this.queues.get(id) ?? Promise.resolve();
-    const next = previous.catch(() => undefined).then(() => this.write(id, clusterID, change, signal));
-    this.queues.set(id, next);
-    return next.finally(() => {
-      if (this.queues.get(id) === next) this.queues.delete(id);
-    });
-  }
-
-  private async write(id: string, cluster: string, planned: InstanceGroupsChange, signal?: AbortSignal) {
-    if (planned.refused) throw new InvalidConfigError(planned.refused);
-    const attempts = this.options.attempts ?? 5;
-    const pause = this.options.settleDelayMs ?? 500;
+  apply(cluster: string, planned: InstanceGroupsChange, signal?: AbortSignal): Promise<void> {
+    const id = parseProviderID(planned.providerID)?.id ?? '';
+    if (planned.refused) return Promise.reject(new InvalidConfigError(planned.refused));
     const desired = planned.node === undefined ? undefined : planned.groups;
-    for (let attempt = 1; attempt <= attempts; attempt++) {
-      const tags = await this.client.listMachineTags(id, signal);
-      const record = parseGroupsOwnership(tags[GROUPS_OWNER_TAG]);
-      if (record && record.cluster !== cluster) {
-        if (desired === undefined) return;
-        throw new InvalidConfigError(otherCluster({ id }, record, cluster));
-      }
-      const change = planGroups(tags, cluster, desired);
-      if (!change.changed) return;
-      const refused = tooMany(change.groups);
-      if (refused) throw new InvalidConfigError(refused);
-      const groups: Tags = change.groups.length > 0 ? { [GROUPS_TAG]: change.groups.join(',') } : {};
-      if (change.ownership) {
+    return this.tags.change(
+      id,
+      `${GROUPS_TAG} tag`,
+      (tags) => {
+        const record = parseGroupsOwnership(tags[GROUPS_OWNER_TAG]);
+        if (record && record.cluster !== cluster) {
+          if (desired === undefined) return undefined;
+          throw new InvalidConfigError(otherCluster({ id }, record, cluster));
+        }
+        const change = planGroups(tags, cluster, desired);
+        if (!change.changed) return undefined;
+        const refused = tooMany(change.groups);
+        if (refused) throw new InvalidConfigError(refused);
+        const groups: Tags = change.groups.length > 0 ? { [GROUPS_TAG]: change.groups.join(',') } : {};
+        const settled = (after: Tags) => settledGroups(after, change);
         // One write: the groups and ccm's record of them together.
-        await this.client.addMachineTags(
-          id,
-          { ...groups, [GROUPS_OWNER_TAG]: formatGroupsOwnership(change.ownership) },
-          signal,
-        );
-      } else {
+        if (change.ownership) {
+          return { add: { ...groups, [GROUPS_OWNER_TAG]: formatGroupsOwnership(change.ownership) }, settled };
+        }
         // The groups first, the record last: a failure in between leaves a record ccm cleans up from.
-        if (change.groups.length > 0) await this.client.addMachineTags(id, groups, signal);
-        else if (tags[GROUPS_TAG] !== undefined) await this.client.deleteMachineTag(id, GROUPS_TAG, signal);
-        await this.client.deleteMachineTag(id, GROUPS_OWNER_TAG, signal);
-      }
-      const after = await this.client.listMachineTags(id, signal);
-      if (settledGroups(after, change)) return;
-      if (attempt < attempts) await delay(pause * attempt, undefined, { signal });
-    }
-    throw new RetryableError(
-      `the ${GROUPS_TAG} tag of machine ${id} did not settle after ${attempts} attempts (another writer, or CloudAPI is slow); trying again later`,
-      5000,
+        const dropGroups = change.groups.length === 0 && tags[GROUPS_TAG] !== undefined;
+        return { add: groups, remove: [...(dropGroups ? [GROUPS_TAG] : []), GROUPS_OWNER_TAG], settled };
+      },
+      signal,
     );
   }
 }
