@@ -3,13 +3,10 @@
  * for account keys of every type ccm accepts, checked the way the real CMON checks it: triton-cmon
  * lib/common.js authenticationHandler, line for line, with the sshpk version triton-cmon's
  * package.json pins (1.14.2), not the 1.18 the repository (and the CMON simulator) uses.
- *
- * Needs sshpk 1.14.2 beside the repository (one package):
- *   mkdir -p /tmp/r46-sshpk && cd /tmp/r46-sshpk && npm init -y && npm install sshpk@1.14.2
- * Without it the file is skipped.
+ * That version is a dev dependency of its own name, `sshpk-1.14.2` (an npm alias).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import sshpk from 'sshpk';
@@ -18,10 +15,9 @@ import { makeCmonCertificate } from '../../src/providers/triton/cmon-certificate
 import { createKeySigner } from '../../src/providers/triton/signer.js';
 import { tempDir } from '../helpers/tmp.js';
 
-const OLD = '/tmp/r46-sshpk/node_modules/sshpk';
 const require = createRequire(import.meta.url);
 // biome-ignore lint/suspicious/noExplicitAny: sshpk 1.14.2 has no types here
-const old: any = existsSync(OLD) ? require(OLD) : undefined;
+const old: any = require('sshpk-1.14.2');
 
 /** triton-cmon lib/common.js authenticationHandler, with sshpk 1.14.2; the account has `accountKey`. */
 function cmonAuthenticates(certDer: Buffer, login: string, accountKeyText: string, now = new Date()): string {
@@ -55,7 +51,7 @@ function keyFile(dir: string, name: string, args: string[]): { path: string; pub
   return { path, pub: readFileSync(`${path}.pub`, 'utf8') };
 }
 
-describe.skipIf(!old)('the CMON certificate, as triton-cmon (sshpk 1.14.2) checks it', () => {
+describe('the CMON certificate, as triton-cmon (sshpk 1.14.2) checks it', () => {
   const dir = tempDir('r46-keys-');
   it.each([
     ['rsa 2048', ['-t', 'rsa', '-b', '2048']],
