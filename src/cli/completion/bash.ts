@@ -2,6 +2,26 @@ import { argCommands, flagSets, shortPairs, valueGroups } from './groups.js';
 import type { CompletionSpec } from './spec.js';
 
 /** A word for bash (and zsh): single-quoted. */
+/**
+ * The values of a comma-list flag (--controllers): the items not in it yet, and `-name` once the item
+ * being typed starts with -. The same lines in bash and zsh, which read them alike.
+ */
+export const COMMA_LIST_VALUES = `    elif [[ -n $__ccm_sep ]]; then
+      # A comma list: the items not in it yet; -name (all but this one) once the item starts with -.
+      local have=,
+      if [[ $value == *,* ]]; then
+        __ccm_prefix+=\${value%,*},
+        have=,\${value%,*},
+      fi
+      for w in "\${__ccm_vals[@]}"; do
+        [[ $have == *,"$w",* || $have == *,-"$w",* ]] && continue
+        if [[ \${value##*,} == -* ]]; then
+          [[ $w == '*' ]] || __ccm_reply+=("-$w")
+        else
+          __ccm_reply+=("$w")
+        fi
+      done`;
+
 export const quote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
 const words = (list: string[]) => ` ${list.join(' ')} `;
 
@@ -133,21 +153,7 @@ __ccm_candidates() {
   if [[ -n $expect ]]; then
     if ! __ccm_values "$cmd" "$expect"; then
       __ccm_files=1
-    elif [[ -n $__ccm_sep ]]; then
-      # A comma list: the items not in it yet; -name (all but this one) once the item starts with -.
-      local have=,
-      if [[ $value == *,* ]]; then
-        __ccm_prefix+=\${value%,*},
-        have=,\${value%,*},
-      fi
-      for w in "\${__ccm_vals[@]}"; do
-        [[ $have == *,"$w",* || $have == *,-"$w",* ]] && continue
-        if [[ \${value##*,} == -* ]]; then
-          [[ $w == '*' ]] || __ccm_reply+=("-$w")
-        else
-          __ccm_reply+=("$w")
-        fi
-      done
+${COMMA_LIST_VALUES}
     else
       __ccm_reply=("\${__ccm_vals[@]}")
     fi
