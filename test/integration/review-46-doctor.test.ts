@@ -25,22 +25,9 @@ import { createNodes, deleteAllNodes, fixtureApi, fixtureClient } from '../contr
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
 import { serviceAccountToken } from '../helpers/service-account-run.js';
 import { tempDir } from '../helpers/tmp.js';
-import { useCmon } from '../helpers/use-cmon.js';
+import { CLEAN_ENV, useCmon } from '../helpers/use-cmon.js';
 
 const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
-const CLEAN_ENV: Record<string, string | undefined> = {
-  KUBECONFIG: undefined,
-  CCM_PROVIDER: undefined,
-  SSH_AUTH_SOCK: undefined,
-  TRITON_CMON_URL: undefined,
-  TRITON_CMON_CA: undefined,
-  ...Object.fromEntries(
-    ['URL', 'ACCOUNT', 'USER', 'KEY_ID', 'KEY_MATERIAL', 'KEY_PASSPHRASE'].flatMap((k) => [
-      [`TRITON_${k}`, undefined],
-      [`SDC_${k}`, undefined],
-    ]),
-  ),
-};
 
 const world = useCmon();
 let cp: ControlPlane;

@@ -23,25 +23,10 @@ import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/
 import { until } from '../helpers/run.js';
 import { Terminal } from '../helpers/terminal.js';
 import { tempDir } from '../helpers/tmp.js';
-import { cmonGet, useCmon } from '../helpers/use-cmon.js';
+import { CLEAN_ENV, cmonGet, useCmon } from '../helpers/use-cmon.js';
 
 const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 const DAY = 86_400_000;
-
-/** Nothing of the machine running the tests leaks in. */
-const CLEAN_ENV: Record<string, string | undefined> = {
-  KUBECONFIG: undefined,
-  CCM_PROVIDER: undefined,
-  SSH_AUTH_SOCK: undefined,
-  TRITON_CMON_URL: undefined,
-  TRITON_CMON_CA: undefined,
-  ...Object.fromEntries(
-    ['URL', 'ACCOUNT', 'USER', 'KEY_ID', 'KEY_MATERIAL', 'KEY_PASSPHRASE'].flatMap((k) => [
-      [`TRITON_${k}`, undefined],
-      [`SDC_${k}`, undefined],
-    ]),
-  ),
-};
 
 const world = useCmon();
 let cp: ControlPlane;
