@@ -304,6 +304,15 @@ function advice(proxy: ProxySetting, target: URL): string {
 }
 
 /**
+ * What a tunnel is asked for: host and port as the CONNECT line names them, the scheme's port too
+ * (URL.host drops 443 for https:), as Go's and curl's messages name it and as a proxy's ACL or log
+ * shows it.
+ */
+function tunnelTarget(target: URL): string {
+  return `${target.hostname}:${target.port || (target.protocol === 'http:' ? '80' : '443')}`;
+}
+
+/**
  * The failure, told as the proxy's when it was: the proxy could not be reached (its address or its
  * name), or it would not open the tunnel (Node's ERR_PROXY_TUNNEL: a status other than 2xx, the
  * connection ended or timed out before the answer). Undefined for any other failure (the target's
@@ -321,13 +330,13 @@ export function proxyFailure(
     if (e.statusCode) {
       const status = `${e.statusCode} ${nodeHttp().STATUS_CODES[e.statusCode] ?? ''}`.trim();
       return new ProxyError(
-        `the proxy ${where} refused to open a tunnel to ${target.host} (${status}); ${advice(proxy, target)}`,
+        `the proxy ${where} refused to open a tunnel to ${tunnelTarget(target)} (${status}); ${advice(proxy, target)}`,
         e.statusCode === 407 || e.statusCode === 403,
       );
     }
     const what = /timed out/.test(e.message) ? 'did not answer' : 'closed the connection';
     return new ProxyError(
-      `the proxy ${where} ${what} when asked for a tunnel to ${target.host}; ${advice(proxy, target)}`,
+      `the proxy ${where} ${what} when asked for a tunnel to ${tunnelTarget(target)}; ${advice(proxy, target)}`,
       false,
     );
   }

@@ -3,6 +3,7 @@ import { Command } from '@oclif/core/command';
 import * as Flags from '@oclif/core/flags';
 import { closest } from '../closest.js';
 import { printableLine } from '../printable.js';
+import { useProxyEnvironment } from '../providers/http-transport.js';
 import { providerNames } from '../providers/registry.js';
 import { stderrLine } from '../warn-once.js';
 import { endProcess } from './end-process.js';
@@ -109,6 +110,8 @@ export abstract class CcmCommandCore extends Command {
       // false is already the value of a flag that defaults to false.
       return flag.default ? [arg] : [];
     });
+    // The cloud clients choose their proxy from this environment (HTTPS_PROXY, NO_PROXY).
+    useProxyEnvironment(process.env);
     await super.init();
   }
 

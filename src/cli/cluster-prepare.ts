@@ -17,6 +17,7 @@ import { applyRollback, planRollback, type RollbackPlan } from '../cluster/rollb
 import type { Host } from '../cluster/types.js';
 import { canonicalIP } from '../controllers/node-addresses.js';
 import { loadKubeConfig } from '../kube/config.js';
+import { KubeApiError } from '../kube/errors.js';
 import { createNodeClient, type NodeClient, type SlimNode } from '../kube/nodes.js';
 import { waitUntilReady } from '../kube/readyz.js';
 import { KubeTransport } from '../kube/transport.js';
@@ -84,22 +85,45 @@ export interface ClusterPrepareOutput {
 }
 
 /** Nodes the kubelet will not re-taint: no provider ID and no uninitialized taint. */
-function existingUninitialised(
+const needsTaint = (n: SlimNode) =>
+  !n.spec?.providerID && !(n.spec?.taints ?? []).some((t) => t.key === TAINT_UNINITIALIZED);
+
+/** Tries of one taint patch that meets a newer Node (client-go retry.DefaultRetry's 5 steps). */
+const CONFLICT_TRIES = 5;
+
+export function existingUninitialised(
   nodes: NodeClient,
   all: SlimNode[],
-): { name: string; record: TaintRecord; taint: () => Promise<void> }[] {
+): { name: string; record: TaintRecord; taint: () => Promise<boolean> }[] {
   const taint = { key: TAINT_UNINITIALIZED, value: 'true', effect: 'NoSchedule' };
-  return all
-    .filter((n) => !n.spec?.providerID && !(n.spec?.taints ?? []).some((t) => t.key === TAINT_UNINITIALIZED))
-    .map((n) => ({
-      name: n.metadata?.name ?? '',
-      record: { node: n.metadata?.name ?? '', uid: n.metadata?.uid ?? '', ...taint },
-      taint: () =>
-        nodes.patchNode(n.metadata?.name ?? '', {
-          metadata: { resourceVersion: n.metadata?.resourceVersion },
-          spec: { taints: [...(n.spec?.taints ?? []), taint] },
-        }),
-    }));
+  return all.filter(needsTaint).map((listed) => {
+    const name = listed.metadata?.name ?? '';
+    const uid = listed.metadata?.uid ?? '';
+    return {
+      name,
+      record: { node: name, uid, ...taint },
+      // The taints are replaced whole, so the patch is made on the Node as last read
+      // (resourceVersion). The restarted kubelet updates its Node meanwhile: on a conflict the Node is
+      // read again and still tainted only while it is the same Node and still needs it. False: it
+      // no longer does.
+      async taint() {
+        let node = listed;
+        for (let attempt = 1; ; attempt++) {
+          if (node.metadata?.uid !== uid || !needsTaint(node)) return false;
+          try {
+            await nodes.patchNode(name, {
+              metadata: { resourceVersion: node.metadata?.resourceVersion },
+              spec: { taints: [...(node.spec?.taints ?? []), taint] },
+            });
+            return true;
+          } catch (err) {
+            if (!(err instanceof KubeApiError && err.status === 409) || attempt >= CONFLICT_TRIES) throw err;
+          }
+          node = await nodes.getNode(name);
+        }
+      },
+    };
+  });
 }
 
 export async function runClusterPrepare(input: ClusterPrepareInput): Promise<ClusterPrepareOutput> {
@@ -231,8 +255,7 @@ export async function runClusterPrepare(input: ClusterPrepareInput): Promise<Clu
             return;
           }
           for (const c of candidates) {
-            await c.taint();
-            tainted.push(c.name);
+            if (await c.taint()) tainted.push(c.name);
           }
         },
       },

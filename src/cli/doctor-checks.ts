@@ -156,7 +156,7 @@ function flagValue(pod: PodInfo, flag: string): string | undefined {
 }
 
 /** A flag's value in a command line: `--flag=value`, `--flag value`, or '' for a bare `--flag`. */
-function argValue(args: readonly string[], flag: string): string | undefined {
+export function argValue(args: readonly string[], flag: string): string | undefined {
   for (const [i, arg] of args.entries()) {
     if (arg.startsWith(`--${flag}=`)) return arg.slice(flag.length + 3);
     if (arg === `--${flag}`) {
@@ -971,6 +971,8 @@ export function checkCmonCertificate(
   ref: { namespace: string; name: string },
   outcome: CmonSecretOutcome,
   now: Date,
+  /** The Triton account ccm is configured with (its credentials), when known. */
+  account?: string,
 ): CheckResult | undefined {
   const where = `Secret ${ref.namespace}/${ref.name}`;
   const create = `${CMON_CREATE} --namespace ${ref.namespace} --name ${ref.name}`;
@@ -980,6 +982,15 @@ export function checkCmonCertificate(
       : undefined;
   if ('error' in outcome)
     return fail('cmon-certificate', `${where}: ${outcome.error}`, `make it again: ${create}`);
+  // CMON takes the account from the certificate's CN (triton-cmon lib/common.js authenticationHandler)
+  // and lists that account's machines: another account's certificate is accepted, and finds none of
+  // this cluster's.
+  if (account !== undefined && outcome.account !== account)
+    return fail(
+      'cmon-certificate',
+      `the CMON certificate in ${where} is account ${outcome.account || '(none)'}'s, and ccm's Triton account is ${account}: CMON lists ${outcome.account || 'no'} account's machines to it, none of this cluster's`,
+      `make one with the credentials of account ${account}: ${create}`,
+    );
   const until = outcome.validUntil.toISOString();
   const what = `the CMON certificate in ${where} (account ${outcome.account})`;
   if (outcome.validFrom.getTime() > now.getTime())
@@ -1005,8 +1016,22 @@ export function checkCmonCertificate(
   return pass('cmon-certificate', `${what} expires ${until}, in ${days} days`);
 }
 
+/**
+ * CMON's own server certificate as Prometheus (Go) will judge it: ccm's Node accepted a name that is
+ * only in the CN, which Go refuses, so the scrape job finds nothing (warn, with the flag it needs).
+ */
+export function checkCmonServerCertificate(problem: string | undefined): CheckResult | undefined {
+  if (!problem) return undefined;
+  const [what, fix] = problem.split('; print the job with ');
+  return warn(
+    'cmon-server-certificate',
+    what ?? problem,
+    fix ? `print the job with ${fix}` : 'ccm manifests --cmon --cmon-insecure-skip-verify',
+  );
+}
+
 export type CmonAccessOutcome =
-  | { instances: number; where: string }
+  | { instances: number; where: string; serverNameProblem?: string }
   | { error: string; why: 'unreachable' | 'refused' | 'other' };
 
 /** Whether CMON's /v1/discover accepts the certificate (200 with the account's instances). */
@@ -1017,13 +1042,13 @@ export function checkCmonAccess(
   if ('instances' in outcome)
     return pass(
       'cmon-access',
-      `${outcome.where} accepts the certificate: /v1/discover lists ${outcome.instances} instance(s) of the account`,
+      `${outcome.where} accepts the certificate of Secret ${ref.namespace}/${ref.name}`,
     );
   if (outcome.why === 'refused')
     return fail(
       'cmon-access',
       `CMON refuses the certificate of Secret ${ref.namespace}/${ref.name}: ${outcome.error}`,
-      `make a new one with a key the account has: ${CMON_CREATE} --namespace ${ref.namespace} --name ${ref.name}`,
+      `make a new one with a key the account has (or a sub-user's in the account's administrator role): ${CMON_CREATE} --namespace ${ref.namespace} --name ${ref.name}`,
     );
   if (outcome.why === 'unreachable')
     return fail(
@@ -1035,5 +1060,164 @@ export function checkCmonAccess(
     'cmon-access',
     `CMON could not be checked: ${outcome.error}`,
     'see the message; --cmon-url names CMON',
+  );
+}
+
+/**
+ * No CMON certificate Secret of the default name in any namespace. Said, not silent: with the CMON
+ * groups kept (the Nodes' machines are tagged for Prometheus) nothing can scrape them, a warning; else
+ * CMON metrics are simply not set up, and the row says how to.
+ */
+export function checkCmonNoSecret(name: string, groups: CmonClusterGroups | undefined): CheckResult {
+  const none = `no CMON certificate: no kubernetes.io/tls Secret ${name} in any namespace (--cmon-secret names one of another name)`;
+  const make = `make it in Prometheus' namespace, where its Pod can mount it: ${CMON_CREATE} --namespace <Prometheus' namespace>`;
+  if (groups)
+    return warn(
+      'cmon-certificate',
+      `${none}, while ccm keeps the CMON ${groups.names.length === 1 ? 'group' : 'groups'} ${groups.names.join(', ')} on the Nodes' machines (${groups.spec}, ${groups.from}): Prometheus cannot scrape them without one`,
+      make,
+    );
+  return pass('cmon-certificate', `${none}: CMON metrics are not set up; to set them up, ${make}`);
+}
+
+/** The Secrets of all namespaces could not be listed (RBAC): only the default one was read. */
+export function checkCmonSecretsUnlisted(
+  error: string,
+  fallback: { namespace: string; name: string },
+): CheckResult {
+  return warn(
+    'cmon-certificate',
+    `cannot list Secrets in all namespaces to find the CMON certificate (${error}): only Secret ${fallback.namespace}/${fallback.name} was looked at`,
+    `pass --cmon-secret <Prometheus' namespace>/${fallback.name}, or run doctor as a user who may list Secrets`,
+  );
+}
+
+/**
+ * Whether Prometheus will label each Node's CMON series with the Node's name: the job makes `node` of
+ * the machine's name, lowercased (src/providers/triton/cmon.ts nodeLabelProblems says when not).
+ */
+export function checkCmonNodeNames(
+  problems: readonly { node: string; note: string }[],
+  total: number,
+): CheckResult {
+  if (problems.length === 0)
+    return pass(
+      'cmon-node-names',
+      `each of the ${total} Node(s) is named as its machine (lowercased): Prometheus' CMON series carry node="<the Node's name>"`,
+    );
+  const shown = problems.slice(0, 3).map((p) => `${p.node}: ${p.note}`);
+  const more = problems.length > 3 ? `; and ${problems.length - 3} more` : '';
+  return withItems(
+    warn(
+      'cmon-node-names',
+      `${problems.length} of ${total} Node(s) will not be node="<their name>" in Prometheus' CMON series. ${shown.join('; ')}${more}`,
+      "rename the machines to their Nodes' names (CloudAPI RenameMachine), names that differ beyond case; until then, query these Nodes by instance (the machine UUID)",
+    ),
+    problems.map((p) => p.node),
+  );
+}
+
+/** The cluster's CMON groups as ccm keeps them (its --cmon-groups), and where that was read. */
+export interface CmonClusterGroups {
+  /** The groups ccm keeps on the Nodes' machines: the cluster's, and/or its role groups. */
+  names: string[];
+  /** The --cmon-groups value, and where it was found ("--cmon-groups of DaemonSet kube-system/ccm"). */
+  spec: string;
+  from: string;
+}
+
+/** Which of the cluster's Nodes' machines CMON's /v1/discover lists to the certificate. */
+export interface CmonTargetsOutcome {
+  account: string;
+  /** The certificate's Secret. */
+  secret: { namespace: string; name: string };
+  /** The Nodes with a Triton provider ID, with their machine UUIDs (lower case). */
+  nodes: readonly { name: string; machine: string }[];
+  /** The cluster's groups, asked for; absent: ccm keeps none (no --cmon-groups), so none was asked. */
+  groups?: CmonClusterGroups;
+  /** The machine UUIDs (lower case) /v1/discover lists, with `groups` when known. */
+  listed: ReadonlySet<string>;
+  /** With groups, when some Node's machine was not listed: the account's whole list, without groups. */
+  listedWithoutGroups?: ReadonlySet<string>;
+}
+
+/**
+ * What Prometheus' job will find, as CMON answers it: the job of `ccm manifests --cmon` asks
+ * /v1/discover for the cluster's group, so a Node whose machine CMON does not list there is no
+ * target. None of them: fail (the job scrapes nothing). Some: warn, naming them. Without a group that
+ * ccm keeps, the job cannot find them even when CMON lists them: warn (the machines are reachable,
+ * and a job of another's making may not ask for a group), and fail only when CMON lists none at all.
+ */
+export function checkCmonTargets(outcome: CmonTargetsOutcome): CheckResult {
+  const { nodes, groups, listed, account } = outcome;
+  const to = `to the certificate of Secret ${outcome.secret.namespace}/${outcome.secret.name}`;
+  const asked = `${
+    groups
+      ? `${groups.names.length === 1 ? 'group' : 'groups'} ${groups.names.join(', ')} (${groups.spec}, ${groups.from})`
+      : `account ${account}`
+  } ${to}`;
+  if (nodes.length === 0)
+    return pass(
+      'cmon-targets',
+      `CMON lists ${listed.size} instance(s) in ${asked}; no Node has a Triton provider ID yet to look for among them`,
+    );
+  const missing = nodes.filter((n) => !listed.has(n.machine));
+  const found = nodes.length - missing.length;
+  if (!groups) {
+    if (found === 0)
+      return withItems(
+        fail(
+          'cmon-targets',
+          `CMON lists none of the ${nodes.length} Node(s)' machines of account ${account} ${to} (${listed.size} instance(s) in all): it discovers only running machines of the certificate's account, so Prometheus scrapes none of them`,
+          'check that the machines run and are account ' +
+            `${account}'s: \`ccm nodes list --provider triton\` shows each Node's machine and its state`,
+        ),
+        missing.map((n) => n.name),
+      );
+    return withItems(
+      warn(
+        'cmon-targets',
+        `ccm keeps no CMON group on the Nodes' machines (no --cmon-groups given here, on ccm's DaemonSet, in its credentials Secret or TRITON_CMON_GROUPS): CMON lists ${found} of ${nodes.length} Node(s)' machines of the account ${to}, but the job of \`ccm manifests --cmon\` asks for the cluster's group, which ccm does not keep on them, so it finds none unless another puts it there`,
+        'run ccm with --cmon-groups cluster (or the key cmon-groups of its credentials Secret), then check again; when ccm runs outside the cluster, give doctor the same --cmon-groups',
+      ),
+      missing.map((n) => n.name),
+    );
+  }
+  if (missing.length === 0)
+    return pass(
+      'cmon-targets',
+      `CMON lists all ${nodes.length} Node(s)' machines in ${asked}: the job of \`ccm manifests --cmon\` finds them`,
+    );
+  const all = outcome.listedWithoutGroups;
+  const untagged = all ? missing.filter((n) => all.has(n.machine)).map((n) => n.name) : [];
+  const unlisted = missing.filter((n) => !untagged.includes(n.name)).map((n) => n.name);
+  const why = [
+    ...(untagged.length > 0
+      ? [
+          `${names(untagged)}: listed without the group, so their machines lack it in triton.cmon.groups (ccm run adds it within a sweep after the Node has its provider ID, when it runs with the same --cmon-groups)`,
+        ]
+      : []),
+    ...(unlisted.length > 0
+      ? [`${names(unlisted)}: not listed at all (CMON lists only running machines of account ${account})`]
+      : []),
+  ].join('; ');
+  const fix = `ccm run (or \`ccm nodes init --provider triton --cmon-groups ${groups.spec}\`) keeps the groups on the machines of the Nodes it manages: look for "instance groups" in its log, and \`ccm nodes init --provider triton --cmon-groups ${groups.spec} --dry-run\` shows what it would write; a stopped machine is no target until it runs`;
+  const list = missing.map((n) => n.name);
+  if (found === 0)
+    return withItems(
+      fail(
+        'cmon-targets',
+        `CMON lists none of the ${nodes.length} Node(s)' machines in ${asked}: Prometheus' job finds no target. ${why}`,
+        fix,
+      ),
+      list,
+    );
+  return withItems(
+    warn(
+      'cmon-targets',
+      `CMON lists ${found} of ${nodes.length} Node(s)' machines in ${asked}: Prometheus' job does not find the others. ${why}`,
+      fix,
+    ),
+    list,
   );
 }

@@ -20,19 +20,21 @@ import {
 } from '../kube/diagnostics.js';
 import { KubeApiError } from '../kube/errors.js';
 import { createNodeClient } from '../kube/nodes.js';
-import { readSecret } from '../kube/secrets.js';
+import { listSecretsNamed, readSecret } from '../kube/secrets.js';
 import type { SlimNode } from '../kube/slim-node.js';
 import { KubeTransport } from '../kube/transport.js';
 import { NODE_DELETIONS_NAMESPACE } from '../kube/well-known.js';
 import { isUnreachable, UnauthorizedError } from '../providers/errors.js';
+import { parseProviderID } from '../providers/provider-id.js';
 import { loadProvider, providerNames } from '../providers/registry.js';
-import type { Instance, Provider, ProviderDefinition } from '../providers/types.js';
+import type { Instance, Provider, ProviderDefinition, ProviderValues } from '../providers/types.js';
 import { readValueFile } from '../secrets/values.js';
 import {
   type AccessVerdict,
+  argValue,
   brakeSetting,
   type CheckResult,
-  type CmonAccessOutcome,
+  type CmonClusterGroups,
   type CmonSecretOutcome,
   type CredentialsOutcome,
   checkApiServer,
@@ -40,6 +42,11 @@ import {
   checkApiServerUnreachable,
   checkCmonAccess,
   checkCmonCertificate,
+  checkCmonNodeNames,
+  checkCmonNoSecret,
+  checkCmonSecretsUnlisted,
+  checkCmonServerCertificate,
+  checkCmonTargets,
   checkControllerManager,
   checkControllerPods,
   checkCredentials,
@@ -144,6 +151,9 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
   const definition = input.provider ? await loadProvider(input.provider) : undefined;
   if (definition && input['cloud-api-url'] !== undefined)
     checkCloudApiUrl(definition, input['cloud-api-url']);
+  // Triton's --cmon-url is a typing error before anything is read, as in secret create (exit 2).
+  if (definition?.name === 'triton' && input['cmon-url'])
+    (await import('../providers/triton/cmon-certificate.js')).checkCmonUrl(input['cmon-url']);
   const secretRef = input['credentials-secret']
     ? parseSecretRef(input['credentials-secret'])
     : definition?.credentials.secretName
@@ -226,11 +236,36 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorResult> {
     const clusterID = () => clusterIdentity(http, input['cluster-name']);
     const routes = routesSetting(deployed);
     const brake = { http, setting: brakeSetting(deployed), now };
+    let instances: readonly Instance[] | undefined;
     checks.push(
-      ...(await cloudChecks(clusterID, definition, input, nodes, secretRef, secret?.data, routes, brake)),
+      ...(await cloudChecks(
+        clusterID,
+        definition,
+        input,
+        nodes,
+        secretRef,
+        secret?.data,
+        routes,
+        brake,
+        (i) => {
+          instances = i;
+        },
+      )),
     );
     if (definition.name === 'triton')
-      checks.push(...(await cmonChecks(http, definition, input, secretRef, secret?.data, now)));
+      checks.push(
+        ...(await cmonChecks(
+          http,
+          definition,
+          input,
+          secretRef,
+          secret?.data,
+          nodes,
+          instances,
+          deployed,
+          now,
+        )),
+      );
     return resultOf(checks, definition.name, input);
   } finally {
     await http.close();
@@ -332,6 +367,8 @@ async function cloudChecks(
   secret: Record<string, string> | undefined,
   routes: RoutesSetting,
   brake: { http: KubeTransport; setting: ReturnType<typeof brakeSetting>; now: Date },
+  /** Given the cloud's instances, when they could be listed (for the CMON checks). */
+  listed: (instances: readonly Instance[]) => void = () => undefined,
 ): Promise<CheckResult[]> {
   let provider: Provider;
   let where = `the environment / --cloud-config of ${definition.name}`;
@@ -375,6 +412,7 @@ async function cloudChecks(
       verified && 'ok' in verified ? verified.ok : '',
     ),
   );
+  if ('instances' in listing) listed(listing.instances);
   if ('instances' in listing)
     checks.push(await deletionBrakeCheck(brake, nodes, listing.instances, provider, secretRef));
   // Only where `ccm run` runs the route controller: deployed without it (no --cluster-cidr, or `route`
@@ -390,9 +428,10 @@ async function cloudChecks(
 
 /**
  * Triton's CMON certificate (`ccm secret create --cmon`), when its Secret exists or --cmon-secret
- * names it: its expiry, and whether CMON's /v1/discover accepts it. Prometheus' Triton discovery
- * ignores /v1/discover's status, so a refused certificate is an empty target list there: here it is
- * a failure with its reason.
+ * names it: its expiry, its account against ccm's, whether CMON's /v1/discover accepts it, and which of
+ * the cluster's Nodes' machines it lists in the cluster's group. Prometheus' Triton discovery ignores
+ * /v1/discover's status and lists what CMON lists, so a refused certificate, another account's, or
+ * machines without the group are an empty target list there: here each is a row with its reason.
  */
 async function cmonChecks(
   http: KubeTransport,
@@ -400,68 +439,244 @@ async function cmonChecks(
   input: DoctorInput,
   credentialsRef: { namespace: string; name: string } | undefined,
   credentials: Record<string, string> | undefined,
+  nodes: readonly SlimNode[],
+  instances: readonly Instance[] | undefined,
+  deployed: { args: string[]; where: string } | undefined,
   now: Date,
 ): Promise<CheckResult[]> {
+  const groups = await cmonClusterGroups(http, input, credentialsRef, credentials, deployed);
+  const rows = await cmonCertificateChecks(http, definition, input, credentialsRef, credentials, {
+    nodes,
+    groups,
+    now,
+  });
+  // The Node names Prometheus will give the series, when CMON is in use (a certificate, or groups).
+  const inUse = groups !== undefined || rows.some((r) => r.id === 'cmon-access');
+  const managed = tritonMachines(nodes).map((n) => ({ name: n.name, providerID: `triton://${n.machine}` }));
+  if (!inUse || !instances || managed.length === 0) return rows;
+  const { nodeLabelProblems } = await import('../providers/triton/cmon.js');
+  const machines = instances.flatMap((i) => {
+    const id = parseProviderID(i.providerID)?.id;
+    return id ? [{ id, name: i.name }] : [];
+  });
+  return [...rows, checkCmonNodeNames(nodeLabelProblems(managed, machines), managed.length)];
+}
+
+async function cmonCertificateChecks(
+  http: KubeTransport,
+  definition: ProviderDefinition,
+  input: DoctorInput,
+  credentialsRef: { namespace: string; name: string } | undefined,
+  credentials: Record<string, string> | undefined,
+  { nodes, groups, now }: { nodes: readonly SlimNode[]; groups: CmonClusterGroups | undefined; now: Date },
+): Promise<CheckResult[]> {
   const cmon = await import('../providers/triton/cmon-certificate.js');
+  const values = cmonValues(definition, input, credentialsRef, credentials);
+  const account = values?.account?.trim() || undefined;
+  const context = { values, account, groups, nodes, input, now };
   const given = input['cmon-secret'];
-  const ref = given ? parseSecretRef(given) : { namespace: 'kube-system', name: cmon.CMON_SECRET_NAME };
-  let outcome: CmonSecretOutcome;
-  let pair: { cert: string; key: string } | undefined;
+  if (given) return cmonSecretChecks(http, parseSecretRef(given), true, context);
+  // Where the docs tell operators to put it: the default name in Prometheus' namespace, whichever
+  // that is (a Pod mounts only Secrets of its own), or kube-system where secret create writes it.
+  let found: { namespace: string; name: string; data: Record<string, string> }[];
   try {
-    const { data } = await readSecret(http, ref.namespace, ref.name);
+    found = await listSecretsNamed(http, cmon.CMON_SECRET_NAME, 'kubernetes.io/tls');
+  } catch (err) {
+    const fallback = { namespace: 'kube-system', name: cmon.CMON_SECRET_NAME };
+    return [
+      checkCmonSecretsUnlisted(oneLine(err), fallback),
+      ...(await cmonSecretChecks(http, fallback, false, context)),
+    ];
+  }
+  if (found.length === 0) return [checkCmonNoSecret(cmon.CMON_SECRET_NAME, groups)];
+  const rows: CheckResult[] = [];
+  for (const secret of found) {
+    const ref = { namespace: secret.namespace, name: secret.name };
+    rows.push(...(await cmonSecretChecks(http, ref, false, { ...context, data: secret.data })));
+  }
+  return rows;
+}
+
+/** One certificate Secret's rows: its expiry and account, CMON's answer to it, and the targets. */
+async function cmonSecretChecks(
+  http: KubeTransport,
+  ref: { namespace: string; name: string },
+  required: boolean,
+  context: {
+    values: ProviderValues | undefined;
+    account: string | undefined;
+    groups: CmonClusterGroups | undefined;
+    nodes: readonly SlimNode[];
+    input: DoctorInput;
+    now: Date;
+    /** The Secret's data, when the listing brought it. */
+    data?: Record<string, string>;
+  },
+): Promise<CheckResult[]> {
+  const cmon = await import('../providers/triton/cmon-certificate.js');
+  const { values, account, groups, nodes, input, now } = context;
+  let outcome: CmonSecretOutcome;
+  let pair: { cert: string; key: string; ca?: string } | undefined;
+  try {
+    const data = context.data ?? (await readSecret(http, ref.namespace, ref.name)).data;
     const cert = data['tls.crt'];
     const key = data['tls.key'];
     if (!cert?.trim() || !key?.trim()) outcome = { error: 'it has no tls.crt and tls.key' };
     else {
       outcome = cmon.readCmonCertificate(cert);
-      pair = { cert, key };
+      // ca.crt (secret create --cmon --cmon-ca): the CA the scrape job checks CMON against.
+      const ca = data['ca.crt']?.trim() ? data['ca.crt'] : undefined;
+      pair = { cert, key, ...(ca ? { ca } : {}) };
     }
   } catch (err) {
     outcome =
       err instanceof KubeApiError && err.status === 404
-        ? { absent: true, required: given !== undefined }
+        ? { absent: true, required }
         : { error: oneLine(err) };
   }
-  const expiry = checkCmonCertificate(ref, outcome, now);
+  const expiry = checkCmonCertificate(ref, outcome, now, account);
   if (!expiry) return [];
-  if (!pair) return [expiry];
+  // Another account's certificate: CMON would list that account's machines, nothing to check here.
+  const foreign = account !== undefined && 'account' in outcome && outcome.account !== account;
+  if (!pair || foreign) return [expiry];
+  const access = await cmonAccessOutcome(values, input, pair, groups?.names);
+  if ('error' in access) return [expiry, checkCmonAccess(access, ref)];
+  const server = checkCmonServerCertificate(access.found.serverNameProblem);
+  const machines = tritonMachines(nodes);
+  const listed = new Set(access.found.containers.map((c) => c.vm_uuid.toLowerCase()));
+  // Some Node's machine is not in the group: the account's whole list tells an untagged machine from
+  // one CMON does not list at all (stopped, another account's).
+  let listedWithoutGroups: Set<string> | undefined;
+  if (groups && machines.some((m) => !listed.has(m.machine))) {
+    listedWithoutGroups = await access.discover().then(
+      (all) => new Set(all.containers.map((c) => c.vm_uuid.toLowerCase())),
+      () => undefined,
+    );
+  }
   return [
     expiry,
-    checkCmonAccess(await cmonAccessOutcome(definition, input, credentialsRef, credentials, pair), ref),
+    checkCmonAccess({ instances: listed.size, where: access.where }, ref),
+    ...(server ? [server] : []),
+    checkCmonTargets({
+      account: account ?? ('account' in outcome ? outcome.account : ''),
+      secret: ref,
+      nodes: machines,
+      ...(groups ? { groups } : {}),
+      listed,
+      ...(listedWithoutGroups ? { listedWithoutGroups } : {}),
+    }),
   ];
 }
 
-async function cmonAccessOutcome(
+/** The Nodes with a Triton provider ID, and their machines' UUIDs. */
+function tritonMachines(nodes: readonly SlimNode[]): { name: string; machine: string }[] {
+  const found: { name: string; machine: string }[] = [];
+  for (const node of nodes) {
+    const parsed = parseProviderID(node.spec?.providerID ?? '');
+    if (parsed?.scheme === 'triton' && parsed.id)
+      found.push({ name: node.metadata?.name ?? '', machine: parsed.id.toLowerCase() });
+  }
+  return found;
+}
+
+/** Triton's values as every command resolves them (the default Secret only when flags and env lack). */
+function cmonValues(
   definition: ProviderDefinition,
   input: DoctorInput,
   credentialsRef: { namespace: string; name: string } | undefined,
   credentials: Record<string, string> | undefined,
-  pair: { cert: string; key: string },
-): Promise<CmonAccessOutcome> {
+): ProviderValues | undefined {
+  const useSecret =
+    credentialsRef !== undefined &&
+    (input['credentials-secret'] !== undefined ||
+      whatFlagsAndEnvLack(definition, input, input.env) !== undefined);
+  try {
+    return resolveProviderValues(definition, input, input.env, useSecret ? credentials : undefined);
+  } catch {
+    return undefined; // the credentials row says why
+  }
+}
+
+/**
+ * The groups ccm keeps on the cluster's machines, as `ccm run` is given them: doctor's --cmon-groups,
+ * else the deployed ccm's, else its credentials Secret's key cmon-groups, else TRITON_CMON_GROUPS; with
+ * the cluster identity from --cluster-name (doctor's, else the deployed ccm's) or kube-system's UID.
+ * Undefined when ccm keeps none (unset, `none`) or they cannot be named.
+ */
+async function cmonClusterGroups(
+  http: KubeTransport,
+  input: DoctorInput,
+  credentialsRef: { namespace: string; name: string } | undefined,
+  credentials: Record<string, string> | undefined,
+  deployed: { args: string[]; where: string } | undefined,
+): Promise<CmonClusterGroups | undefined> {
+  const fromDeployed = deployed ? argValue(deployed.args, 'cmon-groups') : undefined;
+  const fromSecret = credentials?.['cmon-groups']?.trim() || undefined;
+  const fromEnv = input.env.TRITON_CMON_GROUPS?.trim() || undefined;
+  const [spec, from] =
+    input['cmon-groups'] !== undefined
+      ? [input['cmon-groups'], '--cmon-groups']
+      : fromDeployed
+        ? [fromDeployed, `--cmon-groups of ${deployed?.where}`]
+        : fromSecret && credentialsRef
+          ? [fromSecret, `key cmon-groups of Secret ${credentialsRef.namespace}/${credentialsRef.name}`]
+          : fromEnv
+            ? [fromEnv, 'env TRITON_CMON_GROUPS']
+            : [undefined, ''];
+  if (!spec) return undefined;
+  const { parseCmonGroups } = await import('../providers/triton/cmon-spec.js');
+  const { groupsFor } = await import('../providers/triton/cmon.js');
+  try {
+    const parsed = parseCmonGroups(spec.trim());
+    const name = input['cluster-name'] ?? (deployed ? argValue(deployed.args, 'cluster-name') : undefined);
+    const clusterID = await clusterIdentity(http, name || undefined);
+    const names = groupsFor(parsed, clusterID, ['control-plane', 'worker']);
+    return names.length > 0 ? { names, spec: `--cmon-groups ${spec.trim()}`, from } : undefined;
+  } catch {
+    return undefined; // ccm run refuses such a value at start, in one line
+  }
+}
+
+type CmonAccess =
+  | {
+      found: import('../providers/triton/cmon-certificate.js').Discovered;
+      where: string;
+      /** /v1/discover again with the same certificate, without groups. */
+      discover(): Promise<import('../providers/triton/cmon-certificate.js').Discovered>;
+    }
+  | { error: string; why: 'unreachable' | 'refused' | 'other' };
+
+async function cmonAccessOutcome(
+  values: ProviderValues | undefined,
+  input: DoctorInput,
+  { ca: secretCa, ...pair }: { cert: string; key: string; ca?: string },
+  groups: readonly string[] | undefined,
+): Promise<CmonAccess> {
   const cmon = await import('../providers/triton/cmon-certificate.js');
   let endpoint: import('../providers/triton/cmon-certificate.js').CmonEndpoint;
   let ca: string | undefined;
   try {
-    ca = input['cmon-ca'] ? readValueFile(input['cmon-ca'], '--cmon-ca') : undefined;
+    ca = input['cmon-ca'] ? readValueFile(input['cmon-ca'], '--cmon-ca') : secretCa;
     const override = input['cmon-url'];
     // CloudAPI names CMON unless --cmon-url gives a name of its own (an address needs CMON's name).
     let service: string | undefined;
     if (cmon.needsServiceName(override)) {
-      const useSecret =
-        credentialsRef !== undefined &&
-        (input['credentials-secret'] !== undefined ||
-          whatFlagsAndEnvLack(definition, input, input.env) !== undefined);
+      if (!values) throw new Error("ccm's Triton credentials are not usable (see the credentials row)");
       const { cmonAccess } = await import('../providers/triton/index.js');
-      const values = resolveProviderValues(definition, input, input.env, useSecret ? credentials : undefined);
       service = (await cmonAccess(values).listServices()).cmon;
     }
     endpoint = cmon.cmonEndpoint(service, override);
   } catch (err) {
     return { error: `finding CMON: ${oneLine(err)}`, why: isUnreachable(err) ? 'unreachable' : 'other' };
   }
+  const discover = (asked?: readonly string[]) =>
+    cmon.cmonDiscover({ endpoint, ...pair, ...(ca ? { ca } : {}), ...(asked ? { groups: asked } : {}) });
   try {
-    const found = await cmon.cmonDiscover({ endpoint, ...pair, ...(ca ? { ca } : {}) });
-    return { instances: found.containers.length, where: `CMON at ${endpoint.url.origin}` };
+    return {
+      found: await discover(groups),
+      where: `CMON at ${endpoint.origin}`,
+      discover: () => discover(),
+    };
   } catch (err) {
     const why = isUnreachable(err) ? 'unreachable' : err instanceof UnauthorizedError ? 'refused' : 'other';
     return { error: oneLine(err), why };

@@ -34,7 +34,7 @@ export interface SecretRef {
   name: string;
 }
 
-const SECRET_REF = /^([a-z0-9][-a-z0-9]*)\/([a-z0-9][-a-z0-9.]*)$/;
+export const SECRET_REF = /^([a-z0-9][-a-z0-9]*)\/([a-z0-9][-a-z0-9.]*)$/;
 const SECRET_REF_EXPECTED = 'namespace/name (e.g. kube-system/digitalocean)';
 
 /** `--credentials-secret namespace/name`, as oclif's parse step checks it. */
@@ -50,9 +50,9 @@ export function parseSecretRef(ref: string): SecretRef {
   return { namespace: match[1] as string, name: match[2] as string };
 }
 
-const NODE_SELECTOR_KEY =
+export const NODE_SELECTOR_KEY =
   /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
-const NODE_SELECTOR_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+export const NODE_SELECTOR_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
 const NODE_SELECTOR_EXPECTED =
   'label=value pairs separated by commas (e.g. node-role.kubernetes.io/system=true)';
 
@@ -116,17 +116,70 @@ export function tolerationFlag(input: string): string {
   return input;
 }
 
-const QUANTITIES =
-  /^(cpu|memory|ephemeral-storage)=[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?(,(cpu|memory|ephemeral-storage)=[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?)*$/;
-const QUANTITIES_EXPECTED = 'resource=quantity pairs separated by commas (e.g. cpu=50m,memory=256Mi)';
+const QUANTITY_PAIR = '(cpu|memory|ephemeral-storage)=([0-9]+(\\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?|none)';
+const QUANTITIES = new RegExp(`^(none|${QUANTITY_PAIR}(,${QUANTITY_PAIR})*)$`);
+const QUANTITIES_EXPECTED =
+  'resource=quantity pairs separated by commas (e.g. cpu=50m,memory=256Mi; memory=none drops one, none drops all)';
 
-/** `--requests` / `--limits cpu=50m,memory=256Mi`, as a container's resources name them. */
-export function parseQuantities(text: string): Record<string, string> {
+/**
+ * `--requests` / `--limits cpu=50m,memory=256Mi`, as a container's resources name them: each pair
+ * replaces that resource's default, `resource=none` removes it, and `none` removes the whole map
+ * (null). The chart's `resources` value merges the same way (helm merges the user's map into the
+ * default by key, and a null drops a key).
+ */
+export function parseQuantities(text: string): Record<string, string | null> | null {
   if (!QUANTITIES.test(text)) throw new UsageError(expectedText(QUANTITIES_EXPECTED, text));
-  return Object.fromEntries(text.split(',').map((pair) => pair.split('=') as [string, string]));
+  if (text === 'none') return null;
+  return Object.fromEntries(
+    text.split(',').map((pair) => {
+      const [name, value] = pair.split('=') as [string, string];
+      return [name, value === 'none' ? null : value];
+    }),
+  );
+}
+
+/** `base` with `change` merged in as helm merges values: by key, null removes (a null `change`: none at all). */
+export function mergeQuantities(
+  base: Readonly<Record<string, string>>,
+  change: Record<string, string | null> | null,
+): Record<string, string> | undefined {
+  if (change === null) return undefined;
+  const out: Record<string, string> = { ...base };
+  for (const [name, value] of Object.entries(change)) {
+    if (value === null) delete out[name];
+    else out[name] = value;
+  }
+  return out;
 }
 
 export function quantitiesFlag(input: string): string {
   if (!QUANTITIES.test(input)) throw new Error(expectedText(QUANTITIES_EXPECTED, input));
+  return input;
+}
+
+/** A variable name a shell and every program take (POSIX: letters, digits, _; not a digit first). */
+export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** The variables ccm's manifests set themselves (src/cli/manifests.ts, podSpec): not to be replaced. */
+export const ENV_RESERVED = ['HOME', 'NODE_OPTIONS', 'MALLOC_ARENA_MAX'] as const;
+const ENV_EXPECTED = 'NAME=VALUE (e.g. HTTPS_PROXY=http://proxy.corp.example:3128)';
+
+/** `--env NAME=VALUE`: a variable of both pods, beside those ccm sets. */
+export function parseEnv(text: string): [string, string] {
+  const eq = text.indexOf('=');
+  const name = eq < 0 ? text : text.slice(0, eq);
+  if (eq < 0 || !ENV_NAME.test(name)) throw new UsageError(`--env: ${expectedText(ENV_EXPECTED, text)}`);
+  if ((ENV_RESERVED as readonly string[]).includes(name))
+    throw new UsageError(
+      `--env: ${name} is set by ccm itself (${ENV_RESERVED.join(', ')}); give another variable`,
+    );
+  return [name, text.slice(eq + 1)];
+}
+
+export function envFlag(input: string): string {
+  try {
+    parseEnv(input);
+  } catch (e) {
+    throw new Error((e as Error).message.replace(/^--env: /, ''));
+  }
   return input;
 }

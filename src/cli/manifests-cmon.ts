@@ -30,19 +30,28 @@
 // A CMON group goes into the `keep` regex unescaped, which its characters (cmon-spec.ts) allow.
 
 import { isIP } from 'node:net';
-import { CMON_GROUP } from '../providers/triton/cmon-spec.js';
+import { nodeCrypto } from '../node-modules.js';
+import { CMON_CLUSTER_GROUP, CMON_ROLE_GROUP } from '../providers/triton/cmon-spec.js';
+import { cmonPort } from '../providers/triton/cmon-url.js';
 import { expectedText, UsageError } from './errors.js';
 import type { SecretRef } from './flag-values.js';
 import type { K8sObject } from './manifests.js';
 import type { CmonFormat } from './manifests-cmon-flags.js';
 import { objectYaml } from './output/object-yaml.js';
 
-/** CMON's port (triton-cmon docs/README.md; Prometheus' triton_sd_configs default). */
-export const CMON_PORT = 9163;
 /** Where the Prometheus Operator mounts each Secret of a Prometheus' `spec.secrets`. */
 export const PROMETHEUS_SECRETS_DIR = '/etc/prometheus/secrets';
+/**
+ * The oldest Prometheus that loads the job: its `node` rule's `action: lowercase` came in 2.36.0
+ * (prometheus CHANGELOG.md: "Add lowercase and uppercase relabel action. #10641"). An older one
+ * refuses the whole configuration file, not only this job.
+ */
+export const CMON_MIN_PROMETHEUS = '2.36';
+const MIN_PROMETHEUS_COMMENT = `# Needs Prometheus ${CMON_MIN_PROMETHEUS} or later (the lowercase relabel action of the node label); an older one refuses the whole configuration.`;
 /** The key of the additional-scrape-configs Secret that holds the job. */
 export const ADDITIONAL_SCRAPE_CONFIGS_KEY = 'triton-cmon.yaml';
+/** The key of the certificate Secret with CMON's CA (secret create --cmon --cmon-ca), as cert-manager names it. */
+export const CMON_CA_KEY = 'ca.crt';
 
 /** A Triton login (UFDS: a letter, then letters, digits, `_`, `.`, `@`, `-`). */
 const LOGIN = /^[A-Za-z][A-Za-z0-9_.@-]*$/;
@@ -57,6 +66,17 @@ export interface CmonOptions {
   group: string;
   /** The kubernetes.io/tls Secret with the client certificate. */
   secret: SecretRef;
+  /**
+   * --cmon-ca: CMON's certificate is checked against the CA in the Secret's `ca.crt` (which
+   * `ccm secret create --cmon --cmon-ca FILE` writes beside tls.crt and tls.key).
+   */
+  ca?: boolean;
+  /**
+   * --cmon-insecure-skip-verify: CMON's certificate is not checked. What CMON's default certificate
+   * needs (triton-cmon boot/setup.sh: self-signed, its name in the CN only, which Go's TLS refuses
+   * even when trusted) until its operator installs one with subjectAltNames.
+   */
+  insecureSkipVerify?: boolean;
 }
 
 export interface CmonEndpoint {
@@ -88,8 +108,10 @@ export function parseCmonUrl(text: string): CmonEndpoint {
       `CMON serves each instance at <instance uuid>.${host}, so its URL must name it; got the address ${host}`,
     );
   }
-  // node-triton keeps only the host name, so Prometheus asks CMON's own port, 9163.
-  return { host, port: url.port ? Number(url.port) : CMON_PORT };
+  // The port as written (WHATWG URL drops a written 443); none: CMON's own, 9163.
+  const port = cmonPort(text);
+  if ('error' in port) throw bad(`${port.error}; got ${text}`);
+  return { host, port: port.port };
 }
 
 /** Checks the account and group; a usage error in one line. */
@@ -100,12 +122,34 @@ export function checkCmonOptions(options: CmonOptions): CmonEndpoint {
       `--cmon-account: ${expectedText("the account's login name (the one CMON certificates name, never my)", options.account)}`,
     );
   }
-  if (!CMON_GROUP.test(options.group)) {
+  if (!CMON_CLUSTER_GROUP.test(options.group) && !CMON_ROLE_GROUP.test(options.group)) {
     throw new UsageError(
-      `the CMON group "${options.group}" is no triton.cmon.groups name (letters, digits, _ and -, 1 to 100 characters); pass --cmon-group, the name ccm run's --cmon-groups cluster=NAME gives`,
+      `the CMON group "${options.group}" is no group ccm keeps: a cluster group (letters, digits and -, 1 to 100 characters) or a role group (<cluster group>_control-plane or _worker); pass --cmon-group, the name ccm run's --cmon-groups cluster=NAME gives`,
     );
   }
   return endpoint;
+}
+
+/**
+ * --cmon-ca's file: PEM certificates. One that is CMON's own certificate with its name in the CN only
+ * (boot/setup.sh's) is refused: Prometheus (Go) refuses that name even from a trusted certificate.
+ */
+export function checkCmonCa(pem: string, host: string): void {
+  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  if (blocks.length === 0) throw new UsageError("--cmon-ca: expected a PEM file of certificates (CMON's CA)");
+  for (const block of blocks) {
+    let cert: import('node:crypto').X509Certificate;
+    try {
+      cert = new (nodeCrypto().X509Certificate)(block);
+    } catch {
+      throw new UsageError('--cmon-ca: a certificate of the file cannot be read');
+    }
+    if (!cert.subjectAltName && cert.checkHost(host, { subject: 'always' }) !== undefined) {
+      throw new UsageError(
+        `--cmon-ca: this is a certificate naming ${host} in its CN only (CMON's own, self-signed), which Prometheus refuses even when trusted (x509: certificate relies on legacy Common Name field); use --cmon-insecure-skip-verify until CMON has a certificate with subjectAltNames`,
+      );
+    }
+  }
 }
 
 export type ScrapeJob = Record<string, unknown> & { job_name: string };
@@ -114,7 +158,12 @@ export type ScrapeJob = Record<string, unknown> & { job_name: string };
 export function cmonScrapeJob(options: CmonOptions): ScrapeJob {
   const { host, port } = checkCmonOptions(options);
   const dir = `${PROMETHEUS_SECRETS_DIR}/${options.secret.name}`;
-  const tls = { cert_file: `${dir}/tls.crt`, key_file: `${dir}/tls.key` };
+  const tls: Record<string, unknown> = {
+    ...(options.ca ? { ca_file: `${dir}/${CMON_CA_KEY}` } : {}),
+    cert_file: `${dir}/tls.crt`,
+    key_file: `${dir}/tls.key`,
+    ...(options.insecureSkipVerify ? { insecure_skip_verify: true } : {}),
+  };
   return {
     job_name: `triton-cmon-${options.group}`,
     scheme: 'https',
@@ -162,6 +211,18 @@ export function cmonPrometheusYaml(options: CmonOptions): string {
     '# (ccm manifests --provider triton --cmon). Prometheus reads the client certificate from the',
     `# kubernetes.io/tls Secret ${namespace}/${name} mounted at ${PROMETHEUS_SECRETS_DIR}/${name}`,
     `# (Prometheus Operator: spec.secrets: [${name}], in the Prometheus' namespace).`,
+    MIN_PROMETHEUS_COMMENT,
+    ...(options.ca
+      ? [
+          `# CMON's certificate is checked against the Secret's ${CMON_CA_KEY}: ccm secret create --provider triton --cmon --cmon-ca FILE writes it.`,
+        ]
+      : []),
+    ...(options.insecureSkipVerify
+      ? [
+          "# insecure_skip_verify: CMON's own certificate (self-signed, its name in the CN only) is refused by",
+          '# Prometheus even when trusted; drop it once CMON has a certificate with subjectAltNames.',
+        ]
+      : []),
     objectYaml(config),
   ].join('\n');
 }
@@ -178,6 +239,6 @@ export function cmonAdditionalScrapeConfigs(options: CmonOptions): K8sObject {
       labels: { 'app.kubernetes.io/name': 'ccm', 'app.kubernetes.io/component': 'cmon' },
     },
     type: 'Opaque',
-    stringData: { [ADDITIONAL_SCRAPE_CONFIGS_KEY]: objectYaml([job]) },
+    stringData: { [ADDITIONAL_SCRAPE_CONFIGS_KEY]: `${MIN_PROMETHEUS_COMMENT}\n${objectYaml([job])}` },
   };
 }

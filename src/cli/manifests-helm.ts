@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { loadProvider, providerNames } from '../providers/registry.js';
 import type { ProviderDefinition } from '../providers/types.js';
 import { UsageError } from './errors.js';
+import { ENV_NAME, ENV_RESERVED, NODE_SELECTOR_KEY, NODE_SELECTOR_VALUE } from './flag-values.js';
 import {
   IMAGE_PATTERN,
   type K8sObject,
@@ -55,8 +56,11 @@ const MAPS: Record<string, string> = {
 const ITEMS: Record<string, string> = {
   zzccmtolerations: '.Values.tolerations',
   zzccmextraargs: '.Values.extraArgs',
+  zzccmenv: 'include "ccm.env" . | fromYamlArray',
 };
 const REPLICAS = 7777;
+const LEADER_ELECT = '(dig "leaderElection" "enabled" true .Values.AsMap)';
+const METRICS = '(dig "metrics" "serviceMonitor" false .Values.AsMap)';
 const REPLICAS_EXPR = 'include "ccm.replicas" .';
 const TOKEN = /zzccm[a-z]+/g;
 
@@ -84,11 +88,13 @@ function dimensions(providers: readonly string[]): Dimension[] {
       is: (v) => `(eq (include "ccm.placement" .) ${JSON.stringify(v)})`,
     },
     bool('deployment', '(include "ccm.deployment" .)'),
-    bool('leaderElect', '.Values.leaderElection.enabled'),
+    // dig: a value block a later chart version added is absent from a release upgraded with
+    // --reuse-values (helm then keeps the old release's values, not this chart's); its default then.
+    bool('leaderElect', LEADER_ELECT),
     bool('clusterCIDR', '.Values.clusterCIDR'),
     bool('clusterName', '.Values.clusterName'),
-    bool('cronjob', '.Values.cronjob.enabled'),
-    bool('metrics', '.Values.metrics.serviceMonitor'),
+    bool('cronjob', '(dig "cronjob" "enabled" false .Values.AsMap)'),
+    bool('metrics', METRICS),
     bool('cloudApiUrl', '.Values.cloudApiUrl'),
     bool('logLevel', '(and .Values.logLevel (ne .Values.logLevel "info"))'),
   ];
@@ -137,6 +143,7 @@ function optionsOf(a: Assignment, provider: ProviderDefinition): ManifestOptions
     tolerations: [{ key: 'zzccmtolerations' }],
     resources: { zzccmresources: 'x' },
     extraArgs: ['zzccmextraargs'],
+    env: { zzccmenv: 'x' },
     ...(a.metrics === 'true'
       ? { metrics: { scraper: { namespace: 'zzccmscraperns', name: 'zzccmscrapername' } } }
       : {}),
@@ -327,7 +334,7 @@ function convert(x: unknown): TNode {
   const whole = placeholderMap(x);
   if (whole) return { t: 'yaml', expr: whole };
   if (isPlainMap(x)) {
-    const items = Object.keys(ITEMS).find((k) => x.key === k);
+    const items = Object.keys(ITEMS).find((k) => x.key === k || x.name === k);
     if (items) return { t: 'items', expr: ITEMS[items] as string };
     return { t: 'map', entries: Object.entries(x).map(([key, v]) => ({ key, node: convert(v) })) };
   }
@@ -483,6 +490,7 @@ function helpersText(providers: ReadonlyMap<string, ProviderDefinition>): string
     .map((p) => `${JSON.stringify(p.name)} ${JSON.stringify(`kube-system/${p.credentials.secretName}`)}`)
     .join(' ');
   const goRegex = (re: string) => JSON.stringify(re);
+  const V4 = '(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])';
   return `${HELM_HEADER}
 {{- /* The image reference: repository, tag (default: the chart's appVersion), digest. */}}
 {{- define "ccm.image" -}}
@@ -511,6 +519,14 @@ function helpersText(providers: ReadonlyMap<string, ProviderDefinition>): string
 {{- end }}
 {{- define "ccm.deployment" -}}
 {{ if include "ccm.replicas" . }}true{{ end }}
+{{- end }}
+
+{{- /* The env value (a map), as the items of a container's env, in name order as ccm manifests --env gives them. */}}
+{{- define "ccm.env" -}}
+{{- range $name, $value := .Values.env }}
+- name: {{ $name | toJson }}
+  value: {{ $value | toString | toJson }}
+{{- end }}
 {{- end }}
 
 {{- /* What \`ccm manifests\` refuses, refused here too. */}}
@@ -548,18 +564,108 @@ function helpersText(providers: ReadonlyMap<string, ProviderDefinition>): string
 {{- if and .Values.logLevel (not (has .Values.logLevel (list "error" "warn" "info" "debug"))) }}
 {{- fail (printf "logLevel: expected one of error, warn, info, debug, got %q" .Values.logLevel) }}
 {{- end }}
+{{- if not (has .Values.image.pullPolicy (list "IfNotPresent" "Always" "Never")) }}
+{{- fail (printf "image.pullPolicy: expected one of IfNotPresent, Always, Never, got %q" (toString .Values.image.pullPolicy)) }}
+{{- end }}
+{{- if .Values.clusterCIDR }}
+{{- $cidrs := list }}
+{{- range splitList "," (toString .Values.clusterCIDR) }}{{ with trim . }}{{ $cidrs = append $cidrs . }}{{ end }}{{ end }}
+{{- $v4 := 0 }}
+{{- range $cidrs }}
+{{- if regexMatch ${goRegex(`^(${V4}\\.){3}${V4}/([1-9]|[12][0-9]|3[0-2])$`)} . }}{{ $v4 = add1 $v4 }}
+{{- else if not (regexMatch ${goRegex('^[0-9a-fA-F:]*:[0-9a-fA-F:.]*/([1-9]|[1-9][0-9]|1[01][0-9]|12[0-8])$')} .) }}
+{{- fail (printf "clusterCIDR: expected CIDRs such as 10.244.0.0/16, got %q" .) }}
+{{- end }}
+{{- end }}
+{{- if gt (len $cidrs) 2 }}
+{{- fail (printf "clusterCIDR: %d CIDRs given, at most 2 (one IPv4 and one IPv6, for dual stack)" (len $cidrs)) }}
+{{- end }}
+{{- if and (eq (len $cidrs) 2) (ne $v4 1) }}
+{{- fail "clusterCIDR: two CIDRs of one family given; two are for dual stack only, one IPv4 and one IPv6" }}
+{{- end }}
+{{- end }}
+{{- range $key, $value := .Values.nodeSelector }}
+{{- if not (and (regexMatch ${goRegex(NODE_SELECTOR_KEY.source)} $key) (regexMatch ${goRegex(NODE_SELECTOR_VALUE.source)} (toString $value))) }}
+{{- fail (printf "nodeSelector: expected label keys and values (e.g. node-role.kubernetes.io/system: true), got %q: %q" $key (toString $value)) }}
+{{- end }}
+{{- end }}
+{{- if ${METRICS} }}
+{{- if not (and (regexMatch "^[a-z0-9][-a-z0-9]*$" (toString .Values.metrics.scraper.namespace)) (regexMatch "^[a-z0-9][-a-z0-9.]*$" (toString .Values.metrics.scraper.name))) }}
+{{- fail (printf "metrics.scraper: expected a ServiceAccount's namespace and name (e.g. monitoring, prometheus-k8s), got %q/%q" (toString .Values.metrics.scraper.namespace) (toString .Values.metrics.scraper.name)) }}
+{{- end }}
+{{- end }}
+{{- range $name, $value := .Values.env }}
+{{- if not (regexMatch ${goRegex(ENV_NAME.source)} $name) }}
+{{- fail (printf "env: expected variable names (letters, digits, _; not a digit first), got %q" $name) }}
+{{- end }}
+{{- if has $name (list ${ENV_RESERVED.map((n) => JSON.stringify(n)).join(' ')}) }}
+{{- fail (printf "env: %s is set by ccm itself (${ENV_RESERVED.join(', ')}); give another variable" $name) }}
+{{- end }}
+{{- if or (kindIs "map" $value) (kindIs "slice" $value) }}
+{{- fail (printf "env: the value of %s must be a string, got %s" $name (kindOf $value)) }}
+{{- end }}
+{{- end }}
 {{- if and .Values.anyNode .Values.nodeSelector }}
 {{- fail "anyNode and nodeSelector: give one of them" }}
 {{- end }}
-{{- if and (not (kindIs "invalid" .Values.replicas)) (lt (int .Values.replicas) 1) }}
-{{- fail "replicas: expected a whole number of at least 1" }}
+{{- if not (kindIs "invalid" .Values.replicas) }}
+{{- if not (and (or (kindIs "int" .Values.replicas) (kindIs "int64" .Values.replicas) (and (kindIs "float64" .Values.replicas) (eq .Values.replicas (floor .Values.replicas)))) (ge (float64 .Values.replicas) 1.0)) }}
+{{- fail (printf "replicas: expected a whole number of at least 1, got %v" .Values.replicas) }}
 {{- end }}
-{{- if and (not .Values.leaderElection.enabled) (ne (include "ccm.replicas" .) "1") }}
+{{- end }}
+{{- if and (not ${LEADER_ELECT}) (ne (include "ccm.replicas" .) "1") }}
 {{- fail "leaderElection.enabled: false needs one pod of ccm run: set replicas: 1 (a Deployment of one replica), or keep leader election" }}
 {{- end }}
 {{- end }}
 `;
 }
+
+const str = { type: 'string' } as const;
+const flag = { type: 'boolean' } as const;
+const closed = (properties: Record<string, unknown>) => ({
+  type: 'object',
+  additionalProperties: false,
+  properties,
+});
+const quantities = {
+  type: ['object', 'null'],
+  additionalProperties: { type: ['string', 'number', 'null'] },
+};
+
+/**
+ * values.schema.json: the names and types of the chart's values, which helm checks at lint, template,
+ * install and upgrade; a misspelt key (clustercidr) or a boolean given as a string is refused before
+ * anything renders. What a schema cannot say, or says in several lines, the one-line checks of
+ * ccm.validate say (the provider and pullPolicy lists, CIDRs, whole replicas, label and variable names).
+ */
+export function valuesSchema(): Record<string, unknown> {
+  return {
+    $schema: 'http://json-schema.org/draft-07/schema#',
+    $comment: 'Generated by `ccm manifests --helm` (npm run chart): do not edit.',
+    ...closed({
+      provider: str,
+      image: closed({ repository: str, tag: str, digest: str, pullPolicy: {} }),
+      credentialsSecret: str,
+      nodeSelector: { type: 'object' },
+      anyNode: flag,
+      replicas: {},
+      leaderElection: closed({ enabled: flag }),
+      tolerations: { type: 'array', items: { type: 'object' } },
+      resources: closed({ requests: quantities, limits: quantities }),
+      extraArgs: { type: 'array', items: str },
+      env: { type: 'object' },
+      clusterCIDR: str,
+      clusterName: str,
+      cloudApiUrl: str,
+      insecureCloudApi: flag,
+      logLevel: str,
+      cronjob: closed({ enabled: flag }),
+      metrics: closed({ serviceMonitor: flag, scraper: closed({ namespace: str, name: str }) }),
+    }),
+  };
+}
+
+export const SCHEMA_FILE = 'values.schema.json';
 
 /** Writes the generated templates into DIR/templates; removes generated files it no longer writes. */
 export async function writeHelmTemplates(dir: string): Promise<{ written: string[]; removed: string[] }> {
@@ -584,6 +690,8 @@ export async function writeHelmTemplates(dir: string): Promise<{ written: string
     await fs.writeFile(join(target, name), text);
     written.push(join(target, name));
   }
+  // Beside the templates, not listed among them: helm reads it from the chart's folder.
+  await fs.writeFile(join(dir, SCHEMA_FILE), `${JSON.stringify(valuesSchema(), null, 2)}\n`);
   return { written, removed };
 }
 

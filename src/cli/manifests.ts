@@ -13,6 +13,7 @@ import {
 import { encryptedOrLocal } from '../plain-http.js';
 import type { ProviderDefinition } from '../providers/types.js';
 import { UsageError } from './errors.js';
+import { parseEnv } from './flag-values.js';
 import { objectYaml } from './output/object-yaml.js';
 import { checkCloudApiUrl, parseSecretRef } from './provider-config.js';
 
@@ -61,6 +62,11 @@ export interface ManifestOptions {
   resources?: Record<string, unknown>;
   /** Further arguments of `ccm run`, after those the manifests give it. */
   extraArgs?: string[];
+  /**
+   * Further environment variables of both pods (e.g. HTTPS_PROXY), after those ccm sets, in name
+   * order (the order of the chart's `range` over its `env` map).
+   */
+  env?: Record<string, string>;
   /**
    * A Service and a Prometheus Operator ServiceMonitor for /metrics, and the one RBAC rule the
    * scraper (this ServiceAccount, namespace/name) needs for ccm's delegated authorisation.
@@ -294,6 +300,7 @@ export function renderManifests(
 
 /** What `ccm manifests` refuses of its values (the chart's helpers refuse the same, in Go templates). */
 function checkOptions(provider: ProviderDefinition, options: ManifestOptions): void {
+  for (const name of Object.keys(options.env ?? {})) parseEnv(`${name}=`);
   checkImage(options.image, options.imagePullPolicy);
   if (options.cloudApiUrl !== undefined) {
     checkCloudApiUrl(provider, options.cloudApiUrl);
@@ -524,6 +531,9 @@ function renderObjects(
             name,
             value,
           })),
+          ...Object.keys(options.env ?? {})
+            .sort()
+            .map((name) => ({ name, value: options.env?.[name] as string })),
         ],
         securityContext: {
           allowPrivilegeEscalation: false,

@@ -1,6 +1,6 @@
 import { monotonicMs } from '../clock.js';
 import { type BrakeVerdict, type RecentDeletion, releaseNamesHold } from '../controllers/deletion-brake.js';
-import type { PassGroupsChange } from '../controllers/instance-groups.js';
+import type { PassGroups } from '../controllers/instance-groups.js';
 import {
   applyPlans,
   buildReport,
@@ -58,7 +58,7 @@ export interface NodesInitResult {
 interface Ctx {
   plans?: NodePlan[];
   hold?: PassHold;
-  groups?: PassGroupsChange[];
+  groups?: PassGroups;
 }
 
 /**
@@ -233,7 +233,7 @@ async function runPass(input: NodesInitInput, control: Pass): Promise<NodesInitR
           // The instances' groups after the Nodes: a Node initialised now has its provider ID.
           if (provider.instanceGroups && clusterID !== undefined && ctx.groups) {
             const { applyPassGroups } = await import('../controllers/instance-groups.js');
-            await applyPassGroups(provider.instanceGroups, clusterID, ctx.groups, control.mayWrite);
+            await applyPassGroups(provider.instanceGroups, clusterID, ctx.groups.changes, control.mayWrite);
           }
         },
       },
@@ -293,11 +293,11 @@ function checkRelease(id: string, verdict: BrakeVerdict, deletions: readonly Rec
  * The groups changes in the report: a Node's among its changes (a refused or failed one is the Node's
  * failure), those of instances no managed Node has on their own.
  */
-function withGroups(
-  plans: NodePlan[],
-  changes: readonly PassGroupsChange[],
-): NonNullable<PassReport['instanceGroups']> {
+function withGroups(plans: NodePlan[], groups: PassGroups): NonNullable<PassReport['instanceGroups']> {
+  const { changes, notes } = groups;
   const byName = new Map(plans.map((p) => [p.name, p]));
+  // A Node whose CMON series will carry another name (its machine's): said with the Node.
+  for (const n of notes) byName.get(n.node)?.notes.push(n.note);
   const leaving: NonNullable<PassReport['instanceGroups']> = [];
   for (const c of changes) {
     const plan = c.node === undefined ? undefined : byName.get(c.node);

@@ -74,6 +74,10 @@ async function startStages(
   });
   start.hold(closeCloudConnections);
   start.check();
+  // A --cluster-name that cannot name the instance groups (Triton's CMON groups) is a configuration
+  // error: refused here in one line (exit 2), as `nodes init` refuses it, not retried by every sweep.
+  const clusterName = input.controllerOptions.clusterName;
+  if (clusterName !== undefined) providerConfig.first.value.instanceGroups?.checkCluster?.(clusterName);
   const metrics = await loadMetrics();
   const cloud = startCloud({
     first: providerConfig.first.value,

@@ -1,7 +1,13 @@
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../cli/base-command.js';
 import { UsageError } from '../cli/errors.js';
-import { nodeSelectorFlag, quantitiesFlag, secretRefFlag, tolerationFlag } from '../cli/flag-values.js';
+import {
+  envFlag,
+  nodeSelectorFlag,
+  quantitiesFlag,
+  secretRefFlag,
+  tolerationFlag,
+} from '../cli/flag-values.js';
 import { CMON_FORMATS, CMON_SECRET_DEFAULT, type CmonFormat } from '../cli/manifests-cmon-flags.js';
 import type { ManifestRow } from '../cli/manifests-report.js';
 import type { Report } from '../cli/output/report.js';
@@ -95,16 +101,23 @@ export default class Manifests extends BaseCommand {
     }),
     requests: Flags.string({
       description:
-        'Resource requests of `ccm run` (e.g. cpu=50m,memory=256Mi), instead of the measured default',
+        'Resource requests of `ccm run` (e.g. cpu=100m): each replaces that one of the measured default (cpu=50m,memory=256Mi); memory=none removes one, none all',
       parse: async (input) => quantitiesFlag(input),
     }),
     limits: Flags.string({
-      description: 'Resource limits of `ccm run` (e.g. memory=512Mi), instead of the measured default',
+      description:
+        'Resource limits of `ccm run` (e.g. memory=1Gi): each replaces that one of the measured default (memory=512Mi); none removes them',
       parse: async (input) => quantitiesFlag(input),
     }),
     'extra-arg': Flags.string({
       description: 'A further argument of `ccm run`, e.g. --extra-arg=--concurrency=4; repeatable',
       multiple: true,
+    }),
+    env: Flags.string({
+      description:
+        'An environment variable of both pods (NAME=VALUE), e.g. --env HTTPS_PROXY=http://proxy.corp.example:3128; repeatable. Not HOME, NODE_OPTIONS, MALLOC_ARENA_MAX, which ccm sets',
+      multiple: true,
+      parse: async (input) => envFlag(input),
     }),
     'service-monitor': Flags.boolean({
       description:
@@ -156,6 +169,17 @@ export default class Manifests extends BaseCommand {
       dependsOn: ['cmon'],
       parse: async (input) => secretRefFlag(input),
     }),
+    'cmon-ca': Flags.string({
+      description:
+        "With --cmon: a PEM file of the CA that signed CMON's certificate; the job checks CMON against ca.crt of the certificate's Secret (secret create --cmon --cmon-ca FILE writes it). Not for CMON's own certificate, which names it in the CN only: Prometheus refuses that one even when trusted",
+      dependsOn: ['cmon'],
+      exclusive: ['cmon-insecure-skip-verify'],
+    }),
+    'cmon-insecure-skip-verify': Flags.boolean({
+      description:
+        "With --cmon: the job does not check CMON's certificate (insecure_skip_verify). What CMON's own certificate needs (self-signed, its name in the CN only, refused by Prometheus) until its operator installs one with subjectAltNames",
+      dependsOn: ['cmon'],
+    }),
   };
 
   async run(): Promise<Report<ManifestRow>> {
@@ -200,7 +224,14 @@ export default class Manifests extends BaseCommand {
     const { METRICS_SCRAPER_DEFAULT, parseNodeSelector, RUN_RESOURCES, renderManifests } = await import(
       '../cli/manifests.js'
     );
-    const { parseQuantities, parseSecretRef, parseToleration } = await import('../cli/flag-values.js');
+    const { mergeQuantities, parseEnv, parseQuantities, parseSecretRef, parseToleration } = await import(
+      '../cli/flag-values.js'
+    );
+    const env: Record<string, string> = {};
+    for (const [name, value] of (flags.env ?? []).map(parseEnv)) {
+      if (Object.hasOwn(env, name)) throw new UsageError(`--env: ${name} given twice`);
+      env[name] = value;
+    }
     const { manifestsReport, manifestsWrittenReport } = await import('../cli/manifests-report.js');
     const objects = renderManifests(provider, {
       image: flags.image,
@@ -226,14 +257,20 @@ export default class Manifests extends BaseCommand {
       ...(flags.toleration ? { tolerations: flags.toleration.map(parseToleration) } : {}),
       ...(flags.requests !== undefined || flags.limits !== undefined
         ? {
-            resources: {
-              requests:
-                flags.requests !== undefined ? parseQuantities(flags.requests) : RUN_RESOURCES.requests,
-              limits: flags.limits !== undefined ? parseQuantities(flags.limits) : RUN_RESOURCES.limits,
-            },
+            // By resource, as helm merges the chart's `resources` value into its default.
+            resources: Object.fromEntries(
+              (['requests', 'limits'] as const).flatMap((part) => {
+                const merged =
+                  flags[part] === undefined
+                    ? RUN_RESOURCES[part]
+                    : mergeQuantities(RUN_RESOURCES[part], parseQuantities(flags[part] as string));
+                return merged === undefined ? [] : [[part, merged]];
+              }),
+            ),
           }
         : {}),
       ...(flags['extra-arg'] ? { extraArgs: flags['extra-arg'] } : {}),
+      ...(Object.keys(env).length > 0 ? { env } : {}),
       ...(flags['service-monitor']
         ? { metrics: { scraper: parseSecretRef(flags['metrics-scraper'] ?? METRICS_SCRAPER_DEFAULT) } }
         : {}),
@@ -266,6 +303,7 @@ export default class Manifests extends BaseCommand {
         ['requests', flags.requests],
         ['limits', flags.limits],
         ['extra-arg', flags['extra-arg']],
+        ['env', flags.env],
         ['service-monitor', flags['service-monitor'] || undefined],
         ['cloud-api-url', flags['cloud-api-url']],
         ['insecure-cloud-api', flags['insecure-cloud-api'] || undefined],
@@ -296,15 +334,25 @@ export default class Manifests extends BaseCommand {
       );
     }
     const { parseSecretRef } = await import('../cli/provider-config.js');
-    const { cmonAdditionalScrapeConfigs, cmonPrometheusConfig, cmonPrometheusYaml } = await import(
-      '../cli/manifests-cmon.js'
-    );
+    const {
+      checkCmonCa,
+      cmonAdditionalScrapeConfigs,
+      cmonPrometheusConfig,
+      cmonPrometheusYaml,
+      parseCmonUrl,
+    } = await import('../cli/manifests-cmon.js');
+    if (flags['cmon-ca']) {
+      const { readValueFile } = await import('../secrets/values.js');
+      checkCmonCa(readValueFile(flags['cmon-ca'], '--cmon-ca'), parseCmonUrl(flags['cmon-url']).host);
+    }
     const options = {
       format: flags['cmon-format'] ?? 'job',
       url: flags['cmon-url'],
       account,
       group,
       secret: parseSecretRef(flags['cmon-secret'] ?? CMON_SECRET_DEFAULT),
+      ...(flags['cmon-ca'] ? { ca: true } : {}),
+      ...(flags['cmon-insecure-skip-verify'] ? { insecureSkipVerify: true } : {}),
     };
     const { manifestsReport, manifestsWrittenReport, scrapeJobReport } = await import(
       '../cli/manifests-report.js'
@@ -345,6 +393,7 @@ interface CmonFlags {
   requests?: string | undefined;
   limits?: string | undefined;
   'extra-arg'?: string[] | undefined;
+  env?: string[] | undefined;
   'service-monitor': boolean;
   'cloud-api-url'?: string | undefined;
   'insecure-cloud-api': boolean;
@@ -359,6 +408,8 @@ interface CmonFlags {
   'cmon-account'?: string | undefined;
   'cmon-group'?: string | undefined;
   'cmon-secret'?: string | undefined;
+  'cmon-ca'?: string | undefined;
+  'cmon-insecure-skip-verify'?: boolean | undefined;
 }
 
 function envValue(name: string): string | undefined {

@@ -2,7 +2,13 @@ import { clusterIdentity } from '../kube/cluster-identity.js';
 import type { SlimNode } from '../kube/slim-node.js';
 import { LABEL_CONTROL_PLANE } from '../kube/well-known.js';
 import { parseProviderID } from '../providers/provider-id.js';
-import type { GroupedNode, InstanceGroups, InstanceGroupsChange, NodeRole } from '../providers/types.js';
+import type {
+  GroupedNode,
+  InstanceGroups,
+  InstanceGroupsChange,
+  InstanceGroupsNote,
+  NodeRole,
+} from '../providers/types.js';
 import { mapLimit } from './concurrency.js';
 import type { ControllerContext } from './manager.js';
 
@@ -68,6 +74,8 @@ export function startInstanceGroups(
   let timer: NodeJS.Timeout | undefined;
   let failures = 0;
   const said = new Map<string, string>();
+  /** The note last logged for each Node (nodeLabelProblems). */
+  const told = new Map<string, string>();
 
   const schedule = (delayMs = 100) => {
     if (stopped) return;
@@ -93,11 +101,19 @@ export function startInstanceGroups(
     try {
       clusterID ??= await clusterIdentity(ctx.transport, ctx.options.clusterName);
       const id = clusterID;
-      const changes = await groups.plan(
+      const { changes, notes } = await groups.plan(
         id,
         groupedNodes(nodes.list(), ctx.provider.providerIdScheme),
         ctx.signal,
       );
+      // Each Node's note once, until it changes or goes (a sweep runs every --node-status-update-frequency).
+      const noted = new Set<string>();
+      for (const n of notes) {
+        noted.add(n.node);
+        if (told.get(n.node) !== n.note) log.warn({ providerID: n.providerID }, `Node ${n.node}: ${n.note}`);
+        told.set(n.node, n.note);
+      }
+      for (const node of told.keys()) if (!noted.has(node)) told.delete(node);
       const failed: string[] = [];
       await mapLimit(changes, PARALLEL, async (change) => {
         const subject = change.node ? `Node ${change.node}` : `instance ${change.providerID} (no Node)`;
@@ -156,6 +172,12 @@ export interface PassGroupsChange extends InstanceGroupsChange {
   error?: string;
 }
 
+/** `nodes init`'s groups: the changes, and the notes on the Nodes' instances. */
+export interface PassGroups {
+  changes: PassGroupsChange[];
+  notes: InstanceGroupsNote[];
+}
+
 /**
  * `nodes init`'s groups plan: the Nodes as the pass leaves them (a Node initialised by it has the
  * provider ID it is given; one it deletes is no longer managed), one listing.
@@ -167,16 +189,20 @@ export async function planPassGroups(
   plans: readonly { name: string; patch?: { providerID?: string }; deletion?: unknown; skipped?: string }[],
   scheme: string,
   signal?: AbortSignal,
-): Promise<PassGroupsChange[]> {
+): Promise<PassGroups> {
   const byName = new Map(plans.map((p) => [p.name, p]));
   const managed = groupedNodes(nodes, scheme, (n) => {
     const plan = byName.get(n.metadata?.name ?? '');
     if (plan?.deletion || plan?.skipped) return undefined;
     return plan?.patch?.providerID ?? n.spec?.providerID;
   });
-  const changes: PassGroupsChange[] = await groups.plan(clusterID, managed, signal);
+  const { changes, notes }: { changes: PassGroupsChange[]; notes: InstanceGroupsNote[] } = await groups.plan(
+    clusterID,
+    managed,
+    signal,
+  );
   for (const c of changes) if (c.refused) c.error = c.refused;
-  return changes;
+  return { changes, notes };
 }
 
 /** Makes the planned changes a few at a time; each failure is kept on its change. */

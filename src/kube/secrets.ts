@@ -61,6 +61,38 @@ export async function readSecret(
   }
 }
 
+/**
+ * The Secrets of every namespace with this name and type (`list` on Secrets cluster-wide, with field
+ * selectors: the API server filters them). For `doctor`, which runs with an operator's credentials
+ * and looks for a certificate wherever the docs tell operators to put it; never for `ccm run`.
+ */
+export async function listSecretsNamed(
+  http: KubeTransport,
+  name: string,
+  type: string,
+  signal?: AbortSignal,
+): Promise<({ namespace: string; name: string } & SecretData)[]> {
+  const selector = `metadata.name=${name},type=${type}`;
+  const list = await http.request<{
+    items?: {
+      metadata?: { namespace?: string; name?: string; resourceVersion?: string };
+      data?: Record<string, string>;
+    }[];
+  }>({
+    method: 'GET',
+    path: `/api/v1/secrets?fieldSelector=${encodeURIComponent(selector)}`,
+    ...(signal ? { signal } : {}),
+  });
+  return (list.items ?? []).map((s) => ({
+    namespace: s.metadata?.namespace ?? '',
+    name: s.metadata?.name ?? name,
+    resourceVersion: s.metadata?.resourceVersion ?? '',
+    data: Object.fromEntries(
+      Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+    ),
+  }));
+}
+
 export interface SecretWrite {
   namespace: string;
   name: string;

@@ -103,9 +103,17 @@ export function closeCloudConnections(): void {
 export interface ProxyOptions {
   /**
    * Where HTTPS_PROXY, HTTP_PROXY and NO_PROXY are read (src/proxy.ts has the rule), once, at the
-   * first request; default process.env.
+   * first request; default the environment the CLI handed to `useProxyEnvironment`.
    */
   env?: Env;
+}
+
+/** The environment the cloud's proxy is chosen from: none until the CLI, at its edge, gives its own. */
+let proxyEnvironment: Env = {};
+
+/** Called once by the CLI with the process's environment (the providers never read it themselves). */
+export function useProxyEnvironment(env: Env): void {
+  proxyEnvironment = env;
 }
 
 /**
@@ -148,7 +156,7 @@ export function nodeTransport(tls: TlsOptions = {}, options: ProxyOptions = {}):
     let proxy: ProxySetting | undefined;
     let agent: Agent;
     try {
-      proxyFor ??= proxyFromEnvironment(options.env ?? process.env);
+      proxyFor ??= proxyFromEnvironment(options.env ?? proxyEnvironment);
       proxy = proxyFor(url);
       agent = agentFor(url, proxy);
     } catch (err) {

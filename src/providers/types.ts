@@ -306,20 +306,40 @@ export interface InstanceGroupsChange {
 }
 
 /**
+ * What an operator should know of a Node's instance that is no change: Triton's CMON series of the
+ * Node will carry another Node's name, or a name that is not the Node's (its machine's name decides).
+ */
+export interface InstanceGroupsNote {
+  node: string;
+  providerID: string;
+  note: string;
+}
+
+/** One listing's plan: the changes to make, and the notes on the Nodes' instances. */
+export interface InstanceGroupsPlan {
+  changes: InstanceGroupsChange[];
+  notes: InstanceGroupsNote[];
+}
+
+/**
  * Groups a cloud's monitoring reads from each Node's instance (Triton: CMON's `triton.cmon.groups`
  * tag). ccm merges its groups with those others set, records what it added, and takes off only its
  * own, from an instance whose Node left too. Changes go one instance at a time, each from the
  * instance's tags as they are when it is made.
  */
 export interface InstanceGroups {
-  /** The changes that make exactly `nodes`' instances carry this cluster's groups (one listing). */
-  plan(
-    clusterID: string,
-    nodes: readonly GroupedNode[],
-    signal?: AbortSignal,
-  ): Promise<InstanceGroupsChange[]>;
+  /**
+   * The changes that make exactly `nodes`' instances carry this cluster's groups (one listing), and
+   * the notes on them.
+   */
+  plan(clusterID: string, nodes: readonly GroupedNode[], signal?: AbortSignal): Promise<InstanceGroupsPlan>;
   /** Makes one planned change (read again, merged, written, read back). */
   apply(clusterID: string, change: InstanceGroupsChange, signal?: AbortSignal): Promise<void>;
+  /**
+   * Throws an InvalidConfigError when the cluster identity cannot name this cluster's groups: `ccm run`
+   * calls it at start with its --cluster-name, as a configuration error (exit 2), not a retry.
+   */
+  checkCluster?(clusterID: string): void;
 }
 
 /** One credential or setting of a provider, as the official controller names it. */

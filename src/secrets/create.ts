@@ -132,8 +132,10 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
     throw new UsageError(
       `--cmon: only the triton provider has CMON (Triton's Container Monitor), not ${definition.name}`,
     );
-  // Read before anything is asked or called: a CA file that is not there is a typing error.
+  // Read before anything is asked or called: a CA file that is not there is a typing error, and so
+  // is a CMON URL that names no https port.
   const cmonCa = input.cmon?.caFile ? readValueFile(input.cmon.caFile, '--cmon-ca') : undefined;
+  if (input.cmon?.url) (await import('../providers/triton/cmon-certificate.js')).checkCmonUrl(input.cmon.url);
   const stored = definition.credentials.fields.filter((f) => f.secretKey);
   if (stored.length === 0) {
     throw new UsageError(
@@ -153,7 +155,10 @@ export async function createSecret(input: CreateSecretInput): Promise<CreateSecr
   }
 
   const resolved = resolveGiven(definition, { ...input.given, secret: `${namespace}/${name}` });
+  // --cmon: only what the certificate is signed with is asked (no CMON groups, which it does not hold).
+  const only = input.cmon ? (await import('../providers/triton/index.js')).CMON_SIGNER_FIELDS : undefined;
   const promptOptions = {
+    ...(only ? { only } : {}),
     ...(input.sshDir ? { sshDir: input.sshDir } : {}),
     ...(input.env.SSH_AUTH_SOCK ? { agentSocket: input.env.SSH_AUTH_SOCK } : {}),
     secret: `${namespace}/${name}`,
@@ -500,7 +505,7 @@ async function cmonSecret(
           if (!service) throw cmon.noCmon();
           return cmon.cmonEndpoint(service, request.url);
         },
-        done: (e) => `CMON: ${e.url.origin}${e.name !== e.url.hostname ? ` (as ${e.name})` : ''}`,
+        done: (e) => `CMON: ${e.origin}${e.name !== e.url.hostname ? ` (as ${e.name})` : ''}`,
       })
       .catch((err) => nothingWritten(err));
   }
@@ -529,14 +534,21 @@ async function cmonSecret(
             cert: certificate.cert,
             key: certificate.key,
             ...(ca ? { ca } : {}),
+            ...(ctx.values.user?.trim() ? { user: ctx.values.user.trim() } : {}),
             signal,
           }),
         done: (d) => `CMON accepts the certificate: ${d.containers.length} instance(s) to scrape`,
       })
       .catch((err) => nothingWritten(err, '; nothing written (--no-verify skips this check)'));
-    verified = `${verified ? `${verified}; ` : ''}CMON at ${where.url.origin} accepts the certificate (${found.containers.length} instance(s) of ${access.account})`;
+    verified = `${verified ? `${verified}; ` : ''}CMON at ${where.origin} accepts the certificate (${found.containers.length} instance(s) of ${access.account})`;
+    if (found.serverNameProblem) input.warn(`warning: ${found.serverNameProblem}`);
   }
-  const data = { 'tls.crt': certificate.cert, 'tls.key': certificate.key };
+  // --cmon-ca goes into the Secret as ca.crt, where the job of `ccm manifests --cmon --cmon-ca` reads it.
+  const data: Record<string, string> = {
+    'tls.crt': certificate.cert,
+    'tls.key': certificate.key,
+    ...(ca ? { 'ca.crt': ca } : {}),
+  };
   const result: CreateSecretResult = {
     provider: ctx.definition.name,
     namespace,
@@ -558,7 +570,8 @@ async function cmonSecret(
       namespace,
       name,
       data,
-      ownedKeys: ['tls.crt', 'tls.key'],
+      // ca.crt only when given: one the operator put there stays.
+      ownedKeys: ca ? ['tls.crt', 'tls.key', 'ca.crt'] : ['tls.crt', 'tls.key'],
       labels: { ...MANAGED_BY },
       type: 'kubernetes.io/tls',
     });
@@ -575,6 +588,7 @@ async function cmonSecret(
       data: {
         'tls.crt': Buffer.from(certificate.cert, 'utf8').toString('base64'),
         'tls.key': input.showSecrets ? Buffer.from(certificate.key, 'utf8').toString('base64') : '<redacted>',
+        ...(ca ? { 'ca.crt': Buffer.from(ca, 'utf8').toString('base64') } : {}),
       },
     };
   return result;

@@ -11,6 +11,21 @@ import type { CmonCert } from '../clouds/triton/cmon-cert.js';
 import { KeyFolder, type TestKey } from '../clouds/triton/keys.js';
 import { TritonSim } from '../clouds/triton/server.js';
 
+/** The environment of a `ccm` child in a CMON test: nothing of the machine running the tests leaks in. */
+export const CLEAN_ENV: Record<string, string | undefined> = {
+  KUBECONFIG: undefined,
+  CCM_PROVIDER: undefined,
+  SSH_AUTH_SOCK: undefined,
+  TRITON_CMON_URL: undefined,
+  TRITON_CMON_CA: undefined,
+  ...Object.fromEntries(
+    ['URL', 'ACCOUNT', 'USER', 'KEY_ID', 'KEY_MATERIAL', 'KEY_PASSPHRASE'].flatMap((k) => [
+      [`TRITON_${k}`, undefined],
+      [`SDC_${k}`, undefined],
+    ]),
+  ),
+};
+
 export interface CmonWorld {
   cmon: CmonSim;
   demo: TritonSim;

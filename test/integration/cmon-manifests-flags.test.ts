@@ -43,6 +43,10 @@ describe('ccm manifests --cmon: what it prints', () => {
     expect(r.stdout).toContain(
       '\n# kubernetes.io/tls Secret kube-system/triton-cmon mounted at /etc/prometheus/secrets/triton-cmon\n',
     );
+    // The node rule's lowercase action came in Prometheus 2.36.0 (review 46, finding 9).
+    expect(r.stdout).toContain(
+      '\n# Needs Prometheus 2.36 or later (the lowercase relabel action of the node label); an older one refuses the whole configuration.\n',
+    );
   });
 
   it('-o json: the same configuration; the account from TRITON_ACCOUNT; another Secret and port', async () => {
@@ -70,8 +74,16 @@ describe('ccm manifests --cmon: what it prints', () => {
     expect(job.tls_config.cert_file).toBe('/etc/prometheus/secrets/cmon/tls.crt');
   });
 
+  it("keeps a port written as https's default, 443 (WHATWG URL drops it; review 46, finding 6)", async () => {
+    const r = await ccm([...OK.slice(0, 5), 'https://cmon.example.net:443', ...OK.slice(6), '-o', 'json']);
+    expect(r.exitCode).toBe(0);
+    expect(JSON.parse(r.stdout).scrape_configs[0].triton_sd_configs[0].port).toBe(443);
+  });
+
   it('--cmon-format additional-scrape-configs: a Secret, named by -o name and written by --out', async () => {
     const format = ['--cmon-format', 'additional-scrape-configs', '--cmon-secret', 'monitoring/cmon'];
+    const yaml = await ccm([...OK, ...format]);
+    expect(parse(yaml.stdout).stringData['triton-cmon.yaml']).toMatch(/^# Needs Prometheus 2\.36 or later/);
     const named = await ccm([...OK, ...format, '-o', 'name']);
     expect(named).toMatchObject({ exitCode: 0, stdout: 'secret/cmon-scrape' });
     const dir = tempDir('ccm-cmon-out-');
@@ -97,10 +109,15 @@ describe('ccm manifests --cmon: bad input, one line', () => {
       /--cmon-account: .*never my/,
     ],
     ['no group', [...BASE, '--cmon-account', 'acme'], /needs the cluster's CMON group .* --cluster-name/],
-    ['a group CMON cannot have', [...OK, '--cmon-group', 'a.b'], /"a\.b" is no triton\.cmon\.groups name/],
+    [
+      'a group CMON cannot have',
+      [...OK, '--cmon-group', 'a.b'],
+      /the CMON group "a\.b" is no group ccm keeps/,
+    ],
     ['http', [...OK.slice(0, 5), 'http://cmon.x.test', ...OK.slice(6)], /--cmon-url: CMON speaks HTTPS only/],
     ['an address', [...OK.slice(0, 5), 'https://10.0.0.1', ...OK.slice(6)], /must name it; got the address/],
     ['a path', [...OK.slice(0, 5), 'https://cmon.x.test/v1', ...OK.slice(6)], /CMON's origin alone/],
+    ['port 0', [...OK.slice(0, 5), 'https://cmon.x.test:0', ...OK.slice(6)], /--cmon-url: port 0 is no port/],
     ['a pod flag', [...OK, '--image', 'r.example/ccm:1'], /--image does not apply with --cmon/],
     ['-o name of a job', [...OK, '-o', 'name'], /-o name names Kubernetes objects/],
     ['--out of a job', [...OK, '--out', '/tmp/nowhere'], /--out writes Kubernetes objects/],

@@ -96,7 +96,7 @@ const pairs = (targets: Record<string, string>[]) =>
 
 /** A machine of the cluster: in the simulator, tagged with the group, and its Node in the API server. */
 async function joinCluster(name: string, alias = name) {
-  const machine = world.demo.addMachine({ name: alias, tags: { [GROUPS]: `${group},${group}-worker` } });
+  const machine = world.demo.addMachine({ name: alias, tags: { [GROUPS]: `${group},${group}_worker` } });
   await createNodes(api, [{ name, providerID: `triton://${machine.id}`, tainted: false }]);
   return machine;
 }

@@ -200,6 +200,34 @@ describe('bash', () => {
     ]);
   });
 
+  /** Lines of bash only (bash splits `-o=` at its =; zsh and fish have their own `=` handling). */
+  const BASH_CASES: [line: string, expected: string[]][] = [
+    // After --, or after a command's argument, nothing is offered, and nothing fails.
+    ['ccm -- ', []],
+    ['ccm manifests -- ', []],
+    ['ccm completion bash -- ', []],
+    // -o=value is taken as -o value is: the short flag with = completes its values.
+    ['ccm nodes list -o=js', ['-o=json', '-o=jsonpath=']],
+    ['ccm version -o=n', ['-o=name']],
+  ];
+
+  it('-o=value completes its values; after -- nothing', async () => {
+    const { answers } = await bashAnswers(BASH_CASES.map(([l]) => l));
+    BASH_CASES.forEach(([line, expected], i) => {
+      const [kept = '', , , ...reply] = answers[i] ?? [];
+      expect(sorted(reply.map((r) => kept + r)), line).toEqual(sorted(expected));
+    });
+  });
+
+  it('under set -euo pipefail, every line completes as without (a failed test in _ccm would end a set -e shell)', async () => {
+    const lines = [...CASES.map(([l]) => l), ...BASH_CASES.map(([l]) => l)];
+    const plain = await bashAnswers(lines);
+    const strict = await bashAnswers(lines, { STRICT: '1' });
+    expect(strict.answers).toHaveLength(lines.length);
+    const noTimes = (a: string[][]) => a.map(([kept, opts, , ...reply]) => [kept, opts, ...reply]);
+    expect(noTimes(strict.answers)).toEqual(noTimes(plain.answers));
+  });
+
   it('escapes *, and puts no space after jsonpath= (its template follows)', async () => {
     const { answers } = await bashAnswers(['ccm run --controllers ', 'ccm nodes list -o jsonp']);
     expect(answers[0]).toContain('\\*');
@@ -222,6 +250,27 @@ describe('bash', () => {
       await tabTo(terminal, 'ccm run --controllers cloud-node,r', 'ccm run --controllers cloud-node,route');
       await terminal.type('Y');
       await terminal.waitFor('cloud-node,route Y');
+    } finally {
+      await terminal.close();
+    }
+  });
+
+  it('in an interactive bash with set -e: TAB after a command and its argument, after --, and on -o= leaves the shell running', async () => {
+    const terminal = await shellTerminal(['bash', '--norc', '--noprofile', '-i']);
+    try {
+      await terminal.type(
+        'source <(ccm completion bash); PATH=; set -eu -o pipefail; echo "errexit=$-"',
+        'Enter',
+      );
+      await terminal.waitFor('\nerrexit=');
+      for (const [i, line] of ['ccm completion bash ', 'ccm -- ', 'ccm manifests -- '].entries()) {
+        await terminal.type(line, 'Tab', 'Tab');
+        await terminal.type('C-u', `echo alive-${i}`, 'Enter');
+        await terminal.waitFor(`\nalive-${i}`);
+      }
+      await tabTo(terminal, 'ccm nodes list -o=jsonp', 'ccm nodes list -o=jsonpath=');
+      await terminal.type('C-u', 'echo "still $-"', 'Enter');
+      await terminal.waitFor('\nstill ');
     } finally {
       await terminal.close();
     }

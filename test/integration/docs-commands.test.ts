@@ -110,18 +110,25 @@ const NAMED = [
   'ccm manifests --cluster-cidr',
   'ccm manifests --controllers route',
   'ccm manifests --cronjob',
+  'ccm manifests --env',
   'ccm manifests --namespace',
   'ccm manifests --provider X',
   'ccm manifests --provider cloudlycke --cronjob',
   'ccm manifests --provider triton --cmon',
+  'ccm manifests --cmon',
+  'ccm manifests --cmon --cmon-insecure-skip-verify',
   'ccm manifests | kubectl apply',
   'ccm manifests | kubectl apply --server-side -f -',
+  'ccm manifests | kubectl apply --server-side',
   'ccm manifests --provider … | kubectl apply --server-side -f -',
   'ccm nodes init --credentials-secret',
+  'ccm run --cmon-groups',
+  'ccm run --cmon-groups cluster=prod',
   'ccm doctor --provider triton',
   'helm install',
   'helm lint',
   'helm template',
+  'helm upgrade',
   'kubectl apply',
   'kubectl apply --server-side',
   'kubectl create secret',
@@ -129,6 +136,7 @@ const NAMED = [
   'kubectl rollout status',
   'kubectl rollout undo',
   'kubectl set image',
+  'kubectl set env',
   'kubeadm upgrade',
   'ip -json',
   'ip route get',
@@ -209,6 +217,10 @@ const NOT_RUN: [reason: string, lines: string[]][] = [
   [
     'what ccm runs on the Vagrant path: no Vagrant here (unit tests answer with test/fixtures/cloudlycke/vagrant-standin)',
     ['vagrant status --machine-readable', 'vagrant ssh-config', 'vagrant ssh NAME --no-tty -c …'],
+  ],
+  [
+    "what CMON's own bootstrap runs (triton-cmon boot/setup.sh), quoted to say which certificate it makes",
+    ['openssl req -x509 -subj "/CN=<its name>" … -days 365'],
   ],
   [
     "a real cloud account's own CLI",
@@ -933,7 +945,7 @@ describe('docs/deploy.md (Node 20)', () => {
     expect(await image()).toBe(`${REGISTRY}/ccm:0.1.0`);
     await ok(
       deploy(
-        'helm upgrade ccm charts/ccm --namespace kube-system --reuse-values --set image.tag=0.2.0 --set cronjob.enabled=true',
+        'helm upgrade ccm charts/ccm --namespace kube-system --reset-then-reuse-values --set image.tag=0.2.0 --set cronjob.enabled=true',
       ),
     );
     expect(await image()).toBe(`${REGISTRY}/ccm:0.2.0`);
@@ -941,7 +953,45 @@ describe('docs/deploy.md (Node 20)', () => {
       (await apps.readNamespacedDaemonSet({ name: 'ccm', namespace: 'kube-system' })).spec?.template.spec
         ?.serviceAccountName,
     ).toBe('ccm');
+    // Proxies, the chart's way: the env value, in both pods; the earlier values kept.
+    // (The docs' proxy is this test's NO_ONE_LISTENING, as in the lines above.)
+    const proxyEnv = [
+      { name: 'HTTPS_PROXY', value: NO_ONE_LISTENING },
+      { name: 'NO_PROXY', value: '.corp.example' },
+    ];
+    await ok(
+      deploy(
+        'helm upgrade ccm charts/ccm --namespace kube-system --reset-then-reuse-values --set env.HTTPS_PROXY=http://proxy.corp.example:3128 --set env.NO_PROXY=.corp.example',
+      ),
+    );
+    expect(await image()).toBe(`${REGISTRY}/ccm:0.2.0`);
+    const withEnv = await apps.readNamespacedDaemonSet({ name: 'ccm', namespace: 'kube-system' });
+    expect(withEnv.spec?.template.spec?.containers[0]?.env?.slice(-2)).toEqual(proxyEnv);
+    const cronEnv = await shell(
+      'kubectl -n kube-system get cronjob ccm-nodes-init -o jsonpath={.spec.jobTemplate.spec.template.spec.containers[0].env}',
+      { notDocs: true, page: 'docs/deploy.md' },
+    );
+    expect(JSON.parse(cronEnv.stdout).slice(-2)).toEqual(proxyEnv);
     await ok(deploy('helm uninstall ccm --namespace kube-system'));
+    expect(await image()).toBe('');
+    // Proxies, the manifests' way: --env, in both pods; then removed again, as before the chart.
+    await ok(
+      deploy(
+        'ccm manifests --provider digitalocean --image <your registry>/ccm:0.1.0 --cronjob --env HTTPS_PROXY=http://proxy.corp.example:3128 --env NO_PROXY=.corp.example | kubectl apply --server-side -f -',
+      ),
+    );
+    const applied = await apps.readNamespacedDaemonSet({ name: 'ccm', namespace: 'kube-system' });
+    expect(applied.spec?.template.spec?.containers[0]?.env?.slice(-2)).toEqual(proxyEnv);
+    const appliedCron = await shell(
+      'kubectl -n kube-system get cronjob ccm-nodes-init -o jsonpath={.spec.jobTemplate.spec.template.spec.containers[0].env}',
+      { notDocs: true, page: 'docs/deploy.md' },
+    );
+    expect(JSON.parse(appliedCron.stdout).slice(-2)).toEqual(proxyEnv);
+    for (const line of [
+      'kubectl -n kube-system delete daemonset,deployment,poddisruptionbudget,cronjob,serviceaccount,role,rolebinding -l app.kubernetes.io/name=ccm',
+      'kubectl delete clusterrole,clusterrolebinding -l app.kubernetes.io/name=ccm',
+    ])
+      await ok(line, { notDocs: true, page: 'docs/deploy.md' });
     expect(await image()).toBe('');
 
     // "prints, object by object, what `ccm manifests --provider digitalocean --image …` prints"
@@ -1044,7 +1094,8 @@ describe('docs/secrets.md, the scripted lines (Node 20)', () => {
         { env: cmonEnv },
       );
       expect(made.stdout).toContain('Secret kube-system/triton-cmon created');
-      expect(Object.keys(await secretData('triton-cmon')).sort()).toEqual(['tls.crt', 'tls.key']);
+      // "ca.crt with --cmon-ca" (secrets.md): the CA this reader gives (TRITON_CMON_CA), for the job's ca_file.
+      expect(Object.keys(await secretData('triton-cmon')).sort()).toEqual(['ca.crt', 'tls.crt', 'tls.key']);
       // The reference's example and triton.md's span: the credentials from the environment.
       const again = await ok(
         docLine('docs/providers/triton.md', 'ccm secret create --provider triton --cmon'),
@@ -1871,6 +1922,95 @@ describe('docs/providers (Node 20)', () => {
       'topology.kubernetes.io/region': 'gb1',
       'node.kubernetes.io/instance-type': '2gb.ssd',
     });
+  });
+
+  it("triton.md's whole path of CMON metrics: the certificate in Prometheus' namespace, the group on the machines, the job applied, doctor's rows", async () => {
+    await resetCluster();
+    const page = 'docs/providers/triton.md';
+    const line = (l: string) => docLine(page, l);
+    // The reader's cluster: two Nodes on the account's machines, Prometheus' namespace, ccm deployed
+    // with its credentials Secret (docs/deploy.md); CMON on this data centre (CloudAPI lists it).
+    triton.machines.clear();
+    const machines = ['worker-1', 'worker-2'].map((name) => triton.addMachine({ name }));
+    await createNodes(
+      api,
+      machines.map((m) => ({ name: m.name, providerID: `triton://${m.id}`, tainted: false })),
+    );
+    await api.createNamespace({ body: { metadata: { name: 'monitoring' } } }).catch(() => undefined);
+    await api.deleteNamespacedSecret({ name: 'triton-cmon', namespace: 'monitoring' }).catch(() => undefined);
+    await ok(
+      `ccm secret create --provider triton --set url=${triton.url} --set account=me --from-file key-material=$HOME/.ssh/id_rsa`,
+      { notDocs: true, page },
+    );
+    await ok(
+      `ccm manifests --provider triton --image ${REGISTRY}/ccm:0.1.0 --cloud-api-url ${triton.url} --insecure-cloud-api | kubectl apply --server-side -f -`,
+      { notDocs: true, page },
+    );
+    const cmon = await new CmonSim(triton).start();
+    try {
+      const ca = join(work, 'cmon-ca.pem');
+      writeFileSync(ca, cmon.ca);
+      // CMON as CloudAPI names it, reached on this machine by address (the certificate section's --cmon-url).
+      const env = { TRITON_CMON_URL: `https://127.0.0.1:${cmon.port}`, TRITON_CMON_CA: ca };
+      const before = [
+        line(
+          'export TRITON_URL=https://us-east-1.api.example.com TRITON_ACCOUNT=me TRITON_KEY_MATERIAL=$HOME/.ssh/id_rsa',
+        ),
+      ];
+
+      // 1. The certificate, in Prometheus' namespace.
+      const made = await ok(line('ccm secret create --provider triton --cmon --namespace monitoring'), {
+        before,
+        env,
+      });
+      expect(made.stdout).toContain('Secret monitoring/triton-cmon created');
+      const secret = await api.readNamespacedSecret({ name: 'triton-cmon', namespace: 'monitoring' });
+      expect(secret.type).toBe('kubernetes.io/tls');
+
+      // 2. The group: in ccm's credentials Secret for ccm run, restarted; and on the machines now.
+      await ok(
+        line(
+          `kubectl -n kube-system patch secret triton --type merge -p '{"stringData":{"cmon-groups":"cluster=prod"}}'`,
+        ),
+      );
+      const credentials = await api.readNamespacedSecret({ name: 'triton', namespace: 'kube-system' });
+      expect(Buffer.from(credentials.data?.['cmon-groups'] ?? '', 'base64').toString()).toBe('cluster=prod');
+      await ok(line('kubectl -n kube-system rollout restart daemonset/ccm'));
+      const daemonSet = await apps.readNamespacedDaemonSet({ name: 'ccm', namespace: 'kube-system' });
+      expect(daemonSet.spec?.template.metadata?.annotations).toHaveProperty(
+        'kubectl.kubernetes.io/restartedAt',
+      );
+      await ok(line('ccm nodes init --provider triton --cmon-groups cluster=prod'), { before });
+      for (const m of machines) expect(m.tags['triton.cmon.groups']).toBe('prod');
+
+      // 3. The job, in the Prometheus Operator's Secret, applied.
+      const applied = await ok(
+        line(
+          'ccm manifests --provider triton --cmon --cmon-group prod --cmon-url https://cmon.us-east-1.triton.zone:9163 --cmon-secret monitoring/triton-cmon --cmon-format additional-scrape-configs | kubectl apply -f -',
+        ),
+        { before },
+      );
+      expect(applied.stdout).toContain('secret/triton-cmon-scrape created');
+      const scrape = await api.readNamespacedSecret({ name: 'triton-cmon-scrape', namespace: 'monitoring' });
+      const job = Buffer.from(scrape.data?.['triton-cmon.yaml'] ?? '', 'base64').toString();
+      expect(job).toContain('job_name: triton-cmon-prod');
+      expect(job).toContain('account: me');
+      // 4. is Prometheus' (cmon-manifests-prometheus.test.ts runs this job in its discovery).
+
+      // 5. doctor: the four CMON rows pass (other rows fail on this bare cluster: exit 1).
+      const doctor = await shell(line('ccm doctor --provider triton'), { before, env });
+      expect(doctor.code, doctor.stderr).toBe(1);
+      for (const row of ['cmon-certificate', 'cmon-access', 'cmon-targets', 'cmon-node-names'])
+        expect(doctor.stdout, doctor.stdout).toContain(`status=pass check=${row} `);
+      expect(doctor.stdout).not.toMatch(/status=(fail|warn) check=cmon-/);
+      expect(doctor.stdout).toContain("CMON lists all 2 Node(s)' machines in group prod");
+      expect(doctor.stdout).toContain('Secret monitoring/triton-cmon');
+    } finally {
+      await cmon.stop();
+      await api
+        .deleteNamespacedSecret({ name: 'triton-cmon-scrape', namespace: 'monitoring' })
+        .catch(() => undefined);
+    }
   });
 
   it('digitalocean.md: secret create from DO_ACCESS_TOKEN, unchanged', async () => {

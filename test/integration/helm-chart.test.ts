@@ -5,7 +5,7 @@
  * `helm upgrade` against the real kube-apiserver of the test control plane create and change the
  * objects they should.
  */
-import { writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   ApiextensionsV1Api,
@@ -160,6 +160,41 @@ const CASES: Case[] = [
     flags: ['--provider', 'triton', '--cloud-api-url', 'http://127.0.0.1:8080', '--insecure-cloud-api'],
   },
   {
+    name: 'proxy variables in both pods, a Deployment',
+    values: {
+      ...base('digitalocean'),
+      anyNode: true,
+      cronjob: { enabled: true },
+      env: { NO_PROXY: '.corp.example,10.0.0.0/8', HTTPS_PROXY: 'http://proxy.corp.example:3128' },
+    },
+    flags: [
+      '--provider',
+      'digitalocean',
+      '--any-node',
+      '--cronjob',
+      '--env',
+      'NO_PROXY=.corp.example,10.0.0.0/8',
+      '--env',
+      'HTTPS_PROXY=http://proxy.corp.example:3128',
+    ],
+  },
+  // resources: helm merges the value into the default by resource, and --requests/--limits do the same.
+  {
+    name: 'resources: only the CPU request changed, the memory request kept',
+    values: { ...base('digitalocean'), resources: { requests: { cpu: '100m' } } },
+    flags: ['--provider', 'digitalocean', '--requests', 'cpu=100m'],
+  },
+  {
+    name: 'resources: no limits (limits: null, --limits none)',
+    values: { ...base('digitalocean'), resources: { limits: null } },
+    flags: ['--provider', 'digitalocean', '--limits', 'none'],
+  },
+  {
+    name: 'resources: no memory request, a bigger limit',
+    values: { ...base('openstack'), resources: { requests: { memory: null }, limits: { memory: '1Gi' } } },
+    flags: ['--provider', 'openstack', '--requests', 'memory=none', '--limits', 'memory=1Gi'],
+  },
+  {
     name: 'a namespace of its own',
     values: { ...base('digitalocean'), cronjob: { enabled: true } },
     flags: ['--provider', 'digitalocean', '--cronjob', '--namespace', 'ccm-system'],
@@ -301,6 +336,175 @@ describe('helm template and ccm manifests', () => {
       expect(result.exitCode, JSON.stringify(values)).not.toBe(0);
       expect(result.stderr).toMatch(message);
     }
+  });
+});
+
+describe('what the chart refuses, ccm manifests refuses, and the other way round', () => {
+  // [chart values, the flags of ccm manifests for the same choice, the chart's line, ccm's line]
+  const BOTH: [Record<string, unknown>, string[], RegExp, RegExp][] = [
+    [
+      { ...base('openstack'), clusterCIDR: 'garbage' },
+      ['--provider', 'openstack', '--cluster-cidr', 'garbage'],
+      /clusterCIDR: expected CIDRs such as 10\.244\.0\.0\/16, got "garbage"/,
+      /--cluster-cidr: expected CIDRs such as 10\.244\.0\.0\/16, got "garbage"/,
+    ],
+    [
+      { ...base('openstack'), clusterCIDR: '10.0.0.0/8,10.1.0.0/16' },
+      ['--provider', 'openstack', '--cluster-cidr', '10.0.0.0/8,10.1.0.0/16'],
+      /clusterCIDR: two CIDRs of one family/,
+      /--cluster-cidr: two IPv4 CIDRs given/,
+    ],
+    [
+      { ...base('openstack'), clusterCIDR: '10.0.0.0/8,fd00::/64,10.1.0.0/16' },
+      ['--provider', 'openstack', '--cluster-cidr', '10.0.0.0/8,fd00::/64,10.1.0.0/16'],
+      /clusterCIDR: 3 CIDRs given, at most 2/,
+      /--cluster-cidr: 3 CIDRs given, at most 2/,
+    ],
+    [
+      { ...base('digitalocean'), replicas: 2.9 },
+      ['--provider', 'digitalocean', '--replicas', '2.9'],
+      /replicas: expected a whole number of at least 1, got 2\.9/,
+      /--replicas: Expected an integer/,
+    ],
+    [
+      { ...base('digitalocean'), replicas: 1.5, leaderElection: { enabled: false } },
+      ['--provider', 'digitalocean', '--replicas', '1.5', '--no-leader-elect'],
+      /replicas: expected a whole number of at least 1, got 1\.5/,
+      /--replicas: Expected an integer/,
+    ],
+    [
+      { ...base('digitalocean'), replicas: 'three' },
+      ['--provider', 'digitalocean', '--replicas', 'three'],
+      /replicas: expected a whole number of at least 1, got three/,
+      /--replicas: Expected an integer/,
+    ],
+    [
+      { ...base('digitalocean'), replicas: 0 },
+      ['--provider', 'digitalocean', '--replicas', '0'],
+      /replicas: expected a whole number of at least 1, got 0/,
+      /--replicas: Expected an integer greater than or equal to 1/,
+    ],
+    [
+      { ...base('digitalocean'), image: { repository: REPOSITORY, pullPolicy: 'Sometimes' } },
+      ['--provider', 'digitalocean', '--image-pull-policy', 'Sometimes'],
+      /image\.pullPolicy: expected one of IfNotPresent, Always, Never, got "Sometimes"/,
+      /--image-pull-policy: expected one of IfNotPresent, Always, Never/,
+    ],
+    [
+      {
+        ...base('digitalocean'),
+        metrics: { serviceMonitor: true, scraper: { namespace: 'Bad NS', name: 'x' } },
+      },
+      ['--provider', 'digitalocean', '--service-monitor', '--metrics-scraper', 'Bad NS/x'],
+      /metrics\.scraper: expected a ServiceAccount's namespace and name .*got "Bad NS"\/"x"/,
+      /--metrics-scraper: expected namespace\/name/,
+    ],
+    [
+      {
+        ...base('digitalocean'),
+        metrics: { serviceMonitor: true, scraper: { namespace: 'ns', name: 'x/y' } },
+      },
+      ['--provider', 'digitalocean', '--service-monitor', '--metrics-scraper', 'ns/x/y'],
+      /metrics\.scraper: expected a ServiceAccount's namespace and name/,
+      /--metrics-scraper: expected namespace\/name/,
+    ],
+    [
+      { ...base('digitalocean'), nodeSelector: { 'bad key!': 'v v' } },
+      ['--provider', 'digitalocean', '--node-selector', 'bad key!=v v'],
+      /nodeSelector: expected label keys and values .*got "bad key!": "v v"/,
+      /--node-selector: expected label=value pairs/,
+    ],
+    [
+      { ...base('digitalocean'), nodeSelector: { pool: 'v v' } },
+      ['--provider', 'digitalocean', '--node-selector', 'pool=v v'],
+      /nodeSelector: expected label keys and values/,
+      /--node-selector: expected label=value pairs/,
+    ],
+    [
+      { ...base('digitalocean'), env: { 'HTTPS-PROXY': 'http://p:3128' } },
+      ['--provider', 'digitalocean', '--env', 'HTTPS-PROXY=http://p:3128'],
+      /env: expected variable names .*got "HTTPS-PROXY"/,
+      /--env: expected NAME=VALUE/,
+    ],
+    [
+      { ...base('digitalocean'), env: { NODE_OPTIONS: '--max-old-space-size=512' } },
+      ['--provider', 'digitalocean', '--env', 'NODE_OPTIONS=--max-old-space-size=512'],
+      /env: NODE_OPTIONS is set by ccm itself/,
+      /--env: NODE_OPTIONS is set by ccm itself/,
+    ],
+    [
+      { ...base('digitalocean'), env: { HTTPS_PROXY: { url: 'x' } } },
+      ['--provider', 'digitalocean', '--env', 'HTTPS_PROXY'],
+      /env: the value of HTTPS_PROXY must be a string, got map/,
+      /--env: expected NAME=VALUE/,
+    ],
+  ];
+
+  it.each(BOTH)('%j: refused by both, in one line each', async (values, flags, chartLine, ccmLine) => {
+    const { result } = await helmTemplate(values);
+    expect(result.exitCode, result.stdout).not.toBe(0);
+    expect(result.stderr).toMatch(chartLine);
+    expect(result.stderr.split('\n').filter((l) => l.startsWith('Error:'))).toHaveLength(1);
+    const printed = await ccm(['manifests', '--image', IMAGE, ...flags]);
+    expect(printed.exitCode, printed.stdout).toBe(2);
+    expect(printed.stderr).toMatch(ccmLine);
+    expect(printed.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('values.schema.json: a misspelt key or a wrong type is refused before anything renders', async () => {
+    const refused: [Record<string, unknown>, RegExp][] = [
+      [
+        { ...base('openstack'), clustercidr: '10.244.0.0/16' },
+        /additional properties 'clustercidr' not allowed/,
+      ],
+      [
+        { ...base('openstack'), leaderElection: { enable: false } },
+        /additional properties 'enable' not allowed/,
+      ],
+      [{ ...base('openstack'), anyNode: 'always' }, /at '\/anyNode': got string, want boolean/],
+      [{ ...base('openstack'), extraArgs: '--concurrency=4' }, /at '\/extraArgs': got string, want array/],
+      [{ ...base('openstack'), env: ['HTTPS_PROXY=x'] }, /at '\/env': got array, want object/],
+    ];
+    for (const [values, message] of refused) {
+      const { result } = await helmTemplate(values);
+      expect(result.exitCode, JSON.stringify(values)).not.toBe(0);
+      expect(result.stderr).toMatch(message);
+    }
+    // The flags of the same mistakes are refused too.
+    const misspelt = await ccm([
+      'manifests',
+      '--provider',
+      'openstack',
+      '--image',
+      IMAGE,
+      '--clustercidr',
+      'x',
+    ]);
+    expect(misspelt.exitCode).toBe(2);
+  });
+
+  it('takes, as ccm manifests does, an integral replicas given as a float and a dual-stack CIDR', async () => {
+    const chart = await helmTemplate({
+      ...base('openstack'),
+      replicas: 3.0,
+      clusterCIDR: '10.244.0.0/16, fd00:10:244::/56',
+    });
+    expect(chart.result.exitCode, chart.result.stderr).toBe(0);
+    const printed = await ccm([
+      'manifests',
+      '--image',
+      IMAGE,
+      '--provider',
+      'openstack',
+      '--replicas',
+      '3',
+      '--cluster-cidr',
+      '10.244.0.0/16, fd00:10:244::/56',
+    ]);
+    expect(printed.exitCode, printed.stderr).toBe(0);
+    const manifests = objectsOf(printed.stdout).filter((o) => o.kind !== 'Namespace');
+    const byKey = new Map(manifests.map((o) => [key(o), o]));
+    for (const object of chart.objects) expect(object, key(object)).toEqual(byKey.get(key(object)));
   });
 });
 
@@ -480,4 +684,137 @@ describe('helm install and helm upgrade against the test API server', () => {
     expect(uninstall.exitCode, uninstall.stderr).toBe(0);
     expect(await absent(rbac().readClusterRole({ name: 'system:ccm' }))).toBe(true);
   }, 240_000);
+
+  const envOf = (o: {
+    spec?: { template?: { spec?: { containers?: { env?: { name: string; value?: string }[] }[] } } };
+  }) =>
+    Object.fromEntries((o.spec?.template?.spec?.containers?.[0]?.env ?? []).map((e) => [e.name, e.value]));
+
+  it('proxy variables of the env value stay when an upgrade turns the DaemonSet into a Deployment', async () => {
+    const ns = 'kube-system';
+    const proxy = { HTTPS_PROXY: 'http://proxy.corp.example:3128', NO_PROXY: '.corp.example' };
+    const values = { ...base('digitalocean'), env: proxy, cronjob: { enabled: true } };
+    const install = await helm(
+      ['install', 'ccm', CHART, '--namespace', ns, '-f', valuesFile(values)],
+      kubeconfig,
+    );
+    expect(install.exitCode, install.stderr).toBe(0);
+    try {
+      expect(envOf(await apps().readNamespacedDaemonSet({ name: 'ccm', namespace: ns }))).toMatchObject(
+        proxy,
+      );
+      const cron = await kc
+        .makeApiClient(BatchV1Api)
+        .readNamespacedCronJob({ name: 'ccm-nodes-init', namespace: ns });
+      expect(envOf({ spec: cron.spec?.jobTemplate.spec as never })).toMatchObject(proxy);
+      // anyNode: the DaemonSet is deleted and a Deployment made from the chart alone: the value carries them.
+      const moved = await helm(
+        ['upgrade', 'ccm', CHART, '--namespace', ns, '--reset-then-reuse-values', '--set', 'anyNode=true'],
+        kubeconfig,
+      );
+      expect(moved.exitCode, moved.stderr).toBe(0);
+      expect(await absent(apps().readNamespacedDaemonSet({ name: 'ccm', namespace: ns }))).toBe(true);
+      const deployment = await apps().readNamespacedDeployment({ name: 'ccm', namespace: ns });
+      expect(envOf(deployment)).toEqual({
+        HOME: '/tmp',
+        NODE_OPTIONS: expect.any(String),
+        MALLOC_ARENA_MAX: '1',
+        ...proxy,
+      });
+      // --set env.NAME adds one, keeping the others (a map: helm merges it by name).
+      const more = await helm(
+        [
+          'upgrade',
+          'ccm',
+          CHART,
+          '--namespace',
+          ns,
+          '--reset-then-reuse-values',
+          '--set',
+          'env.HTTP_PROXY=http://proxy.corp.example:3128',
+        ],
+        kubeconfig,
+      );
+      expect(more.exitCode, more.stderr).toBe(0);
+      expect(envOf(await apps().readNamespacedDeployment({ name: 'ccm', namespace: ns }))).toMatchObject({
+        ...proxy,
+        HTTP_PROXY: 'http://proxy.corp.example:3128',
+      });
+    } finally {
+      await helm(['uninstall', 'ccm', '--namespace', ns], kubeconfig);
+    }
+  }, 120_000);
+
+  it("the upgrade docs/deploy.md shows works from a chart version without a later chart's value blocks", async () => {
+    // The previous version: this chart without the metrics and env values (and the templates reading
+    // metrics). The current chart plays the next version.
+    const old = join(tempDir('ccm-helm-oldchart-'), 'ccm');
+    cpSync(CHART, old, { recursive: true });
+    const text = readFileSync(join(old, 'values.yaml'), 'utf8');
+    const cut = (t: string, from: string, to: string) => t.slice(0, t.indexOf(from)) + t.slice(t.indexOf(to));
+    writeFileSync(
+      join(old, 'values.yaml'),
+      cut(text.slice(0, text.indexOf('metrics:')), '# Environment variables', "# The cluster's Pod CIDR"),
+    );
+    expect(readFileSync(join(old, 'values.yaml'), 'utf8')).not.toMatch(/^(env|metrics):/m);
+    for (const t of [
+      '02-clusterrole-ccm-metrics-reader.yaml',
+      '03-clusterrolebinding-ccm-metrics-reader.yaml',
+      '11-service-ccm-metrics.yaml',
+      '12-servicemonitor-ccm.yaml',
+    ])
+      rmSync(join(old, 'templates', t));
+    const ns = 'kube-system';
+    const install = await helm(
+      [
+        'install',
+        'ccm',
+        old,
+        '--namespace',
+        ns,
+        '--set',
+        'provider=digitalocean',
+        '--set',
+        `image.repository=${REPOSITORY}`,
+      ],
+      kubeconfig,
+    );
+    expect(install.exitCode, install.stderr).toBe(0);
+    try {
+      // docs/deploy.md, "Helm chart", word for word.
+      const docs = readFileSync(new URL('../../docs/deploy.md', import.meta.url), 'utf8');
+      const line = docs.split('\n').find((l) => l.startsWith('helm upgrade ccm charts/ccm')) as string;
+      expect(line).toContain('--reset-then-reuse-values');
+      const upgrade = await helm(
+        [
+          ...line
+            .split(/\s+/)
+            .slice(1)
+            .map((a) => (a === 'charts/ccm' ? CHART : a)),
+        ],
+        kubeconfig,
+      );
+      expect(upgrade.exitCode, upgrade.stderr).toBe(0);
+      const deployed = objectsOf(
+        (await helm(['get', 'manifest', 'ccm', '--namespace', ns], kubeconfig)).stdout,
+      );
+      expect(deployed.map(key)).toContain('CronJob kube-system/ccm-nodes-init');
+      const values = await helm(
+        ['get', 'values', 'ccm', '--namespace', ns, '--all', '-o', 'json'],
+        kubeconfig,
+      );
+      // The user's values kept, the new chart's defaults taken.
+      expect(JSON.parse(values.stdout)).toMatchObject({
+        provider: 'digitalocean',
+        image: { repository: REPOSITORY, tag: '0.2.0' },
+        metrics: { serviceMonitor: false },
+        env: {},
+      });
+      // And a release upgraded with --reuse-values (the old chart's values, no metrics block) still renders.
+      const reused = await helm(['upgrade', 'ccm', CHART, '--namespace', ns, '--reuse-values'], kubeconfig);
+      expect(reused.exitCode, reused.stderr).toBe(0);
+    } finally {
+      await helm(['uninstall', 'ccm', '--namespace', ns], kubeconfig);
+    }
+  }, 120_000);
 });

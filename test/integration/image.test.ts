@@ -40,7 +40,8 @@ import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 const version = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')).version as string;
 const archive = join(repo, 'dist', 'image', `ccm-${version}.oci.tar`);
-const sbomBeside = join(repo, 'dist', 'image', `ccm-${version}.sbom.cdx.json`);
+/** Each platform's SBOM, beside the archive (the Debian packages differ by architecture). */
+const sbomBeside = (arch: string) => join(repo, 'dist', 'image', `ccm-${version}-${arch}.sbom.cdx.json`);
 const nodeVersion = /^version=(\S+)$/m.exec(readFileSync(join(repo, '.ci', 'node'), 'utf8'))?.[1] as string;
 
 type Arch = 'amd64' | 'arm64';
@@ -278,15 +279,22 @@ describe.each(ARCHES)('the linux/%s image', (arch) => {
     expect(statSync(join(rootfs, 'usr', 'bin', 'node')).isFile()).toBe(true);
   });
 
+  it('gives its HOME, /home/nonroot, to its user 65532', () => {
+    const home = statSync(join(images[arch].rootfs, 'home', 'nonroot'));
+    expect(home.isDirectory()).toBe(true);
+    expect([home.uid, home.gid]).toEqual([65532, 65532]);
+  });
+
   it('holds the SBOM beside the archive at /app/sbom.cdx.json, listing every production dependency as installed', () => {
     const { rootfs } = images[arch];
     const sbom = readFileSync(join(rootfs, 'app', 'sbom.cdx.json'), 'utf8');
-    expect(sbom).toBe(readFileSync(sbomBeside, 'utf8'));
+    expect(sbom).toBe(readFileSync(sbomBeside(arch), 'utf8'));
     const bom = JSON.parse(sbom) as {
       bomFormat: string;
       metadata: { component: { name: string; version: string } };
       components: { name: string; version: string; purl: string }[];
     };
+    bom.components = bom.components.filter((c) => c.purl.startsWith('pkg:npm/'));
     expect(bom.bomFormat).toBe('CycloneDX');
     expect(bom.metadata.component).toMatchObject({ name: 'ccm', version });
     const listed = new Set(bom.components.map((c) => `${c.name}@${c.version}`));
@@ -302,6 +310,118 @@ describe.each(ARCHES)('the linux/%s image', (arch) => {
     expect(production).toContain(`@oclif/core@${lock.packages['node_modules/@oclif/core']?.version}`);
     // … and exactly what is installed in the image.
     expect([...listed].sort()).toEqual([...installed(join(rootfs, 'app'))].sort());
+  });
+});
+
+describe.each(ARCHES)('the linux/%s image, for scanners', (arch) => {
+  /** The Debian packages the image holds files of; ca-certificates made its CA bundle. */
+  const DEBIAN = ['libc6', 'libstdc++6', 'libgcc-s1', 'ca-certificates'];
+  type Component = {
+    name: string;
+    version: string;
+    purl: string;
+    hashes?: { alg: string; content: string }[];
+  };
+  const components = () =>
+    (
+      JSON.parse(readFileSync(join(images[arch].rootfs, 'app', 'sbom.cdx.json'), 'utf8')) as {
+        components: Component[];
+      }
+    ).components;
+  /** A deb822 paragraph (a dpkg status record): its fields, continuation lines joined. */
+  function deb822(text: string): Record<string, string> {
+    const fields: Record<string, string> = {};
+    let last = '';
+    for (const line of text.split('\n')) {
+      if (line === '') continue;
+      if (/^[ \t]/.test(line)) {
+        expect(last, `continuation line before any field: ${line}`).not.toBe('');
+        fields[last] += `\n${line}`;
+        continue;
+      }
+      const m = /^([A-Za-z0-9][A-Za-z0-9-]*):[ \t]*(.*)$/.exec(line);
+      expect(m, `not a field: ${line}`).not.toBeNull();
+      last = (m as RegExpExecArray)[1] as string;
+      fields[last] = (m as RegExpExecArray)[2] as string;
+    }
+    return fields;
+  }
+
+  it(`lists in its SBOM Node ${nodeVersion} (its sha256) and the Debian packages of ${arch}, as /var/lib/dpkg/status.d records`, () => {
+    const all = components();
+    const node = all.filter((c) => c.name === 'node');
+    expect(node).toHaveLength(1);
+    expect(node[0]?.version).toBe(nodeVersion);
+    expect(node[0]?.purl).toMatch(new RegExp(`^pkg:generic/node@${nodeVersion.replace(/\./g, '\\.')}\\?`));
+    const nodeSha = execFileSync('sha256sum', [join(images[arch].rootfs, 'usr/bin/node')], {
+      encoding: 'utf8',
+    });
+    expect(node[0]?.hashes).toEqual([{ alg: 'SHA-256', content: nodeSha.split(' ')[0] }]);
+
+    const status = join(images[arch].rootfs, 'var', 'lib', 'dpkg', 'status.d');
+    expect(existsSync(join(images[arch].rootfs, 'var', 'lib', 'dpkg', 'status'))).toBe(false);
+    expect(
+      readdirSync(status)
+        .filter((f) => !f.endsWith('.md5sums'))
+        .sort(),
+    ).toEqual([...DEBIAN].sort());
+    for (const name of DEBIAN) {
+      const record = deb822(readFileSync(join(status, name), 'utf8'));
+      const want = name === 'ca-certificates' ? 'all' : arch;
+      expect(record, name).toMatchObject({ Package: name, Architecture: want });
+      expect(record.Version, name).toMatch(/^[0-9][A-Za-z0-9.+~:-]*$/);
+      expect(record.Status, name).toBeUndefined();
+      const listed = all.filter((c) => c.name === name);
+      expect(listed, name).toHaveLength(1);
+      expect(listed[0]?.version, name).toBe(record.Version);
+      expect(listed[0]?.purl, name).toBe(
+        `pkg:deb/debian/${name}@${encodeURIComponent(record.Version as string)}?arch=${want}&distro=debian-${
+          /^VERSION_ID="?([^"\n]*)/m.exec(
+            readFileSync(join(images[arch].rootfs, 'etc', 'os-release'), 'utf8'),
+          )?.[1]
+        }`,
+      );
+      expect(listed[0]?.hashes?.[0]?.content, name).toMatch(/^[0-9a-f]{64}$/);
+    }
+    // The release they came from, for a scanner to match them against (syft: os-release; trivy: debian_version).
+    const release = /^VERSION_ID="?([^"\n]*)/m.exec(
+      readFileSync(join(images[arch].rootfs, 'etc', 'os-release'), 'utf8'),
+    )?.[1] as string;
+    expect(readFileSync(join(images[arch].rootfs, 'etc', 'os-release'), 'utf8')).toMatch(/^ID=debian$/m);
+    expect(readFileSync(join(images[arch].rootfs, 'etc', 'debian_version'), 'utf8')).toMatch(
+      new RegExp(`^${release}\\.\\d+\\n$`),
+    );
+    // Every component but the npm packages is one of these.
+    expect(
+      all
+        .filter((c) => !c.purl.startsWith('pkg:npm/'))
+        .map((c) => c.name)
+        .sort(),
+    ).toEqual(['node', ...DEBIAN].sort());
+  });
+
+  it("records the Debian libraries' digests (status.d/<name>.md5sums), and the copies in the image are those files", () => {
+    const { rootfs } = images[arch];
+    const status = join(rootfs, 'var', 'lib', 'dpkg', 'status.d');
+    let checked = 0;
+    for (const name of ['libc6', 'libstdc++6', 'libgcc-s1']) {
+      const lines = readFileSync(join(status, `${name}.md5sums`), 'utf8')
+        .split('\n')
+        .filter(Boolean);
+      expect(lines.length, name).toBeGreaterThan(0);
+      for (const line of lines) {
+        const m = /^([0-9a-f]{32}) {2}(\S.*)$/.exec(line);
+        expect(m, line).not.toBeNull();
+        const path = join(rootfs, (m as RegExpExecArray)[2] as string);
+        if (!existsSync(path) || !lstatSync(path).isFile()) continue;
+        expect(execFileSync('md5sum', [path], { encoding: 'utf8' }).split(' ')[0], path).toBe(
+          (m as RegExpExecArray)[1],
+        );
+        checked++;
+      }
+    }
+    // libc.so.6 and the loader, libstdc++.so.6, libgcc_s.so.1, libm …: each file ccm's node needs.
+    expect(checked).toBeGreaterThanOrEqual(4);
   });
 });
 

@@ -23,25 +23,10 @@ import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/
 import { until } from '../helpers/run.js';
 import { Terminal } from '../helpers/terminal.js';
 import { tempDir } from '../helpers/tmp.js';
-import { cmonGet, useCmon } from '../helpers/use-cmon.js';
+import { CLEAN_ENV, cmonGet, useCmon } from '../helpers/use-cmon.js';
 
 const bin = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 const DAY = 86_400_000;
-
-/** Nothing of the machine running the tests leaks in. */
-const CLEAN_ENV: Record<string, string | undefined> = {
-  KUBECONFIG: undefined,
-  CCM_PROVIDER: undefined,
-  SSH_AUTH_SOCK: undefined,
-  TRITON_CMON_URL: undefined,
-  TRITON_CMON_CA: undefined,
-  ...Object.fromEntries(
-    ['URL', 'ACCOUNT', 'USER', 'KEY_ID', 'KEY_MATERIAL', 'KEY_PASSPHRASE'].flatMap((k) => [
-      [`TRITON_${k}`, undefined],
-      [`SDC_${k}`, undefined],
-    ]),
-  ),
-};
 
 const world = useCmon();
 let cp: ControlPlane;
@@ -162,7 +147,8 @@ describe('ccm secret create --cmon', { timeout: 120_000 }, () => {
 
     const secret = await readSecret('triton-cmon');
     expect(secret?.type).toBe('kubernetes.io/tls');
-    expect(Object.keys(secret?.data ?? {}).sort()).toEqual(['tls.crt', 'tls.key']);
+    // --cmon-ca is kept as ca.crt, where the scrape job of `manifests --cmon --cmon-ca` reads it.
+    expect(Object.keys(secret?.data ?? {}).sort()).toEqual(['ca.crt', 'tls.crt', 'tls.key']);
     expect(secret?.metadata?.labels).toEqual({ 'app.kubernetes.io/managed-by': 'ccm' });
     const pair = pairOf(secret);
     // The private key is in the Secret, and nowhere in what the command printed.
@@ -408,9 +394,11 @@ describe('ccm doctor on the CMON certificate', { timeout: 120_000 }, () => {
   }
   const status = (rows: Row[]) => Object.fromEntries(rows.map((r) => [r.name, r.status]));
 
-  it('says nothing without the Secret, and fails when --cmon-secret names one that is missing', async () => {
+  it('says there is none (and how to make one) without the Secret, and fails when --cmon-secret names one that is missing', async () => {
     await deleteSecret('triton-cmon');
-    expect(await cmonRows()).toEqual([]);
+    const none = await cmonRows();
+    expect(status(none), JSON.stringify(none)).toEqual({ 'cmon-certificate': 'pass' });
+    expect(none[0]?.message).toContain('no CMON certificate');
     const rows = await cmonRows(['--cmon-secret', 'kube-system/triton-cmon']);
     expect(status(rows), JSON.stringify(rows)).toEqual({ 'cmon-certificate': 'fail' });
     expect(rows[0]?.fix).toContain('ccm secret create --provider triton --cmon');
@@ -420,8 +408,16 @@ describe('ccm doctor on the CMON certificate', { timeout: 120_000 }, () => {
     machines();
     expect((await createCmon()).exitCode).toBe(0);
     const rows = await cmonRows();
-    expect(status(rows), JSON.stringify(rows)).toEqual({ 'cmon-certificate': 'pass', 'cmon-access': 'pass' });
-    expect(rows[1]?.message).toContain('lists 1 instance(s)');
+    expect(status(rows), JSON.stringify(rows)).toEqual({
+      'cmon-certificate': 'pass',
+      'cmon-access': 'pass',
+      'cmon-targets': 'pass',
+    });
+    expect(rows[1]?.message).toContain('accepts the certificate of Secret kube-system/triton-cmon');
+    // No Node here: the instance CMON lists is nobody's target yet.
+    expect(rows[2]?.message).toContain(
+      'CMON lists 1 instance(s) in account demo to the certificate of Secret kube-system/triton-cmon; no Node has a Triton provider ID',
+    );
     await deleteSecret('triton-cmon');
   });
 
@@ -432,7 +428,11 @@ describe('ccm doctor on the CMON certificate', { timeout: 120_000 }, () => {
       cmonCertificate({ account: 'demo', signer: world.keys.demo.privateKey, lifetimeDays: 10 }),
     );
     const rows = await cmonRows();
-    expect(status(rows), JSON.stringify(rows)).toEqual({ 'cmon-certificate': 'warn', 'cmon-access': 'pass' });
+    expect(status(rows), JSON.stringify(rows)).toEqual({
+      'cmon-certificate': 'warn',
+      'cmon-access': 'pass',
+      'cmon-targets': 'pass',
+    });
     expect(rows[0]?.message).toMatch(/expires .* in 9 day\(s\)/);
     await deleteSecret('triton-cmon');
   });

@@ -12,7 +12,7 @@ import { ccm as cli } from '../helpers/cli.js';
 import { tritonWorker } from '../helpers/cloud-nodes.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
 import { adminRequest } from '../helpers/kube-admin.js';
-import { type InProcess, until } from '../helpers/run.js';
+import { type InProcess, TEST_CONTROLLER_OPTIONS, until } from '../helpers/run.js';
 
 const GROUPS = 'triton.cmon.groups';
 const OWNER = 'ccm.cmon.groups';
@@ -58,8 +58,8 @@ describe('ccm nodes init --cmon-groups', () => {
       { name: 'w1', providedNodeIP: '10.10.0.11' },
       { name: 'cp1', providerID: `triton://${cp1.id}`, tainted: false, labels: { [CONTROL_PLANE]: '' } },
     ]);
-    const worker = [cluster, `${cluster}-worker`];
-    const controlPlane = [cluster, `${cluster}-control-plane`];
+    const worker = [cluster, `${cluster}_worker`];
+    const controlPlane = [cluster, `${cluster}_control-plane`];
 
     const dry = await world.ccm([
       'nodes',
@@ -174,11 +174,11 @@ describe('ccm nodes init --cmon-groups', () => {
     ],
     [
       ['--cmon-groups', 'cluster=prod.eu'],
-      'ccm: --cmon-groups: expected cluster=NAME, NAME a CMON group of letters, digits, _ and - (1 to 100 characters), got "cluster=prod.eu"',
+      'ccm: --cmon-groups: expected cluster=NAME, NAME a CMON group of letters, digits and - (1 to 100 characters; _ is for role groups), got "cluster=prod.eu"',
     ],
     [
       ['--cmon-groups', 'cluster', '--cluster-name', 'prod eu'],
-      'ccm: --cmon-groups: the cluster identity "prod eu" (--cluster-name) is no CMON group name (letters, digits, _ and -, at most 100 characters); name the group with cluster=NAME',
+      'ccm: --cmon-groups: the cluster identity "prod eu" (--cluster-name) is no CMON cluster group name (letters, digits and -, at most 100 characters; _ is for role groups); name the group with cluster=NAME',
     ],
   ])('refuses %j in one line, exit 2, nothing written', async (flags, line) => {
     const { w1 } = machines();
@@ -240,15 +240,15 @@ describe('ccm run --cmon-groups', () => {
     ccm = await world.run({ 'cmon-groups': 'cluster,role' });
     await until(
       'groups on both machines',
-      async () => groupsOf(cp1) === `${cluster},${cluster}-control-plane`,
+      async () => groupsOf(cp1) === `${cluster},${cluster}_control-plane`,
     );
-    await until('w1', async () => groupsOf(w1) === `team-a,${cluster},${cluster}-worker`);
+    await until('w1', async () => groupsOf(w1) === `team-a,${cluster},${cluster}_worker`);
 
     // w1 becomes a control-plane Node: its worker group goes, the control-plane group comes.
     await labelControlPlane('w1');
     await until(
       'w1 follows its role',
-      async () => groupsOf(w1) === `team-a,${cluster},${cluster}-control-plane`,
+      async () => groupsOf(w1) === `team-a,${cluster},${cluster}_control-plane`,
     );
 
     // Deleted: ccm's groups and record go, the others' stay.
@@ -257,7 +257,7 @@ describe('ccm run --cmon-groups', () => {
     expect(w1.tags).toEqual({ [GROUPS]: 'team-a', role: 'web' });
     expect(db.tags).toEqual({ [GROUPS]: 'db' });
     expect(ccm.logs.join('\n')).toContain(
-      `Node cp1: tag ${GROUPS}: add ${cluster}, ${cluster}-control-plane`,
+      `Node cp1: tag ${GROUPS}: add ${cluster}, ${cluster}_control-plane`,
     );
 
     // Every change went through the shared budget and is counted there: once its read-back is over,
@@ -312,8 +312,71 @@ describe('ccm run --cmon-groups', () => {
     await adminRequest(world.cp, 'DELETE', `${leases}/${lease}`);
     await until(
       'leading, groups kept',
-      async () => groupsOf(w1) === `team-a,${cluster},${cluster}-control-plane`,
+      async () => groupsOf(w1) === `team-a,${cluster},${cluster}_control-plane`,
       15_000,
+    );
+  }, 60_000);
+});
+
+describe("the Node names Prometheus' CMON job will give (review 46, finding 7)", () => {
+  /** web-1 and web-1b are on machines named web-1 and Web-1; api.example.com on one named api. */
+  async function misnamed() {
+    const a = world.sim.addMachine({ name: 'web-1', ips: ['10.10.0.41'] });
+    const b = world.sim.addMachine({ name: 'Web-1', ips: ['10.10.0.42'] });
+    const c = world.sim.addMachine({ name: 'api', ips: ['10.10.0.43'] });
+    const d = world.sim.addMachine({ name: 'Db-1', ips: ['10.10.0.44'] });
+    await createNodes(world.api, [
+      { name: 'web-1', providerID: `triton://${a.id}`, tainted: false },
+      { name: 'web-1b', providerID: `triton://${b.id}`, tainted: false },
+      { name: 'api.example.com', providerID: `triton://${c.id}`, tainted: false },
+      { name: 'db-1', providerID: `triton://${d.id}`, tainted: false },
+    ]);
+    return { a, b, c };
+  }
+
+  it('nodes init --cmon-groups says it with each Node: another name than its own, or the same as another Node', async () => {
+    const { a, b, c } = await misnamed();
+    const run = await world.ccm(['nodes', 'init', '--cmon-groups', 'cluster', '--dry-run', '-o', 'json']);
+    expect(run.exitCode).toBe(0);
+    const report = JSON.parse(run.stdout) as { nodes: { name: string; notes?: string[] }[] };
+    const notesOf = (name: string) => report.nodes.find((n) => n.name === name)?.notes ?? [];
+    expect(notesOf('api.example.com')).toContain(
+      `its machine ${c.id} is named "api": Prometheus' CMON job labels its series node="api", not the Node's name (the job takes the machine's name, lowercased, else its UUID; rename the machine to the Node's name)`,
+    );
+    expect(notesOf('web-1')).toContainEqual(
+      expect.stringContaining(`is also machine ${b.id} ("Web-1", Node web-1b)'s, case aside`),
+    );
+    expect(notesOf('web-1b')).toContainEqual(
+      expect.stringContaining(`is also machine ${a.id} ("web-1", Node web-1)'s, case aside`),
+    );
+    // A machine named as its Node but for case is no problem: the job lowercases it.
+    expect(notesOf('db-1')).toEqual([]);
+    const text = await world.ccm(['nodes', 'init', '--cmon-groups', 'cluster', '--dry-run']);
+    expect(text.stdout).toContain(`note: api.example.com: its machine ${c.id} is named "api"`);
+  });
+
+  it('ccm run --cmon-groups warns once per Node, not at every sweep', async () => {
+    await misnamed();
+    ccm = await world.run({
+      'cmon-groups': 'cluster',
+      controllerOptions: { ...TEST_CONTROLLER_OPTIONS, nodeStatusUpdateFrequencyMs: 200 },
+    });
+    const told = (name: string) =>
+      (ccm?.logs ?? []).filter((l) => l.includes(`Node ${name}: its machine`)).length;
+    await until('the warning', async () => told('api.example.com') === 1);
+    // Sweeps every 200 ms: a second, third … sweep (each a plan, counted) says nothing new.
+    await sleep(2000);
+    const metrics = await (await fetch(`${ccm.url}/metrics`)).text();
+    const plans = metrics.match(
+      /^ccm_cloud_requests_total\{provider="triton",operation="instance_groups_plan",code="ok"\} (\d+)$/m,
+    );
+    expect(Number(plans?.[1])).toBeGreaterThanOrEqual(3);
+    expect(told('api.example.com')).toBe(1);
+    expect(told('web-1')).toBe(1);
+    expect(told('web-1b')).toBe(1);
+    expect(told('db-1')).toBe(0);
+    expect((ccm?.logs ?? []).find((l) => l.includes('Node api.example.com: its machine'))).toMatch(
+      /"level":"?(warn|40)/,
     );
   }, 60_000);
 });

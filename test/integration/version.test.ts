@@ -70,6 +70,54 @@ describe('ccm version', () => {
     const info = JSON.parse((await ccm(['version', '-o', 'json'])).stdout) as Record<string, string>;
     expect(flag.stdout).toBe(`ccm/${info.version} ${info.platform?.replace('/', '-')} node-${info.node}`);
   });
+
+  it('refuses, in one line with exit 2, the flags it has no use for: --no-headers, -q, and the cluster, cloud and log flags', async () => {
+    // Each would otherwise be taken and dropped: -q and --no-headers printed nothing at all (exit 0).
+    for (const [args, why] of [
+      [
+        ['--no-headers'],
+        "its one line has no header; `ccm version -o jsonpath='{.version}'` prints the version alone",
+      ],
+      [['-q'], 'it prints only failures, and there is none;'],
+      [['--quiet'], 'it prints only failures, and there is none;'],
+      [['--kubeconfig', '/nonexistent'], "it prints this ccm's own version and reads no cluster"],
+      [['--context=prod'], 'reads no cluster'],
+      [['--request-timeout', '5s'], 'reads no cluster'],
+      [['--cloud-api-url', 'http://evil.example'], "it prints this ccm's own version and reaches no cloud"],
+      [['--provider', 'digitalocean'], 'reaches no cloud'],
+      [['--cloud-config', 'cloud.conf'], 'reaches no cloud'],
+      [['--log-level', 'warn'], 'logs nothing'],
+    ] as const) {
+      const run = await ccm(['version', ...args]);
+      const flag = args[0] === '-q' ? '--quiet' : (args[0].split('=')[0] as string);
+      expect(run.exitCode, args.join(' ')).toBe(2);
+      expect(run.stdout, args.join(' ')).toBe('');
+      expect(run.stderr, args.join(' ')).toMatch(
+        new RegExp(`^ccm: ${flag} does not apply to \`ccm version\`: `),
+      );
+      expect(run.stderr, args.join(' ')).toContain(why);
+      expect(run.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
+    }
+    // What --no-headers and -q would be used for: the version alone.
+    const alone = await ccm(['version', '-o', 'jsonpath={.version}']);
+    expect(alone.stdout).toBe(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version);
+    // Nothing of the environment makes a refused flag look given (CCM_PROVIDER is --provider's variable).
+    const env = await ccm(['version'], { CCM_PROVIDER: 'no-such-cloud' });
+    expect(env.exitCode, env.stderr).toBe(0);
+    expect(env.stderr).toBe('');
+  });
+
+  it('takes -o, --json and -o=json; its help shows only those', async () => {
+    for (const args of [['-o=json'], ['--json'], ['-o', 'yaml']]) {
+      const run = await ccm(['version', ...args]);
+      expect(run.exitCode, run.stderr).toBe(0);
+      expect(run.stdout).toContain('version');
+    }
+    const help = await ccm(['version', '--help']);
+    expect(help.stdout).toMatch(/\$ ccm version \[--json\] \[-o <value>\] \[--allow-missing-template-keys\]/);
+    for (const hidden of ['--kubeconfig', '--no-headers', '--quiet', '--log-level', '--provider'])
+      expect(help.stdout, hidden).not.toContain(hidden);
+  });
 });
 
 describe("the build's commit (build/commit.mjs)", () => {

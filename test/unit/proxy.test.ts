@@ -218,7 +218,7 @@ describe('a failure at the proxy', () => {
   it('names the proxy without its credentials, and the variable it came from', () => {
     const refused = proxyFailure(tunnel(407), proxy, target);
     expect(refused?.message).toBe(
-      'the proxy http://proxy.corp:3128 (HTTPS_PROXY) refused to open a tunnel to api.example (407 Proxy Authentication Required); check HTTPS_PROXY, or list api.example in NO_PROXY to go around the proxy',
+      'the proxy http://proxy.corp:3128 (HTTPS_PROXY) refused to open a tunnel to api.example:443 (407 Proxy Authentication Required); check HTTPS_PROXY, or list api.example in NO_PROXY to go around the proxy',
     );
     expect(refused?.lasting).toBe(true);
     expect(proxyFailure(tunnel(403), proxy, target)?.lasting).toBe(true);
@@ -240,11 +240,20 @@ describe('a failure at the proxy', () => {
         target,
       )?.message,
     ).toMatch(
-      /^the proxy http:\/\/proxy\.corp:3128 \(HTTPS_PROXY\) did not answer when asked for a tunnel to api\.example;/,
+      /^the proxy http:\/\/proxy\.corp:3128 \(HTTPS_PROXY\) did not answer when asked for a tunnel to api\.example:443;/,
     );
     for (const err of [tunnel(407), refusedConnection]) {
       expect(proxyFailure(err, proxy, target)?.message).not.toMatch(/user|secret/);
     }
+  });
+
+  it("names the port the tunnel is asked for, the scheme's too (CONNECT host:port)", () => {
+    expect(proxyFailure(tunnel(407), proxy, new URL('https://[fd00::1]/v1'))?.message).toContain(
+      'a tunnel to [fd00::1]:443 (',
+    );
+    expect(proxyFailure(tunnel(407), proxy, new URL('https://api.example:6443/'))?.message).toContain(
+      'a tunnel to api.example:6443 (',
+    );
   });
 
   it("is not the proxy's when the target itself failed, or no proxy was used", () => {

@@ -28,6 +28,14 @@
 {{ if include "ccm.replicas" . }}true{{ end }}
 {{- end }}
 
+{{- /* The env value (a map), as the items of a container's env, in name order as ccm manifests --env gives them. */}}
+{{- define "ccm.env" -}}
+{{- range $name, $value := .Values.env }}
+- name: {{ $name | toJson }}
+  value: {{ $value | toString | toJson }}
+{{- end }}
+{{- end }}
+
 {{- /* What `ccm manifests` refuses, refused here too. */}}
 {{- define "ccm.validate" -}}
 {{- if not (has .Values.provider (list "brightbox" "cloudlycke" "digitalocean" "openstack" "triton")) }}
@@ -63,13 +71,56 @@
 {{- if and .Values.logLevel (not (has .Values.logLevel (list "error" "warn" "info" "debug"))) }}
 {{- fail (printf "logLevel: expected one of error, warn, info, debug, got %q" .Values.logLevel) }}
 {{- end }}
+{{- if not (has .Values.image.pullPolicy (list "IfNotPresent" "Always" "Never")) }}
+{{- fail (printf "image.pullPolicy: expected one of IfNotPresent, Always, Never, got %q" (toString .Values.image.pullPolicy)) }}
+{{- end }}
+{{- if .Values.clusterCIDR }}
+{{- $cidrs := list }}
+{{- range splitList "," (toString .Values.clusterCIDR) }}{{ with trim . }}{{ $cidrs = append $cidrs . }}{{ end }}{{ end }}
+{{- $v4 := 0 }}
+{{- range $cidrs }}
+{{- if regexMatch "^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])/([1-9]|[12][0-9]|3[0-2])$" . }}{{ $v4 = add1 $v4 }}
+{{- else if not (regexMatch "^[0-9a-fA-F:]*:[0-9a-fA-F:.]*/([1-9]|[1-9][0-9]|1[01][0-9]|12[0-8])$" .) }}
+{{- fail (printf "clusterCIDR: expected CIDRs such as 10.244.0.0/16, got %q" .) }}
+{{- end }}
+{{- end }}
+{{- if gt (len $cidrs) 2 }}
+{{- fail (printf "clusterCIDR: %d CIDRs given, at most 2 (one IPv4 and one IPv6, for dual stack)" (len $cidrs)) }}
+{{- end }}
+{{- if and (eq (len $cidrs) 2) (ne $v4 1) }}
+{{- fail "clusterCIDR: two CIDRs of one family given; two are for dual stack only, one IPv4 and one IPv6" }}
+{{- end }}
+{{- end }}
+{{- range $key, $value := .Values.nodeSelector }}
+{{- if not (and (regexMatch "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$" $key) (regexMatch "^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$" (toString $value))) }}
+{{- fail (printf "nodeSelector: expected label keys and values (e.g. node-role.kubernetes.io/system: true), got %q: %q" $key (toString $value)) }}
+{{- end }}
+{{- end }}
+{{- if (dig "metrics" "serviceMonitor" false .Values.AsMap) }}
+{{- if not (and (regexMatch "^[a-z0-9][-a-z0-9]*$" (toString .Values.metrics.scraper.namespace)) (regexMatch "^[a-z0-9][-a-z0-9.]*$" (toString .Values.metrics.scraper.name))) }}
+{{- fail (printf "metrics.scraper: expected a ServiceAccount's namespace and name (e.g. monitoring, prometheus-k8s), got %q/%q" (toString .Values.metrics.scraper.namespace) (toString .Values.metrics.scraper.name)) }}
+{{- end }}
+{{- end }}
+{{- range $name, $value := .Values.env }}
+{{- if not (regexMatch "^[A-Za-z_][A-Za-z0-9_]*$" $name) }}
+{{- fail (printf "env: expected variable names (letters, digits, _; not a digit first), got %q" $name) }}
+{{- end }}
+{{- if has $name (list "HOME" "NODE_OPTIONS" "MALLOC_ARENA_MAX") }}
+{{- fail (printf "env: %s is set by ccm itself (HOME, NODE_OPTIONS, MALLOC_ARENA_MAX); give another variable" $name) }}
+{{- end }}
+{{- if or (kindIs "map" $value) (kindIs "slice" $value) }}
+{{- fail (printf "env: the value of %s must be a string, got %s" $name (kindOf $value)) }}
+{{- end }}
+{{- end }}
 {{- if and .Values.anyNode .Values.nodeSelector }}
 {{- fail "anyNode and nodeSelector: give one of them" }}
 {{- end }}
-{{- if and (not (kindIs "invalid" .Values.replicas)) (lt (int .Values.replicas) 1) }}
-{{- fail "replicas: expected a whole number of at least 1" }}
+{{- if not (kindIs "invalid" .Values.replicas) }}
+{{- if not (and (or (kindIs "int" .Values.replicas) (kindIs "int64" .Values.replicas) (and (kindIs "float64" .Values.replicas) (eq .Values.replicas (floor .Values.replicas)))) (ge (float64 .Values.replicas) 1.0)) }}
+{{- fail (printf "replicas: expected a whole number of at least 1, got %v" .Values.replicas) }}
 {{- end }}
-{{- if and (not .Values.leaderElection.enabled) (ne (include "ccm.replicas" .) "1") }}
+{{- end }}
+{{- if and (not (dig "leaderElection" "enabled" true .Values.AsMap)) (ne (include "ccm.replicas" .) "1") }}
 {{- fail "leaderElection.enabled: false needs one pod of ccm run: set replicas: 1 (a Deployment of one replica), or keep leader election" }}
 {{- end }}
 {{- end }}

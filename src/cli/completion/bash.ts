@@ -2,6 +2,26 @@ import { argCommands, flagSets, shortPairs, valueGroups } from './groups.js';
 import type { CompletionSpec } from './spec.js';
 
 /** A word for bash (and zsh): single-quoted. */
+/**
+ * The values of a comma-list flag (--controllers): the items not in it yet, and `-name` once the item
+ * being typed starts with -. The same lines in bash and zsh, which read them alike.
+ */
+export const COMMA_LIST_VALUES = `    elif [[ -n $__ccm_sep ]]; then
+      # A comma list: the items not in it yet; -name (all but this one) once the item starts with -.
+      local have=,
+      if [[ $value == *,* ]]; then
+        __ccm_prefix+=\${value%,*},
+        have=,\${value%,*},
+      fi
+      for w in "\${__ccm_vals[@]}"; do
+        [[ $have == *,"$w",* || $have == *,-"$w",* ]] && continue
+        if [[ \${value##*,} == -* ]]; then
+          [[ $w == '*' ]] || __ccm_reply+=("-$w")
+        else
+          __ccm_reply+=("$w")
+        fi
+      done`;
+
 export const quote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
 const words = (list: string[]) => ` ${list.join(' ')} `;
 
@@ -9,7 +29,10 @@ const words = (list: string[]) => ` ${list.join(' ')} `;
  * The bash script of `ccm completion bash`. `__ccm_candidates` finds what the word under the cursor can
  * be from the words before it, with the data above it; `_ccm` is the glue to bash's programmable
  * completion (COMP_WORDS split at `=` by COMP_WORDBREAKS, so `--provider=d` is joined back first).
- * Nothing in it runs a program: bash builtins and parameter expansion only.
+ * Nothing in it runs a program: bash builtins and parameter expansion only. It runs in the user's own
+ * shell, whatever its options: no function may end on a failed test (an interactive \`set -e\` would
+ * close the shell), nothing reads an unset variable (\`set -u\`), and it has no pipelines (\`pipefail\`).
+ * Functions whose status is not a question end with \`return 0\`.
  */
 export function bashScript(spec: CompletionSpec, version: string): string {
   const { bin } = spec;
@@ -29,7 +52,7 @@ export function bashScript(spec: CompletionSpec, version: string): string {
   const argCases = argCommands(spec).map(({ id, args }) =>
     args === 'commands'
       ? `    ${quote(id)}) __ccm_next "$2" ;;`
-      : `    ${quote(id)}) [[ -z $2 ]] && __ccm_reply=(${args.map(quote).join(' ')}) ;;`,
+      : `    ${quote(id)}) [[ -n $2 ]] || __ccm_reply=(${args.map(quote).join(' ')}) ;;`,
   );
   return `# bash completion for ${bin} ${version}, printed by \`${bin} completion bash\`.
 #
@@ -65,6 +88,7 @@ __ccm_args() {
   case $1 in
 ${argCases.join('\n')}
   esac
+  return 0
 }
 
 # __ccm_next WORDS: the words that can follow these on the way to a command (none: the top).
@@ -76,6 +100,7 @@ __ccm_next() {
     rest=\${rest%% *}
     [[ " \${__ccm_reply[*]} " == *" $rest "* ]] || __ccm_reply+=("$rest")
   done
+  return 0
 }
 
 # __ccm_leads WORDS: whether these words are a command or lead to one; __ccm_is WORDS: a command.
@@ -120,7 +145,7 @@ __ccm_candidates() {
   done
   if [[ -n $expect ]]; then
     value=$cur
-  elif [[ -z $dashdash && $cur == --*=* && $__ccm_v == *" \${cur%%=*} "* ]]; then
+  elif [[ -z $dashdash && $cur == -?*=* && $__ccm_v == *" \${cur%%=*} "* ]]; then
     expect=\${cur%%=*}
     value=\${cur#*=}
     __ccm_prefix=$expect=
@@ -128,33 +153,20 @@ __ccm_candidates() {
   if [[ -n $expect ]]; then
     if ! __ccm_values "$cmd" "$expect"; then
       __ccm_files=1
-    elif [[ -n $__ccm_sep ]]; then
-      # A comma list: the items not in it yet; -name (all but this one) once the item starts with -.
-      local have=,
-      if [[ $value == *,* ]]; then
-        __ccm_prefix+=\${value%,*},
-        have=,\${value%,*},
-      fi
-      for w in "\${__ccm_vals[@]}"; do
-        [[ $have == *,"$w",* || $have == *,-"$w",* ]] && continue
-        if [[ \${value##*,} == -* ]]; then
-          [[ $w == '*' ]] || __ccm_reply+=("-$w")
-        else
-          __ccm_reply+=("$w")
-        fi
-      done
+${COMMA_LIST_VALUES}
     else
       __ccm_reply=("\${__ccm_vals[@]}")
     fi
-    return
+    return 0
   fi
   if [[ -z $dashdash && $cur != -* ]]; then
     # A topic's commands, or a command's arguments: words before flags.
     [[ \${#args[@]} -eq 0 ]] && __ccm_next "$path"
     [[ -n $cmd && \${#__ccm_reply[@]} -eq 0 ]] && __ccm_args "$cmd" "\${args[*]}"
-    [[ \${#__ccm_reply[@]} -gt 0 || -z $cmd$path ]] && return
+    [[ \${#__ccm_reply[@]} -gt 0 || -z $cmd$path ]] && return 0
   fi
-  [[ -z $dashdash && ( -n $cmd || -z $path ) ]] || return
+  # After --, or in a topic that is no command: nothing.
+  [[ -z $dashdash && ( -n $cmd || -z $path ) ]] || return 0
   # The flags not given yet: each once (its short and long names, --x and --no-x are one flag).
   local f u skip
   for f in $__ccm_v $__ccm_b; do
@@ -169,6 +181,7 @@ __ccm_candidates() {
     fi
     [[ -n $skip ]] || __ccm_reply+=("$f")
   done
+  return 0
 }
 
 _ccm() {
@@ -177,11 +190,11 @@ _ccm() {
   local __ccm_prefix __ccm_files __ccm_sep
   local -a __ccm_reply=() __ccm_vals=()
   local __ccm_v __ccm_b __ccm_m __ccm_p
-  # The words up to the cursor, \`--flag=value\` as one word (bash splits it at the =).
+  # The words up to the cursor, \`--flag=value\` and \`-o=value\` as one word (bash splits it at the =).
   for ((i = 0; i <= COMP_CWORD && i < \${#COMP_WORDS[@]}; i++)); do
     w=\${COMP_WORDS[i]}
     last=$((\${#words[@]} - 1))
-    if [[ $w == = && $last -gt 0 && \${words[last]} == --[!=]* && \${words[last]} != *=* ]]; then
+    if [[ $w == = && $last -gt 0 && \${words[last]} == -[!=]* && \${words[last]} != *=* ]]; then
       words[last]+==
       joined=1
     elif [[ -n $joined ]]; then
@@ -192,10 +205,11 @@ _ccm() {
     fi
   done
   ((COMP_CWORD < \${#COMP_WORDS[@]})) || words+=('')
-  __ccm_candidates "\${words[@]}"
+  # || : as well: whatever fails in there is no command of the user's shell to stop at (set -e).
+  __ccm_candidates "\${words[@]}" || :
   if [[ -n $__ccm_files ]]; then
     # The shell's own completion of file names (a kubeconfig, a cloud.conf, a folder).
-    compopt -o default 2>/dev/null
+    compopt -o default 2>/dev/null || :
     COMPREPLY=()
     return
   fi
@@ -212,7 +226,7 @@ _ccm() {
     COMPREPLY+=("\${c//\\*/\\\\*}")
   done
   # A template's text follows -o jsonpath= at once.
-  [[ \${#COMPREPLY[@]} -eq 1 && \${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null
+  [[ \${#COMPREPLY[@]} -eq 1 && \${COMPREPLY[0]} == *= ]] && { compopt -o nospace 2>/dev/null || :; }
   return 0
 }
 

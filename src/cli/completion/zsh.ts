@@ -1,4 +1,4 @@
-import { quote } from './bash.js';
+import { COMMA_LIST_VALUES, quote } from './bash.js';
 import { argCommands, flagSets, shortPairs, spellings, valueGroups } from './groups.js';
 import type { CompletionSpec } from './spec.js';
 
@@ -139,21 +139,7 @@ __ccm_candidates() {
     __ccm_kind=values
     if ! __ccm_values "$cmd" "$expect"; then
       __ccm_files=1
-    elif [[ -n $__ccm_sep ]]; then
-      # A comma list: the items not in it yet; -name (all but this one) once the item starts with -.
-      local have=,
-      if [[ $value == *,* ]]; then
-        __ccm_prefix+=\${value%,*},
-        have=,\${value%,*},
-      fi
-      for w in "\${__ccm_vals[@]}"; do
-        [[ $have == *,"$w",* || $have == *,-"$w",* ]] && continue
-        if [[ \${value##*,} == -* ]]; then
-          [[ $w == '*' ]] || __ccm_reply+=("-$w")
-        else
-          __ccm_reply+=("$w")
-        fi
-      done
+${COMMA_LIST_VALUES}
     else
       __ccm_reply=("\${__ccm_vals[@]}")
     fi

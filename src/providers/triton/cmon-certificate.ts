@@ -2,6 +2,7 @@ import sshpk from 'sshpk';
 import { nodeCrypto, nodeHttps } from '../../node-modules.js';
 import { printableLine } from '../../printable.js';
 import { InvalidConfigError, RetryableError, UnauthorizedError, UnreachableError } from '../errors.js';
+import { cmonPort } from './cmon-url.js';
 import type { KeySigner } from './signer.js';
 
 /**
@@ -24,8 +25,6 @@ import type { KeySigner } from './signer.js';
 
 /** The Secret `ccm secret create --cmon` writes by default (namespace kube-system, as the credentials'). */
 export const CMON_SECRET_NAME = 'triton-cmon';
-/** CMON's port (triton-cmon docs/README.md: https://cmon.<az>.triton.zone:9163). */
-export const CMON_PORT = 9163;
 /** node-triton's DEFAULT_CERT_LIFETIME, in days. */
 export const DEFAULT_CMON_LIFETIME_DAYS = 3650;
 const PURPOSES = ['signature', 'identity', 'clientAuth', 'joyentCmon'];
@@ -99,9 +98,16 @@ export async function makeCmonCertificate(options: CmonCertificateOptions): Prom
   // which hash this key (or the agent, for RSA) uses, as sshpk-agent's signCertificate asks.
   const probe = await options.signer.sign(Buffer.from('test'));
   const algo = `${signKey.type}-${probe.hashAlgorithm}`;
+  if (algo === 'rsa-sha1') {
+    // X.509 could carry it (sshpk formats/x509.js SIGN_ALGS has rsa-sha1, and CMON would verify it):
+    // ccm will not sign a certificate with SHA-1, whose collisions are practical.
+    throw new InvalidConfigError(
+      "the ssh-agent signs with the RSA key in rsa-sha1 (SHA-1), and ccm refuses SHA-1 signatures for the certificate because they are weak (SHA-1 collisions are practical): it asked for rsa-sha2-256, which this agent ignores; use an agent that honours it (OpenSSH's ssh-agent 7.2 or later), give the key file instead (TRITON_KEY_MATERIAL, --from-file key-material=…), or an ECDSA or Ed25519 key of the account",
+    );
+  }
   if (!X509_ALGORITHMS.has(algo)) {
     throw new InvalidConfigError(
-      `the key signs ${algo}, which an X.509 certificate cannot carry; use an RSA, ECDSA or Ed25519 key of the account`,
+      `the key signs ${algo}, which ccm does not put in an X.509 certificate; use an RSA, ECDSA or Ed25519 key of the account`,
     );
   }
   cert.signatures.x509 = { algo } as sshpk.Format.x509Signature;
@@ -168,8 +174,12 @@ export function readCmonCertificate(pem: string): CmonCertificateInfo {
  * Host, SNI and the certificate check keep the service's name.
  */
 export interface CmonEndpoint {
-  /** Where the connection goes. */
+  /** Where the connection goes (its hostname; not its port, which WHATWG URL drops when 443). */
   url: URL;
+  /** The port written in the URL, else CMON's 9163 (cmon-url.ts). */
+  port: number;
+  /** https://<host>:<port>, for messages. */
+  origin: string;
   /** The name sent as Host and SNI, and checked in CMON's certificate. */
   name: string;
 }
@@ -185,14 +195,20 @@ export function cmonEndpoint(service: string | undefined, override?: string): Cm
       );
     }
     if (url.protocol !== 'https:') throw new InvalidConfigError(`${what} ${url.origin} must use https`);
-    if (!url.port) url.port = String(CMON_PORT);
-    return url;
+    const port = cmonPort(value);
+    if ('error' in port) throw new InvalidConfigError(`${what} ${printableLine(value)}: ${port.error}`);
+    return { url, port: port.port, origin: `https://${url.hostname}:${port.port}` };
   };
   const known = service ? parse(service, "CloudAPI's cmon service") : undefined;
-  const url = override ? parse(override, '--cmon-url') : known;
-  if (!url) throw noCmon();
-  const name = isAddress(url.hostname) && known ? known.hostname : url.hostname;
-  return { url, name };
+  const chosen = override ? parse(override, '--cmon-url') : known;
+  if (!chosen) throw noCmon();
+  const name = isAddress(chosen.url.hostname) && known ? known.url.hostname : chosen.url.hostname;
+  return { ...chosen, name };
+}
+
+/** --cmon-url (TRITON_CMON_URL) checked before anything is asked or called: a URL, https, a port. */
+export function checkCmonUrl(override: string): void {
+  cmonEndpoint(undefined, override);
 }
 
 /** CloudAPI lists no CMON: `triton profile cmon-certgen` stops there too ("no "cmon" service on this datacenter"). */
@@ -218,13 +234,52 @@ export interface DiscoverOptions {
   key: string;
   /** PEM of the CAs that CMON's certificate is checked against (default: the system's). */
   ca?: string;
+  /**
+   * Only the instances with any of these groups (lib/endpoints/discover.js: `groups`, split on ","),
+   * as Prometheus' Triton discovery asks with the job's `groups`; absent: every one of the account.
+   */
+  groups?: readonly string[];
+  /** The sub-user whose key signed the certificate, if one did (for the reason of a refusal). */
+  user?: string;
   signal?: AbortSignal;
   timeoutMs?: number;
 }
 
 export interface Discovered {
-  /** The instances CMON lists for the account (its vm_uuid and vm_alias). */
-  containers: { vm_uuid: string; vm_alias?: string; vm_owner_uuid?: string }[];
+  /** The instances CMON lists for the account (its vm_uuid and vm_alias, and the groups CMON read). */
+  containers: { vm_uuid: string; vm_alias?: string; vm_owner_uuid?: string; groups?: string[] }[];
+  /**
+   * Why Prometheus will refuse CMON's own certificate while Node accepted it, in one line: a name (CMON's,
+   * or `<uuid>.<CMON's>` the instances are scraped at) that only its CN gives. Node still falls back
+   * to the CN when a certificate has no DNS subjectAltName; Go's TLS does not ("x509: certificate
+   * relies on legacy Common Name field, use SANs instead"). CMON makes such a certificate for itself
+   * until its operator installs one (triton-cmon boot/setup.sh setup_tls_certificate).
+   */
+  serverNameProblem?: string;
+}
+
+/** The fix a scrape job needs for such a certificate. */
+export const CMON_SKIP_VERIFY_FIX =
+  "print the job with `ccm manifests --cmon --cmon-insecure-skip-verify` until CMON's operator installs a certificate with them";
+
+/** What Go's TLS would say of CMON's certificate for `name` and `<uuid>.name`, or undefined when fine. */
+export function serverNameProblem(raw: Buffer | undefined, name: string): string | undefined {
+  if (!raw || raw.length === 0 || isAddress(name)) return undefined;
+  let cert: import('node:crypto').X509Certificate;
+  try {
+    cert = new (nodeCrypto().X509Certificate)(raw);
+  } catch {
+    return undefined;
+  }
+  const instance = `00000000-0000-0000-0000-000000000000.${name}`;
+  const missing = [name, `*.${name}`].filter(
+    (_, i) => cert.checkHost(i === 0 ? name : instance, { subject: 'never' }) === undefined,
+  );
+  if (missing.length === 0) return undefined;
+  const how = cert.subjectAltName
+    ? `its subjectAltName lacks ${missing.join(' and ')}`
+    : 'it has no subjectAltName';
+  return `CMON's certificate (${cert.subject.replace(/\n/g, ', ')}) will be refused by Prometheus: ${how}, and Go's TLS ignores the CN (x509: certificate relies on legacy Common Name field); ${CMON_SKIP_VERIFY_FIX}`;
 }
 
 /**
@@ -235,22 +290,35 @@ export interface Discovered {
  */
 export function cmonDiscover(options: DiscoverOptions): Promise<Discovered> {
   const { endpoint } = options;
-  const where = `CMON at ${endpoint.url.origin}${endpoint.name !== endpoint.url.hostname ? ` (as ${endpoint.name})` : ''}`;
-  return new Promise((resolve, reject) => {
+  const where = `CMON at ${endpoint.origin}${endpoint.name !== endpoint.url.hostname ? ` (as ${endpoint.name})` : ''}`;
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  return new Promise((resolveOnce, rejectOnce) => {
+    // One deadline for the whole request: https.request's `timeout` is the socket's idle time, and
+    // Node postpones its first expiry while a write is queued (net.js Socket._onTimeout), which the
+    // request is, behind a TLS handshake that a CMON accepting TCP never answers: it fired after
+    // twice its time (doctor waited 60 s for a 30 s timeout).
+    let deadline: NodeJS.Timeout | undefined;
+    const resolve = (found: Discovered) => {
+      clearTimeout(deadline);
+      resolveOnce(found);
+    };
+    const reject = (err: unknown) => {
+      clearTimeout(deadline);
+      rejectOnce(err);
+    };
     const req = nodeHttps().request(
       {
         host: endpoint.url.hostname.replace(/^\[|\]$/g, ''),
-        port: Number(endpoint.url.port),
-        path: '/v1/discover',
+        port: endpoint.port,
+        path: `/v1/discover${options.groups?.length ? `?${new URLSearchParams({ groups: options.groups.join(',') })}` : ''}`,
         method: 'GET',
         // SNI carries a name only (RFC 6066): an address is sent none.
         ...(isAddress(endpoint.name) ? {} : { servername: endpoint.name }),
-        headers: { host: `${endpoint.name}:${endpoint.url.port}`, accept: 'application/json' },
+        headers: { host: `${endpoint.name}:${endpoint.port}`, accept: 'application/json' },
         cert: options.cert,
         key: options.key,
         ...(options.ca ? { ca: options.ca } : {}),
         agent: false,
-        timeout: options.timeoutMs ?? 30_000,
         ...(options.signal ? { signal: options.signal } : {}),
       },
       (res) => {
@@ -269,7 +337,7 @@ export function cmonDiscover(options: DiscoverOptions): Promise<Discovered> {
           if (status === 401 || status === 403) {
             reject(
               new UnauthorizedError(
-                `${where} refused the certificate (${status}${said}): it is expired, not yet valid, not signed by a key of the account, or for another account`,
+                `${where} refused the certificate (${status}${said}): ${refusedWhy(options.user)}`,
               ),
             );
             return;
@@ -297,17 +365,40 @@ export function cmonDiscover(options: DiscoverOptions): Promise<Discovered> {
             );
             return;
           }
-          resolve({ containers: containers as Discovered['containers'] });
+          const peer = (res.socket as import('node:tls').TLSSocket).getPeerCertificate?.();
+          const problem = serverNameProblem(peer?.raw, endpoint.name);
+          resolve({
+            containers: containers as Discovered['containers'],
+            ...(problem ? { serverNameProblem: problem } : {}),
+          });
         });
       },
     );
-    req.on('timeout', () => req.destroy(new Error('no answer in time')));
+    deadline = setTimeout(
+      () => req.destroy(new Error(`no answer in ${Math.round(timeoutMs / 1000)} s`)),
+      timeoutMs,
+    );
     req.on('error', (err) => {
       if (options.signal?.aborted) reject(options.signal.reason);
       else reject(new UnreachableError(`${where} could not be reached: ${printableLine(err.message)}`));
     });
     req.end();
   });
+}
+
+/**
+ * Why CMON answers 401, which is the same for every cause (triton-cmon lib/common.js
+ * authenticationHandler). A key that is not on the account is looked for among the keys of the
+ * members of the account's `administrator` role (mahi `/roles?account=…&role=administrator`), and
+ * nowhere else: a sub-user's key is accepted only when the sub-user is in that role, whatever
+ * CloudAPI lets the sub-user do.
+ */
+export function refusedWhy(user: string | undefined): string {
+  const subUser =
+    "a sub-user's key only when the sub-user is a member of the account's administrator role (triton-cmon lib/common.js)";
+  return user
+    ? `it is signed by sub-user ${user}'s key, which CMON accepts only when ${user} is a member of the account's administrator role (triton-cmon lib/common.js); else it is expired, not yet valid, or for another account`
+    : `it is expired, not yet valid, for another account, or signed by a key the account does not have (CMON accepts ${subUser})`;
 }
 
 /** restify's {code, message}, as ` Unauthorized: …`, when CMON sent one. */

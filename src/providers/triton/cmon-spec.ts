@@ -5,12 +5,18 @@
  *
  *   cluster        the cluster's group: the cluster identity (--cluster-name, else k8s-<kube-system UID>)
  *   cluster=NAME   the cluster's group, named NAME
- *   role           one group per Node role: <cluster group>-control-plane, <cluster group>-worker
+ *   role           one group per Node role: <cluster group>_control-plane, <cluster group>_worker
  *   none           no group: ccm takes off the groups it added
  *
  * A group name is letters, digits, "_" and "-", 1 to 100 characters: what triton-tags 1.4.0 accepts in
  * `triton.cmon.groups` (lib/cmon-groups-tag.pegjs, lib/index.js), and so what survives triton-cmon's
  * split on "," of the tag (lib/common.js) and of the discover `groups` query (lib/endpoints/discover.js).
+ *
+ * Cluster groups and role groups never meet (review 46): a role group joins its cluster group and the
+ * role with "_", and a cluster group has no "_" (CMON_CLUSTER_GROUP). Were the separator "-", cluster
+ * prod's role group prod-worker would be cluster prod-worker's group, and that cluster's job would
+ * scrape prod's workers. "_" is the one character triton-tags allows beside letters, digits and "-",
+ * and ccm's default cluster identity (k8s-<hex>) has none.
  */
 export interface CmonGroupsSpec {
   cluster: boolean;
@@ -22,8 +28,12 @@ export interface CmonGroupsSpec {
 export type CmonRole = 'control-plane' | 'worker';
 
 export const CMON_GROUP = /^[A-Za-z0-9_-]{1,100}$/;
+/** A cluster group: a CMON group without "_", which only role groups carry. */
+export const CMON_CLUSTER_GROUP = /^[A-Za-z0-9-]{1,100}$/;
+/** A role group: a cluster group, "_" and the role. */
+export const CMON_ROLE_GROUP = /^[A-Za-z0-9-]{1,86}_(control-plane|worker)$/;
 export const CMON_MAX_GROUP_LENGTH = 100;
-export const ROLE_SUFFIX: Record<CmonRole, string> = { 'control-plane': '-control-plane', worker: '-worker' };
+export const ROLE_SUFFIX: Record<CmonRole, string> = { 'control-plane': '_control-plane', worker: '_worker' };
 /** The longest role suffix: a cluster group with role groups leaves room for it. */
 export const LONGEST_ROLE_SUFFIX = ROLE_SUFFIX['control-plane'].length;
 
@@ -48,8 +58,10 @@ export function parseCmonGroups(text: string): CmonGroupsSpec {
     else if (word === 'cluster') {
       spec.cluster = true;
       if (name !== undefined) {
-        if (!CMON_GROUP.test(name)) {
-          throw bad('cluster=NAME, NAME a CMON group of letters, digits, _ and - (1 to 100 characters)');
+        if (!CMON_CLUSTER_GROUP.test(name)) {
+          throw bad(
+            'cluster=NAME, NAME a CMON group of letters, digits and - (1 to 100 characters; _ is for role groups)',
+          );
         }
         spec.name = name;
       }
@@ -61,7 +73,7 @@ export function parseCmonGroups(text: string): CmonGroupsSpec {
     spec.name.length + LONGEST_ROLE_SUFFIX > CMON_MAX_GROUP_LENGTH
   ) {
     throw bad(
-      `cluster=NAME of at most ${CMON_MAX_GROUP_LENGTH - LONGEST_ROLE_SUFFIX} characters with role (NAME-control-plane is a group too)`,
+      `cluster=NAME of at most ${CMON_MAX_GROUP_LENGTH - LONGEST_ROLE_SUFFIX} characters with role (NAME_control-plane is a group too)`,
     );
   }
   return spec;

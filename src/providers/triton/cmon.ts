@@ -13,19 +13,26 @@
  * Ownership as with CNS (cns.ts): ccm records the groups it added in the tag `ccm.cmon.groups`
  * (`{"cluster":…,"groups":[…]}`), merges with the groups others set and removes only its own.
  */
-import { setTimeout as delay } from 'node:timers/promises';
-import { InvalidConfigError, RetryableError } from '../errors.js';
+import { InvalidConfigError } from '../errors.js';
 import { parseProviderID } from '../provider-id.js';
-import type { GroupedNode, InstanceGroups, InstanceGroupsChange, NodeRole } from '../types.js';
+import type {
+  GroupedNode,
+  InstanceGroups,
+  InstanceGroupsChange,
+  InstanceGroupsNote,
+  InstanceGroupsPlan,
+  NodeRole,
+} from '../types.js';
 import type { Machine, Tags, TritonClient } from './client.js';
 import {
-  CMON_GROUP,
+  CMON_CLUSTER_GROUP,
   CMON_MAX_GROUP_LENGTH,
   type CmonGroupsSpec,
   LONGEST_ROLE_SUFFIX,
   ROLE_SUFFIX,
 } from './cmon-spec.js';
 import { SCHEME } from './instances.js';
+import { type MachineTagOptions, MachineTagWriter } from './machine-tags.js';
 
 export const GROUPS_TAG = 'triton.cmon.groups';
 export const GROUPS_OWNER_TAG = 'ccm.cmon.groups';
@@ -38,9 +45,9 @@ export function groupsFor(spec: CmonGroupsSpec, clusterID: string, roles: readon
   const base = spec.name ?? clusterID;
   if (!spec.cluster && !spec.role) return [];
   const room = CMON_MAX_GROUP_LENGTH - (spec.role ? LONGEST_ROLE_SUFFIX : 0);
-  if (!CMON_GROUP.test(base) || base.length > room) {
+  if (!CMON_CLUSTER_GROUP.test(base) || base.length > room) {
     throw new InvalidConfigError(
-      `--cmon-groups: the cluster identity "${clusterID}" (--cluster-name) is no CMON group name (letters, digits, _ and -, at most ${room} characters); name the group with cluster=NAME`,
+      `--cmon-groups: the cluster identity "${clusterID}" (--cluster-name) is no CMON cluster group name (letters, digits and -, at most ${room} characters; _ is for role groups); name the group with cluster=NAME`,
     );
   }
   return [
@@ -138,22 +145,30 @@ function settledGroups(tags: Readonly<Tags>, change: GroupsTagChange): boolean {
  * The instance groups of the Triton provider. Listing: one ListMachines with `tombstone` (failed
  * machines too, whose tags CloudAPI still writes; destroyed ones need nothing). A change: the
  * machine's tags read, merged, written with AddMachineTags / DeleteMachineTag, read back until
- * CloudAPI shows it (it applies tag writes asynchronously), as CNS changes are (load-balancers.ts).
+ * CloudAPI shows it (it applies tag writes asynchronously), through the provider's one tag writer
+ * (machine-tags.ts), which the CNS changes share.
  */
 export class CmonGroups implements InstanceGroups {
-  private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly tags: MachineTagWriter;
 
   constructor(
     private readonly client: TritonClient,
     readonly spec: CmonGroupsSpec,
-    private readonly options: { attempts?: number; settleDelayMs?: number } = {},
-  ) {}
+    options: MachineTagOptions = {},
+    tags?: MachineTagWriter,
+  ) {
+    this.tags = tags ?? new MachineTagWriter(client, options);
+  }
+
+  checkCluster(clusterID: string): void {
+    groupsFor(this.spec, clusterID, ['control-plane', 'worker']);
+  }
 
   async plan(
     clusterID: string,
     nodes: readonly GroupedNode[],
     signal?: AbortSignal,
-  ): Promise<InstanceGroupsChange[]> {
+  ): Promise<InstanceGroupsPlan> {
     // The groups are checked before anything is listed: a cluster identity that is no group is a
     // configuration error, the same for every Node.
     const desiredOf = new Map<string, { node: string; groups: string[] }>();
@@ -195,58 +210,77 @@ export class CmonGroups implements InstanceGroups {
         ...(refused ? { refused } : {}),
       });
     }
-    return changes;
+    return { changes, notes: nodeLabelProblems(nodes, machines) };
   }
 
-  apply(clusterID: string, change: InstanceGroupsChange, signal?: AbortSignal): Promise<void> {
-    const id = parseProviderID(change.providerID)?.id ?? '';
-    const previous = this.queues.get(id) ?? Promise.resolve();
-    const next = previous.catch(() => undefined).then(() => this.write(id, clusterID, change, signal));
-    this.queues.set(id, next);
-    return next.finally(() => {
-      if (this.queues.get(id) === next) this.queues.delete(id);
-    });
-  }
-
-  private async write(id: string, cluster: string, planned: InstanceGroupsChange, signal?: AbortSignal) {
-    if (planned.refused) throw new InvalidConfigError(planned.refused);
-    const attempts = this.options.attempts ?? 5;
-    const pause = this.options.settleDelayMs ?? 500;
+  apply(cluster: string, planned: InstanceGroupsChange, signal?: AbortSignal): Promise<void> {
+    const id = parseProviderID(planned.providerID)?.id ?? '';
+    if (planned.refused) return Promise.reject(new InvalidConfigError(planned.refused));
     const desired = planned.node === undefined ? undefined : planned.groups;
-    for (let attempt = 1; attempt <= attempts; attempt++) {
-      const tags = await this.client.listMachineTags(id, signal);
-      const record = parseGroupsOwnership(tags[GROUPS_OWNER_TAG]);
-      if (record && record.cluster !== cluster) {
-        if (desired === undefined) return;
-        throw new InvalidConfigError(otherCluster({ id }, record, cluster));
-      }
-      const change = planGroups(tags, cluster, desired);
-      if (!change.changed) return;
-      const refused = tooMany(change.groups);
-      if (refused) throw new InvalidConfigError(refused);
-      const groups: Tags = change.groups.length > 0 ? { [GROUPS_TAG]: change.groups.join(',') } : {};
-      if (change.ownership) {
+    return this.tags.change(
+      id,
+      `${GROUPS_TAG} tag`,
+      (tags) => {
+        const record = parseGroupsOwnership(tags[GROUPS_OWNER_TAG]);
+        if (record && record.cluster !== cluster) {
+          if (desired === undefined) return undefined;
+          throw new InvalidConfigError(otherCluster({ id }, record, cluster));
+        }
+        const change = planGroups(tags, cluster, desired);
+        if (!change.changed) return undefined;
+        const refused = tooMany(change.groups);
+        if (refused) throw new InvalidConfigError(refused);
+        const groups: Tags = change.groups.length > 0 ? { [GROUPS_TAG]: change.groups.join(',') } : {};
+        const settled = (after: Tags) => settledGroups(after, change);
         // One write: the groups and ccm's record of them together.
-        await this.client.addMachineTags(
-          id,
-          { ...groups, [GROUPS_OWNER_TAG]: formatGroupsOwnership(change.ownership) },
-          signal,
-        );
-      } else {
+        if (change.ownership) {
+          return { add: { ...groups, [GROUPS_OWNER_TAG]: formatGroupsOwnership(change.ownership) }, settled };
+        }
         // The groups first, the record last: a failure in between leaves a record ccm cleans up from.
-        if (change.groups.length > 0) await this.client.addMachineTags(id, groups, signal);
-        else if (tags[GROUPS_TAG] !== undefined) await this.client.deleteMachineTag(id, GROUPS_TAG, signal);
-        await this.client.deleteMachineTag(id, GROUPS_OWNER_TAG, signal);
-      }
-      const after = await this.client.listMachineTags(id, signal);
-      if (settledGroups(after, change)) return;
-      if (attempt < attempts) await delay(pause * attempt, undefined, { signal });
-    }
-    throw new RetryableError(
-      `the ${GROUPS_TAG} tag of machine ${id} did not settle after ${attempts} attempts (another writer, or CloudAPI is slow); trying again later`,
-      5000,
+        const dropGroups = change.groups.length === 0 && tags[GROUPS_TAG] !== undefined;
+        return { add: groups, remove: [...(dropGroups ? [GROUPS_TAG] : []), GROUPS_OWNER_TAG], settled };
+      },
+      signal,
     );
   }
+}
+
+/**
+ * The Nodes whose CMON series Prometheus will not label with their own name. The job of `ccm
+ * manifests --cmon` makes `node` of what CMON lists of a machine (src/cli/manifests-cmon.ts): its name
+ * (alias) lowercased, else its UUID. A Node registered under another name (--hostname-override, a
+ * fully qualified name, a machine renamed since) gets that label, not its own; and two machines whose
+ * names differ only in case (CloudAPI does not keep names unique: sdc-cloudapi lib/machines.js checks
+ * none) give their series the same label, which nothing in the job can tell apart.
+ */
+export function nodeLabelProblems(
+  nodes: readonly { name: string; providerID: string }[],
+  machines: readonly { id: string; name?: string }[],
+): InstanceGroupsNote[] {
+  const byId = new Map(machines.map((m) => [m.id.toLowerCase(), m]));
+  const label = (m: { id: string; name?: string }) => (m.name ? m.name.toLowerCase() : m.id.toLowerCase());
+  const managed = nodes.flatMap((node) => {
+    const parsed = parseProviderID(node.providerID);
+    const machine = parsed?.scheme === SCHEME ? byId.get(parsed.id.toLowerCase()) : undefined;
+    return machine ? [{ node, machine }] : [];
+  });
+  const byLabel = new Map<string, typeof managed>();
+  for (const m of managed) byLabel.set(label(m.machine), [...(byLabel.get(label(m.machine)) ?? []), m]);
+  const notes: InstanceGroupsNote[] = [];
+  for (const { node, machine } of managed) {
+    const shown = label(machine);
+    const others = (byLabel.get(shown) ?? []).filter((o) => o.machine.id !== machine.id);
+    let note: string | undefined;
+    if (others.length > 0) {
+      const names = others.map((o) => `machine ${o.machine.id} ("${o.machine.name}", Node ${o.node.name})`);
+      note = `its machine's name "${machine.name}" is also ${names.join(' and ')}'s, case aside: Prometheus' CMON job labels the series of both node="${shown}" (give the machines names that differ beyond case)`;
+    } else if (shown !== node.name) {
+      const what = machine.name ? `is named "${machine.name}"` : 'has no name';
+      note = `its machine ${machine.id} ${what}: Prometheus' CMON job labels its series node="${shown}", not the Node's name (the job takes the machine's name, lowercased, else its UUID; rename the machine to the Node's name)`;
+    }
+    if (note) notes.push({ node: node.name, providerID: node.providerID, note });
+  }
+  return notes;
 }
 
 function otherCluster(machine: Pick<Machine, 'id'>, record: GroupsOwnership, cluster: string): string {

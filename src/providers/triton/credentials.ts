@@ -110,7 +110,7 @@ export const credentials: CredentialSchema = {
     {
       key: 'cmonGroups',
       description:
-        "CMON groups ccm keeps in the triton.cmon.groups tag of each Node's machine: cluster (the cluster identity), cluster=NAME, role (<cluster group>-control-plane, -worker), comma-separated, or none; unset: ccm leaves the tag alone",
+        "CMON groups ccm keeps in the triton.cmon.groups tag of each Node's machine: cluster (the cluster identity), cluster=NAME, role (<cluster group>_control-plane, _worker), comma-separated, or none; unset: ccm leaves the tag alone",
       secret: false,
       required: false,
       prompt: 'input',

@@ -8,6 +8,7 @@ import { parseCmonGroups } from './cmon-spec.js';
 import { credentials } from './credentials.js';
 import { type DatacenterResolver, SCHEME, tritonInstances } from './instances.js';
 import { CnsLoadBalancers } from './load-balancers.js';
+import { MachineTagWriter } from './machine-tags.js';
 import { FabricRoutes } from './routes.js';
 import { createKeySigner, createSigner, type KeySigner } from './signer.js';
 
@@ -54,16 +55,19 @@ export const triton: ProviderDefinition = {
       ...(deps.mayWrite ? { mayWrite: deps.mayWrite } : {}),
     });
     const datacenter = resolveDatacenter(client, url, value(values.datacenter));
+    // CNS entries and CMON groups go on the same machines: one queue per machine for both.
+    const tags = new MachineTagWriter(client);
     return {
       name: 'triton',
       providerIdScheme: SCHEME,
       ...routesOf(client, value(values.routeNetwork)),
-      ...groupsOf(client, value(values.cmonGroups), deps),
+      ...groupsOf(client, tags, value(values.cmonGroups), deps),
       instances: tritonInstances(client, datacenter),
-      loadBalancers: new CnsLoadBalancers(client, {
-        datacenter,
-        cnsSuffix: (value(values.cnsSuffix) ?? DEFAULT_CNS_SUFFIX).replace(/^\.+|\.+$/g, ''),
-      }),
+      loadBalancers: new CnsLoadBalancers(
+        client,
+        { datacenter, cnsSuffix: (value(values.cnsSuffix) ?? DEFAULT_CNS_SUFFIX).replace(/^\.+|\.+$/g, '') },
+        tags,
+      ),
       async verifyCredentials(signal) {
         const who = await client.getAccount(signal);
         const user = value(values.user);
@@ -83,6 +87,20 @@ export interface CmonAccess {
   listServices(signal?: AbortSignal): Promise<Record<string, string>>;
   keySigner(): KeySigner;
 }
+
+/**
+ * The values a CMON certificate is made with (cmonAccess): CloudAPI, the account and its key. `secret
+ * create --cmon` asks only these on a terminal; the rest (CMON groups, …) belongs to the credentials.
+ */
+export const CMON_SIGNER_FIELDS: ReadonlySet<string> = new Set([
+  'url',
+  'account',
+  'user',
+  'keyId',
+  'keyMaterial',
+  'keyPassphrase',
+  'sshAuthSock',
+]);
 
 export function cmonAccess(values: ProviderValues, deps: Pick<ProviderDeps, 'onCloudCall'> = {}): CmonAccess {
   const url = required(values.url, 'the CloudAPI URL', 'TRITON_URL (or --cloud-api-url)');
@@ -128,12 +146,13 @@ function routesOf(
 /** TRITON_CMON_GROUPS (--cmon-groups, Secret key cmon-groups): the CMON groups ccm keeps, else none. */
 function groupsOf(
   client: TritonClient,
+  tags: MachineTagWriter,
   text: string | undefined,
   deps: ProviderDeps,
 ): Pick<Provider, 'instanceGroups'> {
   if (text === undefined) return {};
   try {
-    return { instanceGroups: new CmonGroups(client, parseCmonGroups(text.trim())) };
+    return { instanceGroups: new CmonGroups(client, parseCmonGroups(text.trim()), {}, tags) };
   } catch (err) {
     const where = deps.origin?.('cmonGroups') ?? 'TRITON_CMON_GROUPS';
     throw new InvalidConfigError(`${where}: ${(err as Error).message}`);

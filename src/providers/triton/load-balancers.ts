@@ -1,5 +1,4 @@
-import { setTimeout as delay } from 'node:timers/promises';
-import { InvalidConfigError, RetryableError } from '../errors.js';
+import { InvalidConfigError } from '../errors.js';
 import { parseProviderID } from '../provider-id.js';
 import type { LoadBalancerRequest, LoadBalancerStatus, LoadBalancers } from '../types.js';
 import { CNS_SERVICE_NAME, CNS_SRV_PORT } from './annotations.js';
@@ -7,26 +6,17 @@ import type { Account, Machine, Tags, TritonClient } from './client.js';
 import { formatOwnership, ownerTag, parseOwnership, planTags, SERVICES_TAG, settled } from './cns.js';
 import type { DatacenterResolver } from './instances.js';
 import { SCHEME } from './instances.js';
+import { type MachineTagOptions, MachineTagWriter } from './machine-tags.js';
 
 /**
  * Service load balancing through Triton CNS: no load balancer object exists, CNS publishes the
  * machines whose `triton.cns.services` tag names a service as `<name>.svc.<account>.<dc>.<suffix>`.
  * ccm puts `<name>:<port>` entries on exactly the backend machines and takes only its own off.
- *
- * Races: tag writes of one machine are serialised inside this process (one queue per machine).
- * Against other writers (a person, another tool) each change is read-modify-write of the fresh
- * tags, then read back until it shows: if someone else's write dropped ccm's entries, the change is
- * made again from what is there now. CloudAPI has no compare-and-set for tags, so an entry another
- * writer adds between ccm's read and its write (one request apart) can still be overwritten; that
- * writer's own read-back is what catches it.
+ * Races with other writers: machine-tags.ts.
  */
-export interface CnsOptions {
+export interface CnsOptions extends MachineTagOptions {
   datacenter: DatacenterResolver;
   cnsSuffix: string;
-  /** Read-backs per change before giving up with a RetryableError. */
-  attempts?: number;
-  /** Pause before reading back again; CloudAPI applies tag writes asynchronously. */
-  settleDelayMs?: number;
 }
 
 interface Plan {
@@ -37,13 +27,16 @@ interface Plan {
 }
 
 export class CnsLoadBalancers implements LoadBalancers {
-  private readonly queues = new Map<string, Promise<unknown>>();
   private account?: Promise<Account>;
+  private readonly tags: MachineTagWriter;
 
   constructor(
     private readonly client: TritonClient,
     private readonly options: CnsOptions,
-  ) {}
+    tags?: MachineTagWriter,
+  ) {
+    this.tags = tags ?? new MachineTagWriter(client, options);
+  }
 
   async get(req: LoadBalancerRequest, signal?: AbortSignal): Promise<LoadBalancerStatus | undefined> {
     const plan = this.plan(req);
@@ -140,54 +133,36 @@ export class CnsLoadBalancers implements LoadBalancers {
     return this.account;
   }
 
-  /** One machine's change, queued behind any other change of the same machine in this process. */
+  /** One machine's change, through the provider's one tag writer (queued per machine). */
   private change(id: string, plan: Plan, desired: string[] | undefined, signal?: AbortSignal) {
-    const previous = this.queues.get(id) ?? Promise.resolve();
-    const next = previous.catch(() => undefined).then(() => this.apply(id, plan, desired, signal));
-    this.queues.set(id, next);
-    return next.finally(() => {
-      if (this.queues.get(id) === next) this.queues.delete(id);
-    });
-  }
-
-  private async apply(id: string, plan: Plan, desired: string[] | undefined, signal?: AbortSignal) {
-    const attempts = this.options.attempts ?? 5;
-    const pause = this.options.settleDelayMs ?? 500;
-    for (let attempt = 1; attempt <= attempts; attempt++) {
-      const tags = await this.client.listMachineTags(id, signal);
-      const own = parseOwnership(tags[plan.key]);
-      if (own && own.cluster !== plan.owner.cluster) {
-        throw new InvalidConfigError(
-          `machine ${id} carries tag ${plan.key} of cluster "${own.cluster}", not this cluster ("${plan.owner.cluster}"); ccm leaves it alone (remove the tag or fix --cluster-name)`,
-        );
-      }
-      const change = planTags(tags, plan.key, plan.owner, desired);
-      if (!change.changed) return;
-      if (change.ownership) {
-        await this.client.addMachineTags(
-          id,
-          {
-            ...(change.services.length > 0 ? { [SERVICES_TAG]: change.services.join(',') } : {}),
-            [plan.key]: formatOwnership(change.ownership),
-          },
-          signal,
-        );
-      } else {
-        // Entries first, owner tag last: a failure in between leaves a claim ccm can still clean up.
-        if (change.services.length > 0) {
-          await this.client.addMachineTags(id, { [SERVICES_TAG]: change.services.join(',') }, signal);
-        } else if (tags[SERVICES_TAG] !== undefined) {
-          await this.client.deleteMachineTag(id, SERVICES_TAG, signal);
+    return this.tags.change(
+      id,
+      'CNS tags',
+      (tags) => {
+        const own = parseOwnership(tags[plan.key]);
+        if (own && own.cluster !== plan.owner.cluster) {
+          throw new InvalidConfigError(
+            `machine ${id} carries tag ${plan.key} of cluster "${own.cluster}", not this cluster ("${plan.owner.cluster}"); ccm leaves it alone (remove the tag or fix --cluster-name)`,
+          );
         }
-        await this.client.deleteMachineTag(id, plan.key, signal);
-      }
-      const after = await this.client.listMachineTags(id, signal);
-      if (settled(after, plan.key, change)) return;
-      if (attempt < attempts) await delay(pause * attempt, undefined, { signal });
-    }
-    throw new RetryableError(
-      `the CNS tags of machine ${id} did not settle after ${attempts} attempts (another writer, or CloudAPI is slow); trying again later`,
-      5000,
+        const change = planTags(tags, plan.key, plan.owner, desired);
+        if (!change.changed) return undefined;
+        const services: Tags =
+          change.services.length > 0 ? { [SERVICES_TAG]: change.services.join(',') } : {};
+        const isSettled = (after: Tags) => settled(after, plan.key, change);
+        // One write when ccm takes ownership; otherwise entries first, owner tag last: a failure in
+        // between leaves a claim ccm can still clean up.
+        if (change.ownership) {
+          return { add: { ...services, [plan.key]: formatOwnership(change.ownership) }, settled: isSettled };
+        }
+        const dropServices = change.services.length === 0 && tags[SERVICES_TAG] !== undefined;
+        return {
+          add: services,
+          remove: [...(dropServices ? [SERVICES_TAG] : []), plan.key],
+          settled: isSettled,
+        };
+      },
+      signal,
     );
   }
 }

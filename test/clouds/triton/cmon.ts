@@ -55,6 +55,14 @@ export interface CmonSimOptions {
    * lib/updater.js _handleCfChunk): stopped instances are cached, and so discovered, too. Default false.
    */
   includeStopped?: boolean;
+  /**
+   * CMON's own certificate. `sans` (default): one an operator installs, naming cmon.<dc>.<suffix> and
+   * *.cmon.<dc>.<suffix> in its subjectAltName. `cn-only`: the one CMON makes for itself when none is
+   * installed (triton-cmon boot/setup.sh setup_tls_certificate, bb7e727: `openssl req -x509 -nodes
+   * -subj "/CN=$DEFAULT_HOSTNAME" … -newkey ec … -days 365`): its name in the CN only, no
+   * subjectAltName, which Go's TLS (Prometheus) refuses and Node accepts.
+   */
+  certificate?: 'sans' | 'cn-only';
 }
 
 export interface CmonFault extends FaultRule {
@@ -124,6 +132,7 @@ export class CmonSim {
   /** The PEM of CMON's own (self-signed) certificate, for a client's CA. */
   ca = '';
   port = 0;
+  private readonly certificate: 'sans' | 'cn-only';
   private readonly injected = new FaultList<CmonFault>(Number.POSITIVE_INFINITY);
   private listening?: Listening;
 
@@ -137,6 +146,7 @@ export class CmonSim {
     this.datacenter = first.datacenter;
     this.host = `cmon.${this.datacenter}.${options.suffix ?? 'triton.test'}`;
     this.includeStopped = options.includeStopped ?? false;
+    this.certificate = options.certificate ?? 'sans';
   }
 
   /** https://cmon.<dc>.<suffix>:<port>, as CloudAPI's ListServices names it. */
@@ -160,7 +170,7 @@ export class CmonSim {
   }
 
   async start(): Promise<this> {
-    const tls = serverCertificate(this.host);
+    const tls = serverCertificate(this.host, this.certificate);
     this.ca = tls.cert;
     this.listening = await listen(
       (req, res) => {
@@ -416,8 +426,11 @@ function cacheEntry(owner: string, m: SimMachine, includeStopped: boolean): Cach
   };
 }
 
-/** CMON's own certificate (self-signed, P-256, one day), naming it and every instance under it. */
-function serverCertificate(host: string): { key: string; cert: string } {
+/**
+ * CMON's own certificate (self-signed, P-256, one day): naming it and every instance under it in its
+ * subjectAltName, or (`cn-only`) as boot/setup.sh makes it, the name in the CN alone.
+ */
+function serverCertificate(host: string, kind: 'sans' | 'cn-only'): { key: string; cert: string } {
   const dir = mkdtempSync(join(tmpdir(), 'ccm-cmon-tls-'));
   try {
     execFileSync(
@@ -434,8 +447,7 @@ function serverCertificate(host: string): { key: string; cert: string } {
         '1',
         '-subj',
         `/CN=${host}`,
-        '-addext',
-        `subjectAltName=DNS:${host},DNS:*.${host}`,
+        ...(kind === 'sans' ? ['-addext', `subjectAltName=DNS:${host},DNS:*.${host}`] : []),
         '-keyout',
         join(dir, 'key.pem'),
         '-out',

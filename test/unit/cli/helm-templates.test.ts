@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { HELM_HEADER, helmTemplates } from '../../../src/cli/manifests-helm.js';
+import { HELM_HEADER, helmTemplates, SCHEMA_FILE, valuesSchema } from '../../../src/cli/manifests-helm.js';
 import { CHART } from '../../helpers/helm.js';
 
 describe('charts/ccm', () => {
@@ -19,6 +19,29 @@ describe('charts/ccm', () => {
     );
     expect(committed.sort()).toEqual([...files.keys()].sort());
     for (const [name, text] of files) expect(readFileSync(join(dir, name), 'utf8'), name).toBe(text);
+  });
+
+  it('holds the values.schema.json the code writes, naming exactly the keys values.yaml has', () => {
+    const schema = valuesSchema();
+    expect(readFileSync(join(CHART, SCHEMA_FILE), 'utf8')).toBe(`${JSON.stringify(schema, null, 2)}\n`);
+    type Node = { properties?: Record<string, Node> };
+    const keysOf = (node: Node, prefix = ''): string[] =>
+      Object.entries(node.properties ?? {}).flatMap(([k, v]) => [
+        `${prefix}${k}`,
+        ...keysOf(v, `${prefix}${k}.`),
+      ]);
+    const valueKeys = (value: unknown, prefix = ''): string[] =>
+      value && typeof value === 'object' && !Array.isArray(value)
+        ? Object.entries(value).flatMap(([k, v]) => [
+            `${prefix}${k}`,
+            // Maps of the user's own keys: their contents are not the chart's names.
+            ...(['nodeSelector', 'env', 'resources.requests', 'resources.limits'].includes(`${prefix}${k}`)
+              ? []
+              : valueKeys(v, `${prefix}${k}.`)),
+          ])
+        : [];
+    const values = parse(readFileSync(join(CHART, 'values.yaml'), 'utf8'));
+    expect(keysOf(schema as Node).sort()).toEqual(valueKeys(values).sort());
   });
 
   it("has ccm's version, as the image it names by default", () => {

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../../src/cli/errors.js';
-import { parseQuantities, parseToleration } from '../../../src/cli/flag-values.js';
+import { mergeQuantities, parseEnv, parseQuantities, parseToleration } from '../../../src/cli/flag-values.js';
 import { type K8sObject, type ManifestOptions, renderManifests } from '../../../src/cli/manifests.js';
 import { loadProvider } from '../../../src/providers/registry.js';
 
@@ -85,6 +85,44 @@ describe('ccm manifests: the options of the chart', () => {
     expect(() => parseToleration('dedicated:Sometimes')).toThrow(UsageError);
     expect(parseQuantities('memory=1Gi')).toEqual({ memory: '1Gi' });
     expect(() => parseQuantities('memory=lots')).toThrow(UsageError);
+    expect(() => parseQuantities('')).toThrow(UsageError);
+  });
+
+  it('--requests/--limits change the default by resource, as helm merges the chart value: none removes', () => {
+    const requests = { cpu: '50m', memory: '256Mi' };
+    expect(mergeQuantities(requests, parseQuantities('cpu=100m'))).toEqual({ cpu: '100m', memory: '256Mi' });
+    expect(mergeQuantities(requests, parseQuantities('memory=none'))).toEqual({ cpu: '50m' });
+    expect(mergeQuantities(requests, parseQuantities('cpu=none,memory=none'))).toEqual({});
+    expect(mergeQuantities({ memory: '512Mi' }, parseQuantities('none'))).toBeUndefined();
+    expect(mergeQuantities(requests, parseQuantities('ephemeral-storage=1Gi'))).toEqual({
+      ...requests,
+      'ephemeral-storage': '1Gi',
+    });
+    expect(() => parseQuantities('none,cpu=1')).toThrow(UsageError);
+  });
+
+  it("--env: both pods get the variables after those ccm sets, in name order; ccm's own are refused", async () => {
+    const objects = await render({
+      env: { NO_PROXY: '.corp.example', HTTPS_PROXY: 'http://proxy.corp.example:3128' },
+    });
+    const cron = find(objects, 'CronJob')?.spec as {
+      jobTemplate: { spec: { template: { spec: Pod } } };
+    };
+    for (const pod of [podOf(find(objects, 'DaemonSet')), cron.jobTemplate.spec.template.spec]) {
+      const env = (pod.containers[0] as unknown as { env: { name: string; value: string }[] }).env;
+      expect(env.slice(-2)).toEqual([
+        { name: 'HTTPS_PROXY', value: 'http://proxy.corp.example:3128' },
+        { name: 'NO_PROXY', value: '.corp.example' },
+      ]);
+      expect(env[0]).toEqual({ name: 'HOME', value: '/tmp' });
+    }
+    expect(parseEnv('A_B=x=y')).toEqual(['A_B', 'x=y']);
+    expect(parseEnv('EMPTY=')).toEqual(['EMPTY', '']);
+    for (const bad of ['NOEQUALS', '=x', '1A=x', 'A-B=x', 'A B=x'])
+      expect(() => parseEnv(bad), bad).toThrow(/--env: expected NAME=VALUE/);
+    for (const own of ['HOME', 'NODE_OPTIONS', 'MALLOC_ARENA_MAX'])
+      expect(() => parseEnv(`${own}=x`)).toThrow(/is set by ccm itself/);
+    await expect(render({ env: { HOME: '/x' } })).rejects.toThrow(/HOME is set by ccm itself/);
   });
 
   it('--service-monitor: the Service, the ServiceMonitor and get /metrics for the scraper alone', async () => {
