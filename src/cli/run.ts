@@ -3,7 +3,7 @@ import type { HoldStatus } from '../controllers/deletion-guard.js';
 import type { Metrics } from '../controllers/metrics.js';
 import { closeCloudConnections } from '../providers/http-transport.js';
 import { createLogger } from './log.js';
-import { CloudBudget, DEFAULT_CLOUD_BURST, DEFAULT_CLOUD_QPS, startCloud } from './run/cloud.js';
+import { CloudBudget, startCloud } from './run/cloud.js';
 import { startControllers } from './run/controllers.js';
 import { checkRunFlags, type RunFlags } from './run/flags.js';
 import { connectKube } from './run/kube.js';
@@ -62,10 +62,12 @@ async function startStages(
   start.hold(() => transport.close());
   start.check();
 
-  const budget = new CloudBudget(
-    input.cloudQps ?? definition.requestBudget?.qps ?? DEFAULT_CLOUD_QPS,
-    input.cloudBurst ?? definition.requestBudget?.burst ?? DEFAULT_CLOUD_BURST,
-  );
+  const budget = new CloudBudget({
+    ...(input.cloudQps !== undefined ? { qps: input.cloudQps } : {}),
+    ...(input.cloudBurst !== undefined ? { burst: input.cloudBurst } : {}),
+    ...(definition.requestBudget ? { requestBudget: definition.requestBudget } : {}),
+    ...(definition.rateLimits ? { rateLimits: definition.rateLimits } : {}),
+  });
   const { mayWrite } = leadership;
   const providerConfig = await resolveProvider(input, deps, {
     definition,

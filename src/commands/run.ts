@@ -6,6 +6,7 @@ import { endProcess } from '../cli/end-process.js';
 import { flagValueError } from '../cli/errors.js';
 import { cmonGroupsFlag, secretRefFlag } from '../cli/flag-values.js';
 import type { RunHandle, RunInput } from '../cli/run.js';
+import { DEFAULT_CONCURRENT_SERVICE_SYNCS } from '../controllers/service-syncs.js';
 
 function duration(flag: string, value: string, min = 1): number {
   const ms = parseDuration(value);
@@ -122,8 +123,9 @@ export default class Run extends CcmCommand {
       dependsOn: ['tls-cert-file'],
     }),
     'concurrent-service-syncs': Flags.integer({
-      description: 'LoadBalancer Services synced in parallel',
-      default: 1,
+      description:
+        "LoadBalancer Services synced in parallel (upstream's default is 1; here the shared cloud budget paces them, so a Service waits for the budget, not for other Services)",
+      default: DEFAULT_CONCURRENT_SERVICE_SYNCS,
       min: 1,
       max: 64,
     }),

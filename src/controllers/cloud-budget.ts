@@ -10,12 +10,165 @@ import type {
 } from '../providers/types.js';
 import type { Metrics } from './metrics.js';
 
+/** A request's turn: how long it waited for it, and what to call once it was answered (or not sent). */
+export interface Turn {
+  waitedMs: number;
+  done(): void;
+}
+
+const NOTHING = () => {};
+
+/** A budget of cloud requests: `take` waits for a turn (never fails), `hold` stops every turn for a while. */
+export interface RequestBudget {
+  /** Resolves once the request may be sent. */
+  take(): Promise<Turn>;
+  /** The cloud answered "too many requests, retry in `ms`": nothing is sent until then. */
+  hold(ms: number): void;
+}
+
+/** A cloud's published limit: at most `max` requests in any `windowMs`. */
+export interface RateWindow {
+  readonly windowMs: number;
+  readonly max: number;
+}
+
+/**
+ * The cloud's own limits, kept as the cloud counts them: each request sent counts in every window
+ * for that window's length after it was sent (a sliding window, as DigitalOcean counts, not a
+ * reset on the minute). A request waits until it fits in every window. Unlike a token bucket, it
+ * can spend a whole window's allowance at once and never more: a bucket that may burst the
+ * per-minute limit and refills at the hourly rate lets through more than the minute allows.
+ * First come, first served. Memory: one timestamp per request of the longest window.
+ */
+export class SlidingWindows implements RequestBudget {
+  /** When each counted request was answered, oldest first (those of the longest window). */
+  private readonly sent: number[] = [];
+  private head = 0;
+  /** Requests sent and not answered yet: they count in every window until they are. */
+  private inFlight = 0;
+  private heldUntil = 0;
+  private tail: Promise<void> = Promise.resolve();
+  private readonly longest: number;
+  /** Wakes the head of the queue when an answer arrives while every window is full of requests in flight. */
+  private wake?: () => void;
+
+  constructor(
+    readonly windows: readonly RateWindow[],
+    private readonly now: () => number = monotonicMs,
+  ) {
+    if (windows.length === 0 || windows.some((w) => !(w.max >= 1) || !(w.windowMs > 0)))
+      throw new Error('a rate window needs max ≥ 1 and a length above 0');
+    this.longest = Math.max(...windows.map((w) => w.windowMs));
+  }
+
+  /**
+   * A request counts from when its turn comes until a window's length after it was answered: the
+   * cloud counts it from its arrival, somewhere in between, and a request queued for a connection
+   * or slow to answer must not leave the count before the cloud's does.
+   */
+  take(): Promise<Turn> {
+    const started = this.now();
+    const turn = this.tail.then(async () => {
+      for (;;) {
+        const wait = this.waitMs();
+        if (wait <= 0) break;
+        await new Promise<void>((resolve) => {
+          const timer = Number.isFinite(wait) ? setTimeout(wake, wait) : undefined;
+          function wake() {
+            clearTimeout(timer);
+            resolve();
+          }
+          this.wake = wake;
+        });
+        this.wake = undefined;
+      }
+      this.inFlight++;
+    });
+    this.tail = turn;
+    return turn.then(() => {
+      let once = false;
+      return {
+        waitedMs: this.now() - started,
+        done: () => {
+          if (once) return;
+          once = true;
+          this.inFlight--;
+          this.sent.push(this.now());
+          this.wake?.();
+        },
+      };
+    });
+  }
+
+  hold(ms: number): void {
+    if (ms > 0) this.heldUntil = Math.max(this.heldUntil, this.now() + ms);
+  }
+
+  /** Requests counted in the last `windowMs`, those in flight included (for tests and metrics). */
+  countIn(windowMs: number): number {
+    const from = this.now() - windowMs;
+    let n = this.inFlight;
+    for (let i = this.sent.length - 1; i >= this.head && (this.sent[i] as number) > from; i--) n++;
+    return n;
+  }
+
+  /** How long until one more request fits in every window (≤ 0: now; Infinity: when an answer comes). */
+  private waitMs(): number {
+    const now = this.now();
+    while (this.head < this.sent.length && (this.sent[this.head] as number) <= now - this.longest)
+      this.head++;
+    if (this.head > 1024 && this.head * 2 > this.sent.length) {
+      this.sent.splice(0, this.head);
+      this.head = 0;
+    }
+    let wait = this.heldUntil - now;
+    for (const w of this.windows) {
+      const count = this.countIn(w.windowMs);
+      if (count < w.max) continue;
+      // Full: the oldest answered request of the newest `max` must leave the window, or, when fewer
+      // than `max` were answered, an answer must come first.
+      const answeredNeeded = w.max - this.inFlight;
+      const leaving = answeredNeeded > 0 ? this.sent[this.sent.length - answeredNeeded] : undefined;
+      wait = Math.max(
+        wait,
+        leaving === undefined ? Number.POSITIVE_INFINITY : leaving + w.windowMs - now + 1,
+      );
+    }
+    return wait;
+  }
+}
+
+/** Every budget at once: a request waits its turn in each (the operator's bucket within the cloud's windows). */
+export class EveryBudget implements RequestBudget {
+  constructor(private readonly budgets: readonly RequestBudget[]) {}
+
+  async take(): Promise<Turn> {
+    let waitedMs = 0;
+    const turns: Turn[] = [];
+    for (const b of this.budgets) {
+      const turn = await b.take();
+      waitedMs += turn.waitedMs;
+      turns.push(turn);
+    }
+    return {
+      waitedMs,
+      done: () => {
+        for (const t of turns) t.done();
+      },
+    };
+  }
+
+  hold(ms: number): void {
+    for (const b of this.budgets) b.hold(ms);
+  }
+}
+
 /**
  * The cloud request budget every controller shares: a token bucket of `qps` tokens a second holding
  * at most `burst`. When it is empty, a request waits its turn (first come, first served); it never
  * fails for want of budget.
  */
-export class TokenBucket {
+export class TokenBucket implements RequestBudget {
   private tokens: number;
   private last: number;
   private tail: Promise<void> = Promise.resolve();
@@ -29,8 +182,8 @@ export class TokenBucket {
     this.last = now();
   }
 
-  /** Resolves once a token is taken; returns how long it waited (ms). */
-  take(): Promise<number> {
+  /** Resolves once a token is taken. */
+  take(): Promise<Turn> {
     const started = this.now();
     const turn = this.tail.then(async () => {
       this.refill();
@@ -43,7 +196,7 @@ export class TokenBucket {
       this.tokens -= 1;
     });
     this.tail = turn;
-    return turn.then(() => this.now() - started);
+    return turn.then(() => ({ waitedMs: this.now() - started, done: NOTHING }));
   }
 
   /**
@@ -93,17 +246,19 @@ export function outcomeOf(err: unknown): string {
  */
 export function budgetedProvider(
   holder: ProviderHolder,
-  bucket: TokenBucket,
+  bucket: RequestBudget,
   metrics?: Metrics,
   mayWrite: () => boolean = () => true,
 ): Provider {
   const call = async <T>(operation: string, fn: (p: Provider) => Promise<T>, writes = false): Promise<T> => {
     // A provider whose client takes a token per request (OpenStack) is not charged per operation too.
+    let turn: Turn | undefined;
     if (!holder.current.requestBudgeted) {
-      const waited = await bucket.take();
-      metrics?.cloudBudgetWaitSeconds.inc(waited / 1000);
+      turn = await bucket.take();
+      metrics?.cloudBudgetWaitSeconds.inc(turn.waitedMs / 1000);
     }
     if (writes && !mayWrite()) {
+      turn?.done();
       throw new RetryableError(`${operation} refused: this replica is not the leader`);
     }
     const provider = holder.current;
@@ -116,6 +271,7 @@ export function budgetedProvider(
       metrics?.cloudRequests.inc({ provider: provider.name, operation, code: outcomeOf(err) });
       throw err;
     } finally {
+      turn?.done();
       end?.();
     }
   };

@@ -11,7 +11,7 @@
  *   ctx.transport     the lean Kubernetes transport (writes pass the leader gate)
  *   ctx.kube          Node operations (patch, status, delete with preconditions, events)
  *   ctx.provider      the cloud, every call through the shared request budget and counted in metrics
- *   ctx.budget        that budget (token bucket), for anything else that calls the cloud
+ *   ctx.budget        that budget (the cloud's limits and/or a token bucket), for anything else that calls the cloud
  *   ctx.cloud         the shared cached instance listing (refreshIfOlderThan / requestRefresh / view)
  *   ctx.informers     started informers by resource: `nodes` always; `ctx.informer(...)` adds others,
  *                     e.g. ctx.informer({ path: '/api/v1/services', resource: 'services', slim })
@@ -33,7 +33,7 @@ import type { SlimNode } from '../kube/slim-node.js';
 import type { KubeTransport } from '../kube/transport.js';
 import { InvalidConfigError } from '../providers/errors.js';
 import type { Provider } from '../providers/types.js';
-import type { TokenBucket } from './cloud-budget.js';
+import type { RequestBudget } from './cloud-budget.js';
 import type { HoldStatus } from './deletion-guard.js';
 import type { InstanceCache } from './instance-cache.js';
 import type { Metrics } from './metrics.js';
@@ -45,7 +45,7 @@ export interface ControllerOptions {
   nodeStatusUpdateFrequencyMs: number;
   /** --cloud-list-period; undefined: 1 m while some Node is NotReady, 5 m otherwise. */
   cloudListPeriodMs?: number;
-  /** --concurrent-service-syncs: Services synced in parallel (upstream default 1). */
+  /** --concurrent-service-syncs: Services synced in parallel (DEFAULT_CONCURRENT_SERVICE_SYNCS). */
   concurrentServiceSyncs?: number;
   /** --load-balancer-class: the class owned besides Services without one. */
   loadBalancerClass?: string;
@@ -69,7 +69,7 @@ export interface ControllerContext {
   transport: KubeTransport;
   kube: NodeClient;
   provider: Provider;
-  budget: TokenBucket;
+  budget: RequestBudget;
   cloud: InstanceCache;
   informers: { nodes: Informer<SlimNode> } & Record<string, Informer<unknown>>;
   /** Creates, starts and registers an informer (readiness then waits for it too). */

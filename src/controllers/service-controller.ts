@@ -32,6 +32,7 @@ import {
   whyNoBackends,
 } from './service.js';
 import { deleteOrphaned, syncBackends, syncService } from './service-sync.js';
+import { DEFAULT_CONCURRENT_SERVICE_SYNCS } from './service-syncs.js';
 
 /**
  * The service controller (`service` in --controllers): informer events in, one Service per queue key
@@ -356,7 +357,9 @@ export function serviceController(): Controller {
         await delay(50);
       }
       controller.start();
-      workers = q.run(ctx.options.concurrentServiceSyncs ?? 1, (key) => controller.process(key, ctx.signal));
+      workers = q.run(ctx.options.concurrentServiceSyncs ?? DEFAULT_CONCURRENT_SERVICE_SYNCS, (key) =>
+        controller.process(key, ctx.signal),
+      );
     },
     async stop() {
       queue?.shutDown();

@@ -21,6 +21,7 @@ import {
   type TransportRequest,
   type TransportResponse,
 } from './http-transport.js';
+import type { TakeToken } from './types.js';
 
 /**
  * The one HTTP client every cloud provider uses: JSON in and out, a timeout per attempt, retries with
@@ -81,8 +82,11 @@ export interface HttpClientOptions {
    * GET or HEAD, after `authorize` (which may have waited for a token); false refuses it unsent.
    */
   mayWrite?: () => boolean;
-  /** The shared request budget (ProviderDeps.takeToken): waited for before each attempt. */
-  takeToken?: () => Promise<void>;
+  /**
+   * The shared request budget (ProviderDeps.takeToken): waited for before each attempt; what it
+   * resolves to is called once that attempt was answered or will not be sent.
+   */
+  takeToken?: TakeToken;
   /** A rate-limit answer (429, 420) and how long the cloud asked to wait (ProviderDeps.rateLimited). */
   onRateLimited?: (waitMs: number) => void;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -263,26 +267,36 @@ export class HttpClient {
       if (!headers.has('accept')) headers.set('accept', 'application/json');
       if (contentType && !headers.has('content-type')) headers.set('content-type', contentType);
       headers.set('user-agent', this.options.userAgent ?? 'ccm');
-      // The budget first: the leader gate below is asked after any wait for it.
-      await this.options.takeToken?.();
+      // The budget first: the leader gate below is asked after any wait for it. The budget is told
+      // when the request was answered (or never sent), however it ends: a cloud's window counts it
+      // from its arrival, which is no later than that.
+      const answered = await this.options.takeToken?.();
+      let started: number;
+      let refusal: (() => Error | undefined) | undefined;
+      let sent: Awaited<ReturnType<HttpClient['send']>>;
       try {
-        await this.options.authorize?.({ method, url, headers, body });
-      } catch (err) {
-        throw this.unusable(err, `${method} ${url.pathname}${url.search}`, headers);
-      }
-      const refusal = READS.has(method) ? undefined : () => this.notLeader(method, url);
-      const refused = refusal?.();
-      if (refused) throw refused;
+        try {
+          await this.options.authorize?.({ method, url, headers, body });
+        } catch (err) {
+          throw this.unusable(err, `${method} ${url.pathname}${url.search}`, headers);
+        }
+        refusal = READS.has(method) ? undefined : () => this.notLeader(method, url);
+        const refused = refusal?.();
+        if (refused) throw refused;
 
-      const started = this.now();
-      const signal = AbortSignal.any([AbortSignal.timeout(this.timeoutMs), ...(caller ? [caller] : [])]);
-      const { res, text, error } = await this.send(url, {
-        method,
-        headers,
-        body,
-        signal,
-        ...(refusal ? { refusal } : {}),
-      });
+        started = this.now();
+        const signal = AbortSignal.any([AbortSignal.timeout(this.timeoutMs), ...(caller ? [caller] : [])]);
+        sent = await this.send(url, {
+          method,
+          headers,
+          body,
+          signal,
+          ...(refusal ? { refusal } : {}),
+        });
+      } finally {
+        answered?.();
+      }
+      const { res, text, error } = sent;
       // Refused once its connection was up (the Lease lost meanwhile): nothing was sent.
       if (error instanceof NotLeaderRefusal) throw error;
       const secrets = this.secrets(headers, res);

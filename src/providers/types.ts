@@ -463,6 +463,16 @@ export interface ProviderDefinition {
    * limits, with what they are in words; absent: 1 a second, bursts of 10.
    */
   readonly requestBudget?: { readonly qps: number; readonly burst: number };
+  /**
+   * The cloud's published rate limits per credential, each a sliding window: `ccm run` keeps every
+   * request it sends within them (less `margin` each), whatever --cloud-qps and --cloud-burst say,
+   * which can only lower the pace. Absent: only the token bucket.
+   */
+  readonly rateLimits?: readonly {
+    readonly windowMs: number;
+    readonly max: number;
+    readonly margin: number;
+  }[];
 }
 
 export interface AnnotationDoc {
@@ -486,6 +496,9 @@ export interface ClusterFlags {
 
 export type ProviderValues = Readonly<Record<string, string | undefined>>;
 
+/** ProviderDeps.takeToken: waits for the budget; resolves to what to call once the request was answered. */
+export type TakeToken = () => Promise<(() => void) | undefined>;
+
 export interface ProviderDeps {
   /** Called once per request the provider sends to its cloud (for reports and benchmarks). */
   onCloudCall?: (what: string) => void;
@@ -497,9 +510,11 @@ export interface ProviderDeps {
   /**
    * The shared request budget (`ccm run`): waited for before every request the provider's API client
    * sends, retries included. A provider that uses it says so with `requestBudgeted`, and the budgeted
-   * wrapper then takes no token per operation (an operation is several requests).
+   * wrapper then takes no token per operation (an operation is several requests). What it resolves
+   * to is called once the request was answered, or will not be sent (the cloud's own windows count a
+   * request until then): HttpClient does both.
    */
-  takeToken?: () => Promise<void>;
+  takeToken?: TakeToken;
   /**
    * The cloud refused a request for its rate limit and asked to wait `waitMs` (Retry-After,
    * DigitalOcean's ratelimit-reset): the shared budget holds every request meanwhile. Pass it to the

@@ -1,111 +1,289 @@
 /**
- * Benchmark of the service controller: 500 LoadBalancer Services created at once against the real
- * kube-apiserver, `ccm run --controllers service` (the built CLI, Cloudlycke's address pool as the
- * cloud). Prints, for each --concurrent-service-syncs, the time until every Service has its ingress,
- * Kubernetes writes and load balancer calls per Service (ccm's own metrics). Not a test.
+ * Benchmark of load balancers at DigitalOcean's own limits (issue 48): S LoadBalancer Services created
+ * at once, then Nodes joining, then every Service deleted, against the real kube-apiserver and the
+ * DigitalOcean simulator enforcing DigitalOcean's 250 requests a minute and 5,000 an hour per token
+ * (test/clouds/digitalocean/server.ts rateLimit). Each controller runs with its default flags, from a
+ * fresh control plane and simulator, alone on them. Not a test: it prints a table for
+ * docs/benchmarks.md.
  *
- *   npm run bench:services
+ *   npm run bench:services                           # ccm, S = 100 and 300
+ *   BENCH_DO_CCM=/path/to/digitalocean-cloud-controller-manager npm run bench:services
+ *                                                     # and DigitalOcean's own controller beside it
+ *   BENCH_SERVICES="100" BENCH_NODES=20 BENCH_JOIN=5  # other sizes
+ *
+ * BENCH_DO_CCM is a binary built by the reader from DigitalOcean's repository (its Go module is not
+ * served by the Go module proxy here); nothing of it is in this repository. Both get the same
+ * environment, the variables DigitalOcean's controller reads: DO_ACCESS_TOKEN, DO_OVERRIDE_URL, REGION.
+ *
+ * The floor of a phase is the earliest the cloud's limits let its last necessary request through,
+ * given what was sent in the hour before: the necessary requests are one create per Service and one
+ * listing page after them (the status), one change per load balancer, one delete per load balancer.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { stringify } from 'yaml';
+import { spawn } from 'node:child_process';
+import { cpus, loadavg } from 'node:os';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { CoreV1Api } from '@kubernetes/client-node';
 import { mapLimit } from '../../src/controllers/concurrency.js';
+import {
+  type DigitalOceanSimulator,
+  DigitalOceanSimulator as Simulator,
+} from '../clouds/digitalocean/server.js';
 import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
-import { CCM_USER, type ControlPlane, startControlPlane } from '../controlplane/harness.js';
-import { spawnCcmRun, until } from '../helpers/run.js';
+import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { spawnCcmRun, terminate } from '../helpers/run.js';
 
-const SERVICES = 500;
+const SIZES = (process.env.BENCH_SERVICES ?? '100 300').split(' ').filter(Boolean).map(Number);
+const NODES = Number(process.env.BENCH_NODES ?? 20);
+const JOIN = Number(process.env.BENCH_JOIN ?? 5);
+const DO_CCM = process.env.BENCH_DO_CCM;
+const REGION = 'fra1';
+const NS = 'default';
+/** DigitalOcean's published limits (the OpenAPI document's "Rate Limit"). */
+const LIMITS = [
+  { windowMs: 60_000, max: 250 },
+  { windowMs: 3_600_000, max: 5000 },
+];
+const PHASE_TIMEOUT_MS = 1_500_000;
 
-async function lbCalls(url: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  return [...text.matchAll(/^ccm_cloud_requests_total\{[^}]*operation="lb_[a-z_]+"[^}]*\} (\d+)/gm)].reduce(
-    (n, m) => n + Number(m[1]),
-    0,
-  );
+interface Controller {
+  name: string;
+  start(cp: ControlPlane, sim: DigitalOceanSimulator): Promise<{ stop(): Promise<void> }>;
 }
 
-async function run(cp: ControlPlane, api: CoreV1Api, inventory: string, syncs: number) {
-  const names = Array.from({ length: SERVICES }, (_, i) => `bench-${syncs}-${i}`);
-  const ccm = await spawnCcmRun([
-    '--provider=cloudlycke',
-    `--kubeconfig=${cp.kubeconfigPath}`,
-    `--cloud-config=${inventory}`,
-    '--controllers=service',
-    `--concurrent-service-syncs=${syncs}`,
-    '--log-level=warn',
-    ...(process.env.BENCH_CCM_ARGS?.split(' ').filter(Boolean) ?? []),
-  ]);
-  const writesBefore = (await cp.writes(CCM_USER)).length;
-  const started = performance.now();
-  await mapLimit(names, 32, (name) =>
-    api.createNamespacedService({
-      namespace: 'default',
-      body: {
-        metadata: { name },
-        spec: { type: 'LoadBalancer', ports: [{ port: 80 }], selector: { app: name } },
-      },
-    }),
-  );
-  const created = performance.now() - started;
-  await until(
-    'every Service has its ingress',
-    async () => {
-      const list = await api.listNamespacedService({ namespace: 'default' });
-      const ready = list.items.filter(
-        (s) => s.metadata?.name?.startsWith(`bench-${syncs}-`) && s.status?.loadBalancer?.ingress?.length,
+const env = (sim: DigitalOceanSimulator) => ({
+  ...process.env,
+  DO_ACCESS_TOKEN: sim.token,
+  DO_OVERRIDE_URL: sim.url,
+  REGION,
+});
+
+const ccm: Controller = {
+  name: 'ccm',
+  start: (cp, sim) =>
+    spawnCcmRun(
+      ['--provider=digitalocean', `--kubeconfig=${cp.kubeconfigPath}`, '--log-level=warn'],
+      env(sim),
+    ),
+};
+
+const official = (bin: string): Controller => ({
+  name: "DigitalOcean's controller v0.1.68",
+  async start(cp, sim) {
+    const child = spawn(
+      bin,
+      [`--kubeconfig=${cp.kubeconfigPath}`, '--leader-elect=false', '--secure-port=0', '--v=1'],
+      { stdio: ['ignore', 'ignore', 'ignore'], env: env(sim) },
+    );
+    return { stop: () => terminate(child, 'digitalocean-cloud-controller-manager') };
+  },
+});
+
+/** The most of `times` (ms, ascending) in any window of `windowMs`. */
+function mostInAnyWindow(times: readonly number[], windowMs: number): number {
+  let most = 0;
+  let start = 0;
+  for (let end = 0; end < times.length; end++) {
+    while ((times[end] as number) - (times[start] as number) >= windowMs) start++;
+    most = Math.max(most, end - start + 1);
+  }
+  return most;
+}
+
+/**
+ * Seconds after `from` at which the last of `n` more requests can arrive at the earliest, each
+ * within every limit's window given the requests `before` (arrival times, ascending).
+ */
+export function floorSeconds(before: readonly number[], n: number, from: number): number {
+  const sent = [...before];
+  let t = from;
+  for (let i = 0; i < n; i++) {
+    for (;;) {
+      const wait = Math.max(
+        0,
+        ...LIMITS.map((l) => {
+          const inWindow = sent.filter((x) => x > t - l.windowMs);
+          return inWindow.length < l.max ? 0 : (inWindow[inWindow.length - l.max] as number) + l.windowMs - t;
+        }),
       );
-      return ready.length === SERVICES;
-    },
-    600_000,
-  );
-  const seconds = (performance.now() - started) / 1000;
-  const writes = (await cp.writes(CCM_USER)).length - writesBefore;
-  const calls = await lbCalls(ccm.url);
-  await ccm.stop();
-  // Clean up for the next round without ccm: its finalizer is taken off by hand, then the Service goes.
-  await mapLimit(names, 32, async (name) => {
-    await api.patchNamespacedService(
-      { name, namespace: 'default', body: { metadata: { finalizers: null } } },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    );
-    await api.deleteNamespacedService({ name, namespace: 'default' });
-  });
-  return { seconds, created: created / 1000, writes, calls };
+      if (wait <= 0) break;
+      t += wait;
+    }
+    sent.push(t);
+  }
+  return (t - from) / 1000;
 }
 
-async function main() {
+function operationOf(method: string, url: string): string {
+  const path = (url.split('?')[0] ?? '').replace(/\/[0-9a-f-]{36}|\/\d+/g, '/{id}');
+  return `${method} ${path}`;
+}
+
+interface Phase {
+  seconds: number;
+  floor: number;
+  requests: number;
+  rateLimited: number;
+  byOperation: Record<string, number>;
+}
+
+function phaseOf(sim: DigitalOceanSimulator, from: number, ended: number, necessary: number): Phase {
+  const all = sim.requests.filter((r) => r.at >= from && r.at <= ended);
+  const byOperation: Record<string, number> = {};
+  for (const r of all) {
+    const op = operationOf(r.method, r.url);
+    byOperation[op] = (byOperation[op] ?? 0) + 1;
+  }
+  const before = sim.requests.filter((r) => r.at < from).map((r) => r.at);
+  return {
+    seconds: (ended - from) / 1000,
+    floor: floorSeconds(before, necessary, from),
+    requests: all.length,
+    rateLimited: all.filter((r) => r.status === 429).length,
+    byOperation,
+  };
+}
+
+/** `fn`'s first truthy answer, asked every `everyMs` (a listing of 300 Services is not asked 20 times a second). */
+async function until<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false>,
+  timeoutMs: number,
+  everyMs = 200,
+) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await delay(everyMs);
+  }
+}
+
+const balancers = (sim: DigitalOceanSimulator) => [...sim.loadBalancers.values()];
+
+async function round(controller: Controller, services: number) {
   const cp = await startControlPlane();
-  const dir = mkdtempSync(join(tmpdir(), 'ccm-services-bench-'));
-  const api = fixtureApi(cp.kubeconfigPath);
+  const sim = await Simulator.start();
+  const api: CoreV1Api = fixtureApi(cp.kubeconfigPath);
+  let running: { stop(): Promise<void> } | undefined;
   try {
-    const inventory = join(dir, 'inventory.yaml');
-    const ids = Array.from({ length: 20 }, (_, i) => `n${i}`);
-    writeFileSync(
-      inventory,
-      stringify({ loadBalancerPool: '10.100.0.0/21', instances: ids.map((id) => ({ id })) }),
+    const droplets = sim.addDroplets(
+      ...Array.from({ length: NODES + JOIN }, (_, i) => ({
+        name: `node-${i}`,
+        region: REGION,
+        privateIP: `10.114.${Math.floor(i / 200)}.${(i % 200) + 10}`,
+      })),
     );
+    const node = (i: number) => ({
+      name: `node-${i}`,
+      providerID: `digitalocean://${droplets[i]?.id}`,
+      tainted: false,
+    });
     await createNodes(
       api,
-      ids.map((name) => ({ name, providerID: `cloudlycke://${name}`, tainted: false })),
+      Array.from({ length: NODES }, (_, i) => node(i)),
     );
-    console.log('| measurement | time | per Service |');
-    console.log('|---|---|---|');
-    // BENCH_SYNCS="1 8" (default) and BENCH_CCM_ARGS (e.g. "--cloud-qps=50 --cloud-burst=50") vary a run.
-    for (const syncs of (process.env.BENCH_SYNCS ?? '1 8').split(' ').map(Number)) {
-      const r = await run(cp, api, inventory, syncs);
-      // Each round is printed as soon as it is measured.
+    running = await controller.start(cp, sim);
+    const firstRequest = await until(
+      'the controller reaches the cloud',
+      async () => sim.requests[0]?.at,
+      120_000,
+      50,
+    );
+    // The start's own requests leave the minute's window first, so each controller meets the same limits.
+    await delay(Math.max(0, firstRequest + 61_000 - Date.now()));
+
+    // 1. S Services at once.
+    const names = Array.from({ length: services }, (_, i) => `svc-${i}`);
+    const created = Date.now();
+    await mapLimit(names, 32, (name) =>
+      api.createNamespacedService({
+        namespace: NS,
+        body: {
+          metadata: { name },
+          spec: { type: 'LoadBalancer', ports: [{ port: 80, targetPort: 8080 }], selector: { app: name } },
+        },
+      }),
+    );
+    await until(
+      `all ${services} Services have an IP`,
+      async () =>
+        (await api.listNamespacedService({ namespace: NS })).items.filter(
+          (s) => s.status?.loadBalancer?.ingress?.[0]?.ip,
+        ).length === services,
+      PHASE_TIMEOUT_MS,
+      1000,
+    );
+    const create = phaseOf(sim, created, Date.now(), services + Math.ceil(services / 200));
+
+    // 2. Nodes join: every load balancer gets their droplets.
+    const joining = Array.from({ length: JOIN }, (_, i) => node(NODES + i));
+    const joined = Date.now();
+    await createNodes(api, joining);
+    const joinIds = joining.map((n) => Number(n.providerID.split('//')[1]));
+    await until(
+      `every load balancer has the ${JOIN} new Nodes`,
+      async () =>
+        balancers(sim).length === services &&
+        balancers(sim).every((lb) => joinIds.every((id) => (lb.droplet_ids as number[]).includes(id))),
+      PHASE_TIMEOUT_MS,
+      500,
+    );
+    const join = phaseOf(sim, joined, Date.now(), services);
+
+    // 3. Every Service deleted: every load balancer goes, and so does every Service (its finalizer).
+    const deleting = Date.now();
+    await mapLimit(names, 32, (name) => api.deleteNamespacedService({ name, namespace: NS }));
+    await until(
+      'every load balancer and Service is gone',
+      async () =>
+        balancers(sim).length === 0 && (await api.listNamespacedService({ namespace: NS })).items.length <= 1,
+      PHASE_TIMEOUT_MS,
+      500,
+    );
+    const remove = phaseOf(sim, deleting, Date.now(), services);
+    const times = sim.requests.map((r) => r.at).sort((a, b) => a - b);
+    return {
+      create,
+      join,
+      remove,
+      mostInMinute: mostInAnyWindow(times, 60_000),
+      rateLimited: sim.requests.filter((r) => r.status === 429).length,
+    };
+  } finally {
+    await running?.stop();
+    await sim.stop();
+    await cp.stop();
+  }
+}
+
+const ops = (p: Phase) =>
+  Object.entries(p.byOperation)
+    .sort((a, b) => b[1] - a[1])
+    .map(([op, n]) => `${op} ${n}`)
+    .join(', ');
+
+async function main() {
+  const controllers = [ccm, ...(DO_CCM ? [official(DO_CCM)] : [])];
+  console.log(
+    '| Services | controller | every IP (floor) | requests | Nodes join (floor) | delete all (floor) | 429s | most in a minute |',
+  );
+  console.log('|---:|---|---:|---:|---:|---:|---:|---:|');
+  const details: string[] = [];
+  for (const services of SIZES) {
+    for (const controller of controllers) {
+      const r = await round(controller, services);
       console.log(
-        `| ${SERVICES} Services at once, --concurrent-service-syncs ${syncs} ${process.env.BENCH_CCM_ARGS ?? '(--cloud-qps 1, the default)'} | ${r.seconds.toFixed(1)} s until all have ingress (creating them took ${r.created.toFixed(1)} s) | ${(r.writes / SERVICES).toFixed(1)} Kubernetes writes and ${(r.calls / SERVICES).toFixed(1)} load balancer calls per Service |`,
+        `| ${services} | ${controller.name} | ${r.create.seconds.toFixed(1)} s (${r.create.floor.toFixed(1)} s) | ${r.create.requests} | ${r.join.seconds.toFixed(1)} s (${r.join.floor.toFixed(1)} s) | ${r.remove.seconds.toFixed(1)} s (${r.remove.floor.toFixed(1)} s) | ${r.rateLimited} | ${r.mostInMinute} |`,
+      );
+      details.push(
+        `${services}, ${controller.name}: create: ${ops(r.create)}; join: ${ops(r.join)}; delete: ${ops(r.remove)}`,
       );
     }
-  } finally {
-    await cp.stop();
-    rmSync(dir, { recursive: true, force: true });
   }
+  console.log(`\n${details.join('\n')}`);
   console.log(
-    `\n${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, 20 Nodes, ${loadavg()[0]?.toFixed(1)} load now`,
+    `\n${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, ${NODES} Nodes + ${JOIN} joining, ${loadavg()[0]?.toFixed(1)} load now`,
   );
 }
 

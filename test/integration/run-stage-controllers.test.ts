@@ -47,7 +47,7 @@ async function stage(controllers: string, instances: string[]) {
   );
   const cloud = startCloud({
     first: definition.create({ inventory }, {}),
-    budget: new CloudBudget(100, 100),
+    budget: new CloudBudget({ qps: 100, burst: 100 }),
     metrics,
     mayWrite: () => true,
     informers,

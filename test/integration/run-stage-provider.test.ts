@@ -32,7 +32,7 @@ afterAll(async () => {
   await cp?.stop();
 });
 
-const providerDeps = { mayWrite: () => true, takeToken: async () => {} };
+const providerDeps = { mayWrite: () => true, takeToken: async () => undefined };
 
 async function resolve(input: RunInput, wrapProvider?: (p: Provider) => Provider, on = transport) {
   const definition = await loadProvider(input.provider as string);

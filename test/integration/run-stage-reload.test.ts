@@ -49,7 +49,7 @@ async function stage(overrides: Parameters<typeof runInput>[2], periodMs = 60_00
   );
   const cloud = startCloud({
     first: config.first.value,
-    budget: new CloudBudget(100, 100),
+    budget: new CloudBudget({ qps: 100, burst: 100 }),
     metrics: createMetrics(),
     mayWrite: () => true,
     informers: {},

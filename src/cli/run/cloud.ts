@@ -1,6 +1,13 @@
 import type { Logger } from 'pino';
 import { monotonicMs } from '../../clock.js';
-import { budgetedProvider, type ProviderHolder, TokenBucket } from '../../controllers/cloud-budget.js';
+import {
+  budgetedProvider,
+  EveryBudget,
+  type ProviderHolder,
+  type RequestBudget,
+  SlidingWindows,
+  TokenBucket,
+} from '../../controllers/cloud-budget.js';
 import { type CloudView, isFatalCloudError } from '../../controllers/cloud-view.js';
 import { InstanceCache } from '../../controllers/instance-cache.js';
 import type { Metrics } from '../../controllers/metrics.js';
@@ -20,19 +27,49 @@ export const DEFAULT_CLOUD_BURST = 10;
 /**
  * The cloud request budget every controller shares. Its waits are counted once the metrics exist:
  * they are made after the provider, which takes `takeToken` when it is built.
+ *
+ * Where the cloud publishes its limits (ProviderDefinition.rateLimits), every request is kept within
+ * them as the cloud counts them; a token bucket is added only when --cloud-qps or --cloud-burst is
+ * given (to leave room for other users of the same token). Elsewhere the bucket is the budget, with
+ * the provider's defaults (requestBudget), else 1 a second and bursts of 10.
  */
 export class CloudBudget {
-  readonly bucket: TokenBucket;
+  readonly bucket: RequestBudget;
+  /** The cloud's own limits, when it publishes them. */
+  readonly windows?: SlidingWindows;
   private waitSeconds?: { inc(seconds: number): void };
 
-  constructor(qps: number, burst: number) {
-    this.bucket = new TokenBucket(qps, burst);
+  constructor(options: {
+    qps?: number;
+    burst?: number;
+    requestBudget?: { qps: number; burst: number };
+    rateLimits?: readonly { windowMs: number; max: number; margin: number }[];
+  }) {
+    const given = options.qps !== undefined || options.burst !== undefined;
+    const bucket =
+      given || !options.rateLimits?.length
+        ? new TokenBucket(
+            options.qps ?? options.requestBudget?.qps ?? DEFAULT_CLOUD_QPS,
+            options.burst ?? options.requestBudget?.burst ?? DEFAULT_CLOUD_BURST,
+          )
+        : undefined;
+    if (options.rateLimits?.length) {
+      this.windows = new SlidingWindows(
+        options.rateLimits.map((l) => ({ windowMs: l.windowMs, max: Math.max(1, l.max - l.margin) })),
+      );
+    }
+    // The windows last: they record a request as sent when its turn comes, as close to the send as can be.
+    const all: RequestBudget[] = [];
+    if (bucket) all.push(bucket);
+    if (this.windows) all.push(this.windows);
+    this.bucket = all.length === 1 ? (all[0] as RequestBudget) : new EveryBudget(all);
   }
 
   /** One token per request the provider's API client sends (ProviderDeps.takeToken), not per operation. */
-  readonly takeToken = async (): Promise<void> => {
-    const waited = await this.bucket.take();
-    this.waitSeconds?.inc(waited / 1000);
+  readonly takeToken = async (): Promise<() => void> => {
+    const turn = await this.bucket.take();
+    this.waitSeconds?.inc(turn.waitedMs / 1000);
+    return turn.done;
   };
 
   /**
@@ -53,7 +90,7 @@ export interface Cloud {
   holder: ProviderHolder;
   /** The holder's provider, every call through the budget, counted, and gated by leadership. */
   provider: Provider;
-  budget: TokenBucket;
+  budget: RequestBudget;
   /** The one cached instance listing the controllers share. */
   cache: InstanceCache;
   /**

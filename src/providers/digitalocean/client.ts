@@ -9,6 +9,7 @@ import {
   UnreachableError,
 } from '../errors.js';
 import { HttpClient, type HttpClientOptions, httpStatus, type QueryValue } from '../http.js';
+import type { TakeToken } from '../types.js';
 import { DEFAULT_API_URL } from './credentials.js';
 
 /** DigitalOcean's maximum page size: 5,000 droplets are 25 requests. */
@@ -33,7 +34,7 @@ export interface DigitalOceanClientOptions {
   /** The leader gate for requests that change the cloud (ProviderDeps.mayWrite). */
   mayWrite?: () => boolean;
   /** The shared request budget (ProviderDeps.takeToken): one token per request sent, retries and pages included. */
-  takeToken?: () => Promise<void>;
+  takeToken?: TakeToken;
   /** The shared budget's hold on a 429 (ProviderDeps.rateLimited). */
   rateLimited?: (waitMs: number) => void;
   /** Where the token came from (ProviderDeps.origin), for the line of a refusal. */

@@ -9,21 +9,19 @@ import { DropletMemo, dropletInstances, SCHEME } from './instances.js';
 import { doLoadBalancers, type LoadBalancerPlacement } from './load-balancers.js';
 
 /**
- * `ccm run`'s default budget on DigitalOcean, from its published limits per token: 5,000 requests an
- * hour and 250 a minute (OpenAPI document, info.description "Rate Limit"; each request counts for a
- * sliding hour). A token bucket of rate r and size b, full at the start, lets through at most
- * b + r·T requests in any window of T seconds. So both limits hold when
- *   b + 60·r ≤ 250    (the minute)    and    b + 3600·r ≤ 5000    (the hour).
- * The sustained rate can only be 5000/3600 = 1.389 a second with no burst at all; r = 1.34 leaves
- * b ≤ 176 for the hour and b ≤ 169 for the minute. b = 150 keeps a margin on both for requests that
- * arrive closer together than they left (latency jitter): at most 230 in any minute (20 under the
- * limit), 4,974 in any hour (26 under). The same token used by anything else (DigitalOcean's CSI
- * driver, a person's doctl) shares those limits: lower --cloud-qps / --cloud-burst for it.
+ * DigitalOcean's published limits per token (OpenAPI document, info.description "Rate Limit"): 5,000
+ * requests an hour and 250 a minute, each request counted for a whole window after it was made (a
+ * sliding window, not a reset on the hour). `ccm run` keeps within both as DigitalOcean counts them,
+ * 10 under the minute's and 100 under the hour's for requests that arrive closer together than they
+ * left (latency jitter). A token bucket cannot do both: one that may burst 250 and refills at the
+ * hourly 1.39 a second lets 333 through in the first minute. The same token used by anything else
+ * (DigitalOcean's CSI driver, a person's doctl) shares those limits: give --cloud-qps and
+ * --cloud-burst to leave it room.
  */
-export const DIGITALOCEAN_REQUEST_BUDGET = {
-  qps: 1.34,
-  burst: 150,
-} as const;
+export const DIGITALOCEAN_RATE_LIMITS = [
+  { windowMs: 60_000, max: 250, margin: 10 },
+  { windowMs: 3_600_000, max: 5000, margin: 100 },
+] as const;
 
 /** DigitalOcean: droplets as instances, load balancers, token credentials as its own controller reads them. */
 export const digitalocean: ProviderDefinition = {
@@ -40,7 +38,7 @@ export const digitalocean: ProviderDefinition = {
   // Droplet names do not resolve in DNS: the API server reaches kubelets by IP.
   clusterFlags: { kubeApiserver: { 'kubelet-preferred-address-types': 'InternalIP,ExternalIP,Hostname' } },
   officialControllers: [officialController],
-  requestBudget: DIGITALOCEAN_REQUEST_BUDGET,
+  rateLimits: DIGITALOCEAN_RATE_LIMITS,
   create(values: ProviderValues, deps: ProviderDeps): Provider {
     return createDigitalOcean(
       {

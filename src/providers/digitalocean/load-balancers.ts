@@ -40,7 +40,7 @@ import {
   TLS_PORTS,
   text,
 } from './annotations.js';
-import type { DigitalOceanClient } from './client.js';
+import { type DigitalOceanClient, PER_PAGE } from './client.js';
 import { DropletMemo, dropletIdFromProviderID, getDroplet, listDroplets, SCHEME } from './instances.js';
 
 /** components/schemas/forwarding_rule */
@@ -454,6 +454,8 @@ export interface LoadBalancerPlacement {
 export class NextListing<T> {
   private queued?: Promise<T>;
   private running?: { listing: Promise<T>; startedAt: number; done: boolean };
+  /** What the last listing that succeeded held, for whether one costs more than one request. */
+  lastSize?: number;
 
   constructor(
     private readonly list: () => Promise<T>,
@@ -469,6 +471,15 @@ export class NextListing<T> {
     return this.next(signal);
   }
 
+  /** Whether a listing is already queued, or under way and started after `after`: joining it is free. */
+  joinable(after: number | undefined): boolean {
+    const running = this.running;
+    return (
+      this.queued !== undefined ||
+      (running !== undefined && !running.done && (after === undefined || running.startedAt > after))
+    );
+  }
+
   next(signal?: AbortSignal): Promise<T> {
     this.queued ??= (async () => {
       await this.running?.listing.catch(() => undefined);
@@ -477,8 +488,9 @@ export class NextListing<T> {
       const running = { listing: this.list(), startedAt: this.now(), done: false };
       this.running = running;
       running.listing.then(
-        () => {
+        (items) => {
           running.done = true;
+          if (Array.isArray(items)) this.lastSize = items.length;
         },
         () => {
           running.done = true;
@@ -516,11 +528,20 @@ export function doLoadBalancers(
     client.listAll<DoLoadBalancer>('listing load balancers', '/v2/load_balancers', 'load_balancers'),
   );
   /**
-   * When this provider's last create of each load balancer name was answered (or failed): a listing
-   * must have started after it to show that load balancer, so a Service after its own create waits
-   * for the next listing, and any other joins the one under way.
+   * When this provider's last write to each Service's load balancers (create, update, droplets,
+   * delete) was answered or failed: only a listing started after it is sure to show that write, so
+   * the Service waits for the next listing, and any other joins the one under way.
    */
-  const createdAt = new Map<string, number>();
+  const writtenAt = new Map<string, number>();
+  const written = (req: LoadBalancerRequest) => writtenAt.set(req.name, monotonicMs());
+  /**
+   * A Service's load balancer is read from the shared listing, not by id, when that costs no more:
+   * a listing is already queued or under way (free to join), or the last one fit in one page (one
+   * request, as a read by id, and shared with whoever else asks meanwhile, as every Service does
+   * when Nodes change). The first is taken from a listing too: most accounts have fewer than 200.
+   */
+  const fromListing = (req: LoadBalancerRequest) =>
+    listing.joinable(writtenAt.get(req.name)) || (listing.lastSize ?? 0) < PER_PAGE;
   /** Load balancers named `who.name` with this cluster's tag, the oldest first. */
   async function namesakes(
     req: LoadBalancerRequest,
@@ -538,7 +559,7 @@ export function doLoadBalancers(
     signal?: AbortSignal,
     listed?: readonly DoLoadBalancer[],
   ): Promise<DoLoadBalancer[]> {
-    const all = listed ?? (await listing.since(createdAt.get(req.name), signal));
+    const all = listed ?? (await listing.since(writtenAt.get(req.name), signal));
     return all.filter((lb) => owned(lb, who.tag)).sort(oldestFirst);
   }
 
@@ -568,7 +589,8 @@ export function doLoadBalancers(
       // listing, shared with every other Service waiting, rather than on its own. One the listing
       // does not show (made after it started, or the id of something else) is still read by id.
       const waiting = who.ownName && req.claims && req.claims.ownIngress.length === 0;
-      const listed = waiting ? await listing.since(createdAt.get(req.name), signal) : undefined;
+      const listed =
+        waiting || fromListing(req) ? await listing.since(writtenAt.get(req.name), signal) : undefined;
       const lb = listed?.find((x) => x.id === who.id) ?? (await byIdOrNothing(who.id, signal));
       // Our tag names the cluster, not the Service: another Service's load balancer carries it too.
       const refused = lb && owned(lb, who.tag) && claimRefusal(lb, req, false);
@@ -792,26 +814,28 @@ export function doLoadBalancers(
         } finally {
           // Answered or not (a lost answer may still have created it): only a listing started from
           // now on is sure to show it.
-          createdAt.set(req.name, monotonicMs());
+          written(req);
         }
         return statusOf(created, who.hostname, true);
       }
       if (upToDate(lb, settings, droplets)) return statusOf(lb, who.hostname);
       const updated = (
-        await client.call<{ load_balancer: DoLoadBalancer }>(
-          `updating ${describe(lb)}`,
-          'PUT',
-          `/v2/load_balancers/${lb.id}`,
-          {
-            ...settings,
-            region: lb.region?.slug,
-            ...(lb.vpc_uuid ? { vpc_uuid: lb.vpc_uuid } : {}),
-            // No tags: godo (load_balancers.go) says they are given at creation only, and the API
-            // keeps the ones it was created with, which is what ownership is read from.
-            droplet_ids: droplets,
-          },
-          signal,
-        )
+        await client
+          .call<{ load_balancer: DoLoadBalancer }>(
+            `updating ${describe(lb)}`,
+            'PUT',
+            `/v2/load_balancers/${lb.id}`,
+            {
+              ...settings,
+              region: lb.region?.slug,
+              ...(lb.vpc_uuid ? { vpc_uuid: lb.vpc_uuid } : {}),
+              // No tags: godo (load_balancers.go) says they are given at creation only, and the API
+              // keeps the ones it was created with, which is what ownership is read from.
+              droplet_ids: droplets,
+            },
+            signal,
+          )
+          .finally(() => written(req))
       ).load_balancer;
       return statusOf(updated, who.hostname);
     },
@@ -828,17 +852,21 @@ export function doLoadBalancers(
       const add = want.filter((id) => !have.has(id));
       const remove = [...have].filter((id) => !want.includes(id)).sort((a, b) => a - b);
       const path = `/v2/load_balancers/${lb.id}/droplets`;
-      if (add.length > 0) {
-        await client.call(`adding droplets to ${describe(lb)}`, 'POST', path, { droplet_ids: add }, signal);
-      }
-      if (remove.length > 0) {
-        await client.call(
-          `removing droplets from ${describe(lb)}`,
-          'DELETE',
-          path,
-          { droplet_ids: remove },
-          signal,
-        );
+      try {
+        if (add.length > 0) {
+          await client.call(`adding droplets to ${describe(lb)}`, 'POST', path, { droplet_ids: add }, signal);
+        }
+        if (remove.length > 0) {
+          await client.call(
+            `removing droplets from ${describe(lb)}`,
+            'DELETE',
+            path,
+            { droplet_ids: remove },
+            signal,
+          );
+        }
+      } finally {
+        if (add.length > 0 || remove.length > 0) written(req);
       }
     },
 
@@ -851,7 +879,7 @@ export function doLoadBalancers(
       const all = byId && who.ownName ? await namesakes(req, who, signal) : extras;
       if (lb) all.push(lb);
       for (const x of new Map(all.map((x) => [x.id, x])).values()) await remove(x, signal);
-      createdAt.delete(req.name);
+      writtenAt.delete(req.name);
     },
   };
 }

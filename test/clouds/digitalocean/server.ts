@@ -514,6 +514,25 @@ export class DigitalOceanSimulator {
       }),
     },
     {
+      // Asked by DigitalOcean's own controller at start to check REGION (cloud-controller-manager/do/
+      // metadata.go isValidRegion); the regions of the document's all_regions example, paged like any list.
+      method: 'GET',
+      path: /^\/v2\/regions$/,
+      operationId: 'regions_list',
+      handle: (sim, { url }) => {
+        const regions = ['nyc1', 'nyc3', 'sfo3', 'ams3', 'fra1', 'lon1', 'sgp1', 'tor1', 'blr1', 'syd1'].map(
+          (slug) => ({
+            name: slug,
+            slug,
+            features: ['private_networking', 'backups', 'ipv6', 'metadata', 'install_agent', 'storage'],
+            available: true,
+            sizes: ['s-1vcpu-1gb', 's-1vcpu-2gb', 's-2vcpu-2gb'],
+          }),
+        );
+        return { status: 200, body: sim.page(url, 'regions', regions) };
+      },
+    },
+    {
       method: 'GET',
       path: /^\/v2\/droplets$/,
       operationId: 'droplets_list',

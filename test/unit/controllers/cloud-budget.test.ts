@@ -1,7 +1,12 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { budgetedProvider, TokenBucket } from '../../../src/controllers/cloud-budget.js';
+import {
+  budgetedProvider,
+  EveryBudget,
+  SlidingWindows,
+  TokenBucket,
+} from '../../../src/controllers/cloud-budget.js';
 import { createMetrics } from '../../../src/controllers/metrics.js';
-import { DIGITALOCEAN_REQUEST_BUDGET } from '../../../src/providers/digitalocean/index.js';
+import { DIGITALOCEAN_RATE_LIMITS } from '../../../src/providers/digitalocean/index.js';
 import { NotFoundError, RetryableError, UnauthorizedError } from '../../../src/providers/errors.js';
 import type { LoadBalancers } from '../../../src/providers/types.js';
 import { makeInstance, makeProvider } from './fixtures.js';
@@ -38,26 +43,69 @@ describe('the cloud request budget', () => {
     expect(done[6]).toBeGreaterThanOrEqual(180);
   });
 
-  it("at DigitalOcean's default, an endless demand gets at most 250 requests in any minute and 5,000 in any hour", async () => {
-    vi.useFakeTimers({ loopLimit: 100_000 });
-    const { qps, burst } = DIGITALOCEAN_REQUEST_BUDGET;
-    const bucket = new TokenBucket(qps, burst, () => Date.now());
+  it("at DigitalOcean's limits, an endless demand gets 240 in the first minute, never more than 240 in any minute or 4,900 in any hour", async () => {
+    vi.useFakeTimers({ loopLimit: 200_000 });
+    const windows = new SlidingWindows(
+      DIGITALOCEAN_RATE_LIMITS.map((l) => ({ windowMs: l.windowMs, max: l.max - l.margin })),
+      () => Date.now(),
+    );
     const times: number[] = [];
     const twoHours = 7_200_000;
     const start = Date.now();
     const demand = (async () => {
       while (Date.now() - start < twoHours) {
-        await bucket.take();
+        (await windows.take()).done();
         times.push(Date.now());
       }
     })();
     await vi.runAllTimersAsync();
     await demand;
-    expect(mostInAnyWindow(times, 60_000)).toBeLessThanOrEqual(250);
-    expect(mostInAnyWindow(times, 3_600_000)).toBeLessThanOrEqual(5000);
-    // ... and not far under: the burst, then the sustained rate (1.34 a second, 96% of 5,000 an hour).
-    expect(mostInAnyWindow(times, 60_000)).toBeGreaterThanOrEqual(225);
-    expect(times.length).toBeGreaterThanOrEqual(burst + Math.floor(qps * 7199));
+    expect(mostInAnyWindow(times, 60_000)).toBe(240);
+    expect(mostInAnyWindow(times, 3_600_000)).toBe(4900);
+    // The whole minute's allowance at once (300 creates need 2 minutes' worth, not 3.7 at a bucket's pace) ...
+    expect(times.filter((t) => t - start < 1000)).toHaveLength(240);
+    // ... and all the hour allows: 4,900 in each of the two hours.
+    expect(times.filter((t) => t - start < twoHours)).toHaveLength(9800);
+  });
+
+  it('a window holds on a rate-limit answer, and within every budget, each is waited for', async () => {
+    vi.useFakeTimers();
+    const windows = new SlidingWindows([{ windowMs: 1000, max: 2 }], () => Date.now());
+    const bucket = new TokenBucket(1, 1, () => Date.now());
+    const both = new EveryBudget([bucket, windows]);
+    const t0 = Date.now();
+    const times: number[] = [];
+    windows.hold(500);
+    const takes = Array.from({ length: 3 }, async () => {
+      (await both.take()).done();
+      times.push(Date.now() - t0);
+    });
+    await vi.runAllTimersAsync();
+    await Promise.all(takes);
+    // The hold (500 ms), then the bucket's pace (1 a second), which is under the window's 2 a second.
+    expect(times).toEqual([500, 1000, 2000]);
+    expect(windows.countIn(1000)).toBe(1);
+  });
+
+  it('a request counts in the window from its turn until a window after its answer: one slow to answer frees nothing early', async () => {
+    vi.useFakeTimers();
+    const windows = new SlidingWindows([{ windowMs: 1000, max: 2 }], () => Date.now());
+    const t0 = Date.now();
+    const slow = await windows.take();
+    const slower = await windows.take();
+    const times: number[] = [];
+    const third = windows.take().then((turn) => {
+      times.push(Date.now() - t0);
+      turn.done();
+    });
+    // Answered after 5 s and 8 s: until then both count, whatever was sent when.
+    setTimeout(() => slow.done(), 5000);
+    setTimeout(() => slower.done(), 8000);
+    await vi.runAllTimersAsync();
+    await third;
+    // A window (1 s) after the first answer, not after the turn (which would have been 1 s).
+    expect(times).toEqual([6001]);
+    expect(windows.countIn(1000)).toBe(1);
   });
 
   it('holds every request after a rate-limit answer for the wait asked, with no burst saved up meanwhile', async () => {

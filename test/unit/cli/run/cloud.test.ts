@@ -19,7 +19,7 @@ function stage(first: Provider, options: { mayWrite?: () => boolean; informers?:
   const sink = logSink();
   const metrics = createMetrics();
   const phase: RunPhase = { current: 'starting' };
-  const budget = new CloudBudget(1000, 100);
+  const budget = new CloudBudget({ qps: 1000, burst: 100 });
   const cloud = startCloud({
     first,
     budget,

@@ -110,8 +110,9 @@ describe('ensure', () => {
     sim.requests.length = 0;
     const again = await lbs.ensure(request({ service: { annotations: { [LOAD_BALANCER_ID]: lbId } } }));
     expect(again).toEqual(status);
-    // Found by the id annotation: one read, no listing, no write.
-    expect(sim.requests.map((r) => `${r.method} ${r.url}`)).toEqual([`GET /v2/load_balancers/${lbId}`]);
+    // Found by the id annotation in the shared listing (one page, one request, as a read by id would
+    // be, shared with every Service asking meanwhile); no write.
+    expect(sim.requests.map((r) => `${r.method} ${r.url}`)).toEqual(['GET /v2/load_balancers?per_page=200']);
   });
 
   it('updates forwarding rules when the ports change, and backends when the Nodes change', async () => {
@@ -429,6 +430,67 @@ describe('updateNodes and delete', () => {
     sim.requests.length = 0;
     await lbs.updateNodes(req);
     expect(writes()).toEqual([]);
+  });
+
+  it('Services whose Nodes changed at once read their load balancers from one shared listing, then change one each', async () => {
+    const services = Array.from({ length: 12 }, (_, i) => ({
+      uid: `0b5f5a57-1b3c-4d2e-9f60-7c8d9e0f1a${String(i).padStart(2, '0')}`,
+      name: `a0b5f5a571b3c4d2e9f607c8d9e0f1a${i.toString(16)}`,
+    }));
+    const ids: string[] = [];
+    for (const s of services) {
+      const { lbId } = await created(request({ name: s.name, service: { uid: s.uid, name: s.name } }));
+      ids.push(lbId);
+    }
+    sim.requests.length = 0;
+    const threeNodes = [0, 1, 2].map((i) => ({
+      name: `w${i + 1}`,
+      providerID: `digitalocean://${id(i)}`,
+      addresses: [],
+    }));
+    await Promise.all(
+      services.map((s, i) =>
+        lbs.updateNodes(
+          request({
+            name: s.name,
+            nodes: threeNodes,
+            service: { uid: s.uid, name: s.name, annotations: { [LOAD_BALANCER_ID]: ids[i] as string } },
+          }),
+        ),
+      ),
+    );
+    // The floor: one change per load balancer, and one listing for all (no read by id).
+    expect(sim.requestsTo('GET', '/v2/load_balancers')).toHaveLength(1);
+    expect(sim.requestsTo('GET', /^\/v2\/load_balancers\/[^/]+$/)).toHaveLength(0);
+    // (Just created, each is still busy for a moment: a refused change is sent again, as it must be.)
+    expect(writes().filter((w) => w.endsWith('/droplets'))).toHaveLength(12);
+    for (const lbId of ids) expect(sim.loadBalancers.get(lbId)?.droplet_ids).toEqual([0, 1, 2].map(id));
+    // Each reads a listing started after its own change: the next changes nothing.
+    sim.requests.length = 0;
+    await lbs.updateNodes(
+      request({
+        name: services[0]?.name as string,
+        nodes: threeNodes,
+        service: {
+          uid: services[0]?.uid,
+          name: services[0]?.name,
+          annotations: { [LOAD_BALANCER_ID]: ids[0] as string },
+        },
+      }),
+    );
+    expect(writes()).toEqual([]);
+  });
+
+  it('in an account of more than one page of load balancers, a lone Service reads its own by id, not every page', async () => {
+    const { lbId } = await created();
+    for (let i = 0; i < 200; i++) sim.addLoadBalancer({ name: `other-${i}`, tags: ['k8s:another-cluster'] });
+    const req = request({ service: { annotations: { [LOAD_BALANCER_ID]: lbId } } });
+    await lbs.updateNodes(req); // the listing (2 pages) tells how large the account is
+    sim.requests.length = 0;
+    await lbs.updateNodes(req);
+    expect(sim.requests.map((r) => `${r.method} ${r.url.replace(lbId, '<id>')}`)).toEqual([
+      'GET /v2/load_balancers/<id>',
+    ]);
   });
 
   it('deletes once, and a load balancer already gone is no error', async () => {
