@@ -33,6 +33,7 @@ import { type ControlPlane, startControlPlane } from '../controlplane/harness.js
 import { spawnCcmRun, terminate } from '../helpers/run.js';
 
 const SIZES = (process.env.BENCH_SERVICES ?? '100 300').split(' ').filter(Boolean).map(Number);
+/** Up to 240 Nodes in all (their addresses are one /24 each). */
 const NODES = Number(process.env.BENCH_NODES ?? 20);
 const JOIN = Number(process.env.BENCH_JOIN ?? 5);
 const DO_CCM = process.env.BENCH_DO_CCM;
@@ -171,13 +172,20 @@ async function round(controller: Controller, services: number) {
       ...Array.from({ length: NODES + JOIN }, (_, i) => ({
         name: `node-${i}`,
         region: REGION,
-        privateIP: `10.114.${Math.floor(i / 200)}.${(i % 200) + 10}`,
+        privateIP: `10.114.0.${i + 10}`,
+        publicIP: `198.51.100.${i + 10}`,
       })),
     );
+    // As a kubelet and a cloud controller leave them: DigitalOcean's own takes only Nodes with an
+    // ExternalIP as backends of its default (REGIONAL_NETWORK) load balancers (do/loadbalancers.go).
     const node = (i: number) => ({
       name: `node-${i}`,
       providerID: `digitalocean://${droplets[i]?.id}`,
       tainted: false,
+      addresses: [
+        { type: 'InternalIP', address: `10.114.0.${i + 10}` },
+        { type: 'ExternalIP', address: `198.51.100.${i + 10}` },
+      ],
     });
     await createNodes(
       api,

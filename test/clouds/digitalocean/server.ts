@@ -657,9 +657,11 @@ export class DigitalOceanSimulator {
     return { status: 403, body: { id: 'forbidden', message: BUSY_MESSAGE, request_id: randomUUID() } };
   }
 
+  /** A new address each: DigitalOcean never gives two load balancers one IP (past 250, the shared space 100.64/10). */
   private lbIp(): string {
     const n = this.nextLbIp++;
-    return `203.0.113.${(n % 250) + 2}`;
+    if (n < 250) return `203.0.113.${n + 2}`;
+    return `100.64.${Math.floor(n / 250)}.${(n % 250) + 2}`;
   }
 
   /** A new load balancer becomes active after `lbActivationPolls` reads. */
