@@ -53,6 +53,8 @@ export const triton: ProviderDefinition = {
       secrets: [keyMaterial, passphrase].filter((s): s is string => s !== undefined),
       onRequest: deps.onCloudCall ? (info) => deps.onCloudCall?.(`${info.method} ${info.path}`) : undefined,
       ...(deps.mayWrite ? { mayWrite: deps.mayWrite } : {}),
+      ...(deps.takeToken ? { takeToken: deps.takeToken } : {}),
+      ...(deps.rateLimited ? { rateLimited: deps.rateLimited } : {}),
     });
     const datacenter = resolveDatacenter(client, url, value(values.datacenter));
     // CNS entries and CMON groups go on the same machines: one queue per machine for both.
@@ -60,6 +62,8 @@ export const triton: ProviderDefinition = {
     return {
       name: 'triton',
       providerIdScheme: SCHEME,
+      // Each request the client sends takes its token (CloudAPI's throttle counts requests, not operations).
+      ...(deps.takeToken ? { requestBudgeted: true } : {}),
       ...routesOf(client, value(values.routeNetwork)),
       ...groupsOf(client, tags, value(values.cmonGroups), deps),
       instances: tritonInstances(client, datacenter),
