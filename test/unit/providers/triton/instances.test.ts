@@ -17,7 +17,9 @@ import { rejection as error } from '../../../helpers/rejection.js';
 import { useTritonSim } from '../../../helpers/use-simulator.js';
 import { externalIPs, internalIPs } from '../../helpers/addresses.js';
 
-const tsim = useTritonSim({ login: 'demo', datacenter: 'eu-ams-1' });
+// These tests call the provider with no request budget, faster than CloudAPI's throttle allows
+// (10 a second, bursts of 30): the throttle is tested in test/unit/clouds/triton-simulator.test.ts.
+const tsim = useTritonSim({ login: 'demo', datacenter: 'eu-ams-1', throttle: false });
 const { sim } = tsim;
 beforeEach(() => {
   sim.machines.clear();
