@@ -98,7 +98,8 @@ export function budgetedProvider(
   mayWrite: () => boolean = () => true,
 ): Provider {
   const call = async <T>(operation: string, fn: (p: Provider) => Promise<T>, writes = false): Promise<T> => {
-    // A provider whose client takes a token per request (OpenStack) is not charged per operation too.
+    // A provider whose client takes a token per request (every cloud with an HTTP API) is not charged
+    // per operation too. Cloudlycke has none (it runs vagrant or reads a file): one per operation.
     if (!holder.current.requestBudgeted) {
       const waited = await bucket.take();
       metrics?.cloudBudgetWaitSeconds.inc(waited / 1000);
