@@ -251,7 +251,8 @@ export function budgetedProvider(
   mayWrite: () => boolean = () => true,
 ): Provider {
   const call = async <T>(operation: string, fn: (p: Provider) => Promise<T>, writes = false): Promise<T> => {
-    // A provider whose client takes a token per request (OpenStack) is not charged per operation too.
+    // A provider whose client takes a token per request (every cloud with an HTTP API) is not charged
+    // per operation too. Cloudlycke has none (it runs vagrant or reads a file): one per operation.
     let turn: Turn | undefined;
     if (!holder.current.requestBudgeted) {
       turn = await bucket.take();

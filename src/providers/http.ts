@@ -417,11 +417,17 @@ export class HttpClient {
     return new InvalidConfigError(redact(`${where}: ${reason}`, this.secrets(headers)));
   }
 
-  /** Server-requested wait: Retry-After (seconds or HTTP-date), else DigitalOcean's ratelimit-reset on a 429. */
+  /**
+   * Server-requested wait: Retry-After (seconds or HTTP-date); on a rate-limit answer without it,
+   * X-Retry-After (seconds: OpenStack's rate limit middleware, sapcc/openstack-rate-limit-middleware
+   * rate_limit/response.py, which names it after Swift's) or DigitalOcean's ratelimit-reset on a 429.
+   */
   private retryAfter(res: TransportResponse): number | undefined {
     const header = res.headers.get('retry-after')?.trim();
     if (header && /^\d+$/.test(header)) return Number(header) * 1000;
     if (header && !Number.isNaN(Date.parse(header))) return Math.max(0, Date.parse(header) - this.now());
+    const seconds = res.headers.get('x-retry-after')?.trim();
+    if (RATE_LIMITS.includes(res.status) && seconds && /^\d+$/.test(seconds)) return Number(seconds) * 1000;
     const reset = res.headers.get('ratelimit-reset')?.trim();
     if (res.status !== 429 || !reset || !/^\d+$/.test(reset)) return undefined;
     const ms = Number(reset) * 1000 - this.now();

@@ -517,8 +517,9 @@ export interface ProviderDeps {
   takeToken?: TakeToken;
   /**
    * The cloud refused a request for its rate limit and asked to wait `waitMs` (Retry-After,
-   * DigitalOcean's ratelimit-reset): the shared budget holds every request meanwhile. Pass it to the
-   * API's HttpClient (`onRateLimited`) with takeToken.
+   * DigitalOcean's ratelimit-reset, an OpenStack rate limit middleware's X-Retry-After; else the
+   * client's backoff): the shared budget holds every request meanwhile. Pass it to the API's
+   * HttpClient (`onRateLimited`) with takeToken.
    */
   rateLimited?: (waitMs: number) => void;
   /**

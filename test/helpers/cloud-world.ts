@@ -20,6 +20,7 @@ import { loadKubeConfig } from '../../src/kube/config.js';
 import { KubeTransport } from '../../src/kube/transport.js';
 import { parseProviderID } from '../../src/providers/provider-id.js';
 import { credentials as tritonCredentials } from '../../src/providers/triton/credentials.js';
+import { TRITON_REQUEST_BUDGET } from '../../src/providers/triton/index.js';
 import { BrightboxSimulator, SIM_CLIENT } from '../clouds/brightbox/simulator.js';
 import { DigitalOceanSimulator } from '../clouds/digitalocean/server.js';
 import { OpenStackSimulator } from '../clouds/openstack/simulator.js';
@@ -398,6 +399,7 @@ const ADAPTERS: { [C in CloudName]: Adapter<Simulators[C]> } = {
       sim.machines.clear();
       sim.requests.length = 0;
       sim.faults.length = 0;
+      sim.clearThrottle();
     },
     cli: (sim, world) => ({
       flags: [],
@@ -425,7 +427,13 @@ const ADAPTERS: { [C in CloudName]: Adapter<Simulators[C]> } = {
       };
       if (world.key.passphrase) values.keyPassphrase = world.key.passphrase;
       await createSecretOnce(world.api, tritonSecret(values));
-      return { credentialsSecret: `kube-system/${tritonCredentials.secretName}` };
+      // Triton's own default budget, not the tests' 100 a second: the simulator throttles as CloudAPI
+      // does (10 a second, bursts of 30), and ccm's default stays under it.
+      return {
+        credentialsSecret: `kube-system/${tritonCredentials.secretName}`,
+        cloudQps: TRITON_REQUEST_BUDGET.qps,
+        cloudBurst: TRITON_REQUEST_BUDGET.burst,
+      };
     },
     seed: (sim, n) => {
       const names = Array.from({ length: n }, (_, i) => padded(i));

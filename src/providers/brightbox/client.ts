@@ -1,5 +1,6 @@
 import { InvalidConfigError, UnauthorizedError } from '../errors.js';
 import { HttpClient, type HttpClientOptions, httpStatus } from '../http.js';
+import type { TakeToken } from '../types.js';
 
 /**
  * The Brightbox API client: OAuth2 client credentials (`POST <api>/token/`, Basic auth), the token
@@ -115,6 +116,13 @@ export interface BrightboxClientOptions {
   onCloudCall?: (what: string) => void;
   /** The leader gate for requests that change the cloud (ProviderDeps.mayWrite). */
   mayWrite?: () => boolean;
+  /**
+   * The shared request budget (ProviderDeps.takeToken): one token per request sent, each attempt,
+   * the token endpoint's requests and the retry after a refused token included.
+   */
+  takeToken?: TakeToken;
+  /** The shared budget's hold on a rate-limit answer (ProviderDeps.rateLimited). */
+  rateLimited?: (waitMs: number) => void;
   /** Where the client id and secret came from (ProviderDeps.origin), for the line of a refusal. */
   credentialsFrom?: string;
   /** Test seams of the shared HTTP client (sleep, retries, fetch); never credentials. */
@@ -153,6 +161,11 @@ export class BrightboxClient {
       ? (info) => options.onCloudCall?.(`${info.method} ${info.path}`)
       : undefined;
     const base = options.apiUrl.replace(/\/+$/, '');
+    // Both clients send to the same API host: every request they send is one of the budget's.
+    const budget: Pick<HttpClientOptions, 'takeToken' | 'onRateLimited'> = {
+      ...(options.takeToken ? { takeToken: options.takeToken } : {}),
+      ...(options.rateLimited ? { onRateLimited: options.rateLimited } : {}),
+    };
     this.api = new HttpClient({
       ...options.http,
       baseUrl: `${base}/1.0`,
@@ -161,6 +174,7 @@ export class BrightboxClient {
       onRequest,
       now: this.now,
       isNotFound: (body) => isBrightboxNotFound(body),
+      ...budget,
       ...(options.mayWrite ? { mayWrite: options.mayWrite } : {}),
       authorize: async ({ headers, url }) => {
         headers.set('authorization', `Bearer ${(await this.currentToken()).value}`);
@@ -176,6 +190,7 @@ export class BrightboxClient {
       secrets,
       onRequest,
       now: this.now,
+      ...budget,
     });
   }
 

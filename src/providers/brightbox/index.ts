@@ -39,6 +39,8 @@ export function createBrightbox(options: BrightboxClientOptions): Provider {
     // gobrightbox interfaces.go and cloud_ips.go. Said in every start log: an operator's words.
     noRoutesReason:
       "Brightbox's API has no routes: a server interface is only a MAC address and its IP addresses, and a cloud IP maps one address, not a range",
+    // Each request the client sends takes its token (token requests and retries too), not each operation.
+    ...(options.takeToken ? { requestBudgeted: true } : {}),
     instances: brightboxInstances(client, gone),
     loadBalancers: brightboxLoadBalancers(client, gone),
     verifyCredentials: (signal) => client.verify(signal),
@@ -70,6 +72,8 @@ export function clientOptions(values: ProviderValues, deps: ProviderDeps): Brigh
     ...(account ? { accountId: account } : {}),
     ...(deps.onCloudCall ? { onCloudCall: deps.onCloudCall } : {}),
     ...(deps.mayWrite ? { mayWrite: deps.mayWrite } : {}),
+    ...(deps.takeToken ? { takeToken: deps.takeToken } : {}),
+    ...(deps.rateLimited ? { rateLimited: deps.rateLimited } : {}),
     ...credentialsFrom(deps),
   };
 }

@@ -2,6 +2,7 @@ import { isObject, unexpectedAnswer } from '../answer.js';
 import { InvalidConfigError, NotFoundError, RetryableError, UnauthorizedError } from '../errors.js';
 import { HttpClient, type HttpClientOptions } from '../http.js';
 import { defaultTransport, fetchTransport } from '../http-transport.js';
+import type { TakeToken } from '../types.js';
 import type { RequestSigner } from './signer.js';
 
 /**
@@ -60,6 +61,10 @@ export interface TritonClientOptions {
   onRequest?: HttpClientOptions['onRequest'];
   /** The leader gate for requests that change the cloud (ProviderDeps.mayWrite). */
   mayWrite?: () => boolean;
+  /** The shared request budget (ProviderDeps.takeToken): one token per request sent, retries and pages included. */
+  takeToken?: TakeToken;
+  /** The shared budget's hold on a rate-limit answer (ProviderDeps.rateLimited). */
+  rateLimited?: (waitMs: number) => void;
   http?: Partial<HttpClientOptions>;
   /** This machine's clock (tests move it); the signed Date is taken from it. */
   clock?: () => number;
@@ -107,6 +112,8 @@ export class TritonClient {
       secrets: () => options.secrets,
       onRequest: options.onRequest,
       ...(options.mayWrite ? { mayWrite: options.mayWrite } : {}),
+      ...(options.takeToken ? { takeToken: options.takeToken } : {}),
+      ...(options.rateLimited ? { onRateLimited: options.rateLimited } : {}),
       isNotFound: (body) => errorCode(body) === 'ResourceNotFound',
       describeError: (status, body) => describe(status, body, account, signer, skew()),
       authorize: async ({ headers }) => {
@@ -325,8 +332,14 @@ function describe(
 ) {
   const code = errorCode(body);
   const message = errorMessage(body);
-  if (code === 'RequestThrottled') {
-    return new RetryableError(`CloudAPI throttled the request (${status}); slowing down`, 5000);
+  // restify's throttle plugin, which CloudAPI mounts per endpoint (sdc-cloudapi lib/throttle.js),
+  // answers 429 TooManyRequestsError in restify 4.3.3 (lib/plugins/throttle.js); RequestThrottled
+  // (429, or 420 "Slow Down" in docs/index.md) is the older answer triton-go still looks for.
+  if (code === 'RequestThrottled' || code === 'TooManyRequestsError') {
+    return new RetryableError(
+      `CloudAPI throttled the request (${status}${message ? `: ${message}` : ''}); slowing down`,
+      5000,
+    );
   }
   if (status === 410) {
     // sdc-cloudapi lib/machines.js get(): a destroyed machine is answered 410 with its record, state

@@ -15,6 +15,24 @@ import { createKeySigner, createSigner, type KeySigner } from './signer.js';
 const DEFAULT_CNS_SUFFIX = 'triton.zone';
 
 /**
+ * `ccm run`'s default budget on Triton, from the throttle every Triton DataCenter ships: CloudAPI's
+ * userThrottles "all", 10 requests a second and bursts of 30 per account (sdc-cloudapi
+ * sapi_manifests/cloudapi/template; docs/admin.md "Throttles"), a token bucket per endpoint group
+ * (restify 4.3.3 lib/plugins/throttle.js; the machines and their tags, which are almost all of ccm's
+ * requests, share one). A bucket of rate r and size b, full at the start, lets through at most
+ * b + r·T requests in any window of T seconds, and CloudAPI's refuses none of those as long as
+ *   b + r·T ≤ 30 + 10·T   for every T,   that is   b ≤ 30 and r ≤ 10.
+ * 8 and 24 keep a fifth of both free: for requests that arrive closer together than they left, and for
+ * the account's other users (sub-users share the account's bucket: `triton`, Terraform, the portal).
+ * An operator whose data centre throttles otherwise (or not at all, CLOUDAPI_THROTTLE_WHITELIST) sets
+ * --cloud-qps / --cloud-burst.
+ */
+export const TRITON_REQUEST_BUDGET = {
+  qps: 8,
+  burst: 24,
+} as const;
+
+/**
  * Triton (Joyent CloudAPI): machines as instances, HTTP Signature auth with the account's SSH key,
  * and Service load balancing through CNS tags.
  */
@@ -32,6 +50,7 @@ export const triton: ProviderDefinition = {
   noOfficialController:
     'Joyent publishes none (joyent/triton-kubernetes installs clusters with Terraform and Rancher, without a cloud controller), and the one community controller (cheapRoc/triton-cloud-controller-manager) has no load balancers; ccm uses Triton CNS, with nothing of anyone else to adopt',
   apiUrlField: 'url',
+  requestBudget: TRITON_REQUEST_BUDGET,
   create(values: ProviderValues, deps: ProviderDeps): Provider {
     const url = required(values.url, 'the CloudAPI URL', 'TRITON_URL (or --cloud-api-url)');
     const account = required(values.account, 'the account', 'TRITON_ACCOUNT');
@@ -53,6 +72,8 @@ export const triton: ProviderDefinition = {
       secrets: [keyMaterial, passphrase].filter((s): s is string => s !== undefined),
       onRequest: deps.onCloudCall ? (info) => deps.onCloudCall?.(`${info.method} ${info.path}`) : undefined,
       ...(deps.mayWrite ? { mayWrite: deps.mayWrite } : {}),
+      ...(deps.takeToken ? { takeToken: deps.takeToken } : {}),
+      ...(deps.rateLimited ? { rateLimited: deps.rateLimited } : {}),
     });
     const datacenter = resolveDatacenter(client, url, value(values.datacenter));
     // CNS entries and CMON groups go on the same machines: one queue per machine for both.
@@ -60,6 +81,8 @@ export const triton: ProviderDefinition = {
     return {
       name: 'triton',
       providerIdScheme: SCHEME,
+      // Each request the client sends takes its token (CloudAPI's throttle counts requests, not operations).
+      ...(deps.takeToken ? { requestBudgeted: true } : {}),
       ...routesOf(client, value(values.routeNetwork)),
       ...groupsOf(client, tags, value(values.cmonGroups), deps),
       instances: tritonInstances(client, datacenter),

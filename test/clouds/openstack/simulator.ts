@@ -274,6 +274,40 @@ export class OpenStackSimulator {
     this.faults.clear();
   }
 
+  /**
+   * A rate limit's refusal, as a deployment that rate-limits its APIs answers. Nova, Neutron and
+   * Octavia publish no limit and enforce none of their own: an operator who wants one puts middleware
+   * or a proxy in front, with numbers of its own, so none is enforced here. The one published for
+   * OpenStack APIs, sapcc/openstack-rate-limit-middleware (SAP's Converged Cloud), answers 429 with
+   * `{"error": {"message": "Too Many Requests", "status": "429 Too Many Requests"}}` and the headers
+   * X-RateLimit-Limit (`<n>r/<m><unit>`), X-RateLimit-Remaining 0, X-RateLimit-Retry-After and
+   * X-Retry-After, both the seconds until the window frees a request (rate_limit/response.py
+   * RateLimitExceededResponse and set_headers, rate_limit/backend.py, docs/user.md); no Retry-After.
+   * Its default response, as here; operators may configure another (docs/configure.md
+   * rate_limit_response, e.g. 498, which gophercloud's provider_client.go also treats as a rate limit).
+   */
+  rateLimit(options: {
+    path: RegExp;
+    method?: string;
+    times?: number;
+    skip?: number;
+    retryAfterSeconds?: number;
+    limit?: string;
+  }): void {
+    const { retryAfterSeconds = 60, limit = '60r/m', ...where } = options;
+    this.fault({
+      ...where,
+      status: 429,
+      body: { error: { message: 'Too Many Requests', status: '429 Too Many Requests' } },
+      headers: {
+        'x-ratelimit-limit': limit,
+        'x-ratelimit-remaining': '0',
+        'x-ratelimit-retry-after': String(retryAfterSeconds),
+        'x-retry-after': String(retryAfterSeconds),
+      },
+    });
+  }
+
   /** Every token issued so far stops working, as at expiry or revocation. */
   expireTokens(): void {
     for (const record of this.tokens.values()) record.revoked = true;

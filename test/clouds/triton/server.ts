@@ -112,6 +112,14 @@ export interface TritonSimOptions {
   tagDelayMs?: number;
   /** false: a CloudAPI older than TRITON-2417, which refuses Ed25519 signatures. Default true. */
   ed25519?: boolean;
+  /**
+   * CloudAPI's throttle (TritonSim.throttle): `rate` requests a second and bursts of `burst` per
+   * account and endpoint group. Default what every Triton DataCenter ships, 10 and 30; false: none,
+   * as for an account on CLOUDAPI_THROTTLE_WHITELIST.
+   */
+  throttle?: { rate: number; burst: number } | false;
+  /** The throttle's clock, ms; default Date.now (restify's). */
+  now?: () => number;
 }
 
 interface Account {
@@ -141,6 +149,22 @@ class ApiError extends Error {
     super(message);
   }
 }
+
+/**
+ * The throttle each route is mounted with (sdc-cloudapi lib/app.js: `userThrottle(config, <name>)` per
+ * endpoint module, and one `machineThrottle` shared by the machines, tags, metadata, snapshots, …
+ * modules), by the route's name as authorize sees it. The shipped configuration names no endpoint, so
+ * each of these falls back to "all" (lib/throttle.js getThrottle), but every userThrottle call makes a
+ * restify.throttle of its own: one bucket per group, per account.
+ */
+const THROTTLE_GROUPS: Record<string, string> = {
+  getaccount: 'account',
+  listdatacenters: 'datacenter',
+  listservices: 'services',
+  // lib/endpoints/networks.js mounts the fabric routes with the networks module's throttle.
+  getfabricnetwork: 'networks',
+  updatefabricnetwork: 'networks',
+};
 
 /** What a route answers. */
 interface Answer {
@@ -181,6 +205,11 @@ export class TritonSim {
     return this.injected.entries;
   }
   readonly ed25519: boolean;
+  /** The throttle in force (see TritonSimOptions.throttle); tests may change it. */
+  throttleLimits: { rate: number; burst: number } | false;
+  /** Each throttle bucket: `<group> <login>` → its tokens and when they were last counted. */
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+  private readonly now: () => number;
   tagDelayMs: number;
   /** Runs before a tag list is answered: tests use it to write tags "between" ccm's read and write. */
   onTagsRead?: (id: string) => void;
@@ -202,6 +231,13 @@ export class TritonSim {
     this.datacenter = options.datacenter ?? 'us-test-1';
     this.tagDelayMs = options.tagDelayMs ?? 0;
     this.ed25519 = options.ed25519 ?? true;
+    this.throttleLimits = options.throttle ?? { rate: 10, burst: 30 };
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Every throttle bucket full again (between tests that share the simulator). */
+  clearThrottle(): void {
+    this.buckets.clear();
   }
 
   async start(): Promise<this> {
@@ -300,7 +336,12 @@ export class TritonSim {
         this.reply(req, res, fault.status, fault.body, body, auth, fault.headers);
         return;
       }
-      const authorize = (action: string) => this.authorize(caller.user, action, url.pathname);
+      // CloudAPI's auth.authorize is a server.use handler; the throttle is the first handler of the
+      // route itself (`before` in each module's mount): a request refused 401, 403 or 404 takes no token.
+      const authorize = (action: string) => {
+        this.authorize(caller.user, action, url.pathname);
+        this.throttle(action);
+      };
       const { status, payload, headers } = this.route(method, url, body, authorize);
       this.reply(req, res, status, payload, body, auth, headers);
     } catch (err) {
@@ -431,6 +472,42 @@ export class TritonSim {
     const grants = this.account.grants.get(user);
     if (grants?.has('*') || grants?.has(action)) return;
     throw new ApiError(403, 'NotAuthorized', `You do not have permission to access ${path} (${action})`);
+  }
+
+  /**
+   * CloudAPI's throttle, as every Triton DataCenter ships it: sdc-cloudapi
+   * sapi_manifests/cloudapi/template sets `userThrottles.all` to `username: true, burst: 30, rate: 10`
+   * (overrides only for CLOUDAPI_THROTTLE_WHITELIST and the admin login; docs/admin.md "Throttles"
+   * explains the token bucket), and lib/throttle.js hands it to restify's throttle plugin (restify
+   * 4.3.3, sdc-cloudapi's package.json). That plugin (lib/plugins/throttle.js) keys the bucket by
+   * req.username, which lib/auth.js sets to the account's login for the account and its sub-users
+   * alike; a bucket starts full with `burst` tokens and refills at `rate` a second; a request finding
+   * less than one token is refused without taking any, with TooManyRequestsError: 429 and the body
+   * `{"code": "TooManyRequestsError", "message": "You have exceeded your request rate of <rate> r/s."}`
+   * (restify lib/errors/http_error.js names the code after the status text). No Retry-After and no
+   * rate-limit header: nothing says when to come back. docs/index.md's 420 "Slow Down" and
+   * RequestThrottled (which triton-go's errors.IsRequestThrottled still looks for) are older answers.
+   */
+  private throttle(action: string): void {
+    const limits = this.throttleLimits;
+    if (!limits) return;
+    const key = `${THROTTLE_GROUPS[action] ?? 'machines'} ${this.account.login}`;
+    const now = this.now();
+    const bucket = this.buckets.get(key) ?? { tokens: limits.burst, at: now };
+    bucket.tokens = Math.min(
+      limits.burst,
+      bucket.tokens + (Math.max(0, now - bucket.at) / 1000) * limits.rate,
+    );
+    bucket.at = now;
+    this.buckets.set(key, bucket);
+    if (bucket.tokens < 1) {
+      throw new ApiError(
+        429,
+        'TooManyRequestsError',
+        `You have exceeded your request rate of ${limits.rate} r/s.`,
+      );
+    }
+    bucket.tokens -= 1;
   }
 
   /**

@@ -456,3 +456,22 @@ describe('Nova', () => {
     });
   });
 });
+
+describe('a rate limit in front of the APIs (none is published: injected, never enforced)', () => {
+  it("answers sapcc/openstack-rate-limit-middleware's default 429: its body, X-Retry-After, no Retry-After", async () => {
+    const t = await token();
+    sim.rateLimit({ path: /\/servers\/detail$/, times: 1, retryAfterSeconds: 7 });
+    const refused = await call('GET', '/compute/v2.1/servers/detail', undefined, t);
+    expect(refused.status).toBe(429);
+    expect(refused.body).toEqual({
+      error: { message: 'Too Many Requests', status: '429 Too Many Requests' },
+    });
+    expect(Object.fromEntries([...refused.headers].filter(([k]) => /retry|ratelimit/.test(k)))).toEqual({
+      'x-ratelimit-limit': '60r/m',
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-retry-after': '7',
+      'x-retry-after': '7',
+    });
+    expect((await call('GET', '/compute/v2.1/servers/detail', undefined, t)).status).toBe(200);
+  });
+});

@@ -2,10 +2,11 @@
  * The CloudAPI simulator against what sdc-cloudapi, sdc-vmapi and node-triton-tags do (each
  * behaviour's source is cited in test/clouds/triton/server.ts): the listing's state filter, tag
  * validation by triton-tags with VMAPI's error shape, the tag endpoints' lack of a state check,
- * `primaryIp` only with NICs, and sub-users refused by role.
+ * `primaryIp` only with NICs, sub-users refused by role, and the throttle every CloudAPI ships.
  */
-import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createSigner, type RequestSigner } from '../../../src/providers/triton/signer.js';
+import { TritonSim } from '../../clouds/triton/server.js';
 import { useTritonSim } from '../../helpers/use-simulator.js';
 
 const tsim = useTritonSim({ login: 'demo' });
@@ -23,10 +24,10 @@ beforeEach(() => {
   sim.machines.clear();
 });
 
-async function call(method: string, path: string, body?: unknown, signer = account) {
+async function request(method: string, path: string, body?: unknown, signer = account, url = sim.url) {
   const date = new Date().toUTCString();
   const { algorithm, signature } = await signer.sign(`date: ${date}`);
-  const res = await fetch(`${sim.url}${path}`, {
+  const res = await fetch(`${url}${path}`, {
     method,
     headers: {
       date,
@@ -37,7 +38,12 @@ async function call(method: string, path: string, body?: unknown, signer = accou
     ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
   });
   const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
+}
+
+async function call(method: string, path: string, body?: unknown, signer = account) {
+  const { status, body: answer } = await request(method, path, body, signer);
+  return { status, body: answer };
 }
 
 describe('ListServices', () => {
@@ -172,5 +178,86 @@ describe('sub-users and roles (sdc-cloudapi lib/auth.js authorize)', () => {
     sim.grant('ccm', '*');
     expect((await call('GET', `/demo/machines/${m.id}`, undefined, user)).status).toBe(200);
     expect((await call('GET', `/demo/machines/${m.id}`)).status).toBe(200);
+  });
+});
+
+describe("CloudAPI's throttle (sapi_manifests/cloudapi/template userThrottles, restify 4.3.3)", () => {
+  let throttled: TritonSim;
+  let clock = 0;
+  beforeEach(async () => {
+    clock = 1_000_000;
+    throttled = await new TritonSim({ login: 'demo', now: () => clock }).start();
+    throttled.addKey(tsim.key.publicKey);
+  });
+  afterEach(async () => {
+    await throttled.stop();
+  });
+  const at = (method: string, path: string, signer = account) =>
+    request(method, path, undefined, signer, throttled.url);
+  const statuses = async (n: number, path: string, signer = account) => {
+    const out: number[] = [];
+    for (let i = 0; i < n; i++) out.push((await at('GET', path, signer)).status);
+    return out;
+  };
+
+  it("lets 30 through at once per account, then 10 a second, refusing with restify's 429 and nothing saying when", async () => {
+    expect(await statuses(30, '/demo/machines')).toEqual(Array(30).fill(200));
+    const refused = await at('GET', '/demo/machines');
+    expect(refused).toMatchObject({
+      status: 429,
+      body: { code: 'TooManyRequestsError', message: 'You have exceeded your request rate of 10 r/s.' },
+    });
+    expect(refused.headers.get('retry-after')).toBeNull();
+    expect([...refused.headers.keys()].filter((h) => /ratelimit/i.test(h))).toEqual([]);
+    // A tenth of a second is one token; the refusal took none.
+    clock += 100;
+    expect(await statuses(2, '/demo/machines')).toEqual([200, 429]);
+    // A long pause fills the bucket to its burst, no more.
+    clock += 60_000;
+    expect(await statuses(31, '/demo/machines')).toEqual([...Array(30).fill(200), 429]);
+  });
+
+  it('keeps a bucket per endpoint group: machines and their tags share one, the account and datacenters have their own', async () => {
+    const m = throttled.addMachine({ name: 'a' });
+    expect(await statuses(30, `/demo/machines/${m.id}`)).toEqual(Array(30).fill(200));
+    expect((await at('GET', `/demo/machines/${m.id}/tags`)).status).toBe(429);
+    expect((await at('GET', '/demo/machines')).status).toBe(429);
+    expect((await at('GET', '/demo')).status).toBe(200);
+    expect((await at('GET', '/demo/datacenters')).status).toBe(200);
+    expect((await at('GET', '/demo/services')).status).toBe(200);
+  });
+
+  it("counts a sub-user's requests in its account's bucket; requests refused before the route (401, 403, 404) take no token", async () => {
+    const userKey = tsim.keys.make({ type: 'ecdsa', bits: 256 });
+    throttled.addKey(userKey.publicKey, 'ccm');
+    const sub = createSigner({ account: 'demo', user: 'ccm', keyMaterial: userKey.privateKey });
+    // Refused before the throttle: an unknown machine, a sub-user without a role, a key CloudAPI does not know.
+    const stranger = createSigner({
+      account: 'demo',
+      keyMaterial: tsim.keys.make({ type: 'ecdsa', bits: 256 }).privateKey,
+    });
+    for (let i = 0; i < 40; i++) {
+      expect((await at('GET', '/demo/machines/00000000-0000-4000-8000-000000000000')).status).toBe(404);
+    }
+    expect(await statuses(5, '/demo/machines', sub)).toEqual(Array(5).fill(403));
+    expect(await statuses(5, '/demo/machines', stranger)).toEqual(Array(5).fill(401));
+    throttled.grant('ccm', '*');
+    expect(await statuses(15, '/demo/machines', sub)).toEqual(Array(15).fill(200));
+    expect(await statuses(16, '/demo/machines')).toEqual([...Array(15).fill(200), 429]);
+    expect((await at('GET', '/demo/machines', sub)).status).toBe(429);
+  });
+
+  it('throttles nothing for an account on the whitelist (throttle: false), and takes other limits', async () => {
+    throttled.throttleLimits = false;
+    expect(await statuses(40, '/demo/machines')).toEqual(Array(40).fill(200));
+    throttled.throttleLimits = { rate: 2, burst: 3 };
+    throttled.clearThrottle();
+    const last = [...(await statuses(3, '/demo/machines')), (await at('GET', '/demo/machines')).body];
+    expect(last).toEqual([
+      200,
+      200,
+      200,
+      { code: 'TooManyRequestsError', message: 'You have exceeded your request rate of 2 r/s.' },
+    ]);
   });
 });

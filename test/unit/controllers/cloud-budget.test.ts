@@ -8,6 +8,7 @@ import {
 import { createMetrics } from '../../../src/controllers/metrics.js';
 import { DIGITALOCEAN_RATE_LIMITS } from '../../../src/providers/digitalocean/index.js';
 import { NotFoundError, RetryableError, UnauthorizedError } from '../../../src/providers/errors.js';
+import { TRITON_REQUEST_BUDGET } from '../../../src/providers/triton/index.js';
 import type { LoadBalancers } from '../../../src/providers/types.js';
 import { makeInstance, makeProvider } from './fixtures.js';
 
@@ -106,6 +107,35 @@ describe('the cloud request budget', () => {
     // A window (1 s) after the first answer, not after the turn (which would have been 1 s).
     expect(times).toEqual([6001]);
     expect(windows.countIn(1000)).toBe(1);
+  });
+
+  it("at Triton's default, an endless demand is never refused by CloudAPI's throttle (10 a second, bursts of 30)", async () => {
+    vi.useFakeTimers({ loopLimit: 100_000 });
+    const { qps, burst } = TRITON_REQUEST_BUDGET;
+    const bucket = new TokenBucket(qps, burst, () => Date.now());
+    // CloudAPI's bucket as restify's throttle keeps it: full at 30, 10 a second, a refusal takes nothing.
+    let cloud = 30;
+    let cloudAt = Date.now();
+    let refused = 0;
+    const times: number[] = [];
+    const start = Date.now();
+    const demand = (async () => {
+      while (Date.now() - start < 600_000) {
+        await bucket.take();
+        const now = Date.now();
+        cloud = Math.min(30, cloud + ((now - cloudAt) / 1000) * 10);
+        cloudAt = now;
+        if (cloud >= 1) cloud -= 1;
+        else refused++;
+        times.push(now);
+      }
+    })();
+    await vi.runAllTimersAsync();
+    await demand;
+    expect(refused).toBe(0);
+    // ... and not far under: the burst, then 8 a second.
+    expect(mostInAnyWindow(times, 1000)).toBeGreaterThanOrEqual(burst);
+    expect(times.length).toBeGreaterThanOrEqual(burst + Math.floor(qps * 599));
   });
 
   it('holds every request after a rate-limit answer for the wait asked, with no burst saved up meanwhile', async () => {

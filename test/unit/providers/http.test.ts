@@ -424,6 +424,30 @@ describe('HttpClient: retries', () => {
     expect(held).toEqual([7000]);
   });
 
+  it("waits for X-Retry-After on a 429 without Retry-After (OpenStack's rate limit middleware), on no other status", async () => {
+    const limited = { 'x-ratelimit-remaining': '0', 'x-ratelimit-retry-after': '4', 'x-retry-after': '4' };
+    handler = (_req, res, n) =>
+      n === 1
+        ? json(
+            res,
+            429,
+            { error: { message: 'Too Many Requests', status: '429 Too Many Requests' } },
+            limited,
+          )
+        : n === 2
+          ? json(res, 503, {}, { 'x-retry-after': '9' })
+          : json(res, 200, {});
+    const held: number[] = [];
+    const { http, sleeps } = client({
+      onRateLimited: (ms) => held.push(ms),
+      backoff: { baseMs: 1, maxMs: 1 },
+    });
+    await http.get('/v2.1/servers/detail');
+    expect(sleeps[0]).toBe(4000);
+    expect(sleeps[1]).toBeLessThan(9000);
+    expect(held).toEqual([4000]);
+  });
+
   it('throws RetryableError with retryAfterMs at once when the cloud asks to wait too long', async () => {
     handler = (_req, res) =>
       json(res, 429, { message: 'API Rate limit exceeded.' }, { 'retry-after': '120' });

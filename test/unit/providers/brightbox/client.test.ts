@@ -1,4 +1,5 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { budgetedProvider, TokenBucket } from '../../../../src/controllers/cloud-budget.js';
 import {
   InvalidConfigError,
   NotFoundError,
@@ -152,5 +153,41 @@ describe('verifyCredentials', () => {
   it('fails with the settings to check when the credentials are wrong', async () => {
     const p = provider(sim, { clientId: 'cli-wrong' });
     await expect(p.verifyCredentials?.()).rejects.toBeInstanceOf(UnauthorizedError);
+  });
+});
+
+describe('the shared request budget', () => {
+  it('takes one token per request sent (the token request, each attempt, the retry with a fresh token), none per operation, and is told of a 429', async () => {
+    const bucket = new TokenBucket(1000, 1000);
+    const take = vi.spyOn(bucket, 'take');
+    const held: number[] = [];
+    const p = provider(sim, {
+      takeToken: async () => {
+        await bucket.take();
+      },
+      rateLimited: (ms) => held.push(ms),
+      http: { retries: 3, sleep: async () => {} },
+    });
+    expect(p.requestBudgeted).toBe(true);
+    const budgeted = budgetedProvider({ current: p }, bucket);
+    sim.inject({ method: 'GET', path: '/1.0/servers', status: 503 });
+    sim.inject({ method: 'GET', path: '/1.0/servers', status: 429, headers: { 'retry-after': '2' } });
+    await expect(budgeted.instances.list()).resolves.toHaveLength(1);
+    sim.expireTokens();
+    await expect(budgeted.instances.list()).resolves.toHaveLength(1);
+    expect(sim.requests.map((r) => `${r.path} ${r.status}`)).toEqual([
+      '/token/ 200',
+      '/1.0/servers 503',
+      '/1.0/servers 429',
+      '/1.0/servers 200',
+      '/1.0/servers 401',
+      '/token/ 200',
+      '/1.0/servers 200',
+    ]);
+    // Two operations, seven requests: seven tokens, none for the operations themselves.
+    expect(take).toHaveBeenCalledTimes(7);
+    expect(held).toEqual([2000]);
+    // Without a budget (one-pass commands) the provider is charged per operation, as before.
+    expect(provider(sim).requestBudgeted).toBeUndefined();
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { resolveProviderValues } from '../../../../src/cli/provider-config.js';
 import { ANNOTATIONS, parseAnnotations } from '../../../../src/providers/brightbox/annotations.js';
-import { brightbox } from '../../../../src/providers/brightbox/index.js';
+import { brightbox, clientOptions } from '../../../../src/providers/brightbox/index.js';
 import { InvalidConfigError } from '../../../../src/providers/errors.js';
 import { loadProvider, providerNames } from '../../../../src/providers/registry.js';
 
@@ -35,6 +35,13 @@ describe('Brightbox configuration', () => {
     const p = brightbox.create({ client: 'cli-abcde', clientSecret: 's' }, {});
     expect(p.name).toBe('brightbox');
     expect(p.loadBalancers).toBeDefined();
+  });
+
+  it("hands `ccm run`'s shared budget to the client, which then takes it per request", async () => {
+    const deps = { takeToken: async () => undefined, rateLimited: () => {} };
+    expect(clientOptions({ client: 'cli-abcde', clientSecret: 's' }, deps)).toMatchObject(deps);
+    expect(brightbox.create({ client: 'cli-abcde', clientSecret: 's' }, deps).requestBudgeted).toBe(true);
+    expect(brightbox.create({ client: 'cli-abcde', clientSecret: 's' }, {}).requestBudgeted).toBeUndefined();
   });
 
   const bad: [Record<string, string>, string][] = [

@@ -333,6 +333,37 @@ describe('Nova instances', () => {
     ]);
   });
 
+  it("takes one budget token per request, and waits (and holds the budget) for the rate limit middleware's X-Retry-After", async () => {
+    sim.addServer({ name: 'web-1' });
+    sim.rateLimit({ path: /\/servers\/detail$/, times: 1, retryAfterSeconds: 5 });
+    const sleeps: number[] = [];
+    const held: number[] = [];
+    let tokens = 0;
+    const p = createOpenStack(
+      officialConfig(),
+      {
+        takeToken: async () => {
+          tokens++;
+        },
+        rateLimited: (ms) => held.push(ms),
+      },
+      {
+        sleep: async (ms) => {
+          sleeps.push(ms);
+        },
+        retries: 2,
+      },
+    );
+    expect(p.requestBudgeted).toBe(true);
+    expect(await p.instances.list()).toHaveLength(1);
+    expect(sim.requestsTo(/servers\/detail/).map((r) => r.status)).toEqual([429, 200]);
+    expect(sleeps).toEqual([5000]);
+    expect(held).toEqual([5000]);
+    // Nova's two attempts; Keystone's token request takes none (client.ts: the identity client has no takeToken).
+    expect(tokens).toBe(2);
+    expect(sim.requestsTo(/auth\/tokens/)).toHaveLength(1);
+  });
+
   it('throws on a 5xx of the second page: never a partial listing', async () => {
     sim.maxLimit = 2;
     for (let i = 1; i <= 5; i++) sim.addServer({ name: `n${i}` });

@@ -1,6 +1,7 @@
 /** Triton machines as instances, against the simulator: pagination, states, addresses, errors. */
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { resolveProviderValues } from '../../../../src/cli/provider-config.js';
+import { budgetedProvider, TokenBucket } from '../../../../src/controllers/cloud-budget.js';
 import {
   InvalidConfigError,
   NotFoundError,
@@ -11,12 +12,14 @@ import { TritonClient } from '../../../../src/providers/triton/client.js';
 import { triton } from '../../../../src/providers/triton/index.js';
 import { addresses, tritonInstances } from '../../../../src/providers/triton/instances.js';
 import { createSigner } from '../../../../src/providers/triton/signer.js';
-import type { Provider } from '../../../../src/providers/types.js';
+import type { Provider, TakeToken } from '../../../../src/providers/types.js';
 import { rejection as error } from '../../../helpers/rejection.js';
 import { useTritonSim } from '../../../helpers/use-simulator.js';
 import { externalIPs, internalIPs } from '../../helpers/addresses.js';
 
-const tsim = useTritonSim({ login: 'demo', datacenter: 'eu-ams-1' });
+// These tests call the provider with no request budget, faster than CloudAPI's throttle allows
+// (10 a second, bursts of 30): the throttle is tested in test/unit/clouds/triton-simulator.test.ts.
+const tsim = useTritonSim({ login: 'demo', datacenter: 'eu-ams-1', throttle: false });
 const { sim } = tsim;
 beforeEach(() => {
   sim.machines.clear();
@@ -25,7 +28,11 @@ beforeEach(() => {
 });
 
 /** A provider whose ListMachines pages hold `pageSize` machines, with no waiting between retries. */
-function provider(pageSize = 1000, extra: Record<string, string> = {}): Provider {
+function provider(
+  pageSize = 1000,
+  extra: Record<string, string> = {},
+  budget: { takeToken?: TakeToken; rateLimited?: (ms: number) => void } = {},
+): Provider {
   const signer = createSigner({ account: 'demo', keyMaterial: tsim.key.privateKey });
   const client = new TritonClient({
     url: sim.url,
@@ -34,6 +41,7 @@ function provider(pageSize = 1000, extra: Record<string, string> = {}): Provider
     secrets: [tsim.key.privateKey],
     pageSize,
     http: { sleep: async () => {}, retries: 2 },
+    ...budget,
   });
   const region = extra.datacenter ?? 'eu-ams-1';
   return {
@@ -49,7 +57,12 @@ function machines(n: number) {
   );
 }
 
-/** CloudAPI's answer to a client that calls too often. */
+/**
+ * What restify 4.3.3's throttle plugin answers (lib/plugins/throttle.js: TooManyRequestsError, whose
+ * body code lib/errors/http_error.js makes from the status text), as CloudAPI mounts it.
+ */
+const TOO_MANY = { code: 'TooManyRequestsError', message: 'You have exceeded your request rate of 10 r/s.' };
+/** CloudAPI's answer to a client that calls too often, as its docs/index.md names it. */
 const THROTTLED = { code: 'RequestThrottled', message: 'slow down' };
 /** A fault on the machine listing, GET /demo/machines. */
 const listingFault = (fault: Omit<Parameters<typeof sim.fault>[0], 'path'>) =>
@@ -213,6 +226,67 @@ describe('list', () => {
     expect(sim.requests.filter((r) => r.path === '/demo/machines').map((r) => r.status)).toEqual([
       420, 429, 200,
     ]);
+  });
+
+  it('takes one token of the shared budget per request sent (each page, each retry), and tells it of a 429', async () => {
+    machines(3);
+    // Pages of 2 over 3 machines: offset 0, 1 and 2. The second fails once, the third is throttled once.
+    listingFault({ status: 503, after: 1, times: 1 });
+    listingFault({ status: 429, body: TOO_MANY, after: 2, times: 1 });
+    let tokens = 0;
+    const held: number[] = [];
+    const budgeted = provider(
+      2,
+      {},
+      {
+        takeToken: async () => {
+          tokens++;
+        },
+        rateLimited: (ms) => held.push(ms),
+      },
+    );
+    expect(await budgeted.instances.list()).toHaveLength(3);
+    expect(sim.requests.map((r) => `${r.query} ${r.status}`)).toEqual([
+      '?offset=0&limit=2 200',
+      '?offset=1&limit=2 503',
+      '?offset=1&limit=2 200',
+      '?offset=2&limit=2 429',
+      '?offset=2&limit=2 200',
+    ]);
+    expect(tokens).toBe(5);
+    // CloudAPI says nothing of when to come back: the budget holds for the client's backoff.
+    expect(held).toHaveLength(1);
+  });
+
+  it("takes `ccm run`'s budget per request, so the controllers' wrapper charges nothing per operation", async () => {
+    machines(2);
+    listingFault({ status: 503, times: 1, headers: { 'retry-after': '0' } });
+    const bucket = new TokenBucket(1000, 1000);
+    const take = vi.spyOn(bucket, 'take');
+    const p = triton.create(
+      { url: sim.url, account: 'demo', keyMaterial: tsim.key.privateKey, datacenter: 'eu-ams-1' },
+      {
+        takeToken: async () => {
+          await bucket.take();
+        },
+      },
+    );
+    expect(p.requestBudgeted).toBe(true);
+    expect(await budgetedProvider({ current: p }, bucket).instances.list()).toHaveLength(2);
+    expect(sim.requests.map((r) => r.status)).toEqual([503, 200]);
+    expect(take).toHaveBeenCalledTimes(2);
+    expect(
+      triton.create({ url: sim.url, account: 'demo', keyMaterial: tsim.key.privateKey }, {}).requestBudgeted,
+    ).toBeUndefined();
+  });
+
+  it("restify's throttle answer that does not stop is a RetryableError that says so", async () => {
+    listingFault({ status: 429, body: TOO_MANY });
+    const err = await error(provider().instances.list());
+    expect(err).toBeInstanceOf(RetryableError);
+    expect(err.message).toContain(
+      'CloudAPI throttled the request (429: You have exceeded your request rate of 10 r/s.)',
+    );
   });
 
   it('throttling that does not stop is a RetryableError', async () => {

@@ -16,7 +16,13 @@ import { useTritonSim } from '../../../helpers/use-simulator.js';
 const CLUSTER = 'c0ffee00-1111-4222-8333-444455556666';
 const SERVICES = 'triton.cns.services';
 
-const tsim = useTritonSim({ login: 'demo', accountId: 'b89d9dd3-62ce-4f6f-eb0d-f78e57d515d9' });
+// These tests call the provider with no request budget, faster than CloudAPI's throttle allows
+// (10 a second, bursts of 30): the throttle is tested in test/unit/clouds/triton-simulator.test.ts.
+const tsim = useTritonSim({
+  login: 'demo',
+  accountId: 'b89d9dd3-62ce-4f6f-eb0d-f78e57d515d9',
+  throttle: false,
+});
 const { sim } = tsim;
 let client: TritonClient;
 let m1: SimMachine;
