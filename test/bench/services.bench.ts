@@ -274,19 +274,20 @@ const ops = (p: Phase) =>
 async function main() {
   const controllers = [ccm, ...(DO_CCM ? [official(DO_CCM)] : [])];
   console.log(
-    '| Services | controller | every IP (floor) | requests | Nodes join (floor) | delete all (floor) | 429s | most in a minute |',
+    '| Services | controller | every IP (floor) | requests | 429s | Nodes join (floor) | delete all (floor) | 429s in all | most in a minute |',
   );
-  console.log('|---:|---|---:|---:|---:|---:|---:|---:|');
+  console.log('|---:|---|---:|---:|---:|---:|---:|---:|---:|');
   const details: string[] = [];
   for (const services of SIZES) {
     for (const controller of controllers) {
       const r = await round(controller, services);
       console.log(
-        `| ${services} | ${controller.name} | ${r.create.seconds.toFixed(1)} s (${r.create.floor.toFixed(1)} s) | ${r.create.requests} | ${r.join.seconds.toFixed(1)} s (${r.join.floor.toFixed(1)} s) | ${r.remove.seconds.toFixed(1)} s (${r.remove.floor.toFixed(1)} s) | ${r.rateLimited} | ${r.mostInMinute} |`,
+        `| ${services} | ${controller.name} | ${r.create.seconds.toFixed(1)} s (${r.create.floor.toFixed(1)} s) | ${r.create.requests} | ${r.create.rateLimited} | ${r.join.seconds.toFixed(1)} s (${r.join.floor.toFixed(1)} s) | ${r.remove.seconds.toFixed(1)} s (${r.remove.floor.toFixed(1)} s) | ${r.rateLimited} | ${r.mostInMinute} |`,
       );
       details.push(
         `${services}, ${controller.name}: create: ${ops(r.create)}; join: ${ops(r.join)}; delete: ${ops(r.remove)}`,
       );
+      if (process.env.BENCH_VERBOSE) console.error(details.at(-1));
     }
   }
   console.log(`\n${details.join('\n')}`);

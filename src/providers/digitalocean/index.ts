@@ -60,6 +60,8 @@ export const digitalocean: ProviderDefinition = {
 export function createDigitalOcean(
   options: DigitalOceanClientOptions,
   place: LoadBalancerPlacement = {},
+  /** For tests: how old a shared load balancer listing may answer a Service (default 10 s). */
+  tuning: { recentListingMs?: number } = {},
 ): Provider {
   const client = new DigitalOceanClient(options);
   // The droplets the instance listing showed: load balancers are placed by them without a call.
@@ -74,7 +76,7 @@ export function createDigitalOcean(
     // Each request the client sends takes its token (the API's limits count requests, not operations).
     ...(options.takeToken ? { requestBudgeted: true } : {}),
     instances: dropletInstances(client, droplets),
-    loadBalancers: doLoadBalancers(client, place, droplets),
+    loadBalancers: doLoadBalancers(client, place, droplets, tuning),
     async verifyCredentials(signal) {
       const body = await client.get<{
         account?: { email: string; status: string; team?: { name?: string } };

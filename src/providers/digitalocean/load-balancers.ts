@@ -134,6 +134,13 @@ const TAG = /^[a-zA-Z0-9_\-:]+$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PROVISIONING_RETRY_MS = 10_000;
 /**
+ * How old a finished load balancer listing may be and still answer a Service, when it started after
+ * that Service's own last write: what ccm wrote is in it, and what changed since by anyone else is
+ * seen at most this late. Shared by every Service syncing meanwhile, so 300 Services deleted or
+ * given new Nodes at once cost a listing every 10 s, not one each.
+ */
+const RECENT_LISTING_MS = 10_000;
+/**
  * Backend droplets a create reads at most, of those the last listing did not show: a droplet found
  * gone (404) is remembered and never read again, so each attempt gets further.
  */
@@ -456,6 +463,8 @@ export class NextListing<T> {
   private running?: { listing: Promise<T>; startedAt: number; done: boolean };
   /** What the last listing that succeeded held, for whether one costs more than one request. */
   lastSize?: number;
+  /** The last listing that succeeded: what it showed, when it started and when it was answered. */
+  private last?: { items: T; startedAt: number; doneAt: number };
 
   constructor(
     private readonly list: () => Promise<T>,
@@ -469,6 +478,17 @@ export class NextListing<T> {
       return this.wait(running.listing, signal);
     }
     return this.next(signal);
+  }
+
+  /**
+   * The last listing that succeeded, if it started after `after` (undefined: any) and was answered at
+   * most `maxAgeMs` ago: as good as a new one for whoever needs only what was written before it
+   * started, and costs nothing.
+   */
+  recent(after: number | undefined, maxAgeMs: number): T | undefined {
+    const last = this.last;
+    if (!last || (after !== undefined && last.startedAt <= after)) return undefined;
+    return this.now() - last.doneAt <= maxAgeMs ? last.items : undefined;
   }
 
   /** Whether a listing is already queued, or under way and started after `after`: joining it is free. */
@@ -491,6 +511,7 @@ export class NextListing<T> {
         (items) => {
           running.done = true;
           if (Array.isArray(items)) this.lastSize = items.length;
+          this.last = { items, startedAt: running.startedAt, doneAt: this.now() };
         },
         () => {
           running.done = true;
@@ -521,6 +542,7 @@ export function doLoadBalancers(
   client: DigitalOceanClient,
   place: LoadBalancerPlacement = {},
   memo: DropletMemo = new DropletMemo(),
+  { recentListingMs = RECENT_LISTING_MS }: { recentListingMs?: number } = {},
 ): LoadBalancers {
   const adoption = doAdoption(client);
   /** Every load balancer of the account, one listing for all the Services that asked meanwhile. */
@@ -534,6 +556,8 @@ export function doLoadBalancers(
    */
   const writtenAt = new Map<string, number>();
   const written = (req: LoadBalancerRequest) => writtenAt.set(req.name, monotonicMs());
+  /** When a Service still waiting for its address last looked for it: it looks next in a later listing. */
+  const waitedAt = new Map<string, number>();
   /**
    * A Service's load balancer is read from the shared listing, not by id, when that costs no more:
    * a listing is already queued or under way (free to join), or the last one fit in one page (one
@@ -559,7 +583,8 @@ export function doLoadBalancers(
     signal?: AbortSignal,
     listed?: readonly DoLoadBalancer[],
   ): Promise<DoLoadBalancer[]> {
-    const all = listed ?? (await listing.since(writtenAt.get(req.name), signal));
+    const after = writtenAt.get(req.name);
+    const all = listed ?? listing.recent(after, recentListingMs) ?? (await listing.since(after, signal));
     return all.filter((lb) => owned(lb, who.tag)).sort(oldestFirst);
   }
 
@@ -589,8 +614,18 @@ export function doLoadBalancers(
       // listing, shared with every other Service waiting, rather than on its own. One the listing
       // does not show (made after it started, or the id of something else) is still read by id.
       const waiting = who.ownName && req.claims && req.claims.ownIngress.length === 0;
+      // A Service waiting for its address needs a listing newer than the one it last looked at.
+      const after = waiting
+        ? Math.max(
+            writtenAt.get(req.name) ?? Number.NEGATIVE_INFINITY,
+            waitedAt.get(req.name) ?? Number.NEGATIVE_INFINITY,
+          )
+        : writtenAt.get(req.name);
+      if (waiting) waitedAt.set(req.name, monotonicMs());
+      else waitedAt.delete(req.name);
       const listed =
-        waiting || fromListing(req) ? await listing.since(writtenAt.get(req.name), signal) : undefined;
+        listing.recent(after, recentListingMs) ??
+        (waiting || fromListing(req) ? await listing.since(after, signal) : undefined);
       const lb = listed?.find((x) => x.id === who.id) ?? (await byIdOrNothing(who.id, signal));
       // Our tag names the cluster, not the Service: another Service's load balancer carries it too.
       const refused = lb && owned(lb, who.tag) && claimRefusal(lb, req, false);
@@ -880,6 +915,7 @@ export function doLoadBalancers(
       if (lb) all.push(lb);
       for (const x of new Map(all.map((x) => [x.id, x])).values()) await remove(x, signal);
       writtenAt.delete(req.name);
+      waitedAt.delete(req.name);
     },
   };
 }

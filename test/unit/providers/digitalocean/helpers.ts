@@ -17,6 +17,11 @@ export function useDigitalOceanSim(): DigitalOceanSimulator {
 }
 
 /** The provider on `sim`, retrying after 5 ms. */
-export function quickProvider(sim: DigitalOceanSimulator) {
-  return createDigitalOcean({ token: sim.token, baseUrl: sim.url, http: { backoff: { baseMs: 5 } } });
+/** The provider with quick retries, and no listing reused: each call sees what the test did to the simulator. */
+export function quickProvider(sim: DigitalOceanSimulator, recentListingMs = 0) {
+  return createDigitalOcean(
+    { token: sim.token, baseUrl: sim.url, http: { backoff: { baseMs: 5 } } },
+    {},
+    { recentListingMs },
+  );
 }

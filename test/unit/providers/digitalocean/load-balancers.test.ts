@@ -481,6 +481,44 @@ describe('updateNodes and delete', () => {
     expect(writes()).toEqual([]);
   });
 
+  it('by default, Services syncing one after another within 10 s share the last listing, except for what they wrote since', async () => {
+    const shared = quickProvider(sim, 10_000).loadBalancers as LoadBalancers;
+    const services = Array.from({ length: 5 }, (_, i) => ({
+      uid: `0b5f5a57-1b3c-4d2e-9f60-7c8d9e0f1b${String(i).padStart(2, '0')}`,
+      name: `a0b5f5a571b3c4d2e9f607c8d9e0f1b${i}`,
+    }));
+    const reqs: LoadBalancerRequest[] = [];
+    for (const s of services) {
+      const req = request({ name: s.name, service: { uid: s.uid, name: s.name } });
+      await expect(shared.ensure(req)).rejects.toBeInstanceOf(RetryableError);
+      const lbId = (await shared.ensure(req)).annotations?.[LOAD_BALANCER_ID] ?? '';
+      reqs.push(
+        request({
+          name: s.name,
+          service: { uid: s.uid, name: s.name, annotations: { [LOAD_BALANCER_ID]: lbId } },
+        }),
+      );
+    }
+    await new Promise((r) => setTimeout(r, 250)); // each is busy for 200 ms after its creation
+    sim.requests.length = 0;
+    const threeNodes = [0, 1, 2].map((i) => ({
+      name: `w${i + 1}`,
+      providerID: `digitalocean://${id(i)}`,
+      addresses: [],
+    }));
+    for (const req of reqs) await shared.updateNodes({ ...req, nodes: threeNodes });
+    // The listing that showed the last of them active started after every create: it answers all
+    // five, and each costs only its change.
+    expect(sim.requests.map((r) => `${r.method} ${r.url.replace(/[0-9a-f-]{36}/, '<id>')}`)).toEqual(
+      reqs.map(() => 'POST /v2/load_balancers/<id>/droplets'),
+    );
+    // A Service that changed its load balancer since that listing reads a newer one: it sees its change.
+    sim.requests.length = 0;
+    await shared.updateNodes({ ...(reqs[0] as LoadBalancerRequest), nodes: threeNodes });
+    expect(sim.requestsTo('GET', '/v2/load_balancers')).toHaveLength(1);
+    expect(writes()).toEqual([]);
+  });
+
   it('in an account of more than one page of load balancers, a lone Service reads its own by id, not every page', async () => {
     const { lbId } = await created();
     for (let i = 0; i < 200; i++) sim.addLoadBalancer({ name: `other-${i}`, tags: ['k8s:another-cluster'] });
