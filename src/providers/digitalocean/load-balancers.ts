@@ -132,7 +132,7 @@ interface Identity {
 const TAG_PREFIX = 'k8s:';
 const TAG = /^[a-zA-Z0-9_\-:]+$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const PROVISIONING_RETRY_MS = 10_000;
+const PROVISIONING_RETRY_MS = 5_000;
 /**
  * How old a finished load balancer listing may be and still answer a Service, when it started after
  * that Service's own last write: what ccm wrote is in it, and what changed since by anyone else is
@@ -558,14 +558,27 @@ export function doLoadBalancers(
   const written = (req: LoadBalancerRequest) => writtenAt.set(req.name, monotonicMs());
   /** When a Service still waiting for its address last looked for it: it looks next in a later listing. */
   const waitedAt = new Map<string, number>();
+  /** When Services last looked their load balancer up by id (the last RECENT_LISTING_MS), oldest first. */
+  const lookups: number[] = [];
   /**
    * A Service's load balancer is read from the shared listing, not by id, when that costs no more:
-   * a listing is already queued or under way (free to join), or the last one fit in one page (one
+   * a listing is already queued or under way (free to join); or the last one fit in one page (one
    * request, as a read by id, and shared with whoever else asks meanwhile, as every Service does
-   * when Nodes change). The first is taken from a listing too: most accounts have fewer than 200.
+   * when Nodes change); or at least as many Services looked theirs up in the last 10 s as a listing
+   * has pages (a burst: 300 Services given a new Node, or deleted, read one listing every 10 s,
+   * not one each). The first is taken from a listing too: most accounts have fewer than 200.
    */
-  const fromListing = (req: LoadBalancerRequest) =>
-    listing.joinable(writtenAt.get(req.name)) || (listing.lastSize ?? 0) < PER_PAGE;
+  const fromListing = (req: LoadBalancerRequest) => {
+    const now = monotonicMs();
+    while (lookups.length > 0 && (lookups[0] as number) <= now - recentListingMs) lookups.shift();
+    lookups.push(now);
+    const pages = Math.max(1, Math.ceil((listing.lastSize ?? 0) / PER_PAGE));
+    return (
+      listing.joinable(writtenAt.get(req.name)) ||
+      (listing.lastSize ?? 0) < PER_PAGE ||
+      lookups.length > pages
+    );
+  };
   /** Load balancers named `who.name` with this cluster's tag, the oldest first. */
   async function namesakes(
     req: LoadBalancerRequest,

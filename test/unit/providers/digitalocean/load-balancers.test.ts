@@ -69,7 +69,7 @@ describe('ensure', () => {
   it('creates the load balancer, tagged, and answers RetryableError while it is new', async () => {
     const err = await lbs.ensure(request()).catch((e) => e);
     expect(err).toBeInstanceOf(RetryableError);
-    expect(err.retryAfterMs).toBe(10_000);
+    expect(err.retryAfterMs).toBe(5_000);
     expect(err.message).toMatch(
       /^load balancer a0b5f5a5\S+ \(\S+\) is still being set up at DigitalOcean \(status new\)/,
     );
