@@ -72,7 +72,12 @@ async function startStages(
   const providerConfig = await resolveProvider(input, deps, {
     definition,
     transport,
-    providerDeps: { mayWrite, takeToken: budget.takeToken, rateLimited: budget.rateLimited },
+    providerDeps: {
+      mayWrite,
+      takeToken: budget.takeToken,
+      rateLimited: budget.rateLimited,
+      memory: new Map(),
+    },
   });
   start.hold(closeCloudConnections);
   start.check();

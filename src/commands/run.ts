@@ -184,8 +184,9 @@ export default class Run extends CcmCommand {
     const { flags } = await this.parse(Run);
     const qpsFlag = flags['cloud-qps'];
     const qps = qpsFlag === undefined ? undefined : Number(qpsFlag);
-    if (qpsFlag !== undefined && !(Number(qpsFlag) > 0))
-      throw flagValueError('cloud-qps', 'a number above 0 such as 0.5 or 2', qpsFlag);
+    // Below one request in 1,000 s a token's wait would overflow Node's timers (2^31 ms), which then fire at once.
+    if (qpsFlag !== undefined && !(Number(qpsFlag) >= 0.001))
+      throw flagValueError('cloud-qps', 'a number of at least 0.001 such as 0.5 or 2', qpsFlag);
     const { startRun } = await import('../cli/run.js');
     // One shutdown, whatever comes after: a terminal's Ctrl-C reaches both this process and the
     // Node 20 wrapper of bin/run.js, which passes it on, and the second must not end the process

@@ -10,13 +10,19 @@ import type {
 } from '../providers/types.js';
 import type { Metrics } from './metrics.js';
 
-/** A request's turn: how long it waited for it, and what to call once it was answered (or not sent). */
+/**
+ * A request's turn: how long it waited for it, and what to call once it was answered, or with
+ * `false` once it is sure it was never sent (its caller gave up, the leader gate refused it): then
+ * it counts in no window.
+ */
 export interface Turn {
   waitedMs: number;
-  done(): void;
+  done(sent?: boolean): void;
 }
 
 const NOTHING = () => {};
+/** Node's longest timer: a longer one fires after 1 ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** A budget of cloud requests: `take` waits for a turn (never fails), `hold` stops every turn for a while. */
 export interface RequestBudget {
@@ -89,11 +95,11 @@ export class SlidingWindows implements RequestBudget {
       let once = false;
       return {
         waitedMs: this.now() - started,
-        done: () => {
+        done: (sent = true) => {
           if (once) return;
           once = true;
           this.inFlight--;
-          this.sent.push(this.now());
+          if (sent) this.sent.push(this.now());
           this.wake?.();
         },
       };
@@ -152,8 +158,8 @@ export class EveryBudget implements RequestBudget {
     }
     return {
       waitedMs,
-      done: () => {
-        for (const t of turns) t.done();
+      done: (sent = true) => {
+        for (const t of turns) t.done(sent);
       },
     };
   }
@@ -187,10 +193,11 @@ export class TokenBucket implements RequestBudget {
     const started = this.now();
     const turn = this.tail.then(async () => {
       this.refill();
-      if (this.tokens < 1) {
-        // A hold (below) puts `last` in the future: nothing refills before it.
+      while (this.tokens < 1) {
+        // A hold (below) puts `last` in the future: nothing refills before it. A wait past Node's
+        // longest timer (2^31 ms, about 25 days) would fire at once: it is waited in parts.
         const waitMs = Math.max(0, this.last - this.now()) + ((1 - this.tokens) / this.qps) * 1000;
-        await new Promise((r) => setTimeout(r, waitMs));
+        await new Promise((r) => setTimeout(r, Math.min(Math.ceil(waitMs), MAX_TIMER_MS)));
         this.refill();
       }
       this.tokens -= 1;
@@ -259,7 +266,7 @@ export function budgetedProvider(
       metrics?.cloudBudgetWaitSeconds.inc(turn.waitedMs / 1000);
     }
     if (writes && !mayWrite()) {
-      turn?.done();
+      turn?.done(false);
       throw new RetryableError(`${operation} refused: this replica is not the leader`);
     }
     const provider = holder.current;

@@ -183,6 +183,10 @@ export class ServiceController {
         }
       }
       this.deps.queue.forget(key);
+      // A Node that joined or left while this sync waited for the cloud (for the budget, under load,
+      // that can be minutes) found no backend set of a first sync to compare: look once more.
+      if (this.lastBackends.has(key) && backendSetKey(backendNodes([...this.deps.nodes.list()])) !== setKey)
+        this.enqueue(key, 'nodes');
       if (this.lastFailures.delete(key))
         this.deps.log?.(
           'info',

@@ -186,6 +186,29 @@ export function onCloudWait(listener: (what: string | undefined) => void, afterM
 }
 
 export class HttpClient {
+  /**
+   * The budget's turn for one attempt. A caller that gives up while waiting is answered at once with
+   * its abort; the turn, when it comes, is handed back unspent.
+   */
+  private async turn(caller: AbortSignal | undefined): Promise<((sent?: boolean) => void) | undefined> {
+    const turn = this.options.takeToken?.();
+    if (!turn || !caller) return turn;
+    caller.throwIfAborted();
+    let abort: (() => void) | undefined;
+    const aborted = new Promise<never>((_, reject) => {
+      abort = () => reject(caller.reason);
+      caller.addEventListener('abort', abort, { once: true });
+    });
+    try {
+      return await Promise.race([turn, aborted]);
+    } catch (err) {
+      void turn.then((done) => done?.(false));
+      throw err;
+    } finally {
+      if (abort) caller.removeEventListener('abort', abort);
+    }
+  }
+
   private readonly base: string;
   private readonly timeoutMs: number;
   private readonly retries: number;
@@ -270,11 +293,14 @@ export class HttpClient {
       // The budget first: the leader gate below is asked after any wait for it. The budget is told
       // when the request was answered (or never sent), however it ends: a cloud's window counts it
       // from its arrival, which is no later than that.
-      const answered = await this.options.takeToken?.();
+      const answered = await this.turn(caller);
       let started: number;
       let refusal: (() => Error | undefined) | undefined;
       let sent: Awaited<ReturnType<HttpClient['send']>>;
+      let sending = false;
       try {
+        // The caller gave up while this waited for its turn: the turn is handed back unspent.
+        if (caller?.aborted) throw caller.reason;
         try {
           await this.options.authorize?.({ method, url, headers, body });
         } catch (err) {
@@ -286,6 +312,7 @@ export class HttpClient {
 
         started = this.now();
         const signal = AbortSignal.any([AbortSignal.timeout(this.timeoutMs), ...(caller ? [caller] : [])]);
+        sending = true;
         sent = await this.send(url, {
           method,
           headers,
@@ -294,7 +321,7 @@ export class HttpClient {
           ...(refusal ? { refusal } : {}),
         });
       } finally {
-        answered?.();
+        answered?.(sending);
       }
       const { res, text, error } = sent;
       // Refused once its connection was up (the Lease lost meanwhile): nothing was sent.

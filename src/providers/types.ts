@@ -496,8 +496,8 @@ export interface ClusterFlags {
 
 export type ProviderValues = Readonly<Record<string, string | undefined>>;
 
-/** ProviderDeps.takeToken: waits for the budget; resolves to what to call once the request was answered. */
-export type TakeToken = () => Promise<(() => void) | undefined>;
+/** ProviderDeps.takeToken: waits for the budget; resolves to what to call once the request was answered (false: never sent). */
+export type TakeToken = () => Promise<((sent?: boolean) => void) | undefined>;
 
 export interface ProviderDeps {
   /** Called once per request the provider sends to its cloud (for reports and benchmarks). */
@@ -522,6 +522,12 @@ export interface ProviderDeps {
    * HttpClient (`onRateLimited`) with takeToken.
    */
   rateLimited?: (waitMs: number) => void;
+  /**
+   * What a provider remembers across its re-creations (`ccm run` reloads credentials or the cloud
+   * config by building a new one, while the old one's requests may still be on their way): one map
+   * for the run, each provider under keys of its own name.
+   */
+  memory?: Map<string, unknown>;
   /**
    * Where the edge took a field's value from (or, for a field without one, where the operator's
    * Secret would hold it), in words an error line can name: "key vpc-id of Secret kube-system/do",

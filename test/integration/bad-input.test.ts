@@ -472,7 +472,8 @@ describe('one wording across commands', () => {
       'a duration such as 90s, 5m or 1h',
       'soon',
     ],
-    [['run', '--cloud-qps', '0'], 'cloud-qps', 'a number above 0 such as 0.5 or 2', '0'],
+    [['run', '--cloud-qps', '0'], 'cloud-qps', 'a number of at least 0.001 such as 0.5 or 2', '0'],
+    [['run', '--cloud-qps', '1e-9'], 'cloud-qps', 'a number of at least 0.001 such as 0.5 or 2', '1e-9'],
     [
       ['run', '--node-monitor-period', 'often'],
       'node-monitor-period',

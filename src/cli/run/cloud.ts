@@ -29,9 +29,9 @@ export const DEFAULT_CLOUD_BURST = 10;
  * they are made after the provider, which takes `takeToken` when it is built.
  *
  * Where the cloud publishes its limits (ProviderDefinition.rateLimits), every request is kept within
- * them as the cloud counts them; a token bucket is added only when --cloud-qps or --cloud-burst is
- * given (to leave room for other users of the same token). Elsewhere the bucket is the budget, with
- * the provider's defaults (requestBudget), else 1 a second and bursts of 10.
+ * them as the cloud counts them, and within a token bucket too when the provider has a default one
+ * (requestBudget: DigitalOcean's paces the hour) or --cloud-qps or --cloud-burst is given.
+ * Elsewhere the bucket is the budget, with the provider's defaults, else 1 a second and bursts of 10.
  */
 export class CloudBudget {
   readonly bucket: RequestBudget;
@@ -47,7 +47,7 @@ export class CloudBudget {
   }) {
     const given = options.qps !== undefined || options.burst !== undefined;
     const bucket =
-      given || !options.rateLimits?.length
+      given || options.requestBudget || !options.rateLimits?.length
         ? new TokenBucket(
             options.qps ?? options.requestBudget?.qps ?? DEFAULT_CLOUD_QPS,
             options.burst ?? options.requestBudget?.burst ?? DEFAULT_CLOUD_BURST,
@@ -66,7 +66,7 @@ export class CloudBudget {
   }
 
   /** One token per request the provider's API client sends (ProviderDeps.takeToken), not per operation. */
-  readonly takeToken = async (): Promise<() => void> => {
+  readonly takeToken = async (): Promise<(sent?: boolean) => void> => {
     const turn = await this.bucket.take();
     this.waitSeconds?.inc(turn.waitedMs / 1000);
     return turn.done;

@@ -23,6 +23,15 @@ export const DIGITALOCEAN_RATE_LIMITS = [
   { windowMs: 3_600_000, max: 5000, margin: 100 },
 ] as const;
 
+/**
+ * Within those windows, the hour is paced: a bucket of r a second holding b lets through at most
+ * b + 3,600·r in any hour, so 1 a second and 1,300 keep the hour's 4,900. A burst of up to 1,300
+ * requests goes at the minute's pace (5.4 minutes), then 60 a minute for as long as the demand lasts.
+ * Without it, a long demand spends the hour's 4,900 in 20 minutes and then sends nothing at all for 40,
+ * not even a new Node's initialisation.
+ */
+export const DIGITALOCEAN_HOURLY_PACE = { qps: 1, burst: 1300 } as const;
+
 /** DigitalOcean: droplets as instances, load balancers, token credentials as its own controller reads them. */
 export const digitalocean: ProviderDefinition = {
   name: 'digitalocean',
@@ -39,6 +48,7 @@ export const digitalocean: ProviderDefinition = {
   clusterFlags: { kubeApiserver: { 'kubelet-preferred-address-types': 'InternalIP,ExternalIP,Hostname' } },
   officialControllers: [officialController],
   rateLimits: DIGITALOCEAN_RATE_LIMITS,
+  requestBudget: DIGITALOCEAN_HOURLY_PACE,
   create(values: ProviderValues, deps: ProviderDeps): Provider {
     return createDigitalOcean(
       {
@@ -52,16 +62,29 @@ export const digitalocean: ProviderDefinition = {
         ...(deps.origin?.('token') ? { tokenFrom: deps.origin('token') } : {}),
       },
       placement(values.region, values.vpcId, deps.origin),
+      { writes: remembered(deps.memory, 'digitalocean/load-balancer-writes') },
     );
   },
 };
+
+/** The map under `key` in a run's memory (ProviderDeps.memory), made on first use; a new one without it. */
+function remembered<K, V>(memory: Map<string, unknown> | undefined, key: string): Map<K, V> {
+  const found = memory?.get(key);
+  if (found instanceof Map) return found as Map<K, V>;
+  const made = new Map<K, V>();
+  memory?.set(key, made);
+  return made;
+}
 
 /** The provider over a client built from these options (tests pass timer seams here). */
 export function createDigitalOcean(
   options: DigitalOceanClientOptions,
   place: LoadBalancerPlacement = {},
-  /** For tests: how old a shared load balancer listing may answer a Service (default 10 s). */
-  tuning: { recentListingMs?: number } = {},
+  /**
+   * How old a shared load balancer listing may answer a Service (default 10 s) and how far apart two
+   * start (2 s), for tests; and when each Service's load balancers were last written, kept across reloads.
+   */
+  tuning: { recentListingMs?: number; listingGapMs?: number; writes?: Map<string, number> } = {},
 ): Provider {
   const client = new DigitalOceanClient(options);
   // The droplets the instance listing showed: load balancers are placed by them without a call.

@@ -141,6 +141,14 @@ const PROVISIONING_RETRY_MS = 5_000;
  */
 const RECENT_LISTING_MS = 10_000;
 /**
+ * The least time between the starts of two load balancer listings: 100 Services waiting for their
+ * addresses, each asking for a listing newer than its last look, share one every 2 s at most rather
+ * than keeping one always under way (30 a minute, not 120).
+ */
+const LISTING_GAP_MS = 2_000;
+/** After how long a Service's last write is forgotten: far longer than any listing takes. */
+const FORGET_WRITES_MS = 15 * 60_000;
+/**
  * Backend droplets a create reads at most, of those the last listing did not show: a droplet found
  * gone (404) is remembered and never read again, so each attempt gets further.
  */
@@ -469,6 +477,8 @@ export class NextListing<T> {
   constructor(
     private readonly list: () => Promise<T>,
     private readonly now: () => number = monotonicMs,
+    /** The least time between the starts of two listings: Services waiting in turn share one. */
+    private readonly gapMs = 0,
   ) {}
 
   /** The listing under way if it started after `after` (undefined: any), else the next. */
@@ -503,6 +513,8 @@ export class NextListing<T> {
   next(signal?: AbortSignal): Promise<T> {
     this.queued ??= (async () => {
       await this.running?.listing.catch(() => undefined);
+      const wait = this.running ? this.running.startedAt + this.gapMs - this.now() : 0;
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       // Started now: whoever asks from here on waits for the one after.
       this.queued = undefined;
       const running = { listing: this.list(), startedAt: this.now(), done: false };
@@ -542,20 +554,37 @@ export function doLoadBalancers(
   client: DigitalOceanClient,
   place: LoadBalancerPlacement = {},
   memo: DropletMemo = new DropletMemo(),
-  { recentListingMs = RECENT_LISTING_MS }: { recentListingMs?: number } = {},
+  {
+    recentListingMs = RECENT_LISTING_MS,
+    listingGapMs = LISTING_GAP_MS,
+    writes = new Map<string, number>(),
+  }: { recentListingMs?: number; listingGapMs?: number; writes?: Map<string, number> } = {},
 ): LoadBalancers {
   const adoption = doAdoption(client);
   /** Every load balancer of the account, one listing for all the Services that asked meanwhile. */
-  const listing = new NextListing(() =>
-    client.listAll<DoLoadBalancer>('listing load balancers', '/v2/load_balancers', 'load_balancers'),
+  const listing = new NextListing(
+    () => client.listAll<DoLoadBalancer>('listing load balancers', '/v2/load_balancers', 'load_balancers'),
+    monotonicMs,
+    listingGapMs,
   );
   /**
    * When this provider's last write to each Service's load balancers (create, update, droplets,
    * delete) was answered or failed: only a listing started after it is sure to show that write, so
    * the Service waits for the next listing, and any other joins the one under way.
    */
-  const writtenAt = new Map<string, number>();
-  const written = (req: LoadBalancerRequest) => writtenAt.set(req.name, monotonicMs());
+  const writtenAt = writes;
+  const written = (req: LoadBalancerRequest) => {
+    const now = monotonicMs();
+    // Oldest first: deleted and set again, so that the loop below stops at the first recent one.
+    writtenAt.delete(req.name);
+    writtenAt.set(req.name, now);
+    // Forgotten once no listing that started before it can still be used (RECENT_LISTING_MS after
+    // it was answered): a write of long ago is older than every listing from here on.
+    for (const [name, at] of writtenAt) {
+      if (at > now - FORGET_WRITES_MS) break;
+      writtenAt.delete(name);
+    }
+  };
   /** When a Service still waiting for its address last looked for it: it looks next in a later listing. */
   const waitedAt = new Map<string, number>();
   /** When Services last looked their load balancer up by id (the last RECENT_LISTING_MS), oldest first. */
@@ -570,7 +599,7 @@ export function doLoadBalancers(
    */
   const fromListing = (req: LoadBalancerRequest) => {
     const now = monotonicMs();
-    while (lookups.length > 0 && (lookups[0] as number) <= now - recentListingMs) lookups.shift();
+    while (lookups.length > 0 && (lookups[0] as number) <= now - RECENT_LISTING_MS) lookups.shift();
     lookups.push(now);
     const pages = Math.max(1, Math.ceil((listing.lastSize ?? 0) / PER_PAGE));
     return (
@@ -927,7 +956,9 @@ export function doLoadBalancers(
       const all = byId && who.ownName ? await namesakes(req, who, signal) : extras;
       if (lb) all.push(lb);
       for (const x of new Map(all.map((x) => [x.id, x])).values()) await remove(x, signal);
-      writtenAt.delete(req.name);
+      // Recorded, not forgotten: a Service made a LoadBalancer again must not be shown, by a listing
+      // that started before this delete landed, the load balancer it just deleted.
+      written(req);
       waitedAt.delete(req.name);
     },
   };

@@ -22,6 +22,6 @@ export function quickProvider(sim: DigitalOceanSimulator, recentListingMs = 0) {
   return createDigitalOcean(
     { token: sim.token, baseUrl: sim.url, http: { backoff: { baseMs: 5 } } },
     {},
-    { recentListingMs },
+    { recentListingMs, listingGapMs: 0 },
   );
 }
