@@ -224,12 +224,15 @@ export class DigitalOceanClient {
       }
       problem = `read ${items.length} items (${unique} distinct) while the API counted ${[...totals].join(' then ')}`;
     }
-    throw new RetryableError(
+    throw new ListingChangedError(
       `DigitalOcean ${what}: the listing changed while it was read, twice (${problem}); nothing is concluded from it, try again`,
       5_000,
     );
   }
 }
+
+/** A listing that changed between its pages, twice: what it lacks may exist. */
+export class ListingChangedError extends RetryableError {}
 
 /** Which call failed, why, and what to do; same error kind, never the token. */
 function explain(err: unknown, what: string, tokenHint = CREDENTIAL_HINT): unknown {

@@ -40,7 +40,7 @@ import {
   TLS_PORTS,
   text,
 } from './annotations.js';
-import { type DigitalOceanClient, PER_PAGE } from './client.js';
+import { type DigitalOceanClient, ListingChangedError, PER_PAGE } from './client.js';
 import { DropletMemo, dropletIdFromProviderID, getDroplet, listDroplets, SCHEME } from './instances.js';
 
 /** components/schemas/forwarding_rule */
@@ -132,7 +132,7 @@ interface Identity {
 const TAG_PREFIX = 'k8s:';
 const TAG = /^[a-zA-Z0-9_\-:]+$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const PROVISIONING_RETRY_MS = 5_000;
+const PROVISIONING_RETRY_MS = 10_000;
 /**
  * How old a finished load balancer listing may be and still answer a Service, when it started after
  * that Service's own last write: what ccm wrote is in it, and what changed since by anyone else is
@@ -656,18 +656,24 @@ export function doLoadBalancers(
       // listing, shared with every other Service waiting, rather than on its own. One the listing
       // does not show (made after it started, or the id of something else) is still read by id.
       const waiting = who.ownName && req.claims && req.claims.ownIngress.length === 0;
-      // A Service waiting for its address needs a listing newer than the one it last looked at.
+      // A Service waiting for its address needs a listing newer than the one it last looked at, and
+      // at its first look one that starts from now: a second creation of it (a former leader's create
+      // that landed late) must be seen before its status shows the one kept.
+      const now = monotonicMs();
       const after = waiting
-        ? Math.max(
-            writtenAt.get(req.name) ?? Number.NEGATIVE_INFINITY,
-            waitedAt.get(req.name) ?? Number.NEGATIVE_INFINITY,
-          )
+        ? Math.max(writtenAt.get(req.name) ?? Number.NEGATIVE_INFINITY, waitedAt.get(req.name) ?? now)
         : writtenAt.get(req.name);
-      if (waiting) waitedAt.set(req.name, monotonicMs());
+      if (waiting) waitedAt.set(req.name, now);
       else waitedAt.delete(req.name);
+      // A listing whose pages shifted is no answer here: the load balancer is then read by its id.
       const listed =
         listing.recent(after, recentListingMs) ??
-        (waiting || fromListing(req) ? await listing.since(after, signal) : undefined);
+        (waiting || fromListing(req)
+          ? await listing.since(after, signal).catch((err: unknown) => {
+              if (err instanceof ListingChangedError) return undefined;
+              throw err;
+            })
+          : undefined);
       const lb = listed?.find((x) => x.id === who.id) ?? (await byIdOrNothing(who.id, signal));
       // Our tag names the cluster, not the Service: another Service's load balancer carries it too.
       const refused = lb && owned(lb, who.tag) && claimRefusal(lb, req, false);
@@ -953,7 +959,15 @@ export function doLoadBalancers(
       // The one the annotation names, and every other of ccm's with this Service's name (a second
       // creation of it, whose id no Service recorded).
       const { lb, extras, byId } = await find(req, who, 'skip', signal);
-      const all = byId && who.ownName ? await namesakes(req, who, signal) : extras;
+      // Hundreds of load balancers deleted at once shift the listing's pages under every reader: its
+      // own, found by id, is deleted anyway; second creations are looked for when a listing holds.
+      const all =
+        byId && who.ownName
+          ? await namesakes(req, who, signal).catch((err: unknown) => {
+              if (lb && err instanceof ListingChangedError) return [];
+              throw err;
+            })
+          : extras;
       if (lb) all.push(lb);
       for (const x of new Map(all.map((x) => [x.id, x])).values()) await remove(x, signal);
       // Recorded, not forgotten: a Service made a LoadBalancer again must not be shown, by a listing

@@ -69,7 +69,7 @@ describe('ensure', () => {
   it('creates the load balancer, tagged, and answers RetryableError while it is new', async () => {
     const err = await lbs.ensure(request()).catch((e) => e);
     expect(err).toBeInstanceOf(RetryableError);
-    expect(err.retryAfterMs).toBe(5_000);
+    expect(err.retryAfterMs).toBe(10_000);
     expect(err.message).toMatch(
       /^load balancer a0b5f5a5\S+ \(\S+\) is still being set up at DigitalOcean \(status new\)/,
     );
@@ -529,6 +529,29 @@ describe('updateNodes and delete', () => {
     expect(sim.requests.map((r) => `${r.method} ${r.url.replace(lbId, '<id>')}`)).toEqual([
       'GET /v2/load_balancers/<id>',
     ]);
+  });
+
+  it('deletes its own by id while hundreds of deletions shift every listing between its pages', async () => {
+    const { lbId } = await created();
+    // Every listing counts one more than it shows, as one whose pages shifted under it does.
+    const shifting: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
+      if ((init?.method ?? 'GET') !== 'GET' || url.pathname !== '/v2/load_balancers') return res;
+      const body = (await res.json()) as { meta: { total: number } };
+      body.meta.total += 1;
+      return new Response(JSON.stringify(body), { status: res.status, headers: res.headers });
+    };
+    const lister = createDigitalOcean(
+      { token: sim.token, baseUrl: sim.url, http: { backoff: { baseMs: 5 }, fetch: shifting } },
+      {},
+      { recentListingMs: 0, listingGapMs: 0 },
+    ).loadBalancers as LoadBalancers;
+    await lister.delete(request({ service: { annotations: { [LOAD_BALANCER_ID]: lbId } } }));
+    expect(sim.loadBalancers.size).toBe(0);
+    // A Service without its id is not deleted on such a listing: what it lacks may exist.
+    await expect(lister.ensure(request())).rejects.toThrow(/the listing changed while it was read/);
+    expect(sim.requestsTo('POST', '/v2/load_balancers')).toHaveLength(1);
   });
 
   it('deletes once, and a load balancer already gone is no error', async () => {
