@@ -81,7 +81,8 @@ describe("ccm at DigitalOcean's rate limits", () => {
     expect(mostInAnyWindow(times, 60_000)).toBeLessThanOrEqual(250);
     expect(requests.length).toBeGreaterThan(250);
     expect(world.sim.requestsTo('POST', '/v2/load_balancers')).toHaveLength(SERVICES);
-    // A Service waiting for its address reads its load balancer from the shared listing, not by id.
-    expect(world.sim.requestsTo('GET', /^\/v2\/load_balancers\/[^/]+$/)).toHaveLength(0);
+    // A Service waiting for its address reads its load balancer from the shared listing, not by id;
+    // only when creates shifted that listing's pages while it was read is one read by id instead.
+    expect(world.sim.requestsTo('GET', /^\/v2\/load_balancers\/[^/]+$/).length).toBeLessThanOrEqual(5);
   }, 480_000);
 });

@@ -656,13 +656,15 @@ export function doLoadBalancers(
       // listing, shared with every other Service waiting, rather than on its own. One the listing
       // does not show (made after it started, or the id of something else) is still read by id.
       const waiting = who.ownName && req.claims && req.claims.ownIngress.length === 0;
-      // A Service waiting for its address needs a listing newer than the one it last looked at, and
-      // at its first look one that starts from now: a second creation of it (a former leader's create
-      // that landed late) must be seen before its status shows the one kept.
+      // A Service waiting for its address needs a listing newer than the one it last looked at: at its
+      // first look, one that started after its own create, or, when this replica made none (a new
+      // leader), one that starts from now, so that a second creation of it (a former leader's create
+      // that landed late) is seen before its status shows the one kept.
       const now = monotonicMs();
+      const wrote = writtenAt.get(req.name);
       const after = waiting
-        ? Math.max(writtenAt.get(req.name) ?? Number.NEGATIVE_INFINITY, waitedAt.get(req.name) ?? now)
-        : writtenAt.get(req.name);
+        ? Math.max(wrote ?? Number.NEGATIVE_INFINITY, waitedAt.get(req.name) ?? wrote ?? now)
+        : wrote;
       if (waiting) waitedAt.set(req.name, now);
       else waitedAt.delete(req.name);
       // A listing whose pages shifted is no answer here: the load balancer is then read by its id.
