@@ -542,8 +542,10 @@ describe('updateNodes and delete', () => {
       body.meta.total += 1;
       return new Response(JSON.stringify(body), { status: res.status, headers: res.headers });
     };
+    // The client passes `http` on to its HttpClient, whose test seam takes a fetch.
+    const http = { backoff: { baseMs: 5 }, fetch: shifting };
     const lister = createDigitalOcean(
-      { token: sim.token, baseUrl: sim.url, http: { backoff: { baseMs: 5 }, fetch: shifting } },
+      { token: sim.token, baseUrl: sim.url, http },
       {},
       { recentListingMs: 0, listingGapMs: 0 },
     ).loadBalancers as LoadBalancers;
