@@ -62,11 +62,11 @@ export default class Run extends CcmCommand {
     ...brakeFlags,
     'cloud-qps': Flags.string({
       description:
-        "Cloud HTTP requests per second (each attempt, each page), shared by all controllers (work waits, never fails); default: within the cloud's published limit (triton 8), else 1. On digitalocean its limits (240 a minute, 4,900 an hour) always apply, and this only lowers the pace",
+        "Cloud HTTP requests per second (each attempt, each page), shared by all controllers (work waits, never fails); default: within the cloud's published limit (digitalocean 1, triton 8), else 1. On digitalocean its limits (240 a minute, 4,900 an hour) always apply too",
     }),
     'cloud-burst': Flags.integer({
       description:
-        "Cloud HTTP requests allowed in a burst; default: within the cloud's published limit (triton 24), else 10; on digitalocean, none unless given (its limits apply)",
+        "Cloud HTTP requests allowed in a burst; default: within the cloud's published limit (digitalocean 1300, triton 24), else 10",
       min: 1,
     }),
     'leader-elect': Flags.boolean({
