@@ -30,6 +30,7 @@ import {
 } from '../clouds/digitalocean/server.js';
 import { createNodes, fixtureApi } from '../controlplane/fixtures.js';
 import { type ControlPlane, startControlPlane } from '../controlplane/harness.js';
+import { mostInAnyWindow } from '../helpers/rate-windows.js';
 import { spawnCcmRun, terminate } from '../helpers/run.js';
 
 const SIZES = (process.env.BENCH_SERVICES ?? '100 300').split(' ').filter(Boolean).map(Number);
@@ -78,17 +79,6 @@ const official = (bin: string): Controller => ({
     return { stop: () => terminate(child, 'digitalocean-cloud-controller-manager') };
   },
 });
-
-/** The most of `times` (ms, ascending) in any window of `windowMs`. */
-function mostInAnyWindow(times: readonly number[], windowMs: number): number {
-  let most = 0;
-  let start = 0;
-  for (let end = 0; end < times.length; end++) {
-    while ((times[end] as number) - (times[start] as number) >= windowMs) start++;
-    most = Math.max(most, end - start + 1);
-  }
-  return most;
-}
 
 /**
  * Seconds after `from` at which the last of `n` more requests can arrive at the earliest, each

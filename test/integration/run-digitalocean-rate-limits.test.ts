@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { mapLimit } from '../../src/controllers/concurrency.js';
 import { createNodes } from '../controlplane/fixtures.js';
 import { useCloudWorld } from '../helpers/cloud-world.js';
+import { mostInAnyWindow } from '../helpers/rate-windows.js';
 import { TEST_CONTROLLER_OPTIONS, until, untilInitialised } from '../helpers/run.js';
 import { lbService } from '../helpers/services.js';
 
@@ -24,17 +25,6 @@ const world = useCloudWorld('digitalocean', {
     expect(w.sim.takeViolations()).toEqual([]);
   },
 });
-
-/** The most of `times` (ms, ascending) in any window of `windowMs`. */
-function mostInAnyWindow(times: readonly number[], windowMs: number): number {
-  let most = 0;
-  let start = 0;
-  for (let end = 0; end < times.length; end++) {
-    while ((times[end] as number) - (times[start] as number) >= windowMs) start++;
-    most = Math.max(most, end - start + 1);
-  }
-  return most;
-}
 
 describe("ccm at DigitalOcean's rate limits", () => {
   it(`gives ${SERVICES} Services created at once their IPs with no 429 and at most 250 requests in any minute`, async () => {

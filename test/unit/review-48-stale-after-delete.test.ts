@@ -14,7 +14,7 @@ import { LOAD_BALANCER_ID } from '../../src/providers/digitalocean/annotations.j
 import { createDigitalOcean } from '../../src/providers/digitalocean/index.js';
 import type { LoadBalancerRequest, LoadBalancers } from '../../src/providers/types.js';
 import { requestService } from '../helpers/lb-request.js';
-import { useDigitalOceanSim } from './providers/digitalocean/helpers.js';
+import { heldListings, useDigitalOceanSim } from './providers/digitalocean/helpers.js';
 
 const CLUSTER = '6f1c2b9e-3d4a-4c5b-9e8f-0a1b2c3d4e5f';
 const UID_A = '0b5f5a57-1b3c-4d2e-9f60-7c8d9e0f1a2b';
@@ -25,27 +25,16 @@ const NAME_B = 'a1b5f5a571b3c4d2e9f607c8d9e0f1a2';
 const sim = useDigitalOceanSim();
 let lbs: LoadBalancers;
 let droplets: Record<string, unknown>[];
-/** While set, answers to GET /v2/load_balancers (the listing) are held on their way back to ccm. */
-let gate: Promise<void> | undefined;
-let openGate: () => void = () => {};
+/** The listing's answers, held on their way back while a test says so. */
+let held = heldListings();
 
 beforeEach(() => {
-  gate = undefined;
+  held = heldListings();
   droplets = sim.addDroplets(
     { name: 'w1', privateIP: '10.110.0.2' },
     { name: 'w2', privateIP: '10.110.0.3' },
   );
-  const slowWayBack: typeof fetch = async (input, init) => {
-    const res = await fetch(input, init);
-    const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
-    if ((init?.method ?? 'GET') === 'GET' && url.pathname === '/v2/load_balancers' && gate) {
-      const body = await res.text();
-      await gate;
-      return new Response(body, { status: res.status, headers: res.headers });
-    }
-    return res;
-  };
-  const http = { backoff: { baseMs: 5 }, fetch: slowWayBack };
+  const http = { backoff: { baseMs: 5 }, fetch: held.fetch };
   // No listing reused and none spaced: B's sync makes the listing that races A's DELETE.
   const provider = createDigitalOcean(
     {
@@ -98,9 +87,7 @@ describe('review 48: a Service after its own delete', () => {
 
     // Meanwhile Service B (never written anything) starts a listing: the cloud answers it at once
     // (A's load balancer still there), the answer is on its way back to ccm.
-    gate = new Promise<void>((resolve) => {
-      openGate = resolve;
-    });
+    held.hold();
     const listingsBefore = sim.requestsTo('GET', '/v2/load_balancers').length;
     const b = lbs.get(request(NAME_B, UID_B));
     await until(
@@ -117,7 +104,7 @@ describe('review 48: a Service after its own delete', () => {
       (error: Error) => ({ error }),
     );
     await new Promise((r) => setTimeout(r, 50));
-    openGate();
+    held.release();
     await b;
     const outcome = await again;
 

@@ -12,7 +12,7 @@ import { LOAD_BALANCER_ID } from '../../src/providers/digitalocean/annotations.j
 import { createDigitalOcean } from '../../src/providers/digitalocean/index.js';
 import type { LoadBalancerRequest, LoadBalancers } from '../../src/providers/types.js';
 import { requestService } from '../helpers/lb-request.js';
-import { useDigitalOceanSim } from './providers/digitalocean/helpers.js';
+import { heldListings, useDigitalOceanSim } from './providers/digitalocean/helpers.js';
 
 const CLUSTER = '6f1c2b9e-3d4a-4c5b-9e8f-0a1b2c3d4e5f';
 const UID_A = '0b5f5a57-1b3c-4d2e-9f60-7c8d9e0f1a2b';
@@ -22,25 +22,15 @@ const NAME_B = 'a1b5f5a571b3c4d2e9f607c8d9e0f1a2';
 
 const sim = useDigitalOceanSim();
 let droplets: Record<string, unknown>[];
-let gate: Promise<void> | undefined;
-let openGate: () => void = () => {};
+/** The listing's answers, held on their way back while a test says so. */
+let held = heldListings();
 
 /** What `ccm run` keeps across reloads: each test's run starts with none. */
 let runMemory = new Map<string, number>();
 
-/** A provider whose listing answers are held on their way back while `gate` is set. */
+/** A provider whose listing answers are held on their way back while the test says so. */
 function provider(): LoadBalancers {
-  const slowWayBack: typeof fetch = async (input, init) => {
-    const res = await fetch(input, init);
-    const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
-    if ((init?.method ?? 'GET') === 'GET' && url.pathname === '/v2/load_balancers' && gate) {
-      const body = await res.text();
-      await gate;
-      return new Response(body, { status: res.status, headers: res.headers });
-    }
-    return res;
-  };
-  const http = { backoff: { baseMs: 5 }, fetch: slowWayBack };
+  const http = { backoff: { baseMs: 5 }, fetch: held.fetch };
   // As `ccm run` builds each: the run's memory of writes shared (ProviderDeps.memory); no listing
   // reused or spaced, so that the new provider makes the listing that races the old one's write.
   const p = createDigitalOcean(
@@ -59,7 +49,7 @@ function provider(): LoadBalancers {
 
 beforeEach(() => {
   runMemory = new Map();
-  gate = undefined;
+  held = heldListings();
   droplets = sim.addDroplets(
     { name: 'w1', privateIP: '10.110.0.2' },
     { name: 'w2', privateIP: '10.110.0.3' },
@@ -105,9 +95,7 @@ describe('review 48: a reload between a write and the next sync', () => {
     // The Secret changed: a new provider. Service B's sync lists at once (A still has w3's droplet
     // there), the answer on its way back.
     const reloaded = provider();
-    gate = new Promise<void>((resolve) => {
-      openGate = resolve;
-    });
+    held.hold();
     const before = sim.requestsTo('GET', '/v2/load_balancers').length;
     const b = reloaded.get(request(NAME_B, UID_B, [0, 1, 2]));
     await until('B’s listing to arrive', () => sim.requestsTo('GET', '/v2/load_balancers').length > before);
@@ -117,7 +105,7 @@ describe('review 48: a reload between a write and the next sync', () => {
     // w3 is back (Ready again): A's Nodes changed again, synced by the new provider.
     const adding = reloaded.updateNodes(request(NAME_A, UID_A, [0, 1, 2], ann));
     await new Promise((r) => setTimeout(r, 50));
-    openGate();
+    held.release();
     await b;
     await adding;
     expect(sim.loadBalancers.get(lbId)?.droplet_ids, 'w3 is a backend again').toEqual([id(0), id(1), id(2)]);

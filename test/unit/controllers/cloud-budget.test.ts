@@ -13,22 +13,12 @@ import {
 import { NotFoundError, RetryableError, UnauthorizedError } from '../../../src/providers/errors.js';
 import { TRITON_REQUEST_BUDGET } from '../../../src/providers/triton/index.js';
 import type { LoadBalancers } from '../../../src/providers/types.js';
+import { mostInAnyWindow } from '../../helpers/rate-windows.js';
 import { makeInstance, makeProvider } from './fixtures.js';
 
 afterEach(() => {
   vi.useRealTimers();
 });
-
-/** The most of `times` (ms, ascending) that fall in any window of `windowMs`. */
-function mostInAnyWindow(times: readonly number[], windowMs: number): number {
-  let most = 0;
-  let start = 0;
-  for (let end = 0; end < times.length; end++) {
-    while ((times[end] as number) - (times[start] as number) >= windowMs) start++;
-    most = Math.max(most, end - start + 1);
-  }
-  return most;
-}
 
 describe('the cloud request budget', () => {
   it('lets a burst through at once, then makes work wait at qps; nothing fails', async () => {

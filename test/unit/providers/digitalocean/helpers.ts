@@ -25,3 +25,34 @@ export function quickProvider(sim: DigitalOceanSimulator, recentListingMs = 0) {
     { recentListingMs, listingGapMs: 0 },
   );
 }
+
+/**
+ * A fetch for the client's test seam (`http.fetch`) whose answers to the load balancer listing are
+ * held on their way back to ccm from `hold()` until `release()`: the cloud made the listing, ccm has
+ * not read it yet (a listing that races a write).
+ */
+export function heldListings() {
+  let gate: Promise<void> | undefined;
+  let open: () => void = () => {};
+  const held: typeof fetch = async (input, init) => {
+    const res = await fetch(input, init);
+    const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
+    if ((init?.method ?? 'GET') === 'GET' && url.pathname === '/v2/load_balancers' && gate) {
+      const body = await res.text();
+      await gate;
+      return new Response(body, { status: res.status, headers: res.headers });
+    }
+    return res;
+  };
+  return {
+    fetch: held,
+    hold() {
+      gate = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+    },
+    release() {
+      open();
+    },
+  };
+}
