@@ -39,9 +39,9 @@ export interface RateWindow {
 }
 
 /**
- * The cloud's own limits, kept as the cloud counts them: each request sent counts in every window
- * for that window's length after it was sent (a sliding window, as DigitalOcean counts, not a
- * reset on the minute). A request waits until it fits in every window. Unlike a token bucket, it
+ * The cloud's own limits, kept as the cloud counts them: each request counts in every window from
+ * when it is sent until that window's length after its answer (a sliding window, as DigitalOcean
+ * counts, not a reset on the minute). A request waits until it fits in every window. Unlike a token bucket, it
  * can spend a whole window's allowance at once and never more: a bucket that may burst the
  * per-minute limit and refills at the hourly rate lets through more than the minute allows.
  * First come, first served. Memory: one timestamp per request of the longest window.
