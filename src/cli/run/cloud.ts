@@ -58,7 +58,7 @@ export class CloudBudget {
         options.rateLimits.map((l) => ({ windowMs: l.windowMs, max: Math.max(1, l.max - l.margin) })),
       );
     }
-    // The windows last: they record a request as sent when its turn comes, as close to the send as can be.
+    // The windows last: a request counts in them from its turn there, as close to its send as can be.
     const all: RequestBudget[] = [];
     if (bucket) all.push(bucket);
     if (this.windows) all.push(this.windows);
