@@ -14,7 +14,7 @@ import { LOAD_BALANCER_ID } from '../../src/providers/digitalocean/annotations.j
 import { createDigitalOcean } from '../../src/providers/digitalocean/index.js';
 import type { LoadBalancerRequest, LoadBalancers } from '../../src/providers/types.js';
 import { requestService } from '../helpers/lb-request.js';
-import { heldListings, useDigitalOceanSim } from './providers/digitalocean/helpers.js';
+import { heldListings, untilSeen, useDigitalOceanSim } from './providers/digitalocean/helpers.js';
 
 const CLUSTER = '6f1c2b9e-3d4a-4c5b-9e8f-0a1b2c3d4e5f';
 const UID_A = '0b5f5a57-1b3c-4d2e-9f60-7c8d9e0f1a2b';
@@ -64,14 +64,6 @@ function request(name: string, uid: string, annotations: Record<string, string> 
   };
 }
 
-async function until(what: string, check: () => boolean): Promise<void> {
-  const end = Date.now() + 5000;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 describe('review 48: a Service after its own delete', () => {
   it('never takes the load balancer it just deleted from a listing the cloud made before the DELETE', async () => {
     // Service A gets its load balancer (created, then active on the next read).
@@ -83,14 +75,14 @@ describe('review 48: a Service after its own delete', () => {
     // A's type changes to ClusterIP: its load balancer is deleted. The DELETE is slow to land.
     sim.fault({ method: 'DELETE', path: /^\/v2\/load_balancers\/[^/]+$/, delayMs: 300 });
     const deleting = lbs.delete(request(NAME_A, UID_A, { [LOAD_BALANCER_ID]: lbId }));
-    await until('the DELETE to arrive', () => sim.requestsTo('DELETE', /load_balancers/).length === 1);
+    await untilSeen('the DELETE to arrive', () => sim.requestsTo('DELETE', /load_balancers/).length === 1);
 
     // Meanwhile Service B (never written anything) starts a listing: the cloud answers it at once
     // (A's load balancer still there), the answer is on its way back to ccm.
     held.hold();
     const listingsBefore = sim.requestsTo('GET', '/v2/load_balancers').length;
     const b = lbs.get(request(NAME_B, UID_B));
-    await until(
+    await untilSeen(
       'B’s listing to arrive',
       () => sim.requestsTo('GET', '/v2/load_balancers').length > listingsBefore,
     );

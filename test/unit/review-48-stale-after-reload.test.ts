@@ -12,7 +12,7 @@ import { LOAD_BALANCER_ID } from '../../src/providers/digitalocean/annotations.j
 import { createDigitalOcean } from '../../src/providers/digitalocean/index.js';
 import type { LoadBalancerRequest, LoadBalancers } from '../../src/providers/types.js';
 import { requestService } from '../helpers/lb-request.js';
-import { heldListings, useDigitalOceanSim } from './providers/digitalocean/helpers.js';
+import { heldListings, untilSeen, useDigitalOceanSim } from './providers/digitalocean/helpers.js';
 
 const CLUSTER = '6f1c2b9e-3d4a-4c5b-9e8f-0a1b2c3d4e5f';
 const UID_A = '0b5f5a57-1b3c-4d2e-9f60-7c8d9e0f1a2b';
@@ -70,14 +70,6 @@ function request(name: string, uid: string, nodes: number[], annotations: Record
   return req;
 }
 
-async function until(what: string, check: () => boolean): Promise<void> {
-  const end = Date.now() + 5000;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 describe('review 48: a reload between a write and the next sync', () => {
   it('the new provider never acts on a listing the cloud made before the old provider’s last write', async () => {
     const old = provider();
@@ -90,7 +82,7 @@ describe('review 48: a reload between a write and the next sync', () => {
     // Node w3 leaves: the old provider removes its droplet; the DELETE is slow to land.
     sim.fault({ method: 'DELETE', path: /droplets$/, delayMs: 300 });
     const removing = old.updateNodes(request(NAME_A, UID_A, [0, 1], ann));
-    await until('the DELETE to arrive', () => sim.requestsTo('DELETE', /droplets$/).length === 1);
+    await untilSeen('the DELETE to arrive', () => sim.requestsTo('DELETE', /droplets$/).length === 1);
 
     // The Secret changed: a new provider. Service B's sync lists at once (A still has w3's droplet
     // there), the answer on its way back.
@@ -98,7 +90,10 @@ describe('review 48: a reload between a write and the next sync', () => {
     held.hold();
     const before = sim.requestsTo('GET', '/v2/load_balancers').length;
     const b = reloaded.get(request(NAME_B, UID_B, [0, 1, 2]));
-    await until('B’s listing to arrive', () => sim.requestsTo('GET', '/v2/load_balancers').length > before);
+    await untilSeen(
+      'B’s listing to arrive',
+      () => sim.requestsTo('GET', '/v2/load_balancers').length > before,
+    );
     await removing;
     expect(sim.loadBalancers.get(lbId)?.droplet_ids).toEqual([id(0), id(1)]);
 

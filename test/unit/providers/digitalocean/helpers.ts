@@ -56,3 +56,12 @@ export function heldListings() {
     },
   };
 }
+
+/** Waits, 5 ms at a time and 5 s at most, until `check` holds (a request arrived at the simulator, say). */
+export async function untilSeen(what: string, check: () => boolean): Promise<void> {
+  const end = Date.now() + 5000;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
